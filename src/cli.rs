@@ -1,0 +1,255 @@
+//! The command line: clap lives here and nowhere else. Each subcommand's
+//! arguments turn into a plain configuration for the core.
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Result};
+use clap::{Args, Parser, Subcommand};
+
+use fsscale::plan::{self, Mode, RunConfig};
+use fsscale::results::rfc3339;
+use fsscale::sys;
+use fsscale::workloads::{Share, Workload};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "fsscale",
+    version,
+    about = "Measure how filesystem and VFS operations scale with CPU cores",
+    long_about = "Measure how filesystem and VFS operations scale with CPU cores.\n\n\
+        fsscale runs classic microbenchmarks (stat, open/close, creat/unlink, ...) over a sweep of \
+        worker counts, as processes or threads, in private or shared directories, repeats every \
+        point, and records everything in versioned JSON.",
+    after_help = "Quick start: `fsscale run` runs the default suite in the current directory; `fsscale list` shows every workload."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// List every workload: what one op does and what each sharing level shares.
+    List,
+    /// Run workloads over a sweep of worker counts and print a table.
+    Run(Box<RunArgs>),
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// Workloads to run (see `fsscale list`), or `all`. Default: stat, open-close, creat-unlink.
+    #[arg(value_name = "WORKLOAD", value_parser = parse_workload_arg)]
+    pub workloads: Vec<WorkloadArg>,
+
+    /// Directory to run in; every run gets its own fresh scratch directory inside it (mode 0700), removed afterwards.
+    #[arg(long, value_name = "PATH", default_value = ".")]
+    pub dir: PathBuf,
+
+    /// Worker counts: e.g. `1,2,4`, `1..8`, `cores`, `2xcores`. Default: 1, powers of two up to the number of online CPUs, then twice that.
+    #[arg(short = 'j', long, value_name = "LIST")]
+    pub workers: Option<String>,
+
+    /// Workers as forked processes (private fd tables) or threads of one process (one fd table); give both to run both.
+    #[arg(long, value_name = "MODE", value_delimiter = ',', default_value = "process", value_parser = parse_mode)]
+    pub mode: Vec<Mode>,
+
+    /// Sharing levels: private (own directory and files), shared (one directory or file, own entries or offsets), same (the very same entry).
+    #[arg(long, value_name = "LEVEL", value_delimiter = ',', default_value = "private,shared", value_parser = parse_share)]
+    pub share: Vec<Share>,
+
+    /// Bind worker i to the i-th CPU this process may use (CPU i mod online CPUs without taskset); recorded in the results.
+    #[arg(long)]
+    pub pin: bool,
+
+    /// Length of the timed window of every run (e.g. 500ms, 2s, 1m; a bare number is seconds).
+    #[arg(short, long, value_name = "TIME", default_value = "0.5s", value_parser = parse_duration)]
+    pub duration: std::time::Duration,
+
+    /// Untimed warm-up after the start barrier, before the window opens.
+    #[arg(short, long, value_name = "TIME", default_value = "0.1s", value_parser = parse_duration)]
+    pub warmup: std::time::Duration,
+
+    /// Repetitions of every point, each in a fresh scratch directory.
+    #[arg(short = 'n', long, value_name = "N", default_value_t = 5)]
+    pub runs: usize,
+
+    /// Interval of the ops time series: `auto` (1 s for windows of 10 s or more, else a tenth of the window) or a time.
+    #[arg(long, value_name = "TIME", default_value = "auto")]
+    pub sample_interval: String,
+
+    /// Results JSON file (default: fsscale-results/<timestamp>.json in the current directory). Rewritten after every run.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+/// A workload name on the command line, or `all`.
+#[derive(Clone, Debug)]
+pub enum WorkloadArg {
+    One(Workload),
+    All,
+}
+
+fn parse_workload_arg(name: &str) -> Result<WorkloadArg, String> {
+    if name == "all" {
+        return Ok(WorkloadArg::All);
+    }
+    Workload::from_name(name)
+        .map(WorkloadArg::One)
+        .ok_or_else(|| {
+            let names: Vec<&str> = Workload::ALL.iter().map(|w| w.name()).collect();
+            format!(
+                "unknown workload; choose from {}, or all (`fsscale list` describes them)",
+                names.join(", ")
+            )
+        })
+}
+
+fn parse_mode(text: &str) -> Result<Mode, String> {
+    match text {
+        "process" | "processes" => Ok(Mode::Process),
+        "thread" | "threads" => Ok(Mode::Thread),
+        _ => Err("use process or thread (or process,thread for both)".into()),
+    }
+}
+
+fn parse_share(text: &str) -> Result<Share, String> {
+    Share::ALL
+        .into_iter()
+        .find(|s| s.name() == text)
+        .ok_or_else(|| "use private, shared or same (comma-separated for several)".into())
+}
+
+fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    plan::parse_duration(text)
+}
+
+impl RunArgs {
+    /// Builds the core's configuration; `argv` is recorded in the results.
+    pub fn into_config(self, argv: Vec<String>) -> Result<RunConfig> {
+        let cores = sys::online_cpus();
+        let workers = match &self.workers {
+            Some(spec) => plan::parse_workers(spec, cores).map_err(anyhow::Error::msg)?,
+            None => plan::default_workers(cores),
+        };
+        let mut workloads = Vec::new();
+        for arg in &self.workloads {
+            match arg {
+                WorkloadArg::All => workloads.extend(Workload::ALL),
+                WorkloadArg::One(w) => workloads.push(*w),
+            }
+        }
+        if workloads.is_empty() {
+            workloads.extend(Workload::DEFAULT_SUITE);
+        }
+        let mut seen = std::collections::HashSet::new();
+        workloads.retain(|w| seen.insert(*w));
+        let sample_interval = match self.sample_interval.as_str() {
+            "auto" => plan::auto_sample_interval(self.duration),
+            text => {
+                let interval = plan::parse_duration(text)
+                    .map_err(|e| anyhow::anyhow!("--sample-interval {e}"))?;
+                if interval < std::time::Duration::from_millis(1) {
+                    bail!("--sample-interval must be at least 1ms");
+                }
+                interval
+            }
+        };
+        let output = match self.output {
+            Some(path) => path,
+            None => default_output(),
+        };
+        Ok(RunConfig {
+            dir: self.dir,
+            workloads,
+            modes: dedup(self.mode),
+            shares: dedup(self.share),
+            workers,
+            pin: self.pin,
+            duration: self.duration,
+            warmup: self.warmup,
+            runs: self.runs,
+            sample_interval,
+            output,
+            command_line: argv,
+        })
+    }
+}
+
+fn dedup<T: PartialEq + Copy>(items: Vec<T>) -> Vec<T> {
+    let mut out: Vec<T> = Vec::new();
+    for item in items {
+        if !out.contains(&item) {
+            out.push(item);
+        }
+    }
+    out
+}
+
+/// `fsscale-results/2026-11-22T02-06-03Z.json`, with a suffix if that exists.
+fn default_output() -> PathBuf {
+    let stamp = rfc3339(std::time::SystemTime::now()).replace(':', "-");
+    let dir = PathBuf::from("fsscale-results");
+    let mut path = dir.join(format!("{stamp}.json"));
+    let mut n = 2;
+    while path.exists() {
+        path = dir.join(format!("{stamp}-{n}.json"));
+        n += 1;
+    }
+    path
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn builds_a_config_from_arguments() {
+        let cli = Cli::try_parse_from([
+            "fsscale",
+            "run",
+            "stat",
+            "all",
+            "-j",
+            "1,3",
+            "--mode",
+            "process,thread",
+            "--share",
+            "same",
+            "-n",
+            "2",
+            "--duration",
+            "200ms",
+            "-o",
+            "x.json",
+        ])
+        .unwrap();
+        let Command::Run(args) = cli.command else {
+            panic!("not run")
+        };
+        let config = args.into_config(vec!["fsscale".into()]).unwrap();
+        assert_eq!(config.workloads.len(), Workload::ALL.len());
+        assert_eq!(config.workloads[0], Workload::Stat);
+        assert_eq!(config.workers, [1, 3]);
+        assert_eq!(config.modes, [Mode::Process, Mode::Thread]);
+        assert_eq!(config.shares, [Share::Same]);
+        assert_eq!(config.sample_interval, std::time::Duration::from_millis(20));
+        assert_eq!(config.output, PathBuf::from("x.json"));
+    }
+
+    #[test]
+    fn unknown_workload_names_the_choices() {
+        let err = Cli::try_parse_from(["fsscale", "run", "stats"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("unknown workload; choose from stat, stat-deep,"),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,15 @@
+//! fsscale: measure how filesystem and VFS operations scale with CPU cores,
+//! and compare systems with statistics a kernel developer trusts.
+//!
+//! The library is the whole engine; the `fsscale` binary only parses the
+//! command line, builds a [`plan::RunConfig`], calls [`runner::run`] and
+//! renders the returned [`results::ResultsFile`] with [`report`].
+
+pub mod plan;
+pub mod report;
+pub mod results;
+pub mod runner;
+pub mod scratch;
+pub mod stats;
+pub mod sys;
+pub mod workloads;

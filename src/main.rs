@@ -1,0 +1,66 @@
+//! The `fsscale` binary: parse, build a plain config, run, render.
+
+mod cli;
+mod terminal;
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use fsscale::report::{render_catalogue, render_results};
+use fsscale::results::ResultsFile;
+use fsscale::runner::{self, Interrupted};
+
+fn main() -> ExitCode {
+    let argv: Vec<String> = std::env::args().collect();
+    let cli = cli::Cli::parse();
+    match run(cli.command, argv) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("fsscale: error: {error:#}");
+            match error.downcast_ref::<Interrupted>() {
+                Some(interrupted) => ExitCode::from(interrupted.exit_code() as u8),
+                None => ExitCode::FAILURE,
+            }
+        }
+    }
+}
+
+fn run(command: cli::Command, argv: Vec<String>) -> anyhow::Result<()> {
+    match command {
+        cli::Command::List => print(&render_catalogue()),
+        cli::Command::Run(args) => {
+            let config = (*args).into_config(argv)?;
+            let mut progress = terminal::TerminalProgress::new();
+            let outcome = runner::run(&config, &mut progress);
+            progress.clear();
+            match outcome {
+                Ok(doc) => {
+                    print(&render_results(&doc))?;
+                    eprintln!("results: {}", config.output.display());
+                    Ok(())
+                }
+                Err(error) => {
+                    // Show whatever finished before the failure; it is on disk too.
+                    if let Ok(doc) = ResultsFile::load(&config.output) {
+                        if doc.points.iter().any(|p| !p.runs.is_empty()) {
+                            print(&render_results(&doc))?;
+                            eprintln!("results so far: {}", config.output.display());
+                        }
+                    }
+                    Err(error)
+                }
+            }
+        }
+    }
+}
+
+/// Writes to stdout; a closed pipe (`fsscale list | head`) is not an error.
+fn print(text: &str) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
+    }
+}

@@ -1,0 +1,294 @@
+//! What to run: the plain configuration the CLI builds, and the parsers for
+//! the values users type (worker lists, durations).
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{bail, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::workloads::{Share, Workload};
+
+/// The most workers one point may have: far above any core count fsscale is
+/// meant for (1024 workers is a tested design point), low enough to catch typos.
+pub const MAX_WORKERS: usize = 16_384;
+
+/// How workers are made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Forked processes: private fd tables, address spaces and cwd.
+    Process,
+    /// Threads of one process: one fd table, one address space, one cwd.
+    Thread,
+}
+
+impl Mode {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Process => "process",
+            Mode::Thread => "thread",
+        }
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Everything `fsscale run` needs, free of any command-line types.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    pub dir: PathBuf,
+    pub workloads: Vec<Workload>,
+    pub modes: Vec<Mode>,
+    pub shares: Vec<Share>,
+    pub workers: Vec<usize>,
+    pub pin: bool,
+    pub duration: Duration,
+    pub warmup: Duration,
+    pub runs: usize,
+    pub sample_interval: Duration,
+    pub output: PathBuf,
+    pub command_line: Vec<String>,
+}
+
+/// One measured combination; each is run `runs` times.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PointSpec {
+    pub workload: Workload,
+    pub mode: Mode,
+    pub share: Share,
+    pub workers: usize,
+}
+
+impl RunConfig {
+    /// Checks combinations before anything runs, so a bad one costs nothing.
+    pub fn validate(&self) -> Result<()> {
+        if self.runs == 0 {
+            bail!("--runs must be at least 1");
+        }
+        if self.duration.is_zero() {
+            bail!("--duration must be longer than 0");
+        }
+        for workload in &self.workloads {
+            for share in &self.shares {
+                if let Err(message) = workload.check_share(*share) {
+                    bail!(message);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Points in run order: workload, then mode, then sharing level, then worker count.
+    pub fn points(&self) -> Vec<PointSpec> {
+        let mut points = Vec::new();
+        for &workload in &self.workloads {
+            for &mode in &self.modes {
+                for &share in &self.shares {
+                    for &workers in &self.workers {
+                        points.push(PointSpec {
+                            workload,
+                            mode,
+                            share,
+                            workers,
+                        });
+                    }
+                }
+            }
+        }
+        points
+    }
+}
+
+/// 1, then powers of two below the core count, the core count, and twice it
+/// (oversubscribed): the classic 1 / NR_CORES / 2×NR_CORES points with the
+/// curve between them.
+pub fn default_workers(cores: usize) -> Vec<usize> {
+    let cores = cores.max(1);
+    let mut counts = Vec::new();
+    let mut n = 1;
+    while n < cores {
+        counts.push(n);
+        n *= 2;
+    }
+    counts.push(cores);
+    counts.push(2 * cores);
+    counts
+}
+
+/// Parses a worker list such as `1,2,4`, `1..8`, `cores`, `2xcores` or
+/// `1,cores..2xcores`. The result is sorted and free of duplicates.
+pub fn parse_workers(spec: &str, cores: usize) -> Result<Vec<usize>, String> {
+    let hint = "use counts like 1,2,4, ranges like 1..8, 'cores' or '2xcores'";
+    let term = |t: &str| -> Result<usize, String> {
+        let t = t.trim();
+        let value = if t == "cores" {
+            Some(cores)
+        } else if let Some(k) = t.strip_suffix("xcores") {
+            k.parse::<usize>().ok().map(|k| k.saturating_mul(cores))
+        } else {
+            t.parse::<usize>().ok()
+        };
+        match value {
+            Some(0) => Err(format!("--workers: '{t}' gives 0 workers; {hint}")),
+            Some(n) if n > MAX_WORKERS => Err(format!(
+                "--workers: '{t}' is {n} workers, more than the limit of {MAX_WORKERS}"
+            )),
+            Some(n) => Ok(n),
+            None => Err(format!("--workers: '{t}' is not a worker count; {hint}")),
+        }
+    };
+    let mut counts = Vec::new();
+    for item in spec.split(',') {
+        if item.trim().is_empty() {
+            return Err(format!("--workers: empty entry in '{spec}'; {hint}"));
+        }
+        match item.split_once("..") {
+            Some((from, to)) => {
+                let (from, to) = (term(from)?, term(to)?);
+                if from > to {
+                    return Err(format!(
+                        "--workers: range '{}' runs backwards; write it as {to}..{from}",
+                        item.trim()
+                    ));
+                }
+                counts.extend(from..=to);
+            }
+            None => counts.push(term(item)?),
+        }
+    }
+    counts.sort_unstable();
+    counts.dedup();
+    Ok(counts)
+}
+
+/// The sampling interval of the per-second time series: one second for
+/// windows of 10 s or more, a tenth of the window (at least 10 ms) for
+/// shorter ones, so that short runs still get a curve.
+pub fn auto_sample_interval(duration: Duration) -> Duration {
+    if duration >= Duration::from_secs(10) {
+        Duration::from_secs(1)
+    } else {
+        (duration / 10).max(Duration::from_millis(10))
+    }
+}
+
+/// Parses `2`, `0.5`, `500ms`, `2s`, `1.5m` or `250us`; a bare number is seconds.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    if number.is_empty() {
+        return Err(format!(
+            "'{text}' is not a duration; write e.g. 2s, 500ms or 0.5"
+        ));
+    }
+    let scale = match unit.trim() {
+        "" | "s" => 1.0,
+        "ms" => 1e-3,
+        "us" | "µs" => 1e-6,
+        "m" | "min" => 60.0,
+        other => {
+            return Err(format!(
+                "'{text}': unknown unit '{other}'; use s, ms, us or m (e.g. 2s, 500ms)"
+            ))
+        }
+    };
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("'{text}' is not a duration; write e.g. 2s, 500ms or 0.5"))?;
+    let seconds = value * scale;
+    if !seconds.is_finite() || seconds > 1e7 {
+        return Err(format!("'{text}' is too long a duration"));
+    }
+    Ok(Duration::from_secs_f64(seconds))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_workers_bracket_the_core_count() {
+        assert_eq!(default_workers(1), [1, 2]);
+        assert_eq!(default_workers(2), [1, 2, 4]);
+        assert_eq!(default_workers(6), [1, 2, 4, 6, 12]);
+        assert_eq!(default_workers(64), [1, 2, 4, 8, 16, 32, 64, 128]);
+    }
+
+    #[test]
+    fn parses_worker_lists() {
+        assert_eq!(parse_workers("1,2,4", 2).unwrap(), [1, 2, 4]);
+        assert_eq!(parse_workers("1..4", 2).unwrap(), [1, 2, 3, 4]);
+        assert_eq!(parse_workers("cores,2xcores,1", 8).unwrap(), [1, 8, 16]);
+        assert_eq!(parse_workers("cores..2xcores", 2).unwrap(), [2, 3, 4]);
+        assert_eq!(parse_workers("4,4, 2", 2).unwrap(), [2, 4]);
+        assert_eq!(parse_workers("1024", 2).unwrap(), [1024]);
+    }
+
+    #[test]
+    fn rejects_bad_worker_lists_with_a_hint() {
+        for (spec, expected) in [
+            ("0", "--workers: '0' gives 0 workers; use counts like 1,2,4, ranges like 1..8, 'cores' or '2xcores'"),
+            ("two", "--workers: 'two' is not a worker count; use counts like 1,2,4, ranges like 1..8, 'cores' or '2xcores'"),
+            ("8..2", "--workers: range '8..2' runs backwards; write it as 2..8"),
+            ("1,,2", "--workers: empty entry in '1,,2'; use counts like 1,2,4, ranges like 1..8, 'cores' or '2xcores'"),
+            ("99999", "--workers: '99999' is 99999 workers, more than the limit of 16384"),
+        ] {
+            assert_eq!(parse_workers(spec, 2).unwrap_err(), expected);
+        }
+    }
+
+    #[test]
+    fn parses_durations() {
+        assert_eq!(parse_duration("2").unwrap(), Duration::from_secs(2));
+        assert_eq!(parse_duration("0.5").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("1.5m").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_duration("250us").unwrap(), Duration::from_micros(250));
+        assert!(parse_duration("5 parsecs")
+            .unwrap_err()
+            .contains("unknown unit"));
+        assert!(parse_duration("abc")
+            .unwrap_err()
+            .contains("not a duration"));
+    }
+
+    #[test]
+    fn points_are_ordered_workload_mode_share_workers() {
+        let config = RunConfig {
+            dir: PathBuf::from("."),
+            workloads: vec![Workload::Stat, Workload::Read],
+            modes: vec![Mode::Process, Mode::Thread],
+            shares: vec![Share::Private],
+            workers: vec![1, 2],
+            pin: false,
+            duration: Duration::from_secs(1),
+            warmup: Duration::ZERO,
+            runs: 1,
+            sample_interval: Duration::from_secs(1),
+            output: PathBuf::from("x.json"),
+            command_line: vec![],
+        };
+        let points = config.points();
+        assert_eq!(points.len(), 8);
+        assert_eq!(
+            points[1],
+            PointSpec {
+                workload: Workload::Stat,
+                mode: Mode::Process,
+                share: Share::Private,
+                workers: 2
+            }
+        );
+        assert_eq!(points[2].mode, Mode::Thread);
+        assert_eq!(points[4].workload, Workload::Read);
+    }
+}

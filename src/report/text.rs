@@ -1,0 +1,225 @@
+//! The terminal view of a results document: one table per workload.
+
+use std::collections::BTreeMap;
+
+use super::table::{Align, Table};
+use crate::plan::Mode;
+use crate::results::{Point, ResultsFile};
+use crate::workloads::{Share, Workload};
+
+/// Rates below 1000/s keep two decimals: collapsed points ("12.68 op/s")
+/// are exactly the ones people quote.
+pub fn format_rate(rate: f64) -> String {
+    if rate.abs() >= 1000.0 {
+        format!("{rate:.0}")
+    } else {
+        format!("{rate:.2}")
+    }
+}
+
+/// Renders every point with a summary, grouped by workload in catalogue order.
+pub fn render_results(doc: &ResultsFile) -> String {
+    let mut by_workload: BTreeMap<Workload, Vec<&Point>> = BTreeMap::new();
+    for point in doc.points.iter().filter(|p| p.summary.is_some()) {
+        by_workload.entry(point.workload).or_default().push(point);
+    }
+    let mut out = String::new();
+    for (workload, points) in &by_workload {
+        out.push_str(&format!("{workload}: {}\n", points[0].op));
+        out.push_str(&workload_table(points, doc.settings.runs).render());
+        out.push('\n');
+    }
+    if !by_workload.is_empty() {
+        out.push_str(&format!(
+            "ops/s: median of {} run{} of {} s each; sd: standard deviation of the runs' ops/s, relative to their mean;\n\
+             efficiency: ops/s per worker against 1 worker of the same mode and share.\n",
+            doc.settings.runs,
+            if doc.settings.runs == 1 { "" } else { "s" },
+            trim_float(doc.settings.duration_s)
+        ));
+    }
+    out
+}
+
+fn workload_table(points: &[&Point], runs: usize) -> Table {
+    let mut table = Table::new(&[
+        ("workers", Align::Right),
+        ("mode", Align::Left),
+        ("share", Align::Left),
+        ("ops/s", Align::Right),
+        ("sd", Align::Right),
+        ("ops/s/worker", Align::Right),
+        ("efficiency", Align::Right),
+        ("", Align::Left),
+    ]);
+    let mut sorted: Vec<&Point> = points.to_vec();
+    sorted.sort_by_key(|p| (p.mode, p.share, p.workers));
+    let single: BTreeMap<(Mode, Share), f64> = sorted
+        .iter()
+        .filter(|p| p.workers == 1)
+        .filter_map(|p| Some(((p.mode, p.share), p.summary.as_ref()?.ops_per_s.median)))
+        .collect();
+    for point in sorted {
+        let Some(summary) = &point.summary else {
+            continue;
+        };
+        let efficiency = match single.get(&(point.mode, point.share)) {
+            Some(&base) if base > 0.0 => {
+                format!("{:.1}%", 100.0 * summary.ops_per_s_per_worker_median / base)
+            }
+            _ => "-".to_string(),
+        };
+        let note = if point.runs.len() < runs {
+            format!("({} of {runs} runs)", point.runs.len())
+        } else {
+            String::new()
+        };
+        table.row(vec![
+            point.workers.to_string(),
+            point.mode.to_string(),
+            point.share.to_string(),
+            format_rate(summary.ops_per_s.median),
+            match summary.ops_per_s.n {
+                1 => "-".to_string(),
+                _ => format!("{:.1}%", summary.ops_per_s.relative_stddev_pct()),
+            },
+            format_rate(summary.ops_per_s_per_worker_median),
+            efficiency,
+            note,
+        ]);
+    }
+    table
+}
+
+fn trim_float(x: f64) -> String {
+    let s = format!("{x:.3}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::*;
+
+    fn record(run: usize, per_worker: &[u64], elapsed_s: f64) -> RunRecord {
+        let ops: u64 = per_worker.iter().sum();
+        RunRecord {
+            run,
+            ops,
+            elapsed_s,
+            ops_per_s: ops as f64 / elapsed_s,
+            ops_per_s_per_worker: ops as f64 / elapsed_s / per_worker.len() as f64,
+            per_worker_ops: per_worker.to_vec(),
+            pinned_cpus: None,
+            worker_cpu: WorkerCpu::default(),
+            system_cpu: SystemCpu::default(),
+            timeline: Timeline::default(),
+        }
+    }
+
+    fn point(workload: Workload, share: Share, runs: Vec<RunRecord>) -> Point {
+        let mut p = Point {
+            workload,
+            op: workload.describe().op.to_string(),
+            mode: Mode::Process,
+            share,
+            workers: runs[0].per_worker_ops.len(),
+            complete: true,
+            runs,
+            summary: None,
+        };
+        p.summarize();
+        p
+    }
+
+    #[test]
+    fn renders_the_classic_table_exactly() {
+        let doc = ResultsFile {
+            schema_version: SCHEMA_VERSION,
+            tool: Tool {
+                name: "fsscale".into(),
+                version: "0.1.0".into(),
+            },
+            command_line: vec![],
+            started_at: "2026-11-22T00:00:00Z".into(),
+            finished_at: None,
+            status: Status::Complete,
+            error: None,
+            host: Host::default(),
+            target: Target::default(),
+            settings: Settings {
+                duration_s: 0.5,
+                warmup_s: 0.1,
+                runs: 3,
+                sample_interval_s: 0.05,
+                pin: false,
+            },
+            points: vec![
+                point(
+                    Workload::OpenClose,
+                    Share::Private,
+                    vec![
+                        record(0, &[192_000], 0.5),
+                        record(1, &[190_000], 0.5),
+                        record(2, &[194_000], 0.5),
+                    ],
+                ),
+                point(
+                    Workload::OpenClose,
+                    Share::Private,
+                    vec![
+                        record(0, &[100_000, 100_000], 0.5),
+                        record(1, &[101_000, 99_000], 0.5),
+                        record(2, &[99_000, 99_000], 0.5),
+                    ],
+                ),
+                point(
+                    Workload::CreatUnlink,
+                    Share::Shared,
+                    vec![record(0, &[6], 0.5), record(1, &[7], 0.5)],
+                ),
+            ],
+        };
+        let expected = "\
+open-close: openat(O_RDONLY) of a regular file, then close()
+  workers  mode     share     ops/s    sd  ops/s/worker  efficiency
+        1  process  private  384000  1.0%        384000      100.0%
+        2  process  private  400000  0.6%        200000       52.1%
+
+creat-unlink: openat(O_CREAT|O_WRONLY|O_TRUNC) of a new file, close(), unlinkat() of it
+  workers  mode     share   ops/s     sd  ops/s/worker  efficiency
+        1  process  shared  13.00  10.9%         13.00      100.0%  (2 of 3 runs)
+
+ops/s: median of 3 runs of 0.5 s each; sd: standard deviation of the runs' ops/s, relative to their mean;
+efficiency: ops/s per worker against 1 worker of the same mode and share.
+";
+        assert_eq!(render_results(&doc), expected);
+    }
+
+    #[test]
+    fn empty_results_render_nothing() {
+        let doc: ResultsFile = ResultsFile {
+            schema_version: SCHEMA_VERSION,
+            tool: Tool {
+                name: "fsscale".into(),
+                version: "0".into(),
+            },
+            command_line: vec![],
+            started_at: String::new(),
+            finished_at: None,
+            status: Status::Running,
+            error: None,
+            host: Host::default(),
+            target: Target::default(),
+            settings: Settings {
+                duration_s: 1.0,
+                warmup_s: 0.0,
+                runs: 1,
+                sample_interval_s: 1.0,
+                pin: false,
+            },
+            points: vec![],
+        };
+        assert_eq!(render_results(&doc), "");
+    }
+}

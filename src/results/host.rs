@@ -1,0 +1,94 @@
+//! What machine the results came from.
+
+use serde::{Deserialize, Serialize};
+
+use crate::sys;
+
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
+pub struct Host {
+    pub hostname: String,
+    /// `uname -s`, `-r`, `-v`, `-m`.
+    pub os: String,
+    pub kernel_release: String,
+    pub kernel_version: String,
+    pub arch: String,
+    pub cpu_model: String,
+    pub online_cpus: usize,
+    pub memory_bytes: u64,
+}
+
+impl Host {
+    /// Reads the host description; fields the system does not expose stay empty.
+    pub fn detect() -> Host {
+        let mut host = Host {
+            online_cpus: sys::online_cpus(),
+            ..Host::default()
+        };
+        // SAFETY: utsname is plain data filled by the kernel.
+        let mut uts: libc::utsname = unsafe { std::mem::zeroed() };
+        // SAFETY: valid pointer.
+        if unsafe { libc::uname(&mut uts) } == 0 {
+            let field = |f: &[libc::c_char]| {
+                let bytes: Vec<u8> = f
+                    .iter()
+                    .take_while(|&&c| c != 0)
+                    .map(|&c| c as u8)
+                    .collect();
+                String::from_utf8_lossy(&bytes).into_owned()
+            };
+            host.hostname = field(&uts.nodename);
+            host.os = field(&uts.sysname);
+            host.kernel_release = field(&uts.release);
+            host.kernel_version = field(&uts.version);
+            host.arch = field(&uts.machine);
+        }
+        if let Ok(cpuinfo) = std::fs::read_to_string("/proc/cpuinfo") {
+            host.cpu_model = cpu_model(&cpuinfo).unwrap_or_default();
+        }
+        if let Ok(meminfo) = std::fs::read_to_string("/proc/meminfo") {
+            host.memory_bytes = mem_total(&meminfo).unwrap_or(0);
+        }
+        host
+    }
+}
+
+/// The first "model name" (x86) or "Processor"/"CPU part" style line.
+fn cpu_model(cpuinfo: &str) -> Option<String> {
+    ["model name", "Processor", "cpu model", "CPU part"]
+        .iter()
+        .find_map(|key| {
+            cpuinfo.lines().find_map(|line| {
+                let (k, v) = line.split_once(':')?;
+                (k.trim() == *key).then(|| v.trim().to_string())
+            })
+        })
+}
+
+fn mem_total(meminfo: &str) -> Option<u64> {
+    let line = meminfo.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_cpuinfo_and_meminfo() {
+        let cpuinfo = "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 7B13\n";
+        assert_eq!(cpu_model(cpuinfo).as_deref(), Some("AMD EPYC 7B13"));
+        assert_eq!(
+            mem_total("MemTotal:       24684096 kB\nMemFree: 1 kB\n"),
+            Some(24684096 * 1024)
+        );
+    }
+
+    #[test]
+    fn detects_this_host() {
+        let host = Host::detect();
+        assert!(host.online_cpus >= 1);
+        assert_eq!(host.os, "Linux");
+        assert!(!host.kernel_release.is_empty());
+    }
+}

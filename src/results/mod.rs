@@ -1,0 +1,225 @@
+//! The results document: typed, versioned JSON, rewritten after every
+//! finished run so that a crash or Ctrl-C loses nothing already measured.
+
+mod host;
+mod target;
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+pub use host::Host;
+pub use target::Target;
+
+use crate::plan::Mode;
+use crate::stats::Summary;
+use crate::workloads::{Share, Workload};
+
+/// Bumped whenever a field changes meaning or disappears (adding fields does not).
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct ResultsFile {
+    pub schema_version: u32,
+    pub tool: Tool,
+    pub command_line: Vec<String>,
+    /// RFC 3339, UTC.
+    pub started_at: String,
+    pub finished_at: Option<String>,
+    pub status: Status,
+    /// Why the run stopped early, when it did.
+    pub error: Option<String>,
+    pub host: Host,
+    pub target: Target,
+    pub settings: Settings,
+    pub points: Vec<Point>,
+}
+
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct Tool {
+    pub name: String,
+    pub version: String,
+}
+
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Running,
+    Complete,
+    Interrupted,
+    Failed,
+}
+
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct Settings {
+    pub duration_s: f64,
+    pub warmup_s: f64,
+    pub runs: usize,
+    pub sample_interval_s: f64,
+    pub pin: bool,
+}
+
+/// One (workload, mode, share, workers) combination and its repeated runs.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct Point {
+    pub workload: Workload,
+    /// Exactly what one counted op is.
+    pub op: String,
+    pub mode: Mode,
+    pub share: Share,
+    pub workers: usize,
+    /// False while runs are still missing (the run was interrupted or failed).
+    pub complete: bool,
+    pub runs: Vec<RunRecord>,
+    /// Over the runs' ops/s; absent until a run has finished.
+    pub summary: Option<PointSummary>,
+}
+
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct PointSummary {
+    pub ops_per_s: Summary,
+    pub ops_per_s_per_worker_median: f64,
+}
+
+/// One repetition of a point, in its own fresh scratch directory.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct RunRecord {
+    pub run: usize,
+    /// Ops completed inside the timed window, all workers together.
+    pub ops: u64,
+    /// Exact length of the timed window.
+    pub elapsed_s: f64,
+    pub ops_per_s: f64,
+    pub ops_per_s_per_worker: f64,
+    /// Ops of each worker inside the window, by worker index (fairness).
+    pub per_worker_ops: Vec<u64>,
+    /// CPU each worker was bound to, by worker index, with `--pin`.
+    pub pinned_cpus: Option<Vec<usize>>,
+    pub worker_cpu: WorkerCpu,
+    pub system_cpu: SystemCpu,
+    pub timeline: Timeline,
+}
+
+/// CPU time the workers themselves used inside the window (`getrusage(RUSAGE_THREAD)`).
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Default)]
+pub struct WorkerCpu {
+    pub user_s: f64,
+    pub sys_s: f64,
+}
+
+/// System-wide CPU breakdown over the window from `/proc/stat`, as fractions of all CPU time.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Default)]
+pub struct SystemCpu {
+    pub user: f64,
+    pub nice: f64,
+    pub system: f64,
+    pub idle: f64,
+    pub iowait: f64,
+    pub irq: f64,
+    pub softirq: f64,
+    pub steal: f64,
+}
+
+/// Total ops counted at each sample, from the start of the window.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
+pub struct Timeline {
+    pub interval_s: f64,
+    /// Seconds since the window opened, one per sample (the last is the window's end).
+    pub at_s: Vec<f64>,
+    pub cumulative_ops: Vec<u64>,
+}
+
+impl Point {
+    /// Recomputes the summary from the runs.
+    pub fn summarize(&mut self) {
+        let rates: Vec<f64> = self.runs.iter().map(|r| r.ops_per_s).collect();
+        let per_worker: Vec<f64> = self.runs.iter().map(|r| r.ops_per_s_per_worker).collect();
+        self.summary = match (Summary::of(&rates), Summary::of(&per_worker)) {
+            (Ok(ops_per_s), Ok(per_worker)) => Some(PointSummary {
+                ops_per_s,
+                ops_per_s_per_worker_median: per_worker.median,
+            }),
+            _ => None,
+        };
+    }
+}
+
+impl ResultsFile {
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("results serialize") + "\n"
+    }
+
+    pub fn from_json(text: &str) -> Result<ResultsFile> {
+        let doc: ResultsFile = serde_json::from_str(text)?;
+        Ok(doc)
+    }
+
+    /// Reads a results file, naming it in every error.
+    pub fn load(path: &Path) -> Result<ResultsFile> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading results file {}", path.display()))?;
+        ResultsFile::from_json(&text)
+            .with_context(|| format!("{} is not an fsscale results file", path.display()))
+    }
+
+    /// Writes the document atomically: a crash leaves the old or the new version, never half of one.
+    pub fn save(&self, path: &Path) -> Result<()> {
+        let mut tmp = path.as_os_str().to_owned();
+        tmp.push(".tmp");
+        let tmp = std::path::PathBuf::from(tmp);
+        std::fs::write(&tmp, self.to_json())
+            .with_context(|| format!("writing results file {}", tmp.display()))?;
+        std::fs::rename(&tmp, path)
+            .with_context(|| format!("writing results file {}", path.display()))
+    }
+}
+
+/// Formats a time as RFC 3339 in UTC, to the second.
+pub fn rfc3339(time: std::time::SystemTime) -> String {
+    let secs = time
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (y, m, d) = civil_from_days(days as i64);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// Days since 1970-01-01 to (year, month, day), Howard Hinnant's `civil_from_days`.
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, UNIX_EPOCH};
+
+    #[test]
+    fn rfc3339_matches_known_dates() {
+        assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00Z");
+        assert_eq!(
+            rfc3339(UNIX_EPOCH + Duration::from_secs(951_782_400)),
+            "2000-02-29T00:00:00Z"
+        );
+        assert_eq!(
+            rfc3339(UNIX_EPOCH + Duration::from_secs(1_795_316_763)),
+            "2026-11-22T03:06:03Z"
+        );
+    }
+}

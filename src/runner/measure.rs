@@ -1,0 +1,329 @@
+//! One run of one point: a fresh scratch directory, the workers, the timed
+//! window, and the record of what happened.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context, Result};
+
+use super::cpu::CpuTicks;
+use super::shared::{Phase, SharedRegion};
+use super::signals;
+use super::worker::{worker_main, WorkerPlan};
+use crate::plan::{Mode, PointSpec};
+use crate::results::{RunRecord, Timeline, WorkerCpu};
+use crate::scratch::Scratch;
+use crate::sys;
+use crate::workloads;
+
+/// Timing of the run, from the plan.
+pub(super) struct Timing {
+    pub warmup: Duration,
+    pub duration: Duration,
+    pub sample_interval: Duration,
+}
+
+/// How often the coordinator wakes to look for failures and signals.
+const POLL: Duration = Duration::from_millis(20);
+
+/// How long workers get to leave after the window closes before they are killed.
+const EXIT_GRACE: Duration = Duration::from_secs(10);
+
+/// Runs `spec` once in a fresh scratch directory inside `dir`, which is removed afterwards.
+pub(super) fn run_once(
+    spec: &PointSpec,
+    dir: &std::path::Path,
+    timing: &Timing,
+    cpus: Option<&[usize]>,
+    run: usize,
+) -> Result<RunRecord> {
+    let scratch = Scratch::create(dir)?;
+    let outcome = measure(spec, &scratch, timing, cpus, run);
+    let removal = scratch.remove();
+    let record = outcome?;
+    removal?;
+    Ok(record)
+}
+
+fn measure(
+    spec: &PointSpec,
+    scratch: &Scratch,
+    timing: &Timing,
+    cpus: Option<&[usize]>,
+    run: usize,
+) -> Result<RunRecord> {
+    let point = workloads::prepare_point(spec.workload, spec.share, spec.workers, scratch.fd())?;
+    let region = SharedRegion::new(spec.workers).context("mapping shared counters")?;
+    let plan = WorkerPlan {
+        workload: spec.workload,
+        share: spec.share,
+        workers: spec.workers,
+        scratch_fd: scratch.fd(),
+        point: &point,
+        cpus,
+        region: &region,
+    };
+    let window = match spec.mode {
+        Mode::Process => run_processes(&plan, timing)?,
+        Mode::Thread => run_threads(&plan, timing)?,
+    };
+    Ok(window.into_record(&region, run, cpus))
+}
+
+/// What the coordinator saw during the window.
+struct Window {
+    start_counts: Vec<u64>,
+    end_counts: Vec<u64>,
+    elapsed: Duration,
+    timeline: Timeline,
+    cpu_start: CpuTicks,
+    cpu_end: CpuTicks,
+}
+
+impl Window {
+    fn into_record(self, region: &SharedRegion, run: usize, cpus: Option<&[usize]>) -> RunRecord {
+        let per_worker_ops: Vec<u64> = self
+            .end_counts
+            .iter()
+            .zip(&self.start_counts)
+            .map(|(end, start)| end - start)
+            .collect();
+        let ops: u64 = per_worker_ops.iter().sum();
+        let elapsed_s = self.elapsed.as_secs_f64();
+        let ops_per_s = ops as f64 / elapsed_s;
+        let mut worker_cpu = WorkerCpu::default();
+        for i in 0..region.workers() {
+            let report = region.report(i);
+            let delta = |k: usize| {
+                let end = report.cpu_at_window_end[k].load(Ordering::Relaxed);
+                end.saturating_sub(report.cpu_at_window_start[k].load(Ordering::Relaxed)) as f64
+                    / 1e6
+            };
+            worker_cpu.user_s += delta(0);
+            worker_cpu.sys_s += delta(1);
+        }
+        RunRecord {
+            run,
+            ops,
+            elapsed_s,
+            ops_per_s,
+            ops_per_s_per_worker: ops_per_s / per_worker_ops.len() as f64,
+            per_worker_ops,
+            pinned_cpus: cpus.map(|c| c.to_vec()),
+            worker_cpu,
+            system_cpu: self.cpu_start.breakdown(&self.cpu_end),
+            timeline: self.timeline,
+        }
+    }
+}
+
+fn run_threads(plan: &WorkerPlan<'_>, timing: &Timing) -> Result<Window> {
+    std::thread::scope(|scope| {
+        let mut started = 0;
+        let mut spawn_error = None;
+        for index in 0..plan.workers {
+            let spawned = std::thread::Builder::new()
+                .name(format!("fsscale-w{index}"))
+                .stack_size(256 * 1024)
+                .spawn_scoped(scope, move || worker_main(plan, index));
+            match spawned {
+                Ok(_) => started += 1,
+                Err(e) => {
+                    spawn_error = Some(anyhow!(
+                        "starting worker thread {index} of {}: {e}",
+                        plan.workers
+                    ));
+                    break;
+                }
+            }
+        }
+        let outcome = match spawn_error {
+            Some(e) => Err(e),
+            None => coordinate(plan.region, started, timing),
+        };
+        if outcome.is_err() {
+            plan.region.set_phase(Phase::Abort);
+        }
+        // The scope joins every thread before returning.
+        outcome
+    })
+}
+
+fn run_processes(plan: &WorkerPlan<'_>, timing: &Timing) -> Result<Window> {
+    ensure_single_threaded()?;
+    let parent = std::process::id() as libc::pid_t;
+    let mut children = Vec::with_capacity(plan.workers);
+    let mut outcome = Ok(());
+    for index in 0..plan.workers {
+        // SAFETY: this process is single-threaded (checked above), so the child
+        // may run ordinary Rust code; it leaves only through `_exit`, so no
+        // destructor of the parent's state (the scratch directory!) runs in it.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            signals::detach_worker(parent);
+            let _ =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| worker_main(plan, index)));
+            // SAFETY: ends the child without running any parent-owned destructor.
+            unsafe { libc::_exit(0) };
+        }
+        if pid < 0 {
+            let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
+            outcome = Err(anyhow!(
+                "fork of worker {index} of {} failed: {}",
+                plan.workers,
+                sys::errno_text(errno)
+            ));
+            break;
+        }
+        children.push(pid);
+    }
+    let window = outcome.and_then(|()| coordinate(plan.region, children.len(), timing));
+    if window.is_err() {
+        plan.region.set_phase(Phase::Abort);
+    }
+    let reaped = reap(&children);
+    let window = window?;
+    reaped?;
+    Ok(window)
+}
+
+/// Forking a multi-threaded process leaves locks held in the child; refuse.
+fn ensure_single_threaded() -> Result<()> {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let threads = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Threads:"))
+        .map(str::trim);
+    match threads {
+        Some("1") | None => Ok(()),
+        Some(n) => bail!("internal error: cannot fork workers while {n} threads run"),
+    }
+}
+
+/// Waits for every child; kills those that do not leave within the grace period.
+fn reap(children: &[libc::pid_t]) -> Result<()> {
+    let deadline = sys::monotonic_ns() + EXIT_GRACE.as_nanos() as u64;
+    let mut problem = None;
+    for (index, &pid) in children.iter().enumerate() {
+        let mut status = 0;
+        let waited = loop {
+            // SAFETY: waiting for our own child.
+            let waited = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+            if waited != 0 {
+                break waited;
+            }
+            if sys::monotonic_ns() >= deadline {
+                // Still there after the grace period (stuck in a system call): kill it.
+                // SAFETY: signalling and then waiting for our own child.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+                problem.get_or_insert_with(|| {
+                    format!("worker {index} did not stop within {EXIT_GRACE:?} and was killed")
+                });
+                // SAFETY: as above.
+                break unsafe { libc::waitpid(pid, &mut status, 0) };
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        };
+        if waited == pid && libc::WIFSIGNALED(status) && libc::WTERMSIG(status) != libc::SIGKILL {
+            problem.get_or_insert_with(|| {
+                format!("worker {index} died of signal {}", libc::WTERMSIG(status))
+            });
+        }
+    }
+    match problem {
+        Some(p) => bail!(p),
+        None => Ok(()),
+    }
+}
+
+/// Opens the barrier, runs warm-up and window, samples the counters.
+fn coordinate(region: &SharedRegion, workers: usize, timing: &Timing) -> Result<Window> {
+    // Wait for every worker to finish setup.
+    loop {
+        check_health(region)?;
+        if region.ready() as usize == workers {
+            break;
+        }
+        if region.exited() as usize == workers {
+            bail!("every worker exited before starting");
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    region.set_phase(Phase::Warmup);
+    let warmup_end = sys::monotonic_ns() + timing.warmup.as_nanos() as u64;
+    sleep_until(region, warmup_end)?;
+
+    let mut start_counts = Vec::with_capacity(workers);
+    let cpu_start = CpuTicks::read();
+    let start = sys::monotonic_ns();
+    region.read_counters(&mut start_counts);
+    region.set_phase(Phase::Window);
+    let base: u64 = start_counts.iter().sum();
+    let end = start + timing.duration.as_nanos() as u64;
+    let interval = timing.sample_interval.as_nanos().max(1) as u64;
+    let mut timeline = Timeline {
+        interval_s: timing.sample_interval.as_secs_f64(),
+        ..Timeline::default()
+    };
+    let mut scratch_counts = Vec::with_capacity(workers);
+    let mut next_sample = start + interval;
+    while next_sample < end {
+        sleep_until(region, next_sample)?;
+        let now = sys::monotonic_ns();
+        region.read_counters(&mut scratch_counts);
+        timeline.at_s.push((now - start) as f64 / 1e9);
+        timeline
+            .cumulative_ops
+            .push(scratch_counts.iter().sum::<u64>() - base);
+        next_sample += interval;
+    }
+    sleep_until(region, end)?;
+    let mut end_counts = Vec::with_capacity(workers);
+    region.read_counters(&mut end_counts);
+    let stop = sys::monotonic_ns();
+    region.set_phase(Phase::Stop);
+    let cpu_end = CpuTicks::read();
+    timeline.at_s.push((stop - start) as f64 / 1e9);
+    timeline
+        .cumulative_ops
+        .push(end_counts.iter().sum::<u64>() - base);
+    // Workers record their CPU time when they see Stop; wait for them to leave.
+    let deadline = sys::monotonic_ns() + EXIT_GRACE.as_nanos() as u64;
+    while (region.exited() as usize) < workers && sys::monotonic_ns() < deadline {
+        check_health(region)?;
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    check_health(region)?;
+    Ok(Window {
+        start_counts,
+        end_counts,
+        elapsed: Duration::from_nanos(stop - start),
+        timeline,
+        cpu_start,
+        cpu_end,
+    })
+}
+
+/// Fails on a worker error or a signal.
+fn check_health(region: &SharedRegion) -> Result<()> {
+    signals::check()?;
+    if region.failed() > 0 {
+        let message = (0..region.workers())
+            .find_map(|i| region.report(i).error())
+            .unwrap_or_else(|| "a worker failed without a message".to_string());
+        return Err(anyhow!(message));
+    }
+    Ok(())
+}
+
+/// Sleeps until `deadline_ns`, waking every [`POLL`] to check health.
+fn sleep_until(region: &SharedRegion, deadline_ns: u64) -> Result<()> {
+    loop {
+        check_health(region)?;
+        let now = sys::monotonic_ns();
+        if now >= deadline_ns {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_nanos(deadline_ns - now).min(POLL));
+    }
+}

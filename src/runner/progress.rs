@@ -1,0 +1,21 @@
+//! How the runner tells the outside world what it is doing, without printing.
+
+use crate::plan::PointSpec;
+use crate::results::{Point, RunRecord};
+
+/// Receives progress events; every method has an empty default.
+pub trait Progress {
+    /// Called once before the first run.
+    fn plan(&mut self, _points: usize, _runs_per_point: usize) {}
+    /// A run (repetition) of a point is about to start; indices count from 0.
+    fn run_started(&mut self, _point: &PointSpec, _point_index: usize, _run: usize) {}
+    fn run_finished(&mut self, _point: &PointSpec, _record: &RunRecord) {}
+    fn point_finished(&mut self, _point: &Point) {}
+    /// The results file was (re)written.
+    fn saved(&mut self) {}
+}
+
+/// Reports nothing.
+pub struct Silent;
+
+impl Progress for Silent {}

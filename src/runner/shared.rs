@@ -1,0 +1,304 @@
+//! The memory workers and the coordinator share: one control block, one
+//! counter slot per worker, one report per worker.
+//!
+//! It is an anonymous `MAP_SHARED` mapping made before workers start, so the
+//! same layout serves forked processes and threads alike. Each counter lives
+//! alone in a 128-byte slot (two cache lines, because adjacent-line prefetch
+//! on x86 pairs lines) so that a worker's increment never invalidates another
+//! worker's line.
+
+use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
+
+/// Where a point is in its life; workers poll it from the hot loop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum Phase {
+    /// Workers are creating their files; the barrier is closed.
+    Setup = 0,
+    /// The barrier is open; counting but not yet measured.
+    Warmup = 1,
+    /// The measured window.
+    Window = 2,
+    /// Normal end: workers leave the loop and exit.
+    Stop = 3,
+    /// Something failed or the user interrupted: leave at once.
+    Abort = 4,
+}
+
+impl Phase {
+    fn from_u32(v: u32) -> Phase {
+        match v {
+            0 => Phase::Setup,
+            1 => Phase::Warmup,
+            2 => Phase::Window,
+            3 => Phase::Stop,
+            _ => Phase::Abort,
+        }
+    }
+}
+
+#[repr(C, align(128))]
+pub struct Control {
+    phase: AtomicU32,
+    ready: AtomicU32,
+    failed: AtomicU32,
+    exited: AtomicU32,
+}
+
+/// One worker's operation counter, alone in its cache lines.
+#[repr(C, align(128))]
+pub struct CounterSlot {
+    pub ops: AtomicU64,
+}
+
+const ERROR_CAPACITY: usize = 480;
+
+/// What a worker tells the coordinator outside the hot loop: its CPU time at
+/// the window's edges, the CPU it was bound to, and an error message.
+#[repr(C, align(128))]
+pub struct WorkerReport {
+    /// User and system CPU microseconds at the start and end of the window.
+    pub cpu_at_window_start: [AtomicU64; 2],
+    pub cpu_at_window_end: [AtomicU64; 2],
+    /// CPU the worker is bound to, or -1.
+    pub pinned_cpu: AtomicI32,
+    error_len: AtomicU32,
+    error: [AtomicU32; ERROR_CAPACITY / 4],
+}
+
+impl WorkerReport {
+    /// Stores an error message (truncated to the report's capacity).
+    pub fn set_error(&self, message: &str) {
+        let bytes = message.as_bytes();
+        let len = bytes.len().min(ERROR_CAPACITY);
+        for (i, word) in self.error.iter().enumerate() {
+            let mut chunk = [0u8; 4];
+            for (j, b) in chunk.iter_mut().enumerate() {
+                if let Some(&byte) = bytes[..len].get(i * 4 + j) {
+                    *b = byte;
+                }
+            }
+            word.store(u32::from_ne_bytes(chunk), Ordering::Relaxed);
+        }
+        self.error_len.store(len as u32, Ordering::Release);
+    }
+
+    pub fn error(&self) -> Option<String> {
+        let len = self.error_len.load(Ordering::Acquire) as usize;
+        if len == 0 {
+            return None;
+        }
+        let mut bytes: Vec<u8> = self
+            .error
+            .iter()
+            .flat_map(|w| w.load(Ordering::Relaxed).to_ne_bytes())
+            .collect();
+        bytes.truncate(len);
+        Some(String::from_utf8_lossy(&bytes).into_owned())
+    }
+}
+
+/// The shared mapping. Dropping it unmaps the memory in the process that drops it.
+pub struct SharedRegion {
+    base: *mut u8,
+    len: usize,
+    workers: usize,
+}
+
+// SAFETY: everything inside is atomics; the raw pointer is only the mapping's address.
+unsafe impl Send for SharedRegion {}
+// SAFETY: as above, all access goes through atomics.
+unsafe impl Sync for SharedRegion {}
+
+impl SharedRegion {
+    pub fn new(workers: usize) -> std::io::Result<SharedRegion> {
+        let len = Self::counters_offset()
+            + workers * (size_of::<CounterSlot>() + size_of::<WorkerReport>());
+        // SAFETY: anonymous mapping, no file; the kernel zero-fills it, and zero
+        // is a valid value for every atomic in it (phase Setup, counters 0).
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        let region = SharedRegion {
+            base: base.cast(),
+            len,
+            workers,
+        };
+        for i in 0..workers {
+            region.report(i).pinned_cpu.store(-1, Ordering::Relaxed);
+        }
+        Ok(region)
+    }
+
+    fn counters_offset() -> usize {
+        size_of::<Control>()
+    }
+
+    fn control(&self) -> &Control {
+        // SAFETY: the mapping starts with a zero-initialised Control, aligned to the page.
+        unsafe { &*(self.base as *const Control) }
+    }
+
+    pub fn counter(&self, worker: usize) -> &CounterSlot {
+        assert!(worker < self.workers);
+        // SAFETY: in bounds; slots follow the control block at 128-byte alignment.
+        unsafe {
+            &*(self
+                .base
+                .add(Self::counters_offset() + worker * size_of::<CounterSlot>())
+                as *const CounterSlot)
+        }
+    }
+
+    pub fn report(&self, worker: usize) -> &WorkerReport {
+        assert!(worker < self.workers);
+        let offset = Self::counters_offset()
+            + self.workers * size_of::<CounterSlot>()
+            + worker * size_of::<WorkerReport>();
+        // SAFETY: in bounds and 128-byte aligned (every preceding block is a multiple of 128).
+        unsafe { &*(self.base.add(offset) as *const WorkerReport) }
+    }
+
+    pub fn workers(&self) -> usize {
+        self.workers
+    }
+
+    #[inline(always)]
+    pub fn phase_word(&self) -> &AtomicU32 {
+        &self.control().phase
+    }
+
+    pub fn phase(&self) -> Phase {
+        Phase::from_u32(self.control().phase.load(Ordering::Acquire))
+    }
+
+    /// Moves every worker to `phase` and wakes those waiting at the barrier.
+    pub fn set_phase(&self, phase: Phase) {
+        self.control().phase.store(phase as u32, Ordering::Release);
+        futex_wake_all(&self.control().phase);
+    }
+
+    /// Blocks until the phase leaves `Setup` (the start barrier).
+    pub fn wait_for_start(&self) -> Phase {
+        loop {
+            let phase = self.control().phase.load(Ordering::Acquire);
+            if phase != Phase::Setup as u32 {
+                return Phase::from_u32(phase);
+            }
+            futex_wait(&self.control().phase, phase);
+        }
+    }
+
+    pub fn mark_ready(&self) {
+        self.control().ready.fetch_add(1, Ordering::AcqRel);
+    }
+
+    pub fn ready(&self) -> u32 {
+        self.control().ready.load(Ordering::Acquire)
+    }
+
+    /// Records a worker failure and tells every other worker to stop.
+    pub fn mark_failed(&self) {
+        self.control().failed.fetch_add(1, Ordering::AcqRel);
+        self.set_phase(Phase::Abort);
+    }
+
+    pub fn failed(&self) -> u32 {
+        self.control().failed.load(Ordering::Acquire)
+    }
+
+    pub fn mark_exited(&self) {
+        self.control().exited.fetch_add(1, Ordering::AcqRel);
+    }
+
+    pub fn exited(&self) -> u32 {
+        self.control().exited.load(Ordering::Acquire)
+    }
+
+    /// Every worker's counter, read once each.
+    pub fn read_counters(&self, into: &mut Vec<u64>) {
+        into.clear();
+        into.extend((0..self.workers).map(|i| self.counter(i).ops.load(Ordering::Relaxed)));
+    }
+}
+
+impl Drop for SharedRegion {
+    fn drop(&mut self) {
+        // SAFETY: unmapping exactly the mapping made in `new`.
+        unsafe { libc::munmap(self.base.cast(), self.len) };
+    }
+}
+
+fn futex_wait(word: &AtomicU32, expected: u32) {
+    // SAFETY: FUTEX_WAIT on a valid, aligned u32; a shared (non-private) futex
+    // because processes wait on it through a MAP_SHARED mapping. Spurious
+    // returns are fine: the caller re-checks the word.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT,
+            expected,
+            std::ptr::null::<libc::timespec>(),
+        );
+    }
+}
+
+fn futex_wake_all(word: &AtomicU32) {
+    // SAFETY: FUTEX_WAKE on a valid, aligned u32.
+    unsafe {
+        libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE, i32::MAX);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_are_cache_line_isolated() {
+        assert_eq!(size_of::<CounterSlot>(), 128);
+        assert_eq!(size_of::<WorkerReport>() % 128, 0);
+        let region = SharedRegion::new(3).unwrap();
+        let a = region.counter(0) as *const _ as usize;
+        let b = region.counter(1) as *const _ as usize;
+        assert_eq!(b - a, 128);
+        assert_eq!(a % 128, 0);
+        assert_eq!(region.report(2) as *const _ as usize % 128, 0);
+    }
+
+    #[test]
+    fn error_messages_round_trip_and_truncate() {
+        let region = SharedRegion::new(1).unwrap();
+        assert_eq!(region.report(0).error(), None);
+        region
+            .report(0)
+            .set_error("openat(\"w0/f\") failed: ENOSPC");
+        assert_eq!(
+            region.report(0).error().unwrap(),
+            "openat(\"w0/f\") failed: ENOSPC"
+        );
+        region.report(0).set_error(&"x".repeat(1000));
+        assert_eq!(region.report(0).error().unwrap().len(), ERROR_CAPACITY);
+    }
+
+    #[test]
+    fn failure_aborts_the_phase() {
+        let region = SharedRegion::new(2).unwrap();
+        assert_eq!(region.phase(), Phase::Setup);
+        region.mark_failed();
+        assert_eq!(region.failed(), 1);
+        assert_eq!(region.phase(), Phase::Abort);
+        assert_eq!(region.wait_for_start(), Phase::Abort);
+    }
+}

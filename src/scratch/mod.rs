@@ -1,0 +1,371 @@
+//! Scratch directories: the only places fsscale ever deletes anything.
+//!
+//! A scratch directory is made with `mkdir` under a unique name (so it cannot
+//! already exist), mode 0700, and holds a marker file with a random token.
+//! Before removing it, fsscale checks that the name still refers to the very
+//! directory it made (device and inode through the parent descriptor it kept
+//! open) and that the marker still holds its token. Removal works through
+//! descriptors, never follows symbolic links, and refuses to descend into
+//! another filesystem mounted inside.
+
+use std::ffi::CString;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use anyhow::{bail, Context, Result};
+
+use crate::sys::{self, Errno};
+
+/// The marker file in every scratch directory.
+pub const MARKER: &str = ".fsscale-scratch";
+
+/// Name prefix of every scratch directory.
+pub const PREFIX: &str = ".fsscale-";
+
+static SEQUENCE: AtomicU64 = AtomicU64::new(0);
+
+/// A scratch directory fsscale made and owns.
+pub struct Scratch {
+    parent: OwnedFd,
+    name: CString,
+    path: PathBuf,
+    dir: OwnedFd,
+    dev: u64,
+    ino: u64,
+    token: String,
+    owner_pid: u32,
+    removed: bool,
+}
+
+impl Scratch {
+    /// Makes a fresh scratch directory inside `parent`.
+    pub fn create(parent: &Path) -> Result<Scratch> {
+        let parent_c = sys::cstring(parent)?;
+        let parent_fd = sys::openat(
+            libc::AT_FDCWD,
+            &parent_c,
+            libc::O_RDONLY | libc::O_DIRECTORY,
+            0,
+        )
+        .map_err(|e| dir_error(parent, e))?;
+        // SAFETY: fresh fd, owned here.
+        let parent_fd = unsafe { OwnedFd::from_raw_fd(parent_fd) };
+        let token = random_token();
+        let name = format!(
+            "{PREFIX}{}-{}-{}",
+            std::process::id(),
+            SEQUENCE.fetch_add(1, Ordering::Relaxed),
+            &token[..8]
+        );
+        let name_c = sys::cname(&name);
+        sys::mkdirat(parent_fd.as_raw_fd(), &name_c, 0o700).map_err(|e| {
+            anyhow::anyhow!(
+                "cannot create a scratch directory in {}: {}; --dir must be a writable directory",
+                parent.display(),
+                sys::errno_text(e)
+            )
+        })?;
+        let path = parent.join(&name);
+        let dir = sys::openat(
+            parent_fd.as_raw_fd(),
+            &name_c,
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW,
+            0,
+        )
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "opening scratch directory {}: {}",
+                path.display(),
+                sys::errno_text(e)
+            )
+        })?;
+        // SAFETY: fresh fd, owned here.
+        let dir = unsafe { OwnedFd::from_raw_fd(dir) };
+        // SAFETY: stat is plain data.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        sys::fstat(dir.as_raw_fd(), &mut st)
+            .map_err(|e| anyhow::anyhow!("{}: {}", path.display(), sys::errno_text(e)))?;
+        // The umask may have narrowed the mode; 0700 exactly is the contract.
+        // SAFETY: plain syscall on an fd we own.
+        unsafe { libc::fchmod(dir.as_raw_fd(), 0o700) };
+        let scratch = Scratch {
+            parent: parent_fd,
+            name: name_c,
+            path,
+            dir,
+            dev: st.st_dev,
+            ino: st.st_ino,
+            token,
+            owner_pid: std::process::id(),
+            removed: false,
+        };
+        scratch
+            .write_marker()
+            .with_context(|| format!("writing {MARKER} in {}", scratch.path.display()))?;
+        Ok(scratch)
+    }
+
+    pub fn fd(&self) -> RawFd {
+        self.dir.as_raw_fd()
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Removes the directory and everything in it, after proving it is ours.
+    pub fn remove(mut self) -> Result<()> {
+        self.removed = true;
+        self.remove_inner()
+    }
+
+    fn marker_text(&self) -> String {
+        format!(
+            "fsscale scratch directory\npid={}\ntoken={}\n",
+            self.owner_pid, self.token
+        )
+    }
+
+    fn write_marker(&self) -> Result<(), std::io::Error> {
+        let fd = sys::openat(
+            self.fd(),
+            &sys::cname(MARKER),
+            libc::O_CREAT | libc::O_EXCL | libc::O_WRONLY,
+            0o600,
+        )
+        .map_err(std::io::Error::from_raw_os_error)?;
+        // SAFETY: fresh fd, owned by the File.
+        let mut file = unsafe { std::fs::File::from_raw_fd(fd) };
+        std::io::Write::write_all(&mut file, self.marker_text().as_bytes())
+    }
+
+    fn remove_inner(&mut self) -> Result<()> {
+        let shown = self.path.display();
+        // SAFETY: stat is plain data.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        sys::fstatat(
+            self.parent.as_raw_fd(),
+            &self.name,
+            &mut st,
+            libc::AT_SYMLINK_NOFOLLOW,
+        )
+        .map_err(|e| {
+            anyhow::anyhow!("scratch directory {shown} vanished: {}", sys::errno_text(e))
+        })?;
+        if st.st_dev != self.dev || st.st_ino != self.ino {
+            bail!("scratch directory {shown} was replaced by something else; not removing it");
+        }
+        let marker = read_small_file(self.fd(), MARKER);
+        if marker.as_deref() != Some(self.marker_text().as_str()) {
+            bail!("scratch directory {shown} no longer holds fsscale's marker; not removing it");
+        }
+        remove_contents(self.fd(), self.dev, &self.path)?;
+        sys::unlinkat(self.parent.as_raw_fd(), &self.name, libc::AT_REMOVEDIR).map_err(|e| {
+            anyhow::anyhow!("removing scratch directory {shown}: {}", sys::errno_text(e))
+        })
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        // A forked worker holds a copy of this value; only the creator removes.
+        if !self.removed && std::process::id() == self.owner_pid {
+            self.removed = true;
+            let _ = self.remove_inner();
+        }
+    }
+}
+
+fn dir_error(dir: &Path, errno: Errno) -> anyhow::Error {
+    match errno {
+        libc::ENOENT => anyhow::anyhow!(
+            "--dir {} does not exist; create it or pass another --dir",
+            dir.display()
+        ),
+        libc::ENOTDIR => anyhow::anyhow!(
+            "--dir {} is not a directory; pass a directory",
+            dir.display()
+        ),
+        _ => anyhow::anyhow!(
+            "cannot open --dir {}: {}",
+            dir.display(),
+            sys::errno_text(errno)
+        ),
+    }
+}
+
+fn random_token() -> String {
+    let mut bytes = [0u8; 16];
+    // SAFETY: the buffer is valid for its length.
+    let got = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
+    if got != bytes.len() as isize {
+        // getrandom cannot fail for 16 bytes after boot; the clock is a fallback.
+        bytes[..8].copy_from_slice(&sys::monotonic_ns().to_ne_bytes());
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn read_small_file(dir: RawFd, name: &str) -> Option<String> {
+    let fd = sys::openat(dir, &sys::cname(name), libc::O_RDONLY | libc::O_NOFOLLOW, 0).ok()?;
+    // SAFETY: fresh fd, owned by the File.
+    let file = unsafe { std::fs::File::from_raw_fd(fd) };
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut std::io::Read::take(file, 4096), &mut text).ok()?;
+    Some(text)
+}
+
+/// Entries of a directory (without `.` and `..`), with their `d_type`.
+fn list(dir: RawFd) -> Result<Vec<(CString, u8)>, Errno> {
+    let fd = sys::openat(dir, c".", libc::O_RDONLY | libc::O_DIRECTORY, 0)?;
+    // SAFETY: fresh fd, owned here.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut entries = Vec::new();
+    loop {
+        let filled = sys::getdents64(fd.as_raw_fd(), &mut buf)?;
+        if filled == 0 {
+            return Ok(entries);
+        }
+        let mut offset = 0;
+        while offset < filled {
+            // linux_dirent64: d_ino u64, d_off i64, d_reclen u16, d_type u8, d_name.
+            let reclen = u16::from_ne_bytes([buf[offset + 16], buf[offset + 17]]) as usize;
+            let d_type = buf[offset + 18];
+            let name_bytes = &buf[offset + 19..offset + reclen];
+            let end = name_bytes
+                .iter()
+                .position(|&b| b == 0)
+                .unwrap_or(name_bytes.len());
+            let name = &name_bytes[..end];
+            if name != b"." && name != b".." {
+                entries.push((CString::new(name).expect("no NUL before end"), d_type));
+            }
+            offset += reclen;
+        }
+    }
+}
+
+/// Removes everything below `dir`, staying on device `dev`.
+fn remove_contents(dir: RawFd, dev: u64, path: &Path) -> Result<()> {
+    let fail = |what: &str, name: &std::ffi::CStr, e: Errno| {
+        anyhow::anyhow!(
+            "{what} {}: {}",
+            path.join(name.to_string_lossy().as_ref()).display(),
+            sys::errno_text(e)
+        )
+    };
+    for (name, d_type) in list(dir)
+        .map_err(|e| anyhow::anyhow!("listing {}: {}", path.display(), sys::errno_text(e)))?
+    {
+        let is_dir = match d_type {
+            libc::DT_DIR => true,
+            libc::DT_UNKNOWN => {
+                // SAFETY: stat is plain data.
+                let mut st: libc::stat = unsafe { std::mem::zeroed() };
+                sys::fstatat(dir, &name, &mut st, libc::AT_SYMLINK_NOFOLLOW)
+                    .map_err(|e| fail("stat", &name, e))?;
+                st.st_mode & libc::S_IFMT == libc::S_IFDIR
+            }
+            _ => false,
+        };
+        if !is_dir {
+            sys::unlinkat(dir, &name, 0).map_err(|e| fail("removing", &name, e))?;
+            continue;
+        }
+        let sub = sys::openat(
+            dir,
+            &name,
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW,
+            0,
+        )
+        .map_err(|e| fail("opening", &name, e))?;
+        // SAFETY: fresh fd, owned here.
+        let sub = unsafe { OwnedFd::from_raw_fd(sub) };
+        // SAFETY: stat is plain data.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        sys::fstat(sub.as_raw_fd(), &mut st).map_err(|e| fail("stat", &name, e))?;
+        let sub_path = path.join(name.to_string_lossy().as_ref());
+        if st.st_dev != dev {
+            bail!("{} is another filesystem mounted inside the scratch directory; unmount it, fsscale will not delete across mounts", sub_path.display());
+        }
+        remove_contents(sub.as_raw_fd(), dev, &sub_path)?;
+        drop(sub);
+        sys::unlinkat(dir, &name, libc::AT_REMOVEDIR).map_err(|e| fail("removing", &name, e))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn creates_private_marked_directory_and_removes_everything_in_it() {
+        let parent = tempfile::tempdir().unwrap();
+        let scratch = Scratch::create(parent.path()).unwrap();
+        let path = scratch.path().to_path_buf();
+        let meta = std::fs::metadata(&path).unwrap();
+        assert_eq!(meta.permissions().mode() & 0o777, 0o700);
+        assert!(path
+            .file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .starts_with(PREFIX));
+        assert!(path.join(MARKER).exists());
+        std::fs::create_dir_all(path.join("a/b/c")).unwrap();
+        std::fs::write(path.join("a/b/c/file"), b"x").unwrap();
+        std::os::unix::fs::symlink(parent.path(), path.join("a/escape")).unwrap();
+        scratch.remove().unwrap();
+        assert!(!path.exists());
+        // The symlink's target (the parent) is untouched.
+        assert!(parent.path().exists());
+    }
+
+    #[test]
+    fn two_scratches_never_share_a_name() {
+        let parent = tempfile::tempdir().unwrap();
+        let a = Scratch::create(parent.path()).unwrap();
+        let b = Scratch::create(parent.path()).unwrap();
+        assert_ne!(a.path(), b.path());
+    }
+
+    #[test]
+    fn refuses_a_directory_whose_marker_was_changed() {
+        let parent = tempfile::tempdir().unwrap();
+        let scratch = Scratch::create(parent.path()).unwrap();
+        let path = scratch.path().to_path_buf();
+        std::fs::write(path.join(MARKER), b"somebody else's").unwrap();
+        let err = scratch.remove().unwrap_err().to_string();
+        assert!(err.contains("no longer holds fsscale's marker"), "{err}");
+        assert!(path.exists());
+    }
+
+    #[test]
+    fn refuses_a_directory_that_was_swapped() {
+        let parent = tempfile::tempdir().unwrap();
+        let scratch = Scratch::create(parent.path()).unwrap();
+        let path = scratch.path().to_path_buf();
+        let moved = parent.path().join("moved");
+        std::fs::rename(&path, &moved).unwrap();
+        std::fs::create_dir(&path).unwrap();
+        std::fs::write(path.join("precious"), b"keep").unwrap();
+        let err = scratch.remove().unwrap_err().to_string();
+        assert!(err.contains("was replaced"), "{err}");
+        assert!(path.join("precious").exists());
+    }
+
+    #[test]
+    fn missing_parent_is_a_clear_error() {
+        let err = Scratch::create(Path::new("/nonexistent/fsscale-test"))
+            .err()
+            .unwrap()
+            .to_string();
+        assert_eq!(
+            err,
+            "--dir /nonexistent/fsscale-test does not exist; create it or pass another --dir"
+        );
+    }
+}

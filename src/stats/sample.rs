@@ -1,0 +1,202 @@
+//! A validated sample of measurements and its summary statistics.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum StatsError {
+    Empty,
+    NotFinite { index: usize, value: f64 },
+}
+
+impl fmt::Display for StatsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StatsError::Empty => f.write_str("no measurements"),
+            StatsError::NotFinite { index, value } => {
+                write!(f, "measurement {index} is not a finite number ({value})")
+            }
+        }
+    }
+}
+
+impl std::error::Error for StatsError {}
+
+/// At least one measurement, all finite, kept sorted.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sample {
+    sorted: Vec<f64>,
+}
+
+impl Sample {
+    pub fn new(values: &[f64]) -> Result<Sample, StatsError> {
+        if values.is_empty() {
+            return Err(StatsError::Empty);
+        }
+        if let Some((index, &value)) = values.iter().enumerate().find(|(_, v)| !v.is_finite()) {
+            return Err(StatsError::NotFinite { index, value });
+        }
+        let mut sorted = values.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        Ok(Sample { sorted })
+    }
+
+    pub fn len(&self) -> usize {
+        self.sorted.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    pub fn min(&self) -> f64 {
+        self.sorted[0]
+    }
+
+    pub fn max(&self) -> f64 {
+        self.sorted[self.sorted.len() - 1]
+    }
+
+    /// The middle value; for an even count the mean of the two middle values.
+    pub fn median(&self) -> f64 {
+        let n = self.sorted.len();
+        if n % 2 == 1 {
+            self.sorted[n / 2]
+        } else {
+            (self.sorted[n / 2 - 1] + self.sorted[n / 2]) / 2.0
+        }
+    }
+
+    /// Mean and sum of squared deviations by Welford's online algorithm
+    /// (Welford 1962; Knuth, TAOCP vol. 2, 4.2.2), which stays accurate when
+    /// the values are large and close together, as ops/s figures are.
+    fn mean_and_m2(&self) -> (f64, f64) {
+        let mut mean = 0.0;
+        let mut m2 = 0.0;
+        for (i, &x) in self.sorted.iter().enumerate() {
+            let delta = x - mean;
+            mean += delta / (i + 1) as f64;
+            m2 += delta * (x - mean);
+        }
+        (mean, m2)
+    }
+
+    pub fn mean(&self) -> f64 {
+        self.mean_and_m2().0
+    }
+
+    /// Unbiased sample variance (n − 1 denominator); 0 for a single value.
+    pub fn variance(&self) -> f64 {
+        let n = self.sorted.len();
+        if n < 2 {
+            return 0.0;
+        }
+        self.mean_and_m2().1 / (n - 1) as f64
+    }
+
+    pub fn stddev(&self) -> f64 {
+        self.variance().sqrt()
+    }
+}
+
+/// The figures stored with every point.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq)]
+pub struct Summary {
+    pub n: usize,
+    pub median: f64,
+    pub mean: f64,
+    /// Sample standard deviation (n − 1); 0 when n = 1.
+    pub stddev: f64,
+    pub min: f64,
+    pub max: f64,
+}
+
+impl Summary {
+    pub fn of(values: &[f64]) -> Result<Summary, StatsError> {
+        let s = Sample::new(values)?;
+        Ok(Summary {
+            n: s.len(),
+            median: s.median(),
+            mean: s.mean(),
+            stddev: s.stddev(),
+            min: s.min(),
+            max: s.max(),
+        })
+    }
+
+    /// Standard deviation relative to the mean, in percent (0 when the mean is 0).
+    pub fn relative_stddev_pct(&self) -> f64 {
+        if self.mean == 0.0 {
+            0.0
+        } else {
+            100.0 * self.stddev / self.mean.abs()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn known_values() {
+        let s = Summary::of(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]).unwrap();
+        assert_eq!(
+            (s.n, s.median, s.mean, s.min, s.max),
+            (8, 4.5, 5.0, 2.0, 9.0)
+        );
+        assert!((s.stddev - (32.0f64 / 7.0).sqrt()).abs() < 1e-12);
+        assert_eq!(Summary::of(&[3.0]).unwrap().stddev, 0.0);
+    }
+
+    #[test]
+    fn rejects_bad_input() {
+        assert_eq!(Sample::new(&[]), Err(StatsError::Empty));
+        assert!(matches!(
+            Sample::new(&[1.0, f64::NAN]),
+            Err(StatsError::NotFinite { index: 1, .. })
+        ));
+        assert!(matches!(
+            Sample::new(&[f64::INFINITY]),
+            Err(StatsError::NotFinite { index: 0, .. })
+        ));
+    }
+
+    #[test]
+    fn variance_is_stable_for_large_close_values() {
+        // The naive sum-of-squares formula loses every digit here.
+        let base = 1e9;
+        let s = Sample::new(&[base + 4.0, base + 7.0, base + 13.0, base + 16.0]).unwrap();
+        assert!((s.variance() - 30.0).abs() < 1e-6, "{}", s.variance());
+    }
+
+    proptest! {
+        #[test]
+        fn summary_is_ordered(values in prop::collection::vec(-1e12f64..1e12, 1..50)) {
+            let s = Summary::of(&values).unwrap();
+            prop_assert!(s.min <= s.median && s.median <= s.max);
+            prop_assert!(s.min <= s.mean + 1e-3 && s.mean <= s.max + 1e-3);
+            prop_assert!(s.stddev >= 0.0);
+        }
+
+        #[test]
+        fn shifting_moves_location_not_spread(values in prop::collection::vec(0f64..1e6, 2..40), shift in -1e6f64..1e6) {
+            let a = Summary::of(&values).unwrap();
+            let shifted: Vec<f64> = values.iter().map(|v| v + shift).collect();
+            let b = Summary::of(&shifted).unwrap();
+            prop_assert!((b.median - a.median - shift).abs() < 1e-6);
+            prop_assert!((b.stddev - a.stddev).abs() < 1e-6 * (1.0 + a.stddev));
+        }
+
+        #[test]
+        fn order_does_not_matter(mut values in prop::collection::vec(-1e6f64..1e6, 1..30)) {
+            let a = Summary::of(&values).unwrap();
+            values.reverse();
+            let b = Summary::of(&values).unwrap();
+            prop_assert_eq!(a.median, b.median);
+            prop_assert!((a.mean - b.mean).abs() < 1e-6);
+        }
+    }
+}

@@ -1,0 +1,277 @@
+//! Thin, allocation-free wrappers around the system calls fsscale measures
+//! and the few it needs to manage workers.
+//!
+//! Every wrapper returns the raw errno on failure so that a hot loop can
+//! propagate it as a `Copy` value; turning it into text happens once, off the
+//! hot path, in [`errno_text`].
+
+use std::ffi::{CStr, CString};
+use std::io;
+use std::os::fd::RawFd;
+use std::path::Path;
+
+/// An errno value as returned by a failed system call.
+pub type Errno = i32;
+
+#[inline(always)]
+fn last_errno() -> Errno {
+    io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::EIO)
+}
+
+#[inline(always)]
+fn check(ret: libc::c_int) -> Result<libc::c_int, Errno> {
+    if ret < 0 {
+        Err(last_errno())
+    } else {
+        Ok(ret)
+    }
+}
+
+#[inline(always)]
+fn check_size(ret: libc::ssize_t) -> Result<usize, Errno> {
+    if ret < 0 {
+        Err(last_errno())
+    } else {
+        Ok(ret as usize)
+    }
+}
+
+#[inline(always)]
+pub fn openat(
+    dir: RawFd,
+    name: &CStr,
+    flags: libc::c_int,
+    mode: libc::mode_t,
+) -> Result<RawFd, Errno> {
+    // SAFETY: `name` is a valid NUL-terminated string for the duration of the call.
+    check(unsafe {
+        libc::openat(
+            dir,
+            name.as_ptr(),
+            flags | libc::O_CLOEXEC,
+            mode as libc::c_uint,
+        )
+    })
+}
+
+#[inline(always)]
+pub fn close(fd: RawFd) -> Result<(), Errno> {
+    // SAFETY: closing an fd we own; a bad fd is reported as EBADF.
+    check(unsafe { libc::close(fd) }).map(drop)
+}
+
+#[inline(always)]
+pub fn fstatat(
+    dir: RawFd,
+    name: &CStr,
+    buf: &mut libc::stat,
+    flags: libc::c_int,
+) -> Result<(), Errno> {
+    // SAFETY: `buf` is a valid, writable stat buffer.
+    check(unsafe { libc::fstatat(dir, name.as_ptr(), buf, flags) }).map(drop)
+}
+
+#[inline(always)]
+pub fn fstat(fd: RawFd, buf: &mut libc::stat) -> Result<(), Errno> {
+    // SAFETY: `buf` is a valid, writable stat buffer.
+    check(unsafe { libc::fstat(fd, buf) }).map(drop)
+}
+
+#[inline(always)]
+pub fn unlinkat(dir: RawFd, name: &CStr, flags: libc::c_int) -> Result<(), Errno> {
+    // SAFETY: valid C string.
+    check(unsafe { libc::unlinkat(dir, name.as_ptr(), flags) }).map(drop)
+}
+
+#[inline(always)]
+pub fn mkdirat(dir: RawFd, name: &CStr, mode: libc::mode_t) -> Result<(), Errno> {
+    // SAFETY: valid C string.
+    check(unsafe { libc::mkdirat(dir, name.as_ptr(), mode) }).map(drop)
+}
+
+#[inline(always)]
+pub fn renameat(dir: RawFd, from: &CStr, to: &CStr) -> Result<(), Errno> {
+    // SAFETY: valid C strings.
+    check(unsafe { libc::renameat(dir, from.as_ptr(), dir, to.as_ptr()) }).map(drop)
+}
+
+#[inline(always)]
+pub fn linkat(dir: RawFd, from: &CStr, to: &CStr) -> Result<(), Errno> {
+    // SAFETY: valid C strings.
+    check(unsafe { libc::linkat(dir, from.as_ptr(), dir, to.as_ptr(), 0) }).map(drop)
+}
+
+#[inline(always)]
+pub fn pread(fd: RawFd, buf: &mut [u8], offset: i64) -> Result<usize, Errno> {
+    // SAFETY: the buffer is valid for `buf.len()` bytes.
+    check_size(unsafe { libc::pread(fd, buf.as_mut_ptr().cast(), buf.len(), offset) })
+}
+
+#[inline(always)]
+pub fn pwrite(fd: RawFd, buf: &[u8], offset: i64) -> Result<usize, Errno> {
+    // SAFETY: the buffer is valid for `buf.len()` bytes.
+    check_size(unsafe { libc::pwrite(fd, buf.as_ptr().cast(), buf.len(), offset) })
+}
+
+#[inline(always)]
+pub fn write(fd: RawFd, buf: &[u8]) -> Result<usize, Errno> {
+    // SAFETY: the buffer is valid for `buf.len()` bytes.
+    check_size(unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) })
+}
+
+#[inline(always)]
+pub fn ftruncate(fd: RawFd, len: i64) -> Result<(), Errno> {
+    // SAFETY: plain syscall on an fd.
+    check(unsafe { libc::ftruncate(fd, len) }).map(drop)
+}
+
+#[inline(always)]
+pub fn fsync(fd: RawFd) -> Result<(), Errno> {
+    // SAFETY: plain syscall on an fd.
+    check(unsafe { libc::fsync(fd) }).map(drop)
+}
+
+#[inline(always)]
+pub fn dup(fd: RawFd) -> Result<RawFd, Errno> {
+    // SAFETY: plain syscall on an fd.
+    check(unsafe { libc::dup(fd) })
+}
+
+/// One `getdents64` call into `buf`; returns the number of bytes filled (0 at the end).
+#[inline(always)]
+pub fn getdents64(fd: RawFd, buf: &mut [u8]) -> Result<usize, Errno> {
+    // SAFETY: the buffer is valid for `buf.len()` bytes; the kernel writes at most that.
+    let ret = unsafe { libc::syscall(libc::SYS_getdents64, fd, buf.as_mut_ptr(), buf.len()) };
+    if ret < 0 {
+        Err(last_errno())
+    } else {
+        Ok(ret as usize)
+    }
+}
+
+/// Converts a path to a C string, naming the path when it holds a NUL byte.
+pub fn cstring(path: &Path) -> io::Result<CString> {
+    use std::os::unix::ffi::OsStrExt;
+    CString::new(path.as_os_str().as_bytes()).map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("path {:?} contains a NUL byte", path),
+        )
+    })
+}
+
+/// A C string built from a name known to hold no NUL byte (names fsscale makes itself).
+pub fn cname(name: &str) -> CString {
+    CString::new(name).expect("fsscale-made names never contain NUL")
+}
+
+/// "No space left on device (ENOSPC)": the message plus the symbolic name kernel people grep for.
+pub fn errno_text(errno: Errno) -> String {
+    let message = io::Error::from_raw_os_error(errno).to_string();
+    let message = match message.find(" (os error") {
+        Some(cut) => message[..cut].to_string(),
+        None => message,
+    };
+    match errno_name(errno) {
+        Some(name) => format!("{message} ({name})"),
+        None => format!("{message} (errno {errno})"),
+    }
+}
+
+fn errno_name(errno: Errno) -> Option<&'static str> {
+    Some(match errno {
+        libc::EPERM => "EPERM",
+        libc::ENOENT => "ENOENT",
+        libc::EINTR => "EINTR",
+        libc::EIO => "EIO",
+        libc::EBADF => "EBADF",
+        libc::EAGAIN => "EAGAIN",
+        libc::ENOMEM => "ENOMEM",
+        libc::EACCES => "EACCES",
+        libc::EBUSY => "EBUSY",
+        libc::EEXIST => "EEXIST",
+        libc::EXDEV => "EXDEV",
+        libc::ENOTDIR => "ENOTDIR",
+        libc::EISDIR => "EISDIR",
+        libc::EINVAL => "EINVAL",
+        libc::ENFILE => "ENFILE",
+        libc::EMFILE => "EMFILE",
+        libc::EFBIG => "EFBIG",
+        libc::ENOSPC => "ENOSPC",
+        libc::EROFS => "EROFS",
+        libc::EMLINK => "EMLINK",
+        libc::ENAMETOOLONG => "ENAMETOOLONG",
+        libc::ENOTEMPTY => "ENOTEMPTY",
+        libc::ELOOP => "ELOOP",
+        libc::EDQUOT => "EDQUOT",
+        libc::ESTALE => "ESTALE",
+        libc::EOPNOTSUPP => "EOPNOTSUPP",
+        _ => return None,
+    })
+}
+
+/// Number of online CPUs (`sysconf(_SC_NPROCESSORS_ONLN)`), at least 1.
+pub fn online_cpus() -> usize {
+    // SAFETY: sysconf has no memory-safety preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    if n < 1 {
+        1
+    } else {
+        n as usize
+    }
+}
+
+/// Binds the calling thread (or single-threaded process) to one CPU.
+pub fn pin_to_cpu(cpu: usize) -> Result<(), Errno> {
+    // SAFETY: cpu_set_t is plain data; CPU_SET stays within it for cpu < CPU_SETSIZE.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if cpu >= libc::CPU_SETSIZE as usize {
+            return Err(libc::EINVAL);
+        }
+        libc::CPU_SET(cpu, &mut set);
+        check(libc::sched_setaffinity(
+            0,
+            std::mem::size_of::<libc::cpu_set_t>(),
+            &set,
+        ))
+        .map(drop)
+    }
+}
+
+/// CPU time consumed by the calling thread, in microseconds (user, system).
+pub fn thread_cpu_micros() -> (u64, u64) {
+    // SAFETY: rusage is plain data filled by the kernel.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: valid pointer to a rusage buffer.
+    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) };
+    let micros = |tv: libc::timeval| tv.tv_sec as u64 * 1_000_000 + tv.tv_usec as u64;
+    (micros(usage.ru_utime), micros(usage.ru_stime))
+}
+
+/// Raises the soft open-file limit to the hard limit: 1024 threaded workers
+/// each holding a few descriptors exceed the usual soft limit of 1024.
+pub fn raise_fd_limit() {
+    // SAFETY: rlimit is plain data.
+    unsafe {
+        let mut lim: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
+            lim.rlim_cur = lim.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+        }
+    }
+}
+
+/// Monotonic clock in nanoseconds.
+#[inline]
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: valid timespec pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}

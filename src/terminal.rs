@@ -1,0 +1,75 @@
+//! Terminal side of progress reporting: one self-overwriting line on
+//! stderr when stderr is a terminal, nothing otherwise.
+
+use std::io::Write;
+
+use fsscale::plan::PointSpec;
+use fsscale::report::format_rate;
+use fsscale::results::RunRecord;
+use fsscale::runner::Progress;
+
+pub struct TerminalProgress {
+    enabled: bool,
+    points: usize,
+    runs: usize,
+    last_rate: Option<f64>,
+    dirty: bool,
+}
+
+impl TerminalProgress {
+    pub fn new() -> TerminalProgress {
+        // SAFETY: isatty has no preconditions.
+        let enabled = unsafe { libc::isatty(2) } == 1;
+        TerminalProgress {
+            enabled,
+            points: 0,
+            runs: 0,
+            last_rate: None,
+            dirty: false,
+        }
+    }
+
+    /// Clears the progress line so that what follows starts on a clean line.
+    pub fn clear(&mut self) {
+        if self.enabled && self.dirty {
+            eprint!("\r\x1b[K");
+            let _ = std::io::stderr().flush();
+            self.dirty = false;
+        }
+    }
+}
+
+impl Progress for TerminalProgress {
+    fn plan(&mut self, points: usize, runs: usize) {
+        self.points = points;
+        self.runs = runs;
+    }
+
+    fn run_started(&mut self, point: &PointSpec, index: usize, run: usize) {
+        if !self.enabled {
+            return;
+        }
+        let last = self
+            .last_rate
+            .map(|r| format!("  last: {} ops/s", format_rate(r)))
+            .unwrap_or_default();
+        eprint!(
+            "\r\x1b[K[{:>width$}/{}] {} {} {} x{}  run {}/{}{last}",
+            index + 1,
+            self.points,
+            point.workload,
+            point.mode,
+            point.share,
+            point.workers,
+            run + 1,
+            self.runs,
+            width = self.points.to_string().len()
+        );
+        let _ = std::io::stderr().flush();
+        self.dirty = true;
+    }
+
+    fn run_finished(&mut self, _point: &PointSpec, record: &RunRecord) {
+        self.last_rate = Some(record.ops_per_s);
+    }
+}

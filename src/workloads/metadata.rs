@@ -1,0 +1,313 @@
+//! Metadata workloads: lookups (`stat`, `stat-deep`, `open-close`) and
+//! namespace changes (`creat-unlink`, `mkdir-rmdir`, `rename`, `link-unlink`).
+
+use std::ffi::{CStr, CString};
+use std::os::fd::RawFd;
+
+use anyhow::Result;
+
+use super::{create_file, refuse_same, Description, Op, Share, SysError, WorkerEnv, Workload};
+use crate::sys::{self, Errno};
+
+/// The directories above the leaf in `stat-deep`: with the leaf, 8 components.
+const DEEP_DIRS: [&str; 7] = ["d1", "d2", "d3", "d4", "d5", "d6", "d7"];
+
+pub(super) fn describe_lookup(workload: Workload) -> Description {
+    match workload {
+        Workload::Stat => Description {
+            family: "metadata",
+            op: "fstatat() of a regular file",
+            private: "worker i stats w<i>/f",
+            shared: "one directory; worker i stats shared/f<i>",
+            same: Ok("every worker stats shared/f"),
+        },
+        Workload::StatDeep => Description {
+            family: "metadata",
+            op: "fstatat() of a file 8 components deep (d1/d2/d3/d4/d5/d6/d7/f): a lookup per component",
+            private: "worker i has its own chain w<i>/d1/.../d7/f",
+            shared: "one chain shared/d1/.../d7; worker i stats its own leaf f<i>",
+            same: Ok("every worker stats shared/d1/.../d7/f"),
+        },
+        _ => Description {
+            family: "metadata",
+            op: "openat(O_RDONLY) of a regular file, then close()",
+            private: "worker i opens w<i>/f",
+            shared: "one directory; worker i opens shared/f<i>",
+            same: Ok("every worker opens shared/f"),
+        },
+    }
+}
+
+pub(super) fn describe_namespace(workload: Workload) -> Description {
+    match workload {
+        Workload::CreatUnlink => Description {
+            family: "metadata",
+            op: "openat(O_CREAT|O_WRONLY|O_TRUNC) of a new file, close(), unlinkat() of it",
+            private: "worker i creates w<i>/c",
+            shared: "one directory; worker i creates shared/c<i>",
+            same: Err("every worker would create and unlink one name"),
+        },
+        Workload::MkdirRmdir => Description {
+            family: "metadata",
+            op: "mkdirat() of a new directory, then unlinkat(AT_REMOVEDIR) of it",
+            private: "worker i makes w<i>/m",
+            shared: "one directory; worker i makes shared/m<i>",
+            same: Err("every worker would make and remove one directory"),
+        },
+        Workload::Rename => Description {
+            family: "metadata",
+            op:
+                "renameat() of a file from a to b, the next op back from b to a (one rename per op)",
+            private: "worker i renames w<i>/a <-> w<i>/b",
+            shared: "one directory; worker i renames shared/a<i> <-> shared/b<i>",
+            same: Err("every worker would rename one file from under the others"),
+        },
+        _ => Description {
+            family: "metadata",
+            op: "linkat() of an existing file to a new name, then unlinkat() of that name",
+            private: "worker i links w<i>/f to w<i>/l",
+            shared: "one directory; worker i links shared/f<i> to shared/l<i>",
+            same: Ok(
+                "every worker links the one file shared/f to shared/l<i> (one inode's link count)",
+            ),
+        },
+    }
+}
+
+/// Makes the coordinator's objects in the shared directory.
+pub(super) fn prepare_shared(workload: Workload, share: Share, dir: RawFd) -> Result<()> {
+    let setup = |call: &str, name: &str, errno: Errno| {
+        anyhow::anyhow!("{call}(\"{name}\") failed: {}", sys::errno_text(errno))
+    };
+    if workload == Workload::StatDeep {
+        let mut path = String::new();
+        for component in DEEP_DIRS {
+            if !path.is_empty() {
+                path.push('/');
+            }
+            path.push_str(component);
+            sys::mkdirat(dir, &sys::cname(&path), 0o700).map_err(|e| setup("mkdirat", &path, e))?;
+        }
+    }
+    if share == Share::Same {
+        let name = leaf_path(workload == Workload::StatDeep, "f");
+        create_file(dir, &sys::cname(&name), 0).map_err(|(call, e)| setup(call, &name, e))?;
+    }
+    Ok(())
+}
+
+fn leaf_path(deep: bool, leaf: &str) -> String {
+    if deep {
+        format!("{}/{leaf}", DEEP_DIRS.join("/"))
+    } else {
+        leaf.to_string()
+    }
+}
+
+/// `stat` and `stat-deep`.
+pub(super) struct Stat {
+    dir: RawFd,
+    path: CString,
+    buf: libc::stat,
+}
+
+impl Stat {
+    pub(super) fn setup(env: &WorkerEnv<'_>, deep: bool) -> Result<Stat> {
+        let leaf = env.own_name("f").into_string().expect("ascii name");
+        if deep && env.share == Share::Private {
+            let mut path = String::new();
+            for component in DEEP_DIRS {
+                if !path.is_empty() {
+                    path.push('/');
+                }
+                path.push_str(component);
+                let name = sys::cname(&path);
+                sys::mkdirat(env.dir, &name, 0o700)
+                    .map_err(|e| env.setup_error("mkdirat", &name, e))?;
+            }
+        }
+        let path = sys::cname(&leaf_path(deep, &leaf));
+        if env.makes_own_objects() {
+            env.create_file(&path, 0)?;
+        }
+        // SAFETY: stat is plain data.
+        let buf = unsafe { std::mem::zeroed() };
+        Ok(Stat {
+            dir: env.dir,
+            path,
+            buf,
+        })
+    }
+}
+
+impl Op for Stat {
+    #[inline(always)]
+    fn once(&mut self) -> Result<(), SysError> {
+        sys::fstatat(self.dir, &self.path, &mut self.buf, 0).map_err(SysError::new("fstatat", 0))
+    }
+
+    fn arg_name(&self, _: u8) -> &CStr {
+        &self.path
+    }
+}
+
+/// `open-close`.
+pub(super) struct OpenClose {
+    dir: RawFd,
+    name: CString,
+}
+
+impl OpenClose {
+    pub(super) fn setup(env: &WorkerEnv<'_>) -> Result<OpenClose> {
+        let name = env.own_name("f");
+        if env.makes_own_objects() {
+            env.create_file(&name, 0)?;
+        }
+        Ok(OpenClose { dir: env.dir, name })
+    }
+}
+
+impl Op for OpenClose {
+    #[inline(always)]
+    fn once(&mut self) -> Result<(), SysError> {
+        let fd = sys::openat(self.dir, &self.name, libc::O_RDONLY, 0)
+            .map_err(SysError::new("openat", 0))?;
+        sys::close(fd).map_err(SysError::new("close", 0))
+    }
+
+    fn arg_name(&self, _: u8) -> &CStr {
+        &self.name
+    }
+}
+
+/// `creat-unlink`.
+pub(super) struct CreatUnlink {
+    dir: RawFd,
+    name: CString,
+}
+
+impl CreatUnlink {
+    pub(super) fn setup(env: &WorkerEnv<'_>) -> Result<CreatUnlink> {
+        refuse_same(env)?;
+        Ok(CreatUnlink {
+            dir: env.dir,
+            name: env.own_name("c"),
+        })
+    }
+}
+
+impl Op for CreatUnlink {
+    #[inline(always)]
+    fn once(&mut self) -> Result<(), SysError> {
+        let flags = libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC;
+        let fd =
+            sys::openat(self.dir, &self.name, flags, 0o600).map_err(SysError::new("openat", 0))?;
+        sys::close(fd).map_err(SysError::new("close", 0))?;
+        sys::unlinkat(self.dir, &self.name, 0).map_err(SysError::new("unlinkat", 0))
+    }
+
+    fn arg_name(&self, _: u8) -> &CStr {
+        &self.name
+    }
+}
+
+/// `mkdir-rmdir`.
+pub(super) struct MkdirRmdir {
+    dir: RawFd,
+    name: CString,
+}
+
+impl MkdirRmdir {
+    pub(super) fn setup(env: &WorkerEnv<'_>) -> Result<MkdirRmdir> {
+        refuse_same(env)?;
+        Ok(MkdirRmdir {
+            dir: env.dir,
+            name: env.own_name("m"),
+        })
+    }
+}
+
+impl Op for MkdirRmdir {
+    #[inline(always)]
+    fn once(&mut self) -> Result<(), SysError> {
+        sys::mkdirat(self.dir, &self.name, 0o700).map_err(SysError::new("mkdirat", 0))?;
+        sys::unlinkat(self.dir, &self.name, libc::AT_REMOVEDIR)
+            .map_err(SysError::new("unlinkat", 0))
+    }
+
+    fn arg_name(&self, _: u8) -> &CStr {
+        &self.name
+    }
+}
+
+/// `rename`: names[0] = a, names[1] = b; `at_a` says where the file is now.
+pub(super) struct Rename {
+    dir: RawFd,
+    names: [CString; 2],
+    at_a: bool,
+}
+
+impl Rename {
+    pub(super) fn setup(env: &WorkerEnv<'_>) -> Result<Rename> {
+        refuse_same(env)?;
+        let names = [env.own_name("a"), env.own_name("b")];
+        env.create_file(&names[0], 0)?;
+        Ok(Rename {
+            dir: env.dir,
+            names,
+            at_a: true,
+        })
+    }
+}
+
+impl Op for Rename {
+    #[inline(always)]
+    fn once(&mut self) -> Result<(), SysError> {
+        let (from, to) = if self.at_a { (0, 1) } else { (1, 0) };
+        sys::renameat(self.dir, &self.names[from], &self.names[to])
+            .map_err(SysError::new("renameat", from as u8))?;
+        self.at_a = !self.at_a;
+        Ok(())
+    }
+
+    fn arg_name(&self, arg: u8) -> &CStr {
+        &self.names[arg as usize & 1]
+    }
+}
+
+/// `link-unlink`: names[0] = the existing file, names[1] = the link.
+pub(super) struct LinkUnlink {
+    dir: RawFd,
+    names: [CString; 2],
+}
+
+impl LinkUnlink {
+    pub(super) fn setup(env: &WorkerEnv<'_>) -> Result<LinkUnlink> {
+        let target = env.own_name("f");
+        if env.makes_own_objects() {
+            env.create_file(&target, 0)?;
+        }
+        // At `same` the target is shared but every link name is the worker's own.
+        let link = match env.share {
+            Share::Private => sys::cname("l"),
+            Share::Shared | Share::Same => sys::cname(&format!("l{}", env.index)),
+        };
+        Ok(LinkUnlink {
+            dir: env.dir,
+            names: [target, link],
+        })
+    }
+}
+
+impl Op for LinkUnlink {
+    #[inline(always)]
+    fn once(&mut self) -> Result<(), SysError> {
+        sys::linkat(self.dir, &self.names[0], &self.names[1])
+            .map_err(SysError::new("linkat", 1))?;
+        sys::unlinkat(self.dir, &self.names[1], 0).map_err(SysError::new("unlinkat", 1))
+    }
+
+    fn arg_name(&self, arg: u8) -> &CStr {
+        &self.names[arg as usize & 1]
+    }
+}

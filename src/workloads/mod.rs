@@ -1,0 +1,395 @@
+//! The workload catalogue: what one op is, which sharing levels make sense,
+//! and how each worker prepares its files before the start barrier.
+//!
+//! Every op works relative to a directory descriptor (`*at` system calls), so
+//! the measured cost does not depend on how deep `--dir` is, and threads do
+//! not depend on the shared working directory.
+//!
+//! Layout inside a run's scratch directory:
+//! - `w<i>/`: worker i's private directory (`--share private`);
+//! - `shared/`: the one directory all workers use (`--share shared|same`),
+//!   made by the coordinator together with any object all workers touch.
+
+mod data;
+mod fdtable;
+mod metadata;
+mod readdir;
+
+use std::ffi::{CStr, CString};
+use std::fmt;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::sys::{self, Errno};
+
+pub use data::DATA_BLOCK;
+
+/// How much the workers share.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Share {
+    /// Each worker its own directory and files.
+    Private,
+    /// One directory (or one file) for all, each worker on its own entries (or offsets).
+    Shared,
+    /// All workers on the very same entry, file and offset.
+    Same,
+}
+
+impl Share {
+    pub const ALL: [Share; 3] = [Share::Private, Share::Shared, Share::Same];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Share::Private => "private",
+            Share::Shared => "shared",
+            Share::Same => "same",
+        }
+    }
+}
+
+impl fmt::Display for Share {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Every workload fsscale knows, in catalogue order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Workload {
+    Stat,
+    StatDeep,
+    OpenClose,
+    CreatUnlink,
+    MkdirRmdir,
+    Rename,
+    LinkUnlink,
+    Readdir,
+    Read,
+    Write,
+    Append,
+    Fsync,
+    DupClose,
+}
+
+/// The catalogue entry shown by `fsscale list`.
+pub struct Description {
+    pub family: &'static str,
+    /// Exactly what one counted op does.
+    pub op: &'static str,
+    /// What each sharing level means for this workload; `None` = refused, with the reason.
+    pub private: &'static str,
+    pub shared: &'static str,
+    pub same: Result<&'static str, &'static str>,
+}
+
+impl Workload {
+    pub const ALL: [Workload; 13] = [
+        Workload::Stat,
+        Workload::StatDeep,
+        Workload::OpenClose,
+        Workload::CreatUnlink,
+        Workload::MkdirRmdir,
+        Workload::Rename,
+        Workload::LinkUnlink,
+        Workload::Readdir,
+        Workload::Read,
+        Workload::Write,
+        Workload::Append,
+        Workload::Fsync,
+        Workload::DupClose,
+    ];
+
+    /// The quick default suite: the classic VFS trio.
+    pub const DEFAULT_SUITE: [Workload; 3] =
+        [Workload::Stat, Workload::OpenClose, Workload::CreatUnlink];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Workload::Stat => "stat",
+            Workload::StatDeep => "stat-deep",
+            Workload::OpenClose => "open-close",
+            Workload::CreatUnlink => "creat-unlink",
+            Workload::MkdirRmdir => "mkdir-rmdir",
+            Workload::Rename => "rename",
+            Workload::LinkUnlink => "link-unlink",
+            Workload::Readdir => "readdir",
+            Workload::Read => "read",
+            Workload::Write => "write",
+            Workload::Append => "append",
+            Workload::Fsync => "fsync",
+            Workload::DupClose => "dup-close",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Workload> {
+        Workload::ALL.into_iter().find(|w| w.name() == name)
+    }
+
+    pub fn describe(self) -> Description {
+        match self {
+            Workload::Stat | Workload::StatDeep | Workload::OpenClose => {
+                metadata::describe_lookup(self)
+            }
+            Workload::CreatUnlink
+            | Workload::MkdirRmdir
+            | Workload::Rename
+            | Workload::LinkUnlink => metadata::describe_namespace(self),
+            Workload::Readdir => readdir::describe(),
+            Workload::Read | Workload::Write | Workload::Append | Workload::Fsync => {
+                data::describe(self)
+            }
+            Workload::DupClose => fdtable::describe(),
+        }
+    }
+
+    /// Whether this workload can run at `share`; the error says why not and what to use.
+    pub fn check_share(self, share: Share) -> Result<(), String> {
+        match (share, self.describe().same) {
+            (Share::Same, Err(reason)) => Err(format!(
+                "{}: --share same is not possible ({reason}); use --share private or --share shared",
+                self.name()
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl fmt::Display for Workload {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A failed system call inside an op, small enough to return from the hot loop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SysError {
+    pub call: &'static str,
+    /// The errno, or 0 for a short transfer.
+    pub errno: Errno,
+    /// Which of the op's names the call used (see [`Op::arg_name`]).
+    pub arg: u8,
+}
+
+impl SysError {
+    #[inline(always)]
+    pub fn new(call: &'static str, arg: u8) -> impl Fn(Errno) -> SysError {
+        move |errno| SysError { call, errno, arg }
+    }
+}
+
+/// One workload's per-worker state; `once` is the measured operation.
+pub trait Op {
+    /// Performs one counted op. Must not allocate, format or lock.
+    fn once(&mut self) -> Result<(), SysError>;
+
+    /// The path (relative to the worker's directory) that argument `arg` names.
+    fn arg_name(&self, arg: u8) -> &CStr;
+}
+
+/// What a worker knows when it sets up its op.
+pub struct WorkerEnv<'a> {
+    pub workload: Workload,
+    pub index: usize,
+    pub workers: usize,
+    pub share: Share,
+    /// The worker's directory: `w<i>` (private) or `shared`.
+    pub dir: RawFd,
+    pub dir_label: &'a str,
+    pub point: &'a PointState,
+}
+
+impl WorkerEnv<'_> {
+    /// The name of this worker's own entry called `base`: `base` in a private
+    /// directory, `base<i>` in the shared one, `base` itself at `--share same`.
+    pub fn own_name(&self, base: &str) -> CString {
+        match self.share {
+            Share::Shared => sys::cname(&format!("{base}{}", self.index)),
+            Share::Private | Share::Same => sys::cname(base),
+        }
+    }
+
+    /// Whether the worker makes its own objects (false at `--share same`,
+    /// where the coordinator made the one object everybody uses).
+    pub fn makes_own_objects(&self) -> bool {
+        self.share != Share::Same
+    }
+
+    /// Turns a setup failure into a message naming the workload and path.
+    pub fn setup_error(&self, call: &str, name: &CStr, errno: Errno) -> anyhow::Error {
+        anyhow::anyhow!(
+            "setup: {call}(\"{}/{}\") failed: {}",
+            self.dir_label,
+            name.to_string_lossy(),
+            sys::errno_text(errno)
+        )
+    }
+
+    /// Creates (or truncates) a regular file of `len` bytes, untimed setup.
+    pub fn create_file(&self, name: &CStr, len: u64) -> Result<()> {
+        create_file(self.dir, name, len)
+            .map_err(|(call, errno)| self.setup_error(call, name, errno))
+    }
+
+    pub fn open(&self, name: &CStr, flags: libc::c_int) -> Result<RawFd> {
+        sys::openat(self.dir, name, flags, 0o600)
+            .map_err(|errno| self.setup_error("openat", name, errno))
+    }
+}
+
+/// Objects the coordinator makes once per run, before the workers start.
+#[derive(Default)]
+pub struct PointState {
+    /// An open file all workers inherit (`dup-close` at `--share same`).
+    pub shared_file: Option<OwnedFd>,
+}
+
+/// Name of the directory every worker uses at `--share shared|same`.
+pub const SHARED_DIR: &str = "shared";
+
+/// Makes the coordinator's part of a run: the shared directory and the
+/// objects every worker touches. `scratch` is the run's scratch directory.
+pub fn prepare_point(
+    workload: Workload,
+    share: Share,
+    workers: usize,
+    scratch: RawFd,
+) -> Result<PointState> {
+    let mut state = PointState::default();
+    if share == Share::Private {
+        return Ok(state);
+    }
+    let shared = sys::cname(SHARED_DIR);
+    sys::mkdirat(scratch, &shared, 0o700).map_err(|e| {
+        anyhow::anyhow!(
+            "creating directory \"{SHARED_DIR}\": {}",
+            sys::errno_text(e)
+        )
+    })?;
+    let fd = sys::openat(scratch, &shared, libc::O_RDONLY | libc::O_DIRECTORY, 0).map_err(|e| {
+        anyhow::anyhow!("opening directory \"{SHARED_DIR}\": {}", sys::errno_text(e))
+    })?;
+    // SAFETY: `fd` was just returned by openat and is owned by nobody else.
+    let dir = unsafe { OwnedFd::from_raw_fd(fd) };
+    let dir = dir.as_raw_fd();
+    let what = || format!("{workload} setup in \"{SHARED_DIR}\"");
+    match workload {
+        Workload::Stat | Workload::StatDeep | Workload::OpenClose | Workload::LinkUnlink => {
+            metadata::prepare_shared(workload, share, dir).with_context(what)?
+        }
+        Workload::Readdir => readdir::prepare_shared(share, dir).with_context(what)?,
+        Workload::Read | Workload::Write | Workload::Append | Workload::Fsync => {
+            data::prepare_shared(workload, share, workers, dir).with_context(what)?
+        }
+        Workload::DupClose => {
+            state.shared_file = fdtable::prepare_shared(share, dir).with_context(what)?
+        }
+        Workload::CreatUnlink | Workload::MkdirRmdir | Workload::Rename => {}
+    }
+    Ok(state)
+}
+
+/// Sets up worker state for `env.workload` and hands it to `drive`, which
+/// is generic so that every op's hot loop is compiled (and inlined) on its own.
+pub fn with_op<R>(env: &WorkerEnv<'_>, drive: impl OpDriver<R>) -> Result<R> {
+    Ok(match env.workload {
+        Workload::Stat => drive.drive(metadata::Stat::setup(env, false)?),
+        Workload::StatDeep => drive.drive(metadata::Stat::setup(env, true)?),
+        Workload::OpenClose => drive.drive(metadata::OpenClose::setup(env)?),
+        Workload::CreatUnlink => drive.drive(metadata::CreatUnlink::setup(env)?),
+        Workload::MkdirRmdir => drive.drive(metadata::MkdirRmdir::setup(env)?),
+        Workload::Rename => drive.drive(metadata::Rename::setup(env)?),
+        Workload::LinkUnlink => drive.drive(metadata::LinkUnlink::setup(env)?),
+        Workload::Readdir => drive.drive(readdir::Readdir::setup(env)?),
+        Workload::Read => drive.drive(data::Read::setup(env)?),
+        Workload::Write => drive.drive(data::Write::setup(env, false)?),
+        Workload::Append => drive.drive(data::Append::setup(env)?),
+        Workload::Fsync => drive.drive(data::Write::setup(env, true)?),
+        Workload::DupClose => drive.drive(fdtable::DupClose::setup(env)?),
+    })
+}
+
+/// A generic callback over the concrete op type (a closure cannot be generic).
+pub trait OpDriver<R> {
+    fn drive<O: Op>(self, op: O) -> R;
+}
+
+/// Creates or truncates `name` to `len` bytes of a fixed pattern; returns the failing call and errno.
+fn create_file(dir: RawFd, name: &CStr, len: u64) -> Result<(), (&'static str, Errno)> {
+    let fd = sys::openat(
+        dir,
+        name,
+        libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC,
+        0o600,
+    )
+    .map_err(|e| ("openat", e))?;
+    // SAFETY: fresh fd from openat, owned here.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let block = [0x5au8; DATA_BLOCK];
+    let mut offset = 0u64;
+    while offset < len {
+        let chunk = (len - offset).min(DATA_BLOCK as u64) as usize;
+        let written = sys::pwrite(fd.as_raw_fd(), &block[..chunk], offset as i64)
+            .map_err(|e| ("pwrite", e))?;
+        if written == 0 {
+            return Err(("pwrite", libc::EIO));
+        }
+        offset += written as u64;
+    }
+    Ok(())
+}
+
+/// Closes an fd the op owns; used by ops' `Drop`.
+fn close_quietly(fd: RawFd) {
+    if fd >= 0 {
+        let _ = sys::close(fd);
+    }
+}
+
+/// Refuses a sharing level at setup time too, so a programming error cannot
+/// make two workers fight over one name.
+fn refuse_same(env: &WorkerEnv<'_>) -> Result<()> {
+    if env.share == Share::Same {
+        if let Err(message) = env.workload.check_share(Share::Same) {
+            bail!(message);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for w in Workload::ALL {
+            assert_eq!(Workload::from_name(w.name()), Some(w));
+            let json = serde_json::to_string(&w).unwrap();
+            assert_eq!(json, format!("\"{}\"", w.name()));
+        }
+        assert_eq!(Workload::from_name("nope"), None);
+    }
+
+    #[test]
+    fn same_is_refused_exactly_where_it_makes_no_sense() {
+        let refused: Vec<&str> = Workload::ALL
+            .into_iter()
+            .filter(|w| w.check_share(Share::Same).is_err())
+            .map(|w| w.name())
+            .collect();
+        assert_eq!(refused, ["creat-unlink", "mkdir-rmdir", "rename", "append"]);
+        let message = Workload::CreatUnlink.check_share(Share::Same).unwrap_err();
+        assert!(
+            message.starts_with("creat-unlink: --share same is not possible ("),
+            "{message}"
+        );
+        assert!(
+            message.ends_with("use --share private or --share shared"),
+            "{message}"
+        );
+    }
+}
