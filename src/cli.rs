@@ -93,15 +93,10 @@ fn parse_workload_arg(name: &str) -> Result<WorkloadArg, String> {
     if name == "all" {
         return Ok(WorkloadArg::All);
     }
-    Workload::from_name(name)
-        .map(WorkloadArg::One)
-        .ok_or_else(|| {
-            let names: Vec<&str> = Workload::ALL.iter().map(|w| w.name()).collect();
-            format!(
-                "unknown workload; choose from {}, or all (`fsscale list` describes them)",
-                names.join(", ")
-            )
-        })
+    Workload::from_name(name).map(WorkloadArg::One).ok_or_else(|| {
+        let names: Vec<&str> = Workload::ALL.iter().map(|w| w.name()).collect();
+        format!("unknown workload; choose from {}, or all (`fsscale list` describes them)", names.join(", "))
+    })
 }
 
 fn parse_mode(text: &str) -> Result<Mode, String> {
@@ -146,8 +141,7 @@ impl RunArgs {
         let sample_interval = match self.sample_interval.as_str() {
             "auto" => plan::auto_sample_interval(self.duration),
             text => {
-                let interval = plan::parse_duration(text)
-                    .map_err(|e| anyhow::anyhow!("--sample-interval {e}"))?;
+                let interval = plan::parse_duration(text).map_err(|e| anyhow::anyhow!("--sample-interval {e}"))?;
                 if interval < std::time::Duration::from_millis(1) {
                     bail!("--sample-interval must be at least 1ms");
                 }
@@ -229,9 +223,7 @@ mod tests {
             "x.json",
         ])
         .unwrap();
-        let Command::Run(args) = cli.command else {
-            panic!("not run")
-        };
+        let Command::Run(args) = cli.command else { panic!("not run") };
         let config = args.into_config(vec!["fsscale".into()]).unwrap();
         assert_eq!(config.workloads.len(), Workload::ALL.len());
         assert_eq!(config.workloads[0], Workload::Stat);
@@ -244,12 +236,7 @@ mod tests {
 
     #[test]
     fn unknown_workload_names_the_choices() {
-        let err = Cli::try_parse_from(["fsscale", "run", "stats"])
-            .unwrap_err()
-            .to_string();
-        assert!(
-            err.contains("unknown workload; choose from stat, stat-deep,"),
-            "{err}"
-        );
+        let err = Cli::try_parse_from(["fsscale", "run", "stats"]).unwrap_err().to_string();
+        assert!(err.contains("unknown workload; choose from stat, stat-deep,"), "{err}");
     }
 }

@@ -91,12 +91,7 @@ impl RunConfig {
             for &mode in &self.modes {
                 for &share in &self.shares {
                     for &workers in &self.workers {
-                        points.push(PointSpec {
-                            workload,
-                            mode,
-                            share,
-                            workers,
-                        });
+                        points.push(PointSpec { workload, mode, share, workers });
                     }
                 }
             }
@@ -136,9 +131,9 @@ pub fn parse_workers(spec: &str, cores: usize) -> Result<Vec<usize>, String> {
         };
         match value {
             Some(0) => Err(format!("--workers: '{t}' gives 0 workers; {hint}")),
-            Some(n) if n > MAX_WORKERS => Err(format!(
-                "--workers: '{t}' is {n} workers, more than the limit of {MAX_WORKERS}"
-            )),
+            Some(n) if n > MAX_WORKERS => {
+                Err(format!("--workers: '{t}' is {n} workers, more than the limit of {MAX_WORKERS}"))
+            }
             Some(n) => Ok(n),
             None => Err(format!("--workers: '{t}' is not a worker count; {hint}")),
         }
@@ -152,10 +147,7 @@ pub fn parse_workers(spec: &str, cores: usize) -> Result<Vec<usize>, String> {
             Some((from, to)) => {
                 let (from, to) = (term(from)?, term(to)?);
                 if from > to {
-                    return Err(format!(
-                        "--workers: range '{}' runs backwards; write it as {to}..{from}",
-                        item.trim()
-                    ));
+                    return Err(format!("--workers: range '{}' runs backwards; write it as {to}..{from}", item.trim()));
                 }
                 counts.extend(from..=to);
             }
@@ -181,29 +173,19 @@ pub fn auto_sample_interval(duration: Duration) -> Duration {
 /// Parses `2`, `0.5`, `500ms`, `2s`, `1.5m` or `250us`; a bare number is seconds.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let t = text.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
     let (number, unit) = t.split_at(split);
     if number.is_empty() {
-        return Err(format!(
-            "'{text}' is not a duration; write e.g. 2s, 500ms or 0.5"
-        ));
+        return Err(format!("'{text}' is not a duration; write e.g. 2s, 500ms or 0.5"));
     }
     let scale = match unit.trim() {
         "" | "s" => 1.0,
         "ms" => 1e-3,
         "us" | "µs" => 1e-6,
         "m" | "min" => 60.0,
-        other => {
-            return Err(format!(
-                "'{text}': unknown unit '{other}'; use s, ms, us or m (e.g. 2s, 500ms)"
-            ))
-        }
+        other => return Err(format!("'{text}': unknown unit '{other}'; use s, ms, us or m (e.g. 2s, 500ms)")),
     };
-    let value: f64 = number
-        .parse()
-        .map_err(|_| format!("'{text}' is not a duration; write e.g. 2s, 500ms or 0.5"))?;
+    let value: f64 = number.parse().map_err(|_| format!("'{text}' is not a duration; write e.g. 2s, 500ms or 0.5"))?;
     let seconds = value * scale;
     if !seconds.is_finite() || seconds > 1e7 {
         return Err(format!("'{text}' is too long a duration"));
@@ -237,7 +219,10 @@ mod tests {
     fn rejects_bad_worker_lists_with_a_hint() {
         for (spec, expected) in [
             ("0", "--workers: '0' gives 0 workers; use counts like 1,2,4, ranges like 1..8, 'cores' or '2xcores'"),
-            ("two", "--workers: 'two' is not a worker count; use counts like 1,2,4, ranges like 1..8, 'cores' or '2xcores'"),
+            (
+                "two",
+                "--workers: 'two' is not a worker count; use counts like 1,2,4, ranges like 1..8, 'cores' or '2xcores'",
+            ),
             ("8..2", "--workers: range '8..2' runs backwards; write it as 2..8"),
             ("1,,2", "--workers: empty entry in '1,,2'; use counts like 1,2,4, ranges like 1..8, 'cores' or '2xcores'"),
             ("99999", "--workers: '99999' is 99999 workers, more than the limit of 16384"),
@@ -253,12 +238,8 @@ mod tests {
         assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
         assert_eq!(parse_duration("1.5m").unwrap(), Duration::from_secs(90));
         assert_eq!(parse_duration("250us").unwrap(), Duration::from_micros(250));
-        assert!(parse_duration("5 parsecs")
-            .unwrap_err()
-            .contains("unknown unit"));
-        assert!(parse_duration("abc")
-            .unwrap_err()
-            .contains("not a duration"));
+        assert!(parse_duration("5 parsecs").unwrap_err().contains("unknown unit"));
+        assert!(parse_duration("abc").unwrap_err().contains("not a duration"));
     }
 
     #[test]
@@ -281,12 +262,7 @@ mod tests {
         assert_eq!(points.len(), 8);
         assert_eq!(
             points[1],
-            PointSpec {
-                workload: Workload::Stat,
-                mode: Mode::Process,
-                share: Share::Private,
-                workers: 2
-            }
+            PointSpec { workload: Workload::Stat, mode: Mode::Process, share: Share::Private, workers: 2 }
         );
         assert_eq!(points[2].mode, Mode::Thread);
         assert_eq!(points[4].workload, Workload::Read);

@@ -15,9 +15,7 @@ pub type Errno = i32;
 
 #[inline(always)]
 fn last_errno() -> Errno {
-    io::Error::last_os_error()
-        .raw_os_error()
-        .unwrap_or(libc::EIO)
+    io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)
 }
 
 #[inline(always)]
@@ -39,21 +37,9 @@ fn check_size(ret: libc::ssize_t) -> Result<usize, Errno> {
 }
 
 #[inline(always)]
-pub fn openat(
-    dir: RawFd,
-    name: &CStr,
-    flags: libc::c_int,
-    mode: libc::mode_t,
-) -> Result<RawFd, Errno> {
+pub fn openat(dir: RawFd, name: &CStr, flags: libc::c_int, mode: libc::mode_t) -> Result<RawFd, Errno> {
     // SAFETY: `name` is a valid NUL-terminated string for the duration of the call.
-    check(unsafe {
-        libc::openat(
-            dir,
-            name.as_ptr(),
-            flags | libc::O_CLOEXEC,
-            mode as libc::c_uint,
-        )
-    })
+    check(unsafe { libc::openat(dir, name.as_ptr(), flags | libc::O_CLOEXEC, mode as libc::c_uint) })
 }
 
 #[inline(always)]
@@ -63,12 +49,7 @@ pub fn close(fd: RawFd) -> Result<(), Errno> {
 }
 
 #[inline(always)]
-pub fn fstatat(
-    dir: RawFd,
-    name: &CStr,
-    buf: &mut libc::stat,
-    flags: libc::c_int,
-) -> Result<(), Errno> {
+pub fn fstatat(dir: RawFd, name: &CStr, buf: &mut libc::stat, flags: libc::c_int) -> Result<(), Errno> {
     // SAFETY: `buf` is a valid, writable stat buffer.
     check(unsafe { libc::fstatat(dir, name.as_ptr(), buf, flags) }).map(drop)
 }
@@ -154,12 +135,8 @@ pub fn getdents64(fd: RawFd, buf: &mut [u8]) -> Result<usize, Errno> {
 /// Converts a path to a C string, naming the path when it holds a NUL byte.
 pub fn cstring(path: &Path) -> io::Result<CString> {
     use std::os::unix::ffi::OsStrExt;
-    CString::new(path.as_os_str().as_bytes()).map_err(|_| {
-        io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("path {:?} contains a NUL byte", path),
-        )
-    })
+    CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, format!("path {:?} contains a NUL byte", path)))
 }
 
 /// A C string built from a name known to hold no NUL byte (names fsscale makes itself).
@@ -232,12 +209,7 @@ pub fn pin_to_cpu(cpu: usize) -> Result<(), Errno> {
             return Err(libc::EINVAL);
         }
         libc::CPU_SET(cpu, &mut set);
-        check(libc::sched_setaffinity(
-            0,
-            std::mem::size_of::<libc::cpu_set_t>(),
-            &set,
-        ))
-        .map(drop)
+        check(libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)).map(drop)
     }
 }
 
@@ -267,10 +239,7 @@ pub fn raise_fd_limit() {
 /// Monotonic clock in nanoseconds.
 #[inline]
 pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: valid timespec pointer.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64

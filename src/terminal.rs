@@ -20,13 +20,7 @@ impl TerminalProgress {
     pub fn new() -> TerminalProgress {
         // SAFETY: isatty has no preconditions.
         let enabled = unsafe { libc::isatty(2) } == 1;
-        TerminalProgress {
-            enabled,
-            points: 0,
-            runs: 0,
-            last_rate: None,
-            dirty: false,
-        }
+        TerminalProgress { enabled, points: 0, runs: 0, last_rate: None, dirty: false }
     }
 
     /// Clears the progress line so that what follows starts on a clean line.
@@ -49,10 +43,7 @@ impl Progress for TerminalProgress {
         if !self.enabled {
             return;
         }
-        let last = self
-            .last_rate
-            .map(|r| format!("  last: {} ops/s", format_rate(r)))
-            .unwrap_or_default();
+        let last = self.last_rate.map(|r| format!("  last: {} ops/s", format_rate(r))).unwrap_or_default();
         eprint!(
             "\r\x1b[K[{:>width$}/{}] {} {} {} x{}  run {}/{}{last}",
             index + 1,

@@ -14,19 +14,11 @@ pub struct Table {
 
 impl Table {
     pub fn new(columns: &[(&str, Align)]) -> Table {
-        Table {
-            columns: columns.iter().map(|(h, a)| (h.to_string(), *a)).collect(),
-            rows: Vec::new(),
-            indent: 2,
-        }
+        Table { columns: columns.iter().map(|(h, a)| (h.to_string(), *a)).collect(), rows: Vec::new(), indent: 2 }
     }
 
     pub fn row(&mut self, cells: Vec<String>) {
-        assert_eq!(
-            cells.len(),
-            self.columns.len(),
-            "row width must match the header"
-        );
+        assert_eq!(cells.len(), self.columns.len(), "row width must match the header");
         self.rows.push(cells);
     }
 
@@ -35,10 +27,7 @@ impl Table {
         let widths: Vec<usize> = (0..self.columns.len())
             .map(|c| {
                 let cells = self.rows.iter().map(|r| r[c].chars().count());
-                cells
-                    .chain([self.columns[c].0.chars().count()])
-                    .max()
-                    .unwrap_or(0)
+                cells.chain([self.columns[c].0.chars().count()]).max().unwrap_or(0)
             })
             .collect();
         let mut out = String::new();
@@ -77,9 +66,6 @@ mod tests {
         let mut t = Table::new(&[("name", Align::Left), ("value", Align::Right)]);
         t.row(vec!["a".into(), "1".into()]);
         t.row(vec!["longer".into(), "12345678".into()]);
-        assert_eq!(
-            t.render(),
-            "  name       value\n  a              1\n  longer  12345678\n"
-        );
+        assert_eq!(t.render(), "  name       value\n  a              1\n  longer  12345678\n");
     }
 }

@@ -69,11 +69,8 @@ fn workload_table(points: &[&Point], runs: usize) -> Table {
             }
             _ => "-".to_string(),
         };
-        let note = if point.runs.len() < runs {
-            format!("({} of {runs} runs)", point.runs.len())
-        } else {
-            String::new()
-        };
+        let note =
+            if point.runs.len() < runs { format!("({} of {runs} runs)", point.runs.len()) } else { String::new() };
         table.row(vec![
             point.workers.to_string(),
             point.mode.to_string(),
@@ -136,10 +133,7 @@ mod tests {
     fn renders_the_classic_table_exactly() {
         let doc = ResultsFile {
             schema_version: SCHEMA_VERSION,
-            tool: Tool {
-                name: "fsscale".into(),
-                version: "0.1.0".into(),
-            },
+            tool: Tool { name: "fsscale".into(), version: "0.1.0".into() },
             command_line: vec![],
             started_at: "2026-11-22T00:00:00Z".into(),
             finished_at: None,
@@ -147,22 +141,12 @@ mod tests {
             error: None,
             host: Host::default(),
             target: Target::default(),
-            settings: Settings {
-                duration_s: 0.5,
-                warmup_s: 0.1,
-                runs: 3,
-                sample_interval_s: 0.05,
-                pin: false,
-            },
+            settings: Settings { duration_s: 0.5, warmup_s: 0.1, runs: 3, sample_interval_s: 0.05, pin: false },
             points: vec![
                 point(
                     Workload::OpenClose,
                     Share::Private,
-                    vec![
-                        record(0, &[192_000], 0.5),
-                        record(1, &[190_000], 0.5),
-                        record(2, &[194_000], 0.5),
-                    ],
+                    vec![record(0, &[192_000], 0.5), record(1, &[190_000], 0.5), record(2, &[194_000], 0.5)],
                 ),
                 point(
                     Workload::OpenClose,
@@ -173,11 +157,7 @@ mod tests {
                         record(2, &[99_000, 99_000], 0.5),
                     ],
                 ),
-                point(
-                    Workload::CreatUnlink,
-                    Share::Shared,
-                    vec![record(0, &[6], 0.5), record(1, &[7], 0.5)],
-                ),
+                point(Workload::CreatUnlink, Share::Shared, vec![record(0, &[6], 0.5), record(1, &[7], 0.5)]),
             ],
         };
         let expected = "\
@@ -200,10 +180,7 @@ efficiency: ops/s per worker against 1 worker of the same mode and share.
     fn empty_results_render_nothing() {
         let doc: ResultsFile = ResultsFile {
             schema_version: SCHEMA_VERSION,
-            tool: Tool {
-                name: "fsscale".into(),
-                version: "0".into(),
-            },
+            tool: Tool { name: "fsscale".into(), version: "0".into() },
             command_line: vec![],
             started_at: String::new(),
             finished_at: None,
@@ -211,13 +188,7 @@ efficiency: ops/s per worker against 1 worker of the same mode and share.
             error: None,
             host: Host::default(),
             target: Target::default(),
-            settings: Settings {
-                duration_s: 1.0,
-                warmup_s: 0.0,
-                runs: 1,
-                sample_interval_s: 1.0,
-                pin: false,
-            },
+            settings: Settings { duration_s: 1.0, warmup_s: 0.0, runs: 1, sample_interval_s: 1.0, pin: false },
             points: vec![],
         };
         assert_eq!(render_results(&doc), "");

@@ -20,20 +20,13 @@ pub struct Host {
 impl Host {
     /// Reads the host description; fields the system does not expose stay empty.
     pub fn detect() -> Host {
-        let mut host = Host {
-            online_cpus: sys::online_cpus(),
-            ..Host::default()
-        };
+        let mut host = Host { online_cpus: sys::online_cpus(), ..Host::default() };
         // SAFETY: utsname is plain data filled by the kernel.
         let mut uts: libc::utsname = unsafe { std::mem::zeroed() };
         // SAFETY: valid pointer.
         if unsafe { libc::uname(&mut uts) } == 0 {
             let field = |f: &[libc::c_char]| {
-                let bytes: Vec<u8> = f
-                    .iter()
-                    .take_while(|&&c| c != 0)
-                    .map(|&c| c as u8)
-                    .collect();
+                let bytes: Vec<u8> = f.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
                 String::from_utf8_lossy(&bytes).into_owned()
             };
             host.hostname = field(&uts.nodename);
@@ -54,14 +47,12 @@ impl Host {
 
 /// The first "model name" (x86) or "Processor"/"CPU part" style line.
 fn cpu_model(cpuinfo: &str) -> Option<String> {
-    ["model name", "Processor", "cpu model", "CPU part"]
-        .iter()
-        .find_map(|key| {
-            cpuinfo.lines().find_map(|line| {
-                let (k, v) = line.split_once(':')?;
-                (k.trim() == *key).then(|| v.trim().to_string())
-            })
+    ["model name", "Processor", "cpu model", "CPU part"].iter().find_map(|key| {
+        cpuinfo.lines().find_map(|line| {
+            let (k, v) = line.split_once(':')?;
+            (k.trim() == *key).then(|| v.trim().to_string())
         })
+    })
 }
 
 fn mem_total(meminfo: &str) -> Option<u64> {
@@ -78,10 +69,7 @@ mod tests {
     fn parses_cpuinfo_and_meminfo() {
         let cpuinfo = "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 7B13\n";
         assert_eq!(cpu_model(cpuinfo).as_deref(), Some("AMD EPYC 7B13"));
-        assert_eq!(
-            mem_total("MemTotal:       24684096 kB\nMemFree: 1 kB\n"),
-            Some(24684096 * 1024)
-        );
+        assert_eq!(mem_total("MemTotal:       24684096 kB\nMemFree: 1 kB\n"), Some(24684096 * 1024));
     }
 
     #[test]

@@ -136,10 +136,9 @@ impl Point {
         let rates: Vec<f64> = self.runs.iter().map(|r| r.ops_per_s).collect();
         let per_worker: Vec<f64> = self.runs.iter().map(|r| r.ops_per_s_per_worker).collect();
         self.summary = match (Summary::of(&rates), Summary::of(&per_worker)) {
-            (Ok(ops_per_s), Ok(per_worker)) => Some(PointSummary {
-                ops_per_s,
-                ops_per_s_per_worker_median: per_worker.median,
-            }),
+            (Ok(ops_per_s), Ok(per_worker)) => {
+                Some(PointSummary { ops_per_s, ops_per_s_per_worker_median: per_worker.median })
+            }
             _ => None,
         };
     }
@@ -157,10 +156,8 @@ impl ResultsFile {
 
     /// Reads a results file, naming it in every error.
     pub fn load(path: &Path) -> Result<ResultsFile> {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("reading results file {}", path.display()))?;
-        ResultsFile::from_json(&text)
-            .with_context(|| format!("{} is not an fsscale results file", path.display()))
+        let text = std::fs::read_to_string(path).with_context(|| format!("reading results file {}", path.display()))?;
+        ResultsFile::from_json(&text).with_context(|| format!("{} is not an fsscale results file", path.display()))
     }
 
     /// Writes the document atomically: a crash leaves the old or the new version, never half of one.
@@ -168,27 +165,17 @@ impl ResultsFile {
         let mut tmp = path.as_os_str().to_owned();
         tmp.push(".tmp");
         let tmp = std::path::PathBuf::from(tmp);
-        std::fs::write(&tmp, self.to_json())
-            .with_context(|| format!("writing results file {}", tmp.display()))?;
-        std::fs::rename(&tmp, path)
-            .with_context(|| format!("writing results file {}", path.display()))
+        std::fs::write(&tmp, self.to_json()).with_context(|| format!("writing results file {}", tmp.display()))?;
+        std::fs::rename(&tmp, path).with_context(|| format!("writing results file {}", path.display()))
     }
 }
 
 /// Formats a time as RFC 3339 in UTC, to the second.
 pub fn rfc3339(time: std::time::SystemTime) -> String {
-    let secs = time
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
+    let secs = time.duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
     let (days, rem) = (secs / 86_400, secs % 86_400);
     let (y, m, d) = civil_from_days(days as i64);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
 /// Days since 1970-01-01 to (year, month, day), Howard Hinnant's `civil_from_days`.
@@ -213,13 +200,7 @@ mod tests {
     #[test]
     fn rfc3339_matches_known_dates() {
         assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00Z");
-        assert_eq!(
-            rfc3339(UNIX_EPOCH + Duration::from_secs(951_782_400)),
-            "2000-02-29T00:00:00Z"
-        );
-        assert_eq!(
-            rfc3339(UNIX_EPOCH + Duration::from_secs(1_795_316_763)),
-            "2026-11-22T03:06:03Z"
-        );
+        assert_eq!(rfc3339(UNIX_EPOCH + Duration::from_secs(951_782_400)), "2000-02-29T00:00:00Z");
+        assert_eq!(rfc3339(UNIX_EPOCH + Duration::from_secs(1_795_316_763)), "2026-11-22T03:06:03Z");
     }
 }

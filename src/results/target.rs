@@ -30,10 +30,7 @@ impl Target {
     /// Describes the filesystem holding `dir` (which must exist).
     pub fn detect(dir: &Path) -> Target {
         let path = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
-        let mut target = Target {
-            path: path.display().to_string(),
-            ..Target::default()
-        };
+        let mut target = Target { path: path.display().to_string(), ..Target::default() };
         if let Ok(c) = sys::cstring(&path) {
             // SAFETY: statfs is plain data filled by the kernel.
             let mut st: libc::statfs = unsafe { std::mem::zeroed() };
@@ -113,9 +110,7 @@ fn find_mount<'a>(mountinfo: &'a str, path: &str) -> Option<Mount<'a>> {
         let unescaped = unescape(mount_point);
         let inside = path == unescaped
             || unescaped == "/"
-            || path
-                .strip_prefix(unescaped.as_str())
-                .is_some_and(|rest| rest.starts_with('/'));
+            || path.strip_prefix(unescaped.as_str()).is_some_and(|rest| rest.starts_with('/'));
         if !inside {
             continue;
         }
@@ -141,14 +136,8 @@ fn unescape(field: &str) -> String {
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
-        if bytes[i] == b'\\'
-            && i + 3 < bytes.len()
-            && bytes[i + 1..i + 4]
-                .iter()
-                .all(|b| (b'0'..=b'7').contains(b))
-        {
-            let value =
-                (bytes[i + 1] - b'0') * 64 + (bytes[i + 2] - b'0') * 8 + (bytes[i + 3] - b'0');
+        if bytes[i] == b'\\' && i + 3 < bytes.len() && bytes[i + 1..i + 4].iter().all(|b| (b'0'..=b'7').contains(b)) {
+            let value = (bytes[i + 1] - b'0') * 64 + (bytes[i + 2] - b'0') * 8 + (bytes[i + 3] - b'0');
             out.push(value);
             i += 4;
         } else {
@@ -174,10 +163,7 @@ mod tests {
     #[test]
     fn picks_the_innermost_and_topmost_mount() {
         let m = find_mount(MOUNTINFO, "/dev/shm/x/y").unwrap();
-        assert_eq!(
-            (m.device, m.source, m.mount_options),
-            ("0:50", "other", "rw,nosuid")
-        );
+        assert_eq!((m.device, m.source, m.mount_options), ("0:50", "other", "rw,nosuid"));
         let m = find_mount(MOUNTINFO, "/dev/shmfoo").unwrap();
         assert_eq!(m.mount_point, "/");
         let m = find_mount(MOUNTINFO, "/mnt/with space/dir").unwrap();

@@ -11,9 +11,7 @@ pub struct CpuTicks {
 
 impl CpuTicks {
     pub fn read() -> CpuTicks {
-        std::fs::read_to_string("/proc/stat")
-            .map(|text| CpuTicks::parse(&text))
-            .unwrap_or_default()
+        std::fs::read_to_string("/proc/stat").map(|text| CpuTicks::parse(&text)).unwrap_or_default()
     }
 
     fn parse(text: &str) -> CpuTicks {
@@ -28,12 +26,7 @@ impl CpuTicks {
 
     /// Fractions of all CPU time between `self` (earlier) and `later`.
     pub fn breakdown(&self, later: &CpuTicks) -> SystemCpu {
-        let delta: Vec<f64> = self
-            .fields
-            .iter()
-            .zip(later.fields)
-            .map(|(a, b)| b.saturating_sub(*a) as f64)
-            .collect();
+        let delta: Vec<f64> = self.fields.iter().zip(later.fields).map(|(a, b)| b.saturating_sub(*a) as f64).collect();
         let total: f64 = delta.iter().sum();
         if total == 0.0 {
             return SystemCpu::default();
@@ -61,10 +54,7 @@ mod tests {
         let a = CpuTicks::parse("cpu  100 0 50 800 10 0 0 0 0 0\ncpu0 1 2 3\n");
         let b = CpuTicks::parse("cpu  160 0 90 900 10 0 0 0 0 0\n");
         let cpu = a.breakdown(&b);
-        assert_eq!(
-            (cpu.user, cpu.system, cpu.idle, cpu.iowait),
-            (0.3, 0.2, 0.5, 0.0)
-        );
+        assert_eq!((cpu.user, cpu.system, cpu.idle, cpu.iowait), (0.3, 0.2, 0.5, 0.0));
         assert_eq!(a.breakdown(&a), SystemCpu::default());
     }
 }

@@ -82,12 +82,8 @@ struct Window {
 
 impl Window {
     fn into_record(self, region: &SharedRegion, run: usize, cpus: Option<&[usize]>) -> RunRecord {
-        let per_worker_ops: Vec<u64> = self
-            .end_counts
-            .iter()
-            .zip(&self.start_counts)
-            .map(|(end, start)| end - start)
-            .collect();
+        let per_worker_ops: Vec<u64> =
+            self.end_counts.iter().zip(&self.start_counts).map(|(end, start)| end - start).collect();
         let ops: u64 = per_worker_ops.iter().sum();
         let elapsed_s = self.elapsed.as_secs_f64();
         let ops_per_s = ops as f64 / elapsed_s;
@@ -96,8 +92,7 @@ impl Window {
             let report = region.report(i);
             let delta = |k: usize| {
                 let end = report.cpu_at_window_end[k].load(Ordering::Relaxed);
-                end.saturating_sub(report.cpu_at_window_start[k].load(Ordering::Relaxed)) as f64
-                    / 1e6
+                end.saturating_sub(report.cpu_at_window_start[k].load(Ordering::Relaxed)) as f64 / 1e6
             };
             worker_cpu.user_s += delta(0);
             worker_cpu.sys_s += delta(1);
@@ -119,7 +114,7 @@ impl Window {
 
 fn run_threads(plan: &WorkerPlan<'_>, timing: &Timing) -> Result<Window> {
     std::thread::scope(|scope| {
-        let mut started = 0;
+        let mut handles = Vec::with_capacity(plan.workers);
         let mut spawn_error = None;
         for index in 0..plan.workers {
             let spawned = std::thread::Builder::new()
@@ -127,24 +122,26 @@ fn run_threads(plan: &WorkerPlan<'_>, timing: &Timing) -> Result<Window> {
                 .stack_size(256 * 1024)
                 .spawn_scoped(scope, move || worker_main(plan, index));
             match spawned {
-                Ok(_) => started += 1,
+                Ok(handle) => handles.push(handle),
                 Err(e) => {
-                    spawn_error = Some(anyhow!(
-                        "starting worker thread {index} of {}: {e}",
-                        plan.workers
-                    ));
+                    spawn_error = Some(anyhow!("starting worker thread {index} of {}: {e}", plan.workers));
                     break;
                 }
             }
         }
         let outcome = match spawn_error {
             Some(e) => Err(e),
-            None => coordinate(plan.region, started, timing),
+            None => coordinate(plan.region, handles.len(), timing),
         };
         if outcome.is_err() {
             plan.region.set_phase(Phase::Abort);
         }
-        // The scope joins every thread before returning.
+        // Join explicitly: the scope's implicit join only waits for the
+        // closures to return, not for the threads to be gone, and the next
+        // point may fork, which needs a single-threaded process.
+        for handle in handles {
+            let _ = handle.join();
+        }
         outcome
     })
 }
@@ -161,18 +158,13 @@ fn run_processes(plan: &WorkerPlan<'_>, timing: &Timing) -> Result<Window> {
         let pid = unsafe { libc::fork() };
         if pid == 0 {
             signals::detach_worker(parent);
-            let _ =
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| worker_main(plan, index)));
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| worker_main(plan, index)));
             // SAFETY: ends the child without running any parent-owned destructor.
             unsafe { libc::_exit(0) };
         }
         if pid < 0 {
             let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
-            outcome = Err(anyhow!(
-                "fork of worker {index} of {} failed: {}",
-                plan.workers,
-                sys::errno_text(errno)
-            ));
+            outcome = Err(anyhow!("fork of worker {index} of {} failed: {}", plan.workers, sys::errno_text(errno)));
             break;
         }
         children.push(pid);
@@ -190,10 +182,7 @@ fn run_processes(plan: &WorkerPlan<'_>, timing: &Timing) -> Result<Window> {
 /// Forking a multi-threaded process leaves locks held in the child; refuse.
 fn ensure_single_threaded() -> Result<()> {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let threads = status
-        .lines()
-        .find_map(|l| l.strip_prefix("Threads:"))
-        .map(str::trim);
+    let threads = status.lines().find_map(|l| l.strip_prefix("Threads:")).map(str::trim);
     match threads {
         Some("1") | None => Ok(()),
         Some(n) => bail!("internal error: cannot fork workers while {n} threads run"),
@@ -216,18 +205,15 @@ fn reap(children: &[libc::pid_t]) -> Result<()> {
                 // Still there after the grace period (stuck in a system call): kill it.
                 // SAFETY: signalling and then waiting for our own child.
                 unsafe { libc::kill(pid, libc::SIGKILL) };
-                problem.get_or_insert_with(|| {
-                    format!("worker {index} did not stop within {EXIT_GRACE:?} and was killed")
-                });
+                problem
+                    .get_or_insert_with(|| format!("worker {index} did not stop within {EXIT_GRACE:?} and was killed"));
                 // SAFETY: as above.
                 break unsafe { libc::waitpid(pid, &mut status, 0) };
             }
             std::thread::sleep(Duration::from_micros(200));
         };
         if waited == pid && libc::WIFSIGNALED(status) && libc::WTERMSIG(status) != libc::SIGKILL {
-            problem.get_or_insert_with(|| {
-                format!("worker {index} died of signal {}", libc::WTERMSIG(status))
-            });
+            problem.get_or_insert_with(|| format!("worker {index} died of signal {}", libc::WTERMSIG(status)));
         }
     }
     match problem {
@@ -261,10 +247,7 @@ fn coordinate(region: &SharedRegion, workers: usize, timing: &Timing) -> Result<
     let base: u64 = start_counts.iter().sum();
     let end = start + timing.duration.as_nanos() as u64;
     let interval = timing.sample_interval.as_nanos().max(1) as u64;
-    let mut timeline = Timeline {
-        interval_s: timing.sample_interval.as_secs_f64(),
-        ..Timeline::default()
-    };
+    let mut timeline = Timeline { interval_s: timing.sample_interval.as_secs_f64(), ..Timeline::default() };
     let mut scratch_counts = Vec::with_capacity(workers);
     let mut next_sample = start + interval;
     while next_sample < end {
@@ -272,9 +255,7 @@ fn coordinate(region: &SharedRegion, workers: usize, timing: &Timing) -> Result<
         let now = sys::monotonic_ns();
         region.read_counters(&mut scratch_counts);
         timeline.at_s.push((now - start) as f64 / 1e9);
-        timeline
-            .cumulative_ops
-            .push(scratch_counts.iter().sum::<u64>() - base);
+        timeline.cumulative_ops.push(scratch_counts.iter().sum::<u64>() - base);
         next_sample += interval;
     }
     sleep_until(region, end)?;
@@ -284,9 +265,7 @@ fn coordinate(region: &SharedRegion, workers: usize, timing: &Timing) -> Result<
     region.set_phase(Phase::Stop);
     let cpu_end = CpuTicks::read();
     timeline.at_s.push((stop - start) as f64 / 1e9);
-    timeline
-        .cumulative_ops
-        .push(end_counts.iter().sum::<u64>() - base);
+    timeline.cumulative_ops.push(end_counts.iter().sum::<u64>() - base);
     // Workers record their CPU time when they see Stop; wait for them to leave.
     let deadline = sys::monotonic_ns() + EXIT_GRACE.as_nanos() as u64;
     while (region.exited() as usize) < workers && sys::monotonic_ns() < deadline {
@@ -294,14 +273,7 @@ fn coordinate(region: &SharedRegion, workers: usize, timing: &Timing) -> Result<
         std::thread::sleep(Duration::from_micros(200));
     }
     check_health(region)?;
-    Ok(Window {
-        start_counts,
-        end_counts,
-        elapsed: Duration::from_nanos(stop - start),
-        timeline,
-        cpu_start,
-        cpu_end,
-    })
+    Ok(Window { start_counts, end_counts, elapsed: Duration::from_nanos(stop - start), timeline, cpu_start, cpu_end })
 }
 
 /// Fails on a worker error or a signal.

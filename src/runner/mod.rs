@@ -16,9 +16,7 @@ pub use progress::{Progress, Silent};
 pub use signals::Interrupted;
 
 use crate::plan::RunConfig;
-use crate::results::{
-    self, Host, Point, ResultsFile, Settings, Status, Target, Tool, SCHEMA_VERSION,
-};
+use crate::results::{self, Host, Point, ResultsFile, Settings, Status, Target, Tool, SCHEMA_VERSION};
 use crate::scratch::Scratch;
 use crate::sys;
 
@@ -40,11 +38,8 @@ pub fn run(config: &RunConfig, progress: &mut dyn Progress) -> Result<ResultsFil
     progress.saved();
 
     let cpus = config.pin.then(allowed_cpus);
-    let timing = measure::Timing {
-        warmup: config.warmup,
-        duration: config.duration,
-        sample_interval: config.sample_interval,
-    };
+    let timing =
+        measure::Timing { warmup: config.warmup, duration: config.duration, sample_interval: config.sample_interval };
     let points = config.points();
     progress.plan(points.len(), config.runs);
     for (index, spec) in points.iter().enumerate() {
@@ -58,16 +53,12 @@ pub fn run(config: &RunConfig, progress: &mut dyn Progress) -> Result<ResultsFil
             runs: Vec::new(),
             summary: None,
         });
-        let pinned: Option<Vec<usize>> = cpus
-            .as_ref()
-            .map(|c| (0..spec.workers).map(|i| c[i % c.len()]).collect());
+        let pinned: Option<Vec<usize>> = cpus.as_ref().map(|c| (0..spec.workers).map(|i| c[i % c.len()]).collect());
         for run in 0..config.runs {
             progress.run_started(spec, index, run);
             let outcome = signals::check()
                 .map_err(anyhow::Error::from)
-                .and_then(|()| {
-                    measure::run_once(spec, &config.dir, &timing, pinned.as_deref(), run)
-                });
+                .and_then(|()| measure::run_once(spec, &config.dir, &timing, pinned.as_deref(), run));
             let record = match outcome {
                 Ok(record) => record,
                 Err(error) => {
@@ -81,15 +72,7 @@ pub fn run(config: &RunConfig, progress: &mut dyn Progress) -> Result<ResultsFil
                         config.runs
                     ));
                     let interrupted = error.downcast_ref::<Interrupted>().is_some();
-                    finish(
-                        &mut doc,
-                        if interrupted {
-                            Status::Interrupted
-                        } else {
-                            Status::Failed
-                        },
-                        Some(&error),
-                    );
+                    finish(&mut doc, if interrupted { Status::Interrupted } else { Status::Failed }, Some(&error));
                     doc.save(&config.output)?;
                     progress.saved();
                     return Err(error);
@@ -115,10 +98,7 @@ pub fn run(config: &RunConfig, progress: &mut dyn Progress) -> Result<ResultsFil
 fn new_document(config: &RunConfig) -> ResultsFile {
     ResultsFile {
         schema_version: SCHEMA_VERSION,
-        tool: Tool {
-            name: "fsscale".into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-        },
+        tool: Tool { name: "fsscale".into(), version: env!("CARGO_PKG_VERSION").into() },
         command_line: config.command_line.clone(),
         started_at: results::rfc3339(SystemTime::now()),
         finished_at: None,
@@ -148,14 +128,10 @@ fn allowed_cpus() -> Vec<usize> {
     // SAFETY: cpu_set_t is plain data filled by the kernel.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     // SAFETY: valid pointer and size.
-    let ok =
-        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) }
-            == 0;
+    let ok = unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) } == 0;
     let cpus: Vec<usize> = if ok {
         // SAFETY: CPU_ISSET reads within the set for i < CPU_SETSIZE.
-        (0..libc::CPU_SETSIZE as usize)
-            .filter(|&i| unsafe { libc::CPU_ISSET(i, &set) })
-            .collect()
+        (0..libc::CPU_SETSIZE as usize).filter(|&i| unsafe { libc::CPU_ISSET(i, &set) }).collect()
     } else {
         Vec::new()
     };

@@ -88,11 +88,7 @@ impl WorkerReport {
         if len == 0 {
             return None;
         }
-        let mut bytes: Vec<u8> = self
-            .error
-            .iter()
-            .flat_map(|w| w.load(Ordering::Relaxed).to_ne_bytes())
-            .collect();
+        let mut bytes: Vec<u8> = self.error.iter().flat_map(|w| w.load(Ordering::Relaxed).to_ne_bytes()).collect();
         bytes.truncate(len);
         Some(String::from_utf8_lossy(&bytes).into_owned())
     }
@@ -112,8 +108,7 @@ unsafe impl Sync for SharedRegion {}
 
 impl SharedRegion {
     pub fn new(workers: usize) -> std::io::Result<SharedRegion> {
-        let len = Self::counters_offset()
-            + workers * (size_of::<CounterSlot>() + size_of::<WorkerReport>());
+        let len = Self::counters_offset() + workers * (size_of::<CounterSlot>() + size_of::<WorkerReport>());
         // SAFETY: anonymous mapping, no file; the kernel zero-fills it, and zero
         // is a valid value for every atomic in it (phase Setup, counters 0).
         let base = unsafe {
@@ -129,11 +124,7 @@ impl SharedRegion {
         if base == libc::MAP_FAILED {
             return Err(std::io::Error::last_os_error());
         }
-        let region = SharedRegion {
-            base: base.cast(),
-            len,
-            workers,
-        };
+        let region = SharedRegion { base: base.cast(), len, workers };
         for i in 0..workers {
             region.report(i).pinned_cpu.store(-1, Ordering::Relaxed);
         }
@@ -152,19 +143,13 @@ impl SharedRegion {
     pub fn counter(&self, worker: usize) -> &CounterSlot {
         assert!(worker < self.workers);
         // SAFETY: in bounds; slots follow the control block at 128-byte alignment.
-        unsafe {
-            &*(self
-                .base
-                .add(Self::counters_offset() + worker * size_of::<CounterSlot>())
-                as *const CounterSlot)
-        }
+        unsafe { &*(self.base.add(Self::counters_offset() + worker * size_of::<CounterSlot>()) as *const CounterSlot) }
     }
 
     pub fn report(&self, worker: usize) -> &WorkerReport {
         assert!(worker < self.workers);
-        let offset = Self::counters_offset()
-            + self.workers * size_of::<CounterSlot>()
-            + worker * size_of::<WorkerReport>();
+        let offset =
+            Self::counters_offset() + self.workers * size_of::<CounterSlot>() + worker * size_of::<WorkerReport>();
         // SAFETY: in bounds and 128-byte aligned (every preceding block is a multiple of 128).
         unsafe { &*(self.base.add(offset) as *const WorkerReport) }
     }
@@ -244,13 +229,7 @@ fn futex_wait(word: &AtomicU32, expected: u32) {
     // because processes wait on it through a MAP_SHARED mapping. Spurious
     // returns are fine: the caller re-checks the word.
     unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAIT,
-            expected,
-            std::ptr::null::<libc::timespec>(),
-        );
+        libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAIT, expected, std::ptr::null::<libc::timespec>());
     }
 }
 
@@ -281,13 +260,8 @@ mod tests {
     fn error_messages_round_trip_and_truncate() {
         let region = SharedRegion::new(1).unwrap();
         assert_eq!(region.report(0).error(), None);
-        region
-            .report(0)
-            .set_error("openat(\"w0/f\") failed: ENOSPC");
-        assert_eq!(
-            region.report(0).error().unwrap(),
-            "openat(\"w0/f\") failed: ENOSPC"
-        );
+        region.report(0).set_error("openat(\"w0/f\") failed: ENOSPC");
+        assert_eq!(region.report(0).error().unwrap(), "openat(\"w0/f\") failed: ENOSPC");
         region.report(0).set_error(&"x".repeat(1000));
         assert_eq!(region.report(0).error().unwrap().len(), ERROR_CAPACITY);
     }

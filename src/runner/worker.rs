@@ -26,9 +26,7 @@ pub(super) struct WorkerPlan<'a> {
 pub(super) fn worker_main(plan: &WorkerPlan<'_>, index: usize) {
     let region = plan.region;
     if let Err(error) = run_worker(plan, index) {
-        region
-            .report(index)
-            .set_error(&format!("worker {index}: {error:#}"));
+        region.report(index).set_error(&format!("worker {index}: {error:#}"));
         region.mark_failed();
     }
     region.mark_exited();
@@ -37,12 +35,8 @@ pub(super) fn worker_main(plan: &WorkerPlan<'_>, index: usize) {
 fn run_worker(plan: &WorkerPlan<'_>, index: usize) -> Result<()> {
     if let Some(cpus) = plan.cpus {
         let cpu = cpus[index];
-        sys::pin_to_cpu(cpu)
-            .map_err(|e| anyhow::anyhow!("binding to CPU {cpu}: {}", sys::errno_text(e)))?;
-        plan.region
-            .report(index)
-            .pinned_cpu
-            .store(cpu as i32, Ordering::Relaxed);
+        sys::pin_to_cpu(cpu).map_err(|e| anyhow::anyhow!("binding to CPU {cpu}: {}", sys::errno_text(e)))?;
+        plan.region.report(index).pinned_cpu.store(cpu as i32, Ordering::Relaxed);
     }
     let label = match plan.share {
         Share::Private => format!("w{index}"),
@@ -53,13 +47,8 @@ fn run_worker(plan: &WorkerPlan<'_>, index: usize) -> Result<()> {
         sys::mkdirat(plan.scratch_fd, &label_c, 0o700)
             .map_err(|e| anyhow::anyhow!("mkdirat(\"{label}\") failed: {}", sys::errno_text(e)))?;
     }
-    let dir = sys::openat(
-        plan.scratch_fd,
-        &label_c,
-        libc::O_RDONLY | libc::O_DIRECTORY,
-        0,
-    )
-    .map_err(|e| anyhow::anyhow!("openat(\"{label}\") failed: {}", sys::errno_text(e)))?;
+    let dir = sys::openat(plan.scratch_fd, &label_c, libc::O_RDONLY | libc::O_DIRECTORY, 0)
+        .map_err(|e| anyhow::anyhow!("openat(\"{label}\") failed: {}", sys::errno_text(e)))?;
     let env = WorkerEnv {
         workload: plan.workload,
         index,
@@ -69,14 +58,7 @@ fn run_worker(plan: &WorkerPlan<'_>, index: usize) -> Result<()> {
         dir_label: &label,
         point: plan.point,
     };
-    let outcome = workloads::with_op(
-        &env,
-        Driver {
-            region: plan.region,
-            index,
-            label: &label,
-        },
-    );
+    let outcome = workloads::with_op(&env, Driver { region: plan.region, index, label: &label });
     let _ = sys::close(dir);
     outcome?.map_err(anyhow::Error::msg)
 }
@@ -96,12 +78,7 @@ impl OpDriver<Result<(), String>> for Driver<'_> {
                 0 => "transferred fewer bytes than asked".to_string(),
                 errno => format!("failed: {}", sys::errno_text(errno)),
             };
-            format!(
-                "{}(\"{}/{}\") {what}",
-                e.call,
-                self.label,
-                op.arg_name(e.arg).to_string_lossy()
-            )
+            format!("{}(\"{}/{}\") {what}", e.call, self.label, op.arg_name(e.arg).to_string_lossy())
         })
     }
 }
@@ -112,11 +89,7 @@ impl OpDriver<Result<(), String>> for Driver<'_> {
 /// suffices (no locked read-modify-write). The phase word is written three
 /// times per run, so reading it each iteration hits a shared, clean line.
 #[inline(never)]
-fn hot_loop<O: Op>(
-    op: &mut O,
-    region: &SharedRegion,
-    index: usize,
-) -> Result<(), workloads::SysError> {
+fn hot_loop<O: Op>(op: &mut O, region: &SharedRegion, index: usize) -> Result<(), workloads::SysError> {
     let counter = &region.counter(index).ops;
     let phase_word = region.phase_word();
     let report = region.report(index);

@@ -42,22 +42,13 @@ impl Scratch {
     /// Makes a fresh scratch directory inside `parent`.
     pub fn create(parent: &Path) -> Result<Scratch> {
         let parent_c = sys::cstring(parent)?;
-        let parent_fd = sys::openat(
-            libc::AT_FDCWD,
-            &parent_c,
-            libc::O_RDONLY | libc::O_DIRECTORY,
-            0,
-        )
-        .map_err(|e| dir_error(parent, e))?;
+        let parent_fd = sys::openat(libc::AT_FDCWD, &parent_c, libc::O_RDONLY | libc::O_DIRECTORY, 0)
+            .map_err(|e| dir_error(parent, e))?;
         // SAFETY: fresh fd, owned here.
         let parent_fd = unsafe { OwnedFd::from_raw_fd(parent_fd) };
         let token = random_token();
-        let name = format!(
-            "{PREFIX}{}-{}-{}",
-            std::process::id(),
-            SEQUENCE.fetch_add(1, Ordering::Relaxed),
-            &token[..8]
-        );
+        let name =
+            format!("{PREFIX}{}-{}-{}", std::process::id(), SEQUENCE.fetch_add(1, Ordering::Relaxed), &token[..8]);
         let name_c = sys::cname(&name);
         sys::mkdirat(parent_fd.as_raw_fd(), &name_c, 0o700).map_err(|e| {
             anyhow::anyhow!(
@@ -67,19 +58,8 @@ impl Scratch {
             )
         })?;
         let path = parent.join(&name);
-        let dir = sys::openat(
-            parent_fd.as_raw_fd(),
-            &name_c,
-            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW,
-            0,
-        )
-        .map_err(|e| {
-            anyhow::anyhow!(
-                "opening scratch directory {}: {}",
-                path.display(),
-                sys::errno_text(e)
-            )
-        })?;
+        let dir = sys::openat(parent_fd.as_raw_fd(), &name_c, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW, 0)
+            .map_err(|e| anyhow::anyhow!("opening scratch directory {}: {}", path.display(), sys::errno_text(e)))?;
         // SAFETY: fresh fd, owned here.
         let dir = unsafe { OwnedFd::from_raw_fd(dir) };
         // SAFETY: stat is plain data.
@@ -100,9 +80,7 @@ impl Scratch {
             owner_pid: std::process::id(),
             removed: false,
         };
-        scratch
-            .write_marker()
-            .with_context(|| format!("writing {MARKER} in {}", scratch.path.display()))?;
+        scratch.write_marker().with_context(|| format!("writing {MARKER} in {}", scratch.path.display()))?;
         Ok(scratch)
     }
 
@@ -121,20 +99,12 @@ impl Scratch {
     }
 
     fn marker_text(&self) -> String {
-        format!(
-            "fsscale scratch directory\npid={}\ntoken={}\n",
-            self.owner_pid, self.token
-        )
+        format!("fsscale scratch directory\npid={}\ntoken={}\n", self.owner_pid, self.token)
     }
 
     fn write_marker(&self) -> Result<(), std::io::Error> {
-        let fd = sys::openat(
-            self.fd(),
-            &sys::cname(MARKER),
-            libc::O_CREAT | libc::O_EXCL | libc::O_WRONLY,
-            0o600,
-        )
-        .map_err(std::io::Error::from_raw_os_error)?;
+        let fd = sys::openat(self.fd(), &sys::cname(MARKER), libc::O_CREAT | libc::O_EXCL | libc::O_WRONLY, 0o600)
+            .map_err(std::io::Error::from_raw_os_error)?;
         // SAFETY: fresh fd, owned by the File.
         let mut file = unsafe { std::fs::File::from_raw_fd(fd) };
         std::io::Write::write_all(&mut file, self.marker_text().as_bytes())
@@ -144,15 +114,8 @@ impl Scratch {
         let shown = self.path.display();
         // SAFETY: stat is plain data.
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        sys::fstatat(
-            self.parent.as_raw_fd(),
-            &self.name,
-            &mut st,
-            libc::AT_SYMLINK_NOFOLLOW,
-        )
-        .map_err(|e| {
-            anyhow::anyhow!("scratch directory {shown} vanished: {}", sys::errno_text(e))
-        })?;
+        sys::fstatat(self.parent.as_raw_fd(), &self.name, &mut st, libc::AT_SYMLINK_NOFOLLOW)
+            .map_err(|e| anyhow::anyhow!("scratch directory {shown} vanished: {}", sys::errno_text(e)))?;
         if st.st_dev != self.dev || st.st_ino != self.ino {
             bail!("scratch directory {shown} was replaced by something else; not removing it");
         }
@@ -161,9 +124,8 @@ impl Scratch {
             bail!("scratch directory {shown} no longer holds fsscale's marker; not removing it");
         }
         remove_contents(self.fd(), self.dev, &self.path)?;
-        sys::unlinkat(self.parent.as_raw_fd(), &self.name, libc::AT_REMOVEDIR).map_err(|e| {
-            anyhow::anyhow!("removing scratch directory {shown}: {}", sys::errno_text(e))
-        })
+        sys::unlinkat(self.parent.as_raw_fd(), &self.name, libc::AT_REMOVEDIR)
+            .map_err(|e| anyhow::anyhow!("removing scratch directory {shown}: {}", sys::errno_text(e)))
     }
 }
 
@@ -179,19 +141,9 @@ impl Drop for Scratch {
 
 fn dir_error(dir: &Path, errno: Errno) -> anyhow::Error {
     match errno {
-        libc::ENOENT => anyhow::anyhow!(
-            "--dir {} does not exist; create it or pass another --dir",
-            dir.display()
-        ),
-        libc::ENOTDIR => anyhow::anyhow!(
-            "--dir {} is not a directory; pass a directory",
-            dir.display()
-        ),
-        _ => anyhow::anyhow!(
-            "cannot open --dir {}: {}",
-            dir.display(),
-            sys::errno_text(errno)
-        ),
+        libc::ENOENT => anyhow::anyhow!("--dir {} does not exist; create it or pass another --dir", dir.display()),
+        libc::ENOTDIR => anyhow::anyhow!("--dir {} is not a directory; pass a directory", dir.display()),
+        _ => anyhow::anyhow!("cannot open --dir {}: {}", dir.display(), sys::errno_text(errno)),
     }
 }
 
@@ -233,10 +185,7 @@ fn list(dir: RawFd) -> Result<Vec<(CString, u8)>, Errno> {
             let reclen = u16::from_ne_bytes([buf[offset + 16], buf[offset + 17]]) as usize;
             let d_type = buf[offset + 18];
             let name_bytes = &buf[offset + 19..offset + reclen];
-            let end = name_bytes
-                .iter()
-                .position(|&b| b == 0)
-                .unwrap_or(name_bytes.len());
+            let end = name_bytes.iter().position(|&b| b == 0).unwrap_or(name_bytes.len());
             let name = &name_bytes[..end];
             if name != b"." && name != b".." {
                 entries.push((CString::new(name).expect("no NUL before end"), d_type));
@@ -249,22 +198,17 @@ fn list(dir: RawFd) -> Result<Vec<(CString, u8)>, Errno> {
 /// Removes everything below `dir`, staying on device `dev`.
 fn remove_contents(dir: RawFd, dev: u64, path: &Path) -> Result<()> {
     let fail = |what: &str, name: &std::ffi::CStr, e: Errno| {
-        anyhow::anyhow!(
-            "{what} {}: {}",
-            path.join(name.to_string_lossy().as_ref()).display(),
-            sys::errno_text(e)
-        )
+        anyhow::anyhow!("{what} {}: {}", path.join(name.to_string_lossy().as_ref()).display(), sys::errno_text(e))
     };
-    for (name, d_type) in list(dir)
-        .map_err(|e| anyhow::anyhow!("listing {}: {}", path.display(), sys::errno_text(e)))?
+    for (name, d_type) in
+        list(dir).map_err(|e| anyhow::anyhow!("listing {}: {}", path.display(), sys::errno_text(e)))?
     {
         let is_dir = match d_type {
             libc::DT_DIR => true,
             libc::DT_UNKNOWN => {
                 // SAFETY: stat is plain data.
                 let mut st: libc::stat = unsafe { std::mem::zeroed() };
-                sys::fstatat(dir, &name, &mut st, libc::AT_SYMLINK_NOFOLLOW)
-                    .map_err(|e| fail("stat", &name, e))?;
+                sys::fstatat(dir, &name, &mut st, libc::AT_SYMLINK_NOFOLLOW).map_err(|e| fail("stat", &name, e))?;
                 st.st_mode & libc::S_IFMT == libc::S_IFDIR
             }
             _ => false,
@@ -273,13 +217,8 @@ fn remove_contents(dir: RawFd, dev: u64, path: &Path) -> Result<()> {
             sys::unlinkat(dir, &name, 0).map_err(|e| fail("removing", &name, e))?;
             continue;
         }
-        let sub = sys::openat(
-            dir,
-            &name,
-            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW,
-            0,
-        )
-        .map_err(|e| fail("opening", &name, e))?;
+        let sub = sys::openat(dir, &name, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW, 0)
+            .map_err(|e| fail("opening", &name, e))?;
         // SAFETY: fresh fd, owned here.
         let sub = unsafe { OwnedFd::from_raw_fd(sub) };
         // SAFETY: stat is plain data.
@@ -308,12 +247,7 @@ mod tests {
         let path = scratch.path().to_path_buf();
         let meta = std::fs::metadata(&path).unwrap();
         assert_eq!(meta.permissions().mode() & 0o777, 0o700);
-        assert!(path
-            .file_name()
-            .unwrap()
-            .to_str()
-            .unwrap()
-            .starts_with(PREFIX));
+        assert!(path.file_name().unwrap().to_str().unwrap().starts_with(PREFIX));
         assert!(path.join(MARKER).exists());
         std::fs::create_dir_all(path.join("a/b/c")).unwrap();
         std::fs::write(path.join("a/b/c/file"), b"x").unwrap();
@@ -359,13 +293,7 @@ mod tests {
 
     #[test]
     fn missing_parent_is_a_clear_error() {
-        let err = Scratch::create(Path::new("/nonexistent/fsscale-test"))
-            .err()
-            .unwrap()
-            .to_string();
-        assert_eq!(
-            err,
-            "--dir /nonexistent/fsscale-test does not exist; create it or pass another --dir"
-        );
+        let err = Scratch::create(Path::new("/nonexistent/fsscale-test")).err().unwrap().to_string();
+        assert_eq!(err, "--dir /nonexistent/fsscale-test does not exist; create it or pass another --dir");
     }
 }

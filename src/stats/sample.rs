@@ -115,14 +115,7 @@ pub struct Summary {
 impl Summary {
     pub fn of(values: &[f64]) -> Result<Summary, StatsError> {
         let s = Sample::new(values)?;
-        Ok(Summary {
-            n: s.len(),
-            median: s.median(),
-            mean: s.mean(),
-            stddev: s.stddev(),
-            min: s.min(),
-            max: s.max(),
-        })
+        Ok(Summary { n: s.len(), median: s.median(), mean: s.mean(), stddev: s.stddev(), min: s.min(), max: s.max() })
     }
 
     /// Standard deviation relative to the mean, in percent (0 when the mean is 0).
@@ -143,10 +136,7 @@ mod tests {
     #[test]
     fn known_values() {
         let s = Summary::of(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]).unwrap();
-        assert_eq!(
-            (s.n, s.median, s.mean, s.min, s.max),
-            (8, 4.5, 5.0, 2.0, 9.0)
-        );
+        assert_eq!((s.n, s.median, s.mean, s.min, s.max), (8, 4.5, 5.0, 2.0, 9.0));
         assert!((s.stddev - (32.0f64 / 7.0).sqrt()).abs() < 1e-12);
         assert_eq!(Summary::of(&[3.0]).unwrap().stddev, 0.0);
     }
@@ -154,14 +144,8 @@ mod tests {
     #[test]
     fn rejects_bad_input() {
         assert_eq!(Sample::new(&[]), Err(StatsError::Empty));
-        assert!(matches!(
-            Sample::new(&[1.0, f64::NAN]),
-            Err(StatsError::NotFinite { index: 1, .. })
-        ));
-        assert!(matches!(
-            Sample::new(&[f64::INFINITY]),
-            Err(StatsError::NotFinite { index: 0, .. })
-        ));
+        assert!(matches!(Sample::new(&[1.0, f64::NAN]), Err(StatsError::NotFinite { index: 1, .. })));
+        assert!(matches!(Sample::new(&[f64::INFINITY]), Err(StatsError::NotFinite { index: 0, .. })));
     }
 
     #[test]

@@ -54,12 +54,7 @@ pub(super) fn describe(workload: Workload) -> Description {
     }
 }
 
-pub(super) fn prepare_shared(
-    workload: Workload,
-    share: Share,
-    workers: usize,
-    dir: RawFd,
-) -> Result<()> {
+pub(super) fn prepare_shared(workload: Workload, share: Share, workers: usize, dir: RawFd) -> Result<()> {
     let len = match (workload, share) {
         (Workload::Append, _) => 0,
         (_, Share::Shared) => (workers * DATA_BLOCK) as u64,
@@ -90,16 +85,8 @@ fn offset_of(env: &WorkerEnv<'_>) -> i64 {
 fn full(call: &'static str, result: Result<usize, Errno>) -> Result<(), SysError> {
     match result {
         Ok(DATA_BLOCK) => Ok(()),
-        Ok(_) => Err(SysError {
-            call,
-            errno: 0,
-            arg: 0,
-        }),
-        Err(errno) => Err(SysError {
-            call,
-            errno,
-            arg: 0,
-        }),
+        Ok(_) => Err(SysError { call, errno: 0, arg: 0 }),
+        Err(errno) => Err(SysError { call, errno, arg: 0 }),
     }
 }
 
@@ -115,12 +102,7 @@ impl Read {
     pub(super) fn setup(env: &WorkerEnv<'_>) -> Result<Read> {
         let (name, fd) = open_data_file(env, libc::O_RDONLY, DATA_BLOCK as u64)?;
         let buf = vec![0u8; DATA_BLOCK].into_boxed_slice();
-        Ok(Read {
-            name,
-            fd,
-            offset: offset_of(env),
-            buf,
-        })
+        Ok(Read { name, fd, offset: offset_of(env), buf })
     }
 }
 
@@ -154,13 +136,7 @@ impl Write {
     pub(super) fn setup(env: &WorkerEnv<'_>, sync: bool) -> Result<Write> {
         let (name, fd) = open_data_file(env, libc::O_WRONLY, DATA_BLOCK as u64)?;
         let buf = vec![0xa5u8; DATA_BLOCK].into_boxed_slice();
-        Ok(Write {
-            name,
-            fd,
-            offset: offset_of(env),
-            buf,
-            sync,
-        })
+        Ok(Write { name, fd, offset: offset_of(env), buf, sync })
     }
 }
 
@@ -198,12 +174,7 @@ impl Append {
         super::refuse_same(env)?;
         let (name, fd) = open_data_file(env, libc::O_WRONLY | libc::O_APPEND, 0)?;
         let buf = vec![0x3cu8; DATA_BLOCK].into_boxed_slice();
-        Ok(Append {
-            name,
-            fd,
-            buf,
-            appended: 0,
-        })
+        Ok(Append { name, fd, buf, appended: 0 })
     }
 }
 

@@ -17,9 +17,7 @@ pub(super) fn describe() -> Description {
         op: "dup() of an open file descriptor, then close() of the copy",
         private: "worker i dups its own open file w<i>/f",
         shared: "worker i dups its own open file description of shared/f",
-        same: Ok(
-            "every worker dups one open file description of shared/f (one struct file refcount)",
-        ),
+        same: Ok("every worker dups one open file description of shared/f (one struct file refcount)"),
     }
 }
 
@@ -46,21 +44,13 @@ impl DupClose {
     pub(super) fn setup(env: &WorkerEnv<'_>) -> Result<DupClose> {
         let name = sys::cname(FILE);
         if let (Share::Same, Some(file)) = (env.share, &env.point.shared_file) {
-            return Ok(DupClose {
-                name,
-                fd: file.as_raw_fd(),
-                owns_fd: false,
-            });
+            return Ok(DupClose { name, fd: file.as_raw_fd(), owns_fd: false });
         }
         if env.share == Share::Private {
             env.create_file(&name, 0)?;
         }
         let fd = env.open(&name, libc::O_RDONLY)?;
-        Ok(DupClose {
-            name,
-            fd,
-            owns_fd: true,
-        })
+        Ok(DupClose { name, fd, owns_fd: true })
     }
 }
 

@@ -56,8 +56,7 @@ pub(super) fn describe_namespace(workload: Workload) -> Description {
         },
         Workload::Rename => Description {
             family: "metadata",
-            op:
-                "renameat() of a file from a to b, the next op back from b to a (one rename per op)",
+            op: "renameat() of a file from a to b, the next op back from b to a (one rename per op)",
             private: "worker i renames w<i>/a <-> w<i>/b",
             shared: "one directory; worker i renames shared/a<i> <-> shared/b<i>",
             same: Err("every worker would rename one file from under the others"),
@@ -67,18 +66,15 @@ pub(super) fn describe_namespace(workload: Workload) -> Description {
             op: "linkat() of an existing file to a new name, then unlinkat() of that name",
             private: "worker i links w<i>/f to w<i>/l",
             shared: "one directory; worker i links shared/f<i> to shared/l<i>",
-            same: Ok(
-                "every worker links the one file shared/f to shared/l<i> (one inode's link count)",
-            ),
+            same: Ok("every worker links the one file shared/f to shared/l<i> (one inode's link count)"),
         },
     }
 }
 
 /// Makes the coordinator's objects in the shared directory.
 pub(super) fn prepare_shared(workload: Workload, share: Share, dir: RawFd) -> Result<()> {
-    let setup = |call: &str, name: &str, errno: Errno| {
-        anyhow::anyhow!("{call}(\"{name}\") failed: {}", sys::errno_text(errno))
-    };
+    let setup =
+        |call: &str, name: &str, errno: Errno| anyhow::anyhow!("{call}(\"{name}\") failed: {}", sys::errno_text(errno));
     if workload == Workload::StatDeep {
         let mut path = String::new();
         for component in DEEP_DIRS {
@@ -122,8 +118,7 @@ impl Stat {
                 }
                 path.push_str(component);
                 let name = sys::cname(&path);
-                sys::mkdirat(env.dir, &name, 0o700)
-                    .map_err(|e| env.setup_error("mkdirat", &name, e))?;
+                sys::mkdirat(env.dir, &name, 0o700).map_err(|e| env.setup_error("mkdirat", &name, e))?;
             }
         }
         let path = sys::cname(&leaf_path(deep, &leaf));
@@ -132,11 +127,7 @@ impl Stat {
         }
         // SAFETY: stat is plain data.
         let buf = unsafe { std::mem::zeroed() };
-        Ok(Stat {
-            dir: env.dir,
-            path,
-            buf,
-        })
+        Ok(Stat { dir: env.dir, path, buf })
     }
 }
 
@@ -170,8 +161,7 @@ impl OpenClose {
 impl Op for OpenClose {
     #[inline(always)]
     fn once(&mut self) -> Result<(), SysError> {
-        let fd = sys::openat(self.dir, &self.name, libc::O_RDONLY, 0)
-            .map_err(SysError::new("openat", 0))?;
+        let fd = sys::openat(self.dir, &self.name, libc::O_RDONLY, 0).map_err(SysError::new("openat", 0))?;
         sys::close(fd).map_err(SysError::new("close", 0))
     }
 
@@ -189,10 +179,7 @@ pub(super) struct CreatUnlink {
 impl CreatUnlink {
     pub(super) fn setup(env: &WorkerEnv<'_>) -> Result<CreatUnlink> {
         refuse_same(env)?;
-        Ok(CreatUnlink {
-            dir: env.dir,
-            name: env.own_name("c"),
-        })
+        Ok(CreatUnlink { dir: env.dir, name: env.own_name("c") })
     }
 }
 
@@ -200,8 +187,7 @@ impl Op for CreatUnlink {
     #[inline(always)]
     fn once(&mut self) -> Result<(), SysError> {
         let flags = libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC;
-        let fd =
-            sys::openat(self.dir, &self.name, flags, 0o600).map_err(SysError::new("openat", 0))?;
+        let fd = sys::openat(self.dir, &self.name, flags, 0o600).map_err(SysError::new("openat", 0))?;
         sys::close(fd).map_err(SysError::new("close", 0))?;
         sys::unlinkat(self.dir, &self.name, 0).map_err(SysError::new("unlinkat", 0))
     }
@@ -220,10 +206,7 @@ pub(super) struct MkdirRmdir {
 impl MkdirRmdir {
     pub(super) fn setup(env: &WorkerEnv<'_>) -> Result<MkdirRmdir> {
         refuse_same(env)?;
-        Ok(MkdirRmdir {
-            dir: env.dir,
-            name: env.own_name("m"),
-        })
+        Ok(MkdirRmdir { dir: env.dir, name: env.own_name("m") })
     }
 }
 
@@ -231,8 +214,7 @@ impl Op for MkdirRmdir {
     #[inline(always)]
     fn once(&mut self) -> Result<(), SysError> {
         sys::mkdirat(self.dir, &self.name, 0o700).map_err(SysError::new("mkdirat", 0))?;
-        sys::unlinkat(self.dir, &self.name, libc::AT_REMOVEDIR)
-            .map_err(SysError::new("unlinkat", 0))
+        sys::unlinkat(self.dir, &self.name, libc::AT_REMOVEDIR).map_err(SysError::new("unlinkat", 0))
     }
 
     fn arg_name(&self, _: u8) -> &CStr {
@@ -252,11 +234,7 @@ impl Rename {
         refuse_same(env)?;
         let names = [env.own_name("a"), env.own_name("b")];
         env.create_file(&names[0], 0)?;
-        Ok(Rename {
-            dir: env.dir,
-            names,
-            at_a: true,
-        })
+        Ok(Rename { dir: env.dir, names, at_a: true })
     }
 }
 
@@ -264,8 +242,7 @@ impl Op for Rename {
     #[inline(always)]
     fn once(&mut self) -> Result<(), SysError> {
         let (from, to) = if self.at_a { (0, 1) } else { (1, 0) };
-        sys::renameat(self.dir, &self.names[from], &self.names[to])
-            .map_err(SysError::new("renameat", from as u8))?;
+        sys::renameat(self.dir, &self.names[from], &self.names[to]).map_err(SysError::new("renameat", from as u8))?;
         self.at_a = !self.at_a;
         Ok(())
     }
@@ -292,18 +269,14 @@ impl LinkUnlink {
             Share::Private => sys::cname("l"),
             Share::Shared | Share::Same => sys::cname(&format!("l{}", env.index)),
         };
-        Ok(LinkUnlink {
-            dir: env.dir,
-            names: [target, link],
-        })
+        Ok(LinkUnlink { dir: env.dir, names: [target, link] })
     }
 }
 
 impl Op for LinkUnlink {
     #[inline(always)]
     fn once(&mut self) -> Result<(), SysError> {
-        sys::linkat(self.dir, &self.names[0], &self.names[1])
-            .map_err(SysError::new("linkat", 1))?;
+        sys::linkat(self.dir, &self.names[0], &self.names[1]).map_err(SysError::new("linkat", 1))?;
         sys::unlinkat(self.dir, &self.names[1], 0).map_err(SysError::new("unlinkat", 1))
     }
 

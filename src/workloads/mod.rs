@@ -104,8 +104,7 @@ impl Workload {
     ];
 
     /// The quick default suite: the classic VFS trio.
-    pub const DEFAULT_SUITE: [Workload; 3] =
-        [Workload::Stat, Workload::OpenClose, Workload::CreatUnlink];
+    pub const DEFAULT_SUITE: [Workload; 3] = [Workload::Stat, Workload::OpenClose, Workload::CreatUnlink];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -131,17 +130,12 @@ impl Workload {
 
     pub fn describe(self) -> Description {
         match self {
-            Workload::Stat | Workload::StatDeep | Workload::OpenClose => {
-                metadata::describe_lookup(self)
+            Workload::Stat | Workload::StatDeep | Workload::OpenClose => metadata::describe_lookup(self),
+            Workload::CreatUnlink | Workload::MkdirRmdir | Workload::Rename | Workload::LinkUnlink => {
+                metadata::describe_namespace(self)
             }
-            Workload::CreatUnlink
-            | Workload::MkdirRmdir
-            | Workload::Rename
-            | Workload::LinkUnlink => metadata::describe_namespace(self),
             Workload::Readdir => readdir::describe(),
-            Workload::Read | Workload::Write | Workload::Append | Workload::Fsync => {
-                data::describe(self)
-            }
+            Workload::Read | Workload::Write | Workload::Append | Workload::Fsync => data::describe(self),
             Workload::DupClose => fdtable::describe(),
         }
     }
@@ -230,13 +224,11 @@ impl WorkerEnv<'_> {
 
     /// Creates (or truncates) a regular file of `len` bytes, untimed setup.
     pub fn create_file(&self, name: &CStr, len: u64) -> Result<()> {
-        create_file(self.dir, name, len)
-            .map_err(|(call, errno)| self.setup_error(call, name, errno))
+        create_file(self.dir, name, len).map_err(|(call, errno)| self.setup_error(call, name, errno))
     }
 
     pub fn open(&self, name: &CStr, flags: libc::c_int) -> Result<RawFd> {
-        sys::openat(self.dir, name, flags, 0o600)
-            .map_err(|errno| self.setup_error("openat", name, errno))
+        sys::openat(self.dir, name, flags, 0o600).map_err(|errno| self.setup_error("openat", name, errno))
     }
 }
 
@@ -252,26 +244,16 @@ pub const SHARED_DIR: &str = "shared";
 
 /// Makes the coordinator's part of a run: the shared directory and the
 /// objects every worker touches. `scratch` is the run's scratch directory.
-pub fn prepare_point(
-    workload: Workload,
-    share: Share,
-    workers: usize,
-    scratch: RawFd,
-) -> Result<PointState> {
+pub fn prepare_point(workload: Workload, share: Share, workers: usize, scratch: RawFd) -> Result<PointState> {
     let mut state = PointState::default();
     if share == Share::Private {
         return Ok(state);
     }
     let shared = sys::cname(SHARED_DIR);
-    sys::mkdirat(scratch, &shared, 0o700).map_err(|e| {
-        anyhow::anyhow!(
-            "creating directory \"{SHARED_DIR}\": {}",
-            sys::errno_text(e)
-        )
-    })?;
-    let fd = sys::openat(scratch, &shared, libc::O_RDONLY | libc::O_DIRECTORY, 0).map_err(|e| {
-        anyhow::anyhow!("opening directory \"{SHARED_DIR}\": {}", sys::errno_text(e))
-    })?;
+    sys::mkdirat(scratch, &shared, 0o700)
+        .map_err(|e| anyhow::anyhow!("creating directory \"{SHARED_DIR}\": {}", sys::errno_text(e)))?;
+    let fd = sys::openat(scratch, &shared, libc::O_RDONLY | libc::O_DIRECTORY, 0)
+        .map_err(|e| anyhow::anyhow!("opening directory \"{SHARED_DIR}\": {}", sys::errno_text(e)))?;
     // SAFETY: `fd` was just returned by openat and is owned by nobody else.
     let dir = unsafe { OwnedFd::from_raw_fd(fd) };
     let dir = dir.as_raw_fd();
@@ -284,9 +266,7 @@ pub fn prepare_point(
         Workload::Read | Workload::Write | Workload::Append | Workload::Fsync => {
             data::prepare_shared(workload, share, workers, dir).with_context(what)?
         }
-        Workload::DupClose => {
-            state.shared_file = fdtable::prepare_shared(share, dir).with_context(what)?
-        }
+        Workload::DupClose => state.shared_file = fdtable::prepare_shared(share, dir).with_context(what)?,
         Workload::CreatUnlink | Workload::MkdirRmdir | Workload::Rename => {}
     }
     Ok(state)
@@ -319,21 +299,15 @@ pub trait OpDriver<R> {
 
 /// Creates or truncates `name` to `len` bytes of a fixed pattern; returns the failing call and errno.
 fn create_file(dir: RawFd, name: &CStr, len: u64) -> Result<(), (&'static str, Errno)> {
-    let fd = sys::openat(
-        dir,
-        name,
-        libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC,
-        0o600,
-    )
-    .map_err(|e| ("openat", e))?;
+    let fd =
+        sys::openat(dir, name, libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC, 0o600).map_err(|e| ("openat", e))?;
     // SAFETY: fresh fd from openat, owned here.
     let fd = unsafe { OwnedFd::from_raw_fd(fd) };
     let block = [0x5au8; DATA_BLOCK];
     let mut offset = 0u64;
     while offset < len {
         let chunk = (len - offset).min(DATA_BLOCK as u64) as usize;
-        let written = sys::pwrite(fd.as_raw_fd(), &block[..chunk], offset as i64)
-            .map_err(|e| ("pwrite", e))?;
+        let written = sys::pwrite(fd.as_raw_fd(), &block[..chunk], offset as i64).map_err(|e| ("pwrite", e))?;
         if written == 0 {
             return Err(("pwrite", libc::EIO));
         }
@@ -376,20 +350,11 @@ mod tests {
 
     #[test]
     fn same_is_refused_exactly_where_it_makes_no_sense() {
-        let refused: Vec<&str> = Workload::ALL
-            .into_iter()
-            .filter(|w| w.check_share(Share::Same).is_err())
-            .map(|w| w.name())
-            .collect();
+        let refused: Vec<&str> =
+            Workload::ALL.into_iter().filter(|w| w.check_share(Share::Same).is_err()).map(|w| w.name()).collect();
         assert_eq!(refused, ["creat-unlink", "mkdir-rmdir", "rename", "append"]);
         let message = Workload::CreatUnlink.check_share(Share::Same).unwrap_err();
-        assert!(
-            message.starts_with("creat-unlink: --share same is not possible ("),
-            "{message}"
-        );
-        assert!(
-            message.ends_with("use --share private or --share shared"),
-            "{message}"
-        );
+        assert!(message.starts_with("creat-unlink: --share same is not possible ("), "{message}");
+        assert!(message.ends_with("use --share private or --share shared"), "{message}");
     }
 }

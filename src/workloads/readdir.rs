@@ -26,9 +26,8 @@ pub(super) fn describe() -> Description {
 
 pub(super) fn prepare_shared(share: Share, dir: RawFd) -> Result<()> {
     if share == Share::Same {
-        fill_directory(dir, &sys::cname("d")).map_err(|(call, name, e)| {
-            anyhow::anyhow!("{call}(\"{name}\") failed: {}", sys::errno_text(e))
-        })?;
+        fill_directory(dir, &sys::cname("d"))
+            .map_err(|(call, name, e)| anyhow::anyhow!("{call}(\"{name}\") failed: {}", sys::errno_text(e)))?;
     }
     Ok(())
 }
@@ -57,15 +56,9 @@ impl Readdir {
             fill_directory(env.dir, &name)
                 .map_err(|(call, path, errno)| env.setup_error(call, &sys::cname(&path), errno))?;
         }
-        let mut op = Readdir {
-            dir: env.dir,
-            name,
-            buf: vec![0u8; BUFFER].into_boxed_slice(),
-        };
+        let mut op = Readdir { dir: env.dir, name, buf: vec![0u8; BUFFER].into_boxed_slice() };
         // One untimed listing proves the op sees what it should.
-        let seen = op
-            .count_entries()
-            .map_err(|e| env.setup_error(e.call, &op.name, e.errno))?;
+        let seen = op.count_entries().map_err(|e| env.setup_error(e.call, &op.name, e.errno))?;
         if seen != ENTRIES + 2 {
             bail!(
                 "setup: {}/{} lists {seen} entries, expected {}",
@@ -95,8 +88,7 @@ impl Readdir {
             // linux_dirent64: d_ino u64, d_off i64, d_reclen u16 at offset 16.
             let mut offset = 0;
             while offset < filled {
-                let reclen =
-                    u16::from_ne_bytes([self.buf[offset + 16], self.buf[offset + 17]]) as usize;
+                let reclen = u16::from_ne_bytes([self.buf[offset + 16], self.buf[offset + 17]]) as usize;
                 count += 1;
                 offset += reclen.max(1);
             }

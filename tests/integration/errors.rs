@@ -1,0 +1,122 @@
+//! Bad input and failing system calls: one clear line, non-zero exit, nothing left behind.
+
+use fsscale::results::Status;
+use fsscale::workloads::Workload;
+
+use crate::util::*;
+
+#[test]
+fn same_share_is_refused_where_it_makes_no_sense() {
+    let env = TestEnv::new();
+    let out = env.run(&["creat-unlink", "--share", "same"]);
+    assert_one_line_error(
+        &out,
+        "creat-unlink: --share same is not possible (every worker would create and unlink one name); use --share private or --share shared",
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(!env.output.exists(), "nothing was run, so no results file");
+    assert_eq!(env.leftovers(), Vec::<String>::new());
+}
+
+#[test]
+fn bad_worker_lists_are_clear_errors() {
+    let env = TestEnv::new();
+    for (spec, needle) in [
+        ("0", "--workers: '0' gives 0 workers"),
+        ("abc", "--workers: 'abc' is not a worker count; use counts like 1,2,4"),
+        ("4..2", "--workers: range '4..2' runs backwards; write it as 2..4"),
+    ] {
+        let out = env.run(&["stat", "-j", spec]);
+        assert_one_line_error(&out, needle);
+        assert_eq!(out.status.code(), Some(1));
+    }
+}
+
+#[test]
+fn bad_option_values_are_usage_errors() {
+    let out = fsscale().args(["run", "--mode", "fiber"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("use process or thread"), "{}", stderr(&out));
+    let out = fsscale().args(["run", "--duration", "soon"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("'soon' is not a duration"), "{}", stderr(&out));
+    let out = fsscale().args(["run", "statt"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("unknown workload; choose from stat,"), "{}", stderr(&out));
+}
+
+#[test]
+fn missing_dir_is_a_clear_error() {
+    let env = TestEnv::new();
+    let missing = env.root.path().join("nope");
+    let out = fsscale().args(["run", "stat", "--dir"]).arg(&missing).arg("-o").arg(&env.output).output().unwrap();
+    assert_one_line_error(
+        &out,
+        &format!("--dir {} does not exist; create it or pass another --dir", missing.display()),
+    );
+    assert!(!env.output.exists());
+}
+
+#[test]
+fn read_only_dir_is_a_clear_error() {
+    let env = TestEnv::new();
+    // Root ignores permission bits, so a read-only mount is the only honest test there.
+    let (dir, _mount) = if is_root() {
+        let mount = TmpfsMount::new("ro,size=1m");
+        (mount.path.clone(), Some(mount))
+    } else {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&env.dir, std::fs::Permissions::from_mode(0o500)).unwrap();
+        (env.dir.clone(), None)
+    };
+    let out = fsscale().args(["run", "stat", "--dir"]).arg(&dir).arg("-o").arg(&env.output).output().unwrap();
+    assert_one_line_error(&out, &format!("cannot create a scratch directory in {}", dir.display()));
+    assert!(stderr(&out).contains("--dir must be a writable directory"), "{}", stderr(&out));
+}
+
+#[test]
+fn a_failing_syscall_stops_the_run_and_keeps_finished_points() {
+    if !is_root() {
+        eprintln!("skipped: needs root to mount a small tmpfs");
+        return;
+    }
+    // 256 KiB fills after 64 appends: ENOSPC in the append workload's hot loop.
+    let mount = TmpfsMount::new("size=256k");
+    let env = TestEnv::new();
+    let out = fsscale()
+        .args(["run", "stat", "append", "-j", "1", "--share", "private", "-n", "1", "--duration", "0.05", "--dir"])
+        .arg(&mount.path)
+        .arg("-o")
+        .arg(&env.output)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    let line = err.lines().last().unwrap();
+    assert_eq!(
+        line,
+        "fsscale: error: append (process, private, 1 workers), run 1 of 1: worker 0: write(\"w0/f\") failed: No space left on device (ENOSPC)"
+    );
+    // The finished stat point is in the JSON and on the terminal.
+    let doc = env.results();
+    assert_eq!(doc.status, Status::Failed);
+    assert_eq!(doc.error.as_deref(), Some(line.trim_start_matches("fsscale: error: ")));
+    assert_eq!(doc.points[0].workload, Workload::Stat);
+    assert!(doc.points[0].complete && doc.points[0].runs[0].ops > 0);
+    assert!(!doc.points[1].complete && doc.points[1].runs.is_empty());
+    assert!(stdout(&out).starts_with("stat: fstatat()"), "{}", stdout(&out));
+    assert_eq!(entries(&mount.path), Vec::<String>::new(), "scratch removed after the failure");
+}
+
+#[test]
+fn unwritable_output_fails_before_running() {
+    let env = TestEnv::new();
+    let out = fsscale()
+        .args(["run", "stat", "--dir"])
+        .arg(&env.dir)
+        .args(["-o", "/proc/fsscale/results.json"])
+        .output()
+        .unwrap();
+    assert_one_line_error(&out, "cannot create the results directory /proc/fsscale");
+    assert_eq!(env.leftovers(), Vec::<String>::new());
+}

@@ -1,0 +1,77 @@
+//! Ctrl-C and SIGTERM mid-run: no worker left, no scratch left, finished points kept.
+
+use std::os::unix::process::CommandExt;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use fsscale::results::{ResultsFile, Status};
+
+use crate::util::*;
+
+/// Starts a long run in its own process group, waits until at least one point
+/// has finished, then sends `signal` to the whole group as a terminal would.
+fn interrupt_mid_run(signal: i32, mode: &str) -> (TestEnv, std::process::Output, i32) {
+    let env = TestEnv::new();
+    let child = fsscale()
+        .args(["run", "stat", "open-close", "--share", "private", "-j", "1,2", "-n", "2"])
+        .args(["--duration", "0.2", "--warmup", "0", "--mode", mode, "--dir"])
+        .arg(&env.dir)
+        .arg("-o")
+        .arg(&env.output)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let pgid = child.id() as i32;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let finished = std::fs::read_to_string(&env.output)
+            .ok()
+            .and_then(|t| ResultsFile::from_json(&t).ok())
+            .is_some_and(|d| d.points.iter().any(|p| p.complete));
+        if finished {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no point finished within 30 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Let the next point's workers start, so the signal lands mid-window.
+    std::thread::sleep(Duration::from_millis(100));
+    // SAFETY: signalling the process group of our own child.
+    unsafe { libc::kill(-pgid, signal) };
+    let out = child.wait_with_output().unwrap();
+    (env, out, pgid)
+}
+
+fn check_interrupted(signal: i32, mode: &str, code: i32, name: &str) {
+    let (env, out, pgid) = interrupt_mid_run(signal, mode);
+    assert_eq!(out.status.code(), Some(code), "stderr:\n{}", stderr(&out));
+    assert!(stderr(&out).contains(&format!("interrupted by {name}")), "{}", stderr(&out));
+    assert_eq!(live_processes_in_group(pgid), Vec::<i32>::new(), "worker processes left behind");
+    assert_eq!(env.leftovers(), Vec::<String>::new(), "scratch directory left behind");
+    let doc = env.results();
+    assert_eq!(doc.status, Status::Interrupted);
+    let complete: Vec<_> = doc.points.iter().filter(|p| p.complete).collect();
+    assert!(!complete.is_empty());
+    for point in complete {
+        assert_eq!(point.runs.len(), 2);
+        assert!(point.runs.iter().all(|r| r.ops > 0));
+    }
+    assert!(stdout(&out).starts_with("stat: "), "finished points are shown: {}", stdout(&out));
+}
+
+#[test]
+fn ctrl_c_with_worker_processes() {
+    check_interrupted(libc::SIGINT, "process", 130, "SIGINT");
+}
+
+#[test]
+fn ctrl_c_with_worker_threads() {
+    check_interrupted(libc::SIGINT, "thread", 130, "SIGINT");
+}
+
+#[test]
+fn sigterm_with_worker_processes() {
+    check_interrupted(libc::SIGTERM, "process", 143, "SIGTERM");
+}

@@ -1,0 +1,226 @@
+//! `fsscale list` and successful `fsscale run`s.
+
+use std::collections::BTreeMap;
+
+use fsscale::plan::Mode;
+use fsscale::report::format_rate;
+use fsscale::results::{ResultsFile, Status, SCHEMA_VERSION};
+use fsscale::workloads::{Share, Workload};
+
+use crate::util::*;
+
+#[test]
+fn list_describes_every_workload() {
+    let out = fsscale().arg("list").output().unwrap();
+    assert_success(&out);
+    let text = stdout(&out);
+    for workload in Workload::ALL {
+        let line = text
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("{} ", workload.name())))
+            .unwrap_or_else(|| panic!("{} missing from list:\n{text}", workload.name()));
+        assert!(line.contains(&format!("one op = {}", workload.describe().op)), "{line}");
+    }
+    assert_eq!(text.matches("same:    refused").count(), 4);
+}
+
+/// Parses the terminal tables into (workload, mode, share, workers) -> (ops/s, ops/s/worker).
+fn parse_tables(text: &str) -> BTreeMap<(String, String, String, usize), (String, String)> {
+    let mut rows = BTreeMap::new();
+    let mut workload = String::new();
+    for line in text.lines() {
+        if let Some((name, _)) = line.split_once(": ") {
+            if Workload::from_name(name).is_some() {
+                workload = name.to_string();
+                continue;
+            }
+        }
+        let cells: Vec<&str> = line.split_whitespace().collect();
+        if let Some(Ok(workers)) = cells.first().map(|c| c.parse::<usize>()) {
+            let key = (workload.clone(), cells[1].to_string(), cells[2].to_string(), workers);
+            rows.insert(key, (cells[3].to_string(), cells[5].to_string()));
+        }
+    }
+    rows
+}
+
+/// Checks the invariants every finished results file must hold.
+fn check_consistent(doc: &ResultsFile, table: &str) {
+    assert_eq!(doc.schema_version, SCHEMA_VERSION);
+    assert_eq!(doc.status, Status::Complete);
+    assert!(doc.finished_at.is_some());
+    assert!(doc.host.online_cpus >= 1);
+    assert!(!doc.target.fs_type.is_empty());
+    let rows = parse_tables(table);
+    for point in &doc.points {
+        assert!(point.complete, "{point:?}");
+        assert_eq!(point.runs.len(), doc.settings.runs);
+        for run in &point.runs {
+            assert_eq!(run.per_worker_ops.len(), point.workers);
+            assert_eq!(run.per_worker_ops.iter().sum::<u64>(), run.ops, "per-worker ops add up");
+            assert!(run.ops > 0, "{} {} {} x{}: no ops", point.workload, point.mode, point.share, point.workers);
+            assert!(run.elapsed_s >= doc.settings.duration_s * 0.99, "window too short: {}", run.elapsed_s);
+            assert!((run.ops_per_s - run.ops as f64 / run.elapsed_s).abs() < 1e-6 * run.ops_per_s);
+            assert_eq!(run.timeline.cumulative_ops.last(), Some(&run.ops), "timeline ends at the total");
+            assert!(run.timeline.cumulative_ops.windows(2).all(|w| w[0] <= w[1]), "timeline is monotonic");
+            assert!(run.worker_cpu.user_s + run.worker_cpu.sys_s > 0.0, "workers used CPU");
+            let cpu = run.system_cpu;
+            let total = cpu.user + cpu.nice + cpu.system + cpu.idle + cpu.iowait + cpu.irq + cpu.softirq + cpu.steal;
+            assert!((total - 1.0).abs() < 1e-9 || total == 0.0, "CPU fractions sum to 1: {total}");
+        }
+        let summary = point.summary.as_ref().expect("summary");
+        let key = (point.workload.name().to_string(), point.mode.to_string(), point.share.to_string(), point.workers);
+        let (rate, per_worker) = rows.get(&key).unwrap_or_else(|| panic!("{key:?} missing from table:\n{table}"));
+        assert_eq!(rate, &format_rate(summary.ops_per_s.median), "{key:?}");
+        assert_eq!(per_worker, &format_rate(summary.ops_per_s_per_worker_median), "{key:?}");
+    }
+    assert_eq!(rows.len(), doc.points.len(), "one table row per point");
+}
+
+#[test]
+fn every_workload_runs_in_both_modes_at_private_and_shared() {
+    let env = TestEnv::new();
+    let out = env.run(&["all", "--mode", "process,thread", "--share", "private,shared", "-j", "1,2"]);
+    assert_success(&out);
+    let doc = env.results();
+    assert_eq!(doc.points.len(), Workload::ALL.len() * 2 * 2 * 2);
+    check_consistent(&doc, &stdout(&out));
+    assert_eq!(env.leftovers(), Vec::<String>::new(), "scratch directories removed");
+}
+
+#[test]
+fn every_workload_that_allows_same_runs_at_same() {
+    let env = TestEnv::new();
+    let same: Vec<&str> =
+        Workload::ALL.iter().filter(|w| w.check_share(Share::Same).is_ok()).map(|w| w.name()).collect();
+    assert_eq!(same.len(), 9);
+    let mut args = same.clone();
+    args.extend(["--mode", "process,thread", "--share", "same", "-j", "1,3"]);
+    let out = env.run(&args);
+    assert_success(&out);
+    let doc = env.results();
+    assert_eq!(doc.points.len(), same.len() * 2 * 2);
+    check_consistent(&doc, &stdout(&out));
+    assert_eq!(env.leftovers(), Vec::<String>::new());
+}
+
+#[test]
+fn many_workers_as_processes_and_threads() {
+    let env = TestEnv::new();
+    let out = env.run(&["stat", "creat-unlink", "--mode", "process,thread", "--share", "shared", "-j", "256"]);
+    assert_success(&out);
+    let doc = env.results();
+    assert_eq!(doc.points.len(), 4);
+    for point in &doc.points {
+        assert_eq!(point.workers, 256);
+        assert_eq!(point.runs[0].per_worker_ops.len(), 256);
+        assert!(point.runs[0].ops > 0);
+    }
+    assert_eq!(env.leftovers(), Vec::<String>::new());
+}
+
+#[test]
+fn namespace_workloads_leave_nothing_behind_and_count_real_syscalls() {
+    // strace counts the system calls the kernel actually saw: one op of
+    // creat-unlink must be exactly one unlinkat of the worker's file.
+    let env = TestEnv::new();
+    let trace = env.root.path().join("strace.out");
+    let out = std::process::Command::new("strace")
+        .args(["-f", "-qq", "-e", "trace=unlinkat,mkdirat,linkat", "-e", "signal=none", "-o"])
+        .arg(&trace)
+        .arg(env!("CARGO_BIN_EXE_fsscale"))
+        .args(["run", "creat-unlink", "mkdir-rmdir", "link-unlink", "-j", "2", "--share", "private", "-n", "1"])
+        .args(["--duration", "0.05", "--warmup", "0", "--dir"])
+        .arg(&env.dir)
+        .arg("-o")
+        .arg(&env.output)
+        .output();
+    let Ok(out) = out else {
+        eprintln!("skipped: strace is not installed (.ci/run installs it)");
+        return;
+    };
+    assert_success(&out);
+    let doc = env.results();
+    let calls = std::fs::read_to_string(&trace).unwrap();
+    let count = |pattern: &str| calls.lines().filter(|l| l.contains(pattern) && !l.contains("resumed")).count() as u64;
+    let ops = |w: Workload| doc.points.iter().find(|p| p.workload == w).unwrap().runs[0].ops;
+    // Calls outside the window: ops between the barrier and the window's
+    // first counter read, ops before each worker notices the window closed
+    // (strace slows both), and setup and cleanup (a few per run).
+    let slack = 100;
+    let unlinked_files = count("unlinkat(") - count("AT_REMOVEDIR");
+    let creat = ops(Workload::CreatUnlink);
+    let link = ops(Workload::LinkUnlink);
+    let mkdirs = count("mkdirat(");
+    let rmdir = ops(Workload::MkdirRmdir);
+    assert!(count("linkat(") - count("unlinkat(") >= link, "linkat calls >= link-unlink ops");
+    // mkdirat: the ops plus each run's worker directories and the probe's scratch directories.
+    assert!(mkdirs >= rmdir && mkdirs <= rmdir + slack, "mkdirat {mkdirs} vs ops {rmdir}");
+    // unlinkat of files: creat-unlink and link-unlink ops, plus scratch cleanup (a few files per run).
+    assert!(unlinked_files >= creat + link, "unlinkat {unlinked_files} < ops {}", creat + link);
+    assert!(unlinked_files <= creat + link + 2 * slack, "unlinkat {unlinked_files} vs ops {}", creat + link);
+    eprintln!("creat-unlink {creat} ops, link-unlink {link} ops, {unlinked_files} unlinkat; mkdir-rmdir {rmdir} ops, {mkdirs} mkdirat");
+    assert_eq!(env.leftovers(), Vec::<String>::new());
+}
+
+#[test]
+fn pin_binds_worker_i_to_cpu_i_mod_cpus_and_records_it() {
+    let env = TestEnv::new();
+    let out = env.run(&["stat", "--share", "private", "-j", "3", "--pin"]);
+    assert_success(&out);
+    let doc = env.results();
+    assert!(doc.settings.pin);
+    let cpus = doc.points[0].runs[0].pinned_cpus.clone().expect("binding recorded");
+    let n = doc.host.online_cpus;
+    let expected: Vec<usize> = (0..3).map(|i| i % n).collect();
+    assert_eq!(cpus, expected);
+    let unpinned = TestEnv::new();
+    assert_success(&unpinned.run(&["stat", "--share", "private", "-j", "1"]));
+    assert_eq!(unpinned.results().points[0].runs[0].pinned_cpus, None);
+}
+
+#[test]
+fn default_suite_and_default_output_location() {
+    let env = TestEnv::new();
+    let out = fsscale()
+        .current_dir(env.root.path())
+        .args(["run", "-n", "1", "--duration", "0.02", "--warmup", "0", "--dir"])
+        .arg(&env.dir)
+        .output()
+        .unwrap();
+    assert_success(&out);
+    let results_dir = env.root.path().join("fsscale-results");
+    let files = entries(&results_dir);
+    assert_eq!(files.len(), 1, "{files:?}");
+    assert!(files[0].ends_with("Z.json"), "{files:?}");
+    assert!(stderr(&out).contains(&format!("results: fsscale-results/{}", files[0])), "{}", stderr(&out));
+    let doc = ResultsFile::load(&results_dir.join(&files[0])).unwrap();
+    let cores = doc.host.online_cpus;
+    let workers = fsscale::plan::default_workers(cores);
+    let mut combos: Vec<(Workload, Mode, Share)> = doc.points.iter().map(|p| (p.workload, p.mode, p.share)).collect();
+    combos.dedup();
+    let expected: Vec<(Workload, Mode, Share)> = Workload::DEFAULT_SUITE
+        .iter()
+        .flat_map(|&w| [(w, Mode::Process, Share::Private), (w, Mode::Process, Share::Shared)])
+        .collect();
+    assert_eq!(combos, expected);
+    assert_eq!(doc.points.len(), expected.len() * workers.len());
+    assert_eq!(doc.points.iter().take(workers.len()).map(|p| p.workers).collect::<Vec<_>>(), workers);
+    check_consistent(&doc, &stdout(&out));
+}
+
+#[test]
+fn results_record_the_command_line_and_target() {
+    let env = TestEnv::new();
+    let out = env.run(&["read", "--share", "private", "-j", "1", "--sample-interval", "10ms"]);
+    assert_success(&out);
+    let doc = env.results();
+    assert_eq!(doc.command_line[1], "run");
+    assert!(doc.command_line.contains(&"read".to_string()));
+    assert_eq!(doc.tool.version, env!("CARGO_PKG_VERSION"));
+    assert_eq!(doc.target.path, std::fs::canonicalize(&env.dir).unwrap().display().to_string());
+    assert!(!doc.target.mount_point.is_empty() && !doc.target.mount_options.is_empty());
+    assert_eq!(doc.settings.sample_interval_s, 0.01);
+    let timeline = &doc.points[0].runs[0].timeline;
+    assert!(timeline.at_s.len() >= 4, "{timeline:?}");
+}

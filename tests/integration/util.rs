@@ -1,0 +1,124 @@
+//! Helpers: run the real binary in a temporary directory and read its results.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use fsscale::results::ResultsFile;
+
+/// A temporary `--dir` and a place for the results file.
+pub struct TestEnv {
+    pub root: tempfile::TempDir,
+    pub dir: PathBuf,
+    pub output: PathBuf,
+}
+
+impl TestEnv {
+    pub fn new() -> TestEnv {
+        let root = tempfile::tempdir().expect("temp dir");
+        let dir = root.path().join("target-dir");
+        std::fs::create_dir(&dir).unwrap();
+        let output = root.path().join("results.json");
+        TestEnv { root, dir, output }
+    }
+
+    /// `fsscale run ARGS --dir DIR -o OUTPUT`, quick settings unless overridden later in ARGS.
+    pub fn run(&self, args: &[&str]) -> Output {
+        let mut cmd = fsscale();
+        cmd.arg("run").args(["-n", "1", "--duration", "0.05", "--warmup", "0"]);
+        cmd.args(args).arg("--dir").arg(&self.dir).arg("-o").arg(&self.output);
+        cmd.output().expect("run fsscale")
+    }
+
+    pub fn results(&self) -> ResultsFile {
+        ResultsFile::load(&self.output).expect("results file")
+    }
+
+    /// What is left inside `--dir` (must be nothing after any run).
+    pub fn leftovers(&self) -> Vec<String> {
+        entries(&self.dir)
+    }
+}
+
+pub fn fsscale() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_fsscale"))
+}
+
+pub fn entries(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> =
+        std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    names
+}
+
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Asserts success and prints the streams when it fails.
+pub fn assert_success(out: &Output) {
+    assert!(
+        out.status.success(),
+        "fsscale failed ({:?})\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        stdout(out),
+        stderr(out)
+    );
+}
+
+/// Asserts a failure with exactly one line on stderr that contains `needle`.
+pub fn assert_one_line_error(out: &Output, needle: &str) {
+    assert!(!out.status.success(), "expected failure, got success\nstdout:\n{}", stdout(out));
+    let err = stderr(out);
+    assert_eq!(err.lines().count(), 1, "expected one line on stderr, got:\n{err}");
+    assert!(err.starts_with("fsscale: error: ") || err.starts_with("error: "), "{err}");
+    assert!(err.contains(needle), "stderr does not contain {needle:?}:\n{err}");
+    assert!(!err.contains("panicked") && !err.contains("backtrace"), "{err}");
+}
+
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// A tmpfs mounted for one test (root only), unmounted on drop.
+pub struct TmpfsMount {
+    pub path: PathBuf,
+    _holder: tempfile::TempDir,
+}
+
+impl TmpfsMount {
+    pub fn new(options: &str) -> TmpfsMount {
+        let holder = tempfile::tempdir().unwrap();
+        let path = holder.path().join("mnt");
+        std::fs::create_dir(&path).unwrap();
+        let status = Command::new("mount").args(["-t", "tmpfs", "-o", options, "fsscale-test"]).arg(&path).status();
+        assert!(status.map(|s| s.success()).unwrap_or(false), "mount -t tmpfs -o {options} failed");
+        TmpfsMount { path, _holder: holder }
+    }
+}
+
+impl Drop for TmpfsMount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.path).status();
+    }
+}
+
+/// Processes whose process group is `pgid`, other than zombies.
+pub fn live_processes_in_group(pgid: i32) -> Vec<i32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else { continue };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
+        // Fields after the command name, which is in parentheses and may hold spaces.
+        let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else { continue };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        if fields.len() > 2 && fields[2] == pgid.to_string() && fields[0] != "Z" {
+            found.push(pid);
+        }
+    }
+    found
+}
