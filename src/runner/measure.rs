@@ -23,9 +23,6 @@ pub(super) struct Timing {
     pub sample_interval: Duration,
 }
 
-/// How often the coordinator wakes to look for failures and signals.
-const POLL: Duration = Duration::from_millis(20);
-
 /// How long workers get to leave after the window closes before they are killed.
 const EXIT_GRACE: Duration = Duration::from_secs(10);
 
@@ -120,7 +117,10 @@ fn run_threads(plan: &WorkerPlan<'_>, timing: &Timing) -> Result<Window> {
             let spawned = std::thread::Builder::new()
                 .name(format!("fsscale-w{index}"))
                 .stack_size(256 * 1024)
-                .spawn_scoped(scope, move || worker_main(plan, index));
+                .spawn_scoped(scope, move || {
+                    signals::block_in_worker_thread();
+                    worker_main(plan, index)
+                });
             match spawned {
                 Ok(handle) => handles.push(handle),
                 Err(e) => {
@@ -288,7 +288,7 @@ fn check_health(region: &SharedRegion) -> Result<()> {
     Ok(())
 }
 
-/// Sleeps until `deadline_ns`, waking every [`POLL`] to check health.
+/// Sleeps until `deadline_ns`; a worker failure or a signal ends it early.
 fn sleep_until(region: &SharedRegion, deadline_ns: u64) -> Result<()> {
     loop {
         check_health(region)?;
@@ -296,6 +296,6 @@ fn sleep_until(region: &SharedRegion, deadline_ns: u64) -> Result<()> {
         if now >= deadline_ns {
             return Ok(());
         }
-        std::thread::sleep(Duration::from_nanos(deadline_ns - now).min(POLL));
+        region.wait_for_failure(Duration::from_nanos(deadline_ns - now));
     }
 }

@@ -192,10 +192,35 @@ impl SharedRegion {
         self.control().ready.load(Ordering::Acquire)
     }
 
-    /// Records a worker failure and tells every other worker to stop.
+    /// Records a worker failure, tells every other worker to stop, and wakes
+    /// the coordinator if it sleeps in [`SharedRegion::wait_for_failure`].
     pub fn mark_failed(&self) {
         self.control().failed.fetch_add(1, Ordering::AcqRel);
+        futex_wake_all(&self.control().failed);
         self.set_phase(Phase::Abort);
+    }
+
+    /// Sleeps up to `timeout`, returning early when a worker fails or a
+    /// signal arrives (the futex wait returns EINTR). Sleeping here rather
+    /// than polling keeps the coordinator off the CPUs the workers measure on.
+    pub fn wait_for_failure(&self, timeout: std::time::Duration) {
+        if self.failed() > 0 {
+            return;
+        }
+        let ts = libc::timespec {
+            tv_sec: timeout.as_secs() as libc::time_t,
+            tv_nsec: timeout.subsec_nanos() as libc::c_long,
+        };
+        // SAFETY: FUTEX_WAIT with a relative timeout on a valid, aligned u32.
+        unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                self.control().failed.as_ptr(),
+                libc::FUTEX_WAIT,
+                0u32,
+                &ts as *const libc::timespec,
+            );
+        }
     }
 
     pub fn failed(&self) -> u32 {

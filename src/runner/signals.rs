@@ -67,6 +67,20 @@ pub fn detach_worker(parent: libc::pid_t) {
     }
 }
 
+/// In a worker thread: block the signals, so the kernel delivers them to the
+/// coordinator thread, whose sleep they interrupt.
+pub fn block_in_worker_thread() {
+    // SAFETY: sigset_t is plain data; pthread_sigmask only affects this thread.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            libc::sigaddset(&mut set, signal);
+        }
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
+}
+
 pub fn check() -> Result<(), Interrupted> {
     match RECEIVED.load(Ordering::SeqCst) {
         0 => Ok(()),

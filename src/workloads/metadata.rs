@@ -76,18 +76,24 @@ pub(super) fn prepare_shared(workload: Workload, share: Share, dir: RawFd) -> Re
     let setup =
         |call: &str, name: &str, errno: Errno| anyhow::anyhow!("{call}(\"{name}\") failed: {}", sys::errno_text(errno));
     if workload == Workload::StatDeep {
-        let mut path = String::new();
-        for component in DEEP_DIRS {
-            if !path.is_empty() {
-                path.push('/');
-            }
-            path.push_str(component);
-            sys::mkdirat(dir, &sys::cname(&path), 0o700).map_err(|e| setup("mkdirat", &path, e))?;
-        }
+        make_deep_chain(dir).map_err(|(path, e)| setup("mkdirat", &path, e))?;
     }
     if share == Share::Same {
         let name = leaf_path(workload == Workload::StatDeep, "f");
         create_file(dir, &sys::cname(&name), 0).map_err(|(call, e)| setup(call, &name, e))?;
+    }
+    Ok(())
+}
+
+/// Makes d1, d1/d2, ... d1/.../d7 below `dir`; on failure, the path that failed.
+fn make_deep_chain(dir: RawFd) -> Result<(), (String, Errno)> {
+    let mut path = String::new();
+    for component in DEEP_DIRS {
+        if !path.is_empty() {
+            path.push('/');
+        }
+        path.push_str(component);
+        sys::mkdirat(dir, &sys::cname(&path), 0o700).map_err(|e| (path.clone(), e))?;
     }
     Ok(())
 }
@@ -111,15 +117,7 @@ impl Stat {
     pub(super) fn setup(env: &WorkerEnv<'_>, deep: bool) -> Result<Stat> {
         let leaf = env.own_name("f").into_string().expect("ascii name");
         if deep && env.share == Share::Private {
-            let mut path = String::new();
-            for component in DEEP_DIRS {
-                if !path.is_empty() {
-                    path.push('/');
-                }
-                path.push_str(component);
-                let name = sys::cname(&path);
-                sys::mkdirat(env.dir, &name, 0o700).map_err(|e| env.setup_error("mkdirat", &name, e))?;
-            }
+            make_deep_chain(env.dir).map_err(|(path, e)| env.setup_error("mkdirat", &sys::cname(&path), e))?;
         }
         let path = sys::cname(&leaf_path(deep, &leaf));
         if env.makes_own_objects() {
