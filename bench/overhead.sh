@@ -4,7 +4,9 @@
 #
 #   bench/overhead.sh [ROUNDS] [SECONDS] [DIR]     (defaults: 10 2 /dev/shm)
 #
-# Prints a Markdown table of medians and the ratio fsscale / C (target >= 0.98).
+# Prints a Markdown table: medians of each, and the median (with range) of the
+# per-round ratios fsscale / C, which pairs the two runs of a round and so
+# cancels the slow drift a VM shows (target: median ratio >= 0.98).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-10}
@@ -17,8 +19,8 @@ fsscale=target/release/fsscale
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-echo "| op | workers | C loop ops/s (median) | fsscale ops/s (median) | fsscale / C |"
-echo "|---|---:|---:|---:|---:|"
+echo "| op | workers | C loop ops/s (median) | fsscale ops/s (median) | fsscale / C, paired median | range of paired ratios |"
+echo "|---|---:|---:|---:|---:|---:|"
 for op in stat open-close creat-unlink; do
   for workers in 1 2; do
     c=() f=()
@@ -34,7 +36,8 @@ for op in stat open-close creat-unlink; do
 import statistics, sys
 op, workers, c, f = sys.argv[1], sys.argv[2], [float(x) for x in sys.argv[3].split()], [float(x) for x in sys.argv[4].split()]
 mc, mf = statistics.median(c), statistics.median(f)
-print(f"| {op} | {workers} | {mc:,.0f} | {mf:,.0f} | {mf / mc:.3f} |")
+ratios = [b / a for a, b in zip(c, f)]
+print(f"| {op} | {workers} | {mc:,.0f} | {mf:,.0f} | {statistics.median(ratios):.3f} | {min(ratios):.3f} - {max(ratios):.3f} |")
 PY
   done
 done
