@@ -1,6 +1,10 @@
 //! Pure statistics: no I/O, no printing. Invariants are checked once, when a
 //! [`Sample`] is built; everything after that can rely on them.
 
+pub mod distributions;
+pub mod hypothesis;
 mod sample;
+pub mod scaling;
+pub mod usl;
 
 pub use sample::{Sample, StatsError, Summary};

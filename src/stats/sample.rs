@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq)]
 pub enum StatsError {
     Empty,
+    TooFew { needed: usize, got: usize },
     NotFinite { index: usize, value: f64 },
 }
 
@@ -14,6 +15,7 @@ impl fmt::Display for StatsError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             StatsError::Empty => f.write_str("no measurements"),
+            StatsError::TooFew { needed, got } => write!(f, "needs at least {needed} measurements, has {got}"),
             StatsError::NotFinite { index, value } => {
                 write!(f, "measurement {index} is not a finite number ({value})")
             }
@@ -40,6 +42,11 @@ impl Sample {
         let mut sorted = values.to_vec();
         sorted.sort_by(f64::total_cmp);
         Ok(Sample { sorted })
+    }
+
+    /// The measurements, sorted ascending.
+    pub fn values(&self) -> &[f64] {
+        &self.sorted
     }
 
     pub fn len(&self) -> usize {

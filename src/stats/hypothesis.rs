@@ -1,0 +1,297 @@
+//! Two-sample tests: is `new` different from `base`?
+//!
+//! - Student's t with pooled variance (Student 1908), the test ministat uses;
+//! - Welch's t with Welch–Satterthwaite degrees of freedom (Welch 1947),
+//!   the safer default when the two variances may differ;
+//! - the Mann–Whitney U test (Mann & Whitney 1947) for data that are not
+//!   normal: exact for small samples without ties, otherwise the normal
+//!   approximation with tie and continuity corrections;
+//! - Fieller's interval for the ratio of two means (Fieller 1954), which
+//!   gives the confidence interval of a relative change honestly, including
+//!   the uncertainty of the base mean.
+
+use serde::{Deserialize, Serialize};
+
+use super::distributions::{normal_cdf, t_quantile_two_sided, t_two_sided_p};
+use super::{Sample, StatsError};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TestKind {
+    Student,
+    Welch,
+    MannWhitney,
+}
+
+impl TestKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            TestKind::Student => "student",
+            TestKind::Welch => "welch",
+            TestKind::MannWhitney => "mann-whitney",
+        }
+    }
+}
+
+/// A t test's result for `new − base`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TTest {
+    /// mean(new) − mean(base).
+    pub difference: f64,
+    /// Half-width of the confidence interval of the difference.
+    pub half_width: f64,
+    pub t: f64,
+    pub df: f64,
+    pub p_value: f64,
+    /// The pooled standard deviation (Student only).
+    pub pooled_sd: Option<f64>,
+}
+
+fn need_two(base: &Sample, new: &Sample) -> Result<(), StatsError> {
+    let n = base.len().min(new.len());
+    if n < 2 {
+        return Err(StatsError::TooFew { needed: 2, got: n });
+    }
+    Ok(())
+}
+
+/// Student's two-sample t test with pooled variance.
+pub fn student(base: &Sample, new: &Sample, confidence: f64) -> Result<TTest, StatsError> {
+    need_two(base, new)?;
+    let (n1, n2) = (base.len() as f64, new.len() as f64);
+    let df = n1 + n2 - 2.0;
+    let pooled_var = ((n1 - 1.0) * base.variance() + (n2 - 1.0) * new.variance()) / df;
+    let se = (pooled_var * (1.0 / n1 + 1.0 / n2)).sqrt();
+    Ok(t_result(new.mean() - base.mean(), se, df, confidence, Some(pooled_var.sqrt())))
+}
+
+/// Welch's unequal-variance t test.
+pub fn welch(base: &Sample, new: &Sample, confidence: f64) -> Result<TTest, StatsError> {
+    need_two(base, new)?;
+    let (n1, n2) = (base.len() as f64, new.len() as f64);
+    let (v1, v2) = (base.variance() / n1, new.variance() / n2);
+    let se = (v1 + v2).sqrt();
+    let df =
+        if v1 + v2 == 0.0 { n1 + n2 - 2.0 } else { (v1 + v2).powi(2) / (v1 * v1 / (n1 - 1.0) + v2 * v2 / (n2 - 1.0)) };
+    Ok(t_result(new.mean() - base.mean(), se, df, confidence, None))
+}
+
+fn t_result(difference: f64, se: f64, df: f64, confidence: f64, pooled_sd: Option<f64>) -> TTest {
+    let critical = t_quantile_two_sided(confidence, df);
+    let (t, p_value) = if se == 0.0 {
+        // No spread at all: any difference is certain, none is no evidence.
+        if difference == 0.0 {
+            (0.0, 1.0)
+        } else {
+            (f64::INFINITY.copysign(difference), 0.0)
+        }
+    } else {
+        let t = difference / se;
+        (t, t_two_sided_p(t, df))
+    };
+    TTest { difference, half_width: critical * se, t, df, p_value, pooled_sd }
+}
+
+/// The Mann–Whitney U test's result.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MannWhitney {
+    /// U of `new`: the number of (base, new) pairs where new is larger (ties count ½).
+    pub u: f64,
+    pub p_value: f64,
+    /// Whether the p-value comes from the exact distribution of U.
+    pub exact: bool,
+}
+
+/// Largest sample size for which the exact distribution of U is computed.
+const EXACT_LIMIT: usize = 50;
+
+pub fn mann_whitney(base: &Sample, new: &Sample) -> Result<MannWhitney, StatsError> {
+    need_two(base, new)?;
+    let (n1, n2) = (base.len(), new.len());
+    // Midranks of the pooled sample.
+    let mut pooled: Vec<(f64, bool)> =
+        base.values().iter().map(|&v| (v, false)).chain(new.values().iter().map(|&v| (v, true))).collect();
+    pooled.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut rank_sum_new = 0.0;
+    let mut tie_term = 0.0;
+    let mut i = 0;
+    while i < pooled.len() {
+        let mut j = i;
+        while j + 1 < pooled.len() && pooled[j + 1].0 == pooled[i].0 {
+            j += 1;
+        }
+        let midrank = (i + j) as f64 / 2.0 + 1.0;
+        let tied = (j - i + 1) as f64;
+        tie_term += tied * tied * tied - tied;
+        rank_sum_new += midrank * pooled[i..=j].iter().filter(|p| p.1).count() as f64;
+        i = j + 1;
+    }
+    let u = rank_sum_new - (n2 * (n2 + 1)) as f64 / 2.0;
+    let (n1f, n2f) = (n1 as f64, n2 as f64);
+    if tie_term == 0.0 && n1 <= EXACT_LIMIT && n2 <= EXACT_LIMIT {
+        return Ok(MannWhitney { u, p_value: exact_u_p(u as usize, n1, n2), exact: true });
+    }
+    let mean = n1f * n2f / 2.0;
+    let n = n1f + n2f;
+    let var = n1f * n2f / 12.0 * ((n + 1.0) - tie_term / (n * (n - 1.0)));
+    if var <= 0.0 {
+        return Ok(MannWhitney { u, p_value: 1.0, exact: false });
+    }
+    let z = ((u - mean).abs() - 0.5).max(0.0) / var.sqrt();
+    Ok(MannWhitney { u, p_value: (2.0 * (1.0 - normal_cdf(z))).min(1.0), exact: false })
+}
+
+/// Two-sided exact p-value of U = `u` for sample sizes n1, n2 (no ties), by
+/// counting arrangements: c(u; m, n) = c(u − n; m − 1, n) + c(u; m, n − 1).
+fn exact_u_p(u: usize, n1: usize, n2: usize) -> f64 {
+    let max_u = n1 * n2;
+    // counts[m][u] for the current n, built up column by column.
+    let mut counts: Vec<Vec<f64>> = (0..=n1).map(|_| vec![0.0; max_u + 1]).collect();
+    for row in counts.iter_mut() {
+        row[0] = 1.0; // n = 0: one arrangement, U = 0
+    }
+    for n in 1..=n2 {
+        let mut next: Vec<Vec<f64>> = (0..=n1).map(|_| vec![0.0; max_u + 1]).collect();
+        next[0][0] = 1.0;
+        for m in 1..=n1 {
+            for v in 0..=m * n {
+                // The largest element is new (it beats all m base elements) or base.
+                let a = if v >= m { counts[m][v - m] } else { 0.0 };
+                let b = next[m - 1][v];
+                next[m][v] = a + b;
+            }
+        }
+        counts = next;
+    }
+    let dist = &counts[n1];
+    let total: f64 = dist.iter().sum();
+    let lower: f64 = dist[..=u].iter().sum::<f64>() / total;
+    let upper: f64 = dist[u..].iter().sum::<f64>() / total;
+    (2.0 * lower.min(upper)).min(1.0)
+}
+
+/// Fieller's confidence interval for mean(new) / mean(base), independent
+/// samples; `None` when the base mean is not clearly away from zero (the
+/// interval is then unbounded).
+pub fn ratio_interval(base: &Sample, new: &Sample, critical_t: f64) -> Option<(f64, f64)> {
+    let (mb, mn) = (base.mean(), new.mean());
+    if mb == 0.0 {
+        return None;
+    }
+    let vb = base.variance() / base.len() as f64;
+    let vn = new.variance() / new.len() as f64;
+    let g = critical_t * critical_t * vb / (mb * mb);
+    if g >= 1.0 {
+        return None;
+    }
+    let ratio = mn / mb;
+    let spread = (critical_t / mb.abs()) * (vn * (1.0 - g) + ratio * ratio * vb).sqrt();
+    let lo = (ratio - spread) / (1.0 - g);
+    let hi = (ratio + spread) / (1.0 - g);
+    Some((lo.min(hi), lo.max(hi)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn sample(v: &[f64]) -> Sample {
+        Sample::new(v).unwrap()
+    }
+
+    #[test]
+    fn student_matches_ministat_example() {
+        // ministat on 1..5 versus 3..8: 2.5 +/- 2.39427 at 95% (t = 2.262, df = 9),
+        // pooled s = 1.74801; with the exact t quantile 2.262157.
+        let r = student(&sample(&[1.0, 2.0, 3.0, 4.0, 5.0]), &sample(&[3.0, 4.0, 5.0, 6.0, 7.0, 8.0]), 0.95).unwrap();
+        assert_eq!(r.difference, 2.5);
+        assert!((r.pooled_sd.unwrap() - 1.748_015_1).abs() < 1e-6);
+        assert!((r.half_width - 2.394_44).abs() < 1e-4, "{}", r.half_width);
+        assert_eq!(r.df, 9.0);
+        assert!(r.p_value > 0.03 && r.p_value < 0.05, "{}", r.p_value);
+    }
+
+    #[test]
+    fn welch_matches_a_hand_computed_case() {
+        // Variances 2.5 (n=5) and 3.5 (n=6): se² = 0.5 + 0.58333, df = 10.84 (Welch–Satterthwaite).
+        let r = welch(&sample(&[1.0, 2.0, 3.0, 4.0, 5.0]), &sample(&[3.0, 4.0, 5.0, 6.0, 7.0, 8.0]), 0.95).unwrap();
+        let se2: f64 = 0.5 + 3.5 / 6.0;
+        assert!((r.t - 2.5 / se2.sqrt()).abs() < 1e-12);
+        let df = se2 * se2 / (0.25 / 4.0 + (3.5f64 / 6.0).powi(2) / 5.0);
+        assert!((r.df - df).abs() < 1e-12);
+    }
+
+    #[test]
+    fn mann_whitney_exact_matches_tables() {
+        // Complete separation of 4 vs 4: U = 16, two-sided p = 2/70.
+        let r = mann_whitney(&sample(&[1.0, 2.0, 3.0, 4.0]), &sample(&[5.0, 6.0, 7.0, 8.0])).unwrap();
+        assert_eq!(r.u, 16.0);
+        assert!(r.exact);
+        assert!((r.p_value - 2.0 / 70.0).abs() < 1e-12);
+        // Interleaved: U = 8 of 16, p = 1.
+        let r = mann_whitney(&sample(&[1.0, 4.0, 5.0, 8.0]), &sample(&[2.0, 3.0, 6.0, 7.0])).unwrap();
+        assert_eq!(r.u, 8.0);
+        assert!((r.p_value - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn mann_whitney_with_ties_uses_the_corrected_normal() {
+        let r = mann_whitney(&sample(&[1.0, 1.0, 2.0, 2.0, 3.0]), &sample(&[2.0, 3.0, 3.0, 4.0, 4.0])).unwrap();
+        assert!(!r.exact);
+        assert_eq!(r.u, 22.0); // 3 + 4.5 + 4.5 + 5 + 5
+        assert!(r.p_value > 0.05 && r.p_value < 0.15, "{}", r.p_value);
+    }
+
+    #[test]
+    fn too_few_points_are_refused() {
+        assert_eq!(welch(&sample(&[1.0]), &sample(&[1.0, 2.0]), 0.95), Err(StatsError::TooFew { needed: 2, got: 1 }));
+    }
+
+    #[test]
+    fn fieller_reduces_to_the_simple_interval_without_base_noise() {
+        let base = sample(&[100.0, 100.0, 100.0]);
+        let new = sample(&[108.0, 110.0, 112.0]);
+        let (lo, hi) = ratio_interval(&base, &new, 2.0).unwrap();
+        let half = 2.0 * (4.0f64 / 3.0).sqrt() / 100.0;
+        assert!((lo - (1.1 - half)).abs() < 1e-12 && (hi - (1.1 + half)).abs() < 1e-12);
+    }
+
+    proptest! {
+        #[test]
+        fn welch_equals_student_for_equal_sizes_and_variances(
+            base in prop::collection::vec(-100f64..100.0, 3..20), shift in -50f64..50.0
+        ) {
+            // The same spread shifted: equal sizes and equal variances.
+            let new: Vec<f64> = base.iter().rev().map(|v| v + shift).collect();
+            let (b, n) = (sample(&base), sample(&new));
+            prop_assume!(b.variance() > 1e-9);
+            let s = student(&b, &n, 0.95).unwrap();
+            let w = welch(&b, &n, 0.95).unwrap();
+            prop_assert!((s.t - w.t).abs() < 1e-9 * (1.0 + s.t.abs()));
+            prop_assert!((s.df - w.df).abs() < 1e-6);
+            prop_assert!((s.p_value - w.p_value).abs() < 1e-9);
+        }
+
+        #[test]
+        fn interval_shrinks_with_more_data(values in prop::collection::vec(0f64..1000.0, 4..12)) {
+            let small = sample(&values);
+            prop_assume!(small.variance() > 1e-6);
+            let doubled: Vec<f64> = values.iter().chain(values.iter()).copied().collect();
+            let big = sample(&doubled);
+            let a = welch(&small, &small, 0.95).unwrap();
+            let b = welch(&big, &big, 0.95).unwrap();
+            prop_assert!(b.half_width < a.half_width);
+        }
+
+        #[test]
+        fn p_values_are_probabilities(
+            a in prop::collection::vec(0f64..10.0, 2..15), b in prop::collection::vec(0f64..10.0, 2..15)
+        ) {
+            let (a, b) = (sample(&a), sample(&b));
+            for p in [mann_whitney(&a, &b).unwrap().p_value, welch(&a, &b, 0.9).unwrap().p_value] {
+                prop_assert!((0.0..=1.0).contains(&p) || p.is_nan());
+            }
+        }
+    }
+}

@@ -1,0 +1,144 @@
+//! Scaling figures of one series (throughput against worker count): speedup,
+//! efficiency, per-worker rate, effective concurrency, collapse, and the USL
+//! regime in words.
+
+use serde::{Deserialize, Serialize};
+
+use super::usl::UslFit;
+
+/// One worker count of a series.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ScalingPoint {
+    pub workers: usize,
+    /// Throughput (median over runs), ops/s.
+    pub throughput: f64,
+    pub per_worker: f64,
+    /// S(N) = X(N) / X(1); `None` without a 1-worker point.
+    pub speedup: Option<f64>,
+    /// S(N) / N.
+    pub efficiency: Option<f64>,
+}
+
+/// Speedup and efficiency against the 1-worker point, sorted by worker count.
+pub fn scaling_points(series: &[(usize, f64)]) -> Vec<ScalingPoint> {
+    let mut sorted = series.to_vec();
+    sorted.sort_by_key(|p| p.0);
+    let single = sorted.iter().find(|p| p.0 == 1).map(|p| p.1).filter(|&x| x > 0.0);
+    sorted
+        .iter()
+        .map(|&(workers, throughput)| {
+            let speedup = single.map(|x1| throughput / x1);
+            ScalingPoint {
+                workers,
+                throughput,
+                per_worker: throughput / workers as f64,
+                speedup,
+                efficiency: speedup.map(|s| s / workers as f64),
+            }
+        })
+        .collect()
+}
+
+/// Effective concurrency of a fixed amount of work done N times at once:
+/// N·T(1)/T(N). 12 extractions taking 5.69× one extraction give 2.11; a
+/// value below 1 is worse than running them one after another.
+pub fn effective_concurrency(workers: usize, single_time: f64, concurrent_time: f64) -> f64 {
+    workers as f64 * single_time / concurrent_time
+}
+
+/// Where the series stops scaling, from its fit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Regime {
+    /// σ below 2% and no peak in reach: keeps scaling.
+    NearLinear,
+    /// Serialization (σ) limits the speedup; throughput still rises or levels off.
+    ContentionBound,
+    /// Coherency cost (κ) makes throughput fall beyond a peak inside the measured range.
+    CoherencyBound,
+}
+
+impl Regime {
+    pub fn words(self) -> &'static str {
+        match self {
+            Regime::NearLinear => "near-linear",
+            Regime::ContentionBound => "contention-bound",
+            Regime::CoherencyBound => "coherency-bound (retrograde)",
+        }
+    }
+}
+
+/// σ below this (2% serialized) counts as near-linear.
+const NEAR_LINEAR_SIGMA: f64 = 0.02;
+
+/// Classifies a fit over a series whose largest worker count is `max_workers`.
+pub fn regime(fit: &UslFit, max_workers: f64) -> Regime {
+    match fit.peak_workers {
+        Some(peak) if peak <= max_workers => Regime::CoherencyBound,
+        _ if fit.sigma >= NEAR_LINEAR_SIGMA => Regime::ContentionBound,
+        // Far-away peak but a noticeable κ still bends the curve inside the range.
+        Some(peak) if peak <= 4.0 * max_workers => Regime::ContentionBound,
+        _ => Regime::NearLinear,
+    }
+}
+
+/// A collapse: the throughput at the largest worker count is below half the peak.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Collapse {
+    pub peak_workers: usize,
+    pub peak_throughput: f64,
+    pub last_workers: usize,
+    pub last_throughput: f64,
+}
+
+pub fn collapse(points: &[ScalingPoint]) -> Option<Collapse> {
+    let peak = points.iter().max_by(|a, b| a.throughput.total_cmp(&b.throughput))?;
+    let last = points.iter().max_by_key(|p| p.workers)?;
+    (last.throughput < 0.5 * peak.throughput).then(|| Collapse {
+        peak_workers: peak.workers,
+        peak_throughput: peak.throughput,
+        last_workers: last.workers,
+        last_throughput: last.throughput,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::usl::{fit, predict};
+
+    #[test]
+    fn speedup_and_efficiency() {
+        let points = scaling_points(&[(4, 300.0), (1, 100.0), (2, 190.0)]);
+        assert_eq!(points.iter().map(|p| p.workers).collect::<Vec<_>>(), [1, 2, 4]);
+        assert_eq!(points[1].speedup, Some(1.9));
+        assert_eq!(points[2].efficiency, Some(0.75));
+        assert_eq!(points[2].per_worker, 75.0);
+        assert_eq!(scaling_points(&[(2, 10.0)])[0].speedup, None);
+    }
+
+    #[test]
+    fn effective_concurrency_of_the_classic_example() {
+        // 12 concurrent extractions took 5.69 times as long as one.
+        let value = effective_concurrency(12, 1.0, 5.69);
+        assert_eq!(format!("{value:.2}"), "2.11");
+    }
+
+    #[test]
+    fn detects_collapse() {
+        let points = scaling_points(&[(1, 100.0), (2, 180.0), (4, 120.0), (8, 60.0)]);
+        let c = collapse(&points).unwrap();
+        assert_eq!((c.peak_workers, c.last_workers), (2, 8));
+        assert_eq!(collapse(&scaling_points(&[(1, 100.0), (2, 180.0), (4, 120.0)])), None);
+    }
+
+    #[test]
+    fn names_the_regime() {
+        let series = |sigma, kappa| -> Vec<(f64, f64)> {
+            [1.0, 2.0, 4.0, 8.0, 16.0].iter().map(|&n| (n, predict(100.0, sigma, kappa, n))).collect()
+        };
+        assert_eq!(regime(&fit(&series(0.001, 0.0)).unwrap(), 16.0), Regime::NearLinear);
+        assert_eq!(regime(&fit(&series(0.2, 0.0)).unwrap(), 16.0), Regime::ContentionBound);
+        assert_eq!(regime(&fit(&series(0.05, 0.02)).unwrap(), 16.0), Regime::CoherencyBound);
+    }
+}
