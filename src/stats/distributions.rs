@@ -17,6 +17,8 @@ use std::f64::consts::PI;
 /// ln Γ(x) for x > 0.
 pub fn ln_gamma(x: f64) -> f64 {
     const G: f64 = 7.0;
+    // The published coefficients, digit for digit, so they can be checked against the source.
+    #[allow(clippy::excessive_precision)]
     const COEFFS: [f64; 9] = [
         0.999_999_999_999_809_93,
         676.520_368_121_885_1,
@@ -208,7 +210,8 @@ pub fn normal_cdf(z: f64) -> f64 {
 /// The z with P(Z ≤ z) = p, for 0 < p < 1.
 pub fn normal_quantile(p: f64) -> f64 {
     assert!(p > 0.0 && p < 1.0, "p in (0,1)");
-    // Acklam's coefficients.
+    // Acklam's coefficients, as published.
+    #[allow(clippy::excessive_precision)]
     const A: [f64; 6] = [
         -3.969_683_028_665_376e1,
         2.209_460_984_245_205e2,
@@ -217,6 +220,7 @@ pub fn normal_quantile(p: f64) -> f64 {
         -3.066_479_806_614_716e1,
         2.506_628_277_459_239,
     ];
+    #[allow(clippy::excessive_precision)]
     const B: [f64; 5] = [
         -5.447_609_879_822_406e1,
         1.615_858_368_580_409e2,
@@ -224,6 +228,7 @@ pub fn normal_quantile(p: f64) -> f64 {
         6.680_131_188_771_972e1,
         -1.328_068_155_288_572e1,
     ];
+    #[allow(clippy::excessive_precision)]
     const C: [f64; 6] = [
         -7.784_894_002_430_293e-3,
         -3.223_964_580_411_365e-1,
@@ -232,6 +237,7 @@ pub fn normal_quantile(p: f64) -> f64 {
         4.374_664_141_464_968,
         2.938_163_982_698_783,
     ];
+    #[allow(clippy::excessive_precision)]
     const D: [f64; 4] =
         [7.784_695_709_041_462e-3, 3.224_671_290_700_398e-1, 2.445_134_137_142_996, 3.754_408_661_907_416];
     const LOW: f64 = 0.024_25;

@@ -94,7 +94,7 @@ pub struct Collapse {
 pub fn collapse(points: &[ScalingPoint]) -> Option<Collapse> {
     let peak = points.iter().max_by(|a, b| a.throughput.total_cmp(&b.throughput))?;
     let last = points.iter().max_by_key(|p| p.workers)?;
-    (last.throughput < 0.5 * peak.throughput).then(|| Collapse {
+    (last.throughput < 0.5 * peak.throughput).then_some(Collapse {
         peak_workers: peak.workers,
         peak_throughput: peak.throughput,
         last_workers: last.workers,
