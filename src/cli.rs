@@ -33,6 +33,13 @@ pub enum Command {
     List,
     /// Run workloads over a sweep of worker counts and print a table.
     Run(Box<RunArgs>),
+    /// ministat-compatible statistics on data files (`fsscale ministat --help`).
+    #[command(disable_help_flag = true)]
+    Ministat {
+        /// ministat's own arguments: [-C column] [-c confidence] [-d delimiters] [-Anqs] [-w width] [file ...]
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+        args: Vec<String>,
+    },
 }
 
 #[derive(Args, Debug)]

@@ -5,6 +5,7 @@
 //! command line, builds a [`plan::RunConfig`], calls [`runner::run`] and
 //! renders the returned [`results::ResultsFile`] with [`report`].
 
+pub mod ministat;
 pub mod plan;
 pub mod report;
 pub mod results;

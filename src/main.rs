@@ -15,6 +15,9 @@ use fsscale::runner::{self, Interrupted};
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().collect();
     let cli = cli::Cli::parse();
+    if let cli::Command::Ministat { args } = &cli.command {
+        return ministat(args);
+    }
     match run(cli.command, argv) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
@@ -30,6 +33,7 @@ fn main() -> ExitCode {
 fn run(command: cli::Command, argv: Vec<String>) -> anyhow::Result<()> {
     match command {
         cli::Command::List => print(&render_catalogue()),
+        cli::Command::Ministat { .. } => unreachable!("handled in main"),
         cli::Command::Run(args) => {
             let config = (*args).into_config(argv)?;
             let mut progress = terminal::TerminalProgress::new();
@@ -52,6 +56,31 @@ fn run(command: cli::Command, argv: Vec<String>) -> anyhow::Result<()> {
                     Err(error)
                 }
             }
+        }
+    }
+}
+
+/// `fsscale ministat`: a drop-in, so its failures print exactly ministat's
+/// text and exit codes rather than fsscale's error line.
+fn ministat(args: &[String]) -> ExitCode {
+    let outcome = match fsscale::ministat::parse_args(args) {
+        Ok(fsscale::ministat::Request::Help) => Ok(fsscale::ministat::HELP.to_string()),
+        Ok(fsscale::ministat::Request::Run(options)) => {
+            fsscale::ministat::run(&options, terminal::ministat_default_width(), &mut std::io::stdin().lock())
+        }
+        Err(failure) => Err(failure),
+    };
+    match outcome {
+        Ok(text) => match print(&text) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("fsscale: error: {e:#}");
+                ExitCode::FAILURE
+            }
+        },
+        Err(failure) => {
+            eprint!("{}", failure.stderr);
+            ExitCode::from(failure.code as u8)
         }
     }
 }

@@ -146,14 +146,19 @@ pub fn cname(name: &str) -> CString {
 
 /// "No space left on device (ENOSPC)": the message plus the symbolic name kernel people grep for.
 pub fn errno_text(errno: Errno) -> String {
-    let message = io::Error::from_raw_os_error(errno).to_string();
-    let message = match message.find(" (os error") {
-        Some(cut) => message[..cut].to_string(),
-        None => message,
-    };
+    let message = errno_text_plain(&io::Error::from_raw_os_error(errno));
     match errno_name(errno) {
         Some(name) => format!("{message} ({name})"),
         None => format!("{message} (errno {errno})"),
+    }
+}
+
+/// `strerror`'s text of an I/O error, without Rust's " (os error N)".
+pub fn errno_text_plain(error: &io::Error) -> String {
+    let message = error.to_string();
+    match message.find(" (os error") {
+        Some(cut) => message[..cut].to_string(),
+        None => message,
     }
 }
 

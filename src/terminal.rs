@@ -64,3 +64,24 @@ impl Progress for TerminalProgress {
         self.last_rate = Some(record.ops_per_s);
     }
 }
+
+/// ministat's default plot width: 74, or on a terminal `$COLUMNS` (as `atoi`
+/// reads it) or the window's width less 2.
+pub fn ministat_default_width() -> i64 {
+    // SAFETY: isatty has no preconditions.
+    if unsafe { libc::isatty(1) } != 1 {
+        return 74;
+    }
+    if let Some(columns) = std::env::var_os("COLUMNS").filter(|c| !c.is_empty()) {
+        let text = columns.to_string_lossy();
+        let digits: String = text.trim_start().chars().take_while(|c| c.is_ascii_digit()).collect();
+        return digits.parse().unwrap_or(0);
+    }
+    // SAFETY: winsize is plain data; TIOCGWINSZ fills it.
+    let mut size: libc::winsize = unsafe { std::mem::zeroed() };
+    // SAFETY: valid pointer for this ioctl.
+    if unsafe { libc::ioctl(1, libc::TIOCGWINSZ, &mut size) } != -1 && size.ws_col > 0 {
+        return i64::from(size.ws_col) - 2;
+    }
+    74
+}

@@ -2,5 +2,6 @@
 
 mod errors;
 mod interrupt;
+mod ministat;
 mod run;
 mod util;

@@ -1,0 +1,165 @@
+//! One data set as ministat reads and summarizes it.
+
+use super::cformat::parse_c_double;
+use super::Failure;
+
+/// ministat reads with `fgets` into a `BUFSIZ` (8192) buffer, so a longer
+/// line is taken as several lines; reproduced for identical line numbers.
+const LINE_BUFFER: usize = 8192;
+
+/// Values in input order and sorted, with ministat's running sums.
+#[derive(Debug, Clone)]
+pub struct Dataset {
+    pub name: String,
+    /// Sorted ascending.
+    pub points: Vec<f64>,
+    sum: f64,
+    sum_squares: f64,
+}
+
+impl Dataset {
+    /// Parses `text` the way ministat does: column `column` (from 1) of each
+    /// line split at any of `delimiters`; lines whose fields run out, or
+    /// reach a field starting with `#` first, are skipped.
+    pub fn parse(name: &str, text: &[u8], column: usize, delimiters: &[u8]) -> Result<Dataset, Failure> {
+        let mut points = Vec::new();
+        let (mut sum, mut sum_squares) = (0.0, 0.0);
+        for (index, record) in fgets_records(text).enumerate() {
+            let line = trim_trailing_space(record);
+            let mut fields = line.split(|b| delimiters.contains(b)).filter(|f| !f.is_empty());
+            let mut chosen = None;
+            for (i, field) in (1..).zip(&mut fields) {
+                if field.first() == Some(&b'#') {
+                    break;
+                }
+                if i == column {
+                    chosen = Some(field);
+                    break;
+                }
+            }
+            let Some(field) = chosen else { continue };
+            let value = std::str::from_utf8(field).ok().and_then(parse_c_double).ok_or_else(|| Failure {
+                stderr: format!("ministat: Invalid data on line {} in {name}\n", index + 1),
+                code: 2,
+            })?;
+            points.push(value);
+            sum += value;
+            sum_squares += value * value;
+        }
+        if points.len() < 3 {
+            return Err(Failure { stderr: format!("Dataset {name} must contain at least 3 data points\n"), code: 2 });
+        }
+        points.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+        Ok(Dataset { name: name.to_string(), points, sum, sum_squares })
+    }
+
+    pub fn n(&self) -> usize {
+        self.points.len()
+    }
+
+    pub fn min(&self) -> f64 {
+        self.points[0]
+    }
+
+    pub fn max(&self) -> f64 {
+        self.points[self.n() - 1]
+    }
+
+    /// ministat's median: the upper middle value for an even count (kept
+    /// because scripts parse ministat's output).
+    pub fn median(&self) -> f64 {
+        self.points[self.n() / 2]
+    }
+
+    /// The sum in input order over n, exactly as ministat computes it.
+    pub fn avg(&self) -> f64 {
+        self.sum / self.n() as f64
+    }
+
+    /// ministat's one-pass variance (Σy² − (Σy)²/n)/(n − 1) where it is
+    /// accurate, so the printed digits are the reference's; where values are
+    /// large against their spread that formula cancels catastrophically (the
+    /// reference then prints wrong digits, or `nan`), and the two-pass
+    /// variance is used instead.
+    pub fn var(&self) -> f64 {
+        let n = self.n() as f64;
+        let one_pass = (self.sum_squares - self.sum * self.sum / n) / (n - 1.0);
+        let mean = self.avg();
+        let two_pass = self.points.iter().map(|p| (p - mean) * (p - mean)).sum::<f64>() / (n - 1.0);
+        let accurate = (one_pass - two_pass).abs() <= 1e-9 * two_pass.abs();
+        if accurate || !two_pass.is_finite() {
+            one_pass
+        } else {
+            two_pass
+        }
+    }
+
+    pub fn stddev(&self) -> f64 {
+        self.var().sqrt()
+    }
+}
+
+/// Splits like successive `fgets` calls: after each newline, or after
+/// `LINE_BUFFER - 1` bytes.
+fn fgets_records(text: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let limit = rest.len().min(LINE_BUFFER - 1);
+        let end = rest[..limit].iter().position(|&b| b == b'\n').map(|p| p + 1).unwrap_or(limit);
+        let (record, tail) = rest.split_at(end);
+        rest = tail;
+        Some(record)
+    })
+}
+
+/// Removes trailing bytes for which C's `isspace` is true.
+fn trim_trailing_space(record: &[u8]) -> &[u8] {
+    let end = record
+        .iter()
+        .rposition(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\x0b' | b'\x0c' | b'\r'))
+        .map_or(0, |p| p + 1);
+    &record[..end]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_columns_comments_and_blank_lines() {
+        let text = b"# header\n1 # note\n#2\n 3\n4\r\n\n5\n";
+        let ds = Dataset::parse("f", text, 1, b" \t").unwrap();
+        assert_eq!(ds.points, [1.0, 3.0, 4.0, 5.0]);
+        assert_eq!(ds.median(), 4.0, "upper middle value");
+        let csv = Dataset::parse("c", b"a,1\nb,2\nc,3\n", 2, b",").unwrap();
+        assert_eq!(csv.points, [1.0, 2.0, 3.0]);
+    }
+
+    #[test]
+    fn errors_match_ministat() {
+        let err = Dataset::parse("bad.txt", b"1\nx\n3\n", 1, b" \t").unwrap_err();
+        assert_eq!((err.stderr.as_str(), err.code), ("ministat: Invalid data on line 2 in bad.txt\n", 2));
+        let err = Dataset::parse("two.txt", b"1\n2\n", 1, b" \t").unwrap_err();
+        assert_eq!(err.stderr, "Dataset two.txt must contain at least 3 data points\n");
+    }
+
+    #[test]
+    fn variance_is_the_reference_where_accurate_and_right_where_not() {
+        let ds = Dataset::parse("a", b"1\n2\n3\n4\n5\n", 1, b" ").unwrap();
+        assert_eq!(ds.var(), 2.5);
+        // One-pass cancels completely here: Σy² ≈ 4e18 loses the spread.
+        let ds = Dataset::parse("big", b"1000000001\n1000000002\n1000000003\n1000000004\n", 1, b" ").unwrap();
+        assert!((ds.var() - 5.0 / 3.0).abs() < 1e-6, "{}", ds.var());
+    }
+
+    #[test]
+    fn long_lines_count_as_several_like_fgets() {
+        let mut text = vec![b' '; 9000];
+        text.extend_from_slice(b"x\n1\n2\n3\n");
+        let err = Dataset::parse("long", &text, 1, b" ").unwrap_err();
+        assert_eq!(err.stderr, "ministat: Invalid data on line 2 in long\n");
+    }
+}
