@@ -8,6 +8,7 @@ use clap::{Args, Parser, Subcommand};
 
 use fsscale::plan::{self, Mode, RunConfig};
 use fsscale::results::rfc3339;
+use fsscale::stats::hypothesis::TestKind;
 use fsscale::sys;
 use fsscale::workloads::{Share, Workload};
 
@@ -20,7 +21,8 @@ use fsscale::workloads::{Share, Workload};
         fsscale runs classic microbenchmarks (stat, open/close, creat/unlink, ...) over a sweep of \
         worker counts, as processes or threads, in private or shared directories, repeats every \
         point, and records everything in versioned JSON.",
-    after_help = "Quick start: `fsscale run` runs the default suite in the current directory; `fsscale list` shows every workload."
+    after_help = "Quick start: `fsscale run` runs the default suite in the current directory; `fsscale list` shows every workload.",
+    args_override_self = true
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -33,6 +35,10 @@ pub enum Command {
     List,
     /// Run workloads over a sweep of worker counts and print a table.
     Run(Box<RunArgs>),
+    /// Compare results files point by point: change, confidence interval, test, verdict.
+    Compare(CompareArgs),
+    /// Scaling analysis: speedup, efficiency, Universal Scalability Law fit, collapse.
+    Analyze(AnalyzeArgs),
     /// ministat-compatible statistics on data files (`fsscale ministat --help`).
     #[command(disable_help_flag = true)]
     Ministat {
@@ -87,6 +93,69 @@ pub struct RunArgs {
     /// Results JSON file (default: fsscale-results/<timestamp>.json in the current directory). Rewritten after every run.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    /// The baseline results file (from `fsscale run`).
+    #[arg(value_name = "BASE.json")]
+    pub base: PathBuf,
+    /// Results files to compare with the baseline, each on its own.
+    #[arg(value_name = "NEW.json", required = true)]
+    pub new: Vec<PathBuf>,
+    /// Test on the runs' ops/s: welch (unequal variances), student (pooled, as ministat) or mann-whitney (ranks, for non-normal data).
+    #[arg(long, default_value = "welch", value_parser = parse_test)]
+    pub test: TestKind,
+    /// Confidence level in percent, for the interval and the verdict.
+    #[arg(short = 'c', long, value_name = "PCT", default_value_t = 95.0)]
+    pub confidence: f64,
+    /// Show a ministat-style dot plot of every point's runs (x = base, + = new).
+    #[arg(long)]
+    pub plot: bool,
+    /// Exit with status 3 when any point is significantly worse by more than PCT percent (for CI gates).
+    #[arg(long, value_name = "PCT")]
+    pub fail_if_worse: Option<f64>,
+    /// Output format: text, markdown or json.
+    #[arg(long, default_value = "text", value_parser = parse_format)]
+    pub format: Format,
+}
+
+#[derive(Args, Debug)]
+pub struct AnalyzeArgs {
+    /// Results files from `fsscale run`.
+    #[arg(value_name = "RESULTS.json", required_unless_present = "csv")]
+    pub results: Vec<PathBuf>,
+    /// Fit a file of (N, throughput) pairs instead, e.g. from another benchmark: one pair per line, comma or space separated.
+    #[arg(long, value_name = "FILE", conflicts_with = "results")]
+    pub csv: Option<PathBuf>,
+    /// Output format: text or json.
+    #[arg(long, default_value = "text", value_parser = parse_format)]
+    pub format: Format,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Text,
+    Markdown,
+    Json,
+}
+
+fn parse_format(text: &str) -> Result<Format, String> {
+    match text {
+        "text" => Ok(Format::Text),
+        "markdown" | "md" => Ok(Format::Markdown),
+        "json" => Ok(Format::Json),
+        _ => Err("use text, markdown or json".into()),
+    }
+}
+
+fn parse_test(text: &str) -> Result<TestKind, String> {
+    match text {
+        "welch" => Ok(TestKind::Welch),
+        "student" => Ok(TestKind::Student),
+        "mann-whitney" | "mw" => Ok(TestKind::MannWhitney),
+        _ => Err("use welch, student or mann-whitney".into()),
+    }
 }
 
 /// A workload name on the command line, or `all`.

@@ -5,6 +5,8 @@
 //! command line, builds a [`plan::RunConfig`], calls [`runner::run`] and
 //! renders the returned [`results::ResultsFile`] with [`report`].
 
+pub mod analyze;
+pub mod compare;
 pub mod ministat;
 pub mod plan;
 pub mod report;

@@ -1,6 +1,7 @@
 //! The `fsscale` binary: parse, build a plain config, run, render.
 
 mod cli;
+mod commands;
 mod terminal;
 
 use std::io::Write;
@@ -21,6 +22,10 @@ fn main() -> ExitCode {
     match run(cli.command, argv) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
+            if let Some(regressed) = error.downcast_ref::<commands::Regressed>() {
+                eprintln!("fsscale: {regressed}");
+                return ExitCode::from(3);
+            }
             eprintln!("fsscale: error: {error:#}");
             match error.downcast_ref::<Interrupted>() {
                 Some(interrupted) => ExitCode::from(interrupted.exit_code() as u8),
@@ -34,6 +39,12 @@ fn run(command: cli::Command, argv: Vec<String>) -> anyhow::Result<()> {
     match command {
         cli::Command::List => print(&render_catalogue()),
         cli::Command::Ministat { .. } => unreachable!("handled in main"),
+        cli::Command::Compare(args) => {
+            let (text, regressed) = commands::compare_command(&args)?;
+            print(&text)?;
+            regressed.map_or(Ok(()), |r| Err(r.into()))
+        }
+        cli::Command::Analyze(args) => print(&commands::analyze_command(&args)?),
         cli::Command::Run(args) => {
             let config = (*args).into_config(argv)?;
             let mut progress = terminal::TerminalProgress::new();

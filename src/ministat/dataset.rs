@@ -53,6 +53,16 @@ impl Dataset {
         Ok(Dataset { name: name.to_string(), points, sum, sum_squares })
     }
 
+    /// A data set from values already in hand (at least one).
+    pub fn from_values(name: &str, values: &[f64]) -> Dataset {
+        assert!(!values.is_empty(), "a data set needs a value");
+        let mut points = values.to_vec();
+        points.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+        let sum = values.iter().sum();
+        let sum_squares = values.iter().map(|v| v * v).sum();
+        Dataset { name: name.to_string(), points, sum, sum_squares }
+    }
+
     pub fn n(&self) -> usize {
         self.points.len()
     }

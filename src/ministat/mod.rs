@@ -21,6 +21,7 @@ mod render;
 
 use std::io::Read;
 
+pub use cformat::g as format_g;
 pub use dataset::Dataset;
 pub use render::{plot, Layout};
 

@@ -2,7 +2,9 @@
 
 use std::collections::BTreeMap;
 
+use super::analyze::verdict_line;
 use super::table::{Align, Table};
+use crate::analyze::analyze_results;
 use crate::plan::Mode;
 use crate::results::{Point, ResultsFile};
 use crate::workloads::{Share, Workload};
@@ -24,9 +26,14 @@ pub fn render_results(doc: &ResultsFile) -> String {
         by_workload.entry(point.workload).or_default().push(point);
     }
     let mut out = String::new();
+    let analyses = analyze_results(doc);
     for (workload, points) in &by_workload {
         out.push_str(&format!("{workload}: {}\n", points[0].op));
         out.push_str(&workload_table(points, doc.settings.runs).render());
+        for a in analyses.iter().filter(|a| a.workload == Some(*workload) && a.points.len() > 1) {
+            let (mode, share) = (a.mode.expect("from results"), a.share.expect("from results"));
+            out.push_str(&format!("  scaling {mode}/{share}: {}\n", verdict_line(a)));
+        }
         out.push('\n');
     }
     if !by_workload.is_empty() {
@@ -165,6 +172,7 @@ open-close: openat(O_RDONLY) of a regular file, then close()
   workers  mode     share     ops/s    sd  ops/s/worker  efficiency
         1  process  private  384000  1.0%        384000      100.0%
         2  process  private  400000  0.6%        200000       52.1%
+  scaling process/private: no USL fit: needs at least 4 distinct worker counts to fit λ, σ and κ, got 2 (1, 2)
 
 creat-unlink: openat(O_CREAT|O_WRONLY|O_TRUNC) of a new file, close(), unlinkat() of it
   workers  mode     share   ops/s     sd  ops/s/worker  efficiency

@@ -52,7 +52,7 @@ impl std::fmt::Display for UslError {
                 let list: Vec<String> = got.iter().map(|n| format!("{n}")).collect();
                 write!(
                     f,
-                    "a USL fit needs at least {MIN_DISTINCT_N} distinct worker counts to determine λ, σ and κ; got {} ({})",
+                    "needs at least {MIN_DISTINCT_N} distinct worker counts to fit λ, σ and κ, got {} ({})",
                     got.len(),
                     list.join(", ")
                 )
@@ -325,10 +325,7 @@ mod tests {
     #[test]
     fn refuses_too_few_distinct_counts_and_says_why() {
         let err = fit(&[(1.0, 10.0), (2.0, 19.0), (4.0, 30.0), (4.0, 31.0)]).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "a USL fit needs at least 4 distinct worker counts to determine λ, σ and κ; got 3 (1, 2, 4)"
-        );
+        assert_eq!(err.to_string(), "needs at least 4 distinct worker counts to fit λ, σ and κ, got 3 (1, 2, 4)");
         assert!(matches!(fit(&[(0.0, 1.0)]), Err(UslError::BadPoint { .. })));
     }
 }

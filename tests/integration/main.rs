@@ -1,5 +1,6 @@
 //! Integration tests: the real `fsscale` binary on real temporary trees.
 
+mod analysis;
 mod errors;
 mod interrupt;
 mod ministat;

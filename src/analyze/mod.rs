@@ -1,0 +1,166 @@
+//! Scaling analysis of results: for every series (workload × mode × share)
+//! the speedup, efficiency and per-worker rate at each worker count, a
+//! Universal Scalability Law fit over every run, the regime in words and a
+//! collapse flag. Also fits two-column (N, throughput) data from other tools.
+
+use anyhow::{bail, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::plan::Mode;
+use crate::results::ResultsFile;
+use crate::stats::scaling::{collapse, regime, scaling_points, Collapse, Regime, ScalingPoint};
+use crate::stats::usl::{fit, UslFit};
+use crate::workloads::{Share, Workload};
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SeriesAnalysis {
+    /// "stat (process, private)", or the CSV file's name.
+    pub label: String,
+    pub workload: Option<Workload>,
+    pub mode: Option<Mode>,
+    pub share: Option<Share>,
+    pub points: Vec<ScalingPoint>,
+    pub fit: Option<UslFit>,
+    /// Why there is no fit.
+    pub fit_refused: Option<String>,
+    pub regime: Option<Regime>,
+    pub collapse: Option<Collapse>,
+}
+
+/// Analyzes every series of a results file, in the file's order.
+pub fn analyze_results(doc: &ResultsFile) -> Vec<SeriesAnalysis> {
+    let mut keys: Vec<(Workload, Mode, Share)> = Vec::new();
+    for p in doc.points.iter().filter(|p| p.summary.is_some()) {
+        let k = (p.workload, p.mode, p.share);
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    keys.into_iter()
+        .map(|(workload, mode, share)| {
+            let points: Vec<_> = doc
+                .points
+                .iter()
+                .filter(|p| (p.workload, p.mode, p.share) == (workload, mode, share) && p.summary.is_some())
+                .collect();
+            let medians: Vec<(usize, f64)> =
+                points.iter().map(|p| (p.workers, p.summary.as_ref().expect("filtered").ops_per_s.median)).collect();
+            let runs: Vec<(f64, f64)> =
+                points.iter().flat_map(|p| p.runs.iter().map(|r| (p.workers as f64, r.ops_per_s))).collect();
+            let mut analysis = analyze_series(&format!("{workload} ({mode}, {share})"), &medians, &runs);
+            analysis.workload = Some(workload);
+            analysis.mode = Some(mode);
+            analysis.share = Some(share);
+            analysis
+        })
+        .collect()
+}
+
+/// `medians`: one throughput per worker count (for speedup and collapse);
+/// `observations`: every measurement, which the fit uses.
+pub fn analyze_series(label: &str, medians: &[(usize, f64)], observations: &[(f64, f64)]) -> SeriesAnalysis {
+    let points = scaling_points(medians);
+    let max_workers = points.iter().map(|p| p.workers).max().unwrap_or(1) as f64;
+    let (fit, fit_refused) = match fit(observations) {
+        Ok(f) => (Some(f), None),
+        Err(e) => (None, Some(e.to_string())),
+    };
+    SeriesAnalysis {
+        label: label.to_string(),
+        workload: None,
+        mode: None,
+        share: None,
+        regime: fit.as_ref().map(|f| regime(f, max_workers)),
+        collapse: collapse(&points),
+        points,
+        fit,
+        fit_refused,
+    }
+}
+
+/// Reads "N, throughput" pairs: one per line, separated by a comma,
+/// semicolon, tab or spaces; `#` comments, blank lines and one header line
+/// are skipped. N must be a whole number of at least 1.
+pub fn parse_pairs(text: &str, name: &str) -> Result<Vec<(usize, f64)>> {
+    let mut pairs = Vec::new();
+    let mut header_allowed = true;
+    for (index, line) in text.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        let fields: Vec<&str> =
+            line.split(|c: char| c == ',' || c == ';' || c.is_whitespace()).filter(|f| !f.is_empty()).collect();
+        let numbers: Option<Vec<f64>> = fields.iter().map(|f| f.parse::<f64>().ok()).collect();
+        match numbers {
+            Some(n) if n.len() == 2 => {
+                header_allowed = false;
+                let (workers, x) = (n[0], n[1]);
+                if !(workers >= 1.0 && workers.fract() == 0.0 && workers <= 1e9) {
+                    bail!("{name} line {}: N must be a whole number of at least 1, got {workers}", index + 1);
+                }
+                if !(x.is_finite() && x > 0.0) {
+                    bail!("{name} line {}: throughput must be a positive number, got {x}", index + 1);
+                }
+                pairs.push((workers as usize, x));
+            }
+            None if header_allowed && fields.len() == 2 => header_allowed = false,
+            _ => bail!("{name} line {}: expected two numbers (N and throughput), got \"{line}\"", index + 1),
+        }
+    }
+    if pairs.is_empty() {
+        bail!("{name} holds no (N, throughput) pairs");
+    }
+    Ok(pairs)
+}
+
+/// Analyzes pairs from another tool: repeated N are averaged for the
+/// speedup table, and every pair goes into the fit.
+pub fn analyze_pairs(name: &str, pairs: &[(usize, f64)]) -> SeriesAnalysis {
+    let mut medians: Vec<(usize, f64)> = Vec::new();
+    let mut counts: Vec<usize> = pairs.iter().map(|p| p.0).collect();
+    counts.sort_unstable();
+    counts.dedup();
+    for n in counts {
+        let mut values: Vec<f64> = pairs.iter().filter(|p| p.0 == n).map(|p| p.1).collect();
+        values.sort_by(f64::total_cmp);
+        let mid = values.len() / 2;
+        let median = if values.len() % 2 == 1 { values[mid] } else { (values[mid - 1] + values[mid]) / 2.0 };
+        medians.push((n, median));
+    }
+    let observations: Vec<(f64, f64)> = pairs.iter().map(|&(n, x)| (n as f64, x)).collect();
+    analyze_series(name, &medians, &observations)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_pairs_with_header_comments_and_separators() {
+        let text = "load,throughput\n# SPEC SDM91\n1, 64.9\n18;995.9\n36\t1652.4\n\n72 1853.2 # peak-ish\n";
+        assert_eq!(parse_pairs(text, "f").unwrap(), [(1, 64.9), (18, 995.9), (36, 1652.4), (72, 1853.2)]);
+    }
+
+    #[test]
+    fn bad_lines_name_the_line() {
+        assert_eq!(
+            parse_pairs("1,2\nx,y\n", "f.csv").unwrap_err().to_string(),
+            "f.csv line 2: expected two numbers (N and throughput), got \"x,y\""
+        );
+        assert_eq!(
+            parse_pairs("0.5,2\n", "f.csv").unwrap_err().to_string(),
+            "f.csv line 1: N must be a whole number of at least 1, got 0.5"
+        );
+        assert!(parse_pairs("# nothing\n", "f.csv").unwrap_err().to_string().contains("no (N, throughput) pairs"));
+    }
+
+    #[test]
+    fn analyzes_specsdm91() {
+        let pairs = [(1, 64.9), (18, 995.9), (36, 1652.4), (72, 1853.2), (108, 1828.9), (144, 1775.0), (216, 1702.2)];
+        let a = analyze_pairs("specsdm91", &pairs);
+        assert_eq!(a.regime, Some(Regime::CoherencyBound));
+        assert_eq!(a.collapse, None);
+        assert!((a.points[1].speedup.unwrap() - 995.9 / 64.9).abs() < 1e-12);
+    }
+}

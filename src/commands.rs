@@ -1,0 +1,109 @@
+//! What each subcommand does between parsing and printing.
+
+use std::path::Path;
+
+use anyhow::{bail, Result};
+
+use crate::cli::{AnalyzeArgs, CompareArgs, Format};
+use fsscale::analyze::{analyze_pairs, analyze_results};
+use fsscale::compare::{compare, regressions, CompareConfig};
+use fsscale::report::{render_analysis, render_comparisons, CompareFormat};
+use fsscale::results::ResultsFile;
+
+/// `--fail-if-worse` found regressions: exit status 3, distinct from errors (1).
+#[derive(Debug)]
+pub struct Regressed(pub String);
+
+impl std::fmt::Display for Regressed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Regressed {}
+
+fn label(path: &Path) -> String {
+    path.display().to_string()
+}
+
+/// Returns the text to print; a regression beyond `--fail-if-worse` comes
+/// back as the text plus a [`Regressed`] error.
+pub fn compare_command(args: &CompareArgs) -> Result<(String, Option<Regressed>)> {
+    if !(args.confidence > 0.0 && args.confidence < 100.0) {
+        bail!("--confidence {} is not a percentage between 0 and 100 (e.g. 95)", args.confidence);
+    }
+    if let Some(pct) = args.fail_if_worse.filter(|p| !(p.is_finite() && *p >= 0.0)) {
+        bail!("--fail-if-worse {pct} must be a percentage of 0 or more (e.g. 5)");
+    }
+    let config = CompareConfig { test: args.test, confidence: args.confidence / 100.0 };
+    let base = ResultsFile::load(&args.base)?;
+    let mut comparisons = Vec::new();
+    for path in &args.new {
+        let new = ResultsFile::load(path)?;
+        let c = compare(&base, &new, &label(&args.base), &label(path), &config);
+        if c.rows.is_empty() {
+            bail!(
+                "{} and {} have no point in common (same workload, mode, share and workers); nothing to compare",
+                label(&args.base),
+                label(path)
+            );
+        }
+        comparisons.push(c);
+    }
+    let text = match args.format {
+        Format::Text => render_comparisons(&comparisons, CompareFormat::Text, args.plot),
+        Format::Markdown => render_comparisons(&comparisons, CompareFormat::Markdown, false),
+        Format::Json => serde_json::to_string_pretty(&comparisons)? + "\n",
+    };
+    let regressed = args.fail_if_worse.and_then(|pct| {
+        let worse: Vec<String> = comparisons
+            .iter()
+            .flat_map(|c| {
+                regressions(c, pct).into_iter().map(move |r| {
+                    format!("{} {} {} x{} {:+.1}% in {}", r.workload, r.mode, r.share, r.workers, r.change_pct, c.new)
+                })
+            })
+            .collect();
+        (!worse.is_empty()).then(|| {
+            Regressed(format!(
+                "{} point{} significantly worse by more than {pct}%: {}",
+                worse.len(),
+                if worse.len() == 1 { " is" } else { "s are" },
+                worse.join(", ")
+            ))
+        })
+    });
+    Ok((text, regressed))
+}
+
+pub fn analyze_command(args: &AnalyzeArgs) -> Result<String> {
+    if args.format == Format::Markdown {
+        bail!("--format markdown is not available for analyze; use text or json");
+    }
+    let series = match &args.csv {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| anyhow::anyhow!("reading {}: {}", path.display(), fsscale::sys::errno_text_plain(&e)))?;
+            let pairs = fsscale::analyze::parse_pairs(&text, &label(path))?;
+            vec![analyze_pairs(&label(path), &pairs)]
+        }
+        None => {
+            let mut all = Vec::new();
+            for path in &args.results {
+                let doc = ResultsFile::load(path)?;
+                let mut series = analyze_results(&doc);
+                if args.results.len() > 1 {
+                    for s in &mut series {
+                        s.label = format!("{}: {}", label(path), s.label);
+                    }
+                }
+                all.extend(series);
+            }
+            all
+        }
+    };
+    Ok(match args.format {
+        Format::Json => serde_json::to_string_pretty(&series)? + "\n",
+        _ => render_analysis(&series),
+    })
+}

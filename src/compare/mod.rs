@@ -1,0 +1,281 @@
+//! Comparing two results files point by point: the same workload, mode,
+//! sharing level and worker count, tested on the runs' ops/s.
+//!
+//! The change is mean(new)/mean(base) − 1, so that it agrees with the t
+//! tests; its confidence interval is Fieller's for a ratio of means, which
+//! carries the base's uncertainty too. Medians are reported beside it.
+
+use serde::{Deserialize, Serialize};
+
+use crate::plan::Mode;
+use crate::results::{Point, ResultsFile};
+use crate::stats::distributions::t_quantile_two_sided;
+use crate::stats::hypothesis::{mann_whitney, ratio_interval, student, welch, TestKind};
+use crate::stats::{Sample, Summary};
+use crate::workloads::{Share, Workload};
+
+#[derive(Debug, Clone, Copy)]
+pub struct CompareConfig {
+    pub test: TestKind,
+    /// Confidence level in (0, 1), e.g. 0.95.
+    pub confidence: f64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    Better,
+    Worse,
+    NoDifferenceProven,
+    /// Fewer than 2 runs on a side: nothing can be tested.
+    TooFewRuns,
+}
+
+impl Verdict {
+    pub fn words(self) -> &'static str {
+        match self {
+            Verdict::Better => "better",
+            Verdict::Worse => "worse",
+            Verdict::NoDifferenceProven => "no difference proven",
+            Verdict::TooFewRuns => "too few runs",
+        }
+    }
+}
+
+/// One matched point.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    pub workload: Workload,
+    pub mode: Mode,
+    pub share: Share,
+    pub workers: usize,
+    pub base: Summary,
+    pub new: Summary,
+    pub base_runs: Vec<f64>,
+    pub new_runs: Vec<f64>,
+    /// (mean(new)/mean(base) − 1) × 100.
+    pub change_pct: f64,
+    /// Confidence interval of `change_pct`; `None` when unbounded or untestable.
+    pub change_ci_pct: Option<(f64, f64)>,
+    pub test: TestKind,
+    pub p_value: Option<f64>,
+    pub verdict: Verdict,
+}
+
+/// The geometric mean of the median ratios of one workload's points.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WorkloadSummary {
+    pub workload: Workload,
+    pub points: usize,
+    pub geomean_change_pct: f64,
+    pub better: usize,
+    pub worse: usize,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    pub base: String,
+    pub new: String,
+    pub confidence: f64,
+    pub rows: Vec<Row>,
+    pub summaries: Vec<WorkloadSummary>,
+    /// Points present in only one of the files, as "workload mode share xN (base only)".
+    pub unmatched: Vec<String>,
+}
+
+type Key = (Workload, Mode, Share, usize);
+
+fn key(p: &Point) -> Key {
+    (p.workload, p.mode, p.share, p.workers)
+}
+
+fn rates(p: &Point) -> Vec<f64> {
+    p.runs.iter().map(|r| r.ops_per_s).collect()
+}
+
+/// Compares `new` against `base`; `base_label` and `new_label` name them in the output.
+pub fn compare(
+    base: &ResultsFile,
+    new: &ResultsFile,
+    base_label: &str,
+    new_label: &str,
+    config: &CompareConfig,
+) -> Comparison {
+    let mut rows = Vec::new();
+    let mut unmatched = Vec::new();
+    let describe = |k: &Key, side: &str| format!("{} {} {} x{} ({side} only)", k.0, k.1, k.2, k.3);
+    for b in base.points.iter().filter(|p| !p.runs.is_empty()) {
+        match new.points.iter().find(|n| key(n) == key(b) && !n.runs.is_empty()) {
+            Some(n) => rows.push(compare_point(b, n, config)),
+            None => unmatched.push(describe(&key(b), "base")),
+        }
+    }
+    for n in new.points.iter().filter(|p| !p.runs.is_empty()) {
+        if !base.points.iter().any(|b| key(b) == key(n) && !b.runs.is_empty()) {
+            unmatched.push(describe(&key(n), "new"));
+        }
+    }
+    rows.sort_by_key(|r| (r.workload, r.mode, r.share, r.workers));
+    let summaries = summarize(&rows);
+    Comparison {
+        base: base_label.to_string(),
+        new: new_label.to_string(),
+        confidence: config.confidence,
+        rows,
+        summaries,
+        unmatched,
+    }
+}
+
+fn compare_point(b: &Point, n: &Point, config: &CompareConfig) -> Row {
+    let (base_runs, new_runs) = (rates(b), rates(n));
+    let bs = Sample::new(&base_runs).expect("runs have finite ops/s");
+    let ns = Sample::new(&new_runs).expect("runs have finite ops/s");
+    let summary = |v: &[f64]| Summary::of(v).expect("non-empty");
+    let change_pct = (ns.mean() / bs.mean() - 1.0) * 100.0;
+    let (p_value, df) = match config.test {
+        TestKind::Student => student(&bs, &ns, config.confidence).map(|t| (t.p_value, t.df)).ok().unzip(),
+        TestKind::Welch => welch(&bs, &ns, config.confidence).map(|t| (t.p_value, t.df)).ok().unzip(),
+        TestKind::MannWhitney => {
+            let df = welch(&bs, &ns, config.confidence).ok().map(|t| t.df);
+            (mann_whitney(&bs, &ns).ok().map(|m| m.p_value), df)
+        }
+    };
+    let change_ci_pct = df.and_then(|df| {
+        let t = t_quantile_two_sided(config.confidence, df.max(1.0));
+        ratio_interval(&bs, &ns, t).map(|(lo, hi)| ((lo - 1.0) * 100.0, (hi - 1.0) * 100.0))
+    });
+    let verdict = match p_value {
+        None => Verdict::TooFewRuns,
+        Some(p) if p < 1.0 - config.confidence && change_pct > 0.0 => Verdict::Better,
+        Some(p) if p < 1.0 - config.confidence && change_pct < 0.0 => Verdict::Worse,
+        Some(_) => Verdict::NoDifferenceProven,
+    };
+    Row {
+        workload: b.workload,
+        mode: b.mode,
+        share: b.share,
+        workers: b.workers,
+        base: summary(&base_runs),
+        new: summary(&new_runs),
+        base_runs,
+        new_runs,
+        change_pct,
+        change_ci_pct,
+        test: config.test,
+        p_value,
+        verdict,
+    }
+}
+
+fn summarize(rows: &[Row]) -> Vec<WorkloadSummary> {
+    let mut out: Vec<WorkloadSummary> = Vec::new();
+    for workload in rows.iter().map(|r| r.workload).collect::<std::collections::BTreeSet<_>>() {
+        let mine: Vec<&Row> = rows.iter().filter(|r| r.workload == workload).collect();
+        let log_sum: f64 = mine.iter().map(|r| (r.new.median / r.base.median).ln()).sum();
+        out.push(WorkloadSummary {
+            workload,
+            points: mine.len(),
+            geomean_change_pct: ((log_sum / mine.len() as f64).exp() - 1.0) * 100.0,
+            better: mine.iter().filter(|r| r.verdict == Verdict::Better).count(),
+            worse: mine.iter().filter(|r| r.verdict == Verdict::Worse).count(),
+        });
+    }
+    out
+}
+
+/// Points significantly worse by more than `threshold_pct` percent.
+pub fn regressions(comparison: &Comparison, threshold_pct: f64) -> Vec<&Row> {
+    comparison.rows.iter().filter(|r| r.verdict == Verdict::Worse && -r.change_pct > threshold_pct).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::*;
+
+    pub(crate) fn doc(points: &[(Workload, usize, &[f64])]) -> ResultsFile {
+        ResultsFile {
+            schema_version: SCHEMA_VERSION,
+            tool: Tool { name: "fsscale".into(), version: "0".into() },
+            command_line: vec![],
+            started_at: String::new(),
+            finished_at: None,
+            status: Status::Complete,
+            error: None,
+            host: Host::default(),
+            target: Target::default(),
+            settings: Settings { duration_s: 1.0, warmup_s: 0.0, runs: 5, sample_interval_s: 1.0, pin: false },
+            points: points
+                .iter()
+                .map(|&(workload, workers, rates)| {
+                    let mut p = Point {
+                        workload,
+                        op: String::new(),
+                        mode: Mode::Process,
+                        share: Share::Private,
+                        workers,
+                        complete: true,
+                        runs: rates
+                            .iter()
+                            .enumerate()
+                            .map(|(run, &r)| RunRecord {
+                                run,
+                                ops: r as u64,
+                                elapsed_s: 1.0,
+                                ops_per_s: r,
+                                ops_per_s_per_worker: r / workers as f64,
+                                per_worker_ops: vec![],
+                                pinned_cpus: None,
+                                worker_cpu: WorkerCpu::default(),
+                                system_cpu: SystemCpu::default(),
+                                timeline: Timeline::default(),
+                            })
+                            .collect(),
+                        summary: None,
+                    };
+                    p.summarize();
+                    p
+                })
+                .collect(),
+        }
+    }
+
+    const CONFIG: CompareConfig = CompareConfig { test: TestKind::Welch, confidence: 0.95 };
+
+    #[test]
+    fn finds_better_worse_and_no_difference() {
+        let base = doc(&[
+            (Workload::Stat, 1, &[100.0, 101.0, 99.0, 100.0, 100.0]),
+            (Workload::Stat, 2, &[200.0, 202.0, 198.0, 200.0, 200.0]),
+            (Workload::OpenClose, 1, &[50.0, 60.0, 40.0]),
+        ]);
+        let new = doc(&[
+            (Workload::Stat, 1, &[110.0, 111.0, 109.0, 110.0, 110.0]),
+            (Workload::Stat, 2, &[180.0, 181.0, 179.0, 180.0, 180.0]),
+            (Workload::OpenClose, 1, &[52.0, 58.0, 45.0]),
+            (Workload::Read, 1, &[1.0, 2.0, 3.0]),
+        ]);
+        let c = compare(&base, &new, "a", "b", &CONFIG);
+        let verdicts: Vec<Verdict> = c.rows.iter().map(|r| r.verdict).collect();
+        assert_eq!(verdicts, [Verdict::Better, Verdict::Worse, Verdict::NoDifferenceProven]);
+        assert!((c.rows[0].change_pct - 10.0).abs() < 1e-9);
+        let (lo, hi) = c.rows[0].change_ci_pct.unwrap();
+        assert!(lo < 10.0 && 10.0 < hi && lo > 8.0 && hi < 12.0, "{lo} {hi}");
+        assert_eq!(c.unmatched, ["read process private x1 (new only)"]);
+        let stat = &c.summaries[0];
+        // √(1.1 × 0.9) − 1 = −0.501%.
+        assert!((stat.geomean_change_pct - ((1.1f64 * 0.9).sqrt() - 1.0) * 100.0).abs() < 1e-9);
+        assert_eq!((stat.better, stat.worse), (1, 1));
+        assert_eq!(regressions(&c, 5.0).len(), 1);
+        assert_eq!(regressions(&c, 15.0).len(), 0);
+    }
+
+    #[test]
+    fn single_runs_cannot_be_tested() {
+        let c =
+            compare(&doc(&[(Workload::Stat, 1, &[100.0])]), &doc(&[(Workload::Stat, 1, &[50.0])]), "a", "b", &CONFIG);
+        assert_eq!(c.rows[0].verdict, Verdict::TooFewRuns);
+        assert_eq!(c.rows[0].change_pct, -50.0);
+    }
+}

@@ -1,0 +1,149 @@
+//! Text and Markdown views of a [`Comparison`].
+
+use std::fmt::Write;
+
+use super::table::{Align, Table};
+use super::text::format_rate;
+use crate::compare::{Comparison, Row};
+use crate::ministat::{plot, Dataset};
+use crate::workloads::Workload;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CompareFormat {
+    Text,
+    Markdown,
+}
+
+fn p_text(p: Option<f64>) -> String {
+    match p {
+        None => "-".into(),
+        Some(p) if p < 1e-4 => "<0.0001".into(),
+        Some(p) => format!("{p:.4}"),
+    }
+}
+
+fn ci_text(ci: Option<(f64, f64)>) -> String {
+    ci.map(|(lo, hi)| format!("[{lo:+.1}%, {hi:+.1}%]")).unwrap_or_else(|| "-".into())
+}
+
+fn cells(row: &Row) -> Vec<String> {
+    vec![
+        row.workers.to_string(),
+        row.mode.to_string(),
+        row.share.to_string(),
+        format_rate(row.base.median),
+        format_rate(row.new.median),
+        format!("{:+.1}%", row.change_pct),
+        ci_text(row.change_ci_pct),
+        p_text(row.p_value),
+        row.verdict.words().to_string(),
+    ]
+}
+
+fn headers(confidence: f64) -> Vec<String> {
+    ["workers", "mode", "share", "base ops/s", "new ops/s", "change"]
+        .iter()
+        .map(|s| s.to_string())
+        .chain([format!("{}% CI", trim(confidence * 100.0)), "p".into(), "verdict".into()])
+        .collect()
+}
+
+fn trim(x: f64) -> String {
+    let s = format!("{x:.2}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// Renders comparisons; `plots` adds a ministat dot plot of every point's runs (text only).
+pub fn render_comparisons(comparisons: &[Comparison], format: CompareFormat, plots: bool) -> String {
+    let mut out = String::new();
+    for (i, c) in comparisons.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        match format {
+            CompareFormat::Text => text(&mut out, c, plots),
+            CompareFormat::Markdown => markdown(&mut out, c),
+        }
+    }
+    out
+}
+
+fn workloads(c: &Comparison) -> Vec<Workload> {
+    let mut list: Vec<Workload> = c.rows.iter().map(|r| r.workload).collect();
+    list.dedup();
+    list
+}
+
+fn summary_line(c: &Comparison, workload: Workload) -> String {
+    let s = c.summaries.iter().find(|s| s.workload == workload).expect("summary per workload");
+    format!(
+        "{workload}: geometric mean of median ratios {:+.1}% over {} point{} ({} better, {} worse)",
+        s.geomean_change_pct,
+        s.points,
+        if s.points == 1 { "" } else { "s" },
+        s.better,
+        s.worse
+    )
+}
+
+fn text(out: &mut String, c: &Comparison, plots: bool) {
+    let _ = writeln!(out, "base: {}\nnew:  {}", c.base, c.new);
+    let test = c.rows.first().map(|r| r.test.name()).unwrap_or("-");
+    let _ = writeln!(
+        out,
+        "change: mean(new)/mean(base) - 1, with Fieller's {}% confidence interval; p: {test} test on the runs' ops/s\n",
+        trim(c.confidence * 100.0)
+    );
+    let head = headers(c.confidence);
+    let aligns = [
+        Align::Right,
+        Align::Left,
+        Align::Left,
+        Align::Right,
+        Align::Right,
+        Align::Right,
+        Align::Left,
+        Align::Right,
+        Align::Left,
+    ];
+    for workload in workloads(c) {
+        let _ = writeln!(out, "{workload}");
+        let columns: Vec<(&str, Align)> = head.iter().map(String::as_str).zip(aligns).collect();
+        let mut table = Table::new(&columns);
+        let rows: Vec<&Row> = c.rows.iter().filter(|r| r.workload == workload).collect();
+        for row in &rows {
+            table.row(cells(row));
+        }
+        out.push_str(&table.render());
+        let _ = writeln!(out, "{}\n", summary_line(c, workload));
+        if plots {
+            for row in rows {
+                let _ =
+                    writeln!(out, "{} {} {} x{}: x = base, + = new", row.workload, row.mode, row.share, row.workers);
+                let sets = [Dataset::from_values("base", &row.base_runs), Dataset::from_values("new", &row.new_runs)];
+                out.push_str(&plot(&sets, 72, false));
+                out.push('\n');
+            }
+        }
+    }
+    if !c.unmatched.is_empty() {
+        let _ = writeln!(out, "not compared: {}", c.unmatched.join(", "));
+    }
+}
+
+fn markdown(out: &mut String, c: &Comparison) {
+    let _ = writeln!(out, "**base:** `{}`  \n**new:** `{}`\n", c.base, c.new);
+    let head = headers(c.confidence);
+    for workload in workloads(c) {
+        let _ = writeln!(out, "### {workload}\n");
+        let _ = writeln!(out, "| {} |", head.join(" | "));
+        let _ = writeln!(out, "|---:|---|---|---:|---:|---:|---|---:|---|");
+        for row in c.rows.iter().filter(|r| r.workload == workload) {
+            let _ = writeln!(out, "| {} |", cells(row).join(" | "));
+        }
+        let _ = writeln!(out, "\n{}\n", summary_line(c, workload));
+    }
+    if !c.unmatched.is_empty() {
+        let _ = writeln!(out, "Not compared: {}", c.unmatched.join(", "));
+    }
+}

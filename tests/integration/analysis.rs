@@ -1,0 +1,160 @@
+//! `fsscale compare` and `fsscale analyze` on results of real runs.
+
+use fsscale::analyze::SeriesAnalysis;
+use fsscale::compare::{Comparison, Verdict};
+use fsscale::results::ResultsFile;
+
+use crate::util::*;
+
+/// Two real results files of the same plan.
+fn two_runs() -> (TestEnv, std::path::PathBuf, std::path::PathBuf) {
+    let env = TestEnv::new();
+    let base = env.root.path().join("base.json");
+    let new = env.root.path().join("new.json");
+    for path in [&base, &new] {
+        let out = fsscale()
+            .args(["run", "stat", "creat-unlink", "-j", "1,2", "--share", "private", "-n", "4"])
+            .args(["--duration", "0.05", "--warmup", "0", "--dir"])
+            .arg(&env.dir)
+            .arg("-o")
+            .arg(path)
+            .output()
+            .unwrap();
+        assert_success(&out);
+    }
+    (env, base, new)
+}
+
+/// Scales every run's throughput, as a regressed system would show.
+fn scale(path: &std::path::Path, factor: f64) {
+    let mut doc = ResultsFile::load(path).unwrap();
+    for point in &mut doc.points {
+        for run in &mut point.runs {
+            run.ops = (run.ops as f64 * factor) as u64;
+            run.ops_per_s *= factor;
+            run.ops_per_s_per_worker *= factor;
+        }
+        point.summarize();
+    }
+    doc.save(path).unwrap();
+}
+
+#[test]
+fn compare_matches_points_and_gates_regressions() {
+    let (env, base, new) = two_runs();
+    let out = fsscale().arg("compare").arg(&base).arg(&new).args(["--format", "json"]).output().unwrap();
+    assert_success(&out);
+    let comparisons: Vec<Comparison> = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(comparisons.len(), 1);
+    assert_eq!(comparisons[0].rows.len(), 4, "2 workloads x 2 worker counts");
+    assert!(comparisons[0].rows.iter().all(|r| r.base_runs.len() == 4 && r.p_value.is_some()));
+
+    // A copy of the base at a fifth of its throughput: every point is worse by
+    // exactly 80%, which no run-to-run noise can hide.
+    std::fs::copy(&base, &new).unwrap();
+    scale(&new, 0.2);
+    let gate =
+        |pct: &str| fsscale().arg("compare").arg(&base).arg(&new).args(["--fail-if-worse", pct]).output().unwrap();
+    let out = gate("10");
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(
+        stderr(&out)
+            .starts_with("fsscale: 4 points are significantly worse by more than 10%: stat process private x1 -"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(stdout(&out).contains("worse"), "the table is still printed");
+    // Worse by 80%, but not by more than 85%: the gate stays open.
+    assert_eq!(gate("85").status.code(), Some(0));
+
+    let out = fsscale().arg("compare").arg(&base).arg(&new).args(["--plot"]).output().unwrap();
+    assert_success(&out);
+    let text = stdout(&out);
+    assert!(text.contains("stat process private x1: x = base, + = new"), "{text}");
+    assert!(text.contains("stat: geometric mean of median ratios -80.0% over 2 points (0 better, 2 worse)"), "{text}");
+    let verdicts = text.lines().filter(|l| l.ends_with("  worse")).count();
+    assert_eq!(verdicts, 4, "{text}");
+
+    let out = fsscale().arg("compare").arg(&base).arg(&new).args(["--format", "markdown"]).output().unwrap();
+    assert!(
+        stdout(&out).contains("| workers | mode | share | base ops/s | new ops/s | change | 95% CI | p | verdict |")
+    );
+    drop(env);
+}
+
+#[test]
+fn compare_errors_are_clear() {
+    let (env, base, _) = two_runs();
+    let other = env.root.path().join("other.json");
+    assert_success(
+        &fsscale()
+            .args(["run", "read", "-j", "1", "-n", "2", "--duration", "0.02", "--warmup", "0", "--dir"])
+            .arg(&env.dir)
+            .arg("-o")
+            .arg(&other)
+            .output()
+            .unwrap(),
+    );
+    let out = fsscale().arg("compare").arg(&base).arg(&other).output().unwrap();
+    assert_one_line_error(&out, "have no point in common");
+    let out = fsscale().arg("compare").arg(&base).arg(env.root.path().join("missing.json")).output().unwrap();
+    assert_one_line_error(&out, "reading results file");
+    std::fs::write(env.root.path().join("junk.json"), "{}").unwrap();
+    let out = fsscale().arg("compare").arg(&base).arg(env.root.path().join("junk.json")).output().unwrap();
+    assert_one_line_error(&out, "is not an fsscale results file");
+}
+
+#[test]
+fn analyze_fits_the_usl_to_a_real_sweep_and_refuses_short_ones() {
+    let env = TestEnv::new();
+    let out = env.run(&["stat", "--share", "private", "-j", "1..4", "-n", "2"]);
+    assert_success(&out);
+    assert!(stdout(&out).contains("  scaling process/private: σ = "), "run shows the fit: {}", stdout(&out));
+    let out = fsscale().arg("analyze").arg(&env.output).args(["--format", "json"]).output().unwrap();
+    assert_success(&out);
+    let series: Vec<SeriesAnalysis> = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(series.len(), 1);
+    let fit = series[0].fit.as_ref().expect("4 distinct worker counts fit");
+    assert!(fit.lambda > 0.0 && fit.sigma >= 0.0 && fit.kappa >= 0.0);
+    assert_eq!(fit.points, 8, "every run is an observation");
+    assert_eq!(series[0].points.len(), 4);
+    assert_eq!(series[0].points[0].speedup, Some(1.0));
+
+    let short = TestEnv::new();
+    assert_success(&short.run(&["stat", "--share", "private", "-j", "1,2,4"]));
+    let out = fsscale().arg("analyze").arg(&short.output).output().unwrap();
+    assert_success(&out);
+    assert!(
+        stdout(&out).contains("no USL fit: needs at least 4 distinct worker counts to fit λ, σ and κ, got 3 (1, 2, 4)"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
+fn analyze_csv_reproduces_the_specsdm91_fit() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("specsdm91.csv");
+    std::fs::write(
+        &csv,
+        "load,throughput\n1,64.9\n18,995.9\n36,1652.4\n72,1853.2\n108,1828.9\n144,1775.0\n216,1702.2\n",
+    )
+    .unwrap();
+    let out = fsscale().arg("analyze").arg("--csv").arg(&csv).output().unwrap();
+    assert_success(&out);
+    let text = stdout(&out);
+    assert!(text.contains("USL: λ = 90 ± 14.21/s, σ = 0.02773 ± 0.009122, κ = 0.0001044 ± 1.988e-05"), "{text}");
+    assert!(text.contains("coherency-bound (retrograde)"), "{text}");
+    let out = fsscale().arg("analyze").arg("--csv").arg(&csv).args(["--format", "json"]).output().unwrap();
+    let series: Vec<SeriesAnalysis> = serde_json::from_slice(&out.stdout).unwrap();
+    let fit = series[0].fit.as_ref().unwrap();
+    assert_eq!(format!("{:.3e} {:.3e} {:.3e}", fit.lambda, fit.sigma, fit.kappa), "9.000e1 2.773e-2 1.044e-4");
+    assert_eq!(format!("{:.1}", fit.peak_workers.unwrap()), "96.5");
+
+    std::fs::write(&csv, "1,10\n2,x\n").unwrap();
+    let out = fsscale().arg("analyze").arg("--csv").arg(&csv).output().unwrap();
+    assert_one_line_error(&out, "specsdm91.csv line 2: expected two numbers (N and throughput), got \"2,x\"");
+    let out = fsscale().args(["analyze"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "needs results or --csv");
+    assert!(matches!(Verdict::Worse.words(), "worse"));
+}
