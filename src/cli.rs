@@ -20,7 +20,9 @@ use fsscale::workloads::{Share, Workload};
     long_about = "Measure how filesystem and VFS operations scale with CPU cores.\n\n\
         fsscale runs classic microbenchmarks (stat, open/close, creat/unlink, ...) over a sweep of \
         worker counts, as processes or threads, in private or shared directories, repeats every \
-        point, and records everything in versioned JSON.",
+        point, and records everything in versioned JSON. It then compares systems point by point with \
+        significance tests (`compare`), explains where scaling stops with a Universal Scalability Law \
+        fit (`analyze`), and includes a byte-compatible ministat (`ministat`).",
     after_help = "Quick start: `fsscale run` runs the default suite in the current directory; `fsscale list` shows every workload.",
     args_override_self = true
 )]

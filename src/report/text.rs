@@ -27,16 +27,27 @@ pub fn render_results(doc: &ResultsFile) -> String {
     }
     let mut out = String::new();
     let analyses = analyze_results(doc);
+    let mut unfitted = false;
     for (workload, points) in &by_workload {
         out.push_str(&format!("{workload}: {}\n", points[0].op));
         out.push_str(&workload_table(points, doc.settings.runs).render());
         for a in analyses.iter().filter(|a| a.workload == Some(*workload) && a.points.len() > 1) {
-            let (mode, share) = (a.mode.expect("from results"), a.share.expect("from results"));
-            out.push_str(&format!("  scaling {mode}/{share}: {}\n", verdict_line(a)));
+            // A refused fit is said once below, not under every table.
+            unfitted |= a.fit.is_none();
+            if a.fit.is_some() || a.collapse.is_some() {
+                let (mode, share) = (a.mode.expect("from results"), a.share.expect("from results"));
+                out.push_str(&format!("  scaling {mode}/{share}: {}\n", verdict_line(a)));
+            }
         }
         out.push('\n');
     }
     if !by_workload.is_empty() {
+        if unfitted {
+            out.push_str(
+                "scaling: a Universal Scalability Law fit needs at least 4 distinct worker counts; \
+                 run more (e.g. -j 1..8) for one (see fsscale analyze).\n",
+            );
+        }
         out.push_str(&format!(
             "ops/s: median of {} run{} of {} s each; sd: standard deviation of the runs' ops/s, relative to their mean;\n\
              efficiency: ops/s per worker against 1 worker of the same mode and share.\n",
@@ -172,12 +183,12 @@ open-close: openat(O_RDONLY) of a regular file, then close()
   workers  mode     share     ops/s    sd  ops/s/worker  efficiency
         1  process  private  384000  1.0%        384000      100.0%
         2  process  private  400000  0.6%        200000       52.1%
-  scaling process/private: no USL fit: needs at least 4 distinct worker counts to fit λ, σ and κ, got 2 (1, 2)
 
 creat-unlink: openat(O_CREAT|O_WRONLY|O_TRUNC) of a new file, close(), unlinkat() of it
   workers  mode     share   ops/s     sd  ops/s/worker  efficiency
         1  process  shared  13.00  10.9%         13.00      100.0%  (2 of 3 runs)
 
+scaling: a Universal Scalability Law fit needs at least 4 distinct worker counts; run more (e.g. -j 1..8) for one (see fsscale analyze).
 ops/s: median of 3 runs of 0.5 s each; sd: standard deviation of the runs' ops/s, relative to their mean;
 efficiency: ops/s per worker against 1 worker of the same mode and share.
 ";

@@ -226,6 +226,13 @@ fn documented_deviations_are_what_the_docs_say() {
     let out = fsscale().args(["ministat", "-w", "1", "a.txt"]).current_dir(dir.path()).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("cannot be drawn"), "{}", stderr(&out));
+    // Stddev where the reference's one-pass formula loses the 8th digit: exact
+    // rational arithmetic gives 0.7384606751872…, so 0.73846068 is right
+    // (the reference prints 0.73846067).
+    let values: Vec<String> = (0..69).map(|i| format!("{}", 1000.0 + (i % 7) as f64 * 0.37)).collect();
+    std::fs::write(dir.path().join("c.txt"), values.join("\n") + "\n").unwrap();
+    let out = fsscale().args(["ministat", "-n", "c.txt"]).current_dir(dir.path()).output().unwrap();
+    assert!(stdout(&out).ends_with("1001.0939    0.73846068\n"), "{}", stdout(&out));
     // -q drops names and header (the reference package predates -q).
     let out = fsscale().args(["ministat", "-q", "-n", "a.txt", "b.txt"]).current_dir(dir.path()).output().unwrap();
     assert_eq!(
@@ -233,4 +240,31 @@ fn documented_deviations_are_what_the_docs_say() {
         "x   5             1             5             3             3     1.5811388\n\
          +   6             2             7             5           4.5     1.8708287\n"
     );
+}
+
+#[test]
+fn t_table_matches_the_reference_for_every_reachable_df_and_level() {
+    // Each data set needs 3 points, so df = n1 + n2 − 2 runs from 4; above
+    // 100 the reference uses one row. A large difference makes it print
+    // e = t·s to 6 significant digits, which shows any t that differs.
+    if !reference_available() {
+        eprintln!("skipped: the reference ministat is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "0\n1\n2\n").unwrap();
+    let mut checked = 0;
+    for df in 4..=110usize {
+        // Values small against their spread, so the one-pass variance is exact enough to print alike.
+        let values: Vec<String> = (0..df - 1).map(|i| format!("{}", 10.0 + (i % 7) as f64 * 0.37)).collect();
+        std::fs::write(dir.path().join("b.txt"), values.join("\n") + "\n").unwrap();
+        for level in ["80", "90", "95", "98", "99"] {
+            let args: Vec<String> = ["-A", "-c", level, "a.txt", "b.txt"].iter().map(|s| s.to_string()).collect();
+            let (ours, theirs) = run_both(dir.path(), &args);
+            assert_eq!(stdout(&ours), stdout(&theirs), "df {df}, {level}%");
+            assert!(stdout(&theirs).contains("Difference at"), "df {df}");
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 107 * 5);
 }
