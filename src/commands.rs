@@ -4,7 +4,7 @@ use std::path::Path;
 
 use anyhow::{bail, Result};
 
-use crate::cli::{AnalyzeArgs, CompareArgs, Format};
+use crate::cli::{AnalyzeArgs, CompareArgs, Format, TreeArgs};
 use fsscale::analyze::{analyze_pairs, analyze_results};
 use fsscale::compare::{compare, regressions, CompareConfig};
 use fsscale::report::{render_analysis, render_comparisons, CompareFormat};
@@ -106,4 +106,26 @@ pub fn analyze_command(args: &AnalyzeArgs) -> Result<String> {
         Format::Json => serde_json::to_string_pretty(&series)? + "\n",
         _ => render_analysis(&series),
     })
+}
+
+/// `fsscale tree`: returns the summary line.
+pub fn tree_command(args: &TreeArgs) -> Result<String> {
+    let spec = fsscale::tree::TreeSpec { scale: args.scale, seed: args.seed };
+    spec.validate()?;
+    let (stats, target) = match (&args.dir, &args.tar) {
+        (Some(dir), _) => (fsscale::tree::write_dir(&spec, dir)?, dir),
+        (None, Some(tar)) => (fsscale::tree::write_tar_file(&spec, tar)?, tar),
+        (None, None) => unreachable!("clap requires --dir or --tar"),
+    };
+    Ok(format!(
+        "{}: {} files, {} directories, {} symlinks, {} hard links, {:.1} MB of file data (scale {}, seed {})\n",
+        target.display(),
+        stats.files,
+        stats.dirs,
+        stats.symlinks,
+        stats.hardlinks,
+        stats.bytes as f64 / 1e6,
+        args.scale,
+        args.seed
+    ))
 }

@@ -6,6 +6,7 @@
 //! renders the returned [`results::ResultsFile`] with [`report`].
 
 pub mod analyze;
+pub mod archive;
 pub mod compare;
 pub mod ministat;
 pub mod plan;
@@ -15,4 +16,5 @@ pub mod runner;
 pub mod scratch;
 pub mod stats;
 pub mod sys;
+pub mod tree;
 pub mod workloads;

@@ -45,6 +45,7 @@ fn run(command: cli::Command, argv: Vec<String>) -> anyhow::Result<()> {
             regressed.map_or(Ok(()), |r| Err(r.into()))
         }
         cli::Command::Analyze(args) => print(&commands::analyze_command(&args)?),
+        cli::Command::Tree(args) => print(&commands::tree_command(&args)?),
         cli::Command::Run(args) => {
             let config = (*args).into_config(argv)?;
             let mut progress = terminal::TerminalProgress::new();

@@ -1,0 +1,442 @@
+//! A streaming tar extractor that cannot write outside its directory.
+//!
+//! Formats: POSIX ustar (with prefix), pax extended headers (`path`,
+//! `linkpath`, `size`, `mtime`), GNU long names and long link names, GNU
+//! base-256 sizes. Entry types: files, directories, symbolic links, hard
+//! links. Device nodes and FIFOs are refused.
+//!
+//! Safety: every path is checked lexically (no absolute paths, no `..`),
+//! symbolic-link targets must stay inside the tree as seen from the link,
+//! hard-link targets are archive paths checked the same way, and every
+//! directory on the way to an entry is opened with `O_NOFOLLOW`, so a
+//! symbolic link planted by the archive itself is never written through.
+//! Setuid and setgid bits are dropped; files are owned by whoever extracts.
+//!
+//! Speed: directories stay open on a stack that follows the archive's
+//! order, so each entry is created with one `openat` relative to its
+//! parent instead of a walk from the top.
+
+mod input;
+
+use std::ffi::CString;
+use std::io::Read;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+use anyhow::{anyhow, bail, Result};
+
+use crate::sys::{self, Errno};
+use input::Input;
+
+/// What one extraction created.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ExtractStats {
+    pub files: u64,
+    pub dirs: u64,
+    pub symlinks: u64,
+    pub hardlinks: u64,
+    /// Bytes of file content written.
+    pub bytes: u64,
+}
+
+impl ExtractStats {
+    pub fn entries(&self) -> u64 {
+        self.files + self.dirs + self.symlinks + self.hardlinks
+    }
+}
+
+const BLOCK: usize = 512;
+
+/// Per-entry overrides from pax headers and GNU long-name entries.
+#[derive(Default)]
+struct Pending {
+    path: Option<String>,
+    link: Option<String>,
+    size: Option<u64>,
+    mtime: Option<i64>,
+}
+
+/// Extracts the archive read from `input` into the directory `root`.
+/// `stop` is asked before every entry (to abandon the work early);
+/// `progress` is told the number of entries created so far.
+pub fn extract(
+    input: &mut dyn Read,
+    root: RawFd,
+    stop: &dyn Fn() -> bool,
+    progress: &dyn Fn(u64),
+) -> Result<ExtractStats> {
+    let mut input = Input::new(input);
+    let mut dirs = DirStack::new(root);
+    let mut stats = ExtractStats::default();
+    let mut pending = Pending::default();
+    let mut dir_fixups: Vec<(Vec<String>, u32, i64)> = Vec::new();
+    let mut header = [0u8; BLOCK];
+    loop {
+        if stop() {
+            bail!("stopped");
+        }
+        let offset = input.offset();
+        if !input.read_block(&mut header)? {
+            break; // end of file at a block boundary: accept, as GNU tar does
+        }
+        if header.iter().all(|&b| b == 0) {
+            break;
+        }
+        verify_checksum(&header, offset)?;
+        let typeflag = header[156];
+        let size = pending.size.take().map(Ok).unwrap_or_else(|| parse_size(&header[124..136], offset))?;
+        let name = pending.path.take().unwrap_or_else(|| header_name(&header));
+        let at = |what: String| anyhow!("entry \"{name}\" at byte offset {offset}: {what}");
+        match typeflag {
+            b'x' | b'g' | b'L' | b'K' => {
+                let data = input.read_data(size, offset, &name)?;
+                match typeflag {
+                    b'x' => parse_pax(&data, &mut pending).map_err(at)?,
+                    b'L' => pending.path = Some(c_string(&data)),
+                    b'K' => pending.link = Some(c_string(&data)),
+                    _ => {} // global pax headers hold nothing fsscale needs
+                }
+                continue;
+            }
+            _ => {}
+        }
+        let mode = parse_octal(&header[100..108]).unwrap_or(0o644) as u32 & 0o1777;
+        let mtime = pending.mtime.take().unwrap_or_else(|| parse_octal(&header[136..148]).unwrap_or(0) as i64);
+        let link = pending.link.take().unwrap_or_else(|| field(&header[157..257]));
+        let parts = components(&name).map_err(at)?;
+        let Some((leaf, parents)) = parts.split_last() else {
+            // "./": the extraction directory itself.
+            input.skip_data(size, offset, &name)?;
+            continue;
+        };
+        let parent = dirs.open(parents).map_err(&at)?;
+        let leaf_c = sys::cname(leaf);
+        match typeflag {
+            b'0' | 0 | b'7' => {
+                let fd = create_file(parent, &leaf_c, mode)
+                    .map_err(|e| at(format!("creating file: {}", sys::errno_text(e))))?;
+                // SAFETY: fresh fd, owned here.
+                let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+                input.copy_data(size, fd.as_raw_fd(), offset, &name)?;
+                set_mtime_fd(fd.as_raw_fd(), mtime);
+                stats.files += 1;
+                stats.bytes += size;
+            }
+            b'5' => {
+                input.skip_data(size, offset, &name)?;
+                match sys::mkdirat(parent, &leaf_c, 0o700) {
+                    Ok(()) | Err(libc::EEXIST) => {}
+                    Err(e) => return Err(at(format!("creating directory: {}", sys::errno_text(e)))),
+                }
+                dir_fixups.push((parts.iter().map(|c| c.to_string()).collect(), mode, mtime));
+                stats.dirs += 1;
+            }
+            b'2' => {
+                input.skip_data(size, offset, &name)?;
+                check_symlink_target(parents.len(), &link).map_err(at)?;
+                let target = CString::new(link.as_str()).map_err(|_| at("link target holds a NUL byte".into()))?;
+                replace(parent, &leaf_c, |p, n| {
+                    // SAFETY: valid C strings and directory fd.
+                    let r = unsafe { libc::symlinkat(target.as_ptr(), p, n.as_ptr()) };
+                    if r < 0 {
+                        Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO))
+                    } else {
+                        Ok(())
+                    }
+                })
+                .map_err(|e| at(format!("creating symbolic link: {}", sys::errno_text(e))))?;
+                set_mtime_at(parent, &leaf_c, mtime);
+                stats.symlinks += 1;
+            }
+            b'1' => {
+                input.skip_data(size, offset, &name)?;
+                let target = components(&link).map_err(|why| at(format!("hard link to \"{link}\": {why}")))?;
+                let Some((target_leaf, target_parents)) = target.split_last() else {
+                    return Err(at("hard link to the extraction directory itself".into()));
+                };
+                let target_dir =
+                    open_path(dirs.root, target_parents).map_err(|e| at(format!("hard link to \"{link}\": {e}")))?;
+                let target_c = sys::cname(target_leaf);
+                let parent = dirs.open(parents).map_err(&at)?;
+                replace(parent, &leaf_c, |p, n| {
+                    // SAFETY: valid C strings and directory fds; flags 0 never follows a symlink target.
+                    let r = unsafe { libc::linkat(target_dir.as_raw_fd(), target_c.as_ptr(), p, n.as_ptr(), 0) };
+                    if r < 0 {
+                        Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO))
+                    } else {
+                        Ok(())
+                    }
+                })
+                .map_err(|e| at(format!("creating hard link to \"{link}\": {}", sys::errno_text(e))))?;
+                stats.hardlinks += 1;
+            }
+            other => {
+                return Err(at(format!(
+                    "unsupported entry type '{}' (devices and FIFOs are not extracted)",
+                    char::from(other).escape_default()
+                )))
+            }
+        }
+        progress(stats.entries());
+    }
+    // Directories last, deepest first: their contents are written, so modes
+    // like 0555 and the archive's mtimes can now be applied.
+    for (path, mode, mtime) in dir_fixups.into_iter().rev() {
+        let parts: Vec<&str> = path.iter().map(String::as_str).collect();
+        if let Ok(fd) = open_path(dirs.root, &parts) {
+            // SAFETY: plain syscalls on a directory fd we own.
+            unsafe { libc::fchmod(fd.as_raw_fd(), mode as libc::mode_t) };
+            set_mtime_fd(fd.as_raw_fd(), mtime);
+        }
+    }
+    Ok(stats)
+}
+
+/// Open directories from the root to the current entry's parent.
+struct DirStack {
+    root: RawFd,
+    stack: Vec<(String, OwnedFd)>,
+}
+
+impl DirStack {
+    fn new(root: RawFd) -> DirStack {
+        DirStack { root, stack: Vec::new() }
+    }
+
+    /// The directory `parents` (made if missing), never through a symbolic link.
+    fn open(&mut self, parents: &[&str]) -> Result<RawFd, String> {
+        let common = self.stack.iter().zip(parents).take_while(|(open, want)| open.0 == **want).count();
+        self.stack.truncate(common);
+        for component in &parents[common..] {
+            let at = self.stack.last().map_or(self.root, |d| d.1.as_raw_fd());
+            let fd = open_dir(at, component).map_err(|e| {
+                let path: Vec<&str> = self.stack.iter().map(|d| d.0.as_str()).chain([*component]).collect();
+                format!("directory \"{}\": {e}", path.join("/"))
+            })?;
+            self.stack.push((component.to_string(), fd));
+        }
+        Ok(self.stack.last().map_or(self.root, |d| d.1.as_raw_fd()))
+    }
+}
+
+/// Opens (making if missing) directory `name` under `at`, refusing symbolic links.
+fn open_dir(at: RawFd, name: &str) -> Result<OwnedFd, String> {
+    let c = sys::cname(name);
+    let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW;
+    let fd = match sys::openat(at, &c, flags, 0) {
+        Ok(fd) => fd,
+        Err(libc::ENOENT) => {
+            sys::mkdirat(at, &c, 0o755).map_err(sys::errno_text)?;
+            sys::openat(at, &c, flags, 0).map_err(sys::errno_text)?
+        }
+        Err(libc::ELOOP) | Err(libc::ENOTDIR) => {
+            return Err("is a symbolic link or not a directory; refusing to write through it".into())
+        }
+        Err(e) => return Err(sys::errno_text(e)),
+    };
+    // SAFETY: fresh fd, owned by the result.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Opens an existing path under `root` without following symbolic links.
+fn open_path(root: RawFd, parts: &[&str]) -> Result<OwnedFd, String> {
+    let mut current: Option<OwnedFd> = None;
+    for part in parts {
+        let at = current.as_ref().map_or(root, |f| f.as_raw_fd());
+        let fd = sys::openat(at, &sys::cname(part), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW, 0)
+            .map_err(|e| format!("\"{part}\": {}", sys::errno_text(e)))?;
+        // SAFETY: fresh fd, owned here.
+        current = Some(unsafe { OwnedFd::from_raw_fd(fd) });
+    }
+    match current {
+        Some(fd) => Ok(fd),
+        None => {
+            // The root itself: a second descriptor of it.
+            let fd = sys::dup(root).map_err(sys::errno_text)?;
+            // SAFETY: fresh fd.
+            Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+        }
+    }
+}
+
+fn create_file(parent: RawFd, name: &CString, mode: u32) -> Result<RawFd, Errno> {
+    let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW;
+    let create = || sys::openat(parent, name, flags, (mode & 0o777) as libc::mode_t);
+    let fd = match create() {
+        // An earlier entry of the same name is replaced, as tar does.
+        Err(libc::EEXIST) => {
+            sys::unlinkat(parent, name, 0)?;
+            create()?
+        }
+        other => other?,
+    };
+    if mode & 0o1777 != (mode & 0o777) & !umask() {
+        // SAFETY: plain syscall on the fd just created.
+        unsafe { libc::fchmod(fd, mode as libc::mode_t) };
+    }
+    Ok(fd)
+}
+
+fn umask() -> u32 {
+    use std::sync::OnceLock;
+    static MASK: OnceLock<u32> = OnceLock::new();
+    *MASK.get_or_init(|| {
+        // SAFETY: umask is read by setting and restoring it, once, before any worker starts.
+        let old = unsafe { libc::umask(0o022) };
+        // SAFETY: as above.
+        unsafe { libc::umask(old) };
+        old as u32
+    })
+}
+
+/// Creates with `make`, replacing an existing non-directory entry once.
+fn replace(parent: RawFd, name: &CString, make: impl Fn(RawFd, &CString) -> Result<(), Errno>) -> Result<(), Errno> {
+    match make(parent, name) {
+        Err(libc::EEXIST) => {
+            sys::unlinkat(parent, name, 0)?;
+            make(parent, name)
+        }
+        other => other,
+    }
+}
+
+fn times(mtime: i64) -> [libc::timespec; 2] {
+    [libc::timespec { tv_sec: 0, tv_nsec: libc::UTIME_OMIT }, libc::timespec { tv_sec: mtime, tv_nsec: 0 }]
+}
+
+fn set_mtime_fd(fd: RawFd, mtime: i64) {
+    // SAFETY: valid fd and timespec array.
+    unsafe { libc::futimens(fd, times(mtime).as_ptr()) };
+}
+
+fn set_mtime_at(parent: RawFd, name: &CString, mtime: i64) {
+    // SAFETY: valid fd, C string and timespec array.
+    unsafe { libc::utimensat(parent, name.as_ptr(), times(mtime).as_ptr(), libc::AT_SYMLINK_NOFOLLOW) };
+}
+
+/// The checked components of an archive path; empty for the root itself.
+fn components(path: &str) -> Result<Vec<&str>, String> {
+    if path.starts_with('/') {
+        return Err("refusing an absolute path".into());
+    }
+    let mut parts = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => return Err("refusing a path with a \"..\" component".into()),
+            p if p.contains('\0') => return Err("refusing a path with a NUL byte".into()),
+            p => parts.push(p),
+        }
+    }
+    Ok(parts)
+}
+
+/// A link at depth `depth` (components of its directory below the root)
+/// may point anywhere that stays at depth ≥ 0 at every step.
+fn check_symlink_target(depth: usize, target: &str) -> Result<(), String> {
+    if target.starts_with('/') {
+        return Err(format!("refusing symbolic link to \"{target}\": absolute target"));
+    }
+    let mut level = depth as i64;
+    for part in target.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                level -= 1;
+                if level < 0 {
+                    return Err(format!(
+                        "refusing symbolic link to \"{target}\": it leads outside the extraction directory"
+                    ));
+                }
+            }
+            _ => level += 1,
+        }
+    }
+    Ok(())
+}
+
+fn verify_checksum(header: &[u8; BLOCK], offset: u64) -> Result<()> {
+    let stored = parse_octal(&header[148..156]);
+    let unsigned: u64 =
+        header.iter().enumerate().map(|(i, &b)| if (148..156).contains(&i) { 32 } else { u64::from(b) }).sum();
+    let signed: i64 =
+        header.iter().enumerate().map(|(i, &b)| if (148..156).contains(&i) { 32 } else { i64::from(b as i8) }).sum();
+    match stored {
+        Some(s) if s == unsigned || s as i64 == signed => Ok(()),
+        _ => bail!("corrupt tarball: bad header checksum at byte offset {offset} (not a tar header)"),
+    }
+}
+
+/// Octal digits, after optional leading spaces, up to a space or NUL.
+fn parse_octal(field: &[u8]) -> Option<u64> {
+    let trimmed: Vec<u8> =
+        field.iter().copied().skip_while(|&b| b == b' ' || b == 0).take_while(|&b| b != b' ' && b != 0).collect();
+    if trimmed.is_empty() {
+        return Some(0);
+    }
+    let text = std::str::from_utf8(&trimmed).ok()?;
+    u64::from_str_radix(text, 8).ok()
+}
+
+fn parse_size(field: &[u8], offset: u64) -> Result<u64> {
+    if field[0] & 0x80 != 0 {
+        // GNU base-256: big-endian, the top bit of the first byte is the marker.
+        let mut value: u64 = u64::from(field[0] & 0x7f);
+        for &b in &field[1..] {
+            value = value
+                .checked_mul(256)
+                .and_then(|v| v.checked_add(u64::from(b)))
+                .ok_or_else(|| anyhow!("corrupt tarball: entry size too large at byte offset {offset}"))?;
+        }
+        return Ok(value);
+    }
+    parse_octal(field).ok_or_else(|| anyhow!("corrupt tarball: bad size field at byte offset {offset}"))
+}
+
+fn field(bytes: &[u8]) -> String {
+    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+    String::from_utf8_lossy(&bytes[..end]).into_owned()
+}
+
+fn c_string(data: &[u8]) -> String {
+    field(data)
+}
+
+/// The entry name: ustar's prefix/name, or the name alone (GNU and v7).
+fn header_name(header: &[u8; BLOCK]) -> String {
+    let name = field(&header[0..100]);
+    if &header[257..263] == b"ustar\0" {
+        let prefix = field(&header[345..500]);
+        if !prefix.is_empty() {
+            return format!("{prefix}/{name}");
+        }
+    }
+    name
+}
+
+fn parse_pax(data: &[u8], pending: &mut Pending) -> Result<(), String> {
+    let mut rest = data;
+    while !rest.is_empty() && rest[0] != 0 {
+        let space = rest.iter().position(|&b| b == b' ').ok_or("malformed pax record (no length)")?;
+        let len: usize = std::str::from_utf8(&rest[..space])
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .filter(|&l| l > space && l <= rest.len())
+            .ok_or("malformed pax record length")?;
+        let record = &rest[space + 1..len];
+        let record = record.strip_suffix(b"\n").unwrap_or(record);
+        let eq = record.iter().position(|&b| b == b'=').ok_or("malformed pax record (no '=')")?;
+        let (key, value) = (&record[..eq], String::from_utf8_lossy(&record[eq + 1..]).into_owned());
+        match key {
+            b"path" => pending.path = Some(value),
+            b"linkpath" => pending.link = Some(value),
+            b"size" => pending.size = Some(value.parse().map_err(|_| "malformed pax size")?),
+            b"mtime" => pending.mtime = value.split('.').next().and_then(|s| s.parse().ok()),
+            _ => {}
+        }
+        rest = &rest[len..];
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,186 @@
+use std::collections::BTreeMap;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::Path;
+
+use super::*;
+use crate::tree::{fill_content, write_entry_header, write_tar, EntryKind, TreeSpec};
+
+fn extract_bytes(tar: &[u8], dir: &Path) -> Result<ExtractStats> {
+    let root = std::fs::File::open(dir).unwrap();
+    extract(&mut &tar[..], root.as_raw_fd(), &|| false, &|_| {})
+}
+
+/// A tar archive of hand-made entries: (name, typeflag, link, data).
+fn craft(entries: &[(&str, u8, &str, &[u8])]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (name, typeflag, link, data) in entries {
+        write_entry_header(&mut out, name, 0o644, data.len() as u64, 1_600_000_000, *typeflag, link).unwrap();
+        out.extend_from_slice(data);
+        out.resize(out.len().div_ceil(512) * 512, 0);
+    }
+    out.extend_from_slice(&[0u8; 1024]);
+    out
+}
+
+/// Every path below `dir` with its type, size, mode, link target.
+fn listing(dir: &Path) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    fn walk(base: &Path, dir: &Path, out: &mut BTreeMap<String, String>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let entry = entry.unwrap();
+            let path = entry.path();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            let rel = path.strip_prefix(base).unwrap().display().to_string();
+            let desc = if meta.file_type().is_symlink() {
+                format!("link -> {}", std::fs::read_link(&path).unwrap().display())
+            } else if meta.is_dir() {
+                walk(base, &path, out);
+                format!("dir {:o}", meta.permissions().mode() & 0o7777)
+            } else {
+                format!("file {} {:o} {}", meta.len(), meta.permissions().mode() & 0o7777, meta.mtime())
+            };
+            out.insert(rel, desc);
+        }
+    }
+    walk(dir, dir, &mut out);
+    out
+}
+
+#[test]
+fn extracts_exactly_what_the_generator_made() {
+    let spec = TreeSpec { scale: 0.003, seed: 11 };
+    let mut tar = Vec::new();
+    let made = write_tar(&spec, &mut tar).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let got = extract_bytes(&tar, dir.path()).unwrap();
+    assert_eq!(
+        (got.files, got.dirs, got.symlinks, got.hardlinks, got.bytes),
+        (made.files, made.dirs, made.symlinks, made.hardlinks, made.bytes)
+    );
+    for entry in spec.entries() {
+        let path = dir.path().join(&entry.path);
+        let meta = std::fs::symlink_metadata(&path).unwrap();
+        match entry.kind {
+            EntryKind::Dir => {
+                assert!(meta.is_dir());
+                assert_eq!(meta.permissions().mode() & 0o777, entry.mode);
+                assert_eq!(meta.mtime(), entry.mtime, "{}", entry.path);
+            }
+            EntryKind::File { size, content_seed } => {
+                assert_eq!(meta.len(), size, "{}", entry.path);
+                assert_eq!(meta.permissions().mode() & 0o777, entry.mode, "{}", entry.path);
+                assert_eq!(meta.mtime(), entry.mtime);
+                let mut expected = vec![0u8; size as usize];
+                fill_content(content_seed, 0, &mut expected);
+                assert!(std::fs::read(&path).unwrap() == expected, "content of {}", entry.path);
+            }
+            EntryKind::Symlink { target } => {
+                assert_eq!(std::fs::read_link(&path).unwrap().display().to_string(), target);
+            }
+            EntryKind::HardLink { target } => {
+                assert_eq!(meta.ino(), std::fs::metadata(dir.path().join(target)).unwrap().ino());
+            }
+        }
+    }
+}
+
+#[test]
+fn agrees_with_gnu_tar() {
+    let spec = TreeSpec { scale: 0.002, seed: 5 };
+    let mut tar = Vec::new();
+    write_tar(&spec, &mut tar).unwrap();
+    let ours = tempfile::tempdir().unwrap();
+    extract_bytes(&tar, ours.path()).unwrap();
+    let theirs = tempfile::tempdir().unwrap();
+    let file = theirs.path().join("t.tar");
+    std::fs::write(&file, &tar).unwrap();
+    let out_dir = theirs.path().join("x");
+    std::fs::create_dir(&out_dir).unwrap();
+    let status = std::process::Command::new("tar").arg("xf").arg(&file).arg("-C").arg(&out_dir).status().unwrap();
+    assert!(status.success());
+    assert_eq!(listing(ours.path()), listing(&out_dir));
+}
+
+fn refused(tar: &[u8], needle: &str) {
+    let outer = tempfile::tempdir().unwrap();
+    let dir = outer.path().join("x");
+    std::fs::create_dir(&dir).unwrap();
+    let err = format!("{:#}", extract_bytes(tar, &dir).unwrap_err());
+    assert!(err.contains(needle), "{err}");
+    // Nothing appeared beside the extraction directory.
+    let beside: Vec<_> = std::fs::read_dir(outer.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(beside, ["x"]);
+}
+
+#[test]
+fn refuses_paths_that_leave_the_directory() {
+    refused(
+        &craft(&[("/tmp/fsscale-evil", b'0', "", b"x")]),
+        "entry \"/tmp/fsscale-evil\" at byte offset 0: refusing an absolute path",
+    );
+    refused(
+        &craft(&[("ok", b'0', "", b"x"), ("a/../../evil", b'0', "", b"x")]),
+        "entry \"a/../../evil\" at byte offset 1024: refusing a path with a \"..\" component",
+    );
+    refused(
+        &craft(&[("link", b'2', "../evil", b"")]),
+        "refusing symbolic link to \"../evil\": it leads outside the extraction directory",
+    );
+    refused(&craft(&[("d/link", b'2', "/etc", b"")]), "refusing symbolic link to \"/etc\": absolute target");
+    refused(
+        &craft(&[("hl", b'1', "../outside", b"")]),
+        "hard link to \"../outside\": refusing a path with a \"..\" component",
+    );
+    refused(&craft(&[("hl", b'1', "/etc/passwd", b"")]), "hard link to \"/etc/passwd\": refusing an absolute path");
+}
+
+#[test]
+fn never_writes_through_a_symlink_from_the_archive() {
+    // "d/up" -> ".." stays inside, but "d/up/x" must not be written through it,
+    // and neither may "esc/x" through a link pointing at an outside directory.
+    let tar = craft(&[("d/", b'5', "", b""), ("d/up", b'2', "..", b""), ("d/up/x", b'0', "", b"data")]);
+    refused(&tar, "directory \"d/up\": is a symbolic link or not a directory; refusing to write through it");
+}
+
+#[test]
+fn reports_truncation_and_corruption_with_offsets() {
+    let tar = craft(&[("a", b'0', "", &[7u8; 2000]), ("b", b'0', "", b"x")]);
+    refused(&tar[..1100], "truncated tarball: it ends at byte offset 1100 inside entry \"a\" (header at byte offset 0, 1412 bytes of data missing)");
+    refused(&tar[..2800], "truncated tarball: it ends at byte offset 2800 inside a header");
+    let mut bad = tar.clone();
+    bad[2560 + 10] ^= 0x55; // inside b's header
+    refused(&bad, "corrupt tarball: bad header checksum at byte offset 2560");
+    refused(&craft(&[("null", b'3', "", b"")]), "unsupported entry type '3'");
+}
+
+#[test]
+fn reads_long_names_from_pax_and_gnu_headers() {
+    let deep = format!("{}/{}", "d".repeat(200), "f".repeat(150));
+    let mut tar = craft(&[(deep.as_str(), b'0', "", b"pax")]);
+    tar.truncate(tar.len() - 1024);
+    // A GNU long name ('L') entry followed by the entry it names.
+    let gnu = format!("{}/{}", "g".repeat(120), "h".repeat(120));
+    let mut name_data = gnu.clone().into_bytes();
+    name_data.push(0);
+    write_entry_header(&mut tar, "././@LongLink", 0o644, name_data.len() as u64, 0, b'L', "").unwrap();
+    tar.extend_from_slice(&name_data);
+    tar.resize(tar.len().div_ceil(512) * 512, 0);
+    write_entry_header(&mut tar, "short", 0o644, 3, 0, b'0', "").unwrap();
+    tar.extend_from_slice(b"gnu");
+    tar.resize(tar.len().div_ceil(512) * 512, 0);
+    tar.extend_from_slice(&[0u8; 1024]);
+    let dir = tempfile::tempdir().unwrap();
+    extract_bytes(&tar, dir.path()).unwrap();
+    assert_eq!(std::fs::read(dir.path().join(&deep)).unwrap(), b"pax");
+    assert_eq!(std::fs::read(dir.path().join(&gnu)).unwrap(), b"gnu");
+}
+
+#[test]
+fn can_be_stopped_between_entries() {
+    let tar = craft(&[("a", b'0', "", b"1"), ("b", b'0', "", b"2")]);
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::File::open(dir.path()).unwrap();
+    let err = extract(&mut &tar[..], root.as_raw_fd(), &|| true, &|_| {}).unwrap_err();
+    assert_eq!(err.to_string(), "stopped");
+}
