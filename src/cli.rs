@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 use clap::{Args, Parser, Subcommand};
 
-use fsscale::plan::{self, Mode, RunConfig};
+use fsscale::plan::{self, MacroOptions, Mode, RunConfig};
 use fsscale::results::rfc3339;
 use fsscale::stats::hypothesis::TestKind;
 use fsscale::sys;
@@ -70,9 +70,9 @@ pub struct RunArgs {
     #[arg(long, value_name = "MODE", value_delimiter = ',', default_value = "process", value_parser = parse_mode)]
     pub mode: Vec<Mode>,
 
-    /// Sharing levels: private (own directory and files), shared (one directory or file, own entries or offsets), same (the very same entry).
-    #[arg(long, value_name = "LEVEL", value_delimiter = ',', default_value = "private,shared", value_parser = parse_share)]
-    pub share: Vec<Share>,
+    /// Sharing levels: private (own directory and files), shared (one directory or file, own entries or offsets), same (the very same entry). Default: private,shared where the workload allows them.
+    #[arg(long, value_name = "LEVEL", value_delimiter = ',', value_parser = parse_share)]
+    pub share: Option<Vec<Share>>,
 
     /// Bind worker i to the i-th CPU this process may use (CPU i mod online CPUs without taskset); recorded in the results.
     #[arg(long)]
@@ -93,6 +93,22 @@ pub struct RunArgs {
     /// Interval of the ops time series: `auto` (1 s for windows of 10 s or more, else a tenth of the window) or a time.
     #[arg(long, value_name = "TIME", default_value = "auto")]
     pub sample_interval: String,
+
+    /// untar: size of the generated tree (1 = about 94,000 files, 265 MB); the tarball is made once and cached.
+    #[arg(long, default_value_t = 0.01)]
+    pub scale: f64,
+
+    /// untar: seed of the generated tree.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+
+    /// untar: extract this tarball instead of the generated one (read only).
+    #[arg(long, value_name = "FILE")]
+    pub tarball: Option<PathBuf>,
+
+    /// untar: extract with this command instead of the built-in extractor, run by sh per worker; {tarball}, {dir}, {worker} and {workers} are replaced (e.g. 'tar xf {tarball} -C {dir}').
+    #[arg(long, value_name = "CMD")]
+    pub extract_cmd: Option<String>,
 
     /// Results JSON file (default: fsscale-results/<timestamp>.json in the current directory). Rewritten after every run.
     #[arg(short, long, value_name = "FILE")]
@@ -253,7 +269,17 @@ impl RunArgs {
             dir: self.dir,
             workloads,
             modes: dedup(self.mode),
-            shares: dedup(self.share),
+            shares: dedup(self.share.clone().unwrap_or_else(|| vec![Share::Private, Share::Shared])),
+            strict_shares: self.share.is_some()
+                && !self.workloads.is_empty()
+                && !self.workloads.iter().any(|w| matches!(w, WorkloadArg::All)),
+            macro_options: MacroOptions {
+                scale: self.scale,
+                seed: self.seed,
+                tarball: self.tarball.clone(),
+                extract_cmd: self.extract_cmd.clone(),
+                cache_dir: cache_dir(),
+            },
             workers,
             pin: self.pin,
             duration: self.duration,
@@ -264,6 +290,16 @@ impl RunArgs {
             command_line: argv,
         })
     }
+}
+
+/// Where generated tarballs are cached: $FSSCALE_CACHE_DIR, else
+/// $XDG_CACHE_HOME/fsscale, else ~/.cache/fsscale.
+fn cache_dir() -> PathBuf {
+    let from = |var: &str| std::env::var_os(var).filter(|v| !v.is_empty()).map(PathBuf::from);
+    from("FSSCALE_CACHE_DIR")
+        .or_else(|| from("XDG_CACHE_HOME").map(|d| d.join("fsscale")))
+        .or_else(|| from("HOME").map(|d| d.join(".cache").join("fsscale")))
+        .unwrap_or_else(|| std::env::temp_dir().join("fsscale-cache"))
 }
 
 fn dedup<T: PartialEq + Copy>(items: Vec<T>) -> Vec<T> {

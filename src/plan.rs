@@ -39,13 +39,32 @@ impl fmt::Display for Mode {
     }
 }
 
+/// Settings of the fixed-work (macro) workloads.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MacroOptions {
+    /// Size of the generated tree (1 = about 94,000 files).
+    pub scale: f64,
+    pub seed: u64,
+    /// A tarball to use instead of the generated one.
+    pub tarball: Option<PathBuf>,
+    /// An extraction command instead of the built-in extractor.
+    pub extract_cmd: Option<String>,
+    /// Where generated tarballs are kept between runs.
+    pub cache_dir: PathBuf,
+}
+
 /// Everything `fsscale run` needs, free of any command-line types.
 #[derive(Debug, Clone)]
 pub struct RunConfig {
     pub dir: PathBuf,
     pub workloads: Vec<Workload>,
     pub modes: Vec<Mode>,
+    /// Sharing levels; each workload runs at those of these it supports.
     pub shares: Vec<Share>,
+    /// Refuse a workload/share combination that cannot run, rather than skip
+    /// it (the user named both the workloads and the sharing levels).
+    pub strict_shares: bool,
+    pub macro_options: MacroOptions,
     pub workers: Vec<usize>,
     pub pin: bool,
     pub duration: Duration,
@@ -77,11 +96,35 @@ impl RunConfig {
         for workload in &self.workloads {
             for share in &self.shares {
                 if let Err(message) = workload.check_share(*share) {
-                    bail!(message);
+                    if self.strict_shares || self.shares_for(*workload).is_empty() {
+                        bail!(message);
+                    }
                 }
             }
         }
+        let m = &self.macro_options;
+        if !(m.scale > 0.0 && m.scale <= 1000.0) {
+            bail!("--scale {} is out of range; use a factor between 0.0001 and 1000 (1 = about 94,000 files)", m.scale);
+        }
+        if let Some(tarball) = &m.tarball {
+            if !tarball.is_file() {
+                bail!("--tarball {} is not a readable file", tarball.display());
+            }
+        }
+        if let Some(cmd) = &m.extract_cmd {
+            if !cmd.contains("{dir}") {
+                bail!(
+                    "--extract-cmd must contain {{dir}} (the worker's directory), e.g. 'tar xf {{tarball}} -C {{dir}}'"
+                );
+            }
+        }
         Ok(())
+    }
+
+    /// The sharing levels `workload` runs at.
+    pub fn shares_for(&self, workload: Workload) -> Vec<Share> {
+        let supported = workload.supported_shares();
+        self.shares.iter().copied().filter(|s| supported.contains(s)).collect()
     }
 
     /// Points in run order: workload, then mode, then sharing level, then worker count.
@@ -89,7 +132,7 @@ impl RunConfig {
         let mut points = Vec::new();
         for &workload in &self.workloads {
             for &mode in &self.modes {
-                for &share in &self.shares {
+                for share in self.shares_for(workload) {
                     for &workers in &self.workers {
                         points.push(PointSpec { workload, mode, share, workers });
                     }
@@ -249,6 +292,14 @@ mod tests {
             workloads: vec![Workload::Stat, Workload::Read],
             modes: vec![Mode::Process, Mode::Thread],
             shares: vec![Share::Private],
+            strict_shares: true,
+            macro_options: MacroOptions {
+                scale: 0.01,
+                seed: 1,
+                tarball: None,
+                extract_cmd: None,
+                cache_dir: PathBuf::from("/tmp"),
+            },
             workers: vec![1, 2],
             pin: false,
             duration: Duration::from_secs(1),

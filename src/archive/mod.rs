@@ -191,6 +191,40 @@ pub fn extract(
     Ok(stats)
 }
 
+/// Counts what an archive holds without extracting it (and so reads it
+/// once, which also brings it into the page cache).
+pub fn scan(input: &mut dyn Read) -> Result<ExtractStats> {
+    let mut input = Input::new(input);
+    let mut stats = ExtractStats::default();
+    let mut pending = Pending::default();
+    let mut header = [0u8; BLOCK];
+    loop {
+        let offset = input.offset();
+        if !input.read_block(&mut header)? || header.iter().all(|&b| b == 0) {
+            return Ok(stats);
+        }
+        verify_checksum(&header, offset)?;
+        let size = pending.size.take().map(Ok).unwrap_or_else(|| parse_size(&header[124..136], offset))?;
+        let name = pending.path.take().unwrap_or_else(|| header_name(&header));
+        match header[156] {
+            b'x' => {
+                let data = input.read_data(size, offset, &name)?;
+                parse_pax(&data, &mut pending).map_err(|e| anyhow!("entry \"{name}\" at byte offset {offset}: {e}"))?;
+                continue;
+            }
+            b'0' | 0 | b'7' => {
+                stats.files += 1;
+                stats.bytes += size;
+            }
+            b'5' => stats.dirs += 1,
+            b'2' => stats.symlinks += 1,
+            b'1' => stats.hardlinks += 1,
+            _ => {}
+        }
+        input.skip_data(size, offset, &name)?;
+    }
+}
+
 /// Open directories from the root to the current entry's parent.
 struct DirStack {
     root: RawFd,

@@ -54,6 +54,7 @@ fn extracts_exactly_what_the_generator_made() {
     let made = write_tar(&spec, &mut tar).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let got = extract_bytes(&tar, dir.path()).unwrap();
+    assert_eq!(scan(&mut &tar[..]).unwrap(), got, "scan counts what extraction creates");
     assert_eq!(
         (got.files, got.dirs, got.symlinks, got.hardlinks, got.bytes),
         (made.files, made.dirs, made.symlinks, made.hardlinks, made.bytes)

@@ -205,7 +205,14 @@ mod tests {
             error: None,
             host: Host::default(),
             target: Target::default(),
-            settings: Settings { duration_s: 1.0, warmup_s: 0.0, runs: 5, sample_interval_s: 1.0, pin: false },
+            settings: Settings {
+                duration_s: 1.0,
+                warmup_s: 0.0,
+                runs: 5,
+                sample_interval_s: 1.0,
+                pin: false,
+                untar: None,
+            },
             points: points
                 .iter()
                 .map(|&(workload, workers, rates)| {
@@ -230,6 +237,8 @@ mod tests {
                                 worker_cpu: WorkerCpu::default(),
                                 system_cpu: SystemCpu::default(),
                                 timeline: Timeline::default(),
+                                completion_s: None,
+                                bytes: None,
                             })
                             .collect(),
                         summary: None,

@@ -19,10 +19,11 @@ pub fn render_catalogue() -> String {
         out.push_str(&format!("  {:width$}  one op = {}\n", workload.name(), d.op));
         let pad = " ".repeat(width + 4);
         out.push_str(&format!("{pad}private: {}\n", d.private));
-        out.push_str(&format!("{pad}shared:  {}\n", d.shared));
-        match d.same {
-            Ok(text) => out.push_str(&format!("{pad}same:    {text}\n")),
-            Err(reason) => out.push_str(&format!("{pad}same:    refused ({reason})\n")),
+        for (label, level) in [("shared: ", d.shared), ("same:   ", d.same)] {
+            match level {
+                Ok(text) => out.push_str(&format!("{pad}{label} {text}\n")),
+                Err(reason) => out.push_str(&format!("{pad}{label} refused ({reason})\n")),
+            }
         }
     }
     out

@@ -30,7 +30,12 @@ pub fn render_results(doc: &ResultsFile) -> String {
     let mut unfitted = false;
     for (workload, points) in &by_workload {
         out.push_str(&format!("{workload}: {}\n", points[0].op));
-        out.push_str(&workload_table(points, doc.settings.runs).render());
+        let table = if workload.is_fixed_work() {
+            fixed_work_table(points, doc.settings.runs)
+        } else {
+            workload_table(points, doc.settings.runs)
+        };
+        out.push_str(&table.render());
         for a in analyses.iter().filter(|a| a.workload == Some(*workload) && a.points.len() > 1) {
             // A refused fit is said once below, not under every table.
             unfitted |= a.fit.is_none();
@@ -41,6 +46,13 @@ pub fn render_results(doc: &ResultsFile) -> String {
         }
         out.push('\n');
     }
+    if by_workload.keys().any(|w| w.is_fixed_work()) {
+        out.push_str(
+            "fixed work (untar): time = the slowest worker's, median of the runs; entries/s and MB/s = all workers' \
+             work over that time;\neff. concurrency = N x T(1) / T(N) (N = the speedup; below 1 is worse than one \
+             after another); spread = slowest / fastest worker's time.\n",
+        );
+    }
     if !by_workload.is_empty() {
         if unfitted {
             out.push_str(
@@ -48,13 +60,15 @@ pub fn render_results(doc: &ResultsFile) -> String {
                  run more (e.g. -j 1..8) for one (see fsscale analyze).\n",
             );
         }
-        out.push_str(&format!(
+        if by_workload.keys().any(|w| !w.is_fixed_work()) {
+            out.push_str(&format!(
             "ops/s: median of {} run{} of {} s each; sd: standard deviation of the runs' ops/s, relative to their mean;\n\
              efficiency: ops/s per worker against 1 worker of the same mode and share.\n",
             doc.settings.runs,
             if doc.settings.runs == 1 { "" } else { "s" },
             trim_float(doc.settings.duration_s)
         ));
+        }
     }
     out
 }
@@ -106,6 +120,77 @@ fn workload_table(points: &[&Point], runs: usize) -> Table {
     table
 }
 
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    if n % 2 == 1 {
+        values[n / 2]
+    } else {
+        (values[n / 2 - 1] + values[n / 2]) / 2.0
+    }
+}
+
+/// Fixed work: times to completion, throughput, effective concurrency, fairness.
+fn fixed_work_table(points: &[&Point], runs: usize) -> Table {
+    let mut table = Table::new(&[
+        ("workers", Align::Right),
+        ("mode", Align::Left),
+        ("share", Align::Left),
+        ("time s", Align::Right),
+        ("sd", Align::Right),
+        ("entries/s", Align::Right),
+        ("MB/s", Align::Right),
+        ("eff. concurrency", Align::Right),
+        ("spread", Align::Right),
+        ("", Align::Left),
+    ]);
+    let mut sorted: Vec<&Point> = points.iter().copied().filter(|p| !p.runs.is_empty()).collect();
+    sorted.sort_by_key(|p| (p.mode, p.share, p.workers));
+    let time = |p: &Point| median(p.runs.iter().map(|r| r.elapsed_s).collect());
+    let single: BTreeMap<(Mode, Share), f64> =
+        sorted.iter().filter(|p| p.workers == 1).map(|p| ((p.mode, p.share), time(p))).collect();
+    for point in sorted {
+        let t = time(point);
+        let times: Vec<f64> = point.runs.iter().map(|r| r.elapsed_s).collect();
+        let sd = match crate::stats::Summary::of(&times) {
+            Ok(s) if s.n > 1 => format!("{:.1}%", s.relative_stddev_pct()),
+            _ => "-".into(),
+        };
+        let rate = median(point.runs.iter().map(|r| r.ops_per_s).collect());
+        let mb = median(point.runs.iter().map(|r| r.bytes.unwrap_or(0) as f64 / r.elapsed_s / 1e6).collect());
+        let concurrency = single
+            .get(&(point.mode, point.share))
+            .map(|&t1| format!("{:.2}", point.workers as f64 * t1 / t))
+            .unwrap_or_else(|| "-".into());
+        // Slowest over fastest worker's completion time, median over the runs.
+        let ratios: Vec<f64> = point
+            .runs
+            .iter()
+            .filter_map(|r| {
+                let c = r.completion_s.as_ref()?;
+                let (lo, hi) = c.iter().fold((f64::MAX, 0.0f64), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+                (lo > 0.0).then_some(hi / lo)
+            })
+            .collect();
+        let spread = if ratios.is_empty() { "-".to_string() } else { format!("{:.2}", median(ratios)) };
+        let note =
+            if point.runs.len() < runs { format!("({} of {runs} runs)", point.runs.len()) } else { String::new() };
+        table.row(vec![
+            point.workers.to_string(),
+            point.mode.to_string(),
+            point.share.to_string(),
+            format!("{t:.3}"),
+            sd,
+            format_rate(rate),
+            format!("{mb:.1}"),
+            concurrency,
+            spread,
+            note,
+        ]);
+    }
+    table
+}
+
 fn trim_float(x: f64) -> String {
     let s = format!("{x:.3}");
     s.trim_end_matches('0').trim_end_matches('.').to_string()
@@ -129,6 +214,8 @@ mod tests {
             worker_cpu: WorkerCpu::default(),
             system_cpu: SystemCpu::default(),
             timeline: Timeline::default(),
+            completion_s: None,
+            bytes: None,
         }
     }
 
@@ -159,7 +246,14 @@ mod tests {
             error: None,
             host: Host::default(),
             target: Target::default(),
-            settings: Settings { duration_s: 0.5, warmup_s: 0.1, runs: 3, sample_interval_s: 0.05, pin: false },
+            settings: Settings {
+                duration_s: 0.5,
+                warmup_s: 0.1,
+                runs: 3,
+                sample_interval_s: 0.05,
+                pin: false,
+                untar: None,
+            },
             points: vec![
                 point(
                     Workload::OpenClose,
@@ -207,7 +301,14 @@ efficiency: ops/s per worker against 1 worker of the same mode and share.
             error: None,
             host: Host::default(),
             target: Target::default(),
-            settings: Settings { duration_s: 1.0, warmup_s: 0.0, runs: 1, sample_interval_s: 1.0, pin: false },
+            settings: Settings {
+                duration_s: 1.0,
+                warmup_s: 0.0,
+                runs: 1,
+                sample_interval_s: 1.0,
+                pin: false,
+                untar: None,
+            },
             points: vec![],
         };
         assert_eq!(render_results(&doc), "");

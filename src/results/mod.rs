@@ -58,6 +58,23 @@ pub struct Settings {
     pub runs: usize,
     pub sample_interval_s: f64,
     pub pin: bool,
+    /// The archive `untar` extracted, when it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub untar: Option<UntarSettings>,
+}
+
+/// What `untar` extracted, and how.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct UntarSettings {
+    pub tarball: String,
+    /// The generated tree's scale and seed; absent with `--tarball`.
+    pub scale: Option<f64>,
+    pub seed: Option<u64>,
+    /// The external command, when not the built-in extractor.
+    pub extract_cmd: Option<String>,
+    /// Entries (files, directories, links) and bytes of file data in the archive.
+    pub entries: u64,
+    pub bytes: u64,
 }
 
 /// One (workload, mode, share, workers) combination and its repeated runs.
@@ -99,6 +116,13 @@ pub struct RunRecord {
     pub worker_cpu: WorkerCpu,
     pub system_cpu: SystemCpu,
     pub timeline: Timeline,
+    /// Fixed work: each worker's time from the common start to its completion
+    /// (the run's `elapsed_s` is the slowest); absent for fixed-time loops.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completion_s: Option<Vec<f64>>,
+    /// Fixed work: bytes of file data written by all workers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
 }
 
 /// CPU time the workers themselves used inside the window (`getrusage(RUSAGE_THREAD)`).

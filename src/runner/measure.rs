@@ -14,7 +14,7 @@ use crate::plan::{Mode, PointSpec};
 use crate::results::{RunRecord, Timeline, WorkerCpu};
 use crate::scratch::Scratch;
 use crate::sys;
-use crate::workloads;
+use crate::workloads::{self, UntarSource};
 
 /// Timing of the run, from the plan.
 pub(super) struct Timing {
@@ -32,10 +32,11 @@ pub(super) fn run_once(
     dir: &std::path::Path,
     timing: &Timing,
     cpus: Option<&[usize]>,
+    untar: Option<&UntarSource>,
     run: usize,
 ) -> Result<RunRecord> {
     let scratch = Scratch::create(dir)?;
-    let outcome = measure(spec, &scratch, timing, cpus, run);
+    let outcome = measure(spec, &scratch, timing, cpus, untar, run);
     let removal = scratch.remove();
     let record = outcome?;
     removal?;
@@ -47,6 +48,7 @@ fn measure(
     scratch: &Scratch,
     timing: &Timing,
     cpus: Option<&[usize]>,
+    untar: Option<&UntarSource>,
     run: usize,
 ) -> Result<RunRecord> {
     let point = workloads::prepare_point(spec.workload, spec.share, spec.workers, scratch.fd())?;
@@ -56,6 +58,8 @@ fn measure(
         share: spec.share,
         workers: spec.workers,
         scratch_fd: scratch.fd(),
+        scratch_path: scratch.path(),
+        untar,
         point: &point,
         cpus,
         region: &region,
@@ -75,6 +79,8 @@ struct Window {
     timeline: Timeline,
     cpu_start: CpuTicks,
     cpu_end: CpuTicks,
+    /// Fixed work: each worker's completion time since the common start.
+    completion_s: Option<Vec<f64>>,
 }
 
 impl Window {
@@ -94,7 +100,13 @@ impl Window {
             worker_cpu.user_s += delta(0);
             worker_cpu.sys_s += delta(1);
         }
+        let bytes = self
+            .completion_s
+            .as_ref()
+            .map(|_| (0..region.workers()).map(|i| region.report(i).bytes.load(Ordering::Relaxed)).sum());
         RunRecord {
+            completion_s: self.completion_s,
+            bytes,
             run,
             ops,
             elapsed_s,
@@ -131,7 +143,7 @@ fn run_threads(plan: &WorkerPlan<'_>, timing: &Timing) -> Result<Window> {
         }
         let outcome = match spawn_error {
             Some(e) => Err(e),
-            None => coordinate(plan.region, handles.len(), timing),
+            None => coordinate(plan.region, handles.len(), timing, plan.workload.is_fixed_work()),
         };
         if outcome.is_err() {
             plan.region.set_phase(Phase::Abort);
@@ -169,7 +181,7 @@ fn run_processes(plan: &WorkerPlan<'_>, timing: &Timing) -> Result<Window> {
         }
         children.push(pid);
     }
-    let window = outcome.and_then(|()| coordinate(plan.region, children.len(), timing));
+    let window = outcome.and_then(|()| coordinate(plan.region, children.len(), timing, plan.workload.is_fixed_work()));
     if window.is_err() {
         plan.region.set_phase(Phase::Abort);
     }
@@ -222,19 +234,74 @@ fn reap(children: &[libc::pid_t]) -> Result<()> {
     }
 }
 
-/// Opens the barrier, runs warm-up and window, samples the counters.
-fn coordinate(region: &SharedRegion, workers: usize, timing: &Timing) -> Result<Window> {
-    // Wait for every worker to finish setup.
+/// Waits until every worker has set up (the start barrier is then full).
+fn wait_ready(region: &SharedRegion, workers: usize) -> Result<()> {
     loop {
         check_health(region)?;
         if region.ready() as usize == workers {
-            break;
+            return Ok(());
         }
         if region.exited() as usize == workers {
             bail!("every worker exited before starting");
         }
         std::thread::sleep(Duration::from_millis(1));
     }
+}
+
+/// Fixed work: opens the barrier and waits for every worker to finish,
+/// sampling progress; the run's time is the slowest worker's.
+fn coordinate_fixed_work(region: &SharedRegion, workers: usize, timing: &Timing) -> Result<Window> {
+    wait_ready(region, workers)?;
+    let cpu_start = CpuTicks::read();
+    let start = sys::monotonic_ns();
+    region.set_phase(Phase::Window);
+    let interval = timing.sample_interval.as_nanos().max(1) as u64;
+    let mut timeline = Timeline { interval_s: timing.sample_interval.as_secs_f64(), ..Timeline::default() };
+    let mut counts = Vec::with_capacity(workers);
+    let mut next_sample = start + interval;
+    loop {
+        check_health(region)?;
+        if region.exited() as usize == workers {
+            break;
+        }
+        let now = sys::monotonic_ns();
+        if now >= next_sample {
+            region.read_counters(&mut counts);
+            timeline.at_s.push((now - start) as f64 / 1e9);
+            timeline.cumulative_ops.push(counts.iter().sum());
+            next_sample += interval;
+            continue;
+        }
+        region.wait_for_failure(Duration::from_nanos(next_sample - now));
+    }
+    check_health(region)?;
+    let completed: Vec<u64> =
+        (0..workers).map(|i| region.report(i).completed_ns.load(Ordering::Acquire).max(start)).collect();
+    let stop = completed.iter().copied().max().unwrap_or(start);
+    region.set_phase(Phase::Stop);
+    let cpu_end = CpuTicks::read();
+    let mut end_counts = Vec::with_capacity(workers);
+    region.read_counters(&mut end_counts);
+    timeline.at_s.push((stop - start) as f64 / 1e9);
+    timeline.cumulative_ops.push(end_counts.iter().sum());
+    Ok(Window {
+        start_counts: vec![0; workers],
+        end_counts,
+        elapsed: Duration::from_nanos((stop - start).max(1)),
+        timeline,
+        cpu_start,
+        cpu_end,
+        // The same conversion as `elapsed`, so the slowest worker's time equals the run's exactly.
+        completion_s: Some(completed.iter().map(|&c| Duration::from_nanos((c - start).max(1)).as_secs_f64()).collect()),
+    })
+}
+
+/// Opens the barrier, runs warm-up and window, samples the counters.
+fn coordinate(region: &SharedRegion, workers: usize, timing: &Timing, fixed_work: bool) -> Result<Window> {
+    if fixed_work {
+        return coordinate_fixed_work(region, workers, timing);
+    }
+    wait_ready(region, workers)?;
     region.set_phase(Phase::Warmup);
     let warmup_end = sys::monotonic_ns() + timing.warmup.as_nanos() as u64;
     sleep_until(region, warmup_end)?;
@@ -273,7 +340,15 @@ fn coordinate(region: &SharedRegion, workers: usize, timing: &Timing) -> Result<
         std::thread::sleep(Duration::from_micros(200));
     }
     check_health(region)?;
-    Ok(Window { start_counts, end_counts, elapsed: Duration::from_nanos(stop - start), timeline, cpu_start, cpu_end })
+    Ok(Window {
+        start_counts,
+        end_counts,
+        elapsed: Duration::from_nanos(stop - start),
+        timeline,
+        cpu_start,
+        cpu_end,
+        completion_s: None,
+    })
 }
 
 /// Fails on a worker error or a signal.

@@ -15,10 +15,13 @@ use anyhow::{Context, Result};
 pub use progress::{Progress, Silent};
 pub use signals::Interrupted;
 
-use crate::plan::RunConfig;
-use crate::results::{self, Host, Point, ResultsFile, Settings, Status, Target, Tool, SCHEMA_VERSION};
+use crate::archive;
+use crate::plan::{MacroOptions, RunConfig};
+use crate::results::{self, Host, Point, ResultsFile, Settings, Status, Target, Tool, UntarSettings, SCHEMA_VERSION};
 use crate::scratch::Scratch;
 use crate::sys;
+use crate::tree::{write_tar_file, TreeSpec};
+use crate::workloads::UntarSource;
 
 /// Runs every point of `config` and returns the finished document, which is
 /// also on disk at `config.output`. On failure or interruption the document
@@ -33,7 +36,20 @@ pub fn run(config: &RunConfig, progress: &mut dyn Progress) -> Result<ResultsFil
         std::fs::create_dir_all(parent)
             .with_context(|| format!("cannot create the results directory {}", parent.display()))?;
     }
+    let untar = if config.workloads.iter().any(|w| w.is_fixed_work()) {
+        Some(prepare_untar(&config.macro_options, progress)?)
+    } else {
+        None
+    };
     let mut doc = new_document(config);
+    doc.settings.untar = untar.as_ref().map(|u| UntarSettings {
+        tarball: u.tarball.display().to_string(),
+        scale: config.macro_options.tarball.is_none().then_some(config.macro_options.scale),
+        seed: config.macro_options.tarball.is_none().then_some(config.macro_options.seed),
+        extract_cmd: u.command.clone(),
+        entries: u.contents.entries(),
+        bytes: u.contents.bytes,
+    });
     doc.save(&config.output)?;
     progress.saved();
 
@@ -58,7 +74,7 @@ pub fn run(config: &RunConfig, progress: &mut dyn Progress) -> Result<ResultsFil
             progress.run_started(spec, index, run);
             let outcome = signals::check()
                 .map_err(anyhow::Error::from)
-                .and_then(|()| measure::run_once(spec, &config.dir, &timing, pinned.as_deref(), run));
+                .and_then(|()| measure::run_once(spec, &config.dir, &timing, pinned.as_deref(), untar.as_ref(), run));
             let record = match outcome {
                 Ok(record) => record,
                 Err(error) => {
@@ -112,9 +128,39 @@ fn new_document(config: &RunConfig) -> ResultsFile {
             runs: config.runs,
             sample_interval_s: config.sample_interval.as_secs_f64(),
             pin: config.pin,
+            untar: None,
         },
         points: Vec::new(),
     }
+}
+
+/// The tarball `untar` extracts: `--tarball`, or the generated tree at
+/// `--scale`, made once and kept in the cache directory. Scanning it counts
+/// its entries and reads it into the page cache before anything is timed.
+fn prepare_untar(options: &MacroOptions, progress: &mut dyn Progress) -> Result<UntarSource> {
+    let tarball = match &options.tarball {
+        Some(path) => path.clone(),
+        None => {
+            let spec = TreeSpec { scale: options.scale, seed: options.seed };
+            spec.validate()?;
+            let path = options.cache_dir.join(format!("tree-v1-scale{}-seed{}.tar", options.scale, options.seed));
+            if !path.is_file() {
+                progress.preparing(&format!(
+                    "generating the scale-{} tree tarball in {}",
+                    options.scale,
+                    path.display()
+                ));
+                std::fs::create_dir_all(&options.cache_dir)
+                    .with_context(|| format!("cannot create the cache directory {}", options.cache_dir.display()))?;
+                write_tar_file(&spec, &path)?;
+            }
+            path
+        }
+    };
+    let mut file =
+        std::fs::File::open(&tarball).with_context(|| format!("cannot open tarball {}", tarball.display()))?;
+    let contents = archive::scan(&mut file).with_context(|| format!("tarball {}", tarball.display()))?;
+    Ok(UntarSource { tarball, contents, command: options.extract_cmd.clone() })
 }
 
 fn finish(doc: &mut ResultsFile, status: Status, error: Option<&anyhow::Error>) {

@@ -5,6 +5,8 @@ use crate::results::{Point, RunRecord};
 
 /// Receives progress events; every method has an empty default.
 pub trait Progress {
+    /// Untimed preparation that may take a while (e.g. generating a tarball).
+    fn preparing(&mut self, _what: &str) {}
     /// Called once before the first run.
     fn plan(&mut self, _points: usize, _runs_per_point: usize) {}
     /// A run (repetition) of a point is about to start; indices count from 0.

@@ -62,6 +62,9 @@ pub struct WorkerReport {
     pub cpu_at_window_end: [AtomicU64; 2],
     /// CPU the worker is bound to, or -1.
     pub pinned_cpu: AtomicI32,
+    /// Fixed work: when the worker finished (CLOCK_MONOTONIC ns), and the bytes it wrote.
+    pub completed_ns: AtomicU64,
+    pub bytes: AtomicU64,
     error_len: AtomicU32,
     error: [AtomicU32; ERROR_CAPACITY / 4],
 }
@@ -227,8 +230,11 @@ impl SharedRegion {
         self.control().failed.load(Ordering::Acquire)
     }
 
+    /// Counts a worker out, waking the coordinator (which waits for all of
+    /// them to finish fixed work).
     pub fn mark_exited(&self) {
         self.control().exited.fetch_add(1, Ordering::AcqRel);
+        futex_wake_all(&self.control().failed);
     }
 
     pub fn exited(&self) -> u32 {

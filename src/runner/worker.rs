@@ -7,7 +7,9 @@ use anyhow::Result;
 
 use super::shared::{Phase, SharedRegion};
 use crate::sys;
-use crate::workloads::{self, Op, OpDriver, PointState, Share, WorkerEnv, Workload, SHARED_DIR};
+use crate::workloads::{
+    self, JobContext, Op, OpDriver, PointState, Share, UntarSource, WorkerEnv, Workload, SHARED_DIR,
+};
 
 /// Everything a worker needs, prepared by the coordinator before any worker starts.
 pub(super) struct WorkerPlan<'a> {
@@ -15,6 +17,8 @@ pub(super) struct WorkerPlan<'a> {
     pub share: Share,
     pub workers: usize,
     pub scratch_fd: i32,
+    pub scratch_path: &'a std::path::Path,
+    pub untar: Option<&'a UntarSource>,
     pub point: &'a PointState,
     /// CPU per worker index, with `--pin`.
     pub cpus: Option<&'a [usize]>,
@@ -56,11 +60,38 @@ fn run_worker(plan: &WorkerPlan<'_>, index: usize) -> Result<()> {
         share: plan.share,
         dir,
         dir_label: &label,
+        scratch_path: plan.scratch_path,
         point: plan.point,
+        untar: plan.untar,
     };
-    let outcome = workloads::with_op(&env, Driver { region: plan.region, index, label: &label });
+    let outcome = if plan.workload.is_fixed_work() {
+        run_job(&env, plan.region, index)
+    } else {
+        workloads::with_op(&env, Driver { region: plan.region, index, label: &label })
+            .and_then(|r| r.map_err(anyhow::Error::msg))
+    };
     let _ = sys::close(dir);
-    outcome?.map_err(anyhow::Error::msg)
+    outcome
+}
+
+/// Fixed work: set up, wait for the start, do the job once, note when it finished.
+fn run_job(env: &WorkerEnv<'_>, region: &SharedRegion, index: usize) -> Result<()> {
+    let mut job = workloads::job(env)?;
+    region.mark_ready();
+    if region.wait_for_start() != Phase::Window {
+        return Ok(()); // abandoned before the start
+    }
+    let report = region.report(index);
+    let counter = &region.counter(index).ops;
+    record_cpu(&report.cpu_at_window_start);
+    let stop = || region.phase() == Phase::Abort;
+    let progress = |done: u64| counter.store(done, Ordering::Relaxed);
+    let output = job.run(&JobContext { stop: &stop, progress: &progress }).map_err(anyhow::Error::msg)?;
+    report.completed_ns.store(sys::monotonic_ns(), Ordering::Release);
+    counter.store(output.entries, Ordering::Relaxed);
+    report.bytes.store(output.bytes, Ordering::Relaxed);
+    record_cpu(&report.cpu_at_window_end);
+    Ok(())
 }
 
 /// Runs the hot loop of whatever op `with_op` built; errors come back as text.

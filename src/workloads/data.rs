@@ -20,7 +20,7 @@ const APPENDS_PER_TRUNCATE: u32 = (1024 * 1024 / DATA_BLOCK) as u32;
 const FILE: &str = "f";
 
 pub(super) fn describe(workload: Workload) -> Description {
-    let shared = "one file shared/f; worker i at offset i*4KiB";
+    let shared = Ok("one file shared/f; worker i at offset i*4KiB");
     let same = Ok("every worker at offset 0 of shared/f (the same page)");
     match workload {
         Workload::Read => Description {
@@ -48,7 +48,7 @@ pub(super) fn describe(workload: Workload) -> Description {
             family: "data",
             op: "write() of 4 KiB to an O_APPEND file; every 256th op also ftruncate()s it to 0 (files stay <= 1 MiB per worker)",
             private: "worker i appends to its own file w<i>/f",
-            shared: "every worker appends to the one file shared/f",
+            shared: Ok("every worker appends to the one file shared/f"),
             same: Err("appends already all go to the end of one file at --share shared"),
         },
     }

@@ -16,7 +16,7 @@ pub(super) fn describe() -> Description {
         family: "fd table",
         op: "dup() of an open file descriptor, then close() of the copy",
         private: "worker i dups its own open file w<i>/f",
-        shared: "worker i dups its own open file description of shared/f",
+        shared: Ok("worker i dups its own open file description of shared/f"),
         same: Ok("every worker dups one open file description of shared/f (one struct file refcount)"),
     }
 }

@@ -14,6 +14,7 @@ mod data;
 mod fdtable;
 mod metadata;
 mod readdir;
+mod untar;
 
 use std::ffi::{CStr, CString};
 use std::fmt;
@@ -25,6 +26,7 @@ use serde::{Deserialize, Serialize};
 use crate::sys::{self, Errno};
 
 pub use data::DATA_BLOCK;
+pub use untar::UntarSource;
 
 /// How much the workers share.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -73,6 +75,7 @@ pub enum Workload {
     Append,
     Fsync,
     DupClose,
+    Untar,
 }
 
 /// The catalogue entry shown by `fsscale list`.
@@ -80,14 +83,14 @@ pub struct Description {
     pub family: &'static str,
     /// Exactly what one counted op does.
     pub op: &'static str,
-    /// What each sharing level means for this workload; `None` = refused, with the reason.
+    /// What each sharing level means for this workload; `Err` = refused, with the reason.
     pub private: &'static str,
-    pub shared: &'static str,
+    pub shared: Result<&'static str, &'static str>,
     pub same: Result<&'static str, &'static str>,
 }
 
 impl Workload {
-    pub const ALL: [Workload; 13] = [
+    pub const ALL: [Workload; 14] = [
         Workload::Stat,
         Workload::StatDeep,
         Workload::OpenClose,
@@ -101,10 +104,12 @@ impl Workload {
         Workload::Append,
         Workload::Fsync,
         Workload::DupClose,
+        Workload::Untar,
     ];
 
-    /// The quick default suite: the classic VFS trio.
-    pub const DEFAULT_SUITE: [Workload; 3] = [Workload::Stat, Workload::OpenClose, Workload::CreatUnlink];
+    /// The quick default suite: the classic VFS trio and concurrent extraction of a small tree.
+    pub const DEFAULT_SUITE: [Workload; 4] =
+        [Workload::Stat, Workload::OpenClose, Workload::CreatUnlink, Workload::Untar];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -121,6 +126,7 @@ impl Workload {
             Workload::Append => "append",
             Workload::Fsync => "fsync",
             Workload::DupClose => "dup-close",
+            Workload::Untar => "untar",
         }
     }
 
@@ -137,18 +143,40 @@ impl Workload {
             Workload::Readdir => readdir::describe(),
             Workload::Read | Workload::Write | Workload::Append | Workload::Fsync => data::describe(self),
             Workload::DupClose => fdtable::describe(),
+            Workload::Untar => untar::describe(),
         }
     }
 
     /// Whether this workload can run at `share`; the error says why not and what to use.
     pub fn check_share(self, share: Share) -> Result<(), String> {
-        match (share, self.describe().same) {
-            (Share::Same, Err(reason)) => Err(format!(
-                "{}: --share same is not possible ({reason}); use --share private or --share shared",
-                self.name()
-            )),
-            _ => Ok(()),
-        }
+        let d = self.describe();
+        let verdict = match share {
+            Share::Private => Ok(""),
+            Share::Shared => d.shared,
+            Share::Same => d.same,
+        };
+        verdict.map(drop).map_err(|reason| {
+            let usable: Vec<String> = self.supported_shares().iter().map(|s| format!("--share {s}")).collect();
+            format!("{}: --share {share} is not possible ({reason}); use {}", self.name(), usable.join(" or "))
+        })
+    }
+
+    /// The sharing levels this workload can run at.
+    pub fn supported_shares(self) -> Vec<Share> {
+        let d = self.describe();
+        Share::ALL
+            .into_iter()
+            .filter(|s| match s {
+                Share::Private => true,
+                Share::Shared => d.shared.is_ok(),
+                Share::Same => d.same.is_ok(),
+            })
+            .collect()
+    }
+
+    /// Fixed-time loops count ops in a window; fixed-work jobs are timed to completion.
+    pub fn is_fixed_work(self) -> bool {
+        matches!(self, Workload::Untar)
     }
 }
 
@@ -193,10 +221,48 @@ pub struct WorkerEnv<'a> {
     /// The worker's directory: `w<i>` (private) or `shared`.
     pub dir: RawFd,
     pub dir_label: &'a str,
+    /// The run's scratch directory, for commands that need paths.
+    pub scratch_path: &'a std::path::Path,
     pub point: &'a PointState,
+    /// The prepared tarball, for `untar`.
+    pub untar: Option<&'a UntarSource>,
+}
+
+/// What a fixed-work job did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct JobOutput {
+    /// Entries created or visited.
+    pub entries: u64,
+    pub bytes: u64,
+}
+
+/// What a job may ask while it runs.
+pub struct JobContext<'a> {
+    /// True when the run is being abandoned (a failure elsewhere, or a signal).
+    pub stop: &'a dyn Fn() -> bool,
+    /// Reports entries done so far (the time series).
+    pub progress: &'a dyn Fn(u64),
+}
+
+/// A fixed amount of work, timed from the common start to its completion.
+pub trait Job {
+    fn run(&mut self, ctx: &JobContext<'_>) -> Result<JobOutput, String>;
+}
+
+/// Sets up the fixed-work job of `env.workload`.
+pub fn job(env: &WorkerEnv<'_>) -> Result<Box<dyn Job>> {
+    match env.workload {
+        Workload::Untar => Ok(Box::new(untar::Untar::setup(env)?)),
+        other => bail!("{other} is not a fixed-work workload (internal error)"),
+    }
 }
 
 impl WorkerEnv<'_> {
+    /// The worker's directory as a path.
+    pub fn dir_path(&self) -> std::path::PathBuf {
+        self.scratch_path.join(self.dir_label)
+    }
+
     /// The name of this worker's own entry called `base`: `base` in a private
     /// directory, `base<i>` in the shared one, `base` itself at `--share same`.
     pub fn own_name(&self, base: &str) -> CString {
@@ -267,7 +333,7 @@ pub fn prepare_point(workload: Workload, share: Share, workers: usize, scratch: 
             data::prepare_shared(workload, share, workers, dir).with_context(what)?
         }
         Workload::DupClose => state.shared_file = fdtable::prepare_shared(share, dir).with_context(what)?,
-        Workload::CreatUnlink | Workload::MkdirRmdir | Workload::Rename => {}
+        Workload::CreatUnlink | Workload::MkdirRmdir | Workload::Rename | Workload::Untar => {}
     }
     Ok(state)
 }
@@ -289,6 +355,7 @@ pub fn with_op<R>(env: &WorkerEnv<'_>, drive: impl OpDriver<R>) -> Result<R> {
         Workload::Append => drive.drive(data::Append::setup(env)?),
         Workload::Fsync => drive.drive(data::Write::setup(env, true)?),
         Workload::DupClose => drive.drive(fdtable::DupClose::setup(env)?),
+        Workload::Untar => bail!("untar is a fixed-work job, not a loop (internal error)"),
     })
 }
 
@@ -352,7 +419,8 @@ mod tests {
     fn same_is_refused_exactly_where_it_makes_no_sense() {
         let refused: Vec<&str> =
             Workload::ALL.into_iter().filter(|w| w.check_share(Share::Same).is_err()).map(|w| w.name()).collect();
-        assert_eq!(refused, ["creat-unlink", "mkdir-rmdir", "rename", "append"]);
+        assert_eq!(refused, ["creat-unlink", "mkdir-rmdir", "rename", "append", "untar"]);
+        assert_eq!(Workload::Untar.supported_shares(), [Share::Private]);
         let message = Workload::CreatUnlink.check_share(Share::Same).unwrap_err();
         assert!(message.starts_with("creat-unlink: --share same is not possible ("), "{message}");
         assert!(message.ends_with("use --share private or --share shared"), "{message}");

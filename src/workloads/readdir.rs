@@ -19,7 +19,7 @@ pub(super) fn describe() -> Description {
         family: "directory",
         op: "openat(O_DIRECTORY) of a 100-file directory, getdents64() until it returns 0, close()",
         private: "worker i lists w<i>/d",
-        shared: "one parent directory; worker i lists its own shared/d<i>",
+        shared: Ok("one parent directory; worker i lists its own shared/d<i>"),
         same: Ok("every worker lists shared/d"),
     }
 }

@@ -5,4 +5,5 @@ mod errors;
 mod interrupt;
 mod ministat;
 mod run;
+mod untar;
 mod util;

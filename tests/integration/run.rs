@@ -21,7 +21,8 @@ fn list_describes_every_workload() {
             .unwrap_or_else(|| panic!("{} missing from list:\n{text}", workload.name()));
         assert!(line.contains(&format!("one op = {}", workload.describe().op)), "{line}");
     }
-    assert_eq!(text.matches("same:    refused").count(), 4);
+    assert_eq!(text.matches("same:    refused").count(), 5);
+    assert_eq!(text.matches("shared:  refused").count(), 1, "untar");
 }
 
 /// Parses the terminal tables into (workload, mode, share, workers) -> (ops/s, ops/s/worker).
@@ -59,7 +60,13 @@ fn check_consistent(doc: &ResultsFile, table: &str) {
             assert_eq!(run.per_worker_ops.len(), point.workers);
             assert_eq!(run.per_worker_ops.iter().sum::<u64>(), run.ops, "per-worker ops add up");
             assert!(run.ops > 0, "{} {} {} x{}: no ops", point.workload, point.mode, point.share, point.workers);
-            assert!(run.elapsed_s >= doc.settings.duration_s * 0.99, "window too short: {}", run.elapsed_s);
+            if point.workload.is_fixed_work() {
+                let completion = run.completion_s.as_ref().expect("fixed work records completion times");
+                assert_eq!(completion.len(), point.workers);
+                assert_eq!(completion.iter().copied().fold(0.0, f64::max), run.elapsed_s, "time = slowest worker");
+            } else {
+                assert!(run.elapsed_s >= doc.settings.duration_s * 0.99, "window too short: {}", run.elapsed_s);
+            }
             assert!((run.ops_per_s - run.ops as f64 / run.elapsed_s).abs() < 1e-6 * run.ops_per_s);
             assert_eq!(run.timeline.cumulative_ops.last(), Some(&run.ops), "timeline ends at the total");
             assert!(run.timeline.cumulative_ops.windows(2).all(|w| w[0] <= w[1]), "timeline is monotonic");
@@ -71,8 +78,13 @@ fn check_consistent(doc: &ResultsFile, table: &str) {
         let summary = point.summary.as_ref().expect("summary");
         let key = (point.workload.name().to_string(), point.mode.to_string(), point.share.to_string(), point.workers);
         let (rate, per_worker) = rows.get(&key).unwrap_or_else(|| panic!("{key:?} missing from table:\n{table}"));
-        assert_eq!(rate, &format_rate(summary.ops_per_s.median), "{key:?}");
-        assert_eq!(per_worker, &format_rate(summary.ops_per_s_per_worker_median), "{key:?}");
+        if point.workload.is_fixed_work() {
+            // Columns: time, sd, entries/s: the third holds the rate.
+            assert_eq!(per_worker, &format_rate(summary.ops_per_s.median), "{key:?}");
+        } else {
+            assert_eq!(rate, &format_rate(summary.ops_per_s.median), "{key:?}");
+            assert_eq!(per_worker, &format_rate(summary.ops_per_s_per_worker_median), "{key:?}");
+        }
     }
     assert_eq!(rows.len(), doc.points.len(), "one table row per point");
 }
@@ -83,7 +95,10 @@ fn every_workload_runs_in_both_modes_at_private_and_shared() {
     let out = env.run(&["all", "--mode", "process,thread", "--share", "private,shared", "-j", "1,2"]);
     assert_success(&out);
     let doc = env.results();
-    assert_eq!(doc.points.len(), Workload::ALL.len() * 2 * 2 * 2);
+    let combos: usize =
+        Workload::ALL.iter().map(|w| w.supported_shares().iter().filter(|s| **s != Share::Same).count()).sum();
+    assert_eq!(doc.points.len(), combos * 2 * 2, "every supported combination, 2 modes, 2 worker counts");
+    assert!(doc.points.iter().any(|p| p.workload == Workload::Untar), "untar runs (at private only)");
     check_consistent(&doc, &stdout(&out));
     assert_eq!(env.leftovers(), Vec::<String>::new(), "scratch directories removed");
 }
@@ -201,7 +216,12 @@ fn default_suite_and_default_output_location() {
     combos.dedup();
     let expected: Vec<(Workload, Mode, Share)> = Workload::DEFAULT_SUITE
         .iter()
-        .flat_map(|&w| [(w, Mode::Process, Share::Private), (w, Mode::Process, Share::Shared)])
+        .flat_map(|&w| {
+            [Share::Private, Share::Shared]
+                .into_iter()
+                .filter(move |s| w.supported_shares().contains(s))
+                .map(move |s| (w, Mode::Process, s))
+        })
         .collect();
     assert_eq!(combos, expected);
     assert_eq!(doc.points.len(), expected.len() * workers.len());

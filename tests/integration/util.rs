@@ -39,8 +39,11 @@ impl TestEnv {
     }
 }
 
+/// The binary, with generated tarballs cached in one place for all tests.
 pub fn fsscale() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_fsscale"))
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_fsscale"));
+    cmd.env("FSSCALE_CACHE_DIR", std::env::temp_dir().join("fsscale-test-cache"));
+    cmd
 }
 
 pub fn entries(dir: &Path) -> Vec<String> {

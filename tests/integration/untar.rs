@@ -1,0 +1,144 @@
+//! `fsscale tree` and the `untar` workload: deterministic trees, complete
+//! extraction by every worker, external commands, hostile tarballs.
+
+use std::io::Write;
+
+use fsscale::results::Status;
+use fsscale::workloads::Workload;
+
+use crate::util::*;
+
+fn sha_like(path: &std::path::Path) -> (u64, u64) {
+    // A cheap fingerprint: length and a 64-bit FNV-1a of the bytes.
+    let bytes = std::fs::read(path).unwrap();
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in &bytes {
+        h = (h ^ u64::from(*b)).wrapping_mul(0x1000_0000_01b3);
+    }
+    (bytes.len() as u64, h)
+}
+
+#[test]
+fn tree_is_deterministic_and_never_overwrites() {
+    let dir = tempfile::tempdir().unwrap();
+    let tar = |name: &str, seed: &str| {
+        let out = fsscale()
+            .args(["tree", "--scale", "0.01", "--seed", seed, "--tar"])
+            .arg(dir.path().join(name))
+            .output()
+            .unwrap();
+        assert_success(&out);
+        stdout(&out)
+    };
+    let summary = tar("a.tar", "9");
+    tar("b.tar", "9");
+    tar("c.tar", "10");
+    assert_eq!(sha_like(&dir.path().join("a.tar")), sha_like(&dir.path().join("b.tar")), "same seed, same bytes");
+    assert_ne!(sha_like(&dir.path().join("a.tar")), sha_like(&dir.path().join("c.tar")));
+    // Every tree has at least one symbolic link and one hard link.
+    assert!(
+        summary.contains(" symlinks, ") && !summary.contains(" 0 symlinks") && !summary.contains(" 0 hard links"),
+        "{summary}"
+    );
+    let out = fsscale().args(["tree", "--scale", "0.01", "--tar"]).arg(dir.path().join("a.tar")).output().unwrap();
+    assert_one_line_error(&out, "exists; remove it or choose another name");
+    // The directory form matches the archive, entry for entry.
+    let tree = dir.path().join("tree");
+    assert_success(&fsscale().args(["tree", "--scale", "0.01", "--seed", "9", "--dir"]).arg(&tree).output().unwrap());
+    let listed = std::process::Command::new("tar").arg("tf").arg(dir.path().join("a.tar")).output().unwrap();
+    for line in String::from_utf8_lossy(&listed.stdout).lines() {
+        assert!(std::fs::symlink_metadata(tree.join(line.trim_end_matches('/'))).is_ok(), "{line} missing from --dir");
+    }
+}
+
+#[test]
+fn every_worker_extracts_every_entry_in_both_modes() {
+    let env = TestEnv::new();
+    let out = env.run(&["untar", "-j", "1,3", "--mode", "process,thread", "-n", "2", "--scale", "0.005"]);
+    assert_success(&out);
+    let doc = env.results();
+    let untar = doc.settings.untar.clone().expect("tarball recorded");
+    assert_eq!(untar.scale, Some(0.005));
+    assert_eq!(doc.points.len(), 4);
+    for point in &doc.points {
+        for run in &point.runs {
+            assert_eq!(run.per_worker_ops, vec![untar.entries; point.workers], "every worker extracted everything");
+            assert_eq!(run.bytes, Some(untar.bytes * point.workers as u64));
+            let completion = run.completion_s.as_ref().unwrap();
+            assert!(completion.iter().all(|&c| c > 0.0 && c <= run.elapsed_s));
+        }
+    }
+    let table = stdout(&out);
+    assert!(table.contains("eff. concurrency"), "{table}");
+    assert!(table.lines().any(|l| l.trim_start().starts_with("1  process  private") && l.contains("1.00")), "{table}");
+    assert_eq!(env.leftovers(), Vec::<String>::new());
+}
+
+#[test]
+fn external_command_extracts_with_gnu_tar() {
+    let env = TestEnv::new();
+    let out = env.run(&["untar", "-j", "2", "--scale", "0.005", "--extract-cmd", "tar xf {tarball} -C {dir}"]);
+    assert_success(&out);
+    let doc = env.results();
+    let untar = doc.settings.untar.clone().unwrap();
+    assert_eq!(untar.extract_cmd.as_deref(), Some("tar xf {tarball} -C {dir}"));
+    assert_eq!(doc.points[0].runs[0].per_worker_ops, vec![untar.entries; 2]);
+    assert_eq!(env.leftovers(), Vec::<String>::new());
+}
+
+#[test]
+fn failing_command_reports_status_and_stderr() {
+    let env = TestEnv::new();
+    let out = env.run(&["untar", "-j", "1", "--scale", "0.005", "--extract-cmd", "tar xf {tarball} -C {dir}/missing"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.contains("untar (process, private, 1 workers), run 1 of 1: worker 0: `tar xf"), "{err}");
+    assert!(err.contains("exited with status 2: tar:"), "{err}");
+    assert_eq!(env.results().status, Status::Failed);
+    assert_eq!(env.leftovers(), Vec::<String>::new());
+    let out = env.run(&["untar", "--extract-cmd", "tar xf {tarball}"]);
+    assert_one_line_error(&out, "--extract-cmd must contain {dir}");
+}
+
+/// A tarball with one entry, written by hand.
+fn tarball_with(name: &str, typeflag: u8, link: &str) -> Vec<u8> {
+    let mut out = Vec::new();
+    fsscale::tree::write_entry_header(&mut out, name, 0o644, 4, 0, typeflag, link).unwrap();
+    out.extend_from_slice(b"evil");
+    out.resize(1024, 0);
+    out.extend_from_slice(&[0u8; 1024]);
+    out
+}
+
+#[test]
+fn hostile_tarballs_are_refused_and_nothing_escapes() {
+    for (bytes, needle) in [
+        (
+            tarball_with("../escape", b'0', ""),
+            "entry \"../escape\" at byte offset 0: refusing a path with a \"..\" component",
+        ),
+        (tarball_with("/tmp/fsscale-escape", b'0', ""), "refusing an absolute path"),
+        (tarball_with("up", b'2', "../.."), "refusing symbolic link to \"../..\""),
+    ] {
+        let env = TestEnv::new();
+        let path = env.root.path().join("evil.tar");
+        std::fs::File::create(&path).unwrap().write_all(&bytes).unwrap();
+        let out = env.run(&["untar", "-j", "2", "--tarball", path.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+        assert!(stderr(&out).contains(needle), "{}", stderr(&out));
+        assert_eq!(env.leftovers(), Vec::<String>::new());
+        assert!(!env.root.path().join("escape").exists() && !std::path::Path::new("/tmp/fsscale-escape").exists());
+    }
+    // A truncated tarball names the byte offset.
+    let env = TestEnv::new();
+    let good = env.root.path().join("good.tar");
+    assert_success(&fsscale().args(["tree", "--scale", "0.002", "--tar"]).arg(&good).output().unwrap());
+    let bytes = std::fs::read(&good).unwrap();
+    let cut = env.root.path().join("cut.tar");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2 + 100]).unwrap();
+    let out = env.run(&["untar", "--tarball", cut.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("truncated tarball: it ends at byte offset"), "{}", stderr(&out));
+    assert_eq!(env.leftovers(), Vec::<String>::new());
+    assert!(Workload::Untar.is_fixed_work());
+}
