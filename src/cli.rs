@@ -110,6 +110,18 @@ pub struct RunArgs {
     #[arg(long, value_name = "CMD")]
     pub extract_cmd: Option<String>,
 
+    /// traverse: walk this directory (never written to) instead of the generated tree.
+    #[arg(long, value_name = "DIR")]
+    pub tree: Option<PathBuf>,
+
+    /// traverse: fstatat() every entry, as find -ls or ls -lR would.
+    #[arg(long)]
+    pub stat: bool,
+
+    /// untar and traverse: warm, or cold: sync and drop page, dentry and inode caches before every run (root only).
+    #[arg(long, value_name = "warm|cold", default_value = "warm", value_parser = parse_cache)]
+    pub cache: Cache,
+
     /// Results JSON file (default: fsscale-results/<timestamp>.json in the current directory). Rewritten after every run.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -212,6 +224,21 @@ fn parse_workload_arg(name: &str) -> Result<WorkloadArg, String> {
     })
 }
 
+/// `--cache`: whether caches are dropped before every run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cache {
+    Warm,
+    Cold,
+}
+
+fn parse_cache(text: &str) -> Result<Cache, String> {
+    match text {
+        "warm" => Ok(Cache::Warm),
+        "cold" => Ok(Cache::Cold),
+        _ => Err("use warm or cold".into()),
+    }
+}
+
 fn parse_mode(text: &str) -> Result<Mode, String> {
     match text {
         "process" | "processes" => Ok(Mode::Process),
@@ -279,6 +306,9 @@ impl RunArgs {
                 tarball: self.tarball.clone(),
                 extract_cmd: self.extract_cmd.clone(),
                 cache_dir: cache_dir(),
+                tree: self.tree.clone(),
+                stat: self.stat,
+                cold_cache: self.cache == Cache::Cold,
             },
             workers,
             pin: self.pin,

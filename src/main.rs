@@ -58,8 +58,10 @@ fn run(command: cli::Command, argv: Vec<String>) -> anyhow::Result<()> {
                     Ok(())
                 }
                 Err(error) => {
-                    // Show whatever finished before the failure; it is on disk too.
-                    if let Ok(doc) = ResultsFile::load(&config.output) {
+                    // Show whatever finished before the failure (it is on disk too),
+                    // but never a file this invocation did not write.
+                    let ours = progress.saved.then(|| ResultsFile::load(&config.output).ok()).flatten();
+                    if let Some(doc) = ours {
                         if doc.points.iter().any(|p| !p.runs.is_empty()) {
                             print(&render_results(&doc))?;
                             eprintln!("results so far: {}", config.output.display());

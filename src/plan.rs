@@ -51,6 +51,12 @@ pub struct MacroOptions {
     pub extract_cmd: Option<String>,
     /// Where generated tarballs are kept between runs.
     pub cache_dir: PathBuf,
+    /// traverse: walk this directory (read only) instead of a generated tree.
+    pub tree: Option<PathBuf>,
+    /// traverse: `fstatat` every entry.
+    pub stat: bool,
+    /// Fixed work: drop caches before every run (root only).
+    pub cold_cache: bool,
 }
 
 /// Everything `fsscale run` needs, free of any command-line types.
@@ -93,13 +99,22 @@ impl RunConfig {
         if self.duration.is_zero() {
             bail!("--duration must be longer than 0");
         }
-        for workload in &self.workloads {
-            for share in &self.shares {
-                if let Err(message) = workload.check_share(*share) {
-                    if self.strict_shares || self.shares_for(*workload).is_empty() {
-                        bail!(message);
-                    }
+        for &workload in &self.workloads {
+            let mut runnable = 0;
+            for &share in &self.shares {
+                // A named share is refused only when no requested mode can run it.
+                let verdicts: Vec<Result<(), String>> =
+                    self.modes.iter().map(|&mode| self.check_combination(workload, mode, share)).collect();
+                let ok = verdicts.iter().filter(|v| v.is_ok()).count();
+                runnable += ok;
+                if ok == 0 && self.strict_shares {
+                    bail!(verdicts.into_iter().find_map(Result::err).expect("no mode ran"));
                 }
+            }
+            if runnable == 0 {
+                // Nothing of this workload would run: say why for the first combination.
+                let first = self.check_combination(workload, self.modes[0], self.shares[0]);
+                bail!(first.err().unwrap_or_else(|| format!("{workload}: nothing to run")));
             }
         }
         let m = &self.macro_options;
@@ -121,10 +136,22 @@ impl RunConfig {
         Ok(())
     }
 
-    /// The sharing levels `workload` runs at.
-    pub fn shares_for(&self, workload: Workload) -> Vec<Share> {
-        let supported = workload.supported_shares();
-        self.shares.iter().copied().filter(|s| supported.contains(s)).collect()
+    /// Whether `workload` can run in `mode` at `share` with these options; the error says why not.
+    pub fn check_combination(&self, workload: Workload, mode: Mode, share: Share) -> Result<(), String> {
+        workload.check_share(share)?;
+        if workload == Workload::Traverse {
+            if share == Share::Shared && mode == Mode::Process {
+                return Err("traverse: --share shared walks one tree through one work queue between threads; \
+                            use --mode thread (a parallel find is threaded), or --share same"
+                    .into());
+            }
+            if share == Share::Private && self.macro_options.tree.is_some() {
+                return Err("traverse: --share private would need a copy of --tree per worker and --tree is \
+                            never written to; use --share same or --share shared"
+                    .into());
+            }
+        }
+        Ok(())
     }
 
     /// Points in run order: workload, then mode, then sharing level, then worker count.
@@ -132,7 +159,8 @@ impl RunConfig {
         let mut points = Vec::new();
         for &workload in &self.workloads {
             for &mode in &self.modes {
-                for share in self.shares_for(workload) {
+                for share in self.shares.iter().copied().filter(|&s| self.check_combination(workload, mode, s).is_ok())
+                {
                     for &workers in &self.workers {
                         points.push(PointSpec { workload, mode, share, workers });
                     }
@@ -299,6 +327,9 @@ mod tests {
                 tarball: None,
                 extract_cmd: None,
                 cache_dir: PathBuf::from("/tmp"),
+                tree: None,
+                stat: false,
+                cold_cache: false,
             },
             workers: vec![1, 2],
             pin: false,

@@ -14,13 +14,15 @@ pub struct TerminalProgress {
     runs: usize,
     last_rate: Option<f64>,
     dirty: bool,
+    /// Whether this invocation has written the results file.
+    pub saved: bool,
 }
 
 impl TerminalProgress {
     pub fn new() -> TerminalProgress {
         // SAFETY: isatty has no preconditions.
         let enabled = unsafe { libc::isatty(2) } == 1;
-        TerminalProgress { enabled, points: 0, runs: 0, last_rate: None, dirty: false }
+        TerminalProgress { enabled, points: 0, runs: 0, last_rate: None, dirty: false, saved: false }
     }
 
     /// Clears the progress line so that what follows starts on a clean line.
@@ -62,6 +64,18 @@ impl Progress for TerminalProgress {
 
     fn run_finished(&mut self, _point: &PointSpec, record: &RunRecord) {
         self.last_rate = Some(record.ops_per_s);
+    }
+
+    fn saved(&mut self) {
+        self.saved = true;
+    }
+
+    fn preparing(&mut self, what: &str) {
+        if self.enabled {
+            eprint!("\r\x1b[K{what}...");
+            let _ = std::io::stderr().flush();
+            self.dirty = true;
+        }
     }
 }
 

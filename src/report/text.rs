@@ -48,9 +48,9 @@ pub fn render_results(doc: &ResultsFile) -> String {
     }
     if by_workload.keys().any(|w| w.is_fixed_work()) {
         out.push_str(
-            "fixed work (untar): time = the slowest worker's, median of the runs; entries/s and MB/s = all workers' \
-             work over that time;\neff. concurrency = N x T(1) / T(N) (N = the speedup; below 1 is worse than one \
-             after another); spread = slowest / fastest worker's time.\n",
+            "fixed work: time = the slowest worker's, median of the runs; entries/s and MB/s = all workers' work over \
+             that time;\neff. concurrency = entries/s at N over entries/s at 1 (untar: N x T(1) / T(N); below 1 is \
+             worse than one after another); spread = slowest / fastest worker's time.\n",
         );
     }
     if !by_workload.is_empty() {
@@ -147,8 +147,9 @@ fn fixed_work_table(points: &[&Point], runs: usize) -> Table {
     let mut sorted: Vec<&Point> = points.iter().copied().filter(|p| !p.runs.is_empty()).collect();
     sorted.sort_by_key(|p| (p.mode, p.share, p.workers));
     let time = |p: &Point| median(p.runs.iter().map(|r| r.elapsed_s).collect());
+    let rate = |p: &Point| median(p.runs.iter().map(|r| r.ops_per_s).collect());
     let single: BTreeMap<(Mode, Share), f64> =
-        sorted.iter().filter(|p| p.workers == 1).map(|p| ((p.mode, p.share), time(p))).collect();
+        sorted.iter().filter(|p| p.workers == 1).map(|p| ((p.mode, p.share), rate(p))).collect();
     for point in sorted {
         let t = time(point);
         let times: Vec<f64> = point.runs.iter().map(|r| r.elapsed_s).collect();
@@ -156,11 +157,19 @@ fn fixed_work_table(points: &[&Point], runs: usize) -> Table {
             Ok(s) if s.n > 1 => format!("{:.1}%", s.relative_stddev_pct()),
             _ => "-".into(),
         };
-        let rate = median(point.runs.iter().map(|r| r.ops_per_s).collect());
-        let mb = median(point.runs.iter().map(|r| r.bytes.unwrap_or(0) as f64 / r.elapsed_s / 1e6).collect());
+        let rate = rate(point);
+        let mb = match point.runs.iter().all(|r| r.bytes.unwrap_or(0) > 0) {
+            true => format!(
+                "{:.1}",
+                median(point.runs.iter().map(|r| r.bytes.unwrap_or(0) as f64 / r.elapsed_s / 1e6).collect())
+            ),
+            false => "-".into(),
+        };
+        // X(N)/X(1): for untar, where every worker does the whole job, this is N·T(1)/T(N).
         let concurrency = single
             .get(&(point.mode, point.share))
-            .map(|&t1| format!("{:.2}", point.workers as f64 * t1 / t))
+            .filter(|&&x1| x1 > 0.0)
+            .map(|&x1| format!("{:.2}", rate / x1))
             .unwrap_or_else(|| "-".into());
         // Slowest over fastest worker's completion time, median over the runs.
         let ratios: Vec<f64> = point
@@ -182,7 +191,7 @@ fn fixed_work_table(points: &[&Point], runs: usize) -> Table {
             format!("{t:.3}"),
             sd,
             format_rate(rate),
-            format!("{mb:.1}"),
+            mb,
             concurrency,
             spread,
             note,

@@ -14,13 +14,15 @@ use crate::plan::{Mode, PointSpec};
 use crate::results::{RunRecord, Timeline, WorkerCpu};
 use crate::scratch::Scratch;
 use crate::sys;
-use crate::workloads::{self, UntarSource};
+use crate::workloads::{self, TreeSource};
 
 /// Timing of the run, from the plan.
 pub(super) struct Timing {
     pub warmup: Duration,
     pub duration: Duration,
     pub sample_interval: Duration,
+    /// Fixed work: sync and drop page, dentry and inode caches before the start.
+    pub drop_caches: bool,
 }
 
 /// How long workers get to leave after the window closes before they are killed.
@@ -32,7 +34,7 @@ pub(super) fn run_once(
     dir: &std::path::Path,
     timing: &Timing,
     cpus: Option<&[usize]>,
-    untar: Option<&UntarSource>,
+    untar: Option<&TreeSource>,
     run: usize,
 ) -> Result<RunRecord> {
     let scratch = Scratch::create(dir)?;
@@ -48,10 +50,10 @@ fn measure(
     scratch: &Scratch,
     timing: &Timing,
     cpus: Option<&[usize]>,
-    untar: Option<&UntarSource>,
+    untar: Option<&TreeSource>,
     run: usize,
 ) -> Result<RunRecord> {
-    let point = workloads::prepare_point(spec.workload, spec.share, spec.workers, scratch.fd())?;
+    let point = workloads::prepare_point(spec.workload, spec.share, spec.workers, scratch.fd(), untar)?;
     let region = SharedRegion::new(spec.workers).context("mapping shared counters")?;
     let plan = WorkerPlan {
         workload: spec.workload,
@@ -252,6 +254,9 @@ fn wait_ready(region: &SharedRegion, workers: usize) -> Result<()> {
 /// sampling progress; the run's time is the slowest worker's.
 fn coordinate_fixed_work(region: &SharedRegion, workers: usize, timing: &Timing) -> Result<Window> {
     wait_ready(region, workers)?;
+    if timing.drop_caches {
+        drop_caches()?;
+    }
     let cpu_start = CpuTicks::read();
     let start = sys::monotonic_ns();
     region.set_phase(Phase::Window);
@@ -349,6 +354,14 @@ fn coordinate(region: &SharedRegion, workers: usize, timing: &Timing, fixed_work
         cpu_end,
         completion_s: None,
     })
+}
+
+/// `sync`, then drop the page cache, dentries and inodes (needs root).
+pub(super) fn drop_caches() -> Result<()> {
+    // SAFETY: sync has no preconditions.
+    unsafe { libc::sync() };
+    std::fs::write("/proc/sys/vm/drop_caches", b"3\n")
+        .map_err(|e| anyhow!("--cache cold: cannot write /proc/sys/vm/drop_caches ({e}); dropping caches needs root"))
 }
 
 /// Fails on a worker error or a signal.

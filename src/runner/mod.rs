@@ -10,7 +10,7 @@ mod worker;
 
 use std::time::SystemTime;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 
 pub use progress::{Progress, Silent};
 pub use signals::Interrupted;
@@ -21,7 +21,7 @@ use crate::results::{self, Host, Point, ResultsFile, Settings, Status, Target, T
 use crate::scratch::Scratch;
 use crate::sys;
 use crate::tree::{write_tar_file, TreeSpec};
-use crate::workloads::UntarSource;
+use crate::workloads::TreeSource;
 
 /// Runs every point of `config` and returns the finished document, which is
 /// also on disk at `config.output`. On failure or interruption the document
@@ -54,8 +54,16 @@ pub fn run(config: &RunConfig, progress: &mut dyn Progress) -> Result<ResultsFil
     progress.saved();
 
     let cpus = config.pin.then(allowed_cpus);
-    let timing =
-        measure::Timing { warmup: config.warmup, duration: config.duration, sample_interval: config.sample_interval };
+    let timing = measure::Timing {
+        warmup: config.warmup,
+        duration: config.duration,
+        sample_interval: config.sample_interval,
+        drop_caches: config.macro_options.cold_cache,
+    };
+    if config.macro_options.cold_cache && config.workloads.iter().any(|w| w.is_fixed_work()) {
+        // Fail before anything runs rather than at the first point.
+        measure::drop_caches()?;
+    }
     let points = config.points();
     progress.plan(points.len(), config.runs);
     for (index, spec) in points.iter().enumerate() {
@@ -137,7 +145,12 @@ fn new_document(config: &RunConfig) -> ResultsFile {
 /// The tarball `untar` extracts: `--tarball`, or the generated tree at
 /// `--scale`, made once and kept in the cache directory. Scanning it counts
 /// its entries and reads it into the page cache before anything is timed.
-fn prepare_untar(options: &MacroOptions, progress: &mut dyn Progress) -> Result<UntarSource> {
+fn prepare_untar(options: &MacroOptions, progress: &mut dyn Progress) -> Result<TreeSource> {
+    if let Some(tree) = &options.tree {
+        if !tree.is_dir() {
+            bail!("--tree {} is not a directory", tree.display());
+        }
+    }
     let tarball = match &options.tarball {
         Some(path) => path.clone(),
         None => {
@@ -160,7 +173,13 @@ fn prepare_untar(options: &MacroOptions, progress: &mut dyn Progress) -> Result<
     let mut file =
         std::fs::File::open(&tarball).with_context(|| format!("cannot open tarball {}", tarball.display()))?;
     let contents = archive::scan(&mut file).with_context(|| format!("tarball {}", tarball.display()))?;
-    Ok(UntarSource { tarball, contents, command: options.extract_cmd.clone() })
+    Ok(TreeSource {
+        tarball,
+        contents,
+        command: options.extract_cmd.clone(),
+        walk_tree: options.tree.clone(),
+        stat: options.stat,
+    })
 }
 
 fn finish(doc: &mut ResultsFile, status: Status, error: Option<&anyhow::Error>) {

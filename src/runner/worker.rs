@@ -8,7 +8,7 @@ use anyhow::Result;
 use super::shared::{Phase, SharedRegion};
 use crate::sys;
 use crate::workloads::{
-    self, JobContext, Op, OpDriver, PointState, Share, UntarSource, WorkerEnv, Workload, SHARED_DIR,
+    self, JobContext, Op, OpDriver, PointState, Share, TreeSource, WorkerEnv, Workload, SHARED_DIR,
 };
 
 /// Everything a worker needs, prepared by the coordinator before any worker starts.
@@ -18,7 +18,7 @@ pub(super) struct WorkerPlan<'a> {
     pub workers: usize,
     pub scratch_fd: i32,
     pub scratch_path: &'a std::path::Path,
-    pub untar: Option<&'a UntarSource>,
+    pub untar: Option<&'a TreeSource>,
     pub point: &'a PointState,
     /// CPU per worker index, with `--pin`.
     pub cpus: Option<&'a [usize]>,

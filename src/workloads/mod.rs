@@ -14,6 +14,7 @@ mod data;
 mod fdtable;
 mod metadata;
 mod readdir;
+mod traverse;
 mod untar;
 
 use std::ffi::{CStr, CString};
@@ -26,7 +27,8 @@ use serde::{Deserialize, Serialize};
 use crate::sys::{self, Errno};
 
 pub use data::DATA_BLOCK;
-pub use untar::UntarSource;
+pub use traverse::{WalkQueue, TREE_DIR};
+pub use untar::TreeSource;
 
 /// How much the workers share.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -76,6 +78,7 @@ pub enum Workload {
     Fsync,
     DupClose,
     Untar,
+    Traverse,
 }
 
 /// The catalogue entry shown by `fsscale list`.
@@ -90,7 +93,7 @@ pub struct Description {
 }
 
 impl Workload {
-    pub const ALL: [Workload; 14] = [
+    pub const ALL: [Workload; 15] = [
         Workload::Stat,
         Workload::StatDeep,
         Workload::OpenClose,
@@ -105,11 +108,13 @@ impl Workload {
         Workload::Fsync,
         Workload::DupClose,
         Workload::Untar,
+        Workload::Traverse,
     ];
 
-    /// The quick default suite: the classic VFS trio and concurrent extraction of a small tree.
-    pub const DEFAULT_SUITE: [Workload; 4] =
-        [Workload::Stat, Workload::OpenClose, Workload::CreatUnlink, Workload::Untar];
+    /// The quick default suite: the classic VFS trio, and concurrent
+    /// extraction and traversal of a small tree.
+    pub const DEFAULT_SUITE: [Workload; 5] =
+        [Workload::Stat, Workload::OpenClose, Workload::CreatUnlink, Workload::Untar, Workload::Traverse];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -127,6 +132,7 @@ impl Workload {
             Workload::Fsync => "fsync",
             Workload::DupClose => "dup-close",
             Workload::Untar => "untar",
+            Workload::Traverse => "traverse",
         }
     }
 
@@ -144,6 +150,7 @@ impl Workload {
             Workload::Read | Workload::Write | Workload::Append | Workload::Fsync => data::describe(self),
             Workload::DupClose => fdtable::describe(),
             Workload::Untar => untar::describe(),
+            Workload::Traverse => traverse::describe(),
         }
     }
 
@@ -176,7 +183,7 @@ impl Workload {
 
     /// Fixed-time loops count ops in a window; fixed-work jobs are timed to completion.
     pub fn is_fixed_work(self) -> bool {
-        matches!(self, Workload::Untar)
+        matches!(self, Workload::Untar | Workload::Traverse)
     }
 }
 
@@ -225,7 +232,7 @@ pub struct WorkerEnv<'a> {
     pub scratch_path: &'a std::path::Path,
     pub point: &'a PointState,
     /// The prepared tarball, for `untar`.
-    pub untar: Option<&'a UntarSource>,
+    pub untar: Option<&'a TreeSource>,
 }
 
 /// What a fixed-work job did.
@@ -250,9 +257,10 @@ pub trait Job {
 }
 
 /// Sets up the fixed-work job of `env.workload`.
-pub fn job(env: &WorkerEnv<'_>) -> Result<Box<dyn Job>> {
+pub fn job<'a>(env: &WorkerEnv<'a>) -> Result<Box<dyn Job + 'a>> {
     match env.workload {
         Workload::Untar => Ok(Box::new(untar::Untar::setup(env)?)),
+        Workload::Traverse => Ok(Box::new(traverse::Traverse::setup(env)?)),
         other => bail!("{other} is not a fixed-work workload (internal error)"),
     }
 }
@@ -303,6 +311,8 @@ impl WorkerEnv<'_> {
 pub struct PointState {
     /// An open file all workers inherit (`dup-close` at `--share same`).
     pub shared_file: Option<OwnedFd>,
+    /// The directories a cooperative `traverse` shares (threads only).
+    pub walk_queue: Option<WalkQueue>,
 }
 
 /// Name of the directory every worker uses at `--share shared|same`.
@@ -310,7 +320,13 @@ pub const SHARED_DIR: &str = "shared";
 
 /// Makes the coordinator's part of a run: the shared directory and the
 /// objects every worker touches. `scratch` is the run's scratch directory.
-pub fn prepare_point(workload: Workload, share: Share, workers: usize, scratch: RawFd) -> Result<PointState> {
+pub fn prepare_point(
+    workload: Workload,
+    share: Share,
+    workers: usize,
+    scratch: RawFd,
+    tree: Option<&TreeSource>,
+) -> Result<PointState> {
     let mut state = PointState::default();
     if share == Share::Private {
         return Ok(state);
@@ -333,6 +349,14 @@ pub fn prepare_point(workload: Workload, share: Share, workers: usize, scratch: 
             data::prepare_shared(workload, share, workers, dir).with_context(what)?
         }
         Workload::DupClose => state.shared_file = fdtable::prepare_shared(share, dir).with_context(what)?,
+        Workload::Traverse => {
+            if let Some(source) = tree.filter(|t| t.walk_tree.is_none()) {
+                traverse::extract_tree(dir, &source.tarball).with_context(what)?;
+            }
+            if share == Share::Shared {
+                state.walk_queue = Some(WalkQueue::new());
+            }
+        }
         Workload::CreatUnlink | Workload::MkdirRmdir | Workload::Rename | Workload::Untar => {}
     }
     Ok(state)
@@ -355,7 +379,9 @@ pub fn with_op<R>(env: &WorkerEnv<'_>, drive: impl OpDriver<R>) -> Result<R> {
         Workload::Append => drive.drive(data::Append::setup(env)?),
         Workload::Fsync => drive.drive(data::Write::setup(env, true)?),
         Workload::DupClose => drive.drive(fdtable::DupClose::setup(env)?),
-        Workload::Untar => bail!("untar is a fixed-work job, not a loop (internal error)"),
+        Workload::Untar | Workload::Traverse => {
+            bail!("{} is a fixed-work job, not a loop (internal error)", env.workload)
+        }
     })
 }
 
@@ -420,6 +446,7 @@ mod tests {
         let refused: Vec<&str> =
             Workload::ALL.into_iter().filter(|w| w.check_share(Share::Same).is_err()).map(|w| w.name()).collect();
         assert_eq!(refused, ["creat-unlink", "mkdir-rmdir", "rename", "append", "untar"]);
+        assert_eq!(Workload::Traverse.supported_shares(), Share::ALL);
         assert_eq!(Workload::Untar.supported_shares(), [Share::Private]);
         let message = Workload::CreatUnlink.check_share(Share::Same).unwrap_err();
         assert!(message.starts_with("creat-unlink: --share same is not possible ("), "{message}");

@@ -23,14 +23,18 @@ pub(super) fn describe() -> Description {
     }
 }
 
-/// Where the archive comes from, as the coordinator prepared it.
+/// The tree the macro workloads use, as the coordinator prepared it.
 #[derive(Debug, Clone)]
-pub struct UntarSource {
+pub struct TreeSource {
     pub tarball: PathBuf,
     /// What the tarball holds (from a scan), for commands that do not report it.
     pub contents: ExtractStats,
     /// `--extract-cmd`, with `{tarball}`, `{dir}`, `{worker}` placeholders.
     pub command: Option<String>,
+    /// traverse: walk this directory (read only) instead of the extracted tarball.
+    pub walk_tree: Option<PathBuf>,
+    /// traverse: `fstatat` every entry.
+    pub stat: bool,
 }
 
 pub(super) enum Untar {

@@ -120,3 +120,14 @@ fn unwritable_output_fails_before_running() {
     assert_one_line_error(&out, "cannot create the results directory /proc/fsscale");
     assert_eq!(env.leftovers(), Vec::<String>::new());
 }
+
+#[test]
+fn a_refused_run_never_shows_an_older_results_file() {
+    // Regression: a run refused before it started printed the results file
+    // an earlier run had left at the same -o path, as if it were its own.
+    let env = TestEnv::new();
+    assert_success(&env.run(&["stat", "-j", "1"]));
+    let out = env.run(&["creat-unlink", "--share", "same"]);
+    assert_one_line_error(&out, "creat-unlink: --share same is not possible");
+    assert_eq!(stdout(&out), "", "nothing of the earlier run is shown");
+}

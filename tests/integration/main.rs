@@ -5,5 +5,6 @@ mod errors;
 mod interrupt;
 mod ministat;
 mod run;
+mod traverse;
 mod untar;
 mod util;

@@ -1,0 +1,217 @@
+//! `traverse`: a recursive walk of a tree, counting every entry (and with
+//! `--stat`, `fstatat`-ing each), timed to completion.
+//!
+//! private: each worker walks its own copy; same: every worker walks the one
+//! tree; shared: the workers walk the one tree together, handing
+//! directories to each other through a queue (like a parallel find).
+
+use std::ffi::{CStr, CString};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+
+use super::{Description, Job, JobContext, JobOutput, Share, WorkerEnv};
+use crate::archive;
+use crate::sys;
+
+/// Directory under the worker's (or the shared) directory holding the tree.
+pub const TREE_DIR: &str = "tree";
+
+pub(super) fn describe() -> Description {
+    Description {
+        family: "macro (fixed work, timed to completion)",
+        op: "walk the whole tree (generated at --scale, or --tree DIR, read only): getdents64 of every directory, \
+             counting entries; with --stat also fstatat() of each",
+        private: "worker i walks its own copy w<i>/tree",
+        shared: Ok("the workers walk shared/tree together, sharing directories through one queue (threads only)"),
+        same: Ok("every worker walks all of shared/tree"),
+    }
+}
+
+/// The queue of directories a cooperative walk shares.
+pub struct WalkQueue {
+    dirs: Mutex<Vec<CString>>,
+    wake: Condvar,
+    /// Directories discovered but not yet fully listed.
+    pending: AtomicUsize,
+}
+
+impl WalkQueue {
+    pub fn new() -> WalkQueue {
+        WalkQueue { dirs: Mutex::new(vec![CString::from(c".")]), wake: Condvar::new(), pending: AtomicUsize::new(1) }
+    }
+}
+
+impl Default for WalkQueue {
+    fn default() -> Self {
+        WalkQueue::new()
+    }
+}
+
+pub(super) struct Traverse<'a> {
+    /// The tree's top directory.
+    root: OwnedFd,
+    stat: bool,
+    queue: Option<&'a WalkQueue>,
+    workers: usize,
+    buf: Vec<u8>,
+}
+
+impl<'a> Traverse<'a> {
+    pub(super) fn setup(env: &WorkerEnv<'a>) -> Result<Traverse<'a>> {
+        let source = env.untar.context("traverse needs a tree (internal error: none prepared)")?;
+        let root = match (&source.walk_tree, env.share) {
+            (Some(tree), _) => {
+                let c = sys::cstring(tree)?;
+                sys::openat(libc::AT_FDCWD, &c, libc::O_RDONLY | libc::O_DIRECTORY, 0)
+                    .map_err(|e| anyhow::anyhow!("setup: opening --tree {}: {}", tree.display(), sys::errno_text(e)))?
+            }
+            (None, Share::Private) => {
+                // The worker's own copy, extracted before the start (untimed).
+                extract_tree(env.dir, &source.tarball)?;
+                open_tree(env.dir)?
+            }
+            (None, _) => open_tree(env.dir)?,
+        };
+        Ok(Traverse {
+            // SAFETY: fresh fd, owned here.
+            root: unsafe { OwnedFd::from_raw_fd(root) },
+            stat: source.stat,
+            queue: if env.share == Share::Shared { env.point.walk_queue.as_ref() } else { None },
+            workers: env.workers,
+            buf: vec![0u8; 64 * 1024],
+        })
+    }
+}
+
+/// Extracts `tarball` into `dir/tree` (setup, not timed).
+pub(super) fn extract_tree(dir: RawFd, tarball: &std::path::Path) -> Result<()> {
+    let name = sys::cname(TREE_DIR);
+    sys::mkdirat(dir, &name, 0o755)
+        .map_err(|e| anyhow::anyhow!("setup: mkdirat(\"{TREE_DIR}\"): {}", sys::errno_text(e)))?;
+    let fd = open_tree(dir)?;
+    // SAFETY: fresh fd, owned here.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let mut file = std::fs::File::open(tarball).with_context(|| format!("setup: opening {}", tarball.display()))?;
+    archive::extract(&mut file, fd.as_raw_fd(), &|| false, &|_| {}).context("setup: extracting the tree")?;
+    Ok(())
+}
+
+fn open_tree(dir: RawFd) -> Result<RawFd> {
+    sys::openat(dir, &sys::cname(TREE_DIR), libc::O_RDONLY | libc::O_DIRECTORY, 0)
+        .map_err(|e| anyhow::anyhow!("setup: opening \"{TREE_DIR}\": {}", sys::errno_text(e)))
+}
+
+impl Job for Traverse<'_> {
+    fn run(&mut self, ctx: &JobContext<'_>) -> Result<JobOutput, String> {
+        let mut entries = 0u64;
+        let mut local: Vec<CString> = Vec::new();
+        if self.queue.is_none() {
+            local.push(CString::from(c"."));
+        }
+        let mut found = Vec::new();
+        loop {
+            let dir = match local.pop() {
+                Some(dir) => dir,
+                None => match self.queue {
+                    None => break,
+                    Some(queue) => match take_shared(queue, ctx) {
+                        Some(dir) => dir,
+                        None => break,
+                    },
+                },
+            };
+            if (ctx.stop)() {
+                return Err("stopped".into());
+            }
+            found.clear();
+            entries += list(self.root.as_raw_fd(), &dir, self.stat, &mut self.buf, &mut found)?;
+            (ctx.progress)(entries);
+            match self.queue {
+                None => local.append(&mut found),
+                Some(queue) => {
+                    queue.pending.fetch_add(found.len(), Ordering::AcqRel);
+                    // Keep work local, but feed the queue while others may be idle.
+                    let mut shared = queue.dirs.lock().expect("walk queue");
+                    while shared.len() < 2 * self.workers {
+                        match found.pop() {
+                            Some(d) => shared.push(d),
+                            None => break,
+                        }
+                    }
+                    drop(shared);
+                    queue.wake.notify_all();
+                    local.append(&mut found);
+                    // This directory is listed; its subdirectories are counted as pending.
+                    if queue.pending.fetch_sub(1, Ordering::AcqRel) == 1 {
+                        queue.wake.notify_all();
+                    }
+                }
+            }
+        }
+        Ok(JobOutput { entries, bytes: 0 })
+    }
+}
+
+/// The next directory from the shared queue, or `None` when the walk is done.
+fn take_shared(queue: &WalkQueue, ctx: &JobContext<'_>) -> Option<CString> {
+    let mut dirs = queue.dirs.lock().expect("walk queue");
+    loop {
+        if let Some(dir) = dirs.pop() {
+            return Some(dir);
+        }
+        if queue.pending.load(Ordering::Acquire) == 0 || (ctx.stop)() {
+            return None;
+        }
+        dirs = queue.wake.wait_timeout(dirs, Duration::from_millis(5)).expect("walk queue").0;
+    }
+}
+
+/// Lists one directory: counts its entries, pushes its subdirectories' paths.
+fn list(root: RawFd, dir: &CStr, stat: bool, buf: &mut [u8], subdirs: &mut Vec<CString>) -> Result<u64, String> {
+    let shown = || dir.to_string_lossy().into_owned();
+    let fd = sys::openat(root, dir, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW, 0)
+        .map_err(|e| format!("openat(\"{}\"): {}", shown(), sys::errno_text(e)))?;
+    // SAFETY: fresh fd, owned here.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: stat is plain data.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    let mut count = 0;
+    loop {
+        let filled = sys::getdents64(fd.as_raw_fd(), buf)
+            .map_err(|e| format!("getdents64(\"{}\"): {}", shown(), sys::errno_text(e)))?;
+        if filled == 0 {
+            return Ok(count);
+        }
+        let mut offset = 0;
+        while offset < filled {
+            let reclen = u16::from_ne_bytes([buf[offset + 16], buf[offset + 17]]) as usize;
+            let d_type = buf[offset + 18];
+            let name_bytes = &buf[offset + 19..offset + reclen];
+            let end = name_bytes.iter().position(|&b| b == 0).unwrap_or(name_bytes.len());
+            let name = &name_bytes[..end];
+            offset += reclen;
+            if name == b"." || name == b".." {
+                continue;
+            }
+            count += 1;
+            let name_c = CString::new(name).expect("no NUL before the end");
+            let mut is_dir = d_type == libc::DT_DIR;
+            if stat || d_type == libc::DT_UNKNOWN {
+                sys::fstatat(fd.as_raw_fd(), &name_c, &mut st, libc::AT_SYMLINK_NOFOLLOW).map_err(|e| {
+                    format!("fstatat(\"{}/{}\"): {}", shown(), name_c.to_string_lossy(), sys::errno_text(e))
+                })?;
+                is_dir = st.st_mode & libc::S_IFMT == libc::S_IFDIR;
+            }
+            if is_dir {
+                let mut path = dir.to_bytes().to_vec();
+                path.push(b'/');
+                path.extend_from_slice(name);
+                subdirs.push(CString::new(path).expect("no NUL"));
+            }
+        }
+    }
+}
