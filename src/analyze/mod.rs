@@ -10,6 +10,7 @@ use crate::plan::Mode;
 use crate::results::ResultsFile;
 use crate::stats::scaling::{collapse, regime, scaling_points, Collapse, Regime, ScalingPoint};
 use crate::stats::usl::{fit, UslFit};
+use crate::stats::Sample;
 use crate::workloads::{Share, Workload};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -122,10 +123,8 @@ pub fn analyze_pairs(name: &str, pairs: &[(usize, f64)]) -> SeriesAnalysis {
     counts.sort_unstable();
     counts.dedup();
     for n in counts {
-        let mut values: Vec<f64> = pairs.iter().filter(|p| p.0 == n).map(|p| p.1).collect();
-        values.sort_by(f64::total_cmp);
-        let mid = values.len() / 2;
-        let median = if values.len() % 2 == 1 { values[mid] } else { (values[mid - 1] + values[mid]) / 2.0 };
+        let values: Vec<f64> = pairs.iter().filter(|p| p.0 == n).map(|p| p.1).collect();
+        let median = Sample::new(&values).expect("every listed N has a value").median();
         medians.push((n, median));
     }
     let observations: Vec<(f64, f64)> = pairs.iter().map(|&(n, x)| (n as f64, x)).collect();

@@ -192,62 +192,28 @@ pub fn regressions(comparison: &Comparison, threshold_pct: f64) -> Vec<&Row> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::*;
+    use crate::results::fixtures;
 
+    /// Points of the given workloads and worker counts whose runs had these ops/s (1 s each).
     pub(crate) fn doc(points: &[(Workload, usize, &[f64])]) -> ResultsFile {
-        ResultsFile {
-            schema_version: SCHEMA_VERSION,
-            tool: Tool { name: "fsscale".into(), version: "0".into() },
-            command_line: vec![],
-            started_at: String::new(),
-            finished_at: None,
-            status: Status::Complete,
-            error: None,
-            host: Host::default(),
-            target: Target::default(),
-            settings: Settings {
-                duration_s: 1.0,
-                warmup_s: 0.0,
-                runs: 5,
-                sample_interval_s: 1.0,
-                pin: false,
-                untar: None,
-            },
-            points: points
-                .iter()
-                .map(|&(workload, workers, rates)| {
-                    let mut p = Point {
-                        workload,
-                        op: String::new(),
-                        mode: Mode::Process,
-                        share: Share::Private,
-                        workers,
-                        complete: true,
-                        runs: rates
-                            .iter()
-                            .enumerate()
-                            .map(|(run, &r)| RunRecord {
-                                run,
-                                ops: r as u64,
-                                elapsed_s: 1.0,
-                                ops_per_s: r,
-                                ops_per_s_per_worker: r / workers as f64,
-                                per_worker_ops: vec![],
-                                pinned_cpus: None,
-                                worker_cpu: WorkerCpu::default(),
-                                system_cpu: SystemCpu::default(),
-                                timeline: Timeline::default(),
-                                completion_s: None,
-                                bytes: None,
-                            })
-                            .collect(),
-                        summary: None,
-                    };
-                    p.summarize();
-                    p
-                })
-                .collect(),
-        }
+        let points = points
+            .iter()
+            .map(|&(workload, workers, rates)| {
+                let runs = rates
+                    .iter()
+                    .enumerate()
+                    .map(|(run, &r)| {
+                        let mut record = fixtures::run(run, &[], 1.0);
+                        record.ops = r as u64;
+                        record.ops_per_s = r;
+                        record.ops_per_s_per_worker = r / workers as f64;
+                        record
+                    })
+                    .collect();
+                fixtures::point(workload, Share::Private, workers, runs)
+            })
+            .collect();
+        fixtures::doc(5, 1.0, points)
     }
 
     const CONFIG: CompareConfig = CompareConfig { test: TestKind::Welch, confidence: 0.95 };

@@ -7,6 +7,7 @@ use super::table::{Align, Table};
 use crate::analyze::analyze_results;
 use crate::plan::Mode;
 use crate::results::{Point, ResultsFile};
+use crate::stats::Sample;
 use crate::workloads::{Share, Workload};
 
 /// Rates below 1000/s keep two decimals: collapsed points ("12.68 op/s")
@@ -120,14 +121,9 @@ fn workload_table(points: &[&Point], runs: usize) -> Table {
     table
 }
 
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    let n = values.len();
-    if n % 2 == 1 {
-        values[n / 2]
-    } else {
-        (values[n / 2 - 1] + values[n / 2]) / 2.0
-    }
+/// The median of a point's per-run values (runs are never empty here).
+fn median(values: Vec<f64>) -> f64 {
+    Sample::new(&values).map_or(f64::NAN, |s| s.median())
 }
 
 /// Fixed work: times to completion, throughput, effective concurrency, fairness.
@@ -208,62 +204,20 @@ fn trim_float(x: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::*;
-
-    fn record(run: usize, per_worker: &[u64], elapsed_s: f64) -> RunRecord {
-        let ops: u64 = per_worker.iter().sum();
-        RunRecord {
-            run,
-            ops,
-            elapsed_s,
-            ops_per_s: ops as f64 / elapsed_s,
-            ops_per_s_per_worker: ops as f64 / elapsed_s / per_worker.len() as f64,
-            per_worker_ops: per_worker.to_vec(),
-            pinned_cpus: None,
-            worker_cpu: WorkerCpu::default(),
-            system_cpu: SystemCpu::default(),
-            timeline: Timeline::default(),
-            completion_s: None,
-            bytes: None,
-        }
-    }
+    use crate::results::fixtures::{self, run as record};
+    use crate::results::{Point, RunRecord};
 
     fn point(workload: Workload, share: Share, runs: Vec<RunRecord>) -> Point {
-        let mut p = Point {
-            workload,
-            op: workload.describe().op.to_string(),
-            mode: Mode::Process,
-            share,
-            workers: runs[0].per_worker_ops.len(),
-            complete: true,
-            runs,
-            summary: None,
-        };
-        p.summarize();
-        p
+        let workers = runs[0].per_worker_ops.len();
+        fixtures::point(workload, share, workers, runs)
     }
 
     #[test]
     fn renders_the_classic_table_exactly() {
-        let doc = ResultsFile {
-            schema_version: SCHEMA_VERSION,
-            tool: Tool { name: "fsscale".into(), version: "0.1.0".into() },
-            command_line: vec![],
-            started_at: "2026-11-22T00:00:00Z".into(),
-            finished_at: None,
-            status: Status::Complete,
-            error: None,
-            host: Host::default(),
-            target: Target::default(),
-            settings: Settings {
-                duration_s: 0.5,
-                warmup_s: 0.1,
-                runs: 3,
-                sample_interval_s: 0.05,
-                pin: false,
-                untar: None,
-            },
-            points: vec![
+        let doc = fixtures::doc(
+            3,
+            0.5,
+            vec![
                 point(
                     Workload::OpenClose,
                     Share::Private,
@@ -280,7 +234,7 @@ mod tests {
                 ),
                 point(Workload::CreatUnlink, Share::Shared, vec![record(0, &[6], 0.5), record(1, &[7], 0.5)]),
             ],
-        };
+        );
         let expected = "\
 open-close: openat(O_RDONLY) of a regular file, then close()
   workers  mode     share     ops/s    sd  ops/s/worker  efficiency
@@ -300,26 +254,7 @@ efficiency: ops/s per worker against 1 worker of the same mode and share.
 
     #[test]
     fn empty_results_render_nothing() {
-        let doc: ResultsFile = ResultsFile {
-            schema_version: SCHEMA_VERSION,
-            tool: Tool { name: "fsscale".into(), version: "0".into() },
-            command_line: vec![],
-            started_at: String::new(),
-            finished_at: None,
-            status: Status::Running,
-            error: None,
-            host: Host::default(),
-            target: Target::default(),
-            settings: Settings {
-                duration_s: 1.0,
-                warmup_s: 0.0,
-                runs: 1,
-                sample_interval_s: 1.0,
-                pin: false,
-                untar: None,
-            },
-            points: vec![],
-        };
+        let doc = fixtures::doc(1, 1.0, vec![]);
         assert_eq!(render_results(&doc), "");
     }
 }

@@ -194,6 +194,64 @@ impl ResultsFile {
     }
 }
 
+/// Hand-built results for unit tests of the renderers and analyses.
+#[cfg(test)]
+pub(crate) mod fixtures {
+    use super::*;
+
+    /// A run whose workers did `per_worker` ops in `elapsed_s`.
+    pub fn run(run: usize, per_worker: &[u64], elapsed_s: f64) -> RunRecord {
+        let ops: u64 = per_worker.iter().sum();
+        RunRecord {
+            run,
+            ops,
+            elapsed_s,
+            ops_per_s: ops as f64 / elapsed_s,
+            ops_per_s_per_worker: ops as f64 / elapsed_s / per_worker.len().max(1) as f64,
+            per_worker_ops: per_worker.to_vec(),
+            pinned_cpus: None,
+            worker_cpu: WorkerCpu::default(),
+            system_cpu: SystemCpu::default(),
+            timeline: Timeline::default(),
+            completion_s: None,
+            bytes: None,
+        }
+    }
+
+    /// A summarized point of `workload` at private sharing, process mode.
+    pub fn point(workload: Workload, share: Share, workers: usize, runs: Vec<RunRecord>) -> Point {
+        let mut p = Point {
+            workload,
+            op: workload.describe().op.to_string(),
+            mode: Mode::Process,
+            share,
+            workers,
+            complete: true,
+            runs,
+            summary: None,
+        };
+        p.summarize();
+        p
+    }
+
+    /// A complete results document.
+    pub fn doc(runs: usize, duration_s: f64, points: Vec<Point>) -> ResultsFile {
+        ResultsFile {
+            schema_version: SCHEMA_VERSION,
+            tool: Tool { name: "fsscale".into(), version: "0.1.0".into() },
+            command_line: vec![],
+            started_at: "2026-11-22T00:00:00Z".into(),
+            finished_at: None,
+            status: Status::Complete,
+            error: None,
+            host: Host::default(),
+            target: Target::default(),
+            settings: Settings { duration_s, warmup_s: 0.1, runs, sample_interval_s: 0.05, pin: false, untar: None },
+            points,
+        }
+    }
+}
+
 /// Formats a time as RFC 3339 in UTC, to the second.
 pub fn rfc3339(time: std::time::SystemTime) -> String {
     let secs = time.duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);

@@ -179,18 +179,10 @@ fn list(dir: RawFd) -> Result<Vec<(CString, u8)>, Errno> {
         if filled == 0 {
             return Ok(entries);
         }
-        let mut offset = 0;
-        while offset < filled {
-            // linux_dirent64: d_ino u64, d_off i64, d_reclen u16, d_type u8, d_name.
-            let reclen = u16::from_ne_bytes([buf[offset + 16], buf[offset + 17]]) as usize;
-            let d_type = buf[offset + 18];
-            let name_bytes = &buf[offset + 19..offset + reclen];
-            let end = name_bytes.iter().position(|&b| b == 0).unwrap_or(name_bytes.len());
-            let name = &name_bytes[..end];
+        for (name, d_type) in sys::dirents(&buf, filled) {
             if name != b"." && name != b".." {
                 entries.push((CString::new(name).expect("no NUL before end"), d_type));
             }
-            offset += reclen;
         }
     }
 }

@@ -71,33 +71,24 @@ fn beta_fraction(x: f64, a: f64, b: f64) -> f64 {
     }
     d = 1.0 / d;
     let mut h = d;
+    // One Lentz step with partial numerator `aa`; returns the factor applied to h.
+    let mut step = |aa: f64| {
+        d = 1.0 + aa * d;
+        if d.abs() < TINY {
+            d = TINY;
+        }
+        c = 1.0 + aa / c;
+        if c.abs() < TINY {
+            c = TINY;
+        }
+        d = 1.0 / d;
+        d * c
+    };
     for m in 1..=10_000 {
         let m = m as f64;
         let m2 = 2.0 * m;
-        // Even step.
-        let aa = m * (b - m) * x / ((a + m2 - 1.0) * (a + m2));
-        d = 1.0 + aa * d;
-        if d.abs() < TINY {
-            d = TINY;
-        }
-        c = 1.0 + aa / c;
-        if c.abs() < TINY {
-            c = TINY;
-        }
-        d = 1.0 / d;
-        h *= d * c;
-        // Odd step.
-        let aa = -(a + m) * (a + b + m) * x / ((a + m2) * (a + m2 + 1.0));
-        d = 1.0 + aa * d;
-        if d.abs() < TINY {
-            d = TINY;
-        }
-        c = 1.0 + aa / c;
-        if c.abs() < TINY {
-            c = TINY;
-        }
-        d = 1.0 / d;
-        let delta = d * c;
+        h *= step(m * (b - m) * x / ((a + m2 - 1.0) * (a + m2)));
+        let delta = step(-(a + m) * (a + b + m) * x / ((a + m2) * (a + m2 + 1.0)));
         h *= delta;
         if (delta - 1.0).abs() < EPS {
             break;

@@ -85,13 +85,7 @@ impl Readdir {
             if filled == 0 {
                 break;
             }
-            // linux_dirent64: d_ino u64, d_off i64, d_reclen u16 at offset 16.
-            let mut offset = 0;
-            while offset < filled {
-                let reclen = u16::from_ne_bytes([self.buf[offset + 16], self.buf[offset + 17]]) as usize;
-                count += 1;
-                offset += reclen.max(1);
-            }
+            count += sys::dirents(&self.buf, filled).count();
         }
         sys::close(fd).map_err(SysError::new("close", 0))?;
         Ok(count)

@@ -186,14 +186,7 @@ fn list(root: RawFd, dir: &CStr, stat: bool, buf: &mut [u8], subdirs: &mut Vec<C
         if filled == 0 {
             return Ok(count);
         }
-        let mut offset = 0;
-        while offset < filled {
-            let reclen = u16::from_ne_bytes([buf[offset + 16], buf[offset + 17]]) as usize;
-            let d_type = buf[offset + 18];
-            let name_bytes = &buf[offset + 19..offset + reclen];
-            let end = name_bytes.iter().position(|&b| b == 0).unwrap_or(name_bytes.len());
-            let name = &name_bytes[..end];
-            offset += reclen;
+        for (name, d_type) in sys::dirents(buf, filled) {
             if name == b"." || name == b".." {
                 continue;
             }
