@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 use clap::{Args, Parser, Subcommand};
 
+use fsscale::fs::{Backing, Fresh, FsOptions, FsSpec};
 use fsscale::plan::{self, MacroOptions, Mode, RunConfig};
 use fsscale::results::rfc3339;
 use fsscale::stats::hypothesis::TestKind;
@@ -37,6 +38,8 @@ pub enum Command {
     List,
     /// Run workloads over a sweep of worker counts and print a table.
     Run(Box<RunArgs>),
+    /// Remove what a killed run left behind: mounts, loop devices and images of filesystems fsscale made.
+    Cleanup,
     /// Generate the deterministic ports-like source tree, as a directory or an uncompressed tarball.
     Tree(TreeArgs),
     /// Compare results files point by point: change, confidence interval, test, verdict.
@@ -121,6 +124,30 @@ pub struct RunArgs {
     /// untar and traverse: warm, or cold: sync and drop page, dentry and inode caches before every run (root only).
     #[arg(long, value_name = "warm|cold", default_value = "warm", value_parser = parse_cache)]
     pub cache: Cache,
+
+    /// Filesystems to run on, each made fresh: dir (--dir as it is, the default), tmpfs, ext4, xfs, btrfs, f2fs, each with optional mount options: e.g. ext4,xfs or ext4:data=journal,ext4:data=ordered. Needs root.
+    #[arg(long, value_name = "KIND[:OPTS],...", default_value = "dir", value_parser = parse_fs_list)]
+    pub fs: FsList,
+
+    /// What made filesystems live on: ram (an image in /dev/shm on a loop device), file:DIR (an image in DIR), or dev:/dev/NAME (a real device; needs --destroy-device-data).
+    #[arg(long, value_name = "ram|file:DIR|dev:DEV", default_value = "ram", value_parser = parse_backing)]
+    pub backing: Backing,
+
+    /// Size of made filesystems (e.g. 512M, 4G); default: 1 GiB, or 3x the data the workloads write.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub fs_size: Option<u64>,
+
+    /// Extra mkfs options, e.g. '-b 1024' or '-O ^has_journal'.
+    #[arg(long, value_name = "OPTS", allow_hyphen_values = true)]
+    pub mkfs_opts: Option<String>,
+
+    /// Make the filesystem anew before every run, every point, or once per filesystem.
+    #[arg(long, value_name = "run|point|once", default_value = "run", value_parser = parse_fresh)]
+    pub fresh: Fresh,
+
+    /// Allow --backing dev: to erase the device (never a mounted one).
+    #[arg(long)]
+    pub destroy_device_data: bool,
 
     /// Results JSON file (default: fsscale-results/<timestamp>.json in the current directory). Rewritten after every run.
     #[arg(short, long, value_name = "FILE")]
@@ -224,6 +251,57 @@ fn parse_workload_arg(name: &str) -> Result<WorkloadArg, String> {
     })
 }
 
+/// Parsed `--fs`: mount options may hold commas, so a piece that does not
+/// start with a filesystem kind continues the previous one's options.
+#[derive(Clone, Debug)]
+pub struct FsList(pub Vec<FsSpec>);
+
+fn parse_fs_list(text: &str) -> Result<FsList, String> {
+    let mut pieces: Vec<String> = Vec::new();
+    for piece in text.split(',') {
+        let kind = piece.split(':').next().unwrap_or("");
+        let is_kind = ["dir", "tmpfs", "ext4", "xfs", "btrfs", "f2fs"].contains(&kind);
+        match pieces.last_mut() {
+            Some(last) if !is_kind && last.contains(':') => {
+                last.push(',');
+                last.push_str(piece);
+            }
+            _ => pieces.push(piece.to_string()),
+        }
+    }
+    pieces.iter().map(|p| FsSpec::parse(p)).collect::<Result<Vec<_>, _>>().map(FsList)
+}
+
+fn parse_backing(text: &str) -> Result<Backing, String> {
+    Backing::parse(text)
+}
+
+fn parse_fresh(text: &str) -> Result<Fresh, String> {
+    match text {
+        "run" => Ok(Fresh::Run),
+        "point" => Ok(Fresh::Point),
+        "once" => Ok(Fresh::Once),
+        _ => Err("use run, point or once".into()),
+    }
+}
+
+/// `512M`, `4G`, `1073741824`.
+fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let (number, shift) = match t.chars().last() {
+        Some('K' | 'k') => (&t[..t.len() - 1], 10),
+        Some('M' | 'm') => (&t[..t.len() - 1], 20),
+        Some('G' | 'g') => (&t[..t.len() - 1], 30),
+        Some('T' | 't') => (&t[..t.len() - 1], 40),
+        _ => (t, 0),
+    };
+    let value: f64 = number.parse().map_err(|_| format!("'{text}' is not a size; write e.g. 512M or 4G"))?;
+    if value.is_nan() || value <= 0.0 {
+        return Err(format!("'{text}' is not a positive size"));
+    }
+    Ok((value * (1u64 << shift) as f64) as u64)
+}
+
 /// `--cache`: whether caches are dropped before every run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Cache {
@@ -300,6 +378,14 @@ impl RunArgs {
             strict_shares: self.share.is_some()
                 && !self.workloads.is_empty()
                 && !self.workloads.iter().any(|w| matches!(w, WorkloadArg::All)),
+            filesystems: FsOptions {
+                specs: self.fs.0.clone(),
+                backing: self.backing.clone(),
+                size: self.fs_size,
+                mkfs_options: self.mkfs_opts.as_deref().unwrap_or("").split_whitespace().map(String::from).collect(),
+                fresh: self.fresh,
+                destroy_device_data: self.destroy_device_data,
+            },
             macro_options: MacroOptions {
                 scale: self.scale,
                 seed: self.seed,

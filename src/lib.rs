@@ -8,6 +8,7 @@
 pub mod analyze;
 pub mod archive;
 pub mod compare;
+pub mod fs;
 pub mod ministat;
 pub mod plan;
 pub mod report;

@@ -46,6 +46,14 @@ fn run(command: cli::Command, argv: Vec<String>) -> anyhow::Result<()> {
         }
         cli::Command::Analyze(args) => print(&commands::analyze_command(&args)?),
         cli::Command::Tree(args) => print(&commands::tree_command(&args)?),
+        cli::Command::Cleanup => {
+            let cleaned = fsscale::fs::cleanup_leftovers()?;
+            if cleaned.is_empty() {
+                print("nothing to clean up\n")
+            } else {
+                print(&cleaned.iter().map(|c| format!("removed {c}\n")).collect::<String>())
+            }
+        }
         cli::Command::Run(args) => {
             let config = (*args).into_config(argv)?;
             let mut progress = terminal::TerminalProgress::new();

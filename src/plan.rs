@@ -8,6 +8,7 @@ use std::time::Duration;
 use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
 
+use crate::fs::FsOptions;
 use crate::workloads::{Share, Workload};
 
 /// The most workers one point may have: far above any core count fsscale is
@@ -71,6 +72,8 @@ pub struct RunConfig {
     /// it (the user named both the workloads and the sharing levels).
     pub strict_shares: bool,
     pub macro_options: MacroOptions,
+    /// The filesystems to run on: `--dir` as it is, or made fresh.
+    pub filesystems: FsOptions,
     pub workers: Vec<usize>,
     pub pin: bool,
     pub duration: Duration,
@@ -321,6 +324,7 @@ mod tests {
             modes: vec![Mode::Process, Mode::Thread],
             shares: vec![Share::Private],
             strict_shares: true,
+            filesystems: FsOptions::existing_dir(),
             macro_options: MacroOptions {
                 scale: 0.01,
                 seed: 1,

@@ -66,6 +66,11 @@ impl Progress for TerminalProgress {
         self.last_rate = Some(record.ops_per_s);
     }
 
+    fn warning(&mut self, text: &str) {
+        self.clear();
+        eprintln!("fsscale: warning: {text}");
+    }
+
     fn saved(&mut self) {
         self.saved = true;
     }

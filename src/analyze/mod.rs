@@ -20,6 +20,9 @@ pub struct SeriesAnalysis {
     pub workload: Option<Workload>,
     pub mode: Option<Mode>,
     pub share: Option<Share>,
+    /// The filesystem configuration, for results of `--fs`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fs: Option<String>,
     pub points: Vec<ScalingPoint>,
     pub fit: Option<UslFit>,
     /// Why there is no fit.
@@ -30,25 +33,28 @@ pub struct SeriesAnalysis {
 
 /// Analyzes every series of a results file, in the file's order.
 pub fn analyze_results(doc: &ResultsFile) -> Vec<SeriesAnalysis> {
-    let mut keys: Vec<(Workload, Mode, Share)> = Vec::new();
+    let mut keys: Vec<(Workload, Mode, Share, Option<String>)> = Vec::new();
     for p in doc.points.iter().filter(|p| p.summary.is_some()) {
-        let k = (p.workload, p.mode, p.share);
+        let k = (p.workload, p.mode, p.share, p.fs.clone());
         if !keys.contains(&k) {
             keys.push(k);
         }
     }
     keys.into_iter()
-        .map(|(workload, mode, share)| {
+        .map(|(workload, mode, share, fs)| {
             let points: Vec<_> = doc
                 .points
                 .iter()
-                .filter(|p| (p.workload, p.mode, p.share) == (workload, mode, share) && p.summary.is_some())
+                .filter(|p| (p.workload, p.mode, p.share) == (workload, mode, share) && p.fs == fs)
+                .filter(|p| p.summary.is_some())
                 .collect();
             let medians: Vec<(usize, f64)> =
                 points.iter().map(|p| (p.workers, p.summary.as_ref().expect("filtered").ops_per_s.median)).collect();
             let runs: Vec<(f64, f64)> =
                 points.iter().flat_map(|p| p.runs.iter().map(|r| (p.workers as f64, r.ops_per_s))).collect();
-            let mut analysis = analyze_series(&format!("{workload} ({mode}, {share})"), &medians, &runs);
+            let on = fs.as_ref().map(|f| format!(" on {f}")).unwrap_or_default();
+            let mut analysis = analyze_series(&format!("{workload} ({mode}, {share}){on}"), &medians, &runs);
+            analysis.fs = fs;
             analysis.workload = Some(workload);
             analysis.mode = Some(mode);
             analysis.share = Some(share);
@@ -68,6 +74,7 @@ pub fn analyze_series(label: &str, medians: &[(usize, f64)], observations: &[(f6
     };
     SeriesAnalysis {
         label: label.to_string(),
+        fs: None,
         workload: None,
         mode: None,
         share: None,

@@ -45,6 +45,9 @@ impl Verdict {
 /// One matched point.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Row {
+    /// The base point's filesystem configuration, with `--fs`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fs: Option<String>,
     pub workload: Workload,
     pub mode: Mode,
     pub share: Share,
@@ -83,10 +86,20 @@ pub struct Comparison {
     pub unmatched: Vec<String>,
 }
 
-type Key = (Workload, Mode, Share, usize);
+type Key = (Option<String>, Workload, Mode, Share, usize);
 
-fn key(p: &Point) -> Key {
-    (p.workload, p.mode, p.share, p.workers)
+/// Points match on workload, mode, share and workers, and on the filesystem
+/// configuration when a file holds several; two files of one configuration
+/// each (tmpfs.json against ext4.json) are compared across it.
+fn key(p: &Point, by_fs: bool) -> Key {
+    (if by_fs { p.fs.clone() } else { None }, p.workload, p.mode, p.share, p.workers)
+}
+
+fn configurations(doc: &ResultsFile) -> usize {
+    let mut labels: Vec<&Option<String>> = doc.points.iter().map(|p| &p.fs).collect();
+    labels.sort();
+    labels.dedup();
+    labels.len()
 }
 
 fn rates(p: &Point) -> Vec<f64> {
@@ -103,7 +116,12 @@ pub fn compare(
 ) -> Comparison {
     let mut rows = Vec::new();
     let mut unmatched = Vec::new();
-    let describe = |k: &Key, side: &str| format!("{} {} {} x{} ({side} only)", k.0, k.1, k.2, k.3);
+    let by_fs = configurations(base) > 1 || configurations(new) > 1;
+    let key = |p: &Point| key(p, by_fs);
+    let describe = |k: &Key, side: &str| {
+        let on = k.0.as_ref().map(|f| format!(" on {f}")).unwrap_or_default();
+        format!("{} {} {} x{}{on} ({side} only)", k.1, k.2, k.3, k.4)
+    };
     for b in base.points.iter().filter(|p| !p.runs.is_empty()) {
         match new.points.iter().find(|n| key(n) == key(b) && !n.runs.is_empty()) {
             Some(n) => rows.push(compare_point(b, n, config)),
@@ -115,7 +133,7 @@ pub fn compare(
             unmatched.push(describe(&key(n), "new"));
         }
     }
-    rows.sort_by_key(|r| (r.workload, r.mode, r.share, r.workers));
+    rows.sort_by_key(|r| (r.fs.clone(), r.workload, r.mode, r.share, r.workers));
     let summaries = summarize(&rows);
     Comparison {
         base: base_label.to_string(),
@@ -152,6 +170,7 @@ fn compare_point(b: &Point, n: &Point, config: &CompareConfig) -> Row {
         Some(_) => Verdict::NoDifferenceProven,
     };
     Row {
+        fs: b.fs.clone(),
         workload: b.workload,
         mode: b.mode,
         share: b.share,

@@ -68,10 +68,18 @@ pub fn render_comparisons(comparisons: &[Comparison], format: CompareFormat, plo
     out
 }
 
-fn workloads(c: &Comparison) -> Vec<Workload> {
-    let mut list: Vec<Workload> = c.rows.iter().map(|r| r.workload).collect();
+/// The (filesystem configuration, workload) groups, in row order.
+fn workloads(c: &Comparison) -> Vec<(Option<String>, Workload)> {
+    let mut list: Vec<(Option<String>, Workload)> = c.rows.iter().map(|r| (r.fs.clone(), r.workload)).collect();
     list.dedup();
     list
+}
+
+fn heading(fs: &Option<String>, workload: Workload) -> String {
+    match fs {
+        Some(fs) => format!("{workload} on {fs}"),
+        None => workload.to_string(),
+    }
 }
 
 fn summary_line(c: &Comparison, workload: Workload) -> String {
@@ -106,11 +114,11 @@ fn text(out: &mut String, c: &Comparison, plots: bool) {
         Align::Right,
         Align::Left,
     ];
-    for workload in workloads(c) {
-        let _ = writeln!(out, "{workload}");
+    for (fs, workload) in workloads(c) {
+        let _ = writeln!(out, "{}", heading(&fs, workload));
         let columns: Vec<(&str, Align)> = head.iter().map(String::as_str).zip(aligns).collect();
         let mut table = Table::new(&columns);
-        let rows: Vec<&Row> = c.rows.iter().filter(|r| r.workload == workload).collect();
+        let rows: Vec<&Row> = c.rows.iter().filter(|r| r.workload == workload && r.fs == fs).collect();
         for row in &rows {
             table.row(cells(row));
         }
@@ -134,11 +142,11 @@ fn text(out: &mut String, c: &Comparison, plots: bool) {
 fn markdown(out: &mut String, c: &Comparison) {
     let _ = writeln!(out, "**base:** `{}`  \n**new:** `{}`\n", c.base, c.new);
     let head = headers(c.confidence);
-    for workload in workloads(c) {
-        let _ = writeln!(out, "### {workload}\n");
+    for (fs, workload) in workloads(c) {
+        let _ = writeln!(out, "### {}\n", heading(&fs, workload));
         let _ = writeln!(out, "| {} |", head.join(" | "));
         let _ = writeln!(out, "|---:|---|---|---:|---:|---:|---|---:|---|");
-        for row in c.rows.iter().filter(|r| r.workload == workload) {
+        for row in c.rows.iter().filter(|r| r.workload == workload && r.fs == fs) {
             let _ = writeln!(out, "| {} |", cells(row).join(" | "));
         }
         let _ = writeln!(out, "\n{}\n", summary_line(c, workload));

@@ -22,22 +22,24 @@ pub fn format_rate(rate: f64) -> String {
 
 /// Renders every point with a summary, grouped by workload in catalogue order.
 pub fn render_results(doc: &ResultsFile) -> String {
-    let mut by_workload: BTreeMap<Workload, Vec<&Point>> = BTreeMap::new();
+    // One table per filesystem configuration and workload.
+    let mut by_workload: BTreeMap<(Option<String>, Workload), Vec<&Point>> = BTreeMap::new();
     for point in doc.points.iter().filter(|p| p.summary.is_some()) {
-        by_workload.entry(point.workload).or_default().push(point);
+        by_workload.entry((point.fs.clone(), point.workload)).or_default().push(point);
     }
     let mut out = String::new();
     let analyses = analyze_results(doc);
     let mut unfitted = false;
-    for (workload, points) in &by_workload {
-        out.push_str(&format!("{workload}: {}\n", points[0].op));
+    for ((fs, workload), points) in &by_workload {
+        let on = fs.as_ref().map(|f| format!(" on {f}")).unwrap_or_default();
+        out.push_str(&format!("{workload}{on}: {}\n", points[0].op));
         let table = if workload.is_fixed_work() {
             fixed_work_table(points, doc.settings.runs)
         } else {
             workload_table(points, doc.settings.runs)
         };
         out.push_str(&table.render());
-        for a in analyses.iter().filter(|a| a.workload == Some(*workload) && a.points.len() > 1) {
+        for a in analyses.iter().filter(|a| a.workload == Some(*workload) && a.fs == *fs && a.points.len() > 1) {
             // A refused fit is said once below, not under every table.
             unfitted |= a.fit.is_none();
             if a.fit.is_some() || a.collapse.is_some() {
@@ -47,7 +49,7 @@ pub fn render_results(doc: &ResultsFile) -> String {
         }
         out.push('\n');
     }
-    if by_workload.keys().any(|w| w.is_fixed_work()) {
+    if by_workload.keys().any(|(_, w)| w.is_fixed_work()) {
         out.push_str(
             "fixed work: time = the slowest worker's, median of the runs; entries/s and MB/s = all workers' work over \
              that time;\neff. concurrency = entries/s at N over entries/s at 1 (untar: N x T(1) / T(N); below 1 is \
@@ -61,7 +63,7 @@ pub fn render_results(doc: &ResultsFile) -> String {
                  run more (e.g. -j 1..8) for one (see fsscale analyze).\n",
             );
         }
-        if by_workload.keys().any(|w| !w.is_fixed_work()) {
+        if by_workload.keys().any(|(_, w)| !w.is_fixed_work()) {
             out.push_str(&format!(
             "ops/s: median of {} run{} of {} s each; sd: standard deviation of the runs' ops/s, relative to their mean;\n\
              efficiency: ops/s per worker against 1 worker of the same mode and share.\n",

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 pub use host::Host;
 pub use target::Target;
 
+use crate::fs::{DeviceIo, FsRecord};
 use crate::plan::Mode;
 use crate::stats::Summary;
 use crate::workloads::{Share, Workload};
@@ -91,6 +92,13 @@ pub struct Point {
     pub runs: Vec<RunRecord>,
     /// Over the runs' ops/s; absent until a run has finished.
     pub summary: Option<PointSummary>,
+    /// The filesystem configuration (`ext4:data=journal`) when fsscale made
+    /// one with `--fs`; points of different configurations are compared apart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fs: Option<String>,
+    /// How that filesystem was made and mounted (from its first run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filesystem: Option<FsRecord>,
 }
 
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
@@ -123,6 +131,9 @@ pub struct RunRecord {
     /// Fixed work: bytes of file data written by all workers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bytes: Option<u64>,
+    /// The backing block device's I/O during the window (made filesystems only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_io: Option<DeviceIo>,
 }
 
 /// CPU time the workers themselves used inside the window (`getrusage(RUSAGE_THREAD)`).
@@ -215,6 +226,7 @@ pub(crate) mod fixtures {
             timeline: Timeline::default(),
             completion_s: None,
             bytes: None,
+            device_io: None,
         }
     }
 
@@ -229,6 +241,8 @@ pub(crate) mod fixtures {
             complete: true,
             runs,
             summary: None,
+            fs: None,
+            filesystem: None,
         };
         p.summarize();
         p

@@ -10,6 +10,7 @@ use super::cpu::CpuTicks;
 use super::shared::{Phase, SharedRegion};
 use super::signals;
 use super::worker::{worker_main, WorkerPlan};
+use crate::fs::{DeviceIo, DeviceSnapshot};
 use crate::plan::{Mode, PointSpec};
 use crate::results::{RunRecord, Timeline, WorkerCpu};
 use crate::scratch::Scratch;
@@ -17,12 +18,15 @@ use crate::sys;
 use crate::workloads::{self, TreeSource};
 
 /// Timing of the run, from the plan.
+#[derive(Clone)]
 pub(super) struct Timing {
     pub warmup: Duration,
     pub duration: Duration,
     pub sample_interval: Duration,
     /// Fixed work: sync and drop page, dentry and inode caches before the start.
     pub drop_caches: bool,
+    /// The block device under the run's filesystem (`loop3`), for its I/O counters.
+    pub device: Option<String>,
 }
 
 /// How long workers get to leave after the window closes before they are killed.
@@ -83,6 +87,7 @@ struct Window {
     cpu_end: CpuTicks,
     /// Fixed work: each worker's completion time since the common start.
     completion_s: Option<Vec<f64>>,
+    device_io: Option<DeviceIo>,
 }
 
 impl Window {
@@ -107,6 +112,7 @@ impl Window {
             .as_ref()
             .map(|_| (0..region.workers()).map(|i| region.report(i).bytes.load(Ordering::Relaxed)).sum());
         RunRecord {
+            device_io: self.device_io,
             completion_s: self.completion_s,
             bytes,
             run,
@@ -258,6 +264,7 @@ fn coordinate_fixed_work(region: &SharedRegion, workers: usize, timing: &Timing)
         drop_caches()?;
     }
     let cpu_start = CpuTicks::read();
+    let device_start = timing.device.as_deref().and_then(DeviceSnapshot::read);
     let start = sys::monotonic_ns();
     region.set_phase(Phase::Window);
     let interval = timing.sample_interval.as_nanos().max(1) as u64;
@@ -285,6 +292,7 @@ fn coordinate_fixed_work(region: &SharedRegion, workers: usize, timing: &Timing)
     let stop = completed.iter().copied().max().unwrap_or(start);
     region.set_phase(Phase::Stop);
     let cpu_end = CpuTicks::read();
+    let device_io = device_io(timing, device_start);
     let mut end_counts = Vec::with_capacity(workers);
     region.read_counters(&mut end_counts);
     timeline.at_s.push((stop - start) as f64 / 1e9);
@@ -297,6 +305,7 @@ fn coordinate_fixed_work(region: &SharedRegion, workers: usize, timing: &Timing)
         cpu_start,
         cpu_end,
         // The same conversion as `elapsed`, so the slowest worker's time equals the run's exactly.
+        device_io,
         completion_s: Some(completed.iter().map(|&c| Duration::from_nanos((c - start).max(1)).as_secs_f64()).collect()),
     })
 }
@@ -313,6 +322,7 @@ fn coordinate(region: &SharedRegion, workers: usize, timing: &Timing, fixed_work
 
     let mut start_counts = Vec::with_capacity(workers);
     let cpu_start = CpuTicks::read();
+    let device_start = timing.device.as_deref().and_then(DeviceSnapshot::read);
     let start = sys::monotonic_ns();
     region.read_counters(&mut start_counts);
     region.set_phase(Phase::Window);
@@ -336,6 +346,7 @@ fn coordinate(region: &SharedRegion, workers: usize, timing: &Timing, fixed_work
     let stop = sys::monotonic_ns();
     region.set_phase(Phase::Stop);
     let cpu_end = CpuTicks::read();
+    let device_io = device_io(timing, device_start);
     timeline.at_s.push((stop - start) as f64 / 1e9);
     timeline.cumulative_ops.push(end_counts.iter().sum::<u64>() - base);
     // Workers record their CPU time when they see Stop; wait for them to leave.
@@ -353,7 +364,14 @@ fn coordinate(region: &SharedRegion, workers: usize, timing: &Timing, fixed_work
         cpu_start,
         cpu_end,
         completion_s: None,
+        device_io,
     })
+}
+
+/// The device's I/O since `start`, when the run has a device.
+fn device_io(timing: &Timing, start: Option<DeviceSnapshot>) -> Option<DeviceIo> {
+    let end = timing.device.as_deref().and_then(DeviceSnapshot::read)?;
+    Some(start?.delta(&end))
 }
 
 /// `sync`, then drop the page cache, dentries and inodes (needs root).

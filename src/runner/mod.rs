@@ -16,8 +16,11 @@ pub use progress::{Progress, Silent};
 pub use signals::Interrupted;
 
 use crate::archive;
+use crate::fs::{Fresh, FsInstance, FsKind, FsRecord, FsSpec};
 use crate::plan::{MacroOptions, RunConfig};
-use crate::results::{self, Host, Point, ResultsFile, Settings, Status, Target, Tool, UntarSettings, SCHEMA_VERSION};
+use crate::results::{
+    self, Host, Point, ResultsFile, RunRecord, Settings, Status, Target, Tool, UntarSettings, SCHEMA_VERSION,
+};
 use crate::scratch::Scratch;
 use crate::sys;
 use crate::tree::{write_tar_file, TreeSpec};
@@ -28,6 +31,12 @@ use crate::workloads::TreeSource;
 /// on disk still holds every finished run, with the status saying why it stopped.
 pub fn run(config: &RunConfig, progress: &mut dyn Progress) -> Result<ResultsFile> {
     config.validate()?;
+    config.filesystems.validate()?;
+    if config.filesystems.makes_filesystems() {
+        for leftover in crate::fs::leftovers() {
+            progress.warning(&format!("a killed run left {leftover}; `fsscale cleanup` removes it"));
+        }
+    }
     signals::install();
     sys::raise_fd_limit();
     // A probe scratch directory gives the clear "--dir ..." errors before anything else.
@@ -59,64 +68,130 @@ pub fn run(config: &RunConfig, progress: &mut dyn Progress) -> Result<ResultsFil
         duration: config.duration,
         sample_interval: config.sample_interval,
         drop_caches: config.macro_options.cold_cache,
+        device: None,
     };
     if config.macro_options.cold_cache && config.workloads.iter().any(|w| w.is_fixed_work()) {
         // Fail before anything runs rather than at the first point.
         measure::drop_caches()?;
     }
     let points = config.points();
-    progress.plan(points.len(), config.runs);
-    for (index, spec) in points.iter().enumerate() {
-        doc.points.push(Point {
-            workload: spec.workload,
-            op: spec.workload.describe().op.to_string(),
-            mode: spec.mode,
-            share: spec.share,
-            workers: spec.workers,
-            complete: false,
-            runs: Vec::new(),
-            summary: None,
-        });
-        let pinned: Option<Vec<usize>> = cpus.as_ref().map(|c| (0..spec.workers).map(|i| c[i % c.len()]).collect());
-        for run in 0..config.runs {
-            progress.run_started(spec, index, run);
-            let outcome = signals::check()
-                .map_err(anyhow::Error::from)
-                .and_then(|()| measure::run_once(spec, &config.dir, &timing, pinned.as_deref(), untar.as_ref(), run));
-            let record = match outcome {
-                Ok(record) => record,
-                Err(error) => {
-                    let error = error.context(format!(
-                        "{} ({}, {}, {} workers), run {} of {}",
-                        spec.workload,
-                        spec.mode,
-                        spec.share,
-                        spec.workers,
-                        run + 1,
-                        config.runs
-                    ));
-                    let interrupted = error.downcast_ref::<Interrupted>().is_some();
-                    finish(&mut doc, if interrupted { Status::Interrupted } else { Status::Failed }, Some(&error));
-                    doc.save(&config.output)?;
-                    progress.saved();
-                    return Err(error);
-                }
-            };
-            progress.run_finished(spec, &record);
+    let filesystems = &config.filesystems;
+    progress.plan(points.len() * filesystems.specs.len(), config.runs);
+    let max_workers = config.workers.iter().copied().max().unwrap_or(1) as u64;
+    let data_bytes = untar.as_ref().map_or(0, |u| u.contents.bytes * max_workers);
+    let mut index = 0;
+    for fs_spec in &filesystems.specs {
+        let size = filesystems.size_for(fs_spec, data_bytes);
+        let mut made_once: Option<FsInstance> = None;
+        for spec in &points {
+            let label = (fs_spec.kind != FsKind::Dir).then(|| fs_spec.label());
+            doc.points.push(Point {
+                workload: spec.workload,
+                op: spec.workload.describe().op.to_string(),
+                mode: spec.mode,
+                share: spec.share,
+                workers: spec.workers,
+                complete: false,
+                runs: Vec::new(),
+                summary: None,
+                fs: label.clone(),
+                filesystem: None,
+            });
+            let pinned: Option<Vec<usize>> = cpus.as_ref().map(|c| (0..spec.workers).map(|i| c[i % c.len()]).collect());
+            let mut made_for_point: Option<FsInstance> = None;
+            for run in 0..config.runs {
+                progress.run_started(spec, index, run);
+                let slots = FsSlots { once: &mut made_once, point: &mut made_for_point };
+                let outcome = signals::check().map_err(anyhow::Error::from).and_then(|()| {
+                    run_on_fs(config, fs_spec, size, slots, |dir, device| {
+                        let timing = measure::Timing { device, ..timing.clone() };
+                        measure::run_once(spec, dir, &timing, pinned.as_deref(), untar.as_ref(), run)
+                    })
+                });
+                let (record, fs_record) = match outcome {
+                    Ok(done) => done,
+                    Err(error) => {
+                        let on = label.as_ref().map(|l| format!(" on {l}")).unwrap_or_default();
+                        let error = error.context(format!(
+                            "{} ({}, {}, {} workers){on}, run {} of {}",
+                            spec.workload,
+                            spec.mode,
+                            spec.share,
+                            spec.workers,
+                            run + 1,
+                            config.runs
+                        ));
+                        let interrupted = error.downcast_ref::<Interrupted>().is_some();
+                        finish(&mut doc, if interrupted { Status::Interrupted } else { Status::Failed }, Some(&error));
+                        doc.save(&config.output)?;
+                        progress.saved();
+                        return Err(error);
+                    }
+                };
+                progress.run_finished(spec, &record);
+                let point = doc.points.last_mut().expect("pushed above");
+                point.runs.push(record);
+                point.filesystem = point.filesystem.take().or(fs_record);
+                point.summarize();
+                doc.save(&config.output)?;
+                progress.saved();
+            }
+            if let Some(made) = made_for_point {
+                made.destroy().with_context(|| format!("cleaning up {}", fs_spec.label()))?;
+            }
             let point = doc.points.last_mut().expect("pushed above");
-            point.runs.push(record);
-            point.summarize();
-            doc.save(&config.output)?;
-            progress.saved();
+            point.complete = true;
+            progress.point_finished(point);
+            index += 1;
         }
-        let point = doc.points.last_mut().expect("pushed above");
-        point.complete = true;
-        progress.point_finished(point);
+        if let Some(made) = made_once {
+            made.destroy().with_context(|| format!("cleaning up {}", fs_spec.label()))?;
+        }
     }
     finish(&mut doc, Status::Complete, None);
     doc.save(&config.output)?;
     progress.saved();
     Ok(doc)
+}
+
+/// Filesystems kept across runs (`--fresh once` and `--fresh point`).
+struct FsSlots<'a> {
+    once: &'a mut Option<FsInstance>,
+    point: &'a mut Option<FsInstance>,
+}
+
+/// Runs `measure` in the directory the filesystem policy gives: `--dir`, or
+/// a filesystem made now (`--fresh run`, taken down right after) or kept in
+/// a slot. Any error drops, and so takes down, a filesystem made here.
+fn run_on_fs(
+    config: &RunConfig,
+    fs_spec: &FsSpec,
+    size: u64,
+    slots: FsSlots<'_>,
+    measure: impl FnOnce(&std::path::Path, Option<String>) -> Result<RunRecord>,
+) -> Result<(RunRecord, Option<FsRecord>)> {
+    if fs_spec.kind == FsKind::Dir {
+        return Ok((measure(&config.dir, None)?, None));
+    }
+    let make = || FsInstance::create(fs_spec, &config.filesystems, size);
+    let mut made_now = None;
+    let instance = match config.filesystems.fresh {
+        Fresh::Run => made_now.insert(make()?),
+        Fresh::Point => match slots.point {
+            Some(i) => i,
+            empty => empty.insert(make()?),
+        },
+        Fresh::Once => match slots.once {
+            Some(i) => i,
+            empty => empty.insert(make()?),
+        },
+    };
+    let record = measure(instance.mountpoint(), instance.block_name())?;
+    let fs_record = instance.record.clone();
+    if let Some(made) = made_now {
+        made.destroy().with_context(|| format!("cleaning up {}", fs_spec.label()))?;
+    }
+    Ok((record, Some(fs_record)))
 }
 
 fn new_document(config: &RunConfig) -> ResultsFile {

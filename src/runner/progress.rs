@@ -5,6 +5,8 @@ use crate::results::{Point, RunRecord};
 
 /// Receives progress events; every method has an empty default.
 pub trait Progress {
+    /// Something the user should know that does not stop the run.
+    fn warning(&mut self, _text: &str) {}
     /// Untimed preparation that may take a while (e.g. generating a tarball).
     fn preparing(&mut self, _what: &str) {}
     /// Called once before the first run.

@@ -2,6 +2,7 @@
 
 mod analysis;
 mod errors;
+mod filesystems;
 mod interrupt;
 mod ministat;
 mod run;

@@ -1,0 +1,292 @@
+//! Filesystems made fresh for the runs: tmpfs, or ext4, xfs, btrfs or f2fs
+//! on a loop device over an image in RAM (the memory-disk method) or in a
+//! file, or, with an explicit destructive flag, on a real block device.
+//!
+//! Every filesystem fsscale makes is registered in a state directory before
+//! anything is created, so `fsscale cleanup` can undo what a killed run left
+//! (only entries whose process is gone). Dropping an [`FsInstance`] unmounts,
+//! detaches and deletes in that order.
+
+mod instance;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Result};
+use serde::{Deserialize, Serialize};
+
+pub use instance::{cleanup_leftovers, leftovers, DeviceIo, DeviceSnapshot, FsInstance, FsRecord};
+
+/// Where the registry of made filesystems lives (root only, a tmpfs cleared at boot).
+pub const STATE_DIR: &str = "/run/fsscale";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FsKind {
+    /// An existing directory (`--dir`): nothing is made.
+    Dir,
+    Tmpfs,
+    Ext4,
+    Xfs,
+    Btrfs,
+    F2fs,
+}
+
+impl FsKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            FsKind::Dir => "dir",
+            FsKind::Tmpfs => "tmpfs",
+            FsKind::Ext4 => "ext4",
+            FsKind::Xfs => "xfs",
+            FsKind::Btrfs => "btrfs",
+            FsKind::F2fs => "f2fs",
+        }
+    }
+
+    fn from_name(name: &str) -> Option<FsKind> {
+        [FsKind::Dir, FsKind::Tmpfs, FsKind::Ext4, FsKind::Xfs, FsKind::Btrfs, FsKind::F2fs]
+            .into_iter()
+            .find(|k| k.name() == name)
+    }
+
+    /// The mkfs program, the flags that make it non-interactive, and the Debian package.
+    fn mkfs(self) -> Option<(&'static str, &'static [&'static str], &'static str)> {
+        match self {
+            FsKind::Ext4 => Some(("mkfs.ext4", &["-F", "-q"], "e2fsprogs")),
+            FsKind::Xfs => Some(("mkfs.xfs", &["-f", "-q"], "xfsprogs")),
+            FsKind::Btrfs => Some(("mkfs.btrfs", &["-f", "-q"], "btrfs-progs")),
+            FsKind::F2fs => Some(("mkfs.f2fs", &["-f", "-q"], "f2fs-tools")),
+            FsKind::Dir | FsKind::Tmpfs => None,
+        }
+    }
+
+    /// The smallest filesystem its mkfs accepts, with room for a small workload.
+    fn min_size(self) -> u64 {
+        match self {
+            FsKind::Xfs => 320 << 20,
+            FsKind::Btrfs => 256 << 20,
+            _ => 64 << 20,
+        }
+    }
+}
+
+/// One filesystem configuration: kind and mount options, e.g. `ext4:data=journal`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FsSpec {
+    pub kind: FsKind,
+    pub mount_options: Option<String>,
+}
+
+impl FsSpec {
+    /// Parses `KIND[:MOUNTOPTS]`.
+    pub fn parse(text: &str) -> Result<FsSpec, String> {
+        let (kind, opts) = match text.split_once(':') {
+            Some((k, o)) => (k, Some(o.to_string()).filter(|o| !o.is_empty())),
+            None => (text, None),
+        };
+        let kind = FsKind::from_name(kind)
+            .ok_or_else(|| format!("'{kind}' is not a filesystem kind; use dir, tmpfs, ext4, xfs, btrfs or f2fs"))?;
+        if kind == FsKind::Dir && opts.is_some() {
+            return Err("dir takes no mount options (it is an existing directory)".into());
+        }
+        Ok(FsSpec { kind, mount_options: opts })
+    }
+
+    /// The label results carry: `ext4` or `ext4:data=journal`.
+    pub fn label(&self) -> String {
+        match &self.mount_options {
+            Some(o) => format!("{}:{o}", self.kind.name()),
+            None => self.kind.name().to_string(),
+        }
+    }
+}
+
+/// What the filesystem is made on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Backing {
+    /// An image on /dev/shm, attached to a loop device.
+    Ram,
+    /// An image in this directory, attached to a loop device.
+    File(PathBuf),
+    /// A real block device (its data is destroyed).
+    Device(PathBuf),
+}
+
+impl Backing {
+    pub fn parse(text: &str) -> Result<Backing, String> {
+        if text == "ram" {
+            return Ok(Backing::Ram);
+        }
+        if let Some(path) = text.strip_prefix("file:") {
+            return Ok(Backing::File(PathBuf::from(path)));
+        }
+        if let Some(path) = text.strip_prefix("dev:") {
+            return Ok(Backing::Device(PathBuf::from(path)));
+        }
+        Err(format!("'{text}' is not a backing; use ram, file:DIR or dev:/dev/NAME"))
+    }
+}
+
+/// When filesystems are made anew.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Fresh {
+    Run,
+    Point,
+    Once,
+}
+
+/// The filesystem matrix of a run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FsOptions {
+    pub specs: Vec<FsSpec>,
+    pub backing: Backing,
+    /// Bytes; `None` sizes it from the workload.
+    pub size: Option<u64>,
+    pub mkfs_options: Vec<String>,
+    pub fresh: Fresh,
+    pub destroy_device_data: bool,
+}
+
+impl FsOptions {
+    /// Only `--dir`: nothing is made.
+    pub fn existing_dir() -> FsOptions {
+        FsOptions {
+            specs: vec![FsSpec { kind: FsKind::Dir, mount_options: None }],
+            backing: Backing::Ram,
+            size: None,
+            mkfs_options: Vec::new(),
+            fresh: Fresh::Run,
+            destroy_device_data: false,
+        }
+    }
+
+    pub fn makes_filesystems(&self) -> bool {
+        self.specs.iter().any(|s| s.kind != FsKind::Dir)
+    }
+
+    /// Checks everything that can be checked before any run: root, tools,
+    /// kernel support, and the safety of a `dev:` backing.
+    pub fn validate(&self) -> Result<()> {
+        if !self.makes_filesystems() {
+            return Ok(());
+        }
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            bail!("--fs {} makes and mounts filesystems, which needs root; run as root or use --fs dir", self.labels());
+        }
+        for spec in &self.specs {
+            if let Some((tool, _, package)) = spec.kind.mkfs() {
+                if find_program(tool).is_none() {
+                    bail!(
+                        "--fs {}: {tool} is not installed; install the package {package} (apt-get install {package})",
+                        spec.label()
+                    );
+                }
+            }
+            if spec.kind != FsKind::Dir && !kernel_supports(spec.kind) {
+                bail!(
+                    "--fs {}: unsupported: this kernel has no {} filesystem (not in /proc/filesystems)",
+                    spec.label(),
+                    spec.kind.name()
+                );
+            }
+        }
+        match &self.backing {
+            Backing::Device(dev) => check_device(dev, self.destroy_device_data)?,
+            Backing::File(dir) if !dir.is_dir() => bail!("--backing file:{}: not a directory", dir.display()),
+            _ => {}
+        }
+        if self.backing != Backing::Ram && self.specs.iter().all(|s| s.kind == FsKind::Tmpfs || s.kind == FsKind::Dir) {
+            bail!("--backing applies to ext4, xfs, btrfs and f2fs; tmpfs is always in memory");
+        }
+        Ok(())
+    }
+
+    pub fn labels(&self) -> String {
+        self.specs.iter().map(FsSpec::label).collect::<Vec<_>>().join(",")
+    }
+
+    /// The filesystem size for `spec`: `--fs-size`, or at least 1 GiB and
+    /// three times the data the workloads write.
+    pub fn size_for(&self, spec: &FsSpec, data_bytes: u64) -> u64 {
+        self.size.unwrap_or_else(|| (1u64 << 30).max(data_bytes.saturating_mul(3))).max(spec.kind.min_size())
+    }
+}
+
+fn find_program(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(["/usr/sbin", "/sbin"].iter().map(PathBuf::from))
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+fn kernel_supports(kind: FsKind) -> bool {
+    let list = std::fs::read_to_string("/proc/filesystems").unwrap_or_default();
+    list.lines().any(|l| l.split_whitespace().last() == Some(kind.name()))
+}
+
+/// A `dev:` backing must be a block device that nothing of it is mounted,
+/// and the user must have said its data may be destroyed.
+fn check_device(dev: &Path, destroy: bool) -> Result<()> {
+    use std::os::unix::fs::FileTypeExt;
+    let meta = std::fs::metadata(dev).map_err(|e| anyhow::anyhow!("--backing dev:{}: {e}", dev.display()))?;
+    if !meta.file_type().is_block_device() {
+        bail!("--backing dev:{} is not a block device", dev.display());
+    }
+    if !destroy {
+        bail!(
+            "--backing dev:{} would destroy all data on it; add --destroy-device-data if that is what you want",
+            dev.display()
+        );
+    }
+    let name = std::fs::canonicalize(dev)?.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    if let Some(mounted) = mounted_part_of(&name) {
+        bail!("--backing dev:{}: {mounted} is mounted; fsscale never formats a device in use", dev.display());
+    }
+    Ok(())
+}
+
+/// The first mounted device that is `name` or one of its partitions.
+fn mounted_part_of(name: &str) -> Option<String> {
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    let mut ours = vec![name.to_string()];
+    if let Ok(entries) = std::fs::read_dir(format!("/sys/class/block/{name}")) {
+        ours.extend(
+            entries.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).filter(|n| n.starts_with(name)),
+        );
+    }
+    mountinfo.lines().find_map(|line| {
+        let source = line.split_once(" - ")?.1.split_whitespace().nth(1)?;
+        let dev = source.strip_prefix("/dev/")?;
+        ours.iter().any(|o| o == dev).then(|| source.to_string())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_specs_and_backings() {
+        assert_eq!(FsSpec::parse("ext4").unwrap(), FsSpec { kind: FsKind::Ext4, mount_options: None });
+        let s = FsSpec::parse("ext4:data=journal,noatime").unwrap();
+        assert_eq!((s.kind, s.label()), (FsKind::Ext4, "ext4:data=journal,noatime".to_string()));
+        assert!(FsSpec::parse("zfs").unwrap_err().contains("not a filesystem kind"));
+        assert!(FsSpec::parse("dir:ro").is_err());
+        assert_eq!(Backing::parse("ram").unwrap(), Backing::Ram);
+        assert_eq!(Backing::parse("dev:/dev/sdz").unwrap(), Backing::Device("/dev/sdz".into()));
+        assert!(Backing::parse("disk").is_err());
+    }
+
+    #[test]
+    fn sizes_from_the_workload() {
+        let o = FsOptions::existing_dir();
+        let ext4 = FsSpec::parse("ext4").unwrap();
+        assert_eq!(o.size_for(&ext4, 0), 1 << 30);
+        assert_eq!(o.size_for(&ext4, 1 << 30), 3 << 30);
+        let xfs = FsSpec::parse("xfs").unwrap();
+        assert_eq!(FsOptions { size: Some(1 << 20), ..o }.size_for(&xfs, 0), 320 << 20);
+    }
+}

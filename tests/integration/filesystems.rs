@@ -1,0 +1,249 @@
+//! `--fs`: filesystems made fresh on RAM-backed loop devices, recorded,
+//! and always taken down (root only; the tests say when they skip).
+
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use fsscale::fs::FsKind;
+use fsscale::results::ResultsFile;
+
+use crate::util::*;
+
+/// Everything a given fsscale process made that still exists.
+fn leftovers_of(pid: u32) -> Vec<String> {
+    let tag = format!(".fsscale-fs-{pid}-");
+    let mut found = Vec::new();
+    for dir in ["/run/fsscale", "/dev/shm"] {
+        if let Ok(entries) = std::fs::read_dir(dir) {
+            for e in entries.flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                if name.starts_with(&tag) || name.starts_with(&format!("mnt-{pid}-")) {
+                    found.push(format!("{dir}/{name}"));
+                }
+            }
+        }
+    }
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    found.extend(mounts.lines().filter(|l| l.contains(&format!("/run/fsscale/mnt-{pid}-"))).map(String::from));
+    if let Ok(entries) = std::fs::read_dir("/sys/block") {
+        for e in entries.flatten() {
+            let backing = std::fs::read_to_string(e.path().join("loop/backing_file")).unwrap_or_default();
+            if backing.contains(&tag) {
+                found.push(format!("loop {}", e.file_name().to_string_lossy()));
+            }
+        }
+    }
+    found
+}
+
+fn f2fs_supported() -> bool {
+    std::fs::read_to_string("/proc/filesystems").unwrap_or_default().contains("f2fs")
+}
+
+fn skip_unless_root() -> bool {
+    if !is_root() {
+        eprintln!("skipped: making filesystems needs root");
+    }
+    !is_root()
+}
+
+#[test]
+fn every_kind_is_made_recorded_and_removed() {
+    if skip_unless_root() {
+        return;
+    }
+    let env = TestEnv::new();
+    let kinds = if f2fs_supported() { "tmpfs,ext4,xfs,btrfs,f2fs" } else { "tmpfs,ext4,xfs,btrfs" };
+    let child = fsscale()
+        .args([
+            "run",
+            "stat",
+            "fsync",
+            "-j",
+            "1",
+            "-n",
+            "1",
+            "--duration",
+            "0.1",
+            "--warmup",
+            "0",
+            "--share",
+            "private",
+        ])
+        .args(["--fs", kinds, "-o"])
+        .arg(&env.output)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    assert_success(&out);
+    let doc = env.results();
+    let labels: Vec<&str> = kinds.split(',').collect();
+    assert_eq!(doc.points.len(), 2 * labels.len());
+    for point in &doc.points {
+        let fs = point.filesystem.as_ref().expect("made filesystems are recorded");
+        assert_eq!(point.fs.as_deref(), Some(fs.label.as_str()));
+        assert!(!fs.mount_options.is_empty() && !fs.super_options.is_empty(), "{fs:?}");
+        let run = &point.runs[0];
+        if fs.kind == FsKind::Tmpfs {
+            assert_eq!((fs.device.as_deref(), run.device_io), (None, None));
+        } else {
+            assert!(fs.device.as_deref().unwrap().starts_with("/dev/loop"), "{fs:?}");
+            assert!(fs.mkfs_command.as_deref().unwrap().starts_with(&format!("mkfs.{}", fs.kind.name())));
+            assert!(fs.mkfs_version.is_some());
+            let io = run.device_io.expect("device I/O recorded");
+            if point.workload == fsscale::workloads::Workload::Fsync && fs.kind == FsKind::Ext4 {
+                assert!(io.write_bytes > 0 && io.write_ios > 0, "fsync on ext4 writes to the device: {io:?}");
+            }
+        }
+    }
+    assert!(stdout(&out).contains("fsync on ext4: "), "{}", stdout(&out));
+    assert_eq!(leftovers_of(pid), Vec::<String>::new());
+}
+
+#[test]
+fn mount_options_reach_the_kernel_and_unsupported_kinds_are_reported() {
+    if skip_unless_root() {
+        return;
+    }
+    let env = TestEnv::new();
+    let out = fsscale()
+        .args(["run", "stat", "-j", "1", "-n", "1", "--duration", "0.05", "--share", "private"])
+        .args(["--fs", "ext4:data=journal,noatime", "--fresh", "once", "-o"])
+        .arg(&env.output)
+        .output()
+        .unwrap();
+    assert_success(&out);
+    let fs = env.results().points[0].filesystem.clone().unwrap();
+    assert_eq!(fs.label, "ext4:data=journal,noatime");
+    assert!(fs.super_options.contains("data=journal") && fs.mount_options.contains("noatime"), "{fs:?}");
+    if !f2fs_supported() {
+        let out = fsscale().args(["run", "stat", "--fs", "f2fs", "-o"]).arg(&env.output).output().unwrap();
+        assert_one_line_error(&out, "--fs f2fs: unsupported: this kernel has no f2fs filesystem");
+    }
+}
+
+/// Starts a long run on ext4 in its own process group and waits until its
+/// filesystem is mounted.
+fn start_long_run(env: &TestEnv) -> std::process::Child {
+    let child = fsscale()
+        .args(["run", "creat-unlink", "-j", "2", "-n", "50", "--duration", "0.3", "--share", "private", "--fs", "ext4"])
+        .arg("-o")
+        .arg(&env.output)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let tag = format!("/run/fsscale/mnt-{}-", child.id());
+    while !std::fs::read_to_string("/proc/self/mountinfo").unwrap().contains(&tag) {
+        assert!(Instant::now() < deadline, "the run never mounted its filesystem");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    child
+}
+
+#[test]
+fn signals_mid_run_leave_no_mount_loop_or_image() {
+    if skip_unless_root() {
+        return;
+    }
+    for (signal, code) in [(libc::SIGINT, 130), (libc::SIGTERM, 143)] {
+        let env = TestEnv::new();
+        let child = start_long_run(&env);
+        let pid = child.id();
+        // SAFETY: signalling our own child's process group.
+        unsafe { libc::kill(-(pid as i32), signal) };
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(code), "{}", stderr(&out));
+        assert_eq!(leftovers_of(pid), Vec::<String>::new(), "after signal {signal}");
+    }
+}
+
+#[test]
+fn cleanup_removes_what_a_killed_run_left() {
+    if skip_unless_root() {
+        return;
+    }
+    let env = TestEnv::new();
+    let child = start_long_run(&env);
+    let pid = child.id();
+    // SAFETY: killing our own child's process group outright: no cleanup can run.
+    unsafe { libc::kill(-(pid as i32), libc::SIGKILL) };
+    let _ = child.wait_with_output();
+    assert!(!leftovers_of(pid).is_empty(), "SIGKILL leaves the mount behind");
+    // The next run warns about it.
+    let out = fsscale()
+        .args(["run", "stat", "-j", "1", "-n", "1", "--duration", "0.02", "--fs", "tmpfs", "-o"])
+        .arg(&env.output)
+        .output()
+        .unwrap();
+    assert_success(&out);
+    assert!(stderr(&out).contains(&format!("(pid {pid}); `fsscale cleanup` removes it")), "{}", stderr(&out));
+    let out = fsscale().arg("cleanup").output().unwrap();
+    assert_success(&out);
+    assert!(stdout(&out).contains(&format!("(pid {pid})")), "{}", stdout(&out));
+    assert_eq!(leftovers_of(pid), Vec::<String>::new());
+}
+
+#[test]
+fn a_real_device_needs_the_flag_and_is_never_formatted_while_mounted() {
+    if skip_unless_root() {
+        return;
+    }
+    // A loop device stands in for a disk.
+    let dir = tempfile::tempdir().unwrap();
+    let image = dir.path().join("disk.img");
+    std::fs::File::create(&image).unwrap().set_len(256 << 20).unwrap();
+    let losetup = Command::new("losetup").args(["--find", "--show"]).arg(&image).output().unwrap();
+    let device = String::from_utf8_lossy(&losetup.stdout).trim().to_string();
+    assert!(device.starts_with("/dev/loop"), "{losetup:?}");
+    let detach = Detach(device.clone());
+    let env = TestEnv::new();
+    let run = |extra: &[&str]| {
+        fsscale()
+            .args(["run", "stat", "-j", "1", "-n", "1", "--duration", "0.02", "--share", "private", "--fs", "ext4"])
+            .arg(format!("--backing=dev:{device}"))
+            .args(extra)
+            .arg("-o")
+            .arg(&env.output)
+            .output()
+            .unwrap()
+    };
+    assert_one_line_error(&run(&[]), "would destroy all data on it; add --destroy-device-data");
+    // Mounted: refused even with the flag.
+    assert!(Command::new("mkfs.ext4").args(["-F", "-q", &device]).status().unwrap().success());
+    let mnt = dir.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    assert!(Command::new("mount").arg(&device).arg(&mnt).status().unwrap().success());
+    let out = run(&["--destroy-device-data"]);
+    let _ = Command::new("umount").arg(&mnt).status();
+    assert_one_line_error(&out, "is mounted; fsscale never formats a device in use");
+    // Unmounted and allowed: it runs on the device, and leaves the device attached.
+    let out = run(&["--destroy-device-data"]);
+    assert_success(&out);
+    let fs = env.results().points[0].filesystem.clone().unwrap();
+    assert_eq!(fs.backing, format!("dev:{device}"));
+    assert!(std::path::Path::new(&device).exists());
+    let out = fsscale()
+        .args(["run", "stat", "--fs", "ext4", "--backing", "dev:/etc/passwd", "--destroy-device-data"])
+        .output()
+        .unwrap();
+    assert_one_line_error(&out, "--backing dev:/etc/passwd is not a block device");
+    drop(detach);
+    let _ = ResultsFile::load(&env.output);
+}
+
+/// Detaches a test's loop device however the test ends.
+struct Detach(String);
+
+impl Drop for Detach {
+    fn drop(&mut self) {
+        let _ = Command::new("losetup").args(["-d", &self.0]).status();
+    }
+}
