@@ -247,3 +247,31 @@ impl Drop for Detach {
         let _ = Command::new("losetup").args(["-d", &self.0]).status();
     }
 }
+
+#[test]
+fn file_backing_keeps_the_image_in_the_directory_given_and_removes_it() {
+    if skip_unless_root() {
+        return;
+    }
+    let env = TestEnv::new();
+    let images = env.root.path().join("images");
+    std::fs::create_dir(&images).unwrap();
+    let out = fsscale()
+        .args(["run", "creat-unlink", "-j", "1,2", "-n", "2", "--duration", "0.05", "--share", "private"])
+        .args(["--fs", "ext4", "--fresh", "point", "--fs-size", "128M"])
+        .arg(format!("--backing=file:{}", images.display()))
+        .arg("-o")
+        .arg(&env.output)
+        .output()
+        .unwrap();
+    assert_success(&out);
+    let doc = env.results();
+    for point in &doc.points {
+        let fs = point.filesystem.as_ref().unwrap();
+        assert_eq!(fs.backing, format!("file:{}", images.display()));
+        assert_eq!(fs.size_bytes, 128 << 20);
+    }
+    assert_eq!(entries(&images), Vec::<String>::new(), "the images are gone");
+    let out = fsscale().args(["run", "stat", "--fs", "tmpfs", "--backing", "file:/nonexistent"]).output().unwrap();
+    assert_one_line_error(&out, "--backing file:/nonexistent: not a directory");
+}
