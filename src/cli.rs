@@ -38,6 +38,10 @@ pub enum Command {
     List,
     /// Run workloads over a sweep of worker counts and print a table.
     Run(Box<RunArgs>),
+    /// Write a self-contained HTML report (environment, charts, comparisons, findings) of results files.
+    Report(ReportArgs),
+    /// Draw one workload's scaling chart from results files, as SVG or PNG.
+    Plot(PlotArgs),
     /// Remove what a killed run left behind: mounts, loop devices and images of filesystems fsscale made.
     Cleanup,
     /// Generate the deterministic ports-like source tree, as a directory or an uncompressed tarball.
@@ -172,6 +176,29 @@ pub struct TreeArgs {
 }
 
 #[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// Results files; the first is the base that the others are compared with.
+    #[arg(value_name = "RESULTS.json", required = true)]
+    pub results: Vec<PathBuf>,
+    /// The HTML file to write.
+    #[arg(short, long, value_name = "FILE", default_value = "fsscale-report.html")]
+    pub output: PathBuf,
+}
+
+#[derive(Args, Debug)]
+pub struct PlotArgs {
+    /// Results files, one or more series each.
+    #[arg(value_name = "RESULTS.json", required = true)]
+    pub results: Vec<PathBuf>,
+    /// The workload to chart.
+    #[arg(short = 'w', long, value_parser = parse_workload_arg)]
+    pub workload: WorkloadArg,
+    /// Output file: .svg or .png.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: PathBuf,
+}
+
+#[derive(Args, Debug)]
 pub struct CompareArgs {
     /// The baseline results file (from `fsscale run`).
     #[arg(value_name = "BASE.json")]
@@ -194,6 +221,9 @@ pub struct CompareArgs {
     /// Output format: text, markdown or json.
     #[arg(long, default_value = "text", value_parser = parse_format)]
     pub format: Format,
+    /// No colours (also when NO_COLOR is set, or output is not a terminal).
+    #[arg(long)]
+    pub no_color: bool,
 }
 
 #[derive(Args, Debug)]

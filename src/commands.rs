@@ -4,7 +4,7 @@ use std::path::Path;
 
 use anyhow::{bail, Result};
 
-use crate::cli::{AnalyzeArgs, CompareArgs, Format, TreeArgs};
+use crate::cli::{AnalyzeArgs, CompareArgs, Format, PlotArgs, ReportArgs, TreeArgs, WorkloadArg};
 use fsscale::analyze::{analyze_pairs, analyze_results};
 use fsscale::compare::{compare, regressions, CompareConfig};
 use fsscale::report::{render_analysis, render_comparisons, CompareFormat};
@@ -51,8 +51,8 @@ pub fn compare_command(args: &CompareArgs) -> Result<(String, Option<Regressed>)
         comparisons.push(c);
     }
     let text = match args.format {
-        Format::Text => render_comparisons(&comparisons, CompareFormat::Text, args.plot),
-        Format::Markdown => render_comparisons(&comparisons, CompareFormat::Markdown, false),
+        Format::Text => render_comparisons(&comparisons, CompareFormat::Text, args.plot, use_color(args.no_color)),
+        Format::Markdown => render_comparisons(&comparisons, CompareFormat::Markdown, false, false),
         Format::Json => serde_json::to_string_pretty(&comparisons)? + "\n",
     };
     let regressed = args.fail_if_worse.and_then(|pct| {
@@ -106,6 +106,48 @@ pub fn analyze_command(args: &AnalyzeArgs) -> Result<String> {
         Format::Json => serde_json::to_string_pretty(&series)? + "\n",
         _ => render_analysis(&series),
     })
+}
+
+/// Colour only on a terminal, and never with --no-color or NO_COLOR set (no-color.org).
+fn use_color(no_color: bool) -> bool {
+    // SAFETY: isatty has no preconditions.
+    let tty = unsafe { libc::isatty(1) } == 1;
+    tty && !no_color && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+fn load_all(paths: &[std::path::PathBuf]) -> Result<Vec<(String, ResultsFile)>> {
+    paths.iter().map(|p| Ok((label(p), ResultsFile::load(p)?))).collect()
+}
+
+/// `fsscale report`: writes the HTML file, returns the line saying where.
+pub fn report_command(args: &ReportArgs) -> Result<String> {
+    let files = load_all(&args.results)?;
+    let html = fsscale::report::render_html(&files);
+    std::fs::write(&args.output, html).map_err(|e| anyhow::anyhow!("writing {}: {e}", args.output.display()))?;
+    Ok(format!("report: {}\n", args.output.display()))
+}
+
+/// `fsscale plot`: one workload's scaling chart as SVG or PNG.
+pub fn plot_command(args: &PlotArgs) -> Result<String> {
+    let WorkloadArg::One(workload) = args.workload else {
+        bail!("--workload takes one workload name, not all");
+    };
+    let files = load_all(&args.results)?;
+    let analyses: Vec<_> = files.iter().map(|(_, d)| analyze_results(d)).collect();
+    let (series, _) = fsscale::report::workload_series(&files, &analyses, workload);
+    if series.is_empty() {
+        bail!("no results of {workload} in {}", args.results.iter().map(|p| label(p)).collect::<Vec<_>>().join(", "));
+    }
+    let y = if workload.is_fixed_work() { "entries/s" } else { "ops/s" };
+    let svg = fsscale::report::chart::scaling_chart(&format!("{workload}: throughput"), y, &series, true);
+    let ext = args.output.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase();
+    let bytes = match ext.as_str() {
+        "svg" => svg.into_bytes(),
+        "png" => fsscale::report::chart::svg_to_png(&svg).map_err(anyhow::Error::msg)?,
+        _ => bail!("-o {}: use a .svg or .png file name", args.output.display()),
+    };
+    std::fs::write(&args.output, bytes).map_err(|e| anyhow::anyhow!("writing {}: {e}", args.output.display()))?;
+    Ok(format!("chart: {}\n", args.output.display()))
 }
 
 /// `fsscale tree`: returns the summary line.

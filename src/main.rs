@@ -46,6 +46,8 @@ fn run(command: cli::Command, argv: Vec<String>) -> anyhow::Result<()> {
         }
         cli::Command::Analyze(args) => print(&commands::analyze_command(&args)?),
         cli::Command::Tree(args) => print(&commands::tree_command(&args)?),
+        cli::Command::Report(args) => print(&commands::report_command(&args)?),
+        cli::Command::Plot(args) => print(&commands::plot_command(&args)?),
         cli::Command::Cleanup => {
             let cleaned = fsscale::fs::cleanup_leftovers()?;
             if cleaned.is_empty() {

@@ -53,15 +53,16 @@ fn trim(x: f64) -> String {
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
-/// Renders comparisons; `plots` adds a ministat dot plot of every point's runs (text only).
-pub fn render_comparisons(comparisons: &[Comparison], format: CompareFormat, plots: bool) -> String {
+/// Renders comparisons; `plots` adds a ministat dot plot of every point's runs,
+/// `color` paints verdicts green and red (text only).
+pub fn render_comparisons(comparisons: &[Comparison], format: CompareFormat, plots: bool, color: bool) -> String {
     let mut out = String::new();
     for (i, c) in comparisons.iter().enumerate() {
         if i > 0 {
             out.push('\n');
         }
         match format {
-            CompareFormat::Text => text(&mut out, c, plots),
+            CompareFormat::Text => text(&mut out, c, plots, color),
             CompareFormat::Markdown => markdown(&mut out, c),
         }
     }
@@ -94,7 +95,7 @@ fn summary_line(c: &Comparison, workload: Workload) -> String {
     )
 }
 
-fn text(out: &mut String, c: &Comparison, plots: bool) {
+fn text(out: &mut String, c: &Comparison, plots: bool, color: bool) {
     let _ = writeln!(out, "base: {}\nnew:  {}", c.base, c.new);
     let test = c.rows.first().map(|r| r.test.name()).unwrap_or("-");
     let _ = writeln!(
@@ -122,7 +123,8 @@ fn text(out: &mut String, c: &Comparison, plots: bool) {
         for row in &rows {
             table.row(cells(row));
         }
-        out.push_str(&table.render());
+        let rendered = table.render();
+        out.push_str(&if color { paint_verdicts(&rendered) } else { rendered });
         let _ = writeln!(out, "{}\n", summary_line(c, workload));
         if plots {
             for row in rows {
@@ -137,6 +139,23 @@ fn text(out: &mut String, c: &Comparison, plots: bool) {
     if !c.unmatched.is_empty() {
         let _ = writeln!(out, "not compared: {}", c.unmatched.join(", "));
     }
+}
+
+/// ANSI green for "better", red for "worse", at the end of table lines
+/// (after alignment, so the columns stay straight).
+fn paint_verdicts(table: &str) -> String {
+    table
+        .lines()
+        .map(|line| {
+            if let Some(head) = line.strip_suffix("  better") {
+                format!("{head}  \x1b[32mbetter\x1b[0m\n")
+            } else if let Some(head) = line.strip_suffix("  worse") {
+                format!("{head}  \x1b[31mworse\x1b[0m\n")
+            } else {
+                format!("{line}\n")
+            }
+        })
+        .collect()
 }
 
 fn markdown(out: &mut String, c: &Comparison) {

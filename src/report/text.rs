@@ -10,6 +10,16 @@ use crate::results::{Point, ResultsFile};
 use crate::stats::Sample;
 use crate::workloads::{Share, Workload};
 
+/// A unicode sparkline of `values` against their maximum: ▁ (lowest) to █.
+pub fn sparkline(values: &[f64]) -> String {
+    const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    let max = values.iter().copied().fold(0.0, f64::max);
+    values
+        .iter()
+        .map(|&v| if max > 0.0 { BARS[((v / max) * 7.0).round().clamp(0.0, 7.0) as usize] } else { BARS[0] })
+        .collect()
+}
+
 /// Rates below 1000/s keep two decimals: collapsed points ("12.68 op/s")
 /// are exactly the ones people quote.
 pub fn format_rate(rate: f64) -> String {
@@ -42,10 +52,11 @@ pub fn render_results(doc: &ResultsFile) -> String {
         for a in analyses.iter().filter(|a| a.workload == Some(*workload) && a.fs == *fs && a.points.len() > 1) {
             // A refused fit is said once below, not under every table.
             unfitted |= a.fit.is_none();
-            if a.fit.is_some() || a.collapse.is_some() {
-                let (mode, share) = (a.mode.expect("from results"), a.share.expect("from results"));
-                out.push_str(&format!("  scaling {mode}/{share}: {}\n", verdict_line(a)));
-            }
+            let (mode, share) = (a.mode.expect("from results"), a.share.expect("from results"));
+            let trend = sparkline(&a.points.iter().map(|p| p.throughput).collect::<Vec<_>>());
+            let verdict =
+                if a.fit.is_some() || a.collapse.is_some() { format!(": {}", verdict_line(a)) } else { String::new() };
+            out.push_str(&format!("  scaling {mode}/{share} {trend}{verdict}\n"));
         }
         out.push('\n');
     }
@@ -242,6 +253,7 @@ open-close: openat(O_RDONLY) of a regular file, then close()
   workers  mode     share     ops/s    sd  ops/s/worker  efficiency
         1  process  private  384000  1.0%        384000      100.0%
         2  process  private  400000  0.6%        200000       52.1%
+  scaling process/private ██
 
 creat-unlink: openat(O_CREAT|O_WRONLY|O_TRUNC) of a new file, close(), unlinkat() of it
   workers  mode     share   ops/s     sd  ops/s/worker  efficiency
@@ -252,6 +264,13 @@ ops/s: median of 3 runs of 0.5 s each; sd: standard deviation of the runs' ops/s
 efficiency: ops/s per worker against 1 worker of the same mode and share.
 ";
         assert_eq!(render_results(&doc), expected);
+    }
+
+    #[test]
+    fn sparkline_scales_to_the_maximum() {
+        assert_eq!(sparkline(&[0.0, 1.0, 2.0, 4.0, 8.0]), "▁▂▃▅█");
+        assert_eq!(sparkline(&[100.0, 180.0, 120.0, 60.0]), "▅█▆▃");
+        assert_eq!(sparkline(&[0.0, 0.0]), "▁▁");
     }
 
     #[test]

@@ -5,6 +5,7 @@ mod errors;
 mod filesystems;
 mod interrupt;
 mod ministat;
+mod report;
 mod run;
 mod traverse;
 mod untar;

@@ -1,0 +1,113 @@
+//! `fsscale report` and `fsscale plot` on real results, and the report in a real browser.
+
+use crate::util::*;
+
+/// Two real results files of the same plan (stat and creat-unlink at 1..4 workers), as two systems would give.
+fn results(env: &TestEnv) -> (std::path::PathBuf, std::path::PathBuf) {
+    let a = env.root.path().join("a.json");
+    let b = env.root.path().join("b.json");
+    for path in [&a, &b] {
+        let out = fsscale()
+            .args(["run", "stat", "creat-unlink", "-j", "1..4", "-n", "2", "--duration", "0.03", "--warmup", "0"])
+            .args(["--share", "private", "--dir"])
+            .arg(&env.dir)
+            .arg("-o")
+            .arg(path)
+            .output()
+            .unwrap();
+        assert_success(&out);
+    }
+    (a, b)
+}
+
+#[test]
+fn report_holds_every_workload_chart_and_environment() {
+    let env = TestEnv::new();
+    let (a, b) = results(&env);
+    let html_path = env.root.path().join("report.html");
+    let out = fsscale().arg("report").arg(&a).arg(&b).arg("-o").arg(&html_path).output().unwrap();
+    assert_success(&out);
+    let html = std::fs::read_to_string(&html_path).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    // Self-contained: nothing that would load a resource (the SVG namespace URI is only a name).
+    for loader in ["<script", "<link", "<img", "src=\"http", "href=\"http", "url(http", "@import"] {
+        assert!(!html.contains(loader), "the report loads something: {loader}");
+    }
+    for id in ["environment", "findings", "stat", "creat-unlink"] {
+        assert!(html.contains(&format!("id=\"{id}\"")), "section {id}");
+    }
+    // Environment: one column per file, differences highlighted (the command lines differ).
+    let env_table = &html[html.find("class=\"environment\"").unwrap()..];
+    let env_table = &env_table[..env_table.find("</table>").unwrap()];
+    assert!(env_table.contains(&a.display().to_string()) && env_table.contains(&b.display().to_string()));
+    assert!(env_table.contains("class=\"diff\""));
+    // Per workload: a throughput and an efficiency chart; the throughput chart has
+    // 2 series (one per file) of 4 points each, so 8 markers.
+    for workload in ["stat", "creat-unlink"] {
+        let start = html.find(&format!("<h2 id=\"{workload}\">")).unwrap();
+        let section = &html[start..];
+        let section = &section[..section[4..].find("<h2").map_or(section.len(), |e| e + 4)];
+        assert_eq!(section.matches("<svg").count(), 2, "{workload}: two charts");
+        let scaling =
+            &section[section.find("class=\"scaling\"").unwrap()..section.find("class=\"efficiency\"").unwrap()];
+        assert_eq!(scaling.matches("<circle").count(), 8, "{workload}: 2 series x 4 points");
+        assert!(section.contains("against"), "{workload}: a comparison table");
+        assert!(section.contains("class=\"bar\""), "{workload}: CPU breakdown bars");
+    }
+    // Findings in words: 4 worker counts give every series a fit and a regime.
+    let findings = &html[html.find("id=\"findings\"").unwrap()..html.find("<h2 id=\"stat\"").unwrap()];
+    let regimes = ["coherency-bound", "contention-bound", "near-linear"];
+    assert_eq!(findings.matches("<li>").count(), 6, "4 series, and 2 comparison summaries:\n{findings}");
+    assert_eq!(findings.matches("peak ").count(), 4);
+    assert!(regimes.iter().map(|r| findings.matches(r).count()).sum::<usize>() >= 4, "{findings}");
+}
+
+#[test]
+fn plot_writes_svg_and_png() {
+    let env = TestEnv::new();
+    let (a, _) = results(&env);
+    let svg = env.root.path().join("c.svg");
+    assert_success(&fsscale().arg("plot").arg(&a).args(["--workload", "stat", "-o"]).arg(&svg).output().unwrap());
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.starts_with("<svg") && text.matches("<circle").count() == 4, "one series of 4 points");
+    let png = env.root.path().join("c.png");
+    assert_success(&fsscale().arg("plot").arg(&a).args(["--workload", "stat", "-o"]).arg(&png).output().unwrap());
+    assert_eq!(&std::fs::read(&png).unwrap()[1..4], b"PNG");
+    let out = fsscale().arg("plot").arg(&a).args(["--workload", "read", "-o"]).arg(&png).output().unwrap();
+    assert_one_line_error(&out, "no results of read in");
+    let out = fsscale().arg("plot").arg(&a).args(["--workload", "stat", "-o", "chart.gif"]).output().unwrap();
+    assert_one_line_error(&out, "use a .svg or .png file name");
+}
+
+#[test]
+fn report_loads_in_headless_chromium_without_errors() {
+    let Some(chromium) = ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find(|c| std::process::Command::new(c).arg("--version").output().map(|o| o.status.success()).unwrap_or(false))
+    else {
+        eprintln!("skipped: no chromium (.ci/run installs Debian's chromium)");
+        return;
+    };
+    let env = TestEnv::new();
+    let (a, b) = results(&env);
+    let html = env.root.path().join("report.html");
+    assert_success(&fsscale().arg("report").arg(&a).arg(&b).arg("-o").arg(&html).output().unwrap());
+    let shot = env.root.path().join("shot.png");
+    let profile = env.root.path().join("profile");
+    let out = std::process::Command::new(chromium)
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        .args(["--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars"])
+        .args(["--enable-logging=stderr", "--v=0", "--window-size=1200,1600"])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg(format!("file://{}", html.display()))
+        .output()
+        .unwrap();
+    let log = stderr(&out);
+    // Console messages from the page are logged as "CONSOLE(...)" or "Uncaught ...".
+    assert!(!log.contains("CONSOLE") && !log.contains("Uncaught"), "page errors:\n{log}");
+    let png = std::fs::read(&shot).unwrap_or_else(|e| panic!("no screenshot ({e}):\n{log}"));
+    assert_eq!(&png[1..4], b"PNG");
+    // Not blank: a blank white page compresses to a few kilobytes.
+    assert!(png.len() > 30_000, "screenshot of {} bytes looks blank", png.len());
+}
