@@ -124,7 +124,14 @@ pub fn compare(
     };
     for b in base.points.iter().filter(|p| !p.runs.is_empty()) {
         match new.points.iter().find(|n| key(n) == key(b) && !n.runs.is_empty()) {
-            Some(n) => rows.push(compare_point(b, n, config)),
+            Some(n) => {
+                let mut row = compare_point(b, n, config);
+                // A configuration names the row only when points were matched by it.
+                if !by_fs {
+                    row.fs = None;
+                }
+                rows.push(row);
+            }
             None => unmatched.push(describe(&key(b), "base")),
         }
     }
