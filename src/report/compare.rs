@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use super::table::{Align, Table};
-use super::text::format_rate;
+use super::text::{format_rate, sparkline};
 use crate::compare::{Comparison, Row};
 use crate::ministat::{plot, Dataset};
 use crate::workloads::Workload;
@@ -125,6 +125,9 @@ fn text(out: &mut String, c: &Comparison, plots: bool, color: bool) {
         }
         let rendered = table.render();
         out.push_str(&if color { paint_verdicts(&rendered) } else { rendered });
+        for line in trend_lines(&rows) {
+            let _ = writeln!(out, "{line}");
+        }
         let _ = writeln!(out, "{}\n", summary_line(c, workload));
         if plots {
             for row in rows {
@@ -139,6 +142,33 @@ fn text(out: &mut String, c: &Comparison, plots: bool, color: bool) {
     if !c.unmatched.is_empty() {
         let _ = writeln!(out, "not compared: {}", c.unmatched.join(", "));
     }
+}
+
+/// Per series, the medians against workers as sparklines on one scale:
+/// "  process/private  base ▃▆██  new ▂▄▅▅".
+fn trend_lines(rows: &[&Row]) -> Vec<String> {
+    let mut keys: Vec<(crate::plan::Mode, crate::workloads::Share)> = Vec::new();
+    for r in rows {
+        if !keys.contains(&(r.mode, r.share)) {
+            keys.push((r.mode, r.share));
+        }
+    }
+    keys.into_iter()
+        .filter_map(|(mode, share)| {
+            let series: Vec<&&Row> = rows.iter().filter(|r| r.mode == mode && r.share == share).collect();
+            if series.len() < 2 {
+                return None;
+            }
+            let all: Vec<f64> = series.iter().flat_map(|r| [r.base.median, r.new.median]).collect();
+            let max = all.iter().copied().fold(0.0, f64::max);
+            let line = |pick: fn(&Row) -> f64| {
+                let values: Vec<f64> = series.iter().map(|r| pick(r)).chain([max]).collect();
+                let spark = sparkline(&values);
+                spark.chars().take(series.len()).collect::<String>()
+            };
+            Some(format!("  {mode}/{share}  base {}  new {}", line(|r| r.base.median), line(|r| r.new.median)))
+        })
+        .collect()
 }
 
 /// ANSI green for "better", red for "worse", at the end of table lines

@@ -286,17 +286,30 @@ fn detail_table(out: &mut String, files: &[(String, ResultsFile)], workload: Wor
         out.push_str("<th>file</th>");
     }
     out.push_str(
-        "<th>workers</th><th>mode</th><th>share</th><th>per-worker ops (min / median / max)</th>\
+        "<th>workers</th><th>mode</th><th>share</th><th>per worker: ops, or completion (min / median / max)</th>\
          <th>CPU</th><th>device written</th><th>device busy</th></tr>\n",
     );
     for (label, doc) in files {
         for p in doc.points.iter().filter(|p| p.workload == workload && !p.runs.is_empty()) {
             let run = &p.runs[p.runs.len() / 2];
-            let mut ops: Vec<u64> = run.per_worker_ops.clone();
-            ops.sort_unstable();
-            let fairness = match (ops.first(), ops.get(ops.len() / 2), ops.last()) {
-                (Some(a), Some(m), Some(b)) => format!("{a} / {m} / {b}"),
-                _ => "-".into(),
+            // Fixed work: every worker does the same job, so fairness is in the completion times.
+            let fairness = match &run.completion_s {
+                Some(times) => {
+                    let mut t = times.clone();
+                    t.sort_by(f64::total_cmp);
+                    match (t.first(), t.get(t.len() / 2), t.last()) {
+                        (Some(a), Some(m), Some(b)) => format!("done after {a:.3} / {m:.3} / {b:.3} s"),
+                        _ => "-".into(),
+                    }
+                }
+                None => {
+                    let mut ops: Vec<u64> = run.per_worker_ops.clone();
+                    ops.sort_unstable();
+                    match (ops.first(), ops.get(ops.len() / 2), ops.last()) {
+                        (Some(a), Some(m), Some(b)) => format!("{a} / {m} / {b}"),
+                        _ => "-".into(),
+                    }
+                }
             };
             let c = run.system_cpu;
             let pct = |x: f64| format!("{:.1}", 100.0 * x);

@@ -89,6 +89,10 @@ fn compare_matches_points_and_gates_regressions() {
     let text = stdout(&out);
     assert!(text.contains("stat process private x1: x = base, + = new"), "{text}");
     assert!(text.contains("stat: geometric mean of median ratios -80.0% over 2 points (0 better, 2 worse)"), "{text}");
+    // The new system at a fifth of the base: its sparkline sits at the bottom of the common scale.
+    let trend = text.lines().find(|l| l.starts_with("  process/private  base ")).expect(&text);
+    let new_bars = trend.rsplit("new ").next().unwrap();
+    assert!(new_bars.chars().count() == 2 && new_bars.chars().all(|c| c == '▁' || c == '▂'), "{trend}");
     let verdicts = text.lines().filter(|l| l.ends_with("  worse")).count();
     assert_eq!(verdicts, 4, "{text}");
 
