@@ -11,17 +11,9 @@ fn two_runs() -> (TestEnv, std::path::PathBuf, std::path::PathBuf) {
     let env = TestEnv::new();
     let base = env.root.path().join("base.json");
     let new = env.root.path().join("new.json");
-    for path in [&base, &new] {
-        let out = fsscale()
-            .args(["run", "stat", "creat-unlink", "-j", "1,2", "--share", "private", "-n", "4"])
-            .args(["--duration", "0.05", "--warmup", "0", "--dir"])
-            .arg(&env.dir)
-            .arg("-o")
-            .arg(path)
-            .output()
-            .unwrap();
-        assert_success(&out);
-    }
+    let plan =
+        ["stat", "creat-unlink", "-j", "1,2", "--share", "private", "-n", "4", "--duration", "0.05", "--warmup", "0"];
+    run_each(&env, &plan, &[&base, &new]);
     (env, base, new)
 }
 

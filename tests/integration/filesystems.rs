@@ -1,9 +1,8 @@
 //! `--fs`: filesystems made fresh on RAM-backed loop devices, recorded,
 //! and always taken down (root only; the tests say when they skip).
 
-use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use fsscale::fs::FsKind;
 use fsscale::results::ResultsFile;
@@ -129,21 +128,27 @@ fn mount_options_reach_the_kernel_and_unsupported_kinds_are_reported() {
 /// Starts a long run on ext4 in its own process group and waits until its
 /// filesystem is mounted.
 fn start_long_run(env: &TestEnv) -> std::process::Child {
-    let child = fsscale()
-        .args(["run", "creat-unlink", "-j", "2", "-n", "50", "--duration", "0.3", "--share", "private", "--fs", "ext4"])
-        .arg("-o")
-        .arg(&env.output)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
+    let output = env.output.display().to_string();
+    let child = spawn_group(&[
+        "run",
+        "creat-unlink",
+        "-j",
+        "2",
+        "-n",
+        "50",
+        "--duration",
+        "0.3",
+        "--share",
+        "private",
+        "--fs",
+        "ext4",
+        "-o",
+        &output,
+    ]);
     let tag = format!("/run/fsscale/mnt-{}-", child.id());
-    while !std::fs::read_to_string("/proc/self/mountinfo").unwrap().contains(&tag) {
-        assert!(Instant::now() < deadline, "the run never mounted its filesystem");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until("mounting the run's filesystem", || {
+        std::fs::read_to_string("/proc/self/mountinfo").unwrap().contains(&tag)
+    });
     std::thread::sleep(Duration::from_millis(200));
     child
 }

@@ -1,8 +1,6 @@
 //! Ctrl-C and SIGTERM mid-run: no worker left, no scratch left, finished points kept.
 
-use std::os::unix::process::CommandExt;
-use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use fsscale::results::{ResultsFile, Status};
 
@@ -12,30 +10,35 @@ use crate::util::*;
 /// has finished, then sends `signal` to the whole group as a terminal would.
 fn interrupt_mid_run(signal: i32, mode: &str) -> (TestEnv, std::process::Output, i32) {
     let env = TestEnv::new();
-    let child = fsscale()
-        .args(["run", "stat", "open-close", "--share", "private", "-j", "1,2", "-n", "2"])
-        .args(["--duration", "0.2", "--warmup", "0", "--mode", mode, "--dir"])
-        .arg(&env.dir)
-        .arg("-o")
-        .arg(&env.output)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .unwrap();
+    let (dir, output) = (env.dir.display().to_string(), env.output.display().to_string());
+    let child = spawn_group(&[
+        "run",
+        "stat",
+        "open-close",
+        "--share",
+        "private",
+        "-j",
+        "1,2",
+        "-n",
+        "2",
+        "--duration",
+        "0.2",
+        "--warmup",
+        "0",
+        "--mode",
+        mode,
+        "--dir",
+        &dir,
+        "-o",
+        &output,
+    ]);
     let pgid = child.id() as i32;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let finished = std::fs::read_to_string(&env.output)
+    wait_until("a finished point", || {
+        std::fs::read_to_string(&env.output)
             .ok()
             .and_then(|t| ResultsFile::from_json(&t).ok())
-            .is_some_and(|d| d.points.iter().any(|p| p.complete));
-        if finished {
-            break;
-        }
-        assert!(Instant::now() < deadline, "no point finished within 30 s");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+            .is_some_and(|d| d.points.iter().any(|p| p.complete))
+    });
     // Let the next point's workers start, so the signal lands mid-window.
     std::thread::sleep(Duration::from_millis(100));
     // SAFETY: signalling the process group of our own child.

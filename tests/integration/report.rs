@@ -6,17 +6,9 @@ use crate::util::*;
 fn results(env: &TestEnv) -> (std::path::PathBuf, std::path::PathBuf) {
     let a = env.root.path().join("a.json");
     let b = env.root.path().join("b.json");
-    for path in [&a, &b] {
-        let out = fsscale()
-            .args(["run", "stat", "creat-unlink", "-j", "1..4", "-n", "2", "--duration", "0.03", "--warmup", "0"])
-            .args(["--share", "private", "--dir"])
-            .arg(&env.dir)
-            .arg("-o")
-            .arg(path)
-            .output()
-            .unwrap();
-        assert_success(&out);
-    }
+    let plan =
+        ["stat", "creat-unlink", "-j", "1..4", "-n", "2", "--duration", "0.03", "--warmup", "0", "--share", "private"];
+    run_each(env, &plan, &[&a, &b]);
     (a, b)
 }
 

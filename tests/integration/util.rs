@@ -82,6 +82,37 @@ pub fn assert_one_line_error(out: &Output, needle: &str) {
     assert!(!err.contains("panicked") && !err.contains("backtrace"), "{err}");
 }
 
+/// Runs `fsscale run ARGS --dir DIR -o FILE` once per file in `outputs`: the
+/// same plan measured again, as two systems (or a re-run) would give.
+pub fn run_each(env: &TestEnv, args: &[&str], outputs: &[&Path]) {
+    for output in outputs {
+        let out = fsscale().arg("run").args(args).arg("--dir").arg(&env.dir).arg("-o").arg(output).output().unwrap();
+        assert_success(&out);
+    }
+}
+
+/// Spawns `fsscale ARGS` in its own process group (so a test can signal
+/// all of it, as a terminal would), with its output captured.
+pub fn spawn_group(args: &[&str]) -> std::process::Child {
+    use std::os::unix::process::CommandExt;
+    fsscale()
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .unwrap()
+}
+
+/// Polls `done` every 20 ms, failing the test after 30 s with `what`.
+pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !done() {
+        assert!(std::time::Instant::now() < deadline, "{what} did not happen within 30 s");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 pub fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
     unsafe { libc::geteuid() == 0 }
