@@ -9,6 +9,7 @@ use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::fs::FsOptions;
+use crate::tree::TreeSpec;
 use crate::workloads::{Share, Workload};
 
 /// The most workers one point may have: far above any core count fsscale is
@@ -121,12 +122,15 @@ impl RunConfig {
             }
         }
         let m = &self.macro_options;
-        if !(m.scale > 0.0 && m.scale <= 1000.0) {
-            bail!("--scale {} is out of range; use a factor between 0.0001 and 1000 (1 = about 94,000 files)", m.scale);
-        }
+        TreeSpec { scale: m.scale, seed: m.seed }.validate()?;
         if let Some(tarball) = &m.tarball {
             if !tarball.is_file() {
                 bail!("--tarball {} is not a readable file", tarball.display());
+            }
+        }
+        if let Some(tree) = &m.tree {
+            if !tree.is_dir() {
+                bail!("--tree {} is not a directory", tree.display());
             }
         }
         if let Some(cmd) = &m.extract_cmd {

@@ -69,36 +69,15 @@ pub fn extract(
     let mut stats = ExtractStats::default();
     let mut pending = Pending::default();
     let mut dir_fixups: Vec<(Vec<String>, u32, i64)> = Vec::new();
-    let mut header = [0u8; BLOCK];
     loop {
         if stop() {
             bail!("stopped");
         }
-        let offset = input.offset();
-        if !input.read_block(&mut header)? {
-            break; // end of file at a block boundary: accept, as GNU tar does
-        }
-        if header.iter().all(|&b| b == 0) {
+        let Some(Entry { offset, block: header, size, name }) = next_entry(&mut input, &mut pending)? else {
             break;
-        }
-        verify_checksum(&header, offset)?;
+        };
         let typeflag = header[156];
-        let size = pending.size.take().map(Ok).unwrap_or_else(|| parse_size(&header[124..136], offset))?;
-        let name = pending.path.take().unwrap_or_else(|| header_name(&header));
         let at = |what: String| anyhow!("entry \"{name}\" at byte offset {offset}: {what}");
-        match typeflag {
-            b'x' | b'g' | b'L' | b'K' => {
-                let data = input.read_data(size, offset, &name)?;
-                match typeflag {
-                    b'x' => parse_pax(&data, &mut pending).map_err(at)?,
-                    b'L' => pending.path = Some(c_string(&data)),
-                    b'K' => pending.link = Some(c_string(&data)),
-                    _ => {} // global pax headers hold nothing fsscale needs
-                }
-                continue;
-            }
-            _ => {}
-        }
         let mode = parse_octal(&header[100..108]).unwrap_or(0o644) as u32 & 0o1777;
         let mtime = pending.mtime.take().unwrap_or_else(|| parse_octal(&header[136..148]).unwrap_or(0) as i64);
         let link = pending.link.take().unwrap_or_else(|| field(&header[157..257]));
@@ -197,21 +176,11 @@ pub fn scan(input: &mut dyn Read) -> Result<ExtractStats> {
     let mut input = Input::new(input);
     let mut stats = ExtractStats::default();
     let mut pending = Pending::default();
-    let mut header = [0u8; BLOCK];
     loop {
-        let offset = input.offset();
-        if !input.read_block(&mut header)? || header.iter().all(|&b| b == 0) {
+        let Some(Entry { offset, block: header, size, name }) = next_entry(&mut input, &mut pending)? else {
             return Ok(stats);
-        }
-        verify_checksum(&header, offset)?;
-        let size = pending.size.take().map(Ok).unwrap_or_else(|| parse_size(&header[124..136], offset))?;
-        let name = pending.path.take().unwrap_or_else(|| header_name(&header));
+        };
         match header[156] {
-            b'x' => {
-                let data = input.read_data(size, offset, &name)?;
-                parse_pax(&data, &mut pending).map_err(|e| anyhow!("entry \"{name}\" at byte offset {offset}: {e}"))?;
-                continue;
-            }
             b'0' | 0 | b'7' => {
                 stats.files += 1;
                 stats.bytes += size;
@@ -222,6 +191,42 @@ pub fn scan(input: &mut dyn Read) -> Result<ExtractStats> {
             _ => {}
         }
         input.skip_data(size, offset, &name)?;
+    }
+}
+
+/// One entry's header, with what pax and GNU long-name entries before it said.
+struct Entry {
+    /// Where its header starts.
+    offset: u64,
+    block: [u8; BLOCK],
+    size: u64,
+    name: String,
+}
+
+/// Reads up to the next entry that is not metadata, applying pax headers and
+/// GNU long names to `pending` on the way; `None` at the end of the archive
+/// (end of file at a block boundary is accepted, as GNU tar does).
+fn next_entry(input: &mut Input<'_>, pending: &mut Pending) -> Result<Option<Entry>> {
+    let mut block = [0u8; BLOCK];
+    loop {
+        let offset = input.offset();
+        if !input.read_block(&mut block)? || block.iter().all(|&b| b == 0) {
+            return Ok(None);
+        }
+        verify_checksum(&block, offset)?;
+        let size = pending.size.take().map(Ok).unwrap_or_else(|| parse_size(&block[124..136], offset))?;
+        let name = pending.path.take().unwrap_or_else(|| header_name(&block));
+        let typeflag = block[156];
+        if !matches!(typeflag, b'x' | b'g' | b'L' | b'K') {
+            return Ok(Some(Entry { offset, block, size, name }));
+        }
+        let data = input.read_data(size, offset, &name)?;
+        match typeflag {
+            b'x' => parse_pax(&data, pending).map_err(|e| anyhow!("entry \"{name}\" at byte offset {offset}: {e}"))?,
+            b'L' => pending.path = Some(field(&data)),
+            b'K' => pending.link = Some(field(&data)),
+            _ => {} // global pax headers hold nothing fsscale needs
+        }
     }
 }
 
@@ -429,10 +434,6 @@ fn parse_size(field: &[u8], offset: u64) -> Result<u64> {
 fn field(bytes: &[u8]) -> String {
     let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
     String::from_utf8_lossy(&bytes[..end]).into_owned()
-}
-
-fn c_string(data: &[u8]) -> String {
-    field(data)
 }
 
 /// The entry name: ustar's prefix/name, or the name alone (GNU and v7).

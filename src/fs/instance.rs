@@ -221,10 +221,7 @@ fn undo(entry: &Entry, mounted: bool) -> Result<()> {
 
 fn is_mounted(path: &Path) -> bool {
     let text = path.display().to_string();
-    std::fs::read_to_string("/proc/self/mountinfo")
-        .unwrap_or_default()
-        .lines()
-        .any(|l| l.split(' ').nth(4) == Some(text.as_str()))
+    crate::results::mounts().iter().any(|m| m.mount_point == text)
 }
 
 /// Whether loop device `dev` is still attached to `image`.

@@ -250,18 +250,16 @@ fn check_device(dev: &Path, destroy: bool) -> Result<()> {
 
 /// The first mounted device that is `name` or one of its partitions.
 fn mounted_part_of(name: &str) -> Option<String> {
-    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
     let mut ours = vec![name.to_string()];
     if let Ok(entries) = std::fs::read_dir(format!("/sys/class/block/{name}")) {
         ours.extend(
             entries.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).filter(|n| n.starts_with(name)),
         );
     }
-    mountinfo.lines().find_map(|line| {
-        let source = line.split_once(" - ")?.1.split_whitespace().nth(1)?;
-        let dev = source.strip_prefix("/dev/")?;
-        ours.iter().any(|o| o == dev).then(|| source.to_string())
-    })
+    crate::results::mounts()
+        .into_iter()
+        .map(|m| m.source)
+        .find(|source| source.strip_prefix("/dev/").is_some_and(|dev| ours.iter().any(|o| o == dev)))
 }
 
 #[cfg(test)]

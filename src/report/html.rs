@@ -8,7 +8,7 @@ use super::analyze::verdict_line;
 use super::chart::{efficiency_chart, scaling_chart, ChartPoint, ChartSeries};
 use super::text::format_rate;
 use crate::analyze::{analyze_results, SeriesAnalysis};
-use crate::compare::{compare, CompareConfig, Verdict};
+use crate::compare::{compare, CompareConfig, Comparison, Verdict};
 use crate::results::{Point, ResultsFile};
 use crate::stats::distributions::t_quantile_two_sided;
 use crate::stats::hypothesis::TestKind;
@@ -49,11 +49,15 @@ pub fn render_html(files: &[(String, ResultsFile)]) -> String {
     );
     environment(&mut out, files);
     let analyses: Vec<Vec<SeriesAnalysis>> = files.iter().map(|(_, doc)| analyze_results(doc)).collect();
-    findings(&mut out, files, &analyses);
+    // Every file against the first, once; the findings and each workload's tables read from these.
+    let config = CompareConfig { test: TestKind::Welch, confidence: 0.95 };
+    let comparisons: Vec<Comparison> =
+        files.iter().skip(1).map(|(label, doc)| compare(&files[0].1, doc, &files[0].0, label, &config)).collect();
+    findings(&mut out, files, &analyses, &comparisons);
     let workloads: BTreeSet<Workload> =
         files.iter().flat_map(|(_, d)| d.points.iter().filter(|p| p.summary.is_some()).map(|p| p.workload)).collect();
     for workload in workloads {
-        workload_section(&mut out, files, &analyses, workload);
+        workload_section(&mut out, files, &analyses, &comparisons, workload);
     }
     out.push_str("</body></html>\n");
     out
@@ -111,7 +115,12 @@ fn environment(out: &mut String, files: &[(String, ResultsFile)]) {
     out.push_str("</table>\n");
 }
 
-fn findings(out: &mut String, files: &[(String, ResultsFile)], analyses: &[Vec<SeriesAnalysis>]) {
+fn findings(
+    out: &mut String,
+    files: &[(String, ResultsFile)],
+    analyses: &[Vec<SeriesAnalysis>],
+    comparisons: &[Comparison],
+) {
     out.push_str("<h2 id=\"findings\">Findings</h2>\n<ul class=\"findings\">\n");
     for ((label, _), series) in files.iter().zip(analyses) {
         for a in series.iter().filter(|a| a.points.len() > 1) {
@@ -130,16 +139,14 @@ fn findings(out: &mut String, files: &[(String, ResultsFile)], analyses: &[Vec<S
             );
         }
     }
-    for (label, doc) in files.iter().skip(1) {
-        let c =
-            compare(&files[0].1, doc, &files[0].0, label, &CompareConfig { test: TestKind::Welch, confidence: 0.95 });
+    for c in comparisons {
         for s in &c.summaries {
             let _ = writeln!(
                 out,
                 "<li><b>{}</b> in {} against {}: {:+.1}% (geometric mean over {} points; {} significantly better, {} worse)</li>",
                 s.workload,
-                esc(label),
-                esc(&files[0].0),
+                esc(&c.new),
+                esc(&c.base),
                 s.geomean_change_pct,
                 s.points,
                 s.better,
@@ -166,6 +173,7 @@ fn workload_section(
     out: &mut String,
     files: &[(String, ResultsFile)],
     analyses: &[Vec<SeriesAnalysis>],
+    comparisons: &[Comparison],
     workload: Workload,
 ) {
     let _ = writeln!(out, "<h2 id=\"{workload}\">{workload}</h2>");
@@ -187,7 +195,7 @@ fn workload_section(
             efficiency_chart(&format!("{workload}: efficiency"), &efficiency)
         );
     }
-    comparison_tables(out, files, workload);
+    comparison_tables(out, comparisons, workload);
     detail_table(out, files, workload);
 }
 
@@ -233,10 +241,8 @@ pub fn workload_series(
     (scaling, efficiency)
 }
 
-fn comparison_tables(out: &mut String, files: &[(String, ResultsFile)], workload: Workload) {
-    for (label, doc) in files.iter().skip(1) {
-        let c =
-            compare(&files[0].1, doc, &files[0].0, label, &CompareConfig { test: TestKind::Welch, confidence: 0.95 });
+fn comparison_tables(out: &mut String, comparisons: &[Comparison], workload: Workload) {
+    for c in comparisons {
         let rows: Vec<_> = c.rows.iter().filter(|r| r.workload == workload).collect();
         if rows.is_empty() {
             continue;
@@ -245,8 +251,8 @@ fn comparison_tables(out: &mut String, files: &[(String, ResultsFile)], workload
             out,
             "<h3>{} against {}</h3>\n<table class=\"comparison\"><tr><th>workers</th><th>mode</th><th>share</th>\
              <th>base</th><th>new</th><th>change</th><th>95% CI</th><th>p (Welch)</th><th>verdict</th></tr>",
-            esc(label),
-            esc(&files[0].0)
+            esc(&c.new),
+            esc(&c.base)
         );
         for r in rows {
             let class = match r.verdict {

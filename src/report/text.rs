@@ -115,8 +115,7 @@ fn workload_table(points: &[&Point], runs: usize) -> Table {
             }
             _ => "-".to_string(),
         };
-        let note =
-            if point.runs.len() < runs { format!("({} of {runs} runs)", point.runs.len()) } else { String::new() };
+        let note = missing_runs(point, runs);
         table.row(vec![
             point.workers.to_string(),
             point.mode.to_string(),
@@ -191,8 +190,7 @@ fn fixed_work_table(points: &[&Point], runs: usize) -> Table {
             })
             .collect();
         let spread = if ratios.is_empty() { "-".to_string() } else { format!("{:.2}", median(ratios)) };
-        let note =
-            if point.runs.len() < runs { format!("({} of {runs} runs)", point.runs.len()) } else { String::new() };
+        let note = missing_runs(point, runs);
         table.row(vec![
             point.workers.to_string(),
             point.mode.to_string(),
@@ -207,6 +205,15 @@ fn fixed_work_table(points: &[&Point], runs: usize) -> Table {
         ]);
     }
     table
+}
+
+/// "(2 of 5 runs)" for a point the run left unfinished; empty otherwise.
+fn missing_runs(point: &Point, runs: usize) -> String {
+    if point.runs.len() < runs {
+        format!("({} of {runs} runs)", point.runs.len())
+    } else {
+        String::new()
+    }
 }
 
 fn trim_float(x: f64) -> String {

@@ -10,7 +10,7 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 pub use host::Host;
-pub use target::Target;
+pub use target::{mounts, Mount, Target};
 
 use crate::fs::{DeviceIo, FsRecord};
 use crate::plan::Mode;
@@ -163,6 +163,14 @@ pub struct Timeline {
     /// Seconds since the window opened, one per sample (the last is the window's end).
     pub at_s: Vec<f64>,
     pub cumulative_ops: Vec<u64>,
+}
+
+impl Timeline {
+    /// Adds a sample: `ops` counted `since_start_ns` after the window opened.
+    pub fn record(&mut self, since_start_ns: u64, ops: u64) {
+        self.at_s.push(since_start_ns as f64 / 1e9);
+        self.cumulative_ops.push(ops);
+    }
 }
 
 impl Point {

@@ -42,15 +42,13 @@ impl Target {
                 target.block_size = st.f_bsize as u64;
             }
         }
-        if let Ok(mountinfo) = std::fs::read_to_string("/proc/self/mountinfo") {
-            if let Some(mount) = find_mount(&mountinfo, &target.path) {
-                target.device = mount.device.to_string();
-                target.mount_point = unescape(mount.mount_point);
-                target.mount_options = mount.mount_options.to_string();
-                target.mount_fs_type = mount.fs_type.to_string();
-                target.mount_source = unescape(mount.source);
-                target.super_options = mount.super_options.to_string();
-            }
+        if let Some(mount) = find_mount(&mounts(), &target.path) {
+            target.device = mount.device.clone();
+            target.mount_point = mount.mount_point.clone();
+            target.mount_options = mount.mount_options.clone();
+            target.mount_fs_type = mount.fs_type.clone();
+            target.mount_source = mount.source.clone();
+            target.super_options = mount.super_options.clone();
         }
         target
     }
@@ -83,51 +81,55 @@ fn fs_name(magic: u64) -> Option<&'static str> {
     })
 }
 
-#[derive(Debug, PartialEq)]
-struct Mount<'a> {
-    device: &'a str,
-    mount_point: &'a str,
-    mount_options: &'a str,
-    fs_type: &'a str,
-    source: &'a str,
-    super_options: &'a str,
+/// One line of `/proc/self/mountinfo`, mount point and source unescaped.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Mount {
+    /// `major:minor`.
+    pub device: String,
+    pub mount_point: String,
+    pub mount_options: String,
+    pub fs_type: String,
+    pub source: String,
+    pub super_options: String,
+}
+
+/// Parses mountinfo text, skipping lines it cannot read.
+pub fn parse_mountinfo(text: &str) -> Vec<Mount> {
+    text.lines()
+        .filter_map(|line| {
+            let (left, right) = line.split_once(" - ")?;
+            let left: Vec<&str> = left.split(' ').collect();
+            let right: Vec<&str> = right.split(' ').collect();
+            (left.len() >= 6 && right.len() >= 3).then(|| Mount {
+                device: left[2].to_string(),
+                mount_point: unescape(left[4]),
+                mount_options: left[5].to_string(),
+                fs_type: right[0].to_string(),
+                source: unescape(right[1]),
+                super_options: right[2].to_string(),
+            })
+        })
+        .collect()
+}
+
+/// This process's mounts now.
+pub fn mounts() -> Vec<Mount> {
+    parse_mountinfo(&std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default())
 }
 
 /// The mount whose mount point is the longest prefix of `path`; later lines win
 /// ties because they are mounted on top.
-fn find_mount<'a>(mountinfo: &'a str, path: &str) -> Option<Mount<'a>> {
-    let mut best: Option<(usize, Mount<'a>)> = None;
-    for line in mountinfo.lines() {
-        let Some((left, right)) = line.split_once(" - ") else {
-            continue;
-        };
-        let left: Vec<&str> = left.split(' ').collect();
-        let right: Vec<&str> = right.split(' ').collect();
-        if left.len() < 6 || right.len() < 3 {
-            continue;
-        }
-        let mount_point = left[4];
-        let unescaped = unescape(mount_point);
-        let inside = path == unescaped
-            || unescaped == "/"
-            || path.strip_prefix(unescaped.as_str()).is_some_and(|rest| rest.starts_with('/'));
-        if !inside {
-            continue;
-        }
-        let len = unescaped.len();
-        if best.as_ref().is_none_or(|(best_len, _)| len >= *best_len) {
-            let mount = Mount {
-                device: left[2],
-                mount_point,
-                mount_options: left[5],
-                fs_type: right[0],
-                source: right[1],
-                super_options: right[2],
-            };
-            best = Some((len, mount));
+fn find_mount<'a>(mounts: &'a [Mount], path: &str) -> Option<&'a Mount> {
+    let mut best: Option<&Mount> = None;
+    for mount in mounts {
+        let point = mount.mount_point.as_str();
+        let inside =
+            path == point || point == "/" || path.strip_prefix(point).is_some_and(|rest| rest.starts_with('/'));
+        if inside && best.is_none_or(|b| point.len() >= b.mount_point.len()) {
+            best = Some(mount);
         }
     }
-    best.map(|(_, m)| m)
+    best
 }
 
 /// mountinfo escapes space, tab, newline and backslash as octal `\NNN`.
@@ -162,12 +164,14 @@ mod tests {
 
     #[test]
     fn picks_the_innermost_and_topmost_mount() {
-        let m = find_mount(MOUNTINFO, "/dev/shm/x/y").unwrap();
-        assert_eq!((m.device, m.source, m.mount_options), ("0:50", "other", "rw,nosuid"));
-        let m = find_mount(MOUNTINFO, "/dev/shmfoo").unwrap();
+        let mounts = parse_mountinfo(MOUNTINFO);
+        let m = find_mount(&mounts, "/dev/shm/x/y").unwrap();
+        assert_eq!((m.device.as_str(), m.source.as_str(), m.mount_options.as_str()), ("0:50", "other", "rw,nosuid"));
+        let m = find_mount(&mounts, "/dev/shmfoo").unwrap();
         assert_eq!(m.mount_point, "/");
-        let m = find_mount(MOUNTINFO, "/mnt/with space/dir").unwrap();
-        assert_eq!((m.fs_type, m.super_options), ("xfs", "rw,attr2,inode64"));
+        let m = find_mount(&mounts, "/mnt/with space/dir").unwrap();
+        assert_eq!((m.fs_type.as_str(), m.super_options.as_str()), ("xfs", "rw,attr2,inode64"));
+        assert_eq!(m.mount_point, "/mnt/with space", "unescaped");
     }
 
     #[test]

@@ -38,11 +38,11 @@ pub(super) fn run_once(
     dir: &std::path::Path,
     timing: &Timing,
     cpus: Option<&[usize]>,
-    untar: Option<&TreeSource>,
+    tree: Option<&TreeSource>,
     run: usize,
 ) -> Result<RunRecord> {
     let scratch = Scratch::create(dir)?;
-    let outcome = measure(spec, &scratch, timing, cpus, untar, run);
+    let outcome = measure(spec, &scratch, timing, cpus, tree, run);
     let removal = scratch.remove();
     let record = outcome?;
     removal?;
@@ -54,10 +54,10 @@ fn measure(
     scratch: &Scratch,
     timing: &Timing,
     cpus: Option<&[usize]>,
-    untar: Option<&TreeSource>,
+    tree: Option<&TreeSource>,
     run: usize,
 ) -> Result<RunRecord> {
-    let point = workloads::prepare_point(spec.workload, spec.share, spec.workers, scratch.fd(), untar)?;
+    let point = workloads::prepare_point(spec.workload, spec.share, spec.workers, scratch.fd(), tree)?;
     let region = SharedRegion::new(spec.workers).context("mapping shared counters")?;
     let plan = WorkerPlan {
         workload: spec.workload,
@@ -65,7 +65,7 @@ fn measure(
         workers: spec.workers,
         scratch_fd: scratch.fd(),
         scratch_path: scratch.path(),
-        untar,
+        tree,
         point: &point,
         cpus,
         region: &region,
@@ -279,8 +279,7 @@ fn coordinate_fixed_work(region: &SharedRegion, workers: usize, timing: &Timing)
         let now = sys::monotonic_ns();
         if now >= next_sample {
             region.read_counters(&mut counts);
-            timeline.at_s.push((now - start) as f64 / 1e9);
-            timeline.cumulative_ops.push(counts.iter().sum());
+            timeline.record(now - start, counts.iter().sum());
             next_sample += interval;
             continue;
         }
@@ -295,8 +294,7 @@ fn coordinate_fixed_work(region: &SharedRegion, workers: usize, timing: &Timing)
     let device_io = device_io(timing, device_start);
     let mut end_counts = Vec::with_capacity(workers);
     region.read_counters(&mut end_counts);
-    timeline.at_s.push((stop - start) as f64 / 1e9);
-    timeline.cumulative_ops.push(end_counts.iter().sum());
+    timeline.record(stop - start, end_counts.iter().sum());
     Ok(Window {
         start_counts: vec![0; workers],
         end_counts,
@@ -336,8 +334,7 @@ fn coordinate(region: &SharedRegion, workers: usize, timing: &Timing, fixed_work
         sleep_until(region, next_sample)?;
         let now = sys::monotonic_ns();
         region.read_counters(&mut scratch_counts);
-        timeline.at_s.push((now - start) as f64 / 1e9);
-        timeline.cumulative_ops.push(scratch_counts.iter().sum::<u64>() - base);
+        timeline.record(now - start, scratch_counts.iter().sum::<u64>() - base);
         next_sample += interval;
     }
     sleep_until(region, end)?;
@@ -347,8 +344,7 @@ fn coordinate(region: &SharedRegion, workers: usize, timing: &Timing, fixed_work
     region.set_phase(Phase::Stop);
     let cpu_end = CpuTicks::read();
     let device_io = device_io(timing, device_start);
-    timeline.at_s.push((stop - start) as f64 / 1e9);
-    timeline.cumulative_ops.push(end_counts.iter().sum::<u64>() - base);
+    timeline.record(stop - start, end_counts.iter().sum::<u64>() - base);
     // Workers record their CPU time when they see Stop; wait for them to leave.
     let deadline = sys::monotonic_ns() + EXIT_GRACE.as_nanos() as u64;
     while (region.exited() as usize) < workers && sys::monotonic_ns() < deadline {

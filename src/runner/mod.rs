@@ -10,7 +10,7 @@ mod worker;
 
 use std::time::SystemTime;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 
 pub use progress::{Progress, Silent};
 pub use signals::Interrupted;
@@ -45,13 +45,13 @@ pub fn run(config: &RunConfig, progress: &mut dyn Progress) -> Result<ResultsFil
         std::fs::create_dir_all(parent)
             .with_context(|| format!("cannot create the results directory {}", parent.display()))?;
     }
-    let untar = if config.workloads.iter().any(|w| w.is_fixed_work()) {
-        Some(prepare_untar(&config.macro_options, progress)?)
+    let tree = if config.workloads.iter().any(|w| w.is_fixed_work()) {
+        Some(prepare_tree(&config.macro_options, progress)?)
     } else {
         None
     };
     let mut doc = new_document(config);
-    doc.settings.untar = untar.as_ref().map(|u| UntarSettings {
+    doc.settings.untar = tree.as_ref().map(|u| UntarSettings {
         tarball: u.tarball.display().to_string(),
         scale: config.macro_options.tarball.is_none().then_some(config.macro_options.scale),
         seed: config.macro_options.tarball.is_none().then_some(config.macro_options.seed),
@@ -78,7 +78,7 @@ pub fn run(config: &RunConfig, progress: &mut dyn Progress) -> Result<ResultsFil
     let filesystems = &config.filesystems;
     progress.plan(points.len() * filesystems.specs.len(), config.runs);
     let max_workers = config.workers.iter().copied().max().unwrap_or(1) as u64;
-    let data_bytes = untar.as_ref().map_or(0, |u| u.contents.bytes * max_workers);
+    let data_bytes = tree.as_ref().map_or(0, |u| u.contents.bytes * max_workers);
     let mut index = 0;
     for fs_spec in &filesystems.specs {
         let size = filesystems.size_for(fs_spec, data_bytes);
@@ -105,7 +105,7 @@ pub fn run(config: &RunConfig, progress: &mut dyn Progress) -> Result<ResultsFil
                 let outcome = signals::check().map_err(anyhow::Error::from).and_then(|()| {
                     run_on_fs(config, fs_spec, size, slots, |dir, device| {
                         let timing = measure::Timing { device, ..timing.clone() };
-                        measure::run_once(spec, dir, &timing, pinned.as_deref(), untar.as_ref(), run)
+                        measure::run_once(spec, dir, &timing, pinned.as_deref(), tree.as_ref(), run)
                     })
                 });
                 let (record, fs_record) = match outcome {
@@ -217,20 +217,14 @@ fn new_document(config: &RunConfig) -> ResultsFile {
     }
 }
 
-/// The tarball `untar` extracts: `--tarball`, or the generated tree at
+/// The tarball `untar` extracts and `traverse` walks: `--tarball`, or the generated tree at
 /// `--scale`, made once and kept in the cache directory. Scanning it counts
 /// its entries and reads it into the page cache before anything is timed.
-fn prepare_untar(options: &MacroOptions, progress: &mut dyn Progress) -> Result<TreeSource> {
-    if let Some(tree) = &options.tree {
-        if !tree.is_dir() {
-            bail!("--tree {} is not a directory", tree.display());
-        }
-    }
+fn prepare_tree(options: &MacroOptions, progress: &mut dyn Progress) -> Result<TreeSource> {
     let tarball = match &options.tarball {
         Some(path) => path.clone(),
         None => {
             let spec = TreeSpec { scale: options.scale, seed: options.seed };
-            spec.validate()?;
             let path = options.cache_dir.join(format!("tree-v1-scale{}-seed{}.tar", options.scale, options.seed));
             if !path.is_file() {
                 progress.preparing(&format!(

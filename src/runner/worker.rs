@@ -18,7 +18,7 @@ pub(super) struct WorkerPlan<'a> {
     pub workers: usize,
     pub scratch_fd: i32,
     pub scratch_path: &'a std::path::Path,
-    pub untar: Option<&'a TreeSource>,
+    pub tree: Option<&'a TreeSource>,
     pub point: &'a PointState,
     /// CPU per worker index, with `--pin`.
     pub cpus: Option<&'a [usize]>,
@@ -62,7 +62,7 @@ fn run_worker(plan: &WorkerPlan<'_>, index: usize) -> Result<()> {
         dir_label: &label,
         scratch_path: plan.scratch_path,
         point: plan.point,
-        untar: plan.untar,
+        tree: plan.tree,
     };
     let outcome = if plan.workload.is_fixed_work() {
         run_job(&env, plan.region, index)

@@ -231,8 +231,8 @@ pub struct WorkerEnv<'a> {
     /// The run's scratch directory, for commands that need paths.
     pub scratch_path: &'a std::path::Path,
     pub point: &'a PointState,
-    /// The prepared tarball, for `untar`.
-    pub untar: Option<&'a TreeSource>,
+    /// The prepared tarball and tree, for `untar` and `traverse`.
+    pub tree: Option<&'a TreeSource>,
 }
 
 /// What a fixed-work job did.

@@ -62,7 +62,7 @@ pub(super) struct Traverse<'a> {
 
 impl<'a> Traverse<'a> {
     pub(super) fn setup(env: &WorkerEnv<'a>) -> Result<Traverse<'a>> {
-        let source = env.untar.context("traverse needs a tree (internal error: none prepared)")?;
+        let source = env.tree.context("traverse needs a tree (internal error: none prepared)")?;
         let root = match (&source.walk_tree, env.share) {
             (Some(tree), _) => {
                 let c = sys::cstring(tree)?;

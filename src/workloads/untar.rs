@@ -44,7 +44,7 @@ pub(super) enum Untar {
 
 impl Untar {
     pub(super) fn setup(env: &WorkerEnv<'_>) -> Result<Untar> {
-        let source = env.untar.as_ref().context("untar needs a tarball (internal error: none prepared)")?;
+        let source = env.tree.as_ref().context("untar needs a tarball (internal error: none prepared)")?;
         match &source.command {
             None => {
                 let file = std::fs::File::open(&source.tarball)
