@@ -6,12 +6,13 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 use clap::{Args, Parser, Subcommand};
 
+use fsscale::exec::Metric;
 use fsscale::fs::{Backing, Fresh, FsOptions, FsSpec};
 use fsscale::plan::{self, MacroOptions, Mode, RunConfig};
 use fsscale::results::rfc3339;
 use fsscale::stats::hypothesis::TestKind;
 use fsscale::sys;
-use fsscale::workloads::{Share, Workload};
+use fsscale::workloads::{CommandSpec, Share, Workload};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -61,7 +62,7 @@ pub enum Command {
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
-    /// Workloads to run (see `fsscale list`), or `all`. Default: stat, open-close, creat-unlink.
+    /// Workloads to run (see `fsscale list`), or `all` (every built-in one). Default: stat, open-close, creat-unlink, untar, traverse; `command` with --cmd, `replay` with --trace.
     #[arg(value_name = "WORKLOAD", value_parser = parse_workload_arg)]
     pub workloads: Vec<WorkloadArg>,
 
@@ -128,6 +129,58 @@ pub struct RunArgs {
     /// untar and traverse: warm, or cold: sync and drop page, dentry and inode caches before every run (root only).
     #[arg(long, value_name = "warm|cold", default_value = "warm", value_parser = parse_cache)]
     pub cache: Cache,
+
+    /// Time every op of fixed-time loops into log-linear histograms: p50/p90/p99/p99.9/max in the results and tables (two clock reads per op; off by default).
+    #[arg(long)]
+    pub latency: bool,
+
+    /// replay: a dbench loadfile (NTCreateX, ReadX, ... lines) instead of the built-in fileserver trace.
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+
+    /// command: what to measure. {dir} (the worker's own directory, also the working directory), {worker}, {workers} and {scratch} are replaced. Run as N concurrent copies timed to completion, or, with --metric, --metric-json or --driver, as one driver per point.
+    #[arg(long, value_name = "CMD", help_heading = "Command workload")]
+    pub cmd: Option<String>,
+
+    /// command: untimed, before the start: per copy in its {dir} (once at --share same), or once before a driver.
+    #[arg(long, value_name = "CMD", help_heading = "Command workload")]
+    pub setup: Option<String>,
+
+    /// command: untimed, after every copy finished: per copy in its {dir} (once at --share same), or once after a driver.
+    #[arg(long, value_name = "CMD", help_heading = "Command workload")]
+    pub cleanup: Option<String>,
+
+    /// command: untimed, once before every run, e.g. 'sh -c "echo 3 > /proc/sys/vm/drop_caches"'.
+    #[arg(long, value_name = "CMD", help_heading = "Command workload")]
+    pub prepare: Option<String>,
+
+    /// command: run --cmd, --setup, --cleanup and --prepare with sh -c (placeholders are quoted); otherwise they are split into words and run directly.
+    #[arg(long, help_heading = "Command workload")]
+    pub shell: bool,
+
+    /// command: kill any of the commands, with its whole process group, after this long (e.g. 30s); the point then fails.
+    #[arg(long, value_name = "TIME", value_parser = parse_duration, help_heading = "Command workload")]
+    pub timeout: Option<std::time::Duration>,
+
+    /// command: one driver command per point (its client count is {workers}) instead of N copies; implied by --metric and --metric-json; without them its wall time is the figure.
+    #[arg(long, help_heading = "Command workload")]
+    pub driver: bool,
+
+    /// command driver: the figure is the number this regular expression captures (first group, else the whole match) in the last match in stdout, else stderr.
+    #[arg(long, value_name = "REGEX", help_heading = "Command workload")]
+    pub metric: Option<String>,
+
+    /// command driver: the figure is the number at this dotted path in stdout parsed as JSON, e.g. jobs.0.read.iops.
+    #[arg(long, value_name = "PATH", conflicts_with = "metric", help_heading = "Command workload")]
+    pub metric_json: Option<String>,
+
+    /// command driver: the figure's name in tables and charts (e.g. tps).
+    #[arg(long, value_name = "NAME", help_heading = "Command workload")]
+    pub metric_name: Option<String>,
+
+    /// command driver: a larger figure is better (transactions/s); without it a smaller one is (latency, time).
+    #[arg(long, help_heading = "Command workload")]
+    pub higher_is_better: bool,
 
     /// Filesystems to run on, each made fresh: dir (--dir as it is, the default), tmpfs, ext4, xfs, btrfs, f2fs, each with optional mount options: e.g. ext4,xfs or ext4:data=journal,ext4:data=ordered. Needs root.
     #[arg(long, value_name = "KIND[:OPTS],...", default_value = "dir", value_parser = parse_fs_list)]
@@ -377,13 +430,20 @@ impl RunArgs {
         let mut workloads = Vec::new();
         for arg in &self.workloads {
             match arg {
-                WorkloadArg::All => workloads.extend(Workload::ALL),
+                WorkloadArg::All => workloads.extend(Workload::ALL.into_iter().filter(|w| w.is_builtin())),
                 WorkloadArg::One(w) => workloads.push(*w),
             }
         }
         if workloads.is_empty() {
-            workloads.extend(Workload::DEFAULT_SUITE);
+            match (&self.cmd, &self.trace) {
+                (None, None) => workloads.extend(Workload::DEFAULT_SUITE),
+                (cmd, trace) => {
+                    workloads.extend(cmd.as_ref().map(|_| Workload::Command));
+                    workloads.extend(trace.as_ref().map(|_| Workload::Replay));
+                }
+            }
         }
+        let command = self.command_spec()?;
         let mut seen = std::collections::HashSet::new();
         workloads.retain(|w| seen.insert(*w));
         let sample_interval = match self.sample_interval.as_str() {
@@ -426,6 +486,9 @@ impl RunArgs {
                 stat: self.stat,
                 cold_cache: self.cache == Cache::Cold,
             },
+            command,
+            trace: self.trace.clone(),
+            latency: self.latency,
             workers,
             pin: self.pin,
             duration: self.duration,
@@ -435,6 +498,57 @@ impl RunArgs {
             output,
             command_line: argv,
         })
+    }
+}
+
+impl RunArgs {
+    /// The `command` workload's settings, or an error naming the flag that needs `--cmd`.
+    fn command_spec(&self) -> Result<Option<CommandSpec>> {
+        let Some(cmd) = &self.cmd else {
+            let orphan = [
+                ("--setup", self.setup.is_some()),
+                ("--cleanup", self.cleanup.is_some()),
+                ("--prepare", self.prepare.is_some()),
+                ("--shell", self.shell),
+                ("--timeout", self.timeout.is_some()),
+                ("--driver", self.driver),
+                ("--metric", self.metric.is_some()),
+                ("--metric-json", self.metric_json.is_some()),
+                ("--metric-name", self.metric_name.is_some()),
+                ("--higher-is-better", self.higher_is_better),
+            ];
+            if let Some((flag, _)) = orphan.iter().find(|(_, given)| *given) {
+                bail!("{flag} belongs to the command workload, which needs --cmd");
+            }
+            return Ok(None);
+        };
+        let driver = self.driver || self.metric.is_some() || self.metric_json.is_some();
+        if !driver && (self.metric_name.is_some() || self.higher_is_better) {
+            bail!("--metric-name and --higher-is-better describe a driver's figure; add --metric, --metric-json or --driver");
+        }
+        let metric = driver
+            .then(|| {
+                Metric::new(
+                    self.metric.as_deref(),
+                    self.metric_json.as_deref(),
+                    self.metric_name.as_deref(),
+                    self.higher_is_better,
+                )
+            })
+            .transpose()
+            .map_err(anyhow::Error::msg)?;
+        if self.timeout.is_some_and(|t| t.is_zero()) {
+            bail!("--timeout must be longer than 0");
+        }
+        Ok(Some(CommandSpec {
+            cmd: cmd.clone(),
+            setup: self.setup.clone(),
+            cleanup: self.cleanup.clone(),
+            prepare: self.prepare.clone(),
+            shell: self.shell,
+            timeout: self.timeout,
+            driver: metric,
+        }))
     }
 }
 
@@ -504,7 +618,8 @@ mod tests {
         .unwrap();
         let Command::Run(args) = cli.command else { panic!("not run") };
         let config = args.into_config(vec!["fsscale".into()]).unwrap();
-        assert_eq!(config.workloads.len(), Workload::ALL.len());
+        assert_eq!(config.workloads.len(), Workload::ALL.len() - 1, "all = every built-in workload");
+        assert!(!config.workloads.contains(&Workload::Command));
         assert_eq!(config.workloads[0], Workload::Stat);
         assert_eq!(config.workers, [1, 3]);
         assert_eq!(config.modes, [Mode::Process, Mode::Thread]);

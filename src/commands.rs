@@ -138,8 +138,13 @@ pub fn plot_command(args: &PlotArgs) -> Result<String> {
     if series.is_empty() {
         bail!("no results of {workload} in {}", args.results.iter().map(|p| label(p)).collect::<Vec<_>>().join(", "));
     }
-    let y = if workload.is_fixed_work() { "entries/s" } else { "ops/s" };
-    let svg = fsscale::report::chart::scaling_chart(&format!("{workload}: throughput"), y, &series, true);
+    let y = fsscale::report::figure_label(&files, workload);
+    let svg = fsscale::report::chart::scaling_chart(
+        &format!("{workload}: throughput"),
+        &y,
+        &series,
+        fsscale::report::higher_is_better(&files, workload),
+    );
     let ext = args.output.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase();
     let bytes = match ext.as_str() {
         "svg" => svg.into_bytes(),

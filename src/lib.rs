@@ -8,9 +8,11 @@
 pub mod analyze;
 pub mod archive;
 pub mod compare;
+pub mod exec;
 pub mod fs;
 pub mod ministat;
 pub mod plan;
+pub mod replay;
 pub mod report;
 pub mod results;
 pub mod runner;

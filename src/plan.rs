@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::fs::FsOptions;
 use crate::tree::TreeSpec;
-use crate::workloads::{Share, Workload};
+use crate::workloads::{CommandSpec, Share, Workload};
 
 /// The most workers one point may have: far above any core count fsscale is
 /// meant for (1024 workers is a tested design point), low enough to catch typos.
@@ -73,6 +73,12 @@ pub struct RunConfig {
     /// it (the user named both the workloads and the sharing levels).
     pub strict_shares: bool,
     pub macro_options: MacroOptions,
+    /// The `command` workload's templates (`--cmd` and friends).
+    pub command: Option<CommandSpec>,
+    /// `replay`: a dbench loadfile instead of the built-in trace.
+    pub trace: Option<PathBuf>,
+    /// Time every op of fixed-time loops into latency histograms.
+    pub latency: bool,
     /// The filesystems to run on: `--dir` as it is, or made fresh.
     pub filesystems: FsOptions,
     pub workers: Vec<usize>,
@@ -121,6 +127,17 @@ impl RunConfig {
                 bail!(first.err().unwrap_or_else(|| format!("{workload}: nothing to run")));
             }
         }
+        match (&self.command, self.workloads.contains(&Workload::Command)) {
+            (None, true) => bail!("the command workload needs --cmd, e.g. --cmd 'git -C {{dir}} status'"),
+            (Some(_), false) => {
+                bail!("--cmd and its options are for the command workload; add `command` to the workloads")
+            }
+            (Some(command), true) => command.validate().map_err(anyhow::Error::msg)?,
+            (None, false) => {}
+        }
+        if self.trace.is_some() && !self.workloads.contains(&Workload::Replay) {
+            bail!("--trace is for the replay workload; add `replay` to the workloads");
+        }
         let m = &self.macro_options;
         TreeSpec { scale: m.scale, seed: m.seed }.validate()?;
         if let Some(tarball) = &m.tarball {
@@ -146,6 +163,18 @@ impl RunConfig {
     /// Whether `workload` can run in `mode` at `share` with these options; the error says why not.
     pub fn check_combination(&self, workload: Workload, mode: Mode, share: Share) -> Result<(), String> {
         workload.check_share(share)?;
+        if workload == Workload::Command && self.command.as_ref().is_some_and(|c| c.driver.is_some()) {
+            if mode == Mode::Thread {
+                return Err(
+                    "command: a driver is one command per point, so --mode does not apply; use --mode process".into()
+                );
+            }
+            if share != Share::Private {
+                return Err(
+                    "command: a driver is one command per point, so --share does not apply; use --share private".into(),
+                );
+            }
+        }
         if workload == Workload::Traverse {
             if share == Share::Shared && mode == Mode::Process {
                 return Err("traverse: --share shared walks one tree through one work queue between threads; \
@@ -339,6 +368,9 @@ mod tests {
                 stat: false,
                 cold_cache: false,
             },
+            command: None,
+            trace: None,
+            latency: false,
             workers: vec![1, 2],
             pin: false,
             duration: Duration::from_secs(1),

@@ -14,7 +14,7 @@ use std::path::Path;
 pub type Errno = i32;
 
 #[inline(always)]
-fn last_errno() -> Errno {
+pub fn last_errno() -> Errno {
     io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)
 }
 

@@ -48,10 +48,14 @@ pub fn analyze_results(doc: &ResultsFile) -> Vec<SeriesAnalysis> {
                 .filter(|p| (p.workload, p.mode, p.share) == (workload, mode, share) && p.fs == fs)
                 .filter(|p| p.summary.is_some())
                 .collect();
-            let medians: Vec<(usize, f64)> =
-                points.iter().map(|p| (p.workers, p.summary.as_ref().expect("filtered").ops_per_s.median)).collect();
-            let runs: Vec<(f64, f64)> =
-                points.iter().flat_map(|p| p.runs.iter().map(|r| (p.workers as f64, r.ops_per_s))).collect();
+            let medians: Vec<(usize, f64)> = points
+                .iter()
+                .map(|p| (p.workers, p.as_throughput(p.summary.as_ref().expect("filtered").ops_per_s.median)))
+                .collect();
+            let runs: Vec<(f64, f64)> = points
+                .iter()
+                .flat_map(|p| p.runs.iter().map(|r| (p.workers as f64, p.as_throughput(r.ops_per_s))))
+                .collect();
             let on = fs.as_ref().map(|f| format!(" on {f}")).unwrap_or_default();
             let mut analysis = analyze_series(&format!("{workload} ({mode}, {share}){on}"), &medians, &runs);
             analysis.fs = fs;

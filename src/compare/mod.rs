@@ -170,10 +170,12 @@ fn compare_point(b: &Point, n: &Point, config: &CompareConfig) -> Row {
         let t = t_quantile_two_sided(config.confidence, df.max(1.0));
         ratio_interval(&bs, &ns, t).map(|(lo, hi)| ((lo - 1.0) * 100.0, (hi - 1.0) * 100.0))
     });
+    // A `command` driver's figure may be smaller-is-better (a time, a latency).
+    let improved = if b.higher_is_better() { change_pct > 0.0 } else { change_pct < 0.0 };
     let verdict = match p_value {
         None => Verdict::TooFewRuns,
-        Some(p) if p < 1.0 - config.confidence && change_pct > 0.0 => Verdict::Better,
-        Some(p) if p < 1.0 - config.confidence && change_pct < 0.0 => Verdict::Worse,
+        Some(p) if p < 1.0 - config.confidence && change_pct != 0.0 && improved => Verdict::Better,
+        Some(p) if p < 1.0 - config.confidence && change_pct != 0.0 => Verdict::Worse,
         Some(_) => Verdict::NoDifferenceProven,
     };
     Row {
@@ -212,7 +214,7 @@ fn summarize(rows: &[Row]) -> Vec<WorkloadSummary> {
 
 /// Points significantly worse by more than `threshold_pct` percent.
 pub fn regressions(comparison: &Comparison, threshold_pct: f64) -> Vec<&Row> {
-    comparison.rows.iter().filter(|r| r.verdict == Verdict::Worse && -r.change_pct > threshold_pct).collect()
+    comparison.rows.iter().filter(|r| r.verdict == Verdict::Worse && r.change_pct.abs() > threshold_pct).collect()
 }
 
 #[cfg(test)]

@@ -181,12 +181,12 @@ fn workload_section(
         let _ = writeln!(out, "<p>One op: {}.</p>", esc(&p.op));
     }
     let (scaling, efficiency) = workload_series(files, analyses, workload);
-    let y_label = if workload.is_fixed_work() { "entries/s" } else { "ops/s" };
+    let y_label = figure_label(files, workload);
     let _ = writeln!(
         out,
         "<figure class=\"scaling\">{}<figcaption>Throughput (mean of the runs, bars: 95% confidence interval); \
          faint: ideal linear scaling from 1 worker; dashed: Universal Scalability Law fit.</figcaption></figure>",
-        scaling_chart(&format!("{workload}: throughput"), y_label, &scaling, true)
+        scaling_chart(&format!("{workload}: throughput"), &y_label, &scaling, higher_is_better(files, workload))
     );
     if !efficiency.is_empty() {
         let _ = writeln!(
@@ -201,6 +201,24 @@ fn workload_section(
 
 /// The throughput and efficiency series of `workload`: one per file,
 /// filesystem configuration, mode and sharing level.
+/// The y-axis label of `workload`'s throughput chart: a driver's metric name,
+/// else the unit its tables use.
+pub fn figure_label(files: &[(String, ResultsFile)], workload: Workload) -> String {
+    let first = files.iter().flat_map(|(_, d)| d.points.iter()).find(|p| p.workload == workload);
+    match (first.and_then(|p| p.metric.as_ref()), workload) {
+        (Some(metric), _) => metric.name.clone(),
+        (None, Workload::Command) => "runs/s".into(),
+        (None, w) if w.is_fixed_work() => "entries/s".into(),
+        (None, _) => "ops/s".into(),
+    }
+}
+
+/// False when `workload`'s figure is a smaller-is-better driver metric
+/// (then no ideal-scaling line is drawn: it would rise the wrong way).
+pub fn higher_is_better(files: &[(String, ResultsFile)], workload: Workload) -> bool {
+    files.iter().flat_map(|(_, d)| d.points.iter()).filter(|p| p.workload == workload).all(|p| p.higher_is_better())
+}
+
 pub fn workload_series(
     files: &[(String, ResultsFile)],
     analyses: &[Vec<SeriesAnalysis>],
@@ -227,7 +245,9 @@ pub fn workload_series(
                 })
                 .collect();
             chart_points.sort_by(|x, y| x.workers.total_cmp(&y.workers));
-            scaling.push(ChartSeries { label: name.clone(), points: chart_points, fit: a.fit.clone() });
+            // The fit models throughput; a smaller-is-better figure is drawn as it is, without it.
+            let fit = a.fit.clone().filter(|_| points.iter().all(|p| p.higher_is_better()));
+            scaling.push(ChartSeries { label: name.clone(), points: chart_points, fit });
             let eff: Vec<ChartPoint> = a
                 .points
                 .iter()

@@ -5,12 +5,14 @@ mod catalogue;
 pub mod chart;
 mod compare;
 mod html;
+mod latency;
 mod table;
 mod text;
 
 pub use analyze::{fit_line, render_analysis, verdict_line};
 pub use catalogue::render_catalogue;
 pub use compare::{render_comparisons, CompareFormat};
-pub use html::{render_html, workload_series};
+pub use html::{figure_label, higher_is_better, render_html, workload_series};
+pub use latency::format_ns;
 pub use table::{Align, Table};
 pub use text::{format_rate, render_results, sparkline};

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use super::analyze::verdict_line;
+use super::latency::{driver_table, latency_cells, replay_ops_table, LATENCY_COLUMNS};
 use super::table::{Align, Table};
 use crate::analyze::analyze_results;
 use crate::plan::Mode;
@@ -43,12 +44,29 @@ pub fn render_results(doc: &ResultsFile) -> String {
     for ((fs, workload), points) in &by_workload {
         let on = fs.as_ref().map(|f| format!(" on {f}")).unwrap_or_default();
         out.push_str(&format!("{workload}{on}: {}\n", points[0].op));
-        let table = if workload.is_fixed_work() {
+        let missing = |p: &Point| missing_runs(p, doc.settings.runs);
+        let table = if points[0].metric.is_some() {
+            driver_table(points, missing)
+        } else if workload.is_fixed_work() {
             fixed_work_table(points, doc.settings.runs)
         } else {
             workload_table(points, doc.settings.runs)
         };
         out.push_str(&table.render());
+        if *workload == Workload::Replay {
+            // Per-op detail for the largest point of each series; the JSON has every point's.
+            let mut largest: BTreeMap<(Mode, Share), &Point> = BTreeMap::new();
+            for p in points {
+                let entry = largest.entry((p.mode, p.share)).or_insert(p);
+                if p.workers > entry.workers {
+                    *entry = p;
+                }
+            }
+            for p in largest.values() {
+                out.push_str(&format!("  operations at {} workers ({}, {}), all runs:\n", p.workers, p.mode, p.share));
+                out.push_str(&replay_ops_table(p).render());
+            }
+        }
         for a in analyses.iter().filter(|a| a.workload == Some(*workload) && a.fs == *fs && a.points.len() > 1) {
             // A refused fit is said once below, not under every table.
             unfitted |= a.fit.is_none();
@@ -60,11 +78,25 @@ pub fn render_results(doc: &ResultsFile) -> String {
         }
         out.push('\n');
     }
-    if by_workload.keys().any(|(_, w)| w.is_fixed_work()) {
+    let is_driver = |p: &&Point| p.metric.is_some();
+    let drivers = by_workload.values().any(|points| points.iter().any(is_driver));
+    let copies = by_workload.iter().any(|((_, w), points)| w.is_fixed_work() && !points.iter().any(is_driver));
+    if copies {
         out.push_str(
             "fixed work: time = the slowest worker's, median of the runs; entries/s and MB/s = all workers' work over \
              that time;\neff. concurrency = entries/s at N over entries/s at 1 (untar: N x T(1) / T(N); below 1 is \
              worse than one after another); spread = slowest / fastest worker's time.\n",
+        );
+    }
+    if drivers {
+        out.push_str(
+            "command driver: the figure is the median of the runs; speedup = against the fewest workers (for a \
+             smaller-is-better figure, that one / this one);\nefficiency = speedup over the rise in workers.\n",
+        );
+    }
+    if by_workload.values().flatten().any(|p| p.summary.as_ref().is_some_and(|s| s.latency.is_some())) {
+        out.push_str(
+            "p50 ... max: latency of single ops in every run's window (log-linear histogram, within 6.25%).\n",
         );
     }
     if !by_workload.is_empty() {
@@ -88,7 +120,9 @@ pub fn render_results(doc: &ResultsFile) -> String {
 }
 
 fn workload_table(points: &[&Point], runs: usize) -> Table {
-    let mut table = Table::new(&[
+    let latency = points.iter().any(|p| p.summary.as_ref().is_some_and(|s| s.latency.is_some()));
+    let data = points.iter().any(|p| p.runs.iter().any(|r| r.bytes.is_some()));
+    let mut columns = vec![
         ("workers", Align::Right),
         ("mode", Align::Left),
         ("share", Align::Left),
@@ -96,8 +130,15 @@ fn workload_table(points: &[&Point], runs: usize) -> Table {
         ("sd", Align::Right),
         ("ops/s/worker", Align::Right),
         ("efficiency", Align::Right),
-        ("", Align::Left),
-    ]);
+    ];
+    if data {
+        columns.push(("MB/s", Align::Right));
+    }
+    if latency {
+        columns.extend(LATENCY_COLUMNS);
+    }
+    columns.push(("", Align::Left));
+    let mut table = Table::new(&columns);
     let mut sorted: Vec<&Point> = points.to_vec();
     sorted.sort_by_key(|p| (p.mode, p.share, p.workers));
     let single: BTreeMap<(Mode, Share), f64> = sorted
@@ -115,8 +156,7 @@ fn workload_table(points: &[&Point], runs: usize) -> Table {
             }
             _ => "-".to_string(),
         };
-        let note = missing_runs(point, runs);
-        table.row(vec![
+        let mut cells = vec![
             point.workers.to_string(),
             point.mode.to_string(),
             point.share.to_string(),
@@ -127,8 +167,15 @@ fn workload_table(points: &[&Point], runs: usize) -> Table {
             },
             format_rate(summary.ops_per_s_per_worker_median),
             efficiency,
-            note,
-        ]);
+        ];
+        if data {
+            cells.push(megabytes_per_s(point));
+        }
+        if latency {
+            cells.extend(latency_cells(summary.latency.as_ref()));
+        }
+        cells.push(missing_runs(point, runs));
+        table.row(cells);
     }
     table
 }
@@ -140,13 +187,15 @@ fn median(values: Vec<f64>) -> f64 {
 
 /// Fixed work: times to completion, throughput, effective concurrency, fairness.
 fn fixed_work_table(points: &[&Point], runs: usize) -> Table {
+    // A command copy is one unit of work; untar and traverse count entries.
+    let unit = if points[0].workload == Workload::Command { "runs/s" } else { "entries/s" };
     let mut table = Table::new(&[
         ("workers", Align::Right),
         ("mode", Align::Left),
         ("share", Align::Left),
         ("time s", Align::Right),
         ("sd", Align::Right),
-        ("entries/s", Align::Right),
+        (unit, Align::Right),
         ("MB/s", Align::Right),
         ("eff. concurrency", Align::Right),
         ("spread", Align::Right),
@@ -166,13 +215,7 @@ fn fixed_work_table(points: &[&Point], runs: usize) -> Table {
             _ => "-".into(),
         };
         let rate = rate(point);
-        let mb = match point.runs.iter().all(|r| r.bytes.unwrap_or(0) > 0) {
-            true => format!(
-                "{:.1}",
-                median(point.runs.iter().map(|r| r.bytes.unwrap_or(0) as f64 / r.elapsed_s / 1e6).collect())
-            ),
-            false => "-".into(),
-        };
+        let mb = megabytes_per_s(point);
         // X(N)/X(1): for untar, where every worker does the whole job, this is N·T(1)/T(N).
         let concurrency = single
             .get(&(point.mode, point.share))
@@ -205,6 +248,17 @@ fn fixed_work_table(points: &[&Point], runs: usize) -> Table {
         ]);
     }
     table
+}
+
+/// Median over the runs of bytes moved per second, in MB/s; `-` without data.
+fn megabytes_per_s(point: &Point) -> String {
+    match point.runs.iter().all(|r| r.bytes.unwrap_or(0) > 0) {
+        true => format!(
+            "{:.1}",
+            median(point.runs.iter().map(|r| r.bytes.unwrap_or(0) as f64 / r.elapsed_s / 1e6).collect())
+        ),
+        false => "-".into(),
+    }
 }
 
 /// "(2 of 5 runs)" for a point the run left unfinished; empty otherwise.

@@ -4,6 +4,7 @@
 mod host;
 mod target;
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::{Context, Result};
@@ -14,6 +15,8 @@ pub use target::{mounts, Mount, Target};
 
 use crate::fs::{DeviceIo, FsRecord};
 use crate::plan::Mode;
+use crate::replay::OpKind;
+use crate::stats::histogram::{Histogram, Percentiles};
 use crate::stats::Summary;
 use crate::workloads::{Share, Workload};
 
@@ -62,6 +65,48 @@ pub struct Settings {
     /// The archive `untar` extracted, when it ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub untar: Option<UntarSettings>,
+    /// `--latency`: fixed-time loops timed every op.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub latency: bool,
+    /// The `command` workload's templates, when it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<CommandSettings>,
+    /// The trace `replay` played, when it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<ReplaySettings>,
+}
+
+/// How `command` ran.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct CommandSettings {
+    pub cmd: String,
+    pub setup: Option<String>,
+    pub cleanup: Option<String>,
+    pub prepare: Option<String>,
+    /// Run through `sh -c` (else split into words, no shell).
+    pub shell: bool,
+    pub timeout_s: Option<f64>,
+    /// Driver form: how the figure was read (`regex ...`, `json ...`, `wall time`).
+    pub metric: Option<String>,
+}
+
+/// What `replay` played.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct ReplaySettings {
+    /// `fileserver (built in)` or the loadfile's path.
+    pub trace: String,
+    /// Operations in one pass, by kind.
+    pub ops_per_pass: BTreeMap<OpKind, u64>,
+    /// Bytes read and written in one pass.
+    pub bytes_per_pass: u64,
+}
+
+/// What a point's figure is when it is not ops/s (`command` drivers).
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct MetricInfo {
+    /// Its name in tables and charts (`tps`, `time s`).
+    pub name: String,
+    pub higher_is_better: bool,
 }
 
 /// What `untar` extracted, and how.
@@ -99,12 +144,18 @@ pub struct Point {
     /// How that filesystem was made and mounted (from its first run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub filesystem: Option<FsRecord>,
+    /// `command` drivers: the runs' `ops_per_s` hold this figure instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metric: Option<MetricInfo>,
 }
 
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 pub struct PointSummary {
     pub ops_per_s: Summary,
     pub ops_per_s_per_worker_median: f64,
+    /// Latency over every run's ops (histograms merged), with `--latency` and for `replay`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<Percentiles>,
 }
 
 /// One repetition of a point, in its own fresh scratch directory.
@@ -134,6 +185,12 @@ pub struct RunRecord {
     /// The backing block device's I/O during the window (made filesystems only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device_io: Option<DeviceIo>,
+    /// Latency of the window's ops, all workers merged (`--latency`; `replay`: all kinds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<Histogram>,
+    /// `replay`: latency (and so count) of each operation kind in the window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay_ops: Option<BTreeMap<OpKind, Histogram>>,
 }
 
 /// CPU time the workers themselves used inside the window (`getrusage(RUSAGE_THREAD)`).
@@ -174,14 +231,51 @@ impl Timeline {
 }
 
 impl Point {
+    /// Every run's latency histogram merged, when the runs have them.
+    pub fn merged_latency(&self) -> Option<Histogram> {
+        let mut merged: Option<Histogram> = None;
+        for h in self.runs.iter().filter_map(|r| r.latency.as_ref()) {
+            merged.get_or_insert_with(Histogram::default).merge(h);
+        }
+        merged
+    }
+
+    /// `replay`: each kind's histogram over every run.
+    pub fn merged_replay_ops(&self) -> BTreeMap<OpKind, Histogram> {
+        let mut merged: BTreeMap<OpKind, Histogram> = BTreeMap::new();
+        for ops in self.runs.iter().filter_map(|r| r.replay_ops.as_ref()) {
+            for (kind, h) in ops {
+                merged.entry(*kind).or_default().merge(h);
+            }
+        }
+        merged
+    }
+
+    /// A figure as a throughput for scaling analyses: itself, or its
+    /// reciprocal for a smaller-is-better figure (a time per run becomes runs per second).
+    pub fn as_throughput(&self, value: f64) -> f64 {
+        if self.higher_is_better() {
+            value
+        } else {
+            1.0 / value
+        }
+    }
+
+    /// Whether a larger figure is better (false only for such `command` metrics).
+    pub fn higher_is_better(&self) -> bool {
+        self.metric.as_ref().is_none_or(|m| m.higher_is_better)
+    }
+
     /// Recomputes the summary from the runs.
     pub fn summarize(&mut self) {
         let rates: Vec<f64> = self.runs.iter().map(|r| r.ops_per_s).collect();
         let per_worker: Vec<f64> = self.runs.iter().map(|r| r.ops_per_s_per_worker).collect();
         self.summary = match (Summary::of(&rates), Summary::of(&per_worker)) {
-            (Ok(ops_per_s), Ok(per_worker)) => {
-                Some(PointSummary { ops_per_s, ops_per_s_per_worker_median: per_worker.median })
-            }
+            (Ok(ops_per_s), Ok(per_worker)) => Some(PointSummary {
+                ops_per_s,
+                ops_per_s_per_worker_median: per_worker.median,
+                latency: self.merged_latency().map(|h| h.percentiles()),
+            }),
             _ => None,
         };
     }
@@ -235,6 +329,8 @@ pub(crate) mod fixtures {
             completion_s: None,
             bytes: None,
             device_io: None,
+            latency: None,
+            replay_ops: None,
         }
     }
 
@@ -251,6 +347,7 @@ pub(crate) mod fixtures {
             summary: None,
             fs: None,
             filesystem: None,
+            metric: None,
         };
         p.summarize();
         p
@@ -268,7 +365,17 @@ pub(crate) mod fixtures {
             error: None,
             host: Host::default(),
             target: Target::default(),
-            settings: Settings { duration_s, warmup_s: 0.1, runs, sample_interval_s: 0.05, pin: false, untar: None },
+            settings: Settings {
+                duration_s,
+                warmup_s: 0.1,
+                runs,
+                sample_interval_s: 0.05,
+                pin: false,
+                untar: None,
+                latency: false,
+                command: None,
+                replay: None,
+            },
             points,
         }
     }

@@ -7,15 +7,28 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context, Result};
 
 use super::cpu::CpuTicks;
+use super::latency::LatencyRegion;
 use super::shared::{Phase, SharedRegion};
 use super::signals;
 use super::worker::{worker_main, WorkerPlan};
+use crate::exec::Placeholders;
 use crate::fs::{DeviceIo, DeviceSnapshot};
 use crate::plan::{Mode, PointSpec};
+use crate::replay::{OpKind, Trace};
 use crate::results::{RunRecord, Timeline, WorkerCpu};
 use crate::scratch::Scratch;
 use crate::sys;
-use crate::workloads::{self, TreeSource};
+use crate::workloads::{self, CommandSpec, Share, TreeSource, Workload, SHARED_DIR};
+
+/// What the workloads of a run use besides the point itself, prepared once.
+#[derive(Clone, Copy, Default)]
+pub(super) struct Inputs<'a> {
+    pub tree: Option<&'a TreeSource>,
+    pub command: Option<&'a CommandSpec>,
+    pub trace: Option<&'a Trace>,
+    /// `--latency`: time every op of fixed-time loops.
+    pub latency: bool,
+}
 
 /// Timing of the run, from the plan.
 #[derive(Clone)]
@@ -27,6 +40,9 @@ pub(super) struct Timing {
     pub drop_caches: bool,
     /// The block device under the run's filesystem (`loop3`), for its I/O counters.
     pub device: Option<String>,
+    /// `command --prepare`: run once before the start of every run.
+    /// The command, the template and the run's scratch directory.
+    pub prepare: Option<(CommandSpec, String, std::path::PathBuf)>,
 }
 
 /// How long workers get to leave after the window closes before they are killed.
@@ -38,11 +54,14 @@ pub(super) fn run_once(
     dir: &std::path::Path,
     timing: &Timing,
     cpus: Option<&[usize]>,
-    tree: Option<&TreeSource>,
+    inputs: Inputs<'_>,
     run: usize,
 ) -> Result<RunRecord> {
     let scratch = Scratch::create(dir)?;
-    let outcome = measure(spec, &scratch, timing, cpus, tree, run);
+    let outcome = match inputs.command.filter(|c| c.driver.is_some()) {
+        Some(command) => super::driver::run_driver(spec, &scratch, timing, command, run),
+        None => measure(spec, &scratch, timing, cpus, inputs, run),
+    };
     let removal = scratch.remove();
     let record = outcome?;
     removal?;
@@ -54,27 +73,76 @@ fn measure(
     scratch: &Scratch,
     timing: &Timing,
     cpus: Option<&[usize]>,
-    tree: Option<&TreeSource>,
+    inputs: Inputs<'_>,
     run: usize,
 ) -> Result<RunRecord> {
-    let point = workloads::prepare_point(spec.workload, spec.share, spec.workers, scratch.fd(), tree)?;
+    let point = workloads::prepare_point(spec.workload, spec.share, spec.workers, scratch.fd(), inputs.tree)?;
     let region = SharedRegion::new(spec.workers).context("mapping shared counters")?;
+    let kinds = match spec.workload {
+        Workload::Replay => OpKind::ALL.len(),
+        w if inputs.latency && !w.is_fixed_work() => 1,
+        _ => 0,
+    };
+    let latency = match kinds {
+        0 => None,
+        k => Some(LatencyRegion::new(spec.workers, k).context("mapping latency histograms")?),
+    };
     let plan = WorkerPlan {
         workload: spec.workload,
         share: spec.share,
         workers: spec.workers,
         scratch_fd: scratch.fd(),
         scratch_path: scratch.path(),
-        tree,
+        tree: inputs.tree,
+        command: inputs.command,
+        trace: inputs.trace,
+        latency: latency.as_ref(),
         point: &point,
         cpus,
         region: &region,
     };
+    // At --share same the copies share one directory: its --setup and --cleanup run once, here.
+    let shared_dir = scratch.path().join(SHARED_DIR);
+    let once = inputs.command.filter(|_| spec.share == Share::Same).map(|command| {
+        let values = Placeholders { dir: &shared_dir, worker: 0, workers: spec.workers, scratch: scratch.path() };
+        (command, values)
+    });
+    if let Some((command, values)) = &once {
+        if let Some(setup) = &command.setup {
+            command.run(setup, values, false, &|| signals::check().is_err()).map_err(|e| anyhow!("--setup: {e}"))?;
+        }
+    }
+    let mut timing = timing.clone();
+    timing.prepare =
+        inputs.command.and_then(|c| c.prepare.as_ref().map(|p| (c.clone(), p.clone(), scratch.path().to_path_buf())));
     let window = match spec.mode {
-        Mode::Process => run_processes(&plan, timing)?,
-        Mode::Thread => run_threads(&plan, timing)?,
+        Mode::Process => run_processes(&plan, &timing)?,
+        Mode::Thread => run_threads(&plan, &timing)?,
     };
-    Ok(window.into_record(&region, run, cpus))
+    if let Some((command, values)) = &once {
+        if let Some(cleanup) = &command.cleanup {
+            command
+                .run(cleanup, values, false, &|| signals::check().is_err())
+                .map_err(|e| anyhow!("--cleanup: {e}"))?;
+        }
+    }
+    let mut record = window.into_record(&region, run, cpus);
+    if let Some(latency) = &latency {
+        if spec.workload == Workload::Replay {
+            let per_kind: std::collections::BTreeMap<_, _> =
+                OpKind::ALL.iter().map(|k| (*k, latency.merged(k.index()))).filter(|(_, h)| h.count > 0).collect();
+            let mut all = crate::stats::histogram::Histogram::default();
+            for h in per_kind.values() {
+                all.merge(h);
+            }
+            record.bytes = Some((0..spec.workers).map(|i| region.report(i).bytes.load(Ordering::Relaxed)).sum());
+            record.replay_ops = Some(per_kind);
+            record.latency = Some(all);
+        } else {
+            record.latency = Some(latency.merged(0));
+        }
+    }
+    Ok(record)
 }
 
 /// What the coordinator saw during the window.
@@ -125,6 +193,8 @@ impl Window {
             worker_cpu,
             system_cpu: self.cpu_start.breakdown(&self.cpu_end),
             timeline: self.timeline,
+            latency: None,
+            replay_ops: None,
         }
     }
 }
@@ -263,6 +333,7 @@ fn coordinate_fixed_work(region: &SharedRegion, workers: usize, timing: &Timing)
     if timing.drop_caches {
         drop_caches()?;
     }
+    run_prepare(timing, workers)?;
     let cpu_start = CpuTicks::read();
     let device_start = timing.device.as_deref().and_then(DeviceSnapshot::read);
     let start = sys::monotonic_ns();
@@ -273,7 +344,7 @@ fn coordinate_fixed_work(region: &SharedRegion, workers: usize, timing: &Timing)
     let mut next_sample = start + interval;
     loop {
         check_health(region)?;
-        if region.exited() as usize == workers {
+        if region.completed() as usize == workers {
             break;
         }
         let now = sys::monotonic_ns();
@@ -289,12 +360,18 @@ fn coordinate_fixed_work(region: &SharedRegion, workers: usize, timing: &Timing)
     let completed: Vec<u64> =
         (0..workers).map(|i| region.report(i).completed_ns.load(Ordering::Acquire).max(start)).collect();
     let stop = completed.iter().copied().max().unwrap_or(start);
-    region.set_phase(Phase::Stop);
     let cpu_end = CpuTicks::read();
     let device_io = device_io(timing, device_start);
     let mut end_counts = Vec::with_capacity(workers);
     region.read_counters(&mut end_counts);
     timeline.record(stop - start, end_counts.iter().sum());
+    // Every job is done: workers run their untimed cleanup and leave.
+    region.set_phase(Phase::Stop);
+    while (region.exited() as usize) < workers {
+        check_health(region)?;
+        region.wait_for_failure(Duration::from_millis(20));
+    }
+    check_health(region)?;
     Ok(Window {
         start_counts: vec![0; workers],
         end_counts,
@@ -314,6 +391,7 @@ fn coordinate(region: &SharedRegion, workers: usize, timing: &Timing, fixed_work
         return coordinate_fixed_work(region, workers, timing);
     }
     wait_ready(region, workers)?;
+    run_prepare(timing, workers)?;
     region.set_phase(Phase::Warmup);
     let warmup_end = sys::monotonic_ns() + timing.warmup.as_nanos() as u64;
     sleep_until(region, warmup_end)?;
@@ -376,6 +454,14 @@ pub(super) fn drop_caches() -> Result<()> {
     unsafe { libc::sync() };
     std::fs::write("/proc/sys/vm/drop_caches", b"3\n")
         .map_err(|e| anyhow!("--cache cold: cannot write /proc/sys/vm/drop_caches ({e}); dropping caches needs root"))
+}
+
+/// `--prepare`, between the workers' setup and the start.
+fn run_prepare(timing: &Timing, workers: usize) -> Result<()> {
+    let Some((command, template, scratch)) = &timing.prepare else { return Ok(()) };
+    let values = Placeholders { dir: scratch, worker: 0, workers, scratch };
+    command.run(template, &values, false, &|| signals::check().is_err()).map_err(|e| anyhow!("--prepare: {e}"))?;
+    Ok(())
 }
 
 /// Fails on a worker error or a signal.

@@ -2,6 +2,8 @@
 //! scratch directory, saving the results document after every run.
 
 mod cpu;
+mod driver;
+mod latency;
 mod measure;
 mod progress;
 mod shared;
@@ -18,13 +20,16 @@ pub use signals::Interrupted;
 use crate::archive;
 use crate::fs::{Fresh, FsInstance, FsKind, FsRecord, FsSpec};
 use crate::plan::{MacroOptions, RunConfig};
+use crate::replay::{self, OpKind};
 use crate::results::{
-    self, Host, Point, ResultsFile, RunRecord, Settings, Status, Target, Tool, UntarSettings, SCHEMA_VERSION,
+    self, CommandSettings, Host, MetricInfo, Point, ReplaySettings, ResultsFile, RunRecord, Settings, Status, Target,
+    Tool, UntarSettings, SCHEMA_VERSION,
 };
 use crate::scratch::Scratch;
 use crate::sys;
 use crate::tree::{write_tar_file, TreeSpec};
 use crate::workloads::TreeSource;
+use crate::workloads::Workload;
 
 /// Runs every point of `config` and returns the finished document, which is
 /// also on disk at `config.output`. On failure or interruption the document
@@ -45,12 +50,37 @@ pub fn run(config: &RunConfig, progress: &mut dyn Progress) -> Result<ResultsFil
         std::fs::create_dir_all(parent)
             .with_context(|| format!("cannot create the results directory {}", parent.display()))?;
     }
-    let tree = if config.workloads.iter().any(|w| w.is_fixed_work()) {
+    let tree = if config.workloads.iter().any(|w| w.needs_tree()) {
         Some(prepare_tree(&config.macro_options, progress)?)
     } else {
         None
     };
+    let trace =
+        if config.workloads.contains(&Workload::Replay) { Some(replay::load(config.trace.as_deref())?) } else { None };
     let mut doc = new_document(config);
+    doc.settings.replay = trace.as_ref().map(|t| {
+        let mix = t.mix();
+        ReplaySettings {
+            trace: t.name.clone(),
+            ops_per_pass: OpKind::ALL.iter().filter(|k| mix[k.index()] > 0).map(|k| (*k, mix[k.index()])).collect(),
+            bytes_per_pass: t.bytes_per_pass(),
+        }
+    });
+    doc.settings.command = config.command.as_ref().map(|c| CommandSettings {
+        cmd: c.cmd.clone(),
+        setup: c.setup.clone(),
+        cleanup: c.cleanup.clone(),
+        prepare: c.prepare.clone(),
+        shell: c.shell,
+        timeout_s: c.timeout.map(|t| t.as_secs_f64()),
+        metric: c.driver.as_ref().map(|m| m.describe()),
+    });
+    let inputs = measure::Inputs {
+        tree: tree.as_ref(),
+        command: config.command.as_ref(),
+        trace: trace.as_ref(),
+        latency: config.latency,
+    };
     doc.settings.untar = tree.as_ref().map(|u| UntarSettings {
         tarball: u.tarball.display().to_string(),
         scale: config.macro_options.tarball.is_none().then_some(config.macro_options.scale),
@@ -69,6 +99,7 @@ pub fn run(config: &RunConfig, progress: &mut dyn Progress) -> Result<ResultsFil
         sample_interval: config.sample_interval,
         drop_caches: config.macro_options.cold_cache,
         device: None,
+        prepare: None,
     };
     if config.macro_options.cold_cache && config.workloads.iter().any(|w| w.is_fixed_work()) {
         // Fail before anything runs rather than at the first point.
@@ -96,6 +127,10 @@ pub fn run(config: &RunConfig, progress: &mut dyn Progress) -> Result<ResultsFil
                 summary: None,
                 fs: label.clone(),
                 filesystem: None,
+                metric: (spec.workload == Workload::Command)
+                    .then(|| config.command.as_ref().and_then(|c| c.driver.as_ref()))
+                    .flatten()
+                    .map(|m| MetricInfo { name: m.name.clone(), higher_is_better: m.higher_is_better }),
             });
             let pinned: Option<Vec<usize>> = cpus.as_ref().map(|c| (0..spec.workers).map(|i| c[i % c.len()]).collect());
             let mut made_for_point: Option<FsInstance> = None;
@@ -105,7 +140,7 @@ pub fn run(config: &RunConfig, progress: &mut dyn Progress) -> Result<ResultsFil
                 let outcome = signals::check().map_err(anyhow::Error::from).and_then(|()| {
                     run_on_fs(config, fs_spec, size, slots, |dir, device| {
                         let timing = measure::Timing { device, ..timing.clone() };
-                        measure::run_once(spec, dir, &timing, pinned.as_deref(), tree.as_ref(), run)
+                        measure::run_once(spec, dir, &timing, pinned.as_deref(), inputs, run)
                     })
                 });
                 let (record, fs_record) = match outcome {
@@ -212,6 +247,9 @@ fn new_document(config: &RunConfig) -> ResultsFile {
             sample_interval_s: config.sample_interval.as_secs_f64(),
             pin: config.pin,
             untar: None,
+            latency: config.latency,
+            command: None,
+            replay: None,
         },
         points: Vec::new(),
     }

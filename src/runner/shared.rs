@@ -43,6 +43,7 @@ pub struct Control {
     ready: AtomicU32,
     failed: AtomicU32,
     exited: AtomicU32,
+    completed: AtomicU32,
 }
 
 /// One worker's operation counter, alone in its cache lines.
@@ -178,13 +179,28 @@ impl SharedRegion {
 
     /// Blocks until the phase leaves `Setup` (the start barrier).
     pub fn wait_for_start(&self) -> Phase {
+        self.wait_while(Phase::Setup)
+    }
+
+    /// Blocks while the phase is `phase`; returns the next one.
+    pub fn wait_while(&self, phase: Phase) -> Phase {
         loop {
-            let phase = self.control().phase.load(Ordering::Acquire);
-            if phase != Phase::Setup as u32 {
-                return Phase::from_u32(phase);
+            let now = self.control().phase.load(Ordering::Acquire);
+            if now != phase as u32 {
+                return Phase::from_u32(now);
             }
-            futex_wait(&self.control().phase, phase);
+            futex_wait(&self.control().phase, now);
         }
+    }
+
+    /// Fixed work: counts a worker's job as done and wakes the coordinator.
+    pub fn mark_completed(&self) {
+        self.control().completed.fetch_add(1, Ordering::AcqRel);
+        futex_wake_all(&self.control().failed);
+    }
+
+    pub fn completed(&self) -> u32 {
+        self.control().completed.load(Ordering::Acquire)
     }
 
     pub fn mark_ready(&self) {

@@ -5,10 +5,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::Result;
 
+use super::latency::{LatencyRegion, Recorder};
 use super::shared::{Phase, SharedRegion};
+use crate::replay::{Player, ReplayError, Trace};
 use crate::sys;
 use crate::workloads::{
-    self, JobContext, Op, OpDriver, PointState, Share, TreeSource, WorkerEnv, Workload, SHARED_DIR,
+    self, CommandSpec, JobContext, Op, OpDriver, PointState, Share, TreeSource, WorkerEnv, Workload, SHARED_DIR,
 };
 
 /// Everything a worker needs, prepared by the coordinator before any worker starts.
@@ -19,6 +21,11 @@ pub(super) struct WorkerPlan<'a> {
     pub scratch_fd: i32,
     pub scratch_path: &'a std::path::Path,
     pub tree: Option<&'a TreeSource>,
+    pub command: Option<&'a CommandSpec>,
+    /// The trace `replay` plays.
+    pub trace: Option<&'a Trace>,
+    /// Latency histograms (`--latency`, and `replay`'s per-op ones).
+    pub latency: Option<&'a LatencyRegion>,
     pub point: &'a PointState,
     /// CPU per worker index, with `--pin`.
     pub cpus: Option<&'a [usize]>,
@@ -63,12 +70,14 @@ fn run_worker(plan: &WorkerPlan<'_>, index: usize) -> Result<()> {
         scratch_path: plan.scratch_path,
         point: plan.point,
         tree: plan.tree,
+        command: plan.command,
     };
-    let outcome = if plan.workload.is_fixed_work() {
-        run_job(&env, plan.region, index)
-    } else {
-        workloads::with_op(&env, Driver { region: plan.region, index, label: &label })
-            .and_then(|r| r.map_err(anyhow::Error::msg))
+    let recorder = plan.latency.map(|l| l.recorder(index));
+    let outcome = match (plan.workload, plan.trace) {
+        (w, _) if w.is_fixed_work() => run_job(&env, plan.region, index),
+        (Workload::Replay, Some(trace)) => run_replay(trace, &env, plan.region, recorder),
+        _ => workloads::with_op(&env, Driver { region: plan.region, index, label: &label, recorder })
+            .and_then(|r| r.map_err(anyhow::Error::msg)),
     };
     let _ = sys::close(dir);
     outcome
@@ -77,20 +86,39 @@ fn run_worker(plan: &WorkerPlan<'_>, index: usize) -> Result<()> {
 /// Fixed work: set up, wait for the start, do the job once, note when it finished.
 fn run_job(env: &WorkerEnv<'_>, region: &SharedRegion, index: usize) -> Result<()> {
     let mut job = workloads::job(env)?;
+    let report = region.report(index);
+    let counter = &region.counter(index).ops;
+    let stop = || region.phase() == Phase::Abort;
+    let progress = |done: u64| counter.store(done, Ordering::Relaxed);
+    let ctx = JobContext { stop: &stop, progress: &progress };
+    job.prepare(&ctx).map_err(anyhow::Error::msg)?;
     region.mark_ready();
     if region.wait_for_start() != Phase::Window {
         return Ok(()); // abandoned before the start
     }
-    let report = region.report(index);
-    let counter = &region.counter(index).ops;
     record_cpu(&report.cpu_at_window_start);
-    let stop = || region.phase() == Phase::Abort;
-    let progress = |done: u64| counter.store(done, Ordering::Relaxed);
-    let output = job.run(&JobContext { stop: &stop, progress: &progress }).map_err(anyhow::Error::msg)?;
-    report.completed_ns.store(sys::monotonic_ns(), Ordering::Release);
+    let output = job.run(&ctx).map_err(anyhow::Error::msg)?;
+    let completed = sys::monotonic_ns();
     counter.store(output.entries, Ordering::Relaxed);
     report.bytes.store(output.bytes, Ordering::Relaxed);
     record_cpu(&report.cpu_at_window_end);
+    report.completed_ns.store(completed, Ordering::Release);
+    region.mark_completed();
+    // Untimed cleanup once everybody is done, so it never overlaps a timed job.
+    if region.wait_while(Phase::Window) == Phase::Stop {
+        job.finish(&ctx).map_err(anyhow::Error::msg)?;
+    }
+    Ok(())
+}
+
+/// `replay`: the trace in a loop, every op timed into its kind's histogram.
+fn run_replay(trace: &Trace, env: &WorkerEnv<'_>, region: &SharedRegion, recorder: Option<Recorder<'_>>) -> Result<()> {
+    let recorder = recorder.ok_or_else(|| anyhow::anyhow!("replay needs latency histograms (internal error)"))?;
+    let mut player = Player::new(trace, env.dir);
+    region.mark_ready();
+    let bytes = replay_loop(&mut player, region, env.index, recorder)
+        .map_err(|e| anyhow::anyhow!("{}, line {}: {}", trace.name, e.line, e.message))?;
+    region.report(env.index).bytes.store(bytes, Ordering::Relaxed);
     Ok(())
 }
 
@@ -99,12 +127,18 @@ struct Driver<'a> {
     region: &'a SharedRegion,
     index: usize,
     label: &'a str,
+    /// With `--latency`: time every op (a loop of its own, so the plain one stays as it is).
+    recorder: Option<Recorder<'a>>,
 }
 
 impl OpDriver<Result<(), String>> for Driver<'_> {
     fn drive<O: Op>(self, mut op: O) -> Result<(), String> {
         self.region.mark_ready();
-        hot_loop(&mut op, self.region, self.index).map_err(|e| {
+        let outcome = match self.recorder {
+            None => hot_loop(&mut op, self.region, self.index),
+            Some(recorder) => timed_loop(&mut op, self.region, self.index, recorder),
+        };
+        outcome.map_err(|e| {
             let what = match e.errno {
                 0 => "transferred fewer bytes than asked".to_string(),
                 errno => format!("failed: {}", sys::errno_text(errno)),
@@ -123,8 +157,84 @@ impl OpDriver<Result<(), String>> for Driver<'_> {
 fn hot_loop<O: Op>(op: &mut O, region: &SharedRegion, index: usize) -> Result<(), workloads::SysError> {
     let counter = &region.counter(index).ops;
     let phase_word = region.phase_word();
-    let report = region.report(index);
     let mut done: u64 = 0;
+    through_phases(region, index, |_, seen| loop {
+        op.once()?;
+        done += 1;
+        counter.store(done, Ordering::Relaxed);
+        if phase_word.load(Ordering::Relaxed) != seen {
+            return Ok(());
+        }
+    })
+}
+
+/// [`hot_loop`] with every op timed (two vDSO clock reads) and recorded
+/// into the worker's histogram while the window is open.
+#[inline(never)]
+fn timed_loop<O: Op>(
+    op: &mut O,
+    region: &SharedRegion,
+    index: usize,
+    recorder: Recorder<'_>,
+) -> Result<(), workloads::SysError> {
+    let counter = &region.counter(index).ops;
+    let phase_word = region.phase_word();
+    let mut done: u64 = 0;
+    through_phases(region, index, |in_window, seen| loop {
+        let start = sys::monotonic_ns();
+        op.once()?;
+        let took = sys::monotonic_ns().saturating_sub(start);
+        if in_window {
+            recorder.record(0, took);
+        }
+        done += 1;
+        counter.store(done, Ordering::Relaxed);
+        if phase_word.load(Ordering::Relaxed) != seen {
+            return Ok(());
+        }
+    })
+}
+
+/// `replay`'s loop: one trace op per iteration, timed into its kind's
+/// histogram; returns the bytes read and written inside the window.
+#[inline(never)]
+fn replay_loop(
+    player: &mut Player<'_>,
+    region: &SharedRegion,
+    index: usize,
+    recorder: Recorder<'_>,
+) -> Result<u64, ReplayError> {
+    let counter = &region.counter(index).ops;
+    let phase_word = region.phase_word();
+    let mut done: u64 = 0;
+    let mut bytes: u64 = 0;
+    through_phases(region, index, |in_window, seen| loop {
+        let start = sys::monotonic_ns();
+        let (kind, moved) = player.step()?;
+        let took = sys::monotonic_ns().saturating_sub(start);
+        if in_window {
+            recorder.record(kind.index(), took);
+            bytes += moved;
+        }
+        done += 1;
+        counter.store(done, Ordering::Relaxed);
+        if phase_word.load(Ordering::Relaxed) != seen {
+            return Ok(());
+        }
+    })?;
+    Ok(bytes)
+}
+
+/// Waits at the start barrier, then runs `until_change` (the tight loop,
+/// told whether the window is open and which phase it runs in) once per
+/// phase, recording CPU time at the window's edges, until Stop or Abort.
+#[inline(always)]
+fn through_phases<E>(
+    region: &SharedRegion,
+    index: usize,
+    mut until_change: impl FnMut(bool, u32) -> Result<(), E>,
+) -> Result<(), E> {
+    let report = region.report(index);
     let mut window_started = false;
     let mut phase = region.wait_for_start();
     loop {
@@ -144,15 +254,7 @@ fn hot_loop<O: Op>(op: &mut O, region: &SharedRegion, index: usize) -> Result<()
             }
             Phase::Setup | Phase::Abort => return Ok(()),
         }
-        let seen = phase as u32;
-        loop {
-            op.once()?;
-            done += 1;
-            counter.store(done, Ordering::Relaxed);
-            if phase_word.load(Ordering::Relaxed) != seen {
-                break;
-            }
-        }
+        until_change(phase == Phase::Window, phase as u32)?;
         phase = region.phase();
     }
 }

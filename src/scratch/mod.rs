@@ -187,6 +187,30 @@ fn list(dir: RawFd) -> Result<Vec<(CString, u8)>, Errno> {
     }
 }
 
+/// Removes the directory `name` below `dir` and everything in it, staying
+/// on `dir`'s filesystem; a missing `name` is not an error, and `.` empties
+/// `dir` itself. For workloads deleting trees they made (replay's Deltree).
+pub(crate) fn remove_tree_at(dir: RawFd, name: &std::ffi::CStr) -> Result<()> {
+    let path = Path::new(name.to_str().unwrap_or("?"));
+    let sub = match sys::openat(dir, name, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW, 0) {
+        Ok(fd) => fd,
+        Err(libc::ENOENT) => return Ok(()),
+        Err(e) => bail!("opening {}: {}", path.display(), sys::errno_text(e)),
+    };
+    // SAFETY: fresh fd, owned here.
+    let sub = unsafe { OwnedFd::from_raw_fd(sub) };
+    // SAFETY: stat is plain data.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    sys::fstat(sub.as_raw_fd(), &mut st)
+        .map_err(|e| anyhow::anyhow!("stat {}: {}", path.display(), sys::errno_text(e)))?;
+    remove_contents(sub.as_raw_fd(), st.st_dev, path)?;
+    if name.to_bytes() != b"." {
+        sys::unlinkat(dir, name, libc::AT_REMOVEDIR)
+            .map_err(|e| anyhow::anyhow!("removing {}: {}", path.display(), sys::errno_text(e)))?;
+    }
+    Ok(())
+}
+
 /// Removes everything below `dir`, staying on device `dev`.
 fn remove_contents(dir: RawFd, dev: u64, path: &Path) -> Result<()> {
     let fail = |what: &str, name: &std::ffi::CStr, e: Errno| {

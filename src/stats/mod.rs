@@ -2,6 +2,7 @@
 //! [`Sample`] is built; everything after that can rely on them.
 
 pub mod distributions;
+pub mod histogram;
 pub mod hypothesis;
 mod sample;
 pub mod scaling;

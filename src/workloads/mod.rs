@@ -10,6 +10,7 @@
 //! - `shared/`: the one directory all workers use (`--share shared|same`),
 //!   made by the coordinator together with any object all workers touch.
 
+mod command;
 mod data;
 mod fdtable;
 mod metadata;
@@ -26,6 +27,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::sys::{self, Errno};
 
+pub use command::CommandSpec;
 pub use data::DATA_BLOCK;
 pub use traverse::{WalkQueue, TREE_DIR};
 pub use untar::TreeSource;
@@ -79,6 +81,8 @@ pub enum Workload {
     DupClose,
     Untar,
     Traverse,
+    Replay,
+    Command,
 }
 
 /// The catalogue entry shown by `fsscale list`.
@@ -93,7 +97,7 @@ pub struct Description {
 }
 
 impl Workload {
-    pub const ALL: [Workload; 15] = [
+    pub const ALL: [Workload; 17] = [
         Workload::Stat,
         Workload::StatDeep,
         Workload::OpenClose,
@@ -109,6 +113,8 @@ impl Workload {
         Workload::DupClose,
         Workload::Untar,
         Workload::Traverse,
+        Workload::Replay,
+        Workload::Command,
     ];
 
     /// The quick default suite: the classic VFS trio, and concurrent
@@ -133,6 +139,8 @@ impl Workload {
             Workload::DupClose => "dup-close",
             Workload::Untar => "untar",
             Workload::Traverse => "traverse",
+            Workload::Replay => "replay",
+            Workload::Command => "command",
         }
     }
 
@@ -151,6 +159,8 @@ impl Workload {
             Workload::DupClose => fdtable::describe(),
             Workload::Untar => untar::describe(),
             Workload::Traverse => traverse::describe(),
+            Workload::Replay => replay_description(),
+            Workload::Command => command::describe(),
         }
     }
 
@@ -183,13 +193,35 @@ impl Workload {
 
     /// Fixed-time loops count ops in a window; fixed-work jobs are timed to completion.
     pub fn is_fixed_work(self) -> bool {
+        matches!(self, Workload::Untar | Workload::Traverse | Workload::Command)
+    }
+
+    /// Whether it extracts or walks the generated tree (`untar`, `traverse`).
+    pub fn needs_tree(self) -> bool {
         matches!(self, Workload::Untar | Workload::Traverse)
+    }
+
+    /// Whether fsscale's own loops run it (not an external command), so that
+    /// `fsscale run all` means every built-in workload.
+    pub fn is_builtin(self) -> bool {
+        self != Workload::Command
     }
 }
 
 impl fmt::Display for Workload {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
+    }
+}
+
+fn replay_description() -> Description {
+    Description {
+        family: "macro (fixed time, per-op latency)",
+        op: "one operation of the trace (built-in fileserver, or --trace FILE in dbench loadfile format), \
+             replayed in a loop",
+        private: "client i replays in w<i>/",
+        shared: Err("every client's trace creates and deletes the same names, so each needs its own directory"),
+        same: Err("every client's trace creates and deletes the same names, so each needs its own directory"),
     }
 }
 
@@ -233,6 +265,8 @@ pub struct WorkerEnv<'a> {
     pub point: &'a PointState,
     /// The prepared tarball and tree, for `untar` and `traverse`.
     pub tree: Option<&'a TreeSource>,
+    /// `command`'s templates.
+    pub command: Option<&'a CommandSpec>,
 }
 
 /// What a fixed-work job did.
@@ -253,7 +287,18 @@ pub struct JobContext<'a> {
 
 /// A fixed amount of work, timed from the common start to its completion.
 pub trait Job {
+    /// Untimed work before the start barrier (`command --setup`).
+    fn prepare(&mut self, _ctx: &JobContext<'_>) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// The timed work.
     fn run(&mut self, ctx: &JobContext<'_>) -> Result<JobOutput, String>;
+
+    /// Untimed work after every worker finished (`command --cleanup`).
+    fn finish(&mut self, _ctx: &JobContext<'_>) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 /// Sets up the fixed-work job of `env.workload`.
@@ -261,6 +306,7 @@ pub fn job<'a>(env: &WorkerEnv<'a>) -> Result<Box<dyn Job + 'a>> {
     match env.workload {
         Workload::Untar => Ok(Box::new(untar::Untar::setup(env)?)),
         Workload::Traverse => Ok(Box::new(traverse::Traverse::setup(env)?)),
+        Workload::Command => Ok(Box::new(command::CommandCopy::setup(env)?)),
         other => bail!("{other} is not a fixed-work workload (internal error)"),
     }
 }
@@ -357,7 +403,12 @@ pub fn prepare_point(
                 state.walk_queue = Some(WalkQueue::new());
             }
         }
-        Workload::CreatUnlink | Workload::MkdirRmdir | Workload::Rename | Workload::Untar => {}
+        Workload::CreatUnlink
+        | Workload::MkdirRmdir
+        | Workload::Rename
+        | Workload::Untar
+        | Workload::Replay
+        | Workload::Command => {}
     }
     Ok(state)
 }
@@ -379,8 +430,8 @@ pub fn with_op<R>(env: &WorkerEnv<'_>, drive: impl OpDriver<R>) -> Result<R> {
         Workload::Append => drive.drive(data::Append::setup(env)?),
         Workload::Fsync => drive.drive(data::Write::setup(env, true)?),
         Workload::DupClose => drive.drive(fdtable::DupClose::setup(env)?),
-        Workload::Untar | Workload::Traverse => {
-            bail!("{} is a fixed-work job, not a loop (internal error)", env.workload)
+        Workload::Untar | Workload::Traverse | Workload::Command | Workload::Replay => {
+            bail!("{} is not a single-op loop (internal error)", env.workload)
         }
     })
 }
@@ -445,7 +496,9 @@ mod tests {
     fn same_is_refused_exactly_where_it_makes_no_sense() {
         let refused: Vec<&str> =
             Workload::ALL.into_iter().filter(|w| w.check_share(Share::Same).is_err()).map(|w| w.name()).collect();
-        assert_eq!(refused, ["creat-unlink", "mkdir-rmdir", "rename", "append", "untar"]);
+        assert_eq!(refused, ["creat-unlink", "mkdir-rmdir", "rename", "append", "untar", "replay"]);
+        assert_eq!(Workload::Command.supported_shares(), [Share::Private, Share::Same]);
+        assert_eq!(Workload::Replay.supported_shares(), [Share::Private]);
         assert_eq!(Workload::Traverse.supported_shares(), Share::ALL);
         assert_eq!(Workload::Untar.supported_shares(), [Share::Private]);
         let message = Workload::CreatUnlink.check_share(Share::Same).unwrap_err();

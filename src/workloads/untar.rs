@@ -2,15 +2,13 @@
 //! the built-in extractor or an external command (`--extract-cmd`).
 
 use std::io::Read;
-use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 
 use super::{Description, Job, JobContext, JobOutput, WorkerEnv};
 use crate::archive::{self, ExtractStats};
+use crate::exec;
 
 pub(super) fn describe() -> Description {
     Description {
@@ -54,8 +52,8 @@ impl Untar {
             Some(template) => {
                 let dir = env.dir_path();
                 let command = template
-                    .replace("{tarball}", &shell_quote(&source.tarball))
-                    .replace("{dir}", &shell_quote(&dir))
+                    .replace("{tarball}", &exec::sh_quote(&source.tarball.display().to_string()))
+                    .replace("{dir}", &exec::sh_quote(&dir.display().to_string()))
                     .replace("{worker}", &env.index.to_string())
                     .replace("{workers}", &env.workers.to_string());
                 Ok(Untar::External { command, contents: source.contents })
@@ -82,58 +80,8 @@ impl Job for Untar {
     }
 }
 
-/// Single-quotes a path for `sh`.
-fn shell_quote(path: &Path) -> String {
-    format!("'{}'", path.display().to_string().replace('\'', "'\\''"))
-}
-
-/// Runs `command` with `sh -c`, polling for a stop request; failures carry the stderr tail.
+/// Runs `command` with `sh -c` in a process group of its own; failures carry the stderr tail.
 fn run_command(command: &str, ctx: &JobContext<'_>) -> Result<(), String> {
-    let mut cmd = Command::new("sh");
-    cmd.arg("-c").arg(command).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
-    // SAFETY: between fork and exec only async-signal-safe calls: restore the
-    // signals a worker ignores or blocks, so the command can be interrupted.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::signal(libc::SIGINT, libc::SIG_DFL);
-            libc::signal(libc::SIGTERM, libc::SIG_DFL);
-            libc::signal(libc::SIGHUP, libc::SIG_DFL);
-            let mut set: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut set);
-            libc::pthread_sigmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
-            Ok(())
-        });
-    }
-    let mut child = cmd.spawn().map_err(|e| format!("starting `{command}`: {e}"))?;
-    let mut stderr = child.stderr.take().expect("piped");
-    let reader = std::thread::spawn(move || {
-        let mut text = Vec::new();
-        let _ = stderr.read_to_end(&mut text);
-        text
-    });
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if (ctx.stop)() => {
-                let _ = child.kill();
-                let _ = child.wait();
-                // Joined so no thread outlives the worker (a later point may fork).
-                let _ = reader.join();
-                return Err("stopped".into());
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(1)),
-            Err(e) => return Err(format!("waiting for `{command}`: {e}")),
-        }
-    };
-    let text = reader.join().unwrap_or_default();
-    if status.success() {
-        return Ok(());
-    }
-    let text = String::from_utf8_lossy(&text);
-    let tail: Vec<&str> = text.lines().rev().take(3).collect::<Vec<_>>().into_iter().rev().collect();
-    let how = match status.code() {
-        Some(code) => format!("exited with status {code}"),
-        None => "was killed by a signal".to_string(),
-    };
-    Err(format!("`{command}` {how}{}", if tail.is_empty() { String::new() } else { format!(": {}", tail.join(" | ")) }))
+    let options = exec::RunOptions { cwd: None, timeout: None, capture_stdout: false, env: &[], stop: ctx.stop };
+    exec::run(&exec::CommandLine::Shell(command.to_string()), &options).map(drop).map_err(|e| e.to_string())
 }

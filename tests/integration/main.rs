@@ -1,10 +1,12 @@
 //! Integration tests: the real `fsscale` binary on real temporary trees.
 
 mod analysis;
+mod command;
 mod errors;
 mod filesystems;
 mod interrupt;
 mod ministat;
+mod replay;
 mod report;
 mod run;
 mod traverse;

@@ -21,8 +21,8 @@ fn list_describes_every_workload() {
             .unwrap_or_else(|| panic!("{} missing from list:\n{text}", workload.name()));
         assert!(line.contains(&format!("one op = {}", workload.describe().op)), "{line}");
     }
-    assert_eq!(text.matches("same:    refused").count(), 5);
-    assert_eq!(text.matches("shared:  refused").count(), 1, "untar");
+    assert_eq!(text.matches("same:    refused").count(), 6);
+    assert_eq!(text.matches("shared:  refused").count(), 3, "untar, replay, command");
 }
 
 /// Parses the terminal tables into (workload, mode, share, workers) -> (ops/s, ops/s/worker).
@@ -98,8 +98,11 @@ fn every_workload_runs_in_both_modes_at_private_and_shared() {
     let out = env.run(&["all", "--mode", "process,thread", "--share", "private,shared", "-j", "1,2"]);
     assert_success(&out);
     let doc = env.results();
-    let combos: usize =
-        Workload::ALL.iter().map(|w| w.supported_shares().iter().filter(|s| **s != Share::Same).count()).sum();
+    let combos: usize = Workload::ALL
+        .iter()
+        .filter(|w| w.is_builtin())
+        .map(|w| w.supported_shares().iter().filter(|s| **s != Share::Same).count())
+        .sum();
     // Less one: traverse walks cooperatively (shared) with threads only.
     assert_eq!(doc.points.len(), (combos * 2 - 1) * 2, "every runnable combination, 2 worker counts");
     assert!(doc.points.iter().any(|p| p.workload == Workload::Untar), "untar runs (at private only)");
@@ -110,8 +113,11 @@ fn every_workload_runs_in_both_modes_at_private_and_shared() {
 #[test]
 fn every_workload_that_allows_same_runs_at_same() {
     let env = TestEnv::new();
-    let same: Vec<&str> =
-        Workload::ALL.iter().filter(|w| w.check_share(Share::Same).is_ok()).map(|w| w.name()).collect();
+    let same: Vec<&str> = Workload::ALL
+        .iter()
+        .filter(|w| w.is_builtin() && w.check_share(Share::Same).is_ok())
+        .map(|w| w.name())
+        .collect();
     assert_eq!(same.len(), 10);
     let mut args = same.clone();
     args.extend(["--mode", "process,thread", "--share", "same", "-j", "1,3"]);

@@ -1,0 +1,163 @@
+//! The figure a driver command reports: a number captured by a regular
+//! expression, a number at a path in its JSON output, or its wall time.
+
+use regex::Regex;
+
+/// Where a driver's figure comes from.
+#[derive(Debug, Clone)]
+pub enum MetricSource {
+    /// The first capture group (or the whole match) of the last match in
+    /// stdout, else in stderr: benchmarks print their summary last.
+    Regex(Regex),
+    /// A dotted path into stdout parsed as JSON: `jobs.0.read.iops`.
+    JsonPath(String),
+    /// Seconds from start to exit.
+    WallTime,
+}
+
+/// A driver's figure and how to read it.
+#[derive(Debug, Clone)]
+pub struct Metric {
+    pub source: MetricSource,
+    /// The name tables and charts show: `--metric-name`, else a default.
+    pub name: String,
+    pub higher_is_better: bool,
+}
+
+impl Metric {
+    /// Builds a metric from the command-line pieces; the error names the bad piece.
+    pub fn new(
+        regex: Option<&str>,
+        json_path: Option<&str>,
+        name: Option<&str>,
+        higher_is_better: bool,
+    ) -> Result<Metric, String> {
+        let source = match (regex, json_path) {
+            (Some(_), Some(_)) => return Err("give --metric or --metric-json, not both".into()),
+            (Some(pattern), None) => MetricSource::Regex(Regex::new(pattern).map_err(|e| {
+                format!("--metric '{pattern}' is not a valid regular expression: {}", first_line(&e.to_string()))
+            })?),
+            (None, Some(path)) => {
+                if path.trim().is_empty() {
+                    return Err("--metric-json needs a path such as jobs.0.read.iops".into());
+                }
+                MetricSource::JsonPath(path.trim().to_string())
+            }
+            (None, None) => MetricSource::WallTime,
+        };
+        let name = match (name, &source) {
+            (Some(n), _) => n.to_string(),
+            (None, MetricSource::WallTime) => "time s".to_string(),
+            (None, MetricSource::JsonPath(p)) => p.clone(),
+            (None, MetricSource::Regex(_)) => "metric".to_string(),
+        };
+        let higher_is_better = higher_is_better && !matches!(source, MetricSource::WallTime);
+        Ok(Metric { source, name, higher_is_better })
+    }
+
+    /// How the figure was obtained, for the results file.
+    pub fn describe(&self) -> String {
+        match &self.source {
+            MetricSource::Regex(r) => format!("regex {}", r.as_str()),
+            MetricSource::JsonPath(p) => format!("json {p}"),
+            MetricSource::WallTime => "wall time".to_string(),
+        }
+    }
+
+    /// Reads the figure from a finished command's output.
+    pub fn extract(&self, stdout: &[u8], stderr: &[u8], wall_s: f64) -> Result<f64, String> {
+        match &self.source {
+            MetricSource::WallTime => Ok(wall_s),
+            MetricSource::Regex(regex) => {
+                for text in [stdout, stderr] {
+                    let text = String::from_utf8_lossy(text);
+                    if let Some(caps) = regex.captures_iter(&text).last() {
+                        let matched = caps.get(1).or_else(|| caps.get(0)).map_or("", |m| m.as_str());
+                        return parse_number(matched).ok_or_else(|| {
+                            format!("--metric '{}' matched \"{matched}\", which is not a number; put the number in a capture group", regex.as_str())
+                        });
+                    }
+                }
+                Err(format!(
+                    "--metric '{}' matched nothing in the command's output (last line: \"{}\")",
+                    regex.as_str(),
+                    super::tail(stdout, 1)
+                ))
+            }
+            MetricSource::JsonPath(path) => {
+                let value: serde_json::Value = serde_json::from_slice(stdout)
+                    .map_err(|e| format!("--metric-json: the command's output is not JSON ({e})"))?;
+                let mut at = &value;
+                for key in path.trim_start_matches('.').split('.') {
+                    let next = match at {
+                        serde_json::Value::Array(items) => key.parse::<usize>().ok().and_then(|i| items.get(i)),
+                        serde_json::Value::Object(map) => map.get(key),
+                        _ => None,
+                    };
+                    at =
+                        next.ok_or_else(|| format!("--metric-json {path}: no '{key}' in the command's JSON output"))?;
+                }
+                match at {
+                    serde_json::Value::Number(n) => n.as_f64(),
+                    serde_json::Value::String(s) => parse_number(s),
+                    _ => None,
+                }
+                .ok_or_else(|| format!("--metric-json {path}: the value {at} is not a number"))
+            }
+        }
+    }
+}
+
+fn first_line(text: &str) -> String {
+    text.lines().rfind(|l| !l.trim().is_empty()).unwrap_or("").trim().to_string()
+}
+
+fn parse_number(text: &str) -> Option<f64> {
+    text.trim().replace(',', "").parse::<f64>().ok().filter(|v| v.is_finite())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SYSBENCH: &str = "\
+SQL statistics:
+    transactions:                        43256  (4325.12 per sec.)
+    queries:                             692096 (69201.94 per sec.)
+";
+
+    #[test]
+    fn regex_takes_the_last_match_and_its_group() {
+        let m = Metric::new(Some(r"transactions:.*\(([0-9.]+) per sec"), None, Some("tps"), true).unwrap();
+        assert_eq!(m.extract(SYSBENCH.as_bytes(), b"", 1.0).unwrap(), 4325.12);
+        let last = Metric::new(Some(r"rate ([0-9]+)"), None, None, true).unwrap();
+        assert_eq!(last.extract(b"rate 1\nrate 2\nrate 3\n", b"", 1.0).unwrap(), 3.0);
+        assert_eq!(last.extract(b"nothing", b"rate 7", 1.0).unwrap(), 7.0);
+        let err = last.extract(b"x\nfinal line\n", b"", 1.0).unwrap_err();
+        assert_eq!(err, "--metric 'rate ([0-9]+)' matched nothing in the command's output (last line: \"final line\")");
+        let whole = Metric::new(Some(r"[0-9]+ ops"), None, None, true).unwrap();
+        assert!(whole.extract(b"12 ops", b"", 1.0).unwrap_err().contains("not a number"));
+        assert!(Metric::new(Some("(unclosed"), None, None, true)
+            .unwrap_err()
+            .starts_with("--metric '(unclosed' is not a valid"));
+    }
+
+    #[test]
+    fn json_paths_walk_objects_and_arrays() {
+        let m = Metric::new(None, Some("jobs.0.read.iops"), None, true).unwrap();
+        let out = br#"{"jobs":[{"read":{"iops":1234.5}}]}"#;
+        assert_eq!(m.extract(out, b"", 1.0).unwrap(), 1234.5);
+        assert_eq!(m.name, "jobs.0.read.iops");
+        assert!(m.extract(br#"{"jobs":[]}"#, b"", 1.0).unwrap_err().contains("no '0'"));
+        assert!(m.extract(b"not json", b"", 1.0).unwrap_err().contains("not JSON"));
+    }
+
+    #[test]
+    fn wall_time_is_lower_is_better() {
+        let m = Metric::new(None, None, None, true).unwrap();
+        assert!(!m.higher_is_better);
+        assert_eq!(m.name, "time s");
+        assert_eq!(m.extract(b"", b"", 2.5).unwrap(), 2.5);
+        assert!(Metric::new(Some("x"), Some("y"), None, true).is_err());
+    }
+}

@@ -1,0 +1,83 @@
+//! `command` in driver form: one command per run whose own client count is
+//! the swept `{workers}` (a database client, fio, sysbench), reporting the
+//! figure its metric reads from the output.
+
+use anyhow::{anyhow, bail, Result};
+
+use super::cpu::CpuTicks;
+use super::measure::Timing;
+use super::signals;
+use crate::exec::Placeholders;
+use crate::fs::DeviceSnapshot;
+use crate::plan::PointSpec;
+use crate::results::{RunRecord, Timeline, WorkerCpu};
+use crate::scratch::Scratch;
+use crate::workloads::CommandSpec;
+
+/// Runs the driver once in `scratch` (its `{dir}` and working directory).
+pub(super) fn run_driver(
+    spec: &PointSpec,
+    scratch: &Scratch,
+    timing: &Timing,
+    command: &CommandSpec,
+    run: usize,
+) -> Result<RunRecord> {
+    let metric = command.driver.as_ref().ok_or_else(|| anyhow!("internal error: not a driver command"))?;
+    let values = Placeholders { dir: scratch.path(), worker: 0, workers: spec.workers, scratch: scratch.path() };
+    let stop = || signals::check().is_err();
+    let untimed = |flag: &str, template: &Option<String>| -> Result<()> {
+        if let Some(t) = template {
+            command.run(t, &values, false, &stop).map_err(|e| anyhow!("{flag}: {e}"))?;
+        }
+        signals::check()?;
+        Ok(())
+    };
+    untimed("--setup", &command.setup)?;
+    untimed("--prepare", &command.prepare)?;
+    let cpu_start = CpuTicks::read();
+    let children_start = children_cpu();
+    let device_start = timing.device.as_deref().and_then(DeviceSnapshot::read);
+    let outcome = command.run(&command.cmd, &values, true, &stop);
+    let cpu_end = CpuTicks::read();
+    let children_end = children_cpu();
+    let device_io = match (device_start, timing.device.as_deref().and_then(DeviceSnapshot::read)) {
+        (Some(start), Some(end)) => Some(start.delta(&end)),
+        _ => None,
+    };
+    signals::check()?;
+    let finished = outcome.map_err(anyhow::Error::msg)?;
+    let wall_s = finished.wall.as_secs_f64().max(1e-9);
+    let value = metric.extract(&finished.stdout, &finished.stderr, wall_s).map_err(anyhow::Error::msg)?;
+    if !(value.is_finite() && value > 0.0) {
+        bail!("the metric {} read {value}, which is not a positive number", metric.name);
+    }
+    untimed("--cleanup", &command.cleanup)?;
+    let mut timeline = Timeline { interval_s: wall_s, ..Timeline::default() };
+    timeline.record(finished.wall.as_nanos() as u64, 1);
+    Ok(RunRecord {
+        run,
+        ops: 1,
+        elapsed_s: wall_s,
+        ops_per_s: value,
+        ops_per_s_per_worker: value / spec.workers as f64,
+        per_worker_ops: Vec::new(),
+        pinned_cpus: None,
+        worker_cpu: WorkerCpu { user_s: children_end.0 - children_start.0, sys_s: children_end.1 - children_start.1 },
+        system_cpu: cpu_start.breakdown(&cpu_end),
+        timeline,
+        completion_s: None,
+        bytes: None,
+        device_io,
+        latency: None,
+        replay_ops: None,
+    })
+}
+
+/// User and system CPU seconds of all waited-for children so far.
+fn children_cpu() -> (f64, f64) {
+    // SAFETY: rusage is plain data; RUSAGE_CHILDREN with a valid pointer.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    (secs(usage.ru_utime), secs(usage.ru_stime))
+}

@@ -1,0 +1,134 @@
+//! Per-worker latency histograms in shared memory (`--latency`, and always
+//! for `replay`, one histogram per operation kind).
+//!
+//! Like the counters, this is an anonymous `MAP_SHARED` mapping made before
+//! the workers start, so forked processes and threads record the same way.
+//! Each worker's histograms start on a page of their own and only that
+//! worker writes them (plain relaxed loads and stores, no locked
+//! instructions); the coordinator reads them after the workers have left.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::stats::histogram::{bucket_of, Histogram, BUCKETS};
+
+/// Words per histogram: the buckets, then the sum, the inverted minimum
+/// (`!min`, so the zero-filled mapping means "no minimum yet") and the maximum.
+const STRIDE: usize = BUCKETS + 3;
+const SUM: usize = BUCKETS;
+const MIN_INVERTED: usize = BUCKETS + 1;
+const MAX: usize = BUCKETS + 2;
+const PAGE: usize = 4096;
+
+pub(super) struct LatencyRegion {
+    base: *mut AtomicU64,
+    len: usize,
+    workers: usize,
+    kinds: usize,
+    /// Words from one worker's histograms to the next's (page-rounded).
+    worker_words: usize,
+}
+
+// SAFETY: all access goes through atomics; the pointer is only the mapping's address.
+unsafe impl Send for LatencyRegion {}
+// SAFETY: as above.
+unsafe impl Sync for LatencyRegion {}
+
+impl LatencyRegion {
+    /// Room for `kinds` histograms for each of `workers`.
+    pub fn new(workers: usize, kinds: usize) -> std::io::Result<LatencyRegion> {
+        let bytes_per_worker = (kinds * STRIDE * 8).div_ceil(PAGE) * PAGE;
+        let len = bytes_per_worker * workers.max(1);
+        // SAFETY: anonymous shared mapping; zero is a valid AtomicU64.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(LatencyRegion { base: base.cast(), len, workers, kinds, worker_words: bytes_per_worker / 8 })
+    }
+
+    /// Worker `worker`'s recorder.
+    pub fn recorder(&self, worker: usize) -> Recorder<'_> {
+        assert!(worker < self.workers);
+        // SAFETY: in bounds of the mapping; AtomicU64 has the alignment of the page-aligned mapping.
+        let words =
+            unsafe { std::slice::from_raw_parts(self.base.add(worker * self.worker_words), self.kinds * STRIDE) };
+        Recorder { words }
+    }
+
+    /// Histogram `kind`, all workers merged.
+    pub fn merged(&self, kind: usize) -> Histogram {
+        let mut total = Histogram::default();
+        for worker in 0..self.workers {
+            let words = &self.recorder(worker).words[kind * STRIDE..(kind + 1) * STRIDE];
+            let counts: Vec<u64> = words[..BUCKETS].iter().map(|w| w.load(Ordering::Relaxed)).collect();
+            let h = Histogram::from_dense(
+                &counts,
+                words[SUM].load(Ordering::Relaxed),
+                !words[MIN_INVERTED].load(Ordering::Relaxed),
+                words[MAX].load(Ordering::Relaxed),
+            );
+            total.merge(&h);
+        }
+        total
+    }
+}
+
+impl Drop for LatencyRegion {
+    fn drop(&mut self) {
+        // SAFETY: unmapping exactly the mapping made in `new`.
+        unsafe { libc::munmap(self.base.cast(), self.len) };
+    }
+}
+
+/// One worker's histograms; single writer.
+#[derive(Clone, Copy)]
+pub(super) struct Recorder<'a> {
+    words: &'a [AtomicU64],
+}
+
+impl Recorder<'_> {
+    /// Adds one latency of `ns` to histogram `kind`.
+    #[inline(always)]
+    pub fn record(&self, kind: usize, ns: u64) {
+        let h = &self.words[kind * STRIDE..(kind + 1) * STRIDE];
+        let bump = |w: &AtomicU64, by: u64| w.store(w.load(Ordering::Relaxed).wrapping_add(by), Ordering::Relaxed);
+        bump(&h[bucket_of(ns)], 1);
+        bump(&h[SUM], ns);
+        if ns > h[MAX].load(Ordering::Relaxed) {
+            h[MAX].store(ns, Ordering::Relaxed);
+        }
+        if !ns > h[MIN_INVERTED].load(Ordering::Relaxed) {
+            h[MIN_INVERTED].store(!ns, Ordering::Relaxed);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recordings_of_all_workers_merge() {
+        let region = LatencyRegion::new(3, 2).unwrap();
+        for (worker, values) in [(0, vec![10u64, 20, 30]), (2, vec![5, 1_000_000])] {
+            for v in values {
+                region.recorder(worker).record(1, v);
+            }
+        }
+        region.recorder(1).record(0, 7);
+        let merged = region.merged(1);
+        assert_eq!(merged, Histogram::of(&[10, 20, 30, 5, 1_000_000]));
+        assert_eq!(merged.min_ns, 5);
+        assert_eq!(region.merged(0), Histogram::of(&[7]));
+        assert_eq!(LatencyRegion::new(2, 1).unwrap().merged(0), Histogram::default());
+    }
+}

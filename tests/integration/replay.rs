@@ -1,0 +1,164 @@
+//! `replay` (dbench loadfiles) and `--latency` histograms.
+
+use fsscale::replay::OpKind;
+use fsscale::results::{ResultsFile, Status};
+
+use crate::util::*;
+
+/// A trace whose mix is counted by hand: 2 NTCreateX, 2 WriteX, 1 ReadX, ...
+const TINY: &str = r#"# hand-counted: 14 ops, 12 kinds, 3 x 4096 bytes per pass
+Deltree "\t" NT_STATUS_OK
+Mkdir "\t" NT_STATUS_OK
+NTCreateX "\t\f" 0x0 2 1 NT_STATUS_OK
+WriteX 1 0 4096 4096 NT_STATUS_OK
+WriteX 1 4096 4096 4096 NT_STATUS_OK
+ReadX 1 0 4096 4096 NT_STATUS_OK
+Close 1 NT_STATUS_OK
+QUERY_PATH_INFORMATION "\t\f" 1004 NT_STATUS_OK
+QUERY_PATH_INFORMATION "\t\g" 1004 NT_STATUS_OBJECT_NAME_NOT_FOUND
+NTCreateX "\t\f" 0x0 1 2 NT_STATUS_OK
+QUERY_FILE_INFORMATION 2 1004 NT_STATUS_OK
+Close 2 NT_STATUS_OK
+FIND_FIRST "\t\*" 260 1366 0 NT_STATUS_OK
+Unlink "\t\f" 0x6 NT_STATUS_OK
+"#;
+
+const TINY_MIX: [(OpKind, u64); 10] = [
+    (OpKind::NTCreateX, 2),
+    (OpKind::Close, 2),
+    (OpKind::ReadX, 1),
+    (OpKind::WriteX, 2),
+    (OpKind::Unlink, 1),
+    (OpKind::Mkdir, 1),
+    (OpKind::Deltree, 1),
+    (OpKind::FindFirst, 1),
+    (OpKind::QueryPath, 2),
+    (OpKind::QueryFile, 1),
+];
+
+#[test]
+fn replay_of_a_tiny_trace_matches_its_hand_counted_mix() {
+    let env = TestEnv::new();
+    let trace = env.root.path().join("tiny.load");
+    std::fs::write(&trace, TINY).unwrap();
+    let out = env.run(&["replay", "--trace", trace.to_str().unwrap(), "-j", "1", "--duration", "0.2"]);
+    assert_success(&out);
+    let doc = env.results();
+    let settings = doc.settings.replay.as_ref().unwrap();
+    assert_eq!(settings.trace, trace.display().to_string());
+    assert_eq!(settings.ops_per_pass.iter().map(|(k, n)| (*k, *n)).collect::<Vec<_>>(), TINY_MIX);
+    assert_eq!(settings.bytes_per_pass, 3 * 4096);
+    let run = &doc.points[0].runs[0];
+    let ops = run.replay_ops.as_ref().unwrap();
+    let total: u64 = ops.values().map(|h| h.count).sum();
+    assert!(total > 100, "{total}");
+    // One client records a contiguous stretch of the looping trace: each kind's
+    // count is its per-pass count times the full passes, plus at most one pass more.
+    let passes = total / 14;
+    for (kind, per_pass) in TINY_MIX {
+        let got = ops.get(&kind).map_or(0, |h| h.count);
+        assert!(got >= passes * per_pass && got <= (passes + 1) * per_pass, "{kind:?}: {got} for {passes} passes");
+    }
+    assert_eq!(ops.len(), TINY_MIX.len(), "no other kinds");
+    // Bytes are those of the ReadX and WriteX replayed.
+    let io = ops[&OpKind::ReadX].count + ops[&OpKind::WriteX].count;
+    assert_eq!(run.bytes, Some(io * 4096));
+    assert_eq!(run.latency.as_ref().unwrap().count, total);
+    let table = stdout(&out);
+    assert!(table.contains("operations at 1 workers (process, private), all runs:"), "{table}");
+    assert!(table.contains("QUERY_PATH_INFORMATION") && table.contains("MB/s") && table.contains("p99.9"), "{table}");
+    assert_eq!(env.leftovers(), Vec::<String>::new());
+}
+
+#[test]
+fn the_built_in_trace_replays_in_processes_and_threads() {
+    let env = TestEnv::new();
+    let out = env.run(&["replay", "-j", "1,2", "--mode", "process,thread", "--duration", "0.3"]);
+    assert_success(&out);
+    let doc = env.results();
+    assert_eq!(doc.status, Status::Complete);
+    assert_eq!(doc.settings.replay.as_ref().unwrap().trace, "fileserver (built in)");
+    assert_eq!(doc.points.len(), 4);
+    for p in &doc.points {
+        let run = &p.runs[0];
+        let ops = run.replay_ops.as_ref().unwrap();
+        let recorded: u64 = ops.values().map(|h| h.count).sum();
+        // The histograms cover what each worker did while it saw the window
+        // open; the counters what the coordinator counted in it.
+        let slack = run.ops / 50 + 100 * p.workers as u64;
+        assert!(recorded.abs_diff(run.ops) <= slack, "{recorded} recorded vs {} counted", run.ops);
+        assert!(ops.contains_key(&OpKind::ReadX) && ops.contains_key(&OpKind::NTCreateX));
+        assert!(run.bytes.unwrap() > 0);
+        let lat = p.summary.as_ref().unwrap().latency.unwrap();
+        assert!(lat.p50_ns <= lat.p90_ns && lat.p90_ns <= lat.p99_ns && lat.p99_ns <= lat.p999_ns);
+        assert!(
+            lat.p999_ns <= lat.max_ns
+                && lat.count == p.runs.iter().map(|r| r.latency.as_ref().unwrap().count).sum::<u64>()
+        );
+    }
+    assert_eq!(env.leftovers(), Vec::<String>::new());
+}
+
+#[test]
+fn malformed_and_divergent_traces_name_the_line() {
+    let env = TestEnv::new();
+    let bad = env.root.path().join("bad.load");
+    std::fs::write(&bad, "Mkdir \"\\a\" NT_STATUS_OK\n# comment\nReadX 1 0 NT_STATUS_OK\n").unwrap();
+    let out = env.run(&["replay", "--trace", bad.to_str().unwrap()]);
+    assert_one_line_error(&out, &format!("--trace {}: line 3: ReadX needs 4 arguments", bad.display()));
+    assert!(!env.output.exists(), "refused before anything ran");
+    std::fs::write(
+        &bad,
+        "Mkdir \"\\a\" NT_STATUS_OK\nNTCreateX \"\\a\\x\" 0x0 2 5 NT_STATUS_OK\nClose 5 NT_STATUS_OK\n",
+    )
+    .unwrap();
+    // The second pass finds its directory already made: a divergence, named by line.
+    let out = env.run(&["replay", "--trace", bad.to_str().unwrap(), "--duration", "0.1"]);
+    assert_one_line_error(&out, ", line 1: Mkdir: mkdirat(\"a\") failed: File exists (EEXIST)");
+    assert_eq!(env.results().status, Status::Failed);
+    assert_eq!(env.leftovers(), Vec::<String>::new());
+    let missing = env.run(&["replay", "--trace", "/nonexistent/x.load"]);
+    assert_one_line_error(&missing, "--trace /nonexistent/x.load: cannot read the loadfile");
+    let shared = env.run(&["replay", "--share", "shared"]);
+    assert_one_line_error(&shared, "replay: --share shared is not possible");
+    assert_one_line_error(&env.run(&["stat", "--trace", "x"]), "--trace is for the replay workload");
+}
+
+#[test]
+fn latency_histograms_are_opt_in_for_fixed_time_loops() {
+    let env = TestEnv::new();
+    let out =
+        env.run(&["stat", "open-close", "--latency", "-j", "1,2", "--mode", "process,thread", "--share", "private"]);
+    assert_success(&out);
+    let doc = env.results();
+    assert!(doc.settings.latency);
+    assert_eq!(doc.points.len(), 8);
+    for p in &doc.points {
+        let run = &p.runs[0];
+        let h = run.latency.as_ref().expect("histogram per run");
+        let slack = run.ops / 50 + 100 * p.workers as u64;
+        assert!(h.count.abs_diff(run.ops) <= slack, "{} timed vs {} counted", h.count, run.ops);
+        assert_eq!(h.buckets.iter().map(|b| b.1).sum::<u64>(), h.count);
+        assert!(h.min_ns > 0 && h.min_ns <= h.max_ns);
+        let lat = p.summary.as_ref().unwrap().latency.unwrap();
+        assert!(
+            lat.p50_ns <= lat.p90_ns
+                && lat.p90_ns <= lat.p99_ns
+                && lat.p99_ns <= lat.p999_ns
+                && lat.p999_ns <= lat.max_ns
+        );
+    }
+    let table = stdout(&out);
+    assert!(
+        table.contains("efficiency     p50     p90") || table.contains("p50") && table.contains("p99.9"),
+        "{table}"
+    );
+    assert!(table.contains("p50 ... max: latency of single ops"), "{table}");
+
+    let plain = TestEnv::new();
+    assert_success(&plain.run(&["stat", "-j", "1"]));
+    let doc: ResultsFile = plain.results();
+    assert!(doc.points.iter().all(|p| p.runs[0].latency.is_none() && p.summary.as_ref().unwrap().latency.is_none()));
+    let text = std::fs::read_to_string(&plain.output).unwrap();
+    assert!(!text.contains("latency"), "no latency fields without --latency");
+}
