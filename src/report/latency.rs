@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use super::table::{Align, Table};
-use super::text::format_rate;
+use super::text::{format_rate, format_sd};
 use crate::plan::Mode;
 use crate::results::Point;
 use crate::stats::histogram::Percentiles;
@@ -104,10 +104,7 @@ pub fn driver_table(points: &[&Point], missing: impl Fn(&Point) -> String) -> Ta
             table.row(vec![
                 point.workers.to_string(),
                 format_rate(value),
-                match summary.ops_per_s.n {
-                    1 => "-".to_string(),
-                    _ => format!("{:.1}%", summary.ops_per_s.relative_stddev_pct()),
-                },
+                format_sd(&summary.ops_per_s),
                 format!("{speedup:.2}"),
                 format!("{:.1}%", 100.0 * relative),
                 format!("{wall:.3}"),

@@ -161,10 +161,7 @@ fn workload_table(points: &[&Point], runs: usize) -> Table {
             point.mode.to_string(),
             point.share.to_string(),
             format_rate(summary.ops_per_s.median),
-            match summary.ops_per_s.n {
-                1 => "-".to_string(),
-                _ => format!("{:.1}%", summary.ops_per_s.relative_stddev_pct()),
-            },
+            format_sd(&summary.ops_per_s),
             format_rate(summary.ops_per_s_per_worker_median),
             efficiency,
         ];
@@ -210,10 +207,7 @@ fn fixed_work_table(points: &[&Point], runs: usize) -> Table {
     for point in sorted {
         let t = time(point);
         let times: Vec<f64> = point.runs.iter().map(|r| r.elapsed_s).collect();
-        let sd = match crate::stats::Summary::of(&times) {
-            Ok(s) if s.n > 1 => format!("{:.1}%", s.relative_stddev_pct()),
-            _ => "-".into(),
-        };
+        let sd = crate::stats::Summary::of(&times).map_or_else(|_| "-".into(), |s| format_sd(&s));
         let rate = rate(point);
         let mb = megabytes_per_s(point);
         // X(N)/X(1): for untar, where every worker does the whole job, this is N·T(1)/T(N).
@@ -248,6 +242,14 @@ fn fixed_work_table(points: &[&Point], runs: usize) -> Table {
         ]);
     }
     table
+}
+
+/// The runs' standard deviation relative to their mean, `-` for one run.
+pub(super) fn format_sd(summary: &crate::stats::Summary) -> String {
+    match summary.n {
+        1 => "-".to_string(),
+        _ => format!("{:.1}%", summary.relative_stddev_pct()),
+    }
 }
 
 /// Median over the runs of bytes moved per second, in MB/s; `-` without data.

@@ -38,20 +38,8 @@ impl LatencyRegion {
     pub fn new(workers: usize, kinds: usize) -> std::io::Result<LatencyRegion> {
         let bytes_per_worker = (kinds * STRIDE * 8).div_ceil(PAGE) * PAGE;
         let len = bytes_per_worker * workers.max(1);
-        // SAFETY: anonymous shared mapping; zero is a valid AtomicU64.
-        let base = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if base == libc::MAP_FAILED {
-            return Err(std::io::Error::last_os_error());
-        }
+        // Zero-filled: zero is a valid AtomicU64 and an empty histogram.
+        let base = super::shared::map_shared(len)?.cast::<AtomicU64>();
         Ok(LatencyRegion { base: base.cast(), len, workers, kinds, worker_words: bytes_per_worker / 8 })
     }
 

@@ -113,22 +113,9 @@ unsafe impl Sync for SharedRegion {}
 impl SharedRegion {
     pub fn new(workers: usize) -> std::io::Result<SharedRegion> {
         let len = Self::counters_offset() + workers * (size_of::<CounterSlot>() + size_of::<WorkerReport>());
-        // SAFETY: anonymous mapping, no file; the kernel zero-fills it, and zero
-        // is a valid value for every atomic in it (phase Setup, counters 0).
-        let base = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if base == libc::MAP_FAILED {
-            return Err(std::io::Error::last_os_error());
-        }
-        let region = SharedRegion { base: base.cast(), len, workers };
+        let base = map_shared(len)?;
+        // Zero is a valid value for every atomic in it (phase Setup, counters 0).
+        let region = SharedRegion { base, len, workers };
         for i in 0..workers {
             region.report(i).pinned_cpu.store(-1, Ordering::Relaxed);
         }
@@ -269,6 +256,26 @@ impl Drop for SharedRegion {
         // SAFETY: unmapping exactly the mapping made in `new`.
         unsafe { libc::munmap(self.base.cast(), self.len) };
     }
+}
+
+/// An anonymous `MAP_SHARED` mapping of `len` bytes, zero-filled by the
+/// kernel and page-aligned; shared by forked processes and threads alike.
+pub(super) fn map_shared(len: usize) -> std::io::Result<*mut u8> {
+    // SAFETY: anonymous mapping, no file; the caller owns it and unmaps it.
+    let base = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if base == libc::MAP_FAILED {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(base.cast())
 }
 
 fn futex_wait(word: &AtomicU32, expected: u32) {

@@ -16,6 +16,13 @@ fn log_dir(env: &TestEnv) -> std::path::PathBuf {
     log
 }
 
+/// Waits until process `pid` has exited (gone, or a zombie awaiting its parent).
+fn wait_gone(pid: i32) {
+    wait_until(&format!("process {pid} exits"), || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |s| s.contains(") Z "))
+    });
+}
+
 fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
@@ -237,9 +244,7 @@ fn a_timeout_kills_the_whole_process_group() {
     for worker in 0..2 {
         let Ok(text) = std::fs::read_to_string(log.join(format!("bg-{worker}"))) else { continue };
         let pid: i32 = text.trim().parse().unwrap();
-        wait_until(&format!("background sleep {pid} is gone"), || {
-            std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |s| s.contains(") Z "))
-        });
+        wait_gone(pid);
     }
     assert_eq!(env.leftovers(), Vec::<String>::new());
 }
@@ -260,9 +265,7 @@ fn ctrl_c_stops_every_copy() {
     assert_eq!(status.code(), Some(130));
     for w in 0..3 {
         let pid: i32 = read(&log.join(format!("pid-{w}"))).trim().parse().unwrap();
-        wait_until(&format!("copy {w} ({pid}) is gone"), || {
-            std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |s| s.contains(") Z "))
-        });
+        wait_gone(pid);
     }
     assert_eq!(env.leftovers(), Vec::<String>::new());
     assert_eq!(env.results().status, Status::Interrupted);
