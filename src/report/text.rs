@@ -83,7 +83,7 @@ pub fn render_results(doc: &ResultsFile) -> String {
     let copies = by_workload.iter().any(|((_, w), points)| w.is_fixed_work() && !points.iter().any(is_driver));
     if copies {
         out.push_str(
-            "fixed work: time = the slowest worker's, median of the runs; entries/s and MB/s = all workers' work over \
+            "fixed work: time = the slowest worker's, median of the runs; entries/s (command: runs/s) and MB/s = all workers' work over \
              that time;\neff. concurrency = entries/s at N over entries/s at 1 (untar: N x T(1) / T(N); below 1 is \
              worse than one after another); spread = slowest / fastest worker's time.\n",
         );
