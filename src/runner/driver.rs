@@ -26,11 +26,8 @@ pub(super) fn run_driver(
     let values = Placeholders { dir: scratch.path(), worker: 0, workers: spec.workers, scratch: scratch.path() };
     let stop = || signals::check().is_err();
     let untimed = |flag: &str, template: &Option<String>| -> Result<()> {
-        if let Some(t) = template {
-            command.run(t, &values, false, &stop).map_err(|e| anyhow!("{flag}: {e}"))?;
-        }
-        signals::check()?;
-        Ok(())
+        command.run_untimed(flag, template.as_deref(), &values, &stop).map_err(anyhow::Error::msg)?;
+        Ok(signals::check()?)
     };
     untimed("--setup", &command.setup)?;
     untimed("--prepare", &command.prepare)?;
@@ -40,10 +37,7 @@ pub(super) fn run_driver(
     let outcome = command.run(&command.cmd, &values, true, &stop);
     let cpu_end = CpuTicks::read();
     let children_end = children_cpu();
-    let device_io = match (device_start, timing.device.as_deref().and_then(DeviceSnapshot::read)) {
-        (Some(start), Some(end)) => Some(start.delta(&end)),
-        _ => None,
-    };
+    let device_io = super::measure::device_io(timing, device_start);
     signals::check()?;
     let finished = outcome.map_err(anyhow::Error::msg)?;
     let wall_s = finished.wall.as_secs_f64().max(1e-9);

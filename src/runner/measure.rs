@@ -40,9 +40,6 @@ pub(super) struct Timing {
     pub drop_caches: bool,
     /// The block device under the run's filesystem (`loop3`), for its I/O counters.
     pub device: Option<String>,
-    /// `command --prepare`: run once before the start of every run.
-    /// The command, the template and the run's scratch directory.
-    pub prepare: Option<(CommandSpec, String, std::path::PathBuf)>,
 }
 
 /// How long workers get to leave after the window closes before they are killed.
@@ -103,28 +100,18 @@ fn measure(
     };
     // At --share same the copies share one directory: its --setup and --cleanup run once, here.
     let shared_dir = scratch.path().join(SHARED_DIR);
-    let once = inputs.command.filter(|_| spec.share == Share::Same).map(|command| {
-        let values = Placeholders { dir: &shared_dir, worker: 0, workers: spec.workers, scratch: scratch.path() };
-        (command, values)
-    });
-    if let Some((command, values)) = &once {
-        if let Some(setup) = &command.setup {
-            command.run(setup, values, false, &|| signals::check().is_err()).map_err(|e| anyhow!("--setup: {e}"))?;
-        }
+    let values = Placeholders { dir: &shared_dir, worker: 0, workers: spec.workers, scratch: scratch.path() };
+    let once = inputs.command.filter(|_| spec.share == Share::Same);
+    let stop = || signals::check().is_err();
+    if let Some(command) = once {
+        command.run_untimed("--setup", command.setup.as_deref(), &values, &stop).map_err(anyhow::Error::msg)?;
     }
-    let mut timing = timing.clone();
-    timing.prepare =
-        inputs.command.and_then(|c| c.prepare.as_ref().map(|p| (c.clone(), p.clone(), scratch.path().to_path_buf())));
     let window = match spec.mode {
-        Mode::Process => run_processes(&plan, &timing)?,
-        Mode::Thread => run_threads(&plan, &timing)?,
+        Mode::Process => run_processes(&plan, timing)?,
+        Mode::Thread => run_threads(&plan, timing)?,
     };
-    if let Some((command, values)) = &once {
-        if let Some(cleanup) = &command.cleanup {
-            command
-                .run(cleanup, values, false, &|| signals::check().is_err())
-                .map_err(|e| anyhow!("--cleanup: {e}"))?;
-        }
+    if let Some(command) = once {
+        command.run_untimed("--cleanup", command.cleanup.as_deref(), &values, &stop).map_err(anyhow::Error::msg)?;
     }
     let mut record = window.into_record(&region, run, cpus);
     if let Some(latency) = &latency {
@@ -221,7 +208,7 @@ fn run_threads(plan: &WorkerPlan<'_>, timing: &Timing) -> Result<Window> {
         }
         let outcome = match spawn_error {
             Some(e) => Err(e),
-            None => coordinate(plan.region, handles.len(), timing, plan.workload.is_fixed_work()),
+            None => coordinate(plan, handles.len(), timing),
         };
         if outcome.is_err() {
             plan.region.set_phase(Phase::Abort);
@@ -259,7 +246,7 @@ fn run_processes(plan: &WorkerPlan<'_>, timing: &Timing) -> Result<Window> {
         }
         children.push(pid);
     }
-    let window = outcome.and_then(|()| coordinate(plan.region, children.len(), timing, plan.workload.is_fixed_work()));
+    let window = outcome.and_then(|()| coordinate(plan, children.len(), timing));
     if window.is_err() {
         plan.region.set_phase(Phase::Abort);
     }
@@ -328,12 +315,13 @@ fn wait_ready(region: &SharedRegion, workers: usize) -> Result<()> {
 
 /// Fixed work: opens the barrier and waits for every worker to finish,
 /// sampling progress; the run's time is the slowest worker's.
-fn coordinate_fixed_work(region: &SharedRegion, workers: usize, timing: &Timing) -> Result<Window> {
+fn coordinate_fixed_work(plan: &WorkerPlan<'_>, workers: usize, timing: &Timing) -> Result<Window> {
+    let region = plan.region;
     wait_ready(region, workers)?;
     if timing.drop_caches {
         drop_caches()?;
     }
-    run_prepare(timing, workers)?;
+    run_prepare(plan)?;
     let cpu_start = CpuTicks::read();
     let device_start = timing.device.as_deref().and_then(DeviceSnapshot::read);
     let start = sys::monotonic_ns();
@@ -386,12 +374,13 @@ fn coordinate_fixed_work(region: &SharedRegion, workers: usize, timing: &Timing)
 }
 
 /// Opens the barrier, runs warm-up and window, samples the counters.
-fn coordinate(region: &SharedRegion, workers: usize, timing: &Timing, fixed_work: bool) -> Result<Window> {
-    if fixed_work {
-        return coordinate_fixed_work(region, workers, timing);
+fn coordinate(plan: &WorkerPlan<'_>, workers: usize, timing: &Timing) -> Result<Window> {
+    if plan.workload.is_fixed_work() {
+        return coordinate_fixed_work(plan, workers, timing);
     }
+    let region = plan.region;
     wait_ready(region, workers)?;
-    run_prepare(timing, workers)?;
+    run_prepare(plan)?;
     region.set_phase(Phase::Warmup);
     let warmup_end = sys::monotonic_ns() + timing.warmup.as_nanos() as u64;
     sleep_until(region, warmup_end)?;
@@ -443,7 +432,7 @@ fn coordinate(region: &SharedRegion, workers: usize, timing: &Timing, fixed_work
 }
 
 /// The device's I/O since `start`, when the run has a device.
-fn device_io(timing: &Timing, start: Option<DeviceSnapshot>) -> Option<DeviceIo> {
+pub(super) fn device_io(timing: &Timing, start: Option<DeviceSnapshot>) -> Option<DeviceIo> {
     let end = timing.device.as_deref().and_then(DeviceSnapshot::read)?;
     Some(start?.delta(&end))
 }
@@ -457,11 +446,12 @@ pub(super) fn drop_caches() -> Result<()> {
 }
 
 /// `--prepare`, between the workers' setup and the start.
-fn run_prepare(timing: &Timing, workers: usize) -> Result<()> {
-    let Some((command, template, scratch)) = &timing.prepare else { return Ok(()) };
-    let values = Placeholders { dir: scratch, worker: 0, workers, scratch };
-    command.run(template, &values, false, &|| signals::check().is_err()).map_err(|e| anyhow!("--prepare: {e}"))?;
-    Ok(())
+fn run_prepare(plan: &WorkerPlan<'_>) -> Result<()> {
+    let Some(command) = plan.command else { return Ok(()) };
+    let scratch = plan.scratch_path;
+    let values = Placeholders { dir: scratch, worker: 0, workers: plan.workers, scratch };
+    let stop = || signals::check().is_err();
+    command.run_untimed("--prepare", command.prepare.as_deref(), &values, &stop).map_err(anyhow::Error::msg)
 }
 
 /// Fails on a worker error or a signal.

@@ -99,7 +99,6 @@ pub fn run(config: &RunConfig, progress: &mut dyn Progress) -> Result<ResultsFil
         sample_interval: config.sample_interval,
         drop_caches: config.macro_options.cold_cache,
         device: None,
-        prepare: None,
     };
     if config.macro_options.cold_cache && config.workloads.iter().any(|w| w.is_fixed_work()) {
         // Fail before anything runs rather than at the first point.

@@ -42,7 +42,7 @@ pub struct CommandSpec {
 }
 
 impl CommandSpec {
-    /// Every template with its flag name, for checking and recording.
+    /// Every template with its flag name, for checking.
     pub fn templates(&self) -> Vec<(&'static str, &str)> {
         let mut all = vec![("--cmd", self.cmd.as_str())];
         all.extend(self.setup.as_deref().map(|t| ("--setup", t)));
@@ -72,6 +72,23 @@ impl CommandSpec {
         let env = environment(values);
         let options = RunOptions { cwd: Some(values.dir), timeout: self.timeout, capture_stdout, env: &env, stop };
         exec::run(&line, &options).map_err(|e| e.to_string())
+    }
+}
+
+impl CommandSpec {
+    /// Runs the untimed `template` of `flag` (`--setup`, `--cleanup`,
+    /// `--prepare`) when it was given; its error names the flag.
+    pub fn run_untimed(
+        &self,
+        flag: &str,
+        template: Option<&str>,
+        values: &Placeholders<'_>,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<(), String> {
+        match template {
+            Some(t) => self.run(t, values, false, stop).map(drop).map_err(|e| format!("{flag}: {e}")),
+            None => Ok(()),
+        }
     }
 }
 
@@ -117,12 +134,8 @@ impl<'a> CommandCopy<'a> {
 
 impl Job for CommandCopy<'_> {
     fn prepare(&mut self, ctx: &JobContext<'_>) -> Result<(), String> {
-        match (&self.spec.setup, self.own_setup) {
-            (Some(setup), true) => {
-                self.spec.run(setup, &self.values(), false, ctx.stop).map(drop).map_err(|e| format!("--setup: {e}"))
-            }
-            _ => Ok(()),
-        }
+        let setup = self.spec.setup.as_deref().filter(|_| self.own_setup);
+        self.spec.run_untimed("--setup", setup, &self.values(), ctx.stop)
     }
 
     fn run(&mut self, ctx: &JobContext<'_>) -> Result<JobOutput, String> {
@@ -132,11 +145,7 @@ impl Job for CommandCopy<'_> {
     }
 
     fn finish(&mut self, ctx: &JobContext<'_>) -> Result<(), String> {
-        match (&self.spec.cleanup, self.own_setup) {
-            (Some(cleanup), true) => {
-                self.spec.run(cleanup, &self.values(), false, ctx.stop).map(drop).map_err(|e| format!("--cleanup: {e}"))
-            }
-            _ => Ok(()),
-        }
+        let cleanup = self.spec.cleanup.as_deref().filter(|_| self.own_setup);
+        self.spec.run_untimed("--cleanup", cleanup, &self.values(), ctx.stop)
     }
 }

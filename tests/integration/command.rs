@@ -36,8 +36,20 @@ fn copies_run_concurrently_each_in_its_own_directory() {
         "sh -c 'test -e made-by-setup && echo {{worker}} {{workers}} $FSSCALE_WORKER {{dir}} $(pwd) {{scratch}} > {log}/{{workers}}-{{worker}}; sleep 0.3'"
     );
     let cleanup = format!("sh -c 'echo cleaned > {log}/cleanup-{{workers}}-{{worker}}'");
-    let out =
-        env.run(&["command", "--cmd", &cmd, "--setup", "touch made-by-setup", "--cleanup", &cleanup, "-j", "1,3"]);
+    let prepare = format!("sh -c 'echo {{workers}} $(pwd) {{scratch}} >> {log}/prepare'");
+    let out = env.run(&[
+        "command",
+        "--cmd",
+        &cmd,
+        "--setup",
+        "touch made-by-setup",
+        "--cleanup",
+        &cleanup,
+        "--prepare",
+        &prepare,
+        "-j",
+        "1,3",
+    ]);
     assert_success(&out);
     let doc = env.results();
     assert_eq!(doc.status, Status::Complete);
@@ -69,6 +81,11 @@ fn copies_run_concurrently_each_in_its_own_directory() {
     dirs.sort();
     dirs.dedup();
     assert_eq!(dirs.len(), 4, "every copy of every run had a directory of its own");
+    // --prepare ran once before each run, in the run's scratch directory.
+    let prepared = read(&env.root.path().join("log/prepare"));
+    let runs: Vec<Vec<&str>> = prepared.lines().map(|l| l.split_whitespace().collect()).collect();
+    assert_eq!(runs.iter().map(|r| r[0]).collect::<Vec<_>>(), ["1", "3"], "{prepared}");
+    assert!(runs.iter().all(|r| r[1] == r[2] && Path::new(r[1]).starts_with(&env.dir)), "{prepared}");
     assert_eq!(env.leftovers(), Vec::<String>::new());
     let table = stdout(&out);
     assert!(table.contains("runs/s") && table.contains("eff. concurrency"), "{table}");
