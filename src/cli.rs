@@ -1,7 +1,7 @@
 //! The command line: clap lives here and nowhere else. Each subcommand's
 //! arguments turn into a plain configuration for the core.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
 use clap::{Args, Parser, Subcommand};
@@ -93,6 +93,10 @@ pub struct RunArgs {
     /// Untimed warm-up after the start barrier, before the window opens.
     #[arg(short, long, value_name = "TIME", default_value = "0.1s", value_parser = parse_duration)]
     pub warmup: std::time::Duration,
+
+    /// A worker that makes no progress for this long (no ops, no tar entry, no directory; or that does not leave after the window) fails the run, named.
+    #[arg(long, value_name = "TIME", default_value = "60s", value_parser = parse_duration)]
+    pub stall_timeout: std::time::Duration,
 
     /// Repetitions of every point, each in a fresh scratch directory.
     #[arg(short = 'n', long, value_name = "N", default_value_t = 5)]
@@ -458,7 +462,7 @@ impl RunArgs {
         };
         let output = match self.output {
             Some(path) => path,
-            None => default_output(),
+            None => default_output()?,
         };
         Ok(RunConfig {
             dir: self.dir,
@@ -495,6 +499,7 @@ impl RunArgs {
             warmup: self.warmup,
             runs: self.runs,
             sample_interval,
+            stall_timeout: self.stall_timeout,
             output,
             command_line: argv,
         })
@@ -553,13 +558,15 @@ impl RunArgs {
 }
 
 /// Where generated tarballs are cached: $FSSCALE_CACHE_DIR, else
-/// $XDG_CACHE_HOME/fsscale, else ~/.cache/fsscale.
+/// $XDG_CACHE_HOME/fsscale, else ~/.cache/fsscale (HOME, or the password
+/// database's home). Never a shared directory: the runner refuses one that
+/// is not the user's own or that others can write.
 fn cache_dir() -> PathBuf {
     let from = |var: &str| std::env::var_os(var).filter(|v| !v.is_empty()).map(PathBuf::from);
     from("FSSCALE_CACHE_DIR")
         .or_else(|| from("XDG_CACHE_HOME").map(|d| d.join("fsscale")))
-        .or_else(|| from("HOME").map(|d| d.join(".cache").join("fsscale")))
-        .unwrap_or_else(|| std::env::temp_dir().join("fsscale-cache"))
+        .or_else(|| from("HOME").or_else(fsscale::sys::home_from_passwd).map(|d| d.join(".cache").join("fsscale")))
+        .unwrap_or_else(|| PathBuf::from(format!("/var/tmp/fsscale-cache-{}", fsscale::sys::euid())))
 }
 
 fn dedup<T: PartialEq + Copy>(items: Vec<T>) -> Vec<T> {
@@ -573,16 +580,11 @@ fn dedup<T: PartialEq + Copy>(items: Vec<T>) -> Vec<T> {
 }
 
 /// `fsscale-results/2026-11-22T02-06-03Z.json`, with a suffix if that exists.
-fn default_output() -> PathBuf {
+/// `fsscale-results/<time>.json`, created exclusively so that two runs
+/// started in the same second never share it.
+fn default_output() -> Result<PathBuf> {
     let stamp = rfc3339(std::time::SystemTime::now()).replace(':', "-");
-    let dir = PathBuf::from("fsscale-results");
-    let mut path = dir.join(format!("{stamp}.json"));
-    let mut n = 2;
-    while path.exists() {
-        path = dir.join(format!("{stamp}-{n}.json"));
-        n += 1;
-    }
-    path
+    fsscale::atomic_file::create_unique(Path::new("fsscale-results"), &stamp, "json")
 }
 
 #[cfg(test)]

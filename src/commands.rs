@@ -123,7 +123,7 @@ fn load_all(paths: &[std::path::PathBuf]) -> Result<Vec<(String, ResultsFile)>> 
 pub fn report_command(args: &ReportArgs) -> Result<String> {
     let files = load_all(&args.results)?;
     let html = fsscale::report::render_html(&files);
-    std::fs::write(&args.output, html).map_err(|e| anyhow::anyhow!("writing {}: {e}", args.output.display()))?;
+    fsscale::atomic_file::write(&args.output, html.as_bytes())?;
     Ok(format!("report: {}\n", args.output.display()))
 }
 
@@ -151,7 +151,7 @@ pub fn plot_command(args: &PlotArgs) -> Result<String> {
         "png" => fsscale::report::chart::svg_to_png(&svg).map_err(anyhow::Error::msg)?,
         _ => bail!("-o {}: use a .svg or .png file name", args.output.display()),
     };
-    std::fs::write(&args.output, bytes).map_err(|e| anyhow::anyhow!("writing {}: {e}", args.output.display()))?;
+    fsscale::atomic_file::write(&args.output, &bytes)?;
     Ok(format!("chart: {}\n", args.output.display()))
 }
 

@@ -7,10 +7,12 @@
 
 pub mod analyze;
 pub mod archive;
+pub mod atomic_file;
 pub mod compare;
 pub mod exec;
 pub mod fs;
 pub mod ministat;
+pub mod panics;
 pub mod plan;
 pub mod replay;
 pub mod report;

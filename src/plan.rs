@@ -87,6 +87,8 @@ pub struct RunConfig {
     pub warmup: Duration,
     pub runs: usize,
     pub sample_interval: Duration,
+    /// A worker without progress for this long fails the run.
+    pub stall_timeout: Duration,
     pub output: PathBuf,
     pub command_line: Vec<String>,
 }
@@ -377,6 +379,7 @@ mod tests {
             warmup: Duration::ZERO,
             runs: 1,
             sample_interval: Duration::from_secs(1),
+            stall_timeout: Duration::from_secs(60),
             output: PathBuf::from("x.json"),
             command_line: vec![],
         };

@@ -151,6 +151,70 @@ pub fn dirents(buf: &[u8], filled: usize) -> impl Iterator<Item = (&[u8], u8)> {
 }
 
 /// Converts a path to a C string, naming the path when it holds a NUL byte.
+/// The effective user id.
+pub fn euid() -> u32 {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() }
+}
+
+/// The effective user's home directory from the password database.
+pub fn home_from_passwd() -> Option<std::path::PathBuf> {
+    // SAFETY: passwd is plain data; getpwuid_r writes into our buffer only.
+    let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
+    let mut buf = vec![0 as libc::c_char; 4096];
+    let mut result: *mut libc::passwd = std::ptr::null_mut();
+    // SAFETY: valid pointers and the buffer's real length.
+    let ret = unsafe { libc::getpwuid_r(euid(), &mut pwd, buf.as_mut_ptr(), buf.len(), &mut result) };
+    if ret != 0 || result.is_null() || pwd.pw_dir.is_null() {
+        return None;
+    }
+    // SAFETY: pw_dir points into `buf`, NUL-terminated by getpwuid_r.
+    let dir = unsafe { CStr::from_ptr(pwd.pw_dir) };
+    use std::os::unix::ffi::OsStrExt;
+    Some(std::path::PathBuf::from(std::ffi::OsStr::from_bytes(dir.to_bytes()))).filter(|d| d.is_absolute())
+}
+
+/// Makes `dir` (mode 0700 where created) and checks it is a directory of
+/// this user's that nobody else can write: a shared or planted one could
+/// hand a root process someone else's files.
+pub fn ensure_private_dir(dir: &Path, what: &str) -> Result<(), String> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| format!("cannot create the {what} {}: {e}", dir.display()))?;
+    let meta = std::fs::symlink_metadata(dir).map_err(|e| format!("{what} {}: {e}", dir.display()))?;
+    let problem = if !meta.is_dir() {
+        Some("not a directory (a symbolic link?)".to_string())
+    } else if meta.uid() != euid() {
+        Some(format!("owned by uid {}, not by you (uid {})", meta.uid(), euid()))
+    } else if meta.mode() & 0o022 != 0 {
+        Some(format!("writable by others (mode {:o})", meta.mode() & 0o7777))
+    } else {
+        None
+    };
+    match problem {
+        Some(p) => Err(format!("the {what} {} is {p}; use a directory of your own that only you can write", dir.display())),
+        None => Ok(()),
+    }
+}
+
+/// `bytes` random bytes as lowercase hex, for names nobody can predict.
+pub fn random_hex(bytes: usize) -> String {
+    let mut buf = vec![0u8; bytes];
+    // SAFETY: the buffer is valid for its length.
+    let got = unsafe { libc::getrandom(buf.as_mut_ptr().cast(), buf.len(), 0) };
+    if got != buf.len() as isize {
+        // getrandom cannot fail for small sizes after boot; the clock and pid are a fallback.
+        let seed = monotonic_ns() ^ ((std::process::id() as u64) << 32);
+        for (i, b) in buf.iter_mut().enumerate() {
+            *b = (seed.rotate_left(8 * (i as u32 % 8)) >> 3) as u8;
+        }
+    }
+    buf.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 pub fn cstring(path: &Path) -> io::Result<CString> {
     use std::os::unix::ffi::OsStrExt;
     CString::new(path.as_os_str().as_bytes())

@@ -298,12 +298,10 @@ impl ResultsFile {
     }
 
     /// Writes the document atomically: a crash leaves the old or the new version, never half of one.
+    /// Writes the document atomically (a temporary file of this process's
+    /// own, renamed over `path`), so a reader never sees half a file.
     pub fn save(&self, path: &Path) -> Result<()> {
-        let mut tmp = path.as_os_str().to_owned();
-        tmp.push(".tmp");
-        let tmp = std::path::PathBuf::from(tmp);
-        std::fs::write(&tmp, self.to_json()).with_context(|| format!("writing results file {}", tmp.display()))?;
-        std::fs::rename(&tmp, path).with_context(|| format!("writing results file {}", path.display()))
+        crate::atomic_file::write(path, self.to_json().as_bytes()).context("saving the results")
     }
 }
 

@@ -10,6 +10,7 @@ use super::cpu::CpuTicks;
 use super::latency::LatencyRegion;
 use super::shared::{Phase, SharedRegion};
 use super::signals;
+use super::watch::Watch;
 use super::worker::{worker_main, WorkerPlan};
 use crate::exec::Placeholders;
 use crate::fs::{DeviceIo, DeviceSnapshot};
@@ -40,10 +41,12 @@ pub(super) struct Timing {
     pub drop_caches: bool,
     /// The block device under the run's filesystem (`loop3`), for its I/O counters.
     pub device: Option<String>,
+    /// A worker without progress for this long fails the run.
+    pub stall_timeout: Duration,
 }
 
-/// How long workers get to leave after the window closes before they are killed.
-const EXIT_GRACE: Duration = Duration::from_secs(10);
+/// After a failure, how long workers get to leave before they are killed.
+const ABORT_GRACE: Duration = Duration::from_secs(2);
 
 /// Runs `spec` once in a fresh scratch directory inside `dir`, which is removed afterwards.
 pub(super) fn run_once(
@@ -208,7 +211,7 @@ fn run_threads(plan: &WorkerPlan<'_>, timing: &Timing) -> Result<Window> {
         }
         let outcome = match spawn_error {
             Some(e) => Err(e),
-            None => coordinate(plan, handles.len(), timing),
+            None => coordinate(plan, handles.len(), None, timing),
         };
         if outcome.is_err() {
             plan.region.set_phase(Phase::Abort);
@@ -235,7 +238,7 @@ fn run_processes(plan: &WorkerPlan<'_>, timing: &Timing) -> Result<Window> {
         let pid = unsafe { libc::fork() };
         if pid == 0 {
             signals::detach_worker(parent);
-            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| worker_main(plan, index)));
+            worker_main(plan, index);
             // SAFETY: ends the child without running any parent-owned destructor.
             unsafe { libc::_exit(0) };
         }
@@ -246,11 +249,11 @@ fn run_processes(plan: &WorkerPlan<'_>, timing: &Timing) -> Result<Window> {
         }
         children.push(pid);
     }
-    let window = outcome.and_then(|()| coordinate(plan, children.len(), timing));
+    let window = outcome.and_then(|()| coordinate(plan, children.len(), Some(&children), timing));
     if window.is_err() {
         plan.region.set_phase(Phase::Abort);
     }
-    let reaped = reap(&children);
+    let reaped = reap(&children, if window.is_ok() { timing.stall_timeout } else { ABORT_GRACE });
     let window = window?;
     reaped?;
     Ok(window)
@@ -266,9 +269,9 @@ fn ensure_single_threaded() -> Result<()> {
     }
 }
 
-/// Waits for every child; kills those that do not leave within the grace period.
-fn reap(children: &[libc::pid_t]) -> Result<()> {
-    let deadline = sys::monotonic_ns() + EXIT_GRACE.as_nanos() as u64;
+/// Waits for every child; kills those that do not leave within `grace`.
+fn reap(children: &[libc::pid_t], grace: Duration) -> Result<()> {
+    let deadline = sys::monotonic_ns() + grace.as_nanos() as u64;
     let mut problem = None;
     for (index, &pid) in children.iter().enumerate() {
         let mut status = 0;
@@ -279,18 +282,17 @@ fn reap(children: &[libc::pid_t]) -> Result<()> {
                 break waited;
             }
             if sys::monotonic_ns() >= deadline {
-                // Still there after the grace period (stuck in a system call): kill it.
+                // Still there after the grace period (stuck in a system call, or stopped): kill it.
                 // SAFETY: signalling and then waiting for our own child.
                 unsafe { libc::kill(pid, libc::SIGKILL) };
-                problem
-                    .get_or_insert_with(|| format!("worker {index} did not stop within {EXIT_GRACE:?} and was killed"));
+                problem.get_or_insert_with(|| format!("worker {index} did not stop within {grace:?} and was killed"));
                 // SAFETY: as above.
                 break unsafe { libc::waitpid(pid, &mut status, 0) };
             }
             std::thread::sleep(Duration::from_micros(200));
         };
         if waited == pid && libc::WIFSIGNALED(status) && libc::WTERMSIG(status) != libc::SIGKILL {
-            problem.get_or_insert_with(|| format!("worker {index} died of signal {}", libc::WTERMSIG(status)));
+            problem.get_or_insert_with(|| format!("worker {index} died ({})", signals::name(libc::WTERMSIG(status))));
         }
     }
     match problem {
@@ -300,24 +302,15 @@ fn reap(children: &[libc::pid_t]) -> Result<()> {
 }
 
 /// Waits until every worker has set up (the start barrier is then full).
-fn wait_ready(region: &SharedRegion, workers: usize) -> Result<()> {
-    loop {
-        check_health(region)?;
-        if region.ready() as usize == workers {
-            return Ok(());
-        }
-        if region.exited() as usize == workers {
-            bail!("every worker exited before starting");
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
+fn wait_ready(watch: &mut Watch<'_>, workers: usize) -> Result<()> {
+    watch.wait_for(|region| region.ready() as usize == workers)
 }
 
 /// Fixed work: opens the barrier and waits for every worker to finish,
 /// sampling progress; the run's time is the slowest worker's.
-fn coordinate_fixed_work(plan: &WorkerPlan<'_>, workers: usize, timing: &Timing) -> Result<Window> {
+fn coordinate_fixed_work(plan: &WorkerPlan<'_>, watch: &mut Watch<'_>, workers: usize, timing: &Timing) -> Result<Window> {
     let region = plan.region;
-    wait_ready(region, workers)?;
+    wait_ready(watch, workers)?;
     if timing.drop_caches {
         drop_caches()?;
     }
@@ -331,20 +324,18 @@ fn coordinate_fixed_work(plan: &WorkerPlan<'_>, workers: usize, timing: &Timing)
     let mut counts = Vec::with_capacity(workers);
     let mut next_sample = start + interval;
     loop {
-        check_health(region)?;
+        watch.check()?;
         if region.completed() as usize == workers {
             break;
         }
-        let now = sys::monotonic_ns();
-        if now >= next_sample {
+        if sys::monotonic_ns() >= next_sample {
             region.read_counters(&mut counts);
-            timeline.record(now - start, counts.iter().sum());
+            timeline.record(sys::monotonic_ns() - start, counts.iter().sum());
             next_sample += interval;
             continue;
         }
-        region.wait_for_failure(Duration::from_nanos(next_sample - now));
+        watch.sleep_until_or(next_sample, |region| region.completed() as usize == workers)?;
     }
-    check_health(region)?;
     let completed: Vec<u64> =
         (0..workers).map(|i| region.report(i).completed_ns.load(Ordering::Acquire).max(start)).collect();
     let stop = completed.iter().copied().max().unwrap_or(start);
@@ -355,11 +346,7 @@ fn coordinate_fixed_work(plan: &WorkerPlan<'_>, workers: usize, timing: &Timing)
     timeline.record(stop - start, end_counts.iter().sum());
     // Every job is done: workers run their untimed cleanup and leave.
     region.set_phase(Phase::Stop);
-    while (region.exited() as usize) < workers {
-        check_health(region)?;
-        region.wait_for_failure(Duration::from_millis(20));
-    }
-    check_health(region)?;
+    watch.wait_for(|region| region.exited() as usize == workers)?;
     Ok(Window {
         start_counts: vec![0; workers],
         end_counts,
@@ -373,17 +360,25 @@ fn coordinate_fixed_work(plan: &WorkerPlan<'_>, workers: usize, timing: &Timing)
     })
 }
 
-/// Opens the barrier, runs warm-up and window, samples the counters.
-fn coordinate(plan: &WorkerPlan<'_>, workers: usize, timing: &Timing) -> Result<Window> {
-    if plan.workload.is_fixed_work() {
-        return coordinate_fixed_work(plan, workers, timing);
+/// Opens the barrier, runs warm-up and window, samples the counters; all
+/// the while watching the workers (`pids` for processes).
+fn coordinate(
+    plan: &WorkerPlan<'_>,
+    workers: usize,
+    pids: Option<&[libc::pid_t]>,
+    timing: &Timing,
+) -> Result<Window> {
+    let fixed_work = plan.workload.is_fixed_work();
+    let mut watch = Watch::new(plan.region, pids, fixed_work, timing.stall_timeout);
+    if fixed_work {
+        return coordinate_fixed_work(plan, &mut watch, workers, timing);
     }
     let region = plan.region;
-    wait_ready(region, workers)?;
+    wait_ready(&mut watch, workers)?;
     run_prepare(plan)?;
     region.set_phase(Phase::Warmup);
     let warmup_end = sys::monotonic_ns() + timing.warmup.as_nanos() as u64;
-    sleep_until(region, warmup_end)?;
+    watch.sleep_until(warmup_end)?;
 
     let mut start_counts = Vec::with_capacity(workers);
     let cpu_start = CpuTicks::read();
@@ -398,13 +393,13 @@ fn coordinate(plan: &WorkerPlan<'_>, workers: usize, timing: &Timing) -> Result<
     let mut scratch_counts = Vec::with_capacity(workers);
     let mut next_sample = start + interval;
     while next_sample < end {
-        sleep_until(region, next_sample)?;
+        watch.sleep_until(next_sample)?;
         let now = sys::monotonic_ns();
         region.read_counters(&mut scratch_counts);
         timeline.record(now - start, scratch_counts.iter().sum::<u64>() - base);
         next_sample += interval;
     }
-    sleep_until(region, end)?;
+    watch.sleep_until(end)?;
     let mut end_counts = Vec::with_capacity(workers);
     region.read_counters(&mut end_counts);
     let stop = sys::monotonic_ns();
@@ -412,13 +407,9 @@ fn coordinate(plan: &WorkerPlan<'_>, workers: usize, timing: &Timing) -> Result<
     let cpu_end = CpuTicks::read();
     let device_io = device_io(timing, device_start);
     timeline.record(stop - start, end_counts.iter().sum::<u64>() - base);
-    // Workers record their CPU time when they see Stop; wait for them to leave.
-    let deadline = sys::monotonic_ns() + EXIT_GRACE.as_nanos() as u64;
-    while (region.exited() as usize) < workers && sys::monotonic_ns() < deadline {
-        check_health(region)?;
-        std::thread::sleep(Duration::from_micros(200));
-    }
-    check_health(region)?;
+    // Workers record their CPU time when they see Stop; wait for them to
+    // leave (one that does not is stalled, and named).
+    watch.wait_for(|region| region.exited() as usize == workers)?;
     Ok(Window {
         start_counts,
         end_counts,
@@ -454,26 +445,3 @@ fn run_prepare(plan: &WorkerPlan<'_>) -> Result<()> {
     command.run_untimed("--prepare", command.prepare.as_deref(), &values, &stop).map_err(anyhow::Error::msg)
 }
 
-/// Fails on a worker error or a signal.
-fn check_health(region: &SharedRegion) -> Result<()> {
-    signals::check()?;
-    if region.failed() > 0 {
-        let message = (0..region.workers())
-            .find_map(|i| region.report(i).error())
-            .unwrap_or_else(|| "a worker failed without a message".to_string());
-        return Err(anyhow!(message));
-    }
-    Ok(())
-}
-
-/// Sleeps until `deadline_ns`; a worker failure or a signal ends it early.
-fn sleep_until(region: &SharedRegion, deadline_ns: u64) -> Result<()> {
-    loop {
-        check_health(region)?;
-        let now = sys::monotonic_ns();
-        if now >= deadline_ns {
-            return Ok(());
-        }
-        region.wait_for_failure(Duration::from_nanos(deadline_ns - now));
-    }
-}

@@ -8,6 +8,7 @@ mod measure;
 mod progress;
 mod shared;
 mod signals;
+mod watch;
 mod worker;
 
 use std::time::SystemTime;
@@ -99,6 +100,7 @@ pub fn run(config: &RunConfig, progress: &mut dyn Progress) -> Result<ResultsFil
         sample_interval: config.sample_interval,
         drop_caches: config.macro_options.cold_cache,
         device: None,
+        stall_timeout: config.stall_timeout,
     };
     if config.macro_options.cold_cache && config.workloads.iter().any(|w| w.is_fixed_work()) {
         // Fail before anything runs rather than at the first point.
@@ -262,6 +264,9 @@ fn prepare_tree(options: &MacroOptions, progress: &mut dyn Progress) -> Result<T
         Some(path) => path.clone(),
         None => {
             let spec = TreeSpec { scale: options.scale, seed: options.seed };
+            // Checked before the cached tarball is trusted, not only before one is made.
+            sys::ensure_private_dir(&options.cache_dir, "cache directory (FSSCALE_CACHE_DIR)")
+                .map_err(anyhow::Error::msg)?;
             let path = options.cache_dir.join(format!("tree-v1-scale{}-seed{}.tar", options.scale, options.seed));
             if !path.is_file() {
                 progress.preparing(&format!(
@@ -269,9 +274,12 @@ fn prepare_tree(options: &MacroOptions, progress: &mut dyn Progress) -> Result<T
                     options.scale,
                     path.display()
                 ));
-                std::fs::create_dir_all(&options.cache_dir)
-                    .with_context(|| format!("cannot create the cache directory {}", options.cache_dir.display()))?;
-                write_tar_file(&spec, &path)?;
+                if let Err(error) = write_tar_file(&spec, &path) {
+                    // A concurrent run may have made the same tarball first; theirs is as good.
+                    if !path.is_file() {
+                        return Err(error);
+                    }
+                }
             }
             path
         }

@@ -44,6 +44,26 @@ pub struct Control {
     failed: AtomicU32,
     exited: AtomicU32,
     completed: AtomicU32,
+    /// Bumped by every event the coordinator waits for (a worker ready,
+    /// failed, completed or gone; a child changing state; a signal). The
+    /// coordinator reads it before checking and sleeps only while it is
+    /// unchanged, so a wake that lands before the sleep is never lost.
+    events: AtomicU32,
+}
+
+/// Where a worker is, as the coordinator needs to know to tell a stuck
+/// worker from one that waits for it, and a death from a normal exit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum Stage {
+    /// Setting up (or, for fixed work, doing its job).
+    Working = 0,
+    /// Waiting at the start barrier.
+    Ready = 1,
+    /// Fixed work: job done, waiting for Stop.
+    Completed = 2,
+    /// Left the worker body (normally or after a failure it reported).
+    Exited = 3,
 }
 
 /// One worker's operation counter, alone in its cache lines.
@@ -66,11 +86,31 @@ pub struct WorkerReport {
     /// Fixed work: when the worker finished (CLOCK_MONOTONIC ns), and the bytes it wrote.
     pub completed_ns: AtomicU64,
     pub bytes: AtomicU64,
+    /// Advanced by fixed work whenever it checks for a stop (per tar entry,
+    /// per directory, every few ms while a command runs): progress the
+    /// counter does not show. Single writer.
+    pub heartbeat: AtomicU64,
+    stage: AtomicU32,
     error_len: AtomicU32,
     error: [AtomicU32; ERROR_CAPACITY / 4],
 }
 
 impl WorkerReport {
+    pub fn stage(&self) -> Stage {
+        match self.stage.load(Ordering::Acquire) {
+            0 => Stage::Working,
+            1 => Stage::Ready,
+            2 => Stage::Completed,
+            _ => Stage::Exited,
+        }
+    }
+
+    /// Notes progress outside the counter (see `heartbeat`).
+    #[inline]
+    pub fn beat(&self) {
+        self.heartbeat.store(self.heartbeat.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
+    }
+
     /// Stores an error message (truncated to the report's capacity).
     pub fn set_error(&self, message: &str) {
         let bytes = message.as_bytes();
@@ -180,64 +220,89 @@ impl SharedRegion {
         }
     }
 
+    /// The event sequence word; read it before checking what to wait for,
+    /// then pass it to [`SharedRegion::wait_for_event`].
+    pub fn events(&self) -> u32 {
+        self.control().events.load(Ordering::Acquire)
+    }
+
+    /// The word a signal handler bumps to wake the coordinator.
+    pub fn events_word(&self) -> &AtomicU32 {
+        &self.control().events
+    }
+
+    fn notify(&self) {
+        self.control().events.fetch_add(1, Ordering::AcqRel);
+        futex_wake_all(&self.control().events);
+    }
+
+    /// Sleeps up to `timeout` unless an event happened since `seen` was read.
+    /// Sleeping rather than polling keeps the coordinator off the CPUs the
+    /// workers measure on.
+    pub fn wait_for_event(&self, seen: u32, timeout: std::time::Duration) {
+        let ts = libc::timespec {
+            tv_sec: timeout.as_secs().min(i32::MAX as u64) as libc::time_t,
+            tv_nsec: timeout.subsec_nanos() as libc::c_long,
+        };
+        // SAFETY: FUTEX_WAIT with a relative timeout on a valid, aligned u32;
+        // it returns at once (EAGAIN) if the word is no longer `seen`.
+        unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                self.control().events.as_ptr(),
+                libc::FUTEX_WAIT,
+                seen,
+                &ts as *const libc::timespec,
+            );
+        }
+    }
+
+    fn set_stage(&self, worker: usize, stage: Stage) {
+        self.report(worker).stage.store(stage as u32, Ordering::Release);
+    }
+
     /// Fixed work: counts a worker's job as done and wakes the coordinator.
-    pub fn mark_completed(&self) {
+    pub fn mark_completed(&self, worker: usize) {
+        self.set_stage(worker, Stage::Completed);
         self.control().completed.fetch_add(1, Ordering::AcqRel);
-        futex_wake_all(&self.control().failed);
+        self.notify();
     }
 
     pub fn completed(&self) -> u32 {
         self.control().completed.load(Ordering::Acquire)
     }
 
-    pub fn mark_ready(&self) {
+    pub fn mark_ready(&self, worker: usize) {
+        self.set_stage(worker, Stage::Ready);
         self.control().ready.fetch_add(1, Ordering::AcqRel);
+        self.notify();
+    }
+
+    /// A worker that was ready is working again (it saw the barrier open).
+    pub fn mark_working(&self, worker: usize) {
+        self.set_stage(worker, Stage::Working);
     }
 
     pub fn ready(&self) -> u32 {
         self.control().ready.load(Ordering::Acquire)
     }
 
-    /// Records a worker failure, tells every other worker to stop, and wakes
-    /// the coordinator if it sleeps in [`SharedRegion::wait_for_failure`].
+    /// Records a worker failure, tells every other worker to stop, and wakes the coordinator.
     pub fn mark_failed(&self) {
         self.control().failed.fetch_add(1, Ordering::AcqRel);
-        futex_wake_all(&self.control().failed);
         self.set_phase(Phase::Abort);
-    }
-
-    /// Sleeps up to `timeout`, returning early when a worker fails or a
-    /// signal arrives (the futex wait returns EINTR). Sleeping here rather
-    /// than polling keeps the coordinator off the CPUs the workers measure on.
-    pub fn wait_for_failure(&self, timeout: std::time::Duration) {
-        if self.failed() > 0 {
-            return;
-        }
-        let ts = libc::timespec {
-            tv_sec: timeout.as_secs() as libc::time_t,
-            tv_nsec: timeout.subsec_nanos() as libc::c_long,
-        };
-        // SAFETY: FUTEX_WAIT with a relative timeout on a valid, aligned u32.
-        unsafe {
-            libc::syscall(
-                libc::SYS_futex,
-                self.control().failed.as_ptr(),
-                libc::FUTEX_WAIT,
-                0u32,
-                &ts as *const libc::timespec,
-            );
-        }
+        self.notify();
     }
 
     pub fn failed(&self) -> u32 {
         self.control().failed.load(Ordering::Acquire)
     }
 
-    /// Counts a worker out, waking the coordinator (which waits for all of
-    /// them to finish fixed work).
-    pub fn mark_exited(&self) {
+    /// Counts a worker out, waking the coordinator.
+    pub fn mark_exited(&self, worker: usize) {
+        self.set_stage(worker, Stage::Exited);
         self.control().exited.fetch_add(1, Ordering::AcqRel);
-        futex_wake_all(&self.control().failed);
+        self.notify();
     }
 
     pub fn exited(&self) -> u32 {
@@ -287,7 +352,7 @@ fn futex_wait(word: &AtomicU32, expected: u32) {
     }
 }
 
-fn futex_wake_all(word: &AtomicU32) {
+pub(super) fn futex_wake_all(word: &AtomicU32) {
     // SAFETY: FUTEX_WAKE on a valid, aligned u32.
     unsafe {
         libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE, i32::MAX);
@@ -324,9 +389,42 @@ mod tests {
     fn failure_aborts_the_phase() {
         let region = SharedRegion::new(2).unwrap();
         assert_eq!(region.phase(), Phase::Setup);
+        let seen = region.events();
         region.mark_failed();
+        assert_ne!(region.events(), seen);
         assert_eq!(region.failed(), 1);
         assert_eq!(region.phase(), Phase::Abort);
         assert_eq!(region.wait_for_start(), Phase::Abort);
+    }
+}
+
+#[cfg(test)]
+mod event_tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn a_wake_before_the_wait_is_not_lost() {
+        let region = SharedRegion::new(1).unwrap();
+        let seen = region.events();
+        // The event lands between reading the word and sleeping...
+        region.mark_ready(0);
+        let start = Instant::now();
+        // ...so the sleep ends at once instead of after its timeout.
+        region.wait_for_event(seen, Duration::from_secs(10));
+        assert!(start.elapsed() < Duration::from_secs(1));
+        assert_eq!(region.report(0).stage(), Stage::Ready);
+        region.mark_completed(0);
+        assert_eq!(region.report(0).stage(), Stage::Completed);
+        region.mark_exited(0);
+        assert_eq!((region.report(0).stage(), region.exited()), (Stage::Exited, 1));
+    }
+
+    #[test]
+    fn an_unchanged_word_sleeps_until_the_timeout() {
+        let region = SharedRegion::new(1).unwrap();
+        let start = Instant::now();
+        region.wait_for_event(region.events(), Duration::from_millis(50));
+        assert!(start.elapsed() >= Duration::from_millis(45));
     }
 }

@@ -7,6 +7,7 @@ use anyhow::Result;
 
 use super::latency::{LatencyRegion, Recorder};
 use super::shared::{Phase, SharedRegion};
+use crate::panics;
 use crate::replay::{Player, ReplayError, Trace};
 use crate::sys;
 use crate::workloads::{
@@ -33,14 +34,25 @@ pub(super) struct WorkerPlan<'a> {
 }
 
 /// The body of worker `index`. Never panics across this boundary: every
-/// failure ends up as a message in the worker's report.
+/// failure, a panic included, ends up as a message in the worker's report.
 pub(super) fn worker_main(plan: &WorkerPlan<'_>, index: usize) {
-    let region = plan.region;
-    if let Err(error) = run_worker(plan, index) {
-        region.report(index).set_error(&format!("worker {index}: {error:#}"));
+    guarded(plan.region, index, || run_worker(plan, index));
+}
+
+/// Runs a worker body, turning an error or a panic into a failure the
+/// coordinator sees, and always counting the worker out.
+fn guarded(region: &SharedRegion, index: usize, body: impl FnOnce() -> Result<()>) {
+    let outcome = panics::catch(body);
+    let message = match outcome {
+        Ok(Ok(())) => None,
+        Ok(Err(error)) => Some(format!("worker {index}: {error:#}")),
+        Err(panic) => Some(format!("worker {index} panicked: {panic}")),
+    };
+    if let Some(message) = message {
+        region.report(index).set_error(&message);
         region.mark_failed();
     }
-    region.mark_exited();
+    region.mark_exited(index);
 }
 
 fn run_worker(plan: &WorkerPlan<'_>, index: usize) -> Result<()> {
@@ -88,14 +100,18 @@ fn run_job(env: &WorkerEnv<'_>, region: &SharedRegion, index: usize) -> Result<(
     let mut job = workloads::job(env)?;
     let report = region.report(index);
     let counter = &region.counter(index).ops;
-    let stop = || region.phase() == Phase::Abort;
+    let stop = || {
+        report.beat();
+        region.phase() == Phase::Abort
+    };
     let progress = |done: u64| counter.store(done, Ordering::Relaxed);
     let ctx = JobContext { stop: &stop, progress: &progress };
     job.prepare(&ctx).map_err(anyhow::Error::msg)?;
-    region.mark_ready();
+    region.mark_ready(index);
     if region.wait_for_start() != Phase::Window {
         return Ok(()); // abandoned before the start
     }
+    region.mark_working(index);
     record_cpu(&report.cpu_at_window_start);
     let output = job.run(&ctx).map_err(anyhow::Error::msg)?;
     let completed = sys::monotonic_ns();
@@ -103,7 +119,7 @@ fn run_job(env: &WorkerEnv<'_>, region: &SharedRegion, index: usize) -> Result<(
     report.bytes.store(output.bytes, Ordering::Relaxed);
     record_cpu(&report.cpu_at_window_end);
     report.completed_ns.store(completed, Ordering::Release);
-    region.mark_completed();
+    region.mark_completed(index);
     // Untimed cleanup once everybody is done, so it never overlaps a timed job.
     if region.wait_while(Phase::Window) == Phase::Stop {
         job.finish(&ctx).map_err(anyhow::Error::msg)?;
@@ -115,7 +131,7 @@ fn run_job(env: &WorkerEnv<'_>, region: &SharedRegion, index: usize) -> Result<(
 fn run_replay(trace: &Trace, env: &WorkerEnv<'_>, region: &SharedRegion, recorder: Option<Recorder<'_>>) -> Result<()> {
     let recorder = recorder.ok_or_else(|| anyhow::anyhow!("replay needs latency histograms (internal error)"))?;
     let mut player = Player::new(trace, env.dir);
-    region.mark_ready();
+    region.mark_ready(env.index);
     let bytes = replay_loop(&mut player, region, env.index, recorder)
         .map_err(|e| anyhow::anyhow!("{}, line {}: {}", trace.name, e.line, e.message))?;
     region.report(env.index).bytes.store(bytes, Ordering::Relaxed);
@@ -133,7 +149,7 @@ struct Driver<'a> {
 
 impl OpDriver<Result<(), String>> for Driver<'_> {
     fn drive<O: Op>(self, mut op: O) -> Result<(), String> {
-        self.region.mark_ready();
+        self.region.mark_ready(self.index);
         let outcome = match self.recorder {
             None => hot_loop(&mut op, self.region, self.index),
             Some(recorder) => timed_loop(&mut op, self.region, self.index, recorder),
@@ -263,4 +279,30 @@ fn record_cpu(into: &[AtomicU64; 2]) {
     let (user, system) = sys::thread_cpu_micros();
     into[0].store(user, Ordering::Relaxed);
     into[1].store(system, Ordering::Relaxed);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panicking_worker_is_a_failure_with_its_message() {
+        let region = SharedRegion::new(2).unwrap();
+        guarded(&region, 1, || panic!("index out of range"));
+        assert_eq!(region.failed(), 1);
+        assert_eq!(region.phase(), Phase::Abort);
+        let message = region.report(1).error().unwrap();
+        assert!(message.starts_with("worker 1 panicked: index out of range"), "{message}");
+        assert_eq!(region.exited(), 1);
+    }
+
+    #[test]
+    fn an_error_is_a_failure_and_success_is_not() {
+        let region = SharedRegion::new(2).unwrap();
+        guarded(&region, 0, || Ok(()));
+        assert_eq!((region.failed(), region.exited()), (0, 1));
+        guarded(&region, 1, || Err(anyhow::anyhow!("openat failed")));
+        assert_eq!(region.report(1).error().unwrap(), "worker 1: openat failed");
+        assert_eq!((region.failed(), region.exited()), (1, 2));
+    }
 }

@@ -46,7 +46,7 @@ impl Scratch {
             .map_err(|e| dir_error(parent, e))?;
         // SAFETY: fresh fd, owned here.
         let parent_fd = unsafe { OwnedFd::from_raw_fd(parent_fd) };
-        let token = random_token();
+        let token = sys::random_hex(16);
         let name =
             format!("{PREFIX}{}-{}-{}", std::process::id(), SEQUENCE.fetch_add(1, Ordering::Relaxed), &token[..8]);
         let name_c = sys::cname(&name);
@@ -145,17 +145,6 @@ fn dir_error(dir: &Path, errno: Errno) -> anyhow::Error {
         libc::ENOTDIR => anyhow::anyhow!("--dir {} is not a directory; pass a directory", dir.display()),
         _ => anyhow::anyhow!("cannot open --dir {}: {}", dir.display(), sys::errno_text(errno)),
     }
-}
-
-fn random_token() -> String {
-    let mut bytes = [0u8; 16];
-    // SAFETY: the buffer is valid for its length.
-    let got = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
-    if got != bytes.len() as isize {
-        // getrandom cannot fail for 16 bytes after boot; the clock is a fallback.
-        bytes[..8].copy_from_slice(&sys::monotonic_ns().to_ne_bytes());
-    }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn read_small_file(dir: RawFd, name: &str) -> Option<String> {

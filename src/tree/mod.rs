@@ -289,25 +289,17 @@ pub fn write_dir(spec: &TreeSpec, dir: &Path) -> Result<TreeStats> {
 /// Writes the tarball to `path` (which must not exist) through a temporary
 /// file, so a half-written tarball never carries the final name.
 pub fn write_tar_file(spec: &TreeSpec, path: &Path) -> Result<TreeStats> {
-    if path.exists() {
+    if std::fs::symlink_metadata(path).is_ok() {
         bail!("{} exists; remove it or choose another name (fsscale tree never overwrites)", path.display());
     }
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(format!(".tmp{}", std::process::id()));
-    let tmp = std::path::PathBuf::from(tmp);
-    let file = std::fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
-    let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
-    let written = write_tar(spec, &mut out).and_then(|stats| out.flush().map(|()| stats));
-    match written {
-        Ok(stats) => {
-            std::fs::rename(&tmp, path).with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))?;
-            Ok(stats)
-        }
-        Err(e) => {
-            let _ = std::fs::remove_file(&tmp);
-            Err(e).with_context(|| format!("writing {}", path.display()))
-        }
-    }
+    let mut file = crate::atomic_file::AtomicFile::create(path)?;
+    let mut out = std::io::BufWriter::with_capacity(1 << 20, file.file());
+    let stats = write_tar(spec, &mut out)
+        .and_then(|stats| out.flush().map(|()| stats))
+        .with_context(|| format!("writing {}", path.display()))?;
+    drop(out);
+    file.create_new().context("fsscale tree never overwrites")?;
+    Ok(stats)
 }
 
 fn set_mode_and_time(path: &Path, mode: u32, mtime: i64) -> Result<()> {

@@ -1,0 +1,185 @@
+//! Files that appear whole or not at all, written through a temporary file
+//! that nobody can prepare for us: an unpredictable name in the target's
+//! own directory, created with `O_CREAT | O_EXCL | O_NOFOLLOW` (so a planted
+//! file or symbolic link makes the create fail instead of redirecting a
+//! root-owned write), then renamed over the target, or next to it without
+//! replacing anything.
+
+use std::ffi::CString;
+use std::fs::File;
+use std::io::Write;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, bail, Result};
+
+use crate::sys;
+
+/// A temporary file on its way to becoming `path`; removed if dropped uncommitted.
+pub struct AtomicFile {
+    dir: OwnedFd,
+    temp_name: CString,
+    name: CString,
+    path: PathBuf,
+    file: Option<File>,
+}
+
+impl AtomicFile {
+    /// Creates the temporary file in `path`'s directory.
+    pub fn create(path: &Path) -> Result<AtomicFile> {
+        let (dir, name) = open_parent(path)?;
+        for _ in 0..8 {
+            let temp = format!(".{}.{}.tmp", name.to_string_lossy(), sys::random_hex(8));
+            let temp_name = sys::cname(&temp);
+            let flags = libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_WRONLY;
+            match sys::openat(dir.as_raw_fd(), &temp_name, flags, 0o644) {
+                // SAFETY: a fresh descriptor, owned by the File from here on.
+                Ok(fd) => {
+                    let file = Some(unsafe { File::from_raw_fd(fd) });
+                    return Ok(AtomicFile { dir, temp_name, name, path: path.to_path_buf(), file });
+                }
+                Err(libc::EEXIST) => continue,
+                Err(e) => bail!("cannot create a temporary file next to {}: {}", path.display(), sys::errno_text(e)),
+            }
+        }
+        bail!("cannot create a temporary file next to {}: every name tried exists", path.display())
+    }
+
+    pub fn file(&mut self) -> &mut File {
+        self.file.as_mut().expect("present until committed")
+    }
+
+    /// Gives the file its name, replacing whatever had it (never following
+    /// a symbolic link there: the link itself is replaced).
+    pub fn replace(mut self) -> Result<()> {
+        self.file.take();
+        sys::renameat(self.dir.as_raw_fd(), &self.temp_name, &self.name)
+            .map_err(|e| anyhow!("cannot write {}: {}", self.path.display(), sys::errno_text(e)))?;
+        self.temp_name = CString::default();
+        Ok(())
+    }
+
+    /// Gives the file its name only if nothing has it yet.
+    pub fn create_new(mut self) -> Result<()> {
+        self.file.take();
+        let dir = self.dir.as_raw_fd();
+        // A hard link never replaces an existing name; then the temporary name goes.
+        // SAFETY: valid C strings and a directory descriptor; flags 0 never follows links.
+        let linked = unsafe { libc::linkat(dir, self.temp_name.as_ptr(), dir, self.name.as_ptr(), 0) };
+        if linked != 0 {
+            let errno = sys::last_errno();
+            return match errno {
+                libc::EEXIST => Err(anyhow!("{} exists; remove it or choose another name", self.path.display())),
+                e => Err(anyhow!("cannot write {}: {}", self.path.display(), sys::errno_text(e))),
+            };
+        }
+        let _ = sys::unlinkat(dir, &self.temp_name, 0);
+        self.temp_name = CString::default();
+        Ok(())
+    }
+}
+
+impl Drop for AtomicFile {
+    fn drop(&mut self) {
+        if !self.temp_name.as_bytes().is_empty() {
+            let _ = sys::unlinkat(self.dir.as_raw_fd(), &self.temp_name, 0);
+        }
+    }
+}
+
+/// Writes `bytes` to `path` atomically, replacing it.
+pub fn write(path: &Path, bytes: &[u8]) -> Result<()> {
+    let mut file = AtomicFile::create(path)?;
+    file.file().write_all(bytes).map_err(|e| anyhow!("writing {}: {e}", path.display()))?;
+    file.replace()
+}
+
+/// Creates `dir/STEM.EXT`, or `dir/STEM-2.EXT`, ... whichever does not
+/// exist yet, exclusively: two processes never get the same name.
+pub fn create_unique(dir: &Path, stem: &str, ext: &str) -> Result<PathBuf> {
+    std::fs::create_dir_all(dir).map_err(|e| anyhow!("cannot create the directory {}: {e}", dir.display()))?;
+    for n in 1..10_000 {
+        let name = if n == 1 { format!("{stem}.{ext}") } else { format!("{stem}-{n}.{ext}") };
+        let path = dir.join(name);
+        let created = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .custom_flags_nofollow()
+            .open(&path);
+        match created {
+            Ok(_) => return Ok(path),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => bail!("cannot create {}: {e}", path.display()),
+        }
+    }
+    bail!("cannot find a free name for {stem}.{ext} in {}", dir.display())
+}
+
+trait NoFollow {
+    fn custom_flags_nofollow(&mut self) -> &mut Self;
+}
+
+impl NoFollow for std::fs::OpenOptions {
+    fn custom_flags_nofollow(&mut self) -> &mut Self {
+        std::os::unix::fs::OpenOptionsExt::custom_flags(self, libc::O_NOFOLLOW)
+    }
+}
+
+/// The directory holding `path` (opened) and the name inside it.
+fn open_parent(path: &Path) -> Result<(OwnedFd, CString)> {
+    let name = path.file_name().ok_or_else(|| anyhow!("{} names no file", path.display()))?;
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let parent_c = sys::cstring(parent)?;
+    let fd = sys::openat(libc::AT_FDCWD, &parent_c, libc::O_RDONLY | libc::O_DIRECTORY, 0)
+        .map_err(|e| anyhow!("cannot open the directory {}: {}", parent.display(), sys::errno_text(e)))?;
+    // SAFETY: a fresh descriptor, owned here.
+    let dir = unsafe { OwnedFd::from_raw_fd(fd) };
+    Ok((dir, sys::cstring(Path::new(name))?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replaces_a_symlink_instead_of_writing_through_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, b"precious").unwrap();
+        let out = dir.path().join("out.json");
+        std::os::unix::fs::symlink(&victim, &out).unwrap();
+        write(&out, b"results").unwrap();
+        assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+        assert_eq!(std::fs::read(&out).unwrap(), b"results");
+        assert!(!std::fs::symlink_metadata(&out).unwrap().file_type().is_symlink());
+        // No temporary file is left.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
+    }
+
+    #[test]
+    fn create_new_never_replaces_and_cleans_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("x.tar");
+        std::fs::write(&out, b"old").unwrap();
+        let mut file = AtomicFile::create(&out).unwrap();
+        file.file().write_all(b"new").unwrap();
+        assert!(file.create_new().unwrap_err().to_string().contains("exists"));
+        assert_eq!(std::fs::read(&out).unwrap(), b"old");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        let dropped = AtomicFile::create(&dir.path().join("y")).unwrap();
+        drop(dropped);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn unique_names_are_exclusive() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = create_unique(dir.path(), "2026-01-01T00-00-00Z", "json").unwrap();
+        let b = create_unique(dir.path(), "2026-01-01T00-00-00Z", "json").unwrap();
+        assert_ne!(a, b);
+        assert!(b.to_string_lossy().ends_with("-2.json"));
+    }
+}
