@@ -101,11 +101,7 @@ pub fn create_unique(dir: &Path, stem: &str, ext: &str) -> Result<PathBuf> {
     for n in 1..10_000 {
         let name = if n == 1 { format!("{stem}.{ext}") } else { format!("{stem}-{n}.{ext}") };
         let path = dir.join(name);
-        let created = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .custom_flags_nofollow()
-            .open(&path);
+        let created = std::fs::OpenOptions::new().write(true).create_new(true).custom_flags_nofollow().open(&path);
         match created {
             Ok(_) => return Ok(path),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,

@@ -151,6 +151,19 @@ pub fn dirents(buf: &[u8], filled: usize) -> impl Iterator<Item = (&[u8], u8)> {
 }
 
 /// Converts a path to a C string, naming the path when it holds a NUL byte.
+/// The mount an open file is on (`statx` `STATX_MNT_ID`): unlike the
+/// device number, it tells a bind mount of the same filesystem apart.
+pub fn mount_id(fd: RawFd) -> Result<u64, Errno> {
+    // SAFETY: statx is plain data, filled by the kernel.
+    let mut stx: libc::statx = unsafe { std::mem::zeroed() };
+    // SAFETY: an empty path with AT_EMPTY_PATH names `fd` itself.
+    check(unsafe { libc::statx(fd, c"".as_ptr(), libc::AT_EMPTY_PATH, libc::STATX_MNT_ID, &mut stx) })?;
+    if stx.stx_mask & libc::STATX_MNT_ID == 0 {
+        return Err(libc::ENOSYS);
+    }
+    Ok(stx.stx_mnt_id)
+}
+
 /// The effective user id.
 pub fn euid() -> u32 {
     // SAFETY: geteuid has no preconditions.
@@ -195,7 +208,9 @@ pub fn ensure_private_dir(dir: &Path, what: &str) -> Result<(), String> {
         None
     };
     match problem {
-        Some(p) => Err(format!("the {what} {} is {p}; use a directory of your own that only you can write", dir.display())),
+        Some(p) => {
+            Err(format!("the {what} {} is {p}; use a directory of your own that only you can write", dir.display()))
+        }
         None => Ok(()),
     }
 }

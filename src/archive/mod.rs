@@ -17,7 +17,11 @@
 //! parent instead of a walk from the top.
 
 mod input;
+mod tally;
 
+pub use tally::tally;
+
+use std::collections::HashSet;
 use std::ffi::CString;
 use std::io::Read;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -69,6 +73,7 @@ pub fn extract(
     let mut stats = ExtractStats::default();
     let mut pending = Pending::default();
     let mut dir_fixups: Vec<(Vec<String>, u32, i64)> = Vec::new();
+    let mut links = Links::default();
     loop {
         if stop() {
             bail!("stopped");
@@ -111,7 +116,7 @@ pub fn extract(
             }
             b'2' => {
                 input.skip_data(size, offset, &name)?;
-                check_symlink_target(parents.len(), &link).map_err(at)?;
+                links.add(parents, leaf, &link).map_err(at)?;
                 let target = CString::new(link.as_str()).map_err(|_| at("link target holds a NUL byte".into()))?;
                 replace(parent, &leaf_c, |p, n| {
                     // SAFETY: valid C strings and directory fd.
@@ -180,7 +185,10 @@ pub fn scan(input: &mut dyn Read) -> Result<ExtractStats> {
         let Some(Entry { offset, block: header, size, name }) = next_entry(&mut input, &mut pending)? else {
             return Ok(stats);
         };
+        // "./" is the extraction directory itself, which extract() does not count either.
+        let is_root = components(&name).is_ok_and(|parts| parts.is_empty());
         match header[156] {
+            _ if is_root => {}
             b'0' | 0 | b'7' => {
                 stats.files += 1;
                 stats.bytes += size;
@@ -214,7 +222,10 @@ fn next_entry(input: &mut Input<'_>, pending: &mut Pending) -> Result<Option<Ent
             return Ok(None);
         }
         verify_checksum(&block, offset)?;
-        let size = pending.size.take().map(Ok).unwrap_or_else(|| parse_size(&block[124..136], offset))?;
+        let size = match pending.size.take() {
+            Some(size) => checked_size(size, offset)?,
+            None => parse_size(&block[124..136], offset)?,
+        };
         let name = pending.path.take().unwrap_or_else(|| header_name(&block));
         let typeflag = block[156];
         if !matches!(typeflag, b'x' | b'g' | b'L' | b'K') {
@@ -369,28 +380,76 @@ fn components(path: &str) -> Result<Vec<&str>, String> {
     Ok(parts)
 }
 
-/// A link at depth `depth` (components of its directory below the root)
-/// may point anywhere that stays at depth ≥ 0 at every step.
-fn check_symlink_target(depth: usize, target: &str) -> Result<(), String> {
+/// The symbolic links extracted so far, and every directory path a link's
+/// target passes through: together they stop a chain of links that each
+/// look harmless from resolving above the extraction directory.
+#[derive(Default)]
+struct Links {
+    made: HashSet<String>,
+    passed_through: HashSet<String>,
+}
+
+impl Links {
+    /// Checks a link at `parents/leaf` to `target` against what was
+    /// extracted, then records it.
+    fn add(&mut self, parents: &[&str], leaf: &str, target: &str) -> Result<(), String> {
+        let path = join(parents, leaf);
+        if self.passed_through.contains(&path) {
+            return Err(format!(
+                "refusing symbolic link to \"{target}\": an earlier link's target passes through \"{path}\""
+            ));
+        }
+        let passed = resolve_link(parents, target)?;
+        if let Some(link) = passed.iter().find(|p| self.made.contains(*p) || **p == path) {
+            return Err(format!(
+                "refusing symbolic link to \"{target}\": it passes through the symbolic link \"{link}\""
+            ));
+        }
+        self.passed_through.extend(passed);
+        self.made.insert(path);
+        Ok(())
+    }
+}
+
+fn join(parents: &[&str], leaf: &str) -> String {
+    let mut path = parents.join("/");
+    if !path.is_empty() {
+        path.push('/');
+    }
+    path.push_str(leaf);
+    path
+}
+
+/// Resolves `target` lexically from the link's directory `parents`: it must
+/// stay inside the extraction directory at every step. Returns the
+/// directories it passes through (every prefix but the final one), which
+/// must not be symbolic links for the lexical answer to be the real one.
+fn resolve_link(parents: &[&str], target: &str) -> Result<Vec<String>, String> {
     if target.starts_with('/') {
         return Err(format!("refusing symbolic link to \"{target}\": absolute target"));
     }
-    let mut level = depth as i64;
-    for part in target.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => {
-                level -= 1;
-                if level < 0 {
-                    return Err(format!(
-                        "refusing symbolic link to \"{target}\": it leads outside the extraction directory"
-                    ));
-                }
+    let mut at: Vec<&str> = parents.to_vec();
+    let mut passed = Vec::new();
+    let parts: Vec<&str> = target.split('/').filter(|p| !p.is_empty() && *p != ".").collect();
+    for (i, part) in parts.iter().enumerate() {
+        if *part == ".." {
+            if at.pop().is_none() {
+                return Err(format!(
+                    "refusing symbolic link to \"{target}\": it leads outside the extraction directory"
+                ));
             }
-            _ => level += 1,
+        } else {
+            at.push(part);
+            if i + 1 < parts.len() {
+                passed.push(at.join("/"));
+            }
         }
     }
-    Ok(())
+    // The link's own directory chain is walked too when the target starts with "..".
+    for depth in 1..=parents.len() {
+        passed.push(parents[..depth].join("/"));
+    }
+    Ok(passed)
 }
 
 fn verify_checksum(header: &[u8; BLOCK], offset: u64) -> Result<()> {
@@ -426,9 +485,21 @@ fn parse_size(field: &[u8], offset: u64) -> Result<u64> {
                 .and_then(|v| v.checked_add(u64::from(b)))
                 .ok_or_else(|| anyhow!("corrupt tarball: entry size too large at byte offset {offset}"))?;
         }
-        return Ok(value);
+        return checked_size(value, offset);
     }
-    parse_octal(field).ok_or_else(|| anyhow!("corrupt tarball: bad size field at byte offset {offset}"))
+    let value = parse_octal(field).ok_or_else(|| anyhow!("corrupt tarball: bad size field at byte offset {offset}"))?;
+    checked_size(value, offset)
+}
+
+/// The largest entry size accepted: far beyond any real file, and small
+/// enough that rounding up to whole blocks and adding offsets cannot wrap.
+const MAX_ENTRY_SIZE: u64 = 1 << 62;
+
+fn checked_size(size: u64, offset: u64) -> Result<u64> {
+    if size > MAX_ENTRY_SIZE {
+        bail!("corrupt tarball: entry size {size} at byte offset {offset} is impossibly large");
+    }
+    Ok(size)
 }
 
 fn field(bytes: &[u8]) -> String {

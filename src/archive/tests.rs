@@ -185,3 +185,46 @@ fn can_be_stopped_between_entries() {
     let err = extract(&mut &tar[..], root.as_raw_fd(), &|| true, &|_| {}).unwrap_err();
     assert_eq!(err.to_string(), "stopped");
 }
+
+#[test]
+fn refuses_a_chain_of_links_that_escapes() {
+    // Each link looks harmless on its own; together "esc" resolves three
+    // levels above the extraction directory.
+    let tar = craft(&[
+        ("a/b/c/", b'5', "", b""),
+        ("a/b/c/up", b'2', "../../..", b""),
+        ("esc", b'2', "a/b/c/up/../../..", b""),
+    ]);
+    refused(&tar, "refusing symbolic link to \"a/b/c/up/../../..\": it passes through the symbolic link \"a/b/c/up\"");
+    // The same chain with the links in the other order.
+    let tar = craft(&[
+        ("a/b/c/", b'5', "", b""),
+        ("esc", b'2', "a/b/c/up/../../..", b""),
+        ("a/b/c/up", b'2', "../../..", b""),
+    ]);
+    refused(&tar, "refusing symbolic link to \"../../..\": an earlier link's target passes through \"a/b/c/up\"");
+    // Ordinary links, to files and directories, still extract.
+    let dir = tempfile::tempdir().unwrap();
+    let tar = craft(&[("usr/bin/", b'5', "", b""), ("bin", b'2', "usr/bin", b""), ("usr/lib/x", b'2', "../bin", b"")]);
+    assert_eq!(extract_bytes(&tar, dir.path()).unwrap().symlinks, 2);
+}
+
+#[test]
+fn refuses_sizes_that_would_wrap() {
+    // GNU base-256 size of 2^64 - 1.
+    let mut tar = craft(&[("big", b'0', "", b"")]);
+    tar[124..128].copy_from_slice(&[0x80, 0, 0, 0]);
+    tar[128..136].copy_from_slice(&[0xff; 8]);
+    let sum: u64 =
+        tar[..512].iter().enumerate().map(|(i, &b)| if (148..156).contains(&i) { 32 } else { u64::from(b) }).sum();
+    tar[148..156].copy_from_slice(format!("{sum:06o}\0 ").as_bytes());
+    refused(&tar, "is impossibly large");
+    // A pax size of 2^64 - 1.
+    let record = "29 size=18446744073709551615\n";
+    let mut pax = Vec::new();
+    write_entry_header(&mut pax, "pax", 0o644, record.len() as u64, 0, b'x', "").unwrap();
+    pax.extend_from_slice(record.as_bytes());
+    pax.resize(1024, 0);
+    pax.extend_from_slice(&craft(&[("big", b'0', "", b"")]));
+    refused(&pax, "is impossibly large");
+}

@@ -1,5 +1,13 @@
 //! Command templates: shell-like word splitting without a shell, and the
-//! `{dir}`, `{worker}`, `{workers}`, `{scratch}` placeholders.
+//! `{dir}`, `{worker}`, `{workers}`, `{scratch}` (and `{tarball}`)
+//! placeholders.
+//!
+//! Without a shell a placeholder's value goes into its word as it is. For
+//! `sh -c` a path is never pasted into the script, where a quote or `$(...)`
+//! in a crafted `--dir` would be code: each placeholder is rewritten to a
+//! reference to its environment variable (`FSSCALE_DIR`, ...) quoted for the
+//! context it stands in (bare, inside "...", inside '...', inside `$(...)`),
+//! and the values travel in the environment.
 
 use std::path::Path;
 
@@ -10,16 +18,116 @@ pub struct Placeholders<'a> {
     pub worker: usize,
     pub workers: usize,
     pub scratch: &'a Path,
+    /// `untar --extract-cmd`: the tarball.
+    pub tarball: Option<&'a Path>,
 }
 
 impl Placeholders<'_> {
-    fn expand(&self, text: &str, quote: impl Fn(&str) -> String) -> String {
-        // Only the known names: `{}` (find -exec) and other braces stay as they are.
-        text.replace("{dir}", &quote(&self.dir.display().to_string()))
-            .replace("{workers}", &self.workers.to_string())
-            .replace("{worker}", &self.worker.to_string())
-            .replace("{scratch}", &quote(&self.scratch.display().to_string()))
+    /// (placeholder, environment variable, value) of every placeholder that has a value.
+    fn table(&self) -> Vec<(&'static str, &'static str, String)> {
+        let mut all = vec![
+            ("{dir}", "FSSCALE_DIR", self.dir.display().to_string()),
+            ("{workers}", "FSSCALE_WORKERS", self.workers.to_string()),
+            ("{worker}", "FSSCALE_WORKER", self.worker.to_string()),
+            ("{scratch}", "FSSCALE_SCRATCH", self.scratch.display().to_string()),
+        ];
+        if let Some(tarball) = self.tarball {
+            all.push(("{tarball}", "FSSCALE_TARBALL", tarball.display().to_string()));
+        }
+        all
     }
+
+    /// The values as environment variables, which `--shell` scripts read.
+    pub fn environment(&self) -> Vec<(&'static str, String)> {
+        self.table().into_iter().map(|(_, var, value)| (var, value)).collect()
+    }
+
+    /// A word with every placeholder replaced by its value (no shell).
+    fn expand(&self, text: &str) -> String {
+        // Only the known names: `{}` (find -exec) and other braces stay as they are.
+        let mut out = text.to_string();
+        for (name, _, value) in self.table() {
+            out = out.replace(name, &value);
+        }
+        out
+    }
+
+    /// A script with every placeholder replaced by a reference to its
+    /// variable, quoted for where it stands (see the module docs).
+    fn expand_for_shell(&self, script: &str) -> String {
+        let table = self.table();
+        let mut out = String::with_capacity(script.len());
+        let mut contexts = vec![ShellContext::Bare];
+        let mut rest = script;
+        while let Some(c) = rest.chars().next() {
+            let context = *contexts.last().expect("never empty");
+            if context != ShellContext::Single {
+                if let Some((name, var, _)) = table.iter().find(|(name, _, _)| rest.starts_with(name)) {
+                    out.push_str(&match context {
+                        ShellContext::Double => format!("${{{var}}}"),
+                        _ => format!("\"${{{var}}}\""),
+                    });
+                    rest = &rest[name.len()..];
+                    continue;
+                }
+            } else if let Some((name, var, _)) = table.iter().find(|(name, _, _)| rest.starts_with(name)) {
+                // Close the single quotes, expand in double quotes, reopen.
+                out.push_str(&format!("'\"${{{var}}}\"'"));
+                rest = &rest[name.len()..];
+                continue;
+            }
+            let mut taken = c.len_utf8();
+            match (context, c) {
+                (ShellContext::Single, '\'') => {
+                    contexts.pop();
+                }
+                (ShellContext::Single, _) => {}
+                (_, '\\') => taken += rest[1..].chars().next().map_or(0, char::len_utf8),
+                (ShellContext::Double, '"') => {
+                    contexts.pop();
+                }
+                (_, '"') => contexts.push(ShellContext::Double),
+                (ShellContext::Double, '\'') => {}
+                (_, '\'') => contexts.push(ShellContext::Single),
+                (_, '$') if rest[1..].starts_with('(') => {
+                    taken += 1;
+                    contexts.push(ShellContext::Substitution(0));
+                }
+                (ShellContext::Backtick, '`') => {
+                    contexts.pop();
+                }
+                (_, '`') => contexts.push(ShellContext::Backtick),
+                (ShellContext::Substitution(depth), '(') => {
+                    *contexts.last_mut().expect("never empty") = ShellContext::Substitution(depth + 1)
+                }
+                (ShellContext::Substitution(0), ')') => {
+                    contexts.pop();
+                }
+                (ShellContext::Substitution(depth), ')') => {
+                    *contexts.last_mut().expect("never empty") = ShellContext::Substitution(depth - 1)
+                }
+                _ => {}
+            }
+            out.push_str(&rest[..taken]);
+            rest = &rest[taken..];
+        }
+        out
+    }
+}
+
+/// Where a placeholder stands in a shell script, for quoting it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ShellContext {
+    /// Outside quotes (the script's top level).
+    Bare,
+    /// Inside "...".
+    Double,
+    /// Inside '...'.
+    Single,
+    /// Inside $(...), at this depth of inner parentheses: quoting starts afresh.
+    Substitution(u32),
+    /// Inside `...`.
+    Backtick,
 }
 
 /// What to execute: an argument vector, or a script for `sh -c` (`--shell`).
@@ -35,13 +143,13 @@ impl CommandLine {
     /// spaces stays one argument; with `shell`, values are quoted for `sh`.
     pub fn build(template: &str, shell: bool, values: &Placeholders<'_>) -> Result<CommandLine, String> {
         if shell {
-            return Ok(CommandLine::Shell(values.expand(template, sh_quote)));
+            return Ok(CommandLine::Shell(values.expand_for_shell(template)));
         }
         let words = split_words(template)?;
         if words.is_empty() {
             return Err("the command is empty".into());
         }
-        Ok(CommandLine::Argv(words.iter().map(|w| values.expand(w, str::to_string)).collect()))
+        Ok(CommandLine::Argv(words.iter().map(|w| values.expand(w)).collect()))
     }
 
     /// The command as a user would type it, for messages.
@@ -137,7 +245,7 @@ mod tests {
     use super::*;
 
     fn values() -> Placeholders<'static> {
-        Placeholders { dir: Path::new("/s/x y/w3"), worker: 3, workers: 8, scratch: Path::new("/s/x y") }
+        Placeholders { dir: Path::new("/s/x y/w3"), worker: 3, workers: 8, scratch: Path::new("/s/x y"), tarball: None }
     }
 
     #[test]
@@ -166,7 +274,7 @@ mod tests {
             ])
         );
         let shell = CommandLine::build("cd {dir} && make -j{workers}", true, &values()).unwrap();
-        assert_eq!(shell, CommandLine::Shell("cd '/s/x y/w3' && make -j8".into()));
+        assert_eq!(shell, CommandLine::Shell(r#"cd "${FSSCALE_DIR}" && make -j"${FSSCALE_WORKERS}""#.into()));
         assert_eq!(CommandLine::build("  ", false, &values()).unwrap_err(), "the command is empty");
     }
 
@@ -175,5 +283,38 @@ mod tests {
         let cmd = CommandLine::Argv(vec!["ls".into(), "a b".into(), "it's".into()]);
         assert_eq!(cmd.display(), r"ls 'a b' 'it'\''s'");
         assert_eq!(split_words(&cmd.display()).unwrap(), ["ls", "a b", "it's"]);
+    }
+}
+
+#[cfg(test)]
+mod shell_tests {
+    use super::*;
+
+    /// Runs the script built from `template` with the real `sh`, in the
+    /// environment the runner gives it, and returns its stdout.
+    fn sh(template: &str, dir: &str) -> String {
+        let values =
+            Placeholders { dir: Path::new(dir), worker: 1, workers: 2, scratch: Path::new("/s"), tarball: None };
+        let CommandLine::Shell(script) = CommandLine::build(template, true, &values).unwrap() else { unreachable!() };
+        let out = std::process::Command::new("sh").arg("-c").arg(&script).envs(values.environment()).output().unwrap();
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    #[test]
+    fn placeholders_are_safe_in_every_quoting_context() {
+        let hostile = "/t/a b'c\"d$(touch /tmp/fsscale-pwned)`id`";
+        for template in [
+            "printf '%s\\n' {dir}",
+            "printf '%s\\n' \"{dir}\"",
+            "printf '%s\\n' '{dir}'",
+            "printf '%s\\n' \"$(printf '%s' {dir})\"",
+            "printf '%s\\n' \"x{dir}y\" | sed 's/^x//; s/y$//'",
+            "printf '%s\\n' \"`printf '%s' {dir}`\"",
+        ] {
+            assert_eq!(sh(template, hostile), format!("{hostile}\n"), "{template}");
+        }
+        assert!(!Path::new("/tmp/fsscale-pwned").exists());
+        // Numbers, and text around placeholders, stay as they are.
+        assert_eq!(sh("echo {worker}/{workers} '{}' \\{dir}x", "/d"), "1/2 {} {dir}x\n");
     }
 }

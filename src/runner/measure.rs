@@ -103,7 +103,8 @@ fn measure(
     };
     // At --share same the copies share one directory: its --setup and --cleanup run once, here.
     let shared_dir = scratch.path().join(SHARED_DIR);
-    let values = Placeholders { dir: &shared_dir, worker: 0, workers: spec.workers, scratch: scratch.path() };
+    let values =
+        Placeholders { dir: &shared_dir, worker: 0, workers: spec.workers, scratch: scratch.path(), tarball: None };
     let once = inputs.command.filter(|_| spec.share == Share::Same);
     let stop = || signals::check().is_err();
     if let Some(command) = once {
@@ -308,7 +309,12 @@ fn wait_ready(watch: &mut Watch<'_>, workers: usize) -> Result<()> {
 
 /// Fixed work: opens the barrier and waits for every worker to finish,
 /// sampling progress; the run's time is the slowest worker's.
-fn coordinate_fixed_work(plan: &WorkerPlan<'_>, watch: &mut Watch<'_>, workers: usize, timing: &Timing) -> Result<Window> {
+fn coordinate_fixed_work(
+    plan: &WorkerPlan<'_>,
+    watch: &mut Watch<'_>,
+    workers: usize,
+    timing: &Timing,
+) -> Result<Window> {
     let region = plan.region;
     wait_ready(watch, workers)?;
     if timing.drop_caches {
@@ -362,12 +368,7 @@ fn coordinate_fixed_work(plan: &WorkerPlan<'_>, watch: &mut Watch<'_>, workers: 
 
 /// Opens the barrier, runs warm-up and window, samples the counters; all
 /// the while watching the workers (`pids` for processes).
-fn coordinate(
-    plan: &WorkerPlan<'_>,
-    workers: usize,
-    pids: Option<&[libc::pid_t]>,
-    timing: &Timing,
-) -> Result<Window> {
+fn coordinate(plan: &WorkerPlan<'_>, workers: usize, pids: Option<&[libc::pid_t]>, timing: &Timing) -> Result<Window> {
     let fixed_work = plan.workload.is_fixed_work();
     let mut watch = Watch::new(plan.region, pids, fixed_work, timing.stall_timeout);
     if fixed_work {
@@ -440,8 +441,7 @@ pub(super) fn drop_caches() -> Result<()> {
 fn run_prepare(plan: &WorkerPlan<'_>) -> Result<()> {
     let Some(command) = plan.command else { return Ok(()) };
     let scratch = plan.scratch_path;
-    let values = Placeholders { dir: scratch, worker: 0, workers: plan.workers, scratch };
+    let values = Placeholders { dir: scratch, worker: 0, workers: plan.workers, scratch, tarball: None };
     let stop = || signals::check().is_err();
     command.run_untimed("--prepare", command.prepare.as_deref(), &values, &stop).map_err(anyhow::Error::msg)
 }
-

@@ -33,6 +33,8 @@ pub struct Scratch {
     dir: OwnedFd,
     dev: u64,
     ino: u64,
+    /// The mount the directory is on: removal never leaves it.
+    mount: u64,
     token: String,
     owner_pid: u32,
     removed: bool,
@@ -66,6 +68,8 @@ impl Scratch {
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
         sys::fstat(dir.as_raw_fd(), &mut st)
             .map_err(|e| anyhow::anyhow!("{}: {}", path.display(), sys::errno_text(e)))?;
+        let mount = sys::mount_id(dir.as_raw_fd())
+            .map_err(|e| anyhow::anyhow!("{}: statx: {}", path.display(), sys::errno_text(e)))?;
         // The umask may have narrowed the mode; 0700 exactly is the contract.
         // SAFETY: plain syscall on an fd we own.
         unsafe { libc::fchmod(dir.as_raw_fd(), 0o700) };
@@ -76,6 +80,7 @@ impl Scratch {
             dir,
             dev: st.st_dev,
             ino: st.st_ino,
+            mount,
             token,
             owner_pid: std::process::id(),
             removed: false,
@@ -123,7 +128,15 @@ impl Scratch {
         if marker.as_deref() != Some(self.marker_text().as_str()) {
             bail!("scratch directory {shown} no longer holds fsscale's marker; not removing it");
         }
-        remove_contents(self.fd(), self.dev, &self.path)?;
+        let mut mounts = Vec::new();
+        remove_contents(self.fd(), self.mount, &self.path, &mut mounts)?;
+        if !mounts.is_empty() {
+            bail!(
+                "left {} alone: a mount inside the scratch directory (fsscale never deletes across mounts); \
+                 unmount it, then remove {shown}",
+                mounts.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+            );
+        }
         sys::unlinkat(self.parent.as_raw_fd(), &self.name, libc::AT_REMOVEDIR)
             .map_err(|e| anyhow::anyhow!("removing scratch directory {shown}: {}", sys::errno_text(e)))
     }
@@ -188,11 +201,13 @@ pub(crate) fn remove_tree_at(dir: RawFd, name: &std::ffi::CStr) -> Result<()> {
     };
     // SAFETY: fresh fd, owned here.
     let sub = unsafe { OwnedFd::from_raw_fd(sub) };
-    // SAFETY: stat is plain data.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    sys::fstat(sub.as_raw_fd(), &mut st)
-        .map_err(|e| anyhow::anyhow!("stat {}: {}", path.display(), sys::errno_text(e)))?;
-    remove_contents(sub.as_raw_fd(), st.st_dev, path)?;
+    let mount = sys::mount_id(sub.as_raw_fd())
+        .map_err(|e| anyhow::anyhow!("statx {}: {}", path.display(), sys::errno_text(e)))?;
+    let mut mounts = Vec::new();
+    remove_contents(sub.as_raw_fd(), mount, path, &mut mounts)?;
+    if let Some(first) = mounts.first() {
+        bail!("{} is a mount point; fsscale never deletes across mounts", first.display());
+    }
     if name.to_bytes() != b"." {
         sys::unlinkat(dir, name, libc::AT_REMOVEDIR)
             .map_err(|e| anyhow::anyhow!("removing {}: {}", path.display(), sys::errno_text(e)))?;
@@ -200,8 +215,10 @@ pub(crate) fn remove_tree_at(dir: RawFd, name: &std::ffi::CStr) -> Result<()> {
     Ok(())
 }
 
-/// Removes everything below `dir`, staying on device `dev`.
-fn remove_contents(dir: RawFd, dev: u64, path: &Path) -> Result<()> {
+/// Removes everything below `dir` that is on mount `mount`; a directory
+/// that is another mount (a bind mount of the same filesystem included) is
+/// left alone and listed in `mounts`.
+fn remove_contents(dir: RawFd, mount: u64, path: &Path, mounts: &mut Vec<PathBuf>) -> Result<()> {
     let fail = |what: &str, name: &std::ffi::CStr, e: Errno| {
         anyhow::anyhow!("{what} {}: {}", path.join(name.to_string_lossy().as_ref()).display(), sys::errno_text(e))
     };
@@ -219,22 +236,29 @@ fn remove_contents(dir: RawFd, dev: u64, path: &Path) -> Result<()> {
             _ => false,
         };
         if !is_dir {
-            sys::unlinkat(dir, &name, 0).map_err(|e| fail("removing", &name, e))?;
+            match sys::unlinkat(dir, &name, 0) {
+                Ok(()) => {}
+                // A file bind-mounted over this name: the mount's, not ours.
+                Err(libc::EBUSY) => mounts.push(path.join(name.to_string_lossy().as_ref())),
+                Err(e) => return Err(fail("removing", &name, e)),
+            }
             continue;
         }
         let sub = sys::openat(dir, &name, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW, 0)
             .map_err(|e| fail("opening", &name, e))?;
         // SAFETY: fresh fd, owned here.
         let sub = unsafe { OwnedFd::from_raw_fd(sub) };
-        // SAFETY: stat is plain data.
-        let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        sys::fstat(sub.as_raw_fd(), &mut st).map_err(|e| fail("stat", &name, e))?;
         let sub_path = path.join(name.to_string_lossy().as_ref());
-        if st.st_dev != dev {
-            bail!("{} is another filesystem mounted inside the scratch directory; unmount it, fsscale will not delete across mounts", sub_path.display());
+        if sys::mount_id(sub.as_raw_fd()).map_err(|e| fail("statx", &name, e))? != mount {
+            mounts.push(sub_path);
+            continue;
         }
-        remove_contents(sub.as_raw_fd(), dev, &sub_path)?;
+        let before = mounts.len();
+        remove_contents(sub.as_raw_fd(), mount, &sub_path, mounts)?;
         drop(sub);
+        if mounts.len() > before {
+            continue; // a mount below keeps this directory
+        }
         sys::unlinkat(dir, &name, libc::AT_REMOVEDIR).map_err(|e| fail("removing", &name, e))?;
     }
     Ok(())

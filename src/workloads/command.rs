@@ -54,7 +54,8 @@ impl CommandSpec {
     /// Checks every template before anything runs.
     pub fn validate(&self) -> Result<(), String> {
         for (flag, template) in self.templates() {
-            let probe = Placeholders { dir: Path::new("/d"), worker: 0, workers: 1, scratch: Path::new("/s") };
+            let probe =
+                Placeholders { dir: Path::new("/d"), worker: 0, workers: 1, scratch: Path::new("/s"), tarball: None };
             CommandLine::build(template, self.shell, &probe).map_err(|e| format!("{flag}: {e}"))?;
         }
         Ok(())
@@ -69,7 +70,7 @@ impl CommandSpec {
         stop: &dyn Fn() -> bool,
     ) -> Result<exec::Finished, String> {
         let line = CommandLine::build(template, self.shell, values)?;
-        let env = environment(values);
+        let env = values.environment();
         let options = RunOptions { cwd: Some(values.dir), timeout: self.timeout, capture_stdout, env: &env, stop };
         exec::run(&line, &options).map_err(|e| e.to_string())
     }
@@ -90,16 +91,6 @@ impl CommandSpec {
             None => Ok(()),
         }
     }
-}
-
-/// The placeholders also as environment variables, for scripts.
-fn environment(values: &Placeholders<'_>) -> Vec<(&'static str, String)> {
-    vec![
-        ("FSSCALE_DIR", values.dir.display().to_string()),
-        ("FSSCALE_WORKER", values.worker.to_string()),
-        ("FSSCALE_WORKERS", values.workers.to_string()),
-        ("FSSCALE_SCRATCH", values.scratch.display().to_string()),
-    ]
 }
 
 /// One copy of the command, as worker `index` runs it.
@@ -128,7 +119,7 @@ impl<'a> CommandCopy<'a> {
     }
 
     fn values(&self) -> Placeholders<'_> {
-        Placeholders { dir: &self.dir, worker: self.index, workers: self.workers, scratch: self.scratch }
+        Placeholders { dir: &self.dir, worker: self.index, workers: self.workers, scratch: self.scratch, tarball: None }
     }
 }
 

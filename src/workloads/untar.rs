@@ -37,7 +37,7 @@ pub struct TreeSource {
 
 pub(super) enum Untar {
     Builtin { file: std::fs::File, dir: i32 },
-    External { command: String, contents: ExtractStats },
+    External { command: exec::CommandLine, env: Vec<(&'static str, String)>, dir: i32, contents: ExtractStats },
 }
 
 impl Untar {
@@ -51,12 +51,16 @@ impl Untar {
             }
             Some(template) => {
                 let dir = env.dir_path();
-                let command = template
-                    .replace("{tarball}", &exec::sh_quote(&source.tarball.display().to_string()))
-                    .replace("{dir}", &exec::sh_quote(&dir.display().to_string()))
-                    .replace("{worker}", &env.index.to_string())
-                    .replace("{workers}", &env.workers.to_string());
-                Ok(Untar::External { command, contents: source.contents })
+                let values = exec::Placeholders {
+                    dir: &dir,
+                    worker: env.index,
+                    workers: env.workers,
+                    scratch: env.scratch_path,
+                    tarball: Some(&source.tarball),
+                };
+                let command = exec::CommandLine::build(template, true, &values)
+                    .map_err(|e| anyhow::anyhow!("--extract-cmd: {e}"))?;
+                Ok(Untar::External { command, env: values.environment(), dir: env.dir, contents: source.contents })
             }
         }
     }
@@ -71,17 +75,33 @@ impl Job for Untar {
                     archive::extract(&mut reader, *dir, ctx.stop, ctx.progress).map_err(|e| format!("{e:#}"))?;
                 Ok(JobOutput { entries: stats.entries(), bytes: stats.bytes })
             }
-            Untar::External { command, contents } => {
-                run_command(command, ctx)?;
+            Untar::External { command, env, contents, .. } => {
+                let options = exec::RunOptions { cwd: None, timeout: None, capture_stdout: false, env, stop: ctx.stop };
+                exec::run(command, &options).map_err(|e| e.to_string())?;
                 (ctx.progress)(contents.entries());
                 Ok(JobOutput { entries: contents.entries(), bytes: contents.bytes })
             }
         }
     }
-}
 
-/// Runs `command` with `sh -c` in a process group of its own; failures carry the stderr tail.
-fn run_command(command: &str, ctx: &JobContext<'_>) -> Result<(), String> {
-    let options = exec::RunOptions { cwd: None, timeout: None, capture_stdout: false, env: &[], stop: ctx.stop };
-    exec::run(&exec::CommandLine::Shell(command.to_string()), &options).map(drop).map_err(|e| e.to_string())
+    /// An external extractor's exit status proves nothing (`true {dir}`
+    /// exits 0): after the timed job, untimed, the worker's directory must
+    /// hold every entry of the tarball and every byte of its files.
+    fn finish(&mut self, _ctx: &JobContext<'_>) -> Result<(), String> {
+        let Untar::External { command, dir, contents, .. } = self else { return Ok(()) };
+        let found =
+            archive::tally(*dir).map_err(|e| format!("checking what `{}` extracted: {e:#}", command.display()))?;
+        if found.entries() != contents.entries() || found.bytes != contents.bytes {
+            return Err(format!(
+                "`{}` exited 0 but extracted {} entries and {} bytes of file data where the tarball holds {} and {}; \
+                 check --extract-cmd (it must extract {{tarball}} into {{dir}})",
+                command.display(),
+                found.entries(),
+                found.bytes,
+                contents.entries(),
+                contents.bytes
+            ));
+        }
+        Ok(())
+    }
 }

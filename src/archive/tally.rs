@@ -1,0 +1,87 @@
+//! Counting what a directory holds, in the terms of [`ExtractStats`]: to
+//! check that an extraction (an external command's above all) really
+//! produced the tarball's entries.
+
+use std::collections::HashSet;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+use anyhow::{anyhow, Result};
+
+use super::ExtractStats;
+use crate::sys;
+
+/// Every entry below `dir` (not `dir` itself), without following links:
+/// a file whose inode was already seen is a hard link, and its bytes count once.
+pub fn tally(dir: RawFd) -> Result<ExtractStats> {
+    let mut stats = ExtractStats::default();
+    let mut seen = HashSet::new();
+    let root = sys::openat(dir, c".", libc::O_RDONLY | libc::O_DIRECTORY, 0)
+        .map_err(|e| anyhow!("opening the directory: {}", sys::errno_text(e)))?;
+    // SAFETY: a fresh descriptor, owned here.
+    let mut stack = vec![(unsafe { OwnedFd::from_raw_fd(root) }, String::new())];
+    let mut buf = vec![0u8; 64 * 1024];
+    while let Some((fd, path)) = stack.pop() {
+        loop {
+            let filled = sys::getdents64(fd.as_raw_fd(), &mut buf)
+                .map_err(|e| anyhow!("reading {path}/: {}", sys::errno_text(e)))?;
+            if filled == 0 {
+                break;
+            }
+            let names: Vec<Vec<u8>> = sys::dirents(&buf, filled)
+                .map(|(name, _)| name.to_vec())
+                .filter(|name| name != b"." && name != b"..")
+                .collect();
+            for name in names {
+                let shown = format!("{path}/{}", String::from_utf8_lossy(&name));
+                let name_c = std::ffi::CString::new(name).expect("no NUL inside a directory entry");
+                // SAFETY: stat is plain data.
+                let mut st: libc::stat = unsafe { std::mem::zeroed() };
+                sys::fstatat(fd.as_raw_fd(), &name_c, &mut st, libc::AT_SYMLINK_NOFOLLOW)
+                    .map_err(|e| anyhow!("stat {shown}: {}", sys::errno_text(e)))?;
+                match st.st_mode & libc::S_IFMT {
+                    libc::S_IFDIR => {
+                        stats.dirs += 1;
+                        let sub = sys::openat(
+                            fd.as_raw_fd(),
+                            &name_c,
+                            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW,
+                            0,
+                        )
+                        .map_err(|e| anyhow!("opening {shown}: {}", sys::errno_text(e)))?;
+                        // SAFETY: a fresh descriptor, owned here.
+                        stack.push((unsafe { OwnedFd::from_raw_fd(sub) }, shown));
+                    }
+                    libc::S_IFLNK => stats.symlinks += 1,
+                    libc::S_IFREG if st.st_nlink > 1 && !seen.insert((st.st_dev, st.st_ino)) => stats.hardlinks += 1,
+                    libc::S_IFREG => {
+                        stats.files += 1;
+                        stats.bytes += st.st_size as u64;
+                    }
+                    _ => stats.files += 1,
+                }
+            }
+        }
+    }
+    Ok(stats)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_like_the_tarball_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path();
+        std::fs::create_dir_all(p.join("a/b")).unwrap();
+        std::fs::write(p.join("a/f"), b"12345").unwrap();
+        std::fs::hard_link(p.join("a/f"), p.join("a/b/h")).unwrap();
+        std::fs::write(p.join("g"), b"xy").unwrap();
+        std::os::unix::fs::symlink("a/f", p.join("l")).unwrap();
+        let root = std::fs::File::open(p).unwrap();
+        let stats = tally(root.as_raw_fd()).unwrap();
+        assert_eq!((stats.dirs, stats.files, stats.hardlinks, stats.symlinks), (2, 2, 1, 1));
+        assert_eq!(stats.bytes, 7);
+        assert_eq!(stats.entries(), 6);
+    }
+}
