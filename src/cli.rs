@@ -33,6 +33,13 @@ pub struct Cli {
     pub command: Command,
 }
 
+#[derive(Args, Debug)]
+pub struct CleanupArgs {
+    /// Also remove scratch directories of killed runs in DIR (only fsscale's own, with their marker, held by no live run; never across a mount). Repeatable.
+    #[arg(long, value_name = "DIR")]
+    pub scratch: Vec<PathBuf>,
+}
+
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// List every workload: what one op does and what each sharing level shares.
@@ -43,8 +50,8 @@ pub enum Command {
     Report(ReportArgs),
     /// Draw one workload's scaling chart from results files, as SVG or PNG.
     Plot(PlotArgs),
-    /// Remove what a killed run left behind: mounts, loop devices and images of filesystems fsscale made.
-    Cleanup,
+    /// Remove what a killed run left behind: mounts, loop devices and images of filesystems fsscale made; list (and with --scratch DIR remove) its scratch directories.
+    Cleanup(CleanupArgs),
     /// Generate the deterministic ports-like source tree, as a directory or an uncompressed tarball.
     Tree(TreeArgs),
     /// Compare results files point by point: change, confidence interval, test, verdict.

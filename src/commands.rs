@@ -4,7 +4,7 @@ use std::path::Path;
 
 use anyhow::{bail, Result};
 
-use crate::cli::{AnalyzeArgs, CompareArgs, Format, PlotArgs, ReportArgs, TreeArgs, WorkloadArg};
+use crate::cli::{AnalyzeArgs, CleanupArgs, CompareArgs, Format, PlotArgs, ReportArgs, TreeArgs, WorkloadArg};
 use fsscale::analyze::{analyze_pairs, analyze_results};
 use fsscale::compare::{compare, regressions, CompareConfig};
 use fsscale::report::{render_analysis, render_comparisons, CompareFormat};
@@ -175,4 +175,35 @@ pub fn tree_command(args: &TreeArgs) -> Result<String> {
         args.scale,
         args.seed
     ))
+}
+
+/// `fsscale cleanup`: the text to print and how many leftovers it refused.
+pub fn cleanup_command(args: &CleanupArgs) -> Result<(String, usize)> {
+    let done = fsscale::cleanup::cleanup(&args.scratch)?;
+    let mut text = String::new();
+    for line in &done.filesystems.removed {
+        text += &format!("{line}\n");
+    }
+    for path in &done.scratch_removed {
+        text += &format!("removed scratch directory {}\n", path.display());
+    }
+    for dead in &done.scratch_left {
+        let pid = dead.pid.map(|p| format!(" (pid {p})")).unwrap_or_default();
+        let parent = dead.path.parent().map(|p| p.display().to_string()).unwrap_or_default();
+        text += &format!(
+            "left by a killed run{pid}: scratch directory {}; remove it with `fsscale cleanup --scratch {parent}`\n",
+            dead.path.display()
+        );
+    }
+    let refused: Vec<&String> = done.filesystems.refused.iter().chain(&done.scratch_refused).collect();
+    for line in &refused {
+        text += &format!("refused: {line}\n");
+    }
+    if done.filesystems.live > 0 {
+        text += &format!("left alone: {} filesystem(s) of runs still going\n", done.filesystems.live);
+    }
+    if text.is_empty() {
+        text = "nothing to clean up\n".to_string();
+    }
+    Ok((text, refused.len()))
 }

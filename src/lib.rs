@@ -8,6 +8,7 @@
 pub mod analyze;
 pub mod archive;
 pub mod atomic_file;
+pub mod cleanup;
 pub mod compare;
 pub mod exec;
 pub mod fs;

@@ -48,12 +48,14 @@ fn run(command: cli::Command, argv: Vec<String>) -> anyhow::Result<()> {
         cli::Command::Tree(args) => print(&commands::tree_command(&args)?),
         cli::Command::Report(args) => print(&commands::report_command(&args)?),
         cli::Command::Plot(args) => print(&commands::plot_command(&args)?),
-        cli::Command::Cleanup => {
-            let cleaned = fsscale::fs::cleanup_leftovers()?;
-            if cleaned.is_empty() {
-                print("nothing to clean up\n")
-            } else {
-                print(&cleaned.iter().map(|c| format!("removed {c}\n")).collect::<String>())
+        cli::Command::Cleanup(args) => {
+            let (text, refused) = commands::cleanup_command(&args)?;
+            print(&text)?;
+            match refused {
+                0 => Ok(()),
+                n => {
+                    Err(anyhow::anyhow!("{n} leftover(s) refused (listed above); they are not provably fsscale's own"))
+                }
             }
         }
         cli::Command::Run(args) => {

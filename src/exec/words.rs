@@ -52,19 +52,27 @@ impl Placeholders<'_> {
         out
     }
 
-    /// A script with every placeholder replaced by a reference to its
-    /// variable, quoted for where it stands (see the module docs).
+    /// A script with every path placeholder replaced by a reference to its
+    /// variable, quoted for where it stands (see the module docs); numbers
+    /// (`{worker}`, `{workers}`) cannot carry code and are pasted as they are.
     fn expand_for_shell(&self, script: &str) -> String {
-        let table = self.table();
+        let numbers = [("{workers}", self.workers), ("{worker}", self.worker)];
+        let table: Vec<_> =
+            self.table().into_iter().filter(|(name, _, _)| !numbers.iter().any(|(n, _)| n == name)).collect();
         let mut out = String::with_capacity(script.len());
         let mut contexts = vec![ShellContext::Bare];
         let mut rest = script;
         while let Some(c) = rest.chars().next() {
             let context = *contexts.last().expect("never empty");
+            if let Some((name, value)) = numbers.iter().find(|(name, _)| rest.starts_with(name)) {
+                out.push_str(&value.to_string());
+                rest = &rest[name.len()..];
+                continue;
+            }
             if context != ShellContext::Single {
                 if let Some((name, var, _)) = table.iter().find(|(name, _, _)| rest.starts_with(name)) {
                     out.push_str(&match context {
-                        ShellContext::Double => format!("${{{var}}}"),
+                        ShellContext::Double | ShellContext::Arithmetic(_) => format!("${{{var}}}"),
                         _ => format!("\"${{{var}}}\""),
                     });
                     rest = &rest[name.len()..];
@@ -89,6 +97,20 @@ impl Placeholders<'_> {
                 (_, '"') => contexts.push(ShellContext::Double),
                 (ShellContext::Double, '\'') => {}
                 (_, '\'') => contexts.push(ShellContext::Single),
+                (_, '$') if rest[1..].starts_with("((") => {
+                    taken += 2;
+                    contexts.push(ShellContext::Arithmetic(0));
+                }
+                (ShellContext::Arithmetic(depth), '(') => {
+                    *contexts.last_mut().expect("never empty") = ShellContext::Arithmetic(depth + 1)
+                }
+                (ShellContext::Arithmetic(0), ')') if rest[1..].starts_with(')') => {
+                    taken += 1;
+                    contexts.pop();
+                }
+                (ShellContext::Arithmetic(depth), ')') => {
+                    *contexts.last_mut().expect("never empty") = ShellContext::Arithmetic(depth.saturating_sub(1))
+                }
                 (_, '$') if rest[1..].starts_with('(') => {
                     taken += 1;
                     contexts.push(ShellContext::Substitution(0));
@@ -128,6 +150,8 @@ enum ShellContext {
     Substitution(u32),
     /// Inside `...`.
     Backtick,
+    /// Inside $((...)), at this depth of inner parentheses: no quotes allowed.
+    Arithmetic(u32),
 }
 
 /// What to execute: an argument vector, or a script for `sh -c` (`--shell`).
@@ -274,7 +298,7 @@ mod tests {
             ])
         );
         let shell = CommandLine::build("cd {dir} && make -j{workers}", true, &values()).unwrap();
-        assert_eq!(shell, CommandLine::Shell(r#"cd "${FSSCALE_DIR}" && make -j"${FSSCALE_WORKERS}""#.into()));
+        assert_eq!(shell, CommandLine::Shell(r#"cd "${FSSCALE_DIR}" && make -j8"#.into()));
         assert_eq!(CommandLine::build("  ", false, &values()).unwrap_err(), "the command is empty");
     }
 
@@ -315,6 +339,7 @@ mod shell_tests {
         }
         assert!(!Path::new("/tmp/fsscale-pwned").exists());
         // Numbers, and text around placeholders, stay as they are.
-        assert_eq!(sh("echo {worker}/{workers} '{}' \\{dir}x", "/d"), "1/2 {} {dir}x\n");
+        assert_eq!(sh("echo {worker}/{workers} '{}' x{dir}x", "/d"), "1/2 {} x/dx\n");
+        assert_eq!(sh("echo $(( {workers} * 10 + $(printf 1) ))", "/d"), "21\n");
     }
 }

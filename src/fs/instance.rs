@@ -2,18 +2,13 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{anyhow, bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
-use super::{Backing, FsKind, FsOptions, FsSpec, STATE_DIR};
+use super::registry::{Entry, Registration};
+use super::{Backing, FsKind, FsOptions, FsSpec};
 use crate::results::Target;
-
-static SEQUENCE: AtomicU64 = AtomicU64::new(0);
-
-/// Prefix of every image file and registry entry fsscale makes.
-const PREFIX: &str = ".fsscale-fs-";
 
 /// What a run records about the filesystem it ran on.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
@@ -34,32 +29,27 @@ pub struct FsRecord {
     pub size_bytes: u64,
 }
 
-/// Registry entry: everything needed to undo this filesystem.
-#[derive(Serialize, Deserialize, Debug, Clone, Default, PartialEq)]
-struct Entry {
-    pid: u32,
-    mountpoint: PathBuf,
-    image: Option<PathBuf>,
-    loop_device: Option<String>,
-}
-
 /// A filesystem fsscale made and mounted; dropping it takes it all down.
+/// (Its registry entry stays locked, so `fsscale cleanup` leaves it alone,
+/// until it is gone.)
 pub struct FsInstance {
-    id: String,
+    registration: Option<Registration>,
     entry: Entry,
     mounted: bool,
+    pid: u32,
     pub record: FsRecord,
 }
 
 impl FsInstance {
     pub fn create(spec: &FsSpec, options: &FsOptions, size: u64) -> Result<FsInstance> {
-        let id = format!("{}-{}", std::process::id(), SEQUENCE.fetch_add(1, Ordering::Relaxed));
-        std::fs::create_dir_all(STATE_DIR).with_context(|| format!("creating {STATE_DIR}"))?;
-        let mountpoint = Path::new(STATE_DIR).join(format!("mnt-{id}"));
+        let registration = Registration::create()?;
+        let mountpoint = registration.mountpoint();
+        let image_name = registration.image_name();
         let mut this = FsInstance {
-            id,
             entry: Entry { pid: std::process::id(), mountpoint: mountpoint.clone(), ..Entry::default() },
+            registration: Some(registration),
             mounted: false,
+            pid: std::process::id(),
             record: FsRecord {
                 label: spec.label(),
                 kind: spec.kind,
@@ -99,7 +89,7 @@ impl FsInstance {
                             PathBuf::from("/dev/shm")
                         }
                     };
-                    let image = dir.join(format!("{PREFIX}{}.img", this.id));
+                    let image = dir.join(&image_name);
                     this.entry.image = Some(image.clone());
                     this.register()?;
                     let file = std::fs::OpenOptions::new()
@@ -150,13 +140,9 @@ impl FsInstance {
         canonical.file_name().map(|n| n.to_string_lossy().into_owned())
     }
 
-    fn entry_path(&self) -> PathBuf {
-        Path::new(STATE_DIR).join(format!("{PREFIX}{}.json", self.id))
-    }
-
-    fn register(&self) -> Result<()> {
-        let text = serde_json::to_string(&self.entry).expect("entry serializes");
-        std::fs::write(self.entry_path(), text).with_context(|| format!("writing {}", self.entry_path().display()))
+    fn register(&mut self) -> Result<()> {
+        let entry = self.entry.clone();
+        self.registration.as_mut().expect("registered until torn down").record(&entry)
     }
 
     /// Unmounts, detaches and deletes; the first failure is returned, the rest still attempted.
@@ -167,55 +153,63 @@ impl FsInstance {
     fn teardown(&mut self) -> Result<()> {
         let result = undo(&self.entry, self.mounted);
         self.mounted = false;
-        if result.is_ok() {
-            let _ = std::fs::remove_file(self.entry_path());
+        // On failure the entry stays (unlocked once this process is gone) for `fsscale cleanup`.
+        if let (Ok(_), Some(registration)) = (&result, self.registration.take()) {
+            registration.remove();
         }
-        result
+        result.map(drop)
     }
 }
 
 impl Drop for FsInstance {
     fn drop(&mut self) {
-        if std::process::id() == self.entry.pid && (self.mounted || self.entry.image.is_some()) {
+        // Also after a failed setup (a bad mount option, mkfs failing): no
+        // entry, mount point or image outlives it.
+        if std::process::id() == self.pid && self.registration.is_some() {
             let _ = self.teardown();
-            self.entry.image = None;
         }
     }
 }
 
 /// Undoes an entry: unmount (lazily if busy), detach the loop device if it
 /// still serves our image, delete the image, remove the mount point.
-fn undo(entry: &Entry, mounted: bool) -> Result<()> {
+/// Returns what it removed.
+pub(super) fn undo(entry: &Entry, mounted: bool) -> Result<Vec<String>> {
     let mut first: Option<anyhow::Error> = None;
+    let mut done = Vec::new();
     let mnt = entry.mountpoint.display().to_string();
     if mounted || is_mounted(&entry.mountpoint) {
-        if let Err(e) = run("umount", &[&mnt]) {
-            if let Err(lazy) = run("umount", &["-l", &mnt]) {
-                first.get_or_insert(e.context(lazy.to_string()));
-            }
+        match run("umount", &[&mnt])
+            .or_else(|e| run("umount", &["-l", &mnt]).map_err(|lazy| e.context(lazy.to_string())))
+        {
+            Ok(_) => done.push(format!("unmounted {mnt}")),
+            Err(e) => drop(first.get_or_insert(e)),
         }
     }
     if let (Some(dev), Some(image)) = (&entry.loop_device, &entry.image) {
         if loop_backs(dev, image) {
-            if let Err(e) = run("losetup", &["-d", dev]) {
-                first.get_or_insert(e);
+            match run("losetup", &["-d", dev]) {
+                Ok(_) => done.push(format!("detached loop device {dev}")),
+                Err(e) => drop(first.get_or_insert(e)),
             }
         }
     }
     if let Some(image) = &entry.image {
-        let ours = image.file_name().is_some_and(|n| n.to_string_lossy().starts_with(PREFIX));
-        if ours && image.exists() {
-            if let Err(e) = std::fs::remove_file(image) {
-                first.get_or_insert(anyhow!("removing {}: {e}", image.display()));
+        let ours = image.file_name().is_some_and(|n| n.to_string_lossy().starts_with(super::registry::PREFIX));
+        let is_file = std::fs::symlink_metadata(image).is_ok_and(|m| m.file_type().is_file());
+        if ours && is_file {
+            match std::fs::remove_file(image) {
+                Ok(()) => done.push(format!("removed image {}", image.display())),
+                Err(e) => drop(first.get_or_insert(anyhow!("removing {}: {e}", image.display()))),
             }
         }
     }
-    if entry.mountpoint.exists() && !is_mounted(&entry.mountpoint) {
-        let _ = std::fs::remove_dir(&entry.mountpoint);
+    if entry.mountpoint.exists() && !is_mounted(&entry.mountpoint) && std::fs::remove_dir(&entry.mountpoint).is_ok() {
+        done.push(format!("removed mount point {mnt}"));
     }
     match first {
         Some(e) => Err(e),
-        None => Ok(()),
+        None => Ok(done),
     }
 }
 
@@ -253,48 +247,6 @@ fn mkfs_version(tool: &str) -> Option<String> {
     let out = Command::new(tool).arg("-V").output().ok()?;
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     text.lines().map(str::trim).find(|l| !l.is_empty()).map(String::from)
-}
-
-/// Registry entries left by processes that are gone.
-fn stale_entries() -> Vec<(PathBuf, Entry)> {
-    let Ok(dir) = std::fs::read_dir(STATE_DIR) else { return Vec::new() };
-    dir.flatten()
-        .filter(|e| e.file_name().to_string_lossy().starts_with(PREFIX))
-        .filter_map(|e| {
-            let entry: Entry = serde_json::from_str(&std::fs::read_to_string(e.path()).ok()?).ok()?;
-            // SAFETY: kill with signal 0 only checks whether the process exists.
-            let alive = unsafe { libc::kill(entry.pid as libc::pid_t, 0) } == 0
-                || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
-            (!alive).then_some((e.path(), entry))
-        })
-        .collect()
-}
-
-/// Describes what killed runs left behind (mount points, loop devices, images).
-pub fn leftovers() -> Vec<String> {
-    stale_entries().iter().map(|(_, e)| describe(e)).collect()
-}
-
-fn describe(e: &Entry) -> String {
-    let mut parts = vec![format!("mount point {}", e.mountpoint.display())];
-    if let Some(d) = &e.loop_device {
-        parts.push(format!("loop device {d}"));
-    }
-    if let Some(i) = &e.image {
-        parts.push(format!("image {}", i.display()));
-    }
-    format!("{} (pid {})", parts.join(", "), e.pid)
-}
-
-/// Undoes every leftover; returns what was cleaned.
-pub fn cleanup_leftovers() -> Result<Vec<String>> {
-    let mut cleaned = Vec::new();
-    for (path, entry) in stale_entries() {
-        undo(&entry, false).with_context(|| format!("cleaning {}", describe(&entry)))?;
-        let _ = std::fs::remove_file(&path);
-        cleaned.push(describe(&entry));
-    }
-    Ok(cleaned)
 }
 
 /// I/O counters of a block device (`/sys/class/block/NAME/stat`).

@@ -4,17 +4,19 @@
 //!
 //! Every filesystem fsscale makes is registered in a state directory before
 //! anything is created, so `fsscale cleanup` can undo what a killed run left
-//! (only entries whose process is gone). Dropping an [`FsInstance`] unmounts,
+//! (only entries no live run holds locked, and only what fsscale named). Dropping an [`FsInstance`] unmounts,
 //! detaches and deletes in that order.
 
 mod instance;
+mod registry;
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
 
-pub use instance::{cleanup_leftovers, leftovers, DeviceIo, DeviceSnapshot, FsInstance, FsRecord};
+pub use instance::{DeviceIo, DeviceSnapshot, FsInstance, FsRecord};
+pub use registry::{cleanup, leftovers, CleanupReport};
 
 /// Where the registry of made filesystems lives (root only, a tmpfs cleared at boot).
 pub const STATE_DIR: &str = "/run/fsscale";

@@ -43,6 +43,15 @@ pub fn run(config: &RunConfig, progress: &mut dyn Progress) -> Result<ResultsFil
             progress.warning(&format!("a killed run left {leftover}; `fsscale cleanup` removes it"));
         }
     }
+    for dead in crate::scratch::dead_scratches(&config.dir).unwrap_or_default() {
+        progress.warning(&format!(
+            "a killed run left the scratch directory {}; `fsscale cleanup --scratch {}` removes it",
+            dead.path.display(),
+            config.dir.display()
+        ));
+    }
+    // Held until the run returns, so `fsscale cleanup` can tell where a killed one left scratch.
+    let _registration = crate::scratch::RunRegistration::create(std::slice::from_ref(&config.dir));
     signals::install();
     sys::raise_fd_limit();
     // A probe scratch directory gives the clear "--dir ..." errors before anything else.

@@ -17,6 +17,10 @@ use anyhow::{bail, Context, Result};
 
 use crate::sys::{self, Errno};
 
+mod runs;
+
+pub use runs::{dead_runs, forget, RunRegistration};
+
 /// The marker file in every scratch directory.
 pub const MARKER: &str = ".fsscale-scratch";
 
@@ -38,6 +42,10 @@ pub struct Scratch {
     token: String,
     owner_pid: u32,
     removed: bool,
+    /// The marker, open and `flock`ed while the directory is in use (forked
+    /// workers share the lock): `fsscale cleanup` removes only directories
+    /// whose marker nobody holds.
+    marker_lock: Option<std::fs::File>,
 }
 
 impl Scratch {
@@ -73,7 +81,7 @@ impl Scratch {
         // The umask may have narrowed the mode; 0700 exactly is the contract.
         // SAFETY: plain syscall on an fd we own.
         unsafe { libc::fchmod(dir.as_raw_fd(), 0o700) };
-        let scratch = Scratch {
+        let mut scratch = Scratch {
             parent: parent_fd,
             name: name_c,
             path,
@@ -84,8 +92,11 @@ impl Scratch {
             token,
             owner_pid: std::process::id(),
             removed: false,
+            marker_lock: None,
         };
-        scratch.write_marker().with_context(|| format!("writing {MARKER} in {}", scratch.path.display()))?;
+        let marker =
+            scratch.write_marker().with_context(|| format!("writing {MARKER} in {}", scratch.path.display()))?;
+        scratch.marker_lock = Some(marker);
         Ok(scratch)
     }
 
@@ -107,12 +118,18 @@ impl Scratch {
         format!("fsscale scratch directory\npid={}\ntoken={}\n", self.owner_pid, self.token)
     }
 
-    fn write_marker(&self) -> Result<(), std::io::Error> {
-        let fd = sys::openat(self.fd(), &sys::cname(MARKER), libc::O_CREAT | libc::O_EXCL | libc::O_WRONLY, 0o600)
-            .map_err(std::io::Error::from_raw_os_error)?;
+    fn write_marker(&self) -> Result<std::fs::File, std::io::Error> {
+        let flags = libc::O_CREAT | libc::O_EXCL | libc::O_WRONLY | libc::O_NOFOLLOW;
+        let fd =
+            sys::openat(self.fd(), &sys::cname(MARKER), flags, 0o600).map_err(std::io::Error::from_raw_os_error)?;
         // SAFETY: fresh fd, owned by the File.
         let mut file = unsafe { std::fs::File::from_raw_fd(fd) };
-        std::io::Write::write_all(&mut file, self.marker_text().as_bytes())
+        // SAFETY: flock on our own, fresh descriptor.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        std::io::Write::write_all(&mut file, self.marker_text().as_bytes())?;
+        Ok(file)
     }
 
     fn remove_inner(&mut self) -> Result<()> {
@@ -158,6 +175,80 @@ fn dir_error(dir: &Path, errno: Errno) -> anyhow::Error {
         libc::ENOTDIR => anyhow::anyhow!("--dir {} is not a directory; pass a directory", dir.display()),
         _ => anyhow::anyhow!("cannot open --dir {}: {}", dir.display(), sys::errno_text(errno)),
     }
+}
+
+/// A scratch directory a killed run left behind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeadScratch {
+    pub path: PathBuf,
+    /// The pid its marker names (for people; liveness is the marker's lock).
+    pub pid: Option<u32>,
+}
+
+/// Scratch directories in `parent` that no live run holds: named like
+/// fsscale's, a real directory, and a marker of fsscale's whose lock is free.
+pub fn dead_scratches(parent: &Path) -> Result<Vec<DeadScratch>> {
+    let entries = std::fs::read_dir(parent).with_context(|| format!("reading {}", parent.display()))?;
+    let mut dead = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.starts_with(PREFIX) || name.starts_with(".fsscale-fs-") {
+            continue;
+        }
+        if let Ok(Some(pid)) = probe_dead(&entry.path()) {
+            dead.push(DeadScratch { path: entry.path(), pid });
+        }
+    }
+    dead.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(dead)
+}
+
+/// `Some(pid)` when `path` is a scratch directory of fsscale's that no live
+/// run holds; `None` when it is held (alive). Errors: not fsscale's.
+fn probe_dead(path: &Path) -> Result<Option<Option<u32>>> {
+    let dir =
+        sys::openat(libc::AT_FDCWD, &sys::cstring(path)?, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW, 0)
+            .map_err(|e| anyhow::anyhow!("{}: {}", path.display(), sys::errno_text(e)))?;
+    // SAFETY: fresh fd, owned here.
+    let dir = unsafe { OwnedFd::from_raw_fd(dir) };
+    let marker = sys::openat(dir.as_raw_fd(), &sys::cname(MARKER), libc::O_RDONLY | libc::O_NOFOLLOW, 0)
+        .map_err(|e| anyhow::anyhow!("{}: no marker ({})", path.display(), sys::errno_text(e)))?;
+    // SAFETY: fresh fd, owned by the File.
+    let marker = unsafe { std::fs::File::from_raw_fd(marker) };
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut std::io::Read::take(&marker, 4096), &mut text)?;
+    let mut lines = text.lines();
+    if lines.next() != Some("fsscale scratch directory") {
+        bail!("{}: the marker is not fsscale's", path.display());
+    }
+    let pid = lines.next().and_then(|l| l.strip_prefix("pid=")).and_then(|p| p.parse().ok());
+    let token = lines.next().and_then(|l| l.strip_prefix("token=")).unwrap_or("");
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    if token.len() < 8 || !name.ends_with(&token[..8]) {
+        bail!("{}: the marker's token does not match the directory's name", path.display());
+    }
+    // SAFETY: flock on our own descriptor; EWOULDBLOCK means a live run holds it.
+    if unsafe { libc::flock(marker.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) } != 0 {
+        return Ok(None);
+    }
+    Ok(Some(pid))
+}
+
+/// Removes a scratch directory of a killed run, after proving again that
+/// it is one (fsscale's name, its marker, nobody holding it), through the
+/// same checked removal a run uses: never across a mount.
+pub fn remove_dead(path: &Path) -> Result<()> {
+    if probe_dead(path)?.is_none() {
+        bail!("{} belongs to a run that is still going; not removing it", path.display());
+    }
+    let name = path.file_name().ok_or_else(|| anyhow::anyhow!("{} has no name", path.display()))?;
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let parent_fd = sys::openat(libc::AT_FDCWD, &sys::cstring(parent)?, libc::O_RDONLY | libc::O_DIRECTORY, 0)
+        .map_err(|e| anyhow::anyhow!("{}: {}", parent.display(), sys::errno_text(e)))?;
+    // SAFETY: fresh fd, owned here.
+    let parent_fd = unsafe { OwnedFd::from_raw_fd(parent_fd) };
+    remove_tree_at(parent_fd.as_raw_fd(), &sys::cstring(Path::new(name))?)
+        .with_context(|| format!("removing {}", path.display()))
 }
 
 fn read_small_file(dir: RawFd, name: &str) -> Option<String> {

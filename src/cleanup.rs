@@ -1,0 +1,49 @@
+//! `fsscale cleanup`: undo what killed runs left behind, and only that.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+
+use crate::fs::{self, CleanupReport};
+use crate::scratch::{self, DeadScratch};
+
+/// What `cleanup` found and did.
+#[derive(Debug, Default)]
+pub struct Cleanup {
+    pub filesystems: CleanupReport,
+    /// Scratch directories of killed runs that were removed (`--scratch DIR`).
+    pub scratch_removed: Vec<PathBuf>,
+    /// Scratch directories of killed runs still there, to remove with `--scratch DIR`.
+    pub scratch_left: Vec<DeadScratch>,
+    /// Scratch directories it would not remove, and why.
+    pub scratch_refused: Vec<String>,
+}
+
+/// Takes down filesystems of killed runs; lists their scratch directories,
+/// and removes those in `remove_in`.
+pub fn cleanup(remove_in: &[PathBuf]) -> Result<Cleanup> {
+    let mut done = Cleanup { filesystems: fs::cleanup(), ..Cleanup::default() };
+    for dir in remove_in {
+        for dead in scratch::dead_scratches(dir)? {
+            match scratch::remove_dead(&dead.path) {
+                Ok(()) => done.scratch_removed.push(dead.path),
+                Err(e) => done.scratch_refused.push(format!("{e:#}")),
+            }
+        }
+    }
+    for (entry, dirs) in scratch::dead_runs() {
+        let mut left = Vec::new();
+        for dir in &dirs {
+            left.extend(scratch::dead_scratches(dir).unwrap_or_default());
+        }
+        if left.is_empty() {
+            scratch::forget(&entry);
+        }
+        for dead in left {
+            if !done.scratch_left.contains(&dead) {
+                done.scratch_left.push(dead);
+            }
+        }
+    }
+    Ok(done)
+}

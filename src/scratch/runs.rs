@@ -1,0 +1,100 @@
+//! Which directories runs make scratch directories in, so that `fsscale
+//! cleanup` can list what a killed run left there without being told
+//! where to look. Each run holds an entry, created exclusively and
+//! `flock`ed for its lifetime (liveness never depends on a PID), in a
+//! state directory of the user's own: /run/fsscale for root, else
+//! `$XDG_RUNTIME_DIR/fsscale` (no entry where neither exists: `cleanup
+//! --scratch DIR` still finds the leftovers).
+
+use std::fs::File;
+use std::io::Write;
+use std::os::fd::{AsRawFd, FromRawFd};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::sys;
+
+const PREFIX: &str = ".fsscale-run-";
+
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+struct RunEntry {
+    pid: u32,
+    /// Where the run makes scratch directories (`--dir`), absolute.
+    dirs: Vec<PathBuf>,
+}
+
+/// A live run's entry; removed when dropped.
+pub struct RunRegistration {
+    path: PathBuf,
+    _lock: File,
+}
+
+fn state_dir() -> Option<PathBuf> {
+    if sys::euid() == 0 {
+        return Some(PathBuf::from(crate::fs::STATE_DIR));
+    }
+    std::env::var_os("XDG_RUNTIME_DIR").filter(|d| !d.is_empty()).map(|d| PathBuf::from(d).join("fsscale"))
+}
+
+impl RunRegistration {
+    /// Registers a run that makes scratch directories in `dirs`; `None`
+    /// where there is no state directory to register in.
+    pub fn create(dirs: &[PathBuf]) -> Option<RunRegistration> {
+        let state = state_dir()?;
+        sys::ensure_private_dir(&state, "state directory").ok()?;
+        let path = state.join(format!("{PREFIX}{}-{}.json", std::process::id(), sys::random_hex(4)));
+        let flags = libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_WRONLY;
+        let fd = sys::openat(libc::AT_FDCWD, &sys::cstring(&path).ok()?, flags, 0o600).ok()?;
+        // SAFETY: a fresh descriptor, owned by the File.
+        let mut file = unsafe { File::from_raw_fd(fd) };
+        // SAFETY: flock on our own, fresh descriptor.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            let _ = std::fs::remove_file(&path);
+            return None;
+        }
+        let dirs = dirs.iter().filter_map(|d| std::fs::canonicalize(d).ok()).collect();
+        let entry = RunEntry { pid: std::process::id(), dirs };
+        if file.write_all(serde_json::to_string(&entry).expect("entry serializes").as_bytes()).is_err() {
+            let _ = std::fs::remove_file(&path);
+            return None;
+        }
+        Some(RunRegistration { path, _lock: file })
+    }
+}
+
+impl Drop for RunRegistration {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Runs that are gone: their entry's path and the directories they used.
+/// (A live run's entry is locked and skipped.)
+pub fn dead_runs() -> Vec<(PathBuf, Vec<PathBuf>)> {
+    let Some(state) = state_dir() else { return Vec::new() };
+    let Ok(listing) = std::fs::read_dir(&state) else { return Vec::new() };
+    let mut dead = Vec::new();
+    for dirent in listing.flatten() {
+        if !dirent.file_name().to_string_lossy().starts_with(PREFIX) {
+            continue;
+        }
+        let path = dirent.path();
+        let Ok(cpath) = sys::cstring(&path) else { continue };
+        let Ok(fd) = sys::openat(libc::AT_FDCWD, &cpath, libc::O_RDONLY | libc::O_NOFOLLOW, 0) else { continue };
+        // SAFETY: a fresh descriptor, owned by the File.
+        let file = unsafe { File::from_raw_fd(fd) };
+        // SAFETY: flock on our own descriptor; failure means the run is alive.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) } != 0 {
+            continue;
+        }
+        let entry: Option<RunEntry> = std::io::read_to_string(&file).ok().and_then(|t| serde_json::from_str(&t).ok());
+        dead.push((path, entry.map(|e| e.dirs).unwrap_or_default()));
+    }
+    dead
+}
+
+/// Forgets a dead run's entry (once nothing it left remains).
+pub fn forget(entry: &Path) {
+    let _ = std::fs::remove_file(entry);
+}
