@@ -64,14 +64,18 @@ impl Metric {
         }
     }
 
-    /// Reads the figure from a finished command's output.
-    pub fn extract(&self, stdout: &[u8], stderr: &[u8], wall_s: f64) -> Result<f64, String> {
+    /// Reads the figure from a finished command's output: for a pattern,
+    /// the last matching line (scanned while the output streamed past),
+    /// else a match across lines in the kept tails.
+    pub fn extract(&self, finished: &super::Finished, wall_s: f64) -> Result<f64, String> {
+        let (stdout, stderr) = (&finished.stdout[..], &finished.stderr[..]);
         match &self.source {
             MetricSource::WallTime => Ok(wall_s),
             MetricSource::Regex(regex) => {
-                for text in [stdout, stderr] {
-                    let text = String::from_utf8_lossy(text);
-                    if let Some(caps) = regex.captures_iter(&text).last() {
+                let lines = [finished.stdout_match.as_deref(), finished.stderr_match.as_deref()];
+                let tails = [String::from_utf8_lossy(stdout), String::from_utf8_lossy(stderr)];
+                for text in lines.into_iter().flatten().chain(tails.iter().map(|t| t.as_ref())) {
+                    if let Some(caps) = regex.captures_iter(text).last() {
                         let matched = caps.get(1).or_else(|| caps.get(0)).map_or("", |m| m.as_str());
                         return parse_number(matched).ok_or_else(|| {
                             format!("--metric '{}' matched \"{matched}\", which is not a number; put the number in a capture group", regex.as_str())
@@ -85,6 +89,14 @@ impl Metric {
                 ))
             }
             MetricSource::JsonPath(path) => {
+                if finished.stdout_len > stdout.len() as u64 {
+                    return Err(format!(
+                        "--metric-json: the command wrote {} bytes to stdout; fsscale keeps the last {} \
+                         (print only the JSON report)",
+                        finished.stdout_len,
+                        stdout.len()
+                    ));
+                }
                 let value: serde_json::Value = serde_json::from_slice(stdout)
                     .map_err(|e| format!("--metric-json: the command's output is not JSON ({e})"))?;
                 let mut at = &value;
@@ -120,6 +132,16 @@ fn parse_number(text: &str) -> Option<f64> {
 mod tests {
     use super::*;
 
+    /// A finished command that printed `stdout` and `stderr` (no streaming scan).
+    fn output(stdout: &[u8], stderr: &[u8]) -> crate::exec::Finished {
+        crate::exec::Finished {
+            stdout: stdout.to_vec(),
+            stdout_len: stdout.len() as u64,
+            stderr: stderr.to_vec(),
+            ..Default::default()
+        }
+    }
+
     const SYSBENCH: &str = "\
 SQL statistics:
     transactions:                        43256  (4325.12 per sec.)
@@ -129,14 +151,14 @@ SQL statistics:
     #[test]
     fn regex_takes_the_last_match_and_its_group() {
         let m = Metric::new(Some(r"transactions:.*\(([0-9.]+) per sec"), None, Some("tps"), true).unwrap();
-        assert_eq!(m.extract(SYSBENCH.as_bytes(), b"", 1.0).unwrap(), 4325.12);
+        assert_eq!(m.extract(&output(SYSBENCH.as_bytes(), b""), 1.0).unwrap(), 4325.12);
         let last = Metric::new(Some(r"rate ([0-9]+)"), None, None, true).unwrap();
-        assert_eq!(last.extract(b"rate 1\nrate 2\nrate 3\n", b"", 1.0).unwrap(), 3.0);
-        assert_eq!(last.extract(b"nothing", b"rate 7", 1.0).unwrap(), 7.0);
-        let err = last.extract(b"x\nfinal line\n", b"", 1.0).unwrap_err();
+        assert_eq!(last.extract(&output(b"rate 1\nrate 2\nrate 3\n", b""), 1.0).unwrap(), 3.0);
+        assert_eq!(last.extract(&output(b"nothing", b"rate 7"), 1.0).unwrap(), 7.0);
+        let err = last.extract(&output(b"x\nfinal line\n", b""), 1.0).unwrap_err();
         assert_eq!(err, "--metric 'rate ([0-9]+)' matched nothing in the command's output (last line: \"final line\")");
         let whole = Metric::new(Some(r"[0-9]+ ops"), None, None, true).unwrap();
-        assert!(whole.extract(b"12 ops", b"", 1.0).unwrap_err().contains("not a number"));
+        assert!(whole.extract(&output(b"12 ops", b""), 1.0).unwrap_err().contains("not a number"));
         assert!(Metric::new(Some("(unclosed"), None, None, true)
             .unwrap_err()
             .starts_with("--metric '(unclosed' is not a valid"));
@@ -146,10 +168,10 @@ SQL statistics:
     fn json_paths_walk_objects_and_arrays() {
         let m = Metric::new(None, Some("jobs.0.read.iops"), None, true).unwrap();
         let out = br#"{"jobs":[{"read":{"iops":1234.5}}]}"#;
-        assert_eq!(m.extract(out, b"", 1.0).unwrap(), 1234.5);
+        assert_eq!(m.extract(&output(out, b""), 1.0).unwrap(), 1234.5);
         assert_eq!(m.name, "jobs.0.read.iops");
-        assert!(m.extract(br#"{"jobs":[]}"#, b"", 1.0).unwrap_err().contains("no '0'"));
-        assert!(m.extract(b"not json", b"", 1.0).unwrap_err().contains("not JSON"));
+        assert!(m.extract(&output(br#"{"jobs":[]}"#, b""), 1.0).unwrap_err().contains("no '0'"));
+        assert!(m.extract(&output(b"not json", b""), 1.0).unwrap_err().contains("not JSON"));
     }
 
     #[test]
@@ -157,7 +179,7 @@ SQL statistics:
         let m = Metric::new(None, None, None, true).unwrap();
         assert!(!m.higher_is_better);
         assert_eq!(m.name, "time s");
-        assert_eq!(m.extract(b"", b"", 2.5).unwrap(), 2.5);
+        assert_eq!(m.extract(&output(b"", b""), 2.5).unwrap(), 2.5);
         assert!(Metric::new(Some("x"), Some("y"), None, true).is_err());
     }
 }

@@ -4,6 +4,7 @@
 //! forked worker or the coordinator stays single-threaded), and failures
 //! described with the command's exit status and the tail of its stderr.
 
+mod contain;
 mod metric;
 mod words;
 
@@ -14,6 +15,7 @@ use std::path::Path;
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+pub use contain::{Containment, RunCgroup};
 pub use metric::{Metric, MetricSource};
 pub use words::{sh_quote, split_words, CommandLine, Placeholders};
 
@@ -22,8 +24,11 @@ pub struct RunOptions<'a> {
     pub cwd: Option<&'a Path>,
     /// Kill the command's process group after this long.
     pub timeout: Option<Duration>,
-    /// Keep stdout (for a metric); otherwise it goes to /dev/null.
+    /// Keep the tail of stdout (for a metric); otherwise it goes to /dev/null.
     pub capture_stdout: bool,
+    /// Scan stdout and stderr line by line for this pattern's last match,
+    /// so the figure survives output far larger than the kept tail.
+    pub scan: Option<&'a regex::Regex>,
     /// Environment variables to add.
     pub env: &'a [(&'a str, String)],
     /// Polled while the command runs; true kills it (a failure elsewhere, or Ctrl-C).
@@ -33,8 +38,15 @@ pub struct RunOptions<'a> {
 /// A command that exited with status 0.
 #[derive(Debug, Default)]
 pub struct Finished {
+    /// The last [`STDOUT_KEEP`] bytes of stdout (all of it when shorter).
     pub stdout: Vec<u8>,
+    /// Every byte the command wrote to stdout.
+    pub stdout_len: u64,
+    /// The last [`STDERR_KEEP`] bytes of stderr.
     pub stderr: Vec<u8>,
+    /// With [`RunOptions::scan`]: the last line of stdout, and of stderr, that matched.
+    pub stdout_match: Option<String>,
+    pub stderr_match: Option<String>,
     /// From spawn to exit.
     pub wall: Duration,
 }
@@ -79,8 +91,12 @@ impl std::fmt::Display for RunError {
 
 impl std::error::Error for RunError {}
 
-/// How much of stderr is kept for the error message.
-const STDERR_KEEP: usize = 8192;
+/// How much of stderr is kept for the error message (and a metric).
+pub const STDERR_KEEP: usize = 8192;
+
+/// How much of a captured stdout is kept: enough for any JSON report a
+/// benchmark prints, while `yes | head -c 2G` costs 4 MiB, not 2 GB.
+pub const STDOUT_KEEP: usize = 4 << 20;
 
 /// Runs `line` to completion. The command gets its own process group, which
 /// is killed (SIGKILL) when it times out, when `stop` says so, and after it
@@ -120,6 +136,9 @@ pub fn run(line: &CommandLine, options: &RunOptions<'_>) -> Result<Finished, Run
             let mut set: libc::sigset_t = std::mem::zeroed();
             libc::sigemptyset(&mut set);
             libc::pthread_sigmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
+            // Dies with whoever runs it (a killed worker), and joins the run's cgroup.
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            contain::enter_run_cgroup();
             Ok(())
         });
     }
@@ -130,8 +149,8 @@ pub fn run(line: &CommandLine, options: &RunOptions<'_>) -> Result<Finished, Run
         // SAFETY: signalling the process group this function created; ESRCH when empty is fine.
         unsafe { libc::kill(-group, libc::SIGKILL) };
     };
-    let mut stdout = Pipe::new(child.stdout.take().map(|s| Box::new(s) as Box<dyn ReadFd>), usize::MAX);
-    let mut stderr = Pipe::new(child.stderr.take().map(|s| Box::new(s) as Box<dyn ReadFd>), STDERR_KEEP);
+    let mut stdout = Pipe::new(child.stdout.take().map(|s| Box::new(s) as Box<dyn ReadFd>), STDOUT_KEEP, options.scan);
+    let mut stderr = Pipe::new(child.stderr.take().map(|s| Box::new(s) as Box<dyn ReadFd>), STDERR_KEEP, options.scan);
     let deadline = options.timeout.map(|t| started + t);
     let status = loop {
         let waited = child.try_wait().map_err(|error| RunError::Io { command: display.clone(), error });
@@ -165,7 +184,16 @@ pub fn run(line: &CommandLine, options: &RunOptions<'_>) -> Result<Finished, Run
     if !status.success() {
         return Err(RunError::Failed { command: display, status, stderr_tail: tail(&stderr.data, 3) });
     }
-    Ok(Finished { stdout: stdout.data, stderr: stderr.data, wall })
+    stdout.finish_scan();
+    stderr.finish_scan();
+    Ok(Finished {
+        stdout_len: stdout.total,
+        stdout_match: stdout.last_match,
+        stderr_match: stderr.last_match,
+        stdout: stdout.data,
+        stderr: stderr.data,
+        wall,
+    })
 }
 
 /// The last `lines` non-empty lines of `text`, joined with " | ".
@@ -179,15 +207,24 @@ pub fn tail(text: &[u8], lines: usize) -> String {
 trait ReadFd: Read + AsRawFd {}
 impl<T: Read + AsRawFd> ReadFd for T {}
 
-/// One output pipe being drained; keeps up to `keep` bytes (the last ones).
-struct Pipe {
+/// One output pipe being drained; keeps up to `keep` bytes (the last ones),
+/// and with a pattern the last line that matched it.
+struct Pipe<'a> {
     source: Option<Box<dyn ReadFd>>,
     data: Vec<u8>,
     keep: usize,
+    total: u64,
+    scan: Option<&'a regex::Regex>,
+    /// The unfinished last line, while scanning.
+    partial: Vec<u8>,
+    last_match: Option<String>,
 }
 
-impl Pipe {
-    fn new(source: Option<Box<dyn ReadFd>>, keep: usize) -> Pipe {
+/// A line longer than this is scanned in pieces.
+const LINE_MAX: usize = 1 << 20;
+
+impl<'a> Pipe<'a> {
+    fn new(source: Option<Box<dyn ReadFd>>, keep: usize, scan: Option<&'a regex::Regex>) -> Pipe<'a> {
         if let Some(s) = &source {
             // SAFETY: setting O_NONBLOCK on a pipe this process owns.
             unsafe {
@@ -196,22 +233,49 @@ impl Pipe {
                 libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK);
             }
         }
-        Pipe { source, data: Vec::new(), keep }
+        Pipe { source, data: Vec::new(), keep, total: 0, scan, partial: Vec::new(), last_match: None }
+    }
+
+    fn scan_chunk(&mut self, chunk: &[u8]) {
+        let Some(regex) = self.scan else { return };
+        self.partial.extend_from_slice(chunk);
+        let mut start = 0;
+        while let Some(end) = self.partial[start..].iter().position(|&b| b == b'\n') {
+            let line = String::from_utf8_lossy(&self.partial[start..start + end]);
+            if regex.is_match(&line) {
+                self.last_match = Some(line.into_owned());
+            }
+            start += end + 1;
+        }
+        self.partial.drain(..start);
+        if self.partial.len() > LINE_MAX {
+            self.finish_scan();
+        }
+    }
+
+    /// Scans what is left of the last line.
+    fn finish_scan(&mut self) {
+        let Some(regex) = self.scan else { return };
+        let line = String::from_utf8_lossy(&self.partial);
+        if !line.is_empty() && regex.is_match(&line) {
+            self.last_match = Some(line.into_owned());
+        }
+        self.partial.clear();
     }
 
     /// Reads what is available; returns whether anything was read.
     fn drain(&mut self) -> bool {
-        let Some(source) = self.source.as_mut() else { return false };
+        let Some(mut source) = self.source.take() else { return false };
         let mut buf = [0u8; 16384];
         let mut got = false;
         loop {
             match source.read(&mut buf) {
-                Ok(0) => {
-                    self.source = None;
-                    return got;
-                }
+                Ok(0) => return got, // EOF: the source stays taken
+
                 Ok(n) => {
                     got = true;
+                    self.total += n as u64;
+                    self.scan_chunk(&buf[..n]);
                     self.data.extend_from_slice(&buf[..n]);
                     if self.data.len() > self.keep.saturating_mul(2) {
                         let cut = self.data.len() - self.keep;
@@ -219,7 +283,11 @@ impl Pipe {
                     }
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(_) => return got, // EAGAIN: nothing more for now
+                Err(_) => {
+                    // EAGAIN: nothing more for now.
+                    self.source = Some(source);
+                    return got;
+                }
             }
         }
     }
@@ -227,7 +295,7 @@ impl Pipe {
 
 /// Waits up to `timeout_ms` for output on any open pipe and drains them all;
 /// returns whether anything was read.
-fn poll_pipes(pipes: &mut [&mut Pipe], timeout_ms: i32) -> bool {
+fn poll_pipes(pipes: &mut [&mut Pipe<'_>], timeout_ms: i32) -> bool {
     let mut fds: Vec<libc::pollfd> = pipes
         .iter()
         .filter_map(|p| p.source.as_ref())
@@ -253,7 +321,7 @@ mod tests {
     use super::*;
 
     fn options(timeout: Option<Duration>) -> RunOptions<'static> {
-        RunOptions { cwd: None, timeout, capture_stdout: true, env: &[], stop: &|| false }
+        RunOptions { cwd: None, timeout, capture_stdout: true, scan: None, env: &[], stop: &|| false }
     }
 
     #[test]
@@ -282,5 +350,17 @@ mod tests {
         let done = run(&line, &options(Some(Duration::from_secs(20)))).unwrap();
         assert_eq!(done.stdout.len(), 1_000_000);
         assert!(done.stderr.len() <= 2 * STDERR_KEEP);
+    }
+
+    #[test]
+    fn huge_output_keeps_a_bounded_tail_and_the_last_match() {
+        // 64 MiB of noise after the figure, then more noise: memory stays bounded.
+        let regex = regex::Regex::new(r"rate: ([0-9]+)").unwrap();
+        let line = CommandLine::Shell("echo rate: 1; echo rate: 42; yes noise | head -c 67108864; echo".into());
+        let options = RunOptions { scan: Some(&regex), ..options(Some(Duration::from_secs(60))) };
+        let done = run(&line, &options).unwrap();
+        assert_eq!(done.stdout_len, 67108864 + 8 + 9 + 1);
+        assert!(done.stdout.len() <= 2 * STDOUT_KEEP, "{}", done.stdout.len());
+        assert_eq!(done.stdout_match.as_deref(), Some("rate: 42"));
     }
 }

@@ -74,6 +74,9 @@ pub struct Settings {
     /// The trace `replay` played, when it ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay: Option<ReplaySettings>,
+    /// How commands (`command`, `--extract-cmd`) were kept from outliving a run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub containment: Option<String>,
 }
 
 /// How `command` ran.
@@ -373,6 +376,7 @@ pub(crate) mod fixtures {
                 latency: false,
                 command: None,
                 replay: None,
+                containment: None,
             },
             points,
         }

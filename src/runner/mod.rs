@@ -54,6 +54,9 @@ pub fn run(config: &RunConfig, progress: &mut dyn Progress) -> Result<ResultsFil
     let _registration = crate::scratch::RunRegistration::create(std::slice::from_ref(&config.dir));
     signals::install();
     sys::raise_fd_limit();
+    // Made while the process is single-threaded (it may fork its guardian).
+    let runs_commands = config.command.is_some() || config.macro_options.extract_cmd.is_some();
+    let mut containment = runs_commands.then(crate::exec::Containment::start);
     // A probe scratch directory gives the clear "--dir ..." errors before anything else.
     Scratch::create(&config.dir)?.remove()?;
     if let Some(parent) = config.output.parent().filter(|p| !p.as_os_str().is_empty()) {
@@ -99,6 +102,7 @@ pub fn run(config: &RunConfig, progress: &mut dyn Progress) -> Result<ResultsFil
         entries: u.contents.entries(),
         bytes: u.contents.bytes,
     });
+    doc.settings.containment = containment.as_ref().map(|c| c.describe());
     doc.save(&config.output)?;
     progress.saved();
 
@@ -147,12 +151,23 @@ pub fn run(config: &RunConfig, progress: &mut dyn Progress) -> Result<ResultsFil
             for run in 0..config.runs {
                 progress.run_started(spec, index, run);
                 let slots = FsSlots { once: &mut made_once, point: &mut made_for_point };
+                let cgroup = containment.as_mut().map(|c| c.start_run());
                 let outcome = signals::check().map_err(anyhow::Error::from).and_then(|()| {
                     run_on_fs(config, fs_spec, size, slots, |dir, device| {
                         let timing = measure::Timing { device, ..timing.clone() };
                         measure::run_once(spec, dir, &timing, pinned.as_deref(), inputs, run)
                     })
                 });
+                if let (Some(c), Some(cgroup)) = (containment.as_mut(), cgroup) {
+                    let killed = c.end_run(cgroup);
+                    if killed > 0 {
+                        progress.warning(&format!(
+                            "run {} of {spec_label}: killed {killed} process(es) the commands left running",
+                            run + 1,
+                            spec_label = spec.workload
+                        ));
+                    }
+                }
                 let (record, fs_record) = match outcome {
                     Ok(done) => done,
                     Err(error) => {
@@ -260,6 +275,7 @@ fn new_document(config: &RunConfig) -> ResultsFile {
             latency: config.latency,
             command: None,
             replay: None,
+            containment: None,
         },
         points: Vec::new(),
     }

@@ -71,7 +71,12 @@ impl CommandSpec {
     ) -> Result<exec::Finished, String> {
         let line = CommandLine::build(template, self.shell, values)?;
         let env = values.environment();
-        let options = RunOptions { cwd: Some(values.dir), timeout: self.timeout, capture_stdout, env: &env, stop };
+        let scan = match self.driver.as_ref().map(|m| &m.source) {
+            Some(exec::MetricSource::Regex(regex)) if capture_stdout => Some(regex),
+            _ => None,
+        };
+        let options =
+            RunOptions { cwd: Some(values.dir), timeout: self.timeout, capture_stdout, scan, env: &env, stop };
         exec::run(&line, &options).map_err(|e| e.to_string())
     }
 }

@@ -76,7 +76,14 @@ impl Job for Untar {
                 Ok(JobOutput { entries: stats.entries(), bytes: stats.bytes })
             }
             Untar::External { command, env, contents, .. } => {
-                let options = exec::RunOptions { cwd: None, timeout: None, capture_stdout: false, env, stop: ctx.stop };
+                let options = exec::RunOptions {
+                    cwd: None,
+                    timeout: None,
+                    capture_stdout: false,
+                    scan: None,
+                    env,
+                    stop: ctx.stop,
+                };
                 exec::run(command, &options).map_err(|e| e.to_string())?;
                 (ctx.progress)(contents.entries());
                 Ok(JobOutput { entries: contents.entries(), bytes: contents.bytes })

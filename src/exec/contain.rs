@@ -1,0 +1,311 @@
+//! Keeping what commands start from outliving the run.
+//!
+//! Where cgroup v2 is writable, every command fsscale starts moves itself
+//! (between fork and exec) into a cgroup of the current run, made below a
+//! cgroup of this fsscale process; at the end of each run the run's cgroup
+//! is killed (`cgroup.kill`), which reaches what a command daemonised
+//! (`setsid cmd &`) too. A guardian process, in a session of its own, holds
+//! the read end of a pipe whose write end only fsscale and its workers
+//! hold: when they are all gone, even after `kill -9`, it kills and removes
+//! the whole cgroup tree. Without cgroup v2 fsscale falls back to being a
+//! child subreaper: orphans of commands are reparented to it and killed at
+//! the end of each run (after `kill -9` they survive; the results record
+//! which containment was in force).
+
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::time::Duration;
+
+use crate::sys;
+
+/// The current run's `cgroup.procs`, open for writing, or -1. Commands
+/// write "0" to it between fork and exec (async-signal-safe).
+static PROCS_FD: AtomicI32 = AtomicI32::new(-1);
+
+/// How a fsscale process contains the commands it runs.
+pub struct Containment {
+    /// This process's cgroup for commands (`.../fsscale-<pid>-<rand>`).
+    root: Option<PathBuf>,
+    guardian: Option<(libc::pid_t, OwnedFd)>,
+    runs: u64,
+}
+
+/// The cgroup of one run; killed and removed by [`Containment::end_run`].
+pub struct RunCgroup {
+    dir: Option<PathBuf>,
+    procs: Option<OwnedFd>,
+}
+
+impl Containment {
+    /// Sets up containment: a cgroup and its guardian where possible, the
+    /// subreaper fallback otherwise. Call while the process is single-threaded.
+    pub fn start() -> Containment {
+        // Either way orphans of commands come to us rather than to init.
+        // SAFETY: prctl with plain integer arguments.
+        unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+        let Some(parent) = own_cgroup_dir() else { return Containment { root: None, guardian: None, runs: 0 } };
+        let root = parent.join(format!("fsscale-{}-{}", std::process::id(), sys::random_hex(4)));
+        if std::fs::create_dir(&root).is_err() {
+            return Containment { root: None, guardian: None, runs: 0 };
+        }
+        let guardian = start_guardian(&root);
+        if guardian.is_none() {
+            let _ = std::fs::remove_dir(&root);
+            return Containment { root: None, guardian: None, runs: 0 };
+        }
+        Containment { root: Some(root), guardian, runs: 0 }
+    }
+
+    /// What the results record: `cgroup v2 (PATH)` or the fallback.
+    pub fn describe(&self) -> String {
+        match &self.root {
+            Some(root) => format!("cgroup v2 ({})", root.display()),
+            None => "subreaper (cgroup v2 not writable: what a command daemonises dies at the run's end, \
+                     but survives a kill -9 of fsscale)"
+                .to_string(),
+        }
+    }
+
+    /// Makes the cgroup of the next run; every command started until
+    /// [`Containment::end_run`] goes into it.
+    pub fn start_run(&mut self) -> RunCgroup {
+        self.runs += 1;
+        let Some(root) = &self.root else { return RunCgroup { dir: None, procs: None } };
+        let dir = root.join(format!("run-{}", self.runs));
+        if std::fs::create_dir(&dir).is_err() {
+            return RunCgroup { dir: None, procs: None };
+        }
+        let procs = sys::cstring(&dir.join("cgroup.procs"))
+            .ok()
+            .and_then(|p| sys::openat(libc::AT_FDCWD, &p, libc::O_WRONLY, 0).ok())
+            // SAFETY: a fresh descriptor, owned here.
+            .map(|fd| unsafe { OwnedFd::from_raw_fd(fd) });
+        if let Some(fd) = &procs {
+            PROCS_FD.store(fd.as_raw_fd(), Ordering::SeqCst);
+        }
+        RunCgroup { dir: Some(dir), procs }
+    }
+
+    /// Kills whatever the run's commands left running; returns how many
+    /// processes that was.
+    pub fn end_run(&mut self, run: RunCgroup) -> usize {
+        PROCS_FD.store(-1, Ordering::SeqCst);
+        drop(run.procs);
+        match run.dir {
+            Some(dir) => kill_cgroup(&dir),
+            None => kill_orphans(self.guardian.as_ref().map(|(pid, _)| *pid)),
+        }
+    }
+}
+
+impl Drop for Containment {
+    fn drop(&mut self) {
+        PROCS_FD.store(-1, Ordering::SeqCst);
+        if let Some(root) = &self.root {
+            kill_cgroup(root);
+        }
+        if let Some((pid, pipe)) = self.guardian.take() {
+            drop(pipe); // EOF: the guardian finds the tree gone and leaves
+            let mut status = 0;
+            // SAFETY: waiting for our own child.
+            unsafe { libc::waitpid(pid, &mut status, 0) };
+        }
+    }
+}
+
+/// For [`super::run`]'s `pre_exec`: moves the calling (forked) process into
+/// the current run's cgroup. Only async-signal-safe calls.
+pub(super) fn enter_run_cgroup() {
+    let fd: RawFd = PROCS_FD.load(Ordering::Relaxed);
+    if fd >= 0 {
+        // SAFETY: write(2) of a constant buffer to an open descriptor.
+        unsafe { libc::write(fd, b"0".as_ptr().cast(), 1) };
+    }
+}
+
+/// The directory of this process's cgroup v2, if that hierarchy is mounted
+/// and writable here.
+fn own_cgroup_dir() -> Option<PathBuf> {
+    let mount = crate::results::mounts().into_iter().find(|m| m.fs_type == "cgroup2")?.mount_point;
+    let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let path = own.lines().find_map(|l| l.strip_prefix("0::"))?;
+    let dir = Path::new(&mount).join(path.trim_start_matches('/'));
+    // SAFETY: access(2) with a valid C string.
+    let writable = unsafe { libc::access(sys::cstring(&dir).ok()?.as_ptr(), libc::W_OK) } == 0;
+    writable.then_some(dir)
+}
+
+/// Forks the guardian of `root`; returns its pid and the pipe's write end.
+fn start_guardian(root: &Path) -> Option<(libc::pid_t, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 fills two descriptors.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return None;
+    }
+    // SAFETY: fresh descriptors, owned here.
+    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    let kill_path = sys::cstring(&root.join("cgroup.kill")).ok()?;
+    let root_c = sys::cstring(root).ok()?;
+    // SAFETY: the caller is single-threaded; the child only makes system calls and leaves through _exit.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return None;
+    }
+    if pid == 0 {
+        // SAFETY: plain system calls in the forked child.
+        unsafe {
+            libc::setsid();
+            for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGPIPE] {
+                libc::signal(signal, libc::SIG_IGN);
+            }
+            libc::signal(libc::SIGCHLD, libc::SIG_DFL);
+            // Hold nothing but the pipe: an inherited lock or write end would keep things alive.
+            libc::dup2(read.as_raw_fd(), 3);
+            libc::syscall(libc::SYS_close_range, 4u32, u32::MAX, 0u32);
+            let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
+            for fd in 0..3 {
+                libc::dup2(null, fd);
+            }
+            let mut byte = 0u8;
+            loop {
+                let got = libc::read(3, (&mut byte as *mut u8).cast(), 1);
+                if got == 0 || (got < 0 && sys::last_errno() != libc::EINTR) {
+                    break;
+                }
+            }
+            guardian_teardown(&kill_path, &root_c);
+            libc::_exit(0);
+        }
+    }
+    drop(read);
+    Some((pid, write))
+}
+
+/// In the guardian: kill every process in the tree, then remove its cgroups
+/// (children first; a few tries while the killed processes exit).
+fn guardian_teardown(kill: &std::ffi::CStr, root: &std::ffi::CStr) {
+    // SAFETY: plain system calls on valid C strings.
+    unsafe {
+        let fd = libc::open(kill.as_ptr(), libc::O_WRONLY);
+        if fd >= 0 {
+            libc::write(fd, b"1".as_ptr().cast(), 1);
+            libc::close(fd);
+        }
+    }
+    let root = Path::new(std::ffi::OsStr::from_bytes_compat(root.to_bytes()));
+    for _ in 0..100 {
+        if remove_tree(root) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+trait FromBytesCompat {
+    fn from_bytes_compat(bytes: &[u8]) -> &Self;
+}
+
+impl FromBytesCompat for std::ffi::OsStr {
+    fn from_bytes_compat(bytes: &[u8]) -> &Self {
+        std::os::unix::ffi::OsStrExt::from_bytes(bytes)
+    }
+}
+
+/// Removes a cgroup and its children; true when it is gone.
+fn remove_tree(dir: &Path) -> bool {
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for entry in entries.flatten() {
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                remove_tree(&entry.path());
+            }
+        }
+    }
+    std::fs::remove_dir(dir).is_ok() || !dir.exists()
+}
+
+/// Kills every process in the cgroup `dir` (and below), waits until it is
+/// empty, removes it; returns how many processes were in it.
+fn kill_cgroup(dir: &Path) -> usize {
+    let count = count_procs(dir);
+    if count > 0 {
+        if std::fs::write(dir.join("cgroup.kill"), b"1").is_err() {
+            // Kernels before 5.14 have no cgroup.kill: signal each process.
+            for pid in procs(dir) {
+                // SAFETY: kill with a pid read from the cgroup.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+        }
+        reap_orphans(None);
+    }
+    for _ in 0..250 {
+        reap_orphans(None);
+        if remove_tree(dir) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(4));
+    }
+    count
+}
+
+fn procs(dir: &Path) -> Vec<libc::pid_t> {
+    let mut all: Vec<libc::pid_t> = std::fs::read_to_string(dir.join("cgroup.procs"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect();
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for entry in entries.flatten() {
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                all.extend(procs(&entry.path()));
+            }
+        }
+    }
+    all
+}
+
+fn count_procs(dir: &Path) -> usize {
+    procs(dir).len()
+}
+
+/// Fallback: kills the processes reparented to this subreaper (anything a
+/// command left running), other than `keep`; returns how many.
+fn kill_orphans(keep: Option<libc::pid_t>) -> usize {
+    let me = std::process::id() as libc::pid_t;
+    let orphans: Vec<libc::pid_t> = children_of(me).into_iter().filter(|p| Some(*p) != keep).collect();
+    for &pid in &orphans {
+        // SAFETY: signalling a child of ours.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    reap_orphans(keep);
+    orphans.len()
+}
+
+/// Reaps exited children that no one else waits for (orphans reparented to
+/// us), leaving `keep` alone.
+fn reap_orphans(keep: Option<libc::pid_t>) {
+    let me = std::process::id() as libc::pid_t;
+    for pid in children_of(me) {
+        if Some(pid) == keep {
+            continue;
+        }
+        let mut status = 0;
+        // SAFETY: a non-blocking wait for a child of ours.
+        unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+    }
+}
+
+/// Children of `parent`, from /proc (`task/*/children` needs a kernel
+/// option, so every process's parent is read instead).
+fn children_of(parent: libc::pid_t) -> Vec<libc::pid_t> {
+    let Ok(proc) = std::fs::read_dir("/proc") else { return Vec::new() };
+    proc.flatten()
+        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<libc::pid_t>().ok()))
+        .filter(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            // The fields after the command name, which is in parentheses and may hold anything.
+            let ppid = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(1));
+            ppid.and_then(|p| p.parse::<libc::pid_t>().ok()) == Some(parent)
+        })
+        .collect()
+}
