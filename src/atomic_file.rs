@@ -97,7 +97,8 @@ pub fn write(path: &Path, bytes: &[u8]) -> Result<()> {
 /// Creates `dir/STEM.EXT`, or `dir/STEM-2.EXT`, ... whichever does not
 /// exist yet, exclusively: two processes never get the same name.
 pub fn create_unique(dir: &Path, stem: &str, ext: &str) -> Result<PathBuf> {
-    std::fs::create_dir_all(dir).map_err(|e| anyhow!("cannot create the directory {}: {e}", dir.display()))?;
+    std::fs::create_dir_all(dir)
+        .map_err(|e| anyhow!("cannot create the directory {}: {e}; pass -o FILE to write elsewhere", dir.display()))?;
     for n in 1..10_000 {
         let name = if n == 1 { format!("{stem}.{ext}") } else { format!("{stem}-{n}.{ext}") };
         let path = dir.join(name);

@@ -433,7 +433,7 @@ fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
 impl RunArgs {
     /// Builds the core's configuration; `argv` is recorded in the results.
     pub fn into_config(self, argv: Vec<String>) -> Result<RunConfig> {
-        let cores = sys::online_cpus();
+        let cores = sys::usable_cpus();
         let workers = match &self.workers {
             Some(spec) => plan::parse_workers(spec, cores).map_err(anyhow::Error::msg)?,
             None => plan::default_workers(cores),

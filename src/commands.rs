@@ -26,6 +26,17 @@ fn label(path: &Path) -> String {
     path.display().to_string()
 }
 
+/// Loads a results file for analysis; a partial one (its run failed or was
+/// interrupted, or points miss runs) is used with a warning on stderr, so
+/// figures from it are never taken for whole ones.
+fn load(path: &Path) -> Result<ResultsFile> {
+    let doc = ResultsFile::load(path)?;
+    for warning in doc.completeness_warnings() {
+        eprintln!("fsscale: warning: {}: {warning}", path.display());
+    }
+    Ok(doc)
+}
+
 /// Returns the text to print; a regression beyond `--fail-if-worse` comes
 /// back as the text plus a [`Regressed`] error.
 pub fn compare_command(args: &CompareArgs) -> Result<(String, Option<Regressed>)> {
@@ -36,10 +47,10 @@ pub fn compare_command(args: &CompareArgs) -> Result<(String, Option<Regressed>)
         bail!("--fail-if-worse {pct} must be a percentage of 0 or more (e.g. 5)");
     }
     let config = CompareConfig { test: args.test, confidence: args.confidence / 100.0 };
-    let base = ResultsFile::load(&args.base)?;
+    let base = load(&args.base)?;
     let mut comparisons = Vec::new();
     for path in &args.new {
-        let new = ResultsFile::load(path)?;
+        let new = load(path)?;
         let c = compare(&base, &new, &label(&args.base), &label(path), &config);
         if c.rows.is_empty() {
             bail!(
@@ -90,7 +101,7 @@ pub fn analyze_command(args: &AnalyzeArgs) -> Result<String> {
         None => {
             let mut all = Vec::new();
             for path in &args.results {
-                let doc = ResultsFile::load(path)?;
+                let doc = load(path)?;
                 let mut series = analyze_results(&doc);
                 if args.results.len() > 1 {
                     for s in &mut series {
@@ -116,7 +127,7 @@ fn use_color(no_color: bool) -> bool {
 }
 
 fn load_all(paths: &[std::path::PathBuf]) -> Result<Vec<(String, ResultsFile)>> {
-    paths.iter().map(|p| Ok((label(p), ResultsFile::load(p)?))).collect()
+    paths.iter().map(|p| Ok((label(p), load(p)?))).collect()
 }
 
 /// `fsscale report`: writes the HTML file, returns the line saying where.

@@ -93,6 +93,13 @@ pub struct RunConfig {
     pub command_line: Vec<String>,
 }
 
+/// The shortest timed window: wake-up latency and timer slack (tens of
+/// microseconds) must stay a small fraction of it.
+pub const MIN_DURATION: Duration = Duration::from_millis(1);
+
+/// The shortest stall timeout: the watch compares progress every 250 ms.
+pub const MIN_STALL_TIMEOUT: Duration = Duration::from_millis(500);
+
 /// One measured combination; each is run `runs` times.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PointSpec {
@@ -108,8 +115,15 @@ impl RunConfig {
         if self.runs == 0 {
             bail!("--runs must be at least 1");
         }
-        if self.duration.is_zero() {
-            bail!("--duration must be longer than 0");
+        if self.duration < MIN_DURATION {
+            bail!(
+                "--duration {:?} is shorter than fsscale can time: the window's edges are set by a sleeping \
+                 coordinator whose wake-ups are tens of microseconds late; use at least {MIN_DURATION:?}",
+                self.duration
+            );
+        }
+        if self.stall_timeout < MIN_STALL_TIMEOUT {
+            bail!("--stall-timeout {:?} is too short to tell a busy worker from a stuck one; use at least {MIN_STALL_TIMEOUT:?}", self.stall_timeout);
         }
         for &workload in &self.workloads {
             let mut runnable = 0;

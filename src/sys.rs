@@ -42,6 +42,42 @@ pub fn openat(dir: RawFd, name: &CStr, flags: libc::c_int, mode: libc::mode_t) -
     check(unsafe { libc::openat(dir, name.as_ptr(), flags | libc::O_CLOEXEC, mode as libc::c_uint) })
 }
 
+/// `openat` for a relative path of any length: past `PATH_MAX` (a tree
+/// deeper than 4 KiB of names) it walks there piece by piece, each piece a
+/// whole number of components shorter than the limit.
+pub fn openat_long(dir: RawFd, path: &CStr, flags: libc::c_int) -> Result<RawFd, Errno> {
+    const PIECE: usize = 3072;
+    let bytes = path.to_bytes();
+    if bytes.len() < PIECE {
+        return openat(dir, path, flags, 0);
+    }
+    let mut at = dir;
+    let mut rest = bytes;
+    let close_at = |fd: RawFd| {
+        if fd != dir {
+            let _ = close(fd);
+        }
+    };
+    loop {
+        let (piece, next) = if rest.len() < PIECE {
+            (rest, &rest[rest.len()..])
+        } else {
+            let cut = rest[..PIECE].iter().rposition(|&b| b == b'/').filter(|&c| c > 0).ok_or(libc::ENAMETOOLONG)?;
+            (&rest[..cut], &rest[cut + 1..])
+        };
+        let last = next.is_empty();
+        let piece = CString::new(piece).map_err(|_| libc::EINVAL)?;
+        let opened =
+            openat(at, &piece, if last { flags } else { libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW }, 0);
+        close_at(at);
+        at = opened?;
+        if last {
+            return Ok(at);
+        }
+        rest = next;
+    }
+}
+
 #[inline(always)]
 pub fn close(fd: RawFd) -> Result<(), Errno> {
     // SAFETY: closing an fd we own; a bad fd is reported as EBADF.
@@ -162,6 +198,33 @@ pub fn mount_id(fd: RawFd) -> Result<u64, Errno> {
         return Err(libc::ENOSYS);
     }
     Ok(stx.stx_mnt_id)
+}
+
+/// Bytes free for unprivileged writers on the filesystem holding `path` (`statvfs`).
+pub fn free_bytes(path: &Path) -> Option<u64> {
+    let c = cstring(path).ok()?;
+    // SAFETY: statvfs is plain data, filled by the kernel.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: valid C string and buffer.
+    (unsafe { libc::statvfs(c.as_ptr(), &mut st) } == 0).then(|| st.f_bavail as u64 * st.f_frsize as u64)
+}
+
+/// `text` at most `max` bytes long, shortened in the middle (`head…tail`),
+/// so a long path in a message never pushes out what follows it.
+pub fn shorten_middle(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let keep = max.saturating_sub(3) / 2;
+    let mut head = keep;
+    while !text.is_char_boundary(head) {
+        head -= 1;
+    }
+    let mut tail = text.len() - keep;
+    while !text.is_char_boundary(tail) {
+        tail += 1;
+    }
+    format!("{}...{}", &text[..head], &text[tail..])
 }
 
 /// The effective user id.
@@ -299,6 +362,81 @@ pub fn online_cpus() -> usize {
         1
     } else {
         n as usize
+    }
+}
+
+/// The CPUs this process may run on (its affinity mask: `taskset`, cpusets), in order.
+pub fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: cpu_set_t is plain data filled by the kernel.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: valid pointer and size.
+    let ok = unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) } == 0;
+    let cpus: Vec<usize> = if ok {
+        // SAFETY: CPU_ISSET reads within the set for i < CPU_SETSIZE.
+        (0..libc::CPU_SETSIZE as usize).filter(|&i| unsafe { libc::CPU_ISSET(i, &set) }).collect()
+    } else {
+        Vec::new()
+    };
+    if cpus.is_empty() {
+        (0..online_cpus()).collect()
+    } else {
+        cpus
+    }
+}
+
+/// The CPU bandwidth limit of this process's cgroup and its ancestors, in
+/// CPUs (cgroup v2 `cpu.max`, or v1 `cpu.cfs_quota_us` / `cpu.cfs_period_us`).
+pub fn cgroup_cpu_limit() -> Option<f64> {
+    let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let mounts = crate::results::mounts();
+    let mut limit: Option<f64> = None;
+    let mut tighten = |cpus: f64| {
+        if cpus > 0.0 && cpus.is_finite() {
+            limit = Some(limit.map_or(cpus, |l| l.min(cpus)));
+        }
+    };
+    for line in own.lines() {
+        let mut fields = line.splitn(3, ':');
+        let (Some(id), Some(controllers), Some(path)) = (fields.next(), fields.next(), fields.next()) else { continue };
+        let v2 = id == "0" && controllers.is_empty();
+        let v1 = controllers.split(',').any(|c| c == "cpu");
+        let Some(mount) = mounts.iter().find(|m| {
+            (v2 && m.fs_type == "cgroup2")
+                || (v1 && m.fs_type == "cgroup" && m.super_options.split(',').any(|o| o == "cpu"))
+        }) else {
+            continue;
+        };
+        let mut dir = Path::new(&mount.mount_point).join(path.trim_start_matches('/'));
+        loop {
+            if v2 {
+                let max = std::fs::read_to_string(dir.join("cpu.max")).unwrap_or_default();
+                let mut parts = max.split_whitespace();
+                if let (Some(quota), Some(period)) = (parts.next(), parts.next()) {
+                    if let (Ok(q), Ok(p)) = (quota.parse::<f64>(), period.parse::<f64>()) {
+                        tighten(q / p);
+                    }
+                }
+            } else {
+                let read = |f: &str| std::fs::read_to_string(dir.join(f)).ok()?.trim().parse::<f64>().ok();
+                if let (Some(q), Some(p)) = (read("cpu.cfs_quota_us"), read("cpu.cfs_period_us")) {
+                    tighten(q / p);
+                }
+            }
+            if dir == Path::new(&mount.mount_point) || !dir.pop() {
+                break;
+            }
+        }
+    }
+    limit
+}
+
+/// How many CPUs this process can really use: its affinity mask, lowered
+/// to a cgroup CPU limit (rounded up). What `cores` means in `--workers`.
+pub fn usable_cpus() -> usize {
+    let allowed = allowed_cpus().len().max(1);
+    match cgroup_cpu_limit() {
+        Some(limit) => allowed.min(limit.ceil().max(1.0) as usize),
+        None => allowed,
     }
 }
 

@@ -168,7 +168,10 @@ fn compare_point(b: &Point, n: &Point, config: &CompareConfig) -> Row {
     };
     let change_ci_pct = df.and_then(|df| {
         let t = t_quantile_two_sided(config.confidence, df.max(1.0));
-        ratio_interval(&bs, &ns, t).map(|(lo, hi)| ((lo - 1.0) * 100.0, (hi - 1.0) * 100.0))
+        // Throughputs and times are positive, so their ratio is too: Fieller's
+        // lower bound can fall below 0 on very noisy data, a change below -100%
+        // that no measurement can have; it is cut at 0.
+        ratio_interval(&bs, &ns, t).map(|(lo, hi)| ((lo.max(0.0) - 1.0) * 100.0, (hi.max(0.0) - 1.0) * 100.0))
     });
     // A `command` driver's figure may be smaller-is-better (a time, a latency).
     let improved = if b.higher_is_better() { change_pct > 0.0 } else { change_pct < 0.0 };

@@ -89,6 +89,18 @@ impl FsInstance {
                             PathBuf::from("/dev/shm")
                         }
                     };
+                    // The image is sparse, but fills as the workload writes: a
+                    // full backing filesystem would fail the run midway.
+                    if let Some(free) = crate::sys::free_bytes(&dir).filter(|&free| free < size) {
+                        bail!(
+                            "--backing {}: {} has {} MiB free, the {} MiB image needs its room; \
+                             free space, choose another directory, or pass a smaller --fs-size",
+                            this.record.backing,
+                            dir.display(),
+                            free >> 20,
+                            size >> 20
+                        );
+                    }
                     let image = dir.join(&image_name);
                     this.entry.image = Some(image.clone());
                     this.register()?;

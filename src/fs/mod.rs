@@ -243,25 +243,54 @@ fn check_device(dev: &Path, destroy: bool) -> Result<()> {
             dev.display()
         );
     }
-    let name = std::fs::canonicalize(dev)?.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    if let Some(mounted) = mounted_part_of(&name) {
-        bail!("--backing dev:{}: {mounted} is mounted; fsscale never formats a device in use", dev.display());
+    use std::os::unix::fs::MetadataExt;
+    let rdev = meta.rdev();
+    let (major, minor) = (libc::major(rdev), libc::minor(rdev));
+    if let Some(in_use) = device_in_use(major, minor) {
+        bail!("--backing dev:{}: {in_use}; fsscale never formats a device in use", dev.display());
     }
     Ok(())
 }
 
-/// The first mounted device that is `name` or one of its partitions.
-fn mounted_part_of(name: &str) -> Option<String> {
-    let mut ours = vec![name.to_string()];
-    if let Ok(entries) = std::fs::read_dir(format!("/sys/class/block/{name}")) {
-        ours.extend(
-            entries.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).filter(|n| n.starts_with(name)),
-        );
+/// Why the block device `major:minor` (or one of its partitions) is in
+/// use: mounted (by device number, whatever name the mount shows), held by
+/// device-mapper or RAID, or swap. Names are not compared: a symlink, a
+/// `/dev/disk/by-id` path or a renamed node all have the same numbers.
+fn device_in_use(major: u32, minor: u32) -> Option<String> {
+    let sys = std::path::PathBuf::from(format!("/sys/dev/block/{major}:{minor}"));
+    let mut ours = vec![(format!("{major}:{minor}"), sys.clone())];
+    if let Ok(entries) = std::fs::read_dir(&sys) {
+        for entry in entries.flatten() {
+            if entry.path().join("partition").exists() {
+                if let Ok(number) = std::fs::read_to_string(entry.path().join("dev")) {
+                    ours.push((number.trim().to_string(), entry.path()));
+                }
+            }
+        }
     }
-    crate::results::mounts()
-        .into_iter()
-        .map(|m| m.source)
-        .find(|source| source.strip_prefix("/dev/").is_some_and(|dev| ours.iter().any(|o| o == dev)))
+    if let Some(m) = crate::results::mounts().into_iter().find(|m| ours.iter().any(|(n, _)| *n == m.device)) {
+        return Some(format!("device {} ({}) is mounted on {}", m.device, m.source, m.mount_point));
+    }
+    for (number, path) in &ours {
+        let holders: Vec<String> = std::fs::read_dir(path.join("holders"))
+            .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+            .unwrap_or_default();
+        if !holders.is_empty() {
+            return Some(format!("device {number} is held by {} (device-mapper, LVM or RAID)", holders.join(", ")));
+        }
+    }
+    let swaps = std::fs::read_to_string("/proc/swaps").unwrap_or_default();
+    for line in swaps.lines().skip(1) {
+        let Some(name) = line.split_whitespace().next() else { continue };
+        if let Ok(meta) = std::fs::metadata(name) {
+            use std::os::unix::fs::{FileTypeExt, MetadataExt};
+            let number = format!("{}:{}", libc::major(meta.rdev()), libc::minor(meta.rdev()));
+            if meta.file_type().is_block_device() && ours.iter().any(|(n, _)| *n == number) {
+                return Some(format!("device {number} is in use as swap ({name})"));
+            }
+        }
+    }
+    None
 }
 
 #[cfg(test)]

@@ -42,6 +42,16 @@ impl Dataset {
                 stderr: format!("ministat: Invalid data on line {} in {name}\n", index + 1),
                 code: 2,
             })?;
+            if !value.is_finite() {
+                // The reference accepts "nan" and "inf" (strtod does) and prints nonsense.
+                return Err(Failure {
+                    stderr: format!(
+                        "ministat: Invalid data on line {} in {name}: {value} is not a finite number\n",
+                        index + 1
+                    ),
+                    code: 2,
+                });
+            }
             points.push(value);
             sum += value;
             sum_squares += value * value;

@@ -137,11 +137,15 @@ flags, except where that version is wrong:
   -c 99.5  uses true 99.5% t quantiles (ministat's 99.5% column holds 99.8% values)
   -c X     any level in (0, 100) is accepted, with exact t quantiles
   plot     tall enough for every set's stacked points (ministat sizes it by the last set)
-  -w 0, 1  an error (ministat crashes)
+  -w 0, 1  an error (ministat crashes); so is a width over 10000 (ministat allocates it)
+  nan, inf an error (ministat accepts them and prints nonsense)
   Stddev   two-pass where the one-pass formula loses precision (huge values, tiny spread)
 The median is ministat's (the upper middle value for an even count), as is
 the percent difference (relative to the first set's mean).
 ";
+
+/// The widest plot drawn: the plot is a width × sets grid held in memory.
+const MAX_WIDTH: i64 = 10_000;
 
 fn usage(whine: &str, prefix: &str) -> Failure {
     Failure { stderr: format!("{prefix}{whine}\n{USAGE}"), code: 2 }
@@ -275,6 +279,12 @@ pub fn run(options: &Options, default_width: i64, stdin: &mut dyn Read) -> Resul
         sets.push(Dataset::parse(&shown, &text, options.column, &options.delimiters)?);
     }
     let width = options.width.unwrap_or(default_width);
+    if width > MAX_WIDTH {
+        return Err(Failure {
+            stderr: format!("ministat: -w {width} is wider than any screen; use at most {MAX_WIDTH}\n"),
+            code: 2,
+        });
+    }
     let plotting = !options.summary_only && !options.suppress_plot;
     if plotting && width < MIN_WIDTH as i64 {
         return Err(Failure {

@@ -14,13 +14,30 @@ pub struct Host {
     pub arch: String,
     pub cpu_model: String,
     pub online_cpus: usize,
+    /// The CPUs fsscale was allowed to run on (affinity mask), when fewer than online.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allowed_cpus: Vec<usize>,
+    /// A cgroup CPU bandwidth limit, in CPUs, when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup_cpu_limit: Option<f64>,
+    /// What `cores` meant: the allowed CPUs, lowered to the cgroup limit.
+    #[serde(default)]
+    pub usable_cpus: usize,
     pub memory_bytes: u64,
 }
 
 impl Host {
     /// Reads the host description; fields the system does not expose stay empty.
     pub fn detect() -> Host {
-        let mut host = Host { online_cpus: sys::online_cpus(), ..Host::default() };
+        let online_cpus = sys::online_cpus();
+        let allowed = sys::allowed_cpus();
+        let mut host = Host {
+            online_cpus,
+            allowed_cpus: if allowed.len() < online_cpus { allowed } else { Vec::new() },
+            cgroup_cpu_limit: sys::cgroup_cpu_limit(),
+            usable_cpus: sys::usable_cpus(),
+            ..Host::default()
+        };
         // SAFETY: utsname is plain data filled by the kernel.
         let mut uts: libc::utsname = unsafe { std::mem::zeroed() };
         // SAFETY: valid pointer.

@@ -1,16 +1,19 @@
 //! The results document: typed, versioned JSON, rewritten after every
 //! finished run so that a crash or Ctrl-C loses nothing already measured.
 
+mod check;
 mod host;
+mod journal;
 mod target;
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
 pub use host::Host;
+pub use journal::{journal_path, Saver};
 pub use target::{mounts, Mount, Target};
 
 use crate::fs::{DeviceIo, FsRecord};
@@ -53,6 +56,17 @@ pub enum Status {
     Complete,
     Interrupted,
     Failed,
+}
+
+impl Status {
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Running => "running",
+            Status::Complete => "complete",
+            Status::Interrupted => "interrupted",
+            Status::Failed => "failed",
+        }
+    }
 }
 
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
@@ -291,16 +305,29 @@ impl ResultsFile {
 
     pub fn from_json(text: &str) -> Result<ResultsFile> {
         let doc: ResultsFile = serde_json::from_str(text)?;
+        doc.check()?;
         Ok(doc)
     }
 
-    /// Reads a results file, naming it in every error.
+    /// Reads a results file, naming it in every error. Only a regular file:
+    /// a FIFO would block and a directory is a mistake.
     pub fn load(path: &Path) -> Result<ResultsFile> {
+        let meta = std::fs::metadata(path).with_context(|| format!("reading results file {}", path.display()))?;
+        if meta.is_dir() {
+            bail!("{} is a directory, not a results file; name a .json file fsscale run wrote", path.display());
+        }
+        if !meta.is_file() {
+            bail!("{} is not a regular file (a FIFO or device?); name a .json file fsscale run wrote", path.display());
+        }
         let text = std::fs::read_to_string(path).with_context(|| format!("reading results file {}", path.display()))?;
-        ResultsFile::from_json(&text).with_context(|| format!("{} is not an fsscale results file", path.display()))
+        let parsed = serde_json::from_str::<ResultsFile>(&text).map_err(anyhow::Error::from).and_then(|mut doc| {
+            doc.fold_journal(path)?;
+            doc.check()?;
+            Ok(doc)
+        });
+        parsed.with_context(|| format!("{} is not a usable fsscale results file", path.display()))
     }
 
-    /// Writes the document atomically: a crash leaves the old or the new version, never half of one.
     /// Writes the document atomically (a temporary file of this process's
     /// own, renamed over `path`), so a reader never sees half a file.
     pub fn save(&self, path: &Path) -> Result<()> {

@@ -23,8 +23,8 @@ use crate::fs::{Fresh, FsInstance, FsKind, FsRecord, FsSpec};
 use crate::plan::{MacroOptions, RunConfig};
 use crate::replay::{self, OpKind};
 use crate::results::{
-    self, CommandSettings, Host, MetricInfo, Point, ReplaySettings, ResultsFile, RunRecord, Settings, Status, Target,
-    Tool, UntarSettings, SCHEMA_VERSION,
+    self, CommandSettings, Host, MetricInfo, Point, ReplaySettings, ResultsFile, RunRecord, Saver, Settings, Status,
+    Target, Tool, UntarSettings, SCHEMA_VERSION,
 };
 use crate::scratch::Scratch;
 use crate::sys;
@@ -57,8 +57,11 @@ pub fn run(config: &RunConfig, progress: &mut dyn Progress) -> Result<ResultsFil
     // Made while the process is single-threaded (it may fork its guardian).
     let runs_commands = config.command.is_some() || config.macro_options.extract_cmd.is_some();
     let mut containment = runs_commands.then(crate::exec::Containment::start);
-    // A probe scratch directory gives the clear "--dir ..." errors before anything else.
-    Scratch::create(&config.dir)?.remove()?;
+    // A probe scratch directory gives the clear "--dir ..." errors before
+    // anything else (only where --dir is used: made filesystems need none).
+    if config.filesystems.specs.iter().any(|s| s.kind == FsKind::Dir) {
+        Scratch::create(&config.dir)?.remove()?;
+    }
     if let Some(parent) = config.output.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent)
             .with_context(|| format!("cannot create the results directory {}", parent.display()))?;
@@ -103,10 +106,11 @@ pub fn run(config: &RunConfig, progress: &mut dyn Progress) -> Result<ResultsFil
         bytes: u.contents.bytes,
     });
     doc.settings.containment = containment.as_ref().map(|c| c.describe());
-    doc.save(&config.output)?;
+    let mut saver = Saver::new(&config.output);
+    saver.save(&doc)?;
     progress.saved();
 
-    let cpus = config.pin.then(allowed_cpus);
+    let cpus = config.pin.then(sys::allowed_cpus);
     let timing = measure::Timing {
         warmup: config.warmup,
         duration: config.duration,
@@ -146,6 +150,7 @@ pub fn run(config: &RunConfig, progress: &mut dyn Progress) -> Result<ResultsFil
                     .flatten()
                     .map(|m| MetricInfo { name: m.name.clone(), higher_is_better: m.higher_is_better }),
             });
+            saver.point_started(&doc)?;
             let pinned: Option<Vec<usize>> = cpus.as_ref().map(|c| (0..spec.workers).map(|i| c[i % c.len()]).collect());
             let mut made_for_point: Option<FsInstance> = None;
             for run in 0..config.runs {
@@ -171,6 +176,11 @@ pub fn run(config: &RunConfig, progress: &mut dyn Progress) -> Result<ResultsFil
                 let (record, fs_record) = match outcome {
                     Ok(done) => done,
                     Err(error) => {
+                        // A signal that reached a tool first (mkfs, mount) makes it fail; the cause is the signal.
+                        let error = match signals::check() {
+                            Err(signal) if error.downcast_ref::<Interrupted>().is_none() => anyhow::Error::new(signal),
+                            _ => error,
+                        };
                         let on = label.as_ref().map(|l| format!(" on {l}")).unwrap_or_default();
                         let error = error.context(format!(
                             "{} ({}, {}, {} workers){on}, run {} of {}",
@@ -183,7 +193,7 @@ pub fn run(config: &RunConfig, progress: &mut dyn Progress) -> Result<ResultsFil
                         ));
                         let interrupted = error.downcast_ref::<Interrupted>().is_some();
                         finish(&mut doc, if interrupted { Status::Interrupted } else { Status::Failed }, Some(&error));
-                        doc.save(&config.output)?;
+                        saver.save(&doc)?;
                         progress.saved();
                         return Err(error);
                     }
@@ -193,7 +203,7 @@ pub fn run(config: &RunConfig, progress: &mut dyn Progress) -> Result<ResultsFil
                 point.runs.push(record);
                 point.filesystem = point.filesystem.take().or(fs_record);
                 point.summarize();
-                doc.save(&config.output)?;
+                saver.run_finished(&doc)?;
                 progress.saved();
             }
             if let Some(made) = made_for_point {
@@ -202,6 +212,7 @@ pub fn run(config: &RunConfig, progress: &mut dyn Progress) -> Result<ResultsFil
             let point = doc.points.last_mut().expect("pushed above");
             point.complete = true;
             progress.point_finished(point);
+            saver.point_complete(&doc)?;
             index += 1;
         }
         if let Some(made) = made_once {
@@ -209,7 +220,7 @@ pub fn run(config: &RunConfig, progress: &mut dyn Progress) -> Result<ResultsFil
         }
     }
     finish(&mut doc, Status::Complete, None);
-    doc.save(&config.output)?;
+    saver.save(&doc)?;
     progress.saved();
     Ok(doc)
 }
@@ -325,23 +336,4 @@ fn finish(doc: &mut ResultsFile, status: Status, error: Option<&anyhow::Error>) 
     doc.status = status;
     doc.error = error.map(|e| format!("{e:#}"));
     doc.finished_at = Some(results::rfc3339(SystemTime::now()));
-}
-
-/// The CPUs this process may run on (respecting `taskset` and cgroups), in order.
-fn allowed_cpus() -> Vec<usize> {
-    // SAFETY: cpu_set_t is plain data filled by the kernel.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: valid pointer and size.
-    let ok = unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) } == 0;
-    let cpus: Vec<usize> = if ok {
-        // SAFETY: CPU_ISSET reads within the set for i < CPU_SETSIZE.
-        (0..libc::CPU_SETSIZE as usize).filter(|&i| unsafe { libc::CPU_ISSET(i, &set) }).collect()
-    } else {
-        Vec::new()
-    };
-    if cpus.is_empty() {
-        (0..sys::online_cpus()).collect()
-    } else {
-        cpus
-    }
 }

@@ -111,8 +111,10 @@ impl WorkerReport {
         self.heartbeat.store(self.heartbeat.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
     }
 
-    /// Stores an error message (truncated to the report's capacity).
+    /// Stores an error message; a longer one than the report holds is
+    /// shortened in the middle, so its cause (the errno at the end) stays.
     pub fn set_error(&self, message: &str) {
+        let message = crate::sys::shorten_middle(message, ERROR_CAPACITY);
         let bytes = message.as_bytes();
         let len = bytes.len().min(ERROR_CAPACITY);
         for (i, word) in self.error.iter().enumerate() {
@@ -381,8 +383,11 @@ mod tests {
         assert_eq!(region.report(0).error(), None);
         region.report(0).set_error("openat(\"w0/f\") failed: ENOSPC");
         assert_eq!(region.report(0).error().unwrap(), "openat(\"w0/f\") failed: ENOSPC");
-        region.report(0).set_error(&"x".repeat(1000));
-        assert_eq!(region.report(0).error().unwrap().len(), ERROR_CAPACITY);
+        let long = format!("openat(\"{}\") failed: ENAMETOOLONG", "d/".repeat(500));
+        region.report(0).set_error(&long);
+        let kept = region.report(0).error().unwrap();
+        assert!(kept.len() <= ERROR_CAPACITY);
+        assert!(kept.starts_with("openat(\"d/d/") && kept.ends_with("failed: ENAMETOOLONG"), "{kept}");
     }
 
     #[test]

@@ -173,8 +173,8 @@ fn take_shared(queue: &WalkQueue, ctx: &JobContext<'_>) -> Option<CString> {
 /// Lists one directory: counts its entries, pushes its subdirectories' paths.
 fn list(root: RawFd, dir: &CStr, stat: bool, buf: &mut [u8], subdirs: &mut Vec<CString>) -> Result<u64, String> {
     let shown = || dir.to_string_lossy().into_owned();
-    let fd = sys::openat(root, dir, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW, 0)
-        .map_err(|e| format!("openat(\"{}\"): {}", shown(), sys::errno_text(e)))?;
+    let fd = sys::openat_long(root, dir, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW)
+        .map_err(|e| format!("openat(\"{}\"): {}", sys::shorten_middle(&shown(), 160), sys::errno_text(e)))?;
     // SAFETY: fresh fd, owned here.
     let fd = unsafe { OwnedFd::from_raw_fd(fd) };
     // SAFETY: stat is plain data.
@@ -182,7 +182,7 @@ fn list(root: RawFd, dir: &CStr, stat: bool, buf: &mut [u8], subdirs: &mut Vec<C
     let mut count = 0;
     loop {
         let filled = sys::getdents64(fd.as_raw_fd(), buf)
-            .map_err(|e| format!("getdents64(\"{}\"): {}", shown(), sys::errno_text(e)))?;
+            .map_err(|e| format!("getdents64(\"{}\"): {}", sys::shorten_middle(&shown(), 160), sys::errno_text(e)))?;
         if filled == 0 {
             return Ok(count);
         }
@@ -195,7 +195,8 @@ fn list(root: RawFd, dir: &CStr, stat: bool, buf: &mut [u8], subdirs: &mut Vec<C
             let mut is_dir = d_type == libc::DT_DIR;
             if stat || d_type == libc::DT_UNKNOWN {
                 sys::fstatat(fd.as_raw_fd(), &name_c, &mut st, libc::AT_SYMLINK_NOFOLLOW).map_err(|e| {
-                    format!("fstatat(\"{}/{}\"): {}", shown(), name_c.to_string_lossy(), sys::errno_text(e))
+                    let path = format!("{}/{}", shown(), name_c.to_string_lossy());
+                    format!("fstatat(\"{}\"): {}", sys::shorten_middle(&path, 160), sys::errno_text(e))
                 })?;
                 is_dir = st.st_mode & libc::S_IFMT == libc::S_IFDIR;
             }

@@ -192,7 +192,9 @@ fn cleanup_removes_what_a_killed_run_left() {
     assert!(stderr(&out).contains(&format!("(pid {pid}); `fsscale cleanup` removes it")), "{}", stderr(&out));
     let out = fsscale().arg("cleanup").output().unwrap();
     assert_success(&out);
-    assert!(stdout(&out).contains(&format!("(pid {pid})")), "{}", stdout(&out));
+    let said = stdout(&out);
+    assert!(said.contains(&format!("unmounted /run/fsscale/mnt-{pid}-")), "{said}");
+    assert!(said.contains(&format!("removed mount point /run/fsscale/mnt-{pid}-")), "{said}");
     assert_eq!(leftovers_of(pid), Vec::<String>::new());
 }
 

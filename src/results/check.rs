@@ -1,0 +1,78 @@
+//! What a results file must satisfy before any figure of it is shown or
+//! compared, and what makes its figures partial.
+
+use anyhow::{bail, Result};
+
+use super::{ResultsFile, Status, SCHEMA_VERSION};
+
+impl ResultsFile {
+    /// Refuses a document this version does not understand or whose
+    /// figures cannot be measurements (negative, NaN, infinite).
+    pub fn check(&self) -> Result<()> {
+        if self.schema_version != SCHEMA_VERSION {
+            bail!(
+                "schema_version {} is not one this fsscale reads (it reads {SCHEMA_VERSION}); \
+                 use the fsscale that wrote it, or a newer one",
+                self.schema_version
+            );
+        }
+        for point in &self.points {
+            let name = || format!("{} at {} workers", point.workload, point.workers);
+            for run in &point.runs {
+                for (what, value) in [
+                    ("ops_per_s", run.ops_per_s),
+                    ("ops_per_s_per_worker", run.ops_per_s_per_worker),
+                    ("elapsed_s", run.elapsed_s),
+                ] {
+                    if !(value.is_finite() && value >= 0.0) {
+                        bail!("{}, run {}: {what} is {value}, which no measurement gives", name(), run.run + 1);
+                    }
+                }
+                if let Some(bad) = run.completion_s.iter().flatten().find(|t| !(t.is_finite() && **t >= 0.0)) {
+                    bail!("{}, run {}: a completion time is {bad}, which no measurement gives", name(), run.run + 1);
+                }
+            }
+            if let Some(summary) = &point.summary {
+                let s = &summary.ops_per_s;
+                for (what, value) in
+                    [("mean", s.mean), ("median", s.median), ("stddev", s.stddev), ("min", s.min), ("max", s.max)]
+                {
+                    if !(value.is_finite() && value >= 0.0) {
+                        bail!("{}: summary {what} is {value}, which no measurement gives", name());
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Why this document's figures are partial, if they are: a run that did
+    /// not complete, or points with runs missing. Empty when all is whole.
+    pub fn completeness_warnings(&self) -> Vec<String> {
+        let mut warnings = Vec::new();
+        if self.status != Status::Complete {
+            let why = self.error.as_deref().map(|e| format!(": {e}")).unwrap_or_default();
+            warnings.push(format!("its run did not complete (status {}){why}", self.status.name()));
+        }
+        let partial: Vec<String> = self
+            .points
+            .iter()
+            .filter(|p| !p.complete)
+            .map(|p| {
+                format!(
+                    "{} ({}, {}, {} workers: {} of {} runs)",
+                    p.workload,
+                    p.mode,
+                    p.share,
+                    p.workers,
+                    p.runs.len(),
+                    self.settings.runs
+                )
+            })
+            .collect();
+        if !partial.is_empty() {
+            warnings.push(format!("incomplete points: {}", partial.join("; ")));
+        }
+        warnings
+    }
+}
