@@ -146,7 +146,9 @@ impl Scratch {
             bail!("scratch directory {shown} no longer holds fsscale's marker; not removing it");
         }
         let mut mounts = Vec::new();
-        remove_contents(self.fd(), self.mount, &self.path, &mut mounts)?;
+        // The marker goes last: while anything is left, it proves the directory fsscale's.
+        let marker = sys::cname(MARKER);
+        remove_contents(self.fd(), self.mount, &self.path, &mut mounts, Some(&marker))?;
         if !mounts.is_empty() {
             bail!(
                 "left {} alone: a mount inside the scratch directory (fsscale never deletes across mounts); \
@@ -154,6 +156,8 @@ impl Scratch {
                 mounts.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
             );
         }
+        sys::unlinkat(self.fd(), &marker, 0)
+            .map_err(|e| anyhow::anyhow!("removing {}/{MARKER}: {}", self.path.display(), sys::errno_text(e)))?;
         sys::unlinkat(self.parent.as_raw_fd(), &self.name, libc::AT_REMOVEDIR)
             .map_err(|e| anyhow::anyhow!("removing scratch directory {shown}: {}", sys::errno_text(e)))
     }
@@ -247,8 +251,28 @@ pub fn remove_dead(path: &Path) -> Result<()> {
         .map_err(|e| anyhow::anyhow!("{}: {}", parent.display(), sys::errno_text(e)))?;
     // SAFETY: fresh fd, owned here.
     let parent_fd = unsafe { OwnedFd::from_raw_fd(parent_fd) };
-    remove_tree_at(parent_fd.as_raw_fd(), &sys::cstring(Path::new(name))?)
-        .with_context(|| format!("removing {}", path.display()))
+    let name = sys::cstring(Path::new(name))?;
+    let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW;
+    let dir = sys::openat(parent_fd.as_raw_fd(), &name, flags, 0)
+        .map_err(|e| anyhow::anyhow!("opening {}: {}", path.display(), sys::errno_text(e)))?;
+    // SAFETY: fresh fd, owned here.
+    let dir = unsafe { OwnedFd::from_raw_fd(dir) };
+    let mount = sys::mount_id(dir.as_raw_fd())
+        .map_err(|e| anyhow::anyhow!("statx {}: {}", path.display(), sys::errno_text(e)))?;
+    let marker = sys::cname(MARKER);
+    let mut mounts = Vec::new();
+    remove_contents(dir.as_raw_fd(), mount, path, &mut mounts, Some(&marker))?;
+    if !mounts.is_empty() {
+        let shown: Vec<String> = mounts.iter().map(|p| p.display().to_string()).collect();
+        bail!(
+            "left {} alone: a mount inside {} (never deleted across); unmount it first",
+            shown.join(", "),
+            path.display()
+        );
+    }
+    sys::unlinkat(dir.as_raw_fd(), &marker, 0)
+        .and_then(|()| sys::unlinkat(parent_fd.as_raw_fd(), &name, libc::AT_REMOVEDIR))
+        .map_err(|e| anyhow::anyhow!("removing {}: {}", path.display(), sys::errno_text(e)))
 }
 
 fn read_small_file(dir: RawFd, name: &str) -> Option<String> {
@@ -295,7 +319,7 @@ pub(crate) fn remove_tree_at(dir: RawFd, name: &std::ffi::CStr) -> Result<()> {
     let mount = sys::mount_id(sub.as_raw_fd())
         .map_err(|e| anyhow::anyhow!("statx {}: {}", path.display(), sys::errno_text(e)))?;
     let mut mounts = Vec::new();
-    remove_contents(sub.as_raw_fd(), mount, path, &mut mounts)?;
+    remove_contents(sub.as_raw_fd(), mount, path, &mut mounts, None)?;
     if let Some(first) = mounts.first() {
         bail!("{} is a mount point; fsscale never deletes across mounts", first.display());
     }
@@ -309,13 +333,22 @@ pub(crate) fn remove_tree_at(dir: RawFd, name: &std::ffi::CStr) -> Result<()> {
 /// Removes everything below `dir` that is on mount `mount`; a directory
 /// that is another mount (a bind mount of the same filesystem included) is
 /// left alone and listed in `mounts`.
-fn remove_contents(dir: RawFd, mount: u64, path: &Path, mounts: &mut Vec<PathBuf>) -> Result<()> {
+fn remove_contents(
+    dir: RawFd,
+    mount: u64,
+    path: &Path,
+    mounts: &mut Vec<PathBuf>,
+    keep: Option<&std::ffi::CStr>,
+) -> Result<()> {
     let fail = |what: &str, name: &std::ffi::CStr, e: Errno| {
         anyhow::anyhow!("{what} {}: {}", path.join(name.to_string_lossy().as_ref()).display(), sys::errno_text(e))
     };
     for (name, d_type) in
         list(dir).map_err(|e| anyhow::anyhow!("listing {}: {}", path.display(), sys::errno_text(e)))?
     {
+        if keep == Some(name.as_c_str()) {
+            continue;
+        }
         let is_dir = match d_type {
             libc::DT_DIR => true,
             libc::DT_UNKNOWN => {
@@ -345,7 +378,7 @@ fn remove_contents(dir: RawFd, mount: u64, path: &Path, mounts: &mut Vec<PathBuf
             continue;
         }
         let before = mounts.len();
-        remove_contents(sub.as_raw_fd(), mount, &sub_path, mounts)?;
+        remove_contents(sub.as_raw_fd(), mount, &sub_path, mounts, None)?;
         drop(sub);
         if mounts.len() > before {
             continue; // a mount below keeps this directory

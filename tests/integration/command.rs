@@ -157,8 +157,8 @@ fn a_driver_reports_its_metric_at_each_worker_count() {
 
 #[test]
 fn a_sysbench_client_thread_sweep() {
-    if std::process::Command::new("sysbench").arg("--version").output().is_err() {
-        eprintln!("skipped: sysbench is not installed (.ci/run installs it)");
+    let installed = std::process::Command::new("sysbench").arg("--version").output().is_ok();
+    if !prerequisite(installed, "a_sysbench_client_thread_sweep", "sysbench is not installed (.ci/run installs it)") {
         return;
     }
     let env = TestEnv::new();

@@ -76,8 +76,7 @@ fn read_only_dir_is_a_clear_error() {
 
 #[test]
 fn a_failing_syscall_stops_the_run_and_keeps_finished_points() {
-    if !is_root() {
-        eprintln!("skipped: needs root to mount a small tmpfs");
+    if !needs_root("a_failing_syscall_stops_the_run_and_keeps_finished_points") {
         return;
     }
     // 256 KiB fills after 64 appends: ENOSPC in the append workload's hot loop.

@@ -41,10 +41,7 @@ fn f2fs_supported() -> bool {
 }
 
 fn skip_unless_root() -> bool {
-    if !is_root() {
-        eprintln!("skipped: making filesystems needs root");
-    }
-    !is_root()
+    !needs_root("making filesystems")
 }
 
 #[test]

@@ -3,6 +3,7 @@
 mod analysis;
 mod command;
 mod errors;
+mod faults;
 mod filesystems;
 mod interrupt;
 mod ministat;

@@ -100,8 +100,11 @@ fn is_documented_plot_deviation(ours: &str, theirs: &str) -> bool {
 
 #[test]
 fn byte_identical_to_the_reference_ministat() {
-    if !reference_available() {
-        eprintln!("skipped: the reference ministat is not installed (.ci/run installs Debian's ministat)");
+    if !prerequisite(
+        reference_available(),
+        "ministat reference tests",
+        "Debian's ministat is not installed (.ci/run installs it)",
+    ) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -165,8 +168,11 @@ fn byte_identical_to_the_reference_ministat() {
 
 #[test]
 fn errors_and_stdin_match_the_reference() {
-    if !reference_available() {
-        eprintln!("skipped: the reference ministat is not installed");
+    if !prerequisite(
+        reference_available(),
+        "ministat reference tests",
+        "Debian's ministat is not installed (.ci/run installs it)",
+    ) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -247,8 +253,11 @@ fn t_table_matches_the_reference_for_every_reachable_df_and_level() {
     // Each data set needs 3 points, so df = n1 + n2 − 2 runs from 4; above
     // 100 the reference uses one row. A large difference makes it print
     // e = t·s to 6 significant digits, which shows any t that differs.
-    if !reference_available() {
-        eprintln!("skipped: the reference ministat is not installed");
+    if !prerequisite(
+        reference_available(),
+        "ministat reference tests",
+        "Debian's ministat is not installed (.ci/run installs it)",
+    ) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

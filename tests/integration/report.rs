@@ -78,7 +78,7 @@ fn report_loads_in_headless_chromium_without_errors() {
         .into_iter()
         .find(|c| std::process::Command::new(c).arg("--version").output().map(|o| o.status.success()).unwrap_or(false))
     else {
-        eprintln!("skipped: no chromium (.ci/run installs Debian's chromium)");
+        prerequisite(false, "the report in a real browser", "no chromium (.ci/run installs Debian's chromium)");
         return;
     };
     let env = TestEnv::new();

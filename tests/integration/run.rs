@@ -161,7 +161,11 @@ fn namespace_workloads_leave_nothing_behind_and_count_real_syscalls() {
         .arg(&env.output)
         .output();
     let Ok(out) = out else {
-        eprintln!("skipped: strace is not installed (.ci/run installs it)");
+        prerequisite(
+            false,
+            "namespace_workloads_leave_nothing_behind_and_count_real_syscalls",
+            "strace is not installed (.ci/run installs it)",
+        );
         return;
     };
     assert_success(&out);

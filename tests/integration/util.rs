@@ -116,6 +116,28 @@ pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
     }
 }
 
+/// Whether a test can run here: `ok` says its prerequisite (root, a tool)
+/// is there. A missing one fails the test under CI (`CI` set: `.ci/run`
+/// runs as root and installs every tool), where a quiet skip would hide a
+/// broken feature; elsewhere the test is skipped with a line written
+/// straight to stderr (not captured, so `cargo test` shows it).
+pub fn prerequisite(ok: bool, test: &str, missing: &str) -> bool {
+    if ok {
+        return true;
+    }
+    if std::env::var_os("CI").is_some() {
+        panic!("{test}: {missing}; under CI every prerequisite must be there (.ci/run installs them, as root)");
+    }
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "SKIPPED {test}: {missing}");
+    false
+}
+
+/// [`prerequisite`] for tests that need root.
+pub fn needs_root(test: &str) -> bool {
+    prerequisite(is_root(), test, "needs root")
+}
+
 pub fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
     unsafe { libc::geteuid() == 0 }
@@ -158,4 +180,73 @@ pub fn live_processes_in_group(pgid: i32) -> Vec<i32> {
         }
     }
     found
+}
+
+/// Direct children of `parent` in `parent`'s own process group: its worker
+/// processes (commands get groups of their own, the guardian a session).
+pub fn workers_of(parent: i32) -> Vec<i32> {
+    let field = |pid: i32, n: usize| -> Option<i32> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        stat.rsplit_once(')')?.1.split_whitespace().nth(n)?.parse().ok()
+    };
+    let Some(group) = field(parent, 2) else { return Vec::new() };
+    let mut found: Vec<i32> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_string_lossy().parse::<i32>().ok())
+        .filter(|&pid| field(pid, 1) == Some(parent) && field(pid, 2) == Some(group))
+        .collect();
+    found.sort();
+    found
+}
+
+/// Processes whose command line starts with `needle` (other than zombies).
+pub fn processes_running(needle: &str) -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_string_lossy().parse::<i32>().ok())
+        .filter(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let zombie = state.rsplit_once(')').is_some_and(|(_, r)| r.trim_start().starts_with('Z'));
+            !zombie && String::from_utf8_lossy(&cmdline).replace('\0', " ").starts_with(needle)
+        })
+        .collect()
+}
+
+/// A directory of files outside everything fsscale may touch, with a
+/// snapshot of names, sizes, modes and mtimes to prove it untouched.
+pub struct Canary {
+    pub path: PathBuf,
+    snapshot: Vec<(String, u64, u32, i64)>,
+    _holder: tempfile::TempDir,
+}
+
+impl Canary {
+    pub fn new() -> Canary {
+        let holder = tempfile::tempdir().unwrap();
+        let path = holder.path().join("canary");
+        std::fs::create_dir_all(path.join("sub")).unwrap();
+        std::fs::write(path.join("precious"), b"keep me").unwrap();
+        std::fs::write(path.join("sub/also"), b"and me").unwrap();
+        let snapshot = Canary::take(&path);
+        Canary { path, snapshot, _holder: holder }
+    }
+
+    fn take(path: &Path) -> Vec<(String, u64, u32, i64)> {
+        use std::os::unix::fs::MetadataExt;
+        let mut all = Vec::new();
+        for name in ["", "precious", "sub", "sub/also"] {
+            let meta = std::fs::symlink_metadata(path.join(name)).expect("canary entry");
+            all.push((name.to_string(), meta.len(), meta.mode(), meta.mtime_nsec() + meta.mtime() * 1_000_000_000));
+        }
+        all
+    }
+
+    /// Panics unless every entry is there, unchanged.
+    pub fn assert_untouched(&self) {
+        assert_eq!(Canary::take(&self.path), self.snapshot, "the canary outside fsscale's scratch changed");
+        assert_eq!(std::fs::read(self.path.join("precious")).unwrap(), b"keep me");
+    }
 }
