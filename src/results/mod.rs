@@ -325,7 +325,7 @@ impl ResultsFile {
             doc.check()?;
             Ok(doc)
         });
-        parsed.with_context(|| format!("{} is not a usable fsscale results file", path.display()))
+        parsed.with_context(|| format!("{} is not an fsscale results file", path.display()))
     }
 
     /// Writes the document atomically (a temporary file of this process's

@@ -226,8 +226,20 @@ fn a_real_device_needs_the_flag_and_is_never_formatted_while_mounted() {
     std::fs::create_dir(&mnt).unwrap();
     assert!(Command::new("mount").arg(&device).arg(&mnt).status().unwrap().success());
     let out = run(&["--destroy-device-data"]);
+    // Another name for the same device: found by its numbers, not its name.
+    let alias = dir.path().join("alias");
+    std::os::unix::fs::symlink(&device, &alias).unwrap();
+    let by_alias = fsscale()
+        .args(["run", "stat", "--fs", "ext4", "--destroy-device-data"])
+        .arg(format!("--backing=dev:{}", alias.display()))
+        .arg("-o")
+        .arg(&env.output)
+        .output()
+        .unwrap();
     let _ = Command::new("umount").arg(&mnt).status();
-    assert_one_line_error(&out, "is mounted; fsscale never formats a device in use");
+    let mounted = format!("({device}) is mounted on {}; fsscale never formats a device in use", mnt.display());
+    assert_one_line_error(&out, &mounted);
+    assert_one_line_error(&by_alias, &mounted);
     // Unmounted and allowed: it runs on the device, and leaves the device attached.
     let out = run(&["--destroy-device-data"]);
     assert_success(&out);

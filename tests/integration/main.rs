@@ -2,6 +2,7 @@
 
 mod analysis;
 mod command;
+mod edges;
 mod errors;
 mod faults;
 mod filesystems;
