@@ -397,7 +397,7 @@ pub fn prepare_point(
         Workload::DupClose => state.shared_file = fdtable::prepare_shared(share, dir).with_context(what)?,
         Workload::Traverse => {
             if let Some(source) = tree.filter(|t| t.walk_tree.is_none()) {
-                traverse::extract_tree(dir, &source.tarball).with_context(what)?;
+                traverse::extract_tree(dir, &source.tarball, &|| false).with_context(what)?;
             }
             if share == Share::Shared {
                 state.walk_queue = Some(WalkQueue::new());

@@ -52,8 +52,10 @@ impl Default for WalkQueue {
 }
 
 pub(super) struct Traverse<'a> {
-    /// The tree's top directory.
-    root: OwnedFd,
+    /// The tree's top directory (once a private copy is extracted).
+    root: Option<OwnedFd>,
+    /// A private copy still to extract: the worker's directory and the tarball.
+    to_extract: Option<(RawFd, &'a std::path::Path)>,
     stat: bool,
     queue: Option<&'a WalkQueue>,
     workers: usize,
@@ -63,22 +65,21 @@ pub(super) struct Traverse<'a> {
 impl<'a> Traverse<'a> {
     pub(super) fn setup(env: &WorkerEnv<'a>) -> Result<Traverse<'a>> {
         let source = env.tree.context("traverse needs a tree (internal error: none prepared)")?;
-        let root = match (&source.walk_tree, env.share) {
+        let (root, to_extract) = match (&source.walk_tree, env.share) {
             (Some(tree), _) => {
                 let c = sys::cstring(tree)?;
-                sys::openat(libc::AT_FDCWD, &c, libc::O_RDONLY | libc::O_DIRECTORY, 0)
-                    .map_err(|e| anyhow::anyhow!("setup: opening --tree {}: {}", tree.display(), sys::errno_text(e)))?
+                let fd = sys::openat(libc::AT_FDCWD, &c, libc::O_RDONLY | libc::O_DIRECTORY, 0)
+                    .map_err(|e| anyhow::anyhow!("setup: opening --tree {}: {}", tree.display(), sys::errno_text(e)))?;
+                (Some(fd), None)
             }
-            (None, Share::Private) => {
-                // The worker's own copy, extracted before the start (untimed).
-                extract_tree(env.dir, &source.tarball)?;
-                open_tree(env.dir)?
-            }
-            (None, _) => open_tree(env.dir)?,
+            // The worker's own copy, extracted in `prepare` (untimed, stoppable, beating).
+            (None, Share::Private) => (None, Some((env.dir, source.tarball.as_path()))),
+            (None, _) => (Some(open_tree(env.dir)?), None),
         };
         Ok(Traverse {
             // SAFETY: fresh fd, owned here.
-            root: unsafe { OwnedFd::from_raw_fd(root) },
+            root: root.map(|fd| unsafe { OwnedFd::from_raw_fd(fd) }),
+            to_extract,
             stat: source.stat,
             queue: if env.share == Share::Shared { env.point.walk_queue.as_ref() } else { None },
             workers: env.workers,
@@ -87,8 +88,9 @@ impl<'a> Traverse<'a> {
     }
 }
 
-/// Extracts `tarball` into `dir/tree` (setup, not timed).
-pub(super) fn extract_tree(dir: RawFd, tarball: &std::path::Path) -> Result<()> {
+/// Extracts `tarball` into `dir/tree` (setup, not timed), asking `stop`
+/// before every entry.
+pub(super) fn extract_tree(dir: RawFd, tarball: &std::path::Path, stop: &dyn Fn() -> bool) -> Result<()> {
     let name = sys::cname(TREE_DIR);
     sys::mkdirat(dir, &name, 0o755)
         .map_err(|e| anyhow::anyhow!("setup: mkdirat(\"{TREE_DIR}\"): {}", sys::errno_text(e)))?;
@@ -96,7 +98,7 @@ pub(super) fn extract_tree(dir: RawFd, tarball: &std::path::Path) -> Result<()> 
     // SAFETY: fresh fd, owned here.
     let fd = unsafe { OwnedFd::from_raw_fd(fd) };
     let mut file = std::fs::File::open(tarball).with_context(|| format!("setup: opening {}", tarball.display()))?;
-    archive::extract(&mut file, fd.as_raw_fd(), &|| false, &|_| {}).context("setup: extracting the tree")?;
+    archive::extract(&mut file, fd.as_raw_fd(), stop, &|_| {}).context("setup: extracting the tree")?;
     Ok(())
 }
 
@@ -106,7 +108,18 @@ fn open_tree(dir: RawFd) -> Result<RawFd> {
 }
 
 impl Job for Traverse<'_> {
+    fn prepare(&mut self, ctx: &JobContext<'_>) -> Result<(), String> {
+        if let Some((dir, tarball)) = self.to_extract.take() {
+            extract_tree(dir, tarball, ctx.stop).map_err(|e| format!("{e:#}"))?;
+            let fd = open_tree(dir).map_err(|e| format!("{e:#}"))?;
+            // SAFETY: fresh fd, owned here.
+            self.root = Some(unsafe { OwnedFd::from_raw_fd(fd) });
+        }
+        Ok(())
+    }
+
     fn run(&mut self, ctx: &JobContext<'_>) -> Result<JobOutput, String> {
+        let root = self.root.as_ref().ok_or("traverse: no tree to walk (internal error: not prepared)")?.as_raw_fd();
         let mut entries = 0u64;
         let mut local: Vec<CString> = Vec::new();
         if self.queue.is_none() {
@@ -128,7 +141,7 @@ impl Job for Traverse<'_> {
                 return Err("stopped".into());
             }
             found.clear();
-            entries += list(self.root.as_raw_fd(), &dir, self.stat, &mut self.buf, &mut found)?;
+            entries += list(root, &dir, self.stat, &mut self.buf, &mut found)?;
             (ctx.progress)(entries);
             match self.queue {
                 None => local.append(&mut found),
