@@ -57,6 +57,11 @@ impl Containment {
         Containment { root: Some(root), guardian, runs: 0 }
     }
 
+    /// Whether a cgroup contains the commands (else the subreaper fallback).
+    pub fn has_cgroup(&self) -> bool {
+        self.root.is_some()
+    }
+
     /// What the results record: `cgroup v2 (PATH)` or the fallback.
     pub fn describe(&self) -> String {
         match &self.root {

@@ -12,15 +12,14 @@
 
 use std::fs::File;
 use std::io::{Seek, Write};
-use std::os::fd::{AsRawFd, FromRawFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, Context, Result};
 use serde::{Deserialize, Serialize};
 
 use super::STATE_DIR;
-use crate::sys;
+use crate::{lockfile, sys};
 
 /// Prefix of every image file and registry entry fsscale makes.
 pub(super) const PREFIX: &str = ".fsscale-fs-";
@@ -49,16 +48,8 @@ impl Registration {
         sys::ensure_private_dir(Path::new(STATE_DIR), "state directory").map_err(anyhow::Error::msg)?;
         let id = format!("{}-{}-{}", std::process::id(), SEQUENCE.fetch_add(1, Ordering::Relaxed), sys::random_hex(4));
         let path = Path::new(STATE_DIR).join(format!("{PREFIX}{id}.json"));
-        let flags = libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_RDWR;
-        let fd = sys::openat(libc::AT_FDCWD, &sys::cstring(&path)?, flags, 0o600)
+        let file = lockfile::create_locked(libc::AT_FDCWD, &sys::cstring(&path)?, 0o600)
             .map_err(|e| anyhow!("creating registry entry {}: {}", path.display(), sys::errno_text(e)))?;
-        // SAFETY: a fresh descriptor, owned by the File from here on.
-        let file = unsafe { File::from_raw_fd(fd) };
-        // SAFETY: flock on a descriptor we own; nobody else can hold a file made just now.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-            let _ = std::fs::remove_file(&path);
-            bail!("locking registry entry {}: {}", path.display(), std::io::Error::last_os_error());
-        }
         Ok(Registration { id, path, file })
     }
 
@@ -112,14 +103,14 @@ fn stale_entries(live: &mut usize) -> Vec<Stale> {
         let Some(id) = name.strip_prefix(PREFIX).and_then(|n| n.strip_suffix(".json")) else { continue };
         let path = dirent.path();
         let Ok(cpath) = sys::cstring(&path) else { continue };
-        let Ok(fd) = sys::openat(libc::AT_FDCWD, &cpath, libc::O_RDONLY | libc::O_NOFOLLOW, 0) else { continue };
-        // SAFETY: a fresh descriptor, owned by the File.
-        let file = unsafe { File::from_raw_fd(fd) };
-        // SAFETY: flock on our own descriptor; failure means a live run holds it.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-            *live += 1;
-            continue;
-        }
+        let file = match lockfile::lock_if_unheld(libc::AT_FDCWD, &cpath) {
+            Ok(Some(file)) => file,
+            Ok(None) => {
+                *live += 1;
+                continue;
+            }
+            Err(_) => continue,
+        };
         let entry = std::io::read_to_string(&file).ok().and_then(|t| serde_json::from_str(&t).ok());
         stale.push(Stale { path, id: id.to_string(), entry, _lock: file });
     }

@@ -57,6 +57,9 @@ pub fn run(config: &RunConfig, progress: &mut dyn Progress) -> Result<ResultsFil
     // Made while the process is single-threaded (it may fork its guardian).
     let runs_commands = config.command.is_some() || config.macro_options.extract_cmd.is_some();
     let mut containment = runs_commands.then(crate::exec::Containment::start);
+    if let Some(c) = containment.as_ref().filter(|c| !c.has_cgroup()) {
+        progress.warning(&format!("commands are contained by the fallback: {}", c.describe()));
+    }
     // A probe scratch directory gives the clear "--dir ..." errors before
     // anything else (only where --dir is used: made filesystems need none).
     if config.filesystems.specs.iter().any(|s| s.kind == FsKind::Dir) {

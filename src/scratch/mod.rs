@@ -119,15 +119,8 @@ impl Scratch {
     }
 
     fn write_marker(&self) -> Result<std::fs::File, std::io::Error> {
-        let flags = libc::O_CREAT | libc::O_EXCL | libc::O_WRONLY | libc::O_NOFOLLOW;
-        let fd =
-            sys::openat(self.fd(), &sys::cname(MARKER), flags, 0o600).map_err(std::io::Error::from_raw_os_error)?;
-        // SAFETY: fresh fd, owned by the File.
-        let mut file = unsafe { std::fs::File::from_raw_fd(fd) };
-        // SAFETY: flock on our own, fresh descriptor.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
+        let mut file = crate::lockfile::create_locked(self.fd(), &sys::cname(MARKER), 0o600)
+            .map_err(std::io::Error::from_raw_os_error)?;
         std::io::Write::write_all(&mut file, self.marker_text().as_bytes())?;
         Ok(file)
     }
@@ -215,10 +208,11 @@ fn probe_dead(path: &Path) -> Result<Option<Option<u32>>> {
             .map_err(|e| anyhow::anyhow!("{}: {}", path.display(), sys::errno_text(e)))?;
     // SAFETY: fresh fd, owned here.
     let dir = unsafe { OwnedFd::from_raw_fd(dir) };
-    let marker = sys::openat(dir.as_raw_fd(), &sys::cname(MARKER), libc::O_RDONLY | libc::O_NOFOLLOW, 0)
-        .map_err(|e| anyhow::anyhow!("{}: no marker ({})", path.display(), sys::errno_text(e)))?;
-    // SAFETY: fresh fd, owned by the File.
-    let marker = unsafe { std::fs::File::from_raw_fd(marker) };
+    let marker = match crate::lockfile::lock_if_unheld(dir.as_raw_fd(), &sys::cname(MARKER)) {
+        Ok(Some(marker)) => marker,
+        Ok(None) => return Ok(None), // a live run holds it
+        Err(e) => bail!("{}: no marker ({})", path.display(), sys::errno_text(e)),
+    };
     let mut text = String::new();
     std::io::Read::read_to_string(&mut std::io::Read::take(&marker, 4096), &mut text)?;
     let mut lines = text.lines();
@@ -230,10 +224,6 @@ fn probe_dead(path: &Path) -> Result<Option<Option<u32>>> {
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     if token.len() < 8 || !name.ends_with(&token[..8]) {
         bail!("{}: the marker's token does not match the directory's name", path.display());
-    }
-    // SAFETY: flock on our own descriptor; EWOULDBLOCK means a live run holds it.
-    if unsafe { libc::flock(marker.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) } != 0 {
-        return Ok(None);
     }
     Ok(Some(pid))
 }

@@ -8,12 +8,11 @@
 
 use std::fs::File;
 use std::io::Write;
-use std::os::fd::{AsRawFd, FromRawFd};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::sys;
+use crate::{lockfile, sys};
 
 const PREFIX: &str = ".fsscale-run-";
 
@@ -44,15 +43,7 @@ impl RunRegistration {
         let state = state_dir()?;
         sys::ensure_private_dir(&state, "state directory").ok()?;
         let path = state.join(format!("{PREFIX}{}-{}.json", std::process::id(), sys::random_hex(4)));
-        let flags = libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_WRONLY;
-        let fd = sys::openat(libc::AT_FDCWD, &sys::cstring(&path).ok()?, flags, 0o600).ok()?;
-        // SAFETY: a fresh descriptor, owned by the File.
-        let mut file = unsafe { File::from_raw_fd(fd) };
-        // SAFETY: flock on our own, fresh descriptor.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-            let _ = std::fs::remove_file(&path);
-            return None;
-        }
+        let mut file = lockfile::create_locked(libc::AT_FDCWD, &sys::cstring(&path).ok()?, 0o600).ok()?;
         let dirs = dirs.iter().filter_map(|d| std::fs::canonicalize(d).ok()).collect();
         let entry = RunEntry { pid: std::process::id(), dirs };
         if file.write_all(serde_json::to_string(&entry).expect("entry serializes").as_bytes()).is_err() {
@@ -81,13 +72,7 @@ pub fn dead_runs() -> Vec<(PathBuf, Vec<PathBuf>)> {
         }
         let path = dirent.path();
         let Ok(cpath) = sys::cstring(&path) else { continue };
-        let Ok(fd) = sys::openat(libc::AT_FDCWD, &cpath, libc::O_RDONLY | libc::O_NOFOLLOW, 0) else { continue };
-        // SAFETY: a fresh descriptor, owned by the File.
-        let file = unsafe { File::from_raw_fd(fd) };
-        // SAFETY: flock on our own descriptor; failure means the run is alive.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) } != 0 {
-            continue;
-        }
+        let Ok(Some(file)) = lockfile::lock_if_unheld(libc::AT_FDCWD, &cpath) else { continue };
         let entry: Option<RunEntry> = std::io::read_to_string(&file).ok().and_then(|t| serde_json::from_str(&t).ok());
         dead.push((path, entry.map(|e| e.dirs).unwrap_or_default()));
     }

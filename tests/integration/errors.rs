@@ -82,13 +82,7 @@ fn a_failing_syscall_stops_the_run_and_keeps_finished_points() {
     // 256 KiB fills after 64 appends: ENOSPC in the append workload's hot loop.
     let mount = TmpfsMount::new("size=256k");
     let env = TestEnv::new();
-    let out = fsscale()
-        .args(["run", "stat", "append", "-j", "1", "--share", "private", "-n", "1", "--duration", "0.05", "--dir"])
-        .arg(&mount.path)
-        .arg("-o")
-        .arg(&env.output)
-        .output()
-        .unwrap();
+    let out = env.run_at(&mount.path, &["stat", "append", "-j", "1", "--share", "private"]);
     assert_eq!(out.status.code(), Some(1));
     let err = stderr(&out);
     let line = err.lines().last().unwrap();

@@ -393,13 +393,7 @@ fn a_full_filesystem_is_a_clear_error_and_leaves_nothing() {
     }
     let mount = TmpfsMount::new("size=1m");
     let env = TestEnv::new();
-    let out = fsscale()
-        .args(["run", "stat", "untar", "-j", "1", "-n", "1", "--duration", "0.05", "--scale", "0.01", "--dir"])
-        .arg(&mount.path)
-        .arg("-o")
-        .arg(&env.output)
-        .output()
-        .unwrap();
+    let out = env.run_at(&mount.path, &["stat", "untar", "-j", "1", "--scale", "0.01"]);
     assert_eq!(out.status.code(), Some(1));
     let line = error_line(&out);
     assert!(line.contains("untar (process, private, 1 workers), run 1 of 1: worker 0: entry"), "{line}");

@@ -26,9 +26,14 @@ impl TestEnv {
 
     /// `fsscale run ARGS --dir DIR -o OUTPUT`, quick settings unless overridden later in ARGS.
     pub fn run(&self, args: &[&str]) -> Output {
+        self.run_at(&self.dir, args)
+    }
+
+    /// [`TestEnv::run`] with another `--dir` (a tiny mount, say).
+    pub fn run_at(&self, dir: &Path, args: &[&str]) -> Output {
         let mut cmd = fsscale();
         cmd.arg("run").args(["-n", "1", "--duration", "0.05", "--warmup", "0"]);
-        cmd.args(args).arg("--dir").arg(&self.dir).arg("-o").arg(&self.output);
+        cmd.args(args).arg("--dir").arg(dir).arg("-o").arg(&self.output);
         cmd.output().expect("run fsscale")
     }
 

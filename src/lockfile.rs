@@ -1,0 +1,59 @@
+//! Files whose `flock` says a live fsscale run owns something (a registry
+//! entry, a scratch directory's marker). Liveness is the lock, never a PID:
+//! the kernel drops it when the last process holding it (the run, or a
+//! forked worker) is gone, whatever PID namespace looks at it.
+
+use std::ffi::CStr;
+use std::fs::File;
+use std::os::fd::{AsRawFd, FromRawFd, RawFd};
+
+use crate::sys::{self, Errno};
+
+/// Creates `name` in `dir` exclusively (`O_EXCL | O_NOFOLLOW`, so nothing
+/// planted there is reused) and locks it for as long as the file is open.
+pub fn create_locked(dir: RawFd, name: &CStr, mode: libc::mode_t) -> Result<File, Errno> {
+    let flags = libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_RDWR;
+    let fd = sys::openat(dir, name, flags, mode)?;
+    // SAFETY: a fresh descriptor, owned by the File from here on.
+    let file = unsafe { File::from_raw_fd(fd) };
+    // SAFETY: flock on our own descriptor; nobody else can hold a file made just now.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        let errno = sys::last_errno();
+        let _ = sys::unlinkat(dir, name, 0);
+        return Err(errno);
+    }
+    Ok(file)
+}
+
+/// Opens `name` in `dir` (never through a link) and takes its lock if no
+/// live run holds it: `Some(file)`, holding the lock until dropped; `None`
+/// when it is held (its run is alive).
+pub fn lock_if_unheld(dir: RawFd, name: &CStr) -> Result<Option<File>, Errno> {
+    let fd = sys::openat(dir, name, libc::O_RDONLY | libc::O_NOFOLLOW, 0)?;
+    // SAFETY: a fresh descriptor, owned by the File from here on.
+    let file = unsafe { File::from_raw_fd(fd) };
+    // SAFETY: flock on our own descriptor; EWOULDBLOCK means a live run holds it.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        return match sys::last_errno() {
+            libc::EWOULDBLOCK => Ok(None),
+            errno => Err(errno),
+        };
+    }
+    Ok(Some(file))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_held_lock_is_seen_and_a_dropped_one_is_free() {
+        let dir = tempfile::tempdir().unwrap();
+        let fd = File::open(dir.path()).unwrap();
+        let held = create_locked(fd.as_raw_fd(), c"entry", 0o600).unwrap();
+        assert!(lock_if_unheld(fd.as_raw_fd(), c"entry").unwrap().is_none());
+        assert_eq!(create_locked(fd.as_raw_fd(), c"entry", 0o600).unwrap_err(), libc::EEXIST);
+        drop(held);
+        assert!(lock_if_unheld(fd.as_raw_fd(), c"entry").unwrap().is_some());
+    }
+}
