@@ -100,6 +100,22 @@ fn a_worker_killed_while_setting_up_fails_the_run_in_seconds() {
 }
 
 #[test]
+fn a_worker_killed_at_the_start_barrier_fails_the_run() {
+    let env = TestEnv::new();
+    // Worker 0 is ready at once and waits at the barrier; worker 1 is still setting up.
+    let sleep = format!("sleep 32.{}", std::process::id());
+    let setup = format!("if [ {{worker}} = 1 ]; then {sleep}; fi");
+    let child = start(&env, &["command", "--shell", "--cmd", "true", "--setup", &setup, "-j", "2", "-n", "1"]);
+    let workers = wait_for_workers(&child, 2);
+    wait_until("worker 1's setup", || processes_running(&sleep).len() == 1);
+    std::thread::sleep(Duration::from_millis(200));
+    signal(workers[0], libc::SIGKILL);
+    let out = finish_within(child, Duration::from_secs(10));
+    assert_failed_cleanly(&env, &out, "worker 0 died (killed by signal 9, SIGKILL) at the start barrier");
+    wait_until("the setup command gone", || processes_running(&sleep).is_empty());
+}
+
+#[test]
 fn a_worker_killed_during_fixed_work_fails_the_run() {
     let env = TestEnv::new();
     let sleep = format!("sleep 31.{}", std::process::id());
