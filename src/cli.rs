@@ -476,6 +476,7 @@ impl RunArgs {
             workloads,
             modes: dedup(self.mode),
             shares: dedup(self.share.clone().unwrap_or_else(|| vec![Share::Private, Share::Shared])),
+            shares_given: self.share.is_some(),
             strict_shares: self.share.is_some()
                 && !self.workloads.is_empty()
                 && !self.workloads.iter().any(|w| matches!(w, WorkloadArg::All)),

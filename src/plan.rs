@@ -72,6 +72,8 @@ pub struct RunConfig {
     /// Refuse a workload/share combination that cannot run, rather than skip
     /// it (the user named both the workloads and the sharing levels).
     pub strict_shares: bool,
+    /// `--share` was given (else `shares` is the default, which a workload may adapt).
+    pub shares_given: bool,
     pub macro_options: MacroOptions,
     /// The `command` workload's templates (`--cmd` and friends).
     pub command: Option<CommandSpec>,
@@ -127,7 +129,7 @@ impl RunConfig {
         }
         for &workload in &self.workloads {
             let mut runnable = 0;
-            for &share in &self.shares {
+            for share in self.shares_for(workload) {
                 // A named share is refused only when no requested mode can run it.
                 let verdicts: Vec<Result<(), String>> =
                     self.modes.iter().map(|&mode| self.check_combination(workload, mode, share)).collect();
@@ -139,7 +141,7 @@ impl RunConfig {
             }
             if runnable == 0 {
                 // Nothing of this workload would run: say why for the first combination.
-                let first = self.check_combination(workload, self.modes[0], self.shares[0]);
+                let first = self.check_combination(workload, self.modes[0], self.shares_for(workload)[0]);
                 bail!(first.err().unwrap_or_else(|| format!("{workload}: nothing to run")));
             }
         }
@@ -177,6 +179,17 @@ impl RunConfig {
     }
 
     /// Whether `workload` can run in `mode` at `share` with these options; the error says why not.
+    /// The sharing levels `workload` runs at: those asked for, except that
+    /// a `traverse` of an existing `--tree` (never copied, so never private)
+    /// defaults to every worker walking all of it (`same`), and together
+    /// (`shared`) where threads run, unless `--share` was given.
+    pub fn shares_for(&self, workload: Workload) -> Vec<Share> {
+        if workload == Workload::Traverse && self.macro_options.tree.is_some() && !self.shares_given {
+            return vec![Share::Same, Share::Shared];
+        }
+        self.shares.clone()
+    }
+
     pub fn check_combination(&self, workload: Workload, mode: Mode, share: Share) -> Result<(), String> {
         workload.check_share(share)?;
         if workload == Workload::Command && self.command.as_ref().is_some_and(|c| c.driver.is_some()) {
@@ -211,7 +224,8 @@ impl RunConfig {
         let mut points = Vec::new();
         for &workload in &self.workloads {
             for &mode in &self.modes {
-                for share in self.shares.iter().copied().filter(|&s| self.check_combination(workload, mode, s).is_ok())
+                for share in
+                    self.shares_for(workload).into_iter().filter(|&s| self.check_combination(workload, mode, s).is_ok())
                 {
                     for &workers in &self.workers {
                         points.push(PointSpec { workload, mode, share, workers });
@@ -373,6 +387,7 @@ mod tests {
             modes: vec![Mode::Process, Mode::Thread],
             shares: vec![Share::Private],
             strict_shares: true,
+            shares_given: true,
             filesystems: FsOptions::existing_dir(),
             macro_options: MacroOptions {
                 scale: 0.01,

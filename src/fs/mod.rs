@@ -178,6 +178,14 @@ impl FsOptions {
             bail!("--fs {} makes and mounts filesystems, which needs root; run as root or use --fs dir", self.labels());
         }
         for spec in &self.specs {
+            // The kernel first: without it, installing the tools would not help.
+            if spec.kind != FsKind::Dir && !kernel_supports(spec.kind) {
+                bail!(
+                    "--fs {}: unsupported: this kernel has no {} filesystem (not in /proc/filesystems, no module)",
+                    spec.label(),
+                    spec.kind.name()
+                );
+            }
             if let Some((tool, _, package)) = spec.kind.mkfs() {
                 if find_program(tool).is_none() {
                     bail!(
@@ -185,13 +193,6 @@ impl FsOptions {
                         spec.label()
                     );
                 }
-            }
-            if spec.kind != FsKind::Dir && !kernel_supports(spec.kind) {
-                bail!(
-                    "--fs {}: unsupported: this kernel has no {} filesystem (not in /proc/filesystems)",
-                    spec.label(),
-                    spec.kind.name()
-                );
             }
         }
         match &self.backing {
@@ -224,9 +225,17 @@ fn find_program(name: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// Whether the kernel has the filesystem: registered now, or as a module
+/// that mount would load.
 fn kernel_supports(kind: FsKind) -> bool {
     let list = std::fs::read_to_string("/proc/filesystems").unwrap_or_default();
-    list.lines().any(|l| l.split_whitespace().last() == Some(kind.name()))
+    if list.lines().any(|l| l.split_whitespace().last() == Some(kind.name())) {
+        return true;
+    }
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let deps = std::fs::read_to_string(format!("/lib/modules/{}/modules.dep", release.trim())).unwrap_or_default();
+    let module = format!("/fs/{0}/{0}.ko", kind.name());
+    deps.lines().any(|l| l.split(':').next().is_some_and(|m| m.contains(&module)))
 }
 
 /// A `dev:` backing must be a block device that nothing of it is mounted,

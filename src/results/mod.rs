@@ -91,6 +91,18 @@ pub struct Settings {
     /// How commands (`command`, `--extract-cmd`) were kept from outliving a run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub containment: Option<String>,
+    /// `traverse --tree`: the tree walked, as it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub walked_tree: Option<WalkedTree>,
+}
+
+/// An existing tree `traverse` walked (`--tree`), counted before the runs.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct WalkedTree {
+    pub path: String,
+    /// Entries below it (files, directories, links; hard links once each) and bytes of file data.
+    pub entries: u64,
+    pub bytes: u64,
 }
 
 /// How `command` ran.
@@ -404,6 +416,7 @@ pub(crate) mod fixtures {
                 command: None,
                 replay: None,
                 containment: None,
+                walked_tree: None,
             },
             points,
         }

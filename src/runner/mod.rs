@@ -24,7 +24,7 @@ use crate::plan::{MacroOptions, RunConfig};
 use crate::replay::{self, OpKind};
 use crate::results::{
     self, CommandSettings, Host, MetricInfo, Point, ReplaySettings, ResultsFile, RunRecord, Saver, Settings, Status,
-    Target, Tool, UntarSettings, SCHEMA_VERSION,
+    Target, Tool, UntarSettings, WalkedTree, SCHEMA_VERSION,
 };
 use crate::scratch::Scratch;
 use crate::sys;
@@ -69,8 +69,10 @@ pub fn run(config: &RunConfig, progress: &mut dyn Progress) -> Result<ResultsFil
         std::fs::create_dir_all(parent)
             .with_context(|| format!("cannot create the results directory {}", parent.display()))?;
     }
+    // A tarball only when something extracts it: `traverse --tree` walks a tree as it is.
+    let walks_only_a_given_tree = config.macro_options.tree.is_some() && !config.workloads.contains(&Workload::Untar);
     let tree = if config.workloads.iter().any(|w| w.needs_tree()) {
-        Some(prepare_tree(&config.macro_options, progress)?)
+        Some(prepare_tree(&config.macro_options, !walks_only_a_given_tree, progress)?)
     } else {
         None
     };
@@ -100,7 +102,14 @@ pub fn run(config: &RunConfig, progress: &mut dyn Progress) -> Result<ResultsFil
         trace: trace.as_ref(),
         latency: config.latency,
     };
-    doc.settings.untar = tree.as_ref().map(|u| UntarSettings {
+    doc.settings.walked_tree = tree.as_ref().and_then(|t| {
+        t.walk_tree.as_ref().map(|path| WalkedTree {
+            path: path.display().to_string(),
+            entries: t.walk_contents.entries(),
+            bytes: t.walk_contents.bytes,
+        })
+    });
+    doc.settings.untar = tree.as_ref().filter(|_| !walks_only_a_given_tree).map(|u| UntarSettings {
         tarball: u.tarball.display().to_string(),
         scale: config.macro_options.tarball.is_none().then_some(config.macro_options.scale),
         seed: config.macro_options.tarball.is_none().then_some(config.macro_options.seed),
@@ -290,6 +299,7 @@ fn new_document(config: &RunConfig) -> ResultsFile {
             command: None,
             replay: None,
             containment: None,
+            walked_tree: None,
         },
         points: Vec::new(),
     }
@@ -298,7 +308,26 @@ fn new_document(config: &RunConfig) -> ResultsFile {
 /// The tarball `untar` extracts and `traverse` walks: `--tarball`, or the generated tree at
 /// `--scale`, made once and kept in the cache directory. Scanning it counts
 /// its entries and reads it into the page cache before anything is timed.
-fn prepare_tree(options: &MacroOptions, progress: &mut dyn Progress) -> Result<TreeSource> {
+fn prepare_tree(options: &MacroOptions, with_tarball: bool, progress: &mut dyn Progress) -> Result<TreeSource> {
+    // What `--tree` holds, counted as a tarball's entries are (and read into the cache).
+    let walk_contents = match &options.tree {
+        Some(tree) => {
+            let dir = std::fs::File::open(tree).with_context(|| format!("--tree {}", tree.display()))?;
+            archive::tally(std::os::fd::AsRawFd::as_raw_fd(&dir))
+                .with_context(|| format!("--tree {}", tree.display()))?
+        }
+        None => archive::ExtractStats::default(),
+    };
+    if !with_tarball {
+        return Ok(TreeSource {
+            tarball: std::path::PathBuf::new(),
+            contents: walk_contents,
+            command: None,
+            walk_tree: options.tree.clone(),
+            walk_contents,
+            stat: options.stat,
+        });
+    }
     let tarball = match &options.tarball {
         Some(path) => path.clone(),
         None => {
@@ -331,6 +360,7 @@ fn prepare_tree(options: &MacroOptions, progress: &mut dyn Progress) -> Result<T
         contents,
         command: options.extract_cmd.clone(),
         walk_tree: options.tree.clone(),
+        walk_contents,
         stat: options.stat,
     })
 }

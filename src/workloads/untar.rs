@@ -31,6 +31,8 @@ pub struct TreeSource {
     pub command: Option<String>,
     /// traverse: walk this directory (read only) instead of the extracted tarball.
     pub walk_tree: Option<PathBuf>,
+    /// What `walk_tree` holds.
+    pub walk_contents: ExtractStats,
     /// traverse: `fstatat` every entry.
     pub stat: bool,
 }

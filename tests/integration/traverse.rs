@@ -78,6 +78,18 @@ fn walks_a_read_only_tree_with_stat_and_never_writes_it() {
     for point in &doc.points {
         assert_eq!(point.runs[0].ops, expected * if point.share == Share::Same { 2 } else { 1 });
     }
+    // The settings describe the tree walked, not a generated one (no tarball was made).
+    let walked = doc.settings.walked_tree.as_ref().expect("settings.walked_tree");
+    assert_eq!((walked.path.as_str(), walked.entries), (tree.to_str().unwrap(), expected));
+    assert!(doc.settings.untar.is_none());
+    // Without --share, every worker walks all of it (same), and together where threads run (shared).
+    let out = env.run(&["traverse", "--tree", tree.to_str().unwrap(), "-j", "2", "--mode", "process,thread"]);
+    assert_success(&out);
+    let shares: Vec<(String, Share)> = env.results().points.iter().map(|p| (p.mode.to_string(), p.share)).collect();
+    assert_eq!(
+        shares,
+        [("process".into(), Share::Same), ("thread".into(), Share::Same), ("thread".into(), Share::Shared)]
+    );
     assert_eq!(walk_meta(&tree), before, "--tree is untouched (names, mtimes, sizes)");
     // A private copy of --tree per worker would mean writing; refused.
     let out = env.run(&["traverse", "--tree", tree.to_str().unwrap(), "--share", "private"]);
