@@ -133,22 +133,47 @@ Sleep 100 NT_STATUS_OK
 
     #[test]
     fn a_divergent_replay_names_the_line() {
-        let trace = parse("t", "Mkdir \"\\d\" NT_STATUS_OK\nMkdir \"\\d\" NT_STATUS_OK\n").unwrap();
+        // Where dbench checks the status (Unlink, Rmdir, Rename), a divergence fails the replay.
+        let trace = parse("t", "Mkdir \"\\d\" NT_STATUS_OK\nRmdir \"\\d\" NT_STATUS_OK\nRmdir \"\\d\" NT_STATUS_OK\n").unwrap();
         let dir = tempfile::tempdir().unwrap();
         let fd = open_dir(dir.path());
         let mut player = Player::new(&trace, fd.as_raw_fd());
         player.step().unwrap();
+        player.step().unwrap();
         let err = player.step().unwrap_err();
-        assert_eq!(err.line, 2);
-        assert_eq!(err.message, "Mkdir: mkdirat(\"d\") failed: File exists (EEXIST)");
-        let expected_failure =
-            parse("t", "QUERY_PATH_INFORMATION \"\\x\" 1004 NT_STATUS_OBJECT_NAME_NOT_FOUND\n").unwrap();
+        assert_eq!(err.line, 3);
+        assert_eq!(err.message, "Rmdir: rmdir(\"d\") failed: No such file or directory (ENOENT)");
+        let expected_failure = parse("t", "Unlink \"\\x\" 0x16 NT_STATUS_OBJECT_NAME_NOT_FOUND\n").unwrap();
         std::fs::write(dir.path().join("x"), "").unwrap();
         let mut player = Player::new(&expected_failure, fd.as_raw_fd());
-        assert_eq!(
-            player.step().unwrap_err().message,
-            "QUERY_PATH_INFORMATION \"x\" succeeded, but the trace recorded a failure"
-        );
+        assert_eq!(player.step().unwrap_err().message, "Unlink \"x\" succeeded, but the trace recorded a failure");
+    }
+
+    #[test]
+    fn dbench_semantics_where_dbench_does_not_check() {
+        // An existing directory for Mkdir, a lookup that fails, an open that
+        // disagrees with its status, a FIND_FIRST whose pattern matches
+        // nothing: dbench carries on, and so does the replay, pass after pass.
+        let text = "Deltree \"\\c\" NT_STATUS_OK\n\
+                    Mkdir \"\\c\" NT_STATUS_OK\n\
+                    Mkdir \"\\c\" NT_STATUS_OK\n\
+                    NTCreateX \"\\c\\f\" 0x0 2 7 NT_STATUS_OK\n\
+                    Close 7 NT_STATUS_OK\n\
+                    NTCreateX \"\\c\\f\" 0x0 1 8 NT_STATUS_OBJECT_NAME_NOT_FOUND\n\
+                    QUERY_PATH_INFORMATION \"\\c\\F\" 1004 NT_STATUS_OBJECT_NAME_NOT_FOUND\n\
+                    FIND_FIRST \"\\c\\FILLER.*\" 260 1366 0 NT_STATUS_NO_SUCH_FILE\n\
+                    FIND_FIRST \"\\c\" 260 1366 1 NT_STATUS_OK\n";
+        let trace = parse("t", text).unwrap();
+        assert!(matches!(&trace.ops[7], TraceOp::FindFirst { wildcard: true, max: 1366, .. }));
+        assert!(matches!(&trace.ops[8], TraceOp::FindFirst { wildcard: false, .. }));
+        let dir = tempfile::tempdir().unwrap();
+        let fd = open_dir(dir.path());
+        let mut player = Player::new(&trace, fd.as_raw_fd());
+        for _ in 0..3 * trace.ops.len() {
+            player.step().unwrap();
+        }
+        // Deltree removed the file each pass; the directory stayed, as in dbench.
+        assert!(dir.path().join("c").is_dir());
     }
 
     #[test]

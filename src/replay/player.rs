@@ -1,5 +1,19 @@
 //! Replays a parsed trace in one client's directory, one operation per
 //! call, looping at the end; POSIX mapping as [`OpKind::posix`] lists.
+//!
+//! The semantics are dbench's own (its `fileio` backend), so that dbench's
+//! loadfiles replay as dbench replays them: a recorded status is enforced
+//! only where dbench enforces it (Unlink, Rmdir and Rename must succeed or
+//! fail as recorded; a WriteX must write all its bytes); an NTCreateX that
+//! disagrees with its status is tolerated, as dbench only prints it (a
+//! handle whose open failed then fails the first op that uses it); Mkdir,
+//! FIND_FIRST, QUERY_PATH_INFORMATION, Deltree and locks are not checked.
+//! FIND_FIRST and QUERY_PATH_INFORMATION look a name up as dbench's
+//! `resolve_name` does (stat, then a case-insensitive search of the
+//! directory), and FIND_FIRST lists the directory only for a wildcard
+//! pattern, up to its max count. Deltree removes files and keeps
+//! directories. At the end of the file a client starts it over with no
+//! cleanup between passes, as dbench does.
 
 use std::ffi::CStr;
 use std::os::fd::RawFd;
@@ -53,28 +67,19 @@ impl<'a> Player<'a> {
 
     fn perform(&mut self, op: &TraceOp) -> Result<u64, String> {
         let kind = op.kind().name();
-        let sys_fail = |call: &str, path: &CStr, errno: Errno| {
-            format!("{kind}: {call}(\"{}\") failed: {}", path.to_string_lossy(), sys::errno_text(errno))
-        };
         match op {
-            TraceOp::Create { path, directory, disposition, handle, expect_ok } => {
+            TraceOp::Create { path, parent, directory, disposition, handle, expect_ok } => {
+                resolve(self.dir, path, parent, &mut self.buf);
                 let outcome = self.create(path, *directory, *disposition);
+                // A disagreement with the recorded status is tolerated, as dbench does.
+                if *expect_ok && self.fds[*handle] >= 0 {
+                    let _ = sys::close(self.fds[*handle]);
+                    self.fds[*handle] = -1;
+                }
                 match (outcome, expect_ok) {
-                    (Ok(fd), true) => {
-                        if self.fds[*handle] >= 0 {
-                            let _ = sys::close(self.fds[*handle]);
-                        }
-                        self.fds[*handle] = fd;
-                    }
-                    (Ok(fd), false) => {
-                        let _ = sys::close(fd);
-                        return Err(format!(
-                            "{kind} \"{}\" succeeded, but the trace recorded a failure",
-                            path.to_string_lossy()
-                        ));
-                    }
-                    (Err((call, errno)), true) => return Err(sys_fail(call, path, errno)),
-                    (Err(_), false) => {}
+                    (Ok(fd), true) => self.fds[*handle] = fd,
+                    (Ok(fd), false) => drop(sys::close(fd)),
+                    (Err(_), _) => {}
                 }
                 Ok(0)
             }
@@ -105,29 +110,32 @@ impl<'a> Player<'a> {
             TraceOp::Unlink { path, expect_ok } => {
                 expect(kind, path, sys::unlinkat(self.dir, path, 0), *expect_ok, "unlinkat").map(|()| 0)
             }
-            TraceOp::Mkdir { path, expect_ok } => {
-                expect(kind, path, sys::mkdirat(self.dir, path, 0o700), *expect_ok, "mkdirat").map(|()| 0)
+            TraceOp::Mkdir { path, parent } => {
+                resolve(self.dir, path, parent, &mut self.buf);
+                let _ = sys::mkdirat(self.dir, path, 0o700);
+                Ok(0)
             }
             TraceOp::Rmdir { path, expect_ok } => {
                 expect(kind, path, sys::unlinkat(self.dir, path, libc::AT_REMOVEDIR), *expect_ok, "rmdir").map(|()| 0)
             }
             TraceOp::Deltree { path } => {
-                crate::scratch::remove_tree_at(self.dir, path).map_err(|e| format!("{kind}: {e:#}"))?;
+                remove_files(self.dir, path, &mut self.buf);
                 Ok(0)
             }
             TraceOp::Flush { handle } => {
                 sys::fsync(self.fd(*handle)?).map_err(|e| format!("{kind}: fsync failed: {}", sys::errno_text(e)))?;
                 Ok(0)
             }
-            TraceOp::FindFirst { dir, expect_ok } => {
-                let listed = list_dir(self.dir, dir, &mut self.buf);
-                expect(kind, dir, listed, *expect_ok, "getdents64").map(|()| 0)
+            TraceOp::FindFirst { path, dir, wildcard, max } => {
+                resolve(self.dir, path, dir, &mut self.buf);
+                if *wildcard {
+                    list_dir(self.dir, dir, *max, &mut self.buf);
+                }
+                Ok(0)
             }
-            TraceOp::QueryPath { path, expect_ok } => {
-                // SAFETY: stat is plain data.
-                let mut st: libc::stat = unsafe { std::mem::zeroed() };
-                let done = sys::fstatat(self.dir, path, &mut st, 0);
-                expect(kind, path, done, *expect_ok, "fstatat").map(|()| 0)
+            TraceOp::QueryPath { path, parent } => {
+                resolve(self.dir, path, parent, &mut self.buf);
+                Ok(0)
             }
             TraceOp::QueryFile { handle } => {
                 // SAFETY: stat is plain data.
@@ -172,28 +180,26 @@ impl<'a> Player<'a> {
         }
     }
 
-    /// NTCreateX: dispositions 0 supersede, 1 open, 2 create, 3 open-if,
-    /// 4 overwrite, 5 overwrite-if; create option 0x1 asks for a directory.
-    fn create(&self, path: &CStr, directory: bool, disposition: u32) -> Result<RawFd, (&'static str, Errno)> {
+    /// NTCreateX as dbench maps it: disposition 2 (create) adds O_CREAT, 4
+    /// and 5 (overwrite, overwrite-if) O_CREAT|O_TRUNC, the others open an
+    /// existing name; create option 0x1 asks for a directory, made first
+    /// (an existing one is fine). A directory opened as a file is reopened
+    /// as a directory.
+    fn create(&self, path: &CStr, directory: bool, disposition: u32) -> Result<RawFd, Errno> {
         if directory {
-            if matches!(disposition, 2 | 3) {
-                match sys::mkdirat(self.dir, path, 0o700) {
-                    Ok(()) => {}
-                    Err(libc::EEXIST) if disposition == 3 => {}
-                    Err(e) => return Err(("mkdirat", e)),
-                }
-            }
-            return sys::openat(self.dir, path, libc::O_RDONLY | libc::O_DIRECTORY, 0).map_err(|e| ("openat", e));
+            let _ = sys::mkdirat(self.dir, path, 0o700);
+            return sys::openat(self.dir, path, libc::O_RDONLY | libc::O_DIRECTORY, 0);
         }
         let flags = libc::O_RDWR
             | match disposition {
-                0 | 5 => libc::O_CREAT | libc::O_TRUNC,
-                2 => libc::O_CREAT | libc::O_EXCL,
-                3 => libc::O_CREAT,
-                4 => libc::O_TRUNC,
+                2 => libc::O_CREAT,
+                4 | 5 => libc::O_CREAT | libc::O_TRUNC,
                 _ => 0,
             };
-        sys::openat(self.dir, path, flags, 0o600).map_err(|e| ("openat", e))
+        match sys::openat(self.dir, path, flags, 0o600) {
+            Err(libc::EISDIR) => sys::openat(self.dir, path, libc::O_RDONLY | libc::O_DIRECTORY, 0),
+            done => done,
+        }
     }
 }
 
@@ -220,18 +226,77 @@ fn expect(kind: &str, path: &CStr, done: Result<(), Errno>, expect_ok: bool, cal
     }
 }
 
-/// Reads a directory to its end, as a FIND_FIRST listing does.
-fn list_dir(base: RawFd, dir: &CStr, buf: &mut [u8]) -> Result<(), Errno> {
-    let fd = sys::openat(base, dir, libc::O_RDONLY | libc::O_DIRECTORY, 0)?;
+/// Calls `each` with every entry name of directory `dir` below `base`
+/// (`.` and `..` included) until it returns false; nothing if `dir` cannot
+/// be opened.
+fn scan_dir(base: RawFd, dir: &CStr, buf: &mut [u8], mut each: impl FnMut(&[u8], u8) -> bool) {
+    let Ok(fd) = sys::openat(base, dir, libc::O_RDONLY | libc::O_DIRECTORY, 0) else { return };
     let mut scratch = [0u8; 8192];
     let buf: &mut [u8] = if buf.len() >= 8192 { buf } else { &mut scratch };
-    let outcome = loop {
-        match sys::getdents64(fd, buf) {
-            Ok(0) => break Ok(()),
-            Ok(_) => {}
-            Err(e) => break Err(e),
+    'reading: while let Ok(filled) = sys::getdents64(fd, buf) {
+        if filled == 0 {
+            break;
         }
-    };
+        for (name, d_type) in sys::dirents(buf, filled) {
+            if !each(name, d_type) {
+                break 'reading;
+            }
+        }
+    }
     let _ = sys::close(fd);
-    outcome
+}
+
+/// A FIND_FIRST listing: up to `max` entries of `dir`.
+fn list_dir(base: RawFd, dir: &CStr, max: usize, buf: &mut [u8]) {
+    let mut left = max;
+    scan_dir(base, dir, buf, |_, _| {
+        left = left.saturating_sub(1);
+        left > 0
+    });
+}
+
+/// dbench's `resolve_name`: a stat of the name, and when it is missing, a
+/// case-insensitive search of its directory `parent` (what an SMB server does).
+fn resolve(base: RawFd, path: &CStr, parent: &CStr, buf: &mut [u8]) {
+    // SAFETY: stat is plain data.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    if sys::fstatat(base, path, &mut st, 0).is_ok() {
+        return;
+    }
+    let bytes = path.to_bytes();
+    let leaf = bytes.iter().rposition(|&b| b == b'/').map_or(bytes, |slash| &bytes[slash + 1..]);
+    scan_dir(base, parent, buf, |name, _| !name.eq_ignore_ascii_case(leaf));
+}
+
+/// dbench's Deltree: every file below `dir` is unlinked, recursively;
+/// directories stay. Failures are ignored, as dbench ignores them.
+fn remove_files(base: RawFd, dir: &CStr, buf: &mut [u8]) {
+    let mut names: Vec<(Vec<u8>, u8)> = Vec::new();
+    scan_dir(base, dir, buf, |name, d_type| {
+        if name != b"." && name != b".." {
+            names.push((name.to_vec(), d_type));
+        }
+        true
+    });
+    for (name, d_type) in names {
+        let mut path = dir.to_bytes().to_vec();
+        path.push(b'/');
+        path.extend_from_slice(&name);
+        let Ok(path) = std::ffi::CString::new(path) else { continue };
+        let is_dir = match d_type {
+            libc::DT_DIR => true,
+            libc::DT_UNKNOWN => {
+                // SAFETY: stat is plain data.
+                let mut st: libc::stat = unsafe { std::mem::zeroed() };
+                sys::fstatat(base, &path, &mut st, libc::AT_SYMLINK_NOFOLLOW).is_ok()
+                    && st.st_mode & libc::S_IFMT == libc::S_IFDIR
+            }
+            _ => false,
+        };
+        if is_dir {
+            remove_files(base, &path, buf);
+        } else {
+            let _ = sys::unlinkat(base, &path, 0);
+        }
+    }
 }

@@ -86,18 +86,18 @@ impl OpKind {
     /// The POSIX calls it maps to, for the catalogue and docs.
     pub fn posix(self) -> &'static str {
         match self {
-            OpKind::NTCreateX => "openat (O_CREAT/O_EXCL/O_TRUNC from the disposition; mkdirat first for a directory)",
+            OpKind::NTCreateX => "openat (O_CREAT for create, O_CREAT|O_TRUNC for overwrite(-if), as dbench; mkdirat first for a directory)",
             OpKind::Close => "close",
             OpKind::ReadX => "pread",
             OpKind::WriteX => "pwrite",
             OpKind::Rename => "renameat",
             OpKind::Unlink => "unlinkat",
-            OpKind::Mkdir => "mkdirat",
+            OpKind::Mkdir => "mkdirat (an existing directory is fine, as in dbench)",
             OpKind::Rmdir => "unlinkat(AT_REMOVEDIR)",
-            OpKind::Deltree => "recursive getdents64 + unlinkat",
+            OpKind::Deltree => "recursive getdents64 + unlinkat of every file (directories stay, as in dbench)",
             OpKind::Flush => "fsync",
-            OpKind::FindFirst => "openat(O_DIRECTORY) + getdents64 to the end + close",
-            OpKind::QueryPath => "fstatat",
+            OpKind::FindFirst => "name lookup; with a wildcard, openat(O_DIRECTORY) + getdents64 of up to max-count entries + close",
+            OpKind::QueryPath => "fstatat (when missing: a case-insensitive search of its directory, as dbench)",
             OpKind::QueryFile => "fstat",
             OpKind::QueryFs => "fstatfs",
             OpKind::SetFileInfo => "futimens",
@@ -118,18 +118,21 @@ impl OpKind {
 /// One parsed operation; `expect_ok` is whether the trace recorded success.
 #[derive(Debug, Clone, PartialEq)]
 pub enum TraceOp {
-    Create { path: CString, directory: bool, disposition: u32, handle: usize, expect_ok: bool },
+    /// `parent` is `path`'s directory, for dbench's case-insensitive lookup (made at parse time).
+    Create { path: CString, parent: CString, directory: bool, disposition: u32, handle: usize, expect_ok: bool },
     Close { handle: usize },
     Read { handle: usize, offset: i64, size: usize },
     Write { handle: usize, offset: i64, size: usize },
     Rename { from: CString, to: CString, expect_ok: bool },
     Unlink { path: CString, expect_ok: bool },
-    Mkdir { path: CString, expect_ok: bool },
+    Mkdir { path: CString, parent: CString },
     Rmdir { path: CString, expect_ok: bool },
     Deltree { path: CString },
     Flush { handle: usize },
-    FindFirst { dir: CString, expect_ok: bool },
-    QueryPath { path: CString, expect_ok: bool },
+    /// `path` is the pattern's full name (looked up as dbench does); with a
+    /// wildcard (`*?<>"`) in it, up to `max` entries of `dir` are listed.
+    FindFirst { path: CString, dir: CString, wildcard: bool, max: usize },
+    QueryPath { path: CString, parent: CString },
     QueryFile { handle: usize },
     QueryFs,
     SetFileInfo { handle: usize },
@@ -240,6 +243,10 @@ pub fn parse(name: &str, text: &str) -> Result<Trace, String> {
         let number =
             |text: &str| parse_number(text).ok_or_else(|| fail(format!("{op_name}: '{text}' is not a number")));
         let path = |text: &str| client_path(text).map_err(|e| fail(format!("{op_name}: {e}")));
+        let parent = |text: &str| {
+            let unified = text.replace('\\', "/");
+            path(unified.rsplit_once('/').map_or("", |(dir, _)| dir))
+        };
         let mut handle = |text: &str, opens: bool| -> Result<usize, String> {
             let fnum = number(text)?;
             match slots.get(&fnum) {
@@ -262,6 +269,7 @@ pub fn parse(name: &str, text: &str) -> Result<Trace, String> {
                 }
                 TraceOp::Create {
                     path: path(&args[0])?,
+                    parent: parent(&args[0])?,
                     directory: options & 1 != 0,
                     disposition: disposition as u32,
                     handle: if expect_ok { handle(&args[3], true)? } else { usize::MAX },
@@ -298,7 +306,7 @@ pub fn parse(name: &str, text: &str) -> Result<Trace, String> {
             }
             OpKind::Mkdir => {
                 want(1, "path")?;
-                TraceOp::Mkdir { path: path(&args[0])?, expect_ok }
+                TraceOp::Mkdir { path: path(&args[0])?, parent: parent(&args[0])? }
             }
             OpKind::Rmdir => {
                 want(1, "path")?;
@@ -315,15 +323,16 @@ pub fn parse(name: &str, text: &str) -> Result<Trace, String> {
             OpKind::FindFirst => {
                 want(4, "pattern, level, max count, count")?;
                 let pattern = args[0].replace('\\', "/");
-                let dir = match pattern.rsplit_once('/') {
-                    Some((dir, _)) => dir.to_string(),
-                    None => String::new(),
-                };
-                TraceOp::FindFirst { dir: path(&dir)?, expect_ok }
+                TraceOp::FindFirst {
+                    path: path(&pattern)?,
+                    dir: parent(&pattern)?,
+                    wildcard: pattern.contains(['<', '>', '*', '?', '"']),
+                    max: number(&args[2])?.min(1 << 20) as usize,
+                }
             }
             OpKind::QueryPath => {
                 want(2, "path, level")?;
-                TraceOp::QueryPath { path: path(&args[0])?, expect_ok }
+                TraceOp::QueryPath { path: path(&args[0])?, parent: parent(&args[0])? }
             }
             OpKind::QueryFile => {
                 want(2, "handle, level")?;

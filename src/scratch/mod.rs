@@ -294,32 +294,6 @@ fn list(dir: RawFd) -> Result<Vec<(CString, u8)>, Errno> {
     }
 }
 
-/// Removes the directory `name` below `dir` and everything in it, staying
-/// on `dir`'s filesystem; a missing `name` is not an error, and `.` empties
-/// `dir` itself. For workloads deleting trees they made (replay's Deltree).
-pub(crate) fn remove_tree_at(dir: RawFd, name: &std::ffi::CStr) -> Result<()> {
-    let path = Path::new(name.to_str().unwrap_or("?"));
-    let sub = match sys::openat(dir, name, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW, 0) {
-        Ok(fd) => fd,
-        Err(libc::ENOENT) => return Ok(()),
-        Err(e) => bail!("opening {}: {}", path.display(), sys::errno_text(e)),
-    };
-    // SAFETY: fresh fd, owned here.
-    let sub = unsafe { OwnedFd::from_raw_fd(sub) };
-    let mount = sys::mount_id(sub.as_raw_fd())
-        .map_err(|e| anyhow::anyhow!("statx {}: {}", path.display(), sys::errno_text(e)))?;
-    let mut mounts = Vec::new();
-    remove_contents(sub.as_raw_fd(), mount, path, &mut mounts, None)?;
-    if let Some(first) = mounts.first() {
-        bail!("{} is a mount point; fsscale never deletes across mounts", first.display());
-    }
-    if name.to_bytes() != b"." {
-        sys::unlinkat(dir, name, libc::AT_REMOVEDIR)
-            .map_err(|e| anyhow::anyhow!("removing {}: {}", path.display(), sys::errno_text(e)))?;
-    }
-    Ok(())
-}
-
 /// Removes everything below `dir` that is on mount `mount`; a directory
 /// that is another mount (a bind mount of the same filesystem included) is
 /// left alone and listed in `mounts`.

@@ -109,12 +109,12 @@ fn malformed_and_divergent_traces_name_the_line() {
     assert!(!env.output.exists(), "refused before anything ran");
     std::fs::write(
         &bad,
-        "Mkdir \"\\a\" NT_STATUS_OK\nNTCreateX \"\\a\\x\" 0x0 2 5 NT_STATUS_OK\nClose 5 NT_STATUS_OK\n",
+        "Mkdir \"\\a\" NT_STATUS_OK\nNTCreateX \"\\a\\x\" 0x0 2 5 NT_STATUS_OK\nClose 5 NT_STATUS_OK\nRmdir \"\\a\" NT_STATUS_OK\n",
     )
     .unwrap();
-    // The second pass finds its directory already made: a divergence, named by line.
+    // The directory still holds x, so the Rmdir recorded as succeeding fails: a divergence, named by line.
     let out = env.run(&["replay", "--trace", bad.to_str().unwrap(), "--duration", "0.1"]);
-    assert_one_line_error(&out, ", line 1: Mkdir: mkdirat(\"a\") failed: File exists (EEXIST)");
+    assert_one_line_error(&out, ", line 4: Rmdir: rmdir(\"a\") failed: Directory not empty (ENOTEMPTY)");
     assert_eq!(env.results().status, Status::Failed);
     assert_eq!(env.leftovers(), Vec::<String>::new());
     let missing = env.run(&["replay", "--trace", "/nonexistent/x.load"]);
@@ -161,4 +161,27 @@ fn latency_histograms_are_opt_in_for_fixed_time_loops() {
     assert!(doc.points.iter().all(|p| p.runs[0].latency.is_none() && p.summary.as_ref().unwrap().latency.is_none()));
     let text = std::fs::read_to_string(&plain.output).unwrap();
     assert!(!text.contains("latency"), "no latency fields without --latency");
+}
+
+#[test]
+fn dbench_s_own_loadfile_replays_pass_after_pass() {
+    let loadfile = std::path::Path::new("/usr/share/dbench/client.txt");
+    if !prerequisite(loadfile.exists(), "dbench_s_own_loadfile_replays_pass_after_pass", "dbench is not installed (.ci/run installs it)") {
+        return;
+    }
+    let env = TestEnv::new();
+    // Long enough for a client to start the file over at least once.
+    let out = env.run(&["replay", "--trace", loadfile.to_str().unwrap(), "-j", "1,2", "--duration", "8"]);
+    assert_success(&out);
+    let doc = env.results();
+    let per_pass: u64 = doc.settings.replay.as_ref().unwrap().ops_per_pass.values().sum();
+    assert_eq!(per_pass, 458_344, "every line of client.txt is an op");
+    for point in &doc.points {
+        let run = &point.runs[0];
+        let fewest = run.per_worker_ops.iter().copied().min().unwrap();
+        assert!(fewest > per_pass, "a client of {} did {fewest} ops: not a whole pass", point.workers);
+        let find_first = &run.replay_ops.as_ref().unwrap()[&fsscale::replay::OpKind::FindFirst];
+        assert!(find_first.count > 0);
+    }
+    assert_eq!(env.leftovers(), Vec::<String>::new());
 }
