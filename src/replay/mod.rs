@@ -134,7 +134,8 @@ Sleep 100 NT_STATUS_OK
     #[test]
     fn a_divergent_replay_names_the_line() {
         // Where dbench checks the status (Unlink, Rmdir, Rename), a divergence fails the replay.
-        let trace = parse("t", "Mkdir \"\\d\" NT_STATUS_OK\nRmdir \"\\d\" NT_STATUS_OK\nRmdir \"\\d\" NT_STATUS_OK\n").unwrap();
+        let trace =
+            parse("t", "Mkdir \"\\d\" NT_STATUS_OK\nRmdir \"\\d\" NT_STATUS_OK\nRmdir \"\\d\" NT_STATUS_OK\n").unwrap();
         let dir = tempfile::tempdir().unwrap();
         let fd = open_dir(dir.path());
         let mut player = Player::new(&trace, fd.as_raw_fd());

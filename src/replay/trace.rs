@@ -119,24 +119,76 @@ impl OpKind {
 #[derive(Debug, Clone, PartialEq)]
 pub enum TraceOp {
     /// `parent` is `path`'s directory, for dbench's case-insensitive lookup (made at parse time).
-    Create { path: CString, parent: CString, directory: bool, disposition: u32, handle: usize, expect_ok: bool },
-    Close { handle: usize },
-    Read { handle: usize, offset: i64, size: usize },
-    Write { handle: usize, offset: i64, size: usize },
-    Rename { from: CString, to: CString, expect_ok: bool },
-    Unlink { path: CString, expect_ok: bool },
-    Mkdir { path: CString, parent: CString },
-    Rmdir { path: CString, expect_ok: bool },
-    Deltree { path: CString },
-    Flush { handle: usize },
+    Create {
+        path: CString,
+        parent: CString,
+        directory: bool,
+        disposition: u32,
+        handle: usize,
+        expect_ok: bool,
+    },
+    Close {
+        handle: usize,
+    },
+    Read {
+        handle: usize,
+        offset: i64,
+        size: usize,
+    },
+    Write {
+        handle: usize,
+        offset: i64,
+        size: usize,
+    },
+    Rename {
+        from: CString,
+        to: CString,
+        expect_ok: bool,
+    },
+    Unlink {
+        path: CString,
+        expect_ok: bool,
+    },
+    Mkdir {
+        path: CString,
+        parent: CString,
+    },
+    Rmdir {
+        path: CString,
+        expect_ok: bool,
+    },
+    Deltree {
+        path: CString,
+    },
+    Flush {
+        handle: usize,
+    },
     /// `path` is the pattern's full name (looked up as dbench does); with a
     /// wildcard (`*?<>"`) in it, up to `max` entries of `dir` are listed.
-    FindFirst { path: CString, dir: CString, wildcard: bool, max: usize },
-    QueryPath { path: CString, parent: CString },
-    QueryFile { handle: usize },
+    FindFirst {
+        path: CString,
+        dir: CString,
+        wildcard: bool,
+        max: usize,
+    },
+    QueryPath {
+        path: CString,
+        parent: CString,
+    },
+    QueryFile {
+        handle: usize,
+    },
     QueryFs,
-    SetFileInfo { handle: usize },
-    Lock { handle: usize, offset: i64, size: i64, unlock: bool, expect_ok: bool },
+    SetFileInfo {
+        handle: usize,
+    },
+    Lock {
+        handle: usize,
+        offset: i64,
+        size: i64,
+        unlock: bool,
+        expect_ok: bool,
+    },
 }
 
 impl TraceOp {

@@ -166,7 +166,11 @@ fn latency_histograms_are_opt_in_for_fixed_time_loops() {
 #[test]
 fn dbench_s_own_loadfile_replays_pass_after_pass() {
     let loadfile = std::path::Path::new("/usr/share/dbench/client.txt");
-    if !prerequisite(loadfile.exists(), "dbench_s_own_loadfile_replays_pass_after_pass", "dbench is not installed (.ci/run installs it)") {
+    if !prerequisite(
+        loadfile.exists(),
+        "dbench_s_own_loadfile_replays_pass_after_pass",
+        "dbench is not installed (.ci/run installs it)",
+    ) {
         return;
     }
     let env = TestEnv::new();
