@@ -8,7 +8,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::plan::Mode;
 use crate::results::ResultsFile;
-use crate::stats::scaling::{collapse, regime, scaling_points, Collapse, Regime, ScalingPoint};
+use crate::stats::scaling::{
+    collapse, observed_peak, regime, scaling_points, Collapse, ObservedPeak, Regime, ScalingPoint,
+};
 use crate::stats::usl::{fit, UslFit};
 use crate::stats::Sample;
 use crate::workloads::{Share, Workload};
@@ -23,12 +25,27 @@ pub struct SeriesAnalysis {
     /// The filesystem configuration, for results of `--fs`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fs: Option<String>,
+    /// What the throughput is counted in: `ops/s`, `entries/s`, `runs/s`,
+    /// a driver metric's name, or `1/(name)` for a smaller-is-better one.
+    #[serde(default = "default_unit")]
+    pub unit: String,
     pub points: Vec<ScalingPoint>,
     pub fit: Option<UslFit>,
     /// Why there is no fit.
     pub fit_refused: Option<String>,
+    /// The regime, only when the fit supports one (see [`regime`]).
     pub regime: Option<Regime>,
+    /// Why a fit names no regime.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub regime_refused: Option<String>,
+    /// The peak and the end of the series, from the data.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed: Option<ObservedPeak>,
     pub collapse: Option<Collapse>,
+}
+
+fn default_unit() -> String {
+    "ops/s".to_string()
 }
 
 /// Analyzes every series of a results file, in the file's order.
@@ -58,6 +75,7 @@ pub fn analyze_results(doc: &ResultsFile) -> Vec<SeriesAnalysis> {
                 .collect();
             let on = fs.as_ref().map(|f| format!(" on {f}")).unwrap_or_default();
             let mut analysis = analyze_series(&format!("{workload} ({mode}, {share}){on}"), &medians, &runs);
+            analysis.unit = points.first().map(|p| p.throughput_unit()).unwrap_or_else(default_unit);
             analysis.fs = fs;
             analysis.workload = Some(workload);
             analysis.mode = Some(mode);
@@ -76,13 +94,17 @@ pub fn analyze_series(label: &str, medians: &[(usize, f64)], observations: &[(f6
         Ok(f) => (Some(f), None),
         Err(e) => (None, Some(e.to_string())),
     };
+    let verdict = fit.as_ref().map(|f| regime(f, max_workers));
     SeriesAnalysis {
         label: label.to_string(),
         fs: None,
         workload: None,
         mode: None,
         share: None,
-        regime: fit.as_ref().map(|f| regime(f, max_workers)),
+        unit: default_unit(),
+        regime: verdict.clone().and_then(Result::ok),
+        regime_refused: verdict.and_then(Result::err),
+        observed: observed_peak(&points),
         collapse: collapse(&points),
         points,
         fit,

@@ -205,12 +205,7 @@ fn workload_section(
 /// else the unit its tables use.
 pub fn figure_label(files: &[(String, ResultsFile)], workload: Workload) -> String {
     let first = files.iter().flat_map(|(_, d)| d.points.iter()).find(|p| p.workload == workload);
-    match (first.and_then(|p| p.metric.as_ref()), workload) {
-        (Some(metric), _) => metric.name.clone(),
-        (None, Workload::Command) => "runs/s".into(),
-        (None, w) if w.is_fixed_work() => "entries/s".into(),
-        (None, _) => "ops/s".into(),
-    }
+    first.map_or_else(|| "ops/s".into(), |p| p.unit())
 }
 
 /// False when `workload`'s figure is a smaller-is-better driver metric

@@ -290,6 +290,28 @@ impl Point {
         }
     }
 
+    /// What the point's figure is counted in: a driver metric's name,
+    /// `runs/s` for command copies, `entries/s` for other fixed work,
+    /// `ops/s` for fixed-time loops.
+    pub fn unit(&self) -> String {
+        match (&self.metric, self.workload) {
+            (Some(metric), _) => metric.name.clone(),
+            (None, Workload::Command) => "runs/s".into(),
+            (None, w) if w.is_fixed_work() => "entries/s".into(),
+            (None, _) => "ops/s".into(),
+        }
+    }
+
+    /// The unit of [`Point::as_throughput`]: the unit, or its reciprocal
+    /// for a smaller-is-better figure.
+    pub fn throughput_unit(&self) -> String {
+        if self.higher_is_better() {
+            self.unit()
+        } else {
+            format!("1/({})", self.unit())
+        }
+    }
+
     /// Whether a larger figure is better (false only for such `command` metrics).
     pub fn higher_is_better(&self) -> bool {
         self.metric.as_ref().is_none_or(|m| m.higher_is_better)

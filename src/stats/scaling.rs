@@ -71,15 +71,79 @@ impl Regime {
 /// σ below this (2% serialized) counts as near-linear.
 const NEAR_LINEAR_SIGMA: f64 = 0.02;
 
-/// Classifies a fit over a series whose largest worker count is `max_workers`.
-pub fn regime(fit: &UslFit, max_workers: f64) -> Regime {
-    match fit.peak_workers {
+/// A fit explains the data well enough to name a regime only with R² at
+/// least this: below it the curve's shape is mostly noise or a shape the
+/// law does not have.
+pub const MIN_R_SQUARED: f64 = 0.9;
+
+/// A parameter that names the regime (κ for coherency-bound, σ for
+/// contention-bound) must exceed this many standard errors: about the
+/// two-sided 95% level of a normal estimate (a Wald test).
+pub const MIN_T: f64 = 2.0;
+
+/// Classifies a fit over a series whose largest worker count is
+/// `max_workers`, or says why the fit cannot support a verdict: a poor R²,
+/// or the deciding parameter not distinguishable from zero.
+pub fn regime(fit: &UslFit, max_workers: f64) -> Result<Regime, String> {
+    if fit.r_squared < MIN_R_SQUARED {
+        return Err(format!("R² = {:.2} (below {MIN_R_SQUARED:.2})", fit.r_squared));
+    }
+    let significant = |name: &str, value: f64, se: Option<f64>| match se {
+        Some(se) if value > MIN_T * se => Ok(()),
+        Some(se) => Err(format!("{name} = {value:.3e} ± {se:.1e} is not distinguishable from 0")),
+        None => Err(format!("{name} has no standard error (too few runs for the fit)")),
+    };
+    let regime = match fit.peak_workers {
         Some(peak) if peak <= max_workers => Regime::CoherencyBound,
         _ if fit.sigma >= NEAR_LINEAR_SIGMA => Regime::ContentionBound,
         // Far-away peak but a noticeable κ still bends the curve inside the range.
         Some(peak) if peak <= 4.0 * max_workers => Regime::ContentionBound,
         _ => Regime::NearLinear,
+    };
+    match regime {
+        Regime::CoherencyBound => significant("κ", fit.kappa, fit.kappa_se)?,
+        Regime::ContentionBound if fit.sigma >= NEAR_LINEAR_SIGMA => significant("σ", fit.sigma, fit.sigma_se)?,
+        Regime::ContentionBound => significant("κ", fit.kappa, fit.kappa_se)?,
+        Regime::NearLinear => {}
     }
+    Ok(regime)
+}
+
+/// Where a series peaks and where it ends, from the data alone (no fit).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ObservedPeak {
+    pub peak_workers: usize,
+    pub peak_throughput: f64,
+    pub last_workers: usize,
+    pub last_throughput: f64,
+}
+
+impl ObservedPeak {
+    /// The largest worker count's throughput as a fraction of the peak's.
+    pub fn last_of_peak(&self) -> f64 {
+        self.last_throughput / self.peak_throughput
+    }
+
+    /// Whether the series falls after its peak: the largest worker count
+    /// does at least [`FALL`] less than the peak.
+    pub fn falls(&self) -> bool {
+        self.last_workers != self.peak_workers && self.last_of_peak() < 1.0 - FALL
+    }
+}
+
+/// A fall smaller than this (10%) is within what run-to-run noise and a
+/// plateau show, and is not reported.
+pub const FALL: f64 = 0.10;
+
+pub fn observed_peak(points: &[ScalingPoint]) -> Option<ObservedPeak> {
+    let peak = points.iter().max_by(|a, b| a.throughput.total_cmp(&b.throughput))?;
+    let last = points.iter().max_by_key(|p| p.workers)?;
+    Some(ObservedPeak {
+        peak_workers: peak.workers,
+        peak_throughput: peak.throughput,
+        last_workers: last.workers,
+        last_throughput: last.throughput,
+    })
 }
 
 /// A collapse: the throughput at the largest worker count is below half the peak.
@@ -137,8 +201,8 @@ mod tests {
         let series = |sigma, kappa| -> Vec<(f64, f64)> {
             [1.0, 2.0, 4.0, 8.0, 16.0].iter().map(|&n| (n, predict(100.0, sigma, kappa, n))).collect()
         };
-        assert_eq!(regime(&fit(&series(0.001, 0.0)).unwrap(), 16.0), Regime::NearLinear);
-        assert_eq!(regime(&fit(&series(0.2, 0.0)).unwrap(), 16.0), Regime::ContentionBound);
-        assert_eq!(regime(&fit(&series(0.05, 0.02)).unwrap(), 16.0), Regime::CoherencyBound);
+        assert_eq!(regime(&fit(&series(0.001, 0.0)).unwrap(), 16.0), Ok(Regime::NearLinear));
+        assert_eq!(regime(&fit(&series(0.2, 0.0)).unwrap(), 16.0), Ok(Regime::ContentionBound));
+        assert_eq!(regime(&fit(&series(0.05, 0.02)).unwrap(), 16.0), Ok(Regime::CoherencyBound));
     }
 }

@@ -31,6 +31,13 @@ pub struct UslFit {
     pub kappa_se: Option<f64>,
     /// N* = √((1 − σ)/κ), when κ > 0.
     pub peak_workers: Option<f64>,
+    /// Standard error of N*, by the delta method over the covariance of σ
+    /// and κ (Casella & Berger, *Statistical Inference*, 5.5.4).
+    #[serde(default)]
+    pub peak_workers_se: Option<f64>,
+    /// Residual degrees of freedom (observations less free parameters), for t quantiles.
+    #[serde(default)]
+    pub residual_df: usize,
     /// X(N*), when κ > 0.
     pub peak_throughput: Option<f64>,
     /// With κ = 0 the law is Amdahl's: the serial fraction (= σ) and the limit 1/σ of the speedup.
@@ -224,6 +231,8 @@ fn finish(points: &[(f64, f64)], p: [f64; 3]) -> UslFit {
     // Standard errors over the parameters not stuck at a bound.
     let free: Vec<usize> = (0..3).filter(|&k| k == 0 || p[k] > 0.0).collect();
     let mut se = [None; 3];
+    // cov[a][b] over all three parameters; None where not free or not determined.
+    let mut cov = [[None; 3]; 3];
     if n > free.len() {
         let (_, j) = residuals_and_jacobian(points, p);
         let s2 = cost / (n - free.len()) as f64;
@@ -236,6 +245,9 @@ fn finish(points: &[(f64, f64)], p: [f64; 3]) -> UslFit {
             let mut unit = vec![0.0; free.len()];
             unit[idx] = 1.0;
             if let Some(col) = solve(&mut a, &mut unit) {
+                for (other, &m) in free.iter().enumerate() {
+                    cov[m][k] = Some(s2 * col[other]);
+                }
                 if col[idx] >= 0.0 {
                     se[k] = Some((s2 * col[idx]).sqrt());
                 }
@@ -248,6 +260,18 @@ fn finish(points: &[(f64, f64)], p: [f64; 3]) -> UslFit {
     } else {
         (None, None)
     };
+    // N* = √((1 − σ)/κ): ∂N*/∂σ = −1/(2κN*), ∂N*/∂κ = −N*/(2κ). With σ at its
+    // bound of 0 only κ's variance counts.
+    let peak_workers_se = peak_workers.and_then(|peak| {
+        let (ds, dk) = (-1.0 / (2.0 * kappa * peak), -peak / (2.0 * kappa));
+        let var_k = cov[2][2]?;
+        let (var_s, cov_sk) = match (cov[1][1], cov[1][2]) {
+            (Some(vs), Some(c)) => (vs, c),
+            _ => (0.0, 0.0),
+        };
+        let var = ds * ds * var_s + 2.0 * ds * dk * cov_sk + dk * dk * var_k;
+        (var >= 0.0).then(|| var.sqrt())
+    });
     UslFit {
         lambda,
         sigma,
@@ -256,6 +280,8 @@ fn finish(points: &[(f64, f64)], p: [f64; 3]) -> UslFit {
         sigma_se: se[1],
         kappa_se: se[2],
         peak_workers,
+        peak_workers_se,
+        residual_df: n.saturating_sub(free.len()),
         peak_throughput,
         amdahl_serial_fraction: (kappa == 0.0).then_some(sigma),
         r_squared,

@@ -123,7 +123,9 @@ fn analyze_fits_the_usl_to_a_real_sweep_and_refuses_short_ones() {
     let out = env.run(&["stat", "--share", "private", "-j", "1..4", "-n", "2"]);
     assert_success(&out);
     let line = stdout(&out).lines().find(|l| l.starts_with("  scaling process/private ")).map(String::from);
-    assert!(line.as_deref().is_some_and(|l| l.contains(": σ = ")), "run shows the fit: {}", stdout(&out));
+    // A fit, and a regime only where it is reliable (2 runs a point on a busy VM may not be).
+    let shown = |l: &str| l.contains(": σ = ") || l.contains(": no reliable USL fit: ");
+    assert!(line.as_deref().is_some_and(shown), "run shows the fit: {}", stdout(&out));
     let out = fsscale().arg("analyze").arg(&env.output).args(["--format", "json"]).output().unwrap();
     assert_success(&out);
     let series: Vec<SeriesAnalysis> = serde_json::from_slice(&out.stdout).unwrap();
@@ -157,7 +159,8 @@ fn analyze_csv_reproduces_the_specsdm91_fit() {
     let out = fsscale().arg("analyze").arg("--csv").arg(&csv).output().unwrap();
     assert_success(&out);
     let text = stdout(&out);
-    assert!(text.contains("USL: λ = 90 ± 14.21/s, σ = 0.02773 ± 0.009122, κ = 0.0001044 ± 1.988e-05"), "{text}");
+    assert!(text.contains("USL: λ = 90 ± 14.21 ops/s, σ = 0.02773 ± 0.009122, κ = 0.0001044 ± 1.988e-05"), "{text}");
+    assert!(text.contains("peak at N* = 96.52 (95% CI 71.57 to 121.5) workers"), "{text}");
     assert!(text.contains("coherency-bound (retrograde)"), "{text}");
     let out = fsscale().arg("analyze").arg("--csv").arg(&csv).args(["--format", "json"]).output().unwrap();
     let series: Vec<SeriesAnalysis> = serde_json::from_slice(&out.stdout).unwrap();
