@@ -52,6 +52,9 @@ pub struct Row {
     pub mode: Mode,
     pub share: Share,
     pub workers: usize,
+    /// What the figures are counted in (ops/s, entries/s, runs/s, a metric's name).
+    #[serde(default = "default_unit")]
+    pub unit: String,
     pub base: Summary,
     pub new: Summary,
     pub base_runs: Vec<f64>,
@@ -63,6 +66,10 @@ pub struct Row {
     pub test: TestKind,
     pub p_value: Option<f64>,
     pub verdict: Verdict,
+}
+
+fn default_unit() -> String {
+    "ops/s".to_string()
 }
 
 /// The geometric mean of the median ratios of one workload's points.
@@ -182,6 +189,7 @@ fn compare_point(b: &Point, n: &Point, config: &CompareConfig) -> Row {
         Some(_) => Verdict::NoDifferenceProven,
     };
     Row {
+        unit: b.unit(),
         fs: b.fs.clone(),
         workload: b.workload,
         mode: b.mode,

@@ -117,7 +117,7 @@ pub fn render_analysis(series: &[SeriesAnalysis]) -> String {
             (a.unit.as_str(), Align::Right),
             ("speedup", Align::Right),
             ("efficiency", Align::Right),
-            ("ops/s/worker", Align::Right),
+            ("per worker", Align::Right),
         ]);
         for p in &a.points {
             table.row(vec![
@@ -148,14 +148,14 @@ mod tests {
         let text = render_analysis(&[analyze_pairs("specsdm91.csv", &pairs)]);
         let expected = "\
 specsdm91.csv
-  workers   ops/s  speedup  efficiency  ops/s/worker
-        1   64.90    1.00x      100.0%         64.90
-       18  995.90   15.35x       85.3%         55.33
-       36    1652   25.46x       70.7%         45.90
-       72    1853   28.55x       39.7%         25.74
-      108    1829   28.18x       26.1%         16.93
-      144    1775   27.35x       19.0%         12.33
-      216    1702   26.23x       12.1%          7.88
+  workers   ops/s  speedup  efficiency  per worker
+        1   64.90    1.00x      100.0%       64.90
+       18  995.90   15.35x       85.3%       55.33
+       36    1652   25.46x       70.7%       45.90
+       72    1853   28.55x       39.7%       25.74
+      108    1829   28.18x       26.1%       16.93
+      144    1775   27.35x       19.0%       12.33
+      216    1702   26.23x       12.1%        7.88
   USL: λ = 90 ± 14.21 ops/s, σ = 0.02773 ± 0.009122, κ = 0.0001044 ± 1.988e-05; peak at N* = 96.52 (95% CI 71.57 to 121.5) workers (1884 ops/s); R² = 0.9896
   coherency-bound (retrograde)
 

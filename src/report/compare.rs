@@ -40,12 +40,23 @@ fn cells(row: &Row) -> Vec<String> {
     ]
 }
 
-fn headers(confidence: f64) -> Vec<String> {
-    ["workers", "mode", "share", "base ops/s", "new ops/s", "change"]
-        .iter()
-        .map(|s| s.to_string())
-        .chain([format!("{}% CI", trim(confidence * 100.0)), "p".into(), "verdict".into()])
-        .collect()
+fn headers(confidence: f64, unit: &str) -> Vec<String> {
+    [
+        "workers".to_string(),
+        "mode".into(),
+        "share".into(),
+        format!("base {unit}"),
+        format!("new {unit}"),
+        "change".into(),
+    ]
+    .into_iter()
+    .chain([format!("{}% CI", trim(confidence * 100.0)), "p".into(), "verdict".into()])
+    .collect()
+}
+
+/// The unit of a workload group's figures.
+fn unit_of(c: &Comparison, fs: &Option<String>, workload: Workload) -> String {
+    c.rows.iter().find(|r| r.workload == workload && &r.fs == fs).map_or_else(|| "ops/s".into(), |r| r.unit.clone())
 }
 
 fn trim(x: f64) -> String {
@@ -100,10 +111,10 @@ fn text(out: &mut String, c: &Comparison, plots: bool, color: bool) {
     let test = c.rows.first().map(|r| r.test.name()).unwrap_or("-");
     let _ = writeln!(
         out,
-        "change: mean(new)/mean(base) - 1, with Fieller's {}% confidence interval; p: {test} test on the runs' ops/s\n",
-        trim(c.confidence * 100.0)
+        "change: mean(new)/mean(base) - 1, with Fieller's {}% confidence interval; p: {test} test on the runs' figures{}\n",
+        trim(c.confidence * 100.0),
+        if test == "welch" { " (ministat uses Student's t: --test student gives its verdicts)" } else { "" }
     );
-    let head = headers(c.confidence);
     let aligns = [
         Align::Right,
         Align::Left,
@@ -117,6 +128,7 @@ fn text(out: &mut String, c: &Comparison, plots: bool, color: bool) {
     ];
     for (fs, workload) in workloads(c) {
         let _ = writeln!(out, "{}", heading(&fs, workload));
+        let head = headers(c.confidence, &unit_of(c, &fs, workload));
         let columns: Vec<(&str, Align)> = head.iter().map(String::as_str).zip(aligns).collect();
         let mut table = Table::new(&columns);
         let rows: Vec<&Row> = c.rows.iter().filter(|r| r.workload == workload && r.fs == fs).collect();
@@ -190,9 +202,9 @@ fn paint_verdicts(table: &str) -> String {
 
 fn markdown(out: &mut String, c: &Comparison) {
     let _ = writeln!(out, "**base:** `{}`  \n**new:** `{}`\n", c.base, c.new);
-    let head = headers(c.confidence);
     for (fs, workload) in workloads(c) {
         let _ = writeln!(out, "### {}\n", heading(&fs, workload));
+        let head = headers(c.confidence, &unit_of(c, &fs, workload));
         let _ = writeln!(out, "| {} |", head.join(" | "));
         let _ = writeln!(out, "|---:|---|---|---:|---:|---:|---|---:|---|");
         for row in c.rows.iter().filter(|r| r.workload == workload && r.fs == fs) {

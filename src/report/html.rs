@@ -127,7 +127,7 @@ fn findings(
             let peak = a.points.iter().max_by(|x, y| x.throughput.total_cmp(&y.throughput));
             let peak = peak.map(|p| {
                 let speedup = p.speedup.map(|s| format!(" ({s:.2}× of 1 worker)")).unwrap_or_default();
-                format!("peak {} ops/s at {} workers{speedup}", format_rate(p.throughput), p.workers)
+                format!("peak {} {} at {} workers{speedup}", format_rate(p.throughput), a.unit, p.workers)
             });
             let _ = writeln!(
                 out,
