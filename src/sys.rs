@@ -463,6 +463,17 @@ pub fn thread_cpu_micros() -> (u64, u64) {
     (micros(usage.ru_utime), micros(usage.ru_stime))
 }
 
+/// User and system CPU microseconds of this process's children that were
+/// waited for (`RUSAGE_CHILDREN`): commands a worker ran, and theirs.
+pub fn children_cpu_micros() -> (u64, u64) {
+    // SAFETY: rusage is plain data filled by the kernel.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: valid pointer to a rusage buffer.
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
+    let micros = |tv: libc::timeval| tv.tv_sec as u64 * 1_000_000 + tv.tv_usec as u64;
+    (micros(usage.ru_utime), micros(usage.ru_stime))
+}
+
 /// Raises the soft open-file limit to the hard limit: 1024 threaded workers
 /// each holding a few descriptors exceed the usual soft limit of 1024.
 pub fn raise_fd_limit() {

@@ -210,12 +210,22 @@ impl FsOptions {
         self.specs.iter().map(FsSpec::label).collect::<Vec<_>>().join(",")
     }
 
-    /// The filesystem size for `spec`: `--fs-size`, or at least 1 GiB and
-    /// three times the data the workloads write.
-    pub fn size_for(&self, spec: &FsSpec, data_bytes: u64) -> u64 {
-        self.size.unwrap_or_else(|| (1u64 << 30).max(data_bytes.saturating_mul(3))).max(spec.kind.min_size())
+    /// The filesystem size for `spec`: `--fs-size`, or at least 1 GiB,
+    /// three times the data the workloads write, and room for their entries'
+    /// inodes: ext4 makes one inode per 16 KiB, so [`BYTES_PER_ENTRY`] per
+    /// entry keeps half of them free (xfs and btrfs allocate inodes as
+    /// needed; the same room covers their metadata).
+    pub fn size_for(&self, spec: &FsSpec, data_bytes: u64, entries: u64) -> u64 {
+        self.size
+            .unwrap_or_else(|| {
+                (1u64 << 30).max(data_bytes.saturating_mul(3)).max(entries.saturating_mul(BYTES_PER_ENTRY))
+            })
+            .max(spec.kind.min_size())
     }
 }
+
+/// Filesystem room per file, directory or link a workload makes.
+pub const BYTES_PER_ENTRY: u64 = 32 << 10;
 
 fn find_program(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH").unwrap_or_default();
@@ -322,9 +332,11 @@ mod tests {
     fn sizes_from_the_workload() {
         let o = FsOptions::existing_dir();
         let ext4 = FsSpec::parse("ext4").unwrap();
-        assert_eq!(o.size_for(&ext4, 0), 1 << 30);
-        assert_eq!(o.size_for(&ext4, 1 << 30), 3 << 30);
+        assert_eq!(o.size_for(&ext4, 0, 0), 1 << 30);
+        assert_eq!(o.size_for(&ext4, 1 << 30, 0), 3 << 30);
+        // 120,000 entries of little data (traverse of a scale-0.5 tree at 2 workers) need inodes, not bytes.
+        assert_eq!(o.size_for(&ext4, 1 << 20, 120_000), 120_000 * BYTES_PER_ENTRY);
         let xfs = FsSpec::parse("xfs").unwrap();
-        assert_eq!(FsOptions { size: Some(1 << 20), ..o }.size_for(&xfs, 0), 320 << 20);
+        assert_eq!(FsOptions { size: Some(1 << 20), ..o }.size_for(&xfs, 0, 0), 320 << 20);
     }
 }

@@ -85,7 +85,8 @@ pub fn render_results(doc: &ResultsFile) -> String {
         out.push_str(
             "fixed work: time = the slowest worker's, median of the runs; entries/s (command: runs/s) and MB/s = all workers' work over \
              that time;\neff. concurrency = entries/s at N over entries/s at 1 (untar: N x T(1) / T(N); below 1 is \
-             worse than one after another); spread = slowest / fastest worker's time.\n",
+             worse than one after another); spread = slowest / fastest worker's time; user s, sys s = CPU seconds of \
+             all workers and the commands they ran, median of the runs.\n",
         );
     }
     if drivers {
@@ -196,6 +197,8 @@ fn fixed_work_table(points: &[&Point], runs: usize) -> Table {
         ("MB/s", Align::Right),
         ("eff. concurrency", Align::Right),
         ("spread", Align::Right),
+        ("user s", Align::Right),
+        ("sys s", Align::Right),
         ("", Align::Left),
     ]);
     let mut sorted: Vec<&Point> = points.iter().copied().filter(|p| !p.runs.is_empty()).collect();
@@ -227,6 +230,9 @@ fn fixed_work_table(points: &[&Point], runs: usize) -> Table {
             })
             .collect();
         let spread = if ratios.is_empty() { "-".to_string() } else { format!("{:.2}", median(ratios)) };
+        // CPU of the workers and of the commands they ran, all workers, median of the runs.
+        let user = median(point.runs.iter().map(|r| r.worker_cpu.user_s).collect());
+        let system = median(point.runs.iter().map(|r| r.worker_cpu.sys_s).collect());
         let note = missing_runs(point, runs);
         table.row(vec![
             point.workers.to_string(),
@@ -238,6 +244,8 @@ fn fixed_work_table(points: &[&Point], runs: usize) -> Table {
             mb,
             concurrency,
             spread,
+            format!("{user:.3}"),
+            format!("{system:.3}"),
             note,
         ]);
     }

@@ -99,6 +99,7 @@ fn measure(
         latency: latency.as_ref(),
         point: &point,
         cpus,
+        processes: spec.mode == Mode::Process,
         region: &region,
     };
     // At --share same the copies share one directory: its --setup and --cleanup run once, here.
@@ -147,6 +148,9 @@ struct Window {
     /// Fixed work: each worker's completion time since the common start.
     completion_s: Option<Vec<f64>>,
     device_io: Option<DeviceIo>,
+    /// Thread workers doing fixed work: the CPU (user, system µs) of the
+    /// commands this process waited for in the window, all workers together.
+    children_cpu: Option<(u64, u64)>,
 }
 
 impl Window {
@@ -165,6 +169,17 @@ impl Window {
             };
             worker_cpu.user_s += delta(0);
             worker_cpu.sys_s += delta(1);
+            // Commands run by worker processes (zero unless fixed work in process mode).
+            let children = |k: usize| {
+                let end = report.children_at_window_end[k].load(Ordering::Relaxed);
+                end.saturating_sub(report.children_at_window_start[k].load(Ordering::Relaxed)) as f64 / 1e6
+            };
+            worker_cpu.user_s += children(0);
+            worker_cpu.sys_s += children(1);
+        }
+        if let Some((user, system)) = self.children_cpu {
+            worker_cpu.user_s += user as f64 / 1e6;
+            worker_cpu.sys_s += system as f64 / 1e6;
         }
         let bytes = self
             .completion_s
@@ -323,6 +338,9 @@ fn coordinate_fixed_work(
     run_prepare(plan)?;
     let cpu_start = CpuTicks::read();
     let device_start = timing.device.as_deref().and_then(DeviceSnapshot::read);
+    // Thread workers' commands are this process's children.
+    let threads = watch.watches_threads();
+    let children_start = threads.then(sys::children_cpu_micros);
     let start = sys::monotonic_ns();
     region.set_phase(Phase::Window);
     let interval = timing.sample_interval.as_nanos().max(1) as u64;
@@ -347,6 +365,10 @@ fn coordinate_fixed_work(
     let stop = completed.iter().copied().max().unwrap_or(start);
     let cpu_end = CpuTicks::read();
     let device_io = device_io(timing, device_start);
+    let children_cpu = children_start.map(|(u0, s0)| {
+        let (u1, s1) = sys::children_cpu_micros();
+        (u1.saturating_sub(u0), s1.saturating_sub(s0))
+    });
     let mut end_counts = Vec::with_capacity(workers);
     region.read_counters(&mut end_counts);
     timeline.record(stop - start, end_counts.iter().sum());
@@ -363,6 +385,7 @@ fn coordinate_fixed_work(
         // The same conversion as `elapsed`, so the slowest worker's time equals the run's exactly.
         device_io,
         completion_s: Some(completed.iter().map(|&c| Duration::from_nanos((c - start).max(1)).as_secs_f64()).collect()),
+        children_cpu,
     })
 }
 
@@ -420,6 +443,7 @@ fn coordinate(plan: &WorkerPlan<'_>, workers: usize, pids: Option<&[libc::pid_t]
         cpu_end,
         completion_s: None,
         device_io,
+        children_cpu: None,
     })
 }
 

@@ -140,9 +140,11 @@ pub fn run(config: &RunConfig, progress: &mut dyn Progress) -> Result<ResultsFil
     progress.plan(points.len() * filesystems.specs.len(), config.runs);
     let max_workers = config.workers.iter().copied().max().unwrap_or(1) as u64;
     let data_bytes = tree.as_ref().map_or(0, |u| u.contents.bytes * max_workers);
+    // Every worker's copy of the tree, plus the shared one.
+    let data_entries = tree.as_ref().map_or(0, |u| u.contents.entries() * (max_workers + 1));
     let mut index = 0;
     for fs_spec in &filesystems.specs {
-        let size = filesystems.size_for(fs_spec, data_bytes);
+        let size = filesystems.size_for(fs_spec, data_bytes, data_entries);
         let mut made_once: Option<FsInstance> = None;
         for spec in &points {
             let label = (fs_spec.kind != FsKind::Dir).then(|| fs_spec.label());

@@ -81,6 +81,10 @@ pub struct WorkerReport {
     /// User and system CPU microseconds at the start and end of the window.
     pub cpu_at_window_start: [AtomicU64; 2],
     pub cpu_at_window_end: [AtomicU64; 2],
+    /// Worker processes doing fixed work: CPU of the commands they ran
+    /// (`RUSAGE_CHILDREN`) at the window's edges.
+    pub children_at_window_start: [AtomicU64; 2],
+    pub children_at_window_end: [AtomicU64; 2],
     /// CPU the worker is bound to, or -1.
     pub pinned_cpu: AtomicI32,
     /// Fixed work: when the worker finished (CLOCK_MONOTONIC ns), and the bytes it wrote.

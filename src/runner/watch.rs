@@ -66,6 +66,11 @@ impl<'a> Watch<'a> {
         }
     }
 
+    /// Whether the workers are threads (no processes to watch).
+    pub(super) fn watches_threads(&self) -> bool {
+        self.pids.is_none()
+    }
+
     /// Fails on a signal, a worker's reported failure, a dead worker or a stalled one.
     pub(super) fn check(&mut self) -> Result<()> {
         signals::check()?;

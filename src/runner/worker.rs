@@ -30,6 +30,8 @@ pub(super) struct WorkerPlan<'a> {
     pub point: &'a PointState,
     /// CPU per worker index, with `--pin`.
     pub cpus: Option<&'a [usize]>,
+    /// Workers are processes (each accounts for its own children's CPU).
+    pub processes: bool,
     pub region: &'a SharedRegion,
 }
 
@@ -86,7 +88,7 @@ fn run_worker(plan: &WorkerPlan<'_>, index: usize) -> Result<()> {
     };
     let recorder = plan.latency.map(|l| l.recorder(index));
     let outcome = match (plan.workload, plan.trace) {
-        (w, _) if w.is_fixed_work() => run_job(&env, plan.region, index),
+        (w, _) if w.is_fixed_work() => run_job(&env, plan.region, index, plan.processes),
         (Workload::Replay, Some(trace)) => run_replay(trace, &env, plan.region, recorder),
         _ => workloads::with_op(&env, Driver { region: plan.region, index, label: &label, recorder })
             .and_then(|r| r.map_err(anyhow::Error::msg)),
@@ -96,7 +98,7 @@ fn run_worker(plan: &WorkerPlan<'_>, index: usize) -> Result<()> {
 }
 
 /// Fixed work: set up, wait for the start, do the job once, note when it finished.
-fn run_job(env: &WorkerEnv<'_>, region: &SharedRegion, index: usize) -> Result<()> {
+fn run_job(env: &WorkerEnv<'_>, region: &SharedRegion, index: usize, processes: bool) -> Result<()> {
     let mut job = workloads::job(env)?;
     let report = region.report(index);
     let counter = &region.counter(index).ops;
@@ -113,11 +115,17 @@ fn run_job(env: &WorkerEnv<'_>, region: &SharedRegion, index: usize) -> Result<(
     }
     region.mark_working(index);
     record_cpu(&report.cpu_at_window_start);
+    if processes {
+        record(&report.children_at_window_start, sys::children_cpu_micros());
+    }
     let output = job.run(&ctx).map_err(anyhow::Error::msg)?;
     let completed = sys::monotonic_ns();
     counter.store(output.entries, Ordering::Relaxed);
     report.bytes.store(output.bytes, Ordering::Relaxed);
     record_cpu(&report.cpu_at_window_end);
+    if processes {
+        record(&report.children_at_window_end, sys::children_cpu_micros());
+    }
     report.completed_ns.store(completed, Ordering::Release);
     region.mark_completed(index);
     // Untimed cleanup once everybody is done, so it never overlaps a timed job.
@@ -276,7 +284,10 @@ fn through_phases<E>(
 }
 
 fn record_cpu(into: &[AtomicU64; 2]) {
-    let (user, system) = sys::thread_cpu_micros();
+    record(into, sys::thread_cpu_micros());
+}
+
+fn record(into: &[AtomicU64; 2], (user, system): (u64, u64)) {
     into[0].store(user, Ordering::Relaxed);
     into[1].store(system, Ordering::Relaxed);
 }

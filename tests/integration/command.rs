@@ -317,3 +317,23 @@ fn command_options_are_checked_before_anything_runs() {
     assert!(!env.output.exists(), "nothing ran, so no results file");
     assert_eq!(env.leftovers(), Vec::<String>::new());
 }
+
+#[test]
+fn the_cpu_of_commands_counts_as_the_workers() {
+    // Regression: worker_cpu of command copies was near 0, the child's CPU uncounted.
+    let env = TestEnv::new();
+    let burn = "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done";
+    for mode in ["process", "thread"] {
+        let out = env.run(&["command", "--shell", "--cmd", burn, "-j", "2", "--mode", mode]);
+        assert_success(&out);
+        let run = &env.results().points[0].runs[0];
+        // Two copies of a shell loop that takes well over 50 ms each.
+        assert!(run.worker_cpu.user_s > 0.1, "{mode}: {:?}", run.worker_cpu);
+        assert!(
+            run.worker_cpu.user_s < 2.0 * run.elapsed_s + 0.1,
+            "{mode}: more CPU than 2 workers had: {:?}",
+            run.worker_cpu
+        );
+        assert!(stdout(&out).contains("user s  sys s"), "{}", stdout(&out));
+    }
+}
