@@ -86,7 +86,8 @@ pub fn render_results(doc: &ResultsFile) -> String {
             "fixed work: time = the slowest worker's, median of the runs; entries/s (command: runs/s) and MB/s = all workers' work over \
              that time;\neff. concurrency = entries/s at N over entries/s at 1 (untar: N x T(1) / T(N); below 1 is \
              worse than one after another); spread = slowest / fastest worker's time; user s, sys s = CPU seconds of \
-             all workers and the commands they ran, median of the runs.\n",
+             all workers and the commands they ran; sync s = a syncfs after the job (untimed): what was still to write \
+             back; dev MB = written to the device during the job and during that sync; medians of the runs.\n",
         );
     }
     if drivers {
@@ -187,7 +188,9 @@ fn median(values: Vec<f64>) -> f64 {
 fn fixed_work_table(points: &[&Point], runs: usize) -> Table {
     // A command copy is one unit of work; untar and traverse count entries.
     let unit = if points[0].workload == Workload::Command { "runs/s" } else { "entries/s" };
-    let mut table = Table::new(&[
+    // Device writes only where there is a device (a made filesystem on one).
+    let has_device = points.iter().any(|p| p.runs.iter().any(|r| r.device_io.is_some()));
+    let mut columns = vec![
         ("workers", Align::Right),
         ("mode", Align::Left),
         ("share", Align::Left),
@@ -199,8 +202,13 @@ fn fixed_work_table(points: &[&Point], runs: usize) -> Table {
         ("spread", Align::Right),
         ("user s", Align::Right),
         ("sys s", Align::Right),
-        ("", Align::Left),
-    ]);
+        ("sync s", Align::Right),
+    ];
+    if has_device {
+        columns.extend([("dev MB in job", Align::Right), ("dev MB in sync", Align::Right)]);
+    }
+    columns.push(("", Align::Left));
+    let mut table = Table::new(&columns);
     let mut sorted: Vec<&Point> = points.iter().copied().filter(|p| !p.runs.is_empty()).collect();
     sorted.sort_by_key(|p| (p.mode, p.share, p.workers));
     let time = |p: &Point| median(p.runs.iter().map(|r| r.elapsed_s).collect());
@@ -233,8 +241,12 @@ fn fixed_work_table(points: &[&Point], runs: usize) -> Table {
         // CPU of the workers and of the commands they ran, all workers, median of the runs.
         let user = median(point.runs.iter().map(|r| r.worker_cpu.user_s).collect());
         let system = median(point.runs.iter().map(|r| r.worker_cpu.sys_s).collect());
+        let sync = median(point.runs.iter().map(|r| r.writeback.map_or(0.0, |w| w.sync_s)).collect());
+        let written = |io: Option<crate::fs::DeviceIo>| io.map_or(0.0, |io| io.write_bytes as f64 / 1e6);
+        let in_job = median(point.runs.iter().map(|r| written(r.device_io)).collect());
+        let in_sync = median(point.runs.iter().map(|r| written(r.writeback.and_then(|w| w.device_io))).collect());
         let note = missing_runs(point, runs);
-        table.row(vec![
+        let mut row = vec![
             point.workers.to_string(),
             point.mode.to_string(),
             point.share.to_string(),
@@ -246,8 +258,13 @@ fn fixed_work_table(points: &[&Point], runs: usize) -> Table {
             spread,
             format!("{user:.3}"),
             format!("{system:.3}"),
-            note,
-        ]);
+            format!("{sync:.3}"),
+        ];
+        if has_device {
+            row.extend([format!("{in_job:.1}"), format!("{in_sync:.1}")]);
+        }
+        row.push(note);
+        table.row(row);
     }
     table
 }

@@ -214,12 +214,27 @@ pub struct RunRecord {
     /// The backing block device's I/O during the window (made filesystems only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device_io: Option<DeviceIo>,
+    /// Fixed work: a `syncfs` right after the job, timed apart from it, and
+    /// the device I/O until it returned: what was still in the page cache
+    /// when the job's clock stopped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub writeback: Option<Writeback>,
     /// Latency of the window's ops, all workers merged (`--latency`; `replay`: all kinds).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency: Option<Histogram>,
     /// `replay`: latency (and so count) of each operation kind in the window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay_ops: Option<BTreeMap<OpKind, Histogram>>,
+}
+
+/// The writeback after a fixed-work job (see [`RunRecord::writeback`]).
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Default)]
+pub struct Writeback {
+    /// How long `syncfs` took.
+    pub sync_s: f64,
+    /// The device's I/O during it (made filesystems on a block device).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_io: Option<DeviceIo>,
 }
 
 /// CPU time the workers themselves used inside the window (`getrusage(RUSAGE_THREAD)`).
@@ -391,6 +406,7 @@ pub(crate) mod fixtures {
             completion_s: None,
             bytes: None,
             device_io: None,
+            writeback: None,
             latency: None,
             replay_ops: None,
         }

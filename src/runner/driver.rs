@@ -63,6 +63,7 @@ pub(super) fn run_driver(
         completion_s: None,
         bytes: None,
         device_io,
+        writeback: None,
         latency: None,
         replay_ops: None,
     })

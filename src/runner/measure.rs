@@ -16,7 +16,7 @@ use crate::exec::Placeholders;
 use crate::fs::{DeviceIo, DeviceSnapshot};
 use crate::plan::{Mode, PointSpec};
 use crate::replay::{OpKind, Trace};
-use crate::results::{RunRecord, Timeline, WorkerCpu};
+use crate::results::{RunRecord, Timeline, WorkerCpu, Writeback};
 use crate::scratch::Scratch;
 use crate::sys;
 use crate::workloads::{self, CommandSpec, Share, TreeSource, Workload, SHARED_DIR};
@@ -151,6 +151,7 @@ struct Window {
     /// Thread workers doing fixed work: the CPU (user, system µs) of the
     /// commands this process waited for in the window, all workers together.
     children_cpu: Option<(u64, u64)>,
+    writeback: Option<Writeback>,
 }
 
 impl Window {
@@ -187,6 +188,7 @@ impl Window {
             .map(|_| (0..region.workers()).map(|i| region.report(i).bytes.load(Ordering::Relaxed)).sum());
         RunRecord {
             device_io: self.device_io,
+            writeback: self.writeback,
             completion_s: self.completion_s,
             bytes,
             run,
@@ -364,7 +366,9 @@ fn coordinate_fixed_work(
         (0..workers).map(|i| region.report(i).completed_ns.load(Ordering::Acquire).max(start)).collect();
     let stop = completed.iter().copied().max().unwrap_or(start);
     let cpu_end = CpuTicks::read();
-    let device_io = device_io(timing, device_start);
+    let device_end = timing.device.as_deref().and_then(DeviceSnapshot::read);
+    let device_io = device_start.zip(device_end).map(|(a, b)| a.delta(&b));
+    let writeback = writeback(plan.scratch_fd, timing, device_end);
     let children_cpu = children_start.map(|(u0, s0)| {
         let (u1, s1) = sys::children_cpu_micros();
         (u1.saturating_sub(u0), s1.saturating_sub(s0))
@@ -386,6 +390,7 @@ fn coordinate_fixed_work(
         device_io,
         completion_s: Some(completed.iter().map(|&c| Duration::from_nanos((c - start).max(1)).as_secs_f64()).collect()),
         children_cpu,
+        writeback: Some(writeback),
     })
 }
 
@@ -444,7 +449,20 @@ fn coordinate(plan: &WorkerPlan<'_>, workers: usize, pids: Option<&[libc::pid_t]
         completion_s: None,
         device_io,
         children_cpu: None,
+        writeback: None,
     })
+}
+
+/// Fixed work is done, but what it wrote may still be in the page cache:
+/// `syncfs` on the run's filesystem, timed, with the device's I/O from the
+/// end of the window (`window_end`) until it returned.
+fn writeback(scratch_fd: i32, timing: &Timing, window_end: Option<DeviceSnapshot>) -> Writeback {
+    let start = sys::monotonic_ns();
+    // SAFETY: syncfs on a directory descriptor this run holds open.
+    unsafe { libc::syncfs(scratch_fd) };
+    let sync_s = (sys::monotonic_ns() - start) as f64 / 1e9;
+    let after = timing.device.as_deref().and_then(DeviceSnapshot::read);
+    Writeback { sync_s, device_io: window_end.zip(after).map(|(a, b)| a.delta(&b)) }
 }
 
 /// The device's I/O since `start`, when the run has a device.

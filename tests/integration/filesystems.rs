@@ -291,3 +291,26 @@ fn file_backing_keeps_the_image_in_the_directory_given_and_removes_it() {
     let out = fsscale().args(["run", "stat", "--fs", "tmpfs", "--backing", "file:/nonexistent"]).output().unwrap();
     assert_one_line_error(&out, "--backing file:/nonexistent: not a directory");
 }
+
+#[test]
+fn fixed_work_accounts_for_what_reaches_the_device_after_the_job() {
+    if skip_unless_root() {
+        return;
+    }
+    // Regression: an untar on ext4 showed almost nothing written, the data still in the page cache.
+    let env = TestEnv::new();
+    let out = fsscale()
+        .args(["run", "untar", "-j", "1", "-n", "1", "--scale", "0.05", "--fs", "ext4", "-o"])
+        .arg(&env.output)
+        .output()
+        .unwrap();
+    assert_success(&out);
+    assert!(stdout(&out).contains("dev MB in sync"), "{}", stdout(&out));
+    let doc = env.results();
+    let run = &doc.points[0].runs[0];
+    let extracted = run.bytes.unwrap();
+    let writeback = run.writeback.expect("fixed work records its writeback");
+    let written = run.device_io.unwrap().write_bytes + writeback.device_io.unwrap().write_bytes;
+    assert!(written >= extracted, "job + sync wrote {written} bytes for {extracted} extracted");
+    assert!(writeback.sync_s > 0.0);
+}
