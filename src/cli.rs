@@ -193,7 +193,7 @@ pub struct RunArgs {
     #[arg(long, help_heading = "Command workload")]
     pub higher_is_better: bool,
 
-    /// Filesystems to run on, each made fresh: dir (--dir as it is, the default), tmpfs, ext4, xfs, btrfs, f2fs, each with optional mount options: e.g. ext4,xfs or ext4:data=journal,ext4:data=ordered. Needs root.
+    /// Filesystems to run on, each made fresh: dir (--dir as it is, the default), tmpfs, ramfs (no size limit: refused unless the work fits in available memory), ext4, xfs, btrfs, f2fs, each with optional mount options: e.g. ext4,xfs or ext4:data=journal,ext4:data=ordered. Needs root.
     #[arg(long, value_name = "KIND[:OPTS],...", default_value = "dir", value_parser = parse_fs_list)]
     pub fs: FsList,
 
@@ -354,7 +354,7 @@ fn parse_fs_list(text: &str) -> Result<FsList, String> {
     let mut pieces: Vec<String> = Vec::new();
     for piece in text.split(',') {
         let kind = piece.split(':').next().unwrap_or("");
-        let is_kind = ["dir", "tmpfs", "ext4", "xfs", "btrfs", "f2fs"].contains(&kind);
+        let is_kind = ["dir", "tmpfs", "ramfs", "ext4", "xfs", "btrfs", "f2fs"].contains(&kind);
         match pieces.last_mut() {
             Some(last) if !is_kind && last.contains(':') => {
                 last.push(',');

@@ -72,6 +72,26 @@ impl FsInstance {
                 None => format!("size={size}"),
             };
             run("mount", &["-t", "tmpfs", "-o", &all, "fsscale", &mountpoint.display().to_string()])?;
+        } else if spec.kind == FsKind::Ramfs {
+            // ramfs has no size limit and never swaps: filling it can take the
+            // machine's memory, so it must fit in what is available now.
+            let available = available_memory().unwrap_or(0);
+            if available < size {
+                bail!(
+                    "--fs ramfs has no size limit and the workload may need {} MiB, but only {} MiB of memory is \
+                     available; use tmpfs (which has one), or less work",
+                    size >> 20,
+                    available >> 20
+                );
+            }
+            this.record.backing = "ram".into();
+            let mut args = vec!["-t", "ramfs"];
+            if let Some(o) = &opts {
+                args.extend(["-o", o]);
+            }
+            let mnt = mountpoint.display().to_string();
+            args.extend(["fsscale", mnt.as_str()]);
+            run("mount", &args)?;
         } else {
             let device = match &options.backing {
                 Backing::Device(dev) => {
@@ -228,6 +248,20 @@ pub(super) fn undo(entry: &Entry, mounted: bool) -> Result<Vec<String>> {
 fn is_mounted(path: &Path) -> bool {
     let text = path.display().to_string();
     crate::results::mounts().iter().any(|m| m.mount_point == text)
+}
+
+/// `MemAvailable` from /proc/meminfo, in bytes.
+fn available_memory() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kib: u64 = info
+        .lines()
+        .find_map(|l| l.strip_prefix("MemAvailable:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kib * 1024)
 }
 
 /// Whether loop device `dev` is still attached to `image`.

@@ -27,6 +27,9 @@ pub enum FsKind {
     /// An existing directory (`--dir`): nothing is made.
     Dir,
     Tmpfs,
+    /// The page cache alone: no size limit, nothing swaps (the memory-disk
+    /// seeds' filesystem); guarded by a check of available memory.
+    Ramfs,
     Ext4,
     Xfs,
     Btrfs,
@@ -38,6 +41,7 @@ impl FsKind {
         match self {
             FsKind::Dir => "dir",
             FsKind::Tmpfs => "tmpfs",
+            FsKind::Ramfs => "ramfs",
             FsKind::Ext4 => "ext4",
             FsKind::Xfs => "xfs",
             FsKind::Btrfs => "btrfs",
@@ -46,7 +50,7 @@ impl FsKind {
     }
 
     fn from_name(name: &str) -> Option<FsKind> {
-        [FsKind::Dir, FsKind::Tmpfs, FsKind::Ext4, FsKind::Xfs, FsKind::Btrfs, FsKind::F2fs]
+        [FsKind::Dir, FsKind::Tmpfs, FsKind::Ramfs, FsKind::Ext4, FsKind::Xfs, FsKind::Btrfs, FsKind::F2fs]
             .into_iter()
             .find(|k| k.name() == name)
     }
@@ -58,8 +62,13 @@ impl FsKind {
             FsKind::Xfs => Some(("mkfs.xfs", &["-f", "-q"], "xfsprogs")),
             FsKind::Btrfs => Some(("mkfs.btrfs", &["-f", "-q"], "btrfs-progs")),
             FsKind::F2fs => Some(("mkfs.f2fs", &["-f", "-q"], "f2fs-tools")),
-            FsKind::Dir | FsKind::Tmpfs => None,
+            FsKind::Dir | FsKind::Tmpfs | FsKind::Ramfs => None,
         }
+    }
+
+    /// Whether it is made on a block device (image, loop device or a real one).
+    pub fn on_a_device(self) -> bool {
+        self.mkfs().is_some()
     }
 
     /// The smallest filesystem its mkfs accepts, with room for a small workload.
@@ -86,8 +95,9 @@ impl FsSpec {
             Some((k, o)) => (k, Some(o.to_string()).filter(|o| !o.is_empty())),
             None => (text, None),
         };
-        let kind = FsKind::from_name(kind)
-            .ok_or_else(|| format!("'{kind}' is not a filesystem kind; use dir, tmpfs, ext4, xfs, btrfs or f2fs"))?;
+        let kind = FsKind::from_name(kind).ok_or_else(|| {
+            format!("'{kind}' is not a filesystem kind; use dir, tmpfs, ramfs, ext4, xfs, btrfs or f2fs")
+        })?;
         if kind == FsKind::Dir && opts.is_some() {
             return Err("dir takes no mount options (it is an existing directory)".into());
         }
@@ -200,7 +210,7 @@ impl FsOptions {
             Backing::File(dir) if !dir.is_dir() => bail!("--backing file:{}: not a directory", dir.display()),
             _ => {}
         }
-        if self.backing != Backing::Ram && self.specs.iter().all(|s| s.kind == FsKind::Tmpfs || s.kind == FsKind::Dir) {
+        if self.backing != Backing::Ram && self.specs.iter().all(|s| !s.kind.on_a_device()) {
             bail!("--backing applies to ext4, xfs, btrfs and f2fs; tmpfs is always in memory");
         }
         Ok(())

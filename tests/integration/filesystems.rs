@@ -314,3 +314,39 @@ fn fixed_work_accounts_for_what_reaches_the_device_after_the_job() {
     assert!(written >= extracted, "job + sync wrote {written} bytes for {extracted} extracted");
     assert!(writeback.sync_s > 0.0);
 }
+
+#[test]
+fn ramfs_is_made_recorded_and_removed() {
+    if skip_unless_root() {
+        return;
+    }
+    let env = TestEnv::new();
+    let child = fsscale()
+        .args([
+            "run",
+            "creat-unlink",
+            "-j",
+            "1",
+            "-n",
+            "1",
+            "--duration",
+            "0.05",
+            "--share",
+            "private",
+            "--fs",
+            "ramfs",
+        ])
+        .arg("-o")
+        .arg(&env.output)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    assert_success(&child.wait_with_output().unwrap());
+    let doc = env.results();
+    let fs = doc.points[0].filesystem.as_ref().unwrap();
+    assert_eq!((fs.kind, fs.backing.as_str()), (fsscale::fs::FsKind::Ramfs, "ram"));
+    assert!(doc.points[0].runs[0].ops > 0);
+    assert_eq!(leftovers_of(pid), Vec::<String>::new());
+}
