@@ -143,6 +143,8 @@ pub fn run(config: &RunConfig, progress: &mut dyn Progress) -> Result<ResultsFil
     // Every worker's copy of the tree, plus the shared one.
     let data_entries = tree.as_ref().map_or(0, |u| u.contents.entries() * (max_workers + 1));
     let mut index = 0;
+    // A filesystem that could not be taken down is recorded, and the rest of the matrix still runs.
+    let mut teardown_failures: Vec<String> = Vec::new();
     for fs_spec in &filesystems.specs {
         let size = filesystems.size_for(fs_spec, data_bytes, data_entries);
         let mut made_once: Option<FsInstance> = None;
@@ -169,7 +171,8 @@ pub fn run(config: &RunConfig, progress: &mut dyn Progress) -> Result<ResultsFil
             let mut made_for_point: Option<FsInstance> = None;
             for run in 0..config.runs {
                 progress.run_started(spec, index, run);
-                let slots = FsSlots { once: &mut made_once, point: &mut made_for_point };
+                let slots =
+                    FsSlots { once: &mut made_once, point: &mut made_for_point, failures: &mut teardown_failures };
                 let cgroup = containment.as_mut().map(|c| c.start_run());
                 let outcome = signals::check().map_err(anyhow::Error::from).and_then(|()| {
                     run_on_fs(config, fs_spec, size, slots, |dir, device| {
@@ -221,7 +224,7 @@ pub fn run(config: &RunConfig, progress: &mut dyn Progress) -> Result<ResultsFil
                 progress.saved();
             }
             if let Some(made) = made_for_point {
-                made.destroy().with_context(|| format!("cleaning up {}", fs_spec.label()))?;
+                tear_down(made, fs_spec, &mut teardown_failures);
             }
             let point = doc.points.last_mut().expect("pushed above");
             point.complete = true;
@@ -230,8 +233,15 @@ pub fn run(config: &RunConfig, progress: &mut dyn Progress) -> Result<ResultsFil
             index += 1;
         }
         if let Some(made) = made_once {
-            made.destroy().with_context(|| format!("cleaning up {}", fs_spec.label()))?;
+            tear_down(made, fs_spec, &mut teardown_failures);
         }
+    }
+    if !teardown_failures.is_empty() {
+        let error = anyhow::anyhow!("{}; `fsscale cleanup` removes what is left", teardown_failures.join("; "));
+        finish(&mut doc, Status::Failed, Some(&error));
+        saver.save(&doc)?;
+        progress.saved();
+        return Err(error);
     }
     finish(&mut doc, Status::Complete, None);
     saver.save(&doc)?;
@@ -243,6 +253,16 @@ pub fn run(config: &RunConfig, progress: &mut dyn Progress) -> Result<ResultsFil
 struct FsSlots<'a> {
     once: &'a mut Option<FsInstance>,
     point: &'a mut Option<FsInstance>,
+    /// Where a failed teardown is recorded.
+    failures: &'a mut Vec<String>,
+}
+
+/// Takes a made filesystem down; a failure is recorded, not fatal: every
+/// step is still tried, what is left stays registered for `fsscale cleanup`.
+fn tear_down(made: FsInstance, fs_spec: &FsSpec, failures: &mut Vec<String>) {
+    if let Err(e) = made.destroy() {
+        failures.push(format!("cleaning up {}: {e:#}", fs_spec.label()));
+    }
 }
 
 /// Runs `measure` in the directory the filesystem policy gives: `--dir`, or
@@ -274,7 +294,7 @@ fn run_on_fs(
     let record = measure(instance.mountpoint(), instance.block_name())?;
     let fs_record = instance.record.clone();
     if let Some(made) = made_now {
-        made.destroy().with_context(|| format!("cleaning up {}", fs_spec.label()))?;
+        tear_down(made, fs_spec, slots.failures);
     }
     Ok((record, Some(fs_record)))
 }

@@ -350,3 +350,35 @@ fn ramfs_is_made_recorded_and_removed() {
     assert!(doc.points[0].runs[0].ops > 0);
     assert_eq!(leftovers_of(pid), Vec::<String>::new());
 }
+
+#[test]
+fn a_failed_teardown_is_recorded_and_the_matrix_goes_on() {
+    if skip_unless_root() {
+        return;
+    }
+    // An image in an immutable directory cannot be deleted: ext4's teardown fails, tmpfs still runs.
+    let images = tempfile::tempdir().unwrap();
+    let env = TestEnv::new();
+    let cmd = format!("chattr +i '{}'", images.path().display());
+    let out = fsscale()
+        .args(["run", "command", "--shell", "--cmd", &cmd, "-j", "1", "-n", "1", "--fs", "ext4,tmpfs"])
+        .arg(format!("--backing=file:{}", images.path().display()))
+        .arg("-o")
+        .arg(&env.output)
+        .output()
+        .unwrap();
+    let _ = Command::new("chattr").arg("-i").arg(images.path()).status();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let line = stderr(&out).lines().last().unwrap_or_default().to_string();
+    assert!(line.contains("cleaning up ext4: removing ") && line.contains("Operation not permitted"), "{line}");
+    let doc = env.results();
+    assert_eq!(doc.status, fsscale::results::Status::Failed);
+    let ran: Vec<Option<String>> = doc.points.iter().map(|p| p.fs.clone()).collect();
+    assert_eq!(ran, [Some("ext4".to_string()), Some("tmpfs".to_string())], "tmpfs still ran");
+    assert!(doc.points.iter().all(|p| p.complete));
+    // What was left is cleanup's.
+    let out = fsscale().arg("cleanup").output().unwrap();
+    assert_success(&out);
+    assert!(stdout(&out).contains("removed image "), "{}", stdout(&out));
+    assert_eq!(entries(images.path()), Vec::<String>::new());
+}
