@@ -58,6 +58,8 @@ pub enum Command {
     Compare(CompareArgs),
     /// Scaling analysis: speedup, efficiency, Universal Scalability Law fit, collapse.
     Analyze(AnalyzeArgs),
+    /// Print one point's per-run figures, one a line: input for `fsscale ministat` or any other tool.
+    Export(ExportArgs),
     /// ministat-compatible statistics on data files (`fsscale ministat --help`).
     #[command(disable_help_flag = true)]
     Ministat {
@@ -303,6 +305,28 @@ pub struct AnalyzeArgs {
     pub format: Format,
 }
 
+#[derive(Args, Debug)]
+pub struct ExportArgs {
+    /// A results file from `fsscale run`.
+    #[arg(value_name = "RESULTS.json")]
+    pub results: PathBuf,
+    /// The point's workload.
+    #[arg(long, value_parser = parse_workload)]
+    pub workload: Workload,
+    /// The point's worker count.
+    #[arg(long, short = 'j')]
+    pub workers: usize,
+    /// The point's mode, when the file has several.
+    #[arg(long, value_parser = parse_mode)]
+    pub mode: Option<Mode>,
+    /// The point's sharing level, when the file has several.
+    #[arg(long, value_parser = parse_share)]
+    pub share: Option<Share>,
+    /// The point's filesystem configuration (`--fs` label), when the file has several.
+    #[arg(long)]
+    pub fs: Option<String>,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
     Text,
@@ -333,6 +357,13 @@ fn parse_test(text: &str) -> Result<TestKind, String> {
 pub enum WorkloadArg {
     One(Workload),
     All,
+}
+
+fn parse_workload(name: &str) -> Result<Workload, String> {
+    match parse_workload_arg(name)? {
+        WorkloadArg::One(w) => Ok(w),
+        WorkloadArg::All => Err("name one workload, not all".into()),
+    }
 }
 
 fn parse_workload_arg(name: &str) -> Result<WorkloadArg, String> {

@@ -4,7 +4,9 @@ use std::path::Path;
 
 use anyhow::{bail, Result};
 
-use crate::cli::{AnalyzeArgs, CleanupArgs, CompareArgs, Format, PlotArgs, ReportArgs, TreeArgs, WorkloadArg};
+use crate::cli::{
+    AnalyzeArgs, CleanupArgs, CompareArgs, ExportArgs, Format, PlotArgs, ReportArgs, TreeArgs, WorkloadArg,
+};
 use fsscale::analyze::{analyze_pairs, analyze_results};
 use fsscale::compare::{compare, regressions, CompareConfig};
 use fsscale::report::{render_analysis, render_comparisons, CompareFormat};
@@ -217,4 +219,51 @@ pub fn cleanup_command(args: &CleanupArgs) -> Result<(String, usize)> {
         text = "nothing to clean up\n".to_string();
     }
     Ok((text, refused.len()))
+}
+
+/// `fsscale export`: the runs' figures of one point, one a line, in the
+/// point's unit (what `ministat` reads); a header comment names the point.
+pub fn export_command(args: &ExportArgs) -> Result<String> {
+    let doc = load(&args.results)?;
+    let matching: Vec<&fsscale::results::Point> = doc
+        .points
+        .iter()
+        .filter(|p| p.workload == args.workload && p.workers == args.workers)
+        .filter(|p| args.mode.is_none_or(|m| p.mode == m))
+        .filter(|p| args.share.is_none_or(|s| p.share == s))
+        .filter(|p| args.fs.as_ref().is_none_or(|f| p.fs.as_ref() == Some(f)))
+        .collect();
+    let describe = |p: &fsscale::results::Point| {
+        let on = p.fs.as_ref().map(|f| format!(" --fs {f}")).unwrap_or_default();
+        format!("--mode {} --share {}{on}", p.mode, p.share)
+    };
+    let point = match matching.as_slice() {
+        [one] => *one,
+        [] => bail!(
+            "{} has no {} point at {} workers with those options; `fsscale analyze {}` lists its points",
+            args.results.display(),
+            args.workload,
+            args.workers,
+            args.results.display()
+        ),
+        many => bail!(
+            "{} has {} such points; choose one with {}",
+            args.results.display(),
+            many.len(),
+            many.iter().map(|p| describe(p)).collect::<Vec<_>>().join(" or ")
+        ),
+    };
+    let mut text = format!(
+        "# {} {} {} x{}: {} per run ({})\n",
+        point.workload,
+        point.mode,
+        point.share,
+        point.workers,
+        point.unit(),
+        args.results.display()
+    );
+    for run in &point.runs {
+        text += &format!("{}\n", run.ops_per_s);
+    }
+    Ok(text)
 }

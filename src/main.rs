@@ -45,6 +45,7 @@ fn run(command: cli::Command, argv: Vec<String>) -> anyhow::Result<()> {
             regressed.map_or(Ok(()), |r| Err(r.into()))
         }
         cli::Command::Analyze(args) => print(&commands::analyze_command(&args)?),
+        cli::Command::Export(args) => print(&commands::export_command(&args)?),
         cli::Command::Tree(args) => print(&commands::tree_command(&args)?),
         cli::Command::Report(args) => print(&commands::report_command(&args)?),
         cli::Command::Plot(args) => print(&commands::plot_command(&args)?),

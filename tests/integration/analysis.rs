@@ -175,3 +175,33 @@ fn analyze_csv_reproduces_the_specsdm91_fit() {
     assert_eq!(out.status.code(), Some(2), "needs results or --csv");
     assert!(matches!(Verdict::Worse.words(), "worse"));
 }
+
+#[test]
+fn export_feeds_ministat_in_one_step() {
+    let env = TestEnv::new();
+    assert_success(&env.run(&["stat", "-j", "1,2", "-n", "4"]));
+    let export = |extra: &[&str]| {
+        fsscale().arg("export").arg(&env.output).args(["--workload", "stat", "-j", "2"]).args(extra).output().unwrap()
+    };
+    // Two sharing levels at 2 workers: the choice is named.
+    assert_one_line_error(&export(&[]), "has 2 such points; choose one with --mode process --share private or");
+    let out = export(&["--share", "private"]);
+    assert_success(&out);
+    let text = stdout(&out);
+    let mut lines = text.lines();
+    assert!(lines.next().unwrap().starts_with("# stat process private x2: ops/s per run"), "{text}");
+    let values: Vec<f64> = lines.map(|l| l.parse().unwrap()).collect();
+    let doc = env.results();
+    let point = doc.points.iter().find(|p| p.workers == 2 && p.share == fsscale::workloads::Share::Private).unwrap();
+    assert_eq!(values, point.runs.iter().map(|r| r.ops_per_s).collect::<Vec<_>>());
+    // ministat reads it as it is (the header is a comment).
+    let file = env.root.path().join("runs.txt");
+    std::fs::write(&file, &text).unwrap();
+    let out = fsscale().args(["ministat", "-n"]).arg(&file).arg(&file).output().unwrap();
+    assert_success(&out);
+    assert!(stdout(&out).contains("x   4 "), "4 runs read: {}", stdout(&out));
+    assert_one_line_error(
+        &fsscale().arg("export").arg(&env.output).args(["--workload", "stat", "-j", "7"]).output().unwrap(),
+        "has no stat point at 7 workers",
+    );
+}
