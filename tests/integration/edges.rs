@@ -12,14 +12,7 @@ use crate::util::*;
 #[test]
 fn cores_means_the_cpus_this_process_may_use() {
     let env = TestEnv::new();
-    let out = Command::new("taskset")
-        .args(["-c", "0", env!("CARGO_BIN_EXE_fsscale"), "run", "stat", "-j", "cores,2xcores", "--share", "private"])
-        .args(["-n", "1", "--duration", "0.02", "--warmup", "0", "--dir"])
-        .arg(&env.dir)
-        .arg("-o")
-        .arg(&env.output)
-        .output()
-        .unwrap();
+    let out = env.run_on_cpus("0", &["stat", "-j", "cores,2xcores", "--share", "private", "--duration", "0.02"]);
     assert_success(&out);
     let doc = env.results();
     let workers: Vec<usize> = doc.points.iter().map(|p| p.workers).collect();

@@ -177,14 +177,7 @@ fn dbench_s_own_loadfile_replays_pass_after_pass() {
     // Long enough for every client to start the file over at least once (a
     // pass is ~3 s of one CPU). On CPU 0 only, so the tests running beside
     // it keep the other CPU: their 50 ms windows must not starve.
-    let out = std::process::Command::new("taskset")
-        .args(["-c", "0", env!("CARGO_BIN_EXE_fsscale"), "run", "replay", "--trace", loadfile.to_str().unwrap()])
-        .args(["-j", "1,2", "-n", "1", "--duration", "10", "--warmup", "0", "--dir"])
-        .arg(&env.dir)
-        .arg("-o")
-        .arg(&env.output)
-        .output()
-        .unwrap();
+    let out = env.run_on_cpus("0", &["replay", "--trace", loadfile.to_str().unwrap(), "-j", "1,2", "--duration", "10"]);
     assert_success(&out);
     let doc = env.results();
     let per_pass: u64 = doc.settings.replay.as_ref().unwrap().ops_per_pass.values().sum();

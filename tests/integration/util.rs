@@ -32,9 +32,21 @@ impl TestEnv {
     /// [`TestEnv::run`] with another `--dir` (a tiny mount, say).
     pub fn run_at(&self, dir: &Path, args: &[&str]) -> Output {
         let mut cmd = fsscale();
+        self.run_args(&mut cmd, dir, args);
+        cmd.output().expect("run fsscale")
+    }
+
+    /// [`TestEnv::run`] under `taskset -c CPUS`.
+    pub fn run_on_cpus(&self, cpus: &str, args: &[&str]) -> Output {
+        let mut cmd = Command::new("taskset");
+        cmd.args(["-c", cpus, env!("CARGO_BIN_EXE_fsscale")]);
+        self.run_args(&mut cmd, &self.dir, args);
+        cmd.output().expect("run taskset fsscale")
+    }
+
+    fn run_args(&self, cmd: &mut Command, dir: &Path, args: &[&str]) {
         cmd.arg("run").args(["-n", "1", "--duration", "0.05", "--warmup", "0"]);
         cmd.args(args).arg("--dir").arg(dir).arg("-o").arg(&self.output);
-        cmd.output().expect("run fsscale")
     }
 
     pub fn results(&self) -> ResultsFile {
