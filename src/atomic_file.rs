@@ -9,6 +9,7 @@ use std::ffi::CString;
 use std::fs::File;
 use std::io::Write;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Result};
@@ -102,7 +103,8 @@ pub fn create_unique(dir: &Path, stem: &str, ext: &str) -> Result<PathBuf> {
     for n in 1..10_000 {
         let name = if n == 1 { format!("{stem}.{ext}") } else { format!("{stem}-{n}.{ext}") };
         let path = dir.join(name);
-        let created = std::fs::OpenOptions::new().write(true).create_new(true).custom_flags_nofollow().open(&path);
+        let created =
+            std::fs::OpenOptions::new().write(true).create_new(true).custom_flags(libc::O_NOFOLLOW).open(&path);
         match created {
             Ok(_) => return Ok(path),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
@@ -110,16 +112,6 @@ pub fn create_unique(dir: &Path, stem: &str, ext: &str) -> Result<PathBuf> {
         }
     }
     bail!("cannot find a free name for {stem}.{ext} in {}", dir.display())
-}
-
-trait NoFollow {
-    fn custom_flags_nofollow(&mut self) -> &mut Self;
-}
-
-impl NoFollow for std::fs::OpenOptions {
-    fn custom_flags_nofollow(&mut self) -> &mut Self {
-        std::os::unix::fs::OpenOptionsExt::custom_flags(self, libc::O_NOFOLLOW)
-    }
 }
 
 /// The directory holding `path` (opened) and the name inside it.

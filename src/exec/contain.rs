@@ -151,7 +151,6 @@ fn start_guardian(root: &Path) -> Option<(libc::pid_t, OwnedFd)> {
     // SAFETY: fresh descriptors, owned here.
     let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
     let kill_path = sys::cstring(&root.join("cgroup.kill")).ok()?;
-    let root_c = sys::cstring(root).ok()?;
     // SAFETY: the caller is single-threaded; the child only makes system calls and leaves through _exit.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
@@ -179,7 +178,7 @@ fn start_guardian(root: &Path) -> Option<(libc::pid_t, OwnedFd)> {
                     break;
                 }
             }
-            guardian_teardown(&kill_path, &root_c);
+            guardian_teardown(&kill_path, root);
             libc::_exit(0);
         }
     }
@@ -189,7 +188,7 @@ fn start_guardian(root: &Path) -> Option<(libc::pid_t, OwnedFd)> {
 
 /// In the guardian: kill every process in the tree, then remove its cgroups
 /// (children first; a few tries while the killed processes exit).
-fn guardian_teardown(kill: &std::ffi::CStr, root: &std::ffi::CStr) {
+fn guardian_teardown(kill: &std::ffi::CStr, root: &Path) {
     // SAFETY: plain system calls on valid C strings.
     unsafe {
         let fd = libc::open(kill.as_ptr(), libc::O_WRONLY);
@@ -198,22 +197,11 @@ fn guardian_teardown(kill: &std::ffi::CStr, root: &std::ffi::CStr) {
             libc::close(fd);
         }
     }
-    let root = Path::new(std::ffi::OsStr::from_bytes_compat(root.to_bytes()));
     for _ in 0..100 {
         if remove_tree(root) {
             return;
         }
         std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-trait FromBytesCompat {
-    fn from_bytes_compat(bytes: &[u8]) -> &Self;
-}
-
-impl FromBytesCompat for std::ffi::OsStr {
-    fn from_bytes_compat(bytes: &[u8]) -> &Self {
-        std::os::unix::ffi::OsStrExt::from_bytes(bytes)
     }
 }
 
@@ -232,7 +220,7 @@ fn remove_tree(dir: &Path) -> bool {
 /// Kills every process in the cgroup `dir` (and below), waits until it is
 /// empty, removes it; returns how many processes were in it.
 fn kill_cgroup(dir: &Path) -> usize {
-    let count = count_procs(dir);
+    let count = procs(dir).len();
     if count > 0 {
         if std::fs::write(dir.join("cgroup.kill"), b"1").is_err() {
             // Kernels before 5.14 have no cgroup.kill: signal each process.
@@ -267,10 +255,6 @@ fn procs(dir: &Path) -> Vec<libc::pid_t> {
         }
     }
     all
-}
-
-fn count_procs(dir: &Path) -> usize {
-    procs(dir).len()
 }
 
 /// Fallback: kills the processes reparented to this subreaper (anything a

@@ -138,21 +138,7 @@ impl Scratch {
         if marker.as_deref() != Some(self.marker_text().as_str()) {
             bail!("scratch directory {shown} no longer holds fsscale's marker; not removing it");
         }
-        let mut mounts = Vec::new();
-        // The marker goes last: while anything is left, it proves the directory fsscale's.
-        let marker = sys::cname(MARKER);
-        remove_contents(self.fd(), self.mount, &self.path, &mut mounts, Some(&marker))?;
-        if !mounts.is_empty() {
-            bail!(
-                "left {} alone: a mount inside the scratch directory (fsscale never deletes across mounts); \
-                 unmount it, then remove {shown}",
-                mounts.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
-            );
-        }
-        sys::unlinkat(self.fd(), &marker, 0)
-            .map_err(|e| anyhow::anyhow!("removing {}/{MARKER}: {}", self.path.display(), sys::errno_text(e)))?;
-        sys::unlinkat(self.parent.as_raw_fd(), &self.name, libc::AT_REMOVEDIR)
-            .map_err(|e| anyhow::anyhow!("removing scratch directory {shown}: {}", sys::errno_text(e)))
+        remove_proven(self.parent.as_raw_fd(), &self.name, self.fd(), self.mount, &self.path)
     }
 }
 
@@ -249,20 +235,29 @@ pub fn remove_dead(path: &Path) -> Result<()> {
     let dir = unsafe { OwnedFd::from_raw_fd(dir) };
     let mount = sys::mount_id(dir.as_raw_fd())
         .map_err(|e| anyhow::anyhow!("statx {}: {}", path.display(), sys::errno_text(e)))?;
+    remove_proven(parent_fd.as_raw_fd(), &name, dir.as_raw_fd(), mount, path)
+}
+
+/// Removes scratch directory `name` in `parent` (open as `dir`, on mount
+/// `mount`) once it is proven fsscale's: everything but the marker, never
+/// across a mount; then, if nothing was left alone, the marker, which goes
+/// last so that whatever stays is still provably fsscale's, and the directory.
+fn remove_proven(parent: RawFd, name: &std::ffi::CStr, dir: RawFd, mount: u64, path: &Path) -> Result<()> {
     let marker = sys::cname(MARKER);
     let mut mounts = Vec::new();
-    remove_contents(dir.as_raw_fd(), mount, path, &mut mounts, Some(&marker))?;
+    remove_contents(dir, mount, path, &mut mounts, Some(&marker))?;
     if !mounts.is_empty() {
-        let shown: Vec<String> = mounts.iter().map(|p| p.display().to_string()).collect();
+        let parent_path = path.parent().unwrap_or(Path::new("."));
         bail!(
-            "left {} alone: a mount inside {} (never deleted across); unmount it first",
-            shown.join(", "),
-            path.display()
+            "left {} alone: a mount inside the scratch directory (fsscale never deletes across mounts); \
+             unmount it, and `fsscale cleanup --scratch {}` removes the rest",
+            mounts.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "),
+            parent_path.display()
         );
     }
-    sys::unlinkat(dir.as_raw_fd(), &marker, 0)
-        .and_then(|()| sys::unlinkat(parent_fd.as_raw_fd(), &name, libc::AT_REMOVEDIR))
-        .map_err(|e| anyhow::anyhow!("removing {}: {}", path.display(), sys::errno_text(e)))
+    sys::unlinkat(dir, &marker, 0)
+        .and_then(|()| sys::unlinkat(parent, name, libc::AT_REMOVEDIR))
+        .map_err(|e| anyhow::anyhow!("removing scratch directory {}: {}", path.display(), sys::errno_text(e)))
 }
 
 fn read_small_file(dir: RawFd, name: &str) -> Option<String> {
