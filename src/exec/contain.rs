@@ -220,7 +220,18 @@ fn remove_tree(dir: &Path) -> bool {
 /// Kills every process in the cgroup `dir` (and below), waits until it is
 /// empty, removes it; returns how many processes were in it.
 fn kill_cgroup(dir: &Path) -> usize {
-    let count = procs(dir).len();
+    // Processes a command's own group kill already reached may still be on
+    // their way out (more so on a loaded machine): give them a moment, so
+    // only what really stayed behind is counted and reported.
+    let mut count = procs(dir).len();
+    for _ in 0..50 {
+        if count == 0 {
+            break;
+        }
+        reap_orphans(None);
+        std::thread::sleep(Duration::from_millis(2));
+        count = procs(dir).len();
+    }
     if count > 0 {
         if std::fs::write(dir.join("cgroup.kill"), b"1").is_err() {
             // Kernels before 5.14 have no cgroup.kill: signal each process.
