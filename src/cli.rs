@@ -8,7 +8,7 @@ use clap::{Args, Parser, Subcommand};
 
 use fsscale::exec::Metric;
 use fsscale::fs::{Backing, Fresh, FsOptions, FsSpec};
-use fsscale::plan::{self, MacroOptions, Mode, RunConfig};
+use fsscale::plan::{self, Cache, MacroOptions, Mode, RunConfig};
 use fsscale::results::rfc3339;
 use fsscale::stats::hypothesis::TestKind;
 use fsscale::sys;
@@ -139,9 +139,9 @@ pub struct RunArgs {
     #[arg(long)]
     pub stat: bool,
 
-    /// untar and traverse: warm, or cold: sync and drop page, dentry and inode caches before every run (root only).
-    #[arg(long, value_name = "warm|cold", default_value = "warm", value_parser = parse_cache)]
-    pub cache: Cache,
+    /// Fixed work (untar, traverse, command): warm, or cold: sync and drop page, dentry and inode caches before every run (root only); warm,cold measures both, as separate points in one file.
+    #[arg(long, value_name = "warm|cold", value_delimiter = ',', default_value = "warm", value_parser = parse_cache)]
+    pub cache: Vec<Cache>,
 
     /// Time every op of fixed-time loops into log-linear histograms: p50/p90/p99/p99.9/max in the results and tables (two clock reads per op; off by default).
     #[arg(long)]
@@ -325,6 +325,9 @@ pub struct ExportArgs {
     /// The point's filesystem configuration (`--fs` label), when the file has several.
     #[arg(long)]
     pub fs: Option<String>,
+    /// The point's cache state (warm or cold), when the file has both.
+    #[arg(long, value_name = "warm|cold", value_parser = parse_cache)]
+    pub cache: Option<Cache>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -427,13 +430,6 @@ fn parse_size(text: &str) -> Result<u64, String> {
     Ok((value * (1u64 << shift) as f64) as u64)
 }
 
-/// `--cache`: whether caches are dropped before every run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Cache {
-    Warm,
-    Cold,
-}
-
 fn parse_cache(text: &str) -> Result<Cache, String> {
     match text {
         "warm" => Ok(Cache::Warm),
@@ -527,7 +523,7 @@ impl RunArgs {
                 cache_dir: cache_dir(),
                 tree: self.tree.clone(),
                 stat: self.stat,
-                cold_cache: self.cache == Cache::Cold,
+                caches: dedup(self.cache.clone()),
             },
             command,
             trace: self.trace.clone(),

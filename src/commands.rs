@@ -9,6 +9,7 @@ use crate::cli::{
 };
 use fsscale::analyze::{analyze_pairs, analyze_results};
 use fsscale::compare::{compare, regressions, CompareConfig};
+use fsscale::plan::Cache;
 use fsscale::report::{render_analysis, render_comparisons, CompareFormat};
 use fsscale::results::ResultsFile;
 
@@ -232,10 +233,12 @@ pub fn export_command(args: &ExportArgs) -> Result<String> {
         .filter(|p| args.mode.is_none_or(|m| p.mode == m))
         .filter(|p| args.share.is_none_or(|s| p.share == s))
         .filter(|p| args.fs.as_ref().is_none_or(|f| p.fs.as_ref() == Some(f)))
+        .filter(|p| args.cache.is_none_or(|c| p.cache.unwrap_or(Cache::Warm) == c))
         .collect();
     let describe = |p: &fsscale::results::Point| {
         let on = p.fs.as_ref().map(|f| format!(" --fs {f}")).unwrap_or_default();
-        format!("--mode {} --share {}{on}", p.mode, p.share)
+        let cache = p.cache.map(|c| format!(" --cache {c}")).unwrap_or_default();
+        format!("--mode {} --share {}{on}{cache}", p.mode, p.share)
     };
     let point = match matching.as_slice() {
         [one] => *one,
@@ -254,11 +257,12 @@ pub fn export_command(args: &ExportArgs) -> Result<String> {
         ),
     };
     let mut text = format!(
-        "# {} {} {} x{}: {} per run ({})\n",
+        "# {} {} {} x{}{}: {} per run ({})\n",
         point.workload,
         point.mode,
         point.share,
         point.workers,
+        point.condition().map(|c| format!(" {c}")).unwrap_or_default(),
         point.unit(),
         args.results.display()
     );

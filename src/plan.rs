@@ -57,8 +57,32 @@ pub struct MacroOptions {
     pub tree: Option<PathBuf>,
     /// traverse: `fstatat` every entry.
     pub stat: bool,
-    /// Fixed work: drop caches before every run (root only).
-    pub cold_cache: bool,
+    /// Fixed work: the cache states to measure each point in (`--cache warm,cold`).
+    pub caches: Vec<Cache>,
+}
+
+/// Whether fixed work starts with the kernel's caches as the previous run
+/// left them, or emptied (`sync; echo 3 > /proc/sys/vm/drop_caches`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Cache {
+    Warm,
+    Cold,
+}
+
+impl Cache {
+    pub fn name(self) -> &'static str {
+        match self {
+            Cache::Warm => "warm",
+            Cache::Cold => "cold",
+        }
+    }
+}
+
+impl fmt::Display for Cache {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 /// Everything `fsscale run` needs, free of any command-line types.
@@ -109,6 +133,8 @@ pub struct PointSpec {
     pub mode: Mode,
     pub share: Share,
     pub workers: usize,
+    /// Fixed work: the cache state each run starts in; `None` for fixed-time loops, which warm their own.
+    pub cache: Option<Cache>,
 }
 
 impl RunConfig {
@@ -219,16 +245,26 @@ impl RunConfig {
         Ok(())
     }
 
-    /// Points in run order: workload, then mode, then sharing level, then worker count.
+    /// Points in run order: workload, then cache state (fixed work only),
+    /// then mode, then sharing level, then worker count.
     pub fn points(&self) -> Vec<PointSpec> {
         let mut points = Vec::new();
         for &workload in &self.workloads {
-            for &mode in &self.modes {
-                for share in
-                    self.shares_for(workload).into_iter().filter(|&s| self.check_combination(workload, mode, s).is_ok())
-                {
-                    for &workers in &self.workers {
-                        points.push(PointSpec { workload, mode, share, workers });
+            let caches: Vec<Option<Cache>> = if workload.is_fixed_work() {
+                self.macro_options.caches.iter().copied().map(Some).collect()
+            } else {
+                vec![None]
+            };
+            for &cache in &caches {
+                for &mode in &self.modes {
+                    for share in self
+                        .shares_for(workload)
+                        .into_iter()
+                        .filter(|&s| self.check_combination(workload, mode, s).is_ok())
+                    {
+                        for &workers in &self.workers {
+                            points.push(PointSpec { workload, mode, share, workers, cache });
+                        }
                     }
                 }
             }
@@ -379,11 +415,10 @@ mod tests {
         assert!(parse_duration("abc").unwrap_err().contains("not a duration"));
     }
 
-    #[test]
-    fn points_are_ordered_workload_mode_share_workers() {
-        let config = RunConfig {
+    fn config(workloads: Vec<Workload>, caches: Vec<Cache>) -> RunConfig {
+        RunConfig {
             dir: PathBuf::from("."),
-            workloads: vec![Workload::Stat, Workload::Read],
+            workloads,
             modes: vec![Mode::Process, Mode::Thread],
             shares: vec![Share::Private],
             strict_shares: true,
@@ -397,7 +432,7 @@ mod tests {
                 cache_dir: PathBuf::from("/tmp"),
                 tree: None,
                 stat: false,
-                cold_cache: false,
+                caches,
             },
             command: None,
             trace: None,
@@ -411,14 +446,31 @@ mod tests {
             stall_timeout: Duration::from_secs(60),
             output: PathBuf::from("x.json"),
             command_line: vec![],
-        };
-        let points = config.points();
+        }
+    }
+
+    #[test]
+    fn points_are_ordered_workload_mode_share_workers() {
+        let points = config(vec![Workload::Stat, Workload::Read], vec![Cache::Warm]).points();
         assert_eq!(points.len(), 8);
         assert_eq!(
             points[1],
-            PointSpec { workload: Workload::Stat, mode: Mode::Process, share: Share::Private, workers: 2 }
+            PointSpec { workload: Workload::Stat, mode: Mode::Process, share: Share::Private, workers: 2, cache: None }
         );
         assert_eq!(points[2].mode, Mode::Thread);
         assert_eq!(points[4].workload, Workload::Read);
+    }
+
+    #[test]
+    fn cache_states_multiply_fixed_work_only() {
+        let points = config(vec![Workload::Stat, Workload::Untar], vec![Cache::Warm, Cache::Cold]).points();
+        let stat: Vec<_> = points.iter().filter(|p| p.workload == Workload::Stat).collect();
+        assert_eq!(stat.len(), 4, "a fixed-time loop warms its own caches: one point per mode and count");
+        assert!(stat.iter().all(|p| p.cache.is_none()));
+        let untar: Vec<Option<Cache>> =
+            points.iter().filter(|p| p.workload == Workload::Untar).map(|p| p.cache).collect();
+        assert_eq!(untar.len(), 8);
+        assert_eq!(&untar[..4], [Some(Cache::Warm); 4], "every warm point before the first cold one");
+        assert_eq!(&untar[4..], [Some(Cache::Cold); 4]);
     }
 }

@@ -5,14 +5,15 @@ use std::io::Write;
 
 use fsscale::plan::PointSpec;
 use fsscale::report::format_rate;
-use fsscale::results::RunRecord;
+use fsscale::results::{Point, RunRecord};
 use fsscale::runner::Progress;
 
 pub struct TerminalProgress {
     enabled: bool,
     points: usize,
     runs: usize,
-    last_rate: Option<f64>,
+    /// The last run's figure and its unit.
+    last_rate: Option<(f64, String)>,
     dirty: bool,
     /// Whether this invocation has written the results file.
     pub saved: bool,
@@ -45,9 +46,11 @@ impl Progress for TerminalProgress {
         if !self.enabled {
             return;
         }
-        let last = self.last_rate.map(|r| format!("  last: {} ops/s", format_rate(r))).unwrap_or_default();
+        let last =
+            self.last_rate.as_ref().map(|(r, unit)| format!("  last: {} {unit}", format_rate(*r))).unwrap_or_default();
+        let cache = point.cache.map(|c| format!(" {c} cache")).unwrap_or_default();
         eprint!(
-            "\r\x1b[K[{:>width$}/{}] {} {} {} x{}  run {}/{}{last}",
+            "\r\x1b[K[{:>width$}/{}] {} {} {} x{}{cache}  run {}/{}{last}",
             index + 1,
             self.points,
             point.workload,
@@ -62,8 +65,8 @@ impl Progress for TerminalProgress {
         self.dirty = true;
     }
 
-    fn run_finished(&mut self, _point: &PointSpec, record: &RunRecord) {
-        self.last_rate = Some(record.ops_per_s);
+    fn run_finished(&mut self, point: &Point, record: &RunRecord) {
+        self.last_rate = Some((record.ops_per_s, point.unit()));
     }
 
     fn warning(&mut self, text: &str) {

@@ -22,9 +22,9 @@ pub struct SeriesAnalysis {
     pub workload: Option<Workload>,
     pub mode: Option<Mode>,
     pub share: Option<Share>,
-    /// The filesystem configuration, for results of `--fs`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fs: Option<String>,
+    /// What else the series was measured on (`on ext4`, `cold cache`): see `Point::condition`.
+    #[serde(default, alias = "fs", skip_serializing_if = "Option::is_none")]
+    pub condition: Option<String>,
     /// What the throughput is counted in: `ops/s`, `entries/s`, `runs/s`,
     /// a driver metric's name, or `1/(name)` for a smaller-is-better one.
     #[serde(default = "default_unit")]
@@ -52,17 +52,17 @@ fn default_unit() -> String {
 pub fn analyze_results(doc: &ResultsFile) -> Vec<SeriesAnalysis> {
     let mut keys: Vec<(Workload, Mode, Share, Option<String>)> = Vec::new();
     for p in doc.points.iter().filter(|p| p.summary.is_some()) {
-        let k = (p.workload, p.mode, p.share, p.fs.clone());
+        let k = (p.workload, p.mode, p.share, p.condition());
         if !keys.contains(&k) {
             keys.push(k);
         }
     }
     keys.into_iter()
-        .map(|(workload, mode, share, fs)| {
+        .map(|(workload, mode, share, condition)| {
             let points: Vec<_> = doc
                 .points
                 .iter()
-                .filter(|p| (p.workload, p.mode, p.share) == (workload, mode, share) && p.fs == fs)
+                .filter(|p| (p.workload, p.mode, p.share) == (workload, mode, share) && p.condition() == condition)
                 .filter(|p| p.summary.is_some())
                 .collect();
             let medians: Vec<(usize, f64)> = points
@@ -73,10 +73,10 @@ pub fn analyze_results(doc: &ResultsFile) -> Vec<SeriesAnalysis> {
                 .iter()
                 .flat_map(|p| p.runs.iter().map(|r| (p.workers as f64, p.as_throughput(r.ops_per_s))))
                 .collect();
-            let on = fs.as_ref().map(|f| format!(" on {f}")).unwrap_or_default();
+            let on = condition.as_ref().map(|c| format!(" {c}")).unwrap_or_default();
             let mut analysis = analyze_series(&format!("{workload} ({mode}, {share}){on}"), &medians, &runs);
             analysis.unit = points.first().map(|p| p.throughput_unit()).unwrap_or_else(default_unit);
-            analysis.fs = fs;
+            analysis.condition = condition;
             analysis.workload = Some(workload);
             analysis.mode = Some(mode);
             analysis.share = Some(share);
@@ -97,7 +97,7 @@ pub fn analyze_series(label: &str, medians: &[(usize, f64)], observations: &[(f6
     let verdict = fit.as_ref().map(|f| regime(f, max_workers));
     SeriesAnalysis {
         label: label.to_string(),
-        fs: None,
+        condition: None,
         workload: None,
         mode: None,
         share: None,

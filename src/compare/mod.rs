@@ -45,9 +45,10 @@ impl Verdict {
 /// One matched point.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Row {
-    /// The base point's filesystem configuration, with `--fs`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fs: Option<String>,
+    /// What else the points were measured on (`on ext4`, `cold cache`), when
+    /// points were matched by it: see `Point::condition`.
+    #[serde(default, alias = "fs", skip_serializing_if = "Option::is_none")]
+    pub condition: Option<String>,
     pub workload: Workload,
     pub mode: Mode,
     pub share: Share,
@@ -95,15 +96,15 @@ pub struct Comparison {
 
 type Key = (Option<String>, Workload, Mode, Share, usize);
 
-/// Points match on workload, mode, share and workers, and on the filesystem
-/// configuration when a file holds several; two files of one configuration
-/// each (tmpfs.json against ext4.json) are compared across it.
-fn key(p: &Point, by_fs: bool) -> Key {
-    (if by_fs { p.fs.clone() } else { None }, p.workload, p.mode, p.share, p.workers)
+/// Points match on workload, mode, share and workers, and on their condition
+/// (filesystem configuration, cache state) when a file holds several; two
+/// files of one condition each (tmpfs.json against ext4.json) are compared across it.
+fn key(p: &Point, by_condition: bool) -> Key {
+    (if by_condition { p.condition() } else { None }, p.workload, p.mode, p.share, p.workers)
 }
 
-fn configurations(doc: &ResultsFile) -> usize {
-    let mut labels: Vec<&Option<String>> = doc.points.iter().map(|p| &p.fs).collect();
+fn conditions(doc: &ResultsFile) -> usize {
+    let mut labels: Vec<Option<String>> = doc.points.iter().map(Point::condition).collect();
     labels.sort();
     labels.dedup();
     labels.len()
@@ -123,19 +124,19 @@ pub fn compare(
 ) -> Comparison {
     let mut rows = Vec::new();
     let mut unmatched = Vec::new();
-    let by_fs = configurations(base) > 1 || configurations(new) > 1;
-    let key = |p: &Point| key(p, by_fs);
+    let by_condition = conditions(base) > 1 || conditions(new) > 1;
+    let key = |p: &Point| key(p, by_condition);
     let describe = |k: &Key, side: &str| {
-        let on = k.0.as_ref().map(|f| format!(" on {f}")).unwrap_or_default();
+        let on = k.0.as_ref().map(|c| format!(" {c}")).unwrap_or_default();
         format!("{} {} {} x{}{on} ({side} only)", k.1, k.2, k.3, k.4)
     };
     for b in base.points.iter().filter(|p| !p.runs.is_empty()) {
         match new.points.iter().find(|n| key(n) == key(b) && !n.runs.is_empty()) {
             Some(n) => {
                 let mut row = compare_point(b, n, config);
-                // A configuration names the row only when points were matched by it.
-                if !by_fs {
-                    row.fs = None;
+                // A condition names the row only when points were matched by it.
+                if !by_condition {
+                    row.condition = None;
                 }
                 rows.push(row);
             }
@@ -147,7 +148,7 @@ pub fn compare(
             unmatched.push(describe(&key(n), "new"));
         }
     }
-    rows.sort_by_key(|r| (r.fs.clone(), r.workload, r.mode, r.share, r.workers));
+    rows.sort_by_key(|r| (r.condition.clone(), r.workload, r.mode, r.share, r.workers));
     let summaries = summarize(&rows);
     Comparison {
         base: base_label.to_string(),
@@ -190,7 +191,7 @@ fn compare_point(b: &Point, n: &Point, config: &CompareConfig) -> Row {
     };
     Row {
         unit: b.unit(),
-        fs: b.fs.clone(),
+        condition: b.condition(),
         workload: b.workload,
         mode: b.mode,
         share: b.share,

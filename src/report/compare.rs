@@ -55,8 +55,11 @@ fn headers(confidence: f64, unit: &str) -> Vec<String> {
 }
 
 /// The unit of a workload group's figures.
-fn unit_of(c: &Comparison, fs: &Option<String>, workload: Workload) -> String {
-    c.rows.iter().find(|r| r.workload == workload && &r.fs == fs).map_or_else(|| "ops/s".into(), |r| r.unit.clone())
+fn unit_of(c: &Comparison, condition: &Option<String>, workload: Workload) -> String {
+    c.rows
+        .iter()
+        .find(|r| r.workload == workload && &r.condition == condition)
+        .map_or_else(|| "ops/s".into(), |r| r.unit.clone())
 }
 
 fn trim(x: f64) -> String {
@@ -80,16 +83,16 @@ pub fn render_comparisons(comparisons: &[Comparison], format: CompareFormat, plo
     out
 }
 
-/// The (filesystem configuration, workload) groups, in row order.
+/// The (condition, workload) groups, in row order.
 fn workloads(c: &Comparison) -> Vec<(Option<String>, Workload)> {
-    let mut list: Vec<(Option<String>, Workload)> = c.rows.iter().map(|r| (r.fs.clone(), r.workload)).collect();
+    let mut list: Vec<(Option<String>, Workload)> = c.rows.iter().map(|r| (r.condition.clone(), r.workload)).collect();
     list.dedup();
     list
 }
 
-fn heading(fs: &Option<String>, workload: Workload) -> String {
-    match fs {
-        Some(fs) => format!("{workload} on {fs}"),
+fn heading(condition: &Option<String>, workload: Workload) -> String {
+    match condition {
+        Some(condition) => format!("{workload} {condition}"),
         None => workload.to_string(),
     }
 }
@@ -131,7 +134,7 @@ fn text(out: &mut String, c: &Comparison, plots: bool, color: bool) {
         let head = headers(c.confidence, &unit_of(c, &fs, workload));
         let columns: Vec<(&str, Align)> = head.iter().map(String::as_str).zip(aligns).collect();
         let mut table = Table::new(&columns);
-        let rows: Vec<&Row> = c.rows.iter().filter(|r| r.workload == workload && r.fs == fs).collect();
+        let rows: Vec<&Row> = c.rows.iter().filter(|r| r.workload == workload && r.condition == fs).collect();
         for row in &rows {
             table.row(cells(row));
         }
@@ -207,7 +210,7 @@ fn markdown(out: &mut String, c: &Comparison) {
         let head = headers(c.confidence, &unit_of(c, &fs, workload));
         let _ = writeln!(out, "| {} |", head.join(" | "));
         let _ = writeln!(out, "|---:|---|---|---:|---:|---:|---|---:|---|");
-        for row in c.rows.iter().filter(|r| r.workload == workload && r.fs == fs) {
+        for row in c.rows.iter().filter(|r| r.workload == workload && r.condition == fs) {
             let _ = writeln!(out, "| {} |", cells(row).join(" | "));
         }
         let _ = writeln!(out, "\n{}\n", summary_line(c, workload));

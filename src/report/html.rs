@@ -228,7 +228,10 @@ pub fn workload_series(
                 .points
                 .iter()
                 .filter(|p| {
-                    Some(p.workload) == a.workload && Some(p.mode) == a.mode && Some(p.share) == a.share && p.fs == a.fs
+                    Some(p.workload) == a.workload
+                        && Some(p.mode) == a.mode
+                        && Some(p.share) == a.share
+                        && p.condition() == a.condition
                 })
                 .filter(|p| p.summary.is_some())
                 .collect();
@@ -277,7 +280,7 @@ fn comparison_tables(out: &mut String, comparisons: &[Comparison], workload: Wor
             };
             let ci = r.change_ci_pct.map(|(lo, hi)| format!("[{lo:+.1}%, {hi:+.1}%]")).unwrap_or_else(|| "-".into());
             let p = r.p_value.map(|p| format!("{p:.4}")).unwrap_or_else(|| "-".into());
-            let on = r.fs.as_ref().map(|f| format!(" on {f}")).unwrap_or_default();
+            let on = r.condition.as_ref().map(|c| format!(" {c}")).unwrap_or_default();
             let _ = writeln!(
                 out,
                 "<tr><td class=\"num\">{}</td><td>{}</td><td>{}{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
@@ -359,7 +362,7 @@ fn detail_table(out: &mut String, files: &[(String, ResultsFile)], workload: Wor
             if files.len() > 1 {
                 let _ = write!(out, "<td>{}</td>", esc(label));
             }
-            let on = p.fs.as_ref().map(|f| format!(" on {f}")).unwrap_or_default();
+            let on = p.condition().map(|c| format!(" {c}")).unwrap_or_default();
             let _ = writeln!(
                 out,
                 "<td class=\"num\">{}</td><td>{}</td><td>{}{}</td><td class=\"num\">{fairness}</td><td>{bar}</td>\

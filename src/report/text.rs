@@ -33,16 +33,16 @@ pub fn format_rate(rate: f64) -> String {
 
 /// Renders every point with a summary, grouped by workload in catalogue order.
 pub fn render_results(doc: &ResultsFile) -> String {
-    // One table per filesystem configuration and workload.
+    // One table per condition (filesystem configuration, cache state) and workload.
     let mut by_workload: BTreeMap<(Option<String>, Workload), Vec<&Point>> = BTreeMap::new();
     for point in doc.points.iter().filter(|p| p.summary.is_some()) {
-        by_workload.entry((point.fs.clone(), point.workload)).or_default().push(point);
+        by_workload.entry((point.condition(), point.workload)).or_default().push(point);
     }
     let mut out = String::new();
     let analyses = analyze_results(doc);
     let mut unfitted = false;
-    for ((fs, workload), points) in &by_workload {
-        let on = fs.as_ref().map(|f| format!(" on {f}")).unwrap_or_default();
+    for ((condition, workload), points) in &by_workload {
+        let on = condition.as_ref().map(|c| format!(" {c}")).unwrap_or_default();
         out.push_str(&format!("{workload}{on}: {}\n", points[0].op));
         let missing = |p: &Point| missing_runs(p, doc.settings.runs);
         let table = if points[0].metric.is_some() {
@@ -67,7 +67,9 @@ pub fn render_results(doc: &ResultsFile) -> String {
                 out.push_str(&replay_ops_table(p).render());
             }
         }
-        for a in analyses.iter().filter(|a| a.workload == Some(*workload) && a.fs == *fs && a.points.len() > 1) {
+        for a in
+            analyses.iter().filter(|a| a.workload == Some(*workload) && a.condition == *condition && a.points.len() > 1)
+        {
             // A refused fit is said once below, not under every table.
             unfitted |= a.fit.is_none();
             let (mode, share) = (a.mode.expect("from results"), a.share.expect("from results"));

@@ -17,7 +17,7 @@ pub use journal::{journal_path, Saver};
 pub use target::{mounts, Mount, Target};
 
 use crate::fs::{DeviceIo, FsRecord};
-use crate::plan::Mode;
+use crate::plan::{Cache, Mode};
 use crate::replay::OpKind;
 use crate::stats::histogram::{Histogram, Percentiles};
 use crate::stats::Summary;
@@ -170,6 +170,9 @@ pub struct Point {
     /// one with `--fs`; points of different configurations are compared apart.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fs: Option<String>,
+    /// Fixed work: whether each run started with caches dropped (`--cache`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<Cache>,
     /// How that filesystem was made and mounted (from its first run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub filesystem: Option<FsRecord>,
@@ -293,6 +296,22 @@ impl Point {
             }
         }
         merged
+    }
+
+    /// What the point was measured on besides its workload, mode, sharing
+    /// and workers, as words that follow its name: `on ext4:data=journal`,
+    /// `cold cache`, both, or nothing for `--dir` with warm caches (the
+    /// default, so files from before `--cache` was recorded still match).
+    /// Points of different conditions are analyzed and compared apart.
+    pub fn condition(&self) -> Option<String> {
+        let parts: Vec<String> = [
+            self.fs.as_ref().map(|f| format!("on {f}")),
+            (self.cache == Some(Cache::Cold)).then(|| "cold cache".to_string()),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        (!parts.is_empty()).then(|| parts.join(", "))
     }
 
     /// A figure as a throughput for scaling analyses: itself, or its

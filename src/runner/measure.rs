@@ -37,7 +37,7 @@ pub(super) struct Timing {
     pub warmup: Duration,
     pub duration: Duration,
     pub sample_interval: Duration,
-    /// Fixed work: sync and drop page, dentry and inode caches before the start.
+    /// Fixed work: sync and drop page, dentry and inode caches before the start (the point's `--cache cold`).
     pub drop_caches: bool,
     /// The block device under the run's filesystem (`loop3`), for its I/O counters.
     pub device: Option<String>,

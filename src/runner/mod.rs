@@ -20,7 +20,7 @@ pub use signals::Interrupted;
 
 use crate::archive;
 use crate::fs::{Fresh, FsInstance, FsKind, FsRecord, FsSpec};
-use crate::plan::{MacroOptions, RunConfig};
+use crate::plan::{Cache, MacroOptions, RunConfig};
 use crate::replay::{self, OpKind};
 use crate::results::{
     self, CommandSettings, Host, MetricInfo, Point, ReplaySettings, ResultsFile, RunRecord, Saver, Settings, Status,
@@ -127,11 +127,11 @@ pub fn run(config: &RunConfig, progress: &mut dyn Progress) -> Result<ResultsFil
         warmup: config.warmup,
         duration: config.duration,
         sample_interval: config.sample_interval,
-        drop_caches: config.macro_options.cold_cache,
+        drop_caches: false,
         device: None,
         stall_timeout: config.stall_timeout,
     };
-    if config.macro_options.cold_cache && config.workloads.iter().any(|w| w.is_fixed_work()) {
+    if config.points().iter().any(|p| p.cache == Some(Cache::Cold)) {
         // Fail before anything runs rather than at the first point.
         measure::drop_caches()?;
     }
@@ -160,6 +160,7 @@ pub fn run(config: &RunConfig, progress: &mut dyn Progress) -> Result<ResultsFil
                 runs: Vec::new(),
                 summary: None,
                 fs: label.clone(),
+                cache: spec.cache,
                 filesystem: None,
                 metric: (spec.workload == Workload::Command)
                     .then(|| config.command.as_ref().and_then(|c| c.driver.as_ref()))
@@ -176,7 +177,8 @@ pub fn run(config: &RunConfig, progress: &mut dyn Progress) -> Result<ResultsFil
                 let cgroup = containment.as_mut().map(|c| c.start_run());
                 let outcome = signals::check().map_err(anyhow::Error::from).and_then(|()| {
                     run_on_fs(config, fs_spec, size, slots, |dir, device| {
-                        let timing = measure::Timing { device, ..timing.clone() };
+                        let drop_caches = spec.cache == Some(Cache::Cold);
+                        let timing = measure::Timing { device, drop_caches, ..timing.clone() };
                         measure::run_once(spec, dir, &timing, pinned.as_deref(), inputs, run)
                     })
                 });
@@ -215,11 +217,11 @@ pub fn run(config: &RunConfig, progress: &mut dyn Progress) -> Result<ResultsFil
                         return Err(error);
                     }
                 };
-                progress.run_finished(spec, &record);
                 let point = doc.points.last_mut().expect("pushed above");
                 point.runs.push(record);
                 point.filesystem = point.filesystem.take().or(fs_record);
                 point.summarize();
+                progress.run_finished(point, point.runs.last().expect("pushed"));
                 saver.run_finished(&doc)?;
                 progress.saved();
             }

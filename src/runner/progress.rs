@@ -13,7 +13,8 @@ pub trait Progress {
     fn plan(&mut self, _points: usize, _runs_per_point: usize) {}
     /// A run (repetition) of a point is about to start; indices count from 0.
     fn run_started(&mut self, _point: &PointSpec, _point_index: usize, _run: usize) {}
-    fn run_finished(&mut self, _point: &PointSpec, _record: &RunRecord) {}
+    /// `point` holds its runs so far, this one last.
+    fn run_finished(&mut self, _point: &Point, _record: &RunRecord) {}
     fn point_finished(&mut self, _point: &Point) {}
     /// The results file was (re)written.
     fn saved(&mut self) {}

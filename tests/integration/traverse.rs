@@ -3,7 +3,7 @@
 
 use std::os::unix::fs::MetadataExt;
 
-use fsscale::plan::Mode;
+use fsscale::plan::{Cache, Mode};
 use fsscale::workloads::Share;
 
 use crate::util::*;
@@ -118,8 +118,70 @@ fn cold_cache_drops_caches_or_says_why_not() {
     let out = env.run(&["traverse", "-j", "1", "--cache", "cold", "--scale", "0.002"]);
     if is_root() {
         assert_success(&out);
-        assert_eq!(env.results().points.len(), 1);
+        let points = env.results().points;
+        assert_eq!(points.len(), 1);
+        assert_eq!(points[0].cache, Some(Cache::Cold));
+        assert!(stdout(&out).contains("traverse cold cache: "), "{}", stdout(&out));
     } else {
         assert_one_line_error(&out, "--cache cold: cannot write /proc/sys/vm/drop_caches");
     }
+}
+
+#[test]
+fn warm_and_cold_are_points_of_one_run_analyzed_apart() {
+    if !needs_root("warm_and_cold_are_points_of_one_run_analyzed_apart") {
+        return;
+    }
+    let env = TestEnv::new();
+    let out = env.run(&[
+        "traverse",
+        "-j",
+        "1,2",
+        "--cache",
+        "warm,cold",
+        "--scale",
+        "0.002",
+        "--runs",
+        "2",
+        "--share",
+        "private",
+    ]);
+    assert_success(&out);
+    let doc = env.results();
+    let caches: Vec<(usize, Option<Cache>)> = doc.points.iter().map(|p| (p.workers, p.cache)).collect();
+    assert_eq!(
+        caches,
+        [(1, Some(Cache::Warm)), (2, Some(Cache::Warm)), (1, Some(Cache::Cold)), (2, Some(Cache::Cold))],
+        "a sweep dimension, every point with its runs"
+    );
+    assert!(doc.points.iter().all(|p| p.runs.len() == 2 && p.complete));
+    let text = stdout(&out);
+    // Two tables: the warm one under the plain name, the cold one named.
+    assert_eq!(text.matches("traverse: ").count(), 1, "{text}");
+    assert_eq!(text.matches("traverse cold cache: ").count(), 1, "{text}");
+    // The analysis keeps them apart: two series, not one of four points.
+    let analysis = fsscale().args(["analyze", "--format", "json"]).arg(&env.output).output().unwrap();
+    assert_success(&analysis);
+    let series: serde_json::Value = serde_json::from_slice(&analysis.stdout).unwrap();
+    let labels: Vec<&str> = series.as_array().unwrap().iter().map(|s| s["label"].as_str().unwrap()).collect();
+    assert_eq!(labels, ["traverse (process, private)", "traverse (process, private) cold cache"]);
+    // ministat's input for one of them, chosen by --cache; without it, both are offered.
+    let export = |extra: &[&str]| {
+        fsscale()
+            .arg("export")
+            .arg(&env.output)
+            .args(["--workload", "traverse", "-j", "2"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let cold = export(&["--cache", "cold"]);
+    assert_success(&cold);
+    let cold = stdout(&cold);
+    assert!(cold.starts_with("# traverse process private x2 cold cache: entries/s per run"), "{cold}");
+    assert_eq!(cold.lines().count(), 3, "header and one figure per run: {cold}");
+    assert_one_line_error(
+        &export(&[]),
+        "has 2 such points; choose one with --mode process --share private --cache warm or --mode process --share private --cache cold",
+    );
 }
