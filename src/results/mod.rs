@@ -443,6 +443,7 @@ pub(crate) mod fixtures {
             runs,
             summary: None,
             fs: None,
+            cache: workload.is_fixed_work().then_some(Cache::Warm),
             filesystem: None,
             metric: None,
         };
