@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
 
-pub use instance::{DeviceIo, DeviceSnapshot, FsInstance, FsRecord};
+pub use instance::{format_size, DeviceIo, DeviceSnapshot, FsInstance, FsRecord};
 pub use registry::{cleanup, leftovers, CleanupReport};
 
 /// Where the registry of made filesystems lives (root only, a tmpfs cleared at boot).
@@ -146,6 +146,17 @@ pub enum Fresh {
     Run,
     Point,
     Once,
+}
+
+impl Fresh {
+    /// How often a filesystem was made, in words that follow its description.
+    pub fn words(self) -> &'static str {
+        match self {
+            Fresh::Run => "made anew for every run",
+            Fresh::Point => "made anew for every point, kept across its runs",
+            Fresh::Once => "made once, kept for every point",
+        }
+    }
 }
 
 /// The filesystem matrix of a run.

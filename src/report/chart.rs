@@ -40,8 +40,97 @@ const PALETTE: [RGBColor; 10] = [
 pub const WIDTH: u32 = 760;
 pub const HEIGHT: u32 = 420;
 
+/// How worker counts are laid out: evenly, or by doublings. A sweep of
+/// 1, 2, 4 ... 32 on a linear axis crams half its points into the left
+/// fifth; on a log₂ axis each doubling gets the same room.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum WorkerAxis {
+    Linear { max: f64 },
+    Log2 { min: f64, max: f64 },
+}
+
+impl WorkerAxis {
+    /// Log₂ when the counts are all powers of two (at least three of them)
+    /// or span more than a factor of 8; linear otherwise.
+    pub fn for_counts(counts: impl IntoIterator<Item = f64>) -> WorkerAxis {
+        let mut counts: Vec<f64> = counts.into_iter().filter(|n| *n >= 1.0).collect();
+        counts.sort_by(f64::total_cmp);
+        counts.dedup();
+        let (min, max) = (counts.first().copied().unwrap_or(1.0), counts.last().copied().unwrap_or(1.0));
+        let powers_of_two =
+            counts.len() >= 3 && counts.iter().all(|n| (*n as u64).is_power_of_two() && n.fract() == 0.0);
+        if powers_of_two || max / min > 8.0 {
+            WorkerAxis::Log2 { min, max }
+        } else {
+            WorkerAxis::Linear { max }
+        }
+    }
+
+    fn of_series(series: &[ChartSeries]) -> WorkerAxis {
+        WorkerAxis::for_counts(series.iter().flat_map(|s| s.points.iter().map(|p| p.workers)))
+    }
+
+    /// Where `workers` sits on the drawn axis.
+    fn position(self, workers: f64) -> f64 {
+        match self {
+            WorkerAxis::Linear { .. } => workers,
+            WorkerAxis::Log2 { .. } => workers.log2(),
+        }
+    }
+
+    fn range(self) -> std::ops::Range<f64> {
+        match self {
+            WorkerAxis::Linear { max } => 0.0..max * 1.05,
+            WorkerAxis::Log2 { min, max } => {
+                let (lo, hi) = (min.log2(), max.log2());
+                let pad = ((hi - lo) * 0.05).max(0.25);
+                lo - pad..hi + pad
+            }
+        }
+    }
+
+    /// Worker counts are whole: label whole numbers only (log₂: whole powers of two).
+    fn label(self, position: f64) -> String {
+        let whole = |v: f64| (v - v.round()).abs() < 1e-9;
+        match self {
+            WorkerAxis::Linear { .. } if whole(position) => format!("{position:.0}"),
+            WorkerAxis::Log2 { .. } if whole(position) => format!("{:.0}", position.round().exp2()),
+            _ => String::new(),
+        }
+    }
+
+    fn ticks(self) -> usize {
+        let r = self.range();
+        (r.end.floor() - r.start.ceil()) as usize + 1
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            WorkerAxis::Linear { .. } => "workers",
+            WorkerAxis::Log2 { .. } => "workers (log₂ scale)",
+        }
+    }
+
+    /// `f` sampled evenly along the drawn axis from `from` to `to` workers.
+    fn curve(self, from: f64, to: f64, f: impl Fn(f64) -> f64) -> Vec<(f64, f64)> {
+        let (a, b) = (self.position(from), self.position(to));
+        let steps = 60;
+        (0..=steps)
+            .map(|k| a + (b - a) * k as f64 / steps as f64)
+            .map(|x| {
+                let n = match self {
+                    WorkerAxis::Linear { .. } => x,
+                    WorkerAxis::Log2 { .. } => x.exp2(),
+                };
+                (x, f(n))
+            })
+            .collect()
+    }
+}
+
 /// Throughput against workers; `ideal` adds each series' linear extrapolation from 1 worker.
 pub fn scaling_chart(title: &str, y_label: &str, series: &[ChartSeries], ideal: bool) -> String {
+    let axis = WorkerAxis::of_series(series);
     let max_n = series.iter().flat_map(|s| s.points.iter().map(|p| p.workers)).fold(1.0, f64::max);
     let max_y = series
         .iter()
@@ -49,7 +138,7 @@ pub fn scaling_chart(title: &str, y_label: &str, series: &[ChartSeries], ideal: 
         .fold(0.0, f64::max)
         .max(f64::MIN_POSITIVE)
         * 1.15;
-    draw(title, "workers", y_label, max_n, max_y, |chart| {
+    draw(title, axis, y_label, max_y, |chart| {
         for (i, s) in series.iter().enumerate() {
             let color = PALETTE[i % PALETTE.len()];
             if ideal {
@@ -57,32 +146,31 @@ pub fn scaling_chart(title: &str, y_label: &str, series: &[ChartSeries], ideal: 
                     // The ideal line, clipped to the plot: N·X(1) up to the top.
                     let top_n = (max_y / one.value).min(max_n);
                     chart.draw_series(LineSeries::new(
-                        vec![(1.0, one.value), (top_n, one.value * top_n)],
+                        axis.curve(1.0, top_n, |n| one.value * n),
                         color.mix(0.35).stroke_width(1),
                     ))?;
                 }
             }
             if let Some(fit) = &s.fit {
-                let steps = 60;
-                let curve: Vec<(f64, f64)> = (0..=steps)
-                    .map(|k| 1.0 + (max_n - 1.0) * k as f64 / steps as f64)
-                    .map(|n| (n, predict(fit.lambda, fit.sigma, fit.kappa, n).min(max_y)))
-                    .collect();
+                let from = s.points.iter().map(|p| p.workers).fold(max_n, f64::min);
+                let curve = axis.curve(from, max_n, |n| predict(fit.lambda, fit.sigma, fit.kappa, n).min(max_y));
                 chart.draw_series(DashedLineSeries::new(curve, 6, 4, color.stroke_width(1)))?;
             }
-            draw_measured(chart, s, color)?;
+            draw_measured(chart, axis, s, color)?;
         }
         Ok(())
     })
 }
 
-/// Efficiency (speedup per worker, percent) against workers.
+/// Efficiency (speedup per worker, percent) against workers, with the 100% line.
 pub fn efficiency_chart(title: &str, series: &[ChartSeries]) -> String {
-    let max_n = series.iter().flat_map(|s| s.points.iter().map(|p| p.workers)).fold(1.0, f64::max);
+    let axis = WorkerAxis::of_series(series);
     let max_y = series.iter().flat_map(|s| s.points.iter().map(|p| p.value)).fold(100.0, f64::max) * 1.1;
-    draw(title, "workers", "efficiency (%)", max_n, max_y, |chart| {
+    draw(title, axis, "efficiency (%)", max_y, |chart| {
+        let r = axis.range();
+        chart.draw_series(LineSeries::new(vec![(r.start, 100.0), (r.end, 100.0)], BLACK.mix(0.35).stroke_width(1)))?;
         for (i, s) in series.iter().enumerate() {
-            draw_measured(chart, s, PALETTE[i % PALETTE.len()])?;
+            draw_measured(chart, axis, s, PALETTE[i % PALETTE.len()])?;
         }
         Ok(())
     })
@@ -96,8 +184,8 @@ type Chart<'a, 'b> = ChartContext<
 type DrawResult = Result<(), DrawingAreaErrorKind<std::io::Error>>;
 
 /// The measured line, its markers, error bars and legend entry.
-fn draw_measured(chart: &mut Chart<'_, '_>, s: &ChartSeries, color: RGBColor) -> DrawResult {
-    let line: Vec<(f64, f64)> = s.points.iter().map(|p| (p.workers, p.value)).collect();
+fn draw_measured(chart: &mut Chart<'_, '_>, axis: WorkerAxis, s: &ChartSeries, color: RGBColor) -> DrawResult {
+    let line: Vec<(f64, f64)> = s.points.iter().map(|p| (axis.position(p.workers), p.value)).collect();
     chart
         .draw_series(LineSeries::new(line.clone(), color.stroke_width(2)))?
         .label(s.label.clone())
@@ -105,7 +193,8 @@ fn draw_measured(chart: &mut Chart<'_, '_>, s: &ChartSeries, color: RGBColor) ->
     chart.draw_series(line.iter().map(|&(x, y)| Circle::new((x, y), 3, color.filled())))?;
     for p in &s.points {
         if let Some((lo, hi)) = p.ci {
-            chart.draw_series(std::iter::once(PathElement::new(vec![(p.workers, lo), (p.workers, hi)], color)))?;
+            let x = axis.position(p.workers);
+            chart.draw_series(std::iter::once(PathElement::new(vec![(x, lo), (x, hi)], color)))?;
         }
     }
     Ok(())
@@ -113,9 +202,8 @@ fn draw_measured(chart: &mut Chart<'_, '_>, s: &ChartSeries, color: RGBColor) ->
 
 fn draw(
     title: &str,
-    x_label: &str,
+    axis: WorkerAxis,
     y_label: &str,
-    max_n: f64,
     max_y: f64,
     series: impl FnOnce(&mut Chart<'_, '_>) -> DrawResult,
 ) -> String {
@@ -129,15 +217,13 @@ fn draw(
                 .margin(12)
                 .x_label_area_size(42)
                 .y_label_area_size(78)
-                .build_cartesian_2d(0f64..max_n * 1.05, 0f64..max_y)?;
-            // Worker counts are whole: label whole numbers only, no minor grid.
-            let x_labels = (max_n.ceil() as usize + 1).min(12);
+                .build_cartesian_2d(axis.range(), 0f64..max_y)?;
             chart
                 .configure_mesh()
-                .x_desc(x_label)
+                .x_desc(axis.name())
                 .y_desc(y_label)
-                .x_labels(x_labels)
-                .x_label_formatter(&|v| if v.fract().abs() < 1e-9 { format!("{v:.0}") } else { String::new() })
+                .x_labels(axis.ticks().clamp(2, 12))
+                .x_label_formatter(&|v| axis.label(*v))
                 .y_label_formatter(&|v| short_number(*v))
                 .light_line_style(TRANSPARENT)
                 .bold_line_style(BLACK.mix(0.12))
@@ -222,6 +308,36 @@ mod tests {
         assert_eq!(svg.matches("<circle").count(), 5, "one marker per point");
         assert!(svg.contains(">\na\n</text>") || svg.contains(">a</text>"), "legend names the series");
         assert!(svg.contains("workers") && svg.contains("ops/s"));
+    }
+
+    #[test]
+    fn doublings_and_wide_spans_get_a_log2_axis() {
+        let axis = |counts: &[f64]| WorkerAxis::for_counts(counts.iter().copied());
+        assert_eq!(axis(&[1.0, 2.0, 4.0, 8.0, 16.0, 32.0]), WorkerAxis::Log2 { min: 1.0, max: 32.0 });
+        assert_eq!(axis(&[1.0, 2.0, 4.0]), WorkerAxis::Log2 { min: 1.0, max: 4.0 });
+        assert_eq!(axis(&[1.0, 3.0, 12.0]), WorkerAxis::Log2 { min: 1.0, max: 12.0 }, "more than 8×");
+        assert_eq!(axis(&[1.0, 2.0, 3.0, 4.0]), WorkerAxis::Linear { max: 4.0 });
+        assert_eq!(axis(&[1.0, 2.0]), WorkerAxis::Linear { max: 2.0 }, "two points gain nothing");
+        assert_eq!(axis(&[2.0, 6.0, 16.0]), WorkerAxis::Linear { max: 16.0 });
+    }
+
+    #[test]
+    fn a_log2_axis_labels_the_doublings_evenly() {
+        let svg =
+            scaling_chart("x", "ops/s", &[series("a", &[(1.0, 1.0), (2.0, 2.0), (4.0, 3.0), (32.0, 4.0)])], false);
+        assert!(svg.contains("log₂"), "the axis says it is logarithmic");
+        for label in ["1", "2", "4", "8", "16", "32"] {
+            assert!(
+                svg.contains(&format!(">{label}</text>")) || svg.contains(&format!(">\n{label}\n</text>")),
+                "{label}"
+            );
+        }
+        // Markers of 1, 2 and 4 workers sit equal distances apart.
+        let xs: Vec<f64> =
+            svg.split("<circle cx=\"").skip(1).map(|rest| rest[..rest.find('"').unwrap()].parse().unwrap()).collect();
+        assert_eq!(xs.len(), 4);
+        assert!(((xs[1] - xs[0]) - (xs[2] - xs[1])).abs() <= 1.0, "{xs:?}");
+        assert!(((xs[3] - xs[2]) - 3.0 * (xs[1] - xs[0])).abs() <= 2.0, "4 to 32 is three doublings: {xs:?}");
     }
 
     #[test]

@@ -10,7 +10,6 @@ use super::text::format_rate;
 use crate::analyze::{analyze_results, SeriesAnalysis};
 use crate::compare::{compare, CompareConfig, Comparison, Verdict};
 use crate::results::{Point, ResultsFile};
-use crate::stats::distributions::t_quantile_two_sided;
 use crate::stats::hypothesis::TestKind;
 use crate::stats::Sample;
 use crate::workloads::Workload;
@@ -70,7 +69,7 @@ fn environment(out: &mut String, files: &[(String, ResultsFile)]) {
     }
     out.push_str("</tr>\n");
     type Field = fn(&ResultsFile) -> String;
-    let rows: [(&str, Field); 12] = [
+    let rows: [(&str, Field); 13] = [
         ("host", |d| d.host.hostname.clone()),
         ("kernel", |d| format!("{} {}", d.host.kernel_release, d.host.kernel_version)),
         ("CPU", |d| d.host.cpu_model.clone()),
@@ -78,11 +77,13 @@ fn environment(out: &mut String, files: &[(String, ResultsFile)]) {
         ("memory", |d| format!("{:.1} GiB", d.host.memory_bytes as f64 / (1u64 << 30) as f64)),
         ("target", |d| d.target.path.clone()),
         ("filesystem", |d| {
-            let made: BTreeSet<String> = d.points.iter().filter_map(|p| p.fs.clone()).collect();
+            let made: BTreeSet<String> =
+                d.points.iter().filter_map(|p| p.filesystem.as_ref().map(|f| f.describe())).collect();
             if made.is_empty() {
                 d.target.fs_type.clone()
             } else {
-                made.into_iter().collect::<Vec<_>>().join(", ")
+                let how = d.settings.fresh.map(|f| format!("; {}", f.words())).unwrap_or_default();
+                made.into_iter().collect::<Vec<_>>().join(", ") + &how
             }
         }),
         ("mount options", |d| {
@@ -100,7 +101,8 @@ fn environment(out: &mut String, files: &[(String, ResultsFile)]) {
         ("fsscale", |d| d.tool.version.clone()),
         ("command line", |d| d.command_line.join(" ")),
         ("started", |d| d.started_at.clone()),
-        ("runs × window", |d| format!("{} × {} s", d.settings.runs, d.settings.duration_s)),
+        ("runs per point", |d| d.settings.runs.to_string()),
+        ("each run", each_run),
     ];
     for (name, value) in rows {
         let _ = write!(out, "<tr><th>{name}</th>");
@@ -113,6 +115,39 @@ fn environment(out: &mut String, files: &[(String, ResultsFile)]) {
         out.push_str("</tr>\n");
     }
     out.push_str("</table>\n");
+}
+
+/// What one run of each workload was: a timed window, or fixed work and how long it took.
+fn each_run(doc: &ResultsFile) -> String {
+    let mut workloads: Vec<Workload> = Vec::new();
+    for p in doc.points.iter().filter(|p| !p.runs.is_empty()) {
+        if !workloads.contains(&p.workload) {
+            workloads.push(p.workload);
+        }
+    }
+    let timed: Vec<String> = workloads.iter().filter(|w| !w.is_fixed_work()).map(|w| w.to_string()).collect();
+    let mut parts = Vec::new();
+    if !timed.is_empty() {
+        parts.push(format!(
+            "{}: a {} s window after {} s of warm-up",
+            timed.join(", "),
+            doc.settings.duration_s,
+            doc.settings.warmup_s
+        ));
+    }
+    for &w in workloads.iter().filter(|w| w.is_fixed_work()) {
+        let points: Vec<&Point> = doc.points.iter().filter(|p| p.workload == w).collect();
+        let times = Sample::new(&points.iter().flat_map(|p| p.runs.iter().map(|r| r.elapsed_s)).collect::<Vec<_>>());
+        let what = match (w, points.iter().any(|p| p.metric.is_some())) {
+            (_, true) => "one run of the driver command, its figure read from its output",
+            (Workload::Untar, _) => "every worker extracts the archive once, timed to the last one's end",
+            (Workload::Traverse, _) => "the walk done once, timed to the last worker's end",
+            _ => "every worker runs the command once, timed to the last one's end",
+        };
+        let took = times.map(|t| format!(" ({:.3} to {:.3} s)", t.min(), t.max())).unwrap_or_default();
+        parts.push(format!("{w}: {what}{took}"));
+    }
+    parts.join("; ")
 }
 
 fn findings(
@@ -157,16 +192,14 @@ fn findings(
     out.push_str("</ul>\n");
 }
 
-/// Mean ops/s and its 95% confidence interval (Student's t) over the runs.
-fn mean_ci(point: &Point) -> (f64, Option<(f64, f64)>) {
+/// The point's median (what its tables show) and the bar drawn around it:
+/// the median's 95% confidence interval from order statistics, or the range
+/// of the runs when they are too few for one (fewer than 6).
+fn median_bar(point: &Point) -> (f64, Option<(f64, f64)>) {
     let rates: Vec<f64> = point.runs.iter().map(|r| r.ops_per_s).collect();
     let Ok(sample) = Sample::new(&rates) else { return (0.0, None) };
-    let mean = sample.mean();
-    if sample.len() < 2 {
-        return (mean, None);
-    }
-    let half = t_quantile_two_sided(0.95, (sample.len() - 1) as f64) * sample.stddev() / (sample.len() as f64).sqrt();
-    (mean, Some(((mean - half).max(0.0), mean + half)))
+    let bar = sample.median_interval(0.95).or_else(|| (sample.len() > 1).then(|| (sample.min(), sample.max())));
+    (sample.median(), bar)
 }
 
 fn workload_section(
@@ -184,14 +217,24 @@ fn workload_section(
     let y_label = figure_label(files, workload);
     let _ = writeln!(
         out,
-        "<figure class=\"scaling\">{}<figcaption>Throughput (mean of the runs, bars: 95% confidence interval); \
-         faint: ideal linear scaling from 1 worker; dashed: Universal Scalability Law fit.</figcaption></figure>",
+        "<figure class=\"scaling\">{}<figcaption>{workload}: the median of each point's runs, as in the tables; \
+         bars: the median's 95% confidence interval (order statistics), or the range of the runs when there are \
+         fewer than 6; faint: ideal linear scaling from 1 worker; dashed: Universal Scalability Law fit.</figcaption></figure>",
         scaling_chart(&format!("{workload}: throughput"), &y_label, &scaling, higher_is_better(files, workload))
     );
     if !efficiency.is_empty() {
+        let superlinear = efficiency.iter().flat_map(|s| &s.points).any(|p| p.value > 105.0);
+        let note = if superlinear {
+            " Above 100% (superlinear), N workers did more than N times the work of one: real only when more \
+             workers bring more cache or memory; far more often the smaller point ran slow (cold caches, a machine \
+             warming up, a client that waits on round trips), so look at it first."
+        } else {
+            ""
+        };
         let _ = writeln!(
             out,
-            "<figure class=\"efficiency\">{}<figcaption>Efficiency: speedup over 1 worker, per worker.</figcaption></figure>",
+            "<figure class=\"efficiency\">{}<figcaption>Efficiency: speedup over 1 worker, per worker \
+             (medians); the line marks 100%, linear scaling.{note}</figcaption></figure>",
             efficiency_chart(&format!("{workload}: efficiency"), &efficiency)
         );
     }
@@ -202,10 +245,10 @@ fn workload_section(
 /// The throughput and efficiency series of `workload`: one per file,
 /// filesystem configuration, mode and sharing level.
 /// The y-axis label of `workload`'s throughput chart: a driver's metric name,
-/// else the unit its tables use.
+/// else the unit its tables use, and the statistic drawn (the tables' median).
 pub fn figure_label(files: &[(String, ResultsFile)], workload: Workload) -> String {
     let first = files.iter().flat_map(|(_, d)| d.points.iter()).find(|p| p.workload == workload);
-    first.map_or_else(|| "ops/s".into(), |p| p.unit())
+    format!("{}, median of runs", first.map_or_else(|| "ops/s".into(), |p| p.unit()))
 }
 
 /// False when `workload`'s figure is a smaller-is-better driver metric
@@ -238,7 +281,7 @@ pub fn workload_series(
             let mut chart_points: Vec<ChartPoint> = points
                 .iter()
                 .map(|p| {
-                    let (value, ci) = mean_ci(p);
+                    let (value, ci) = median_bar(p);
                     ChartPoint { workers: p.workers as f64, value, ci }
                 })
                 .collect();
@@ -299,80 +342,99 @@ fn comparison_tables(out: &mut String, comparisons: &[Comparison], workload: Wor
     }
 }
 
-/// Fairness, CPU breakdown and device I/O per point.
+/// Fairness, CPU breakdown and device I/O per point; a column shows only
+/// where the workload has it (a driver has no per-worker figures, a
+/// directory no device of its own).
 fn detail_table(out: &mut String, files: &[(String, ResultsFile)], workload: Workload) {
-    out.push_str(
-        "<h3>Fairness, CPU and device I/O</h3>\n<p class=\"legend\">CPU (whole machine, during the window):\
+    let points = || {
+        files.iter().flat_map(|(label, doc)| {
+            doc.points.iter().filter(|p| p.workload == workload && !p.runs.is_empty()).map(move |p| (label, p))
+        })
+    };
+    let fair = points().any(|(_, p)| p.metric.is_none());
+    let device = points().any(|(_, p)| p.runs.iter().any(|r| r.device_io.is_some()));
+    let heading = match (fair, device) {
+        (true, true) => "Fairness, CPU and device I/O",
+        (true, false) => "Fairness and CPU",
+        (false, true) => "CPU and device I/O",
+        (false, false) => "CPU",
+    };
+    let _ = write!(
+        out,
+        "<h3>{heading}</h3>\n<p class=\"legend\">CPU (whole machine, during the window):\
          <span class=\"user\"></span>user<span class=\"sys\"></span>system<span class=\"iowait\"></span>iowait\
          <span class=\"irq\"></span>irq+softirq<span class=\"idle\"></span>idle</p>\n<table class=\"details\"><tr>",
     );
     if files.len() > 1 {
         out.push_str("<th>file</th>");
     }
-    out.push_str(
-        "<th>workers</th><th>mode</th><th>share</th><th>per worker: ops, or completion (min / median / max)</th>\
-         <th>CPU</th><th>device written</th><th>device busy</th></tr>\n",
-    );
-    for (label, doc) in files {
-        for p in doc.points.iter().filter(|p| p.workload == workload && !p.runs.is_empty()) {
-            let run = &p.runs[p.runs.len() / 2];
-            // Fixed work: every worker does the same job, so fairness is in the completion times.
-            let fairness = match &run.completion_s {
-                Some(times) => {
-                    let mut t = times.clone();
-                    t.sort_by(f64::total_cmp);
-                    match (t.first(), t.get(t.len() / 2), t.last()) {
-                        (Some(a), Some(m), Some(b)) => format!("done after {a:.3} / {m:.3} / {b:.3} s"),
-                        _ => "-".into(),
-                    }
+    out.push_str("<th>workers</th><th>mode</th><th>share</th>");
+    if fair {
+        out.push_str("<th>per worker, middle run: ops, or completion (min / median / max)</th>");
+    }
+    out.push_str("<th>CPU</th>");
+    if device {
+        out.push_str("<th>device written</th><th>device busy</th>");
+    }
+    out.push_str("</tr>\n");
+    for (label, p) in points() {
+        let run = &p.runs[p.runs.len() / 2];
+        // Fixed work: every worker does the same job, so fairness is in the completion times.
+        let fairness = match &run.completion_s {
+            Some(times) => {
+                let mut t = times.clone();
+                t.sort_by(f64::total_cmp);
+                match (t.first(), t.get(t.len() / 2), t.last()) {
+                    (Some(a), Some(m), Some(b)) => format!("done after {a:.3} / {m:.3} / {b:.3} s"),
+                    _ => "-".into(),
                 }
-                None => {
-                    let mut ops: Vec<u64> = run.per_worker_ops.clone();
-                    ops.sort_unstable();
-                    match (ops.first(), ops.get(ops.len() / 2), ops.last()) {
-                        (Some(a), Some(m), Some(b)) => format!("{a} / {m} / {b}"),
-                        _ => "-".into(),
-                    }
-                }
-            };
-            let c = run.system_cpu;
-            let pct = |x: f64| format!("{:.1}", 100.0 * x);
-            let bar = format!(
-                "<div class=\"bar\" title=\"user {}%, system {}%, iowait {}%, idle {}%\"><span class=\"user\" style=\"width:{}%\"></span>\
-                 <span class=\"sys\" style=\"width:{}%\"></span><span class=\"iowait\" style=\"width:{}%\"></span>\
-                 <span class=\"irq\" style=\"width:{}%\"></span><span class=\"idle\" style=\"width:{}%\"></span></div>",
-                pct(c.user + c.nice),
-                pct(c.system),
-                pct(c.iowait),
-                pct(c.idle),
-                pct(c.user + c.nice),
-                pct(c.system),
-                pct(c.iowait),
-                pct(c.irq + c.softirq),
-                pct(c.idle + c.steal)
-            );
-            let (written, busy) = match run.device_io {
-                Some(io) => (
-                    format!("{:.1} MB in {} writes", io.write_bytes as f64 / 1e6, io.write_ios),
-                    format!("{} ms", io.io_ms),
-                ),
-                None => ("-".into(), "-".into()),
-            };
-            out.push_str("<tr>");
-            if files.len() > 1 {
-                let _ = write!(out, "<td>{}</td>", esc(label));
             }
-            let on = p.condition().map(|c| format!(" {c}")).unwrap_or_default();
-            let _ = writeln!(
-                out,
-                "<td class=\"num\">{}</td><td>{}</td><td>{}{}</td><td class=\"num\">{fairness}</td><td>{bar}</td>\
-                 <td class=\"num\">{written}</td><td class=\"num\">{busy}</td></tr>",
-                p.workers,
-                p.mode,
-                p.share,
-                esc(&on)
-            );
+            None => {
+                let mut ops: Vec<u64> = run.per_worker_ops.clone();
+                ops.sort_unstable();
+                match (ops.first(), ops.get(ops.len() / 2), ops.last()) {
+                    (Some(a), Some(m), Some(b)) => format!("{a} / {m} / {b}"),
+                    _ => "-".into(),
+                }
+            }
+        };
+        let c = run.system_cpu;
+        let pct = |x: f64| format!("{:.1}", 100.0 * x);
+        let bar = format!(
+            "<div class=\"bar\" title=\"user {}%, system {}%, iowait {}%, idle {}%\"><span class=\"user\" style=\"width:{}%\"></span>\
+             <span class=\"sys\" style=\"width:{}%\"></span><span class=\"iowait\" style=\"width:{}%\"></span>\
+             <span class=\"irq\" style=\"width:{}%\"></span><span class=\"idle\" style=\"width:{}%\"></span></div>",
+            pct(c.user + c.nice),
+            pct(c.system),
+            pct(c.iowait),
+            pct(c.idle),
+            pct(c.user + c.nice),
+            pct(c.system),
+            pct(c.iowait),
+            pct(c.irq + c.softirq),
+            pct(c.idle + c.steal)
+        );
+        let (written, busy) = match run.device_io {
+            Some(io) => (
+                format!("{:.1} MB in {} writes", io.write_bytes as f64 / 1e6, io.write_ios),
+                format!("{} ms", io.io_ms),
+            ),
+            None => ("-".into(), "-".into()),
+        };
+        out.push_str("<tr>");
+        if files.len() > 1 {
+            let _ = write!(out, "<td>{}</td>", esc(label));
         }
+        let on = p.condition().map(|c| format!(" {c}")).unwrap_or_default();
+        let _ = write!(out, "<td class=\"num\">{}</td><td>{}</td><td>{}{}</td>", p.workers, p.mode, p.share, esc(&on));
+        if fair {
+            let _ = write!(out, "<td class=\"num\">{fairness}</td>");
+        }
+        let _ = write!(out, "<td>{bar}</td>");
+        if device {
+            let _ = write!(out, "<td class=\"num\">{written}</td><td class=\"num\">{busy}</td>");
+        }
+        out.push_str("</tr>\n");
     }
     out.push_str("</table>\n");
 }

@@ -44,6 +44,10 @@ pub fn render_results(doc: &ResultsFile) -> String {
     for ((condition, workload), points) in &by_workload {
         let on = condition.as_ref().map(|c| format!(" {c}")).unwrap_or_default();
         out.push_str(&format!("{workload}{on}: {}\n", points[0].op));
+        if let Some(made) = &points[0].filesystem {
+            let how = doc.settings.fresh.map(|f| format!(", {}", f.words())).unwrap_or_default();
+            out.push_str(&format!("  filesystem: {}{how}\n", made.describe()));
+        }
         let missing = |p: &Point| missing_runs(p, doc.settings.runs);
         let table = if points[0].metric.is_some() {
             driver_table(points, missing)
@@ -192,6 +196,8 @@ fn fixed_work_table(points: &[&Point], runs: usize) -> Table {
     let unit = if points[0].workload == Workload::Command { "runs/s" } else { "entries/s" };
     // Device writes only where there is a device (a made filesystem on one).
     let has_device = points.iter().any(|p| p.runs.iter().any(|r| r.device_io.is_some()));
+    // Bytes only where the work writes file data (untar; not a walk or a command copy).
+    let has_data = points.iter().any(|p| p.runs.iter().any(|r| r.bytes.unwrap_or(0) > 0));
     let mut columns = vec![
         ("workers", Align::Right),
         ("mode", Align::Left),
@@ -199,13 +205,17 @@ fn fixed_work_table(points: &[&Point], runs: usize) -> Table {
         ("time s", Align::Right),
         ("sd", Align::Right),
         (unit, Align::Right),
-        ("MB/s", Align::Right),
+    ];
+    if has_data {
+        columns.push(("MB/s", Align::Right));
+    }
+    columns.extend([
         ("eff. concurrency", Align::Right),
         ("spread", Align::Right),
         ("user s", Align::Right),
         ("sys s", Align::Right),
         ("sync s", Align::Right),
-    ];
+    ]);
     if has_device {
         columns.extend([("dev MB in job", Align::Right), ("dev MB in sync", Align::Right)]);
     }
@@ -222,7 +232,6 @@ fn fixed_work_table(points: &[&Point], runs: usize) -> Table {
         let times: Vec<f64> = point.runs.iter().map(|r| r.elapsed_s).collect();
         let sd = crate::stats::Summary::of(&times).map_or_else(|_| "-".into(), |s| format_sd(&s));
         let rate = rate(point);
-        let mb = megabytes_per_s(point);
         // X(N)/X(1): for untar, where every worker does the whole job, this is N·T(1)/T(N).
         let concurrency = single
             .get(&(point.mode, point.share))
@@ -255,13 +264,11 @@ fn fixed_work_table(points: &[&Point], runs: usize) -> Table {
             format!("{t:.3}"),
             sd,
             format_rate(rate),
-            mb,
-            concurrency,
-            spread,
-            format!("{user:.3}"),
-            format!("{system:.3}"),
-            format!("{sync:.3}"),
         ];
+        if has_data {
+            row.push(megabytes_per_s(point));
+        }
+        row.extend([concurrency, spread, format!("{user:.3}"), format!("{system:.3}"), format!("{sync:.3}")]);
         if has_device {
             row.extend([format!("{in_job:.1}"), format!("{in_sync:.1}")]);
         }

@@ -16,7 +16,7 @@ pub use host::Host;
 pub use journal::{journal_path, Saver};
 pub use target::{mounts, Mount, Target};
 
-use crate::fs::{DeviceIo, FsRecord};
+use crate::fs::{DeviceIo, Fresh, FsRecord};
 use crate::plan::{Cache, Mode};
 use crate::replay::OpKind;
 use crate::stats::histogram::{Histogram, Percentiles};
@@ -91,6 +91,9 @@ pub struct Settings {
     /// How commands (`command`, `--extract-cmd`) were kept from outliving a run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub containment: Option<String>,
+    /// How often made filesystems were made anew (`--fresh`), when `--fs` made any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fresh: Option<Fresh>,
     /// `traverse --tree`: the tree walked, as it was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub walked_tree: Option<WalkedTree>,
@@ -474,6 +477,7 @@ pub(crate) mod fixtures {
                 command: None,
                 replay: None,
                 containment: None,
+                fresh: None,
                 walked_tree: None,
             },
             points,

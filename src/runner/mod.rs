@@ -323,6 +323,7 @@ fn new_document(config: &RunConfig) -> ResultsFile {
             command: None,
             replay: None,
             containment: None,
+            fresh: config.filesystems.specs.iter().any(|s| s.kind != FsKind::Dir).then_some(config.filesystems.fresh),
             walked_tree: None,
         },
         points: Vec::new(),

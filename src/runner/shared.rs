@@ -42,6 +42,9 @@ pub struct Control {
     phase: AtomicU32,
     ready: AtomicU32,
     failed: AtomicU32,
+    /// The worker that failed first, plus one (0: none yet). Its error is
+    /// the cause; later ones are mostly workers stopped by the abort.
+    first_failed: AtomicU32,
     exited: AtomicU32,
     completed: AtomicU32,
     /// Bumped by every event the coordinator waits for (a worker ready,
@@ -293,8 +296,9 @@ impl SharedRegion {
         self.control().ready.load(Ordering::Acquire)
     }
 
-    /// Records a worker failure, tells every other worker to stop, and wakes the coordinator.
-    pub fn mark_failed(&self) {
+    /// Records `worker`'s failure, tells every other worker to stop, and wakes the coordinator.
+    pub fn mark_failed(&self, worker: usize) {
+        let _ = self.control().first_failed.compare_exchange(0, worker as u32 + 1, Ordering::AcqRel, Ordering::Acquire);
         self.control().failed.fetch_add(1, Ordering::AcqRel);
         self.set_phase(Phase::Abort);
         self.notify();
@@ -302,6 +306,11 @@ impl SharedRegion {
 
     pub fn failed(&self) -> u32 {
         self.control().failed.load(Ordering::Acquire)
+    }
+
+    /// The worker whose failure came first, once one has failed.
+    pub fn first_failed(&self) -> Option<usize> {
+        self.control().first_failed.load(Ordering::Acquire).checked_sub(1).map(|w| w as usize)
     }
 
     /// Counts a worker out, waking the coordinator.
@@ -399,9 +408,11 @@ mod tests {
         let region = SharedRegion::new(2).unwrap();
         assert_eq!(region.phase(), Phase::Setup);
         let seen = region.events();
-        region.mark_failed();
+        region.mark_failed(1);
+        region.mark_failed(0);
         assert_ne!(region.events(), seen);
-        assert_eq!(region.failed(), 1);
+        assert_eq!(region.failed(), 2);
+        assert_eq!(region.first_failed(), Some(1), "the cause, not the worker the abort stopped next");
         assert_eq!(region.phase(), Phase::Abort);
         assert_eq!(region.wait_for_start(), Phase::Abort);
     }

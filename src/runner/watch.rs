@@ -75,7 +75,12 @@ impl<'a> Watch<'a> {
     pub(super) fn check(&mut self) -> Result<()> {
         signals::check()?;
         if self.region.failed() > 0 {
-            let message = (0..self.region.workers())
+            // The first failure is the cause; the others mostly stopped because of it.
+            let message = self
+                .region
+                .first_failed()
+                .into_iter()
+                .chain(0..self.region.workers())
                 .find_map(|i| self.region.report(i).error())
                 .unwrap_or_else(|| "a worker failed without a message".to_string());
             return Err(anyhow!(message));

@@ -52,7 +52,7 @@ fn guarded(region: &SharedRegion, index: usize, body: impl FnOnce() -> Result<()
     };
     if let Some(message) = message {
         region.report(index).set_error(&message);
-        region.mark_failed();
+        region.mark_failed(index);
     }
     region.mark_exited(index);
 }

@@ -4,6 +4,8 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use super::distributions::ln_gamma;
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum StatsError {
     Empty,
@@ -75,6 +77,20 @@ impl Sample {
         }
     }
 
+    /// A distribution-free confidence interval for the population median:
+    /// the order statistics x(k) and x(n+1−k), k the largest rank with
+    /// P(B ≤ k−1) ≤ (1 − confidence)/2 for B ~ Binomial(n, ½), so that the
+    /// coverage is at least `confidence` whatever the distribution (Conover,
+    /// *Practical Nonparametric Statistics*, 3rd ed., §3.2; Hollander & Wolfe,
+    /// *Nonparametric Statistical Methods*, §3.6). `None` when even the range
+    /// of the sample covers less: below 6 measurements for 95%.
+    pub fn median_interval(&self, confidence: f64) -> Option<(f64, f64)> {
+        let n = self.sorted.len();
+        let tail = (1.0 - confidence) / 2.0;
+        let k = median_rank(n, tail)?;
+        Some((self.sorted[k - 1], self.sorted[n - k]))
+    }
+
     /// Mean and sum of squared deviations by Welford's online algorithm
     /// (Welford 1962; Knuth, TAOCP vol. 2, 4.2.2), which stays accurate when
     /// the values are large and close together, as ops/s figures are.
@@ -105,6 +121,24 @@ impl Sample {
     pub fn stddev(&self) -> f64 {
         self.variance().sqrt()
     }
+}
+
+/// The rank k of [`Sample::median_interval`]: the largest k ≤ n/2 whose
+/// lower tail P(B ≤ k − 1), B ~ Binomial(n, ½), is at most `tail`.
+fn median_rank(n: usize, tail: f64) -> Option<usize> {
+    // ln C(n, j) − n ln 2 summed upwards; ln-gamma keeps large n exact enough.
+    let ln_half_n = n as f64 * std::f64::consts::LN_2;
+    let mut cumulative = 0.0;
+    let mut best = None;
+    for j in 0..n.div_ceil(2) {
+        let ln_choose = ln_gamma(n as f64 + 1.0) - ln_gamma(j as f64 + 1.0) - ln_gamma((n - j) as f64 + 1.0);
+        cumulative += (ln_choose - ln_half_n).exp();
+        if cumulative > tail {
+            break;
+        }
+        best = Some(j + 1);
+    }
+    best
 }
 
 /// The figures stored with every point.
@@ -163,7 +197,43 @@ mod tests {
         assert!((s.variance() - 30.0).abs() < 1e-6, "{}", s.variance());
     }
 
+    #[test]
+    fn median_interval_uses_the_tabled_ranks() {
+        let sample = |n: usize| Sample::new(&(1..=n).map(|i| i as f64).collect::<Vec<_>>()).unwrap();
+        // Conover's table A3 (95%, two-sided): n = 6..8 the extremes, 10 the 2nd, 20 the 6th.
+        assert_eq!(sample(5).median_interval(0.95), None, "2 × 1/32 > 5%: no order statistics reach 95%");
+        assert_eq!(sample(6).median_interval(0.95), Some((1.0, 6.0)));
+        assert_eq!(sample(10).median_interval(0.95), Some((2.0, 9.0)));
+        assert_eq!(sample(20).median_interval(0.95), Some((6.0, 15.0)));
+        assert_eq!(sample(100).median_interval(0.95), Some((40.0, 61.0)));
+    }
+
     proptest! {
+        #[test]
+        fn median_interval_covers_at_least_its_confidence(n in 1usize..400, confidence in 0.5f64..0.999) {
+            let tail = (1.0 - confidence) / 2.0;
+            if let Some(k) = median_rank(n, tail) {
+                // Exact coverage of [x(k), x(n+1-k)]: 1 − 2·P(B ≤ k−1).
+                let p = |j: usize| (ln_gamma(n as f64 + 1.0) - ln_gamma(j as f64 + 1.0)
+                    - ln_gamma((n - j) as f64 + 1.0) - n as f64 * std::f64::consts::LN_2).exp();
+                let below: f64 = (0..k).map(p).sum();
+                prop_assert!(1.0 - 2.0 * below >= confidence - 1e-9);
+                // And k is the largest such rank: one more would fall short.
+                if k < n.div_ceil(2) {
+                    prop_assert!(1.0 - 2.0 * (below + p(k)) < confidence + 1e-9);
+                }
+            } else {
+                prop_assert!(2.0 * 0.5f64.powi(n as i32) > 1.0 - confidence);
+            }
+        }
+
+        #[test]
+        fn median_interval_holds_the_median(values in prop::collection::vec(-1e6f64..1e6, 6..60)) {
+            let s = Sample::new(&values).unwrap();
+            let (lo, hi) = s.median_interval(0.95).unwrap();
+            prop_assert!(lo <= s.median() && s.median() <= hi);
+        }
+
         #[test]
         fn summary_is_ordered(values in prop::collection::vec(-1e12f64..1e12, 1..50)) {
             let s = Summary::of(&values).unwrap();

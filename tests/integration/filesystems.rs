@@ -96,7 +96,18 @@ fn every_kind_is_made_recorded_and_removed() {
             }
         }
     }
-    assert!(stdout(&out).contains("fsync on ext4: "), "{}", stdout(&out));
+    let text = stdout(&out);
+    assert!(text.contains("fsync on ext4: "), "{text}");
+    // Every table says what it ran on: the size chosen, the device, how often it was made.
+    assert_eq!(doc.settings.fresh, Some(fsscale::fs::Fresh::Run));
+    let ext4 = doc.points.iter().find(|p| p.fs.as_deref() == Some("ext4")).unwrap().filesystem.as_ref().unwrap();
+    let line = format!(
+        "  filesystem: ext4 of {} on {} (ram), made anew for every run\n",
+        fsscale::fs::format_size(ext4.size_bytes),
+        ext4.device.as_deref().unwrap()
+    );
+    assert!(text.contains(&line), "{line} in {text}");
+    assert!(text.contains("  filesystem: tmpfs of 1.0 GiB in memory, made anew for every run\n"), "{text}");
     assert_eq!(leftovers_of(pid), Vec::<String>::new());
 }
 

@@ -106,3 +106,62 @@ fn report_loads_in_headless_chromium_without_errors() {
     // Not blank: a blank white page compresses to a few kilobytes.
     assert!(png.len() > 30_000, "screenshot of {} bytes looks blank", png.len());
 }
+
+/// The `<h2>` section of `workload` in a report.
+fn section<'a>(html: &'a str, workload: &str) -> &'a str {
+    let start = html.find(&format!("<h2 id=\"{workload}\">")).unwrap_or_else(|| panic!("no {workload} section"));
+    let section = &html[start..];
+    &section[..section[4..].find("<h2").map_or(section.len(), |e| e + 4)]
+}
+
+#[test]
+fn the_report_shows_what_ran_and_only_the_columns_a_workload_has() {
+    let env = TestEnv::new();
+    let timed = env.root.path().join("timed.json");
+    let fixed = env.root.path().join("fixed.json");
+    let driver = env.root.path().join("driver.json");
+    run_each(&env, &["stat", "-j", "1,2", "-n", "2", "--duration", "0.03", "--warmup", "0.01"], &[&timed]);
+    run_each(&env, &["untar", "-j", "1,2", "-n", "2", "--scale", "0.002", "--share", "private"], &[&fixed]);
+    // A driver whose figure grows as the square of its clients: superlinear.
+    let square =
+        ["command", "--shell", "--cmd", "echo tps=$(({workers} * {workers} * 10))", "--metric", "tps=([0-9]+)"];
+    run_each(
+        &env,
+        &[&square[..], &["--metric-name", "tps", "--higher-is-better", "-j", "1,2,4", "-n", "2"]].concat(),
+        &[&driver],
+    );
+    let report = |file: &std::path::Path| {
+        let html_path = env.root.path().join("r.html");
+        assert_success(&fsscale().arg("report").arg(file).arg("-o").arg(&html_path).output().unwrap());
+        std::fs::read_to_string(&html_path).unwrap()
+    };
+
+    let html = report(&timed);
+    assert!(html.contains("<th>each run</th><td>stat: a 0.03 s window after 0.01 s of warm-up</td>"), "{html}");
+    assert!(html.contains("<th>runs per point</th><td>2</td>"));
+    let stat = section(&html, "stat");
+    assert!(stat.contains("the median of each point's runs, as in the tables"), "the chart says what it draws");
+    assert!(stat.contains("ops/s, median of runs"), "and so does its axis");
+    assert!(stat.contains("<th>per worker, middle run: ops"), "a loop has per-worker counts");
+    assert!(!stat.contains("device written"), "a directory has no device of its own");
+
+    let html = report(&fixed);
+    let each = &html[html.find("<th>each run</th>").unwrap()..];
+    let each = &each[..each.find("</tr>").unwrap()];
+    assert!(each.contains("untar: every worker extracts the archive once, timed to the last one's end ("), "{each}");
+    assert!(!each.contains("window"), "fixed work has no window: {each}");
+    assert!(section(&html, "untar").contains("<th>per worker, middle run: ops, or completion"));
+
+    let html = report(&driver);
+    assert!(html.contains("command: one run of the driver command, its figure read from its output ("), "{html}");
+    let command = section(&html, "command");
+    assert!(!command.contains("<th>per worker"), "a driver has no per-worker figures: {command}");
+    assert!(command.contains("<h3>CPU</h3>"));
+    // 1, 2, 4 clients at 10, 40, 160 tps: 200% and 400% efficiency, said and explained.
+    assert!(command.contains("Above 100% (superlinear)"), "{command}");
+    assert!(command.contains("workers (log₂ scale)"), "1, 2, 4 are doublings");
+    // ministat gets the same per-run figures the chart's medians come from.
+    let text =
+        stdout(&fsscale().args(["export"]).arg(&driver).args(["--workload", "command", "-j", "4"]).output().unwrap());
+    assert_eq!(text.lines().skip(1).collect::<Vec<_>>(), ["160", "160"]);
+}
