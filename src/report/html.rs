@@ -219,7 +219,8 @@ fn workload_section(
         out,
         "<figure class=\"scaling\">{}<figcaption>{workload}: the median of each point's runs, as in the tables; \
          bars: the median's 95% confidence interval (order statistics), or the range of the runs when there are \
-         fewer than 6; faint: ideal linear scaling from 1 worker; dashed: Universal Scalability Law fit.</figcaption></figure>",
+         fewer than 6; faint: ideal linear scaling from 1 worker; dashed: the Universal Scalability Law fit, drawn only \
+         where it is reliable enough to name a regime (see the findings).</figcaption></figure>",
         scaling_chart(&format!("{workload}: throughput"), &y_label, &scaling, higher_is_better(files, workload))
     );
     if !efficiency.is_empty() {
@@ -287,7 +288,8 @@ pub fn workload_series(
                 .collect();
             chart_points.sort_by(|x, y| x.workers.total_cmp(&y.workers));
             // The fit models throughput; a smaller-is-better figure is drawn as it is, without it.
-            let fit = a.fit.clone().filter(|_| points.iter().all(|p| p.higher_is_better()));
+            // A fit too poor to name a regime is not drawn either: a smooth curve would lend it weight.
+            let fit = a.fit.clone().filter(|_| a.regime.is_some() && points.iter().all(|p| p.higher_is_better()));
             scaling.push(ChartSeries { label: name.clone(), points: chart_points, fit });
             let eff: Vec<ChartPoint> = a
                 .points
@@ -437,4 +439,46 @@ fn detail_table(out: &mut String, files: &[(String, ResultsFile)], workload: Wor
         out.push_str("</tr>\n");
     }
     out.push_str("</table>\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::fixtures::{doc, point, run};
+    use crate::workloads::Share;
+
+    /// A stat series whose runs give these totals at these worker counts, three runs each (±1%).
+    fn series(totals: &[(usize, u64)]) -> ResultsFile {
+        let points = totals
+            .iter()
+            .map(|&(workers, total)| {
+                let runs = (0..3)
+                    .map(|i| run(i, &vec![total * (99 + i as u64) / 100 / workers as u64; workers], 1.0))
+                    .collect();
+                point(Workload::Stat, Share::Private, workers, runs)
+            })
+            .collect();
+        doc(3, 1.0, points)
+    }
+
+    fn drawn(totals: &[(usize, u64)]) -> ChartSeries {
+        let files = vec![("a".to_string(), series(totals))];
+        let analyses: Vec<_> = files.iter().map(|(_, d)| analyze_results(d)).collect();
+        let (scaling, _) = workload_series(&files, &analyses, Workload::Stat);
+        scaling.into_iter().next().unwrap()
+    }
+
+    #[test]
+    fn charts_draw_medians_and_only_fits_that_name_a_regime() {
+        // Amdahl-like scaling: a good fit, drawn.
+        let good = drawn(&[(1, 1000), (2, 1900), (4, 3400), (8, 5600), (16, 8200), (32, 10500)]);
+        assert!(good.fit.is_some());
+        // The MariaDB sweep of the issue: R² 0.59, no regime, so no curve.
+        let poor = drawn(&[(1, 596), (2, 1302), (4, 1346), (8, 1205), (16, 1238), (32, 1166)]);
+        assert!(poor.fit.is_none());
+        // Each marker is the median run (the 100% one of 99/100/101%), bars the runs' range (3 < 6 runs).
+        let first = poor.points[0];
+        assert_eq!(first.value, 596.0);
+        assert_eq!(first.ci, Some((590.0, 601.0)));
+    }
 }
