@@ -92,7 +92,7 @@ pub fn render_results(doc: &ResultsFile) -> String {
             "fixed work: time = the slowest worker's, median of the runs; entries/s (command: runs/s) and MB/s = all workers' work over \
              that time;\neff. concurrency = entries/s at N over entries/s at 1 (untar: N x T(1) / T(N); below 1 is \
              worse than one after another); spread = slowest / fastest worker's time; user s, sys s = CPU seconds of \
-             all workers and the commands they ran; sync s = a syncfs after the job (untimed): what was still to write \
+             all workers and the commands they ran; sync s = a syncfs after the job (untimed; setup's writes were synced before the start): what the job left to write \
              back; dev MB = written to the device during the job and during that sync; medians of the runs.\n",
         );
     }

@@ -338,6 +338,11 @@ fn coordinate_fixed_work(
         drop_caches()?;
     }
     run_prepare(plan)?;
+    // What setup wrote (traverse's copy of the tree, --setup, --prepare) is
+    // written back now, untimed, so that neither the job nor the sync after
+    // it pays for it: both then account for the job's own writes only.
+    // SAFETY: syncfs on a directory descriptor this run holds open.
+    unsafe { libc::syncfs(plan.scratch_fd) };
     let cpu_start = CpuTicks::read();
     let device_start = timing.device.as_deref().and_then(DeviceSnapshot::read);
     // Thread workers' commands are this process's children.
