@@ -8,7 +8,7 @@ use clap::{Args, Parser, Subcommand};
 
 use fsscale::exec::Metric;
 use fsscale::fs::{Backing, Fresh, FsOptions, FsSpec};
-use fsscale::plan::{self, Cache, MacroOptions, Mode, RunConfig};
+use fsscale::plan::{self, Cache, MacroOptions, Mode, Order, RunConfig};
 use fsscale::results::rfc3339;
 use fsscale::stats::hypothesis::TestKind;
 use fsscale::sys;
@@ -111,6 +111,26 @@ pub struct RunArgs {
     #[arg(short = 'n', long, value_name = "N", default_value_t = 5)]
     pub runs: usize,
 
+    /// Runs of every point before its measured ones: measured and kept in the results as warm-up, left out of every statistic.
+    #[arg(long, value_name = "K", default_value_t = 1)]
+    pub warmup_runs: usize,
+
+    /// interleaved: run k of every point (and filesystem) before run k+1 of any, so drift spreads over all alike; sequential: every run of a point before the next; shuffled: rounds in a random order (seed recorded).
+    #[arg(long, value_name = "ORDER", default_value = "interleaved", value_parser = parse_order)]
+    pub order: Order,
+
+    /// shuffled: the seed of the rounds' order (default: random, recorded in the results).
+    #[arg(long, value_name = "N")]
+    pub order_seed: Option<u64>,
+
+    /// Repeat each point, round by round, until its mean's 95% confidence interval is within ± PCT% (or --max-runs); -n is then the least.
+    #[arg(long, value_name = "PCT")]
+    pub until_ci: Option<f64>,
+
+    /// --until-ci: the most runs a point gets.
+    #[arg(long, value_name = "N", default_value_t = 30)]
+    pub max_runs: usize,
+
     /// Interval of the ops time series: `auto` (1 s for windows of 10 s or more, else a tenth of the window) or a time.
     #[arg(long, value_name = "TIME", default_value = "auto")]
     pub sample_interval: String,
@@ -211,7 +231,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "OPTS", allow_hyphen_values = true)]
     pub mkfs_opts: Option<String>,
 
-    /// Make the filesystem anew before every run, every point, or once per filesystem.
+    /// Make the filesystem anew before every run, every point, or once per filesystem. With the interleaved order, point and once keep every point's (or every filesystem's) own mounted until its last run: that many mounts and images at once.
     #[arg(long, value_name = "run|point|once", default_value = "run", value_parser = parse_fresh)]
     pub fresh: Fresh,
 
@@ -430,6 +450,15 @@ fn parse_size(text: &str) -> Result<u64, String> {
     Ok((value * (1u64 << shift) as f64) as u64)
 }
 
+fn parse_order(text: &str) -> Result<Order, String> {
+    match text {
+        "interleaved" => Ok(Order::Interleaved),
+        "sequential" => Ok(Order::Sequential),
+        "shuffled" => Ok(Order::Shuffled),
+        _ => Err("use interleaved, sequential or shuffled".into()),
+    }
+}
+
 fn parse_cache(text: &str) -> Result<Cache, String> {
     match text {
         "warm" => Ok(Cache::Warm),
@@ -533,6 +562,13 @@ impl RunArgs {
             duration: self.duration,
             warmup: self.warmup,
             runs: self.runs,
+            warmup_runs: self.warmup_runs,
+            order: self.order,
+            order_seed: self.order_seed.unwrap_or_else(|| {
+                u64::from_str_radix(&sys::random_hex(8), 16).expect("random_hex gives 16 hex digits")
+            }),
+            until_ci_pct: self.until_ci,
+            max_runs: self.max_runs,
             sample_interval,
             stall_timeout: self.stall_timeout,
             output,

@@ -41,6 +41,34 @@ impl fmt::Display for Mode {
     }
 }
 
+/// The order a run's runs happen in (see the runner's scheduler).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Order {
+    /// Rounds: run k of every point before run k+1 of any.
+    Interleaved,
+    /// Every run of a point before the next point.
+    Sequential,
+    /// Rounds, each in a random order from a recorded seed.
+    Shuffled,
+}
+
+impl Order {
+    pub fn name(self) -> &'static str {
+        match self {
+            Order::Interleaved => "interleaved",
+            Order::Sequential => "sequential",
+            Order::Shuffled => "shuffled",
+        }
+    }
+}
+
+impl fmt::Display for Order {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// Settings of the fixed-work (macro) workloads.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MacroOptions {
@@ -112,6 +140,15 @@ pub struct RunConfig {
     pub duration: Duration,
     pub warmup: Duration,
     pub runs: usize,
+    /// Runs of every point before its measured ones, kept apart from every statistic.
+    pub warmup_runs: usize,
+    pub order: Order,
+    /// Orders `Order::Shuffled`'s rounds; recorded in the results.
+    pub order_seed: u64,
+    /// `--until-ci`: repeat a point until its mean's 95% confidence
+    /// interval is within ± this many percent, or it has `max_runs` runs.
+    pub until_ci_pct: Option<f64>,
+    pub max_runs: usize,
     pub sample_interval: Duration,
     /// A worker without progress for this long fails the run.
     pub stall_timeout: Duration,
@@ -142,6 +179,18 @@ impl RunConfig {
     pub fn validate(&self) -> Result<()> {
         if self.runs == 0 {
             bail!("--runs must be at least 1");
+        }
+        if let Some(pct) = self.until_ci_pct {
+            if !(pct > 0.0 && pct < 100.0) {
+                bail!("--until-ci {pct}: give the half-width of the confidence interval in percent of the mean, e.g. --until-ci 2");
+            }
+            if self.max_runs < self.runs.max(2) {
+                bail!(
+                    "--max-runs {} is below the {} runs every point gets anyway (-n, and at least 2 for an interval)",
+                    self.max_runs,
+                    self.runs.max(2)
+                );
+            }
         }
         if self.duration < MIN_DURATION {
             bail!(
@@ -442,6 +491,11 @@ mod tests {
             duration: Duration::from_secs(1),
             warmup: Duration::ZERO,
             runs: 1,
+            warmup_runs: 0,
+            order: Order::Interleaved,
+            order_seed: 1,
+            until_ci_pct: None,
+            max_runs: 30,
             sample_interval: Duration::from_secs(1),
             stall_timeout: Duration::from_secs(60),
             output: PathBuf::from("x.json"),

@@ -5,7 +5,7 @@ use std::io::Write;
 
 use fsscale::plan::PointSpec;
 use fsscale::report::format_rate;
-use fsscale::results::{Point, RunRecord};
+use fsscale::results::Point;
 use fsscale::runner::Progress;
 
 pub struct TerminalProgress {
@@ -42,31 +42,36 @@ impl Progress for TerminalProgress {
         self.runs = runs;
     }
 
-    fn run_started(&mut self, point: &PointSpec, index: usize, run: usize) {
+    fn run_started(&mut self, point: &PointSpec, index: usize, run: usize, warmup: bool) {
         if !self.enabled {
             return;
         }
         let last =
             self.last_rate.as_ref().map(|(r, unit)| format!("  last: {} {unit}", format_rate(*r))).unwrap_or_default();
         let cache = point.cache.map(|c| format!(" {c} cache")).unwrap_or_default();
+        // Past -n (--until-ci), the count has no fixed end.
+        let which = match (warmup, run < self.runs) {
+            (true, _) => format!("warm-up run {}", run + 1),
+            (false, true) => format!("run {}/{}", run + 1, self.runs),
+            (false, false) => format!("run {}", run + 1),
+        };
         eprint!(
-            "\r\x1b[K[{:>width$}/{}] {} {} {} x{}{cache}  run {}/{}{last}",
+            "\r\x1b[K[{:>width$}/{}] {} {} {} x{}{cache}  {which}{last}",
             index + 1,
             self.points,
             point.workload,
             point.mode,
             point.share,
             point.workers,
-            run + 1,
-            self.runs,
             width = self.points.to_string().len()
         );
         let _ = std::io::stderr().flush();
         self.dirty = true;
     }
 
-    fn run_finished(&mut self, point: &Point, record: &RunRecord) {
-        self.last_rate = Some((record.ops_per_s, point.unit()));
+    fn run_finished(&mut self, point: &Point, warmup: bool) {
+        let record = if warmup { point.warmup_runs.last() } else { point.runs.last() };
+        self.last_rate = record.map(|r| (r.ops_per_s, point.unit()));
     }
 
     fn warning(&mut self, text: &str) {

@@ -9,7 +9,11 @@
 //! appending), and at the end, when the journal goes. Reading the document
 //! folds in a journal found beside it. Lines name their point and run
 //! index, so folding is idempotent: a crash between rewriting the document
-//! and removing the journal never counts a run twice.
+//! and removing the journal never counts a run twice. The journal's first
+//! line names the run (the document's `run_id`) and its writer holds an
+//! `flock` on it: a journal of another run, live or killed, is never folded
+//! into this document, a live one is never taken over (that run keeps
+//! rewriting its document whole), and a dead one is replaced.
 
 use std::fs::File;
 use std::io::{BufRead, Write};
@@ -20,16 +24,24 @@ use serde::{Deserialize, Serialize};
 
 use super::{Point, ResultsFile, RunRecord};
 use crate::fs::FsRecord;
-use crate::sys;
+use crate::{lockfile, sys};
 
 /// One line of the journal.
 #[derive(Serialize, Deserialize, Debug)]
 #[serde(rename_all = "snake_case")]
 enum Line {
+    /// The first line: which run's document this journal belongs to.
+    Header { run_id: String },
     /// A point began (with no runs yet).
     Point { index: usize, point: Box<Point> },
-    /// A run of point `point` finished.
-    Run { point: usize, record: Box<RunRecord>, filesystem: Option<FsRecord> },
+    /// A run of point `point` finished (a warm-up run when `warmup`).
+    Run {
+        point: usize,
+        record: Box<RunRecord>,
+        filesystem: Option<FsRecord>,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        warmup: bool,
+    },
     /// Every run of point `point` finished.
     Complete { point: usize },
 }
@@ -45,6 +57,8 @@ pub fn journal_path(document: &Path) -> PathBuf {
 pub struct Saver {
     path: PathBuf,
     journal: Option<File>,
+    /// Another live run journals beside the same path: rewrite whole instead.
+    journal_taken: bool,
     journal_bytes: u64,
     document_bytes: u64,
     /// How many whole-document writes (for tests and the docs' figures).
@@ -53,7 +67,14 @@ pub struct Saver {
 
 impl Saver {
     pub fn new(path: &Path) -> Saver {
-        Saver { path: path.to_path_buf(), journal: None, journal_bytes: 0, document_bytes: 0, rewrites: 0 }
+        Saver {
+            path: path.to_path_buf(),
+            journal: None,
+            journal_taken: false,
+            journal_bytes: 0,
+            document_bytes: 0,
+            rewrites: 0,
+        }
     }
 
     /// Writes the whole document and starts an empty journal.
@@ -62,9 +83,13 @@ impl Saver {
         crate::atomic_file::write(&self.path, text.as_bytes())?;
         self.rewrites += 1;
         self.document_bytes = text.len() as u64;
-        self.journal = None;
         self.journal_bytes = 0;
-        match std::fs::remove_file(journal_path(&self.path)) {
+        // Only our own journal goes, removed while its lock is still held so
+        // that another run can never have replaced it in between.
+        let Some(journal) = self.journal.take() else { return Ok(()) };
+        let removed = std::fs::remove_file(journal_path(&self.path));
+        drop(journal);
+        match removed {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                 Err(anyhow!("removing {}: {e}", journal_path(&self.path).display()))
             }
@@ -72,55 +97,78 @@ impl Saver {
         }
     }
 
-    /// Notes that the document's last point began.
-    pub fn point_started(&mut self, doc: &ResultsFile) -> Result<()> {
-        let index = doc.points.len() - 1;
+    /// Notes that point `index`, the document's last, was added.
+    pub fn point_started(&mut self, doc: &ResultsFile, index: usize) -> Result<()> {
         let mut point = doc.points[index].clone();
         point.runs.clear();
+        point.warmup_runs.clear();
         point.summary = None;
         self.append(doc, &Line::Point { index, point: Box::new(point) })
     }
 
-    /// Notes the last run of the document's last point.
-    pub fn run_finished(&mut self, doc: &ResultsFile) -> Result<()> {
-        let index = doc.points.len() - 1;
+    /// Notes the last run (or warm-up run) of point `index`.
+    pub fn run_finished(&mut self, doc: &ResultsFile, index: usize, warmup: bool) -> Result<()> {
         let point = &doc.points[index];
-        let record = point.runs.last().expect("a run just finished").clone();
-        let line = Line::Run { point: index, record: Box::new(record), filesystem: point.filesystem.clone() };
+        let runs = if warmup { &point.warmup_runs } else { &point.runs };
+        let record = runs.last().expect("a run just finished").clone();
+        let line = Line::Run { point: index, record: Box::new(record), filesystem: point.filesystem.clone(), warmup };
         self.append(doc, &line)
     }
 
-    /// Notes that the document's last point is complete.
-    pub fn point_complete(&mut self, doc: &ResultsFile) -> Result<()> {
-        self.append(doc, &Line::Complete { point: doc.points.len() - 1 })
+    /// Notes that point `index` is complete.
+    pub fn point_complete(&mut self, doc: &ResultsFile, index: usize) -> Result<()> {
+        self.append(doc, &Line::Complete { point: index })
     }
 
     fn append(&mut self, doc: &ResultsFile, line: &Line) -> Result<()> {
-        if self.journal_bytes >= self.document_bytes {
+        if self.journal_bytes >= self.document_bytes || self.journal_taken {
             return self.save(doc);
         }
-        let journal = match &mut self.journal {
-            Some(file) => file,
-            empty => empty.insert(create_journal(&journal_path(&self.path))?),
-        };
-        let mut text = serde_json::to_string(line).expect("journal lines serialize");
-        text.push('\n');
-        journal
-            .write_all(text.as_bytes())
-            .map_err(|e| anyhow!("writing {}: {e}", journal_path(&self.path).display()))?;
-        self.journal_bytes += text.len() as u64;
+        if self.journal.is_none() {
+            match create_journal(&journal_path(&self.path))? {
+                Some(mut file) => {
+                    let header = Line::Header { run_id: doc.run_id.clone().unwrap_or_default() };
+                    self.journal_bytes += write_line(&mut file, &header, &self.path)?;
+                    self.journal = Some(file);
+                }
+                None => {
+                    self.journal_taken = true;
+                    return self.save(doc);
+                }
+            }
+        }
+        let journal = self.journal.as_mut().expect("created above");
+        self.journal_bytes += write_line(journal, line, &self.path)?;
         Ok(())
     }
 }
 
-/// Creates the journal exclusively: a planted file or link there is refused, never written through.
-fn create_journal(path: &Path) -> Result<File> {
-    let flags = libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_WRONLY | libc::O_APPEND;
-    let fd = sys::openat(libc::AT_FDCWD, &sys::cstring(path)?, flags, 0o644).map_err(|e| {
-        anyhow!("creating {}: {} (remove it if no run is writing it)", path.display(), sys::errno_text(e))
-    })?;
-    // SAFETY: a fresh descriptor, owned by the File from here on.
-    Ok(unsafe { std::os::fd::FromRawFd::from_raw_fd(fd) })
+fn write_line(journal: &mut File, line: &Line, document: &Path) -> Result<u64> {
+    let mut text = serde_json::to_string(line).expect("journal lines serialize");
+    text.push('\n');
+    journal.write_all(text.as_bytes()).map_err(|e| anyhow!("writing {}: {e}", journal_path(document).display()))?;
+    Ok(text.len() as u64)
+}
+
+/// Creates the journal exclusively and locked: a planted file or link there
+/// is refused, never written through. One left by a killed run (unlocked) is
+/// replaced; `None` when a live run holds one there.
+fn create_journal(path: &Path) -> Result<Option<File>> {
+    let name = sys::cstring(path)?;
+    let fail = |e| anyhow!("creating {}: {} (remove it if no run is writing it)", path.display(), sys::errno_text(e));
+    match lockfile::create_locked(libc::AT_FDCWD, &name, 0o644) {
+        Ok(file) => Ok(Some(file)),
+        Err(libc::EEXIST) => match lockfile::lock_if_unheld(libc::AT_FDCWD, &name) {
+            Ok(None) => Ok(None),
+            // A dead run's: removed while we hold its lock, then ours is made.
+            Ok(Some(_stale)) => {
+                sys::unlinkat(libc::AT_FDCWD, &name, 0).map_err(fail)?;
+                lockfile::create_locked(libc::AT_FDCWD, &name, 0o644).map(Some).map_err(fail)
+            }
+            Err(e) => Err(fail(e)),
+        },
+        Err(e) => Err(fail(e)),
+    }
 }
 
 impl ResultsFile {
@@ -135,6 +183,16 @@ impl ResultsFile {
         };
         for (number, text) in std::io::BufReader::new(file).lines().enumerate() {
             let text = text.map_err(|e| anyhow!("reading {}: {e}", path.display()))?;
+            if number == 0 {
+                // Another run's journal (same path, written at the same time or left by a kill) is not ours.
+                match serde_json::from_str::<Line>(&text) {
+                    Ok(Line::Header { run_id }) if Some(&run_id) == self.run_id.as_ref() => continue,
+                    Ok(Line::Header { .. }) => return Ok(()),
+                    // A journal from before headers: only for a document from before run IDs.
+                    _ if self.run_id.is_some() => return Ok(()),
+                    _ => {}
+                }
+            }
             let Ok(line) = serde_json::from_str::<Line>(&text) else {
                 // A line cut short by a crash ends the journal; an earlier bad line is an error.
                 if text.ends_with('}') {
@@ -144,9 +202,12 @@ impl ResultsFile {
             };
             match line {
                 Line::Point { index, point } if index == self.points.len() => self.points.push(*point),
-                Line::Run { point, record, filesystem } => {
-                    if let Some(p) = self.points.get_mut(point).filter(|p| record.run == p.runs.len()) {
-                        p.runs.push(*record);
+                Line::Run { point, record, filesystem, warmup } => {
+                    let Some(p) = self.points.get_mut(point) else { continue };
+                    let runs = if warmup { &mut p.warmup_runs } else { &mut p.runs };
+                    // Only the next run: a line already folded into the document is skipped.
+                    if record.run == runs.len() {
+                        runs.push(*record);
                         p.filesystem = p.filesystem.take().or(filesystem);
                         p.summarize();
                     }
@@ -156,7 +217,7 @@ impl ResultsFile {
                         p.complete = true;
                     }
                 }
-                Line::Point { .. } => {}
+                Line::Point { .. } | Line::Header { .. } => {}
             }
         }
         Ok(())
@@ -181,7 +242,7 @@ mod tests {
             let mut fresh = point(Workload::Stat, Share::Private, p + 1, vec![]);
             fresh.complete = false;
             live.points.push(fresh);
-            saver.point_started(&live).unwrap();
+            saver.point_started(&live, p).unwrap();
             for r in 0..runs {
                 if stop_after == Some(done) {
                     return (live, written);
@@ -190,12 +251,12 @@ mod tests {
                 last.runs.push(run(r, &vec![1000 + r as u64; p + 1], 0.5));
                 last.summarize();
                 let rewrites = saver.rewrites;
-                saver.run_finished(&live).unwrap();
+                saver.run_finished(&live, p, false).unwrap();
                 written += if saver.rewrites > rewrites { std::fs::metadata(path).unwrap().len() } else { 0 };
                 done += 1;
             }
             live.points.last_mut().unwrap().complete = true;
-            saver.point_complete(&live).unwrap();
+            saver.point_complete(&live, p).unwrap();
         }
         saver.save(&live).unwrap();
         (live, written + saver.journal_bytes)
@@ -230,5 +291,49 @@ mod tests {
         // about 1024 / 2 times its final size; the journal keeps it to a few.
         let size = std::fs::metadata(&path).unwrap().len();
         assert!(written < 6 * size, "wrote {written} bytes for a {size}-byte document");
+    }
+
+    #[test]
+    fn another_runs_journal_is_never_folded_in_nor_taken_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.json");
+        let start = |id: &str| {
+            let mut live = doc(3, 0.5, vec![]);
+            live.run_id = Some(id.into());
+            let mut saver = Saver::new(&path);
+            saver.save(&live).unwrap();
+            (live, saver)
+        };
+        let add_run = |live: &mut ResultsFile, saver: &mut Saver, workers: usize| {
+            live.points.push(point(Workload::Stat, Share::Private, workers, vec![run(0, &vec![7; workers], 0.5)]));
+            let index = live.points.len() - 1;
+            saver.point_started(live, index).unwrap();
+            saver.run_finished(live, index, false).unwrap();
+        };
+        // A journals first; B, at the same path at the same time, finds A's journal locked.
+        let (mut a, mut saver_a) = start("a");
+        add_run(&mut a, &mut saver_a, 1);
+        let (mut b, mut saver_b) = start("b");
+        assert!(journal_path(&path).exists(), "A's journal is live");
+        add_run(&mut b, &mut saver_b, 2);
+        add_run(&mut b, &mut saver_b, 3);
+        assert!(saver_b.journal_taken && saver_b.rewrites >= 3, "B rewrites its document whole");
+        // B's document on disk: B's points only, A's journal (another run) ignored.
+        let loaded = ResultsFile::load(&path).unwrap();
+        assert_eq!(loaded.points.iter().map(|p| p.workers).collect::<Vec<_>>(), [2, 3]);
+        // A is killed (its lock goes with its file); C replaces the dead journal with its own.
+        drop(saver_a);
+        let (mut c, mut saver_c) = start("c");
+        add_run(&mut c, &mut saver_c, 4);
+        assert!(!saver_c.journal_taken);
+        let loaded = ResultsFile::load(&path).unwrap();
+        assert_eq!(loaded.points.iter().map(|p| p.workers).collect::<Vec<_>>(), [4]);
+        let journal = std::fs::read_to_string(journal_path(&path)).unwrap();
+        assert!(journal.starts_with("{\"header\":{\"run_id\":\"c\"}}\n"), "{journal}");
+        // A's last view still folds nothing of C's.
+        let mut stale = a.clone();
+        stale.points.clear();
+        stale.fold_journal(&path).unwrap();
+        assert!(stale.points.is_empty());
     }
 }

@@ -17,10 +17,10 @@ pub use journal::{journal_path, Saver};
 pub use target::{mounts, Mount, Target};
 
 use crate::fs::{DeviceIo, Fresh, FsRecord};
-use crate::plan::{Cache, Mode};
+use crate::plan::{Cache, Mode, Order};
 use crate::replay::OpKind;
 use crate::stats::histogram::{Histogram, Percentiles};
-use crate::stats::Summary;
+use crate::stats::{Sample, Summary};
 use crate::workloads::{Share, Workload};
 
 /// Bumped whenever a field changes meaning or disappears (adding fields does not).
@@ -41,6 +41,10 @@ pub struct ResultsFile {
     pub target: Target,
     pub settings: Settings,
     pub points: Vec<Point>,
+    /// A random name for the run that wrote this document; its journal
+    /// carries it, so a journal of another run at the same path is never folded in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
 }
 
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
@@ -74,6 +78,20 @@ pub struct Settings {
     pub duration_s: f64,
     pub warmup_s: f64,
     pub runs: usize,
+    /// Warm-up runs of every point (`--warmup-runs`), kept in `Point::warmup_runs`.
+    #[serde(default)]
+    pub warmup_runs: usize,
+    /// The order of the runs (`--order`); absent in files from before it was chosen (sequential).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub order: Option<Order>,
+    /// The seed of a shuffled order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub order_seed: Option<u64>,
+    /// `--until-ci`: points were repeated until their mean's 95% CI was within ± this percentage, or `max_runs`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until_ci_pct: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_runs: Option<usize>,
     pub sample_interval_s: f64,
     pub pin: bool,
     /// The archive `untar` extracted, when it ran.
@@ -167,6 +185,9 @@ pub struct Point {
     /// False while runs are still missing (the run was interrupted or failed).
     pub complete: bool,
     pub runs: Vec<RunRecord>,
+    /// Warm-up runs (`--warmup-runs`), measured like the others, in no statistic.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warmup_runs: Vec<RunRecord>,
     /// Over the runs' ops/s; absent until a run has finished.
     pub summary: Option<PointSummary>,
     /// The filesystem configuration (`ext4:data=journal`) when fsscale made
@@ -196,7 +217,14 @@ pub struct PointSummary {
 /// One repetition of a point, in its own fresh scratch directory.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 pub struct RunRecord {
+    /// Its index among the point's runs (or warm-up runs).
     pub run: usize,
+    /// Its place in the order of all runs of the results file, warm-ups included, from 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub position: Option<usize>,
+    /// When it started, RFC 3339 in UTC to the millisecond.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<String>,
     /// Ops completed inside the timed window, all workers together.
     pub ops: u64,
     /// Exact length of the timed window.
@@ -355,6 +383,12 @@ impl Point {
     }
 
     /// Recomputes the summary from the runs.
+    /// `--until-ci`: whether the runs' mean has a 95% confidence interval within ± `pct`%.
+    pub fn is_precise(&self, pct: f64) -> bool {
+        let rates: Vec<f64> = self.runs.iter().map(|r| r.ops_per_s).collect();
+        Sample::new(&rates).ok().and_then(|s| s.mean_interval_pct(0.95)).is_some_and(|half| half <= pct)
+    }
+
     pub fn summarize(&mut self) {
         let rates: Vec<f64> = self.runs.iter().map(|r| r.ops_per_s).collect();
         let per_worker: Vec<f64> = self.runs.iter().map(|r| r.ops_per_s_per_worker).collect();
@@ -416,6 +450,8 @@ pub(crate) mod fixtures {
         let ops: u64 = per_worker.iter().sum();
         RunRecord {
             run,
+            position: None,
+            started_at: None,
             ops,
             elapsed_s,
             ops_per_s: ops as f64 / elapsed_s,
@@ -444,6 +480,7 @@ pub(crate) mod fixtures {
             workers,
             complete: true,
             runs,
+            warmup_runs: Vec::new(),
             summary: None,
             fs: None,
             cache: workload.is_fixed_work().then_some(Cache::Warm),
@@ -470,6 +507,11 @@ pub(crate) mod fixtures {
                 duration_s,
                 warmup_s: 0.1,
                 runs,
+                warmup_runs: 0,
+                order: None,
+                order_seed: None,
+                until_ci_pct: None,
+                max_runs: None,
                 sample_interval_s: 0.05,
                 pin: false,
                 untar: None,
@@ -481,6 +523,7 @@ pub(crate) mod fixtures {
                 walked_tree: None,
             },
             points,
+            run_id: Some("fixture".into()),
         }
     }
 }
@@ -491,6 +534,13 @@ pub fn rfc3339(time: std::time::SystemTime) -> String {
     let (days, rem) = (secs / 86_400, secs % 86_400);
     let (y, m, d) = civil_from_days(days as i64);
     format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+/// [`rfc3339`] to the millisecond: `2026-11-23T10:04:05.123Z`.
+pub fn rfc3339_millis(time: std::time::SystemTime) -> String {
+    let millis = time.duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_millis()).unwrap_or(0);
+    let whole = rfc3339(time);
+    format!("{}.{millis:03}Z", &whole[..whole.len() - 1])
 }
 
 /// Days since 1970-01-01 to (year, month, day), Howard Hinnant's `civil_from_days`.

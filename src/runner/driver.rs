@@ -51,6 +51,8 @@ pub(super) fn run_driver(
     timeline.record(finished.wall.as_nanos() as u64, 1);
     Ok(RunRecord {
         run,
+        position: None,
+        started_at: None,
         ops: 1,
         elapsed_s: wall_s,
         ops_per_s: value,

@@ -192,6 +192,8 @@ impl Window {
             completion_s: self.completion_s,
             bytes,
             run,
+            position: None,
+            started_at: None,
             ops,
             elapsed_s,
             ops_per_s,

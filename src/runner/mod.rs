@@ -6,6 +6,7 @@ mod driver;
 mod latency;
 mod measure;
 mod progress;
+mod schedule;
 mod shared;
 mod signals;
 mod watch;
@@ -16,11 +17,12 @@ use std::time::SystemTime;
 use anyhow::{Context, Result};
 
 pub use progress::{Progress, Silent};
+use schedule::{PointState, Repetition, Scheduler};
 pub use signals::Interrupted;
 
 use crate::archive;
 use crate::fs::{Fresh, FsInstance, FsKind, FsRecord, FsSpec};
-use crate::plan::{Cache, MacroOptions, RunConfig};
+use crate::plan::{Cache, MacroOptions, Order, PointSpec, RunConfig};
 use crate::replay::{self, OpKind};
 use crate::results::{
     self, CommandSettings, Host, MetricInfo, Point, ReplaySettings, ResultsFile, RunRecord, Saver, Settings, Status,
@@ -137,105 +139,121 @@ pub fn run(config: &RunConfig, progress: &mut dyn Progress) -> Result<ResultsFil
     }
     let points = config.points();
     let filesystems = &config.filesystems;
-    progress.plan(points.len() * filesystems.specs.len(), config.runs);
     let max_workers = config.workers.iter().copied().max().unwrap_or(1) as u64;
     let data_bytes = tree.as_ref().map_or(0, |u| u.contents.bytes * max_workers);
     // Every worker's copy of the tree, plus the shared one.
     let data_entries = tree.as_ref().map_or(0, |u| u.contents.entries() * (max_workers + 1));
-    let mut index = 0;
+    let sizes: Vec<u64> = filesystems.specs.iter().map(|s| filesystems.size_for(s, data_bytes, data_entries)).collect();
+    // Every point of every filesystem, filesystem-major, in the document from the start.
+    let plan: Vec<(usize, PointSpec)> =
+        (0..filesystems.specs.len()).flat_map(|f| points.iter().map(move |p| (f, *p))).collect();
+    for (fs_index, spec) in &plan {
+        doc.points.push(new_point(config, &filesystems.specs[*fs_index], spec));
+        saver.point_started(&doc, doc.points.len() - 1)?;
+    }
+    progress.plan(plan.len(), config.runs);
+    let repetition = Repetition {
+        warmups: config.warmup_runs,
+        runs: config.runs,
+        max_runs: config.until_ci_pct.map(|_| config.max_runs),
+    };
+    let mut scheduler = Scheduler::new(config.order, repetition, config.order_seed);
+    let mut states = vec![PointState::default(); plan.len()];
+    // Filesystems kept across runs: one per point (`--fresh point`), one per filesystem (`--fresh once`).
+    let mut kept_for_point: Vec<Option<FsInstance>> = plan.iter().map(|_| None).collect();
+    let mut kept_once: Vec<Option<FsInstance>> = filesystems.specs.iter().map(|_| None).collect();
     // A filesystem that could not be taken down is recorded, and the rest of the matrix still runs.
     let mut teardown_failures: Vec<String> = Vec::new();
-    for fs_spec in &filesystems.specs {
-        let size = filesystems.size_for(fs_spec, data_bytes, data_entries);
-        let mut made_once: Option<FsInstance> = None;
-        for spec in &points {
-            let label = (fs_spec.kind != FsKind::Dir).then(|| fs_spec.label());
-            doc.points.push(Point {
-                workload: spec.workload,
-                op: spec.workload.describe().op.to_string(),
-                mode: spec.mode,
-                share: spec.share,
-                workers: spec.workers,
-                complete: false,
-                runs: Vec::new(),
-                summary: None,
-                fs: label.clone(),
-                cache: spec.cache,
-                filesystem: None,
-                metric: (spec.workload == Workload::Command)
-                    .then(|| config.command.as_ref().and_then(|c| c.driver.as_ref()))
-                    .flatten()
-                    .map(|m| MetricInfo { name: m.name.clone(), higher_is_better: m.higher_is_better }),
-            });
-            saver.point_started(&doc)?;
-            let pinned: Option<Vec<usize>> = cpus.as_ref().map(|c| (0..spec.workers).map(|i| c[i % c.len()]).collect());
-            let mut made_for_point: Option<FsInstance> = None;
-            for run in 0..config.runs {
-                progress.run_started(spec, index, run);
-                let slots =
-                    FsSlots { once: &mut made_once, point: &mut made_for_point, failures: &mut teardown_failures };
-                let cgroup = containment.as_mut().map(|c| c.start_run());
-                let outcome = signals::check().map_err(anyhow::Error::from).and_then(|()| {
-                    run_on_fs(config, fs_spec, size, slots, |dir, device| {
-                        let drop_caches = spec.cache == Some(Cache::Cold);
-                        let timing = measure::Timing { device, drop_caches, ..timing.clone() };
-                        measure::run_once(spec, dir, &timing, pinned.as_deref(), inputs, run)
-                    })
-                });
-                if let (Some(c), Some(cgroup)) = (containment.as_mut(), cgroup) {
-                    let killed = c.end_run(cgroup);
-                    if killed > 0 {
-                        progress.warning(&format!(
-                            "run {} of {spec_label}: killed {killed} process(es) the commands left running",
-                            run + 1,
-                            spec_label = spec.workload
-                        ));
-                    }
-                }
-                let (record, fs_record) = match outcome {
-                    Ok(done) => done,
-                    Err(error) => {
-                        // A signal that reached a tool first (mkfs, mount) makes it fail; the cause is the signal.
-                        let error = match signals::check() {
-                            Err(signal) if error.downcast_ref::<Interrupted>().is_none() => anyhow::Error::new(signal),
-                            _ => error,
-                        };
-                        let on = label.as_ref().map(|l| format!(" on {l}")).unwrap_or_default();
-                        let error = error.context(format!(
-                            "{} ({}, {}, {} workers){on}, run {} of {}",
-                            spec.workload,
-                            spec.mode,
-                            spec.share,
-                            spec.workers,
-                            run + 1,
-                            config.runs
-                        ));
-                        let interrupted = error.downcast_ref::<Interrupted>().is_some();
-                        finish(&mut doc, if interrupted { Status::Interrupted } else { Status::Failed }, Some(&error));
-                        saver.save(&doc)?;
-                        progress.saved();
-                        return Err(error);
-                    }
-                };
-                let point = doc.points.last_mut().expect("pushed above");
-                point.runs.push(record);
-                point.filesystem = point.filesystem.take().or(fs_record);
-                point.summarize();
-                progress.run_finished(point, point.runs.last().expect("pushed"));
-                saver.run_finished(&doc)?;
-                progress.saved();
+    let mut position = 0;
+    while let Some(slot) = scheduler.next(&states) {
+        let (fs_index, spec) = &plan[slot.point];
+        let fs_spec = &filesystems.specs[*fs_index];
+        let state = &states[slot.point];
+        let run = if slot.warmup { state.warmups } else { state.runs };
+        progress.run_started(spec, slot.point, run, slot.warmup);
+        let pinned: Option<Vec<usize>> = cpus.as_ref().map(|c| (0..spec.workers).map(|i| c[i % c.len()]).collect());
+        let slots = FsSlots {
+            once: &mut kept_once[*fs_index],
+            point: &mut kept_for_point[slot.point],
+            failures: &mut teardown_failures,
+        };
+        let started_at = results::rfc3339_millis(SystemTime::now());
+        let cgroup = containment.as_mut().map(|c| c.start_run());
+        let outcome = signals::check().map_err(anyhow::Error::from).and_then(|()| {
+            run_on_fs(config, fs_spec, sizes[*fs_index], slots, |dir, device| {
+                let drop_caches = spec.cache == Some(Cache::Cold);
+                let timing = measure::Timing { device, drop_caches, ..timing.clone() };
+                measure::run_once(spec, dir, &timing, pinned.as_deref(), inputs, run)
+            })
+        });
+        if let (Some(c), Some(cgroup)) = (containment.as_mut(), cgroup) {
+            let killed = c.end_run(cgroup);
+            if killed > 0 {
+                progress.warning(&format!(
+                    "run {} of {}: killed {killed} process(es) the commands left running",
+                    run + 1,
+                    spec.workload
+                ));
             }
-            if let Some(made) = made_for_point {
+        }
+        let (mut record, fs_record) = match outcome {
+            Ok(done) => done,
+            Err(error) => {
+                // A signal that reached a tool first (mkfs, mount) makes it fail; the cause is the signal.
+                let error = match signals::check() {
+                    Err(signal) if error.downcast_ref::<Interrupted>().is_none() => anyhow::Error::new(signal),
+                    _ => error,
+                };
+                let on = doc.points[slot.point].condition().map(|c| format!(" {c}")).unwrap_or_default();
+                let which = if slot.warmup {
+                    format!("warm-up run {} of {}", run + 1, config.warmup_runs)
+                } else {
+                    format!("run {} of {}", run + 1, config.runs.max(run + 1))
+                };
+                let error = error.context(format!(
+                    "{} ({}, {}, {} workers){on}, {which}",
+                    spec.workload, spec.mode, spec.share, spec.workers
+                ));
+                let interrupted = error.downcast_ref::<Interrupted>().is_some();
+                finish(&mut doc, if interrupted { Status::Interrupted } else { Status::Failed }, Some(&error));
+                saver.save(&doc)?;
+                progress.saved();
+                return Err(error);
+            }
+        };
+        record.position = Some(position);
+        record.started_at = Some(started_at);
+        position += 1;
+        let point = &mut doc.points[slot.point];
+        point.filesystem = point.filesystem.take().or(fs_record);
+        let state = &mut states[slot.point];
+        if slot.warmup {
+            point.warmup_runs.push(record);
+            state.warmups += 1;
+        } else {
+            point.runs.push(record);
+            point.summarize();
+            state.runs += 1;
+            state.precise = config.until_ci_pct.is_some_and(|pct| point.is_precise(pct));
+        }
+        progress.run_finished(point, slot.warmup);
+        saver.run_finished(&doc, slot.point, slot.warmup)?;
+        progress.saved();
+        if repetition.is_done(&states[slot.point]) {
+            if let Some(made) = kept_for_point[slot.point].take() {
                 tear_down(made, fs_spec, &mut teardown_failures);
             }
-            let point = doc.points.last_mut().expect("pushed above");
+            let point = &mut doc.points[slot.point];
             point.complete = true;
             progress.point_finished(point);
-            saver.point_complete(&doc)?;
-            index += 1;
-        }
-        if let Some(made) = made_once {
-            tear_down(made, fs_spec, &mut teardown_failures);
+            saver.point_complete(&doc, slot.point)?;
+            let all_done =
+                plan.iter().zip(&states).filter(|((f, _), _)| f == fs_index).all(|(_, s)| repetition.is_done(s));
+            if all_done {
+                if let Some(made) = kept_once[*fs_index].take() {
+                    tear_down(made, fs_spec, &mut teardown_failures);
+                }
+            }
         }
     }
     if !teardown_failures.is_empty() {
@@ -249,6 +267,28 @@ pub fn run(config: &RunConfig, progress: &mut dyn Progress) -> Result<ResultsFil
     saver.save(&doc)?;
     progress.saved();
     Ok(doc)
+}
+
+/// A point of `spec` on `fs_spec`, with no runs yet.
+fn new_point(config: &RunConfig, fs_spec: &FsSpec, spec: &PointSpec) -> Point {
+    Point {
+        workload: spec.workload,
+        op: spec.workload.describe().op.to_string(),
+        mode: spec.mode,
+        share: spec.share,
+        workers: spec.workers,
+        complete: false,
+        runs: Vec::new(),
+        warmup_runs: Vec::new(),
+        summary: None,
+        fs: (fs_spec.kind != FsKind::Dir).then(|| fs_spec.label()),
+        cache: spec.cache,
+        filesystem: None,
+        metric: (spec.workload == Workload::Command)
+            .then(|| config.command.as_ref().and_then(|c| c.driver.as_ref()))
+            .flatten()
+            .map(|m| MetricInfo { name: m.name.clone(), higher_is_better: m.higher_is_better }),
+    }
 }
 
 /// Filesystems kept across runs (`--fresh once` and `--fresh point`).
@@ -316,6 +356,11 @@ fn new_document(config: &RunConfig) -> ResultsFile {
             duration_s: config.duration.as_secs_f64(),
             warmup_s: config.warmup.as_secs_f64(),
             runs: config.runs,
+            warmup_runs: config.warmup_runs,
+            order: Some(config.order),
+            order_seed: (config.order == Order::Shuffled).then_some(config.order_seed),
+            until_ci_pct: config.until_ci_pct,
+            max_runs: config.until_ci_pct.map(|_| config.max_runs),
             sample_interval_s: config.sample_interval.as_secs_f64(),
             pin: config.pin,
             untar: None,
@@ -327,6 +372,7 @@ fn new_document(config: &RunConfig) -> ResultsFile {
             walked_tree: None,
         },
         points: Vec::new(),
+        run_id: Some(sys::random_hex(8)),
     }
 }
 

@@ -1,7 +1,7 @@
 //! How the runner tells the outside world what it is doing, without printing.
 
 use crate::plan::PointSpec;
-use crate::results::{Point, RunRecord};
+use crate::results::Point;
 
 /// Receives progress events; every method has an empty default.
 pub trait Progress {
@@ -11,10 +11,11 @@ pub trait Progress {
     fn preparing(&mut self, _what: &str) {}
     /// Called once before the first run.
     fn plan(&mut self, _points: usize, _runs_per_point: usize) {}
-    /// A run (repetition) of a point is about to start; indices count from 0.
-    fn run_started(&mut self, _point: &PointSpec, _point_index: usize, _run: usize) {}
-    /// `point` holds its runs so far, this one last.
-    fn run_finished(&mut self, _point: &Point, _record: &RunRecord) {}
+    /// A run (repetition) of a point is about to start; indices count from 0,
+    /// `run` among the point's warm-up runs when `warmup`.
+    fn run_started(&mut self, _point: &PointSpec, _point_index: usize, _run: usize, _warmup: bool) {}
+    /// `point` holds its runs so far, this one last (among its warm-up runs when `warmup`).
+    fn run_finished(&mut self, _point: &Point, _warmup: bool) {}
     fn point_finished(&mut self, _point: &Point) {}
     /// The results file was (re)written.
     fn saved(&mut self) {}

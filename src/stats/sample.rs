@@ -4,7 +4,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use super::distributions::ln_gamma;
+use super::distributions::{ln_gamma, t_quantile_two_sided};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum StatsError {
@@ -89,6 +89,19 @@ impl Sample {
         let tail = (1.0 - confidence) / 2.0;
         let k = median_rank(n, tail)?;
         Some((self.sorted[k - 1], self.sorted[n - k]))
+    }
+
+    /// Half the width of the mean's Student's t confidence interval,
+    /// relative to the mean, in percent (`--until-ci`'s criterion);
+    /// `None` below 2 measurements or for a mean of 0.
+    pub fn mean_interval_pct(&self, confidence: f64) -> Option<f64> {
+        let n = self.sorted.len();
+        let mean = self.mean();
+        if n < 2 || mean == 0.0 {
+            return None;
+        }
+        let half = t_quantile_two_sided(confidence, (n - 1) as f64) * self.stddev() / (n as f64).sqrt();
+        Some(100.0 * half / mean.abs())
     }
 
     /// Mean and sum of squared deviations by Welford's online algorithm
@@ -195,6 +208,16 @@ mod tests {
         let base = 1e9;
         let s = Sample::new(&[base + 4.0, base + 7.0, base + 13.0, base + 16.0]).unwrap();
         assert!((s.variance() - 30.0).abs() < 1e-6, "{}", s.variance());
+    }
+
+    #[test]
+    fn mean_interval_is_students() {
+        // n = 4, mean 10, sd 2: t(0.975, 3) = 3.182446, half-width 3.182446 · 2 / 2.
+        let s = Sample::new(&[8.0, 9.0, 11.0, 12.0]).unwrap();
+        let sd = s.stddev();
+        let expected = 100.0 * 3.182_446_305 * sd / 2.0 / 10.0;
+        assert!((s.mean_interval_pct(0.95).unwrap() - expected).abs() < 1e-6);
+        assert_eq!(Sample::new(&[5.0]).unwrap().mean_interval_pct(0.95), None);
     }
 
     #[test]

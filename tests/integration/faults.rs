@@ -17,7 +17,8 @@ use crate::util::*;
 /// Starts `fsscale run ARGS --dir DIR -o OUT` in its own process group.
 fn start(env: &TestEnv, args: &[&str]) -> Child {
     let (dir, output) = (env.dir.display().to_string(), env.output.display().to_string());
-    let mut all = vec!["run"];
+    // No warm-up runs unless a test asks: these tests count on which run is which.
+    let mut all = vec!["run", "--warmup-runs", "0"];
     all.extend_from_slice(args);
     all.extend_from_slice(&["--dir", &dir, "-o", &output]);
     spawn_group(&all)
@@ -70,7 +71,7 @@ fn a_worker_killed_in_the_timed_window_fails_the_run_and_finished_points_stay() 
     let env = TestEnv::new();
     // The first point (1 worker) finishes; the second is killed mid-window.
     let child =
-        start(&env, &["stat", "-j", "1,2", "--share", "private", "-n", "1", "--duration", "30", "--warmup", "0"]);
+        start(&env, &["stat", "-j", "1,2", "--share", "private", "-n", "1", "--duration", "3", "--warmup", "0"]);
     let workers = loop {
         let w = wait_for_workers(&child, 1);
         if w.len() == 2 {

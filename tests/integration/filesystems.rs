@@ -387,7 +387,21 @@ fn a_failed_teardown_is_recorded_and_the_matrix_goes_on() {
     let env = TestEnv::new();
     let cmd = format!("chattr +i '{}'", images.path().display());
     let out = fsscale()
-        .args(["run", "command", "--shell", "--cmd", &cmd, "-j", "1", "-n", "1", "--fs", "ext4,tmpfs"])
+        .args([
+            "run",
+            "command",
+            "--shell",
+            "--cmd",
+            &cmd,
+            "-j",
+            "1",
+            "-n",
+            "1",
+            "--warmup-runs",
+            "0",
+            "--fs",
+            "ext4,tmpfs",
+        ])
         .arg(format!("--backing=file:{}", images.path().display()))
         .arg("-o")
         .arg(&env.output)

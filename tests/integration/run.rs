@@ -155,7 +155,7 @@ fn namespace_workloads_leave_nothing_behind_and_count_real_syscalls() {
         .arg(&trace)
         .arg(env!("CARGO_BIN_EXE_fsscale"))
         .args(["run", "creat-unlink", "mkdir-rmdir", "link-unlink", "-j", "2", "--share", "private", "-n", "1"])
-        .args(["--duration", "0.05", "--warmup", "0", "--dir"])
+        .args(["--duration", "0.05", "--warmup", "0", "--warmup-runs", "0", "--dir"])
         .arg(&env.dir)
         .arg("-o")
         .arg(&env.output)
