@@ -7,7 +7,7 @@ use super::latency::{driver_table, latency_cells, replay_ops_table, LATENCY_COLU
 use super::table::{Align, Table};
 use crate::analyze::analyze_results;
 use crate::plan::Mode;
-use crate::results::{Point, ResultsFile};
+use crate::results::{Point, ResultsFile, Settings};
 use crate::stats::Sample;
 use crate::workloads::{Share, Workload};
 
@@ -48,13 +48,13 @@ pub fn render_results(doc: &ResultsFile) -> String {
             let how = doc.settings.fresh.map(|f| format!(", {}", f.words())).unwrap_or_default();
             out.push_str(&format!("  filesystem: {}{how}\n", made.describe()));
         }
-        let missing = |p: &Point| missing_runs(p, doc.settings.runs);
+        let missing = |p: &Point| run_note(p, &doc.settings);
         let table = if points[0].metric.is_some() {
             driver_table(points, missing)
         } else if workload.is_fixed_work() {
-            fixed_work_table(points, doc.settings.runs)
+            fixed_work_table(points, &doc.settings)
         } else {
-            workload_table(points, doc.settings.runs)
+            workload_table(points, &doc.settings)
         };
         out.push_str(&table.render());
         if *workload == Workload::Replay {
@@ -116,18 +116,44 @@ pub fn render_results(doc: &ResultsFile) -> String {
         }
         if by_workload.keys().any(|(_, w)| !w.is_fixed_work()) {
             out.push_str(&format!(
-            "ops/s: median of {} run{} of {} s each; sd: standard deviation of the runs' ops/s, relative to their mean;\n\
-             efficiency: ops/s per worker against 1 worker of the same mode and share.\n",
-            doc.settings.runs,
-            if doc.settings.runs == 1 { "" } else { "s" },
-            trim_float(doc.settings.duration_s)
-        ));
+                "ops/s: median of {}{} run{} of {} s each; sd: standard deviation of the runs' ops/s, relative to their mean;\n\
+                 efficiency: ops/s per worker against 1 worker of the same mode and share.\n",
+                if doc.settings.until_ci_pct.is_some() { "at least " } else { "" },
+                doc.settings.runs,
+                if doc.settings.runs == 1 { "" } else { "s" },
+                trim_float(doc.settings.duration_s)
+            ));
         }
+        out.push_str(&runs_line(&doc.settings));
     }
     out
 }
 
-fn workload_table(points: &[&Point], runs: usize) -> Table {
+/// How the runs were ordered and warmed up, and what `--until-ci` asked.
+fn runs_line(settings: &Settings) -> String {
+    let order = match (settings.order, settings.order_seed) {
+        (Some(order), Some(seed)) => format!("{order} (seed {seed})"),
+        (Some(order), None) => order.to_string(),
+        (None, _) => return String::new(),
+    };
+    let warmups = match settings.warmup_runs {
+        0 => "no warm-up runs".to_string(),
+        1 => "after 1 warm-up run of every point, in no figure".to_string(),
+        k => format!("after {k} warm-up runs of every point, in no figure"),
+    };
+    let until = settings
+        .until_ci_pct
+        .map(|pct| {
+            format!(
+                "; repeated until the mean's 95% CI was within ±{pct}% (at most {} runs)",
+                settings.max_runs.unwrap_or(0)
+            )
+        })
+        .unwrap_or_default();
+    format!("runs: {order} order, {warmups}{until}.\n")
+}
+
+fn workload_table(points: &[&Point], settings: &Settings) -> Table {
     let latency = points.iter().any(|p| p.summary.as_ref().is_some_and(|s| s.latency.is_some()));
     let data = points.iter().any(|p| p.runs.iter().any(|r| r.bytes.is_some()));
     let mut columns = vec![
@@ -179,7 +205,7 @@ fn workload_table(points: &[&Point], runs: usize) -> Table {
         if latency {
             cells.extend(latency_cells(summary.latency.as_ref()));
         }
-        cells.push(missing_runs(point, runs));
+        cells.push(run_note(point, settings));
         table.row(cells);
     }
     table
@@ -191,7 +217,7 @@ fn median(values: Vec<f64>) -> f64 {
 }
 
 /// Fixed work: times to completion, throughput, effective concurrency, fairness.
-fn fixed_work_table(points: &[&Point], runs: usize) -> Table {
+fn fixed_work_table(points: &[&Point], settings: &Settings) -> Table {
     // A command copy is one unit of work; untar and traverse count entries.
     let unit = if points[0].workload == Workload::Command { "runs/s" } else { "entries/s" };
     // Device writes only where there is a device (a made filesystem on one).
@@ -256,7 +282,7 @@ fn fixed_work_table(points: &[&Point], runs: usize) -> Table {
         let written = |io: Option<crate::fs::DeviceIo>| io.map_or(0.0, |io| io.write_bytes as f64 / 1e6);
         let in_job = median(point.runs.iter().map(|r| written(r.device_io)).collect());
         let in_sync = median(point.runs.iter().map(|r| written(r.writeback.and_then(|w| w.device_io))).collect());
-        let note = missing_runs(point, runs);
+        let note = run_note(point, settings);
         let mut row = vec![
             point.workers.to_string(),
             point.mode.to_string(),
@@ -298,11 +324,20 @@ fn megabytes_per_s(point: &Point) -> String {
 }
 
 /// "(2 of 5 runs)" for a point the run left unfinished; empty otherwise.
-fn missing_runs(point: &Point, runs: usize) -> String {
-    if point.runs.len() < runs {
-        format!("({} of {runs} runs)", point.runs.len())
-    } else {
-        String::new()
+/// What a point's row must say about its runs: missing ones (an
+/// interrupted run), or with `--until-ci`, how many it took and whether its
+/// interval got as tight as asked.
+fn run_note(point: &Point, settings: &Settings) -> String {
+    let (n, runs) = (point.runs.len(), settings.runs);
+    if n < runs {
+        return format!("({n} of {runs} runs)");
+    }
+    let Some(target) = settings.until_ci_pct else { return String::new() };
+    let rates: Vec<f64> = point.runs.iter().map(|r| r.ops_per_s).collect();
+    match Sample::new(&rates).ok().and_then(|s| s.mean_interval_pct(0.95)) {
+        Some(half) if half > target => format!("({n} runs: ±{half:.1}%, not ±{target})"),
+        _ if n > runs => format!("({n} runs)"),
+        _ => String::new(),
     }
 }
 
