@@ -253,6 +253,9 @@ pub struct RunRecord {
     /// when the job's clock stopped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub writeback: Option<Writeback>,
+    /// How busy the machine was with other work (see [`RunNoise`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise: Option<RunNoise>,
     /// Latency of the window's ops, all workers merged (`--latency`; `replay`: all kinds).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency: Option<Histogram>,
@@ -269,6 +272,17 @@ pub struct Writeback {
     /// The device's I/O during it (made filesystems on a block device).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device_io: Option<DeviceIo>,
+}
+
+/// What else the machine was doing during a run.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Default)]
+pub struct RunNoise {
+    /// The share of all CPU time in the window that was not the run's own
+    /// (its workers and the commands they ran): other processes and kernel
+    /// threads, from `/proc/stat`. For a driver, the server it drives counts here.
+    pub others_cpu: f64,
+    /// The 1-minute load average when the run started (it includes the run's own recent workers).
+    pub load_1m: f64,
 }
 
 /// CPU time the workers themselves used inside the window (`getrusage(RUSAGE_THREAD)`).
@@ -467,6 +481,7 @@ pub(crate) mod fixtures {
             writeback: None,
             latency: None,
             replay_ops: None,
+            noise: None,
         }
     }
 

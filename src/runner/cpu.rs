@@ -24,6 +24,22 @@ impl CpuTicks {
         ticks
     }
 
+    /// The share of all CPU time between `self` (earlier) and `later` that
+    /// went to anything but `own_s` seconds of the run's own workers and
+    /// commands: other processes, and kernel threads (some of them working
+    /// for the run: writeback, RCU). `None` without readable ticks.
+    pub fn others_share(&self, later: &CpuTicks, own_s: f64) -> Option<f64> {
+        let delta = |i: usize| later.fields[i].saturating_sub(self.fields[i]) as f64;
+        let total: f64 = (0..8).map(delta).sum();
+        if total == 0.0 {
+            return None;
+        }
+        // SAFETY: sysconf has no preconditions.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+        let busy = total - delta(3) - delta(4);
+        Some(((busy / hz - own_s) / (total / hz)).clamp(0.0, 1.0))
+    }
+
     /// Fractions of all CPU time between `self` (earlier) and `later`.
     pub fn breakdown(&self, later: &CpuTicks) -> SystemCpu {
         let delta: Vec<f64> = self.fields.iter().zip(later.fields).map(|(a, b)| b.saturating_sub(*a) as f64).collect();
@@ -56,5 +72,19 @@ mod tests {
         let cpu = a.breakdown(&b);
         assert_eq!((cpu.user, cpu.system, cpu.idle, cpu.iowait), (0.3, 0.2, 0.5, 0.0));
         assert_eq!(a.breakdown(&a), SystemCpu::default());
+    }
+
+    #[test]
+    fn others_share_is_busy_time_not_the_runs_own() {
+        // SAFETY: sysconf has no preconditions.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+        // 200 ticks (2 CPUs × 1 s at 100 Hz): 150 busy, 50 idle.
+        let a = CpuTicks::parse("cpu  0 0 0 0 0 0 0 0\n");
+        let b = CpuTicks::parse("cpu  100 0 50 40 10 0 0 0\n");
+        let busy_s = 150.0 / hz;
+        let own = busy_s - 50.0 / hz;
+        assert!((a.others_share(&b, own).unwrap() - 0.25).abs() < 1e-9, "50 of 200 ticks were others'");
+        assert_eq!(a.others_share(&b, busy_s * 2.0), Some(0.0), "never below 0 (tick rounding)");
+        assert_eq!(a.others_share(&a, 0.0), None);
     }
 }

@@ -5,12 +5,13 @@
 use anyhow::{anyhow, bail, Result};
 
 use super::cpu::CpuTicks;
+use super::measure::load_average;
 use super::measure::Timing;
 use super::signals;
 use crate::exec::Placeholders;
 use crate::fs::DeviceSnapshot;
 use crate::plan::PointSpec;
-use crate::results::{RunRecord, Timeline, WorkerCpu};
+use crate::results::{RunNoise, RunRecord, Timeline, WorkerCpu};
 use crate::scratch::Scratch;
 use crate::workloads::CommandSpec;
 
@@ -32,6 +33,7 @@ pub(super) fn run_driver(
     };
     untimed("--setup", &command.setup)?;
     untimed("--prepare", &command.prepare)?;
+    let load_1m = load_average();
     let cpu_start = CpuTicks::read();
     let children_start = children_cpu();
     let device_start = timing.device.as_deref().and_then(DeviceSnapshot::read);
@@ -61,6 +63,12 @@ pub(super) fn run_driver(
         pinned_cpus: None,
         worker_cpu: WorkerCpu { user_s: children_end.0 - children_start.0, sys_s: children_end.1 - children_start.1 },
         system_cpu: cpu_start.breakdown(&cpu_end),
+        noise: Some(RunNoise {
+            others_cpu: cpu_start
+                .others_share(&cpu_end, (children_end.0 - children_start.0) + (children_end.1 - children_start.1))
+                .unwrap_or(0.0),
+            load_1m,
+        }),
         timeline,
         completion_s: None,
         bytes: None,

@@ -16,7 +16,7 @@ use crate::exec::Placeholders;
 use crate::fs::{DeviceIo, DeviceSnapshot};
 use crate::plan::{Mode, PointSpec};
 use crate::replay::{OpKind, Trace};
-use crate::results::{RunRecord, Timeline, WorkerCpu, Writeback};
+use crate::results::{RunNoise, RunRecord, Timeline, WorkerCpu, Writeback};
 use crate::scratch::Scratch;
 use crate::sys;
 use crate::workloads::{self, CommandSpec, Share, TreeSource, Workload, SHARED_DIR};
@@ -152,6 +152,14 @@ struct Window {
     /// commands this process waited for in the window, all workers together.
     children_cpu: Option<(u64, u64)>,
     writeback: Option<Writeback>,
+    /// The load average as the run started.
+    load_1m: f64,
+}
+
+/// The 1-minute load average (0 where `/proc/loadavg` cannot be read).
+pub(super) fn load_average() -> f64 {
+    let text = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    text.split_whitespace().next().and_then(|v| v.parse().ok()).unwrap_or(0.0)
 }
 
 impl Window {
@@ -202,6 +210,13 @@ impl Window {
             pinned_cpus: cpus.map(|c| c.to_vec()),
             worker_cpu,
             system_cpu: self.cpu_start.breakdown(&self.cpu_end),
+            noise: Some(RunNoise {
+                others_cpu: self
+                    .cpu_start
+                    .others_share(&self.cpu_end, worker_cpu.user_s + worker_cpu.sys_s)
+                    .unwrap_or(0.0),
+                load_1m: self.load_1m,
+            }),
             timeline: self.timeline,
             latency: None,
             replay_ops: None,
@@ -346,6 +361,7 @@ fn coordinate_fixed_work(
     // SAFETY: syncfs on a directory descriptor this run holds open.
     unsafe { libc::syncfs(plan.scratch_fd) };
     let cpu_start = CpuTicks::read();
+    let load_1m = load_average();
     let device_start = timing.device.as_deref().and_then(DeviceSnapshot::read);
     // Thread workers' commands are this process's children.
     let threads = watch.watches_threads();
@@ -387,6 +403,7 @@ fn coordinate_fixed_work(
     region.set_phase(Phase::Stop);
     watch.wait_for(|region| region.exited() as usize == workers)?;
     Ok(Window {
+        load_1m,
         start_counts: vec![0; workers],
         end_counts,
         elapsed: Duration::from_nanos((stop - start).max(1)),
@@ -418,6 +435,7 @@ fn coordinate(plan: &WorkerPlan<'_>, workers: usize, pids: Option<&[libc::pid_t]
 
     let mut start_counts = Vec::with_capacity(workers);
     let cpu_start = CpuTicks::read();
+    let load_1m = load_average();
     let device_start = timing.device.as_deref().and_then(DeviceSnapshot::read);
     let start = sys::monotonic_ns();
     region.read_counters(&mut start_counts);
@@ -447,6 +465,7 @@ fn coordinate(plan: &WorkerPlan<'_>, workers: usize, pids: Option<&[libc::pid_t]
     // leave (one that does not is stalled, and named).
     watch.wait_for(|region| region.exited() as usize == workers)?;
     Ok(Window {
+        load_1m,
         start_counts,
         end_counts,
         elapsed: Duration::from_nanos(stop - start),
