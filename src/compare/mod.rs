@@ -29,6 +29,9 @@ pub enum Verdict {
     NoDifferenceProven,
     /// Fewer than 2 runs on a side: nothing can be tested.
     TooFewRuns,
+    /// Significant, but a side's runs drift, fall into two groups or ran on
+    /// a busy machine (`Row::noise` says which): the difference may be the machine's.
+    TooNoisy,
 }
 
 impl Verdict {
@@ -38,6 +41,7 @@ impl Verdict {
             Verdict::Worse => "worse",
             Verdict::NoDifferenceProven => "no difference proven",
             Verdict::TooFewRuns => "too few runs",
+            Verdict::TooNoisy => "too noisy",
         }
     }
 }
@@ -67,6 +71,9 @@ pub struct Row {
     pub test: TestKind,
     pub p_value: Option<f64>,
     pub verdict: Verdict,
+    /// Why a side's runs cannot support a verdict (see `Point::noise_problem`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise: Option<String>,
 }
 
 fn default_unit() -> String {
@@ -183,8 +190,14 @@ fn compare_point(b: &Point, n: &Point, config: &CompareConfig) -> Row {
     });
     // A `command` driver's figure may be smaller-is-better (a time, a latency).
     let improved = if b.higher_is_better() { change_pct > 0.0 } else { change_pct < 0.0 };
+    let noise: Vec<String> = [("base", b), ("new", n)]
+        .iter()
+        .filter_map(|(side, p)| p.noise_problem().map(|why| format!("{side}: {why}")))
+        .collect();
+    let noise = (!noise.is_empty()).then(|| noise.join("; "));
     let verdict = match p_value {
         None => Verdict::TooFewRuns,
+        Some(p) if p < 1.0 - config.confidence && change_pct != 0.0 && noise.is_some() => Verdict::TooNoisy,
         Some(p) if p < 1.0 - config.confidence && change_pct != 0.0 && improved => Verdict::Better,
         Some(p) if p < 1.0 - config.confidence && change_pct != 0.0 => Verdict::Worse,
         Some(_) => Verdict::NoDifferenceProven,
@@ -205,6 +218,7 @@ fn compare_point(b: &Point, n: &Point, config: &CompareConfig) -> Row {
         test: config.test,
         p_value,
         verdict,
+        noise,
     }
 }
 
@@ -284,6 +298,18 @@ mod tests {
         assert_eq!((stat.better, stat.worse), (1, 1));
         assert_eq!(regressions(&c, 5.0).len(), 1);
         assert_eq!(regressions(&c, 15.0).len(), 0);
+    }
+
+    #[test]
+    fn drift_makes_a_significant_difference_too_noisy_to_call() {
+        // The new side climbs with every run: a machine warming up, not a faster system.
+        let base = doc(&[(Workload::Stat, 1, &[100.0, 101.0, 99.0, 100.0, 100.5])]);
+        let new = doc(&[(Workload::Stat, 1, &[104.0, 106.0, 108.0, 110.0, 112.0])]);
+        let c = compare(&base, &new, "a", "b", &CONFIG);
+        assert!(c.rows[0].p_value.unwrap() < 0.01);
+        assert_eq!(c.rows[0].verdict, Verdict::TooNoisy);
+        assert_eq!(c.rows[0].noise.as_deref(), Some("new: drifts with run order (Spearman ρ = +1.00, p = 0.017)"));
+        assert_eq!(c.summaries[0].better, 0);
     }
 
     #[test]

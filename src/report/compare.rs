@@ -143,6 +143,9 @@ fn text(out: &mut String, c: &Comparison, plots: bool, color: bool) {
         for line in trend_lines(&rows) {
             let _ = writeln!(out, "{line}");
         }
+        for line in noise_lines(&rows) {
+            let _ = writeln!(out, "{line}");
+        }
         let _ = writeln!(out, "{}\n", summary_line(c, workload));
         if plots {
             for row in rows {
@@ -157,6 +160,16 @@ fn text(out: &mut String, c: &Comparison, plots: bool, color: bool) {
     if !c.unmatched.is_empty() {
         let _ = writeln!(out, "not compared: {}", c.unmatched.join(", "));
     }
+}
+
+/// Why a row is "too noisy", and noise on rows that are not called anyway.
+fn noise_lines(rows: &[&Row]) -> Vec<String> {
+    rows.iter()
+        .filter_map(|r| {
+            let why = r.noise.as_ref()?;
+            Some(format!("  noise at {} {} x{}: {why}", r.mode, r.share, r.workers))
+        })
+        .collect()
 }
 
 /// Per series, the medians against workers as sparklines on one scale:
@@ -210,8 +223,12 @@ fn markdown(out: &mut String, c: &Comparison) {
         let head = headers(c.confidence, &unit_of(c, &fs, workload));
         let _ = writeln!(out, "| {} |", head.join(" | "));
         let _ = writeln!(out, "|---:|---|---|---:|---:|---:|---|---:|---|");
-        for row in c.rows.iter().filter(|r| r.workload == workload && r.condition == fs) {
+        let rows: Vec<&Row> = c.rows.iter().filter(|r| r.workload == workload && r.condition == fs).collect();
+        for row in &rows {
             let _ = writeln!(out, "| {} |", cells(row).join(" | "));
+        }
+        for line in noise_lines(&rows) {
+            let _ = writeln!(out, "\n{}", line.trim_start());
         }
         let _ = writeln!(out, "\n{}\n", summary_line(c, workload));
     }

@@ -125,6 +125,9 @@ pub fn render_results(doc: &ResultsFile) -> String {
             ));
         }
         out.push_str(&runs_line(&doc.settings));
+        if by_workload.values().flatten().any(|p| !noise_marks(p).is_empty()) {
+            out.push_str(NOISE_LEGEND);
+        }
     }
     out
 }
@@ -329,17 +332,54 @@ fn megabytes_per_s(point: &Point) -> String {
 /// interval got as tight as asked.
 fn run_note(point: &Point, settings: &Settings) -> String {
     let (n, runs) = (point.runs.len(), settings.runs);
-    if n < runs {
-        return format!("({n} of {runs} runs)");
-    }
-    let Some(target) = settings.until_ci_pct else { return String::new() };
-    let rates: Vec<f64> = point.runs.iter().map(|r| r.ops_per_s).collect();
-    match Sample::new(&rates).ok().and_then(|s| s.mean_interval_pct(0.95)) {
-        Some(half) if half > target => format!("({n} runs: ±{half:.1}%, not ±{target})"),
-        _ if n > runs => format!("({n} runs)"),
-        _ => String::new(),
-    }
+    let count = if n < runs {
+        format!("({n} of {runs} runs)")
+    } else if let Some(target) = settings.until_ci_pct {
+        let rates: Vec<f64> = point.runs.iter().map(|r| r.ops_per_s).collect();
+        match Sample::new(&rates).ok().and_then(|s| s.mean_interval_pct(0.95)) {
+            Some(half) if half > target => format!("({n} runs: ±{half:.1}%, not ±{target})"),
+            _ if n > runs => format!("({n} runs)"),
+            _ => String::new(),
+        }
+    } else {
+        String::new()
+    };
+    let marks = noise_marks(point);
+    [count, marks].into_iter().filter(|s| !s.is_empty()).collect::<Vec<_>>().join(" ")
 }
+
+/// Short marks for what a point's runs say about the measurement (see [`NOISE_LEGEND`]).
+fn noise_marks(point: &Point) -> String {
+    let Some(summary) = &point.summary else { return String::new() };
+    let mut marks = Vec::new();
+    if let Some(d) = &summary.diagnostics {
+        if d.is_drifting() {
+            marks.push("!drift".to_string());
+        }
+        if d.is_bimodal() {
+            marks.push("!2 modes".to_string());
+        }
+        match d.outliers.as_slice() {
+            [] => {}
+            [one] => marks.push(format!("~outlier: run {}", one + 1)),
+            many => marks.push(format!(
+                "~outliers: runs {}",
+                many.iter().map(|i| (i + 1).to_string()).collect::<Vec<_>>().join(",")
+            )),
+        }
+    }
+    if !summary.busy_runs.is_empty() {
+        marks.push(format!("!busy {}/{}", summary.busy_runs.len(), point.runs.len()));
+    }
+    marks.join(" ")
+}
+
+/// What the marks of [`noise_marks`] mean, said once under the tables that have any.
+const NOISE_LEGEND: &str =
+    "!drift: the runs trend with their order (Spearman, p < 0.05); !2 modes: they fall into two \
+groups (bimodality coefficient > 5/9, 10 runs or more); !busy k/n: other work took more than 5% of the machine in k \
+runs; ~outlier: a run beyond Tukey's fences (1.5 IQR). compare calls a significant difference too noisy, not \
+better or worse, where a side drifts, has two modes or is busy in more than a fifth of its runs.\n";
 
 fn trim_float(x: f64) -> String {
     let s = format!("{x:.3}");

@@ -19,6 +19,7 @@ pub use target::{mounts, Mount, Target};
 use crate::fs::{DeviceIo, Fresh, FsRecord};
 use crate::plan::{Cache, Mode, Order};
 use crate::replay::OpKind;
+use crate::stats::diagnostics::{diagnose, Diagnostics};
 use crate::stats::histogram::{Histogram, Percentiles};
 use crate::stats::{Sample, Summary};
 use crate::workloads::{Share, Workload};
@@ -212,7 +213,17 @@ pub struct PointSummary {
     /// Latency over every run's ops (histograms merged), with `--latency` and for `replay`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency: Option<Percentiles>,
+    /// What the runs say about the measurement: spread, outliers, two modes, drift.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diagnostics: Option<Diagnostics>,
+    /// Runs (indices) during which other work took a noticeable share of the machine (see [`BUSY_SHARE`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub busy_runs: Vec<usize>,
 }
+
+/// A run is "busy" when other work took more than this share of all CPU
+/// time in its window, beyond two ticks of `/proc/stat`'s resolution.
+pub const BUSY_SHARE: f64 = 0.05;
 
 /// One repetition of a point, in its own fresh scratch directory.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
@@ -283,6 +294,9 @@ pub struct RunNoise {
     pub others_cpu: f64,
     /// The 1-minute load average when the run started (it includes the run's own recent workers).
     pub load_1m: f64,
+    /// Clock ticks of all CPUs in the window: `others_cpu` is good to about 1/ticks.
+    #[serde(default)]
+    pub ticks: u64,
 }
 
 /// CPU time the workers themselves used inside the window (`getrusage(RUSAGE_THREAD)`).
@@ -397,6 +411,38 @@ impl Point {
     }
 
     /// Recomputes the summary from the runs.
+    /// Runs during which other work took more than [`BUSY_SHARE`] of the
+    /// machine. Never for a driver: the server it drives is other work.
+    fn busy_runs(&self) -> Vec<usize> {
+        if self.metric.is_some() {
+            return Vec::new();
+        }
+        let busy = |n: &RunNoise| n.others_cpu > BUSY_SHARE + 2.0 / n.ticks.max(1) as f64;
+        self.runs.iter().enumerate().filter(|(_, r)| r.noise.as_ref().is_some_and(busy)).map(|(i, _)| i).collect()
+    }
+
+    /// Why this point's runs cannot support a verdict, if they cannot: they
+    /// drift with their order, fall into two groups, or other work took the
+    /// machine in more than a fifth of them.
+    pub fn noise_problem(&self) -> Option<String> {
+        let summary = self.summary.as_ref()?;
+        let mut problems = Vec::new();
+        if let Some(d) = summary.diagnostics.as_ref() {
+            if let (true, Some(drift)) = (d.is_drifting(), d.drift) {
+                problems
+                    .push(format!("drifts with run order (Spearman ρ = {:+.2}, p = {:.3})", drift.rho, drift.p_value));
+            }
+            if d.is_bimodal() {
+                problems.push(format!("two modes (bimodality {:.2})", d.bimodality.unwrap_or(0.0)));
+            }
+        }
+        // One disturbed run in five moves a mean little; more than that is the machine's figure.
+        if summary.busy_runs.len() * 5 > self.runs.len() {
+            problems.push(format!("machine busy in {} of {} runs", summary.busy_runs.len(), self.runs.len()));
+        }
+        (!problems.is_empty()).then(|| problems.join(", "))
+    }
+
     /// `--until-ci`: whether the runs' mean has a 95% confidence interval within ± `pct`%.
     pub fn is_precise(&self, pct: f64) -> bool {
         let rates: Vec<f64> = self.runs.iter().map(|r| r.ops_per_s).collect();
@@ -411,6 +457,8 @@ impl Point {
                 ops_per_s,
                 ops_per_s_per_worker_median: per_worker.median,
                 latency: self.merged_latency().map(|h| h.percentiles()),
+                diagnostics: diagnose(&rates),
+                busy_runs: self.busy_runs(),
             }),
             _ => None,
         };

@@ -68,6 +68,7 @@ pub(super) fn run_driver(
                 .others_share(&cpu_end, (children_end.0 - children_start.0) + (children_end.1 - children_start.1))
                 .unwrap_or(0.0),
             load_1m,
+            ticks: cpu_start.ticks(&cpu_end),
         }),
         timeline,
         completion_s: None,

@@ -216,6 +216,7 @@ impl Window {
                     .others_share(&self.cpu_end, worker_cpu.user_s + worker_cpu.sys_s)
                     .unwrap_or(0.0),
                 load_1m: self.load_1m,
+                ticks: self.cpu_start.ticks(&self.cpu_end),
             }),
             timeline: self.timeline,
             latency: None,

@@ -165,6 +165,7 @@ pub fn run(config: &RunConfig, progress: &mut dyn Progress) -> Result<ResultsFil
     // A filesystem that could not be taken down is recorded, and the rest of the matrix still runs.
     let mut teardown_failures: Vec<String> = Vec::new();
     let mut position = 0;
+    let mut warned_busy = false;
     while let Some(slot) = scheduler.next(&states) {
         let (fs_index, spec) = &plan[slot.point];
         let fs_spec = &filesystems.specs[*fs_index];
@@ -234,6 +235,19 @@ pub fn run(config: &RunConfig, progress: &mut dyn Progress) -> Result<ResultsFil
             point.runs.push(record);
             point.summarize();
             state.runs += 1;
+            let busy = point.summary.as_ref().is_some_and(|s| s.busy_runs.contains(&(point.runs.len() - 1)));
+            if busy && !warned_busy {
+                warned_busy = true;
+                let share = point.runs.last().and_then(|r| r.noise).map_or(0.0, |n| n.others_cpu);
+                progress.warning(&format!(
+                    "other work took {:.0}% of the machine during run {} of {} x{}; such runs are marked !busy, \
+                     and compare calls differences on points busy in more than a fifth of their runs too noisy",
+                    100.0 * share,
+                    point.runs.len(),
+                    spec.workload,
+                    spec.workers
+                ));
+            }
             state.precise = config.until_ci_pct.is_some_and(|pct| point.is_precise(pct));
         }
         progress.run_finished(point, slot.warmup);

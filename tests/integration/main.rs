@@ -8,6 +8,7 @@ mod faults;
 mod filesystems;
 mod interrupt;
 mod ministat;
+mod noise;
 mod order;
 mod replay;
 mod report;

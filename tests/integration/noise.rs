@@ -1,0 +1,62 @@
+//! Noise diagnostics with the real binary: a run that drifts and a machine
+//! that is busy are marked in the table, recorded, and make `compare` refuse
+//! a verdict.
+
+use std::process::{Command, Stdio};
+
+use crate::util::*;
+
+/// A copy of `--cmd` that sleeps 30 ms longer on every run (30, 60 ... 150
+/// ms): a machine slowing down, by steps no scheduling jitter reorders.
+fn slowing_command(env: &TestEnv) -> String {
+    let counter = env.root.path().join("count");
+    format!("n=$(cat '{0}' 2>/dev/null || echo 0); echo $((n + 1)) > '{0}'; sleep $((3 * n + 3))e-2", counter.display())
+}
+
+#[test]
+fn drift_is_marked_and_compare_calls_it_too_noisy() {
+    let steady = TestEnv::new();
+    assert_success(&steady.run(&["command", "--shell", "--cmd", "sleep 0.02", "-j", "1", "-n", "5"]));
+    let drifting = TestEnv::new();
+    let cmd = slowing_command(&drifting);
+    let out = drifting.run(&["command", "--shell", "--cmd", &cmd, "-j", "1", "-n", "5"]);
+    assert_success(&out);
+    let text = stdout(&out);
+    assert!(text.contains(" !drift"), "{text}");
+    assert!(text.contains("!drift: the runs trend with their order"), "the legend explains it: {text}");
+    let doc = drifting.results();
+    let drift = doc.points[0].summary.as_ref().unwrap().diagnostics.as_ref().unwrap().drift.unwrap();
+    assert_eq!(drift.rho, -1.0, "every run slower than the one before");
+    // 30 ... 150 ms against 20 ms: significant, but not the system's doing.
+    let out = fsscale().arg("compare").arg(&steady.output).arg(&drifting.output).output().unwrap();
+    let text = stdout(&out);
+    assert!(text.contains("too noisy"), "{text}");
+    assert!(text.contains("new: drifts with run order (Spearman ρ = -1.00, p = 0.017)"), "{text}");
+    assert!(!text.lines().any(|l| l.ends_with("  worse")), "no verdict of worse: {text}");
+}
+
+#[test]
+fn a_busy_machine_is_named() {
+    // A spinning process on the CPU the run is confined to takes half of it.
+    let env = TestEnv::new();
+    let mut hog = Command::new("taskset")
+        .args(["-c", "0", "sh", "-c", "while :; do :; done"])
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("taskset");
+    let out = env.run_on_cpus("0", &["stat", "-j", "1", "-n", "3", "--duration", "0.2", "--share", "private"]);
+    let _ = hog.kill();
+    let _ = hog.wait();
+    assert_success(&out);
+    let doc = env.results();
+    let runs = &doc.points[0].runs;
+    assert!(
+        runs.iter().all(|r| r.noise.unwrap().others_cpu > 0.15),
+        "{:?}",
+        runs.iter().map(|r| r.noise).collect::<Vec<_>>()
+    );
+    assert_eq!(doc.points[0].summary.as_ref().unwrap().busy_runs, [0, 1, 2]);
+    assert!(stdout(&out).contains("!busy 3/3"), "{}", stdout(&out));
+    assert!(stderr(&out).contains("fsscale: warning: other work took "), "{}", stderr(&out));
+    assert_eq!(doc.points[0].noise_problem().as_deref(), Some("machine busy in 3 of 3 runs"));
+}
