@@ -8,7 +8,7 @@ use crate::cli::{
     AnalyzeArgs, CleanupArgs, CompareArgs, ExportArgs, Format, PlotArgs, ReportArgs, TreeArgs, WorkloadArg,
 };
 use fsscale::analyze::{analyze_pairs, analyze_results};
-use fsscale::compare::{compare, regressions, CompareConfig};
+use fsscale::compare::{compare, regressions, CompareConfig, Verdict};
 use fsscale::plan::Cache;
 use fsscale::report::{render_analysis, render_comparisons, CompareFormat};
 use fsscale::results::ResultsFile;
@@ -42,7 +42,10 @@ fn load(path: &Path) -> Result<ResultsFile> {
 
 /// Returns the text to print; a regression beyond `--fail-if-worse` comes
 /// back as the text plus a [`Regressed`] error.
-pub fn compare_command(args: &CompareArgs) -> Result<(String, Option<Regressed>)> {
+/// `fsscale compare`: the rendered comparisons, the regressions that fail
+/// `--fail-if-worse`, and warnings: points worse by more than its threshold
+/// that were too noisy to call (the gate cannot judge them, so it says so).
+pub fn compare_command(args: &CompareArgs) -> Result<(String, Option<Regressed>, Vec<String>)> {
     if !(args.confidence > 0.0 && args.confidence < 100.0) {
         bail!("--confidence {} is not a percentage between 0 and 100 (e.g. 95)", args.confidence);
     }
@@ -87,7 +90,30 @@ pub fn compare_command(args: &CompareArgs) -> Result<(String, Option<Regressed>)
             ))
         })
     });
-    Ok((text, regressed))
+    let warnings = args
+        .fail_if_worse
+        .map(|pct| {
+            comparisons
+                .iter()
+                .flat_map(|c| {
+                    c.rows.iter().filter(move |r| r.verdict == Verdict::TooNoisy && r.worse_by_more_than(pct)).map(move |r| {
+                        format!(
+                            "{} {} {} x{} is {:+.1}% in {} but too noisy to call ({}); --fail-if-worse cannot judge it: \
+                             rerun on a quiet machine",
+                            r.workload,
+                            r.mode,
+                            r.share,
+                            r.workers,
+                            r.change_pct,
+                            c.new,
+                            r.noise.as_deref().unwrap_or("noisy")
+                        )
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok((text, regressed, warnings))
 }
 
 pub fn analyze_command(args: &AnalyzeArgs) -> Result<String> {

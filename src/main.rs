@@ -40,8 +40,11 @@ fn run(command: cli::Command, argv: Vec<String>) -> anyhow::Result<()> {
         cli::Command::List => print(&render_catalogue()),
         cli::Command::Ministat { .. } => unreachable!("handled in main"),
         cli::Command::Compare(args) => {
-            let (text, regressed) = commands::compare_command(&args)?;
+            let (text, regressed, warnings) = commands::compare_command(&args)?;
             print(&text)?;
+            for warning in warnings {
+                eprintln!("fsscale: warning: {warning}");
+            }
             regressed.map_or(Ok(()), |r| Err(r.into()))
         }
         cli::Command::Analyze(args) => print(&commands::analyze_command(&args)?),

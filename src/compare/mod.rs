@@ -74,6 +74,24 @@ pub struct Row {
     /// Why a side's runs cannot support a verdict (see `Point::noise_problem`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub noise: Option<String>,
+    /// False for a smaller-is-better driver figure (a time): then a rise is worse.
+    #[serde(default = "yes")]
+    pub higher_is_better: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Row {
+    /// Whether the change, significant or not, goes the bad way by more than `pct` percent.
+    pub fn worse_by_more_than(&self, pct: f64) -> bool {
+        if self.higher_is_better {
+            self.change_pct < -pct
+        } else {
+            self.change_pct > pct
+        }
+    }
 }
 
 fn default_unit() -> String {
@@ -219,6 +237,7 @@ fn compare_point(b: &Point, n: &Point, config: &CompareConfig) -> Row {
         p_value,
         verdict,
         noise,
+        higher_is_better: b.higher_is_better(),
     }
 }
 

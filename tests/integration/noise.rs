@@ -33,6 +33,18 @@ fn drift_is_marked_and_compare_calls_it_too_noisy() {
     assert!(text.contains("too noisy"), "{text}");
     assert!(text.contains("new: drifts with run order (Spearman ρ = -1.00, p = 0.017)"), "{text}");
     assert!(!text.lines().any(|l| l.ends_with("  worse")), "no verdict of worse: {text}");
+    // A gate cannot judge it either, and says so rather than passing in silence.
+    let out = fsscale()
+        .arg("compare")
+        .arg(&steady.output)
+        .arg(&drifting.output)
+        .args(["--fail-if-worse", "10"])
+        .output()
+        .unwrap();
+    assert_success(&out);
+    assert!(stderr(&out).contains("fsscale: warning: command process private x1 is -"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("but too noisy to call ("), "{}", stderr(&out));
+    assert!(stderr(&out).contains("new: drifts with run order"), "{}", stderr(&out));
 }
 
 #[test]

@@ -82,8 +82,9 @@ fn until_ci_repeats_a_point_until_precise_or_the_cap() {
     assert!(text.contains("%, not ±0.0001)"), "{text}");
     // A target every point meets at once: -n runs, no more.
     let easy = TestEnv::new();
-    assert_success(&easy.run(&["stat", "-j", "1", "-n", "3", "--until-ci", "99", "--max-runs", "30"]));
-    assert!(easy.results().points.iter().all(|p| p.runs.len() == 3));
+    // (±99% at 5 runs holds for any spread below 80% of the mean, even on a loaded machine.)
+    assert_success(&easy.run(&["stat", "-j", "1", "-n", "5", "--until-ci", "99", "--max-runs", "30"]));
+    assert!(easy.results().points.iter().all(|p| p.runs.len() == 5));
     // Bad values are refused before anything runs.
     assert_one_line_error(&env.run(&["stat", "--until-ci", "0"]), "--until-ci 0: give the half-width");
     assert_one_line_error(
