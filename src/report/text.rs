@@ -335,8 +335,7 @@ fn run_note(point: &Point, settings: &Settings) -> String {
     let count = if n < runs {
         format!("({n} of {runs} runs)")
     } else if let Some(target) = settings.until_ci_pct {
-        let rates: Vec<f64> = point.runs.iter().map(|r| r.ops_per_s).collect();
-        match Sample::new(&rates).ok().and_then(|s| s.mean_interval_pct(0.95)) {
+        match point.mean_interval_pct() {
             Some(half) if half > target => format!("({n} runs: ±{half:.1}%, not ±{target})"),
             _ if n > runs => format!("({n} runs)"),
             _ => String::new(),

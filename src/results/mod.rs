@@ -443,10 +443,15 @@ impl Point {
         (!problems.is_empty()).then(|| problems.join(", "))
     }
 
+    /// Half the 95% confidence interval of the runs' mean, in percent of it (below 2 runs: none).
+    pub fn mean_interval_pct(&self) -> Option<f64> {
+        let rates: Vec<f64> = self.runs.iter().map(|r| r.ops_per_s).collect();
+        Sample::new(&rates).ok().and_then(|s| s.mean_interval_pct(0.95))
+    }
+
     /// `--until-ci`: whether the runs' mean has a 95% confidence interval within ± `pct`%.
     pub fn is_precise(&self, pct: f64) -> bool {
-        let rates: Vec<f64> = self.runs.iter().map(|r| r.ops_per_s).collect();
-        Sample::new(&rates).ok().and_then(|s| s.mean_interval_pct(0.95)).is_some_and(|half| half <= pct)
+        self.mean_interval_pct().is_some_and(|half| half <= pct)
     }
 
     pub fn summarize(&mut self) {
