@@ -4,6 +4,7 @@
 mod check;
 mod host;
 mod journal;
+mod run;
 mod target;
 
 use std::collections::BTreeMap;
@@ -14,9 +15,10 @@ use serde::{Deserialize, Serialize};
 
 pub use host::Host;
 pub use journal::{journal_path, Saver};
+pub use run::{RunNoise, RunRecord, SystemCpu, Timeline, WorkerCpu, Writeback};
 pub use target::{mounts, Mount, Target};
 
-use crate::fs::{DeviceIo, Fresh, FsRecord};
+use crate::fs::{Fresh, FsRecord};
 use crate::plan::{Cache, Mode, Order};
 use crate::replay::OpKind;
 use crate::stats::diagnostics::{diagnose, Diagnostics};
@@ -224,117 +226,6 @@ pub struct PointSummary {
 /// A run is "busy" when other work took more than this share of all CPU
 /// time in its window, beyond two ticks of `/proc/stat`'s resolution.
 pub const BUSY_SHARE: f64 = 0.05;
-
-/// One repetition of a point, in its own fresh scratch directory.
-#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
-pub struct RunRecord {
-    /// Its index among the point's runs (or warm-up runs).
-    pub run: usize,
-    /// Its place in the order of all runs of the results file, warm-ups included, from 0.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub position: Option<usize>,
-    /// When it started, RFC 3339 in UTC to the millisecond.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub started_at: Option<String>,
-    /// Ops completed inside the timed window, all workers together.
-    pub ops: u64,
-    /// Exact length of the timed window.
-    pub elapsed_s: f64,
-    pub ops_per_s: f64,
-    pub ops_per_s_per_worker: f64,
-    /// Ops of each worker inside the window, by worker index (fairness).
-    pub per_worker_ops: Vec<u64>,
-    /// CPU each worker was bound to, by worker index, with `--pin`.
-    pub pinned_cpus: Option<Vec<usize>>,
-    pub worker_cpu: WorkerCpu,
-    pub system_cpu: SystemCpu,
-    pub timeline: Timeline,
-    /// Fixed work: each worker's time from the common start to its completion
-    /// (the run's `elapsed_s` is the slowest); absent for fixed-time loops.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub completion_s: Option<Vec<f64>>,
-    /// Fixed work: bytes of file data written by all workers.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bytes: Option<u64>,
-    /// The backing block device's I/O during the window (made filesystems only).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub device_io: Option<DeviceIo>,
-    /// Fixed work: a `syncfs` right after the job, timed apart from it, and
-    /// the device I/O until it returned: what was still in the page cache
-    /// when the job's clock stopped.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub writeback: Option<Writeback>,
-    /// How busy the machine was with other work (see [`RunNoise`]).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub noise: Option<RunNoise>,
-    /// Latency of the window's ops, all workers merged (`--latency`; `replay`: all kinds).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub latency: Option<Histogram>,
-    /// `replay`: latency (and so count) of each operation kind in the window.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub replay_ops: Option<BTreeMap<OpKind, Histogram>>,
-}
-
-/// The writeback after a fixed-work job (see [`RunRecord::writeback`]).
-#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Default)]
-pub struct Writeback {
-    /// How long `syncfs` took.
-    pub sync_s: f64,
-    /// The device's I/O during it (made filesystems on a block device).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub device_io: Option<DeviceIo>,
-}
-
-/// What else the machine was doing during a run.
-#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Default)]
-pub struct RunNoise {
-    /// The share of all CPU time in the window that was not the run's own
-    /// (its workers and the commands they ran): other processes and kernel
-    /// threads, from `/proc/stat`. For a driver, the server it drives counts here.
-    pub others_cpu: f64,
-    /// The 1-minute load average when the run started (it includes the run's own recent workers).
-    pub load_1m: f64,
-    /// Clock ticks of all CPUs in the window: `others_cpu` is good to about 1/ticks.
-    #[serde(default)]
-    pub ticks: u64,
-}
-
-/// CPU time the workers themselves used inside the window (`getrusage(RUSAGE_THREAD)`).
-#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Default)]
-pub struct WorkerCpu {
-    pub user_s: f64,
-    pub sys_s: f64,
-}
-
-/// System-wide CPU breakdown over the window from `/proc/stat`, as fractions of all CPU time.
-#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Default)]
-pub struct SystemCpu {
-    pub user: f64,
-    pub nice: f64,
-    pub system: f64,
-    pub idle: f64,
-    pub iowait: f64,
-    pub irq: f64,
-    pub softirq: f64,
-    pub steal: f64,
-}
-
-/// Total ops counted at each sample, from the start of the window.
-#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
-pub struct Timeline {
-    pub interval_s: f64,
-    /// Seconds since the window opened, one per sample (the last is the window's end).
-    pub at_s: Vec<f64>,
-    pub cumulative_ops: Vec<u64>,
-}
-
-impl Timeline {
-    /// Adds a sample: `ops` counted `since_start_ns` after the window opened.
-    pub fn record(&mut self, since_start_ns: u64, ops: u64) {
-        self.at_s.push(since_start_ns as f64 / 1e9);
-        self.cumulative_ops.push(ops);
-    }
-}
 
 impl Point {
     /// Every run's latency histogram merged, when the runs have them.

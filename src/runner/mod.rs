@@ -133,11 +133,11 @@ pub fn run(config: &RunConfig, progress: &mut dyn Progress) -> Result<ResultsFil
         device: None,
         stall_timeout: config.stall_timeout,
     };
-    if config.points().iter().any(|p| p.cache == Some(Cache::Cold)) {
+    let points = config.points();
+    if points.iter().any(|p| p.cache == Some(Cache::Cold)) {
         // Fail before anything runs rather than at the first point.
         measure::drop_caches()?;
     }
-    let points = config.points();
     let filesystems = &config.filesystems;
     let max_workers = config.workers.iter().copied().max().unwrap_or(1) as u64;
     let data_bytes = tree.as_ref().map_or(0, |u| u.contents.bytes * max_workers);
