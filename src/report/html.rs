@@ -6,7 +6,7 @@ use std::fmt::Write;
 
 use super::analyze::verdict_line;
 use super::chart::{efficiency_chart, scaling_chart, ChartPoint, ChartSeries};
-use super::text::format_rate;
+use super::text::{format_rate, noise_marks, NOISE_LEGEND};
 use crate::analyze::{analyze_results, SeriesAnalysis};
 use crate::compare::{compare, CompareConfig, Comparison, Verdict};
 use crate::results::{Point, ResultsFile};
@@ -53,6 +53,7 @@ pub fn render_html(files: &[(String, ResultsFile)]) -> String {
     let comparisons: Vec<Comparison> =
         files.iter().skip(1).map(|(label, doc)| compare(&files[0].1, doc, &files[0].0, label, &config)).collect();
     findings(&mut out, files, &analyses, &comparisons);
+    flagged_points(&mut out, files);
     let workloads: BTreeSet<Workload> =
         files.iter().flat_map(|(_, d)| d.points.iter().filter(|p| p.summary.is_some()).map(|p| p.workload)).collect();
     for workload in workloads {
@@ -190,6 +191,45 @@ fn findings(
         }
     }
     out.push_str("</ul>\n");
+}
+
+/// Every point whose runs the noise diagnostics mark, with its spread, so a
+/// reader sees which figures to distrust before reading any of them.
+fn flagged_points(out: &mut String, files: &[(String, ResultsFile)]) {
+    let flagged: Vec<(&String, &Point, String)> = files
+        .iter()
+        .flat_map(|(label, doc)| doc.points.iter().map(move |p| (label, p)))
+        .filter_map(|(label, p)| Some((label, p, noise_marks(p))).filter(|(_, _, marks)| !marks.is_empty()))
+        .collect();
+    if flagged.is_empty() {
+        return;
+    }
+    let _ = write!(
+        out,
+        "<h2 id=\"noise\">Flagged points</h2>\n<p>{} point{} whose runs the noise diagnostics mark:</p>\n<ul class=\"findings\">\n",
+        flagged.len(),
+        if flagged.len() == 1 { "" } else { "s" }
+    );
+    for (label, p, marks) in flagged {
+        let on = p.condition().map(|c| format!(" {c}")).unwrap_or_default();
+        let cv = p.summary.as_ref().and_then(|s| s.diagnostics.as_ref()).map(|d| d.cv_pct);
+        let spread = cv.map(|cv| format!(" (CV {cv:.1}% over {} runs)", p.runs.len())).unwrap_or_default();
+        let why = p.noise_problem().map(|why| format!("; compare will not call it: {why}")).unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "<li><b>{} {} {} x{}{}</b>{}: {}{}{}</li>",
+            p.workload,
+            p.mode,
+            p.share,
+            p.workers,
+            esc(&on),
+            if files.len() > 1 { format!(" [{}]", esc(label)) } else { String::new() },
+            esc(&marks),
+            spread,
+            esc(&why)
+        );
+    }
+    let _ = writeln!(out, "</ul>\n<p class=\"legend\">{}</p>", esc(NOISE_LEGEND.trim_end()));
 }
 
 /// The point's median (what its tables show) and the bar drawn around it:
@@ -480,5 +520,27 @@ mod tests {
         let first = poor.points[0];
         assert_eq!(first.value, 596.0);
         assert_eq!(first.ci, Some((590.0, 601.0)));
+    }
+
+    #[test]
+    fn flagged_points_are_listed_with_why() {
+        // Five runs each slower than the last: drift, and compare will not call it.
+        let runs = (0..5).map(|i| run(i, &[1000 - 100 * i as u64], 1.0)).collect();
+        let drifting = point(Workload::Stat, Share::Private, 1, runs);
+        let steady =
+            point(Workload::Stat, Share::Shared, 1, (0..5).map(|i| run(i, &[1000 + i as u64 % 2], 1.0)).collect());
+        let html = render_html(&[("a".to_string(), doc(5, 1.0, vec![drifting, steady]))]);
+        let section = &html[html.find("<h2 id=\"noise\">").expect("a flagged-points section")..];
+        let section = &section[..section.find("</ul>").unwrap()];
+        assert!(section.contains("1 point whose runs"), "{section}");
+        assert!(section.contains("<li><b>stat process private x1</b>: !drift (CV "), "{section}");
+        assert!(
+            section.contains("over 5 runs); compare will not call it: drifts with run order (Spearman ρ = -1.00"),
+            "{section}"
+        );
+        assert!(!section.contains("shared"), "the steady point is not listed: {section}");
+        let clean =
+            point(Workload::Stat, Share::Shared, 1, (0..5).map(|i| run(i, &[1000 + i as u64 % 2], 1.0)).collect());
+        assert!(!render_html(&[("a".to_string(), doc(5, 1.0, vec![clean]))]).contains("Flagged points"));
     }
 }

@@ -348,7 +348,7 @@ fn run_note(point: &Point, settings: &Settings) -> String {
 }
 
 /// Short marks for what a point's runs say about the measurement (see [`NOISE_LEGEND`]).
-fn noise_marks(point: &Point) -> String {
+pub(super) fn noise_marks(point: &Point) -> String {
     let Some(summary) = &point.summary else { return String::new() };
     let mut marks = Vec::new();
     if let Some(d) = &summary.diagnostics {
@@ -374,7 +374,7 @@ fn noise_marks(point: &Point) -> String {
 }
 
 /// What the marks of [`noise_marks`] mean, said once under the tables that have any.
-const NOISE_LEGEND: &str =
+pub(super) const NOISE_LEGEND: &str =
     "!drift: the runs trend with their order (Spearman, p < 0.05); !2 modes: they fall into two \
 groups (bimodality coefficient > 5/9, 10 runs or more); !busy k/n: other work took more than 5% of the machine in k \
 runs; ~outlier: a run beyond Tukey's fences (1.5 IQR). compare calls a significant difference too noisy, not \

@@ -24,15 +24,15 @@ impl CpuTicks {
         ticks
     }
 
-    /// The share of all CPU time between `self` (earlier) and `later` that
-    /// went to anything but `own_s` seconds of the run's own workers and
-    /// commands: other processes, and kernel threads (some of them working
-    /// for the run: writeback, RCU). `None` without readable ticks.
     /// Clock ticks of all CPUs between `self` and `later`.
     pub fn ticks(&self, later: &CpuTicks) -> u64 {
         (0..8).map(|i| later.fields[i].saturating_sub(self.fields[i])).sum()
     }
 
+    /// The share of all CPU time between `self` (earlier) and `later` that
+    /// went to anything but `own_s` seconds of the run's own workers and
+    /// commands: other processes, and kernel threads (some of them working
+    /// for the run: writeback, RCU). `None` without readable ticks.
     pub fn others_share(&self, later: &CpuTicks, own_s: f64) -> Option<f64> {
         let delta = |i: usize| later.fields[i].saturating_sub(self.fields[i]) as f64;
         let total: f64 = (0..8).map(delta).sum();

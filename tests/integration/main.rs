@@ -10,6 +10,7 @@ mod interrupt;
 mod ministat;
 mod noise;
 mod order;
+mod power;
 mod replay;
 mod report;
 mod run;

@@ -47,7 +47,8 @@ fn report_holds_every_workload_chart_and_environment() {
         assert!(section.contains("class=\"bar\""), "{workload}: CPU breakdown bars");
     }
     // Findings in words: 4 worker counts give every series a fit, and a regime where the fit is reliable.
-    let findings = &html[html.find("id=\"findings\"").unwrap()..html.find("<h2 id=\"stat\"").unwrap()];
+    let findings = &html[html.find("id=\"findings\"").unwrap()..];
+    let findings = &findings[..findings.find("<h2").unwrap()];
     let regimes = ["coherency-bound", "contention-bound", "near-linear"];
     assert_eq!(findings.matches("<li>").count(), 6, "4 series, and 2 comparison summaries:\n{findings}");
     // "× of 1 worker)" belongs to each series' peak statement only (a COLLAPSE flag also says "peak").

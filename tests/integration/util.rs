@@ -1,7 +1,9 @@
 //! Helpers: run the real binary in a temporary directory and read its results.
 
+use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use fsscale::results::ResultsFile;
 
@@ -10,6 +12,33 @@ pub struct TestEnv {
     pub root: tempfile::TempDir,
     pub dir: PathBuf,
     pub output: PathBuf,
+}
+
+/// The machine: shared by every test that runs fsscale, taken whole by a
+/// test that measures its noise (see [`machine_to_myself`]).
+static MACHINE: RwLock<()> = RwLock::new(());
+
+thread_local! {
+    // Each test runs on its own thread, so a share taken here lasts until the test ends.
+    static SHARE: RefCell<Option<RwLockReadGuard<'static, ()>>> = const { RefCell::new(None) };
+}
+
+/// Holds a share of the machine for the rest of the calling test.
+fn share_machine() {
+    SHARE.with(|share| {
+        let mut share = share.borrow_mut();
+        if share.is_none() {
+            *share = Some(MACHINE.read().unwrap_or_else(|poisoned| poisoned.into_inner()));
+        }
+    });
+}
+
+/// Waits until no other test is running fsscale and keeps new ones from
+/// starting, so a test of what compare detects is not measuring the others.
+pub fn machine_to_myself() -> RwLockWriteGuard<'static, ()> {
+    // With one test thread, an earlier test's share lives on this thread.
+    SHARE.with(|share| share.borrow_mut().take());
+    MACHINE.write().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl TestEnv {
@@ -21,6 +50,7 @@ impl TestEnv {
         let dir = root.path().join("target-dir");
         std::fs::create_dir(&dir).unwrap();
         let output = root.path().join("results.json");
+        share_machine();
         TestEnv { root, dir, output }
     }
 
@@ -62,6 +92,7 @@ impl TestEnv {
 
 /// The binary, with generated tarballs cached in one place for all tests.
 pub fn fsscale() -> Command {
+    share_machine();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_fsscale"));
     cmd.env("FSSCALE_CACHE_DIR", std::env::temp_dir().join("fsscale-test-cache"));
     cmd

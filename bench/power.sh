@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# Detection power of `fsscale compare`: plant a known slowdown in one side of
+# a comparison and count what compare says about it.
+#
+#   bench/power.sh [--pairs N] [--slowdowns LIST] [--fsscale BIN] [--keep DIR] [-- RUN ARGS...]
+#
+#   --pairs N         comparisons per slowdown (default 20)
+#   --slowdowns LIST  planted slowdowns in percent, 0 meaning A/A (default 0,2,5,10)
+#   --fsscale BIN     the binary to measure (default: target/release/fsscale, built)
+#   --keep DIR        keep every results file in DIR
+#   RUN ARGS          what `fsscale run` measures (default: stat -j 1 --share private
+#                     --dir /dev/shm, at fsscale's default runs and duration)
+#
+# The slowdown is real, not a fake in the code: the new side's whole process
+# tree runs in a CPU cgroup whose CFS bandwidth limit (cgroup v2 cpu.max, or
+# v1 cpu.cfs_quota_us where the cpu controller is bound to v1) gives it
+# (100 - S)% of one CPU per 10 ms period. A one-worker CPU-bound point then
+# runs S% fewer ops/s; the table shows the change compare measured.
+#
+# Each of the N rounds runs base, a second base (for A/A) and one run per
+# slowdown, in an order that rotates from round to round, so the machine's
+# drift falls on every side alike; each comparison pairs sides of one round,
+# as a developer's before/after pair would be. Needs root (cgroups).
+#
+# Prints a Markdown table, then one line per slowdown for scripts:
+#   power S pairs worse no-difference too-noisy better too-few median-change
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+pairs=20
+slowdowns=0,2,5,10
+fsscale=
+keep=
+while (($#)); do
+  case $1 in
+    --pairs) pairs=$2; shift 2 ;;
+    --slowdowns) slowdowns=$2; shift 2 ;;
+    --fsscale) fsscale=$2; shift 2 ;;
+    --keep) keep=$2; shift 2 ;;
+    --) shift; break ;;
+    *) echo "power.sh: unknown option '$1' (see the comment at the top of bench/power.sh)" >&2; exit 2 ;;
+  esac
+done
+run_args=("$@")
+((${#run_args[@]})) || run_args=(stat -j 1 --share private --dir /dev/shm)
+
+if [[ -z $fsscale ]]; then
+  cargo build --release --quiet
+  fsscale=target/release/fsscale
+fi
+[[ $(id -u) == 0 ]] || { echo "power.sh: needs root to make CPU cgroups" >&2; exit 2; }
+
+period_us=100000
+work=$(mktemp -d /tmp/fsscale-power.XXXXXX)
+groups=()
+cleanup() {
+  local g
+  for g in "${groups[@]}"; do
+    [[ -d $g ]] && rmdir "$g" 2>/dev/null || true
+  done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+# A fresh CPU cgroup limited to SHARE_US of every period (max: no limit);
+# prints its directory.
+make_group() {
+  local name=$1 quota=$2 root
+  root=/sys/fs/cgroup/unified
+  if [[ -f $root/cgroup.controllers ]] && grep -qw cpu "$root/cgroup.controllers"; then
+    grep -qw cpu "$root/cgroup.subtree_control" || echo +cpu >"$root/cgroup.subtree_control"
+    mkdir "$root/$name"
+    echo "$quota $period_us" >"$root/$name/cpu.max"
+  elif [[ -d /sys/fs/cgroup/cpu && ! -f /sys/fs/cgroup/cgroup.controllers ]]; then
+    root=/sys/fs/cgroup/cpu
+    mkdir "$root/$name"
+    echo "$period_us" >"$root/$name/cpu.cfs_period_us"
+    [[ $quota == max ]] && quota=-1
+    echo "$quota" >"$root/$name/cpu.cfs_quota_us"
+  elif [[ -f /sys/fs/cgroup/cgroup.controllers ]] && grep -qw cpu /sys/fs/cgroup/cgroup.controllers; then
+    root=/sys/fs/cgroup
+    grep -qw cpu "$root/cgroup.subtree_control" || echo +cpu >"$root/cgroup.subtree_control"
+    mkdir "$root/$name"
+    echo "$quota $period_us" >"$root/$name/cpu.max"
+  else
+    echo "power.sh: no CPU cgroup controller (cgroup v2 cpu.max or v1 cpu) on this machine" >&2
+    exit 2
+  fi
+  echo "$root/$name"
+}
+
+IFS=, read -r -a levels <<<"$slowdowns"
+declare -A group
+for s in base "${levels[@]}"; do
+  if [[ $s == base || $s == 0 ]]; then quota=max; else quota=$((period_us * (100 - s) / 100)); fi
+  [[ -n ${group[$s]:-} ]] && continue
+  group[$s]=$(make_group "fsscale-power-$$-$s" "$quota")
+  groups+=("${group[$s]}")
+done
+
+# run SIDE ROUND: one `fsscale run` inside SIDE's cgroup.
+run_side() {
+  local side=$1 round=$2 out="$work/$1-$2.json"
+  sh -c 'echo $$ >"$1/cgroup.procs"; shift; exec "$@"' sh "${group[$side]}" \
+    "$fsscale" run "${run_args[@]}" -o "$out" >"$work/$side-$round.log" 2>&1 ||
+    { echo "power.sh: fsscale run failed in round $round ($side); its output:" >&2; cat "$work/$side-$round.log" >&2; exit 1; }
+}
+
+declare -A count
+changes=()
+for ((r = 0; r < pairs; r++)); do
+  sides=(base "${levels[@]}")
+  # Rotate the order by one each round.
+  k=$((r % ${#sides[@]}))
+  order=("${sides[@]:k}" "${sides[@]:0:k}")
+  for s in "${order[@]}"; do run_side "$s" "$r"; done
+  for s in "${levels[@]}"; do
+    json=$("$fsscale" compare "$work/base-$r.json" "$work/$s-$r.json" --format json)
+    verdict=$(sed -n 's/.*"verdict": "\(.*\)".*/\1/p' <<<"$json" | head -1)
+    change=$(sed -n 's/.*"change_pct": \([-0-9.e]*\).*/\1/p' <<<"$json" | head -1)
+    count[$s,$verdict]=$((${count[$s,$verdict]:-0} + 1))
+    changes+=("$s $change")
+  done
+  if [[ -n $keep ]]; then mkdir -p "$keep" && cp "$work"/*-"$r".json "$keep"/; fi
+  echo "round $((r + 1))/$pairs done" >&2
+done
+
+median_change() {
+  printf '%s\n' "${changes[@]}" | awk -v s="$1" '$1 == s { print $2 }' | sort -g |
+    awk '{ v[NR] = $1 } END { if (NR % 2) m = v[(NR + 1) / 2]; else m = (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%+.1f%%", m }'
+}
+
+echo "| planted slowdown | comparisons | worse | no difference proven | too noisy | better | median change measured |"
+echo "|---:|---:|---:|---:|---:|---:|---:|"
+for s in "${levels[@]}"; do
+  label="$s%"; [[ $s == 0 ]] && label="none (A/A)"
+  echo "| $label | $pairs | ${count[$s,worse]:-0} | ${count[$s,no-difference-proven]:-0} | ${count[$s,too-noisy]:-0} | ${count[$s,better]:-0} | $(median_change "$s") |"
+done
+for s in "${levels[@]}"; do
+  echo "power $s $pairs ${count[$s,worse]:-0} ${count[$s,no-difference-proven]:-0} ${count[$s,too-noisy]:-0} ${count[$s,better]:-0} ${count[$s,too-few-runs]:-0} $(median_change "$s")"
+done
