@@ -62,8 +62,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# A fresh CPU cgroup limited to SHARE_US of every period (max: no limit);
-# prints its directory.
+# make_group NAME QUOTA: a fresh CPU cgroup allowed QUOTA µs of CPU in every
+# period (max: no limit); prints its directory.
 make_group() {
   local name=$1 quota=$2 root
   root=/sys/fs/cgroup/unified
