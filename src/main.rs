@@ -63,6 +63,7 @@ fn run(command: cli::Command, argv: Vec<String>) -> anyhow::Result<()> {
             }
         }
         cli::Command::Run(args) => {
+            let named_output = args.output.is_some();
             let config = (*args).into_config(argv)?;
             let mut progress = terminal::TerminalProgress::new();
             let outcome = runner::run(&config, &mut progress);
@@ -74,6 +75,14 @@ fn run(command: cli::Command, argv: Vec<String>) -> anyhow::Result<()> {
                     Ok(())
                 }
                 Err(error) => {
+                    // The default results file is made (empty, exclusively) before the
+                    // run; a run that failed before saving anything leaves none behind.
+                    if !named_output && !progress.saved {
+                        let empty = std::fs::metadata(&config.output).is_ok_and(|m| m.len() == 0);
+                        if empty {
+                            let _ = std::fs::remove_file(&config.output);
+                        }
+                    }
                     // Show whatever finished before the failure (it is on disk too),
                     // but never a file this invocation did not write.
                     let ours = progress.saved.then(|| ResultsFile::load(&config.output).ok()).flatten();

@@ -58,6 +58,17 @@ fn missing_dir_is_a_clear_error() {
 }
 
 #[test]
+fn a_run_that_fails_before_any_run_leaves_no_default_results_file() {
+    // Without -o the results file is made up front in fsscale-results/; a
+    // run refused at the start must not leave it there empty.
+    let env = TestEnv::new();
+    let missing = env.root.path().join("nope");
+    let out = fsscale().current_dir(&env.dir).args(["run", "stat", "--dir"]).arg(&missing).output().unwrap();
+    assert_one_line_error(&out, "does not exist; create it or pass another --dir");
+    assert_eq!(entries(&env.dir.join("fsscale-results")), Vec::<String>::new());
+}
+
+#[test]
 fn read_only_dir_is_a_clear_error() {
     let env = TestEnv::new();
     // Root ignores permission bits, so a read-only mount is the only honest test there.
