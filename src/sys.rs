@@ -453,14 +453,42 @@ pub fn pin_to_cpu(cpu: usize) -> Result<(), Errno> {
     }
 }
 
-/// CPU time consumed by the calling thread, in microseconds (user, system).
-pub fn thread_cpu_micros() -> (u64, u64) {
+/// What the scheduler says about the calling thread so far, as
+/// [`ThreadSched::FIELDS`] counters: user and system CPU microseconds and
+/// context switches made (voluntary: it slept) and suffered (involuntary:
+/// preempted) from `getrusage(RUSAGE_THREAD)`, and nanoseconds on a CPU and
+/// runnable but waiting on a runqueue from `/proc/thread-self/schedstat`
+/// (0 where the kernel has no schedstat).
+pub fn thread_sched() -> [u64; ThreadSched::FIELDS] {
     // SAFETY: rusage is plain data filled by the kernel.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: valid pointer to a rusage buffer.
     unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) };
     let micros = |tv: libc::timeval| tv.tv_sec as u64 * 1_000_000 + tv.tv_usec as u64;
-    (micros(usage.ru_utime), micros(usage.ru_stime))
+    let (on_cpu, waiting) = std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|text| ThreadSched::parse_schedstat(&text))
+        .unwrap_or((0, 0));
+    [micros(usage.ru_utime), micros(usage.ru_stime), usage.ru_nvcsw as u64, usage.ru_nivcsw as u64, on_cpu, waiting]
+}
+
+/// Indices into [`thread_sched`]'s counters.
+pub struct ThreadSched;
+
+impl ThreadSched {
+    pub const USER_US: usize = 0;
+    pub const SYSTEM_US: usize = 1;
+    pub const VOLUNTARY: usize = 2;
+    pub const INVOLUNTARY: usize = 3;
+    pub const ON_CPU_NS: usize = 4;
+    pub const RUNQUEUE_NS: usize = 5;
+    pub const FIELDS: usize = 6;
+
+    /// `/proc/<tid>/schedstat`: "on-CPU ns, runqueue wait ns, timeslices".
+    pub fn parse_schedstat(text: &str) -> Option<(u64, u64)> {
+        let mut fields = text.split_whitespace().map(|f| f.parse::<u64>().ok());
+        Some((fields.next()??, fields.next()??))
+    }
 }
 
 /// User and system CPU microseconds of this process's children that were
@@ -494,4 +522,26 @@ pub fn monotonic_ns() -> u64 {
     // SAFETY: valid timespec pointer.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_schedstat_and_this_threads_counters() {
+        assert_eq!(ThreadSched::parse_schedstat("8713512 2075 13\n"), Some((8713512, 2075)));
+        assert_eq!(ThreadSched::parse_schedstat("8713512\n"), None);
+        assert_eq!(ThreadSched::parse_schedstat("x 1 2"), None);
+        let before = thread_sched();
+        let start = std::time::Instant::now();
+        while start.elapsed() < std::time::Duration::from_millis(20) {}
+        let after = thread_sched();
+        // 20 ms of spinning is on a CPU (or waiting for one), and all counters only grow.
+        assert!(
+            after[ThreadSched::ON_CPU_NS] + after[ThreadSched::RUNQUEUE_NS]
+                >= before[ThreadSched::ON_CPU_NS] + 15_000_000
+        );
+        assert!(after.iter().zip(before).all(|(a, b)| *a >= b));
+    }
 }

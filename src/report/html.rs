@@ -9,7 +9,7 @@ use super::chart::{efficiency_chart, scaling_chart, ChartPoint, ChartSeries};
 use super::text::{format_rate, noise_marks, NOISE_LEGEND};
 use crate::analyze::{analyze_results, SeriesAnalysis};
 use crate::compare::{compare, CompareConfig, Comparison, Verdict};
-use crate::results::{Point, ResultsFile};
+use crate::results::{Point, ResultsFile, RunRecord, SchedShares};
 use crate::stats::hypothesis::TestKind;
 use crate::stats::Sample;
 use crate::workloads::Workload;
@@ -232,6 +232,21 @@ fn flagged_points(out: &mut String, files: &[(String, ResultsFile)]) {
     let _ = writeln!(out, "</ul>\n<p class=\"legend\">{}</p>", esc(NOISE_LEGEND.trim_end()));
 }
 
+/// Each worker's share of its window runnable but not running, and asleep,
+/// as min / median / max over the workers of one run.
+fn worker_sched(run: &RunRecord) -> String {
+    let shares = run.worker_sched_shares();
+    let spread = |share: fn(&SchedShares) -> f64| {
+        let mut values: Vec<f64> = shares.iter().map(share).collect();
+        values.sort_by(f64::total_cmp);
+        match (values.first(), values.get(values.len() / 2), values.last()) {
+            (Some(a), Some(m), Some(b)) => format!("{:.0} / {:.0} / {:.0}%", 100.0 * a, 100.0 * m, 100.0 * b),
+            _ => "-".into(),
+        }
+    };
+    format!("{} waiting; {} asleep", spread(|s| s.runqueue), spread(|s| s.asleep))
+}
+
 /// The point's median (what its tables show) and the bar drawn around it:
 /// the median's 95% confidence interval from order statistics, or the range
 /// of the runs when they are too few for one (fewer than 6).
@@ -395,6 +410,7 @@ fn detail_table(out: &mut String, files: &[(String, ResultsFile)], workload: Wor
     };
     let fair = points().any(|(_, p)| p.metric.is_none());
     let device = points().any(|(_, p)| p.runs.iter().any(|r| r.device_io.is_some()));
+    let sched = points().any(|(_, p)| p.runs.iter().any(|r| !r.sched.is_empty()));
     let heading = match (fair, device) {
         (true, true) => "Fairness, CPU and device I/O",
         (true, false) => "Fairness and CPU",
@@ -413,6 +429,9 @@ fn detail_table(out: &mut String, files: &[(String, ResultsFile)], workload: Wor
     out.push_str("<th>workers</th><th>mode</th><th>share</th>");
     if fair {
         out.push_str("<th>per worker, middle run: ops, or completion (min / median / max)</th>");
+    }
+    if sched {
+        out.push_str("<th>per worker, middle run: runnable but waiting / asleep (min / median / max)</th>");
     }
     out.push_str("<th>CPU</th>");
     if device {
@@ -471,6 +490,9 @@ fn detail_table(out: &mut String, files: &[(String, ResultsFile)], workload: Wor
         let _ = write!(out, "<td class=\"num\">{}</td><td>{}</td><td>{}{}</td>", p.workers, p.mode, p.share, esc(&on));
         if fair {
             let _ = write!(out, "<td class=\"num\">{fairness}</td>");
+        }
+        if sched {
+            let _ = write!(out, "<td class=\"num\">{}</td>", worker_sched(run));
         }
         let _ = write!(out, "<td>{bar}</td>");
         if device {

@@ -107,6 +107,12 @@ pub fn render_results(doc: &ResultsFile) -> String {
             "p50 ... max: latency of single ops in every run's window (log-linear histogram, within 6.25%).\n",
         );
     }
+    if by_workload.values().any(|points| has_sched(points)) {
+        out.push_str(
+            "runq = share of each worker's window spent runnable but waiting for a CPU (not scheduled); asleep = neither \
+             running nor runnable (blocked: a lock, I/O, a child); means over the workers, medians of the runs.\n",
+        );
+    }
     if !by_workload.is_empty() {
         if unfitted {
             out.push_str(
@@ -174,6 +180,10 @@ fn workload_table(points: &[&Point], settings: &Settings) -> Table {
     if latency {
         columns.extend(LATENCY_COLUMNS);
     }
+    let sched = has_sched(points);
+    if sched {
+        columns.extend(SCHED_COLUMNS);
+    }
     columns.push(("", Align::Left));
     let mut table = Table::new(&columns);
     let mut sorted: Vec<&Point> = points.to_vec();
@@ -208,10 +218,31 @@ fn workload_table(points: &[&Point], settings: &Settings) -> Table {
         if latency {
             cells.extend(latency_cells(summary.latency.as_ref()));
         }
+        if sched {
+            cells.extend(sched_cells(point));
+        }
         cells.push(run_note(point, settings));
         table.row(cells);
     }
     table
+}
+
+/// Where the workers' windows went besides their CPU: runnable but not
+/// running (not scheduled), and asleep (blocked on a lock or I/O).
+const SCHED_COLUMNS: [(&str, Align); 2] = [("runq", Align::Right), ("asleep", Align::Right)];
+
+fn has_sched(points: &[&Point]) -> bool {
+    points.iter().any(|p| p.runs.iter().any(|r| !r.sched.is_empty()))
+}
+
+/// [`SCHED_COLUMNS`] of a point: medians over its runs of the workers' mean shares.
+fn sched_cells(point: &Point) -> [String; 2] {
+    let shares: Vec<_> = point.runs.iter().filter_map(|r| r.sched_shares()).collect();
+    if shares.is_empty() {
+        return ["-".into(), "-".into()];
+    }
+    let pct = |values: Vec<f64>| format!("{:.0}%", 100.0 * median(values));
+    [pct(shares.iter().map(|s| s.runqueue).collect()), pct(shares.iter().map(|s| s.asleep).collect())]
 }
 
 /// The median of a point's per-run values (runs are never empty here).
@@ -247,6 +278,10 @@ fn fixed_work_table(points: &[&Point], settings: &Settings) -> Table {
     ]);
     if has_device {
         columns.extend([("dev MB in job", Align::Right), ("dev MB in sync", Align::Right)]);
+    }
+    let sched = has_sched(points);
+    if sched {
+        columns.extend(SCHED_COLUMNS);
     }
     columns.push(("", Align::Left));
     let mut table = Table::new(&columns);
@@ -300,6 +335,9 @@ fn fixed_work_table(points: &[&Point], settings: &Settings) -> Table {
         row.extend([concurrency, spread, format!("{user:.3}"), format!("{system:.3}"), format!("{sync:.3}")]);
         if has_device {
             row.extend([format!("{in_job:.1}"), format!("{in_sync:.1}")]);
+        }
+        if sched {
+            row.extend(sched_cells(point));
         }
         row.push(note);
         table.row(row);

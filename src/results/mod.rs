@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 pub use host::Host;
 pub use journal::{journal_path, Saver};
-pub use run::{RunNoise, RunRecord, SystemCpu, Timeline, WorkerCpu, Writeback};
+pub use run::{RunNoise, RunRecord, SchedShares, SystemCpu, Timeline, WorkerCpu, WorkerSched, Writeback};
 pub use target::{mounts, Mount, Target};
 
 use crate::fs::{Fresh, FsRecord};
@@ -426,6 +426,7 @@ pub(crate) mod fixtures {
             latency: None,
             replay_ops: None,
             noise: None,
+            sched: Vec::new(),
         }
     }
 

@@ -51,6 +51,10 @@ pub struct RunRecord {
     /// How busy the machine was with other work (see [`RunNoise`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub noise: Option<RunNoise>,
+    /// What the scheduler did to each worker in the window, by worker index
+    /// (see [`WorkerSched`]); absent for drivers and where unreadable.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sched: Vec<WorkerSched>,
     /// Latency of the window's ops, all workers merged (`--latency`; `replay`: all kinds).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency: Option<Histogram>,
@@ -81,6 +85,55 @@ pub struct RunNoise {
     /// Clock ticks of all CPUs in the window: `others_cpu` is good to about 1/ticks.
     #[serde(default)]
     pub ticks: u64,
+}
+
+/// One worker in one window, as its scheduler saw it: on a CPU, runnable
+/// but waiting for one (the runqueue), or neither (sleeping: on a lock, on
+/// I/O). Runqueue time says "not scheduled"; a worker that is neither on a
+/// CPU nor waiting for one was blocked.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Default)]
+pub struct WorkerSched {
+    /// Time on a CPU (`/proc/<tid>/schedstat`, field 1).
+    pub on_cpu_s: f64,
+    /// Time runnable but waiting on a runqueue (`/proc/<tid>/schedstat`, field 2).
+    pub runqueue_s: f64,
+    /// Context switches it made by sleeping (`ru_nvcsw`).
+    pub voluntary_switches: u64,
+    /// Context switches forced on it by preemption (`ru_nivcsw`).
+    pub involuntary_switches: u64,
+}
+
+impl RunRecord {
+    /// Each worker's shares of its window spent runnable but waiting for a
+    /// CPU, and neither on one nor waiting (asleep: blocked on a lock, on
+    /// I/O, on a child). A fixed-work worker's window ends when it finishes.
+    pub fn worker_sched_shares(&self) -> Vec<SchedShares> {
+        let window = |i: usize| self.completion_s.as_ref().and_then(|c| c.get(i).copied()).unwrap_or(self.elapsed_s);
+        (self.sched.iter().enumerate())
+            .filter(|&(i, _)| window(i) > 0.0)
+            .map(|(i, w)| SchedShares {
+                runqueue: (w.runqueue_s / window(i)).min(1.0),
+                asleep: (1.0 - (w.on_cpu_s + w.runqueue_s) / window(i)).clamp(0.0, 1.0),
+            })
+            .collect()
+    }
+
+    /// [`RunRecord::worker_sched_shares`], mean over the workers; `None` without scheduler figures.
+    pub fn sched_shares(&self) -> Option<SchedShares> {
+        let shares = self.worker_sched_shares();
+        let n = shares.len() as f64;
+        (!shares.is_empty()).then(|| SchedShares {
+            runqueue: shares.iter().map(|s| s.runqueue).sum::<f64>() / n,
+            asleep: shares.iter().map(|s| s.asleep).sum::<f64>() / n,
+        })
+    }
+}
+
+/// [`RunRecord::sched_shares`]: fractions of the workers' windows, mean over workers.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SchedShares {
+    pub runqueue: f64,
+    pub asleep: f64,
 }
 
 /// CPU time the workers themselves used inside the window (`getrusage(RUSAGE_THREAD)`).
@@ -117,5 +170,29 @@ impl Timeline {
     pub fn record(&mut self, since_start_ns: u64, ops: u64) {
         self.at_s.push(since_start_ns as f64 / 1e9);
         self.cumulative_ops.push(ops);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::fixtures::run;
+
+    fn worker(on_cpu_s: f64, runqueue_s: f64) -> WorkerSched {
+        WorkerSched { on_cpu_s, runqueue_s, voluntary_switches: 0, involuntary_switches: 0 }
+    }
+
+    #[test]
+    fn sched_shares_are_of_each_workers_own_window() {
+        let mut r = run(0, &[10, 10], 2.0);
+        r.sched = vec![worker(0.5, 1.5), worker(1.0, 0.0)];
+        let shares = r.worker_sched_shares();
+        assert_eq!(shares, [SchedShares { runqueue: 0.75, asleep: 0.0 }, SchedShares { runqueue: 0.0, asleep: 0.5 }]);
+        assert_eq!(r.sched_shares(), Some(SchedShares { runqueue: 0.375, asleep: 0.25 }));
+        // Fixed work: the second worker finished after 1 s, so it never slept.
+        r.completion_s = Some(vec![2.0, 1.0]);
+        assert_eq!(r.worker_sched_shares()[1], SchedShares { runqueue: 0.0, asleep: 0.0 });
+        r.sched.clear();
+        assert_eq!(r.sched_shares(), None);
     }
 }

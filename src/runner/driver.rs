@@ -77,6 +77,7 @@ pub(super) fn run_driver(
         writeback: None,
         latency: None,
         replay_ops: None,
+        sched: Vec::new(),
     })
 }
 

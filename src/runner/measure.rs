@@ -16,9 +16,9 @@ use crate::exec::Placeholders;
 use crate::fs::{DeviceIo, DeviceSnapshot};
 use crate::plan::{Mode, PointSpec};
 use crate::replay::{OpKind, Trace};
-use crate::results::{RunNoise, RunRecord, Timeline, WorkerCpu, Writeback};
+use crate::results::{RunNoise, RunRecord, Timeline, WorkerCpu, WorkerSched, Writeback};
 use crate::scratch::Scratch;
-use crate::sys;
+use crate::sys::{self, ThreadSched};
 use crate::workloads::{self, CommandSpec, Share, TreeSource, Workload, SHARED_DIR};
 
 /// What the workloads of a run use besides the point itself, prepared once.
@@ -170,14 +170,21 @@ impl Window {
         let elapsed_s = self.elapsed.as_secs_f64();
         let ops_per_s = ops as f64 / elapsed_s;
         let mut worker_cpu = WorkerCpu::default();
+        let mut sched = Vec::with_capacity(region.workers());
         for i in 0..region.workers() {
             let report = region.report(i);
             let delta = |k: usize| {
-                let end = report.cpu_at_window_end[k].load(Ordering::Relaxed);
-                end.saturating_sub(report.cpu_at_window_start[k].load(Ordering::Relaxed)) as f64 / 1e6
+                let end = report.sched_at_window_end[k].load(Ordering::Relaxed);
+                end.saturating_sub(report.sched_at_window_start[k].load(Ordering::Relaxed))
             };
-            worker_cpu.user_s += delta(0);
-            worker_cpu.sys_s += delta(1);
+            worker_cpu.user_s += delta(ThreadSched::USER_US) as f64 / 1e6;
+            worker_cpu.sys_s += delta(ThreadSched::SYSTEM_US) as f64 / 1e6;
+            sched.push(WorkerSched {
+                on_cpu_s: delta(ThreadSched::ON_CPU_NS) as f64 / 1e9,
+                runqueue_s: delta(ThreadSched::RUNQUEUE_NS) as f64 / 1e9,
+                voluntary_switches: delta(ThreadSched::VOLUNTARY),
+                involuntary_switches: delta(ThreadSched::INVOLUNTARY),
+            });
             // Commands run by worker processes (zero unless fixed work in process mode).
             let children = |k: usize| {
                 let end = report.children_at_window_end[k].load(Ordering::Relaxed);
@@ -221,6 +228,8 @@ impl Window {
             timeline: self.timeline,
             latency: None,
             replay_ops: None,
+            // No schedstat (a kernel without it): no figures rather than zeros.
+            sched: if sched.iter().all(|w| w.on_cpu_s == 0.0) { Vec::new() } else { sched },
         }
     }
 }

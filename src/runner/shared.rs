@@ -9,6 +9,8 @@
 
 use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
 
+use crate::sys::ThreadSched;
+
 /// Where a point is in its life; workers poll it from the hot loop.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u32)]
@@ -81,9 +83,10 @@ const ERROR_CAPACITY: usize = 480;
 /// the window's edges, the CPU it was bound to, and an error message.
 #[repr(C, align(128))]
 pub struct WorkerReport {
-    /// User and system CPU microseconds at the start and end of the window.
-    pub cpu_at_window_start: [AtomicU64; 2],
-    pub cpu_at_window_end: [AtomicU64; 2],
+    /// The worker's [`crate::sys::thread_sched`] counters (CPU time, context
+    /// switches, runqueue wait) at the start and end of the window.
+    pub sched_at_window_start: [AtomicU64; ThreadSched::FIELDS],
+    pub sched_at_window_end: [AtomicU64; ThreadSched::FIELDS],
     /// Worker processes doing fixed work: CPU of the commands they ran
     /// (`RUSAGE_CHILDREN`) at the window's edges.
     pub children_at_window_start: [AtomicU64; 2],

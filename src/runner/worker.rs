@@ -9,7 +9,7 @@ use super::latency::{LatencyRegion, Recorder};
 use super::shared::{Phase, SharedRegion};
 use crate::panics;
 use crate::replay::{Player, ReplayError, Trace};
-use crate::sys;
+use crate::sys::{self, ThreadSched};
 use crate::workloads::{
     self, CommandSpec, JobContext, Op, OpDriver, PointState, Share, TreeSource, WorkerEnv, Workload, SHARED_DIR,
 };
@@ -114,7 +114,7 @@ fn run_job(env: &WorkerEnv<'_>, region: &SharedRegion, index: usize, processes: 
         return Ok(()); // abandoned before the start
     }
     region.mark_working(index);
-    record_cpu(&report.cpu_at_window_start);
+    record_sched(&report.sched_at_window_start);
     if processes {
         record(&report.children_at_window_start, sys::children_cpu_micros());
     }
@@ -122,7 +122,7 @@ fn run_job(env: &WorkerEnv<'_>, region: &SharedRegion, index: usize, processes: 
     let completed = sys::monotonic_ns();
     counter.store(output.entries, Ordering::Relaxed);
     report.bytes.store(output.bytes, Ordering::Relaxed);
-    record_cpu(&report.cpu_at_window_end);
+    record_sched(&report.sched_at_window_end);
     if processes {
         record(&report.children_at_window_end, sys::children_cpu_micros());
     }
@@ -265,14 +265,14 @@ fn through_phases<E>(
         match phase {
             Phase::Warmup => {}
             Phase::Window => {
-                record_cpu(&report.cpu_at_window_start);
+                record_sched(&report.sched_at_window_start);
                 window_started = true;
             }
             Phase::Stop => {
-                record_cpu(&report.cpu_at_window_end);
+                record_sched(&report.sched_at_window_end);
                 if !window_started {
                     // Never saw the window open (descheduled through all of it).
-                    record_cpu(&report.cpu_at_window_start);
+                    record_sched(&report.sched_at_window_start);
                 }
                 return Ok(());
             }
@@ -283,8 +283,10 @@ fn through_phases<E>(
     }
 }
 
-fn record_cpu(into: &[AtomicU64; 2]) {
-    record(into, sys::thread_cpu_micros());
+fn record_sched(into: &[AtomicU64; ThreadSched::FIELDS]) {
+    for (slot, value) in into.iter().zip(sys::thread_sched()) {
+        slot.store(value, Ordering::Relaxed);
+    }
 }
 
 fn record(into: &[AtomicU64; 2], (user, system): (u64, u64)) {

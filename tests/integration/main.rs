@@ -14,6 +14,7 @@ mod power;
 mod replay;
 mod report;
 mod run;
+mod sched;
 mod traverse;
 mod untar;
 mod util;

@@ -1,0 +1,36 @@
+//! The scheduler view with the real binary: workers that share one CPU are
+//! runnable but waiting; workers that wait for a command are asleep.
+
+use crate::util::*;
+
+#[test]
+fn workers_sharing_a_cpu_wait_on_its_runqueue() {
+    let env = TestEnv::new();
+    let out = env.run_on_cpus("0", &["stat", "-j", "4", "--share", "private", "--duration", "0.3"]);
+    assert_success(&out);
+    let text = stdout(&out);
+    assert!(text.contains("runq  asleep"), "{text}");
+    assert!(text.contains("runq = share of each worker's window spent runnable but waiting"), "{text}");
+    let doc = env.results();
+    let run = &doc.points[0].runs[0];
+    assert_eq!(run.sched.len(), 4, "one entry per worker: {:?}", run.sched);
+    // Four CPU-bound workers on one CPU: each runs about a quarter of the window and waits the rest.
+    for (i, share) in run.worker_sched_shares().iter().enumerate() {
+        assert!(share.runqueue > 0.4, "worker {i}: {share:?} {:?}", run.sched[i]);
+        assert!(share.asleep < 0.1, "a stat loop never sleeps: worker {i}: {share:?}");
+        assert!(run.sched[i].involuntary_switches > 0, "{:?}", run.sched[i]);
+    }
+    let on_cpu: f64 = run.sched.iter().map(|w| w.on_cpu_s).sum();
+    assert!(on_cpu <= run.elapsed_s * 1.05, "one CPU's worth at most: {on_cpu} s in {} s", run.elapsed_s);
+}
+
+#[test]
+fn workers_waiting_for_a_command_are_asleep() {
+    let env = TestEnv::new();
+    let out = env.run(&["command", "--cmd", "sleep 0.2", "-j", "1"]);
+    assert_success(&out);
+    let doc = env.results();
+    let share = doc.points[0].runs[0].sched_shares().expect("scheduler figures");
+    assert!(share.asleep > 0.8, "waiting for sleep(1) is sleeping: {share:?}");
+    assert!(doc.points[0].runs[0].sched[0].voluntary_switches >= 1);
+}
