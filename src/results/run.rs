@@ -76,10 +76,15 @@ pub struct Writeback {
 /// What else the machine was doing during a run.
 #[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Default)]
 pub struct RunNoise {
-    /// The share of all CPU time in the window that was not the run's own
-    /// (its workers and the commands they ran): other processes and kernel
-    /// threads, from `/proc/stat`. For a driver, the server it drives counts here.
+    /// The share of all CPU time in the window that went to other processes
+    /// (and a hypervisor's steal): `/proc/stat`'s busy time less the run's own
+    /// (its workers and the commands they ran) and less kernel threads'. For
+    /// a driver, the server it drives counts here.
     pub others_cpu: f64,
+    /// The share that kernel threads used (RCU, writeback, kworkers: mostly
+    /// working for the run), kept out of `others_cpu`.
+    #[serde(default)]
+    pub kernel_threads_cpu: f64,
     /// The 1-minute load average when the run started (it includes the run's own recent workers).
     pub load_1m: f64,
     /// Clock ticks of all CPUs in the window: `others_cpu` is good to about 1/ticks.

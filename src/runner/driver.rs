@@ -67,6 +67,7 @@ pub(super) fn run_driver(
             others_cpu: cpu_start
                 .others_share(&cpu_end, (children_end.0 - children_start.0) + (children_end.1 - children_start.1))
                 .unwrap_or(0.0),
+            kernel_threads_cpu: cpu_start.kernel_threads_share(&cpu_end).unwrap_or(0.0),
             load_1m,
             ticks: cpu_start.ticks(&cpu_end),
         }),

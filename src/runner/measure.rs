@@ -57,6 +57,7 @@ pub(super) fn run_once(
     inputs: Inputs<'_>,
     run: usize,
 ) -> Result<RunRecord> {
+    super::cpu::find_kernel_threads();
     let scratch = Scratch::create(dir)?;
     let outcome = match inputs.command.filter(|c| c.driver.is_some()) {
         Some(command) => super::driver::run_driver(spec, &scratch, timing, command, run),
@@ -222,6 +223,7 @@ impl Window {
                     .cpu_start
                     .others_share(&self.cpu_end, worker_cpu.user_s + worker_cpu.sys_s)
                     .unwrap_or(0.0),
+                kernel_threads_cpu: self.cpu_start.kernel_threads_share(&self.cpu_end).unwrap_or(0.0),
                 load_1m: self.load_1m,
                 ticks: self.cpu_start.ticks(&self.cpu_end),
             }),
