@@ -458,7 +458,7 @@ pub fn pin_to_cpu(cpu: usize) -> Result<(), Errno> {
 /// context switches made (voluntary: it slept) and suffered (involuntary:
 /// preempted) from `getrusage(RUSAGE_THREAD)`, and nanoseconds on a CPU and
 /// runnable but waiting on a runqueue from `/proc/thread-self/schedstat`
-/// (0 where the kernel has no schedstat).
+/// (0 where the kernel has no schedstat), and CLOCK_MONOTONIC ns.
 pub fn thread_sched() -> [u64; ThreadSched::FIELDS] {
     // SAFETY: rusage is plain data filled by the kernel.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
@@ -469,7 +469,15 @@ pub fn thread_sched() -> [u64; ThreadSched::FIELDS] {
         .ok()
         .and_then(|text| ThreadSched::parse_schedstat(&text))
         .unwrap_or((0, 0));
-    [micros(usage.ru_utime), micros(usage.ru_stime), usage.ru_nvcsw as u64, usage.ru_nivcsw as u64, on_cpu, waiting]
+    [
+        micros(usage.ru_utime),
+        micros(usage.ru_stime),
+        usage.ru_nvcsw as u64,
+        usage.ru_nivcsw as u64,
+        on_cpu,
+        waiting,
+        monotonic_ns(),
+    ]
 }
 
 /// Indices into [`thread_sched`]'s counters.
@@ -482,7 +490,9 @@ impl ThreadSched {
     pub const INVOLUNTARY: usize = 3;
     pub const ON_CPU_NS: usize = 4;
     pub const RUNQUEUE_NS: usize = 5;
-    pub const FIELDS: usize = 6;
+    /// CLOCK_MONOTONIC when read: the worker's own window is between its two reads.
+    pub const WALL_NS: usize = 6;
+    pub const FIELDS: usize = 7;
 
     /// `/proc/<tid>/schedstat`: "on-CPU ns, runqueue wait ns, timeslices".
     pub fn parse_schedstat(text: &str) -> Option<(u64, u64)> {

@@ -98,6 +98,10 @@ pub struct RunNoise {
 /// CPU nor waiting for one was blocked.
 #[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Default)]
 pub struct WorkerSched {
+    /// The worker's own window: from when it saw the window open (or its
+    /// fixed work start) to when it saw it close (or finished).
+    #[serde(default)]
+    pub window_s: f64,
     /// Time on a CPU (`/proc/<tid>/schedstat`, field 1).
     pub on_cpu_s: f64,
     /// Time runnable but waiting on a runqueue (`/proc/<tid>/schedstat`, field 2).
@@ -109,16 +113,15 @@ pub struct WorkerSched {
 }
 
 impl RunRecord {
-    /// Each worker's shares of its window spent runnable but waiting for a
-    /// CPU, and neither on one nor waiting (asleep: blocked on a lock, on
-    /// I/O, on a child). A fixed-work worker's window ends when it finishes.
+    /// Each worker's shares of its own window spent runnable but waiting
+    /// for a CPU, and neither on one nor waiting (asleep: blocked on a lock,
+    /// on I/O, on a child).
     pub fn worker_sched_shares(&self) -> Vec<SchedShares> {
-        let window = |i: usize| self.completion_s.as_ref().and_then(|c| c.get(i).copied()).unwrap_or(self.elapsed_s);
-        (self.sched.iter().enumerate())
-            .filter(|&(i, _)| window(i) > 0.0)
-            .map(|(i, w)| SchedShares {
-                runqueue: (w.runqueue_s / window(i)).min(1.0),
-                asleep: (1.0 - (w.on_cpu_s + w.runqueue_s) / window(i)).clamp(0.0, 1.0),
+        (self.sched.iter())
+            .filter(|w| w.window_s > 0.0)
+            .map(|w| SchedShares {
+                runqueue: (w.runqueue_s / w.window_s).min(1.0),
+                asleep: (1.0 - (w.on_cpu_s + w.runqueue_s) / w.window_s).clamp(0.0, 1.0),
             })
             .collect()
     }
@@ -183,19 +186,19 @@ mod tests {
     use super::*;
     use crate::results::fixtures::run;
 
-    fn worker(on_cpu_s: f64, runqueue_s: f64) -> WorkerSched {
-        WorkerSched { on_cpu_s, runqueue_s, voluntary_switches: 0, involuntary_switches: 0 }
+    fn worker(window_s: f64, on_cpu_s: f64, runqueue_s: f64) -> WorkerSched {
+        WorkerSched { window_s, on_cpu_s, runqueue_s, voluntary_switches: 0, involuntary_switches: 0 }
     }
 
     #[test]
     fn sched_shares_are_of_each_workers_own_window() {
         let mut r = run(0, &[10, 10], 2.0);
-        r.sched = vec![worker(0.5, 1.5), worker(1.0, 0.0)];
+        r.sched = vec![worker(2.0, 0.5, 1.5), worker(2.0, 1.0, 0.0)];
         let shares = r.worker_sched_shares();
         assert_eq!(shares, [SchedShares { runqueue: 0.75, asleep: 0.0 }, SchedShares { runqueue: 0.0, asleep: 0.5 }]);
         assert_eq!(r.sched_shares(), Some(SchedShares { runqueue: 0.375, asleep: 0.25 }));
-        // Fixed work: the second worker finished after 1 s, so it never slept.
-        r.completion_s = Some(vec![2.0, 1.0]);
+        // Its own window: a worker that ran 1 s of its 1 s never slept.
+        r.sched[1].window_s = 1.0;
         assert_eq!(r.worker_sched_shares()[1], SchedShares { runqueue: 0.0, asleep: 0.0 });
         r.sched.clear();
         assert_eq!(r.sched_shares(), None);

@@ -181,6 +181,7 @@ impl Window {
             worker_cpu.user_s += delta(ThreadSched::USER_US) as f64 / 1e6;
             worker_cpu.sys_s += delta(ThreadSched::SYSTEM_US) as f64 / 1e6;
             sched.push(WorkerSched {
+                window_s: delta(ThreadSched::WALL_NS) as f64 / 1e9,
                 on_cpu_s: delta(ThreadSched::ON_CPU_NS) as f64 / 1e9,
                 runqueue_s: delta(ThreadSched::RUNQUEUE_NS) as f64 / 1e9,
                 voluntary_switches: delta(ThreadSched::VOLUNTARY),

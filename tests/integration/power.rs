@@ -17,6 +17,34 @@ fn has_cpu_cgroup() -> bool {
         || std::path::Path::new("/sys/fs/cgroup/cpu/cpu.cfs_quota_us").exists()
 }
 
+/// Busy share of all CPUs over `window`, from /proc/stat.
+fn busy_share(window: std::time::Duration) -> f64 {
+    let read = || -> Vec<u64> {
+        let stat = std::fs::read_to_string("/proc/stat").unwrap();
+        stat.lines().next().unwrap().split_whitespace().skip(1).take(8).map(|f| f.parse().unwrap()).collect()
+    };
+    let a = read();
+    std::thread::sleep(window);
+    let b = read();
+    let d: Vec<f64> = a.iter().zip(&b).map(|(x, y)| (y - x) as f64).collect();
+    let total: f64 = d.iter().sum();
+    if total == 0.0 {
+        0.0
+    } else {
+        (total - d[3] - d[4]) / total
+    }
+}
+
+/// Up to a minute for what earlier tests left running to finish: two
+/// half-second windows in a row with the CPUs under 10% busy.
+fn wait_for_a_quiet_machine() {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let mut quiet = 0;
+    while quiet < 2 && std::time::Instant::now() < deadline {
+        quiet = if busy_share(std::time::Duration::from_millis(500)) < 0.10 { quiet + 1 } else { 0 };
+    }
+}
+
 /// (worse, no difference, too noisy, better, median change %) of one `power S ...` line.
 fn tally(text: &str, slowdown: u32) -> (u32, u32, u32, u32, f64) {
     let line = text
@@ -39,8 +67,10 @@ fn compare_detects_a_planted_slowdown_and_not_an_aa_pair() {
     {
         return;
     }
-    // Other tests' processes would be the noise this measures.
+    // Other tests' processes, and the kernel work they leave behind
+    // (writeback, freeing what they removed), would be the noise this measures.
     let _alone = machine_to_myself();
+    wait_for_a_quiet_machine();
     let pairs = 10;
     let out = Command::new("bash")
         .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/bench/power.sh"))
