@@ -460,11 +460,7 @@ pub fn pin_to_cpu(cpu: usize) -> Result<(), Errno> {
 /// runnable but waiting on a runqueue from `/proc/thread-self/schedstat`
 /// (0 where the kernel has no schedstat), and CLOCK_MONOTONIC ns.
 pub fn thread_sched() -> [u64; ThreadSched::FIELDS] {
-    // SAFETY: rusage is plain data filled by the kernel.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: valid pointer to a rusage buffer.
-    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) };
-    let micros = |tv: libc::timeval| tv.tv_sec as u64 * 1_000_000 + tv.tv_usec as u64;
+    let usage = rusage(libc::RUSAGE_THREAD);
     let (on_cpu, waiting) = std::fs::read_to_string("/proc/thread-self/schedstat")
         .ok()
         .and_then(|text| ThreadSched::parse_schedstat(&text))
@@ -504,12 +500,21 @@ impl ThreadSched {
 /// User and system CPU microseconds of this process's children that were
 /// waited for (`RUSAGE_CHILDREN`): commands a worker ran, and theirs.
 pub fn children_cpu_micros() -> (u64, u64) {
+    let usage = rusage(libc::RUSAGE_CHILDREN);
+    (micros(usage.ru_utime), micros(usage.ru_stime))
+}
+
+/// `getrusage(who)`.
+fn rusage(who: libc::c_int) -> libc::rusage {
     // SAFETY: rusage is plain data filled by the kernel.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: valid pointer to a rusage buffer.
-    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
-    let micros = |tv: libc::timeval| tv.tv_sec as u64 * 1_000_000 + tv.tv_usec as u64;
-    (micros(usage.ru_utime), micros(usage.ru_stime))
+    unsafe { libc::getrusage(who, &mut usage) };
+    usage
+}
+
+fn micros(tv: libc::timeval) -> u64 {
+    tv.tv_sec as u64 * 1_000_000 + tv.tv_usec as u64
 }
 
 /// Raises the soft open-file limit to the hard limit: 1024 threaded workers

@@ -237,14 +237,16 @@ fn flagged_points(out: &mut String, files: &[(String, ResultsFile)]) {
 fn worker_sched(run: &RunRecord) -> String {
     let shares = run.worker_sched_shares();
     let spread = |share: fn(&SchedShares) -> f64| {
-        let mut values: Vec<f64> = shares.iter().map(share).collect();
-        values.sort_by(f64::total_cmp);
-        match (values.first(), values.get(values.len() / 2), values.last()) {
-            (Some(a), Some(m), Some(b)) => format!("{:.0} / {:.0} / {:.0}%", 100.0 * a, 100.0 * m, 100.0 * b),
-            _ => "-".into(),
-        }
+        min_median_max(shares.iter().map(share).collect())
+            .map_or_else(|| "-".into(), |(a, m, b)| format!("{:.0} / {:.0} / {:.0}%", 100.0 * a, 100.0 * m, 100.0 * b))
     };
     format!("{} waiting; {} asleep", spread(|s| s.runqueue), spread(|s| s.asleep))
+}
+
+/// The smallest, middle and largest of `values` (the workers of one run); `None` when empty.
+fn min_median_max<T: Copy + PartialOrd>(mut values: Vec<T>) -> Option<(T, T, T)> {
+    values.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    Some((*values.first()?, *values.get(values.len() / 2)?, *values.last()?))
 }
 
 /// The point's median (what its tables show) and the bar drawn around it:
@@ -442,22 +444,10 @@ fn detail_table(out: &mut String, files: &[(String, ResultsFile)], workload: Wor
         let run = &p.runs[p.runs.len() / 2];
         // Fixed work: every worker does the same job, so fairness is in the completion times.
         let fairness = match &run.completion_s {
-            Some(times) => {
-                let mut t = times.clone();
-                t.sort_by(f64::total_cmp);
-                match (t.first(), t.get(t.len() / 2), t.last()) {
-                    (Some(a), Some(m), Some(b)) => format!("done after {a:.3} / {m:.3} / {b:.3} s"),
-                    _ => "-".into(),
-                }
-            }
-            None => {
-                let mut ops: Vec<u64> = run.per_worker_ops.clone();
-                ops.sort_unstable();
-                match (ops.first(), ops.get(ops.len() / 2), ops.last()) {
-                    (Some(a), Some(m), Some(b)) => format!("{a} / {m} / {b}"),
-                    _ => "-".into(),
-                }
-            }
+            Some(times) => min_median_max(times.clone())
+                .map_or_else(|| "-".into(), |(a, m, b)| format!("done after {a:.3} / {m:.3} / {b:.3} s")),
+            None => min_median_max(run.per_worker_ops.clone())
+                .map_or_else(|| "-".into(), |(a, m, b)| format!("{a} / {m} / {b}")),
         };
         let c = run.system_cpu;
         let pct = |x: f64| format!("{:.1}", 100.0 * x);

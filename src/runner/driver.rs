@@ -13,6 +13,7 @@ use crate::fs::DeviceSnapshot;
 use crate::plan::PointSpec;
 use crate::results::{RunNoise, RunRecord, Timeline, WorkerCpu};
 use crate::scratch::Scratch;
+use crate::sys;
 use crate::workloads::CommandSpec;
 
 /// Runs the driver once in `scratch` (its `{dir}` and working directory).
@@ -84,9 +85,6 @@ pub(super) fn run_driver(
 
 /// User and system CPU seconds of all waited-for children so far.
 fn children_cpu() -> (f64, f64) {
-    // SAFETY: rusage is plain data; RUSAGE_CHILDREN with a valid pointer.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
-    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    (secs(usage.ru_utime), secs(usage.ru_stime))
+    let (user, system) = sys::children_cpu_micros();
+    (user as f64 / 1e6, system as f64 / 1e6)
 }

@@ -116,7 +116,7 @@ fn run_job(env: &WorkerEnv<'_>, region: &SharedRegion, index: usize, processes: 
     region.mark_working(index);
     record_sched(&report.sched_at_window_start);
     if processes {
-        record(&report.children_at_window_start, sys::children_cpu_micros());
+        record(&report.children_at_window_start, <[u64; 2]>::from(sys::children_cpu_micros()));
     }
     let output = job.run(&ctx).map_err(anyhow::Error::msg)?;
     let completed = sys::monotonic_ns();
@@ -124,7 +124,7 @@ fn run_job(env: &WorkerEnv<'_>, region: &SharedRegion, index: usize, processes: 
     report.bytes.store(output.bytes, Ordering::Relaxed);
     record_sched(&report.sched_at_window_end);
     if processes {
-        record(&report.children_at_window_end, sys::children_cpu_micros());
+        record(&report.children_at_window_end, <[u64; 2]>::from(sys::children_cpu_micros()));
     }
     report.completed_ns.store(completed, Ordering::Release);
     region.mark_completed(index);
@@ -284,14 +284,13 @@ fn through_phases<E>(
 }
 
 fn record_sched(into: &[AtomicU64; ThreadSched::FIELDS]) {
-    for (slot, value) in into.iter().zip(sys::thread_sched()) {
-        slot.store(value, Ordering::Relaxed);
-    }
+    record(into, sys::thread_sched());
 }
 
-fn record(into: &[AtomicU64; 2], (user, system): (u64, u64)) {
-    into[0].store(user, Ordering::Relaxed);
-    into[1].store(system, Ordering::Relaxed);
+fn record(into: &[AtomicU64], values: impl IntoIterator<Item = u64>) {
+    for (slot, value) in into.iter().zip(values) {
+        slot.store(value, Ordering::Relaxed);
+    }
 }
 
 #[cfg(test)]
