@@ -167,6 +167,18 @@ pub struct RunArgs {
     #[arg(long)]
     pub latency: bool,
 
+    /// Explain every run with instruments, exactly over its window: locks (where workers wait on kernel locks: lock:contention_* tracepoints, root), cpu (where their CPU time goes: sampled kernel and user stacks, root); e.g. --profile locks,cpu. Their cost is in the figures, which are marked.
+    #[arg(long, value_name = "locks|cpu", value_delimiter = ',', value_parser = ["locks", "cpu"], help_heading = "Instruments")]
+    pub profile: Vec<String>,
+
+    /// Count the workers' system calls in the window with the kernel's tracepoints and warn where they differ from ops × calls per op by more than 0.5% (root).
+    #[arg(long, help_heading = "Instruments")]
+    pub verify: bool,
+
+    /// Print the instruments' tables under every point, not only under those whose efficiency falls.
+    #[arg(long, help_heading = "Instruments")]
+    pub explain_all: bool,
+
     /// replay: a dbench loadfile (NTCreateX, ReadX, ... lines) instead of the built-in fileserver trace.
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
@@ -557,6 +569,7 @@ impl RunArgs {
             command,
             trace: self.trace.clone(),
             latency: self.latency,
+            instruments: instruments(&self.profile, self.verify),
             workers,
             pin: self.pin,
             duration: self.duration,
@@ -658,6 +671,15 @@ fn default_output() -> Result<PathBuf> {
     fsscale::atomic_file::create_unique(Path::new("fsscale-results"), &stamp, "json")
 }
 
+/// `--profile` and `--verify` as the core's config.
+fn instruments(profile: &[String], verify: bool) -> fsscale::instruments::InstrumentConfig {
+    fsscale::instruments::InstrumentConfig {
+        locks: profile.iter().any(|p| p == "locks"),
+        cpu: profile.iter().any(|p| p == "cpu"),
+        verify,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -707,3 +729,4 @@ mod tests {
         assert!(err.contains("unknown workload; choose from stat, stat-deep,"), "{err}");
     }
 }
+

@@ -12,6 +12,7 @@ pub mod cleanup;
 pub mod compare;
 pub mod exec;
 pub mod fs;
+pub mod instruments;
 pub mod lockfile;
 pub mod ministat;
 pub mod panics;

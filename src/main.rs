@@ -9,7 +9,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use fsscale::report::{render_catalogue, render_results};
+use fsscale::report::{render_catalogue, render_results_with};
 use fsscale::results::ResultsFile;
 use fsscale::runner::{self, Interrupted};
 
@@ -64,13 +64,14 @@ fn run(command: cli::Command, argv: Vec<String>) -> anyhow::Result<()> {
         }
         cli::Command::Run(args) => {
             let named_output = args.output.is_some();
+            let explain_all = args.explain_all;
             let config = (*args).into_config(argv)?;
             let mut progress = terminal::TerminalProgress::new();
             let outcome = runner::run(&config, &mut progress);
             progress.clear();
             match outcome {
                 Ok(doc) => {
-                    print(&render_results(&doc))?;
+                    print(&render_results_with(&doc, explain_all))?;
                     eprintln!("results: {}", config.output.display());
                     Ok(())
                 }
@@ -88,7 +89,7 @@ fn run(command: cli::Command, argv: Vec<String>) -> anyhow::Result<()> {
                     let ours = progress.saved.then(|| ResultsFile::load(&config.output).ok()).flatten();
                     if let Some(doc) = ours {
                         if doc.points.iter().any(|p| !p.runs.is_empty()) {
-                            print(&render_results(&doc))?;
+                            print(&render_results_with(&doc, explain_all))?;
                             eprintln!("results so far: {}", config.output.display());
                         }
                     }

@@ -133,6 +133,8 @@ pub struct RunConfig {
     pub trace: Option<PathBuf>,
     /// Time every op of fixed-time loops into latency histograms.
     pub latency: bool,
+    /// `--profile locks,cpu` and `--verify`.
+    pub instruments: crate::instruments::InstrumentConfig,
     /// The filesystems to run on: `--dir` as it is, or made fresh.
     pub filesystems: FsOptions,
     pub workers: Vec<usize>,
@@ -198,6 +200,9 @@ impl RunConfig {
                  coordinator whose wake-ups are tens of microseconds late; use at least {MIN_DURATION:?}",
                 self.duration
             );
+        }
+        if self.instruments.any() && self.command.as_ref().is_some_and(|c| c.driver.is_some()) {
+            bail!("--profile and --verify follow fsscale's own workers; a command driver (--metric, --metric-json, --driver) runs its own clients, which they cannot tell apart: profile the driver with perf instead");
         }
         if self.stall_timeout < MIN_STALL_TIMEOUT {
             bail!("--stall-timeout {:?} is too short to tell a busy worker from a stuck one; use at least {MIN_STALL_TIMEOUT:?}", self.stall_timeout);
@@ -486,6 +491,7 @@ mod tests {
             command: None,
             trace: None,
             latency: false,
+            instruments: Default::default(),
             workers: vec![1, 2],
             pin: false,
             duration: Duration::from_secs(1),

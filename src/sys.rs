@@ -532,6 +532,12 @@ pub fn raise_fd_limit() {
 
 /// Monotonic clock in nanoseconds.
 #[inline]
+/// The calling thread's kernel task id.
+pub fn gettid() -> i32 {
+    // SAFETY: gettid has no preconditions.
+    unsafe { libc::gettid() }
+}
+
 pub fn monotonic_ns() -> u64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: valid timespec pointer.

@@ -6,6 +6,7 @@ pub mod chart;
 mod compare;
 mod html;
 mod latency;
+pub mod profile;
 mod table;
 mod text;
 
@@ -15,4 +16,4 @@ pub use compare::{render_comparisons, CompareFormat};
 pub use html::{figure_label, higher_is_better, render_html, workload_series};
 pub use latency::format_ns;
 pub use table::{Align, Table};
-pub use text::{format_rate, render_results, sparkline};
+pub use text::{format_rate, render_results, render_results_with, sparkline};

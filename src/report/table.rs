@@ -17,6 +17,12 @@ impl Table {
         Table { columns: columns.iter().map(|(h, a)| (h.to_string(), *a)).collect(), rows: Vec::new(), indent: 2 }
     }
 
+    /// Spaces before every line (2 unless set).
+    pub fn indented(mut self, indent: usize) -> Table {
+        self.indent = indent;
+        self
+    }
+
     pub fn row(&mut self, cells: Vec<String>) {
         assert_eq!(cells.len(), self.columns.len(), "row width must match the header");
         self.rows.push(cells);

@@ -7,7 +7,7 @@ use super::latency::{driver_table, latency_cells, replay_ops_table, LATENCY_COLU
 use super::table::{Align, Table};
 use crate::analyze::analyze_results;
 use crate::plan::Mode;
-use crate::results::{Point, ResultsFile, Settings};
+use crate::results::{Point, ResultsFile, RunRecord, Settings};
 use crate::stats::Sample;
 use crate::workloads::{Share, Workload};
 
@@ -33,6 +33,12 @@ pub fn format_rate(rate: f64) -> String {
 
 /// Renders every point with a summary, grouped by workload in catalogue order.
 pub fn render_results(doc: &ResultsFile) -> String {
+    render_results_with(doc, false)
+}
+
+/// [`render_results`], with the instruments' tables under every point when
+/// `explain_all` (else only under points whose efficiency falls).
+pub fn render_results_with(doc: &ResultsFile, explain_all: bool) -> String {
     // One table per condition (filesystem configuration, cache state) and workload.
     let mut by_workload: BTreeMap<(Option<String>, Workload), Vec<&Point>> = BTreeMap::new();
     for point in doc.points.iter().filter(|p| p.summary.is_some()) {
@@ -70,6 +76,9 @@ pub fn render_results(doc: &ResultsFile) -> String {
                 out.push_str(&format!("  operations at {} workers ({}, {}), all runs:\n", p.workers, p.mode, p.share));
                 out.push_str(&replay_ops_table(p).render());
             }
+        }
+        for point in super::profile::points_to_explain(points, explain_all) {
+            out.push_str(&super::profile::explain(point));
         }
         for a in
             analyses.iter().filter(|a| a.workload == Some(*workload) && a.condition == *condition && a.points.len() > 1)
@@ -131,11 +140,40 @@ pub fn render_results(doc: &ResultsFile) -> String {
             ));
         }
         out.push_str(&runs_line(&doc.settings));
+        out.push_str(&instruments_line(doc));
+        if by_workload.values().any(|points| !super::profile::points_to_explain(points, explain_all).is_empty()) {
+            out.push_str(super::profile::EXPLAIN_LEGEND);
+        }
         if by_workload.values().flatten().any(|p| !noise_marks(p).is_empty()) {
             out.push_str(NOISE_LEGEND);
         }
     }
     out
+}
+
+/// Which instruments were on (their cost is in every figure), and what `--verify` found.
+fn instruments_line(doc: &ResultsFile) -> String {
+    let on = doc.settings.instruments;
+    if !on.any() {
+        return String::new();
+    }
+    let mut line = format!(
+        "instruments: {} on in every run: their cost is in these figures (see fsscale's docs/INSTRUMENTS.md)",
+        on.names().join(", ")
+    );
+    if on.verify {
+        let runs: Vec<(&RunRecord, usize)> =
+            doc.points.iter().flat_map(|p| p.runs.iter().map(move |r| (r, p.workers))).collect();
+        let checked: Vec<_> = runs.iter().filter_map(|(r, w)| Some((r.syscalls.as_ref()?, *w))).collect();
+        let off = checked.iter().filter(|(c, w)| !crate::instruments::verify::mismatches(c, *w).is_empty()).count();
+        line.push_str(&match (checked.len(), off) {
+            (0, _) => "; --verify checked no run (no workload here has a fixed set of calls per op)".to_string(),
+            (n, 0) => format!("; --verify: the kernel's system call counts matched the ops within 0.5% in all {n} runs checked"),
+            (n, k) => format!("; --verify: the kernel's counts differed from the ops by more than 0.5% in {k} of {n} runs (the results file has the counts)"),
+        });
+    }
+    line.push_str(".\n");
+    line
 }
 
 /// How the runs were ordered and warmed up, and what `--until-ci` asked.

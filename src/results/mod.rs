@@ -4,6 +4,7 @@
 mod check;
 mod host;
 mod journal;
+pub mod profile;
 mod run;
 mod target;
 
@@ -15,6 +16,7 @@ use serde::{Deserialize, Serialize};
 
 pub use host::Host;
 pub use journal::{journal_path, Saver};
+pub use profile::{CpuProfile, FunctionShare, LockProfile, LockSite, SyscallCheck, SyscallCount};
 pub use run::{RunNoise, RunRecord, SchedShares, SystemCpu, Timeline, WorkerCpu, WorkerSched, Writeback};
 pub use target::{mounts, Mount, Target};
 
@@ -103,6 +105,10 @@ pub struct Settings {
     /// `--latency`: fixed-time loops timed every op.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub latency: bool,
+    /// `--profile` and `--verify`: the instruments every run had on (their
+    /// cost is in the figures; see docs/INSTRUMENTS.md).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub instruments: crate::instruments::InstrumentConfig,
     /// The `command` workload's templates, when it ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<CommandSettings>,
@@ -427,6 +433,9 @@ pub(crate) mod fixtures {
             replay_ops: None,
             noise: None,
             sched: Vec::new(),
+            locks: None,
+            cpu_profile: None,
+            syscalls: None,
         }
     }
 
@@ -476,6 +485,7 @@ pub(crate) mod fixtures {
                 pin: false,
                 untar: None,
                 latency: false,
+                instruments: Default::default(),
                 command: None,
                 replay: None,
                 containment: None,
@@ -515,6 +525,10 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
     let y = yoe + era * 400 + i64::from(m <= 2);
     (y, m, d)
+}
+
+fn is_default<T: Default + PartialEq>(value: &T) -> bool {
+    *value == T::default()
 }
 
 #[cfg(test)]

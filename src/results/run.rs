@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::profile::{CpuProfile, LockProfile, SyscallCheck};
 use crate::fs::DeviceIo;
 use crate::replay::OpKind;
 use crate::stats::histogram::Histogram;
@@ -55,6 +56,15 @@ pub struct RunRecord {
     /// (see [`WorkerSched`]); absent for drivers and where unreadable.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sched: Vec<WorkerSched>,
+    /// `--profile locks`: where the workers waited on kernel locks in the window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub locks: Option<LockProfile>,
+    /// `--profile cpu`: the workers' sampled call stacks in the window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_profile: Option<CpuProfile>,
+    /// `--verify`: the workers' system calls as the kernel counted them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub syscalls: Option<SyscallCheck>,
     /// Latency of the window's ops, all workers merged (`--latency`; `replay`: all kinds).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency: Option<Histogram>,

@@ -80,6 +80,9 @@ pub(super) fn run_driver(
         latency: None,
         replay_ops: None,
         sched: Vec::new(),
+        locks: None,
+        cpu_profile: None,
+        syscalls: None,
     })
 }
 

@@ -14,6 +14,7 @@ use super::watch::Watch;
 use super::worker::{worker_main, WorkerPlan};
 use crate::exec::Placeholders;
 use crate::fs::{DeviceIo, DeviceSnapshot};
+use crate::instruments::{InstrumentConfig, RunInstruments};
 use crate::plan::{Mode, PointSpec};
 use crate::replay::{OpKind, Trace};
 use crate::results::{RunNoise, RunRecord, Timeline, WorkerCpu, WorkerSched, Writeback};
@@ -43,6 +44,8 @@ pub(super) struct Timing {
     pub device: Option<String>,
     /// A worker without progress for this long fails the run.
     pub stall_timeout: Duration,
+    /// What is measured alongside, exactly over the window.
+    pub instruments: InstrumentConfig,
 }
 
 /// After a failure, how long workers get to leave before they are killed.
@@ -112,14 +115,16 @@ fn measure(
     if let Some(command) = once {
         command.run_untimed("--setup", command.setup.as_deref(), &values, &stop).map_err(anyhow::Error::msg)?;
     }
-    let window = match spec.mode {
+    let mut window = match spec.mode {
         Mode::Process => run_processes(&plan, timing)?,
         Mode::Thread => run_threads(&plan, timing)?,
     };
     if let Some(command) = once {
         command.run_untimed("--cleanup", command.cleanup.as_deref(), &values, &stop).map_err(anyhow::Error::msg)?;
     }
+    let instruments = std::mem::take(&mut window.instruments);
     let mut record = window.into_record(&region, run, cpus);
+    instruments.finish(&mut record).context("reading the instruments")?;
     if let Some(latency) = &latency {
         if spec.workload == Workload::Replay {
             let per_kind: std::collections::BTreeMap<_, _> =
@@ -155,6 +160,8 @@ struct Window {
     writeback: Option<Writeback>,
     /// The load average as the run started.
     load_1m: f64,
+    /// Turned off at the window's end, read into the record after it.
+    instruments: RunInstruments,
 }
 
 /// The 1-minute load average (0 where `/proc/loadavg` cannot be read).
@@ -233,6 +240,9 @@ impl Window {
             replay_ops: None,
             // No schedstat (a kernel without it): no figures rather than zeros.
             sched: if sched.iter().all(|w| w.on_cpu_s == 0.0) { Vec::new() } else { sched },
+            locks: None,
+            cpu_profile: None,
+            syscalls: None,
         }
     }
 }
@@ -368,6 +378,7 @@ fn coordinate_fixed_work(
         drop_caches()?;
     }
     run_prepare(plan)?;
+    let mut instruments = RunInstruments::arm(&timing.instruments, &region.tids(), plan.workload)?;
     // What setup wrote (traverse's copy of the tree, --setup, --prepare) is
     // written back now, untimed, so that neither the job nor the sync after
     // it pays for it: both then account for the job's own writes only.
@@ -379,6 +390,7 @@ fn coordinate_fixed_work(
     // Thread workers' commands are this process's children.
     let threads = watch.watches_threads();
     let children_start = threads.then(sys::children_cpu_micros);
+    instruments.start()?;
     let start = sys::monotonic_ns();
     region.set_phase(Phase::Window);
     let interval = timing.sample_interval.as_nanos().max(1) as u64;
@@ -394,6 +406,7 @@ fn coordinate_fixed_work(
             region.read_counters(&mut counts);
             timeline.record(sys::monotonic_ns() - start, counts.iter().sum());
             next_sample += interval;
+            instruments.drain()?;
             continue;
         }
         watch.sleep_until_or(next_sample, |region| region.completed() as usize == workers)?;
@@ -401,6 +414,7 @@ fn coordinate_fixed_work(
     let completed: Vec<u64> =
         (0..workers).map(|i| region.report(i).completed_ns.load(Ordering::Acquire).max(start)).collect();
     let stop = completed.iter().copied().max().unwrap_or(start);
+    instruments.stop()?;
     let cpu_end = CpuTicks::read();
     let device_end = timing.device.as_deref().and_then(DeviceSnapshot::read);
     let device_io = device_start.zip(device_end).map(|(a, b)| a.delta(&b));
@@ -428,6 +442,7 @@ fn coordinate_fixed_work(
         completion_s: Some(completed.iter().map(|&c| Duration::from_nanos((c - start).max(1)).as_secs_f64()).collect()),
         children_cpu,
         writeback: Some(writeback),
+        instruments,
     })
 }
 
@@ -442,6 +457,7 @@ fn coordinate(plan: &WorkerPlan<'_>, workers: usize, pids: Option<&[libc::pid_t]
     let region = plan.region;
     wait_ready(&mut watch, workers)?;
     run_prepare(plan)?;
+    let mut instruments = RunInstruments::arm(&timing.instruments, &region.tids(), plan.workload)?;
     region.set_phase(Phase::Warmup);
     let warmup_end = sys::monotonic_ns() + timing.warmup.as_nanos() as u64;
     watch.sleep_until(warmup_end)?;
@@ -450,6 +466,7 @@ fn coordinate(plan: &WorkerPlan<'_>, workers: usize, pids: Option<&[libc::pid_t]
     let cpu_start = CpuTicks::read();
     let load_1m = load_average();
     let device_start = timing.device.as_deref().and_then(DeviceSnapshot::read);
+    instruments.start()?;
     let start = sys::monotonic_ns();
     region.read_counters(&mut start_counts);
     region.set_phase(Phase::Window);
@@ -465,8 +482,10 @@ fn coordinate(plan: &WorkerPlan<'_>, workers: usize, pids: Option<&[libc::pid_t]
         region.read_counters(&mut scratch_counts);
         timeline.record(now - start, scratch_counts.iter().sum::<u64>() - base);
         next_sample += interval;
+        instruments.drain()?;
     }
     watch.sleep_until(end)?;
+    instruments.stop()?;
     let mut end_counts = Vec::with_capacity(workers);
     region.read_counters(&mut end_counts);
     let stop = sys::monotonic_ns();
@@ -489,6 +508,7 @@ fn coordinate(plan: &WorkerPlan<'_>, workers: usize, pids: Option<&[libc::pid_t]
         device_io,
         children_cpu: None,
         writeback: None,
+        instruments,
     })
 }
 

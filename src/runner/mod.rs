@@ -54,6 +54,9 @@ pub fn run(config: &RunConfig, progress: &mut dyn Progress) -> Result<ResultsFil
     }
     // Held until the run returns, so `fsscale cleanup` can tell where a killed one left scratch.
     let _registration = crate::scratch::RunRegistration::create(std::slice::from_ref(&config.dir));
+    for note in config.instruments.prepare()? {
+        progress.preparing(&note);
+    }
     signals::install();
     sys::raise_fd_limit();
     // Made while the process is single-threaded (it may fork its guardian).
@@ -132,6 +135,7 @@ pub fn run(config: &RunConfig, progress: &mut dyn Progress) -> Result<ResultsFil
         drop_caches: false,
         device: None,
         stall_timeout: config.stall_timeout,
+        instruments: config.instruments,
     };
     let points = config.points();
     if points.iter().any(|p| p.cache == Some(Cache::Cold)) {
@@ -222,6 +226,20 @@ pub fn run(config: &RunConfig, progress: &mut dyn Progress) -> Result<ResultsFil
                 return Err(error);
             }
         };
+        if let Some(check) = &record.syscalls {
+            for mismatch in crate::instruments::verify::mismatches(check, spec.workers) {
+                progress.warning(&format!(
+                    "--verify: {} x{} run {}: the kernel counted {} {} calls where the ops imply {:.0} ({:+.2}%)",
+                    spec.workload,
+                    spec.workers,
+                    run + 1,
+                    mismatch.counted,
+                    mismatch.syscall,
+                    mismatch.expected,
+                    100.0 * (mismatch.ratio() - 1.0)
+                ));
+            }
+        }
         record.position = Some(position);
         record.started_at = Some(started_at);
         position += 1;
@@ -379,6 +397,7 @@ fn new_document(config: &RunConfig) -> ResultsFile {
             pin: config.pin,
             untar: None,
             latency: config.latency,
+            instruments: config.instruments,
             command: None,
             replay: None,
             containment: None,

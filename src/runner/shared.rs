@@ -93,6 +93,9 @@ pub struct WorkerReport {
     pub children_at_window_end: [AtomicU64; 2],
     /// CPU the worker is bound to, or -1.
     pub pinned_cpu: AtomicI32,
+    /// The worker's kernel task id (its pid as a process, its tid as a
+    /// thread), set when it is ready: what the instruments follow.
+    pub tid: AtomicI32,
     /// Fixed work: when the worker finished (CLOCK_MONOTONIC ns), and the bytes it wrote.
     pub completed_ns: AtomicU64,
     pub bytes: AtomicU64,
@@ -285,6 +288,7 @@ impl SharedRegion {
     }
 
     pub fn mark_ready(&self, worker: usize) {
+        self.report(worker).tid.store(crate::sys::gettid(), Ordering::Relaxed);
         self.set_stage(worker, Stage::Ready);
         self.control().ready.fetch_add(1, Ordering::AcqRel);
         self.notify();
@@ -293,6 +297,11 @@ impl SharedRegion {
     /// A worker that was ready is working again (it saw the barrier open).
     pub fn mark_working(&self, worker: usize) {
         self.set_stage(worker, Stage::Working);
+    }
+
+    /// The workers' task ids (all set once every worker is ready).
+    pub fn tids(&self) -> Vec<i32> {
+        (0..self.workers()).map(|i| self.report(i).tid.load(Ordering::Relaxed)).collect()
     }
 
     pub fn ready(&self) -> u32 {

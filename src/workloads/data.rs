@@ -15,7 +15,7 @@ use crate::sys::{self, Errno};
 pub const DATA_BLOCK: usize = 4096;
 
 /// `append` truncates its file after this many appends (1 MiB of 4 KiB blocks).
-const APPENDS_PER_TRUNCATE: u32 = (1024 * 1024 / DATA_BLOCK) as u32;
+pub(super) const APPENDS_PER_TRUNCATE: u32 = (1024 * 1024 / DATA_BLOCK) as u32;
 
 const FILE: &str = "f";
 

@@ -191,6 +191,28 @@ impl Workload {
             .collect()
     }
 
+    /// The system calls one counted op makes, by name, and how many of each
+    /// (`--verify`); `None` where they vary (replay's kinds, commands, jobs).
+    pub fn syscalls_per_op(self) -> Option<Vec<(&'static str, f64)>> {
+        let calls = match self {
+            Workload::Stat | Workload::StatDeep => vec![("newfstatat", 1.0)],
+            Workload::OpenClose => vec![("openat", 1.0), ("close", 1.0)],
+            Workload::CreatUnlink => vec![("openat", 1.0), ("close", 1.0), ("unlinkat", 1.0)],
+            Workload::MkdirRmdir => vec![("mkdirat", 1.0), ("unlinkat", 1.0)],
+            Workload::Rename => vec![("renameat", 1.0)],
+            Workload::LinkUnlink => vec![("linkat", 1.0), ("unlinkat", 1.0)],
+            // One listing fits the buffer: a getdents64 that fills it, one that returns 0.
+            Workload::Readdir => vec![("openat", 1.0), ("getdents64", 2.0), ("close", 1.0)],
+            Workload::Read => vec![("pread64", 1.0)],
+            Workload::Write => vec![("pwrite64", 1.0)],
+            Workload::Fsync => vec![("pwrite64", 1.0), ("fsync", 1.0)],
+            Workload::Append => vec![("write", 1.0), ("ftruncate", 1.0 / f64::from(data::APPENDS_PER_TRUNCATE))],
+            Workload::DupClose => vec![("dup", 1.0), ("close", 1.0)],
+            Workload::Replay | Workload::Untar | Workload::Traverse | Workload::Command => return None,
+        };
+        Some(calls)
+    }
+
     /// Fixed-time loops count ops in a window; fixed-work jobs are timed to completion.
     pub fn is_fixed_work(self) -> bool {
         matches!(self, Workload::Untar | Workload::Traverse | Workload::Command)

@@ -1,0 +1,279 @@
+//! `--profile cpu`: cpu-clock samples (hardware cycles where the machine
+//! counts them) on every CPU, kept for the workers and the tasks they
+//! start, with kernel and user call chains, folded into stacks.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use anyhow::Result;
+use perf_event_open_sys::bindings as b;
+
+use super::kallsyms::KernelSymbols;
+use super::perf::{attr, PerfEvent};
+use super::usersyms::UserSymbols;
+use crate::results::CpuProfile;
+
+/// Samples per second per CPU.
+pub const FREQUENCY_HZ: u64 = 1000;
+/// Ring buffer data pages per CPU (512 KiB with 4 KiB pages): about a
+/// second of samples with deep stacks, drained every sample interval.
+const RING_PAGES: usize = 128;
+
+/// What is sampled: CPU cycles where the machine counts them, else the
+/// kernel's cpu-clock (a VM without a PMU, like the one this was built on).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Source {
+    Cycles,
+    CpuClock,
+}
+
+impl Source {
+    fn name(self) -> &'static str {
+        match self {
+            Source::Cycles => "cycles",
+            Source::CpuClock => "cpu-clock",
+        }
+    }
+
+    fn attr(self) -> super::perf::Attr {
+        match self {
+            Source::Cycles => {
+                let mut a = attr(b::PERF_TYPE_HARDWARE, b::PERF_COUNT_HW_CPU_CYCLES as u64);
+                a.set_freq(1);
+                a.__bindgen_anon_1.sample_freq = FREQUENCY_HZ;
+                a
+            }
+            Source::CpuClock => {
+                let mut a = attr(b::PERF_TYPE_SOFTWARE, b::PERF_COUNT_SW_CPU_CLOCK as u64);
+                // cpu-clock counts nanoseconds: one sample per millisecond of CPU.
+                a.__bindgen_anon_1.sample_period = 1_000_000_000 / FREQUENCY_HZ;
+                a
+            }
+        }
+    }
+}
+
+/// A sample: the task and its call chain (context markers included).
+struct Sample {
+    tid: i32,
+    chain: Vec<u64>,
+}
+
+/// One run's sampling: armed before the window, on in it, read after.
+pub struct CpuSampler {
+    event: &'static str,
+    events: Vec<PerfEvent>,
+    /// The workers and every task they started.
+    members: HashSet<i32>,
+    /// Samples of tasks not (yet) known to be members: a fork record may be
+    /// read after its child's first samples.
+    unknown: Vec<Sample>,
+    folded: HashMap<Vec<u64>, u64>,
+    samples: u64,
+    kernel_samples: u64,
+    lost: u64,
+}
+
+impl CpuSampler {
+    pub fn arm(tasks: &[i32]) -> Result<CpuSampler> {
+        let cpus = online_cpus();
+        let mut events = Vec::with_capacity(cpus.len());
+        let mut source = Source::Cycles;
+        for &cpu in &cpus {
+            let mut event = loop {
+                let mut attr = source.attr();
+                attr.sample_type = (b::PERF_SAMPLE_TID | b::PERF_SAMPLE_CALLCHAIN) as u64;
+                attr.set_task(1); // fork records: which tasks the workers start
+                let what = format!("{} sampling on CPU {cpu}", source.name());
+                match PerfEvent::open(&mut attr, -1, cpu as i32, &what) {
+                    Ok(event) => break event,
+                    // No hardware counters (a VM): the kernel's clock instead.
+                    Err(_) if source == Source::Cycles => source = Source::CpuClock,
+                    Err(e) => return Err(e),
+                }
+            };
+            event.map_ring(RING_PAGES)?;
+            events.push(event);
+        }
+        Ok(CpuSampler {
+            event: source.name(),
+            events,
+            members: tasks.iter().copied().collect(),
+            unknown: Vec::new(),
+            folded: HashMap::new(),
+            samples: 0,
+            kernel_samples: 0,
+            lost: 0,
+        })
+    }
+
+    pub fn start(&mut self) -> Result<()> {
+        self.events.iter().try_for_each(PerfEvent::enable)
+    }
+
+    pub fn stop(&mut self) -> Result<()> {
+        self.events.iter().try_for_each(PerfEvent::disable)
+    }
+
+    pub fn drain(&mut self) {
+        let mut samples = Vec::new();
+        let mut forks = Vec::new();
+        let mut lost = 0;
+        for event in &mut self.events {
+            event.drain(|kind, body| match kind {
+                b::PERF_RECORD_SAMPLE => {
+                    if let Some(sample) = parse_sample(body) {
+                        samples.push(sample);
+                    }
+                }
+                // pid, ppid, tid, ptid, time.
+                b::PERF_RECORD_FORK => forks.push((u32_at(body, 12) as i32, u32_at(body, 8) as i32)),
+                // id, lost.
+                b::PERF_RECORD_LOST => lost += u64_at(body, 8),
+                _ => {}
+            });
+        }
+        self.lost += lost;
+        for (tid, parent) in forks {
+            if self.members.contains(&parent) {
+                self.members.insert(tid);
+            }
+        }
+        let unknown = std::mem::take(&mut self.unknown);
+        for sample in unknown.into_iter().chain(samples) {
+            if self.members.contains(&sample.tid) {
+                self.add(sample.chain);
+            } else {
+                self.unknown.push(sample);
+            }
+        }
+    }
+
+    fn add(&mut self, chain: Vec<u64>) {
+        self.samples += 1;
+        // The first context marker tells where the sample hit.
+        if chain.first() == Some(&b::PERF_CONTEXT_KERNEL) {
+            self.kernel_samples += 1;
+        }
+        *self.folded.entry(chain).or_default() += 1;
+    }
+
+    /// The window's samples, symbolised and folded.
+    pub fn finish(mut self) -> Result<CpuProfile> {
+        self.drain();
+        let kernel = KernelSymbols::get()?;
+        let user = UserSymbols::load();
+        let mut folded = BTreeMap::new();
+        for (chain, n) in &self.folded {
+            *folded.entry(fold(chain, kernel, &user)).or_default() += n;
+        }
+        Ok(CpuProfile {
+            event: self.event.to_string(),
+            frequency_hz: FREQUENCY_HZ,
+            samples: self.samples,
+            kernel_samples: self.kernel_samples,
+            lost_samples: self.lost,
+            folded,
+        })
+    }
+}
+
+/// A call chain (leaf first, with context markers) as a folded stack, root
+/// first: user frames, then kernel frames.
+fn fold(chain: &[u64], kernel: &KernelSymbols, user: &UserSymbols) -> String {
+    let mut in_kernel = false;
+    let mut frames: Vec<String> = Vec::with_capacity(chain.len());
+    for &address in chain {
+        if address >= b::PERF_CONTEXT_MAX {
+            in_kernel = address == b::PERF_CONTEXT_KERNEL;
+            continue;
+        }
+        let name = if in_kernel { kernel.function(address) } else { user.function(address) };
+        let name = name.unwrap_or("[unknown]");
+        // Consecutive unknown frames say nothing more than one.
+        if name == "[unknown]" && frames.last().is_some_and(|f| f == name) {
+            continue;
+        }
+        frames.push(name.replace(';', ":"));
+    }
+    frames.reverse();
+    frames.join(";")
+}
+
+/// PERF_SAMPLE_TID | PERF_SAMPLE_CALLCHAIN: pid, tid, nr, ips[nr].
+fn parse_sample(body: &[u8]) -> Option<Sample> {
+    let tid = u32_at(body, 4) as i32;
+    let nr = u64_at(body, 8) as usize;
+    let chain = (0..nr).map(|i| u64_at(body, 16 + 8 * i)).collect::<Vec<_>>();
+    (body.len() >= 16 + 8 * nr).then_some(Sample { tid, chain })
+}
+
+fn u32_at(body: &[u8], at: usize) -> u32 {
+    body.get(at..at + 4).map_or(0, |b| u32::from_ne_bytes(b.try_into().unwrap()))
+}
+
+fn u64_at(body: &[u8], at: usize) -> u64 {
+    body.get(at..at + 8).map_or(0, |b| u64::from_ne_bytes(b.try_into().unwrap()))
+}
+
+/// The CPUs online now (`/sys/devices/system/cpu/online`: `0-3,6`).
+pub fn online_cpus() -> Vec<usize> {
+    let text = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_else(|_| "0".into());
+    let mut cpus = Vec::new();
+    for part in text.trim().split(',') {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                if let (Ok(a), Ok(b)) = (a.parse::<usize>(), b.parse::<usize>()) {
+                    cpus.extend(a..=b);
+                }
+            }
+            None => cpus.extend(part.parse::<usize>().ok()),
+        }
+    }
+    cpus
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chains_fold_root_first_with_user_below_kernel() {
+        let kernel = KernelSymbols::parse(
+            "ffffffff81000000 T entry_SYSCALL_64\nffffffff81000100 T do_syscall_64\nffffffff81000200 T vfs_statx\n",
+        )
+        .unwrap();
+        let user = UserSymbols::load();
+        let here = chains_fold_root_first_with_user_below_kernel as *const () as usize as u64;
+        let chain = [
+            b::PERF_CONTEXT_KERNEL,
+            0xffffffff81000210,
+            0xffffffff81000110,
+            0xffffffff81000010,
+            b::PERF_CONTEXT_USER,
+            8,
+            9,
+            here,
+        ];
+        let folded = fold(&chain, &kernel, &user);
+        let frames: Vec<&str> = folded.split(';').collect();
+        assert!(frames[0].contains("chains_fold_root_first"), "{folded}");
+        assert_eq!(&frames[1..], ["[unknown]", "entry_SYSCALL_64", "do_syscall_64", "vfs_statx"]);
+    }
+
+    #[test]
+    fn samples_parse_and_short_ones_are_refused() {
+        let mut body = 5u32.to_ne_bytes().to_vec();
+        body.extend_from_slice(&6u32.to_ne_bytes());
+        body.extend_from_slice(&2u64.to_ne_bytes());
+        body.extend_from_slice(&b::PERF_CONTEXT_KERNEL.to_ne_bytes());
+        body.extend_from_slice(&0xffffffff81000000u64.to_ne_bytes());
+        let sample = parse_sample(&body).unwrap();
+        assert_eq!((sample.tid, sample.chain.len()), (6, 2));
+        assert!(parse_sample(&body[..20]).is_none());
+    }
+
+    #[test]
+    fn online_cpus_lists_at_least_this_one() {
+        assert!(!online_cpus().is_empty());
+    }
+}

@@ -1,0 +1,414 @@
+//! `--profile locks`: the `lock:contention_begin`/`contention_end`
+//! tracepoints of the workers, with the kernel stack at each begin (the
+//! `stacktrace` trigger), in a private tracefs instance; paired per task
+//! into waits and summed per contention site.
+
+use std::collections::HashMap;
+
+use anyhow::{Context, Result};
+
+use super::kallsyms::KernelSymbols;
+use super::ringbuf::{page_events, RawEvent};
+use super::tracefs::{event_id, Instance, RawPipe};
+use crate::results::{LockProfile, LockSite};
+
+/// The tracepoints' flags (include/trace/events/lock.h, `LCB_F_*`).
+const SPIN: u32 = 1;
+const READ: u32 = 1 << 1;
+const WRITE: u32 = 1 << 2;
+const RT: u32 = 1 << 3;
+const PERCPU: u32 = 1 << 4;
+const MUTEX: u32 = 1 << 5;
+
+/// The lock's kind as the flags tell it.
+pub fn lock_kind(flags: u32) -> &'static str {
+    match flags {
+        f if f & MUTEX != 0 && f & SPIN != 0 => "mutex (spinning)",
+        f if f & MUTEX != 0 => "mutex",
+        f if f & PERCPU != 0 && f & WRITE != 0 => "percpu rwsem write",
+        f if f & PERCPU != 0 => "percpu rwsem read",
+        f if f & RT != 0 => "rtmutex",
+        f if f & SPIN != 0 && f & READ != 0 => "rwlock read",
+        f if f & SPIN != 0 && f & WRITE != 0 => "rwlock write",
+        f if f & SPIN != 0 => "spinlock",
+        f if f & READ != 0 => "rwsem read",
+        f if f & WRITE != 0 => "rwsem write",
+        _ => "other",
+    }
+}
+
+/// Frames of the tracer itself, on top of every stack it records.
+fn is_tracing(name: &str) -> bool {
+    ["trace_event_raw_event_", "perf_trace_", "__traceiter_", "__trace_", "trace_contention"]
+        .iter()
+        .any(|p| name.starts_with(p))
+}
+
+/// Frames inside a lock's implementation, below the call that took it.
+fn is_lock_internal(name: &str) -> bool {
+    const PREFIXES: &[&str] = &[
+        "_raw_",
+        "__raw_",
+        "raw_spin",
+        "do_raw_",
+        "queued_",
+        "__pv_queued",
+        "pv_queued",
+        "native_queued",
+        "down",
+        "__down",
+        "up_",
+        "rwsem_",
+        "__rwsem",
+        "mutex_",
+        "__mutex",
+        "ww_mutex",
+        "percpu_down",
+        "__percpu_down",
+        "percpu_rwsem",
+        "__percpu_rwsem",
+        "osq_",
+        "rt_mutex",
+        "__rt_mutex",
+        "rt_spin",
+        "rwbase_",
+        "_down_",
+        "spin_lock",
+        "read_lock",
+        "write_lock",
+        "lock_timer",
+    ];
+    PREFIXES.iter().any(|p| name.starts_with(p))
+}
+
+/// The contention site of a stack (innermost first): the call that took
+/// the lock and the two callers above it, `down_write ← filename_create ← do_mkdirat`.
+pub fn site_of(frames: &[&str]) -> String {
+    let frames: Vec<&str> = frames.iter().copied().skip_while(|f| is_tracing(f)).collect();
+    let outside = frames.iter().position(|f| !is_lock_internal(f)).unwrap_or(frames.len());
+    let from = outside.saturating_sub(1);
+    let site: Vec<&str> = frames.iter().skip(from).take(3).copied().collect();
+    if site.is_empty() {
+        "[no stack]".to_string()
+    } else {
+        site.join(" ← ")
+    }
+}
+
+/// Event ids and field offsets of the tracepoints read.
+#[derive(Clone, Copy)]
+struct Ids {
+    begin: u16,
+    end: u16,
+    stack: u16,
+}
+
+/// Each trace buffer's size: enough for tens of thousands of contentions
+/// per CPU between two drains, bounded for machines with many CPUs.
+fn buffer_kb_per_cpu(cpus: usize) -> usize {
+    (256 * 1024 / cpus.max(1)).clamp(1024, 16 * 1024)
+}
+
+/// One run's lock tracing: armed before the window, on in it, read after.
+pub struct LockTracer {
+    pipes: Vec<RawPipe>,
+    pairing: Pairing,
+    // Last: dropped after the pipes, which keep it busy.
+    instance: Instance,
+}
+
+impl LockTracer {
+    /// A private instance that will record the contentions of `tasks` and
+    /// of every task they start, once [`LockTracer::start`] turns it on.
+    pub fn arm(tasks: &[i32]) -> Result<LockTracer> {
+        let ids = Ids {
+            begin: event_id("lock", "contention_begin")?,
+            end: event_id("lock", "contention_end")?,
+            stack: event_id("ftrace", "kernel_stack")?,
+        };
+        let symbols = KernelSymbols::get()?;
+        let instance = Instance::create()?;
+        instance.write("tracing_on", "0")?;
+        let cpus = instance.cpus()?;
+        instance.write("buffer_size_kb", &buffer_kb_per_cpu(cpus.len()).to_string())?;
+        // Keep the window's start when a buffer fills, and count what is lost.
+        instance.write("options/overwrite", "0")?;
+        instance.write("options/event-fork", "1")?;
+        let pids: Vec<String> = tasks.iter().map(|t| t.to_string()).collect();
+        instance.write("set_event_pid", &pids.join(" "))?;
+        // A condition makes the trigger run after the pid filter, not before it.
+        instance.write("events/lock/contention_begin/trigger", "stacktrace if flags < 4096")?;
+        instance.write("events/lock/contention_begin/enable", "1")?;
+        instance.write("events/lock/contention_end/enable", "1")?;
+        let pipes = cpus.iter().map(|&cpu| instance.raw_pipe(cpu)).collect::<Result<Vec<_>>>()?;
+        Ok(LockTracer { pipes, pairing: Pairing::new(ids, symbols), instance })
+    }
+
+    pub fn start(&mut self) -> Result<()> {
+        self.instance.write("tracing_on", "1")
+    }
+
+    /// Reads what the buffers hold now (during the window, so that they do not fill).
+    pub fn drain(&mut self) -> Result<()> {
+        let mut batch: Vec<(u64, Vec<u8>)> = Vec::new();
+        let mut missed = 0;
+        for pipe in &mut self.pipes {
+            pipe.drain(|page| {
+                if page_events(page, |e| batch.push((e.timestamp, e.data.to_vec()))) {
+                    missed += 1;
+                }
+            })?;
+        }
+        // CPUs' buffers interleave in time; a task may begin waiting on one and end on another.
+        batch.sort_by_key(|(t, _)| *t);
+        for (timestamp, data) in &batch {
+            self.pairing.event(RawEvent { timestamp: *timestamp, data });
+        }
+        self.pairing.missed_pages += missed;
+        Ok(())
+    }
+
+    pub fn stop(&mut self) -> Result<()> {
+        self.instance.write("tracing_on", "0")
+    }
+
+    /// Reads the rest and sums the run's waits per site.
+    pub fn finish(mut self) -> Result<LockProfile> {
+        self.drain()?;
+        let dropped = self.dropped_events().context("reading the trace buffers' statistics")?;
+        Ok(self.pairing.profile(dropped))
+    }
+
+    /// Events each CPU's buffer refused because it was full.
+    fn dropped_events(&self) -> Result<u64> {
+        let mut total = 0;
+        for cpu in self.instance.cpus()? {
+            let stats = self.instance.read(&format!("per_cpu/cpu{cpu}/stats"))?;
+            total += stats
+                .lines()
+                .filter_map(|l| l.strip_prefix("dropped events:").or_else(|| l.strip_prefix("overrun:")))
+                .filter_map(|v| v.trim().parse::<u64>().ok())
+                .sum::<u64>();
+        }
+        Ok(total)
+    }
+}
+
+/// A wait begun and not yet ended.
+struct Pending {
+    lock: u64,
+    flags: u32,
+    begin: u64,
+    /// When the stack was taken: the wait is counted from there, as taking
+    /// it delays the waiter (tens of µs of unwinding) before it waits.
+    stack_at: Option<u64>,
+    stack: Option<Vec<u64>>,
+}
+
+#[derive(Default)]
+struct SiteTotals {
+    count: u64,
+    wait_ns: u64,
+    max_ns: u64,
+}
+
+/// Begin/stack/end events to waits, summed by (site, kind, lock name).
+struct Pairing {
+    ids: Ids,
+    symbols: &'static KernelSymbols,
+    pending: HashMap<i32, Vec<Pending>>,
+    /// Stack addresses to site names, so each distinct stack is symbolised once.
+    sites_of_stacks: HashMap<Vec<u64>, String>,
+    totals: HashMap<(String, &'static str, Option<String>), SiteTotals>,
+    contentions: u64,
+    missed_pages: u64,
+}
+
+impl Pairing {
+    fn new(ids: Ids, symbols: &'static KernelSymbols) -> Pairing {
+        Pairing {
+            ids,
+            symbols,
+            pending: HashMap::new(),
+            sites_of_stacks: HashMap::new(),
+            totals: HashMap::new(),
+            contentions: 0,
+            missed_pages: 0,
+        }
+    }
+
+    fn event(&mut self, e: RawEvent<'_>) {
+        let kind = e.kind();
+        let pid = e.pid();
+        if kind == self.ids.begin {
+            let (lock, flags) = (e.u64_at(8), e.u32_at(16));
+            let waits = self.pending.entry(pid).or_default();
+            match waits.last_mut() {
+                // The same lock again (a mutex that spun, then sleeps): one wait, of the later kind.
+                Some(top) if top.lock == lock => top.flags = flags,
+                _ => waits.push(Pending { lock, flags, begin: e.timestamp, stack_at: None, stack: None }),
+            }
+        } else if kind == self.ids.stack {
+            let Some(top) = self.pending.get_mut(&pid).and_then(|w| w.last_mut()) else { return };
+            if top.stack.is_none() {
+                top.stack_at = Some(e.timestamp);
+                top.stack = Some(stack_frames(&e));
+            }
+        } else if kind == self.ids.end {
+            let lock = e.u64_at(8);
+            let Some(waits) = self.pending.get_mut(&pid) else { return };
+            let Some(at) = waits.iter().rposition(|w| w.lock == lock) else { return };
+            // Waits above it lost their end (a buffer was full): drop them too.
+            let wait = waits.drain(at..).next().expect("position is in range");
+            let from = wait.stack_at.unwrap_or(wait.begin);
+            self.record(&wait, e.timestamp.saturating_sub(from));
+        }
+    }
+
+    fn record(&mut self, wait: &Pending, ns: u64) {
+        let stack = wait.stack.clone().unwrap_or_default();
+        let symbols = self.symbols;
+        let site = self
+            .sites_of_stacks
+            .entry(stack)
+            .or_insert_with_key(|stack| {
+                let names: Vec<&str> = stack.iter().map(|&a| symbols.function(a).unwrap_or("[unknown]")).collect();
+                site_of(&names)
+            })
+            .clone();
+        let key = (site, lock_kind(wait.flags), self.symbols.variable(wait.lock));
+        let totals = self.totals.entry(key).or_default();
+        totals.count += 1;
+        totals.wait_ns += ns;
+        totals.max_ns = totals.max_ns.max(ns);
+        self.contentions += 1;
+    }
+
+    fn profile(self, dropped: u64) -> LockProfile {
+        let sites = self
+            .totals
+            .into_iter()
+            .map(|((site, kind, lock), t)| LockSite {
+                site,
+                kind: kind.to_string(),
+                lock,
+                count: t.count,
+                wait_s: t.wait_ns as f64 / 1e9,
+                max_wait_s: t.max_ns as f64 / 1e9,
+            })
+            .collect();
+        LockProfile::from_sites(self.contentions, dropped.max(self.missed_pages), sites)
+    }
+}
+
+/// The `ftrace:kernel_stack` event's addresses: `int size` (entries) at 8,
+/// the callers from 16.
+fn stack_frames(e: &RawEvent<'_>) -> Vec<u64> {
+    let room = e.data.len().saturating_sub(16) / 8;
+    let size = e.u32_at(8) as usize;
+    // Older kernels give the size in bytes.
+    let entries = if size <= room { size } else { (size / 8).min(room) };
+    (0..entries).map(|i| e.u64_at(16 + 8 * i)).take_while(|&a| a != 0 && a != u64::MAX).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::instruments::ringbuf::tests::{payload, PageBuilder};
+
+    #[test]
+    fn kinds_follow_the_flags() {
+        assert_eq!(lock_kind(WRITE), "rwsem write");
+        assert_eq!(lock_kind(READ), "rwsem read");
+        assert_eq!(lock_kind(SPIN), "spinlock");
+        assert_eq!(lock_kind(MUTEX), "mutex");
+        assert_eq!(lock_kind(MUTEX | SPIN), "mutex (spinning)");
+        assert_eq!(lock_kind(PERCPU | READ), "percpu rwsem read");
+        assert_eq!(lock_kind(SPIN | WRITE), "rwlock write");
+        assert_eq!(lock_kind(0), "other");
+    }
+
+    #[test]
+    fn a_site_is_the_lock_call_and_two_callers() {
+        let stack = [
+            "trace_event_raw_event_contention_begin",
+            "rwsem_down_write_slowpath",
+            "down_write",
+            "filename_create",
+            "do_mkdirat",
+            "__x64_sys_mkdirat",
+        ];
+        assert_eq!(site_of(&stack), "down_write ← filename_create ← do_mkdirat");
+        let spin = ["__pv_queued_spin_lock_slowpath", "_raw_spin_lock", "d_alloc_parallel", "lookup_open"];
+        assert_eq!(site_of(&spin), "_raw_spin_lock ← d_alloc_parallel ← lookup_open");
+        // No lock frames at all: the top three.
+        assert_eq!(site_of(&["a", "b", "c", "d"]), "a ← b ← c");
+        assert_eq!(site_of(&[]), "[no stack]");
+    }
+
+    fn symbols() -> &'static KernelSymbols {
+        let text = "ffffffff81000000 T _stext\nffffffff81000100 t rwsem_down_write_slowpath\n\
+                    ffffffff81000200 T down_write\nffffffff81000300 T filename_create\n\
+                    ffffffff81000400 T do_mkdirat\nffffffff82000000 D rename_lock\n";
+        Box::leak(Box::new(KernelSymbols::parse(text).unwrap()))
+    }
+
+    fn begin(lock: u64, flags: u32) -> Vec<u8> {
+        let mut rest = lock.to_ne_bytes().to_vec();
+        rest.extend_from_slice(&flags.to_ne_bytes());
+        rest
+    }
+
+    fn stack(addresses: &[u64]) -> Vec<u8> {
+        let mut rest = (addresses.len() as u32).to_ne_bytes().to_vec();
+        rest.extend_from_slice(&[0; 4]);
+        for a in addresses {
+            rest.extend_from_slice(&a.to_ne_bytes());
+        }
+        rest
+    }
+
+    #[test]
+    fn begin_stack_end_pair_into_waits_per_site() {
+        let ids = Ids { begin: 408, end: 407, stack: 4 };
+        let mut pairing = Pairing::new(ids, symbols());
+        let frames = [0xffffffff81000110, 0xffffffff81000210, 0xffffffff81000310, 0xffffffff81000410];
+        let inode_lock = 0xffff888100000000u64;
+        let mut page = PageBuilder::new(0);
+        page.event(1_000, &payload(408, 7, &begin(inode_lock, WRITE)))
+            .event(1_500, &payload(4, 7, &stack(&frames)))
+            // Task 8 waits on a static spinlock meanwhile, without a stack.
+            .event(1_600, &payload(408, 8, &begin(0xffffffff82000000, SPIN)))
+            .event(1_700, &payload(407, 8, &inode_lock.to_ne_bytes()))
+            .event(1_800, &payload(407, 8, &0xffffffff82000000u64.to_ne_bytes()))
+            .event(4_500, &payload(407, 7, &inode_lock.to_ne_bytes()))
+            // An end without a begin (began before the window) is ignored.
+            .event(5_000, &payload(407, 9, &inode_lock.to_ne_bytes()));
+        page_events(&page.build(false), |e| pairing.event(e));
+        let profile = pairing.profile(0);
+        assert_eq!(profile.contentions, 2);
+        let top = &profile.sites[0];
+        assert_eq!(top.site, "down_write ← filename_create ← do_mkdirat");
+        assert_eq!((top.kind.as_str(), top.lock.as_deref(), top.count), ("rwsem write", None, 1));
+        // From the stack (1,500), not the begin: 3,000 ns.
+        assert!((top.wait_s - 3e-6).abs() < 1e-12, "{}", top.wait_s);
+        let spin = &profile.sites[1];
+        assert_eq!((spin.site.as_str(), spin.lock.as_deref()), ("[no stack]", Some("rename_lock")));
+        assert!((spin.wait_s - 200e-9).abs() < 1e-15);
+    }
+
+    #[test]
+    fn a_mutex_that_spins_then_sleeps_is_one_wait() {
+        let ids = Ids { begin: 408, end: 407, stack: 4 };
+        let mut pairing = Pairing::new(ids, symbols());
+        let mut page = PageBuilder::new(0);
+        page.event(10, &payload(408, 3, &begin(0x10, MUTEX | SPIN)))
+            .event(20, &payload(408, 3, &begin(0x10, MUTEX)))
+            .event(110, &payload(407, 3, &0x10u64.to_ne_bytes()));
+        page_events(&page.build(false), |e| pairing.event(e));
+        let profile = pairing.profile(0);
+        assert_eq!(profile.contentions, 1);
+        assert_eq!(profile.sites[0].kind, "mutex");
+        assert!((profile.sites[0].wait_s - 100e-9).abs() < 1e-15);
+    }
+}

@@ -1,0 +1,171 @@
+//! Opt-in instruments that explain a run: where its workers waited on
+//! kernel locks (`--profile locks`), where their CPU time went
+//! (`--profile cpu`), and whether the kernel counted the system calls
+//! their op counters imply (`--verify`).
+//!
+//! Each is armed for one run's workers once they are ready, turned on
+//! exactly for the timed window, drained while it runs, and read into the
+//! run's record after it; everything it opened (a tracefs instance, perf
+//! descriptors) is closed when it is dropped, on every path.
+
+pub mod cpu;
+pub mod kallsyms;
+pub mod locks;
+pub mod perf;
+pub mod ringbuf;
+pub mod tracefs;
+pub mod usersyms;
+pub mod verify;
+
+use anyhow::{bail, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::results::RunRecord;
+use crate::workloads::Workload;
+
+/// Which instruments a run has on.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct InstrumentConfig {
+    #[serde(default)]
+    pub locks: bool,
+    #[serde(default)]
+    pub cpu: bool,
+    #[serde(default)]
+    pub verify: bool,
+}
+
+impl InstrumentConfig {
+    pub fn any(&self) -> bool {
+        self.locks || self.cpu || self.verify
+    }
+
+    /// `locks`, `cpu`, `verify`: as the tables mark them.
+    pub fn names(&self) -> Vec<&'static str> {
+        [(self.locks, "locks"), (self.cpu, "cpu"), (self.verify, "verify")]
+            .into_iter()
+            .filter_map(|(on, name)| on.then_some(name))
+            .collect()
+    }
+
+    /// Checks what the instruments need before anything runs; returns what
+    /// it did to the machine for the caller to report (mounting tracefs).
+    pub fn prepare(&self) -> Result<Vec<String>> {
+        let mut notes = Vec::new();
+        if !self.any() {
+            return Ok(notes);
+        }
+        let flags = self.flags();
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            bail!("{flags} needs root (tracefs, kernel symbols and perf events of every CPU); run fsscale as root");
+        }
+        if self.locks || self.verify {
+            if tracefs::ensure_mounted()? {
+                notes.push(format!("mounted tracefs at {} for {flags}", tracefs::TRACEFS));
+            }
+            if self.locks {
+                tracefs::event_id("lock", "contention_begin")
+                    .and_then(|_| tracefs::event_id("lock", "contention_end"))
+                    .map_err(|e| anyhow::anyhow!("--profile locks: {e:#} (it needs Linux 5.19 or later)"))?;
+            }
+            if self.verify {
+                tracefs::event_id("raw_syscalls", "sys_enter").map_err(|e| anyhow::anyhow!("--verify: {e:#}"))?;
+            }
+        }
+        if self.locks || self.cpu {
+            kallsyms::KernelSymbols::get()?;
+        }
+        Ok(notes)
+    }
+
+    fn flags(&self) -> String {
+        let mut flags: Vec<String> = Vec::new();
+        if self.locks || self.cpu {
+            let what: Vec<&str> = self.names().into_iter().filter(|n| *n != "verify").collect();
+            flags.push(format!("--profile {}", what.join(",")));
+        }
+        if self.verify {
+            flags.push("--verify".into());
+        }
+        flags.join(" and ")
+    }
+}
+
+/// One run's armed instruments.
+#[derive(Default)]
+pub struct RunInstruments {
+    locks: Option<locks::LockTracer>,
+    cpu: Option<cpu::CpuSampler>,
+    verify: Option<verify::SyscallCounter>,
+}
+
+impl RunInstruments {
+    /// Arms what `config` asks for on `tasks` (the workers' task ids), off until [`RunInstruments::start`].
+    pub fn arm(config: &InstrumentConfig, tasks: &[i32], workload: Workload) -> Result<RunInstruments> {
+        let mut armed = RunInstruments::default();
+        if config.locks {
+            armed.locks = Some(locks::LockTracer::arm(tasks)?);
+        }
+        if config.cpu {
+            armed.cpu = Some(cpu::CpuSampler::arm(tasks)?);
+        }
+        if let (true, Some(per_op)) = (config.verify, workload.syscalls_per_op()) {
+            armed.verify = Some(verify::SyscallCounter::arm(tasks, &per_op)?);
+        }
+        Ok(armed)
+    }
+
+    /// Turns everything on; the system call counters last, nearest the
+    /// window's first op count, as they are compared with it.
+    pub fn start(&mut self) -> Result<()> {
+        if let Some(l) = &mut self.locks {
+            l.start()?;
+        }
+        if let Some(c) = &mut self.cpu {
+            c.start()?;
+        }
+        if let Some(v) = &self.verify {
+            v.start()?;
+        }
+        Ok(())
+    }
+
+    /// Empties the buffers during the window so they do not overflow.
+    pub fn drain(&mut self) -> Result<()> {
+        if let Some(c) = &mut self.cpu {
+            c.drain();
+        }
+        if let Some(l) = &mut self.locks {
+            l.drain()?;
+        }
+        Ok(())
+    }
+
+    /// Turns everything off, the system call counters first.
+    pub fn stop(&mut self) -> Result<()> {
+        if let Some(v) = &self.verify {
+            v.stop()?;
+        }
+        if let Some(c) = &mut self.cpu {
+            c.stop()?;
+        }
+        if let Some(l) = &mut self.locks {
+            l.stop()?;
+        }
+        Ok(())
+    }
+
+    /// Reads everything into the run's record.
+    pub fn finish(self, record: &mut RunRecord) -> Result<()> {
+        if let Some(l) = self.locks {
+            record.locks = Some(l.finish()?);
+        }
+        if let Some(c) = self.cpu {
+            record.cpu_profile = Some(c.finish()?);
+        }
+        if let Some(v) = self.verify {
+            record.syscalls = Some(v.finish(record.ops)?);
+        }
+        Ok(())
+    }
+}

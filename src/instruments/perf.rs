@@ -1,0 +1,170 @@
+//! `perf_event_open` events: counters and sampling ring buffers. The
+//! bindings (the attribute struct, constants, ioctls) come from
+//! `perf-event-open-sys`; the ring buffer is read here.
+
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{fence, Ordering};
+
+use anyhow::{anyhow, Result};
+use perf_event_open_sys as sys;
+
+pub use sys::bindings::perf_event_attr as Attr;
+
+/// A fresh attribute block of the kernel's size, disabled until enabled.
+pub fn attr(kind: u32, config: u64) -> Attr {
+    let mut attr = Attr { type_: kind, config, size: std::mem::size_of::<Attr>() as u32, ..Attr::default() };
+    attr.set_disabled(1);
+    attr.set_exclude_hv(1);
+    attr
+}
+
+/// One open event.
+pub struct PerfEvent {
+    fd: OwnedFd,
+    ring: Option<Ring>,
+}
+
+impl PerfEvent {
+    /// Opens `attr` for task `pid` (-1: all) on `cpu` (-1: any).
+    pub fn open(attr: &mut Attr, pid: i32, cpu: i32, what: &str) -> Result<PerfEvent> {
+        // SAFETY: attr is a valid, sized attribute block; no group.
+        let fd = unsafe { sys::perf_event_open(attr, pid, cpu, -1, sys::bindings::PERF_FLAG_FD_CLOEXEC as _) };
+        if fd < 0 {
+            let e = std::io::Error::last_os_error();
+            let hint = match e.raw_os_error() {
+                Some(libc::EACCES) | Some(libc::EPERM) => {
+                    " (needs root, or kernel.perf_event_paranoid at most 1 for tasks and 0 for CPUs)"
+                }
+                Some(libc::EMFILE) => " (too many open files: fewer workers, or a higher ulimit -n)",
+                Some(libc::ENOENT) | Some(libc::EOPNOTSUPP) => " (this kernel or machine does not have the event)",
+                _ => "",
+            };
+            return Err(anyhow!("perf_event_open of {what} failed: {e}{hint}"));
+        }
+        // SAFETY: a new descriptor this process owns.
+        Ok(PerfEvent { fd: unsafe { OwnedFd::from_raw_fd(fd) }, ring: None })
+    }
+
+    pub fn enable(&self) -> Result<()> {
+        // SAFETY: an ioctl on our own perf descriptor.
+        self.ioctl(unsafe { sys::ioctls::ENABLE(self.fd.as_raw_fd(), 0) }, "enable")
+    }
+
+    pub fn disable(&self) -> Result<()> {
+        // SAFETY: as above.
+        self.ioctl(unsafe { sys::ioctls::DISABLE(self.fd.as_raw_fd(), 0) }, "disable")
+    }
+
+    /// Keeps only events for which the tracepoint filter `filter` holds.
+    pub fn set_filter(&self, filter: &str) -> Result<()> {
+        let c = crate::sys::cname(filter);
+        // SAFETY: a NUL-terminated filter string for our own descriptor.
+        let ret = unsafe { sys::ioctls::SET_FILTER(self.fd.as_raw_fd(), c.as_ptr() as *mut _) };
+        self.ioctl(ret, "set a filter on")
+    }
+
+    fn ioctl(&self, ret: i32, what: &str) -> Result<()> {
+        if ret < 0 {
+            return Err(anyhow!("cannot {what} a perf event: {}", std::io::Error::last_os_error()));
+        }
+        Ok(())
+    }
+
+    /// A counting event's value.
+    pub fn count(&self) -> Result<u64> {
+        let mut value = 0u64;
+        // SAFETY: reads 8 bytes into a u64.
+        let n = unsafe { libc::read(self.fd.as_raw_fd(), (&mut value as *mut u64).cast(), 8) };
+        if n != 8 {
+            return Err(anyhow!("reading a perf counter: {}", std::io::Error::last_os_error()));
+        }
+        Ok(value)
+    }
+
+    /// Maps a ring buffer of `pages` data pages (a power of two) for samples.
+    pub fn map_ring(&mut self, pages: usize) -> Result<()> {
+        self.ring = Some(Ring::map(self.fd.as_raw_fd(), pages)?);
+        Ok(())
+    }
+
+    /// Hands every record in the ring to `each(type, body)` and frees its room.
+    pub fn drain(&mut self, each: impl FnMut(u32, &[u8])) {
+        if let Some(ring) = &mut self.ring {
+            ring.drain(each);
+        }
+    }
+}
+
+/// The mmap'd metadata page and data pages of a sampling event.
+struct Ring {
+    base: *mut u8,
+    len: usize,
+    data_size: usize,
+}
+
+impl Ring {
+    fn map(fd: i32, pages: usize) -> Result<Ring> {
+        // SAFETY: sysconf has no preconditions.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+        let len = page * (1 + pages);
+        // SAFETY: maps the event's buffer as the kernel expects: 1 + 2^n pages, shared.
+        let base = unsafe {
+            libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd, 0)
+        };
+        if base == libc::MAP_FAILED {
+            return Err(anyhow!("mapping a perf ring buffer of {len} bytes: {}", std::io::Error::last_os_error()));
+        }
+        Ok(Ring { base: base.cast(), len, data_size: page * pages })
+    }
+
+    fn meta(&self) -> *mut sys::bindings::perf_event_mmap_page {
+        self.base.cast()
+    }
+
+    fn drain(&mut self, mut each: impl FnMut(u32, &[u8])) {
+        let meta = self.meta();
+        // SAFETY: the metadata page is mapped for the ring's life; the kernel
+        // writes data_head, we write data_tail (the documented protocol).
+        let head = unsafe { std::ptr::read_volatile(&(*meta).data_head) };
+        fence(Ordering::Acquire);
+        let mut tail = unsafe { std::ptr::read_volatile(&(*meta).data_tail) };
+        let offset = unsafe { (*meta).data_offset } as usize;
+        let offset = if offset == 0 { 4096 } else { offset };
+        // SAFETY: the data area starts at data_offset inside the mapping.
+        let data = unsafe { std::slice::from_raw_parts(self.base.add(offset), self.data_size) };
+        while tail + 8 <= head {
+            let at = (tail as usize) % self.data_size;
+            let header = wrapped(data, at, 8);
+            let kind = u32::from_ne_bytes(header[0..4].try_into().unwrap());
+            let size = u16::from_ne_bytes(header[6..8].try_into().unwrap()) as usize;
+            if size < 8 || tail + size as u64 > head {
+                break;
+            }
+            let record = wrapped(data, at, size);
+            each(kind, &record[8..]);
+            tail += size as u64;
+        }
+        fence(Ordering::Release);
+        // SAFETY: as above.
+        unsafe { std::ptr::write_volatile(&mut (*meta).data_tail, tail) };
+    }
+}
+
+/// `len` bytes of the ring from `at`, wrapping around the end of the data area.
+fn wrapped(data: &[u8], at: usize, len: usize) -> Vec<u8> {
+    let first = len.min(data.len() - at);
+    let mut bytes = Vec::with_capacity(len);
+    bytes.extend_from_slice(&data[at..at + first]);
+    bytes.extend_from_slice(&data[..len - first]);
+    bytes
+}
+
+impl Drop for Ring {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly what `map` mapped.
+        unsafe { libc::munmap(self.base.cast(), self.len) };
+    }
+}
+
+// SAFETY: the mapping is owned by the ring and used from one thread at a time.
+unsafe impl Send for Ring {}

@@ -1,0 +1,159 @@
+//! The kernel's tracing filesystem: one private instance per run, so that
+//! fsscale never touches the global buffer or another tracer's settings.
+
+use std::fs::{File, OpenOptions};
+use std::io::{ErrorKind, Read};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use anyhow::{anyhow, bail, Context, Result};
+
+/// Where tracefs lives since Linux 4.1.
+pub const TRACEFS: &str = "/sys/kernel/tracing";
+/// `statfs` magic of tracefs.
+const TRACEFS_MAGIC: i64 = 0x7472_6163;
+/// Instances are named `fsscale-<pid>-<n>`: a dead pid's ones are stale.
+const PREFIX: &str = "fsscale-";
+
+/// Makes sure tracefs is mounted at [`TRACEFS`], mounting it if not (root
+/// only). Returns whether it mounted it, which the caller reports; it stays
+/// mounted, as other tools expect it there.
+pub fn ensure_mounted() -> Result<bool> {
+    if is_tracefs(Path::new(TRACEFS)) {
+        return Ok(false);
+    }
+    if !Path::new(TRACEFS).is_dir() {
+        bail!("{TRACEFS} does not exist: this kernel has no tracefs (CONFIG_TRACING); --profile locks and --verify need it");
+    }
+    let source = c"nodev";
+    let target = crate::sys::cname(TRACEFS);
+    // SAFETY: plain mount(2) with NUL-terminated strings and no data.
+    let ret = unsafe { libc::mount(source.as_ptr(), target.as_ptr(), c"tracefs".as_ptr(), 0, std::ptr::null()) };
+    if ret != 0 {
+        let e = std::io::Error::last_os_error();
+        bail!("tracefs is not mounted at {TRACEFS} and mounting it failed ({e}); mount it (mount -t tracefs nodev {TRACEFS}) or run as root");
+    }
+    Ok(true)
+}
+
+fn is_tracefs(path: &Path) -> bool {
+    let c = crate::sys::cname(&path.to_string_lossy());
+    // SAFETY: statfs fills a zeroed struct from a NUL-terminated path.
+    let mut stat: libc::statfs = unsafe { std::mem::zeroed() };
+    (unsafe { libc::statfs(c.as_ptr(), &mut stat) } == 0) && stat.f_type as i64 == TRACEFS_MAGIC
+}
+
+/// A private tracing instance (`instances/fsscale-<pid>-<n>`), removed on drop:
+/// on success, error, and the unwinding after Ctrl-C or SIGTERM.
+pub struct Instance {
+    path: PathBuf,
+}
+
+impl Instance {
+    pub fn create() -> Result<Instance> {
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        remove_stale();
+        let name = format!("{PREFIX}{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
+        let path = Path::new(TRACEFS).join("instances").join(name);
+        std::fs::create_dir(&path).with_context(|| format!("creating the tracing instance {}", path.display()))?;
+        Ok(Instance { path })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Writes `value` to the instance's file `name` (e.g. `tracing_on`).
+    pub fn write(&self, name: &str, value: &str) -> Result<()> {
+        let path = self.path.join(name);
+        std::fs::write(&path, value).map_err(|e| anyhow!("writing {value:?} to {}: {e}", path.display()))
+    }
+
+    pub fn read(&self, name: &str) -> Result<String> {
+        let path = self.path.join(name);
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))
+    }
+
+    /// The CPUs the instance has buffers for.
+    pub fn cpus(&self) -> Result<Vec<usize>> {
+        let dir = self.path.join("per_cpu");
+        let mut cpus: Vec<usize> = std::fs::read_dir(&dir)
+            .with_context(|| format!("listing {}", dir.display()))?
+            .filter_map(|e| e.ok()?.file_name().to_str()?.strip_prefix("cpu")?.parse().ok())
+            .collect();
+        cpus.sort_unstable();
+        Ok(cpus)
+    }
+
+    /// Opens CPU `cpu`'s raw pages for non-blocking reads.
+    pub fn raw_pipe(&self, cpu: usize) -> Result<RawPipe> {
+        let path = self.path.join(format!("per_cpu/cpu{cpu}/trace_pipe_raw"));
+        let file = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&path)
+            .with_context(|| format!("opening {}", path.display()))?;
+        let page = self.read("buffer_subbuf_size_kb").ok().and_then(|s| s.trim().parse::<usize>().ok()).unwrap_or(4);
+        Ok(RawPipe { file, page_size: page * 1024 })
+    }
+}
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        // Tracing off first: removal fails while a reader holds a pipe open,
+        // which every owner of a pipe has closed by now (they borrow self).
+        let _ = std::fs::write(self.path.join("tracing_on"), "0");
+        let _ = std::fs::remove_dir(&self.path);
+    }
+}
+
+/// The id the kernel gave an event: `events/<system>/<name>/id`, or the
+/// `ID:` line of its `format` (the ftrace-internal ones, e.g. `kernel_stack`).
+pub fn event_id(system: &str, name: &str) -> Result<u16> {
+    let dir = Path::new(TRACEFS).join("events").join(system).join(name);
+    let text = std::fs::read_to_string(dir.join("id"))
+        .or_else(|_| std::fs::read_to_string(dir.join("format")))
+        .map_err(|e| anyhow!("this kernel has no {system}:{name} tracepoint ({}: {e})", dir.display()))?;
+    let id = text.lines().find_map(|l| l.strip_prefix("ID:")).unwrap_or(&text);
+    id.trim().parse().with_context(|| format!("parsing the id of {}", dir.display()))
+}
+
+/// Removes instances left by an fsscale that was killed (SIGKILL leaves no
+/// chance to clean up): those named after a pid that no longer runs.
+fn remove_stale() {
+    let Ok(entries) = std::fs::read_dir(Path::new(TRACEFS).join("instances")) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(|n| n.strip_prefix(PREFIX)?.split('-').next()?.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::write(entry.path().join("tracing_on"), "0");
+            let _ = std::fs::remove_dir(entry.path());
+        }
+    }
+}
+
+/// One CPU's `trace_pipe_raw`: whole pages, consumed as read.
+pub struct RawPipe {
+    file: File,
+    page_size: usize,
+}
+
+impl RawPipe {
+    /// Reads every page there is now, handing each to `each`.
+    pub fn drain(&mut self, mut each: impl FnMut(&[u8])) -> Result<()> {
+        let mut page = vec![0u8; self.page_size];
+        loop {
+            match self.file.read(&mut page) {
+                Ok(0) => return Ok(()),
+                Ok(n) => each(&page[..n]),
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(()),
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) => return Err(anyhow!("reading a trace buffer: {e}")),
+            }
+        }
+    }
+}

@@ -1,0 +1,178 @@
+//! What the instruments say about a point: where its workers waited on
+//! kernel locks and where their CPU time went, over its measured runs.
+
+use std::collections::BTreeMap;
+
+use super::latency::format_ns;
+use super::table::{Align, Table};
+use crate::plan::Mode;
+use crate::results::{CpuProfile, LockProfile, LockSite, Point, RunRecord};
+use crate::workloads::Share;
+
+/// Rows of the terminal's tables.
+const TOP: usize = 5;
+/// Below this efficiency (ops/s per worker against 1 worker) a point is
+/// explained without being asked to.
+pub const FALLING_EFFICIENCY: f64 = 0.9;
+
+/// The seconds the run's workers spent in its window, all together: each
+/// worker's own time for fixed work, the window times the workers otherwise.
+pub fn worker_seconds(run: &RunRecord) -> f64 {
+    match &run.completion_s {
+        Some(times) => times.iter().sum(),
+        None => run.elapsed_s * run.per_worker_ops.len() as f64,
+    }
+}
+
+/// The point's lock profile over its runs and the share of its workers' time spent waiting.
+pub fn point_locks(point: &Point) -> Option<(LockProfile, f64)> {
+    let profile = LockProfile::sum(point.runs.iter().filter_map(|r| r.locks.as_ref()))?;
+    let seconds: f64 = point.runs.iter().filter(|r| r.locks.is_some()).map(worker_seconds).sum();
+    let share = if seconds > 0.0 { profile.wait_s / seconds } else { 0.0 };
+    Some((profile, share))
+}
+
+pub fn point_cpu(point: &Point) -> Option<CpuProfile> {
+    CpuProfile::sum(point.runs.iter().filter_map(|r| r.cpu_profile.as_ref()))
+}
+
+/// Efficiency of each point with a 1-worker point of the same mode and
+/// share (and condition) to compare with, by its index in `points`.
+pub fn efficiencies(points: &[&Point]) -> Vec<Option<f64>> {
+    let single: BTreeMap<(Option<String>, Mode, Share), f64> = points
+        .iter()
+        .filter(|p| p.workers == 1)
+        .filter_map(|p| Some(((p.condition(), p.mode, p.share), p.summary.as_ref()?.ops_per_s.median)))
+        .collect();
+    points
+        .iter()
+        .map(|p| {
+            let base = *single.get(&(p.condition(), p.mode, p.share))?;
+            let per_worker = p.summary.as_ref()?.ops_per_s_per_worker_median;
+            (base > 0.0).then(|| per_worker / base)
+        })
+        .collect()
+}
+
+/// "at 4 workers, 58% of worker time waiting on an rwsem write in
+/// down_write ← filename_create ← do_mkdirat": the point's dominant site.
+pub fn dominant_site(point: &Point) -> Option<String> {
+    let (profile, _) = point_locks(point)?;
+    let top = profile.sites.first()?;
+    let seconds: f64 = point.runs.iter().filter(|r| r.locks.is_some()).map(worker_seconds).sum();
+    let share = if seconds > 0.0 { top.wait_s / seconds } else { 0.0 };
+    let lock = top.lock.as_ref().map(|l| format!(" ({l})")).unwrap_or_default();
+    Some(format!(
+        "at {} worker{}, {} of worker time waiting on a {}{lock} in {}",
+        point.workers,
+        if point.workers == 1 { "" } else { "s" },
+        percent(share),
+        top.kind,
+        top.site
+    ))
+}
+
+/// `58%`, `1.2%`, `0.03%`: enough digits to tell small shares apart.
+pub fn percent(share: f64) -> String {
+    match 100.0 * share {
+        p if p >= 10.0 => format!("{p:.0}%"),
+        p if p >= 1.0 => format!("{p:.1}%"),
+        p => format!("{p:.2}%"),
+    }
+}
+
+/// The instruments' tables for `point`, or nothing when it has none.
+pub fn explain(point: &Point) -> String {
+    let mut out = String::new();
+    let what = format!(
+        "{} {} x{} ({} run{})",
+        point.mode,
+        point.share,
+        point.workers,
+        point.runs.len(),
+        if point.runs.len() == 1 { "" } else { "s" }
+    );
+    if let Some((profile, share)) = point_locks(point) {
+        let lost = if profile.lost_events > 0 {
+            format!("; {} events lost to full buffers: figures are low", profile.lost_events)
+        } else {
+            String::new()
+        };
+        out.push_str(&format!(
+            "  where workers waited, {what}: {} of their time, {} contention{}{lost}\n",
+            percent(share),
+            profile.contentions,
+            if profile.contentions == 1 { "" } else { "s" }
+        ));
+        if !profile.sites.is_empty() {
+            out.push_str(&sites_table(&profile.sites, profile.wait_s).render());
+        }
+    }
+    if let Some(cpu) = point_cpu(point) {
+        out.push_str(&format!(
+            "  where CPU time went, {what}: {} {} samples, {} in the kernel{}\n",
+            cpu.samples,
+            cpu.event,
+            percent(cpu.kernel_share()),
+            if cpu.lost_samples > 0 { format!(", {} lost", cpu.lost_samples) } else { String::new() }
+        ));
+        let mut table =
+            Table::new(&[("self", Align::Right), ("total", Align::Right), ("function", Align::Left)]).indented(4);
+        for f in cpu.functions().iter().take(TOP) {
+            table.row(vec![
+                percent(f.self_samples as f64 / cpu.samples.max(1) as f64),
+                percent(f.inclusive_samples as f64 / cpu.samples.max(1) as f64),
+                f.name.clone(),
+            ]);
+        }
+        out.push_str(&table.render());
+    }
+    out
+}
+
+fn sites_table(sites: &[LockSite], total_s: f64) -> Table {
+    let mut table = Table::new(&[
+        ("wait", Align::Right),
+        ("of all", Align::Right),
+        ("count", Align::Right),
+        ("mean", Align::Right),
+        ("max", Align::Right),
+        ("kind", Align::Left),
+        ("site", Align::Left),
+    ])
+    .indented(4);
+    for site in sites.iter().take(TOP) {
+        table.row(vec![
+            format_ns(site.wait_s * 1e9),
+            percent(if total_s > 0.0 { site.wait_s / total_s } else { 0.0 }),
+            site.count.to_string(),
+            format_ns(site.mean_wait_s() * 1e9),
+            format_ns(site.max_wait_s * 1e9),
+            site.kind.clone(),
+            match &site.lock {
+                Some(lock) => format!("{} on {lock}", site.site),
+                None => site.site.clone(),
+            },
+        ]);
+    }
+    table
+}
+
+/// Which points of a workload's table get [`explain`]ed: all with `all`,
+/// else those whose efficiency falls below [`FALLING_EFFICIENCY`] (and
+/// all where no 1-worker point tells).
+pub fn points_to_explain<'a>(points: &[&'a Point], all: bool) -> Vec<&'a Point> {
+    let efficiency = efficiencies(points);
+    points
+        .iter()
+        .zip(efficiency)
+        .filter(|(p, _)| p.runs.iter().any(|r| r.locks.is_some() || r.cpu_profile.is_some()))
+        .filter(|(_, e)| all || e.is_none_or(|e| e < FALLING_EFFICIENCY))
+        .map(|(p, _)| *p)
+        .collect()
+}
+
+pub const EXPLAIN_LEGEND: &str = "where workers waited: kernel lock contentions of the workers in the runs' windows \
+     (--profile locks), by site (the lock call ← its callers); wait = total of all workers; of all = share of all \
+     waits; a site's time over the workers' time is what they lost there.\nwhere CPU time went: sampled stacks \
+     (--profile cpu); self = share of samples in the function itself, total = with what it called.\n";

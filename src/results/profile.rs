@@ -1,0 +1,273 @@
+//! What the instruments (`--profile locks`, `--profile cpu`, `--verify`)
+//! recorded of one run, and the point's sums of them.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// Runs keep at most this many lock sites; the rest are summed as one.
+pub const MAX_LOCK_SITES: usize = 40;
+/// The name of the row that sums the sites beyond [`MAX_LOCK_SITES`].
+pub const OTHER_SITES: &str = "(other sites)";
+
+/// Where the run's workers waited on kernel locks (`--profile locks`), from
+/// the `lock:contention_begin`/`contention_end` tracepoints.
+#[derive(Serialize, Deserialize, Debug, Clone, Default, PartialEq)]
+pub struct LockProfile {
+    /// Contentions that ended inside the window (begin and end both seen).
+    pub contentions: u64,
+    /// Their wait, all workers together, seconds.
+    pub wait_s: f64,
+    /// Events the trace buffers could not hold: the figures are then low.
+    #[serde(default)]
+    pub lost_events: u64,
+    /// Sites ranked by total wait.
+    pub sites: Vec<LockSite>,
+}
+
+/// One contention site: the lock's entry point and the two callers above it.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct LockSite {
+    /// `down_write ← filename_create ← do_mkdirat`: innermost first.
+    pub site: String,
+    /// `rwsem write`, `spinlock`, `mutex`, ... (from the tracepoint's flags).
+    pub kind: String,
+    /// The lock's variable, for a static lock kallsyms names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lock: Option<String>,
+    pub count: u64,
+    pub wait_s: f64,
+    pub max_wait_s: f64,
+}
+
+impl LockSite {
+    /// What a reader calls it: the site, with the lock's name where known.
+    pub fn label(&self) -> String {
+        match &self.lock {
+            Some(lock) => format!("{} on {lock} ({})", self.site, self.kind),
+            None => format!("{} ({})", self.site, self.kind),
+        }
+    }
+
+    pub fn mean_wait_s(&self) -> f64 {
+        self.wait_s / self.count.max(1) as f64
+    }
+}
+
+impl LockProfile {
+    /// Ranks `sites` by wait and keeps the top [`MAX_LOCK_SITES`], summing the rest.
+    pub fn from_sites(contentions: u64, lost_events: u64, mut sites: Vec<LockSite>) -> LockProfile {
+        sites.sort_by(|a, b| b.wait_s.total_cmp(&a.wait_s).then_with(|| a.site.cmp(&b.site)));
+        let wait_s = sites.iter().map(|s| s.wait_s).sum();
+        if sites.len() > MAX_LOCK_SITES {
+            let tail = sites.split_off(MAX_LOCK_SITES - 1);
+            sites.push(LockSite {
+                site: OTHER_SITES.to_string(),
+                kind: "mixed".to_string(),
+                lock: None,
+                count: tail.iter().map(|s| s.count).sum(),
+                wait_s: tail.iter().map(|s| s.wait_s).sum(),
+                max_wait_s: tail.iter().map(|s| s.max_wait_s).fold(0.0, f64::max),
+            });
+        }
+        LockProfile { contentions, wait_s, lost_events, sites }
+    }
+
+    /// The runs' profiles summed: a point's view.
+    pub fn sum<'a>(profiles: impl IntoIterator<Item = &'a LockProfile>) -> Option<LockProfile> {
+        let mut merged: BTreeMap<(String, String, Option<String>), LockSite> = BTreeMap::new();
+        let (mut contentions, mut lost, mut any) = (0, 0, false);
+        for profile in profiles {
+            any = true;
+            contentions += profile.contentions;
+            lost += profile.lost_events;
+            for site in &profile.sites {
+                let key = (site.site.clone(), site.kind.clone(), site.lock.clone());
+                let entry = merged.entry(key).or_insert_with(|| LockSite {
+                    count: 0,
+                    wait_s: 0.0,
+                    max_wait_s: 0.0,
+                    ..site.clone()
+                });
+                entry.count += site.count;
+                entry.wait_s += site.wait_s;
+                entry.max_wait_s = entry.max_wait_s.max(site.max_wait_s);
+            }
+        }
+        any.then(|| LockProfile::from_sites(contentions, lost, merged.into_values().collect()))
+    }
+}
+
+/// Where the run's CPU time went (`--profile cpu`): cpu-clock samples of the
+/// workers (and their children) with kernel and user call chains.
+#[derive(Serialize, Deserialize, Debug, Clone, Default, PartialEq)]
+pub struct CpuProfile {
+    /// The sampled event: `cycles`, or `cpu-clock` without hardware counters.
+    pub event: String,
+    /// Sampling frequency per CPU, Hz.
+    pub frequency_hz: u64,
+    /// The workers' samples.
+    pub samples: u64,
+    /// Of them, in the kernel.
+    pub kernel_samples: u64,
+    /// Samples the buffers could not hold.
+    #[serde(default)]
+    pub lost_samples: u64,
+    /// Folded stacks, root first, frames joined by `;` (user frames, then
+    /// kernel frames): samples of each. The flame graph's input.
+    pub folded: BTreeMap<String, u64>,
+}
+
+/// A function's share of a profile's samples.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FunctionShare {
+    pub name: String,
+    /// Samples with the function as the leaf.
+    pub self_samples: u64,
+    /// Samples with the function anywhere in the stack.
+    pub inclusive_samples: u64,
+}
+
+impl CpuProfile {
+    /// The runs' profiles summed.
+    pub fn sum<'a>(profiles: impl IntoIterator<Item = &'a CpuProfile>) -> Option<CpuProfile> {
+        let mut total: Option<CpuProfile> = None;
+        for p in profiles {
+            let t = total.get_or_insert_with(|| CpuProfile {
+                event: p.event.clone(),
+                frequency_hz: p.frequency_hz,
+                ..CpuProfile::default()
+            });
+            t.samples += p.samples;
+            t.kernel_samples += p.kernel_samples;
+            t.lost_samples += p.lost_samples;
+            for (stack, n) in &p.folded {
+                *t.folded.entry(stack.clone()).or_default() += n;
+            }
+        }
+        total
+    }
+
+    pub fn kernel_share(&self) -> f64 {
+        self.kernel_samples as f64 / self.samples.max(1) as f64
+    }
+
+    /// Functions by self samples (ties: inclusive), all of them.
+    pub fn functions(&self) -> Vec<FunctionShare> {
+        let mut by_name: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
+        for (stack, &n) in &self.folded {
+            let frames: Vec<&str> = stack.split(';').collect();
+            if let Some(leaf) = frames.last() {
+                by_name.entry(leaf).or_default().0 += n;
+            }
+            let mut seen: Vec<&str> = Vec::with_capacity(frames.len());
+            for frame in frames {
+                if !seen.contains(&frame) {
+                    seen.push(frame);
+                    by_name.entry(frame).or_default().1 += n;
+                }
+            }
+        }
+        let mut shares: Vec<FunctionShare> = by_name
+            .into_iter()
+            .map(|(name, (s, i))| FunctionShare { name: name.to_string(), self_samples: s, inclusive_samples: i })
+            .collect();
+        shares.sort_by(|a, b| {
+            (b.self_samples, b.inclusive_samples).cmp(&(a.self_samples, a.inclusive_samples)).then(a.name.cmp(&b.name))
+        });
+        shares
+    }
+}
+
+/// `--verify`: the workers' system calls in the window as the kernel counted
+/// them, against the ops the workers counted.
+#[derive(Serialize, Deserialize, Debug, Clone, Default, PartialEq)]
+pub struct SyscallCheck {
+    /// Every system call the workers entered (`raw_syscalls:sys_enter`).
+    pub total: u64,
+    /// Per system call the workload's op makes: expected and counted.
+    pub calls: Vec<SyscallCount>,
+}
+
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct SyscallCount {
+    pub syscall: String,
+    /// Ops × calls per op.
+    pub expected: f64,
+    pub counted: u64,
+}
+
+impl SyscallCount {
+    /// counted / expected (1 is exact).
+    pub fn ratio(&self) -> f64 {
+        if self.expected == 0.0 {
+            if self.counted == 0 {
+                1.0
+            } else {
+                f64::INFINITY
+            }
+        } else {
+            self.counted as f64 / self.expected
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn site(name: &str, wait_s: f64, count: u64) -> LockSite {
+        LockSite { site: name.into(), kind: "spinlock".into(), lock: None, count, wait_s, max_wait_s: wait_s / 2.0 }
+    }
+
+    #[test]
+    fn sites_are_ranked_by_wait_and_the_tail_is_summed() {
+        let sites: Vec<LockSite> = (0..50).map(|i| site(&format!("s{i:02}"), i as f64, 1)).collect();
+        let p = LockProfile::from_sites(50, 0, sites);
+        assert_eq!(p.sites.len(), MAX_LOCK_SITES);
+        assert_eq!(p.sites[0].site, "s49");
+        let other = p.sites.last().unwrap();
+        assert_eq!(other.site, OTHER_SITES);
+        // s00..s10 (11 sites) are summed: 0+1+...+10.
+        assert_eq!(other.count, 11);
+        assert_eq!(other.wait_s, 55.0);
+        assert_eq!(p.wait_s, (0..50).sum::<i32>() as f64);
+    }
+
+    #[test]
+    fn runs_sum_per_site() {
+        let a = LockProfile::from_sites(3, 1, vec![site("x", 1.0, 2), site("y", 0.5, 1)]);
+        let b = LockProfile::from_sites(1, 0, vec![site("x", 2.0, 1)]);
+        let s = LockProfile::sum([&a, &b]).unwrap();
+        assert_eq!((s.contentions, s.lost_events), (4, 1));
+        assert_eq!(s.sites[0].site, "x");
+        assert_eq!((s.sites[0].count, s.sites[0].wait_s, s.sites[0].max_wait_s), (3, 3.0, 1.0));
+        assert!(LockProfile::sum([]).is_none());
+    }
+
+    #[test]
+    fn self_and_inclusive_samples() {
+        let mut folded = BTreeMap::new();
+        folded.insert("main;do_syscall_64;vfs_statx;_raw_spin_lock".to_string(), 3);
+        folded.insert("main;do_syscall_64;vfs_statx".to_string(), 1);
+        folded.insert("main;recurse;recurse".to_string(), 2);
+        let p = CpuProfile {
+            event: "cpu-clock".into(),
+            frequency_hz: 1000,
+            samples: 6,
+            kernel_samples: 4,
+            lost_samples: 0,
+            folded,
+        };
+        let f = p.functions();
+        assert_eq!(f[0].name, "_raw_spin_lock");
+        assert_eq!((f[0].self_samples, f[0].inclusive_samples), (3, 3));
+        let statx = f.iter().find(|s| s.name == "vfs_statx").unwrap();
+        assert_eq!((statx.self_samples, statx.inclusive_samples), (1, 4));
+        // A recursive function counts once per sample.
+        let recurse = f.iter().find(|s| s.name == "recurse").unwrap();
+        assert_eq!((recurse.self_samples, recurse.inclusive_samples), (2, 2));
+        assert_eq!(f.iter().find(|s| s.name == "main").unwrap().inclusive_samples, 6);
+        assert!((p.kernel_share() - 4.0 / 6.0).abs() < 1e-12);
+    }
+}
