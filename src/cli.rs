@@ -729,4 +729,3 @@ mod tests {
         assert!(err.contains("unknown workload; choose from stat, stat-deep,"), "{err}");
     }
 }
-

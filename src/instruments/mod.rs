@@ -116,16 +116,17 @@ impl RunInstruments {
     }
 
     /// Turns everything on; the system call counters last, nearest the
-    /// window's first op count, as they are compared with it.
-    pub fn start(&mut self) -> Result<()> {
+    /// window's first op count, as they are compared with it. `ops` reads
+    /// the workers' op counters, just before and after the counters go on.
+    pub fn start(&mut self, ops: impl Fn() -> u64) -> Result<()> {
         if let Some(l) = &mut self.locks {
             l.start()?;
         }
         if let Some(c) = &mut self.cpu {
             c.start()?;
         }
-        if let Some(v) = &self.verify {
-            v.start()?;
+        if let Some(v) = &mut self.verify {
+            v.start(ops)?;
         }
         Ok(())
     }
@@ -141,10 +142,10 @@ impl RunInstruments {
         Ok(())
     }
 
-    /// Turns everything off, the system call counters first.
-    pub fn stop(&mut self) -> Result<()> {
-        if let Some(v) = &self.verify {
-            v.stop()?;
+    /// Turns everything off, the system call counters first (`ops` as for [`RunInstruments::start`]).
+    pub fn stop(&mut self, ops: impl Fn() -> u64) -> Result<()> {
+        if let Some(v) = &mut self.verify {
+            v.stop(ops)?;
         }
         if let Some(c) = &mut self.cpu {
             c.stop()?;

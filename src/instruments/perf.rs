@@ -27,8 +27,21 @@ pub struct PerfEvent {
 impl PerfEvent {
     /// Opens `attr` for task `pid` (-1: all) on `cpu` (-1: any).
     pub fn open(attr: &mut Attr, pid: i32, cpu: i32, what: &str) -> Result<PerfEvent> {
-        // SAFETY: attr is a valid, sized attribute block; no group.
-        let fd = unsafe { sys::perf_event_open(attr, pid, cpu, -1, sys::bindings::PERF_FLAG_FD_CLOEXEC as _) };
+        Self::open_in_group(attr, pid, cpu, None, what)
+    }
+
+    /// [`PerfEvent::open`] as a member of `leader`'s group: it counts exactly
+    /// while the leader does (open it enabled; the leader turns it on and off).
+    pub fn open_in_group(
+        attr: &mut Attr,
+        pid: i32,
+        cpu: i32,
+        leader: Option<&PerfEvent>,
+        what: &str,
+    ) -> Result<PerfEvent> {
+        let group = leader.map_or(-1, |l| l.fd.as_raw_fd());
+        // SAFETY: attr is a valid, sized attribute block; group is -1 or an open perf descriptor.
+        let fd = unsafe { sys::perf_event_open(attr, pid, cpu, group, sys::bindings::PERF_FLAG_FD_CLOEXEC as _) };
         if fd < 0 {
             let e = std::io::Error::last_os_error();
             let hint = match e.raw_os_error() {
@@ -53,6 +66,19 @@ impl PerfEvent {
     pub fn disable(&self) -> Result<()> {
         // SAFETY: as above.
         self.ioctl(unsafe { sys::ioctls::DISABLE(self.fd.as_raw_fd(), 0) }, "disable")
+    }
+
+    /// Turns the group this event leads on (all its members with it).
+    pub fn enable_group(&self) -> Result<()> {
+        // SAFETY: an ioctl on our own perf descriptor.
+        let flag = sys::bindings::PERF_IOC_FLAG_GROUP;
+        self.ioctl(unsafe { sys::ioctls::ENABLE(self.fd.as_raw_fd(), flag) }, "enable")
+    }
+
+    pub fn disable_group(&self) -> Result<()> {
+        // SAFETY: as above.
+        let flag = sys::bindings::PERF_IOC_FLAG_GROUP;
+        self.ioctl(unsafe { sys::ioctls::DISABLE(self.fd.as_raw_fd(), flag) }, "disable")
     }
 
     /// Keeps only events for which the tracepoint filter `filter` holds.

@@ -1,18 +1,20 @@
 //! The self-contained HTML report: one file, inline CSS and SVG, no script,
 //! no network; it opens from file:// and prints cleanly.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
 use super::analyze::verdict_line;
 use super::chart::{efficiency_chart, scaling_chart, ChartPoint, ChartSeries};
+use super::profile;
 use super::text::{format_rate, noise_marks, NOISE_LEGEND};
 use crate::analyze::{analyze_results, SeriesAnalysis};
 use crate::compare::{compare, CompareConfig, Comparison, Verdict};
+use crate::plan::Mode;
 use crate::results::{Point, ResultsFile, RunRecord, SchedShares};
 use crate::stats::hypothesis::TestKind;
 use crate::stats::Sample;
-use crate::workloads::Workload;
+use crate::workloads::{Share, Workload};
 
 const STYLE: &str = "
 body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
@@ -28,6 +30,10 @@ td.diff{background:#fff3c4}
 .legend span{display:inline-block;width:10px;height:10px;margin:0 .2em 0 .8em}
 figure{margin:1em 0}svg{max-width:100%;height:auto}
 ul.findings li{margin:.2em 0}
+figure.flame svg,figure.locks svg{max-width:100%;height:auto}
+ul.legend{list-style:none;padding:0;margin:.2em 0;font-size:.9em}
+ul.legend li{display:inline-block;margin-right:1.2em}
+.swatch{display:inline-block;width:.9em;height:.9em;margin-right:.3em;vertical-align:middle}
 @media print{body{max-width:none}h2{page-break-before:auto}figure,table{page-break-inside:avoid}}
 ";
 
@@ -175,6 +181,23 @@ fn findings(
             );
         }
     }
+    for (label, doc) in files {
+        let workloads: BTreeSet<Workload> = doc.points.iter().map(|p| p.workload).collect();
+        for workload in workloads {
+            for ((condition, mode, share), points) in series_of(doc, workload) {
+                // The largest point says most about why the curve bends.
+                let Some(sentence) = points.iter().rev().find_map(|p| profile::dominant_site(p)) else { continue };
+                let on = condition.map(|c| format!(" {c}")).unwrap_or_default();
+                let _ = writeln!(
+                    out,
+                    "<li><b>{workload} {mode}/{share}{}</b>{}: {}</li>",
+                    esc(&on),
+                    if files.len() > 1 { format!(" [{}]", esc(label)) } else { String::new() },
+                    esc(&sentence)
+                );
+            }
+        }
+    }
     for c in comparisons {
         for s in &c.summaries {
             let _ = writeln!(
@@ -297,7 +320,36 @@ fn workload_section(
         );
     }
     comparison_tables(out, comparisons, workload);
+    profile_section(out, files, workload);
     detail_table(out, files, workload);
+}
+
+/// Where workers waited and where their CPU time went (`--profile`), per
+/// series of `workload` that has profiles.
+fn profile_section(out: &mut String, files: &[(String, ResultsFile)], workload: Workload) {
+    let mut sections = String::new();
+    for (label, doc) in files {
+        for ((condition, mode, share), points) in series_of(doc, workload) {
+            let on = condition.map(|c| format!(" {c}")).unwrap_or_default();
+            let file = if files.len() > 1 { format!("{label}: ") } else { String::new() };
+            sections.push_str(&profile::html_series(&points, &format!("{file}{workload} {mode}/{share}{on}")));
+        }
+    }
+    if !sections.is_empty() {
+        let _ = writeln!(out, "<h3>Why: where {workload}'s workers waited and spent CPU</h3>\n{sections}");
+    }
+}
+
+/// `doc`'s points of `workload` by condition, mode and share, fewest workers first.
+fn series_of(doc: &ResultsFile, workload: Workload) -> BTreeMap<(Option<String>, Mode, Share), Vec<&Point>> {
+    let mut series: BTreeMap<(Option<String>, Mode, Share), Vec<&Point>> = BTreeMap::new();
+    for p in doc.points.iter().filter(|p| p.workload == workload && p.summary.is_some()) {
+        series.entry((p.condition(), p.mode, p.share)).or_default().push(p);
+    }
+    for points in series.values_mut() {
+        points.sort_by_key(|p| p.workers);
+    }
+    series
 }
 
 /// The throughput and efficiency series of `workload`: one per file,

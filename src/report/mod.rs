@@ -4,6 +4,7 @@ mod analyze;
 mod catalogue;
 pub mod chart;
 mod compare;
+mod flame;
 mod html;
 mod latency;
 pub mod profile;

@@ -63,10 +63,12 @@ pub fn dominant_site(point: &Point) -> Option<String> {
     let share = if seconds > 0.0 { top.wait_s / seconds } else { 0.0 };
     let lock = top.lock.as_ref().map(|l| format!(" ({l})")).unwrap_or_default();
     Some(format!(
-        "at {} worker{}, {} of worker time waiting on a {}{lock} in {}",
+        "at {} worker{}, {} of worker time waiting on {} {}{lock} in {}",
         point.workers,
         if point.workers == 1 { "" } else { "s" },
         percent(share),
+        // Said "an r-w-sem".
+        if top.kind.starts_with("rw") || top.kind.starts_with("rt") { "an" } else { "a" },
         top.kind,
         top.site
     ))
@@ -176,3 +178,120 @@ pub const EXPLAIN_LEGEND: &str = "where workers waited: kernel lock contentions 
      (--profile locks), by site (the lock call ← its callers); wait = total of all workers; of all = share of all \
      waits; a site's time over the workers' time is what they lost there.\nwhere CPU time went: sampled stacks \
      (--profile cpu); self = share of samples in the function itself, total = with what it called.\n";
+
+/// Colours of the top sites in the stacked bars, then grey for the rest.
+const SITE_COLOURS: [&str; 5] = ["#c0392b", "#2874a6", "#b9770e", "#239b56", "#7d3c98"];
+const OTHER_COLOUR: &str = "#aab7b8";
+
+fn esc(text: &str) -> String {
+    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+/// The report's view of one series (a file, mode, share and condition) of
+/// a workload: per worker count, the share of worker time spent waiting,
+/// stacked by the series' top sites, as an SVG; and a flame graph of the
+/// largest point with a CPU profile.
+pub fn html_series(points: &[&Point], title: &str) -> String {
+    let mut out = String::new();
+    let locked: Vec<(&Point, LockProfile, f64)> =
+        points.iter().filter_map(|p| point_locks(p).map(|(l, s)| (*p, l, s))).collect();
+    if !locked.is_empty() {
+        out.push_str(&lock_bars(&locked, title));
+    }
+    if let Some((point, cpu)) = points.iter().rev().find_map(|p| Some((*p, point_cpu(p)?))) {
+        let caption = format!(
+            "{title}, {} workers: {} {} samples, {} in the kernel; width = share of samples, root at the bottom; \
+             hover a frame for its name and share.",
+            point.workers,
+            cpu.samples,
+            cpu.event,
+            percent(cpu.kernel_share())
+        );
+        out.push_str(&format!(
+            "<figure class=\"flame\">{}<figcaption>{}</figcaption></figure>\n",
+            super::flame::flame_graph_svg(&cpu.folded, &format!("{title} x{}: where CPU time went", point.workers)),
+            esc(&caption)
+        ));
+    }
+    out
+}
+
+fn lock_bars(locked: &[(&Point, LockProfile, f64)], title: &str) -> String {
+    // The series' top sites by total wait, coloured alike in every row.
+    let mut totals: BTreeMap<String, f64> = BTreeMap::new();
+    for (_, profile, _) in locked {
+        for site in &profile.sites {
+            *totals.entry(site.label()).or_default() += site.wait_s;
+        }
+    }
+    let mut top: Vec<(String, f64)> = totals.into_iter().collect();
+    top.sort_by(|a, b| b.1.total_cmp(&a.1));
+    top.truncate(SITE_COLOURS.len());
+    let widest = locked.iter().map(|(_, _, s)| *s).fold(0.0, f64::max).max(1e-9);
+    let (left, width, row) = (70.0, 760.0, 22.0);
+    let height = row * locked.len() as f64 + 30.0;
+    let mut svg = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"locks\" width=\"{}\" height=\"{height}\" font-family=\"sans-serif\" font-size=\"12\">",
+        left + width + 80.0
+    );
+    for (i, (point, profile, share)) in locked.iter().enumerate() {
+        let y = 8.0 + row * i as f64;
+        svg.push_str(&format!(
+            "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">x{}</text>",
+            left - 8.0,
+            y + 13.0,
+            point.workers
+        ));
+        let mut x = left;
+        let scale = width * share / widest / profile.wait_s.max(1e-12);
+        let mut rest = profile.wait_s;
+        for (k, (label, _)) in top.iter().enumerate() {
+            let wait: f64 = profile.sites.iter().filter(|s| &s.label() == label).map(|s| s.wait_s).sum();
+            rest -= wait;
+            svg.push_str(&segment(x, y, wait * scale, SITE_COLOURS[k], label, wait / profile.wait_s.max(1e-12)));
+            x += wait * scale;
+        }
+        svg.push_str(&segment(
+            x,
+            y,
+            rest.max(0.0) * scale,
+            OTHER_COLOUR,
+            "other sites",
+            rest / profile.wait_s.max(1e-12),
+        ));
+        svg.push_str(&format!(
+            "<text x=\"{}\" y=\"{}\">{}</text>",
+            left + width * share / widest + 6.0,
+            y + 13.0,
+            percent(*share)
+        ));
+    }
+    svg.push_str("</svg>");
+    let legend: String = top
+        .iter()
+        .enumerate()
+        .map(|(k, (label, _))| {
+            format!("<li><span class=\"swatch\" style=\"background:{}\"></span>{}</li>", SITE_COLOURS[k], esc(label))
+        })
+        .chain(std::iter::once(format!(
+            "<li><span class=\"swatch\" style=\"background:{OTHER_COLOUR}\"></span>other sites</li>"
+        )))
+        .collect();
+    format!(
+        "<figure class=\"locks\">{svg}<ul class=\"legend\">{legend}</ul><figcaption>{}: share of the workers' time spent \
+         waiting on kernel locks (--profile locks), per worker count, split by contention site (the lock call ← its \
+         callers); all measured runs together.</figcaption></figure>\n",
+        esc(title)
+    )
+}
+
+fn segment(x: f64, y: f64, width: f64, colour: &str, label: &str, share: f64) -> String {
+    if width <= 0.0 {
+        return String::new();
+    }
+    format!(
+        "<rect x=\"{x:.2}\" y=\"{y}\" width=\"{width:.2}\" height=\"16\" fill=\"{colour}\"><title>{} ({} of the waits)</title></rect>",
+        esc(label),
+        percent(share)
+    )
+}

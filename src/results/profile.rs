@@ -185,6 +185,11 @@ impl CpuProfile {
 pub struct SyscallCheck {
     /// Every system call the workers entered (`raw_syscalls:sys_enter`).
     pub total: u64,
+    /// All workers' ops surely inside the span the kernel counted (done
+    /// after the counters were all on and before any went off), and those
+    /// possibly inside it: the bracket of what the counts may be.
+    #[serde(default)]
+    pub ops_counted: [u64; 2],
     /// Per system call the workload's op makes: expected and counted.
     pub calls: Vec<SyscallCount>,
 }
@@ -192,6 +197,8 @@ pub struct SyscallCheck {
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 pub struct SyscallCount {
     pub syscall: String,
+    /// Calls of it one op makes.
+    pub per_op: f64,
     /// Ops × calls per op.
     pub expected: f64,
     pub counted: u64,

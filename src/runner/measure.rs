@@ -390,7 +390,7 @@ fn coordinate_fixed_work(
     // Thread workers' commands are this process's children.
     let threads = watch.watches_threads();
     let children_start = threads.then(sys::children_cpu_micros);
-    instruments.start()?;
+    instruments.start(|| 0)?;
     let start = sys::monotonic_ns();
     region.set_phase(Phase::Window);
     let interval = timing.sample_interval.as_nanos().max(1) as u64;
@@ -414,7 +414,7 @@ fn coordinate_fixed_work(
     let completed: Vec<u64> =
         (0..workers).map(|i| region.report(i).completed_ns.load(Ordering::Acquire).max(start)).collect();
     let stop = completed.iter().copied().max().unwrap_or(start);
-    instruments.stop()?;
+    instruments.stop(|| 0)?;
     let cpu_end = CpuTicks::read();
     let device_end = timing.device.as_deref().and_then(DeviceSnapshot::read);
     let device_io = device_start.zip(device_end).map(|(a, b)| a.delta(&b));
@@ -466,7 +466,7 @@ fn coordinate(plan: &WorkerPlan<'_>, workers: usize, pids: Option<&[libc::pid_t]
     let cpu_start = CpuTicks::read();
     let load_1m = load_average();
     let device_start = timing.device.as_deref().and_then(DeviceSnapshot::read);
-    instruments.start()?;
+    instruments.start(|| region.total_ops())?;
     let start = sys::monotonic_ns();
     region.read_counters(&mut start_counts);
     region.set_phase(Phase::Window);
@@ -485,7 +485,7 @@ fn coordinate(plan: &WorkerPlan<'_>, workers: usize, pids: Option<&[libc::pid_t]
         instruments.drain()?;
     }
     watch.sleep_until(end)?;
-    instruments.stop()?;
+    instruments.stop(|| region.total_ops())?;
     let mut end_counts = Vec::with_capacity(workers);
     region.read_counters(&mut end_counts);
     let stop = sys::monotonic_ns();

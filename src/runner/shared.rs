@@ -337,6 +337,11 @@ impl SharedRegion {
     }
 
     /// Every worker's counter, read once each.
+    /// All workers' ops so far.
+    pub fn total_ops(&self) -> u64 {
+        (0..self.workers).map(|i| self.counter(i).ops.load(Ordering::Relaxed)).sum()
+    }
+
     pub fn read_counters(&self, into: &mut Vec<u64>) {
         into.clear();
         into.extend((0..self.workers).map(|i| self.counter(i).ops.load(Ordering::Relaxed)));

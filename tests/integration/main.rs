@@ -6,6 +6,7 @@ mod edges;
 mod errors;
 mod faults;
 mod filesystems;
+mod instruments;
 mod interrupt;
 mod ministat;
 mod noise;

@@ -1,0 +1,315 @@
+//! `--profile locks`, `--profile cpu` and `--verify` on the real kernel: what
+//! they find, that they leave nothing behind, and their clear refusals.
+
+use std::path::Path;
+
+use fsscale::results::{Point, ResultsFile};
+use fsscale::workloads::Workload;
+
+use crate::util::*;
+
+const TRACEFS_INSTANCES: &str = "/sys/kernel/tracing/instances";
+
+/// Root and a kernel with the tracepoints; said visibly (and fatal under CI) when missing.
+fn can_trace(test: &str) -> bool {
+    needs_root(test)
+        && prerequisite(
+            Path::new("/sys/kernel/tracing/events/lock/contention_begin").exists()
+                || !Path::new("/sys/kernel/tracing/events").exists(),
+            test,
+            "this kernel has no lock:contention_begin tracepoint (Linux 5.19+)",
+        )
+}
+
+/// Tracing instances fsscale process `pid` made and did not remove.
+fn instances_of(pid: u32) -> Vec<String> {
+    let prefix = format!("fsscale-{pid}-");
+    std::fs::read_dir(TRACEFS_INSTANCES)
+        .map(|d| {
+            d.flatten().filter_map(|e| e.file_name().into_string().ok()).filter(|n| n.starts_with(&prefix)).collect()
+        })
+        .unwrap_or_default()
+}
+
+fn point<'a>(doc: &'a ResultsFile, workload: Workload, share: &str) -> &'a Point {
+    doc.points
+        .iter()
+        .find(|p| p.workload == workload && p.share.to_string() == share)
+        .unwrap_or_else(|| panic!("no {workload} {share} point"))
+}
+
+#[test]
+fn a_shared_directory_waits_on_its_inode_rwsem_and_private_ones_do_not() {
+    if !can_trace("lock profile of creat-unlink") {
+        return;
+    }
+    let env = TestEnv::new();
+    let out = env.run(&[
+        "creat-unlink",
+        "-j",
+        "2",
+        "--share",
+        "private,shared",
+        "-n",
+        "2",
+        "--duration",
+        "0.3",
+        "--profile",
+        "locks",
+        "--explain-all",
+    ]);
+    assert_success(&out);
+    let doc = env.results();
+    assert!(doc.settings.instruments.locks);
+    let wait = |share: &str| -> (f64, u64, String, String) {
+        let p = point(&doc, Workload::CreatUnlink, share);
+        assert!(p.runs.iter().all(|r| r.locks.is_some()), "every run has its lock profile");
+        let runs: Vec<_> = p.runs.iter().map(|r| r.locks.as_ref().unwrap()).collect();
+        let total = runs.iter().map(|l| l.wait_s).sum();
+        let count = runs.iter().map(|l| l.contentions).sum();
+        let merged = fsscale::results::LockProfile::sum(runs).unwrap();
+        let top = merged.sites.first().cloned();
+        (
+            total,
+            count,
+            top.as_ref().map_or_else(String::new, |s| s.site.clone()),
+            top.map_or_else(String::new, |s| s.kind),
+        )
+    };
+    let (shared_s, shared_n, shared_site, shared_kind) = wait("shared");
+    let (private_s, _, _, _) = wait("private");
+    assert!(shared_n > 0, "the shared directory saw contentions");
+    assert!(shared_s > private_s, "shared waited {shared_s} s, private {private_s} s");
+    // The directory's inode rwsem, taken for writing by creates and unlinks.
+    assert_eq!(shared_kind, "rwsem write", "top site {shared_site}");
+    assert!(shared_site.starts_with("down_write"), "{shared_site}");
+    let create_or_unlink = ["do_unlinkat", "path_openat", "open_last_lookups", "filename_create", "lookup_open"];
+    assert!(create_or_unlink.iter().any(|f| shared_site.contains(f)), "{shared_site}");
+    let text = stdout(&out);
+    assert!(text.contains("where workers waited, process shared x2 (2 runs)"), "{text}");
+    assert!(text.contains("instruments: locks on in every run"), "{text}");
+}
+
+#[test]
+fn the_cpu_profile_of_stat_is_in_the_fstatat_path() {
+    if !needs_root("cpu profile of stat") {
+        return;
+    }
+    let env = TestEnv::new();
+    let out =
+        env.run(&["stat", "-j", "1", "--share", "private", "--duration", "0.3", "--profile", "cpu", "--explain-all"]);
+    assert_success(&out);
+    let doc = env.results();
+    let p = point(&doc, Workload::Stat, "private");
+    let profile = p.runs[0].cpu_profile.as_ref().expect("a cpu profile");
+    // About 1 kHz over 0.3 s of one busy worker.
+    assert!(profile.samples >= 100, "{} samples", profile.samples);
+    assert!(profile.kernel_share() > 0.5, "stat is mostly kernel time: {}", profile.kernel_share());
+    let functions = profile.functions();
+    let mut by_total = functions.clone();
+    by_total.sort_by_key(|f| std::cmp::Reverse(f.inclusive_samples));
+    let top: Vec<&str> = by_total.iter().take(12).map(|f| f.name.as_str()).collect();
+    assert!(
+        top.iter().any(|f| ["statx", "filename_lookup", "path_lookupat", "newfstatat", "fstatat"]
+            .iter()
+            .any(|n| f.contains(n))),
+        "no fstatat path in the top functions: {top:?}"
+    );
+    // The user side is named from fsscale's own symbols or libc's, not only [unknown].
+    assert!(
+        profile.folded.keys().any(|s| !s.starts_with("[unknown]")),
+        "{:?}",
+        profile.folded.keys().take(3).collect::<Vec<_>>()
+    );
+    let text = stdout(&out);
+    assert!(text.contains("where CPU time went, process private x1 (1 run)"), "{text}");
+}
+
+#[test]
+fn verify_matches_the_kernels_counts_for_every_fixed_time_workload() {
+    if !can_trace("--verify of every fixed-time workload") {
+        return;
+    }
+    let env = TestEnv::new();
+    let fixed_time: Vec<Workload> =
+        Workload::ALL.iter().copied().filter(|w| !w.is_fixed_work() && *w != Workload::Replay).collect();
+    let names: Vec<String> = fixed_time.iter().map(|w| w.to_string()).collect();
+    let mut args: Vec<&str> = names.iter().map(String::as_str).collect();
+    args.extend(["-j", "2", "--share", "private", "--duration", "0.2", "--verify"]);
+    let out = env.run(&args);
+    assert_success(&out);
+    assert!(!stderr(&out).contains("--verify:"), "a mismatch was reported:\n{}", stderr(&out));
+    let doc = env.results();
+    for workload in fixed_time {
+        let p = point(&doc, workload, "private");
+        let check = p.runs[0].syscalls.as_ref().unwrap_or_else(|| panic!("{workload}: no system call counts"));
+        assert!(!check.calls.is_empty(), "{workload}");
+        let [low, high] = check.ops_counted;
+        assert!(low > 0 && low <= p.runs[0].ops && p.runs[0].ops <= high, "{workload}: {:?}", check.ops_counted);
+        for call in &check.calls {
+            // Within 0.5% of the ops the counted span may hold, an op per worker at each edge.
+            let edges = 4.0 * call.per_op.max(1.0);
+            let least = low as f64 * call.per_op * 0.995 - edges;
+            let most = high as f64 * call.per_op * 1.005 + edges;
+            let counted = call.counted as f64;
+            assert!(
+                least <= counted && counted <= most,
+                "{workload}: {} counted {} for {} ops (bracket {low}..{high})",
+                call.syscall,
+                call.counted,
+                p.runs[0].ops
+            );
+        }
+        // Nothing else: the hot loop makes only its own calls.
+        let counted: u64 = check.calls.iter().map(|c| c.counted).sum();
+        assert!(check.total >= counted, "{workload}");
+        assert!(
+            (check.total - counted) as f64 <= 0.005 * counted as f64 + 16.0,
+            "{workload}: {} calls beyond the op's",
+            check.total - counted
+        );
+    }
+    assert!(
+        stdout(&out).contains("--verify: the kernel's system call counts matched the ops within 0.5%"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+/// Counts the perf event descriptors `pid` holds now.
+fn perf_fds(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|d| {
+            d.flatten()
+                .filter(|e| std::fs::read_link(e.path()).is_ok_and(|l| l.to_string_lossy().contains("perf_event")))
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+#[test]
+fn instruments_leave_nothing_after_success_error_sigint_and_sigterm() {
+    if !can_trace("instruments clean up") {
+        return;
+    }
+    let online = std::thread::available_parallelism().map_or(1, |n| n.get());
+    for ending in ["success", "worker killed", "SIGINT", "SIGTERM"] {
+        let env = TestEnv::new();
+        let (dir, output) = (env.dir.display().to_string(), env.output.display().to_string());
+        let runs = if ending == "success" { "3" } else { "50" };
+        let child = spawn_group(&[
+            "run",
+            "creat-unlink",
+            "-j",
+            "2",
+            "--share",
+            "shared",
+            "-n",
+            runs,
+            "--warmup-runs",
+            "0",
+            "--duration",
+            "0.1",
+            "--profile",
+            "locks,cpu",
+            "--verify",
+            "--dir",
+            &dir,
+            "-o",
+            &output,
+        ]);
+        let pid = child.id();
+        let mut most_fds = 0;
+        let mut saw_instance = false;
+        // Watch it run: one run's descriptors at a time, never an accumulation.
+        let deadline = std::time::Instant::now()
+            + std::time::Duration::from_millis(if ending == "success" { 30_000 } else { 700 });
+        while std::time::Instant::now() < deadline && Path::new(&format!("/proc/{pid}/stat")).exists() {
+            most_fds = most_fds.max(perf_fds(pid));
+            saw_instance |= !instances_of(pid).is_empty();
+            if ending == "success"
+                && std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.contains(") Z"))
+            {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        match ending {
+            "worker killed" => {
+                let workers = workers_of(pid as i32);
+                assert!(!workers.is_empty(), "no workers found");
+                // SAFETY: killing a worker of our own child.
+                unsafe { libc::kill(workers[0], libc::SIGKILL) };
+            }
+            "SIGINT" => unsafe {
+                libc::kill(-(pid as i32), libc::SIGINT);
+            },
+            "SIGTERM" => unsafe {
+                libc::kill(-(pid as i32), libc::SIGTERM);
+            },
+            _ => {}
+        }
+        let out = child.wait_with_output().unwrap();
+        if ending == "success" {
+            assert_success(&out);
+        } else {
+            assert!(!out.status.success(), "{ending}: {}", stderr(&out));
+        }
+        assert!(saw_instance, "{ending}: the run made its tracing instance");
+        // One cpu-clock event per CPU and 4 counters per worker (all calls, openat, close, unlinkat).
+        assert!(most_fds > 0 && most_fds <= online + 2 * 4, "{ending}: {most_fds} perf descriptors at once");
+        assert_eq!(instances_of(pid), Vec::<String>::new(), "{ending}: tracing instance left");
+        assert_eq!(env.leftovers(), Vec::<String>::new(), "{ending}: scratch left");
+    }
+}
+
+#[test]
+fn a_stale_instance_of_a_killed_run_is_removed_by_the_next() {
+    if !can_trace("stale tracing instances") {
+        return;
+    }
+    // An instance named after a pid that cannot be running (above pid_max).
+    let stale = Path::new(TRACEFS_INSTANCES).join("fsscale-99999999-0");
+    std::fs::create_dir(&stale).unwrap();
+    let env = TestEnv::new();
+    assert_success(&env.run(&["stat", "-j", "1", "--share", "private", "--profile", "locks"]));
+    assert!(!stale.exists(), "the stale instance was removed");
+}
+
+#[test]
+fn without_root_the_instruments_refuse_in_one_line() {
+    if !prerequisite(is_root(), "instruments without root", "needs root to drop to nobody") {
+        return;
+    }
+    let setpriv = std::process::Command::new("setpriv").arg("--version").output().is_ok_and(|o| o.status.success());
+    if !prerequisite(setpriv, "instruments without root", "no setpriv (util-linux)") {
+        return;
+    }
+    let env = TestEnv::new();
+    let open = |p: &Path| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o777)).unwrap();
+    };
+    open(env.root.path());
+    open(&env.dir);
+    for flag in [["--profile", "locks"], ["--profile", "cpu"], ["--verify", "--latency"]] {
+        let out = std::process::Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", env!("CARGO_BIN_EXE_fsscale"), "run", "stat"])
+            .args(flag)
+            .arg("--dir")
+            .arg(&env.dir)
+            .arg("-o")
+            .arg(&env.output)
+            .output()
+            .unwrap();
+        assert_one_line_error(&out, "needs root");
+        assert!(!env.output.exists() || std::fs::metadata(&env.output).unwrap().len() == 0, "no run started");
+    }
+}
+
+#[test]
+fn instruments_refuse_a_command_driver() {
+    let env = TestEnv::new();
+    let out = env.run(&["command", "--cmd", "echo 1", "--metric", "([0-9]+)", "-j", "1", "--profile", "cpu"]);
+    assert_one_line_error(&out, "--profile and --verify follow fsscale's own workers");
+}
