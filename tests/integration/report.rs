@@ -1,5 +1,7 @@
 //! `fsscale report` and `fsscale plot` on real results, and the report in a real browser.
 
+use std::path::Path;
+
 use crate::util::*;
 
 /// Two real results files of the same plan (stat and creat-unlink at 1..4 workers), as two systems would give.
@@ -75,19 +77,16 @@ fn plot_writes_svg_and_png() {
     assert_one_line_error(&out, "use a .svg or .png file name");
 }
 
-#[test]
-fn report_loads_in_headless_chromium_without_errors() {
+/// Loads `html` in headless Chromium: the screenshot, after asserting the
+/// page logged no console error. `None` (said visibly) without Chromium.
+fn load_in_chromium(env: &TestEnv, html: &Path) -> Option<Vec<u8>> {
     let Some(chromium) = ["chromium", "chromium-browser", "google-chrome"]
         .into_iter()
         .find(|c| std::process::Command::new(c).arg("--version").output().map(|o| o.status.success()).unwrap_or(false))
     else {
         prerequisite(false, "the report in a real browser", "no chromium (.ci/run installs Debian's chromium)");
-        return;
+        return None;
     };
-    let env = TestEnv::new();
-    let (a, b) = results(&env);
-    let html = env.root.path().join("report.html");
-    assert_success(&fsscale().arg("report").arg(&a).arg(&b).arg("-o").arg(&html).output().unwrap());
     let shot = env.root.path().join("shot.png");
     let profile = env.root.path().join("profile");
     let out = std::process::Command::new(chromium)
@@ -104,8 +103,42 @@ fn report_loads_in_headless_chromium_without_errors() {
     assert!(!log.contains("CONSOLE") && !log.contains("Uncaught"), "page errors:\n{log}");
     let png = std::fs::read(&shot).unwrap_or_else(|e| panic!("no screenshot ({e}):\n{log}"));
     assert_eq!(&png[1..4], b"PNG");
+    Some(png)
+}
+
+#[test]
+fn report_loads_in_headless_chromium_without_errors() {
+    let env = TestEnv::new();
+    let (a, b) = results(&env);
+    let html = env.root.path().join("report.html");
+    assert_success(&fsscale().arg("report").arg(&a).arg(&b).arg("-o").arg(&html).output().unwrap());
+    let Some(png) = load_in_chromium(&env, &html) else { return };
     // Not blank: a blank white page compresses to a few kilobytes.
     assert!(png.len() > 30_000, "screenshot of {} bytes looks blank", png.len());
+}
+
+#[test]
+fn the_report_shows_where_workers_waited_and_a_flame_graph() {
+    if !needs_root("the report's profile sections") {
+        return;
+    }
+    let env = TestEnv::new();
+    let out =
+        env.run(&["creat-unlink", "-j", "1,2", "--share", "shared", "--duration", "0.2", "--profile", "locks,cpu"]);
+    assert_success(&out);
+    let html = env.root.path().join("report.html");
+    assert_success(&fsscale().arg("report").arg(&env.output).arg("-o").arg(&html).output().unwrap());
+    let page = std::fs::read_to_string(&html).unwrap();
+    let section = section(&page, "creat-unlink");
+    assert!(section.contains("<h3>Why: where creat-unlink's workers waited and spent CPU</h3>"));
+    assert!(section.contains("<figure class=\"locks\"><svg"), "stacked wait bars");
+    assert!(section.contains("<figure class=\"flame\"><svg"), "a flame graph");
+    assert!(section.contains("<title>do_syscall_64 ("), "kernel frames in the flame graph");
+    // The findings name the dominant site of the largest point.
+    let findings = &page[page.find("<h2 id=\"findings\">").unwrap()..page.find("</ul>").unwrap()];
+    assert!(findings.contains("creat-unlink process/shared</b>: at 2 workers, "), "{findings}");
+    assert!(findings.contains("of worker time waiting on "), "{findings}");
+    load_in_chromium(&env, &html);
 }
 
 /// The `<h2>` section of `workload` in a report.
