@@ -125,8 +125,7 @@ impl CpuSampler {
                         samples.push(sample);
                     }
                 }
-                // pid, ppid, tid, ptid, time.
-                b::PERF_RECORD_FORK => forks.push((u32_at(body, 12) as i32, u32_at(body, 8) as i32)),
+                b::PERF_RECORD_FORK => forks.push(fork_of(body)),
                 // id, lost.
                 b::PERF_RECORD_LOST => lost += u64_at(body, 8),
                 _ => {}
@@ -197,6 +196,12 @@ fn fold(chain: &[u64], kernel: &KernelSymbols, user: &UserSymbols) -> String {
     }
     frames.reverse();
     frames.join(";")
+}
+
+/// A fork record's new task and the task that made it: the body is
+/// pid, ppid, tid, ptid, time (u32 each, then u64).
+fn fork_of(body: &[u8]) -> (i32, i32) {
+    (u32_at(body, 8) as i32, u32_at(body, 12) as i32)
 }
 
 /// PERF_SAMPLE_TID | PERF_SAMPLE_CALLCHAIN: pid, tid, nr, ips[nr].
@@ -270,6 +275,13 @@ mod tests {
         let sample = parse_sample(&body).unwrap();
         assert_eq!((sample.tid, sample.chain.len()), (6, 2));
         assert!(parse_sample(&body[..20]).is_none());
+    }
+
+    #[test]
+    fn a_fork_record_names_the_child_and_its_parent_thread() {
+        let body: Vec<u8> =
+            [100u32, 50, 101, 51].iter().flat_map(|v| v.to_ne_bytes()).chain(7u64.to_ne_bytes()).collect();
+        assert_eq!(fork_of(&body), (101, 51));
     }
 
     #[test]

@@ -177,7 +177,7 @@ pub fn points_to_explain<'a>(points: &[&'a Point], all: bool) -> Vec<&'a Point> 
 pub const EXPLAIN_LEGEND: &str = "where workers waited: kernel lock contentions of the workers in the runs' windows \
      (--profile locks), by site (the lock call ← its callers); wait = total of all workers; of all = share of all \
      waits; a site's time over the workers' time is what they lost there.\nwhere CPU time went: sampled stacks \
-     (--profile cpu); self = share of samples in the function itself, total = with what it called.\n";
+     (--profile cpu); self = share of samples in the function itself, total = with what it called, mostly under = the caller most of them came through.\n";
 
 /// Colours of the top sites in the stacked bars, then grey for the rest.
 const SITE_COLOURS: [&str; 5] = ["#c0392b", "#2874a6", "#b9770e", "#239b56", "#7d3c98"];

@@ -126,6 +126,9 @@ pub struct FunctionShare {
     pub self_samples: u64,
     /// Samples with the function anywhere in the stack.
     pub inclusive_samples: u64,
+    /// The caller most of those samples came through (`d_alloc_parallel`
+    /// for a `_raw_spin_lock`), if any.
+    pub caller: Option<String>,
 }
 
 impl CpuProfile {
@@ -154,23 +157,38 @@ impl CpuProfile {
 
     /// Functions by self samples (ties: inclusive), all of them.
     pub fn functions(&self) -> Vec<FunctionShare> {
-        let mut by_name: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
+        #[derive(Default)]
+        struct Tally<'a> {
+            own: u64,
+            total: u64,
+            callers: BTreeMap<&'a str, u64>,
+        }
+        let mut by_name: BTreeMap<&str, Tally> = BTreeMap::new();
         for (stack, &n) in &self.folded {
             let frames: Vec<&str> = stack.split(';').collect();
             if let Some(leaf) = frames.last() {
-                by_name.entry(leaf).or_default().0 += n;
+                by_name.entry(leaf).or_default().own += n;
             }
             let mut seen: Vec<&str> = Vec::with_capacity(frames.len());
-            for frame in frames {
+            for (i, &frame) in frames.iter().enumerate() {
                 if !seen.contains(&frame) {
                     seen.push(frame);
-                    by_name.entry(frame).or_default().1 += n;
+                    let tally = by_name.entry(frame).or_default();
+                    tally.total += n;
+                    if let Some(caller) = i.checked_sub(1).map(|c| frames[c]) {
+                        *tally.callers.entry(caller).or_default() += n;
+                    }
                 }
             }
         }
         let mut shares: Vec<FunctionShare> = by_name
             .into_iter()
-            .map(|(name, (s, i))| FunctionShare { name: name.to_string(), self_samples: s, inclusive_samples: i })
+            .map(|(name, t)| FunctionShare {
+                name: name.to_string(),
+                self_samples: t.own,
+                inclusive_samples: t.total,
+                caller: t.callers.iter().max_by_key(|(c, n)| (**n, std::cmp::Reverse(**c))).map(|(c, _)| c.to_string()),
+            })
             .collect();
         shares.sort_by(|a, b| {
             (b.self_samples, b.inclusive_samples).cmp(&(a.self_samples, a.inclusive_samples)).then(a.name.cmp(&b.name))
@@ -269,12 +287,14 @@ mod tests {
         let f = p.functions();
         assert_eq!(f[0].name, "_raw_spin_lock");
         assert_eq!((f[0].self_samples, f[0].inclusive_samples), (3, 3));
+        assert_eq!(f[0].caller.as_deref(), Some("vfs_statx"));
         let statx = f.iter().find(|s| s.name == "vfs_statx").unwrap();
         assert_eq!((statx.self_samples, statx.inclusive_samples), (1, 4));
         // A recursive function counts once per sample.
         let recurse = f.iter().find(|s| s.name == "recurse").unwrap();
         assert_eq!((recurse.self_samples, recurse.inclusive_samples), (2, 2));
-        assert_eq!(f.iter().find(|s| s.name == "main").unwrap().inclusive_samples, 6);
+        let main = f.iter().find(|s| s.name == "main").unwrap();
+        assert_eq!((main.inclusive_samples, main.caller.as_deref()), (6, None));
         assert!((p.kernel_share() - 4.0 / 6.0).abs() < 1e-12);
     }
 }
