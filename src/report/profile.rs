@@ -118,13 +118,19 @@ pub fn explain(point: &Point) -> String {
             percent(cpu.kernel_share()),
             if cpu.lost_samples > 0 { format!(", {} lost", cpu.lost_samples) } else { String::new() }
         ));
-        let mut table =
-            Table::new(&[("self", Align::Right), ("total", Align::Right), ("function", Align::Left)]).indented(4);
+        let mut table = Table::new(&[
+            ("self", Align::Right),
+            ("total", Align::Right),
+            ("function", Align::Left),
+            ("mostly under", Align::Left),
+        ])
+        .indented(4);
         for f in cpu.functions().iter().take(TOP) {
             table.row(vec![
                 percent(f.self_samples as f64 / cpu.samples.max(1) as f64),
                 percent(f.inclusive_samples as f64 / cpu.samples.max(1) as f64),
                 f.name.clone(),
+                f.caller.clone().unwrap_or_default(),
             ]);
         }
         out.push_str(&table.render());
