@@ -116,8 +116,10 @@ mod tests {
         assert!(svg.contains("x2 &lt;shared&gt;"));
         assert!(svg.contains("<title>main (4 samples, 100.0%)</title>"));
         assert!(svg.contains("<title>vfs_statx (3 samples, 75.0%)</title>"));
-        // open<&> is escaped and a quarter of the width.
-        assert!(svg.contains("<title>open&lt;&amp;&gt; (1 samples, 25.0%)</title><rect x=\"750.00\""));
+        // Siblings in name order: open<&> (escaped) first, a quarter of the width, then stat.
+        assert!(svg
+            .contains("<title>open&lt;&amp;&gt; (1 samples, 25.0%)</title><rect x=\"0.00\" y=\"46\" width=\"249.70\""));
+        assert!(svg.contains("<title>stat (3 samples, 75.0%)</title><rect x=\"250.00\""));
         assert!(!svg.contains("open<&>"));
     }
 
