@@ -109,8 +109,8 @@ impl RunInstruments {
         if config.cpu {
             armed.cpu = Some(cpu::CpuSampler::arm(tasks)?);
         }
-        if let (true, Some(per_op)) = (config.verify, workload.syscalls_per_op()) {
-            armed.verify = Some(verify::SyscallCounter::arm(tasks, &per_op)?);
+        if let (true, Some(calls)) = (config.verify, verify::verified_calls(workload)) {
+            armed.verify = Some(verify::SyscallCounter::arm(tasks, &calls)?);
         }
         Ok(armed)
     }
@@ -165,7 +165,8 @@ impl RunInstruments {
             record.cpu_profile = Some(c.finish()?);
         }
         if let Some(v) = self.verify {
-            record.syscalls = Some(v.finish(record.ops)?);
+            let per_kind = record.replay_ops.as_ref().map(|kinds| kinds.iter().map(|(k, h)| (*k, h.count)).collect());
+            record.syscalls = Some(v.finish(record.ops, per_kind)?);
         }
         Ok(())
     }

@@ -8,7 +8,25 @@ use perf_event_open_sys::bindings as b;
 
 use super::perf::{attr, PerfEvent};
 use super::tracefs::event_id;
+use crate::replay::OpKind;
 use crate::results::{SyscallCheck, SyscallCount};
+use crate::workloads::Workload;
+
+/// The calls `--verify` counts for `workload`, with calls per op: fixed for
+/// the op loops; for `replay`, the calls one kind alone makes (per op 0:
+/// the expectation comes from the run's ops of each kind).
+pub fn verified_calls(workload: Workload) -> Option<Vec<(&'static str, f64)>> {
+    if workload != Workload::Replay {
+        return workload.syscalls_per_op();
+    }
+    let mut calls: Vec<(&'static str, f64)> = Vec::new();
+    for name in OpKind::ALL.iter().filter_map(|k| k.exact_syscall()) {
+        if !calls.iter().any(|(n, _)| *n == name) {
+            calls.push((name, 0.0));
+        }
+    }
+    Some(calls)
+}
 
 /// Beyond this relative difference a count is a mismatch.
 pub const TOLERANCE: f64 = 0.005;
@@ -70,8 +88,9 @@ impl SyscallCounter {
         Ok(())
     }
 
-    /// The counts, against `ops` (all workers' ops in the window).
-    pub fn finish(self, ops: u64) -> Result<SyscallCheck> {
+    /// The counts, against `ops` (all workers' ops in the window) or, for
+    /// replay, against `per_kind` (the window's ops of each kind).
+    pub fn finish(self, ops: u64, per_kind: Option<Vec<(OpKind, u64)>>) -> Result<SyscallCheck> {
         let column = |k: usize| -> Result<u64> {
             self.groups.iter().map(|g| g[k].count()).sum::<Result<u64>>().context("reading system call counters")
         };
@@ -81,12 +100,16 @@ impl SyscallCounter {
             .iter()
             .enumerate()
             .map(|(k, &(name, per))| {
-                Ok(SyscallCount {
-                    syscall: name.to_string(),
-                    per_op: per,
-                    expected: ops as f64 * per,
-                    counted: column(k + 1)?,
-                })
+                let expected = match &per_kind {
+                    Some(kinds) => kinds
+                        .iter()
+                        .filter(|(kind, _)| kind.exact_syscall() == Some(name))
+                        .map(|(_, n)| *n as f64)
+                        .sum(),
+                    None => ops as f64 * per,
+                };
+                let per_op = if per_kind.is_some() { expected / ops.max(1) as f64 } else { per };
+                Ok(SyscallCount { syscall: name.to_string(), per_op, expected, counted: column(k + 1)? })
             })
             .collect::<Result<Vec<_>>>()?;
         let [on_before, on_after, off_before, off_after] = self.ops_at;
