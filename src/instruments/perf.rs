@@ -81,14 +81,6 @@ impl PerfEvent {
         self.ioctl(unsafe { sys::ioctls::DISABLE(self.fd.as_raw_fd(), flag) }, "disable")
     }
 
-    /// Keeps only events for which the tracepoint filter `filter` holds.
-    pub fn set_filter(&self, filter: &str) -> Result<()> {
-        let c = crate::sys::cname(filter);
-        // SAFETY: a NUL-terminated filter string for our own descriptor.
-        let ret = unsafe { sys::ioctls::SET_FILTER(self.fd.as_raw_fd(), c.as_ptr() as *mut _) };
-        self.ioctl(ret, "set a filter on")
-    }
-
     fn ioctl(&self, ret: i32, what: &str) -> Result<()> {
         if ret < 0 {
             return Err(anyhow!("cannot {what} a perf event: {}", std::io::Error::last_os_error()));
