@@ -328,11 +328,14 @@ fn workload_section(
 /// series of `workload` that has profiles.
 fn profile_section(out: &mut String, files: &[(String, ResultsFile)], workload: Workload) {
     let mut sections = String::new();
+    let widest =
+        profile::widest_wait_share(files.iter().flat_map(|(_, d)| d.points.iter().filter(|p| p.workload == workload)));
     for (label, doc) in files {
         for ((condition, mode, share), points) in series_of(doc, workload) {
             let on = condition.map(|c| format!(" {c}")).unwrap_or_default();
             let file = if files.len() > 1 { format!("{label}: ") } else { String::new() };
-            sections.push_str(&profile::html_series(&points, &format!("{file}{workload} {mode}/{share}{on}")));
+            let title = format!("{file}{workload} {mode}/{share}{on}");
+            sections.push_str(&profile::html_series(&points, &title, widest));
         }
     }
     if !sections.is_empty() {

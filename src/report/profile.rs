@@ -193,16 +193,22 @@ fn esc(text: &str) -> String {
     text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
+/// The largest share of worker time spent waiting among `points`: the
+/// common scale of a workload's wait bars, so that series compare by eye.
+pub fn widest_wait_share<'a>(points: impl IntoIterator<Item = &'a Point>) -> f64 {
+    points.into_iter().filter_map(point_locks).map(|(_, share)| share).fold(0.0, f64::max)
+}
+
 /// The report's view of one series (a file, mode, share and condition) of
 /// a workload: per worker count, the share of worker time spent waiting,
-/// stacked by the series' top sites, as an SVG; and a flame graph of the
-/// largest point with a CPU profile.
-pub fn html_series(points: &[&Point], title: &str) -> String {
+/// stacked by the series' top sites, as an SVG drawn to `widest` (see
+/// [`widest_wait_share`]); and a flame graph of the largest point with a CPU profile.
+pub fn html_series(points: &[&Point], title: &str, widest: f64) -> String {
     let mut out = String::new();
     let locked: Vec<(&Point, LockProfile, f64)> =
         points.iter().filter_map(|p| point_locks(p).map(|(l, s)| (*p, l, s))).collect();
     if !locked.is_empty() {
-        out.push_str(&lock_bars(&locked, title));
+        out.push_str(&lock_bars(&locked, title, widest));
     }
     if let Some((point, cpu)) = points.iter().rev().find_map(|p| Some((*p, point_cpu(p)?))) {
         let caption = format!(
@@ -222,7 +228,7 @@ pub fn html_series(points: &[&Point], title: &str) -> String {
     out
 }
 
-fn lock_bars(locked: &[(&Point, LockProfile, f64)], title: &str) -> String {
+fn lock_bars(locked: &[(&Point, LockProfile, f64)], title: &str, widest: f64) -> String {
     // The series' top sites by total wait, coloured alike in every row.
     let mut totals: BTreeMap<String, f64> = BTreeMap::new();
     for (_, profile, _) in locked {
@@ -233,7 +239,7 @@ fn lock_bars(locked: &[(&Point, LockProfile, f64)], title: &str) -> String {
     let mut top: Vec<(String, f64)> = totals.into_iter().collect();
     top.sort_by(|a, b| b.1.total_cmp(&a.1));
     top.truncate(SITE_COLOURS.len());
-    let widest = locked.iter().map(|(_, _, s)| *s).fold(0.0, f64::max).max(1e-9);
+    let widest = locked.iter().map(|(_, _, s)| *s).fold(widest, f64::max).max(1e-9);
     let (left, width, row) = (70.0, 760.0, 22.0);
     let height = row * locked.len() as f64 + 30.0;
     let mut svg = format!(
@@ -286,7 +292,7 @@ fn lock_bars(locked: &[(&Point, LockProfile, f64)], title: &str) -> String {
     format!(
         "<figure class=\"locks\">{svg}<ul class=\"legend\">{legend}</ul><figcaption>{}: share of the workers' time spent \
          waiting on kernel locks (--profile locks), per worker count, split by contention site (the lock call ← its \
-         callers); all measured runs together.</figcaption></figure>\n",
+         callers); all measured runs together; bars of all series of the workload share one scale.</figcaption></figure>\n",
         esc(title)
     )
 }
