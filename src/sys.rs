@@ -365,6 +365,24 @@ pub fn online_cpus() -> usize {
     }
 }
 
+/// The online CPUs' numbers (`/sys/devices/system/cpu/online`: `0-3,6`);
+/// per-CPU kernel objects (perf events) are made for these.
+pub fn online_cpu_ids() -> Vec<usize> {
+    let text = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_else(|_| "0".into());
+    let mut cpus = Vec::new();
+    for part in text.trim().split(',') {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                if let (Ok(a), Ok(b)) = (a.parse::<usize>(), b.parse::<usize>()) {
+                    cpus.extend(a..=b);
+                }
+            }
+            None => cpus.extend(part.parse::<usize>().ok()),
+        }
+    }
+    cpus
+}
+
 /// The CPUs this process may run on (its affinity mask: `taskset`, cpusets), in order.
 pub fn allowed_cpus() -> Vec<usize> {
     // SAFETY: cpu_set_t is plain data filled by the kernel.
@@ -530,14 +548,14 @@ pub fn raise_fd_limit() {
     }
 }
 
-/// Monotonic clock in nanoseconds.
-#[inline]
 /// The calling thread's kernel task id.
 pub fn gettid() -> i32 {
     // SAFETY: gettid has no preconditions.
     unsafe { libc::gettid() }
 }
 
+/// Monotonic clock in nanoseconds.
+#[inline]
 pub fn monotonic_ns() -> u64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: valid timespec pointer.
@@ -547,6 +565,14 @@ pub fn monotonic_ns() -> u64 {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn online_cpu_ids_match_the_online_count() {
+        let ids = online_cpu_ids();
+        assert_eq!(ids.len(), online_cpus());
+        assert!(ids.windows(2).all(|w| w[0] < w[1]));
+    }
+
     use super::*;
 
     #[test]

@@ -23,6 +23,16 @@ use serde::{Deserialize, Serialize};
 use crate::results::RunRecord;
 use crate::workloads::Workload;
 
+/// The native-endian `u32` at `at` of a kernel record, 0 past its end.
+fn u32_at(bytes: &[u8], at: usize) -> u32 {
+    bytes.get(at..at + 4).map_or(0, |b| u32::from_ne_bytes(b.try_into().expect("4 bytes")))
+}
+
+/// The native-endian `u64` at `at` of a kernel record, 0 past its end.
+fn u64_at(bytes: &[u8], at: usize) -> u64 {
+    bytes.get(at..at + 8).map_or(0, |b| u64::from_ne_bytes(b.try_into().expect("8 bytes")))
+}
+
 /// Which instruments a run has on.
 #[derive(Serialize, Deserialize, Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct InstrumentConfig {

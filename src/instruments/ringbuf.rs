@@ -28,11 +28,11 @@ impl RawEvent<'_> {
     }
 
     pub fn u32_at(&self, offset: usize) -> u32 {
-        self.data.get(offset..offset + 4).map_or(0, |b| u32::from_ne_bytes(b.try_into().unwrap()))
+        super::u32_at(self.data, offset)
     }
 
     pub fn u64_at(&self, offset: usize) -> u64 {
-        self.data.get(offset..offset + 8).map_or(0, |b| u64::from_ne_bytes(b.try_into().unwrap()))
+        super::u64_at(self.data, offset)
     }
 }
 

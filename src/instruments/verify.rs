@@ -46,7 +46,6 @@ pub struct SyscallCounter {
 
 impl SyscallCounter {
     pub fn arm(tasks: &[i32], per_op: &[(&'static str, f64)]) -> Result<SyscallCounter> {
-        raise_open_files_limit(tasks.len() * (1 + per_op.len()) + 64);
         let mut ids = vec![("raw_syscalls:sys_enter".to_string(), event_id("raw_syscalls", "sys_enter")?)];
         for (name, _) in per_op {
             ids.push((format!("syscalls:sys_enter_{name}"), event_id("syscalls", &format!("sys_enter_{name}"))?));
@@ -134,19 +133,6 @@ pub fn mismatches(check: &SyscallCheck, workers: usize) -> Vec<&SyscallCount> {
             (c.counted as f64) < least || (c.counted as f64) > most
         })
         .collect()
-}
-
-/// One counter per worker per call: lift the soft limit on descriptors
-/// towards the hard one when that many are needed.
-fn raise_open_files_limit(needed: usize) {
-    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-    // SAFETY: getrlimit/setrlimit on this process with a valid struct.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && (limit.rlim_cur as usize) < needed {
-            limit.rlim_cur = limit.rlim_max.min(needed as libc::rlim_t * 2);
-            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
-        }
-    }
 }
 
 #[cfg(test)]

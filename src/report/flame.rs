@@ -5,6 +5,8 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
+use super::html::esc;
+
 const WIDTH: f64 = 1000.0;
 const ROW: f64 = 16.0;
 /// Frames narrower than this (px) are left out: unreadable and many.
@@ -14,10 +16,6 @@ const MIN_WIDTH: f64 = 0.5;
 struct Node {
     samples: u64,
     children: BTreeMap<String, Node>,
-}
-
-fn esc(text: &str) -> String {
-    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
 /// A warm colour from the name, so a function keeps its colour across graphs.

@@ -37,7 +37,7 @@ ul.legend li{display:inline-block;margin-right:1.2em}
 @media print{body{max-width:none}h2{page-break-before:auto}figure,table{page-break-inside:avoid}}
 ";
 
-fn esc(text: &str) -> String {
+pub(super) fn esc(text: &str) -> String {
     text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 

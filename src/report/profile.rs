@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use super::html::esc;
 use super::latency::format_ns;
 use super::table::{Align, Table};
 use crate::plan::Mode;
@@ -188,10 +189,6 @@ pub const EXPLAIN_LEGEND: &str = "where workers waited: kernel lock contentions 
 /// Colours of the top sites in the stacked bars, then grey for the rest.
 const SITE_COLOURS: [&str; 5] = ["#c0392b", "#2874a6", "#b9770e", "#239b56", "#7d3c98"];
 const OTHER_COLOUR: &str = "#aab7b8";
-
-fn esc(text: &str) -> String {
-    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
-}
 
 /// The largest share of worker time spent waiting among `points`: the
 /// common scale of a workload's wait bars, so that series compare by eye.
