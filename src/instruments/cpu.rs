@@ -65,8 +65,8 @@ pub struct CpuSampler {
     events: Vec<PerfEvent>,
     /// The workers and every task they started.
     members: HashSet<i32>,
-    /// Samples of tasks not (yet) known to be members: a fork record may be
-    /// read after its child's first samples.
+    /// The last drain's samples of tasks not (yet) known to be members: a
+    /// fork record may be read a drain after its child's first samples.
     unknown: Vec<Sample>,
     folded: HashMap<Vec<u64>, u64>,
     samples: u64,
@@ -138,11 +138,18 @@ impl CpuSampler {
                 self.members.insert(tid);
             }
         }
-        let unknown = std::mem::take(&mut self.unknown);
-        for sample in unknown.into_iter().chain(samples) {
+        // Samples of the last drain not yet known to be members get this one
+        // chance (their fork record has been read by now); then they are
+        // another task's (the sampling is system-wide) and dropped.
+        for sample in std::mem::take(&mut self.unknown) {
             if self.members.contains(&sample.tid) {
                 self.add(sample.chain);
-            } else {
+            }
+        }
+        for sample in samples {
+            if self.members.contains(&sample.tid) {
+                self.add(sample.chain);
+            } else if sample.tid != 0 {
                 self.unknown.push(sample);
             }
         }
@@ -159,6 +166,8 @@ impl CpuSampler {
 
     /// The window's samples, symbolised and folded.
     pub fn finish(mut self) -> Result<CpuProfile> {
+        self.drain();
+        // The last samples' fork records are in by now too.
         self.drain();
         let kernel = KernelSymbols::get()?;
         let user = UserSymbols::load();

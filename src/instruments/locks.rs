@@ -150,21 +150,21 @@ impl LockTracer {
 
     /// Reads what the buffers hold now (during the window, so that they do not fill).
     pub fn drain(&mut self) -> Result<()> {
-        let mut batch: Vec<(u64, Vec<u8>)> = Vec::new();
-        let mut missed = 0;
+        let mut pages: Vec<Vec<u8>> = Vec::new();
         for pipe in &mut self.pipes {
-            pipe.drain(|page| {
-                if page_events(page, |e| batch.push((e.timestamp, e.data.to_vec()))) {
-                    missed += 1;
-                }
-            })?;
+            pipe.drain(|page| pages.push(page.to_vec()))?;
         }
         // CPUs' buffers interleave in time; a task may begin waiting on one and end on another.
-        batch.sort_by_key(|(t, _)| *t);
-        for (timestamp, data) in &batch {
-            self.pairing.event(RawEvent { timestamp: *timestamp, data });
+        let mut events: Vec<RawEvent<'_>> = Vec::new();
+        for page in &pages {
+            if page_events(page, |e| events.push(e)) {
+                self.pairing.missed_pages += 1;
+            }
         }
-        self.pairing.missed_pages += missed;
+        events.sort_by_key(|e| e.timestamp);
+        for e in events {
+            self.pairing.event(e);
+        }
         Ok(())
     }
 
@@ -261,16 +261,15 @@ impl Pairing {
             // Waits above it lost their end (a buffer was full): drop them too.
             let wait = waits.drain(at..).next().expect("position is in range");
             let from = wait.stack_at.unwrap_or(wait.begin);
-            self.record(&wait, e.timestamp.saturating_sub(from));
+            self.record(wait, e.timestamp.saturating_sub(from));
         }
     }
 
-    fn record(&mut self, wait: &Pending, ns: u64) {
-        let stack = wait.stack.clone().unwrap_or_default();
+    fn record(&mut self, wait: Pending, ns: u64) {
         let symbols = self.symbols;
         let site = self
             .sites_of_stacks
-            .entry(stack)
+            .entry(wait.stack.unwrap_or_default())
             .or_insert_with_key(|stack| {
                 let names: Vec<&str> = stack.iter().map(|&a| symbols.function(a).unwrap_or("[unknown]")).collect();
                 site_of(&names)

@@ -49,7 +49,7 @@ const MISSED_EVENTS: u64 = 1 << 31;
 const ABSOLUTE_MASK: u64 = (1 << 59) - 1;
 
 /// The events of one page, in order, and whether events were lost before it.
-pub fn page_events(page: &[u8], mut each: impl FnMut(RawEvent<'_>)) -> bool {
+pub fn page_events<'a>(page: &'a [u8], mut each: impl FnMut(RawEvent<'a>)) -> bool {
     if page.len() < HEADER {
         return false;
     }
