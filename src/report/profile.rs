@@ -58,10 +58,10 @@ pub fn efficiencies(points: &[&Point]) -> Vec<Option<f64>> {
 /// "at 4 workers, 58% of worker time waiting on an rwsem write in
 /// down_write ← filename_create ← do_mkdirat": the point's dominant site.
 pub fn dominant_site(point: &Point) -> Option<String> {
-    let (profile, _) = point_locks(point)?;
+    let (profile, all_sites) = point_locks(point)?;
     let top = profile.sites.first()?;
-    let seconds: f64 = point.runs.iter().filter(|r| r.locks.is_some()).map(worker_seconds).sum();
-    let share = if seconds > 0.0 { top.wait_s / seconds } else { 0.0 };
+    // The top site's part of the share all sites take.
+    let share = if profile.wait_s > 0.0 { all_sites * top.wait_s / profile.wait_s } else { 0.0 };
     let lock = top.lock.as_ref().map(|l| format!(" ({l})")).unwrap_or_default();
     Some(format!(
         "at {} worker{}, {} of worker time waiting on {} {}{lock} in {}",
