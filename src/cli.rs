@@ -159,6 +159,18 @@ pub struct RunArgs {
     #[arg(long)]
     pub stat: bool,
 
+    /// mdtest phases: files (or directories) each worker creates, stats, reads, removes (mdtest -n).
+    #[arg(long, value_name = "N", default_value_t = 1000, help_heading = "mdtest phases")]
+    pub items: u64,
+
+    /// mdtest phases: bytes written to each file as it is created, and read back by mdtest-read (mdtest -w/-e).
+    #[arg(long, value_name = "BYTES", default_value_t = 0, help_heading = "mdtest phases")]
+    pub write_bytes: u64,
+
+    /// mdtest phases: end each phase for every worker this long after the common start; the items done by then count (mdtest -W).
+    #[arg(long, value_name = "TIME", value_parser = parse_duration, help_heading = "mdtest phases")]
+    pub stonewall: Option<std::time::Duration>,
+
     /// Fixed work (untar, traverse, command): warm, or cold: sync and drop page, dentry and inode caches before every run (root only); warm,cold measures both, as separate points in one file.
     #[arg(long, value_name = "warm|cold", value_delimiter = ',', default_value = "warm", value_parser = parse_cache)]
     pub cache: Vec<Cache>,
@@ -391,23 +403,31 @@ fn parse_test(text: &str) -> Result<TestKind, String> {
 #[derive(Clone, Debug)]
 pub enum WorkloadArg {
     One(Workload),
+    /// `mdtest`, `mdtest-dirs`: phases run in mdtest's order.
+    Group(&'static [Workload]),
     All,
 }
 
 fn parse_workload(name: &str) -> Result<Workload, String> {
     match parse_workload_arg(name)? {
         WorkloadArg::One(w) => Ok(w),
-        WorkloadArg::All => Err("name one workload, not all".into()),
+        WorkloadArg::All | WorkloadArg::Group(_) => Err("name one workload, not all or a group".into()),
     }
 }
 
 fn parse_workload_arg(name: &str) -> Result<WorkloadArg, String> {
-    if name == "all" {
-        return Ok(WorkloadArg::All);
+    match name {
+        "all" => return Ok(WorkloadArg::All),
+        "mdtest" => return Ok(WorkloadArg::Group(&Workload::MDTEST)),
+        "mdtest-dirs" => return Ok(WorkloadArg::Group(&Workload::MDTEST_DIRS)),
+        _ => {}
     }
     Workload::from_name(name).map(WorkloadArg::One).ok_or_else(|| {
         let names: Vec<&str> = Workload::ALL.iter().map(|w| w.name()).collect();
-        format!("unknown workload; choose from {}, or all (`fsscale list` describes them)", names.join(", "))
+        format!(
+            "unknown workload; choose from {}, the groups mdtest and mdtest-dirs, or all (`fsscale list` describes them)",
+            names.join(", ")
+        )
     })
 }
 
@@ -511,6 +531,7 @@ impl RunArgs {
             match arg {
                 WorkloadArg::All => workloads.extend(Workload::ALL.into_iter().filter(|w| w.is_builtin())),
                 WorkloadArg::One(w) => workloads.push(*w),
+                WorkloadArg::Group(phases) => workloads.extend(phases.iter().copied()),
             }
         }
         if workloads.is_empty() {
@@ -570,6 +591,11 @@ impl RunArgs {
             trace: self.trace.clone(),
             latency: self.latency,
             instruments: instruments(&self.profile, self.verify),
+            mdtest: fsscale::workloads::MdtestOptions {
+                items: self.items,
+                write_bytes: self.write_bytes,
+                stonewall: self.stonewall,
+            },
             workers,
             pin: self.pin,
             duration: self.duration,

@@ -133,6 +133,8 @@ pub struct RunConfig {
     pub trace: Option<PathBuf>,
     /// Time every op of fixed-time loops into latency histograms.
     pub latency: bool,
+    /// The mdtest phases: `--items`, `--write-bytes`, `--stonewall`.
+    pub mdtest: crate::workloads::MdtestOptions,
     /// `--profile locks,cpu` and `--verify`.
     pub instruments: crate::instruments::InstrumentConfig,
     /// The filesystems to run on: `--dir` as it is, or made fresh.
@@ -492,6 +494,7 @@ mod tests {
             trace: None,
             latency: false,
             instruments: Default::default(),
+            mdtest: Default::default(),
             workers: vec![1, 2],
             pin: false,
             duration: Duration::from_secs(1),

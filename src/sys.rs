@@ -133,6 +133,12 @@ pub fn pwrite(fd: RawFd, buf: &[u8], offset: i64) -> Result<usize, Errno> {
 }
 
 #[inline(always)]
+pub fn read(fd: RawFd, buf: &mut [u8]) -> Result<usize, Errno> {
+    // SAFETY: buf is valid for writes of buf.len() bytes.
+    check_size(unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) })
+}
+
+#[inline(always)]
 pub fn write(fd: RawFd, buf: &[u8]) -> Result<usize, Errno> {
     // SAFETY: the buffer is valid for `buf.len()` bytes.
     check_size(unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) })

@@ -41,7 +41,7 @@ mod tests {
             assert!(line.contains(&format!("one op = {}", w.describe().op)), "{line}");
         }
         assert_eq!(text.matches("private: ").count(), Workload::ALL.len());
-        assert!(text.starts_with("metadata:\n  stat          one op = fstatat() of a regular file\n"));
+        assert!(text.starts_with("metadata:\n  stat               one op = fstatat() of a regular file\n"));
         assert!(text.contains("same:    refused (every worker would create and unlink one name)"));
     }
 }

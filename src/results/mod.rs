@@ -124,6 +124,9 @@ pub struct Settings {
     /// `traverse --tree`: the tree walked, as it was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub walked_tree: Option<WalkedTree>,
+    /// With mdtest phases: `items` per worker, `write_bytes`, `stonewall_s`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mdtest: Option<MdtestSettings>,
 }
 
 /// An existing tree `traverse` walked (`--tree`), counted before the runs.
@@ -491,6 +494,7 @@ pub(crate) mod fixtures {
                 containment: None,
                 fresh: None,
                 walked_tree: None,
+                mdtest: None,
             },
             points,
             run_id: Some("fixture".into()),
@@ -525,6 +529,15 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
     let y = yoe + era * 400 + i64::from(m <= 2);
     (y, m, d)
+}
+
+/// The mdtest phases' settings, as run.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct MdtestSettings {
+    pub items: u64,
+    pub write_bytes: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stonewall_s: Option<f64>,
 }
 
 fn is_default<T: Default + PartialEq>(value: &T) -> bool {

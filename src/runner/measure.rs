@@ -30,6 +30,8 @@ pub(super) struct Inputs<'a> {
     pub trace: Option<&'a Trace>,
     /// `--latency`: time every op of fixed-time loops.
     pub latency: bool,
+    /// The mdtest phases' items.
+    pub mdtest: crate::workloads::MdtestOptions,
 }
 
 /// Timing of the run, from the plan.
@@ -100,6 +102,7 @@ fn measure(
         tree: inputs.tree,
         command: inputs.command,
         trace: inputs.trace,
+        mdtest: inputs.mdtest,
         latency: latency.as_ref(),
         point: &point,
         cpus,

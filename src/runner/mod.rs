@@ -25,8 +25,8 @@ use crate::fs::{Fresh, FsInstance, FsKind, FsRecord, FsSpec};
 use crate::plan::{Cache, MacroOptions, Order, PointSpec, RunConfig};
 use crate::replay::{self, OpKind};
 use crate::results::{
-    self, CommandSettings, Host, MetricInfo, Point, ReplaySettings, ResultsFile, RunRecord, Saver, Settings, Status,
-    Target, Tool, UntarSettings, WalkedTree, SCHEMA_VERSION,
+    self, CommandSettings, Host, MdtestSettings, MetricInfo, Point, ReplaySettings, ResultsFile, RunRecord, Saver,
+    Settings, Status, Target, Tool, UntarSettings, WalkedTree, SCHEMA_VERSION,
 };
 use crate::scratch::Scratch;
 use crate::sys;
@@ -106,6 +106,7 @@ pub fn run(config: &RunConfig, progress: &mut dyn Progress) -> Result<ResultsFil
         command: config.command.as_ref(),
         trace: trace.as_ref(),
         latency: config.latency,
+        mdtest: config.mdtest,
     };
     doc.settings.walked_tree = tree.as_ref().and_then(|t| {
         t.walk_tree.as_ref().map(|path| WalkedTree {
@@ -403,6 +404,11 @@ fn new_document(config: &RunConfig) -> ResultsFile {
             containment: None,
             fresh: config.filesystems.specs.iter().any(|s| s.kind != FsKind::Dir).then_some(config.filesystems.fresh),
             walked_tree: None,
+            mdtest: config.workloads.iter().any(|w| w.is_mdtest()).then(|| MdtestSettings {
+                items: config.mdtest.items,
+                write_bytes: config.mdtest.write_bytes,
+                stonewall_s: config.mdtest.stonewall.map(|s| s.as_secs_f64()),
+            }),
         },
         points: Vec::new(),
         run_id: Some(sys::random_hex(8)),

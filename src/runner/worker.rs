@@ -11,7 +11,8 @@ use crate::panics;
 use crate::replay::{Player, ReplayError, Trace};
 use crate::sys::{self, ThreadSched};
 use crate::workloads::{
-    self, CommandSpec, JobContext, Op, OpDriver, PointState, Share, TreeSource, WorkerEnv, Workload, SHARED_DIR,
+    self, CommandSpec, JobContext, MdtestOptions, Op, OpDriver, PointState, Share, TreeSource, WorkerEnv, Workload,
+    SHARED_DIR,
 };
 
 /// Everything a worker needs, prepared by the coordinator before any worker starts.
@@ -25,6 +26,8 @@ pub(super) struct WorkerPlan<'a> {
     pub command: Option<&'a CommandSpec>,
     /// The trace `replay` plays.
     pub trace: Option<&'a Trace>,
+    /// The mdtest phases' items.
+    pub mdtest: MdtestOptions,
     /// Latency histograms (`--latency`, and `replay`'s per-op ones).
     pub latency: Option<&'a LatencyRegion>,
     pub point: &'a PointState,
@@ -85,6 +88,7 @@ fn run_worker(plan: &WorkerPlan<'_>, index: usize) -> Result<()> {
         point: plan.point,
         tree: plan.tree,
         command: plan.command,
+        mdtest: plan.mdtest,
     };
     let recorder = plan.latency.map(|l| l.recorder(index));
     let outcome = match (plan.workload, plan.trace) {

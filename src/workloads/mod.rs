@@ -13,6 +13,7 @@
 mod command;
 mod data;
 mod fdtable;
+mod mdtest;
 mod metadata;
 mod readdir;
 mod traverse;
@@ -29,6 +30,7 @@ use crate::sys::{self, Errno};
 
 pub use command::CommandSpec;
 pub use data::DATA_BLOCK;
+pub use mdtest::MdtestOptions;
 pub use traverse::{WalkQueue, TREE_DIR};
 pub use untar::TreeSource;
 
@@ -83,6 +85,13 @@ pub enum Workload {
     Traverse,
     Replay,
     Command,
+    MdtestCreate,
+    MdtestStat,
+    MdtestRead,
+    MdtestRemove,
+    MdtestDirCreate,
+    MdtestDirStat,
+    MdtestDirRemove,
 }
 
 /// The catalogue entry shown by `fsscale list`.
@@ -97,7 +106,7 @@ pub struct Description {
 }
 
 impl Workload {
-    pub const ALL: [Workload; 17] = [
+    pub const ALL: [Workload; 24] = [
         Workload::Stat,
         Workload::StatDeep,
         Workload::OpenClose,
@@ -115,7 +124,21 @@ impl Workload {
         Workload::Traverse,
         Workload::Replay,
         Workload::Command,
+        Workload::MdtestCreate,
+        Workload::MdtestStat,
+        Workload::MdtestRead,
+        Workload::MdtestRemove,
+        Workload::MdtestDirCreate,
+        Workload::MdtestDirStat,
+        Workload::MdtestDirRemove,
     ];
+
+    /// `mdtest`: its file phases, in mdtest's order.
+    pub const MDTEST: [Workload; 4] =
+        [Workload::MdtestCreate, Workload::MdtestStat, Workload::MdtestRead, Workload::MdtestRemove];
+    /// `mdtest-dirs`: its directory phases.
+    pub const MDTEST_DIRS: [Workload; 3] =
+        [Workload::MdtestDirCreate, Workload::MdtestDirStat, Workload::MdtestDirRemove];
 
     /// The quick default suite: the classic VFS trio, and concurrent
     /// extraction and traversal of a small tree.
@@ -141,6 +164,13 @@ impl Workload {
             Workload::Traverse => "traverse",
             Workload::Replay => "replay",
             Workload::Command => "command",
+            Workload::MdtestCreate => "mdtest-create",
+            Workload::MdtestStat => "mdtest-stat",
+            Workload::MdtestRead => "mdtest-read",
+            Workload::MdtestRemove => "mdtest-remove",
+            Workload::MdtestDirCreate => "mdtest-dir-create",
+            Workload::MdtestDirStat => "mdtest-dir-stat",
+            Workload::MdtestDirRemove => "mdtest-dir-remove",
         }
     }
 
@@ -161,6 +191,8 @@ impl Workload {
             Workload::Traverse => traverse::describe(),
             Workload::Replay => replay_description(),
             Workload::Command => command::describe(),
+            w if w.is_mdtest() => mdtest::describe(w),
+            _ => unreachable!("every workload is described"),
         }
     }
 
@@ -209,13 +241,20 @@ impl Workload {
             Workload::Append => vec![("write", 1.0), ("ftruncate", 1.0 / f64::from(data::APPENDS_PER_TRUNCATE))],
             Workload::DupClose => vec![("dup", 1.0), ("close", 1.0)],
             Workload::Replay | Workload::Untar | Workload::Traverse | Workload::Command => return None,
+            w if w.is_mdtest() => return None,
+            _ => return None,
         };
         Some(calls)
     }
 
     /// Fixed-time loops count ops in a window; fixed-work jobs are timed to completion.
     pub fn is_fixed_work(self) -> bool {
-        matches!(self, Workload::Untar | Workload::Traverse | Workload::Command)
+        matches!(self, Workload::Untar | Workload::Traverse | Workload::Command) || self.is_mdtest()
+    }
+
+    /// One of mdtest's phases (`mdtest-create`, ...).
+    pub fn is_mdtest(self) -> bool {
+        Workload::MDTEST.contains(&self) || Workload::MDTEST_DIRS.contains(&self)
     }
 
     /// Whether it extracts or walks the generated tree (`untar`, `traverse`).
@@ -289,6 +328,8 @@ pub struct WorkerEnv<'a> {
     pub tree: Option<&'a TreeSource>,
     /// `command`'s templates.
     pub command: Option<&'a CommandSpec>,
+    /// The mdtest phases' items.
+    pub mdtest: MdtestOptions,
 }
 
 /// What a fixed-work job did.
@@ -329,6 +370,7 @@ pub fn job<'a>(env: &WorkerEnv<'a>) -> Result<Box<dyn Job + 'a>> {
         Workload::Untar => Ok(Box::new(untar::Untar::setup(env)?)),
         Workload::Traverse => Ok(Box::new(traverse::Traverse::setup(env)?)),
         Workload::Command => Ok(Box::new(command::CommandCopy::setup(env)?)),
+        w if w.is_mdtest() => Ok(Box::new(mdtest::Mdtest::setup(env)?)),
         other => bail!("{other} is not a fixed-work workload (internal error)"),
     }
 }
@@ -431,6 +473,8 @@ pub fn prepare_point(
         | Workload::Untar
         | Workload::Replay
         | Workload::Command => {}
+        w if w.is_mdtest() => {}
+        _ => {}
     }
     Ok(state)
 }
@@ -452,9 +496,7 @@ pub fn with_op<R>(env: &WorkerEnv<'_>, drive: impl OpDriver<R>) -> Result<R> {
         Workload::Append => drive.drive(data::Append::setup(env)?),
         Workload::Fsync => drive.drive(data::Write::setup(env, true)?),
         Workload::DupClose => drive.drive(fdtable::DupClose::setup(env)?),
-        Workload::Untar | Workload::Traverse | Workload::Command | Workload::Replay => {
-            bail!("{} is not a single-op loop (internal error)", env.workload)
-        }
+        _ => bail!("{} is not a single-op loop (internal error)", env.workload),
     })
 }
 
@@ -518,7 +560,10 @@ mod tests {
     fn same_is_refused_exactly_where_it_makes_no_sense() {
         let refused: Vec<&str> =
             Workload::ALL.into_iter().filter(|w| w.check_share(Share::Same).is_err()).map(|w| w.name()).collect();
-        assert_eq!(refused, ["creat-unlink", "mkdir-rmdir", "rename", "append", "untar", "replay"]);
+        let mdtest: Vec<&str> = Workload::MDTEST.iter().chain(&Workload::MDTEST_DIRS).map(|w| w.name()).collect();
+        let expected: Vec<&str> =
+            ["creat-unlink", "mkdir-rmdir", "rename", "append", "untar", "replay"].into_iter().chain(mdtest).collect();
+        assert_eq!(refused, expected);
         assert_eq!(Workload::Command.supported_shares(), [Share::Private, Share::Same]);
         assert_eq!(Workload::Replay.supported_shares(), [Share::Private]);
         assert_eq!(Workload::Traverse.supported_shares(), Share::ALL);

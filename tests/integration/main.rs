@@ -8,6 +8,7 @@ mod faults;
 mod filesystems;
 mod instruments;
 mod interrupt;
+mod mdtest;
 mod ministat;
 mod noise;
 mod order;

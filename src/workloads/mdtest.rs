@@ -1,0 +1,231 @@
+//! `mdtest-*`: mdtest's phased metadata benchmark, a phase per workload.
+//!
+//! mdtest runs create, stat, read and remove in one sequence with a barrier
+//! between phases. Here each phase is a fixed-work workload of its own, so
+//! that each is a series in every table, comparison, analysis and report:
+//! its run prepares what the phase needs untimed (the files the stat phase
+//! stats), times the phase from the common start to the slowest worker's
+//! end, and removes everything untimed afterwards. The rate is mdtest's:
+//! all workers' items over the slowest worker's time.
+
+use std::ffi::CString;
+use std::os::fd::RawFd;
+use std::time::Duration;
+
+use anyhow::Result;
+
+use super::{Description, Job, JobContext, JobOutput, WorkerEnv, Workload};
+use crate::sys::{self, Errno};
+
+/// `--items`, `--write-bytes`, `--stonewall`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MdtestOptions {
+    /// Items (files or directories) per worker.
+    pub items: u64,
+    /// Bytes written to each file as it is created, and read by the read phase.
+    pub write_bytes: u64,
+    /// A phase ends for every worker this long after the common start; the
+    /// items done by then count.
+    pub stonewall: Option<Duration>,
+}
+
+impl Default for MdtestOptions {
+    fn default() -> MdtestOptions {
+        MdtestOptions { items: 1000, write_bytes: 0, stonewall: None }
+    }
+}
+
+/// What a phase does to one item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Create,
+    Stat,
+    Read,
+    Remove,
+    DirCreate,
+    DirStat,
+    DirRemove,
+}
+
+impl Phase {
+    fn of(workload: Workload) -> Option<Phase> {
+        Some(match workload {
+            Workload::MdtestCreate => Phase::Create,
+            Workload::MdtestStat => Phase::Stat,
+            Workload::MdtestRead => Phase::Read,
+            Workload::MdtestRemove => Phase::Remove,
+            Workload::MdtestDirCreate => Phase::DirCreate,
+            Workload::MdtestDirStat => Phase::DirStat,
+            Workload::MdtestDirRemove => Phase::DirRemove,
+            _ => return None,
+        })
+    }
+
+    fn directories(self) -> bool {
+        matches!(self, Phase::DirCreate | Phase::DirStat | Phase::DirRemove)
+    }
+
+    /// Whether the items exist before the phase (made untimed by `prepare`).
+    fn needs_items(self) -> bool {
+        !matches!(self, Phase::Create | Phase::DirCreate)
+    }
+}
+
+pub(super) fn describe(workload: Workload) -> Description {
+    let op = match Phase::of(workload).expect("an mdtest phase") {
+        Phase::Create => "openat(O_CREAT|O_EXCL) of a new file, --write-bytes written to it, close(); the phase: --items per worker (mdtest's file creation)",
+        Phase::Stat => "fstatat() of a file; the phase: --items per worker (mdtest's file stat)",
+        Phase::Read => "openat(O_RDONLY) of a file, a read of --write-bytes, close(); the phase: --items per worker (mdtest's file read)",
+        Phase::Remove => "unlinkat() of a file; the phase: --items per worker (mdtest's file removal)",
+        Phase::DirCreate => "mkdirat() of a new directory; the phase: --items per worker (mdtest's directory creation)",
+        Phase::DirStat => "fstatat() of a directory; the phase: --items per worker (mdtest's directory stat)",
+        Phase::DirRemove => "unlinkat(AT_REMOVEDIR) of a directory; the phase: --items per worker (mdtest's directory removal)",
+    };
+    Description {
+        family: "mdtest phases (fixed work, timed to the slowest worker)",
+        op,
+        private: "worker i's items in w<i>/ (mdtest -u: a directory per rank)",
+        shared: Ok("every worker's items in one directory (mdtest without -u)"),
+        same: Err("each worker has items of its own, as in mdtest"),
+    }
+}
+
+/// One worker's phase: its items' names, and what was done to them.
+pub(super) struct Mdtest {
+    phase: Phase,
+    dir: RawFd,
+    names: Vec<CString>,
+    options: MdtestOptions,
+    buf: Vec<u8>,
+    /// Items the timed phase got through (fewer than all when stonewalled).
+    done: usize,
+    /// Items that exist now, from the first (what `finish` removes).
+    existing: std::ops::Range<usize>,
+}
+
+impl Mdtest {
+    pub(super) fn setup(env: &WorkerEnv<'_>) -> Result<Mdtest> {
+        super::refuse_same(env)?;
+        let phase = Phase::of(env.workload).ok_or_else(|| anyhow::anyhow!("{} is no mdtest phase", env.workload))?;
+        let kind = if phase.directories() { "dir" } else { "file" };
+        // mdtest's names: file.mdtest.<rank>.<i>, unique in a shared directory too.
+        let names = (0..env.mdtest.items).map(|i| sys::cname(&format!("{kind}.mdtest.{}.{i}", env.index))).collect();
+        let buf = vec![0x6d; env.mdtest.write_bytes as usize];
+        Ok(Mdtest { phase, dir: env.dir, names, options: env.mdtest, buf, done: 0, existing: 0..0 })
+    }
+
+    fn make(&self, name: &CString) -> Result<(), (&'static str, Errno)> {
+        if self.phase.directories() {
+            return sys::mkdirat(self.dir, name, 0o700).map_err(|e| ("mkdirat", e));
+        }
+        let fd = sys::openat(self.dir, name, libc::O_CREAT | libc::O_EXCL | libc::O_WRONLY, 0o600)
+            .map_err(|e| ("openat", e))?;
+        let written = if self.buf.is_empty() { Ok(0) } else { sys::write(fd, &self.buf) };
+        let closed = sys::close(fd);
+        match written {
+            Ok(n) if n == self.buf.len() => closed.map_err(|e| ("close", e)),
+            Ok(_) => Err(("write", libc::ENOSPC)),
+            Err(e) => Err(("write", e)),
+        }
+    }
+
+    fn remove(&self, name: &CString) -> Result<(), (&'static str, Errno)> {
+        let flags = if self.phase.directories() { libc::AT_REMOVEDIR } else { 0 };
+        sys::unlinkat(self.dir, name, flags).map_err(|e| ("unlinkat", e))
+    }
+
+    /// The phase's operation on item `i`; the bytes it moved.
+    #[inline]
+    fn operate(&mut self, i: usize) -> Result<u64, (&'static str, Errno)> {
+        let name = &self.names[i];
+        match self.phase {
+            Phase::Create | Phase::DirCreate => self.make(name).map(|()| self.buf.len() as u64),
+            Phase::Stat | Phase::DirStat => {
+                // SAFETY: stat is plain data.
+                let mut st: libc::stat = unsafe { std::mem::zeroed() };
+                sys::fstatat(self.dir, name, &mut st, 0).map(|()| 0).map_err(|e| ("fstatat", e))
+            }
+            Phase::Read => {
+                let fd = sys::openat(self.dir, name, libc::O_RDONLY, 0).map_err(|e| ("openat", e))?;
+                let read = if self.buf.is_empty() { Ok(0) } else { sys::read(fd, &mut self.buf) };
+                let closed = sys::close(fd);
+                let n = read.map_err(|e| ("read", e))?;
+                closed.map_err(|e| ("close", e))?;
+                Ok(n as u64)
+            }
+            Phase::Remove | Phase::DirRemove => self.remove(name).map(|()| 0),
+        }
+    }
+
+    fn failed(&self, i: usize, (call, errno): (&'static str, Errno)) -> String {
+        format!("{call}(\"{}\") failed: {}", self.names[i].to_string_lossy(), sys::errno_text(errno))
+    }
+}
+
+impl Job for Mdtest {
+    /// The items a stat, read or remove phase works on, made untimed.
+    fn prepare(&mut self, ctx: &JobContext<'_>) -> Result<(), String> {
+        if !self.phase.needs_items() {
+            return Ok(());
+        }
+        for i in 0..self.names.len() {
+            if i % 256 == 0 && (ctx.stop)() {
+                return Err("stopped while preparing".into());
+            }
+            self.make(&self.names[i]).map_err(|e| format!("setup: {}", self.failed(i, e)))?;
+            self.existing = 0..i + 1;
+        }
+        Ok(())
+    }
+
+    fn run(&mut self, ctx: &JobContext<'_>) -> Result<JobOutput, String> {
+        let deadline = self.options.stonewall.map(|s| sys::monotonic_ns() + s.as_nanos() as u64);
+        let mut bytes = 0;
+        for i in 0..self.names.len() {
+            if i % 64 == 0 {
+                if (ctx.stop)() {
+                    return Err("stopped".into());
+                }
+                if deadline.is_some_and(|d| sys::monotonic_ns() >= d) {
+                    break;
+                }
+                (ctx.progress)(i as u64);
+            }
+            bytes += self.operate(i).map_err(|e| self.failed(i, e))?;
+            self.done = i + 1;
+            match self.phase {
+                Phase::Create | Phase::DirCreate => self.existing = 0..i + 1,
+                Phase::Remove | Phase::DirRemove => self.existing = i + 1..self.names.len(),
+                _ => {}
+            }
+        }
+        (ctx.progress)(self.done as u64);
+        Ok(JobOutput { entries: self.done as u64, bytes })
+    }
+
+    /// Removes every item there is, stonewalled ones too, untimed.
+    fn finish(&mut self, _ctx: &JobContext<'_>) -> Result<(), String> {
+        for i in self.existing.clone() {
+            self.remove(&self.names[i]).map_err(|e| format!("cleanup: {}", self.failed(i, e)))?;
+        }
+        self.existing = 0..0;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_phase_has_a_description_and_its_item_kind() {
+        for w in Workload::ALL.into_iter().filter(|w| Phase::of(*w).is_some()) {
+            let d = describe(w);
+            assert!(d.op.contains("--items"), "{w}");
+            assert!(d.same.is_err());
+            assert_eq!(Phase::of(w).unwrap().directories(), w.name().contains("-dir-"), "{w}");
+        }
+        assert_eq!(Phase::of(Workload::Stat), None);
+        assert!(!Phase::Create.needs_items() && Phase::Stat.needs_items() && Phase::DirRemove.needs_items());
+    }
+}

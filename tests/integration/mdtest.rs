@@ -1,0 +1,115 @@
+//! mdtest's phases: every item created, stated, read and removed once per
+//! run, stonewalling, directories, and what is refused.
+
+use fsscale::results::ResultsFile;
+use fsscale::workloads::Workload;
+
+use crate::util::*;
+
+/// Every run of every point of `phase` did `items` per worker, exactly.
+fn assert_every_item_once(doc: &ResultsFile, phase: Workload, items: u64) {
+    let points: Vec<_> = doc.points.iter().filter(|p| p.workload == phase).collect();
+    assert!(!points.is_empty(), "no {phase} points");
+    for p in points {
+        for run in &p.runs {
+            assert_eq!(run.ops, p.workers as u64 * items, "{phase} x{} {}", p.workers, p.share);
+            let times = run.completion_s.as_ref().expect("timed to completion");
+            assert_eq!(times.len(), p.workers);
+            assert!(
+                (run.elapsed_s - times.iter().cloned().fold(0.0, f64::max)).abs() < 1e-9,
+                "the slowest worker's time"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_file_phases_do_every_item_once_in_mdtests_order() {
+    let env = TestEnv::new();
+    let out = env.run(&[
+        "mdtest",
+        "-j",
+        "1,2",
+        "--share",
+        "private,shared",
+        "-n",
+        "2",
+        "--items",
+        "300",
+        "--write-bytes",
+        "100",
+    ]);
+    assert_success(&out);
+    let doc = env.results();
+    let settings = doc.settings.mdtest.as_ref().expect("mdtest settings recorded");
+    assert_eq!((settings.items, settings.write_bytes, settings.stonewall_s), (300, 100, None));
+    for phase in Workload::MDTEST {
+        assert_every_item_once(&doc, phase, 300);
+    }
+    // Created files carry their bytes, and the read phase reads them all back.
+    for phase in [Workload::MdtestCreate, Workload::MdtestRead] {
+        for p in doc.points.iter().filter(|p| p.workload == phase) {
+            assert!(p.runs.iter().all(|r| r.bytes == Some(p.workers as u64 * 300 * 100)), "{phase}");
+        }
+    }
+    // The tables come in mdtest's order, one per phase.
+    let text = stdout(&out);
+    let at = |name: &str| text.find(&format!("{name}: ")).unwrap_or_else(|| panic!("no {name} table:\n{text}"));
+    assert!(
+        at("mdtest-create") < at("mdtest-stat")
+            && at("mdtest-stat") < at("mdtest-read")
+            && at("mdtest-read") < at("mdtest-remove")
+    );
+    assert_eq!(env.leftovers(), Vec::<String>::new());
+}
+
+#[test]
+fn the_directory_phases_do_every_item_once() {
+    let env = TestEnv::new();
+    let out = env.run(&["mdtest-dirs", "-j", "2", "--share", "shared", "--items", "200"]);
+    assert_success(&out);
+    let doc = env.results();
+    for phase in Workload::MDTEST_DIRS {
+        assert_every_item_once(&doc, phase, 200);
+    }
+    assert_eq!(env.leftovers(), Vec::<String>::new());
+}
+
+#[test]
+fn a_stonewall_ends_a_phase_for_everyone_and_leaves_nothing() {
+    let env = TestEnv::new();
+    // Far more items than 50 ms allow: the create phase stops at the wall.
+    let out = env.run(&[
+        "mdtest-create",
+        "mdtest-remove",
+        "-j",
+        "2",
+        "--share",
+        "private",
+        "--items",
+        "40000",
+        "--stonewall",
+        "0.05",
+    ]);
+    assert_success(&out);
+    let doc = env.results();
+    assert_eq!(doc.settings.mdtest.as_ref().unwrap().stonewall_s, Some(0.05));
+    for p in &doc.points {
+        let run = &p.runs[0];
+        assert!(run.ops > 0 && run.ops < 2 * 40000, "{}: {} items", p.workload, run.ops);
+        // Every worker stopped near the wall (a batch of 64 items past it at most).
+        for t in run.completion_s.as_ref().unwrap() {
+            assert!((0.04..0.5).contains(t), "{}: a worker took {t} s", p.workload);
+        }
+    }
+    // What the wall left (files the remove phase did not reach, and all that create made) is gone.
+    assert_eq!(env.leftovers(), Vec::<String>::new());
+    assert_eq!(entries(&env.dir), Vec::<String>::new());
+}
+
+#[test]
+fn mdtest_refuses_the_same_entry_in_one_line() {
+    let env = TestEnv::new();
+    let out = env.run(&["mdtest-stat", "--share", "same"]);
+    assert_one_line_error(&out, "mdtest-stat: --share same is not possible");
+}
