@@ -264,7 +264,7 @@ impl RunConfig {
     /// The sharing levels `workload` runs at: those asked for, except that
     /// a `traverse` of an existing `--tree` (never copied, so never private)
     /// defaults to every worker walking all of it (`same`), and together
-    /// (`shared`) where threads run, unless `--share` was given.
+    /// (`shared`), unless `--share` was given.
     pub fn shares_for(&self, workload: Workload) -> Vec<Share> {
         if workload == Workload::Traverse && self.macro_options.tree.is_some() && !self.shares_given {
             return vec![Share::Same, Share::Shared];
@@ -286,17 +286,10 @@ impl RunConfig {
                 );
             }
         }
-        if workload == Workload::Traverse {
-            if share == Share::Shared && mode == Mode::Process {
-                return Err("traverse: --share shared walks one tree through one work queue between threads; \
-                            use --mode thread (a parallel find is threaded), or --share same"
-                    .into());
-            }
-            if share == Share::Private && self.macro_options.tree.is_some() {
-                return Err("traverse: --share private would need a copy of --tree per worker and --tree is \
-                            never written to; use --share same or --share shared"
-                    .into());
-            }
+        if workload == Workload::Traverse && share == Share::Private && self.macro_options.tree.is_some() {
+            return Err("traverse: --share private would need a copy of --tree per worker and --tree is \
+                        never written to; use --share same or --share shared"
+                .into());
         }
         Ok(())
     }

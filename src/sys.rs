@@ -554,6 +554,43 @@ pub fn raise_fd_limit() {
     }
 }
 
+/// An anonymous `MAP_SHARED` mapping of `len` bytes, zero-filled by the
+/// kernel and page-aligned; shared by forked processes and threads alike.
+/// `sparse`: reserve no swap, so pages cost memory only once touched (a
+/// large arena mostly unused).
+pub fn map_shared(len: usize, sparse: bool) -> std::io::Result<*mut u8> {
+    let flags = libc::MAP_SHARED | libc::MAP_ANONYMOUS | if sparse { libc::MAP_NORESERVE } else { 0 };
+    // SAFETY: anonymous mapping, no file; the caller owns it and unmaps it.
+    let base = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, flags, -1, 0) };
+    if base == libc::MAP_FAILED {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(base.cast())
+}
+
+/// Sleeps while `word` holds `expected`, at most `timeout`. A shared (not
+/// private) futex: processes wait on it through a `MAP_SHARED` mapping.
+/// Spurious returns happen; callers re-check the word.
+pub fn futex_wait(word: &std::sync::atomic::AtomicU32, expected: u32, timeout: Option<std::time::Duration>) {
+    let ts = timeout.map(|t| libc::timespec {
+        tv_sec: t.as_secs().min(i32::MAX as u64) as libc::time_t,
+        tv_nsec: t.subsec_nanos() as libc::c_long,
+    });
+    let ts_ptr = ts.as_ref().map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    // SAFETY: FUTEX_WAIT on a valid, aligned u32 with a relative timeout or none.
+    unsafe {
+        libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAIT, expected, ts_ptr);
+    }
+}
+
+/// Wakes every waiter on `word`.
+pub fn futex_wake_all(word: &std::sync::atomic::AtomicU32) {
+    // SAFETY: FUTEX_WAKE on a valid, aligned u32.
+    unsafe {
+        libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE, i32::MAX);
+    }
+}
+
 /// The calling thread's kernel task id.
 pub fn gettid() -> i32 {
     // SAFETY: gettid has no preconditions.

@@ -100,7 +100,8 @@ pub fn render_results_with(doc: &ResultsFile, explain_all: bool) -> String {
         out.push_str(
             "fixed work: time = the slowest worker's, median of the runs; entries/s (command: runs/s) and MB/s = all workers' work over \
              that time;\neff. concurrency = entries/s at N over entries/s at 1 (untar: N x T(1) / T(N); below 1 is \
-             worse than one after another); spread = slowest / fastest worker's time; user s, sys s = CPU seconds of \
+             worse than one after another); spread = slowest / fastest worker's time; work share (a walk the workers share) = the smallest and largest share of the entries one worker listed; \
+             user s, sys s = CPU seconds of \
              all workers and the commands they ran; sync s = a syncfs after the job (untimed; setup's writes were synced before the start): what the job left to write \
              back; dev MB = written to the device during the job and during that sync; medians of the runs.\n",
         );
@@ -307,13 +308,13 @@ fn fixed_work_table(points: &[&Point], settings: &Settings) -> Table {
     if has_data {
         columns.push(("MB/s", Align::Right));
     }
-    columns.extend([
-        ("eff. concurrency", Align::Right),
-        ("spread", Align::Right),
-        ("user s", Align::Right),
-        ("sys s", Align::Right),
-        ("sync s", Align::Right),
-    ]);
+    // A walk shared between the workers: how the work split between them.
+    let cooperative = points.iter().any(|p| p.workload == Workload::Traverse && p.share == Share::Shared);
+    columns.extend([("eff. concurrency", Align::Right), ("spread", Align::Right)]);
+    if cooperative {
+        columns.push(("work share", Align::Right));
+    }
+    columns.extend([("user s", Align::Right), ("sys s", Align::Right), ("sync s", Align::Right)]);
     if has_device {
         columns.extend([("dev MB in job", Align::Right), ("dev MB in sync", Align::Right)]);
     }
@@ -370,7 +371,11 @@ fn fixed_work_table(points: &[&Point], settings: &Settings) -> Table {
         if has_data {
             row.push(megabytes_per_s(point));
         }
-        row.extend([concurrency, spread, format!("{user:.3}"), format!("{system:.3}"), format!("{sync:.3}")]);
+        row.extend([concurrency, spread]);
+        if cooperative {
+            row.push(work_share(point));
+        }
+        row.extend([format!("{user:.3}"), format!("{system:.3}"), format!("{sync:.3}")]);
         if has_device {
             row.extend([format!("{in_job:.1}"), format!("{in_sync:.1}")]);
         }
@@ -381,6 +386,27 @@ fn fixed_work_table(points: &[&Point], settings: &Settings) -> Table {
         table.row(row);
     }
     table
+}
+
+/// A cooperative walk's split of the work: the smallest and largest share
+/// of the entries one worker listed, medians of the runs (`12–41%`).
+fn work_share(point: &Point) -> String {
+    if point.share != Share::Shared || point.workload != Workload::Traverse || point.workers < 2 {
+        return "-".to_string();
+    }
+    let (lows, highs): (Vec<f64>, Vec<f64>) = point
+        .runs
+        .iter()
+        .filter(|r| r.ops > 0)
+        .map(|r| {
+            let shares = r.per_worker_ops.iter().map(|&o| o as f64 / r.ops as f64);
+            shares.fold((f64::MAX, 0.0f64), |(lo, hi), s| (lo.min(s), hi.max(s)))
+        })
+        .unzip();
+    if lows.is_empty() {
+        return "-".to_string();
+    }
+    format!("{:.0}–{:.0}%", 100.0 * median(lows), 100.0 * median(highs))
 }
 
 /// The runs' standard deviation relative to their mean, `-` for one run.

@@ -39,7 +39,7 @@ impl LatencyRegion {
         let bytes_per_worker = (kinds * STRIDE * 8).div_ceil(PAGE) * PAGE;
         let len = bytes_per_worker * workers.max(1);
         // Zero-filled: zero is a valid AtomicU64 and an empty histogram.
-        let base = super::shared::map_shared(len)?.cast::<AtomicU64>();
+        let base = crate::sys::map_shared(len, false)?.cast::<AtomicU64>();
         Ok(LatencyRegion { base: base.cast(), len, workers, kinds, worker_words: bytes_per_worker / 8 })
     }
 

@@ -9,7 +9,7 @@
 
 use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
 
-use crate::sys::ThreadSched;
+use crate::sys::{futex_wait, futex_wake_all, map_shared, ThreadSched};
 
 /// Where a point is in its life; workers poll it from the hot loop.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -168,7 +168,7 @@ unsafe impl Sync for SharedRegion {}
 impl SharedRegion {
     pub fn new(workers: usize) -> std::io::Result<SharedRegion> {
         let len = Self::counters_offset() + workers * (size_of::<CounterSlot>() + size_of::<WorkerReport>());
-        let base = map_shared(len)?;
+        let base = map_shared(len, false)?;
         // Zero is a valid value for every atomic in it (phase Setup, counters 0).
         let region = SharedRegion { base, len, workers };
         for i in 0..workers {
@@ -231,7 +231,7 @@ impl SharedRegion {
             if now != phase as u32 {
                 return Phase::from_u32(now);
             }
-            futex_wait(&self.control().phase, now);
+            futex_wait(&self.control().phase, now, None);
         }
     }
 
@@ -255,21 +255,8 @@ impl SharedRegion {
     /// Sleeping rather than polling keeps the coordinator off the CPUs the
     /// workers measure on.
     pub fn wait_for_event(&self, seen: u32, timeout: std::time::Duration) {
-        let ts = libc::timespec {
-            tv_sec: timeout.as_secs().min(i32::MAX as u64) as libc::time_t,
-            tv_nsec: timeout.subsec_nanos() as libc::c_long,
-        };
-        // SAFETY: FUTEX_WAIT with a relative timeout on a valid, aligned u32;
-        // it returns at once (EAGAIN) if the word is no longer `seen`.
-        unsafe {
-            libc::syscall(
-                libc::SYS_futex,
-                self.control().events.as_ptr(),
-                libc::FUTEX_WAIT,
-                seen,
-                &ts as *const libc::timespec,
-            );
-        }
+        // Returns at once if the word is no longer `seen`.
+        futex_wait(&self.control().events, seen, Some(timeout));
     }
 
     fn set_stage(&self, worker: usize, stage: Stage) {
@@ -352,42 +339,6 @@ impl Drop for SharedRegion {
     fn drop(&mut self) {
         // SAFETY: unmapping exactly the mapping made in `new`.
         unsafe { libc::munmap(self.base.cast(), self.len) };
-    }
-}
-
-/// An anonymous `MAP_SHARED` mapping of `len` bytes, zero-filled by the
-/// kernel and page-aligned; shared by forked processes and threads alike.
-pub(super) fn map_shared(len: usize) -> std::io::Result<*mut u8> {
-    // SAFETY: anonymous mapping, no file; the caller owns it and unmaps it.
-    let base = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_SHARED | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
-    };
-    if base == libc::MAP_FAILED {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(base.cast())
-}
-
-fn futex_wait(word: &AtomicU32, expected: u32) {
-    // SAFETY: FUTEX_WAIT on a valid, aligned u32; a shared (non-private) futex
-    // because processes wait on it through a MAP_SHARED mapping. Spurious
-    // returns are fine: the caller re-checks the word.
-    unsafe {
-        libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAIT, expected, std::ptr::null::<libc::timespec>());
-    }
-}
-
-pub(super) fn futex_wake_all(word: &AtomicU32) {
-    // SAFETY: FUTEX_WAKE on a valid, aligned u32.
-    unsafe {
-        libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE, i32::MAX);
     }
 }
 

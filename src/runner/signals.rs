@@ -59,7 +59,7 @@ fn wake() {
         // mapped (cleared by `WakeOnSignal::drop` before the region goes).
         let word = unsafe { &*word };
         word.fetch_add(1, Ordering::SeqCst);
-        super::shared::futex_wake_all(word);
+        crate::sys::futex_wake_all(word);
     }
 }
 

@@ -18,6 +18,7 @@ mod metadata;
 mod readdir;
 mod traverse;
 mod untar;
+mod walk_queue;
 
 use std::ffi::{CStr, CString};
 use std::fmt;
@@ -31,8 +32,9 @@ use crate::sys::{self, Errno};
 pub use command::CommandSpec;
 pub use data::DATA_BLOCK;
 pub use mdtest::MdtestOptions;
-pub use traverse::{WalkQueue, TREE_DIR};
+pub use traverse::TREE_DIR;
 pub use untar::TreeSource;
+pub use walk_queue::WalkQueue;
 
 /// How much the workers share.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -421,7 +423,7 @@ impl WorkerEnv<'_> {
 pub struct PointState {
     /// An open file all workers inherit (`dup-close` at `--share same`).
     pub shared_file: Option<OwnedFd>,
-    /// The directories a cooperative `traverse` shares (threads only).
+    /// The directories a cooperative `traverse` shares (processes or threads).
     pub walk_queue: Option<WalkQueue>,
 }
 
@@ -464,7 +466,7 @@ pub fn prepare_point(
                 traverse::extract_tree(dir, &source.tarball, &|| false).with_context(what)?;
             }
             if share == Share::Shared {
-                state.walk_queue = Some(WalkQueue::new());
+                state.walk_queue = Some(WalkQueue::new().context("mapping the shared walk queue")?);
             }
         }
         Workload::CreatUnlink

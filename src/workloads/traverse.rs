@@ -7,13 +7,10 @@
 
 use std::ffi::{CStr, CString};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex};
-use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use super::{Description, Job, JobContext, JobOutput, Share, WorkerEnv};
+use super::{Description, Job, JobContext, JobOutput, Share, WalkQueue, WorkerEnv};
 use crate::archive;
 use crate::sys;
 
@@ -26,28 +23,8 @@ pub(super) fn describe() -> Description {
         op: "walk the whole tree (generated at --scale, or --tree DIR, read only): getdents64 of every directory, \
              counting entries; with --stat also fstatat() of each",
         private: "worker i walks its own copy w<i>/tree",
-        shared: Ok("the workers walk shared/tree together, sharing directories through one queue (threads only)"),
+        shared: Ok("the workers walk shared/tree together, handing directories to each other through one shared queue (processes or threads)"),
         same: Ok("every worker walks all of shared/tree"),
-    }
-}
-
-/// The queue of directories a cooperative walk shares.
-pub struct WalkQueue {
-    dirs: Mutex<Vec<CString>>,
-    wake: Condvar,
-    /// Directories discovered but not yet fully listed.
-    pending: AtomicUsize,
-}
-
-impl WalkQueue {
-    pub fn new() -> WalkQueue {
-        WalkQueue { dirs: Mutex::new(vec![CString::from(c".")]), wake: Condvar::new(), pending: AtomicUsize::new(1) }
-    }
-}
-
-impl Default for WalkQueue {
-    fn default() -> Self {
-        WalkQueue::new()
     }
 }
 
@@ -131,7 +108,7 @@ impl Job for Traverse<'_> {
                 Some(dir) => dir,
                 None => match self.queue {
                     None => break,
-                    Some(queue) => match take_shared(queue, ctx) {
+                    Some(queue) => match queue.take(ctx.stop) {
                         Some(dir) => dir,
                         None => break,
                     },
@@ -146,40 +123,26 @@ impl Job for Traverse<'_> {
             match self.queue {
                 None => local.append(&mut found),
                 Some(queue) => {
-                    queue.pending.fetch_add(found.len(), Ordering::AcqRel);
-                    // Keep work local, but feed the queue while others may be idle.
-                    let mut shared = queue.dirs.lock().expect("walk queue");
-                    while shared.len() < 2 * self.workers {
+                    queue.found(found.len());
+                    // Keep work local, but feed the queue while others may be idle;
+                    // what does not fit in it stays here.
+                    while queue.len() < 2 * self.workers {
                         match found.pop() {
-                            Some(d) => shared.push(d),
+                            Some(d) if queue.push(&d) => {}
+                            Some(d) => {
+                                found.push(d);
+                                break;
+                            }
                             None => break,
                         }
                     }
-                    drop(shared);
-                    queue.wake.notify_all();
                     local.append(&mut found);
                     // This directory is listed; its subdirectories are counted as pending.
-                    if queue.pending.fetch_sub(1, Ordering::AcqRel) == 1 {
-                        queue.wake.notify_all();
-                    }
+                    queue.listed();
                 }
             }
         }
         Ok(JobOutput { entries, bytes: 0 })
-    }
-}
-
-/// The next directory from the shared queue, or `None` when the walk is done.
-fn take_shared(queue: &WalkQueue, ctx: &JobContext<'_>) -> Option<CString> {
-    let mut dirs = queue.dirs.lock().expect("walk queue");
-    loop {
-        if let Some(dir) = dirs.pop() {
-            return Some(dir);
-        }
-        if queue.pending.load(Ordering::Acquire) == 0 || (ctx.stop)() {
-            return None;
-        }
-        dirs = queue.wake.wait_timeout(dirs, Duration::from_millis(5)).expect("walk queue").0;
     }
 }
 

@@ -104,8 +104,7 @@ fn every_workload_runs_in_both_modes_at_private_and_shared() {
         .filter(|w| w.is_builtin())
         .map(|w| w.supported_shares().iter().filter(|s| **s != Share::Same).count())
         .sum();
-    // Less one: traverse walks cooperatively (shared) with threads only.
-    assert_eq!(doc.points.len(), (combos * 2 - 1) * 2, "every runnable combination, 2 worker counts");
+    assert_eq!(doc.points.len(), combos * 2 * 2, "every runnable combination in both modes, 2 worker counts");
     assert!(doc.points.iter().any(|p| p.workload == Workload::Untar), "untar runs (at private only)");
     check_consistent(&doc, &stdout(&out));
     assert_eq!(env.leftovers(), Vec::<String>::new(), "scratch directories removed");
@@ -236,8 +235,6 @@ fn default_suite_and_default_output_location() {
             [Share::Private, Share::Shared]
                 .into_iter()
                 .filter(move |s| w.supported_shares().contains(s))
-                // A cooperative traverse needs threads; the default mode is processes.
-                .filter(move |s| !(w == Workload::Traverse && *s == Share::Shared))
                 .map(move |s| (w, Mode::Process, s))
         })
         .collect();

@@ -38,16 +38,41 @@ fn walks_count_every_entry_at_every_sharing_level() {
     assert_success(&out);
     let doc = env.results();
     let entries = doc.settings.untar.as_ref().unwrap().entries;
-    // private and same in both modes, shared with threads only: 5 series x 2 worker counts.
-    assert_eq!(doc.points.len(), 10);
-    assert!(!doc.points.iter().any(|p| p.share == Share::Shared && p.mode == Mode::Process));
+    // Every sharing level in both modes (processes share the walk through shared memory): 6 series x 2 worker counts.
+    assert_eq!(doc.points.len(), 12);
+    assert!(doc.points.iter().any(|p| p.share == Share::Shared && p.mode == Mode::Process));
     for point in &doc.points {
         for run in &point.runs {
             match point.share {
-                // Cooperative: the workers' counts add up to one walk.
-                Share::Shared => assert_eq!(run.ops, entries, "{point:?}"),
+                // Cooperative: the workers' counts add up to one walk, each entry once.
+                Share::Shared => {
+                    assert_eq!(run.ops, entries, "{point:?}");
+                    assert_eq!(run.per_worker_ops.iter().sum::<u64>(), entries);
+                }
                 _ => assert_eq!(run.per_worker_ops, vec![entries; point.workers], "{:?} {:?}", point.mode, point.share),
             }
+        }
+    }
+    // The table says how the shared walk split between the workers.
+    let text = stdout(&out);
+    assert!(text.contains("work share"), "{text}");
+    let row = text.lines().find(|l| l.trim_start().starts_with("3  process  shared")).expect("a cooperative row");
+    assert!(row.contains('%'), "{row}");
+    assert_eq!(env.leftovers(), Vec::<String>::new());
+}
+
+#[test]
+fn a_cooperative_walk_counts_each_entry_once_at_every_worker_count() {
+    let env = TestEnv::new();
+    let out = env.run(&["traverse", "-j", "1,2,4,8", "--share", "shared", "--scale", "0.02", "-n", "3"]);
+    assert_success(&out);
+    let doc = env.results();
+    let entries = doc.settings.untar.as_ref().unwrap().entries;
+    assert_eq!(doc.points.len(), 4);
+    for point in &doc.points {
+        for run in &point.runs {
+            assert_eq!((run.ops, run.per_worker_ops.iter().sum::<u64>()), (entries, entries), "x{}", point.workers);
+            assert_eq!(run.per_worker_ops.len(), point.workers);
         }
     }
     assert_eq!(env.leftovers(), Vec::<String>::new());
@@ -82,20 +107,23 @@ fn walks_a_read_only_tree_with_stat_and_never_writes_it() {
     let walked = doc.settings.walked_tree.as_ref().expect("settings.walked_tree");
     assert_eq!((walked.path.as_str(), walked.entries), (tree.to_str().unwrap(), expected));
     assert!(doc.settings.untar.is_none());
-    // Without --share, every worker walks all of it (same), and together where threads run (shared).
+    // Without --share, every worker walks all of it (same), and together (shared).
     let out = env.run(&["traverse", "--tree", tree.to_str().unwrap(), "-j", "2", "--mode", "process,thread"]);
     assert_success(&out);
     let shares: Vec<(String, Share)> = env.results().points.iter().map(|p| (p.mode.to_string(), p.share)).collect();
     assert_eq!(
         shares,
-        [("process".into(), Share::Same), ("thread".into(), Share::Same), ("thread".into(), Share::Shared)]
+        [
+            ("process".into(), Share::Same),
+            ("process".into(), Share::Shared),
+            ("thread".into(), Share::Same),
+            ("thread".into(), Share::Shared)
+        ]
     );
     assert_eq!(walk_meta(&tree), before, "--tree is untouched (names, mtimes, sizes)");
     // A private copy of --tree per worker would mean writing; refused.
     let out = env.run(&["traverse", "--tree", tree.to_str().unwrap(), "--share", "private"]);
     assert_one_line_error(&out, "traverse: --share private would need a copy of --tree per worker");
-    let out = env.run(&["traverse", "--mode", "process", "--share", "shared"]);
-    assert_one_line_error(&out, "use --mode thread (a parallel find is threaded), or --share same");
 }
 
 fn walk_meta(dir: &std::path::Path) -> Vec<(String, i64, u64)> {
@@ -119,8 +147,9 @@ fn cold_cache_drops_caches_or_says_why_not() {
     if is_root() {
         assert_success(&out);
         let points = env.results().points;
-        assert_eq!(points.len(), 1);
-        assert_eq!(points[0].cache, Some(Cache::Cold));
+        // The default shares: each worker's own copy, and one walked together.
+        assert_eq!(points.len(), 2);
+        assert!(points.iter().all(|p| p.cache == Some(Cache::Cold)));
         assert!(stdout(&out).contains("traverse cold cache: "), "{}", stdout(&out));
     } else {
         assert_one_line_error(&out, "--cache cold: cannot write /proc/sys/vm/drop_caches");

@@ -1,0 +1,222 @@
+//! The directories a cooperative `traverse` shares: a stack of paths in one
+//! anonymous shared mapping made before the workers start, so that forked
+//! worker processes share it exactly as threads do.
+//!
+//! Busy workers hand directories to idle ones: after listing a directory a
+//! worker keeps most subdirectories for itself and pushes some here while
+//! the stack is short; an idle worker pops, or sleeps on a futex until
+//! something is pushed or the walk is over (no directory pending anywhere).
+
+use std::ffi::CString;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::time::Duration;
+
+use crate::sys;
+
+/// Bytes of path the stack can hold; virtual (reserved without swap), so
+/// pages cost memory only when a walk's frontier reaches them. A path that
+/// does not fit stays with the worker that found it.
+const ARENA: usize = 64 << 20;
+
+#[repr(C)]
+struct Header {
+    /// 0 free, 1 held: guards `count`, `top` and the arena.
+    lock: AtomicU32,
+    /// Bumped on every push and when the walk ends; idle workers sleep on it.
+    wake: AtomicU32,
+    /// Directories discovered (pushed or kept) and not yet fully listed.
+    pending: AtomicU64,
+    /// Paths on the stack.
+    count: AtomicU64,
+    /// Bytes of the arena in use: each path, then its length as a u32.
+    top: AtomicU64,
+}
+
+pub struct WalkQueue {
+    base: *mut u8,
+    len: usize,
+}
+
+// SAFETY: the header is atomics; the arena is touched only under `lock`.
+unsafe impl Send for WalkQueue {}
+// SAFETY: as above.
+unsafe impl Sync for WalkQueue {}
+
+impl WalkQueue {
+    /// A queue holding the tree's top directory `.`, pending.
+    pub fn new() -> std::io::Result<WalkQueue> {
+        let len = size_of::<Header>() + ARENA;
+        let queue = WalkQueue { base: sys::map_shared(len, true)?, len };
+        queue.header().pending.store(1, Ordering::Relaxed);
+        assert!(queue.push(c"."), "an empty stack has room");
+        Ok(queue)
+    }
+
+    fn header(&self) -> &Header {
+        // SAFETY: the mapping starts with a zero-initialised Header, page-aligned.
+        unsafe { &*self.base.cast::<Header>() }
+    }
+
+    fn arena(&self) -> *mut u8 {
+        // SAFETY: inside the mapping.
+        unsafe { self.base.add(size_of::<Header>()) }
+    }
+
+    fn locked<R>(&self, body: impl FnOnce(&Header) -> R) -> R {
+        let header = self.header();
+        let mut spins = 0u32;
+        while header.lock.compare_exchange_weak(0, 1, Ordering::Acquire, Ordering::Relaxed).is_err() {
+            spins += 1;
+            if spins % 64 == 0 {
+                // The holder may be a descheduled process: let it run.
+                std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+        let result = body(header);
+        header.lock.store(0, Ordering::Release);
+        result
+    }
+
+    /// Paths on the stack now.
+    pub fn len(&self) -> usize {
+        self.header().count.load(Ordering::Relaxed) as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Pushes `path` and wakes idle workers; false (nothing pushed) when the arena is full.
+    pub fn push(&self, path: &std::ffi::CStr) -> bool {
+        let bytes = path.to_bytes();
+        let pushed = self.locked(|h| {
+            let top = h.top.load(Ordering::Relaxed) as usize;
+            if top + bytes.len() + 4 > ARENA {
+                return false;
+            }
+            // SAFETY: top + len + 4 is within the arena; we hold the lock.
+            unsafe {
+                let at = self.arena().add(top);
+                std::ptr::copy_nonoverlapping(bytes.as_ptr(), at, bytes.len());
+                std::ptr::write_unaligned(at.add(bytes.len()).cast::<u32>(), bytes.len() as u32);
+            }
+            h.top.store((top + bytes.len() + 4) as u64, Ordering::Relaxed);
+            h.count.fetch_add(1, Ordering::Relaxed);
+            true
+        });
+        if pushed {
+            self.wake_all();
+        }
+        pushed
+    }
+
+    /// Pops the most recently pushed path.
+    pub fn pop(&self) -> Option<CString> {
+        self.locked(|h| {
+            let top = h.top.load(Ordering::Relaxed) as usize;
+            if top == 0 {
+                return None;
+            }
+            // SAFETY: the stack holds whole records below `top`; we hold the lock.
+            let bytes = unsafe {
+                let len = std::ptr::read_unaligned(self.arena().add(top - 4).cast::<u32>()) as usize;
+                let start = top - 4 - len;
+                let bytes = std::slice::from_raw_parts(self.arena().add(start), len).to_vec();
+                h.top.store(start as u64, Ordering::Relaxed);
+                bytes
+            };
+            h.count.fetch_sub(1, Ordering::Relaxed);
+            Some(CString::new(bytes).expect("paths hold no NUL"))
+        })
+    }
+
+    /// `n` more directories were found (pushed or kept by their finder).
+    pub fn found(&self, n: usize) {
+        self.header().pending.fetch_add(n as u64, Ordering::AcqRel);
+    }
+
+    /// A directory is fully listed; the last one ends the walk for everyone.
+    pub fn listed(&self) {
+        if self.header().pending.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.wake_all();
+        }
+    }
+
+    /// The next directory, waiting while others may still find some; `None`
+    /// when the walk is over or `stop` says so.
+    pub fn take(&self, stop: &dyn Fn() -> bool) -> Option<CString> {
+        loop {
+            let seen = self.header().wake.load(Ordering::Acquire);
+            if let Some(dir) = self.pop() {
+                return Some(dir);
+            }
+            if self.header().pending.load(Ordering::Acquire) == 0 || stop() {
+                return None;
+            }
+            sys::futex_wait(&self.header().wake, seen, Some(Duration::from_millis(5)));
+        }
+    }
+
+    fn wake_all(&self) {
+        self.header().wake.fetch_add(1, Ordering::Release);
+        sys::futex_wake_all(&self.header().wake);
+    }
+}
+
+impl Drop for WalkQueue {
+    fn drop(&mut self) {
+        // SAFETY: unmapping exactly the mapping made in `new`.
+        unsafe { libc::munmap(self.base.cast(), self.len) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stack_of_paths_of_any_length() {
+        let q = WalkQueue::new().unwrap();
+        assert_eq!(q.pop().as_deref(), Some(c"."));
+        let long = CString::new("d/".repeat(2000)).unwrap();
+        assert!(q.push(c"a") && q.push(&long) && q.push(c"b/c"));
+        assert_eq!(q.len(), 3);
+        assert_eq!(q.pop().as_deref(), Some(c"b/c"));
+        assert_eq!(q.pop().as_deref(), Some(long.as_c_str()));
+        assert_eq!(q.pop().as_deref(), Some(c"a"));
+        assert!(q.pop().is_none() && q.is_empty());
+    }
+
+    #[test]
+    fn the_walk_ends_when_nothing_is_pending() {
+        let q = WalkQueue::new().unwrap();
+        let stop = || false;
+        let top = q.take(&stop).unwrap();
+        assert_eq!(top.as_c_str(), c".");
+        q.found(1);
+        assert!(q.push(c"./x"));
+        q.listed();
+        assert_eq!(q.take(&stop).as_deref(), Some(c"./x"));
+        q.listed();
+        assert!(q.take(&stop).is_none(), "nothing pending: over");
+    }
+
+    #[test]
+    fn forked_processes_share_it() {
+        let q = WalkQueue::new().unwrap();
+        q.pop();
+        // SAFETY: the child only pushes and exits.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            let ok = q.push(c"from-the-child");
+            // SAFETY: leave without running the parent's destructors.
+            unsafe { libc::_exit(if ok { 0 } else { 1 }) };
+        }
+        let mut status = 0;
+        // SAFETY: waiting for our own child.
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+        assert_eq!(q.pop().as_deref(), Some(c"from-the-child"));
+    }
+}
