@@ -193,8 +193,13 @@ impl Workload {
             Workload::Traverse => traverse::describe(),
             Workload::Replay => replay_description(),
             Workload::Command => command::describe(),
-            w if w.is_mdtest() => mdtest::describe(w),
-            _ => unreachable!("every workload is described"),
+            w @ (Workload::MdtestCreate
+            | Workload::MdtestStat
+            | Workload::MdtestRead
+            | Workload::MdtestRemove
+            | Workload::MdtestDirCreate
+            | Workload::MdtestDirStat
+            | Workload::MdtestDirRemove) => mdtest::describe(w),
         }
     }
 
@@ -243,8 +248,13 @@ impl Workload {
             Workload::Append => vec![("write", 1.0), ("ftruncate", 1.0 / f64::from(data::APPENDS_PER_TRUNCATE))],
             Workload::DupClose => vec![("dup", 1.0), ("close", 1.0)],
             Workload::Replay | Workload::Untar | Workload::Traverse | Workload::Command => return None,
-            w if w.is_mdtest() => return None,
-            _ => return None,
+            Workload::MdtestCreate
+            | Workload::MdtestStat
+            | Workload::MdtestRead
+            | Workload::MdtestRemove
+            | Workload::MdtestDirCreate
+            | Workload::MdtestDirStat
+            | Workload::MdtestDirRemove => return None,
         };
         Some(calls)
     }
@@ -475,8 +485,13 @@ pub fn prepare_point(
         | Workload::Untar
         | Workload::Replay
         | Workload::Command => {}
-        w if w.is_mdtest() => {}
-        _ => {}
+        Workload::MdtestCreate
+        | Workload::MdtestStat
+        | Workload::MdtestRead
+        | Workload::MdtestRemove
+        | Workload::MdtestDirCreate
+        | Workload::MdtestDirStat
+        | Workload::MdtestDirRemove => {}
     }
     Ok(state)
 }
