@@ -95,7 +95,7 @@ pub fn site_of(frames: &[&str]) -> String {
     }
 }
 
-/// Event ids and field offsets of the tracepoints read.
+/// The ids of the events read (their fields sit at fixed offsets, see `Pairing::event`).
 #[derive(Clone, Copy)]
 struct Ids {
     begin: u16,

@@ -247,8 +247,12 @@ impl Workload {
             Workload::Fsync => vec![("pwrite64", 1.0), ("fsync", 1.0)],
             Workload::Append => vec![("write", 1.0), ("ftruncate", 1.0 / f64::from(data::APPENDS_PER_TRUNCATE))],
             Workload::DupClose => vec![("dup", 1.0), ("close", 1.0)],
-            Workload::Replay | Workload::Untar | Workload::Traverse | Workload::Command => return None,
-            Workload::MdtestCreate
+            // Replay's calls vary by kind (see `OpKind::exact_syscall`); jobs are not op loops.
+            Workload::Replay
+            | Workload::Untar
+            | Workload::Traverse
+            | Workload::Command
+            | Workload::MdtestCreate
             | Workload::MdtestStat
             | Workload::MdtestRead
             | Workload::MdtestRemove
@@ -484,8 +488,8 @@ pub fn prepare_point(
         | Workload::Rename
         | Workload::Untar
         | Workload::Replay
-        | Workload::Command => {}
-        Workload::MdtestCreate
+        | Workload::Command
+        | Workload::MdtestCreate
         | Workload::MdtestStat
         | Workload::MdtestRead
         | Workload::MdtestRemove
