@@ -91,9 +91,13 @@ pub struct RunArgs {
     #[arg(long, value_name = "LEVEL", value_delimiter = ',', value_parser = parse_share)]
     pub share: Option<Vec<Share>>,
 
-    /// Bind worker i to the i-th CPU this process may use (CPU i mod online CPUs without taskset); recorded in the results.
+    /// Bind worker i to the i-th CPU this process may use (CPU i mod online CPUs without taskset); recorded in the results. Under MPI a rank binds to its node's CPUs in rank order.
     #[arg(long)]
     pub pin: bool,
+
+    /// Under MPI (mpirun -np R fsscale run ...): which ranks serve a point of N workers. spread: one rank per node before a second on any (N = nodes measures one client per node); pack: fill a node first.
+    #[arg(long, value_name = "HOW", value_parser = parse_placement)]
+    pub placement: Option<fsscale::cluster::Placement>,
 
     /// Length of the timed window of every run (e.g. 500ms, 2s, 1m; a bare number is seconds).
     #[arg(short, long, value_name = "TIME", default_value = "0.5s", value_parser = parse_duration)]
@@ -518,13 +522,27 @@ fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
     plan::parse_duration(text)
 }
 
+fn parse_placement(text: &str) -> Result<fsscale::cluster::Placement, String> {
+    text.parse()
+}
+
+/// This process's place in an MPI job, as the config needs it.
+#[derive(Clone, Copy)]
+pub struct RankOf {
+    pub rank: usize,
+    pub ranks: usize,
+}
+
 impl RunArgs {
     /// Builds the core's configuration; `argv` is recorded in the results.
-    pub fn into_config(self, argv: Vec<String>) -> Result<RunConfig> {
+    /// Under MPI (`mpi`) the default worker counts go up to the ranks, and
+    /// only rank 0 makes the results file.
+    pub fn into_config(self, argv: Vec<String>, mpi: Option<RankOf>) -> Result<RunConfig> {
         let cores = sys::usable_cpus();
-        let workers = match &self.workers {
-            Some(spec) => plan::parse_workers(spec, cores).map_err(anyhow::Error::msg)?,
-            None => plan::default_workers(cores),
+        let workers = match (&self.workers, mpi) {
+            (Some(spec), _) => plan::parse_workers(spec, cores).map_err(anyhow::Error::msg)?,
+            (None, Some(job)) => plan::default_rank_workers(job.ranks),
+            (None, None) => plan::default_workers(cores),
         };
         let mut workloads = Vec::new();
         for arg in &self.workloads {
@@ -556,9 +574,11 @@ impl RunArgs {
                 interval
             }
         };
-        let output = match self.output {
-            Some(path) => path,
-            None => default_output()?,
+        let output = match (self.output, mpi) {
+            (Some(path), _) => path,
+            // Rank 0 alone writes the results.
+            (None, Some(job)) if job.rank != 0 => PathBuf::new(),
+            (None, _) => default_output()?,
         };
         Ok(RunConfig {
             dir: self.dir,
@@ -738,7 +758,7 @@ mod tests {
         ])
         .unwrap();
         let Command::Run(args) = cli.command else { panic!("not run") };
-        let config = args.into_config(vec!["fsscale".into()]).unwrap();
+        let config = args.into_config(vec!["fsscale".into()], None).unwrap();
         assert_eq!(config.workloads.len(), Workload::ALL.len() - 1, "all = every built-in workload");
         assert!(!config.workloads.contains(&Workload::Command));
         assert_eq!(config.workloads[0], Workload::Stat);

@@ -9,6 +9,7 @@ pub mod analyze;
 pub mod archive;
 pub mod atomic_file;
 pub mod cleanup;
+pub mod cluster;
 pub mod compare;
 pub mod exec;
 pub mod fs;

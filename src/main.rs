@@ -22,6 +22,9 @@ fn main() -> ExitCode {
     match run(cli.command, argv) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
+            if let Some(QuietFailure(code)) = error.downcast_ref::<QuietFailure>() {
+                return ExitCode::from(*code);
+            }
             if let Some(regressed) = error.downcast_ref::<commands::Regressed>() {
                 eprintln!("fsscale: {regressed}");
                 return ExitCode::from(3);
@@ -63,39 +66,84 @@ fn run(command: cli::Command, argv: Vec<String>) -> anyhow::Result<()> {
             }
         }
         cli::Command::Run(args) => {
+            let placement = args.placement;
+            let cluster = fsscale::cluster::from_launcher(placement.unwrap_or_default())?;
+            if cluster.is_none() && placement.is_some() {
+                anyhow::bail!(
+                    "--placement picks the ranks of an MPI run (`mpirun -np R fsscale run ...`); \
+                     no MPI launcher started this one"
+                );
+            }
             let named_output = args.output.is_some();
             let explain_all = args.explain_all;
-            let config = (*args).into_config(argv)?;
+            let job = cluster.as_ref().map(|c| cli::RankOf { rank: c.rank(), ranks: c.size() });
+            let config = (*args).into_config(argv, job)?;
+            let Some(cluster) = cluster else {
+                let mut progress = terminal::TerminalProgress::new();
+                let outcome = runner::run(&config, &mut progress);
+                return show_run(outcome, &config, named_output, explain_all, progress);
+            };
+            if !cluster.is_root() {
+                // Only rank 0 speaks: it reports every rank's failure.
+                return runner::run_on_ranks(&config, cluster, &mut runner::Silent).map(|_| ()).map_err(|e| {
+                    let code = e.downcast_ref::<Interrupted>().map_or(1, |i| i.exit_code() as u8);
+                    QuietFailure(code).into()
+                });
+            }
             let mut progress = terminal::TerminalProgress::new();
-            let outcome = runner::run(&config, &mut progress);
-            progress.clear();
-            match outcome {
-                Ok(doc) => {
-                    print(&render_results_with(&doc, explain_all))?;
-                    eprintln!("results: {}", config.output.display());
-                    Ok(())
-                }
-                Err(error) => {
-                    // The default results file is made (empty, exclusively) before the
-                    // run; a run that failed before saving anything leaves none behind.
-                    if !named_output && !progress.saved {
-                        let empty = std::fs::metadata(&config.output).is_ok_and(|m| m.len() == 0);
-                        if empty {
-                            let _ = std::fs::remove_file(&config.output);
-                        }
-                    }
-                    // Show whatever finished before the failure (it is on disk too),
-                    // but never a file this invocation did not write.
-                    let ours = progress.saved.then(|| ResultsFile::load(&config.output).ok()).flatten();
-                    if let Some(doc) = ours {
-                        if doc.points.iter().any(|p| !p.runs.is_empty()) {
-                            print(&render_results_with(&doc, explain_all))?;
-                            eprintln!("results so far: {}", config.output.display());
-                        }
-                    }
-                    Err(error)
+            let outcome = runner::run_on_ranks(&config, cluster, &mut progress)
+                .and_then(|doc| doc.ok_or_else(|| anyhow::anyhow!("rank 0 returned no results (internal error)")));
+            show_run(outcome, &config, named_output, explain_all, progress)
+        }
+    }
+}
+
+/// A rank other than 0 failed: rank 0 says why; this one only exits with the code.
+#[derive(Debug)]
+struct QuietFailure(u8);
+
+impl std::fmt::Display for QuietFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "failed (exit status {})", self.0)
+    }
+}
+
+impl std::error::Error for QuietFailure {}
+
+/// Prints a run's tables, or its error with whatever finished before it.
+fn show_run(
+    outcome: anyhow::Result<ResultsFile>,
+    config: &fsscale::plan::RunConfig,
+    named_output: bool,
+    explain_all: bool,
+    mut progress: terminal::TerminalProgress,
+) -> anyhow::Result<()> {
+    progress.clear();
+    match outcome {
+        Ok(doc) => {
+            print(&render_results_with(&doc, explain_all))?;
+            eprintln!("results: {}", config.output.display());
+            Ok(())
+        }
+        Err(error) => {
+            // The default results file is made (empty, exclusively) before the
+            // run; a run that failed before saving anything leaves none behind.
+            if !named_output && !progress.saved {
+                let empty = std::fs::metadata(&config.output).is_ok_and(|m| m.len() == 0);
+                if empty {
+                    let _ = std::fs::remove_file(&config.output);
                 }
             }
+            // Show whatever finished before the failure (it is on disk too),
+            // but never a file this invocation did not write.
+            let ours = progress.saved.then(|| ResultsFile::load(&config.output).ok()).flatten();
+            if let Some(doc) = ours {
+                if doc.points.iter().any(|p| !p.runs.is_empty()) {
+                    print(&render_results_with(&doc, explain_all))?;
+                    eprintln!("results so far: {}", config.output.display());
+                }
+            }
+            Err(error)
         }
     }
 }

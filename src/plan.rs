@@ -168,7 +168,7 @@ pub const MIN_DURATION: Duration = Duration::from_millis(1);
 pub const MIN_STALL_TIMEOUT: Duration = Duration::from_millis(500);
 
 /// One measured combination; each is run `runs` times.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PointSpec {
     pub workload: Workload,
     pub mode: Mode,
@@ -338,6 +338,14 @@ pub fn default_workers(cores: usize) -> Vec<usize> {
     counts
 }
 
+/// Under MPI: 1, powers of two below the ranks, then all ranks (as mdtest's first/last/stride sweeps).
+pub fn default_rank_workers(ranks: usize) -> Vec<usize> {
+    let ranks = ranks.max(1);
+    let mut counts: Vec<usize> = std::iter::successors(Some(1), |n| Some(n * 2)).take_while(|&n| n < ranks).collect();
+    counts.push(ranks);
+    counts
+}
+
 /// Parses a worker list such as `1,2,4`, `1..8`, `cores`, `2xcores` or
 /// `1,cores..2xcores`. The result is sorted and free of duplicates.
 pub fn parse_workers(spec: &str, cores: usize) -> Result<Vec<usize>, String> {
@@ -418,6 +426,14 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn default_rank_workers_end_at_the_ranks() {
+        assert_eq!(default_rank_workers(1), [1]);
+        assert_eq!(default_rank_workers(4), [1, 2, 4]);
+        assert_eq!(default_rank_workers(6), [1, 2, 4, 6]);
+        assert_eq!(default_rank_workers(1024).len(), 11);
+    }
 
     #[test]
     fn default_workers_bracket_the_core_count() {

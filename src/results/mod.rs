@@ -50,6 +50,35 @@ pub struct ResultsFile {
     /// carries it, so a journal of another run at the same path is never folded in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
+    /// An MPI job's ranks were the workers (absent on one machine).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<ClusterInfo>,
+}
+
+/// The MPI job a run was: `mpirun -np R fsscale run ...`.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct ClusterInfo {
+    /// The MPI library's name and version, as it reports them.
+    pub library: String,
+    pub ranks: usize,
+    /// Each rank's node, in rank order.
+    pub hosts: Vec<String>,
+    /// Which ranks served a point of N workers.
+    pub placement: crate::cluster::Placement,
+}
+
+impl ClusterInfo {
+    /// The nodes, in order of their lowest rank, with their ranks.
+    pub fn nodes(&self) -> Vec<(&str, Vec<usize>)> {
+        let mut nodes: Vec<(&str, Vec<usize>)> = Vec::new();
+        for (rank, host) in self.hosts.iter().enumerate() {
+            match nodes.iter_mut().find(|(h, _)| *h == host.as_str()) {
+                Some((_, ranks)) => ranks.push(rank),
+                None => nodes.push((host.as_str(), vec![rank])),
+            }
+        }
+        nodes
+    }
 }
 
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
@@ -215,6 +244,9 @@ pub struct Point {
     /// `command` drivers: the runs' `ops_per_s` hold this figure instead.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metric: Option<MetricInfo>,
+    /// Under MPI: the rank that was worker i, for every i.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ranks: Option<Vec<usize>>,
 }
 
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
@@ -458,6 +490,7 @@ pub(crate) mod fixtures {
             cache: workload.is_fixed_work().then_some(Cache::Warm),
             filesystem: None,
             metric: None,
+            ranks: None,
         };
         p.summarize();
         p
@@ -498,6 +531,7 @@ pub(crate) mod fixtures {
             },
             points,
             run_id: Some("fixture".into()),
+            cluster: None,
         }
     }
 }

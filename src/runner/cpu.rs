@@ -83,7 +83,7 @@ impl CpuTicks {
     }
 }
 
-fn clock_hz() -> f64 {
+pub(super) fn clock_hz() -> f64 {
     // SAFETY: sysconf has no preconditions.
     unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64
 }

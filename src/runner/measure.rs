@@ -83,32 +83,6 @@ fn measure(
     run: usize,
 ) -> Result<RunRecord> {
     let point = workloads::prepare_point(spec.workload, spec.share, spec.workers, scratch.fd(), inputs.tree)?;
-    let region = SharedRegion::new(spec.workers).context("mapping shared counters")?;
-    let kinds = match spec.workload {
-        Workload::Replay => OpKind::ALL.len(),
-        w if inputs.latency && !w.is_fixed_work() => 1,
-        _ => 0,
-    };
-    let latency = match kinds {
-        0 => None,
-        k => Some(LatencyRegion::new(spec.workers, k).context("mapping latency histograms")?),
-    };
-    let plan = WorkerPlan {
-        workload: spec.workload,
-        share: spec.share,
-        workers: spec.workers,
-        scratch_fd: scratch.fd(),
-        scratch_path: scratch.path(),
-        tree: inputs.tree,
-        command: inputs.command,
-        trace: inputs.trace,
-        mdtest: inputs.mdtest,
-        latency: latency.as_ref(),
-        point: &point,
-        cpus,
-        processes: spec.mode == Mode::Process,
-        region: &region,
-    };
     // At --share same the copies share one directory: its --setup and --cleanup run once, here.
     let shared_dir = scratch.path().join(SHARED_DIR);
     let values =
@@ -118,13 +92,92 @@ fn measure(
     if let Some(command) = once {
         command.run_untimed("--setup", command.setup.as_deref(), &values, &stop).map_err(anyhow::Error::msg)?;
     }
-    let mut window = match spec.mode {
-        Mode::Process => run_processes(&plan, timing)?,
-        Mode::Thread => run_threads(&plan, timing)?,
-    };
+    let place = Place { fd: scratch.fd(), path: scratch.path(), point: &point };
+    let record = run_workers(spec, place, timing, cpus, inputs, run, Crew::everyone(spec))?;
     if let Some(command) = once {
         command.run_untimed("--cleanup", command.cleanup.as_deref(), &values, &stop).map_err(anyhow::Error::msg)?;
     }
+    Ok(record)
+}
+
+/// Where a run's workers work: the scratch directory and what the
+/// coordinator prepared in it for the point.
+#[derive(Clone, Copy)]
+pub(super) struct Place<'a> {
+    pub fd: i32,
+    pub path: &'a std::path::Path,
+    pub point: &'a workloads::PointState,
+}
+
+/// Which of a point's workers run in this process, and whom they start with.
+#[derive(Clone, Copy)]
+pub(super) struct Crew<'a> {
+    /// The index of the first worker here; the others follow it.
+    pub first: usize,
+    pub count: usize,
+    /// Forked processes (process mode on one machine) or threads.
+    pub fork: bool,
+    /// Workers elsewhere (other ranks of an MPI job) open and close their windows together with these.
+    pub gate: Option<&'a dyn Gate>,
+}
+
+impl Crew<'_> {
+    /// All of the point's workers, here, in its mode.
+    fn everyone(spec: &PointSpec) -> Crew<'static> {
+        Crew { first: 0, count: spec.workers, fork: spec.mode == Mode::Process, gate: None }
+    }
+}
+
+/// Where this process's workers meet other processes' workers.
+pub(super) trait Gate {
+    /// Every process's workers are set up: the windows (warm-up first) open after this.
+    fn start(&self) -> Result<()>;
+    /// Every process's window has closed or (fixed work) every job is done:
+    /// untimed cleanup may start without disturbing anyone's measurement.
+    fn end(&self) -> Result<()>;
+}
+
+/// Starts `crew`'s workers in `place` and measures them through the window.
+pub(super) fn run_workers(
+    spec: &PointSpec,
+    place: Place<'_>,
+    timing: &Timing,
+    cpus: Option<&[usize]>,
+    inputs: Inputs<'_>,
+    run: usize,
+    crew: Crew<'_>,
+) -> Result<RunRecord> {
+    let region = SharedRegion::new(crew.count).context("mapping shared counters")?;
+    let kinds = match spec.workload {
+        Workload::Replay => OpKind::ALL.len(),
+        w if inputs.latency && !w.is_fixed_work() => 1,
+        _ => 0,
+    };
+    let latency = match kinds {
+        0 => None,
+        k => Some(LatencyRegion::new(crew.count, k).context("mapping latency histograms")?),
+    };
+    let plan = WorkerPlan {
+        workload: spec.workload,
+        share: spec.share,
+        workers: spec.workers,
+        first: crew.first,
+        scratch_fd: place.fd,
+        scratch_path: place.path,
+        tree: inputs.tree,
+        command: inputs.command,
+        trace: inputs.trace,
+        mdtest: inputs.mdtest,
+        latency: latency.as_ref(),
+        point: place.point,
+        cpus,
+        processes: spec.mode == Mode::Process,
+        region: &region,
+    };
+    let mut window = match crew.fork {
+        true => run_processes(&plan, timing, crew.gate)?,
+        false => run_threads(&plan, timing, crew.gate)?,
+    };
     let instruments = std::mem::take(&mut window.instruments);
     let mut record = window.into_record(&region, run, cpus);
     if let Some(latency) = &latency {
@@ -135,7 +188,7 @@ fn measure(
             for h in per_kind.values() {
                 all.merge(h);
             }
-            record.bytes = Some((0..spec.workers).map(|i| region.report(i).bytes.load(Ordering::Relaxed)).sum());
+            record.bytes = Some((0..crew.count).map(|i| region.report(i).bytes.load(Ordering::Relaxed)).sum());
             record.replay_ops = Some(per_kind);
             record.latency = Some(all);
         } else {
@@ -251,17 +304,19 @@ impl Window {
     }
 }
 
-fn run_threads(plan: &WorkerPlan<'_>, timing: &Timing) -> Result<Window> {
+fn run_threads(plan: &WorkerPlan<'_>, timing: &Timing, gate: Option<&dyn Gate>) -> Result<Window> {
     std::thread::scope(|scope| {
-        let mut handles = Vec::with_capacity(plan.workers);
+        let slots = plan.region.workers();
+        let mut handles = Vec::with_capacity(slots);
         let mut spawn_error = None;
-        for index in 0..plan.workers {
+        for slot in 0..slots {
+            let index = plan.first + slot;
             let spawned = std::thread::Builder::new()
                 .name(format!("fsscale-w{index}"))
                 .stack_size(256 * 1024)
                 .spawn_scoped(scope, move || {
                     signals::block_in_worker_thread();
-                    worker_main(plan, index)
+                    worker_main(plan, slot)
                 });
             match spawned {
                 Ok(handle) => handles.push(handle),
@@ -273,7 +328,7 @@ fn run_threads(plan: &WorkerPlan<'_>, timing: &Timing) -> Result<Window> {
         }
         let outcome = match spawn_error {
             Some(e) => Err(e),
-            None => coordinate(plan, handles.len(), None, timing),
+            None => coordinate(plan, handles.len(), None, timing, gate),
         };
         if outcome.is_err() {
             plan.region.set_phase(Phase::Abort);
@@ -288,12 +343,13 @@ fn run_threads(plan: &WorkerPlan<'_>, timing: &Timing) -> Result<Window> {
     })
 }
 
-fn run_processes(plan: &WorkerPlan<'_>, timing: &Timing) -> Result<Window> {
+fn run_processes(plan: &WorkerPlan<'_>, timing: &Timing, gate: Option<&dyn Gate>) -> Result<Window> {
     ensure_single_threaded()?;
     let parent = std::process::id() as libc::pid_t;
-    let mut children = Vec::with_capacity(plan.workers);
+    let slots = plan.region.workers();
+    let mut children = Vec::with_capacity(slots);
     let mut outcome = Ok(());
-    for index in 0..plan.workers {
+    for index in 0..slots {
         // SAFETY: this process is single-threaded (checked above), so the child
         // may run ordinary Rust code; it leaves only through `_exit`, so no
         // destructor of the parent's state (the scratch directory!) runs in it.
@@ -311,7 +367,7 @@ fn run_processes(plan: &WorkerPlan<'_>, timing: &Timing) -> Result<Window> {
         }
         children.push(pid);
     }
-    let window = outcome.and_then(|()| coordinate(plan, children.len(), Some(&children), timing));
+    let window = outcome.and_then(|()| coordinate(plan, children.len(), Some(&children), timing, gate));
     if window.is_err() {
         plan.region.set_phase(Phase::Abort);
     }
@@ -375,6 +431,7 @@ fn coordinate_fixed_work(
     watch: &mut Watch<'_>,
     workers: usize,
     timing: &Timing,
+    gate: Option<&dyn Gate>,
 ) -> Result<Window> {
     let region = plan.region;
     wait_ready(watch, workers)?;
@@ -394,6 +451,9 @@ fn coordinate_fixed_work(
     // Thread workers' commands are this process's children.
     let threads = watch.watches_threads();
     let children_start = threads.then(sys::children_cpu_micros);
+    if let Some(gate) = gate {
+        gate.start()?;
+    }
     instruments.start(|| 0)?;
     let start = sys::monotonic_ns();
     region.set_phase(Phase::Window);
@@ -430,6 +490,9 @@ fn coordinate_fixed_work(
     let mut end_counts = Vec::with_capacity(workers);
     region.read_counters(&mut end_counts);
     timeline.record(stop - start, end_counts.iter().sum());
+    if let Some(gate) = gate {
+        gate.end()?;
+    }
     // Every job is done: workers run their untimed cleanup and leave.
     region.set_phase(Phase::Stop);
     watch.wait_for(|region| region.exited() as usize == workers)?;
@@ -452,16 +515,26 @@ fn coordinate_fixed_work(
 
 /// Opens the barrier, runs warm-up and window, samples the counters; all
 /// the while watching the workers (`pids` for processes).
-fn coordinate(plan: &WorkerPlan<'_>, workers: usize, pids: Option<&[libc::pid_t]>, timing: &Timing) -> Result<Window> {
+/// With a `gate`, the windows open and close together with other processes' workers.
+fn coordinate(
+    plan: &WorkerPlan<'_>,
+    workers: usize,
+    pids: Option<&[libc::pid_t]>,
+    timing: &Timing,
+    gate: Option<&dyn Gate>,
+) -> Result<Window> {
     let fixed_work = plan.workload.is_fixed_work();
     let mut watch = Watch::new(plan.region, pids, fixed_work, timing.stall_timeout);
     if fixed_work {
-        return coordinate_fixed_work(plan, &mut watch, workers, timing);
+        return coordinate_fixed_work(plan, &mut watch, workers, timing, gate);
     }
     let region = plan.region;
     wait_ready(&mut watch, workers)?;
     run_prepare(plan)?;
     let mut instruments = RunInstruments::arm(&timing.instruments, &region.tids(), plan.workload)?;
+    if let Some(gate) = gate {
+        gate.start()?;
+    }
     region.set_phase(Phase::Warmup);
     let warmup_end = sys::monotonic_ns() + timing.warmup.as_nanos() as u64;
     watch.sleep_until(warmup_end)?;
@@ -500,6 +573,9 @@ fn coordinate(plan: &WorkerPlan<'_>, workers: usize, pids: Option<&[libc::pid_t]
     // Workers record their CPU time when they see Stop; wait for them to
     // leave (one that does not is stalled, and named).
     watch.wait_for(|region| region.exited() as usize == workers)?;
+    if let Some(gate) = gate {
+        gate.end()?;
+    }
     Ok(Window {
         load_1m,
         start_counts,

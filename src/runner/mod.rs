@@ -6,6 +6,7 @@ mod driver;
 mod latency;
 mod measure;
 mod progress;
+mod ranks;
 mod schedule;
 mod shared;
 mod signals;
@@ -21,9 +22,10 @@ use schedule::{PointState, Repetition, Scheduler};
 pub use signals::Interrupted;
 
 use crate::archive;
+use crate::cluster::Cluster;
 use crate::fs::{Fresh, FsInstance, FsKind, FsRecord, FsSpec};
-use crate::plan::{Cache, MacroOptions, Order, PointSpec, RunConfig};
-use crate::replay::{self, OpKind};
+use crate::plan::{Cache, MacroOptions, Mode, Order, PointSpec, RunConfig};
+use crate::replay::{self, OpKind, Trace};
 use crate::results::{
     self, CommandSettings, Host, MdtestSettings, MetricInfo, Point, ReplaySettings, ResultsFile, RunRecord, Saver,
     Settings, Status, Target, Tool, UntarSettings, WalkedTree, SCHEMA_VERSION,
@@ -31,14 +33,125 @@ use crate::results::{
 use crate::scratch::Scratch;
 use crate::sys;
 use crate::tree::{write_tar_file, TreeSpec};
-use crate::workloads::TreeSource;
-use crate::workloads::Workload;
+use crate::workloads::{Share, TreeSource, Workload};
 
 /// Runs every point of `config` and returns the finished document, which is
 /// also on disk at `config.output`. On failure or interruption the document
 /// on disk still holds every finished run, with the status saying why it stopped.
 pub fn run(config: &RunConfig, progress: &mut dyn Progress) -> Result<ResultsFile> {
+    run_with(config, None, progress)
+}
+
+/// Runs `config` as one rank of an MPI job, every rank one worker: rank 0
+/// runs the plan and returns the document (it alone writes it and reports
+/// progress); the other ranks serve it and return `None`. MPI is finalised
+/// here, or left without its goodbye when a signal or a lost rank ended the job.
+pub fn run_on_ranks(config: &RunConfig, cluster: Cluster, progress: &mut dyn Progress) -> Result<Option<ResultsFile>> {
+    let (outcome, reachable) = if cluster.is_root() {
+        let root = ranks::Root::new(&cluster);
+        let outcome = run_with(config, Some(&root), progress);
+        let reachable = root.close(outcome.as_ref().map(|_| ()));
+        (outcome.map(Some), reachable)
+    } else {
+        let outcome = follow(config, &cluster);
+        (outcome.map(|()| None), signals::check().is_ok())
+    };
+    if reachable {
+        cluster.finalize();
+    } else {
+        cluster.abandon();
+    }
+    outcome
+}
+
+/// What cannot run with ranks as workers is refused before anything runs, with the reason.
+fn check_ranks(config: &RunConfig, cluster: &Cluster) -> Result<()> {
+    crate::cluster::check_refusals(
+        config.modes.contains(&Mode::Thread),
+        config.filesystems.makes_filesystems(),
+        cluster.size(),
+        config.workers.iter().copied().max().unwrap_or(1),
+    )?;
+    if config.workloads.contains(&Workload::DupClose) && config.shares.contains(&Share::Same) && config.strict_shares {
+        anyhow::bail!(
+            "dup-close --share same: its workers share one open file, which ranks (separate processes) cannot; \
+             use --share private or shared"
+        );
+    }
+    if config.workloads.contains(&Workload::Traverse) && config.shares.contains(&Share::Shared) && config.strict_shares
+    {
+        anyhow::bail!(
+            "traverse --share shared: the cooperative walk shares its queue in memory, which ranks cannot yet; \
+             use --share private (each rank walks its own copy)"
+        );
+    }
+    Ok(())
+}
+
+/// A rank other than 0: prepares what rank 0 prepares, then serves its runs.
+fn follow(config: &RunConfig, cluster: &Cluster) -> Result<()> {
+    let sources = config.validate().and_then(|()| check_ranks(config, cluster)).and_then(|()| {
+        signals::install();
+        sys::raise_fd_limit();
+        prepare_sources(config, &mut Silent)
+    });
+    let prepared = match &sources {
+        Ok(sources) => Ok((timing(config), inputs(config, sources), config.pin.then(sys::allowed_cpus))),
+        Err(e) => Err(anyhow::anyhow!("{e:#}")),
+    };
+    ranks::follow(cluster, prepared)
+}
+
+/// The timing every run starts from.
+fn timing(config: &RunConfig) -> measure::Timing {
+    measure::Timing {
+        warmup: config.warmup,
+        duration: config.duration,
+        sample_interval: config.sample_interval,
+        drop_caches: false,
+        device: None,
+        stall_timeout: config.stall_timeout,
+        instruments: config.instruments,
+    }
+}
+
+/// What the workloads read, prepared once per invocation (per rank under MPI).
+struct Sources {
+    tree: Option<TreeSource>,
+    trace: Option<Trace>,
+    /// `traverse --tree` without `untar`: no tarball is made.
+    walks_only_a_given_tree: bool,
+}
+
+fn prepare_sources(config: &RunConfig, progress: &mut dyn Progress) -> Result<Sources> {
+    // A tarball only when something extracts it: `traverse --tree` walks a tree as it is.
+    let walks_only_a_given_tree = config.macro_options.tree.is_some() && !config.workloads.contains(&Workload::Untar);
+    let tree = if config.workloads.iter().any(|w| w.needs_tree()) {
+        Some(prepare_tree(&config.macro_options, !walks_only_a_given_tree, progress)?)
+    } else {
+        None
+    };
+    let trace =
+        if config.workloads.contains(&Workload::Replay) { Some(replay::load(config.trace.as_deref())?) } else { None };
+    Ok(Sources { tree, trace, walks_only_a_given_tree })
+}
+
+fn inputs<'a>(config: &'a RunConfig, sources: &'a Sources) -> measure::Inputs<'a> {
+    measure::Inputs {
+        tree: sources.tree.as_ref(),
+        command: config.command.as_ref(),
+        trace: sources.trace.as_ref(),
+        latency: config.latency,
+        mdtest: config.mdtest,
+    }
+}
+
+/// The plan, run on this machine's workers or (with `root`) on an MPI job's ranks.
+fn run_with(config: &RunConfig, root: Option<&ranks::Root<'_>>, progress: &mut dyn Progress) -> Result<ResultsFile> {
     config.validate()?;
+    if let Some(root) = root {
+        check_ranks(config, root.cluster())?;
+    }
     config.filesystems.validate()?;
     if config.filesystems.makes_filesystems() {
         for leftover in crate::fs::leftovers() {
@@ -74,16 +187,14 @@ pub fn run(config: &RunConfig, progress: &mut dyn Progress) -> Result<ResultsFil
         std::fs::create_dir_all(parent)
             .with_context(|| format!("cannot create the results directory {}", parent.display()))?;
     }
-    // A tarball only when something extracts it: `traverse --tree` walks a tree as it is.
-    let walks_only_a_given_tree = config.macro_options.tree.is_some() && !config.workloads.contains(&Workload::Untar);
-    let tree = if config.workloads.iter().any(|w| w.needs_tree()) {
-        Some(prepare_tree(&config.macro_options, !walks_only_a_given_tree, progress)?)
-    } else {
-        None
-    };
-    let trace =
-        if config.workloads.contains(&Workload::Replay) { Some(replay::load(config.trace.as_deref())?) } else { None };
+    let sources = prepare_sources(config, progress)?;
+    if let Some(root) = root {
+        root.start(Ok(()))?;
+    }
+    let Sources { tree, trace, walks_only_a_given_tree } = &sources;
+    let (tree, trace, walks_only_a_given_tree) = (tree.as_ref(), trace.as_ref(), *walks_only_a_given_tree);
     let mut doc = new_document(config);
+    doc.cluster = root.map(|r| r.cluster().info());
     doc.settings.replay = trace.as_ref().map(|t| {
         let mix = t.mix();
         ReplaySettings {
@@ -101,21 +212,15 @@ pub fn run(config: &RunConfig, progress: &mut dyn Progress) -> Result<ResultsFil
         timeout_s: c.timeout.map(|t| t.as_secs_f64()),
         metric: c.driver.as_ref().map(|m| m.describe()),
     });
-    let inputs = measure::Inputs {
-        tree: tree.as_ref(),
-        command: config.command.as_ref(),
-        trace: trace.as_ref(),
-        latency: config.latency,
-        mdtest: config.mdtest,
-    };
-    doc.settings.walked_tree = tree.as_ref().and_then(|t| {
+    let inputs = inputs(config, &sources);
+    doc.settings.walked_tree = tree.and_then(|t| {
         t.walk_tree.as_ref().map(|path| WalkedTree {
             path: path.display().to_string(),
             entries: t.walk_contents.entries(),
             bytes: t.walk_contents.bytes,
         })
     });
-    doc.settings.untar = tree.as_ref().filter(|_| !walks_only_a_given_tree).map(|u| UntarSettings {
+    doc.settings.untar = tree.filter(|_| !walks_only_a_given_tree).map(|u| UntarSettings {
         tarball: u.tarball.display().to_string(),
         scale: config.macro_options.tarball.is_none().then_some(config.macro_options.scale),
         seed: config.macro_options.tarball.is_none().then_some(config.macro_options.seed),
@@ -129,15 +234,7 @@ pub fn run(config: &RunConfig, progress: &mut dyn Progress) -> Result<ResultsFil
     progress.saved();
 
     let cpus = config.pin.then(sys::allowed_cpus);
-    let timing = measure::Timing {
-        warmup: config.warmup,
-        duration: config.duration,
-        sample_interval: config.sample_interval,
-        drop_caches: false,
-        device: None,
-        stall_timeout: config.stall_timeout,
-        instruments: config.instruments,
-    };
+    let timing = timing(config);
     let points = config.points();
     if points.iter().any(|p| p.cache == Some(Cache::Cold)) {
         // Fail before anything runs rather than at the first point.
@@ -145,15 +242,17 @@ pub fn run(config: &RunConfig, progress: &mut dyn Progress) -> Result<ResultsFil
     }
     let filesystems = &config.filesystems;
     let max_workers = config.workers.iter().copied().max().unwrap_or(1) as u64;
-    let data_bytes = tree.as_ref().map_or(0, |u| u.contents.bytes * max_workers);
+    let data_bytes = tree.map_or(0, |u| u.contents.bytes * max_workers);
     // Every worker's copy of the tree, plus the shared one.
-    let data_entries = tree.as_ref().map_or(0, |u| u.contents.entries() * (max_workers + 1));
+    let data_entries = tree.map_or(0, |u| u.contents.entries() * (max_workers + 1));
     let sizes: Vec<u64> = filesystems.specs.iter().map(|s| filesystems.size_for(s, data_bytes, data_entries)).collect();
     // Every point of every filesystem, filesystem-major, in the document from the start.
     let plan: Vec<(usize, PointSpec)> =
         (0..filesystems.specs.len()).flat_map(|f| points.iter().map(move |p| (f, *p))).collect();
     for (fs_index, spec) in &plan {
-        doc.points.push(new_point(config, &filesystems.specs[*fs_index], spec));
+        let mut point = new_point(config, &filesystems.specs[*fs_index], spec);
+        point.ranks = root.map(|r| r.cluster().ranks_for(spec.workers));
+        doc.points.push(point);
         saver.point_started(&doc, doc.points.len() - 1)?;
     }
     progress.plan(plan.len(), config.runs);
@@ -189,7 +288,10 @@ pub fn run(config: &RunConfig, progress: &mut dyn Progress) -> Result<ResultsFil
             run_on_fs(config, fs_spec, sizes[*fs_index], slots, |dir, device| {
                 let drop_caches = spec.cache == Some(Cache::Cold);
                 let timing = measure::Timing { device, drop_caches, ..timing.clone() };
-                measure::run_once(spec, dir, &timing, pinned.as_deref(), inputs, run)
+                match root {
+                    Some(root) => root.run_once(spec, dir, &timing, cpus.as_deref(), inputs, run),
+                    None => measure::run_once(spec, dir, &timing, pinned.as_deref(), inputs, run),
+                }
             })
         });
         if let (Some(c), Some(cgroup)) = (containment.as_mut(), cgroup) {
@@ -321,6 +423,7 @@ fn new_point(config: &RunConfig, fs_spec: &FsSpec, spec: &PointSpec) -> Point {
             .then(|| config.command.as_ref().and_then(|c| c.driver.as_ref()))
             .flatten()
             .map(|m| MetricInfo { name: m.name.clone(), higher_is_better: m.higher_is_better }),
+        ranks: None,
     }
 }
 
@@ -412,6 +515,7 @@ fn new_document(config: &RunConfig) -> ResultsFile {
         },
         points: Vec::new(),
         run_id: Some(sys::random_hex(8)),
+        cluster: None,
     }
 }
 

@@ -19,7 +19,11 @@ use crate::workloads::{
 pub(super) struct WorkerPlan<'a> {
     pub workload: Workload,
     pub share: Share,
+    /// The point's workers, in every process together.
     pub workers: usize,
+    /// The worker index of this process's first slot in `region`: 0 on one
+    /// machine, where all workers are here; a rank's worker under MPI.
+    pub first: usize,
     pub scratch_fd: i32,
     pub scratch_path: &'a std::path::Path,
     pub tree: Option<&'a TreeSource>,
@@ -31,40 +35,43 @@ pub(super) struct WorkerPlan<'a> {
     /// Latency histograms (`--latency`, and `replay`'s per-op ones).
     pub latency: Option<&'a LatencyRegion>,
     pub point: &'a PointState,
-    /// CPU per worker index, with `--pin`.
+    /// CPU per slot, with `--pin`.
     pub cpus: Option<&'a [usize]>,
     /// Workers are processes (each accounts for its own children's CPU).
     pub processes: bool,
     pub region: &'a SharedRegion,
 }
 
-/// The body of worker `index`. Never panics across this boundary: every
-/// failure, a panic included, ends up as a message in the worker's report.
-pub(super) fn worker_main(plan: &WorkerPlan<'_>, index: usize) {
-    guarded(plan.region, index, || run_worker(plan, index));
+/// The body of the worker in `slot` of the region. Never panics across this boundary:
+/// every failure, a panic included, ends up as a message in the worker's report.
+pub(super) fn worker_main(plan: &WorkerPlan<'_>, slot: usize) {
+    guarded(plan.region, slot, plan.first + slot, || run_worker(plan, slot));
 }
 
 /// Runs a worker body, turning an error or a panic into a failure the
 /// coordinator sees, and always counting the worker out.
-fn guarded(region: &SharedRegion, index: usize, body: impl FnOnce() -> Result<()>) {
+fn guarded(region: &SharedRegion, slot: usize, worker: usize, body: impl FnOnce() -> Result<()>) {
     let outcome = panics::catch(body);
     let message = match outcome {
         Ok(Ok(())) => None,
-        Ok(Err(error)) => Some(format!("worker {index}: {error:#}")),
-        Err(panic) => Some(format!("worker {index} panicked: {panic}")),
+        Ok(Err(error)) => Some(format!("worker {worker}: {error:#}")),
+        Err(panic) => Some(format!("worker {worker} panicked: {panic}")),
     };
     if let Some(message) = message {
-        region.report(index).set_error(&message);
-        region.mark_failed(index);
+        region.report(slot).set_error(&message);
+        region.mark_failed(slot);
     }
-    region.mark_exited(index);
+    region.mark_exited(slot);
 }
 
-fn run_worker(plan: &WorkerPlan<'_>, index: usize) -> Result<()> {
+/// Slots index the region, the latency histograms and `--pin`'s CPUs; the
+/// worker's index (`first + slot`) names its files and directories.
+fn run_worker(plan: &WorkerPlan<'_>, slot: usize) -> Result<()> {
+    let index = plan.first + slot;
     if let Some(cpus) = plan.cpus {
-        let cpu = cpus[index];
+        let cpu = cpus[slot];
         sys::pin_to_cpu(cpu).map_err(|e| anyhow::anyhow!("binding to CPU {cpu}: {}", sys::errno_text(e)))?;
-        plan.region.report(index).pinned_cpu.store(cpu as i32, Ordering::Relaxed);
+        plan.region.report(slot).pinned_cpu.store(cpu as i32, Ordering::Relaxed);
     }
     let label = match plan.share {
         Share::Private => format!("w{index}"),
@@ -90,11 +97,11 @@ fn run_worker(plan: &WorkerPlan<'_>, index: usize) -> Result<()> {
         command: plan.command,
         mdtest: plan.mdtest,
     };
-    let recorder = plan.latency.map(|l| l.recorder(index));
+    let recorder = plan.latency.map(|l| l.recorder(slot));
     let outcome = match (plan.workload, plan.trace) {
-        (w, _) if w.is_fixed_work() => run_job(&env, plan.region, index, plan.processes),
-        (Workload::Replay, Some(trace)) => run_replay(trace, &env, plan.region, recorder),
-        _ => workloads::with_op(&env, Driver { region: plan.region, index, label: &label, recorder })
+        (w, _) if w.is_fixed_work() => run_job(&env, plan.region, slot, plan.processes),
+        (Workload::Replay, Some(trace)) => run_replay(trace, &env, plan.region, slot, recorder),
+        _ => workloads::with_op(&env, Driver { region: plan.region, slot, label: &label, recorder })
             .and_then(|r| r.map_err(anyhow::Error::msg)),
     };
     let _ = sys::close(dir);
@@ -102,10 +109,10 @@ fn run_worker(plan: &WorkerPlan<'_>, index: usize) -> Result<()> {
 }
 
 /// Fixed work: set up, wait for the start, do the job once, note when it finished.
-fn run_job(env: &WorkerEnv<'_>, region: &SharedRegion, index: usize, processes: bool) -> Result<()> {
+fn run_job(env: &WorkerEnv<'_>, region: &SharedRegion, slot: usize, processes: bool) -> Result<()> {
     let mut job = workloads::job(env)?;
-    let report = region.report(index);
-    let counter = &region.counter(index).ops;
+    let report = region.report(slot);
+    let counter = &region.counter(slot).ops;
     let stop = || {
         report.beat();
         region.phase() == Phase::Abort
@@ -113,11 +120,11 @@ fn run_job(env: &WorkerEnv<'_>, region: &SharedRegion, index: usize, processes: 
     let progress = |done: u64| counter.store(done, Ordering::Relaxed);
     let ctx = JobContext { stop: &stop, progress: &progress };
     job.prepare(&ctx).map_err(anyhow::Error::msg)?;
-    region.mark_ready(index);
+    region.mark_ready(slot);
     if region.wait_for_start() != Phase::Window {
         return Ok(()); // abandoned before the start
     }
-    region.mark_working(index);
+    region.mark_working(slot);
     record_sched(&report.sched_at_window_start);
     if processes {
         record(&report.children_at_window_start, <[u64; 2]>::from(sys::children_cpu_micros()));
@@ -131,7 +138,7 @@ fn run_job(env: &WorkerEnv<'_>, region: &SharedRegion, index: usize, processes: 
         record(&report.children_at_window_end, <[u64; 2]>::from(sys::children_cpu_micros()));
     }
     report.completed_ns.store(completed, Ordering::Release);
-    region.mark_completed(index);
+    region.mark_completed(slot);
     // Untimed cleanup once everybody is done, so it never overlaps a timed job.
     if region.wait_while(Phase::Window) == Phase::Stop {
         job.finish(&ctx).map_err(anyhow::Error::msg)?;
@@ -140,20 +147,26 @@ fn run_job(env: &WorkerEnv<'_>, region: &SharedRegion, index: usize, processes: 
 }
 
 /// `replay`: the trace in a loop, every op timed into its kind's histogram.
-fn run_replay(trace: &Trace, env: &WorkerEnv<'_>, region: &SharedRegion, recorder: Option<Recorder<'_>>) -> Result<()> {
+fn run_replay(
+    trace: &Trace,
+    env: &WorkerEnv<'_>,
+    region: &SharedRegion,
+    slot: usize,
+    recorder: Option<Recorder<'_>>,
+) -> Result<()> {
     let recorder = recorder.ok_or_else(|| anyhow::anyhow!("replay needs latency histograms (internal error)"))?;
     let mut player = Player::new(trace, env.dir);
-    region.mark_ready(env.index);
-    let bytes = replay_loop(&mut player, region, env.index, recorder)
+    region.mark_ready(slot);
+    let bytes = replay_loop(&mut player, region, slot, recorder)
         .map_err(|e| anyhow::anyhow!("{}, line {}: {}", trace.name, e.line, e.message))?;
-    region.report(env.index).bytes.store(bytes, Ordering::Relaxed);
+    region.report(slot).bytes.store(bytes, Ordering::Relaxed);
     Ok(())
 }
 
 /// Runs the hot loop of whatever op `with_op` built; errors come back as text.
 struct Driver<'a> {
     region: &'a SharedRegion,
-    index: usize,
+    slot: usize,
     label: &'a str,
     /// With `--latency`: time every op (a loop of its own, so the plain one stays as it is).
     recorder: Option<Recorder<'a>>,
@@ -161,10 +174,10 @@ struct Driver<'a> {
 
 impl OpDriver<Result<(), String>> for Driver<'_> {
     fn drive<O: Op>(self, mut op: O) -> Result<(), String> {
-        self.region.mark_ready(self.index);
+        self.region.mark_ready(self.slot);
         let outcome = match self.recorder {
-            None => hot_loop(&mut op, self.region, self.index),
-            Some(recorder) => timed_loop(&mut op, self.region, self.index, recorder),
+            None => hot_loop(&mut op, self.region, self.slot),
+            Some(recorder) => timed_loop(&mut op, self.region, self.slot, recorder),
         };
         outcome.map_err(|e| {
             let what = match e.errno {
@@ -182,11 +195,11 @@ impl OpDriver<Result<(), String>> for Driver<'_> {
 /// suffices (no locked read-modify-write). The phase word is written three
 /// times per run, so reading it each iteration hits a shared, clean line.
 #[inline(never)]
-fn hot_loop<O: Op>(op: &mut O, region: &SharedRegion, index: usize) -> Result<(), workloads::SysError> {
-    let counter = &region.counter(index).ops;
+fn hot_loop<O: Op>(op: &mut O, region: &SharedRegion, slot: usize) -> Result<(), workloads::SysError> {
+    let counter = &region.counter(slot).ops;
     let phase_word = region.phase_word();
     let mut done: u64 = 0;
-    through_phases(region, index, |_, seen| loop {
+    through_phases(region, slot, |_, seen| loop {
         op.once()?;
         done += 1;
         counter.store(done, Ordering::Relaxed);
@@ -202,13 +215,13 @@ fn hot_loop<O: Op>(op: &mut O, region: &SharedRegion, index: usize) -> Result<()
 fn timed_loop<O: Op>(
     op: &mut O,
     region: &SharedRegion,
-    index: usize,
+    slot: usize,
     recorder: Recorder<'_>,
 ) -> Result<(), workloads::SysError> {
-    let counter = &region.counter(index).ops;
+    let counter = &region.counter(slot).ops;
     let phase_word = region.phase_word();
     let mut done: u64 = 0;
-    through_phases(region, index, |in_window, seen| loop {
+    through_phases(region, slot, |in_window, seen| loop {
         let start = sys::monotonic_ns();
         op.once()?;
         let took = sys::monotonic_ns().saturating_sub(start);
@@ -229,14 +242,14 @@ fn timed_loop<O: Op>(
 fn replay_loop(
     player: &mut Player<'_>,
     region: &SharedRegion,
-    index: usize,
+    slot: usize,
     recorder: Recorder<'_>,
 ) -> Result<u64, ReplayError> {
-    let counter = &region.counter(index).ops;
+    let counter = &region.counter(slot).ops;
     let phase_word = region.phase_word();
     let mut done: u64 = 0;
     let mut bytes: u64 = 0;
-    through_phases(region, index, |in_window, seen| loop {
+    through_phases(region, slot, |in_window, seen| loop {
         let start = sys::monotonic_ns();
         let (kind, moved) = player.step()?;
         let took = sys::monotonic_ns().saturating_sub(start);
@@ -259,10 +272,10 @@ fn replay_loop(
 #[inline(always)]
 fn through_phases<E>(
     region: &SharedRegion,
-    index: usize,
+    slot: usize,
     mut until_change: impl FnMut(bool, u32) -> Result<(), E>,
 ) -> Result<(), E> {
-    let report = region.report(index);
+    let report = region.report(slot);
     let mut window_started = false;
     let mut phase = region.wait_for_start();
     loop {
@@ -304,7 +317,7 @@ mod tests {
     #[test]
     fn a_panicking_worker_is_a_failure_with_its_message() {
         let region = SharedRegion::new(2).unwrap();
-        guarded(&region, 1, || panic!("index out of range"));
+        guarded(&region, 1, 1, || panic!("index out of range"));
         assert_eq!(region.failed(), 1);
         assert_eq!(region.phase(), Phase::Abort);
         let message = region.report(1).error().unwrap();
@@ -315,10 +328,10 @@ mod tests {
     #[test]
     fn an_error_is_a_failure_and_success_is_not() {
         let region = SharedRegion::new(2).unwrap();
-        guarded(&region, 0, || Ok(()));
+        guarded(&region, 0, 0, || Ok(()));
         assert_eq!((region.failed(), region.exited()), (0, 1));
-        guarded(&region, 1, || Err(anyhow::anyhow!("openat failed")));
-        assert_eq!(region.report(1).error().unwrap(), "worker 1: openat failed");
+        guarded(&region, 1, 5, || Err(anyhow::anyhow!("openat failed")));
+        assert_eq!(region.report(1).error().unwrap(), "worker 5: openat failed", "named by index, kept in its slot");
         assert_eq!((region.failed(), region.exited()), (1, 2));
     }
 }

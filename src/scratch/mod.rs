@@ -108,6 +108,12 @@ impl Scratch {
         &self.path
     }
 
+    /// The random token its marker holds: another process that finds it
+    /// there (an MPI rank on another node) knows the directory is this one.
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+
     /// Removes the directory and everything in it, after proving it is ours.
     pub fn remove(mut self) -> Result<()> {
         self.removed = true;

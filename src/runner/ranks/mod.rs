@@ -1,0 +1,328 @@
+//! Runs as an MPI job: rank 0 runs the plan as it would on one machine and,
+//! for each run, sends every rank an [`Order`]; the ranks serving the
+//! point's workers run one worker each, and every rank meets the others at
+//! the same places, each saying whether it is fine:
+//!
+//! 1. the scratch directory rank 0 made is visible here (else `--dir` is not shared),
+//! 2. the windows open ([`Gate::start`]) and 3. close ([`Gate::end`]),
+//! 4. the records go to rank 0, which merges them and removes the scratch.
+//!
+//! A rank that fails says so at the next meeting, so every rank learns of
+//! it at the same one and the run ends everywhere with that rank's error;
+//! rank 0 then records it and sends [`Order::Finish`]. A signal (Ctrl-C, or
+//! mpirun ending the job because a rank died) ends every wait at once.
+
+mod merge;
+
+use std::cell::Cell;
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, Context, Result};
+use serde::{Deserialize, Serialize};
+
+use super::measure::{self, Crew, Gate, Inputs, Place, Timing};
+use super::signals;
+use crate::cluster::Cluster;
+use crate::plan::{Cache, PointSpec};
+use crate::results::RunRecord;
+use crate::scratch::Scratch;
+use crate::sys;
+use crate::workloads::{self, PointState};
+
+#[derive(Serialize, Deserialize)]
+enum Order {
+    Run(RunOrder),
+    /// The plan is done, or failed (rank 0 reports why): leave.
+    Finish,
+}
+
+#[derive(Serialize, Deserialize)]
+struct RunOrder {
+    spec: PointSpec,
+    run: usize,
+    scratch: PathBuf,
+    /// The scratch marker's token: the directory seen is the one rank 0 made.
+    token: String,
+    /// Worker i is rank `ranks[i]`.
+    ranks: Vec<usize>,
+}
+
+/// What a rank says at a meeting: fine, or why not.
+type Said = Result<(), String>;
+
+/// Rank 0's side of the job, and what it knows of its state.
+pub(super) struct Root<'a> {
+    cluster: &'a Cluster,
+    /// The first meeting (every rank prepared) is behind us.
+    started: Cell<bool>,
+    /// A wait was cut short (a signal): the others cannot be met again.
+    broken: Cell<bool>,
+}
+
+impl<'a> Root<'a> {
+    pub(super) fn new(cluster: &'a Cluster) -> Root<'a> {
+        Root { cluster, started: Cell::new(false), broken: Cell::new(false) }
+    }
+
+    pub(super) fn cluster(&self) -> &Cluster {
+        self.cluster
+    }
+
+    /// The first meeting: every rank has prepared its inputs (or says why not).
+    pub(super) fn start(&self, prepared: Said) -> Result<()> {
+        self.started.set(true);
+        let all = self.exchange(&prepared)?;
+        first_failure(self.cluster, &all).map_or(Ok(()), Err)
+    }
+
+    /// Runs `spec` once on the ranks; rank 0 serves worker 0.
+    pub(super) fn run_once(
+        &self,
+        spec: &PointSpec,
+        dir: &Path,
+        timing: &Timing,
+        cpus: Option<&[usize]>,
+        inputs: Inputs<'_>,
+        run: usize,
+    ) -> Result<RunRecord> {
+        super::cpu::find_kernel_threads();
+        let scratch = Scratch::create(dir)?;
+        let outcome = self.measure(spec, &scratch, timing, cpus, inputs, run);
+        // Every rank is past its run (the last meeting was the gather): remove everyone's files.
+        let removal = scratch.remove();
+        let record = outcome?;
+        removal?;
+        Ok(record)
+    }
+
+    fn measure(
+        &self,
+        spec: &PointSpec,
+        scratch: &Scratch,
+        timing: &Timing,
+        cpus: Option<&[usize]>,
+        inputs: Inputs<'_>,
+        run: usize,
+    ) -> Result<RunRecord> {
+        let cluster = self.cluster;
+        let ranks = cluster.ranks_for(spec.workers);
+        // The coordinator's part of the point, made once for all ranks.
+        let point = workloads::prepare_point(spec.workload, spec.share, spec.workers, scratch.fd(), inputs.tree)?;
+        let order = RunOrder {
+            spec: *spec,
+            run,
+            scratch: scratch.path().to_path_buf(),
+            token: scratch.token().to_string(),
+            ranks: ranks.clone(),
+        };
+        cluster.broadcast(Some(&Order::Run(order)), &mut idle(&self.broken))?;
+        let seen = self.exchange(&Ok(()))?;
+        if let Some(error) = first_failure(cluster, &seen) {
+            return Err(error.context(format!(
+                "--dir {} must be one directory every rank sees (a filesystem all nodes mount at that path)",
+                scratch.path().parent().unwrap_or(scratch.path()).display()
+            )));
+        }
+        let place = Place { fd: scratch.fd(), path: scratch.path(), point: &point };
+        let local = serve(cluster, &self.broken, spec, place, timing, cpus, inputs, run, &ranks);
+        let mine: Outcome = local.as_ref().map(Option::clone).map_err(|e| format!("{e:#}"));
+        let all = cluster.gather(&mine, &mut idle(&self.broken)).map_err(|e| self.cut(e))?.unwrap_or_default();
+        // Rank 0's own error is the cause, or a peer's failure it met.
+        local?;
+        if let Some(error) = first_failure(
+            cluster,
+            &all.iter().map(|o| o.as_ref().map(|_| ()).map_err(Clone::clone)).collect::<Vec<_>>(),
+        ) {
+            return Err(error);
+        }
+        let mut records: Vec<(usize, RunRecord)> =
+            all.into_iter().enumerate().filter_map(|(rank, o)| Some((rank, o.ok()??))).collect();
+        // In worker order.
+        records.sort_by_key(|(rank, _)| ranks.iter().position(|r| r == rank));
+        let hosts: Vec<&str> = records.iter().map(|(rank, _)| cluster.host(*rank)).collect();
+        merge::merge(records.into_iter().map(|(_, r)| r).collect(), &hosts, super::cpu::clock_hz())
+            .ok_or_else(|| anyhow!("no rank returned a record (internal error)"))
+    }
+
+    /// The last word to the other ranks: `Finish` after the plan (done or
+    /// failed), or the first meeting's failure if it never came. False when
+    /// they cannot be reached (a signal cut a wait): leave without MPI's goodbye.
+    pub(super) fn close(&self, outcome: Result<(), &anyhow::Error>) -> bool {
+        if self.broken.get() || signals::check().is_err() {
+            return false;
+        }
+        let said = if self.started.get() {
+            self.cluster.broadcast(Some(&Order::Finish), &mut idle(&self.broken)).map(|_: Order| ())
+        } else {
+            // Failed before the first meeting: the others are waiting in it.
+            self.exchange(&outcome.map_err(|e| format!("{e:#}"))).map(|_| ())
+        };
+        said.is_ok() && !self.broken.get()
+    }
+
+    fn exchange(&self, said: &Said) -> Result<Vec<Said>> {
+        self.cluster.exchange(said, &mut idle(&self.broken)).map_err(|e| self.cut(e))
+    }
+
+    fn cut(&self, error: anyhow::Error) -> anyhow::Error {
+        self.broken.set(true);
+        error
+    }
+}
+
+/// What a rank returns of a run: its worker's record (none when it served
+/// no worker), or why it failed.
+type Outcome = Result<Option<RunRecord>, String>;
+
+/// A waiting rank's idle step: a signal ends the wait (and the job's meetings).
+fn idle(broken: &Cell<bool>) -> impl FnMut() -> Result<()> + '_ {
+    move || {
+        signals::check().map_err(|interrupted| {
+            broken.set(true);
+            anyhow::Error::new(interrupted)
+        })
+    }
+}
+
+/// The lowest rank that said it failed, as the error every rank reports.
+fn first_failure(cluster: &Cluster, said: &[Said]) -> Option<anyhow::Error> {
+    said.iter()
+        .enumerate()
+        .find_map(|(rank, s)| s.as_ref().err().map(|why| anyhow!("rank {rank} on {}: {why}", cluster.host(rank))))
+}
+
+/// A rank's worker in the window, or its place at the meetings when it serves none.
+#[allow(clippy::too_many_arguments)]
+fn serve(
+    cluster: &Cluster,
+    broken: &Cell<bool>,
+    spec: &PointSpec,
+    place: Place<'_>,
+    timing: &Timing,
+    cpus: Option<&[usize]>,
+    inputs: Inputs<'_>,
+    run: usize,
+    ranks: &[usize],
+) -> Result<Option<RunRecord>> {
+    let gate = RankGate { cluster, broken, met: Cell::new(0), failed: Cell::new(false) };
+    let worker = ranks.iter().position(|&r| r == cluster.rank());
+    let timing = Timing { drop_caches: spec.cache == Some(Cache::Cold), device: None, ..timing.clone() };
+    let outcome = match worker {
+        Some(first) => {
+            let crew = Crew { first, count: 1, fork: false, gate: Some(&gate) };
+            // With --pin, a rank's worker takes its node's CPUs in rank order.
+            let cpu = cpus.map(|c| vec![c[cluster.local_index() % c.len()]]);
+            measure::run_workers(spec, place, &timing, cpu.as_deref(), inputs, run, crew).map(Some)
+        }
+        None => gate.start().and_then(|()| gate.end()).map(|()| None),
+    };
+    if let Err(error) = &outcome {
+        gate.meet_the_rest(error);
+    }
+    outcome
+}
+
+/// Opens and closes a rank's window with every other rank's.
+struct RankGate<'a> {
+    cluster: &'a Cluster,
+    broken: &'a Cell<bool>,
+    /// Meetings held so far this run (two: start and end).
+    met: Cell<u8>,
+    /// Some rank failed at a meeting: every rank knows, none meets again.
+    failed: Cell<bool>,
+}
+
+impl RankGate<'_> {
+    fn meet(&self, said: Said) -> Result<()> {
+        self.met.set(self.met.get() + 1);
+        let all = self.cluster.exchange(&said, &mut idle(self.broken))?;
+        match first_failure(self.cluster, &all) {
+            Some(error) => {
+                self.failed.set(true);
+                Err(error)
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// After this rank failed on its own: it still goes to the meetings it
+    /// missed, saying why, so the others learn of it there.
+    fn meet_the_rest(&self, error: &anyhow::Error) {
+        while self.met.get() < 2 && !self.failed.get() && !self.broken.get() {
+            let _ = self.meet(Err(format!("{error:#}")));
+        }
+    }
+}
+
+impl Gate for RankGate<'_> {
+    fn start(&self) -> Result<()> {
+        self.meet(Ok(()))
+    }
+
+    fn end(&self) -> Result<()> {
+        self.meet(Ok(()))
+    }
+}
+
+/// A rank other than 0: prepares what rank 0 prepares, then serves its orders until told to finish.
+pub(super) fn follow(cluster: &Cluster, prepared: Result<(Timing, Inputs<'_>, Option<Vec<usize>>)>) -> Result<()> {
+    let broken = Cell::new(false);
+    let said: Said = prepared.as_ref().map(|_| ()).map_err(|e| format!("{e:#}"));
+    let all = cluster.exchange(&said, &mut idle(&broken))?;
+    let (timing, inputs, cpus) = prepared?;
+    if let Some(error) = first_failure(cluster, &all) {
+        return Err(error);
+    }
+    loop {
+        let order: Order = cluster.broadcast(None, &mut idle(&broken))?;
+        let RunOrder { spec, run, scratch, token, ranks } = match order {
+            Order::Finish => return Ok(()),
+            Order::Run(order) => order,
+        };
+        let dir = open_scratch(&scratch, &token);
+        let said: Said = dir.as_ref().map(|_| ()).map_err(|e| format!("{e:#}"));
+        let seen = cluster.exchange(&said, &mut idle(&broken))?;
+        let Ok(dir) = dir else { continue };
+        if first_failure(cluster, &seen).is_some() {
+            continue;
+        }
+        // Nothing of rank 0's point state crosses processes (shared open files are refused under MPI).
+        let point = PointState::default();
+        let place = Place { fd: dir.fd(), path: &scratch, point: &point };
+        let outcome = serve(cluster, &broken, &spec, place, &timing, cpus.as_deref(), inputs, run, &ranks);
+        let mine: Outcome = outcome.map_err(|e| format!("{e:#}"));
+        cluster.gather(&mine, &mut idle(&broken))?;
+    }
+}
+
+/// The scratch directory rank 0 made, opened here: it must be a directory
+/// (not a symlink) whose marker holds rank 0's token.
+fn open_scratch(path: &Path, token: &str) -> Result<ScratchDir> {
+    let c = sys::cstring(path)?;
+    let fd =
+        sys::openat(libc::AT_FDCWD, &c, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW, 0).map_err(|e| {
+            anyhow!("cannot see the scratch directory {} rank 0 made: {}", path.display(), sys::errno_text(e))
+        })?;
+    let dir = ScratchDir(fd);
+    let marker = std::fs::read_to_string(path.join(crate::scratch::MARKER))
+        .with_context(|| format!("reading the scratch marker in {}", path.display()))?;
+    if !marker.lines().any(|l| l == format!("token={token}")) {
+        anyhow::bail!("{} is not the scratch directory rank 0 made (its marker differs)", path.display());
+    }
+    Ok(dir)
+}
+
+/// An open directory descriptor, closed on drop.
+struct ScratchDir(i32);
+
+impl ScratchDir {
+    fn fd(&self) -> i32 {
+        self.0
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = sys::close(self.0);
+    }
+}
