@@ -52,6 +52,9 @@ pub enum Command {
     Plot(PlotArgs),
     /// Remove what a killed run left behind: mounts, loop devices and images of filesystems fsscale made; list (and with --scratch DIR remove) its scratch directories.
     Cleanup(CleanupArgs),
+    /// Internal: outlives rank 0 of an MPI job to remove its scratch if it is killed.
+    #[command(name = "scratch-warden", hide = true)]
+    ScratchWarden,
     /// Generate the deterministic ports-like source tree, as a directory or an uncompressed tarball.
     Tree(TreeArgs),
     /// Compare results files point by point: change, confidence interval, test, verdict.

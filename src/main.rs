@@ -41,6 +41,7 @@ fn main() -> ExitCode {
 fn run(command: cli::Command, argv: Vec<String>) -> anyhow::Result<()> {
     match command {
         cli::Command::List => print(&render_catalogue()),
+        cli::Command::ScratchWarden => fsscale::scratch::warden::serve(),
         cli::Command::Ministat { .. } => unreachable!("handled in main"),
         cli::Command::Compare(args) => {
             let (text, regressed, warnings) = commands::compare_command(&args)?;

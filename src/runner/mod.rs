@@ -48,9 +48,22 @@ pub fn run(config: &RunConfig, progress: &mut dyn Progress) -> Result<ResultsFil
 /// here, or left without its goodbye when a signal or a lost rank ended the job.
 pub fn run_on_ranks(config: &RunConfig, cluster: Cluster, progress: &mut dyn Progress) -> Result<Option<ResultsFile>> {
     let (outcome, reachable) = if cluster.is_root() {
-        let root = ranks::Root::new(&cluster);
-        let outcome = run_with(config, Some(&root), progress);
-        let reachable = root.close(outcome.as_ref().map(|_| ()));
+        let outcome = ranks::Root::new(&cluster, &config.output).map(|root| {
+            let outcome = run_with(config, Some(&root), progress);
+            let reachable = root.close(outcome.as_ref().map(|_| ()));
+            root.dismiss_warden();
+            (outcome, reachable)
+        });
+        let (outcome, reachable) = match outcome {
+            Ok(done) => done,
+            Err(error) => (Err(error), false),
+        };
+        let outcome = outcome.map_err(|error| match error.downcast_ref::<Interrupted>() {
+            Some(i) if i.signal == libc::SIGTERM => error.context(
+                "the MPI job ended: mpirun sends every rank SIGTERM when a rank fails or is killed, or on Ctrl-C",
+            ),
+            _ => error,
+        });
         (outcome.map(Some), reachable)
     } else {
         let outcome = follow(config, &cluster);

@@ -18,6 +18,7 @@ use anyhow::{bail, Context, Result};
 use crate::sys::{self, Errno};
 
 mod runs;
+pub mod warden;
 
 pub use runs::{dead_runs, forget, RunRegistration};
 

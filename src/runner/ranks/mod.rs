@@ -14,7 +14,7 @@
 
 mod merge;
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, Context, Result};
@@ -25,6 +25,7 @@ use super::signals;
 use crate::cluster::Cluster;
 use crate::plan::{Cache, PointSpec};
 use crate::results::RunRecord;
+use crate::scratch::warden::Warden;
 use crate::scratch::Scratch;
 use crate::sys;
 use crate::workloads::{self, PointState};
@@ -57,11 +58,33 @@ pub(super) struct Root<'a> {
     started: Cell<bool>,
     /// A wait was cut short (a signal): the others cannot be met again.
     broken: Cell<bool>,
+    /// Removes the scratch if rank 0 is killed (mpirun's SIGKILL follows its
+    /// SIGTERM within milliseconds when another rank dies).
+    warden: RefCell<Option<Warden>>,
 }
 
 impl<'a> Root<'a> {
-    pub(super) fn new(cluster: &'a Cluster) -> Root<'a> {
-        Root { cluster, started: Cell::new(false), broken: Cell::new(false) }
+    /// Starts the warden of rank 0's scratch (`output`: its results file).
+    pub(super) fn new(cluster: &'a Cluster, output: &Path) -> Result<Root<'a>> {
+        let mut warden = Warden::start()?;
+        warden.results(output);
+        Ok(Root { cluster, started: Cell::new(false), broken: Cell::new(false), warden: RefCell::new(Some(warden)) })
+    }
+
+    /// Rank 0 is ending on its own terms: it removed what it made.
+    pub(super) fn dismiss_warden(&self) {
+        if let Some(warden) = self.warden.borrow_mut().take() {
+            warden.dismiss();
+        }
+    }
+
+    fn warden(&self, watch: bool, path: &Path) {
+        if let Some(warden) = self.warden.borrow_mut().as_mut() {
+            match watch {
+                true => warden.watch(path),
+                false => warden.release(path),
+            }
+        }
     }
 
     pub(super) fn cluster(&self) -> &Cluster {
@@ -87,9 +110,12 @@ impl<'a> Root<'a> {
     ) -> Result<RunRecord> {
         super::cpu::find_kernel_threads();
         let scratch = Scratch::create(dir)?;
+        let path = scratch.path().to_path_buf();
+        self.warden(true, &path);
         let outcome = self.measure(spec, &scratch, timing, cpus, inputs, run);
         // Every rank is past its run (the last meeting was the gather): remove everyone's files.
         let removal = scratch.remove();
+        self.warden(false, &path);
         let record = outcome?;
         removal?;
         Ok(record)
