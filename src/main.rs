@@ -78,16 +78,20 @@ fn run(command: cli::Command, argv: Vec<String>) -> anyhow::Result<()> {
             let named_output = args.output.is_some();
             let explain_all = args.explain_all;
             let job = cluster.as_ref().map(|c| cli::RankOf { rank: c.rank(), ranks: c.size() });
-            let config = (*args).into_config(argv, job)?;
+            let follower = job.is_some_and(|j| j.rank != 0);
+            // Every rank finds the same fault in the same arguments: rank 0 says it.
+            let config =
+                (*args).into_config(argv, job).map_err(|e| if follower { QuietFailure(0).into() } else { e })?;
             let Some(cluster) = cluster else {
                 let mut progress = terminal::TerminalProgress::new();
                 let outcome = runner::run(&config, &mut progress);
                 return show_run(outcome, &config, named_output, explain_all, progress);
             };
             if !cluster.is_root() {
-                // Only rank 0 speaks: it reports every rank's failure.
+                // Only rank 0 speaks: it reports every rank's failure, and the job's exit
+                // status is its own (a non-zero one here would make mpirun kill rank 0 mid-report).
                 return runner::run_on_ranks(&config, cluster, &mut runner::Silent).map(|_| ()).map_err(|e| {
-                    let code = e.downcast_ref::<Interrupted>().map_or(1, |i| i.exit_code() as u8);
+                    let code = e.downcast_ref::<Interrupted>().map_or(0, |i| i.exit_code() as u8);
                     QuietFailure(code).into()
                 });
             }
@@ -99,7 +103,7 @@ fn run(command: cli::Command, argv: Vec<String>) -> anyhow::Result<()> {
     }
 }
 
-/// A rank other than 0 failed: rank 0 says why; this one only exits with the code.
+/// A rank other than 0 failed: rank 0 says why; this one only exits, with status 0 unless a signal ended it.
 #[derive(Debug)]
 struct QuietFailure(u8);
 

@@ -32,6 +32,11 @@ pub trait Comm {
     fn gather(&self, mine: &[u8], idle: Idle<'_>) -> Result<Vec<Vec<u8>>>;
     /// Rank 0's `data` on every rank (what others pass is ignored).
     fn broadcast(&self, data: &[u8], idle: Idle<'_>) -> Result<Vec<u8>>;
+    /// Sends `bytes` to rank `to` without waiting for it to receive them
+    /// (buffered: the cooperative walk's messages, a few kilobytes each).
+    fn send(&self, to: usize, tag: u16, bytes: &[u8]) -> Result<()>;
+    /// A message with `tag` that has arrived from any rank, and its sender.
+    fn receive(&self, tag: u16) -> Option<(usize, Vec<u8>)>;
     /// The library's name and version.
     fn library(&self) -> String;
     /// This rank's node, as the library names it.
@@ -100,6 +105,16 @@ impl Cluster {
             hosts: self.hosts.clone(),
             placement: self.placement,
         }
+    }
+
+    /// Sends `bytes` to `to` at once; see [`Comm::send`].
+    pub fn send(&self, to: usize, tag: u16, bytes: &[u8]) -> Result<()> {
+        self.comm.send(to, tag, bytes)
+    }
+
+    /// A message with `tag` from anyone, if one has arrived.
+    pub fn receive(&self, tag: u16) -> Option<(usize, Vec<u8>)> {
+        self.comm.receive(tag)
     }
 
     /// Every rank's `value`, in rank order, on every rank.

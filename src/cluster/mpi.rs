@@ -17,6 +17,10 @@ use mpi::Threading;
 
 use super::{Comm, Idle};
 
+/// The buffer that buffered sends copy into: far more than the walk's
+/// messages in flight at once (a few batches of paths per rank).
+const SEND_BUFFER: usize = 32 << 20;
+
 /// The longest pause between two polls of a barrier: how late a waiting
 /// rank may see that the others arrived (so also the start skew between ranks).
 const LONGEST_PAUSE: Duration = Duration::from_millis(2);
@@ -29,8 +33,9 @@ pub(super) struct Mpi {
 impl Mpi {
     /// `MPI_Init_thread`: only the main thread calls MPI; the workers are threads that never do.
     pub(super) fn init() -> Result<Mpi> {
-        let (universe, _) = mpi::initialize_with_threading(Threading::Funneled)
+        let (mut universe, _) = mpi::initialize_with_threading(Threading::Funneled)
             .ok_or_else(|| anyhow!("MPI was initialised twice (internal error)"))?;
+        universe.set_buffer_size(SEND_BUFFER);
         let world = universe.world();
         Ok(Mpi { universe, world })
     }
@@ -123,6 +128,18 @@ impl Comm for Mpi {
         let mut buffer = if self.rank() == 0 { data.to_vec() } else { vec![0u8; length as usize] };
         root.broadcast_into(&mut buffer[..]);
         Ok(buffer)
+    }
+
+    fn send(&self, to: usize, tag: u16, bytes: &[u8]) -> Result<()> {
+        count(bytes)?;
+        self.world.process_at_rank(to as i32).buffered_send_with_tag(bytes, tag as i32);
+        Ok(())
+    }
+
+    fn receive(&self, tag: u16) -> Option<(usize, Vec<u8>)> {
+        let probed = self.world.any_process().immediate_matched_probe_with_tag(tag as i32)?;
+        let (bytes, status) = probed.matched_receive_vec::<u8>();
+        Some((status.source_rank() as usize, bytes))
     }
 
     fn library(&self) -> String {

@@ -135,7 +135,19 @@ pub(super) trait Gate {
     /// Every process's window has closed or (fixed work) every job is done:
     /// untimed cleanup may start without disturbing anyone's measurement.
     fn end(&self) -> Result<()>;
+    /// Whether [`Gate::tend`] has work while a job runs (a walk shared with other processes).
+    fn tends(&self) -> bool {
+        false
+    }
+    /// Called about every [`TEND_INTERVAL`] while a fixed-work job runs.
+    fn tend(&self) -> Result<()> {
+        Ok(())
+    }
 }
+
+/// How often a [`Gate`] that tends is tended: how long an idle rank of a
+/// shared walk may wait for the message that brings it work.
+pub(super) const TEND_INTERVAL: Duration = Duration::from_micros(500);
 
 /// Starts `crew`'s workers in `place` and measures them through the window.
 pub(super) fn run_workers(
@@ -461,8 +473,12 @@ fn coordinate_fixed_work(
     let mut timeline = Timeline { interval_s: timing.sample_interval.as_secs_f64(), ..Timeline::default() };
     let mut counts = Vec::with_capacity(workers);
     let mut next_sample = start + interval;
+    let tend_ns = gate.filter(|g| g.tends()).map(|_| TEND_INTERVAL.as_nanos() as u64);
     loop {
         watch.check()?;
+        if let Some(gate) = gate {
+            gate.tend()?;
+        }
         if region.completed() as usize == workers {
             break;
         }
@@ -473,7 +489,8 @@ fn coordinate_fixed_work(
             instruments.drain()?;
             continue;
         }
-        watch.sleep_until_or(next_sample, |region| region.completed() as usize == workers)?;
+        let until = tend_ns.map_or(next_sample, |t| next_sample.min(sys::monotonic_ns() + t));
+        watch.sleep_until_or(until, |region| region.completed() as usize == workers)?;
     }
     let completed: Vec<u64> =
         (0..workers).map(|i| region.report(i).completed_ns.load(Ordering::Acquire).max(start)).collect();

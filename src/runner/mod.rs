@@ -91,13 +91,6 @@ fn check_ranks(config: &RunConfig, cluster: &Cluster) -> Result<()> {
              use --share private or shared"
         );
     }
-    if config.workloads.contains(&Workload::Traverse) && config.shares.contains(&Share::Shared) && config.strict_shares
-    {
-        anyhow::bail!(
-            "traverse --share shared: the cooperative walk shares its queue in memory, which ranks cannot yet; \
-             use --share private (each rank walks its own copy)"
-        );
-    }
     Ok(())
 }
 

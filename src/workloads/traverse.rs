@@ -126,7 +126,7 @@ impl Job for Traverse<'_> {
                     queue.found(found.len());
                     // Keep work local, but feed the queue while others may be idle;
                     // what does not fit in it stays here.
-                    while queue.len() < 2 * self.workers {
+                    while queue.len() < queue.target_len(self.workers) {
                         match found.pop() {
                             Some(d) if queue.push(&d) => {}
                             Some(d) => {

@@ -30,6 +30,11 @@ struct Header {
     count: AtomicU64,
     /// Bytes of the arena in use: each path, then its length as a u32.
     top: AtomicU64,
+    /// 1: other processes' workers walk the tree too (the ranks of an MPI
+    /// job), so nothing pending here does not end the walk; [`WalkQueue::finish`] does.
+    cooperating: AtomicU32,
+    /// 1: the walk is over everywhere.
+    done: AtomicU32,
 }
 
 pub struct WalkQueue {
@@ -45,11 +50,47 @@ unsafe impl Sync for WalkQueue {}
 impl WalkQueue {
     /// A queue holding the tree's top directory `.`, pending.
     pub fn new() -> std::io::Result<WalkQueue> {
-        let len = size_of::<Header>() + ARENA;
-        let queue = WalkQueue { base: sys::map_shared(len, true)?, len };
+        let queue = WalkQueue::empty()?;
         queue.header().pending.store(1, Ordering::Relaxed);
         assert!(queue.push(c"."), "an empty stack has room");
         Ok(queue)
+    }
+
+    /// A queue with nothing in it: a rank's, whose work comes from other ranks.
+    pub fn empty() -> std::io::Result<WalkQueue> {
+        let len = size_of::<Header>() + ARENA;
+        Ok(WalkQueue { base: sys::map_shared(len, true)?, len })
+    }
+
+    /// From now on the walk ends by [`WalkQueue::finish`] alone.
+    pub fn cooperate(&self) {
+        self.header().cooperating.store(1, Ordering::Release);
+    }
+
+    /// How many paths a worker keeps on the stack for others (it keeps the
+    /// rest to itself): a few per worker in memory; more when other ranks
+    /// take them in batches of messages.
+    pub fn target_len(&self, workers: usize) -> usize {
+        match self.header().cooperating.load(Ordering::Relaxed) {
+            0 => 2 * workers,
+            _ => 32 * workers,
+        }
+    }
+
+    /// Nothing pending here: every directory found here or handed here is listed.
+    pub fn idle(&self) -> bool {
+        self.header().pending.load(Ordering::Acquire) == 0
+    }
+
+    /// `n` popped directories went to another process: no longer pending here.
+    pub fn handed_off(&self, n: usize) {
+        self.header().pending.fetch_sub(n as u64, Ordering::AcqRel);
+    }
+
+    /// The walk is over everywhere: waiting workers leave.
+    pub fn finish(&self) {
+        self.header().done.store(1, Ordering::Release);
+        self.wake_all();
     }
 
     fn header(&self) -> &Header {
@@ -152,7 +193,12 @@ impl WalkQueue {
             if let Some(dir) = self.pop() {
                 return Some(dir);
             }
-            if self.header().pending.load(Ordering::Acquire) == 0 || stop() {
+            let header = self.header();
+            let over = match header.cooperating.load(Ordering::Acquire) {
+                0 => header.pending.load(Ordering::Acquire) == 0,
+                _ => header.done.load(Ordering::Acquire) == 1,
+            };
+            if over || stop() {
                 return None;
             }
             sys::futex_wait(&self.header().wake, seen, Some(Duration::from_millis(5)));
@@ -187,6 +233,31 @@ mod tests {
         assert_eq!(q.pop().as_deref(), Some(long.as_c_str()));
         assert_eq!(q.pop().as_deref(), Some(c"a"));
         assert!(q.pop().is_none() && q.is_empty());
+    }
+
+    #[test]
+    fn a_cooperating_walk_ends_when_finished_not_when_idle() {
+        let q = WalkQueue::empty().unwrap();
+        q.cooperate();
+        assert!(q.idle());
+        std::thread::scope(|s| {
+            let taker = s.spawn(|| q.take(&|| false));
+            std::thread::sleep(Duration::from_millis(20));
+            assert!(!taker.is_finished(), "idle, but not over");
+            q.found(1);
+            assert!(q.push(c"./from-another-rank"));
+            assert_eq!(taker.join().unwrap().as_deref(), Some(c"./from-another-rank"));
+        });
+        q.listed();
+        assert!(q.idle());
+        q.finish();
+        assert!(q.take(&|| false).is_none());
+        // Handing off popped work leaves nothing pending here.
+        q.found(2);
+        assert!(q.push(c"a") && q.push(c"b"));
+        assert!(q.pop().is_some() && q.pop().is_some());
+        q.handed_off(2);
+        assert!(q.idle());
     }
 
     #[test]

@@ -10,6 +10,7 @@ mod instruments;
 mod interrupt;
 mod mdtest;
 mod ministat;
+mod mpi;
 mod noise;
 mod order;
 mod power;

@@ -13,6 +13,7 @@
 //! mpirun ending the job because a rank died) ends every wait at once.
 
 mod merge;
+mod walk;
 
 use std::cell::{Cell, RefCell};
 use std::path::{Path, PathBuf};
@@ -28,7 +29,8 @@ use crate::results::RunRecord;
 use crate::scratch::warden::Warden;
 use crate::scratch::Scratch;
 use crate::sys;
-use crate::workloads::{self, PointState};
+use crate::workloads::{self, PointState, Share, WalkQueue, Workload};
+use walk::WalkAgent;
 
 #[derive(Serialize, Deserialize)]
 enum Order {
@@ -39,6 +41,8 @@ enum Order {
 
 #[derive(Serialize, Deserialize)]
 struct RunOrder {
+    /// Counts the orders: tells one run's point-to-point messages from another's.
+    serial: u32,
     spec: PointSpec,
     run: usize,
     scratch: PathBuf,
@@ -58,6 +62,7 @@ pub(super) struct Root<'a> {
     started: Cell<bool>,
     /// A wait was cut short (a signal): the others cannot be met again.
     broken: Cell<bool>,
+    orders: Cell<u32>,
     /// Removes the scratch if rank 0 is killed (mpirun's SIGKILL follows its
     /// SIGTERM within milliseconds when another rank dies).
     warden: RefCell<Option<Warden>>,
@@ -68,7 +73,13 @@ impl<'a> Root<'a> {
     pub(super) fn new(cluster: &'a Cluster, output: &Path) -> Result<Root<'a>> {
         let mut warden = Warden::start()?;
         warden.results(output);
-        Ok(Root { cluster, started: Cell::new(false), broken: Cell::new(false), warden: RefCell::new(Some(warden)) })
+        Ok(Root {
+            cluster,
+            started: Cell::new(false),
+            broken: Cell::new(false),
+            orders: Cell::new(0),
+            warden: RefCell::new(Some(warden)),
+        })
     }
 
     /// Rank 0 is ending on its own terms: it removed what it made.
@@ -134,7 +145,10 @@ impl<'a> Root<'a> {
         let ranks = cluster.ranks_for(spec.workers);
         // The coordinator's part of the point, made once for all ranks.
         let point = workloads::prepare_point(spec.workload, spec.share, spec.workers, scratch.fd(), inputs.tree)?;
+        let serial = self.orders.get();
+        self.orders.set(serial.wrapping_add(1));
         let order = RunOrder {
+            serial,
             spec: *spec,
             run,
             scratch: scratch.path().to_path_buf(),
@@ -150,7 +164,7 @@ impl<'a> Root<'a> {
             )));
         }
         let place = Place { fd: scratch.fd(), path: scratch.path(), point: &point };
-        let local = serve(cluster, &self.broken, spec, place, timing, cpus, inputs, run, &ranks);
+        let local = serve(cluster, &self.broken, serial, spec, place, timing, cpus, inputs, run, &ranks);
         let mine: Outcome = local.as_ref().map(Option::clone).map_err(|e| format!("{e:#}"));
         let all = cluster.gather(&mine, &mut idle(&self.broken)).map_err(|e| self.cut(e))?.unwrap_or_default();
         // Rank 0's own error is the cause, or a peer's failure it met.
@@ -222,6 +236,7 @@ fn first_failure(cluster: &Cluster, said: &[Said]) -> Option<anyhow::Error> {
 fn serve(
     cluster: &Cluster,
     broken: &Cell<bool>,
+    serial: u32,
     spec: &PointSpec,
     place: Place<'_>,
     timing: &Timing,
@@ -230,8 +245,12 @@ fn serve(
     run: usize,
     ranks: &[usize],
 ) -> Result<Option<RunRecord>> {
-    let gate = RankGate { cluster, broken, met: Cell::new(0), failed: Cell::new(false) };
     let worker = ranks.iter().position(|&r| r == cluster.rank());
+    let walk = (spec.workload == Workload::Traverse && spec.share == Share::Shared && worker.is_some())
+        .then_some(place.point.walk_queue.as_ref())
+        .flatten()
+        .map(|queue| RefCell::new(WalkAgent::new(cluster, queue, ranks, walk::tag(serial))));
+    let gate = RankGate { cluster, broken, met: Cell::new(0), failed: Cell::new(false), walk };
     let timing = Timing { drop_caches: spec.cache == Some(Cache::Cold), device: None, ..timing.clone() };
     let outcome = match worker {
         Some(first) => {
@@ -243,6 +262,10 @@ fn serve(
         None => gate.start().and_then(|()| gate.end()).map(|()| None),
     };
     if let Err(error) = &outcome {
+        if let Some(walk) = &gate.walk {
+            // The other walkers must not wait for this rank's requests.
+            let _ = walk.borrow_mut().abort();
+        }
         gate.meet_the_rest(error);
     }
     outcome
@@ -256,6 +279,8 @@ struct RankGate<'a> {
     met: Cell<u8>,
     /// Some rank failed at a meeting: every rank knows, none meets again.
     failed: Cell<bool>,
+    /// This rank's part in a walk the ranks share.
+    walk: Option<RefCell<WalkAgent<'a>>>,
 }
 
 impl RankGate<'_> {
@@ -288,6 +313,14 @@ impl Gate for RankGate<'_> {
     fn end(&self) -> Result<()> {
         self.meet(Ok(()))
     }
+
+    fn tends(&self) -> bool {
+        self.walk.is_some()
+    }
+
+    fn tend(&self) -> Result<()> {
+        self.walk.as_ref().map_or(Ok(()), |w| w.borrow_mut().tend())
+    }
 }
 
 /// A rank other than 0: prepares what rank 0 prepares, then serves its orders until told to finish.
@@ -301,7 +334,7 @@ pub(super) fn follow(cluster: &Cluster, prepared: Result<(Timing, Inputs<'_>, Op
     }
     loop {
         let order: Order = cluster.broadcast(None, &mut idle(&broken))?;
-        let RunOrder { spec, run, scratch, token, ranks } = match order {
+        let RunOrder { serial, spec, run, scratch, token, ranks } = match order {
             Order::Finish => return Ok(()),
             Order::Run(order) => order,
         };
@@ -312,10 +345,19 @@ pub(super) fn follow(cluster: &Cluster, prepared: Result<(Timing, Inputs<'_>, Op
         if first_failure(cluster, &seen).is_some() {
             continue;
         }
-        // Nothing of rank 0's point state crosses processes (shared open files are refused under MPI).
-        let point = PointState::default();
+        // Of rank 0's point state only the walk's queue has a counterpart here, empty
+        // (shared open files are refused under MPI).
+        let walks_together = spec.workload == Workload::Traverse && spec.share == Share::Shared;
+        let point = match walks_together.then(WalkQueue::empty).transpose() {
+            Ok(walk_queue) => PointState { walk_queue, ..PointState::default() },
+            Err(e) => {
+                let mine: Outcome = Err(format!("mapping the walk queue: {e}"));
+                cluster.gather(&mine, &mut idle(&broken))?;
+                continue;
+            }
+        };
         let place = Place { fd: dir.fd(), path: &scratch, point: &point };
-        let outcome = serve(cluster, &broken, &spec, place, &timing, cpus.as_deref(), inputs, run, &ranks);
+        let outcome = serve(cluster, &broken, serial, &spec, place, &timing, cpus.as_deref(), inputs, run, &ranks);
         let mine: Outcome = outcome.map_err(|e| format!("{e:#}"));
         cluster.gather(&mine, &mut idle(&broken))?;
     }

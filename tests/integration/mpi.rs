@@ -1,0 +1,248 @@
+//! Many clients: real `mpirun` jobs of the binary built with `--features
+//! mpi` (`.ci/run` runs them: `cargo test --features mpi mpi::`), and what a
+//! binary without the feature says when a launcher starts it.
+
+use crate::util::*;
+
+#[test]
+fn placement_outside_an_mpi_job_is_refused() {
+    let env = TestEnv::new();
+    let out = env.run(&["stat", "--placement", "pack"]);
+    assert_one_line_error(&out, "--placement picks the ranks of an MPI run");
+}
+
+#[cfg(not(feature = "mpi"))]
+#[test]
+fn a_binary_without_mpi_refuses_to_be_one_of_many_ranks() {
+    let env = TestEnv::new();
+    let mut cmd = fsscale();
+    cmd.env("OMPI_COMM_WORLD_SIZE", "4").args(["run", "stat", "-n", "1", "-d", "0.05", "--dir"]).arg(&env.dir);
+    let out = cmd.output().unwrap();
+    assert_one_line_error(&out, "built without MPI");
+    assert!(stderr(&out).contains("--features mpi"), "{}", stderr(&out));
+    assert!(env.leftovers().is_empty());
+}
+
+#[cfg(feature = "mpi")]
+mod jobs {
+    use std::path::Path;
+    use std::process::{Command, Output};
+
+    use super::*;
+    use fsscale::results::ResultsFile;
+    use fsscale::workloads::{Share, Workload};
+
+    /// `mpirun -np RANKS [WRAPPER] fsscale run ARGS` with the quick settings of [`TestEnv::run`].
+    fn mpirun(env: &TestEnv, ranks: usize, wrapper: Option<&Path>, args: &[&str]) -> Command {
+        let mut cmd = Command::new("mpirun");
+        cmd.args(["--allow-run-as-root", "--oversubscribe", "-np", &ranks.to_string()]);
+        cmd.args(wrapper);
+        cmd.arg(env!("CARGO_BIN_EXE_fsscale"));
+        cmd.arg("run").args(["-n", "1", "--duration", "0.05", "--warmup", "0", "--warmup-runs", "0"]);
+        cmd.args(args).arg("--dir").arg(&env.dir).arg("-o").arg(&env.output);
+        cmd.env("FSSCALE_CACHE_DIR", std::env::temp_dir().join("fsscale-test-cache"));
+        cmd.stdin(std::process::Stdio::null());
+        cmd
+    }
+
+    /// Jobs of several ranks on a small machine: one at a time.
+    fn one_job_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+        static JOBS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        JOBS.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn has_mpirun(test: &str) -> bool {
+        let found = Command::new("mpirun").arg("--version").output().is_ok_and(|o| o.status.success());
+        prerequisite(found, test, "mpirun not found (apt-get install openmpi-bin)")
+    }
+
+    fn run(env: &TestEnv, ranks: usize, args: &[&str]) -> Output {
+        mpirun(env, ranks, None, args).output().expect("run mpirun")
+    }
+
+    /// Every point: the ranks that served it are distinct, rank 0 first, and
+    /// each worker's ops add up to the run's (each did some, unless stonewalled).
+    fn assert_ranks_add_up(doc: &ResultsFile, each_works: bool) {
+        for p in &doc.points {
+            let ranks = p.ranks.as_ref().expect("the ranks of every point");
+            assert_eq!(ranks.len(), p.workers);
+            assert_eq!(ranks[0], 0);
+            let mut distinct = ranks.clone();
+            distinct.sort_unstable();
+            distinct.dedup();
+            assert_eq!(distinct.len(), p.workers, "{ranks:?}");
+            for run in &p.runs {
+                assert_eq!(run.per_worker_ops.len(), p.workers);
+                assert_eq!(run.per_worker_ops.iter().sum::<u64>(), run.ops);
+                let worked = run.per_worker_ops.iter().all(|&n| n > 0);
+                assert!(worked || !each_works, "every rank worked: {:?}", run.per_worker_ops);
+            }
+        }
+    }
+
+    #[test]
+    fn a_sweep_over_ranks_adds_up_and_leaves_nothing() {
+        if !has_mpirun("a_sweep_over_ranks_adds_up_and_leaves_nothing") {
+            return;
+        }
+        let _job = one_job_at_a_time();
+        let env = TestEnv::new();
+        let out = run(&env, 4, &["stat", "creat-unlink", "--share", "private,shared", "-n", "2"]);
+        assert_success(&out);
+        let doc = env.results();
+        let cluster = doc.cluster.as_ref().expect("the job is recorded");
+        assert_eq!(cluster.ranks, 4);
+        assert_eq!(cluster.hosts.len(), 4);
+        assert!(cluster.library.contains("MPI"), "{}", cluster.library);
+        // Default sweep: 1, powers of two, all ranks; both workloads, both sharing levels.
+        let mut seen: Vec<(Workload, Share, usize)> =
+            doc.points.iter().map(|p| (p.workload, p.share, p.workers)).collect();
+        seen.sort();
+        assert_eq!(seen.len(), 12);
+        assert!(seen.iter().all(|(_, _, n)| [1, 2, 4].contains(n)));
+        assert!(doc.points.iter().all(|p| p.runs.len() == 2));
+        assert_ranks_add_up(&doc, true);
+        // Rank 0 alone wrote results and tables: one table header per workload.
+        let text = stdout(&out);
+        assert_eq!(text.matches("stat: fstatat()").count(), 1, "{text}");
+        assert!(env.leftovers().is_empty(), "{:?}", env.leftovers());
+    }
+
+    #[test]
+    fn mdtest_phases_over_ranks_do_every_item_once() {
+        if !has_mpirun("mdtest_phases_over_ranks_do_every_item_once") {
+            return;
+        }
+        let _job = one_job_at_a_time();
+        for stonewall in [None, Some("0.001")] {
+            let env = TestEnv::new();
+            let mut args = vec!["mdtest", "-j", "1,3", "--share", "private,shared", "--items", "400"];
+            args.extend(stonewall.iter().flat_map(|s| ["--stonewall", *s]));
+            let out = run(&env, 3, &args);
+            assert_success(&out);
+            let doc = env.results();
+            assert_ranks_add_up(&doc, stonewall.is_none());
+            for p in &doc.points {
+                for r in &p.runs {
+                    let times = r.completion_s.as_ref().unwrap();
+                    assert_eq!(times.len(), p.workers);
+                    assert_eq!(r.elapsed_s, times.iter().cloned().fold(0.0, f64::max), "the slowest rank's time");
+                    match stonewall {
+                        None => assert_eq!(r.ops, 400 * p.workers as u64, "{} x{}", p.workload, p.workers),
+                        Some(_) => assert!(r.ops <= 400 * p.workers as u64),
+                    }
+                }
+            }
+            // Stonewalled or not, every item made was removed: nothing left.
+            assert!(env.leftovers().is_empty(), "{stonewall:?}: {:?}", env.leftovers());
+        }
+    }
+
+    #[test]
+    fn ranks_walk_one_tree_together_counting_each_entry_once() {
+        if !has_mpirun("ranks_walk_one_tree_together_counting_each_entry_once") {
+            return;
+        }
+        let _job = one_job_at_a_time();
+        let env = TestEnv::new();
+        let out = run(&env, 4, &["traverse", "--share", "shared", "--scale", "0.2", "-n", "2"]);
+        assert_success(&out);
+        let doc = env.results();
+        let entries = doc.settings.untar.as_ref().unwrap().entries;
+        assert!(entries > 5000, "a tree worth sharing: {entries}");
+        assert_eq!(doc.points.len(), 3);
+        for p in &doc.points {
+            for run in &p.runs {
+                assert_eq!(run.ops, entries, "x{}: each entry counted once", p.workers);
+                assert_eq!(run.per_worker_ops.len(), p.workers);
+                assert_eq!(run.per_worker_ops.iter().sum::<u64>(), entries);
+            }
+        }
+        assert!(stdout(&out).contains("work share"), "{}", stdout(&out));
+        assert!(env.leftovers().is_empty(), "{:?}", env.leftovers());
+    }
+
+    #[test]
+    fn what_ranks_cannot_do_is_refused_with_the_reason() {
+        if !has_mpirun("what_ranks_cannot_do_is_refused_with_the_reason") {
+            return;
+        }
+        let _job = one_job_at_a_time();
+        let env = TestEnv::new();
+        let cases: [(&[&str], &str); 3] = [
+            (&["stat", "--mode", "thread"], "every worker is a rank"),
+            (&["stat", "-j", "1,4"], "the job has 2 ranks"),
+            (&["dup-close", "--share", "same"], "ranks (separate processes) cannot"),
+        ];
+        for (args, reason) in cases {
+            let out = run(&env, 2, args);
+            assert!(!out.status.success(), "{args:?}");
+            let text = stderr(&out);
+            let ours: Vec<&str> = text.lines().filter(|l| l.starts_with("fsscale:")).collect();
+            assert_eq!(ours.len(), 1, "rank 0 alone speaks, once: {text}");
+            assert!(ours[0].contains(reason), "{args:?}: {text}");
+        }
+        assert!(env.leftovers().is_empty());
+    }
+
+    #[test]
+    fn a_dir_one_rank_cannot_see_is_named_with_its_host() {
+        if !has_mpirun("a_dir_one_rank_cannot_see_is_named_with_its_host")
+            || !needs_root("a_dir_one_rank_cannot_see_is_named_with_its_host")
+        {
+            return;
+        }
+        let _job = one_job_at_a_time();
+        let env = TestEnv::new();
+        // Rank 2 gets a private mount namespace with an empty tmpfs over --dir: a node that does not share it.
+        let wrapper = env.root.path().join("private-dir.sh");
+        let script = format!(
+            "#!/bin/sh\nif [ \"$OMPI_COMM_WORLD_RANK\" = 2 ]; then\n  exec unshare -m --propagation private sh -c \
+             'mount -t tmpfs none {} && exec \"$0\" \"$@\"' \"$@\"\nfi\nexec \"$@\"\n",
+            env.dir.display()
+        );
+        std::fs::write(&wrapper, script).unwrap();
+        std::fs::set_permissions(&wrapper, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        let out = mpirun(&env, 4, Some(&wrapper), &["stat"]).output().unwrap();
+        assert!(!out.status.success());
+        let text = stderr(&out);
+        let host = fsscale::results::Host::detect().hostname;
+        assert!(
+            text.contains(&format!("rank 2 on {host}: cannot see the scratch directory")) && text.contains("--dir"),
+            "{text}"
+        );
+        let doc = env.results();
+        assert_eq!(doc.status, fsscale::results::Status::Failed);
+        assert!(env.leftovers().is_empty(), "{:?}", env.leftovers());
+    }
+
+    #[test]
+    fn a_killed_rank_ends_the_job_with_finished_runs_on_disk_and_nothing_left() {
+        if !has_mpirun("a_killed_rank_ends_the_job_with_finished_runs_on_disk_and_nothing_left") {
+            return;
+        }
+        let _job = one_job_at_a_time();
+        let env = TestEnv::new();
+        let mut job =
+            mpirun(&env, 4, None, &["creat-unlink", "-j", "4", "-n", "50", "--duration", "0.3"]).spawn().unwrap();
+        // Once a run is on disk, kill rank 2 mid-run.
+        wait_until("a finished run", || {
+            ResultsFile::load(&env.output).is_ok_and(|d| d.points.iter().any(|p| !p.runs.is_empty()))
+        });
+        let rank2 = processes_running(env!("CARGO_BIN_EXE_fsscale")).into_iter().find(|pid| {
+            let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+            environ.split(|&b| b == 0).any(|v| v == b"OMPI_COMM_WORLD_RANK=2")
+        });
+        // SAFETY: signalling a process of this test's job.
+        unsafe { libc::kill(rank2.expect("rank 2 runs"), libc::SIGKILL) };
+        let status = job.wait().unwrap();
+        assert!(!status.success());
+        let doc = ResultsFile::load(&env.output).expect("the results survive");
+        assert!(!doc.points[0].runs.is_empty(), "finished runs are on disk");
+        // Rank 0 (or, if mpirun killed it first, its warden) removes every rank's files.
+        wait_until("the scratch removed", || env.leftovers().is_empty());
+        wait_until("no warden left", || processes_running("fsscale scratch-warden").is_empty());
+        let tmp: Vec<String> = entries(env.root.path()).into_iter().filter(|n| n.ends_with(".tmp")).collect();
+        assert!(tmp.is_empty(), "{tmp:?}");
+    }
+}
