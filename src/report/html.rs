@@ -76,8 +76,23 @@ fn environment(out: &mut String, files: &[(String, ResultsFile)]) {
     }
     out.push_str("</tr>\n");
     type Field = fn(&ResultsFile) -> String;
-    let rows: [(&str, Field); 13] = [
+    let rows: [(&str, Field); 14] = [
         ("host", |d| d.host.hostname.clone()),
+        ("MPI job", |d| match &d.cluster {
+            None => "-".into(),
+            Some(c) => {
+                let nodes = c.nodes();
+                let per_node: Vec<String> = nodes.iter().map(|(h, r)| format!("{h} ({})", r.len())).collect();
+                format!(
+                    "{} ranks on {} node(s): {}; placement {}; {}",
+                    c.ranks,
+                    nodes.len(),
+                    per_node.join(", "),
+                    c.placement,
+                    c.library
+                )
+            }
+        }),
         ("kernel", |d| format!("{} {}", d.host.kernel_release, d.host.kernel_version)),
         ("CPU", |d| d.host.cpu_model.clone()),
         ("online CPUs", |d| d.host.online_cpus.to_string()),
@@ -468,6 +483,7 @@ fn detail_table(out: &mut String, files: &[(String, ResultsFile)], workload: Wor
     let fair = points().any(|(_, p)| p.metric.is_none());
     let device = points().any(|(_, p)| p.runs.iter().any(|r| r.device_io.is_some()));
     let sched = points().any(|(_, p)| p.runs.iter().any(|r| !r.sched.is_empty()));
+    let nodes = points().any(|(_, p)| p.runs.iter().any(|r| r.nodes.is_some()));
     let heading = match (fair, device) {
         (true, true) => "Fairness, CPU and device I/O",
         (true, false) => "Fairness and CPU",
@@ -489,6 +505,9 @@ fn detail_table(out: &mut String, files: &[(String, ResultsFile)], workload: Wor
     }
     if sched {
         out.push_str("<th>per worker, middle run: runnable but waiting / asleep (min / median / max)</th>");
+    }
+    if nodes {
+        out.push_str("<th>per node (MPI), median run</th>");
     }
     out.push_str("<th>CPU</th>");
     if device {
@@ -538,6 +557,10 @@ fn detail_table(out: &mut String, files: &[(String, ResultsFile)], workload: Wor
         }
         if sched {
             let _ = write!(out, "<td class=\"num\">{}</td>", worker_sched(run));
+        }
+        if nodes {
+            let text = super::ranks::median_run(p).and_then(|r| super::ranks::nodes_of(p, r));
+            let _ = write!(out, "<td>{}</td>", esc(text.as_deref().unwrap_or("-")));
         }
         let _ = write!(out, "<td>{bar}</td>");
         if device {

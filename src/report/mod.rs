@@ -8,6 +8,7 @@ mod flame;
 mod html;
 mod latency;
 pub mod profile;
+mod ranks;
 mod table;
 mod text;
 

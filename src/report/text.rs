@@ -77,6 +77,7 @@ pub fn render_results_with(doc: &ResultsFile, explain_all: bool) -> String {
                 out.push_str(&replay_ops_table(p).render());
             }
         }
+        out.push_str(&super::ranks::lines(points));
         for point in super::profile::points_to_explain(points, explain_all) {
             out.push_str(&super::profile::explain(point));
         }

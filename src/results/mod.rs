@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 pub use host::Host;
 pub use journal::{journal_path, Saver};
 pub use profile::{CpuProfile, FunctionShare, LockProfile, LockSite, SyscallCheck, SyscallCount};
-pub use run::{RunNoise, RunRecord, SchedShares, SystemCpu, Timeline, WorkerCpu, WorkerSched, Writeback};
+pub use run::{NodeOps, RunNoise, RunRecord, SchedShares, SystemCpu, Timeline, WorkerCpu, WorkerSched, Writeback};
 pub use target::{mounts, Mount, Target};
 
 use crate::fs::{Fresh, FsRecord};
@@ -471,6 +471,7 @@ pub(crate) mod fixtures {
             locks: None,
             cpu_profile: None,
             syscalls: None,
+            nodes: None,
         }
     }
 

@@ -71,6 +71,22 @@ pub struct RunRecord {
     /// `replay`: latency (and so count) of each operation kind in the window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay_ops: Option<BTreeMap<OpKind, Histogram>>,
+    /// Under MPI: the work of each node's ranks, nodes in order of their lowest rank.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<Vec<NodeOps>>,
+}
+
+/// One node's part of an MPI run.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct NodeOps {
+    pub host: String,
+    /// Ranks of the node that served workers.
+    pub ranks: usize,
+    /// Their ops (fixed work: entries) in their windows.
+    pub ops: u64,
+    /// Their ops per second: each rank's over its own window, summed (fixed
+    /// work: over the run's time, the slowest worker's).
+    pub ops_per_s: f64,
 }
 
 /// The writeback after a fixed-work job (see [`RunRecord::writeback`]).

@@ -312,6 +312,7 @@ impl Window {
             locks: None,
             cpu_profile: None,
             syscalls: None,
+            nodes: None,
         }
     }
 }

@@ -102,8 +102,17 @@ mod jobs {
         assert!(seen.iter().all(|(_, _, n)| [1, 2, 4].contains(n)));
         assert!(doc.points.iter().all(|p| p.runs.len() == 2));
         assert_ranks_add_up(&doc, true);
+        // Every run says what each node did (one node here).
+        for p in &doc.points {
+            for run in &p.runs {
+                let nodes = run.nodes.as_ref().expect("per-node totals");
+                assert_eq!(nodes.len(), 1);
+                assert_eq!((nodes[0].ranks, nodes[0].ops), (p.workers, run.ops));
+            }
+        }
         // Rank 0 alone wrote results and tables: one table header per workload.
         let text = stdout(&out);
+        assert!(text.contains(&format!("ranks at 4 workers (private): {}: 4 ranks, ", cluster.hosts[0])), "{text}");
         assert_eq!(text.matches("stat: fstatat()").count(), 1, "{text}");
         assert!(env.leftovers().is_empty(), "{:?}", env.leftovers());
     }

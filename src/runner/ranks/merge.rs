@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::results::{CpuProfile, LockProfile, RunNoise, RunRecord, SyscallCheck, Timeline, Writeback};
+use crate::results::{CpuProfile, LockProfile, NodeOps, RunNoise, RunRecord, SyscallCheck, Timeline, Writeback};
 use crate::stats::histogram::Histogram;
 
 /// `records[i]` is worker i's (its rank's) record of the run, `hosts[i]` its
@@ -30,6 +30,21 @@ pub fn merge(mut records: Vec<RunRecord>, hosts: &[&str], clock_hz: f64) -> Opti
         worker_cpu.sys_s += r.worker_cpu.sys_s;
     }
     let all = |f: &dyn Fn(&RunRecord) -> bool| records.iter().all(f);
+    let mut nodes: Vec<NodeOps> = Vec::new();
+    for (record, host) in records.iter().zip(hosts) {
+        let rate = match fixed_work {
+            true => record.ops as f64 / elapsed_s.max(1e-9),
+            false => record.ops as f64 / record.elapsed_s.max(1e-9),
+        };
+        match nodes.iter_mut().find(|n| n.host == *host) {
+            Some(node) => {
+                node.ranks += 1;
+                node.ops += record.ops;
+                node.ops_per_s += rate;
+            }
+            None => nodes.push(NodeOps { host: host.to_string(), ranks: 1, ops: record.ops, ops_per_s: rate }),
+        }
+    }
     Some(RunRecord {
         run: first.run,
         position: None,
@@ -80,6 +95,7 @@ pub fn merge(mut records: Vec<RunRecord>, hosts: &[&str], clock_hz: f64) -> Opti
             }
             Some(acc)
         }),
+        nodes: Some(nodes),
     })
 }
 
@@ -154,6 +170,9 @@ mod tests {
         assert_eq!(merged.elapsed_s, 1.5);
         // The shorter window holds its last count.
         assert_eq!(merged.timeline.cumulative_ops, vec![1500, 3000, 4000]);
+        let nodes = merged.nodes.unwrap();
+        assert_eq!((nodes[0].host.as_str(), nodes[0].ranks, nodes[0].ops), ("a", 1, 1000));
+        assert!((nodes[1].ops_per_s - 2000.0).abs() < 1e-9);
     }
 
     #[test]
