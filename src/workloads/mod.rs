@@ -437,7 +437,7 @@ impl WorkerEnv<'_> {
 pub struct PointState {
     /// An open file all workers inherit (`dup-close` at `--share same`).
     pub shared_file: Option<OwnedFd>,
-    /// The directories a cooperative `traverse` shares (processes or threads).
+    /// The directories a cooperative `traverse` shares (processes or threads; under MPI each rank has one, fed by messages).
     pub walk_queue: Option<WalkQueue>,
 }
 

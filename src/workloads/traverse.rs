@@ -23,7 +23,7 @@ pub(super) fn describe() -> Description {
         op: "walk the whole tree (generated at --scale, or --tree DIR, read only): getdents64 of every directory, \
              counting entries; with --stat also fstatat() of each",
         private: "worker i walks its own copy w<i>/tree",
-        shared: Ok("the workers walk shared/tree together, handing directories to each other through one shared queue (processes or threads)"),
+        shared: Ok("the workers walk shared/tree together, handing directories to each other through one shared queue (processes or threads; MPI ranks through messages)"),
         same: Ok("every worker walks all of shared/tree"),
     }
 }

@@ -117,6 +117,46 @@ mod jobs {
         assert!(env.leftovers().is_empty(), "{:?}", env.leftovers());
     }
 
+    /// A wrapper that puts ranks 2 and up on a second "node": a UTS namespace
+    /// whose host name differs, which is all MPI knows of nodes.
+    fn two_nodes(env: &TestEnv) -> std::path::PathBuf {
+        let wrapper = env.root.path().join("two-nodes.sh");
+        let script = "#!/bin/sh\nif [ \"$OMPI_COMM_WORLD_RANK\" -ge 2 ]; then\n  exec unshare -u sh -c \
+                      'hostname fsscale-node-b && exec \"$0\" \"$@\"' \"$@\"\nfi\nexec \"$@\"\n";
+        std::fs::write(&wrapper, script).unwrap();
+        std::fs::set_permissions(&wrapper, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        wrapper
+    }
+
+    #[test]
+    fn placement_spreads_over_nodes_or_packs_one() {
+        if !has_mpirun("placement_spreads_over_nodes_or_packs_one")
+            || !needs_root("placement_spreads_over_nodes_or_packs_one")
+        {
+            return;
+        }
+        let _job = one_job_at_a_time();
+        for (placement, two) in [("spread", [0, 2]), ("pack", [0, 1])] {
+            let env = TestEnv::new();
+            let wrapper = two_nodes(&env);
+            let out = mpirun(&env, 4, Some(&wrapper), &["stat", "--placement", placement]).output().unwrap();
+            assert_success(&out);
+            let doc = env.results();
+            let cluster = doc.cluster.as_ref().unwrap();
+            assert_eq!(cluster.hosts[2], "fsscale-node-b");
+            assert_eq!(cluster.nodes().len(), 2);
+            let at = |n: usize| doc.points.iter().find(|p| p.workers == n).unwrap();
+            assert_eq!(at(2).ranks.as_deref(), Some(&two[..]), "{placement}");
+            let nodes = at(2).runs[0].nodes.as_ref().unwrap();
+            assert_eq!(nodes.len(), if placement == "spread" { 2 } else { 1 }, "{placement}: {nodes:?}");
+            let all = at(4).runs[0].nodes.as_ref().unwrap();
+            assert_eq!(all.iter().map(|n| n.ranks).collect::<Vec<_>>(), [2, 2]);
+            assert_eq!(all.iter().map(|n| n.ops).sum::<u64>(), at(4).runs[0].ops);
+            assert!(stdout(&out).contains("fsscale-node-b: 2 ranks"), "{}", stdout(&out));
+            assert!(env.leftovers().is_empty());
+        }
+    }
+
     #[test]
     fn mdtest_phases_over_ranks_do_every_item_once() {
         if !has_mpirun("mdtest_phases_over_ranks_do_every_item_once") {
