@@ -29,6 +29,7 @@ impl AtomicFile {
     /// Creates the temporary file in `path`'s directory.
     pub fn create(path: &Path) -> Result<AtomicFile> {
         let (dir, name) = open_parent(path)?;
+        refuse_special(dir.as_raw_fd(), &name, path)?;
         for _ in 0..8 {
             let temp = format!(".{}.{}.tmp", name.to_string_lossy(), sys::random_hex(8));
             let temp_name = sys::cname(&temp);
@@ -54,6 +55,7 @@ impl AtomicFile {
     /// a symbolic link there: the link itself is replaced).
     pub fn replace(mut self) -> Result<()> {
         self.file.take();
+        refuse_special(self.dir.as_raw_fd(), &self.name, &self.path)?;
         sys::renameat(self.dir.as_raw_fd(), &self.temp_name, &self.name)
             .map_err(|e| anyhow!("cannot write {}: {}", self.path.display(), sys::errno_text(e)))?;
         self.temp_name = CString::default();
@@ -114,6 +116,32 @@ pub fn create_unique(dir: &Path, stem: &str, ext: &str) -> Result<PathBuf> {
     bail!("cannot find a free name for {stem}.{ext} in {}", dir.display())
 }
 
+/// A rename replaces whatever has the name, and as root that includes a
+/// device, a FIFO or a socket (`-o /dev/null` would turn the system's
+/// /dev/null into a regular file): only a regular file, a symbolic link
+/// (itself replaced, never followed) or nothing may be there.
+fn refuse_special(dir: i32, name: &std::ffi::CStr, path: &Path) -> Result<()> {
+    // SAFETY: an all-zero stat is a valid value to be overwritten.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    if sys::fstatat(dir, name, &mut st, libc::AT_SYMLINK_NOFOLLOW).is_err() {
+        return Ok(());
+    }
+    let kind = match st.st_mode & libc::S_IFMT {
+        libc::S_IFREG | libc::S_IFLNK => return Ok(()),
+        libc::S_IFDIR => "a directory",
+        libc::S_IFCHR => "a character device",
+        libc::S_IFBLK => "a block device",
+        libc::S_IFIFO => "a FIFO",
+        libc::S_IFSOCK => "a socket",
+        _ => "not a regular file",
+    };
+    bail!(
+        "{} is {kind}: fsscale writes only regular files, and writing this one would replace it; \
+         name a file (the results are always saved)",
+        path.display()
+    )
+}
+
 /// The directory holding `path` (opened) and the name inside it.
 fn open_parent(path: &Path) -> Result<(OwnedFd, CString)> {
     let name = path.file_name().ok_or_else(|| anyhow!("{} names no file", path.display()))?;
@@ -132,6 +160,25 @@ fn open_parent(path: &Path) -> Result<(OwnedFd, CString)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::FileTypeExt;
+
+    #[test]
+    fn never_replaces_a_device_fifo_or_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let c = sys::cstring(&fifo).unwrap();
+        // SAFETY: a valid C string.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let error = write(&fifo, b"x").unwrap_err().to_string();
+        assert!(error.contains("is a FIFO") && error.contains("writes only regular files"), "{error}");
+        assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo(), "still a FIFO");
+        let error = write(dir.path(), b"x").unwrap_err().to_string();
+        assert!(error.contains("is a directory") || error.contains("names no file"), "{error}");
+        // /dev/null itself: refused before anything is created next to it.
+        let error = write(Path::new("/dev/null"), b"x").unwrap_err().to_string();
+        assert!(error.contains("/dev/null is a character device"), "{error}");
+        assert!(std::fs::read_dir(dir.path()).unwrap().count() == 1, "no temporary file left");
+    }
 
     #[test]
     fn replaces_a_symlink_instead_of_writing_through_it() {

@@ -135,3 +135,27 @@ fn a_refused_run_never_shows_an_older_results_file() {
     assert_one_line_error(&out, "creat-unlink: --share same is not possible");
     assert_eq!(stdout(&out), "", "nothing of the earlier run is shown");
 }
+
+#[test]
+fn a_results_path_that_is_a_device_or_fifo_is_refused_not_replaced() {
+    let env = TestEnv::new();
+    let fifo = env.root.path().join("fifo");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid C string.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let mut cmd = fsscale();
+    cmd.args(["run", "stat", "-n", "1", "-d", "0.05", "--warmup-runs", "0", "--dir"])
+        .arg(&env.dir)
+        .arg("-o")
+        .arg(&fifo);
+    let out = cmd.output().unwrap();
+    assert_one_line_error(&out, "is a FIFO: fsscale writes only regular files");
+    use std::os::unix::fs::FileTypeExt;
+    assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo(), "the FIFO is still one");
+    assert!(env.leftovers().is_empty());
+    // `-o /dev/null` as root would have turned the system's /dev/null into a regular file.
+    let mut cmd = fsscale();
+    cmd.args(["run", "stat", "-n", "1", "-d", "0.05", "--dir"]).arg(&env.dir).args(["-o", "/dev/null"]);
+    assert_one_line_error(&cmd.output().unwrap(), "/dev/null is a character device");
+    assert!(std::fs::symlink_metadata("/dev/null").unwrap().file_type().is_char_device());
+}
