@@ -3,7 +3,11 @@
 # with the same MPI), with the same items, ranks and directory mode.
 #
 #   bench/mdtest.sh --mdtest PATH [--fsscale BIN] [--items N] [--ranks R]
-#                   [--reps K] [--rounds N] [--dir DIR] [--share private|shared]
+#                   [--reps K] [--rounds N] [--dir DIR] [--share private|shared] [--mpi]
+#
+# --mpi runs fsscale under the same `mpirun -np R` as mdtest, every rank one
+# worker (BIN built with `cargo build --release --features mpi`); without it
+# fsscale's R workers are forked processes of one fsscale.
 #
 # Each of N rounds runs mdtest under `mpirun -np R` for K iterations (-i K;
 # its mean) and fsscale's `mdtest -j R -n K` (the median of its runs). Prints
@@ -18,6 +22,7 @@ reps=3
 rounds=6
 dir=/dev/shm
 share=private
+launcher=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --mdtest) mdtest=$2; shift 2 ;;
@@ -28,9 +33,11 @@ while [ $# -gt 0 ]; do
         --rounds) rounds=$2; shift 2 ;;
         --dir) dir=$2; shift 2 ;;
         --share) share=$2; shift 2 ;;
+        --mpi) launcher=(mpirun); shift ;;
         *) echo "bench/mdtest.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
+[ ${#launcher[@]} -gt 0 ] && launcher=(mpirun --allow-run-as-root --oversubscribe -np "$ranks")
 [ -x "$mdtest" ] || { echo "bench/mdtest.sh: give --mdtest PATH (build hpc/ior: ./bootstrap && ./configure && make)" >&2; exit 2; }
 [ -x "$bin" ] || { echo "bench/mdtest.sh: no $bin (cargo build --release)" >&2; exit 2; }
 work=$(mktemp -d "$dir/mdtest-bench.XXXXXX")
@@ -47,14 +54,16 @@ for round in $(seq "$rounds"); do
     }
     run_fsscale() {
         mkdir -p "$work/fsscale"
-        "$bin" run mdtest -j "$ranks" --share "$share" --items "$items" -n "$reps" --dir "$work/fsscale" \
+        "${launcher[@]}" "$bin" run mdtest -j "$ranks" --share "$share" --items "$items" -n "$reps" --dir "$work/fsscale" \
             -o "$work/fsscale.$round.json" > /dev/null 2>&1
     }
     if [ $((round % 2)) -eq 1 ]; then run_mdtest; run_fsscale; else run_fsscale; run_mdtest; fi
 done
-python3 - "$work" "$items" "$ranks" "$share" "$reps" "$rounds" <<'PY'
+how="fsscale as processes"
+[ ${#launcher[@]} -gt 0 ] && how="fsscale as MPI ranks"
+python3 - "$work" "$items" "$ranks" "$share" "$reps" "$rounds" "$how" <<'PY'
 import json, statistics, sys
-work, items, ranks, share, reps, rounds = sys.argv[1:]
+work, items, ranks, share, reps, rounds, how = sys.argv[1:]
 phases = ["create", "stat", "read", "remove"]
 labels = {"create": "File creation", "stat": "File stat", "read": "File read", "remove": "File removal"}
 mdtest = {p: [] for p in phases}
@@ -67,7 +76,7 @@ for r in range(1, int(rounds) + 1):
     doc = json.load(open(f"{work}/fsscale.{r}.json"))
     for point in doc["points"]:
         ours[point["workload"].removeprefix("mdtest-")].append(statistics.median(x["ops_per_s"] for x in point["runs"]))
-print(f"{ranks} workers, {items} files each, {share} directories; {rounds} rounds, each: mdtest -i {reps} (its mean) and fsscale -n {reps} (its median), alternating which goes first")
+print(f"{ranks} workers ({how}), {items} files each, {share} directories; {rounds} rounds, each: mdtest -i {reps} (its mean) and fsscale -n {reps} (its median), alternating which goes first")
 print()
 print("| phase | mdtest ops/s | fsscale ops/s | fsscale / mdtest (median of rounds) | range of the rounds' ratios |")
 print("|---|---:|---:|---:|---:|")
