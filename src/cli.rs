@@ -273,6 +273,10 @@ pub struct RunArgs {
     /// Results JSON file (default: fsscale-results/<timestamp>.json in the current directory). Rewritten after every run.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+
+    /// The end-of-run tables on stdout: text, markdown (a GitHub table per point, for pasting) or json (the results document).
+    #[arg(long, default_value = "text", value_parser = parse_format)]
+    pub format: Format,
 }
 
 #[derive(Args, Debug)]
@@ -361,12 +365,18 @@ pub struct ExportArgs {
     /// A results file from `fsscale run`.
     #[arg(value_name = "RESULTS.json")]
     pub results: PathBuf,
+    /// ministat: one point's figure per run, a line each (needs --workload and -j); csv, markdown, json-lines: a row per point (per run with --runs), the options below filtering the points.
+    #[arg(long, value_enum, default_value_t = ExportFormatArg::Ministat)]
+    pub format: ExportFormatArg,
+    /// With --format csv|markdown|json-lines: a row per run instead of per point.
+    #[arg(long)]
+    pub runs: bool,
     /// The point's workload.
     #[arg(long, value_parser = parse_workload)]
-    pub workload: Workload,
+    pub workload: Option<Workload>,
     /// The point's worker count.
     #[arg(long, short = 'j')]
-    pub workers: usize,
+    pub workers: Option<usize>,
     /// The point's mode, when the file has several.
     #[arg(long, value_parser = parse_mode)]
     pub mode: Option<Mode>,
@@ -379,6 +389,15 @@ pub struct ExportArgs {
     /// The point's cache state (warm or cold), when the file has both.
     #[arg(long, value_name = "warm|cold", value_parser = parse_cache)]
     pub cache: Option<Cache>,
+}
+
+/// `fsscale export --format`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportFormatArg {
+    Ministat,
+    Csv,
+    Markdown,
+    JsonLines,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

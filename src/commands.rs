@@ -5,12 +5,13 @@ use std::path::Path;
 use anyhow::{bail, Result};
 
 use crate::cli::{
-    AnalyzeArgs, CleanupArgs, CompareArgs, ExportArgs, Format, PlotArgs, ReportArgs, TreeArgs, WorkloadArg,
+    AnalyzeArgs, CleanupArgs, CompareArgs, ExportArgs, ExportFormatArg, Format, PlotArgs, ReportArgs, TreeArgs,
+    WorkloadArg,
 };
 use fsscale::analyze::{analyze_pairs, analyze_results};
 use fsscale::compare::{compare, regressions, CompareConfig, Verdict};
 use fsscale::plan::Cache;
-use fsscale::report::{render_analysis, render_comparisons, CompareFormat};
+use fsscale::report::{render_analysis, render_comparisons, CompareFormat, ExportFormat};
 use fsscale::results::ResultsFile;
 
 /// `--fail-if-worse` found regressions: exit status 3, distinct from errors (1).
@@ -251,11 +252,37 @@ pub fn cleanup_command(args: &CleanupArgs) -> Result<(String, usize)> {
 /// `fsscale export`: the runs' figures of one point, one a line, in the
 /// point's unit (what `ministat` reads); a header comment names the point.
 pub fn export_command(args: &ExportArgs) -> Result<String> {
-    let doc = load(&args.results)?;
+    let mut doc = load(&args.results)?;
+    let format = match args.format {
+        ExportFormatArg::Ministat => None,
+        ExportFormatArg::Csv => Some(ExportFormat::Csv),
+        ExportFormatArg::Markdown => Some(ExportFormat::Markdown),
+        ExportFormatArg::JsonLines => Some(ExportFormat::JsonLines),
+    };
+    if let Some(format) = format {
+        doc.points.retain(|p| {
+            args.workload.is_none_or(|w| p.workload == w)
+                && args.workers.is_none_or(|n| p.workers == n)
+                && args.mode.is_none_or(|m| p.mode == m)
+                && args.share.is_none_or(|s| p.share == s)
+                && args.fs.as_ref().is_none_or(|f| p.fs.as_ref() == Some(f))
+                && args.cache.is_none_or(|c| p.cache.unwrap_or(Cache::Warm) == c)
+        });
+        return Ok(fsscale::report::export(&doc, format, args.runs));
+    }
+    if args.runs {
+        bail!("--runs goes with --format csv, markdown or json-lines (ministat's lines are per run already)");
+    }
+    let (Some(workload), Some(workers)) = (args.workload, args.workers) else {
+        bail!(
+            "export for ministat prints one point's runs: give --workload and -j, or --format csv|markdown|json-lines \
+             for every point"
+        );
+    };
     let matching: Vec<&fsscale::results::Point> = doc
         .points
         .iter()
-        .filter(|p| p.workload == args.workload && p.workers == args.workers)
+        .filter(|p| p.workload == workload && p.workers == workers)
         .filter(|p| args.mode.is_none_or(|m| p.mode == m))
         .filter(|p| args.share.is_none_or(|s| p.share == s))
         .filter(|p| args.fs.as_ref().is_none_or(|f| p.fs.as_ref() == Some(f)))
@@ -271,8 +298,8 @@ pub fn export_command(args: &ExportArgs) -> Result<String> {
         [] => bail!(
             "{} has no {} point at {} workers with those options; `fsscale analyze {}` lists its points",
             args.results.display(),
-            args.workload,
-            args.workers,
+            workload,
+            workers,
             args.results.display()
         ),
         many => bail!(

@@ -77,6 +77,7 @@ fn run(command: cli::Command, argv: Vec<String>) -> anyhow::Result<()> {
             }
             let named_output = args.output.is_some();
             let explain_all = args.explain_all;
+            let tables = Tables { format: args.format, explain_all };
             let job = cluster.as_ref().map(|c| cli::RankOf { rank: c.rank(), ranks: c.size() });
             let follower = job.is_some_and(|j| j.rank != 0);
             // Every rank finds the same fault in the same arguments: rank 0 says it.
@@ -85,7 +86,7 @@ fn run(command: cli::Command, argv: Vec<String>) -> anyhow::Result<()> {
             let Some(cluster) = cluster else {
                 let mut progress = terminal::TerminalProgress::new();
                 let outcome = runner::run(&config, &mut progress);
-                return show_run(outcome, &config, named_output, explain_all, progress);
+                return show_run(outcome, &config, named_output, tables, progress);
             };
             if !cluster.is_root() {
                 // Only rank 0 speaks: it reports every rank's failure, and the job's exit
@@ -98,7 +99,7 @@ fn run(command: cli::Command, argv: Vec<String>) -> anyhow::Result<()> {
             let mut progress = terminal::TerminalProgress::new();
             let outcome = runner::run_on_ranks(&config, cluster, &mut progress)
                 .and_then(|doc| doc.ok_or_else(|| anyhow::anyhow!("rank 0 returned no results (internal error)")));
-            show_run(outcome, &config, named_output, explain_all, progress)
+            show_run(outcome, &config, named_output, tables, progress)
         }
     }
 }
@@ -115,18 +116,35 @@ impl std::fmt::Display for QuietFailure {
 
 impl std::error::Error for QuietFailure {}
 
+/// How `run` prints its end-of-run tables.
+#[derive(Clone, Copy)]
+struct Tables {
+    format: cli::Format,
+    explain_all: bool,
+}
+
+impl Tables {
+    fn render(self, doc: &ResultsFile) -> anyhow::Result<String> {
+        Ok(match self.format {
+            cli::Format::Text => render_results_with(doc, self.explain_all),
+            cli::Format::Markdown => fsscale::report::export(doc, fsscale::report::ExportFormat::Markdown, false),
+            cli::Format::Json => serde_json::to_string_pretty(doc)? + "\n",
+        })
+    }
+}
+
 /// Prints a run's tables, or its error with whatever finished before it.
 fn show_run(
     outcome: anyhow::Result<ResultsFile>,
     config: &fsscale::plan::RunConfig,
     named_output: bool,
-    explain_all: bool,
+    tables: Tables,
     mut progress: terminal::TerminalProgress,
 ) -> anyhow::Result<()> {
     progress.clear();
     match outcome {
         Ok(doc) => {
-            print(&render_results_with(&doc, explain_all))?;
+            print(&tables.render(&doc)?)?;
             eprintln!("results: {}", config.output.display());
             Ok(())
         }
@@ -144,7 +162,7 @@ fn show_run(
             let ours = progress.saved.then(|| ResultsFile::load(&config.output).ok()).flatten();
             if let Some(doc) = ours {
                 if doc.points.iter().any(|p| !p.runs.is_empty()) {
-                    print(&render_results_with(&doc, explain_all))?;
+                    print(&tables.render(&doc)?)?;
                     eprintln!("results so far: {}", config.output.display());
                 }
             }

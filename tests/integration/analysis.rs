@@ -207,3 +207,40 @@ fn export_feeds_ministat_in_one_step() {
         "has no stat point at 7 workers",
     );
 }
+
+#[test]
+fn export_writes_csv_markdown_and_json_lines_and_run_pastes_markdown() {
+    let env = TestEnv::new();
+    let out = env.run(&["stat", "-j", "1,2", "-n", "2", "--share", "private", "--format", "markdown"]);
+    assert_success(&out);
+    // `run --format markdown`: the GitHub table on stdout, a row per point.
+    let table = stdout(&out);
+    assert!(table.starts_with("| workload | mode | share | filesystem |"), "{table}");
+    assert_eq!(table.lines().filter(|l| l.starts_with("| stat | process | private |")).count(), 2, "{table}");
+    let doc = env.results();
+    let export = |args: &[&str]| fsscale().arg("export").arg(&env.output).args(args).output().unwrap();
+    // CSV: a header and a row per point, the medians as in the file.
+    let out = export(&["--format", "csv"]);
+    assert_success(&out);
+    let text = stdout(&out);
+    let rows: Vec<Vec<&str>> = text.lines().map(|l| l.split(',').collect()).collect();
+    let col = |name: &str| rows[0].iter().position(|h| *h == name).unwrap();
+    assert_eq!(rows.len(), 3);
+    for (row, point) in rows[1..].iter().zip(&doc.points) {
+        assert_eq!(row[col("workers")], point.workers.to_string());
+        let median: f64 = row[col("median")].parse().unwrap();
+        assert_eq!(median, point.summary.as_ref().unwrap().ops_per_s.median);
+    }
+    // JSON lines per run, filtered to one point.
+    let out = export(&["--format", "json-lines", "--runs", "-j", "2"]);
+    assert_success(&out);
+    let runs: Vec<serde_json::Value> = stdout(&out).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(runs.len(), 2);
+    assert!(runs.iter().all(|r| r["workers"] == 2 && r["ops"].as_u64().unwrap() > 0));
+    // `run --format json`: the results document itself.
+    let out = env.run(&["stat", "-j", "1", "--share", "private", "--format", "json"]);
+    assert_success(&out);
+    let printed: fsscale::results::ResultsFile = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(printed, env.results());
+    assert_one_line_error(&export(&[]), "give --workload and -j, or --format csv|markdown|json-lines");
+}

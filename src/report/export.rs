@@ -1,0 +1,247 @@
+//! Results in the formats people paste: CSV (loads in pandas and R without
+//! options), a GitHub Markdown table, JSON lines; a row per point or per run.
+
+use std::fmt::Write;
+
+use serde_json::{Map, Value};
+
+use crate::analyze::analyze_results;
+use crate::results::{Point, ResultsFile};
+
+/// How [`export`] writes its rows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExportFormat {
+    Csv,
+    Markdown,
+    JsonLines,
+}
+
+/// One row: column names and values, in column order.
+type Row = Vec<(&'static str, Value)>;
+
+/// Every point of `doc` with runs (or, with `runs`, every measured run) as rows.
+pub fn export(doc: &ResultsFile, format: ExportFormat, runs: bool) -> String {
+    let rows = if runs { run_rows(doc) } else { point_rows(doc) };
+    match format {
+        ExportFormat::Csv => csv(&rows),
+        ExportFormat::Markdown => markdown(&rows),
+        ExportFormat::JsonLines => json_lines(&rows),
+    }
+}
+
+/// The columns that say which point a row is of.
+fn identity(p: &Point, doc: &ResultsFile) -> Row {
+    vec![
+        ("workload", Value::from(p.workload.name())),
+        ("mode", Value::from(p.mode.to_string())),
+        ("share", Value::from(p.share.to_string())),
+        ("filesystem", Value::from(p.fs.clone().unwrap_or_else(|| doc.target.fs_type.clone()))),
+        ("cache", p.cache.map_or(Value::Null, |c| Value::from(c.to_string()))),
+        ("workers", Value::from(p.workers)),
+        ("unit", Value::from(p.unit())),
+    ]
+}
+
+fn number(x: Option<f64>) -> Value {
+    x.filter(|v| v.is_finite()).map_or(Value::Null, Value::from)
+}
+
+fn point_rows(doc: &ResultsFile) -> Vec<Row> {
+    let analyses = analyze_results(doc);
+    let efficiency = |p: &Point| {
+        analyses
+            .iter()
+            .filter(|a| a.workload == Some(p.workload) && a.mode == Some(p.mode) && a.share == Some(p.share))
+            .filter(|a| a.condition == p.condition())
+            .flat_map(|a| a.points.iter())
+            .find(|s| s.workers == p.workers)
+            .and_then(|s| s.efficiency)
+    };
+    doc.points
+        .iter()
+        .filter_map(|p| {
+            let summary = p.summary.as_ref()?;
+            let s = &summary.ops_per_s;
+            let latency = summary.latency.as_ref();
+            let mut row = identity(p, doc);
+            row.extend([
+                ("runs", Value::from(p.runs.len())),
+                ("median", number(Some(s.median))),
+                ("mean", number(Some(s.mean))),
+                ("sd", number(Some(s.stddev))),
+                ("efficiency", number(efficiency(p))),
+                ("p50_ns", latency.map_or(Value::Null, |l| Value::from(l.p50_ns))),
+                ("p99_ns", latency.map_or(Value::Null, |l| Value::from(l.p99_ns))),
+                ("p999_ns", latency.map_or(Value::Null, |l| Value::from(l.p999_ns))),
+            ]);
+            Some(row)
+        })
+        .collect()
+}
+
+fn run_rows(doc: &ResultsFile) -> Vec<Row> {
+    let mut rows = Vec::new();
+    for p in &doc.points {
+        for run in &p.runs {
+            let mut row = identity(p, doc);
+            row.extend([
+                ("run", Value::from(run.run)),
+                ("ops", Value::from(run.ops)),
+                ("elapsed_s", number(Some(run.elapsed_s))),
+                ("rate", number(Some(run.ops_per_s))),
+                ("rate_per_worker", number(Some(run.ops_per_s_per_worker))),
+                ("busy_share", number(run.noise.map(|n| n.others_cpu))),
+            ]);
+            rows.push(row);
+        }
+    }
+    rows
+}
+
+/// A value as text: numbers as serde writes them (shortest round trip), empty for null.
+fn text(value: &Value) -> String {
+    match value {
+        Value::Null => String::new(),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// RFC 4180: a header line; fields with a comma, quote or line break quoted.
+fn csv(rows: &[Row]) -> String {
+    let mut out = String::new();
+    let Some(first) = rows.first() else { return out };
+    let field = |s: &str| {
+        if s.contains([',', '"', '\n', '\r']) {
+            format!("\"{}\"", s.replace('"', "\"\""))
+        } else {
+            s.to_string()
+        }
+    };
+    out.push_str(&first.iter().map(|(name, _)| field(name)).collect::<Vec<_>>().join(","));
+    out.push('\n');
+    for row in rows {
+        out.push_str(&row.iter().map(|(_, v)| field(&text(v))).collect::<Vec<_>>().join(","));
+        out.push('\n');
+    }
+    out
+}
+
+/// A GitHub table: numbers right-aligned, `|` escaped, empty cells for null.
+fn markdown(rows: &[Row]) -> String {
+    let mut out = String::new();
+    let Some(first) = rows.first() else { return out };
+    let _ = writeln!(out, "| {} |", first.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(" | "));
+    let align: Vec<&str> = first.iter().map(|(_, v)| if v.is_number() { "---:" } else { "---" }).collect();
+    let _ = writeln!(out, "|{}|", align.join("|"));
+    for row in rows {
+        let cells: Vec<String> = row
+            .iter()
+            .map(|(_, v)| match v {
+                Value::Number(n) => n.as_f64().map_or_else(|| n.to_string(), short),
+                v => text(v).replace('|', "\\|"),
+            })
+            .collect();
+        let _ = writeln!(out, "| {} |", cells.join(" | "));
+    }
+    out
+}
+
+/// A number for people: integers as they are, others to 4 significant digits.
+fn short(x: f64) -> String {
+    if x.fract() == 0.0 && x.abs() < 1e15 {
+        format!("{x:.0}")
+    } else if x.abs() >= 1000.0 {
+        format!("{x:.0}")
+    } else {
+        let digits = (3 - x.abs().log10().floor() as i32).clamp(0, 9) as usize;
+        format!("{x:.digits$}")
+    }
+}
+
+fn json_lines(rows: &[Row]) -> String {
+    let mut out = String::new();
+    for row in rows {
+        let object: Map<String, Value> = row.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
+        out.push_str(&Value::Object(object).to_string());
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::fixtures::{doc, point, run};
+    use crate::workloads::{Share, Workload};
+
+    fn sample() -> ResultsFile {
+        let mut d = doc(
+            2,
+            1.0,
+            vec![
+                point(Workload::Stat, Share::Private, 1, vec![run(0, &[100], 1.0), run(1, &[120], 1.0)]),
+                point(Workload::Stat, Share::Private, 2, vec![run(0, &[90, 90], 1.0), run(1, &[110, 110], 1.0)]),
+            ],
+        );
+        d.target.fs_type = "tmpfs, \"test\"".into();
+        d
+    }
+
+    /// A minimal RFC 4180 reader: what pandas and R do with quotes.
+    fn parse_csv(text: &str) -> Vec<Vec<String>> {
+        let mut rows = vec![vec![String::new()]];
+        let (mut quoted, mut chars) = (false, text.chars().peekable());
+        while let Some(c) = chars.next() {
+            let row = rows.last_mut().unwrap();
+            match (c, quoted) {
+                ('"', true) if chars.peek() == Some(&'"') => {
+                    chars.next();
+                    row.last_mut().unwrap().push('"');
+                }
+                ('"', _) => quoted = !quoted,
+                (',', false) => row.push(String::new()),
+                ('\n', false) => rows.push(vec![String::new()]),
+                (c, _) => row.last_mut().unwrap().push(c),
+            }
+        }
+        rows.pop();
+        rows
+    }
+
+    #[test]
+    fn csv_parses_back_to_the_figures() {
+        let rows = parse_csv(&export(&sample(), ExportFormat::Csv, false));
+        assert_eq!(rows.len(), 3);
+        let header = &rows[0];
+        let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+        assert_eq!(rows[1][col("filesystem")], "tmpfs, \"test\"", "quoted and unquoted exactly");
+        assert_eq!(rows[2][col("workers")], "2");
+        assert_eq!(rows[1][col("median")].parse::<f64>().unwrap(), 110.0);
+        assert_eq!(rows[2][col("median")].parse::<f64>().unwrap(), 200.0);
+        assert!((rows[2][col("efficiency")].parse::<f64>().unwrap() - 200.0 / 2.0 / 110.0).abs() < 1e-12);
+        assert_eq!(rows[1][col("p50_ns")], "", "no latency recorded: empty");
+        assert!(rows.iter().all(|r| r.len() == header.len()));
+    }
+
+    #[test]
+    fn markdown_is_a_github_table() {
+        assert_eq!(
+            export(&sample(), ExportFormat::Markdown, false),
+            "| workload | mode | share | filesystem | cache | workers | unit | runs | median | mean | sd | efficiency | p50_ns | p99_ns | p999_ns |\n\
+             |---|---|---|---|---|---:|---|---:|---:|---:|---:|---:|---|---|---|\n\
+             | stat | process | private | tmpfs, \"test\" |  | 1 | ops/s | 2 | 110 | 110 | 14.14 | 1 |  |  |  |\n\
+             | stat | process | private | tmpfs, \"test\" |  | 2 | ops/s | 2 | 200 | 200 | 28.28 | 0.9091 |  |  |  |\n"
+        );
+    }
+
+    #[test]
+    fn json_lines_per_run() {
+        let text = export(&sample(), ExportFormat::JsonLines, true);
+        let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(lines.len(), 4);
+        assert_eq!(lines[3]["workers"], 2);
+        assert_eq!(lines[3]["ops"], 220);
+        assert_eq!(lines[3]["rate"], 220.0);
+    }
+}
