@@ -149,9 +149,7 @@ fn markdown(rows: &[Row]) -> String {
 
 /// A number for people: integers as they are, others to 4 significant digits.
 fn short(x: f64) -> String {
-    if x.fract() == 0.0 && x.abs() < 1e15 {
-        format!("{x:.0}")
-    } else if x.abs() >= 1000.0 {
+    if (x.fract() == 0.0 && x.abs() < 1e15) || x.abs() >= 1000.0 {
         format!("{x:.0}")
     } else {
         let digits = (3 - x.abs().log10().floor() as i32).clamp(0, 9) as usize;
