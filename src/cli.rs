@@ -52,6 +52,17 @@ pub enum Command {
     Plot(PlotArgs),
     /// Remove what a killed run left behind: mounts, loop devices and images of filesystems fsscale made; list (and with --scratch DIR remove) its scratch directories.
     Cleanup(CleanupArgs),
+    /// Print a shell completion script: `fsscale completions bash > /etc/bash_completion.d/fsscale`.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Write the man pages (fsscale.1 and fsscale-SUBCOMMAND.1) into DIR, or print fsscale.1.
+    Manpage {
+        /// Directory to write every page into (e.g. /usr/local/share/man/man1).
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
     /// Internal: outlives rank 0 of an MPI job to remove its scratch if it is killed.
     #[command(name = "scratch-warden", hide = true)]
     ScratchWarden,
@@ -87,11 +98,11 @@ pub struct RunArgs {
     pub workers: Option<String>,
 
     /// Workers as forked processes (private fd tables) or threads of one process (one fd table); give both to run both.
-    #[arg(long, value_name = "MODE", value_delimiter = ',', default_value = "process", value_parser = parse_mode)]
+    #[arg(long, value_name = "MODE", value_delimiter = ',', default_value = "process", value_parser = choices(MODES, parse_mode))]
     pub mode: Vec<Mode>,
 
     /// Sharing levels: private (own directory and files), shared (one directory or file, own entries or offsets), same (the very same entry). Default: private,shared where the workload allows them.
-    #[arg(long, value_name = "LEVEL", value_delimiter = ',', value_parser = parse_share)]
+    #[arg(long, value_name = "LEVEL", value_delimiter = ',', value_parser = choices(SHARES, parse_share))]
     pub share: Option<Vec<Share>>,
 
     /// Bind worker i to the i-th CPU this process may use (CPU i mod online CPUs without taskset); recorded in the results. Under MPI a rank binds to its node's CPUs in rank order.
@@ -99,7 +110,7 @@ pub struct RunArgs {
     pub pin: bool,
 
     /// Under MPI (mpirun -np R fsscale run ...): which ranks serve a point of N workers. spread: one rank per node before a second on any (N = nodes measures one client per node); pack: fill a node first.
-    #[arg(long, value_name = "HOW", value_parser = parse_placement)]
+    #[arg(long, value_name = "HOW", value_parser = choices(PLACEMENTS, parse_placement))]
     pub placement: Option<fsscale::cluster::Placement>,
 
     /// Length of the timed window of every run (e.g. 500ms, 2s, 1m; a bare number is seconds).
@@ -123,7 +134,7 @@ pub struct RunArgs {
     pub warmup_runs: usize,
 
     /// interleaved: run k of every point (and filesystem) before run k+1 of any, so drift spreads over all alike; sequential: every run of a point before the next; shuffled: rounds in a random order (seed recorded).
-    #[arg(long, value_name = "ORDER", default_value = "interleaved", value_parser = parse_order)]
+    #[arg(long, value_name = "ORDER", default_value = "interleaved", value_parser = choices(ORDERS, parse_order))]
     pub order: Order,
 
     /// shuffled: the seed of the rounds' order (default: random, recorded in the results).
@@ -179,7 +190,7 @@ pub struct RunArgs {
     pub stonewall: Option<std::time::Duration>,
 
     /// Fixed work (untar, traverse, command): warm, or cold: sync and drop page, dentry and inode caches before every run (root only); warm,cold measures both, as separate points in one file.
-    #[arg(long, value_name = "warm|cold", value_delimiter = ',', default_value = "warm", value_parser = parse_cache)]
+    #[arg(long, value_name = "warm|cold", value_delimiter = ',', default_value = "warm", value_parser = choices(CACHES, parse_cache))]
     pub cache: Vec<Cache>,
 
     /// Time every op of fixed-time loops into log-linear histograms: p50/p90/p99/p99.9/max in the results and tables (two clock reads per op; off by default).
@@ -263,7 +274,7 @@ pub struct RunArgs {
     pub mkfs_opts: Option<String>,
 
     /// Make the filesystem anew before every run, every point, or once per filesystem. With the interleaved order, point and once keep every point's (or every filesystem's) own mounted until its last run: that many mounts and images at once.
-    #[arg(long, value_name = "run|point|once", default_value = "run", value_parser = parse_fresh)]
+    #[arg(long, value_name = "run|point|once", default_value = "run", value_parser = choices(FRESHNESS, parse_fresh))]
     pub fresh: Fresh,
 
     /// Allow --backing dev: to erase the device (never a mounted one).
@@ -275,7 +286,7 @@ pub struct RunArgs {
     pub output: Option<PathBuf>,
 
     /// The end-of-run tables on stdout: text, markdown (a GitHub table per point, for pasting) or json (the results document).
-    #[arg(long, default_value = "text", value_parser = parse_format)]
+    #[arg(long, default_value = "text", value_parser = choices(FORMATS, parse_format))]
     pub format: Format,
 }
 
@@ -328,7 +339,7 @@ pub struct CompareArgs {
     #[arg(value_name = "NEW.json", required = true)]
     pub new: Vec<PathBuf>,
     /// Test on the runs' ops/s: welch (unequal variances), student (pooled, as ministat) or mann-whitney (ranks, for non-normal data).
-    #[arg(long, default_value = "welch", value_parser = parse_test)]
+    #[arg(long, default_value = "welch", value_parser = choices(TESTS, parse_test))]
     pub test: TestKind,
     /// Confidence level in percent, for the interval and the verdict.
     #[arg(short = 'c', long, value_name = "PCT", default_value_t = 95.0)]
@@ -340,7 +351,7 @@ pub struct CompareArgs {
     #[arg(long, value_name = "PCT")]
     pub fail_if_worse: Option<f64>,
     /// Output format: text, markdown or json.
-    #[arg(long, default_value = "text", value_parser = parse_format)]
+    #[arg(long, default_value = "text", value_parser = choices(FORMATS, parse_format))]
     pub format: Format,
     /// No colours (also when NO_COLOR is set, or output is not a terminal).
     #[arg(long)]
@@ -356,7 +367,7 @@ pub struct AnalyzeArgs {
     #[arg(long, value_name = "FILE", conflicts_with = "results")]
     pub csv: Option<PathBuf>,
     /// Output format: text or json.
-    #[arg(long, default_value = "text", value_parser = parse_format)]
+    #[arg(long, default_value = "text", value_parser = choices(FORMATS, parse_format))]
     pub format: Format,
 }
 
@@ -378,16 +389,16 @@ pub struct ExportArgs {
     #[arg(long, short = 'j')]
     pub workers: Option<usize>,
     /// The point's mode, when the file has several.
-    #[arg(long, value_parser = parse_mode)]
+    #[arg(long, value_parser = choices(MODES, parse_mode))]
     pub mode: Option<Mode>,
     /// The point's sharing level, when the file has several.
-    #[arg(long, value_parser = parse_share)]
+    #[arg(long, value_parser = choices(SHARES, parse_share))]
     pub share: Option<Share>,
     /// The point's filesystem configuration (`--fs` label), when the file has several.
     #[arg(long)]
     pub fs: Option<String>,
     /// The point's cache state (warm or cold), when the file has both.
-    #[arg(long, value_name = "warm|cold", value_parser = parse_cache)]
+    #[arg(long, value_name = "warm|cold", value_parser = choices(CACHES, parse_cache))]
     pub cache: Option<Cache>,
 }
 
@@ -538,6 +549,53 @@ fn parse_share(text: &str) -> Result<Share, String> {
         .into_iter()
         .find(|s| s.name() == text)
         .ok_or_else(|| "use private, shared or same (comma-separated for several)".into())
+}
+
+/// An enumerated option's parser: `--help` and the completions list the
+/// `values` (their aliases are accepted, not shown); `parse` makes the value.
+fn choices<T: Clone + Send + Sync + 'static>(
+    values: &[(&'static str, &'static [&'static str])],
+    parse: fn(&str) -> Result<T, String>,
+) -> impl clap::builder::TypedValueParser<Value = T> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+    let values: Vec<PossibleValue> =
+        values.iter().map(|(name, aliases)| PossibleValue::new(*name).aliases(aliases.iter().copied())).collect();
+    PossibleValuesParser::new(values).try_map(move |text| parse(&text))
+}
+
+const MODES: &[(&str, &[&str])] = &[("process", &["processes"]), ("thread", &["threads"])];
+const SHARES: &[(&str, &[&str])] = &[("private", &[]), ("shared", &[]), ("same", &[])];
+const CACHES: &[(&str, &[&str])] = &[("warm", &[]), ("cold", &[])];
+const FORMATS: &[(&str, &[&str])] = &[("text", &[]), ("markdown", &["md"]), ("json", &[])];
+const FRESHNESS: &[(&str, &[&str])] = &[("run", &[]), ("point", &[]), ("once", &[])];
+const ORDERS: &[(&str, &[&str])] = &[("interleaved", &[]), ("sequential", &[]), ("shuffled", &[])];
+const TESTS: &[(&str, &[&str])] = &[("welch", &[]), ("student", &[]), ("mann-whitney", &["mw"])];
+const PLACEMENTS: &[(&str, &[&str])] = &[("spread", &[]), ("pack", &[])];
+
+/// A shell completion script for `shell`, from the command definition.
+pub fn completions(shell: clap_complete::Shell) -> String {
+    let mut out = Vec::new();
+    clap_complete::generate(shell, &mut <Cli as clap::CommandFactory>::command(), "fsscale", &mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The man pages: `fsscale.1`, then `fsscale-SUB.1` for every visible subcommand.
+pub fn manpages() -> Result<Vec<(String, Vec<u8>)>> {
+    let command = <Cli as clap::CommandFactory>::command();
+    let mut pages = Vec::new();
+    let mut render = |name: String, cmd: clap::Command| -> Result<()> {
+        let mut out = Vec::new();
+        clap_mangen::Man::new(cmd).render(&mut out)?;
+        pages.push((format!("{name}.1"), out));
+        Ok(())
+    };
+    render("fsscale".into(), command.clone())?;
+    for sub in command.get_subcommands().filter(|s| !s.is_hide_set()) {
+        let name = format!("fsscale-{}", sub.get_name());
+        let page = sub.clone().display_name(name.clone()).bin_name(format!("fsscale {}", sub.get_name()));
+        render(name, page.version(env!("CARGO_PKG_VERSION")))?;
+    }
+    Ok(pages)
 }
 
 fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
@@ -756,6 +814,34 @@ mod tests {
     #[test]
     fn cli_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn completions_and_man_pages_name_every_subcommand_and_option() {
+        let command = Cli::command();
+        let pages = manpages().unwrap();
+        let page = |name: &str| {
+            let found = pages.iter().find(|(n, _)| n == name).unwrap_or_else(|| panic!("no page {name}"));
+            String::from_utf8_lossy(&found.1).replace("\\-", "-")
+        };
+        for shell in [clap_complete::Shell::Bash, clap_complete::Shell::Zsh, clap_complete::Shell::Fish] {
+            let script = completions(shell);
+            for sub in command.get_subcommands().filter(|s| !s.is_hide_set()) {
+                assert!(script.contains(sub.get_name()), "{shell}: {}", sub.get_name());
+                for long in sub.get_arguments().filter_map(|a| a.get_long()) {
+                    assert!(script.contains(long), "{shell}: {} --{long}", sub.get_name());
+                }
+            }
+        }
+        for sub in command.get_subcommands().filter(|s| !s.is_hide_set()) {
+            let text = page(&format!("fsscale-{}.1", sub.get_name()));
+            for long in sub.get_arguments().filter_map(|a| a.get_long()) {
+                assert!(text.contains(&format!("--{long}")), "fsscale-{}.1: --{long}", sub.get_name());
+            }
+            assert!(page("fsscale.1").contains(sub.get_name()), "fsscale.1 lists {}", sub.get_name());
+        }
+        // The enumerated options list their values for completion.
+        assert!(completions(clap_complete::Shell::Fish).contains("process"), "--mode's values");
     }
 
     #[test]

@@ -42,6 +42,18 @@ fn run(command: cli::Command, argv: Vec<String>) -> anyhow::Result<()> {
     match command {
         cli::Command::List => print(&render_catalogue()),
         cli::Command::ScratchWarden => fsscale::scratch::warden::serve(),
+        cli::Command::Completions { shell } => print(&cli::completions(shell)),
+        cli::Command::Manpage { dir: None } => {
+            let pages = cli::manpages()?;
+            print(&String::from_utf8_lossy(&pages[0].1))
+        }
+        cli::Command::Manpage { dir: Some(dir) } => {
+            for (name, page) in cli::manpages()? {
+                fsscale::atomic_file::write(&dir.join(&name), &page)?;
+                eprintln!("wrote {}", dir.join(name).display());
+            }
+            Ok(())
+        }
         cli::Command::Ministat { .. } => unreachable!("handled in main"),
         cli::Command::Compare(args) => {
             let (text, regressed, warnings) = commands::compare_command(&args)?;

@@ -36,7 +36,7 @@ fn bad_worker_lists_are_clear_errors() {
 fn bad_option_values_are_usage_errors() {
     let out = fsscale().args(["run", "--mode", "fiber"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("use process or thread"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("[possible values: process, thread]"), "{}", stderr(&out));
     let out = fsscale().args(["run", "--duration", "soon"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("'soon' is not a duration"), "{}", stderr(&out));
