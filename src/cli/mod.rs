@@ -1,0 +1,304 @@
+//! The command line: clap lives here and nowhere else. Each subcommand's
+//! arguments turn into a plain configuration for the core: `run`'s in
+//! [`run`], the values of enumerated and structured options in [`values`].
+
+mod run;
+mod values;
+
+pub use run::{RankOf, RunArgs};
+use values::*;
+pub use values::{ExportFormatArg, Format, WorkloadArg};
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::{Args, Parser, Subcommand};
+
+use fsscale::plan::{Cache, Mode};
+use fsscale::stats::hypothesis::TestKind;
+use fsscale::workloads::{Share, Workload};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "fsscale",
+    version,
+    about = "Measure how filesystem and VFS operations scale with CPU cores",
+    long_about = "Measure how filesystem and VFS operations scale with CPU cores.\n\n\
+        fsscale runs classic microbenchmarks (stat, open/close, creat/unlink, ...) over a sweep of \
+        worker counts, as processes or threads, in private or shared directories, repeats every \
+        point, and records everything in versioned JSON. It then compares systems point by point with \
+        significance tests (`compare`), explains where scaling stops with a Universal Scalability Law \
+        fit (`analyze`), and includes a byte-compatible ministat (`ministat`).",
+    after_help = "Quick start: `fsscale run` runs the default suite in the current directory; `fsscale list` shows every workload.",
+    args_override_self = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Args, Debug)]
+pub struct CleanupArgs {
+    /// Also remove scratch directories of killed runs in DIR (only fsscale's own, with their marker, held by no live run; never across a mount). Repeatable.
+    #[arg(long, value_name = "DIR")]
+    pub scratch: Vec<PathBuf>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// List every workload: what one op does and what each sharing level shares.
+    List,
+    /// Run workloads over a sweep of worker counts and print a table.
+    Run(Box<RunArgs>),
+    /// Write a self-contained HTML report (environment, charts, comparisons, findings) of results files.
+    Report(ReportArgs),
+    /// Draw one workload's scaling chart from results files, as SVG or PNG.
+    Plot(PlotArgs),
+    /// Remove what a killed run left behind: mounts, loop devices and images of filesystems fsscale made; list (and with --scratch DIR remove) its scratch directories.
+    Cleanup(CleanupArgs),
+    /// Print a shell completion script: `fsscale completions bash > /etc/bash_completion.d/fsscale`.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Write the man pages (fsscale.1 and fsscale-SUBCOMMAND.1) into DIR, or print fsscale.1.
+    Manpage {
+        /// Directory to write every page into (e.g. /usr/local/share/man/man1).
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
+    /// Internal: outlives rank 0 of an MPI job to remove its scratch if it is killed.
+    #[command(name = "scratch-warden", hide = true)]
+    ScratchWarden,
+    /// Generate the deterministic ports-like source tree, as a directory or an uncompressed tarball.
+    Tree(TreeArgs),
+    /// Compare results files point by point: change, confidence interval, test, verdict.
+    Compare(CompareArgs),
+    /// Scaling analysis: speedup, efficiency, Universal Scalability Law fit, collapse.
+    Analyze(AnalyzeArgs),
+    /// Print one point's per-run figures, one a line: input for `fsscale ministat` or any other tool.
+    Export(ExportArgs),
+    /// ministat-compatible statistics on data files (`fsscale ministat --help`).
+    #[command(disable_help_flag = true)]
+    Ministat {
+        /// ministat's own arguments: [-C column] [-c confidence] [-d delimiters] [-Anqs] [-w width] [file ...]
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+        args: Vec<String>,
+    },
+}
+
+#[derive(Args, Debug)]
+#[command(group(clap::ArgGroup::new("target").required(true).args(["dir", "tar"])))]
+pub struct TreeArgs {
+    /// Size factor: 1 = about 94,000 files in 27,000 directories and 265 MB; 0.01 for tests, 10 for big machines.
+    #[arg(long, default_value_t = 1.0)]
+    pub scale: f64,
+    /// Seed: the same seed and scale give the same bytes.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Write the tree into this directory, which must not exist yet.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Write an uncompressed tarball to this file, which must not exist yet.
+    #[arg(long, value_name = "FILE")]
+    pub tar: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// Results files; the first is the base that the others are compared with.
+    #[arg(value_name = "RESULTS.json", required = true)]
+    pub results: Vec<PathBuf>,
+    /// The HTML file to write.
+    #[arg(short, long, value_name = "FILE", default_value = "fsscale-report.html")]
+    pub output: PathBuf,
+}
+
+#[derive(Args, Debug)]
+pub struct PlotArgs {
+    /// Results files, one or more series each.
+    #[arg(value_name = "RESULTS.json", required = true)]
+    pub results: Vec<PathBuf>,
+    /// The workload to chart.
+    #[arg(short = 'w', long, value_parser = parse_workload_arg)]
+    pub workload: WorkloadArg,
+    /// Output file: .svg or .png.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: PathBuf,
+}
+
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    /// The baseline results file (from `fsscale run`).
+    #[arg(value_name = "BASE.json")]
+    pub base: PathBuf,
+    /// Results files to compare with the baseline, each on its own.
+    #[arg(value_name = "NEW.json", required = true)]
+    pub new: Vec<PathBuf>,
+    /// Test on the runs' ops/s: welch (unequal variances), student (pooled, as ministat) or mann-whitney (ranks, for non-normal data).
+    #[arg(long, default_value = "welch", value_parser = choices(TESTS, parse_test))]
+    pub test: TestKind,
+    /// Confidence level in percent, for the interval and the verdict.
+    #[arg(short = 'c', long, value_name = "PCT", default_value_t = 95.0)]
+    pub confidence: f64,
+    /// Show a ministat-style dot plot of every point's runs (x = base, + = new).
+    #[arg(long)]
+    pub plot: bool,
+    /// Exit with status 3 when any point is significantly worse by more than PCT percent (for CI gates).
+    #[arg(long, value_name = "PCT")]
+    pub fail_if_worse: Option<f64>,
+    /// Output format: text, markdown or json.
+    #[arg(long, default_value = "text", value_parser = choices(FORMATS, parse_format))]
+    pub format: Format,
+    /// No colours (also when NO_COLOR is set, or output is not a terminal).
+    #[arg(long)]
+    pub no_color: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct AnalyzeArgs {
+    /// Results files from `fsscale run`.
+    #[arg(value_name = "RESULTS.json", required_unless_present = "csv")]
+    pub results: Vec<PathBuf>,
+    /// Fit a file of (N, throughput) pairs instead, e.g. from another benchmark: one pair per line, comma or space separated.
+    #[arg(long, value_name = "FILE", conflicts_with = "results")]
+    pub csv: Option<PathBuf>,
+    /// Output format: text or json.
+    #[arg(long, default_value = "text", value_parser = choices(FORMATS, parse_format))]
+    pub format: Format,
+}
+
+#[derive(Args, Debug)]
+pub struct ExportArgs {
+    /// A results file from `fsscale run`.
+    #[arg(value_name = "RESULTS.json")]
+    pub results: PathBuf,
+    /// ministat: one point's figure per run, a line each (needs --workload and -j); csv, markdown, json-lines: a row per point (per run with --runs), the options below filtering the points.
+    #[arg(long, value_enum, default_value_t = ExportFormatArg::Ministat)]
+    pub format: ExportFormatArg,
+    /// With --format csv|markdown|json-lines: a row per run instead of per point.
+    #[arg(long)]
+    pub runs: bool,
+    /// The point's workload.
+    #[arg(long, value_parser = parse_workload)]
+    pub workload: Option<Workload>,
+    /// The point's worker count.
+    #[arg(long, short = 'j')]
+    pub workers: Option<usize>,
+    /// The point's mode, when the file has several.
+    #[arg(long, value_parser = choices(MODES, parse_mode))]
+    pub mode: Option<Mode>,
+    /// The point's sharing level, when the file has several.
+    #[arg(long, value_parser = choices(SHARES, parse_share))]
+    pub share: Option<Share>,
+    /// The point's filesystem configuration (`--fs` label), when the file has several.
+    #[arg(long)]
+    pub fs: Option<String>,
+    /// The point's cache state (warm or cold), when the file has both.
+    #[arg(long, value_name = "warm|cold", value_parser = choices(CACHES, parse_cache))]
+    pub cache: Option<Cache>,
+}
+
+/// A shell completion script for `shell`, from the command definition.
+pub fn completions(shell: clap_complete::Shell) -> String {
+    let mut out = Vec::new();
+    clap_complete::generate(shell, &mut <Cli as clap::CommandFactory>::command(), "fsscale", &mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The man pages: `fsscale.1`, then `fsscale-SUB.1` for every visible subcommand.
+pub fn manpages() -> Result<Vec<(String, Vec<u8>)>> {
+    let command = <Cli as clap::CommandFactory>::command();
+    let mut pages = Vec::new();
+    let mut render = |name: String, cmd: clap::Command| -> Result<()> {
+        let mut out = Vec::new();
+        clap_mangen::Man::new(cmd).render(&mut out)?;
+        pages.push((format!("{name}.1"), out));
+        Ok(())
+    };
+    render("fsscale".into(), command.clone())?;
+    for sub in command.get_subcommands().filter(|s| !s.is_hide_set()) {
+        let name = format!("fsscale-{}", sub.get_name());
+        let page = sub.clone().display_name(name.clone()).bin_name(format!("fsscale {}", sub.get_name()));
+        render(name, page.version(env!("CARGO_PKG_VERSION")))?;
+    }
+    Ok(pages)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn completions_and_man_pages_name_every_subcommand_and_option() {
+        let command = Cli::command();
+        let pages = manpages().unwrap();
+        let page = |name: &str| {
+            let found = pages.iter().find(|(n, _)| n == name).unwrap_or_else(|| panic!("no page {name}"));
+            String::from_utf8_lossy(&found.1).replace("\\-", "-")
+        };
+        for shell in [clap_complete::Shell::Bash, clap_complete::Shell::Zsh, clap_complete::Shell::Fish] {
+            let script = completions(shell);
+            for sub in command.get_subcommands().filter(|s| !s.is_hide_set()) {
+                assert!(script.contains(sub.get_name()), "{shell}: {}", sub.get_name());
+                for long in sub.get_arguments().filter_map(|a| a.get_long()) {
+                    assert!(script.contains(long), "{shell}: {} --{long}", sub.get_name());
+                }
+            }
+        }
+        for sub in command.get_subcommands().filter(|s| !s.is_hide_set()) {
+            let text = page(&format!("fsscale-{}.1", sub.get_name()));
+            for long in sub.get_arguments().filter_map(|a| a.get_long()) {
+                assert!(text.contains(&format!("--{long}")), "fsscale-{}.1: --{long}", sub.get_name());
+            }
+            assert!(page("fsscale.1").contains(sub.get_name()), "fsscale.1 lists {}", sub.get_name());
+        }
+        // The enumerated options list their values for completion.
+        assert!(completions(clap_complete::Shell::Fish).contains("process"), "--mode's values");
+    }
+
+    #[test]
+    fn builds_a_config_from_arguments() {
+        let cli = Cli::try_parse_from([
+            "fsscale",
+            "run",
+            "stat",
+            "all",
+            "-j",
+            "1,3",
+            "--mode",
+            "process,thread",
+            "--share",
+            "same",
+            "-n",
+            "2",
+            "--duration",
+            "200ms",
+            "-o",
+            "x.json",
+        ])
+        .unwrap();
+        let Command::Run(args) = cli.command else { panic!("not run") };
+        let config = args.into_config(vec!["fsscale".into()], None).unwrap();
+        assert_eq!(config.workloads.len(), Workload::ALL.len() - 1, "all = every built-in workload");
+        assert!(!config.workloads.contains(&Workload::Command));
+        assert_eq!(config.workloads[0], Workload::Stat);
+        assert_eq!(config.workers, [1, 3]);
+        assert_eq!(config.modes, [Mode::Process, Mode::Thread]);
+        assert_eq!(config.shares, [Share::Same]);
+        assert_eq!(config.sample_interval, std::time::Duration::from_millis(20));
+        assert_eq!(config.output, PathBuf::from("x.json"));
+    }
+
+    #[test]
+    fn unknown_workload_names_the_choices() {
+        let err = Cli::try_parse_from(["fsscale", "run", "stats"]).unwrap_err().to_string();
+        assert!(err.contains("unknown workload; choose from stat, stat-deep,"), "{err}");
+    }
+}
