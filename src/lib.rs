@@ -26,4 +26,5 @@ pub mod scratch;
 pub mod stats;
 pub mod sys;
 pub mod tree;
+pub mod vocab;
 pub mod workloads;

@@ -1,12 +1,10 @@
 //! What to run: the plain configuration the CLI builds, and the parsers for
 //! the values users type (worker lists, durations).
 
-use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Result};
-use serde::{Deserialize, Serialize};
 
 use crate::fs::FsOptions;
 use crate::tree::TreeSpec;
@@ -16,58 +14,7 @@ use crate::workloads::{CommandSpec, Share, Workload};
 /// meant for (1024 workers is a tested design point), low enough to catch typos.
 pub const MAX_WORKERS: usize = 16_384;
 
-/// How workers are made.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Mode {
-    /// Forked processes: private fd tables, address spaces and cwd.
-    Process,
-    /// Threads of one process: one fd table, one address space, one cwd.
-    Thread,
-}
-
-impl Mode {
-    pub fn name(self) -> &'static str {
-        match self {
-            Mode::Process => "process",
-            Mode::Thread => "thread",
-        }
-    }
-}
-
-impl fmt::Display for Mode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// The order a run's runs happen in (see the runner's scheduler).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Order {
-    /// Rounds: run k of every point before run k+1 of any.
-    Interleaved,
-    /// Every run of a point before the next point.
-    Sequential,
-    /// Rounds, each in a random order from a recorded seed.
-    Shuffled,
-}
-
-impl Order {
-    pub fn name(self) -> &'static str {
-        match self {
-            Order::Interleaved => "interleaved",
-            Order::Sequential => "sequential",
-            Order::Shuffled => "shuffled",
-        }
-    }
-}
-
-impl fmt::Display for Order {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+pub use crate::vocab::{Cache, Mode, Order};
 
 /// Settings of the fixed-work (macro) workloads.
 #[derive(Debug, Clone, PartialEq)]
@@ -87,30 +34,6 @@ pub struct MacroOptions {
     pub stat: bool,
     /// Fixed work: the cache states to measure each point in (`--cache warm,cold`).
     pub caches: Vec<Cache>,
-}
-
-/// Whether fixed work starts with the kernel's caches as the previous run
-/// left them, or emptied (`sync; echo 3 > /proc/sys/vm/drop_caches`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Cache {
-    Warm,
-    Cold,
-}
-
-impl Cache {
-    pub fn name(self) -> &'static str {
-        match self {
-            Cache::Warm => "warm",
-            Cache::Cold => "cold",
-        }
-    }
-}
-
-impl fmt::Display for Cache {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
 }
 
 /// Everything `fsscale run` needs, free of any command-line types.

@@ -13,11 +13,9 @@ mod placement;
 
 use anyhow::{anyhow, bail, Context, Result};
 use serde::de::DeserializeOwned;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 pub use placement::Placement;
-
-use crate::results::ClusterInfo;
 
 /// Called while a collective waits; an error (a signal came) ends the wait.
 pub type Idle<'a> = &'a mut dyn FnMut() -> Result<()>;
@@ -154,6 +152,32 @@ impl Cluster {
 fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
     serde_json::from_slice(bytes)
         .map_err(|e| anyhow!("a message between ranks did not decode ({e}); do all ranks run the same fsscale?"))
+}
+
+/// The MPI job a run was: `mpirun -np R fsscale run ...`.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct ClusterInfo {
+    /// The MPI library's name and version, as it reports them.
+    pub library: String,
+    pub ranks: usize,
+    /// Each rank's node, in rank order.
+    pub hosts: Vec<String>,
+    /// Which ranks served a point of N workers.
+    pub placement: Placement,
+}
+
+impl ClusterInfo {
+    /// The nodes, in order of their lowest rank, with their ranks.
+    pub fn nodes(&self) -> Vec<(&str, Vec<usize>)> {
+        let mut nodes: Vec<(&str, Vec<usize>)> = Vec::new();
+        for (rank, host) in self.hosts.iter().enumerate() {
+            match nodes.iter_mut().find(|(h, _)| *h == host.as_str()) {
+                Some((_, ranks)) => ranks.push(rank),
+                None => nodes.push((host.as_str(), vec![rank])),
+            }
+        }
+        nodes
+    }
 }
 
 /// The environment variables by which MPI launchers tell a process its job's size.

@@ -132,7 +132,7 @@ pub(super) fn enter_run_cgroup() {
 /// The directory of this process's cgroup v2, if that hierarchy is mounted
 /// and writable here.
 fn own_cgroup_dir() -> Option<PathBuf> {
-    let mount = crate::results::mounts().into_iter().find(|m| m.fs_type == "cgroup2")?.mount_point;
+    let mount = crate::sys::mounts().into_iter().find(|m| m.fs_type == "cgroup2")?.mount_point;
     let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
     let path = own.lines().find_map(|l| l.strip_prefix("0::"))?;
     let dir = Path::new(&mount).join(path.trim_start_matches('/'));

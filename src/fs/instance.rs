@@ -4,30 +4,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{anyhow, bail, Context, Result};
-use serde::{Deserialize, Serialize};
 
 use super::registry::{Entry, Registration};
-use super::{Backing, FsKind, FsOptions, FsSpec};
+use super::{Backing, DeviceIo, FsKind, FsOptions, FsRecord, FsSpec};
 use crate::results::Target;
-
-/// What a run records about the filesystem it ran on.
-#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
-pub struct FsRecord {
-    /// `ext4` or `ext4:data=journal`.
-    pub label: String,
-    pub kind: FsKind,
-    /// The mkfs command line and the version it reports.
-    pub mkfs_command: Option<String>,
-    pub mkfs_version: Option<String>,
-    /// As the kernel reports them (`/proc/self/mountinfo`).
-    pub mount_options: String,
-    pub super_options: String,
-    /// `/dev/loop3`, the real device, or absent for tmpfs.
-    pub device: Option<String>,
-    /// `ram`, `file:DIR` or `dev:/dev/NAME`.
-    pub backing: String,
-    pub size_bytes: u64,
-}
 
 impl FsRecord {
     /// `ext4 of 1.5 GiB on /dev/loop3 (file:/var/tmp)`: what the figures were measured on.
@@ -270,7 +250,7 @@ pub(super) fn undo(entry: &Entry, mounted: bool) -> Result<Vec<String>> {
 
 fn is_mounted(path: &Path) -> bool {
     let text = path.display().to_string();
-    crate::results::mounts().iter().any(|m| m.mount_point == text)
+    crate::sys::mounts().iter().any(|m| m.mount_point == text)
 }
 
 /// `MemAvailable` from /proc/meminfo, in bytes.
@@ -350,15 +330,4 @@ impl DeviceSnapshot {
             io_ms: later.io_ms.saturating_sub(self.io_ms),
         }
     }
-}
-
-/// The backing device's I/O during the timed window (the `iostat` view).
-#[derive(Serialize, Deserialize, Debug, Clone, Copy, Default, PartialEq)]
-pub struct DeviceIo {
-    pub read_ios: u64,
-    pub read_bytes: u64,
-    pub write_ios: u64,
-    pub write_bytes: u64,
-    /// Milliseconds the device was busy.
-    pub io_ms: u64,
 }

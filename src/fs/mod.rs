@@ -13,28 +13,14 @@ mod registry;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
-use serde::{Deserialize, Serialize};
 
-pub use instance::{format_size, DeviceIo, DeviceSnapshot, FsInstance, FsRecord};
-pub use registry::{cleanup, leftovers, CleanupReport};
+pub use instance::{format_size, DeviceSnapshot, FsInstance};
+pub use registry::{leftovers, CleanupReport};
 
 /// Where the registry of made filesystems lives (root only, a tmpfs cleared at boot).
-pub const STATE_DIR: &str = "/run/fsscale";
+pub use crate::vocab::{DeviceIo, Fresh, FsKind, FsRecord};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum FsKind {
-    /// An existing directory (`--dir`): nothing is made.
-    Dir,
-    Tmpfs,
-    /// The page cache alone: no size limit, nothing swaps (the memory-disk
-    /// seeds' filesystem); guarded by a check of available memory.
-    Ramfs,
-    Ext4,
-    Xfs,
-    Btrfs,
-    F2fs,
-}
+pub const STATE_DIR: &str = "/run/fsscale";
 
 impl FsKind {
     pub fn name(self) -> &'static str {
@@ -136,26 +122,6 @@ impl Backing {
             return Ok(Backing::Device(PathBuf::from(path)));
         }
         Err(format!("'{text}' is not a backing; use ram, file:DIR or dev:/dev/NAME"))
-    }
-}
-
-/// When filesystems are made anew.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Fresh {
-    Run,
-    Point,
-    Once,
-}
-
-impl Fresh {
-    /// How often a filesystem was made, in words that follow its description.
-    pub fn words(self) -> &'static str {
-        match self {
-            Fresh::Run => "made anew for every run",
-            Fresh::Point => "made anew for every point, kept across its runs",
-            Fresh::Once => "made once, kept for every point",
-        }
     }
 }
 
@@ -308,7 +274,7 @@ fn device_in_use(major: u32, minor: u32) -> Option<String> {
             }
         }
     }
-    if let Some(m) = crate::results::mounts().into_iter().find(|m| ours.iter().any(|(n, _)| *n == m.device)) {
+    if let Some(m) = crate::sys::mounts().into_iter().find(|m| ours.iter().any(|(n, _)| *n == m.device)) {
         return Some(format!("device {} ({}) is mounted on {}", m.device, m.source, m.mount_point));
     }
     for (number, path) in &ours {
@@ -331,6 +297,28 @@ fn device_in_use(major: u32, minor: u32) -> Option<String> {
         }
     }
     None
+}
+
+/// Undoes every leftover that is provably fsscale's own; reports the rest.
+pub fn cleanup() -> CleanupReport {
+    let mut report = CleanupReport::default();
+    for stale in registry::stale_entries(&mut report.live) {
+        let Some(entry) = &stale.entry else {
+            report.refused.push(format!("{}: not a registry entry fsscale can read; left alone", stale.path.display()));
+            continue;
+        };
+        match registry::checked(&stale.id, entry) {
+            Err(why) => report.refused.push(format!("{}: {why}; left alone", stale.path.display())),
+            Ok(()) => match instance::undo(entry, false) {
+                Ok(done) => {
+                    report.removed.extend(done);
+                    let _ = std::fs::remove_file(&stale.path);
+                }
+                Err(e) => report.refused.push(format!("{}: {e:#}", registry::describe(entry))),
+            },
+        }
+    }
+    report
 }
 
 #[cfg(test)]

@@ -86,16 +86,16 @@ pub struct CleanupReport {
 }
 
 /// An entry with no live run behind it.
-struct Stale {
-    path: PathBuf,
-    id: String,
-    entry: Option<Entry>,
+pub(super) struct Stale {
+    pub(super) path: PathBuf,
+    pub(super) id: String,
+    pub(super) entry: Option<Entry>,
     /// Held while the leftover is undone, so two cleanups never race.
     _lock: File,
 }
 
 /// Entries whose lock nobody holds.
-fn stale_entries(live: &mut usize) -> Vec<Stale> {
+pub(super) fn stale_entries(live: &mut usize) -> Vec<Stale> {
     let Ok(dir) = std::fs::read_dir(STATE_DIR) else { return Vec::new() };
     let mut stale = Vec::new();
     for dirent in dir.flatten() {
@@ -134,30 +134,8 @@ pub(super) fn describe(e: &Entry) -> String {
     format!("{} (pid {})", parts.join(", "), e.pid)
 }
 
-/// Undoes every leftover that is provably fsscale's own; reports the rest.
-pub fn cleanup() -> CleanupReport {
-    let mut report = CleanupReport::default();
-    for stale in stale_entries(&mut report.live) {
-        let Some(entry) = &stale.entry else {
-            report.refused.push(format!("{}: not a registry entry fsscale can read; left alone", stale.path.display()));
-            continue;
-        };
-        match checked(&stale.id, entry) {
-            Err(why) => report.refused.push(format!("{}: {why}; left alone", stale.path.display())),
-            Ok(()) => match super::instance::undo(entry, false) {
-                Ok(done) => {
-                    report.removed.extend(done);
-                    let _ = std::fs::remove_file(&stale.path);
-                }
-                Err(e) => report.refused.push(format!("{}: {e:#}", describe(entry))),
-            },
-        }
-    }
-    report
-}
-
 /// Whether an entry names only what fsscale itself would have made for `id`.
-fn checked(id: &str, entry: &Entry) -> Result<(), String> {
+pub(super) fn checked(id: &str, entry: &Entry) -> Result<(), String> {
     let mountpoint = Path::new(STATE_DIR).join(format!("mnt-{id}"));
     if entry.mountpoint != mountpoint {
         return Err(format!(

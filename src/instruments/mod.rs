@@ -8,6 +8,8 @@
 //! run's record after it; everything it opened (a tracefs instance, perf
 //! descriptors) is closed when it is dropped, on every path.
 
+pub use crate::vocab::InstrumentConfig;
+
 pub mod cpu;
 pub mod kallsyms;
 pub mod locks;
@@ -18,7 +20,6 @@ pub mod usersyms;
 pub mod verify;
 
 use anyhow::{bail, Result};
-use serde::{Deserialize, Serialize};
 
 use crate::results::RunRecord;
 use crate::workloads::Workload;
@@ -33,30 +34,7 @@ fn u64_at(bytes: &[u8], at: usize) -> u64 {
     bytes.get(at..at + 8).map_or(0, |b| u64::from_ne_bytes(b.try_into().expect("8 bytes")))
 }
 
-/// Which instruments a run has on.
-#[derive(Serialize, Deserialize, Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct InstrumentConfig {
-    #[serde(default)]
-    pub locks: bool,
-    #[serde(default)]
-    pub cpu: bool,
-    #[serde(default)]
-    pub verify: bool,
-}
-
 impl InstrumentConfig {
-    pub fn any(&self) -> bool {
-        self.locks || self.cpu || self.verify
-    }
-
-    /// `locks`, `cpu`, `verify`: as the tables mark them.
-    pub fn names(&self) -> Vec<&'static str> {
-        [(self.locks, "locks"), (self.cpu, "cpu"), (self.verify, "verify")]
-            .into_iter()
-            .filter_map(|(on, name)| on.then_some(name))
-            .collect()
-    }
-
     /// Checks what the instruments need before anything runs; returns what
     /// it did to the machine for the caller to report (mounting tracefs).
     pub fn prepare(&self) -> Result<Vec<String>> {

@@ -2,8 +2,8 @@
 
 use std::fmt::Write;
 
+use super::format::format_rate;
 use super::table::{Align, Table};
-use super::text::format_rate;
 use crate::analyze::SeriesAnalysis;
 use crate::ministat::format_g;
 use crate::stats::usl::UslFit;

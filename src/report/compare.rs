@@ -2,8 +2,8 @@
 
 use std::fmt::Write;
 
+use super::format::{format_rate, sparkline};
 use super::table::{Align, Table};
-use super::text::{format_rate, sparkline};
 use crate::compare::{Comparison, Row};
 use crate::ministat::{plot, Dataset};
 use crate::workloads::Workload;

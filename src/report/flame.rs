@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use super::html::esc;
+use super::format::esc;
 
 const WIDTH: f64 = 1000.0;
 const ROW: f64 = 16.0;

@@ -6,8 +6,9 @@ use std::fmt::Write;
 
 use super::analyze::verdict_line;
 use super::chart::{efficiency_chart, scaling_chart, ChartPoint, ChartSeries};
+use super::format::{esc, format_rate};
 use super::profile;
-use super::text::{format_rate, noise_marks, NOISE_LEGEND};
+use super::text::{noise_marks, NOISE_LEGEND};
 use crate::analyze::{analyze_results, SeriesAnalysis};
 use crate::compare::{compare, CompareConfig, Comparison, Verdict};
 use crate::plan::Mode;
@@ -36,10 +37,6 @@ ul.legend li{display:inline-block;margin-right:1.2em}
 .swatch{display:inline-block;width:.9em;height:.9em;margin-right:.3em;vertical-align:middle}
 @media print{body{max-width:none}h2{page-break-before:auto}figure,table{page-break-inside:avoid}}
 ";
-
-pub(super) fn esc(text: &str) -> String {
-    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
-}
 
 /// Renders the report for `files` (label, results), the first being the base of comparisons.
 pub fn render_html(files: &[(String, ResultsFile)]) -> String {

@@ -3,8 +3,8 @@
 
 use std::collections::BTreeMap;
 
+use super::format::{format_rate, format_sd};
 use super::table::{Align, Table};
-use super::text::{format_rate, format_sd};
 use crate::plan::Mode;
 use crate::results::Point;
 use crate::stats::histogram::Percentiles;

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use super::html::esc;
+use super::format::esc;
 use super::latency::format_ns;
 use super::table::{Align, Table};
 use crate::plan::Mode;

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use super::text::format_rate;
+use super::format::format_rate;
 use crate::plan::Mode;
 use crate::results::{Point, RunRecord};
 use crate::workloads::Share;

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use super::analyze::verdict_line;
+use super::format::{format_rate, format_sd, sparkline};
 use super::latency::{driver_table, latency_cells, replay_ops_table, LATENCY_COLUMNS};
 use super::table::{Align, Table};
 use crate::analyze::analyze_results;
@@ -10,26 +11,6 @@ use crate::plan::Mode;
 use crate::results::{Point, ResultsFile, RunRecord, Settings};
 use crate::stats::Sample;
 use crate::workloads::{Share, Workload};
-
-/// A unicode sparkline of `values` against their maximum: ▁ (lowest) to █.
-pub fn sparkline(values: &[f64]) -> String {
-    const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
-    let max = values.iter().copied().fold(0.0, f64::max);
-    values
-        .iter()
-        .map(|&v| if max > 0.0 { BARS[((v / max) * 7.0).round().clamp(0.0, 7.0) as usize] } else { BARS[0] })
-        .collect()
-}
-
-/// Rates below 1000/s keep two decimals: collapsed points ("12.68 op/s")
-/// are exactly the ones people quote.
-pub fn format_rate(rate: f64) -> String {
-    if rate.abs() >= 1000.0 {
-        format!("{rate:.0}")
-    } else {
-        format!("{rate:.2}")
-    }
-}
 
 /// Renders every point with a summary, grouped by workload in catalogue order.
 pub fn render_results(doc: &ResultsFile) -> String {
@@ -408,14 +389,6 @@ fn work_share(point: &Point) -> String {
         return "-".to_string();
     }
     format!("{:.0}–{:.0}%", 100.0 * median(lows), 100.0 * median(highs))
-}
-
-/// The runs' standard deviation relative to their mean, `-` for one run.
-pub(super) fn format_sd(summary: &crate::stats::Summary) -> String {
-    match summary.n {
-        1 => "-".to_string(),
-        _ => format!("{:.1}%", summary.relative_stddev_pct()),
-    }
 }
 
 /// Median over the runs of bytes moved per second, in MB/s; `-` without data.

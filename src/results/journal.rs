@@ -23,7 +23,7 @@ use anyhow::{anyhow, Result};
 use serde::{Deserialize, Serialize};
 
 use super::{Point, ResultsFile, RunRecord};
-use crate::fs::FsRecord;
+use crate::vocab::FsRecord;
 use crate::{lockfile, sys};
 
 /// One line of the journal.

@@ -14,18 +14,18 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
+pub use crate::sys::{mounts, Mount};
 pub use host::Host;
 pub use journal::{journal_path, Saver};
 pub use profile::{CpuProfile, FunctionShare, LockProfile, LockSite, SyscallCheck, SyscallCount};
 pub use run::{NodeOps, RunNoise, RunRecord, SchedShares, SystemCpu, Timeline, WorkerCpu, WorkerSched, Writeback};
-pub use target::{mounts, Mount, Target};
+pub use target::Target;
 
-use crate::fs::{Fresh, FsRecord};
-use crate::plan::{Cache, Mode, Order};
 use crate::replay::OpKind;
 use crate::stats::diagnostics::{diagnose, Diagnostics};
 use crate::stats::histogram::{Histogram, Percentiles};
 use crate::stats::{Sample, Summary};
+use crate::vocab::{Cache, Fresh, FsRecord, InstrumentConfig, Mode, Order};
 use crate::workloads::{Share, Workload};
 
 /// Bumped whenever a field changes meaning or disappears (adding fields does not).
@@ -52,33 +52,7 @@ pub struct ResultsFile {
     pub run_id: Option<String>,
     /// An MPI job's ranks were the workers (absent on one machine).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cluster: Option<ClusterInfo>,
-}
-
-/// The MPI job a run was: `mpirun -np R fsscale run ...`.
-#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
-pub struct ClusterInfo {
-    /// The MPI library's name and version, as it reports them.
-    pub library: String,
-    pub ranks: usize,
-    /// Each rank's node, in rank order.
-    pub hosts: Vec<String>,
-    /// Which ranks served a point of N workers.
-    pub placement: crate::cluster::Placement,
-}
-
-impl ClusterInfo {
-    /// The nodes, in order of their lowest rank, with their ranks.
-    pub fn nodes(&self) -> Vec<(&str, Vec<usize>)> {
-        let mut nodes: Vec<(&str, Vec<usize>)> = Vec::new();
-        for (rank, host) in self.hosts.iter().enumerate() {
-            match nodes.iter_mut().find(|(h, _)| *h == host.as_str()) {
-                Some((_, ranks)) => ranks.push(rank),
-                None => nodes.push((host.as_str(), vec![rank])),
-            }
-        }
-        nodes
-    }
+    pub cluster: Option<crate::cluster::ClusterInfo>,
 }
 
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
@@ -137,7 +111,7 @@ pub struct Settings {
     /// `--profile` and `--verify`: the instruments every run had on (their
     /// cost is in the figures; see docs/INSTRUMENTS.md).
     #[serde(default, skip_serializing_if = "is_default")]
-    pub instruments: crate::instruments::InstrumentConfig,
+    pub instruments: InstrumentConfig,
     /// The `command` workload's templates, when it ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<CommandSettings>,

@@ -5,9 +5,8 @@
 use anyhow::{anyhow, bail, Result};
 
 use super::cpu::CpuTicks;
-use super::measure::load_average;
-use super::measure::Timing;
 use super::signals;
+use super::timing::{device_io, load_average, Timing};
 use crate::exec::Placeholders;
 use crate::fs::DeviceSnapshot;
 use crate::plan::PointSpec;
@@ -41,7 +40,7 @@ pub(super) fn run_driver(
     let outcome = command.run(&command.cmd, &values, true, &stop);
     let cpu_end = CpuTicks::read();
     let children_end = children_cpu();
-    let device_io = super::measure::device_io(timing, device_start);
+    let device_io = device_io(timing, device_start);
     signals::check()?;
     let finished = outcome.map_err(anyhow::Error::msg)?;
     let wall_s = finished.wall.as_secs_f64().max(1e-9);

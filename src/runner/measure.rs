@@ -10,11 +10,12 @@ use super::cpu::CpuTicks;
 use super::latency::LatencyRegion;
 use super::shared::{Phase, SharedRegion};
 use super::signals;
+pub(super) use super::timing::{device_io, load_average, Timing};
 use super::watch::Watch;
 use super::worker::{worker_main, WorkerPlan};
 use crate::exec::Placeholders;
 use crate::fs::{DeviceIo, DeviceSnapshot};
-use crate::instruments::{InstrumentConfig, RunInstruments};
+use crate::instruments::RunInstruments;
 use crate::plan::{Mode, PointSpec};
 use crate::replay::{OpKind, Trace};
 use crate::results::{RunNoise, RunRecord, Timeline, WorkerCpu, WorkerSched, Writeback};
@@ -32,22 +33,6 @@ pub(super) struct Inputs<'a> {
     pub latency: bool,
     /// The mdtest phases' items.
     pub mdtest: crate::workloads::MdtestOptions,
-}
-
-/// Timing of the run, from the plan.
-#[derive(Clone)]
-pub(super) struct Timing {
-    pub warmup: Duration,
-    pub duration: Duration,
-    pub sample_interval: Duration,
-    /// Fixed work: sync and drop page, dentry and inode caches before the start (the point's `--cache cold`).
-    pub drop_caches: bool,
-    /// The block device under the run's filesystem (`loop3`), for its I/O counters.
-    pub device: Option<String>,
-    /// A worker without progress for this long fails the run.
-    pub stall_timeout: Duration,
-    /// What is measured alongside, exactly over the window.
-    pub instruments: InstrumentConfig,
 }
 
 /// After a failure, how long workers get to leave before they are killed.
@@ -231,12 +216,6 @@ struct Window {
     load_1m: f64,
     /// Turned off at the window's end, read into the record after it.
     instruments: RunInstruments,
-}
-
-/// The 1-minute load average (0 where `/proc/loadavg` cannot be read).
-pub(super) fn load_average() -> f64 {
-    let text = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    text.split_whitespace().next().and_then(|v| v.parse().ok()).unwrap_or(0.0)
 }
 
 impl Window {
@@ -620,12 +599,6 @@ fn writeback(scratch_fd: i32, timing: &Timing, window_end: Option<DeviceSnapshot
     let sync_s = (sys::monotonic_ns() - start) as f64 / 1e9;
     let after = timing.device.as_deref().and_then(DeviceSnapshot::read);
     Writeback { sync_s, device_io: window_end.zip(after).map(|(a, b)| a.delta(&b)) }
-}
-
-/// The device's I/O since `start`, when the run has a device.
-pub(super) fn device_io(timing: &Timing, start: Option<DeviceSnapshot>) -> Option<DeviceIo> {
-    let end = timing.device.as_deref().and_then(DeviceSnapshot::read)?;
-    Some(start?.delta(&end))
 }
 
 /// `sync`, then drop the page cache, dentries and inodes (needs root).

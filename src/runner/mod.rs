@@ -10,6 +10,7 @@ mod ranks;
 mod schedule;
 mod shared;
 mod signals;
+mod timing;
 mod watch;
 mod worker;
 

@@ -8,6 +8,7 @@ mod faults;
 mod filesystems;
 mod instruments;
 mod interrupt;
+mod layering;
 mod mdtest;
 mod ministat;
 mod mpi;

@@ -5,6 +5,9 @@
 //! propagate it as a `Copy` value; turning it into text happens once, off the
 //! hot path, in [`errno_text`].
 
+mod mounts;
+pub use mounts::{find_mount, mounts, parse_mountinfo, Mount};
+
 use std::ffi::{CStr, CString};
 use std::io;
 use std::os::fd::RawFd;
@@ -412,7 +415,7 @@ pub fn allowed_cpus() -> Vec<usize> {
 /// CPUs (cgroup v2 `cpu.max`, or v1 `cpu.cfs_quota_us` / `cpu.cfs_period_us`).
 pub fn cgroup_cpu_limit() -> Option<f64> {
     let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
-    let mounts = crate::results::mounts();
+    let mounts = mounts();
     let mut limit: Option<f64> = None;
     let mut tighten = |cpus: f64| {
         if cpus > 0.0 && cpus.is_finite() {

@@ -1,0 +1,176 @@
+//! The words the results and the configuration share: how workers are made
+//! and ordered, cache states, filesystem kinds and records, device I/O,
+//! which instruments are on. A leaf: it imports nothing else of the crate,
+//! so the results document depends on no behaviour (the modules that act
+//! on these types add their methods where they live).
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// How workers are made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Forked processes: private fd tables, address spaces and cwd.
+    Process,
+    /// Threads of one process: one fd table, one address space, one cwd.
+    Thread,
+}
+
+impl Mode {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Process => "process",
+            Mode::Thread => "thread",
+        }
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The order a run's runs happen in (see the runner's scheduler).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Order {
+    /// Rounds: run k of every point before run k+1 of any.
+    Interleaved,
+    /// Every run of a point before the next point.
+    Sequential,
+    /// Rounds, each in a random order from a recorded seed.
+    Shuffled,
+}
+
+impl Order {
+    pub fn name(self) -> &'static str {
+        match self {
+            Order::Interleaved => "interleaved",
+            Order::Sequential => "sequential",
+            Order::Shuffled => "shuffled",
+        }
+    }
+}
+
+impl fmt::Display for Order {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Whether fixed work starts with the kernel's caches as the previous run
+/// left them, or emptied (`sync; echo 3 > /proc/sys/vm/drop_caches`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Cache {
+    Warm,
+    Cold,
+}
+
+impl Cache {
+    pub fn name(self) -> &'static str {
+        match self {
+            Cache::Warm => "warm",
+            Cache::Cold => "cold",
+        }
+    }
+}
+
+impl fmt::Display for Cache {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FsKind {
+    /// An existing directory (`--dir`): nothing is made.
+    Dir,
+    Tmpfs,
+    /// The page cache alone: no size limit, nothing swaps (the memory-disk
+    /// seeds' filesystem); guarded by a check of available memory.
+    Ramfs,
+    Ext4,
+    Xfs,
+    Btrfs,
+    F2fs,
+}
+
+/// When filesystems are made anew.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Fresh {
+    Run,
+    Point,
+    Once,
+}
+
+impl Fresh {
+    /// How often a filesystem was made, in words that follow its description.
+    pub fn words(self) -> &'static str {
+        match self {
+            Fresh::Run => "made anew for every run",
+            Fresh::Point => "made anew for every point, kept across its runs",
+            Fresh::Once => "made once, kept for every point",
+        }
+    }
+}
+
+/// What a run records about the filesystem it ran on.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct FsRecord {
+    /// `ext4` or `ext4:data=journal`.
+    pub label: String,
+    pub kind: FsKind,
+    /// The mkfs command line and the version it reports.
+    pub mkfs_command: Option<String>,
+    pub mkfs_version: Option<String>,
+    /// As the kernel reports them (`/proc/self/mountinfo`).
+    pub mount_options: String,
+    pub super_options: String,
+    /// `/dev/loop3`, the real device, or absent for tmpfs.
+    pub device: Option<String>,
+    /// `ram`, `file:DIR` or `dev:/dev/NAME`.
+    pub backing: String,
+    pub size_bytes: u64,
+}
+
+/// The backing device's I/O during the timed window (the `iostat` view).
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, Default, PartialEq)]
+pub struct DeviceIo {
+    pub read_ios: u64,
+    pub read_bytes: u64,
+    pub write_ios: u64,
+    pub write_bytes: u64,
+    /// Milliseconds the device was busy.
+    pub io_ms: u64,
+}
+
+/// Which instruments a run has on.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct InstrumentConfig {
+    #[serde(default)]
+    pub locks: bool,
+    #[serde(default)]
+    pub cpu: bool,
+    #[serde(default)]
+    pub verify: bool,
+}
+
+impl InstrumentConfig {
+    pub fn any(&self) -> bool {
+        self.locks || self.cpu || self.verify
+    }
+
+    /// `locks`, `cpu`, `verify`: as the tables mark them.
+    pub fn names(&self) -> Vec<&'static str> {
+        [(self.locks, "locks"), (self.cpu, "cpu"), (self.verify, "verify")]
+            .into_iter()
+            .filter_map(|(on, name)| on.then_some(name))
+            .collect()
+    }
+}
