@@ -155,7 +155,7 @@ impl RunConfig {
             (Some(_), false) => {
                 bail!("--cmd and its options are for the command workload; add `command` to the workloads")
             }
-            (Some(command), true) => command.validate().map_err(anyhow::Error::msg)?,
+            (Some(command), true) => command.validate()?,
             (None, false) => {}
         }
         if self.trace.is_some() && !self.workloads.contains(&Workload::Replay) {

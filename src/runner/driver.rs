@@ -28,7 +28,7 @@ pub(super) fn run_driver(
         Placeholders { dir: scratch.path(), worker: 0, workers: spec.workers, scratch: scratch.path(), tarball: None };
     let stop = || signals::check().is_err();
     let untimed = |flag: &str, template: &Option<String>| -> Result<()> {
-        command.run_untimed(flag, template.as_deref(), &values, &stop).map_err(anyhow::Error::msg)?;
+        command.run_untimed(flag, template.as_deref(), &values, &stop)?;
         Ok(signals::check()?)
     };
     untimed("--setup", &command.setup)?;
@@ -42,7 +42,7 @@ pub(super) fn run_driver(
     let children_end = children_cpu();
     let device_io = device_io(timing, device_start);
     signals::check()?;
-    let finished = outcome.map_err(anyhow::Error::msg)?;
+    let finished = outcome?;
     let wall_s = finished.wall.as_secs_f64().max(1e-9);
     let value = metric.extract(&finished, wall_s).map_err(anyhow::Error::msg)?;
     if !(value.is_finite() && value > 0.0) {

@@ -75,12 +75,12 @@ fn measure(
     let once = inputs.command.filter(|_| spec.share == Share::Same);
     let stop = || signals::check().is_err();
     if let Some(command) = once {
-        command.run_untimed("--setup", command.setup.as_deref(), &values, &stop).map_err(anyhow::Error::msg)?;
+        command.run_untimed("--setup", command.setup.as_deref(), &values, &stop)?;
     }
     let place = Place { fd: scratch.fd(), path: scratch.path(), point: &point };
     let record = run_workers(spec, place, timing, cpus, inputs, run, Crew::everyone(spec))?;
     if let Some(command) = once {
-        command.run_untimed("--cleanup", command.cleanup.as_deref(), &values, &stop).map_err(anyhow::Error::msg)?;
+        command.run_untimed("--cleanup", command.cleanup.as_deref(), &values, &stop)?;
     }
     Ok(record)
 }
@@ -615,5 +615,5 @@ fn run_prepare(plan: &WorkerPlan<'_>) -> Result<()> {
     let scratch = plan.scratch_path;
     let values = Placeholders { dir: scratch, worker: 0, workers: plan.workers, scratch, tarball: None };
     let stop = || signals::check().is_err();
-    command.run_untimed("--prepare", command.prepare.as_deref(), &values, &stop).map_err(anyhow::Error::msg)
+    command.run_untimed("--prepare", command.prepare.as_deref(), &values, &stop)
 }

@@ -119,7 +119,7 @@ fn run_job(env: &WorkerEnv<'_>, region: &SharedRegion, slot: usize, processes: b
     };
     let progress = |done: u64| counter.store(done, Ordering::Relaxed);
     let ctx = JobContext { stop: &stop, progress: &progress };
-    job.prepare(&ctx).map_err(anyhow::Error::msg)?;
+    job.prepare(&ctx)?;
     region.mark_ready(slot);
     if region.wait_for_start() != Phase::Window {
         return Ok(()); // abandoned before the start
@@ -129,7 +129,7 @@ fn run_job(env: &WorkerEnv<'_>, region: &SharedRegion, slot: usize, processes: b
     if processes {
         record(&report.children_at_window_start, <[u64; 2]>::from(sys::children_cpu_micros()));
     }
-    let output = job.run(&ctx).map_err(anyhow::Error::msg)?;
+    let output = job.run(&ctx)?;
     let completed = sys::monotonic_ns();
     counter.store(output.entries, Ordering::Relaxed);
     report.bytes.store(output.bytes, Ordering::Relaxed);
@@ -141,7 +141,7 @@ fn run_job(env: &WorkerEnv<'_>, region: &SharedRegion, slot: usize, processes: b
     region.mark_completed(slot);
     // Untimed cleanup once everybody is done, so it never overlaps a timed job.
     if region.wait_while(Phase::Window) == Phase::Stop {
-        job.finish(&ctx).map_err(anyhow::Error::msg)?;
+        job.finish(&ctx)?;
     }
     Ok(())
 }

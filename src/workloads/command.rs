@@ -52,11 +52,11 @@ impl CommandSpec {
     }
 
     /// Checks every template before anything runs.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> anyhow::Result<()> {
         for (flag, template) in self.templates() {
             let probe =
                 Placeholders { dir: Path::new("/d"), worker: 0, workers: 1, scratch: Path::new("/s"), tarball: None };
-            CommandLine::build(template, self.shell, &probe).map_err(|e| format!("{flag}: {e}"))?;
+            CommandLine::build(template, self.shell, &probe).map_err(|e| anyhow::anyhow!("{flag}: {e}"))?;
         }
         Ok(())
     }
@@ -68,8 +68,8 @@ impl CommandSpec {
         values: &Placeholders<'_>,
         capture_stdout: bool,
         stop: &dyn Fn() -> bool,
-    ) -> Result<exec::Finished, String> {
-        let line = CommandLine::build(template, self.shell, values)?;
+    ) -> anyhow::Result<exec::Finished> {
+        let line = CommandLine::build(template, self.shell, values).map_err(anyhow::Error::msg)?;
         let env = values.environment();
         let scan = match self.driver.as_ref().map(|m| &m.source) {
             Some(exec::MetricSource::Regex(regex)) if capture_stdout => Some(regex),
@@ -77,7 +77,7 @@ impl CommandSpec {
         };
         let options =
             RunOptions { cwd: Some(values.dir), timeout: self.timeout, capture_stdout, scan, env: &env, stop };
-        exec::run(&line, &options).map_err(|e| e.to_string())
+        exec::run(&line, &options).map_err(|e| anyhow::anyhow!("{e}"))
     }
 }
 
@@ -90,9 +90,9 @@ impl CommandSpec {
         template: Option<&str>,
         values: &Placeholders<'_>,
         stop: &dyn Fn() -> bool,
-    ) -> Result<(), String> {
+    ) -> anyhow::Result<()> {
         match template {
-            Some(t) => self.run(t, values, false, stop).map(drop).map_err(|e| format!("{flag}: {e}")),
+            Some(t) => self.run(t, values, false, stop).map(drop).map_err(|e| anyhow::anyhow!("{flag}: {e:#}")),
             None => Ok(()),
         }
     }
@@ -129,18 +129,18 @@ impl<'a> CommandCopy<'a> {
 }
 
 impl Job for CommandCopy<'_> {
-    fn prepare(&mut self, ctx: &JobContext<'_>) -> Result<(), String> {
+    fn prepare(&mut self, ctx: &JobContext<'_>) -> anyhow::Result<()> {
         let setup = self.spec.setup.as_deref().filter(|_| self.own_setup);
         self.spec.run_untimed("--setup", setup, &self.values(), ctx.stop)
     }
 
-    fn run(&mut self, ctx: &JobContext<'_>) -> Result<JobOutput, String> {
+    fn run(&mut self, ctx: &JobContext<'_>) -> anyhow::Result<JobOutput> {
         self.spec.run(&self.spec.cmd, &self.values(), false, ctx.stop)?;
         (ctx.progress)(1);
         Ok(JobOutput { entries: 1, bytes: 0 })
     }
 
-    fn finish(&mut self, ctx: &JobContext<'_>) -> Result<(), String> {
+    fn finish(&mut self, ctx: &JobContext<'_>) -> anyhow::Result<()> {
         let cleanup = self.spec.cleanup.as_deref().filter(|_| self.own_setup);
         self.spec.run_untimed("--cleanup", cleanup, &self.values(), ctx.stop)
     }

@@ -164,34 +164,34 @@ impl Mdtest {
 
 impl Job for Mdtest {
     /// The items a stat, read or remove phase works on, made untimed.
-    fn prepare(&mut self, ctx: &JobContext<'_>) -> Result<(), String> {
+    fn prepare(&mut self, ctx: &JobContext<'_>) -> anyhow::Result<()> {
         if !self.phase.needs_items() {
             return Ok(());
         }
         for i in 0..self.names.len() {
             if i % 256 == 0 && (ctx.stop)() {
-                return Err("stopped while preparing".into());
+                return Err(anyhow::anyhow!("stopped while preparing"));
             }
-            self.make(&self.names[i]).map_err(|e| format!("setup: {}", self.failed(i, e)))?;
+            self.make(&self.names[i]).map_err(|e| anyhow::anyhow!("setup: {}", self.failed(i, e)))?;
             self.existing = 0..i + 1;
         }
         Ok(())
     }
 
-    fn run(&mut self, ctx: &JobContext<'_>) -> Result<JobOutput, String> {
+    fn run(&mut self, ctx: &JobContext<'_>) -> anyhow::Result<JobOutput> {
         let deadline = self.options.stonewall.map(|s| sys::monotonic_ns() + s.as_nanos() as u64);
         let mut bytes = 0;
         for i in 0..self.names.len() {
             if i % 64 == 0 {
                 if (ctx.stop)() {
-                    return Err("stopped".into());
+                    return Err(anyhow::anyhow!("stopped"));
                 }
                 if deadline.is_some_and(|d| sys::monotonic_ns() >= d) {
                     break;
                 }
                 (ctx.progress)(i as u64);
             }
-            bytes += self.operate(i).map_err(|e| self.failed(i, e))?;
+            bytes += self.operate(i).map_err(|e| anyhow::Error::msg(self.failed(i, e)))?;
             self.done = i + 1;
             match self.phase {
                 Phase::Create | Phase::DirCreate => self.existing = 0..i + 1,
@@ -204,9 +204,9 @@ impl Job for Mdtest {
     }
 
     /// Removes every item there is, stonewalled ones too, untimed.
-    fn finish(&mut self, _ctx: &JobContext<'_>) -> Result<(), String> {
+    fn finish(&mut self, _ctx: &JobContext<'_>) -> anyhow::Result<()> {
         for i in self.existing.clone() {
-            self.remove(&self.names[i]).map_err(|e| format!("cleanup: {}", self.failed(i, e)))?;
+            self.remove(&self.names[i]).map_err(|e| anyhow::anyhow!("cleanup: {}", self.failed(i, e)))?;
         }
         self.existing = 0..0;
         Ok(())

@@ -367,15 +367,15 @@ pub struct JobContext<'a> {
 /// A fixed amount of work, timed from the common start to its completion.
 pub trait Job {
     /// Untimed work before the start barrier (`command --setup`).
-    fn prepare(&mut self, _ctx: &JobContext<'_>) -> Result<(), String> {
+    fn prepare(&mut self, _ctx: &JobContext<'_>) -> anyhow::Result<()> {
         Ok(())
     }
 
     /// The timed work.
-    fn run(&mut self, ctx: &JobContext<'_>) -> Result<JobOutput, String>;
+    fn run(&mut self, ctx: &JobContext<'_>) -> anyhow::Result<JobOutput>;
 
     /// Untimed work after every worker finished (`command --cleanup`).
-    fn finish(&mut self, _ctx: &JobContext<'_>) -> Result<(), String> {
+    fn finish(&mut self, _ctx: &JobContext<'_>) -> anyhow::Result<()> {
         Ok(())
     }
 }

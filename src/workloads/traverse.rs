@@ -85,18 +85,22 @@ fn open_tree(dir: RawFd) -> Result<RawFd> {
 }
 
 impl Job for Traverse<'_> {
-    fn prepare(&mut self, ctx: &JobContext<'_>) -> Result<(), String> {
+    fn prepare(&mut self, ctx: &JobContext<'_>) -> anyhow::Result<()> {
         if let Some((dir, tarball)) = self.to_extract.take() {
-            extract_tree(dir, tarball, ctx.stop).map_err(|e| format!("{e:#}"))?;
-            let fd = open_tree(dir).map_err(|e| format!("{e:#}"))?;
+            extract_tree(dir, tarball, ctx.stop)?;
+            let fd = open_tree(dir)?;
             // SAFETY: fresh fd, owned here.
             self.root = Some(unsafe { OwnedFd::from_raw_fd(fd) });
         }
         Ok(())
     }
 
-    fn run(&mut self, ctx: &JobContext<'_>) -> Result<JobOutput, String> {
-        let root = self.root.as_ref().ok_or("traverse: no tree to walk (internal error: not prepared)")?.as_raw_fd();
+    fn run(&mut self, ctx: &JobContext<'_>) -> anyhow::Result<JobOutput> {
+        let root = self
+            .root
+            .as_ref()
+            .ok_or_else(|| anyhow::anyhow!("traverse: no tree to walk (internal error: not prepared)"))?
+            .as_raw_fd();
         let mut entries = 0u64;
         let mut local: Vec<CString> = Vec::new();
         if self.queue.is_none() {
@@ -115,7 +119,7 @@ impl Job for Traverse<'_> {
                 },
             };
             if (ctx.stop)() {
-                return Err("stopped".into());
+                return Err(anyhow::anyhow!("stopped"));
             }
             found.clear();
             entries += list(root, &dir, self.stat, &mut self.buf, &mut found)?;
@@ -147,18 +151,19 @@ impl Job for Traverse<'_> {
 }
 
 /// Lists one directory: counts its entries, pushes its subdirectories' paths.
-fn list(root: RawFd, dir: &CStr, stat: bool, buf: &mut [u8], subdirs: &mut Vec<CString>) -> Result<u64, String> {
+fn list(root: RawFd, dir: &CStr, stat: bool, buf: &mut [u8], subdirs: &mut Vec<CString>) -> Result<u64> {
     let shown = || dir.to_string_lossy().into_owned();
     let fd = sys::openat_long(root, dir, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW)
-        .map_err(|e| format!("openat(\"{}\"): {}", sys::shorten_middle(&shown(), 160), sys::errno_text(e)))?;
+        .map_err(|e| anyhow::anyhow!("openat(\"{}\"): {}", sys::shorten_middle(&shown(), 160), sys::errno_text(e)))?;
     // SAFETY: fresh fd, owned here.
     let fd = unsafe { OwnedFd::from_raw_fd(fd) };
     // SAFETY: stat is plain data.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     let mut count = 0;
     loop {
-        let filled = sys::getdents64(fd.as_raw_fd(), buf)
-            .map_err(|e| format!("getdents64(\"{}\"): {}", sys::shorten_middle(&shown(), 160), sys::errno_text(e)))?;
+        let filled = sys::getdents64(fd.as_raw_fd(), buf).map_err(|e| {
+            anyhow::anyhow!("getdents64(\"{}\"): {}", sys::shorten_middle(&shown(), 160), sys::errno_text(e))
+        })?;
         if filled == 0 {
             return Ok(count);
         }
@@ -172,7 +177,7 @@ fn list(root: RawFd, dir: &CStr, stat: bool, buf: &mut [u8], subdirs: &mut Vec<C
             if stat || d_type == libc::DT_UNKNOWN {
                 sys::fstatat(fd.as_raw_fd(), &name_c, &mut st, libc::AT_SYMLINK_NOFOLLOW).map_err(|e| {
                     let path = format!("{}/{}", shown(), name_c.to_string_lossy());
-                    format!("fstatat(\"{}\"): {}", sys::shorten_middle(&path, 160), sys::errno_text(e))
+                    anyhow::anyhow!("fstatat(\"{}\"): {}", sys::shorten_middle(&path, 160), sys::errno_text(e))
                 })?;
                 is_dir = st.st_mode & libc::S_IFMT == libc::S_IFDIR;
             }

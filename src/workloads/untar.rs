@@ -69,12 +69,11 @@ impl Untar {
 }
 
 impl Job for Untar {
-    fn run(&mut self, ctx: &JobContext<'_>) -> Result<JobOutput, String> {
+    fn run(&mut self, ctx: &JobContext<'_>) -> anyhow::Result<JobOutput> {
         match self {
             Untar::Builtin { file, dir } => {
                 let mut reader: &mut dyn Read = file;
-                let stats =
-                    archive::extract(&mut reader, *dir, ctx.stop, ctx.progress).map_err(|e| format!("{e:#}"))?;
+                let stats = archive::extract(&mut reader, *dir, ctx.stop, ctx.progress)?;
                 Ok(JobOutput { entries: stats.entries(), bytes: stats.bytes })
             }
             Untar::External { command, env, contents, .. } => {
@@ -86,7 +85,7 @@ impl Job for Untar {
                     env,
                     stop: ctx.stop,
                 };
-                exec::run(command, &options).map_err(|e| e.to_string())?;
+                exec::run(command, &options).map_err(|e| anyhow::anyhow!("{e}"))?;
                 (ctx.progress)(contents.entries());
                 Ok(JobOutput { entries: contents.entries(), bytes: contents.bytes })
             }
@@ -96,12 +95,12 @@ impl Job for Untar {
     /// An external extractor's exit status proves nothing (`true {dir}`
     /// exits 0): after the timed job, untimed, the worker's directory must
     /// hold every entry of the tarball and every byte of its files.
-    fn finish(&mut self, _ctx: &JobContext<'_>) -> Result<(), String> {
+    fn finish(&mut self, _ctx: &JobContext<'_>) -> anyhow::Result<()> {
         let Untar::External { command, dir, contents, .. } = self else { return Ok(()) };
-        let found =
-            archive::tally(*dir).map_err(|e| format!("checking what `{}` extracted: {e:#}", command.display()))?;
+        let found = archive::tally(*dir)
+            .map_err(|e| anyhow::anyhow!("checking what `{}` extracted: {e:#}", command.display()))?;
         if found.entries() != contents.entries() || found.bytes != contents.bytes {
-            return Err(format!(
+            anyhow::bail!(
                 "`{}` exited 0 but extracted {} entries and {} bytes of file data where the tarball holds {} and {}; \
                  check --extract-cmd (it must extract {{tarball}} into {{dir}})",
                 command.display(),
@@ -109,7 +108,7 @@ impl Job for Untar {
                 found.bytes,
                 contents.entries(),
                 contents.bytes
-            ));
+            );
         }
         Ok(())
     }
