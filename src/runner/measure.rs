@@ -47,16 +47,22 @@ pub(super) fn run_once(
     inputs: Inputs<'_>,
     run: usize,
 ) -> Result<RunRecord> {
+    in_scratch(dir, |scratch| match inputs.command.filter(|c| c.driver.is_some()) {
+        Some(command) => super::driver::run_driver(spec, scratch, timing, command, run),
+        None => measure(spec, scratch, timing, cpus, inputs, run),
+    })
+}
+
+/// `body` in a fresh scratch directory inside `dir`, removed afterwards
+/// whatever `body` did (its error first, then the removal's).
+pub(super) fn in_scratch<T>(dir: &std::path::Path, body: impl FnOnce(&Scratch) -> Result<T>) -> Result<T> {
     super::cpu::find_kernel_threads();
     let scratch = Scratch::create(dir)?;
-    let outcome = match inputs.command.filter(|c| c.driver.is_some()) {
-        Some(command) => super::driver::run_driver(spec, &scratch, timing, command, run),
-        None => measure(spec, &scratch, timing, cpus, inputs, run),
-    };
+    let outcome = body(&scratch);
     let removal = scratch.remove();
-    let record = outcome?;
+    let value = outcome?;
     removal?;
-    Ok(record)
+    Ok(value)
 }
 
 fn measure(

@@ -119,17 +119,18 @@ impl<'a> Root<'a> {
         inputs: Inputs<'_>,
         run: usize,
     ) -> Result<RunRecord> {
-        super::cpu::find_kernel_threads();
-        let scratch = Scratch::create(dir)?;
-        let path = scratch.path().to_path_buf();
-        self.warden(true, &path);
-        let outcome = self.measure(spec, &scratch, timing, cpus, inputs, run);
-        // Every rank is past its run (the last meeting was the gather): remove everyone's files.
-        let removal = scratch.remove();
-        self.warden(false, &path);
-        let record = outcome?;
-        removal?;
-        Ok(record)
+        let mut made = None;
+        let outcome = measure::in_scratch(dir, |scratch| {
+            made = Some(scratch.path().to_path_buf());
+            self.warden(true, scratch.path());
+            // Every rank is past its run when this returns (the last meeting is
+            // the gather): the removal that follows takes every rank's files.
+            self.measure(spec, scratch, timing, cpus, inputs, run)
+        });
+        if let Some(path) = made {
+            self.warden(false, &path);
+        }
+        outcome
     }
 
     fn measure(
