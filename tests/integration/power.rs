@@ -71,7 +71,9 @@ fn compare_detects_a_planted_slowdown_and_not_an_aa_pair() {
     // (writeback, freeing what they removed), would be the noise this measures.
     let _alone = machine_to_myself();
     wait_for_a_quiet_machine();
-    let pairs = 10;
+    // 16 pairs: the A/A median's sampling error (this VM drifts 4-8% between
+    // invocations) stays well inside the ±5% asserted below (with 10 it did not, once in about five runs).
+    let pairs = 16;
     let out = Command::new("bash")
         .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/bench/power.sh"))
         .args(["--pairs", &pairs.to_string(), "--slowdowns", "0,30", "--fsscale", env!("CARGO_BIN_EXE_fsscale")])
@@ -84,14 +86,15 @@ fn compare_detects_a_planted_slowdown_and_not_an_aa_pair() {
     // 30% less CPU is 30% fewer stat calls, give or take this machine's drift, and compare sees it.
     let (worse, _, noisy, better, change) = tally(&text, 30);
     assert!((-40.0..=-20.0).contains(&change), "median change {change}%: {text}");
-    assert!(worse >= pairs - 2 && better == 0, "{worse} worse, {noisy} too noisy of {pairs}: {text}");
+    // At most 3 of 16 missed: 0.7% likely at a 5% miss rate (as 2 of 10 was 1.2%).
+    assert!(worse >= pairs - 3 && better == 0, "{worse} worse, {noisy} too noisy of {pairs}: {text}");
     // The same configuration twice: the changes centre on zero and compare
     // calls few of them. Separate invocations carry this machine's drift
     // between them, which raises the rate above 5% (about 15% measured here,
-    // docs/STATISTICS.md); at 15%, 5 or more of 10 happens once in a hundred.
+    // docs/STATISTICS.md); at 15%, 7 or more of 16 happens once in two hundred.
     let (worse, _, _, better, change) = tally(&text, 0);
     assert!(change.abs() <= 5.0, "A/A median change {change}%: {text}");
-    assert!(worse + better <= 4, "A/A: {worse} worse and {better} better of {pairs}: {text}");
+    assert!(worse + better <= 6, "A/A: {worse} worse and {better} better of {pairs}: {text}");
     for root in ["/sys/fs/cgroup/unified", "/sys/fs/cgroup/cpu", "/sys/fs/cgroup"] {
         let left: Vec<String> = std::fs::read_dir(root)
             .into_iter()
