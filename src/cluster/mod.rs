@@ -169,14 +169,7 @@ pub struct ClusterInfo {
 impl ClusterInfo {
     /// The nodes, in order of their lowest rank, with their ranks.
     pub fn nodes(&self) -> Vec<(&str, Vec<usize>)> {
-        let mut nodes: Vec<(&str, Vec<usize>)> = Vec::new();
-        for (rank, host) in self.hosts.iter().enumerate() {
-            match nodes.iter_mut().find(|(h, _)| *h == host.as_str()) {
-                Some((_, ranks)) => ranks.push(rank),
-                None => nodes.push((host.as_str(), vec![rank])),
-            }
-        }
-        nodes
+        placement::nodes(&self.hosts)
     }
 }
 

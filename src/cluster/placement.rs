@@ -30,13 +30,7 @@ impl Placement {
     /// host, in rank order; nodes are ordered by their lowest rank, so rank 0
     /// always serves worker 0 (it also coordinates).
     pub fn order(self, hosts: &[String]) -> Vec<usize> {
-        let mut nodes: Vec<(&str, Vec<usize>)> = Vec::new();
-        for (rank, host) in hosts.iter().enumerate() {
-            match nodes.iter_mut().find(|(h, _)| *h == host.as_str()) {
-                Some((_, ranks)) => ranks.push(rank),
-                None => nodes.push((host.as_str(), vec![rank])),
-            }
-        }
+        let nodes = nodes(hosts);
         match self {
             Placement::Pack => nodes.into_iter().flat_map(|(_, ranks)| ranks).collect(),
             Placement::Spread => {
@@ -45,6 +39,19 @@ impl Placement {
             }
         }
     }
+}
+
+/// The nodes of `hosts` (each rank's host, in rank order), in order of
+/// their lowest rank, with their ranks.
+pub fn nodes(hosts: &[String]) -> Vec<(&str, Vec<usize>)> {
+    let mut nodes: Vec<(&str, Vec<usize>)> = Vec::new();
+    for (rank, host) in hosts.iter().enumerate() {
+        match nodes.iter_mut().find(|(h, _)| *h == host.as_str()) {
+            Some((_, ranks)) => ranks.push(rank),
+            None => nodes.push((host.as_str(), vec![rank])),
+        }
+    }
+    nodes
 }
 
 impl fmt::Display for Placement {

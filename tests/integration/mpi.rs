@@ -117,15 +117,23 @@ mod jobs {
         assert!(env.leftovers().is_empty(), "{:?}", env.leftovers());
     }
 
-    /// A wrapper that puts ranks 2 and up on a second "node": a UTS namespace
-    /// whose host name differs, which is all MPI knows of nodes.
-    fn two_nodes(env: &TestEnv) -> std::path::PathBuf {
-        let wrapper = env.root.path().join("two-nodes.sh");
-        let script = "#!/bin/sh\nif [ \"$OMPI_COMM_WORLD_RANK\" -ge 2 ]; then\n  exec unshare -u sh -c \
-                      'hostname fsscale-node-b && exec \"$0\" \"$@\"' \"$@\"\nfi\nexec \"$@\"\n";
+    /// A wrapper script `name` that runs the ranks `when` selects (a test on
+    /// `$OMPI_COMM_WORLD_RANK`) through `unshare ARGS sh -c 'SETUP && exec "$0" "$@"'`.
+    fn rank_wrapper(env: &TestEnv, name: &str, when: &str, unshare: &str, setup: &str) -> std::path::PathBuf {
+        let wrapper = env.root.path().join(name);
+        let script = format!(
+            "#!/bin/sh\nif [ \"$OMPI_COMM_WORLD_RANK\" {when} ]; then\n  exec unshare {unshare} sh -c \
+             '{setup} && exec \"$0\" \"$@\"' \"$@\"\nfi\nexec \"$@\"\n"
+        );
         std::fs::write(&wrapper, script).unwrap();
         std::fs::set_permissions(&wrapper, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
         wrapper
+    }
+
+    /// Ranks 2 and up on a second "node": a UTS namespace whose host name
+    /// differs, which is all MPI knows of nodes.
+    fn two_nodes(env: &TestEnv) -> std::path::PathBuf {
+        rank_wrapper(env, "two-nodes.sh", "-ge 2", "-u", "hostname fsscale-node-b")
     }
 
     #[test]
@@ -244,14 +252,8 @@ mod jobs {
         let _job = one_job_at_a_time();
         let env = TestEnv::new();
         // Rank 2 gets a private mount namespace with an empty tmpfs over --dir: a node that does not share it.
-        let wrapper = env.root.path().join("private-dir.sh");
-        let script = format!(
-            "#!/bin/sh\nif [ \"$OMPI_COMM_WORLD_RANK\" = 2 ]; then\n  exec unshare -m --propagation private sh -c \
-             'mount -t tmpfs none {} && exec \"$0\" \"$@\"' \"$@\"\nfi\nexec \"$@\"\n",
-            env.dir.display()
-        );
-        std::fs::write(&wrapper, script).unwrap();
-        std::fs::set_permissions(&wrapper, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        let mount = format!("mount -t tmpfs none {}", env.dir.display());
+        let wrapper = rank_wrapper(&env, "private-dir.sh", "= 2", "-m --propagation private", &mount);
         let out = mpirun(&env, 4, Some(&wrapper), &["stat"]).output().unwrap();
         assert!(!out.status.success());
         let text = stderr(&out);

@@ -199,7 +199,7 @@ impl<'a> WalkAgent<'a> {
         }
         while let (Some(&to), false) = (hub.waiting.front(), hub.pool.is_empty()) {
             let share = hub.pool.len().div_ceil(hub.waiting.len()).min(BATCH);
-            let batch = take_batch(&mut hub.pool, share);
+            let batch = take_batch(|| hub.pool.pop(), share);
             hub.waiting.pop_front();
             self.send(to, &Message::Work(batch))?;
         }
@@ -224,13 +224,7 @@ impl<'a> WalkAgent<'a> {
 
     /// Up to `n` directories from the queue, no longer pending here.
     fn take_queued(&self, n: usize) -> Vec<CString> {
-        let mut batch = Vec::new();
-        let mut bytes = 0;
-        while batch.len() < n.min(BATCH) && bytes < BATCH_BYTES {
-            let Some(path) = self.queue.pop() else { break };
-            bytes += path.as_bytes().len() + 1;
-            batch.push(path);
-        }
+        let batch = take_batch(|| self.queue.pop(), n.min(BATCH));
         self.queue.handed_off(batch.len());
         batch
     }
@@ -255,12 +249,12 @@ impl<'a> WalkAgent<'a> {
     }
 }
 
-/// Up to `n` paths off the end of `pool`, within the batch's bytes.
-fn take_batch(pool: &mut Vec<CString>, n: usize) -> Vec<CString> {
+/// Up to `n` paths from `next`, within the batch's bytes.
+fn take_batch(mut next: impl FnMut() -> Option<CString>, n: usize) -> Vec<CString> {
     let mut batch = Vec::new();
     let mut bytes = 0;
     while batch.len() < n && bytes < BATCH_BYTES {
-        let Some(path) = pool.pop() else { break };
+        let Some(path) = next() else { break };
         bytes += path.as_bytes().len() + 1;
         batch.push(path);
     }
