@@ -189,7 +189,7 @@ pub fn plot_command(args: &PlotArgs) -> Result<String> {
     let ext = args.output.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase();
     let bytes = match ext.as_str() {
         "svg" => svg.into_bytes(),
-        "png" => fsscale::report::chart::svg_to_png(&svg).map_err(anyhow::Error::msg)?,
+        "png" => fsscale::report::chart::svg_to_png(&svg)?,
         _ => bail!("-o {}: use a .svg or .png file name", args.output.display()),
     };
     fsscale::atomic_file::write(&args.output, &bytes)?;

@@ -13,9 +13,14 @@ thread_local! {
 
 static HOOK: Once = Once::new();
 
+/// A caught panic: its message and where it happened.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Panicked(pub String);
+
 /// Runs `body`; a panic inside it comes back as its message and location
 /// (nothing printed). Panics elsewhere still reach the previous hook.
-pub fn catch<T>(body: impl FnOnce() -> T) -> Result<T, String> {
+pub fn catch<T>(body: impl FnOnce() -> T) -> Result<T, Panicked> {
     HOOK.call_once(|| {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
@@ -36,10 +41,10 @@ pub fn catch<T>(body: impl FnOnce() -> T) -> Result<T, String> {
             .map(|s| s.to_string())
             .or_else(|| payload.downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "(no message)".to_string());
-        match LOCATION.with(|l| l.borrow_mut().take()) {
+        Panicked(match LOCATION.with(|l| l.borrow_mut().take()) {
             Some(at) => format!("{message} (at {at})"),
             None => message,
-        }
+        })
     })
 }
 
@@ -50,7 +55,7 @@ mod tests {
     #[test]
     fn a_panic_becomes_its_message_and_location() {
         let caught = catch(|| -> u32 { panic!("bad index {}", 7) }).unwrap_err();
-        assert!(caught.starts_with("bad index 7 (at src/panics.rs:"), "{caught}");
+        assert!(caught.0.starts_with("bad index 7 (at src/panics.rs:"), "{caught}");
         assert_eq!(catch(|| 5).unwrap(), 5);
     }
 }

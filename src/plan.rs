@@ -8,6 +8,7 @@ use anyhow::{bail, Result};
 
 use crate::fs::FsOptions;
 use crate::tree::TreeSpec;
+use crate::vocab::InputError;
 use crate::workloads::{CommandSpec, Share, Workload};
 
 /// The most workers one point may have: far above any core count fsscale is
@@ -136,18 +137,21 @@ impl RunConfig {
             let mut runnable = 0;
             for share in self.shares_for(workload) {
                 // A named share is refused only when no requested mode can run it.
-                let verdicts: Vec<Result<(), String>> =
+                let verdicts: Vec<Result<(), InputError>> =
                     self.modes.iter().map(|&mode| self.check_combination(workload, mode, share)).collect();
                 let ok = verdicts.iter().filter(|v| v.is_ok()).count();
                 runnable += ok;
                 if ok == 0 && self.strict_shares {
-                    bail!(verdicts.into_iter().find_map(Result::err).expect("no mode ran"));
+                    return Err(verdicts.into_iter().find_map(Result::err).expect("no mode ran").into());
                 }
             }
             if runnable == 0 {
                 // Nothing of this workload would run: say why for the first combination.
                 let first = self.check_combination(workload, self.modes[0], self.shares_for(workload)[0]);
-                bail!(first.err().unwrap_or_else(|| format!("{workload}: nothing to run")));
+                match first {
+                    Err(why) => return Err(why.into()),
+                    Ok(()) => bail!("{workload}: nothing to run"),
+                }
             }
         }
         match (&self.command, self.workloads.contains(&Workload::Command)) {
@@ -195,24 +199,25 @@ impl RunConfig {
         self.shares.clone()
     }
 
-    pub fn check_combination(&self, workload: Workload, mode: Mode, share: Share) -> Result<(), String> {
+    pub fn check_combination(&self, workload: Workload, mode: Mode, share: Share) -> Result<(), InputError> {
         workload.check_share(share)?;
         if workload == Workload::Command && self.command.as_ref().is_some_and(|c| c.driver.is_some()) {
             if mode == Mode::Thread {
-                return Err(
-                    "command: a driver is one command per point, so --mode does not apply; use --mode process".into()
-                );
+                return Err(InputError::unsupported(
+                    "command: a driver is one command per point, so --mode does not apply; use --mode process",
+                ));
             }
             if share != Share::Private {
-                return Err(
-                    "command: a driver is one command per point, so --share does not apply; use --share private".into(),
-                );
+                return Err(InputError::unsupported(
+                    "command: a driver is one command per point, so --share does not apply; use --share private",
+                ));
             }
         }
         if workload == Workload::Traverse && share == Share::Private && self.macro_options.tree.is_some() {
-            return Err("traverse: --share private would need a copy of --tree per worker and --tree is \
-                        never written to; use --share same or --share shared"
-                .into());
+            return Err(InputError::unsupported(
+                "traverse: --share private would need a copy of --tree per worker and --tree is \
+                 never written to; use --share same or --share shared",
+            ));
         }
         Ok(())
     }
@@ -271,9 +276,9 @@ pub fn default_rank_workers(ranks: usize) -> Vec<usize> {
 
 /// Parses a worker list such as `1,2,4`, `1..8`, `cores`, `2xcores` or
 /// `1,cores..2xcores`. The result is sorted and free of duplicates.
-pub fn parse_workers(spec: &str, cores: usize) -> Result<Vec<usize>, String> {
+pub fn parse_workers(spec: &str, cores: usize) -> Result<Vec<usize>, InputError> {
     let hint = "use counts like 1,2,4, ranges like 1..8, 'cores' or '2xcores'";
-    let term = |t: &str| -> Result<usize, String> {
+    let term = |t: &str| -> Result<usize, InputError> {
         let t = t.trim();
         let value = if t == "cores" {
             Some(cores)
@@ -283,24 +288,27 @@ pub fn parse_workers(spec: &str, cores: usize) -> Result<Vec<usize>, String> {
             t.parse::<usize>().ok()
         };
         match value {
-            Some(0) => Err(format!("--workers: '{t}' gives 0 workers; {hint}")),
-            Some(n) if n > MAX_WORKERS => {
-                Err(format!("--workers: '{t}' is {n} workers, more than the limit of {MAX_WORKERS}"))
-            }
+            Some(0) => Err(InputError::Malformed(format!("--workers: '{t}' gives 0 workers; {hint}"))),
+            Some(n) if n > MAX_WORKERS => Err(InputError::Malformed(format!(
+                "--workers: '{t}' is {n} workers, more than the limit of {MAX_WORKERS}"
+            ))),
             Some(n) => Ok(n),
-            None => Err(format!("--workers: '{t}' is not a worker count; {hint}")),
+            None => Err(InputError::Malformed(format!("--workers: '{t}' is not a worker count; {hint}"))),
         }
     };
     let mut counts = Vec::new();
     for item in spec.split(',') {
         if item.trim().is_empty() {
-            return Err(format!("--workers: empty entry in '{spec}'; {hint}"));
+            return Err(InputError::Malformed(format!("--workers: empty entry in '{spec}'; {hint}")));
         }
         match item.split_once("..") {
             Some((from, to)) => {
                 let (from, to) = (term(from)?, term(to)?);
                 if from > to {
-                    return Err(format!("--workers: range '{}' runs backwards; write it as {to}..{from}", item.trim()));
+                    return Err(InputError::Malformed(format!(
+                        "--workers: range '{}' runs backwards; write it as {to}..{from}",
+                        item.trim()
+                    )));
                 }
                 counts.extend(from..=to);
             }
@@ -324,24 +332,30 @@ pub fn auto_sample_interval(duration: Duration) -> Duration {
 }
 
 /// Parses `2`, `0.5`, `500ms`, `2s`, `1.5m` or `250us`; a bare number is seconds.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
+pub fn parse_duration(text: &str) -> Result<Duration, InputError> {
     let t = text.trim();
     let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
     let (number, unit) = t.split_at(split);
     if number.is_empty() {
-        return Err(format!("'{text}' is not a duration; write e.g. 2s, 500ms or 0.5"));
+        return Err(InputError::Malformed(format!("'{text}' is not a duration; write e.g. 2s, 500ms or 0.5")));
     }
     let scale = match unit.trim() {
         "" | "s" => 1.0,
         "ms" => 1e-3,
         "us" | "µs" => 1e-6,
         "m" | "min" => 60.0,
-        other => return Err(format!("'{text}': unknown unit '{other}'; use s, ms, us or m (e.g. 2s, 500ms)")),
+        other => {
+            return Err(InputError::Malformed(format!(
+                "'{text}': unknown unit '{other}'; use s, ms, us or m (e.g. 2s, 500ms)"
+            )))
+        }
     };
-    let value: f64 = number.parse().map_err(|_| format!("'{text}' is not a duration; write e.g. 2s, 500ms or 0.5"))?;
+    let value: f64 = number
+        .parse()
+        .map_err(|_| InputError::malformed(format!("'{text}' is not a duration; write e.g. 2s, 500ms or 0.5")))?;
     let seconds = value * scale;
     if !seconds.is_finite() || seconds > 1e7 {
-        return Err(format!("'{text}' is too long a duration"));
+        return Err(InputError::Malformed(format!("'{text}' is too long a duration")));
     }
     Ok(Duration::from_secs_f64(seconds))
 }
@@ -388,7 +402,7 @@ mod tests {
             ("1,,2", "--workers: empty entry in '1,,2'; use counts like 1,2,4, ranges like 1..8, 'cores' or '2xcores'"),
             ("99999", "--workers: '99999' is 99999 workers, more than the limit of 16384"),
         ] {
-            assert_eq!(parse_workers(spec, 2).unwrap_err(), expected);
+            assert_eq!(parse_workers(spec, 2).unwrap_err().to_string(), expected);
         }
     }
 
@@ -399,8 +413,8 @@ mod tests {
         assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
         assert_eq!(parse_duration("1.5m").unwrap(), Duration::from_secs(90));
         assert_eq!(parse_duration("250us").unwrap(), Duration::from_micros(250));
-        assert!(parse_duration("5 parsecs").unwrap_err().contains("unknown unit"));
-        assert!(parse_duration("abc").unwrap_err().contains("not a duration"));
+        assert!(parse_duration("5 parsecs").unwrap_err().to_string().contains("unknown unit"));
+        assert!(parse_duration("abc").unwrap_err().to_string().contains("not a duration"));
     }
 
     fn config(workloads: Vec<Workload>, caches: Vec<Cache>) -> RunConfig {

@@ -8,6 +8,25 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+/// An enumerated word of the command line and the results (a mode, a
+/// sharing level, an order...): every value with its name, so `--help`,
+/// completions and parsing come from one list.
+pub trait Choice: Copy + 'static {
+    /// Every value, in the order `--help` lists them.
+    const ALL: &'static [Self];
+
+    fn name(self) -> &'static str;
+
+    /// Other spellings accepted on the command line (`processes`, `mw`).
+    fn aliases(self) -> &'static [&'static str] {
+        &[]
+    }
+
+    fn from_name(text: &str) -> Option<Self> {
+        Self::ALL.iter().copied().find(|v| v.name() == text || v.aliases().contains(&text))
+    }
+}
+
 /// How workers are made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -23,6 +42,21 @@ impl Mode {
         match self {
             Mode::Process => "process",
             Mode::Thread => "thread",
+        }
+    }
+}
+
+impl Choice for Mode {
+    const ALL: &'static [Mode] = &[Mode::Process, Mode::Thread];
+
+    fn name(self) -> &'static str {
+        Mode::name(self)
+    }
+
+    fn aliases(self) -> &'static [&'static str] {
+        match self {
+            Mode::Process => &["processes"],
+            Mode::Thread => &["threads"],
         }
     }
 }
@@ -55,6 +89,14 @@ impl Order {
     }
 }
 
+impl Choice for Order {
+    const ALL: &'static [Order] = &[Order::Interleaved, Order::Sequential, Order::Shuffled];
+
+    fn name(self) -> &'static str {
+        Order::name(self)
+    }
+}
+
 impl fmt::Display for Order {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
@@ -76,6 +118,14 @@ impl Cache {
             Cache::Warm => "warm",
             Cache::Cold => "cold",
         }
+    }
+}
+
+impl Choice for Cache {
+    const ALL: &'static [Cache] = &[Cache::Warm, Cache::Cold];
+
+    fn name(self) -> &'static str {
+        Cache::name(self)
     }
 }
 
@@ -110,6 +160,14 @@ pub enum Fresh {
 }
 
 impl Fresh {
+    pub fn name(self) -> &'static str {
+        match self {
+            Fresh::Run => "run",
+            Fresh::Point => "point",
+            Fresh::Once => "once",
+        }
+    }
+
     /// How often a filesystem was made, in words that follow its description.
     pub fn words(self) -> &'static str {
         match self {
@@ -117,6 +175,14 @@ impl Fresh {
             Fresh::Point => "made anew for every point, kept across its runs",
             Fresh::Once => "made once, kept for every point",
         }
+    }
+}
+
+impl Choice for Fresh {
+    const ALL: &'static [Fresh] = &[Fresh::Run, Fresh::Point, Fresh::Once];
+
+    fn name(self) -> &'static str {
+        Fresh::name(self)
     }
 }
 
@@ -172,5 +238,34 @@ impl InstrumentConfig {
             .into_iter()
             .filter_map(|(on, name)| on.then_some(name))
             .collect()
+    }
+}
+
+/// Input a user gave that fsscale cannot use: an option's value, a
+/// combination of options, a line of an input file. Every message names what
+/// was given and what to give instead. The kinds are apart because callers
+/// treat them apart: a combination one mode cannot run is skipped when
+/// another mode can, while a malformed value always ends the command.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InputError {
+    /// A value not in a form fsscale reads: a worker list, a duration, a
+    /// size, a filesystem, a command template.
+    #[error("{0}")]
+    Malformed(String),
+    /// A workload asked to run in a mode or at a sharing level it cannot.
+    #[error("{0}")]
+    Unsupported(String),
+    /// A line of an input file (a dbench loadfile).
+    #[error("{file}: line {line}: {message}")]
+    Line { file: String, line: usize, message: String },
+}
+
+impl InputError {
+    pub fn malformed(message: impl Into<String>) -> InputError {
+        InputError::Malformed(message.into())
+    }
+
+    pub fn unsupported(message: impl Into<String>) -> InputError {
+        InputError::Unsupported(message.into())
     }
 }

@@ -103,7 +103,7 @@ pub fn analyze_series(label: &str, medians: &[(usize, f64)], observations: &[(f6
         share: None,
         unit: default_unit(),
         regime: verdict.clone().and_then(Result::ok),
-        regime_refused: verdict.and_then(Result::err),
+        regime_refused: verdict.and_then(Result::err).map(|why| why.to_string()),
         observed: observed_peak(&points),
         collapse: collapse(&points),
         points,

@@ -86,13 +86,13 @@ pub fn extract(
         let mode = parse_octal(&header[100..108]).unwrap_or(0o644) as u32 & 0o1777;
         let mtime = pending.mtime.take().unwrap_or_else(|| parse_octal(&header[136..148]).unwrap_or(0) as i64);
         let link = pending.link.take().unwrap_or_else(|| field(&header[157..257]));
-        let parts = components(&name).map_err(at)?;
+        let parts = components(&name).map_err(|e| at(format!("{e:#}")))?;
         let Some((leaf, parents)) = parts.split_last() else {
             // "./": the extraction directory itself.
             input.skip_data(size, offset, &name)?;
             continue;
         };
-        let parent = dirs.open(parents).map_err(&at)?;
+        let parent = dirs.open(parents).map_err(|e| at(format!("{e:#}")))?;
         let leaf_c = sys::cname(leaf);
         match typeflag {
             b'0' | 0 | b'7' => {
@@ -116,7 +116,7 @@ pub fn extract(
             }
             b'2' => {
                 input.skip_data(size, offset, &name)?;
-                links.add(parents, leaf, &link).map_err(at)?;
+                links.add(parents, leaf, &link).map_err(|e| at(format!("{e:#}")))?;
                 let target = CString::new(link.as_str()).map_err(|_| at("link target holds a NUL byte".into()))?;
                 replace(parent, &leaf_c, |p, n| {
                     // SAFETY: valid C strings and directory fd.
@@ -133,14 +133,14 @@ pub fn extract(
             }
             b'1' => {
                 input.skip_data(size, offset, &name)?;
-                let target = components(&link).map_err(|why| at(format!("hard link to \"{link}\": {why}")))?;
+                let target = components(&link).map_err(|why| at(format!("hard link to \"{link}\": {why:#}")))?;
                 let Some((target_leaf, target_parents)) = target.split_last() else {
                     return Err(at("hard link to the extraction directory itself".into()));
                 };
                 let target_dir =
-                    open_path(dirs.root, target_parents).map_err(|e| at(format!("hard link to \"{link}\": {e}")))?;
+                    open_path(dirs.root, target_parents).map_err(|e| at(format!("hard link to \"{link}\": {e:#}")))?;
                 let target_c = sys::cname(target_leaf);
-                let parent = dirs.open(parents).map_err(&at)?;
+                let parent = dirs.open(parents).map_err(|e| at(format!("{e:#}")))?;
                 replace(parent, &leaf_c, |p, n| {
                     // SAFETY: valid C strings and directory fds; flags 0 never follows a symlink target.
                     let r = unsafe { libc::linkat(target_dir.as_raw_fd(), target_c.as_ptr(), p, n.as_ptr(), 0) };
@@ -233,7 +233,9 @@ fn next_entry(input: &mut Input<'_>, pending: &mut Pending) -> Result<Option<Ent
         }
         let data = input.read_data(size, offset, &name)?;
         match typeflag {
-            b'x' => parse_pax(&data, pending).map_err(|e| anyhow!("entry \"{name}\" at byte offset {offset}: {e}"))?,
+            b'x' => {
+                parse_pax(&data, pending).map_err(|e| anyhow!("entry \"{name}\" at byte offset {offset}: {e:#}"))?
+            }
             b'L' => pending.path = Some(field(&data)),
             b'K' => pending.link = Some(field(&data)),
             _ => {} // global pax headers hold nothing fsscale needs
@@ -253,14 +255,14 @@ impl DirStack {
     }
 
     /// The directory `parents` (made if missing), never through a symbolic link.
-    fn open(&mut self, parents: &[&str]) -> Result<RawFd, String> {
+    fn open(&mut self, parents: &[&str]) -> Result<RawFd> {
         let common = self.stack.iter().zip(parents).take_while(|(open, want)| open.0 == **want).count();
         self.stack.truncate(common);
         for component in &parents[common..] {
             let at = self.stack.last().map_or(self.root, |d| d.1.as_raw_fd());
             let fd = open_dir(at, component).map_err(|e| {
                 let path: Vec<&str> = self.stack.iter().map(|d| d.0.as_str()).chain([*component]).collect();
-                format!("directory \"{}\": {e}", path.join("/"))
+                anyhow!("directory \"{}\": {e:#}", path.join("/"))
             })?;
             self.stack.push((component.to_string(), fd));
         }
@@ -269,31 +271,31 @@ impl DirStack {
 }
 
 /// Opens (making if missing) directory `name` under `at`, refusing symbolic links.
-fn open_dir(at: RawFd, name: &str) -> Result<OwnedFd, String> {
+fn open_dir(at: RawFd, name: &str) -> Result<OwnedFd> {
     let c = sys::cname(name);
     let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW;
     let fd = match sys::openat(at, &c, flags, 0) {
         Ok(fd) => fd,
         Err(libc::ENOENT) => {
-            sys::mkdirat(at, &c, 0o755).map_err(sys::errno_text)?;
-            sys::openat(at, &c, flags, 0).map_err(sys::errno_text)?
+            sys::mkdirat(at, &c, 0o755).map_err(sys::errno_error)?;
+            sys::openat(at, &c, flags, 0).map_err(sys::errno_error)?
         }
         Err(libc::ELOOP) | Err(libc::ENOTDIR) => {
-            return Err("is a symbolic link or not a directory; refusing to write through it".into())
+            bail!("is a symbolic link or not a directory; refusing to write through it")
         }
-        Err(e) => return Err(sys::errno_text(e)),
+        Err(e) => return Err(sys::errno_error(e)),
     };
     // SAFETY: fresh fd, owned by the result.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 /// Opens an existing path under `root` without following symbolic links.
-fn open_path(root: RawFd, parts: &[&str]) -> Result<OwnedFd, String> {
+fn open_path(root: RawFd, parts: &[&str]) -> Result<OwnedFd> {
     let mut current: Option<OwnedFd> = None;
     for part in parts {
         let at = current.as_ref().map_or(root, |f| f.as_raw_fd());
         let fd = sys::openat(at, &sys::cname(part), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW, 0)
-            .map_err(|e| format!("\"{part}\": {}", sys::errno_text(e)))?;
+            .map_err(|e| anyhow!("\"{part}\": {}", sys::errno_text(e)))?;
         // SAFETY: fresh fd, owned here.
         current = Some(unsafe { OwnedFd::from_raw_fd(fd) });
     }
@@ -301,7 +303,7 @@ fn open_path(root: RawFd, parts: &[&str]) -> Result<OwnedFd, String> {
         Some(fd) => Ok(fd),
         None => {
             // The root itself: a second descriptor of it.
-            let fd = sys::dup(root).map_err(sys::errno_text)?;
+            let fd = sys::dup(root).map_err(sys::errno_error)?;
             // SAFETY: fresh fd.
             Ok(unsafe { OwnedFd::from_raw_fd(fd) })
         }
@@ -364,16 +366,16 @@ fn set_mtime_at(parent: RawFd, name: &CString, mtime: i64) {
 }
 
 /// The checked components of an archive path; empty for the root itself.
-fn components(path: &str) -> Result<Vec<&str>, String> {
+fn components(path: &str) -> Result<Vec<&str>> {
     if path.starts_with('/') {
-        return Err("refusing an absolute path".into());
+        bail!("refusing an absolute path");
     }
     let mut parts = Vec::new();
     for part in path.split('/') {
         match part {
             "" | "." => {}
-            ".." => return Err("refusing a path with a \"..\" component".into()),
-            p if p.contains('\0') => return Err("refusing a path with a NUL byte".into()),
+            ".." => bail!("refusing a path with a \"..\" component"),
+            p if p.contains('\0') => bail!("refusing a path with a NUL byte"),
             p => parts.push(p),
         }
     }
@@ -392,18 +394,14 @@ struct Links {
 impl Links {
     /// Checks a link at `parents/leaf` to `target` against what was
     /// extracted, then records it.
-    fn add(&mut self, parents: &[&str], leaf: &str, target: &str) -> Result<(), String> {
+    fn add(&mut self, parents: &[&str], leaf: &str, target: &str) -> Result<()> {
         let path = join(parents, leaf);
         if self.passed_through.contains(&path) {
-            return Err(format!(
-                "refusing symbolic link to \"{target}\": an earlier link's target passes through \"{path}\""
-            ));
+            bail!("refusing symbolic link to \"{target}\": an earlier link's target passes through \"{path}\"");
         }
         let passed = resolve_link(parents, target)?;
         if let Some(link) = passed.iter().find(|p| self.made.contains(*p) || **p == path) {
-            return Err(format!(
-                "refusing symbolic link to \"{target}\": it passes through the symbolic link \"{link}\""
-            ));
+            bail!("refusing symbolic link to \"{target}\": it passes through the symbolic link \"{link}\"");
         }
         self.passed_through.extend(passed);
         self.made.insert(path);
@@ -424,9 +422,9 @@ fn join(parents: &[&str], leaf: &str) -> String {
 /// stay inside the extraction directory at every step. Returns the
 /// directories it passes through (every prefix but the final one), which
 /// must not be symbolic links for the lexical answer to be the real one.
-fn resolve_link(parents: &[&str], target: &str) -> Result<Vec<String>, String> {
+fn resolve_link(parents: &[&str], target: &str) -> Result<Vec<String>> {
     if target.starts_with('/') {
-        return Err(format!("refusing symbolic link to \"{target}\": absolute target"));
+        bail!("refusing symbolic link to \"{target}\": absolute target");
     }
     let mut at: Vec<&str> = parents.to_vec();
     let mut passed = Vec::new();
@@ -434,9 +432,7 @@ fn resolve_link(parents: &[&str], target: &str) -> Result<Vec<String>, String> {
     for (i, part) in parts.iter().enumerate() {
         if *part == ".." {
             if at.pop().is_none() {
-                return Err(format!(
-                    "refusing symbolic link to \"{target}\": it leads outside the extraction directory"
-                ));
+                bail!("refusing symbolic link to \"{target}\": it leads outside the extraction directory");
             }
         } else {
             at.push(part);
@@ -519,23 +515,23 @@ fn header_name(header: &[u8; BLOCK]) -> String {
     name
 }
 
-fn parse_pax(data: &[u8], pending: &mut Pending) -> Result<(), String> {
+fn parse_pax(data: &[u8], pending: &mut Pending) -> Result<()> {
     let mut rest = data;
     while !rest.is_empty() && rest[0] != 0 {
-        let space = rest.iter().position(|&b| b == b' ').ok_or("malformed pax record (no length)")?;
+        let space = rest.iter().position(|&b| b == b' ').ok_or_else(|| anyhow!("malformed pax record (no length)"))?;
         let len: usize = std::str::from_utf8(&rest[..space])
             .ok()
             .and_then(|s| s.parse().ok())
             .filter(|&l| l > space && l <= rest.len())
-            .ok_or("malformed pax record length")?;
+            .ok_or_else(|| anyhow!("malformed pax record length"))?;
         let record = &rest[space + 1..len];
         let record = record.strip_suffix(b"\n").unwrap_or(record);
-        let eq = record.iter().position(|&b| b == b'=').ok_or("malformed pax record (no '=')")?;
+        let eq = record.iter().position(|&b| b == b'=').ok_or_else(|| anyhow!("malformed pax record (no '=')"))?;
         let (key, value) = (&record[..eq], String::from_utf8_lossy(&record[eq + 1..]).into_owned());
         match key {
             b"path" => pending.path = Some(value),
             b"linkpath" => pending.link = Some(value),
-            b"size" => pending.size = Some(value.parse().map_err(|_| "malformed pax size")?),
+            b"size" => pending.size = Some(value.parse().map_err(|_| anyhow!("malformed pax size"))?),
             b"mtime" => pending.mtime = value.split('.').next().and_then(|s| s.parse().ok()),
             _ => {}
         }

@@ -136,7 +136,7 @@ pub struct CompareArgs {
     #[arg(value_name = "NEW.json", required = true)]
     pub new: Vec<PathBuf>,
     /// Test on the runs' ops/s: welch (unequal variances), student (pooled, as ministat) or mann-whitney (ranks, for non-normal data).
-    #[arg(long, default_value = "welch", value_parser = choices(TESTS, parse_test))]
+    #[arg(long, default_value = "welch", value_parser = choice::<TestKind>())]
     pub test: TestKind,
     /// Confidence level in percent, for the interval and the verdict.
     #[arg(short = 'c', long, value_name = "PCT", default_value_t = 95.0)]
@@ -148,7 +148,7 @@ pub struct CompareArgs {
     #[arg(long, value_name = "PCT")]
     pub fail_if_worse: Option<f64>,
     /// Output format: text, markdown or json.
-    #[arg(long, default_value = "text", value_parser = choices(FORMATS, parse_format))]
+    #[arg(long, default_value = "text", value_parser = choice::<Format>())]
     pub format: Format,
     /// No colours (also when NO_COLOR is set, or output is not a terminal).
     #[arg(long)]
@@ -164,7 +164,7 @@ pub struct AnalyzeArgs {
     #[arg(long, value_name = "FILE", conflicts_with = "results")]
     pub csv: Option<PathBuf>,
     /// Output format: text or json.
-    #[arg(long, default_value = "text", value_parser = choices(FORMATS, parse_format))]
+    #[arg(long, default_value = "text", value_parser = choice::<Format>())]
     pub format: Format,
 }
 
@@ -186,16 +186,16 @@ pub struct ExportArgs {
     #[arg(long, short = 'j')]
     pub workers: Option<usize>,
     /// The point's mode, when the file has several.
-    #[arg(long, value_parser = choices(MODES, parse_mode))]
+    #[arg(long, value_parser = choice::<Mode>())]
     pub mode: Option<Mode>,
     /// The point's sharing level, when the file has several.
-    #[arg(long, value_parser = choices(SHARES, parse_share))]
+    #[arg(long, value_parser = choice::<Share>())]
     pub share: Option<Share>,
     /// The point's filesystem configuration (`--fs` label), when the file has several.
     #[arg(long)]
     pub fs: Option<String>,
     /// The point's cache state (warm or cold), when the file has both.
-    #[arg(long, value_name = "warm|cold", value_parser = choices(CACHES, parse_cache))]
+    #[arg(long, value_name = "warm|cold", value_parser = choice::<Cache>())]
     pub cache: Option<Cache>,
 }
 

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Result};
 use clap::Args;
 
+use fsscale::cluster::Placement;
 use fsscale::exec::Metric;
 use fsscale::fs::{Backing, Fresh, FsOptions};
 use fsscale::plan::{self, Cache, MacroOptions, Mode, Order, RunConfig};
@@ -30,11 +31,11 @@ pub struct RunArgs {
     pub workers: Option<String>,
 
     /// Workers as forked processes (private fd tables) or threads of one process (one fd table); give both to run both.
-    #[arg(long, value_name = "MODE", value_delimiter = ',', default_value = "process", value_parser = choices(MODES, parse_mode))]
+    #[arg(long, value_name = "MODE", value_delimiter = ',', default_value = "process", value_parser = choice::<Mode>())]
     pub mode: Vec<Mode>,
 
     /// Sharing levels: private (own directory and files), shared (one directory or file, own entries or offsets), same (the very same entry). Default: private,shared where the workload allows them.
-    #[arg(long, value_name = "LEVEL", value_delimiter = ',', value_parser = choices(SHARES, parse_share))]
+    #[arg(long, value_name = "LEVEL", value_delimiter = ',', value_parser = choice::<Share>())]
     pub share: Option<Vec<Share>>,
 
     /// Bind worker i to the i-th CPU this process may use (CPU i mod online CPUs without taskset); recorded in the results. Under MPI a rank binds to its node's CPUs in rank order.
@@ -42,7 +43,7 @@ pub struct RunArgs {
     pub pin: bool,
 
     /// Under MPI (mpirun -np R fsscale run ...): which ranks serve a point of N workers. spread: one rank per node before a second on any (N = nodes measures one client per node); pack: fill a node first.
-    #[arg(long, value_name = "HOW", value_parser = choices(PLACEMENTS, parse_placement))]
+    #[arg(long, value_name = "HOW", value_parser = choice::<Placement>())]
     pub placement: Option<fsscale::cluster::Placement>,
 
     /// Length of the timed window of every run (e.g. 500ms, 2s, 1m; a bare number is seconds).
@@ -66,7 +67,7 @@ pub struct RunArgs {
     pub warmup_runs: usize,
 
     /// interleaved: run k of every point (and filesystem) before run k+1 of any, so drift spreads over all alike; sequential: every run of a point before the next; shuffled: rounds in a random order (seed recorded).
-    #[arg(long, value_name = "ORDER", default_value = "interleaved", value_parser = choices(ORDERS, parse_order))]
+    #[arg(long, value_name = "ORDER", default_value = "interleaved", value_parser = choice::<Order>())]
     pub order: Order,
 
     /// shuffled: the seed of the rounds' order (default: random, recorded in the results).
@@ -122,7 +123,7 @@ pub struct RunArgs {
     pub stonewall: Option<std::time::Duration>,
 
     /// Fixed work (untar, traverse, command): warm, or cold: sync and drop page, dentry and inode caches before every run (root only); warm,cold measures both, as separate points in one file.
-    #[arg(long, value_name = "warm|cold", value_delimiter = ',', default_value = "warm", value_parser = choices(CACHES, parse_cache))]
+    #[arg(long, value_name = "warm|cold", value_delimiter = ',', default_value = "warm", value_parser = choice::<Cache>())]
     pub cache: Vec<Cache>,
 
     /// Time every op of fixed-time loops into log-linear histograms: p50/p90/p99/p99.9/max in the results and tables (two clock reads per op; off by default).
@@ -206,7 +207,7 @@ pub struct RunArgs {
     pub mkfs_opts: Option<String>,
 
     /// Make the filesystem anew before every run, every point, or once per filesystem. With the interleaved order, point and once keep every point's (or every filesystem's) own mounted until its last run: that many mounts and images at once.
-    #[arg(long, value_name = "run|point|once", default_value = "run", value_parser = choices(FRESHNESS, parse_fresh))]
+    #[arg(long, value_name = "run|point|once", default_value = "run", value_parser = choice::<Fresh>())]
     pub fresh: Fresh,
 
     /// Allow --backing dev: to erase the device (never a mounted one).
@@ -218,7 +219,7 @@ pub struct RunArgs {
     pub output: Option<PathBuf>,
 
     /// The end-of-run tables on stdout: text, markdown (a GitHub table per point, for pasting) or json (the results document).
-    #[arg(long, default_value = "text", value_parser = choices(FORMATS, parse_format))]
+    #[arg(long, default_value = "text", value_parser = choice::<Format>())]
     pub format: Format,
 }
 
@@ -236,7 +237,7 @@ impl RunArgs {
     pub fn into_config(self, argv: Vec<String>, mpi: Option<RankOf>) -> Result<RunConfig> {
         let cores = sys::usable_cpus();
         let workers = match (&self.workers, mpi) {
-            (Some(spec), _) => plan::parse_workers(spec, cores).map_err(anyhow::Error::msg)?,
+            (Some(spec), _) => plan::parse_workers(spec, cores)?,
             (None, Some(job)) => plan::default_rank_workers(job.ranks),
             (None, None) => plan::default_workers(cores),
         };
@@ -366,8 +367,7 @@ impl RunArgs {
                     self.higher_is_better,
                 )
             })
-            .transpose()
-            .map_err(anyhow::Error::msg)?;
+            .transpose()?;
         if self.timeout.is_some_and(|t| t.is_zero()) {
             bail!("--timeout must be longer than 0");
         }

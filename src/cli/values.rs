@@ -1,12 +1,10 @@
 //! Values of options: enumerated ones (listed in `--help` and the
 //! completions), workloads, filesystems, sizes and durations.
 
-use anyhow::Result;
-
-use fsscale::fs::{Backing, Fresh, FsSpec};
-use fsscale::plan::{self, Cache, Mode, Order};
-use fsscale::stats::hypothesis::TestKind;
-use fsscale::workloads::{Share, Workload};
+use fsscale::fs::{Backing, FsSpec};
+use fsscale::plan;
+use fsscale::vocab::{Choice, InputError};
+use fsscale::workloads::Workload;
 
 /// `fsscale export --format`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -17,6 +15,7 @@ pub enum ExportFormatArg {
     JsonLines,
 }
 
+/// `fsscale run --format`, `fsscale compare --format`: how tables are written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
     Text,
@@ -24,21 +23,22 @@ pub enum Format {
     Json,
 }
 
-pub(super) fn parse_format(text: &str) -> Result<Format, String> {
-    match text {
-        "text" => Ok(Format::Text),
-        "markdown" | "md" => Ok(Format::Markdown),
-        "json" => Ok(Format::Json),
-        _ => Err("use text, markdown or json".into()),
-    }
-}
+impl Choice for Format {
+    const ALL: &'static [Format] = &[Format::Text, Format::Markdown, Format::Json];
 
-pub(super) fn parse_test(text: &str) -> Result<TestKind, String> {
-    match text {
-        "welch" => Ok(TestKind::Welch),
-        "student" => Ok(TestKind::Student),
-        "mann-whitney" | "mw" => Ok(TestKind::MannWhitney),
-        _ => Err("use welch, student or mann-whitney".into()),
+    fn name(self) -> &'static str {
+        match self {
+            Format::Text => "text",
+            Format::Markdown => "markdown",
+            Format::Json => "json",
+        }
+    }
+
+    fn aliases(self) -> &'static [&'static str] {
+        match self {
+            Format::Markdown => &["md"],
+            _ => &[],
+        }
     }
 }
 
@@ -51,14 +51,14 @@ pub enum WorkloadArg {
     All,
 }
 
-pub(super) fn parse_workload(name: &str) -> Result<Workload, String> {
+pub(super) fn parse_workload(name: &str) -> Result<Workload, InputError> {
     match parse_workload_arg(name)? {
         WorkloadArg::One(w) => Ok(w),
-        WorkloadArg::All | WorkloadArg::Group(_) => Err("name one workload, not all or a group".into()),
+        WorkloadArg::All | WorkloadArg::Group(_) => Err(InputError::malformed("name one workload, not all or a group")),
     }
 }
 
-pub(super) fn parse_workload_arg(name: &str) -> Result<WorkloadArg, String> {
+pub(super) fn parse_workload_arg(name: &str) -> Result<WorkloadArg, InputError> {
     match name {
         "all" => return Ok(WorkloadArg::All),
         "mdtest" => return Ok(WorkloadArg::Group(&Workload::MDTEST)),
@@ -67,10 +67,10 @@ pub(super) fn parse_workload_arg(name: &str) -> Result<WorkloadArg, String> {
     }
     Workload::from_name(name).map(WorkloadArg::One).ok_or_else(|| {
         let names: Vec<&str> = Workload::ALL.iter().map(|w| w.name()).collect();
-        format!(
+        InputError::Malformed(format!(
             "unknown workload; choose from {}, the groups mdtest and mdtest-dirs, or all (`fsscale list` describes them)",
             names.join(", ")
-        )
+        ))
     })
 }
 
@@ -79,7 +79,7 @@ pub(super) fn parse_workload_arg(name: &str) -> Result<WorkloadArg, String> {
 #[derive(Clone, Debug)]
 pub struct FsList(pub Vec<FsSpec>);
 
-pub(super) fn parse_fs_list(text: &str) -> Result<FsList, String> {
+pub(super) fn parse_fs_list(text: &str) -> Result<FsList, InputError> {
     let mut pieces: Vec<String> = Vec::new();
     for piece in text.split(',') {
         let kind = piece.split(':').next().unwrap_or("");
@@ -95,21 +95,12 @@ pub(super) fn parse_fs_list(text: &str) -> Result<FsList, String> {
     pieces.iter().map(|p| FsSpec::parse(p)).collect::<Result<Vec<_>, _>>().map(FsList)
 }
 
-pub(super) fn parse_backing(text: &str) -> Result<Backing, String> {
+pub(super) fn parse_backing(text: &str) -> Result<Backing, InputError> {
     Backing::parse(text)
 }
 
-pub(super) fn parse_fresh(text: &str) -> Result<Fresh, String> {
-    match text {
-        "run" => Ok(Fresh::Run),
-        "point" => Ok(Fresh::Point),
-        "once" => Ok(Fresh::Once),
-        _ => Err("use run, point or once".into()),
-    }
-}
-
 /// `512M`, `4G`, `1073741824`.
-pub(super) fn parse_size(text: &str) -> Result<u64, String> {
+pub(super) fn parse_size(text: &str) -> Result<u64, InputError> {
     let t = text.trim();
     let (number, shift) = match t.chars().last() {
         Some('K' | 'k') => (&t[..t.len() - 1], 10),
@@ -118,70 +109,22 @@ pub(super) fn parse_size(text: &str) -> Result<u64, String> {
         Some('T' | 't') => (&t[..t.len() - 1], 40),
         _ => (t, 0),
     };
-    let value: f64 = number.parse().map_err(|_| format!("'{text}' is not a size; write e.g. 512M or 4G"))?;
+    let value: f64 =
+        number.parse().map_err(|_| InputError::Malformed(format!("'{text}' is not a size; write e.g. 512M or 4G")))?;
     if value.is_nan() || value <= 0.0 {
-        return Err(format!("'{text}' is not a positive size"));
+        return Err(InputError::Malformed(format!("'{text}' is not a positive size")));
     }
     Ok((value * (1u64 << shift) as f64) as u64)
 }
 
-pub(super) fn parse_order(text: &str) -> Result<Order, String> {
-    match text {
-        "interleaved" => Ok(Order::Interleaved),
-        "sequential" => Ok(Order::Sequential),
-        "shuffled" => Ok(Order::Shuffled),
-        _ => Err("use interleaved, sequential or shuffled".into()),
-    }
-}
-
-pub(super) fn parse_cache(text: &str) -> Result<Cache, String> {
-    match text {
-        "warm" => Ok(Cache::Warm),
-        "cold" => Ok(Cache::Cold),
-        _ => Err("use warm or cold".into()),
-    }
-}
-
-pub(super) fn parse_mode(text: &str) -> Result<Mode, String> {
-    match text {
-        "process" | "processes" => Ok(Mode::Process),
-        "thread" | "threads" => Ok(Mode::Thread),
-        _ => Err("use process or thread (or process,thread for both)".into()),
-    }
-}
-
-pub(super) fn parse_share(text: &str) -> Result<Share, String> {
-    Share::ALL
-        .into_iter()
-        .find(|s| s.name() == text)
-        .ok_or_else(|| "use private, shared or same (comma-separated for several)".into())
-}
-
-/// An enumerated option's parser: `--help` and the completions list the
-/// `values` (their aliases are accepted, not shown); `parse` makes the value.
-pub(super) fn choices<T: Clone + Send + Sync + 'static>(
-    values: &[(&'static str, &'static [&'static str])],
-    parse: fn(&str) -> Result<T, String>,
-) -> impl clap::builder::TypedValueParser<Value = T> {
+/// An enumerated option's parser: `--help`, errors and the completions
+/// list `T`'s names (its aliases are accepted, not shown).
+pub(super) fn choice<T: Choice + Send + Sync>() -> impl clap::builder::TypedValueParser<Value = T> {
     use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
-    let values: Vec<PossibleValue> =
-        values.iter().map(|(name, aliases)| PossibleValue::new(*name).aliases(aliases.iter().copied())).collect();
-    PossibleValuesParser::new(values).try_map(move |text| parse(&text))
+    let values = T::ALL.iter().map(|v| PossibleValue::new(v.name()).aliases(v.aliases().iter().copied()));
+    PossibleValuesParser::new(values).map(|text| T::from_name(&text).expect("clap accepts only T's names"))
 }
 
-pub(super) const MODES: &[(&str, &[&str])] = &[("process", &["processes"]), ("thread", &["threads"])];
-pub(super) const SHARES: &[(&str, &[&str])] = &[("private", &[]), ("shared", &[]), ("same", &[])];
-pub(super) const CACHES: &[(&str, &[&str])] = &[("warm", &[]), ("cold", &[])];
-pub(super) const FORMATS: &[(&str, &[&str])] = &[("text", &[]), ("markdown", &["md"]), ("json", &[])];
-pub(super) const FRESHNESS: &[(&str, &[&str])] = &[("run", &[]), ("point", &[]), ("once", &[])];
-pub(super) const ORDERS: &[(&str, &[&str])] = &[("interleaved", &[]), ("sequential", &[]), ("shuffled", &[])];
-pub(super) const TESTS: &[(&str, &[&str])] = &[("welch", &[]), ("student", &[]), ("mann-whitney", &["mw"])];
-pub(super) const PLACEMENTS: &[(&str, &[&str])] = &[("spread", &[]), ("pack", &[])];
-
-pub(super) fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+pub(super) fn parse_duration(text: &str) -> Result<std::time::Duration, InputError> {
     plan::parse_duration(text)
-}
-
-pub(super) fn parse_placement(text: &str) -> Result<fsscale::cluster::Placement, String> {
-    text.parse()
 }

@@ -4,6 +4,8 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::vocab::Choice;
+
 /// How a point's workers are spread over the job's nodes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
@@ -60,13 +62,11 @@ impl fmt::Display for Placement {
     }
 }
 
-impl std::str::FromStr for Placement {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Placement, String> {
-        Placement::ALL
-            .into_iter()
-            .find(|p| p.name() == s)
-            .ok_or_else(|| format!("unknown placement '{s}': use spread (one rank per node first) or pack"))
+impl Choice for Placement {
+    const ALL: &'static [Placement] = &[Placement::Spread, Placement::Pack];
+
+    fn name(self) -> &'static str {
+        Placement::name(self)
     }
 }
 

@@ -3,6 +3,8 @@
 
 use regex::Regex;
 
+use crate::vocab::InputError;
+
 /// Where a driver's figure comes from.
 #[derive(Debug, Clone)]
 pub enum MetricSource {
@@ -31,15 +33,18 @@ impl Metric {
         json_path: Option<&str>,
         name: Option<&str>,
         higher_is_better: bool,
-    ) -> Result<Metric, String> {
+    ) -> Result<Metric, InputError> {
         let source = match (regex, json_path) {
-            (Some(_), Some(_)) => return Err("give --metric or --metric-json, not both".into()),
+            (Some(_), Some(_)) => return Err(InputError::malformed("give --metric or --metric-json, not both")),
             (Some(pattern), None) => MetricSource::Regex(Regex::new(pattern).map_err(|e| {
-                format!("--metric '{pattern}' is not a valid regular expression: {}", first_line(&e.to_string()))
+                InputError::Malformed(format!(
+                    "--metric '{pattern}' is not a valid regular expression: {}",
+                    first_line(&e.to_string())
+                ))
             })?),
             (None, Some(path)) => {
                 if path.trim().is_empty() {
-                    return Err("--metric-json needs a path such as jobs.0.read.iops".into());
+                    return Err(InputError::malformed("--metric-json needs a path such as jobs.0.read.iops"));
                 }
                 MetricSource::JsonPath(path.trim().to_string())
             }
@@ -67,7 +72,7 @@ impl Metric {
     /// Reads the figure from a finished command's output: for a pattern,
     /// the last matching line (scanned while the output streamed past),
     /// else a match across lines in the kept tails.
-    pub fn extract(&self, finished: &super::Finished, wall_s: f64) -> Result<f64, String> {
+    pub fn extract(&self, finished: &super::Finished, wall_s: f64) -> anyhow::Result<f64> {
         let (stdout, stderr) = (&finished.stdout[..], &finished.stderr[..]);
         match &self.source {
             MetricSource::WallTime => Ok(wall_s),
@@ -78,11 +83,11 @@ impl Metric {
                     if let Some(caps) = regex.captures_iter(text).last() {
                         let matched = caps.get(1).or_else(|| caps.get(0)).map_or("", |m| m.as_str());
                         return parse_number(matched).ok_or_else(|| {
-                            format!("--metric '{}' matched \"{matched}\", which is not a number; put the number in a capture group", regex.as_str())
+                            anyhow::anyhow!("--metric '{}' matched \"{matched}\", which is not a number; put the number in a capture group", regex.as_str())
                         });
                     }
                 }
-                Err(format!(
+                Err(anyhow::anyhow!(
                     "--metric '{}' matched nothing in the command's output (last line: \"{}\")",
                     regex.as_str(),
                     super::tail(stdout, 1)
@@ -90,7 +95,7 @@ impl Metric {
             }
             MetricSource::JsonPath(path) => {
                 if finished.stdout_len > stdout.len() as u64 {
-                    return Err(format!(
+                    return Err(anyhow::anyhow!(
                         "--metric-json: the command wrote {} bytes to stdout; fsscale keeps the last {} \
                          (print only the JSON report)",
                         finished.stdout_len,
@@ -98,7 +103,7 @@ impl Metric {
                     ));
                 }
                 let value: serde_json::Value = serde_json::from_slice(stdout)
-                    .map_err(|e| format!("--metric-json: the command's output is not JSON ({e})"))?;
+                    .map_err(|e| anyhow::anyhow!("--metric-json: the command's output is not JSON ({e})"))?;
                 let mut at = &value;
                 for key in path.trim_start_matches('.').split('.') {
                     let next = match at {
@@ -106,15 +111,16 @@ impl Metric {
                         serde_json::Value::Object(map) => map.get(key),
                         _ => None,
                     };
-                    at =
-                        next.ok_or_else(|| format!("--metric-json {path}: no '{key}' in the command's JSON output"))?;
+                    at = next.ok_or_else(|| {
+                        anyhow::anyhow!("--metric-json {path}: no '{key}' in the command's JSON output")
+                    })?;
                 }
                 match at {
                     serde_json::Value::Number(n) => n.as_f64(),
                     serde_json::Value::String(s) => parse_number(s),
                     _ => None,
                 }
-                .ok_or_else(|| format!("--metric-json {path}: the value {at} is not a number"))
+                .ok_or_else(|| anyhow::anyhow!("--metric-json {path}: the value {at} is not a number"))
             }
         }
     }
@@ -155,12 +161,13 @@ SQL statistics:
         let last = Metric::new(Some(r"rate ([0-9]+)"), None, None, true).unwrap();
         assert_eq!(last.extract(&output(b"rate 1\nrate 2\nrate 3\n", b""), 1.0).unwrap(), 3.0);
         assert_eq!(last.extract(&output(b"nothing", b"rate 7"), 1.0).unwrap(), 7.0);
-        let err = last.extract(&output(b"x\nfinal line\n", b""), 1.0).unwrap_err();
+        let err = last.extract(&output(b"x\nfinal line\n", b""), 1.0).unwrap_err().to_string();
         assert_eq!(err, "--metric 'rate ([0-9]+)' matched nothing in the command's output (last line: \"final line\")");
         let whole = Metric::new(Some(r"[0-9]+ ops"), None, None, true).unwrap();
-        assert!(whole.extract(&output(b"12 ops", b""), 1.0).unwrap_err().contains("not a number"));
+        assert!(whole.extract(&output(b"12 ops", b""), 1.0).unwrap_err().to_string().contains("not a number"));
         assert!(Metric::new(Some("(unclosed"), None, None, true)
             .unwrap_err()
+            .to_string()
             .starts_with("--metric '(unclosed' is not a valid"));
     }
 
@@ -170,8 +177,8 @@ SQL statistics:
         let out = br#"{"jobs":[{"read":{"iops":1234.5}}]}"#;
         assert_eq!(m.extract(&output(out, b""), 1.0).unwrap(), 1234.5);
         assert_eq!(m.name, "jobs.0.read.iops");
-        assert!(m.extract(&output(br#"{"jobs":[]}"#, b""), 1.0).unwrap_err().contains("no '0'"));
-        assert!(m.extract(&output(b"not json", b""), 1.0).unwrap_err().contains("not JSON"));
+        assert!(m.extract(&output(br#"{"jobs":[]}"#, b""), 1.0).unwrap_err().to_string().contains("no '0'"));
+        assert!(m.extract(&output(b"not json", b""), 1.0).unwrap_err().to_string().contains("not JSON"));
     }
 
     #[test]

@@ -11,6 +11,8 @@
 
 use std::path::Path;
 
+use crate::vocab::InputError;
+
 /// The values a template's placeholders stand for.
 #[derive(Debug, Clone, Copy)]
 pub struct Placeholders<'a> {
@@ -165,13 +167,13 @@ impl CommandLine {
     /// Builds the command for one worker: the template is split into words
     /// first and placeholders expanded inside each word, so a directory with
     /// spaces stays one argument; with `shell`, values are quoted for `sh`.
-    pub fn build(template: &str, shell: bool, values: &Placeholders<'_>) -> Result<CommandLine, String> {
+    pub fn build(template: &str, shell: bool, values: &Placeholders<'_>) -> Result<CommandLine, InputError> {
         if shell {
             return Ok(CommandLine::Shell(values.expand_for_shell(template)));
         }
         let words = split_words(template)?;
         if words.is_empty() {
-            return Err("the command is empty".into());
+            return Err(InputError::malformed("the command is empty"));
         }
         Ok(CommandLine::Argv(words.iter().map(|w| values.expand(w)).collect()))
     }
@@ -204,7 +206,7 @@ pub fn sh_quote(text: &str) -> String {
 /// anything: whitespace separates words, single quotes keep everything,
 /// double quotes keep everything but `\"`, `\\`, `\$` and `` \` ``, and a
 /// backslash outside quotes keeps the next character.
-pub fn split_words(text: &str) -> Result<Vec<String>, String> {
+pub fn split_words(text: &str) -> Result<Vec<String>, InputError> {
     let mut words = Vec::new();
     let mut word = String::new();
     let mut in_word = false;
@@ -223,7 +225,11 @@ pub fn split_words(text: &str) -> Result<Vec<String>, String> {
                     match chars.next() {
                         Some('\'') => break,
                         Some(c) => word.push(c),
-                        None => return Err(format!("unterminated ' in `{text}`; close the quote or use --shell")),
+                        None => {
+                            return Err(InputError::Malformed(format!(
+                                "unterminated ' in `{text}`; close the quote or use --shell"
+                            )))
+                        }
                     }
                 }
             }
@@ -238,10 +244,18 @@ pub fn split_words(text: &str) -> Result<Vec<String>, String> {
                                 word.push('\\');
                                 word.push(other);
                             }
-                            None => return Err(format!("unterminated \" in `{text}`; close the quote or use --shell")),
+                            None => {
+                                return Err(InputError::Malformed(format!(
+                                    "unterminated \" in `{text}`; close the quote or use --shell"
+                                )))
+                            }
                         },
                         Some(c) => word.push(c),
-                        None => return Err(format!("unterminated \" in `{text}`; close the quote or use --shell")),
+                        None => {
+                            return Err(InputError::Malformed(format!(
+                                "unterminated \" in `{text}`; close the quote or use --shell"
+                            )))
+                        }
                     }
                 }
             }
@@ -249,7 +263,7 @@ pub fn split_words(text: &str) -> Result<Vec<String>, String> {
                 in_word = true;
                 match chars.next() {
                     Some(c) => word.push(c),
-                    None => return Err(format!("`{text}` ends with a lone backslash")),
+                    None => return Err(InputError::Malformed(format!("`{text}` ends with a lone backslash"))),
                 }
             }
             c => {
@@ -278,8 +292,8 @@ mod tests {
         assert_eq!(split_words(r#"sh -c 'echo "$1" | wc' x"#).unwrap(), ["sh", "-c", "echo \"$1\" | wc", "x"]);
         assert_eq!(split_words(r#"a "b \"c\" \n" d\ e ''"#).unwrap(), ["a", "b \"c\" \\n", "d e", ""]);
         assert_eq!(split_words("").unwrap(), Vec::<String>::new());
-        assert!(split_words("echo 'oops").unwrap_err().starts_with("unterminated '"));
-        assert!(split_words("echo \"oops").unwrap_err().starts_with("unterminated \""));
+        assert!(split_words("echo 'oops").unwrap_err().to_string().starts_with("unterminated '"));
+        assert!(split_words("echo \"oops").unwrap_err().to_string().starts_with("unterminated \""));
     }
 
     #[test]
@@ -299,7 +313,7 @@ mod tests {
         );
         let shell = CommandLine::build("cd {dir} && make -j{workers}", true, &values()).unwrap();
         assert_eq!(shell, CommandLine::Shell(r#"cd "${FSSCALE_DIR}" && make -j8"#.into()));
-        assert_eq!(CommandLine::build("  ", false, &values()).unwrap_err(), "the command is empty");
+        assert_eq!(CommandLine::build("  ", false, &values()).unwrap_err().to_string(), "the command is empty");
     }
 
     #[test]

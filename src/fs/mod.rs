@@ -17,6 +17,7 @@ use anyhow::{bail, Result};
 pub use instance::{format_size, DeviceSnapshot, FsInstance};
 pub use registry::{leftovers, CleanupReport};
 
+use crate::vocab::InputError;
 /// Where the registry of made filesystems lives (root only, a tmpfs cleared at boot).
 pub use crate::vocab::{DeviceIo, Fresh, FsKind, FsRecord};
 
@@ -76,16 +77,18 @@ pub struct FsSpec {
 
 impl FsSpec {
     /// Parses `KIND[:MOUNTOPTS]`.
-    pub fn parse(text: &str) -> Result<FsSpec, String> {
+    pub fn parse(text: &str) -> Result<FsSpec, InputError> {
         let (kind, opts) = match text.split_once(':') {
             Some((k, o)) => (k, Some(o.to_string()).filter(|o| !o.is_empty())),
             None => (text, None),
         };
         let kind = FsKind::from_name(kind).ok_or_else(|| {
-            format!("'{kind}' is not a filesystem kind; use dir, tmpfs, ramfs, ext4, xfs, btrfs or f2fs")
+            InputError::Malformed(format!(
+                "'{kind}' is not a filesystem kind; use dir, tmpfs, ramfs, ext4, xfs, btrfs or f2fs"
+            ))
         })?;
         if kind == FsKind::Dir && opts.is_some() {
-            return Err("dir takes no mount options (it is an existing directory)".into());
+            return Err(InputError::malformed("dir takes no mount options (it is an existing directory)"));
         }
         Ok(FsSpec { kind, mount_options: opts })
     }
@@ -111,7 +114,7 @@ pub enum Backing {
 }
 
 impl Backing {
-    pub fn parse(text: &str) -> Result<Backing, String> {
+    pub fn parse(text: &str) -> Result<Backing, InputError> {
         if text == "ram" {
             return Ok(Backing::Ram);
         }
@@ -121,7 +124,7 @@ impl Backing {
         if let Some(path) = text.strip_prefix("dev:") {
             return Ok(Backing::Device(PathBuf::from(path)));
         }
-        Err(format!("'{text}' is not a backing; use ram, file:DIR or dev:/dev/NAME"))
+        Err(InputError::Malformed(format!("'{text}' is not a backing; use ram, file:DIR or dev:/dev/NAME")))
     }
 }
 
@@ -330,7 +333,7 @@ mod tests {
         assert_eq!(FsSpec::parse("ext4").unwrap(), FsSpec { kind: FsKind::Ext4, mount_options: None });
         let s = FsSpec::parse("ext4:data=journal,noatime").unwrap();
         assert_eq!((s.kind, s.label()), (FsKind::Ext4, "ext4:data=journal,noatime".to_string()));
-        assert!(FsSpec::parse("zfs").unwrap_err().contains("not a filesystem kind"));
+        assert!(FsSpec::parse("zfs").unwrap_err().to_string().contains("not a filesystem kind"));
         assert!(FsSpec::parse("dir:ro").is_err());
         assert_eq!(Backing::parse("ram").unwrap(), Backing::Ram);
         assert_eq!(Backing::parse("dev:/dev/sdz").unwrap(), Backing::Device("/dev/sdz".into()));

@@ -15,7 +15,7 @@ use std::io::{Seek, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
 use super::STATE_DIR;
@@ -45,7 +45,7 @@ pub(super) struct Registration {
 
 impl Registration {
     pub(super) fn create() -> Result<Registration> {
-        sys::ensure_private_dir(Path::new(STATE_DIR), "state directory").map_err(anyhow::Error::msg)?;
+        sys::ensure_private_dir(Path::new(STATE_DIR), "state directory")?;
         let id = format!("{}-{}-{}", std::process::id(), SEQUENCE.fetch_add(1, Ordering::Relaxed), sys::random_hex(4));
         let path = Path::new(STATE_DIR).join(format!("{PREFIX}{id}.json"));
         let file = lockfile::create_locked(libc::AT_FDCWD, &sys::cstring(&path)?, 0o600)
@@ -135,30 +135,26 @@ pub(super) fn describe(e: &Entry) -> String {
 }
 
 /// Whether an entry names only what fsscale itself would have made for `id`.
-pub(super) fn checked(id: &str, entry: &Entry) -> Result<(), String> {
+pub(super) fn checked(id: &str, entry: &Entry) -> Result<()> {
     let mountpoint = Path::new(STATE_DIR).join(format!("mnt-{id}"));
     if entry.mountpoint != mountpoint {
-        return Err(format!(
-            "its mount point {} is not fsscale's own ({})",
-            entry.mountpoint.display(),
-            mountpoint.display()
-        ));
+        bail!("its mount point {} is not fsscale's own ({})", entry.mountpoint.display(), mountpoint.display());
     }
     if let Some(image) = &entry.image {
         let expected = format!("{PREFIX}{id}.img");
         if image.file_name().and_then(|n| n.to_str()) != Some(expected.as_str()) || !image.is_absolute() {
-            return Err(format!("its image {} does not have fsscale's name for it ({expected})", image.display()));
+            bail!("its image {} does not have fsscale's name for it ({expected})", image.display());
         }
         if let Ok(meta) = std::fs::symlink_metadata(image) {
             if !meta.file_type().is_file() {
-                return Err(format!("its image {} is not a regular file", image.display()));
+                bail!("its image {} is not a regular file", image.display());
             }
         }
     }
     if let Some(dev) = &entry.loop_device {
         let name = dev.strip_prefix("/dev/loop").unwrap_or("");
         if name.is_empty() || !name.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(format!("its loop device {dev} is not a loop device"));
+            bail!("its loop device {dev} is not a loop device");
         }
     }
     Ok(())
@@ -177,14 +173,14 @@ mod tests {
             image: Some(PathBuf::from(format!("/dev/shm/{PREFIX}{id}.img"))),
             loop_device: Some("/dev/loop7".into()),
         };
-        assert_eq!(checked(id, &good), Ok(()));
+        assert!(checked(id, &good).is_ok());
         let forged = Entry { mountpoint: PathBuf::from("/home"), ..good.clone() };
-        assert!(checked(id, &forged).unwrap_err().contains("not fsscale's own"));
+        assert!(checked(id, &forged).unwrap_err().to_string().contains("not fsscale's own"));
         let forged = Entry { image: Some(PathBuf::from("/etc/passwd")), ..good.clone() };
-        assert!(checked(id, &forged).unwrap_err().contains("does not have fsscale's name"));
+        assert!(checked(id, &forged).unwrap_err().to_string().contains("does not have fsscale's name"));
         let forged = Entry { image: Some(PathBuf::from(format!("/dev/shm/{PREFIX}other.img"))), ..good.clone() };
         assert!(checked(id, &forged).is_err());
         let forged = Entry { loop_device: Some("/dev/sda".into()), ..good };
-        assert!(checked(id, &forged).unwrap_err().contains("not a loop device"));
+        assert!(checked(id, &forged).unwrap_err().to_string().contains("not a loop device"));
     }
 }

@@ -13,16 +13,15 @@ pub struct KernelSymbols {
 impl KernelSymbols {
     /// `/proc/kallsyms`, read once per process (about 120,000 lines).
     pub fn get() -> Result<&'static KernelSymbols> {
-        static SYMBOLS: OnceLock<std::result::Result<KernelSymbols, String>> = OnceLock::new();
+        static SYMBOLS: OnceLock<Result<KernelSymbols>> = OnceLock::new();
         SYMBOLS
             .get_or_init(|| {
                 std::fs::read_to_string("/proc/kallsyms")
                     .context("reading /proc/kallsyms")
                     .and_then(|text| KernelSymbols::parse(&text))
-                    .map_err(|e| format!("{e:#}"))
             })
             .as_ref()
-            .map_err(|e| anyhow::anyhow!("{e}"))
+            .map_err(|e| anyhow::anyhow!("{e:#}"))
     }
 
     /// Parses kallsyms text: `ffffffff81000000 T _stext [module]`.

@@ -20,7 +20,7 @@ pub const BUILTIN: &str = include_str!("../../traces/fileserver.load");
 /// The built-in trace, or the loadfile at `path`.
 pub fn load(path: Option<&Path>) -> Result<Trace> {
     match path {
-        None => parse(&format!("{BUILTIN_NAME} (built in)"), BUILTIN).map_err(anyhow::Error::msg),
+        None => Ok(parse(&format!("{BUILTIN_NAME} (built in)"), BUILTIN)?),
         Some(path) => {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("--trace {}: cannot read the loadfile", path.display()))?;
@@ -143,11 +143,14 @@ Sleep 100 NT_STATUS_OK
         player.step().unwrap();
         let err = player.step().unwrap_err();
         assert_eq!(err.line, 3);
-        assert_eq!(err.message, "Rmdir: rmdir(\"d\") failed: No such file or directory (ENOENT)");
+        assert_eq!(err.error.to_string(), "Rmdir: rmdir(\"d\") failed: No such file or directory (ENOENT)");
         let expected_failure = parse("t", "Unlink \"\\x\" 0x16 NT_STATUS_OBJECT_NAME_NOT_FOUND\n").unwrap();
         std::fs::write(dir.path().join("x"), "").unwrap();
         let mut player = Player::new(&expected_failure, fd.as_raw_fd());
-        assert_eq!(player.step().unwrap_err().message, "Unlink \"x\" succeeded, but the trace recorded a failure");
+        assert_eq!(
+            player.step().unwrap_err().error.to_string(),
+            "Unlink \"x\" succeeded, but the trace recorded a failure"
+        );
     }
 
     #[test]
@@ -197,9 +200,12 @@ Sleep 100 NT_STATUS_OK
         ];
         for (line, expected) in cases {
             let text = format!("NTCreateX \"\\f\" 0x0 2 5 NT_STATUS_OK\n{line}\n");
-            let err = parse("t", &text).unwrap_err();
+            let err = parse("t", &text).unwrap_err().to_string();
             assert!(err.starts_with(expected), "{line}: {err}");
         }
-        assert_eq!(parse("t", "# nothing\n\n").unwrap_err(), "t: no operations (only comments or empty lines)");
+        assert_eq!(
+            parse("t", "# nothing\n\n").unwrap_err().to_string(),
+            "t: no operations (only comments or empty lines)"
+        );
     }
 }

@@ -22,10 +22,12 @@ use super::trace::{OpKind, Trace, TraceOp};
 use crate::sys::{self, Errno};
 
 /// A replay step that did not do what the trace recorded.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, thiserror::Error)]
+#[error("line {line}: {error:#}")]
 pub struct ReplayError {
+    /// The loadfile's line.
     pub line: u32,
-    pub message: String,
+    pub error: anyhow::Error,
 }
 
 /// One client's replay state: its directory, its open handles, its buffer.
@@ -51,13 +53,13 @@ impl<'a> Player<'a> {
         let op = &self.trace.ops[index];
         match self.perform(op) {
             Ok(bytes) => Ok((op.kind(), bytes)),
-            Err(message) => Err(ReplayError { line: self.trace.lines[index], message }),
+            Err(error) => Err(ReplayError { line: self.trace.lines[index], error }),
         }
     }
 
-    fn fd(&self, handle: usize) -> Result<RawFd, String> {
+    fn fd(&self, handle: usize) -> anyhow::Result<RawFd> {
         match self.fds[handle] {
-            -1 => Err(format!(
+            -1 => Err(anyhow::anyhow!(
                 "handle {} is not open (the trace closed it or its open failed)",
                 self.trace.handle_names[handle]
             )),
@@ -65,7 +67,7 @@ impl<'a> Player<'a> {
         }
     }
 
-    fn perform(&mut self, op: &TraceOp) -> Result<u64, String> {
+    fn perform(&mut self, op: &TraceOp) -> anyhow::Result<u64> {
         let kind = op.kind().name();
         match op {
             TraceOp::Create { path, parent, directory, disposition, handle, expect_ok } => {
@@ -86,21 +88,21 @@ impl<'a> Player<'a> {
             TraceOp::Close { handle } => {
                 let fd = self.fd(*handle)?;
                 self.fds[*handle] = -1;
-                sys::close(fd).map_err(|e| format!("{kind}: close failed: {}", sys::errno_text(e)))?;
+                sys::close(fd).map_err(|e| anyhow::anyhow!("{kind}: close failed: {}", sys::errno_text(e)))?;
                 Ok(0)
             }
             TraceOp::Read { handle, offset, size } => {
                 let fd = self.fd(*handle)?;
                 let n = sys::pread(fd, &mut self.buf[..*size], *offset)
-                    .map_err(|e| format!("{kind}: pread failed: {}", sys::errno_text(e)))?;
+                    .map_err(|e| anyhow::anyhow!("{kind}: pread failed: {}", sys::errno_text(e)))?;
                 Ok(n as u64)
             }
             TraceOp::Write { handle, offset, size } => {
                 let fd = self.fd(*handle)?;
                 let n = sys::pwrite(fd, &self.buf[..*size], *offset)
-                    .map_err(|e| format!("{kind}: pwrite failed: {}", sys::errno_text(e)))?;
+                    .map_err(|e| anyhow::anyhow!("{kind}: pwrite failed: {}", sys::errno_text(e)))?;
                 if n != *size {
-                    return Err(format!("{kind}: pwrite wrote {n} of {size} bytes"));
+                    return Err(anyhow::anyhow!("{kind}: pwrite wrote {n} of {size} bytes"));
                 }
                 Ok(n as u64)
             }
@@ -123,7 +125,8 @@ impl<'a> Player<'a> {
                 Ok(0)
             }
             TraceOp::Flush { handle } => {
-                sys::fsync(self.fd(*handle)?).map_err(|e| format!("{kind}: fsync failed: {}", sys::errno_text(e)))?;
+                sys::fsync(self.fd(*handle)?)
+                    .map_err(|e| anyhow::anyhow!("{kind}: fsync failed: {}", sys::errno_text(e)))?;
                 Ok(0)
             }
             TraceOp::FindFirst { path, dir, wildcard, max } => {
@@ -141,14 +144,14 @@ impl<'a> Player<'a> {
                 // SAFETY: stat is plain data.
                 let mut st: libc::stat = unsafe { std::mem::zeroed() };
                 sys::fstat(self.fd(*handle)?, &mut st)
-                    .map_err(|e| format!("{kind}: fstat failed: {}", sys::errno_text(e)))?;
+                    .map_err(|e| anyhow::anyhow!("{kind}: fstat failed: {}", sys::errno_text(e)))?;
                 Ok(0)
             }
             TraceOp::QueryFs => {
                 // SAFETY: statfs is plain data; valid fd and pointer.
                 let mut st: libc::statfs = unsafe { std::mem::zeroed() };
                 if unsafe { libc::fstatfs(self.dir, &mut st) } != 0 {
-                    return Err(format!("{kind}: fstatfs failed: {}", sys::errno_text(sys::last_errno())));
+                    return Err(anyhow::anyhow!("{kind}: fstatfs failed: {}", sys::errno_text(sys::last_errno())));
                 }
                 Ok(0)
             }
@@ -156,7 +159,7 @@ impl<'a> Player<'a> {
                 let fd = self.fd(*handle)?;
                 // SAFETY: a null times pointer means "now" for both times.
                 if unsafe { libc::futimens(fd, std::ptr::null()) } != 0 {
-                    return Err(format!("{kind}: futimens failed: {}", sys::errno_text(sys::last_errno())));
+                    return Err(anyhow::anyhow!("{kind}: futimens failed: {}", sys::errno_text(sys::last_errno())));
                 }
                 Ok(0)
             }
@@ -173,7 +176,10 @@ impl<'a> Player<'a> {
                 // A client never conflicts with itself, so a recorded lock
                 // conflict cannot be reproduced; only unexpected failures count.
                 if failed && *expect_ok {
-                    return Err(format!("{kind}: fcntl(F_SETLK) failed: {}", sys::errno_text(sys::last_errno())));
+                    return Err(anyhow::anyhow!(
+                        "{kind}: fcntl(F_SETLK) failed: {}",
+                        sys::errno_text(sys::last_errno())
+                    ));
                 }
                 Ok(0)
             }
@@ -214,14 +220,14 @@ impl Drop for Player<'_> {
 }
 
 /// Checks a call's outcome against what the trace recorded.
-fn expect(kind: &str, path: &CStr, done: Result<(), Errno>, expect_ok: bool, call: &str) -> Result<(), String> {
+fn expect(kind: &str, path: &CStr, done: Result<(), Errno>, expect_ok: bool, call: &str) -> anyhow::Result<()> {
     match (done, expect_ok) {
         (Ok(()), true) | (Err(_), false) => Ok(()),
         (Err(errno), true) => {
-            Err(format!("{kind}: {call}(\"{}\") failed: {}", path.to_string_lossy(), sys::errno_text(errno)))
+            Err(anyhow::anyhow!("{kind}: {call}(\"{}\") failed: {}", path.to_string_lossy(), sys::errno_text(errno)))
         }
         (Ok(()), false) => {
-            Err(format!("{kind} \"{}\" succeeded, but the trace recorded a failure", path.to_string_lossy()))
+            Err(anyhow::anyhow!("{kind} \"{}\" succeeded, but the trace recorded a failure", path.to_string_lossy()))
         }
     }
 }

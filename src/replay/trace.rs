@@ -12,6 +12,8 @@ use std::ffi::CString;
 
 use serde::{Deserialize, Serialize};
 
+use crate::vocab::InputError;
+
 /// Every operation kind, in the order tables list them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum OpKind {
@@ -268,14 +270,14 @@ impl Trace {
 }
 
 /// Parses a loadfile; an error names the line and what is wrong with it.
-pub fn parse(name: &str, text: &str) -> Result<Trace, String> {
+pub fn parse(name: &str, text: &str) -> Result<Trace, InputError> {
     let mut trace =
         Trace { name: name.to_string(), ops: Vec::new(), lines: Vec::new(), handle_names: Vec::new(), max_io: 0 };
     let mut slots: HashMap<u64, usize> = HashMap::new();
     for (index, raw) in text.lines().enumerate() {
         let line_no = index + 1;
-        let fail = |message: String| format!("{name}: line {line_no}: {message}");
-        let tokens = tokenize(raw).map_err(fail)?;
+        let fail = |message: String| InputError::Line { file: name.to_string(), line: line_no, message };
+        let tokens = tokenize(raw).map_err(|e| fail(e.to_string()))?;
         let mut tokens: &[String] = &tokens;
         if tokens.is_empty() || tokens[0].starts_with('#') {
             continue;
@@ -315,7 +317,7 @@ pub fn parse(name: &str, text: &str) -> Result<Trace, String> {
             let unified = text.replace('\\', "/");
             path(unified.rsplit_once('/').map_or("", |(dir, _)| dir))
         };
-        let mut handle = |text: &str, opens: bool| -> Result<usize, String> {
+        let mut handle = |text: &str, opens: bool| -> Result<usize, InputError> {
             let fnum = number(text)?;
             match slots.get(&fnum) {
                 Some(&slot) => Ok(slot),
@@ -429,13 +431,13 @@ pub fn parse(name: &str, text: &str) -> Result<Trace, String> {
         trace.lines.push(line_no as u32);
     }
     if trace.ops.is_empty() {
-        return Err(format!("{name}: no operations (only comments or empty lines)"));
+        return Err(InputError::Malformed(format!("{name}: no operations (only comments or empty lines)")));
     }
     Ok(trace)
 }
 
 /// Splits a line into fields; double quotes keep spaces.
-fn tokenize(line: &str) -> Result<Vec<String>, String> {
+fn tokenize(line: &str) -> Result<Vec<String>, InputError> {
     let mut tokens = Vec::new();
     let mut chars = line.trim().chars().peekable();
     while let Some(&c) = chars.peek() {
@@ -450,7 +452,7 @@ fn tokenize(line: &str) -> Result<Vec<String>, String> {
                 match chars.next() {
                     Some('"') => break,
                     Some(c) => token.push(c),
-                    None => return Err("unterminated \" in a path".into()),
+                    None => return Err(InputError::malformed("unterminated \" in a path")),
                 }
             }
         } else {
@@ -475,12 +477,14 @@ fn parse_number(text: &str) -> Option<u64> {
 /// A trace path relative to the client's directory: `\a\b` or `/a/b` is
 /// `a/b`; the root is `.`; `..` and NUL are refused so a trace can never
 /// reach outside the directory fsscale made for the client.
-fn client_path(text: &str) -> Result<CString, String> {
+fn client_path(text: &str) -> Result<CString, InputError> {
     let unified = text.replace('\\', "/");
     let parts: Vec<&str> = unified.split('/').filter(|p| !p.is_empty() && *p != ".").collect();
     if parts.contains(&"..") {
-        return Err(format!("path \"{text}\" contains '..'; trace paths must stay inside the client's directory"));
+        return Err(InputError::Malformed(format!(
+            "path \"{text}\" contains '..'; trace paths must stay inside the client's directory"
+        )));
     }
     let joined = if parts.is_empty() { ".".to_string() } else { parts.join("/") };
-    CString::new(joined).map_err(|_| format!("path \"{text}\" contains a NUL byte"))
+    CString::new(joined).map_err(|_| InputError::Malformed(format!("path \"{text}\" contains a NUL byte")))
 }

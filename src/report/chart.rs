@@ -260,7 +260,7 @@ fn short_number(v: f64) -> String {
 }
 
 /// Rasterizes an SVG chart to PNG with the system's fonts.
-pub fn svg_to_png(svg: &str) -> Result<Vec<u8>, String> {
+pub fn svg_to_png(svg: &str) -> anyhow::Result<Vec<u8>> {
     let mut options = resvg::usvg::Options::default();
     let db = options.fontdb_mut();
     db.load_system_fonts();
@@ -274,11 +274,12 @@ pub fn svg_to_png(svg: &str) -> Result<Vec<u8>, String> {
         db.set_sans_serif_family(family.clone());
         options.font_family = family;
     }
-    let tree = resvg::usvg::Tree::from_str(svg, &options).map_err(|e| format!("reading the chart: {e}"))?;
+    let tree = resvg::usvg::Tree::from_str(svg, &options).map_err(|e| anyhow::anyhow!("reading the chart: {e}"))?;
     let size = tree.size().to_int_size();
-    let mut pixmap = resvg::tiny_skia::Pixmap::new(size.width(), size.height()).ok_or("the chart has no size")?;
+    let mut pixmap = resvg::tiny_skia::Pixmap::new(size.width(), size.height())
+        .ok_or_else(|| anyhow::anyhow!("the chart has no size"))?;
     resvg::render(&tree, resvg::tiny_skia::Transform::default(), &mut pixmap.as_mut());
-    pixmap.encode_png().map_err(|e| format!("encoding PNG: {e}"))
+    pixmap.encode_png().map_err(|e| anyhow::anyhow!("encoding PNG: {e}"))
 }
 
 #[cfg(test)]

@@ -44,7 +44,7 @@ pub(super) fn run_driver(
     signals::check()?;
     let finished = outcome?;
     let wall_s = finished.wall.as_secs_f64().max(1e-9);
-    let value = metric.extract(&finished, wall_s).map_err(anyhow::Error::msg)?;
+    let value = metric.extract(&finished, wall_s)?;
     if !(value.is_finite() && value > 0.0) {
         bail!("the metric {} read {value}, which is not a positive number", metric.name);
     }

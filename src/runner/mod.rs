@@ -554,8 +554,7 @@ fn prepare_tree(options: &MacroOptions, with_tarball: bool, progress: &mut dyn P
         None => {
             let spec = TreeSpec { scale: options.scale, seed: options.seed };
             // Checked before the cached tarball is trusted, not only before one is made.
-            sys::ensure_private_dir(&options.cache_dir, "cache directory (FSSCALE_CACHE_DIR)")
-                .map_err(anyhow::Error::msg)?;
+            sys::ensure_private_dir(&options.cache_dir, "cache directory (FSSCALE_CACHE_DIR)")?;
             let path = options.cache_dir.join(format!("tree-v1-scale{}-seed{}.tar", options.scale, options.seed));
             if !path.is_file() {
                 progress.preparing(&format!(

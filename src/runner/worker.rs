@@ -101,8 +101,7 @@ fn run_worker(plan: &WorkerPlan<'_>, slot: usize) -> Result<()> {
     let outcome = match (plan.workload, plan.trace) {
         (w, _) if w.is_fixed_work() => run_job(&env, plan.region, slot, plan.processes),
         (Workload::Replay, Some(trace)) => run_replay(trace, &env, plan.region, slot, recorder),
-        _ => workloads::with_op(&env, Driver { region: plan.region, slot, label: &label, recorder })
-            .and_then(|r| r.map_err(anyhow::Error::msg)),
+        _ => workloads::with_op(&env, Driver { region: plan.region, slot, label: &label, recorder }).and_then(|r| r),
     };
     let _ = sys::close(dir);
     outcome
@@ -158,7 +157,7 @@ fn run_replay(
     let mut player = Player::new(trace, env.dir);
     region.mark_ready(slot);
     let bytes = replay_loop(&mut player, region, slot, recorder)
-        .map_err(|e| anyhow::anyhow!("{}, line {}: {}", trace.name, e.line, e.message))?;
+        .map_err(|e| anyhow::anyhow!("{}, line {}: {:#}", trace.name, e.line, e.error))?;
     region.report(slot).bytes.store(bytes, Ordering::Relaxed);
     Ok(())
 }
@@ -172,8 +171,8 @@ struct Driver<'a> {
     recorder: Option<Recorder<'a>>,
 }
 
-impl OpDriver<Result<(), String>> for Driver<'_> {
-    fn drive<O: Op>(self, mut op: O) -> Result<(), String> {
+impl OpDriver<Result<()>> for Driver<'_> {
+    fn drive<O: Op>(self, mut op: O) -> Result<()> {
         self.region.mark_ready(self.slot);
         let outcome = match self.recorder {
             None => hot_loop(&mut op, self.region, self.slot),
@@ -184,7 +183,7 @@ impl OpDriver<Result<(), String>> for Driver<'_> {
                 0 => "transferred fewer bytes than asked".to_string(),
                 errno => format!("failed: {}", sys::errno_text(errno)),
             };
-            format!("{}(\"{}/{}\") {what}", e.call, self.label, op.arg_name(e.arg).to_string_lossy())
+            anyhow::anyhow!("{}(\"{}/{}\") {what}", e.call, self.label, op.arg_name(e.arg).to_string_lossy())
         })
     }
 }

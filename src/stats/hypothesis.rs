@@ -12,6 +12,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::vocab::Choice;
+
 use super::distributions::{normal_cdf, t_quantile_two_sided, t_two_sided_p};
 use super::{Sample, StatsError};
 
@@ -29,6 +31,21 @@ impl TestKind {
             TestKind::Student => "student",
             TestKind::Welch => "welch",
             TestKind::MannWhitney => "mann-whitney",
+        }
+    }
+}
+
+impl Choice for TestKind {
+    const ALL: &'static [TestKind] = &[TestKind::Welch, TestKind::Student, TestKind::MannWhitney];
+
+    fn name(self) -> &'static str {
+        TestKind::name(self)
+    }
+
+    fn aliases(self) -> &'static [&'static str] {
+        match self {
+            TestKind::MannWhitney => &["mw"],
+            _ => &[],
         }
     }
 }

@@ -81,17 +81,29 @@ pub const MIN_R_SQUARED: f64 = 0.9;
 /// two-sided 95% level of a normal estimate (a Wald test).
 pub const MIN_T: f64 = 2.0;
 
+/// Why a fit supports no regime verdict.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum NoVerdict {
+    #[error("R² = {r_squared:.2} (below {MIN_R_SQUARED:.2})")]
+    PoorFit { r_squared: f64 },
+    /// The parameter that names the regime is within `MIN_T` standard errors of 0.
+    #[error("{name} = {value:.3e} ± {se:.1e} is not distinguishable from 0")]
+    Indistinct { name: &'static str, value: f64, se: f64 },
+    #[error("{name} has no standard error (too few runs for the fit)")]
+    NoStandardError { name: &'static str },
+}
+
 /// Classifies a fit over a series whose largest worker count is
 /// `max_workers`, or says why the fit cannot support a verdict: a poor R²,
 /// or the deciding parameter not distinguishable from zero.
-pub fn regime(fit: &UslFit, max_workers: f64) -> Result<Regime, String> {
+pub fn regime(fit: &UslFit, max_workers: f64) -> Result<Regime, NoVerdict> {
     if fit.r_squared < MIN_R_SQUARED {
-        return Err(format!("R² = {:.2} (below {MIN_R_SQUARED:.2})", fit.r_squared));
+        return Err(NoVerdict::PoorFit { r_squared: fit.r_squared });
     }
-    let significant = |name: &str, value: f64, se: Option<f64>| match se {
+    let significant = |name: &'static str, value: f64, se: Option<f64>| match se {
         Some(se) if value > MIN_T * se => Ok(()),
-        Some(se) => Err(format!("{name} = {value:.3e} ± {se:.1e} is not distinguishable from 0")),
-        None => Err(format!("{name} has no standard error (too few runs for the fit)")),
+        Some(se) => Err(NoVerdict::Indistinct { name, value, se }),
+        None => Err(NoVerdict::NoStandardError { name }),
     };
     let regime = match fit.peak_workers {
         Some(peak) if peak <= max_workers => Regime::CoherencyBound,

@@ -262,14 +262,14 @@ pub fn home_from_passwd() -> Option<std::path::PathBuf> {
 /// Makes `dir` (mode 0700 where created) and checks it is a directory of
 /// this user's that nobody else can write: a shared or planted one could
 /// hand a root process someone else's files.
-pub fn ensure_private_dir(dir: &Path, what: &str) -> Result<(), String> {
+pub fn ensure_private_dir(dir: &Path, what: &str) -> anyhow::Result<()> {
     use std::os::unix::fs::{DirBuilderExt, MetadataExt};
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
         .create(dir)
-        .map_err(|e| format!("cannot create the {what} {}: {e}", dir.display()))?;
-    let meta = std::fs::symlink_metadata(dir).map_err(|e| format!("{what} {}: {e}", dir.display()))?;
+        .map_err(|e| anyhow::anyhow!("cannot create the {what} {}: {e}", dir.display()))?;
+    let meta = std::fs::symlink_metadata(dir).map_err(|e| anyhow::anyhow!("{what} {}: {e}", dir.display()))?;
     let problem = if !meta.is_dir() {
         Some("not a directory (a symbolic link?)".to_string())
     } else if meta.uid() != euid() {
@@ -281,7 +281,7 @@ pub fn ensure_private_dir(dir: &Path, what: &str) -> Result<(), String> {
     };
     match problem {
         Some(p) => {
-            Err(format!("the {what} {} is {p}; use a directory of your own that only you can write", dir.display()))
+            anyhow::bail!("the {what} {} is {p}; use a directory of your own that only you can write", dir.display())
         }
         None => Ok(()),
     }
@@ -320,6 +320,11 @@ pub fn errno_text(errno: Errno) -> String {
         Some(name) => format!("{message} ({name})"),
         None => format!("{message} (errno {errno})"),
     }
+}
+
+/// [`errno_text`] as an error, for `map_err(sys::errno_error)?`.
+pub fn errno_error(errno: Errno) -> anyhow::Error {
+    anyhow::anyhow!(errno_text(errno))
 }
 
 /// `strerror`'s text of an I/O error, without Rust's " (os error N)".

@@ -69,7 +69,7 @@ impl CommandSpec {
         capture_stdout: bool,
         stop: &dyn Fn() -> bool,
     ) -> anyhow::Result<exec::Finished> {
-        let line = CommandLine::build(template, self.shell, values).map_err(anyhow::Error::msg)?;
+        let line = CommandLine::build(template, self.shell, values)?;
         let env = values.environment();
         let scan = match self.driver.as_ref().map(|m| &m.source) {
             Some(exec::MetricSource::Regex(regex)) if capture_stdout => Some(regex),
@@ -77,7 +77,7 @@ impl CommandSpec {
         };
         let options =
             RunOptions { cwd: Some(values.dir), timeout: self.timeout, capture_stdout, scan, env: &env, stop };
-        exec::run(&line, &options).map_err(|e| anyhow::anyhow!("{e}"))
+        Ok(exec::run(&line, &options)?)
     }
 }
 

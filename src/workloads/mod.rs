@@ -28,6 +28,7 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::sys::{self, Errno};
+use crate::vocab::{Choice, InputError};
 
 pub use command::CommandSpec;
 pub use data::DATA_BLOCK;
@@ -57,6 +58,14 @@ impl Share {
             Share::Shared => "shared",
             Share::Same => "same",
         }
+    }
+}
+
+impl Choice for Share {
+    const ALL: &'static [Share] = &[Share::Private, Share::Shared, Share::Same];
+
+    fn name(self) -> &'static str {
+        Share::name(self)
     }
 }
 
@@ -204,7 +213,7 @@ impl Workload {
     }
 
     /// Whether this workload can run at `share`; the error says why not and what to use.
-    pub fn check_share(self, share: Share) -> Result<(), String> {
+    pub fn check_share(self, share: Share) -> Result<(), InputError> {
         let d = self.describe();
         let verdict = match share {
             Share::Private => Ok(""),
@@ -213,7 +222,11 @@ impl Workload {
         };
         verdict.map(drop).map_err(|reason| {
             let usable: Vec<String> = self.supported_shares().iter().map(|s| format!("--share {s}")).collect();
-            format!("{}: --share {share} is not possible ({reason}); use {}", self.name(), usable.join(" or "))
+            InputError::Unsupported(format!(
+                "{}: --share {share} is not possible ({reason}); use {}",
+                self.name(),
+                usable.join(" or ")
+            ))
         })
     }
 
@@ -556,9 +569,7 @@ fn close_quietly(fd: RawFd) {
 /// make two workers fight over one name.
 fn refuse_same(env: &WorkerEnv<'_>) -> Result<()> {
     if env.share == Share::Same {
-        if let Err(message) = env.workload.check_share(Share::Same) {
-            bail!(message);
-        }
+        env.workload.check_share(Share::Same)?;
     }
     Ok(())
 }
@@ -589,7 +600,7 @@ mod tests {
         assert_eq!(Workload::Replay.supported_shares(), [Share::Private]);
         assert_eq!(Workload::Traverse.supported_shares(), Share::ALL);
         assert_eq!(Workload::Untar.supported_shares(), [Share::Private]);
-        let message = Workload::CreatUnlink.check_share(Share::Same).unwrap_err();
+        let message = Workload::CreatUnlink.check_share(Share::Same).unwrap_err().to_string();
         assert!(message.starts_with("creat-unlink: --share same is not possible ("), "{message}");
         assert!(message.ends_with("use --share private or --share shared"), "{message}");
     }

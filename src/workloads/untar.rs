@@ -85,7 +85,7 @@ impl Job for Untar {
                     env,
                     stop: ctx.stop,
                 };
-                exec::run(command, &options).map_err(|e| anyhow::anyhow!("{e}"))?;
+                exec::run(command, &options)?;
                 (ctx.progress)(contents.entries());
                 Ok(JobOutput { entries: contents.entries(), bytes: contents.bytes })
             }

@@ -52,8 +52,20 @@ struct RunOrder {
     ranks: Vec<usize>,
 }
 
+/// A rank's failure as it crosses to the others: its whole error chain as
+/// text (an error value cannot be sent).
+#[derive(Debug, Clone, Serialize, Deserialize, thiserror::Error)]
+#[error("{0}")]
+pub(super) struct RankFailure(String);
+
+impl RankFailure {
+    fn of(error: &anyhow::Error) -> RankFailure {
+        RankFailure(format!("{error:#}"))
+    }
+}
+
 /// What a rank says at a meeting: fine, or why not.
-type Said = Result<(), String>;
+pub(super) type Said = Result<(), RankFailure>;
 
 /// Rank 0's side of the job, and what it knows of its state.
 pub(super) struct Root<'a> {
@@ -166,7 +178,7 @@ impl<'a> Root<'a> {
         }
         let place = Place { fd: scratch.fd(), path: scratch.path(), point: &point };
         let local = serve(cluster, &self.broken, serial, spec, place, timing, cpus, inputs, run, &ranks);
-        let mine: Outcome = local.as_ref().map(Option::clone).map_err(|e| format!("{e:#}"));
+        let mine: Outcome = local.as_ref().map(Option::clone).map_err(RankFailure::of);
         let all = cluster.gather(&mine, &mut idle(&self.broken)).map_err(|e| self.cut(e))?.unwrap_or_default();
         // Rank 0's own error is the cause, or a peer's failure it met.
         local?;
@@ -196,7 +208,7 @@ impl<'a> Root<'a> {
             self.cluster.broadcast(Some(&Order::Finish), &mut idle(&self.broken)).map(|_: Order| ())
         } else {
             // Failed before the first meeting: the others are waiting in it.
-            self.exchange(&outcome.map_err(|e| format!("{e:#}"))).map(|_| ())
+            self.exchange(&outcome.map_err(RankFailure::of)).map(|_| ())
         };
         said.is_ok() && !self.broken.get()
     }
@@ -213,7 +225,7 @@ impl<'a> Root<'a> {
 
 /// What a rank returns of a run: its worker's record (none when it served
 /// no worker), or why it failed.
-type Outcome = Result<Option<RunRecord>, String>;
+type Outcome = Result<Option<RunRecord>, RankFailure>;
 
 /// A waiting rank's idle step: a signal ends the wait (and the job's meetings).
 fn idle(broken: &Cell<bool>) -> impl FnMut() -> Result<()> + '_ {
@@ -301,7 +313,7 @@ impl RankGate<'_> {
     /// missed, saying why, so the others learn of it there.
     fn meet_the_rest(&self, error: &anyhow::Error) {
         while self.met.get() < 2 && !self.failed.get() && !self.broken.get() {
-            let _ = self.meet(Err(format!("{error:#}")));
+            let _ = self.meet(Err(RankFailure::of(error)));
         }
     }
 }
@@ -327,7 +339,7 @@ impl Gate for RankGate<'_> {
 /// A rank other than 0: prepares what rank 0 prepares, then serves its orders until told to finish.
 pub(super) fn follow(cluster: &Cluster, prepared: Result<(Timing, Inputs<'_>, Option<Vec<usize>>)>) -> Result<()> {
     let broken = Cell::new(false);
-    let said: Said = prepared.as_ref().map(|_| ()).map_err(|e| format!("{e:#}"));
+    let said: Said = prepared.as_ref().map(|_| ()).map_err(RankFailure::of);
     let all = cluster.exchange(&said, &mut idle(&broken))?;
     let (timing, inputs, cpus) = prepared?;
     if let Some(error) = first_failure(cluster, &all) {
@@ -340,7 +352,7 @@ pub(super) fn follow(cluster: &Cluster, prepared: Result<(Timing, Inputs<'_>, Op
             Order::Run(order) => order,
         };
         let dir = open_scratch(&scratch, &token);
-        let said: Said = dir.as_ref().map(|_| ()).map_err(|e| format!("{e:#}"));
+        let said: Said = dir.as_ref().map(|_| ()).map_err(RankFailure::of);
         let seen = cluster.exchange(&said, &mut idle(&broken))?;
         let Ok(dir) = dir else { continue };
         if first_failure(cluster, &seen).is_some() {
@@ -352,14 +364,14 @@ pub(super) fn follow(cluster: &Cluster, prepared: Result<(Timing, Inputs<'_>, Op
         let point = match walks_together.then(WalkQueue::empty).transpose() {
             Ok(walk_queue) => PointState { walk_queue, ..PointState::default() },
             Err(e) => {
-                let mine: Outcome = Err(format!("mapping the walk queue: {e}"));
+                let mine: Outcome = Err(RankFailure(format!("mapping the walk queue: {e}")));
                 cluster.gather(&mine, &mut idle(&broken))?;
                 continue;
             }
         };
         let place = Place { fd: dir.fd(), path: &scratch, point: &point };
         let outcome = serve(cluster, &broken, serial, &spec, place, &timing, cpus.as_deref(), inputs, run, &ranks);
-        let mine: Outcome = outcome.map_err(|e| format!("{e:#}"));
+        let mine: Outcome = outcome.map_err(|e| RankFailure::of(&e));
         cluster.gather(&mine, &mut idle(&broken))?;
     }
 }
