@@ -7,15 +7,13 @@ mod terminal;
 use std::io::Write;
 use std::process::ExitCode;
 
-use clap::Parser;
-
 use fsscale::report::{render_catalogue, render_results_with};
 use fsscale::results::ResultsFile;
 use fsscale::runner::{self, Interrupted};
 
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().collect();
-    let cli = cli::Cli::parse();
+    let cli = cli::parse();
     if let cli::Command::Ministat { args } = &cli.command {
         return ministat(args);
     }
@@ -79,7 +77,7 @@ fn run(command: cli::Command, argv: Vec<String>) -> anyhow::Result<()> {
             }
         }
         cli::Command::Run(args) => {
-            let placement = args.placement;
+            let placement = args.sweep.placement;
             let cluster = fsscale::cluster::from_launcher(placement.unwrap_or_default())?;
             if cluster.is_none() && placement.is_some() {
                 anyhow::bail!(
@@ -87,9 +85,9 @@ fn run(command: cli::Command, argv: Vec<String>) -> anyhow::Result<()> {
                      no MPI launcher started this one"
                 );
             }
-            let named_output = args.output.is_some();
-            let explain_all = args.explain_all;
-            let tables = Tables { format: args.format, explain_all };
+            let named_output = args.output.output.is_some();
+            let explain_all = args.instruments.explain_all;
+            let tables = Tables { format: args.output.format, explain_all };
             let job = cluster.as_ref().map(|c| cli::RankOf { rank: c.rank(), ranks: c.size() });
             let follower = job.is_some_and(|j| j.rank != 0);
             // Every rank finds the same fault in the same arguments: rank 0 says it.

@@ -37,6 +37,38 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// Parses the command line. A usage error is one line, as every other
+/// error of fsscale is (clap's own spans a paragraph with the usage), and
+/// exits 2; help and version print as clap prints them.
+pub fn parse() -> Cli {
+    match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) if !error.use_stderr() => error.exit(),
+        Err(error) => {
+            eprintln!("fsscale: {}", one_line(&error.render().to_string()));
+            std::process::exit(2);
+        }
+    }
+}
+
+/// Clap's message without its usage and the "For more information" line,
+/// folded into one line: `error: invalid value 'x' for '--mode <MODE>'
+/// [possible values: process, thread]; see --help`.
+fn one_line(rendered: &str) -> String {
+    let mut line = String::new();
+    for piece in rendered.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        if piece.starts_with("Usage:") || piece.starts_with("For more information") {
+            break;
+        }
+        if !line.is_empty() {
+            line.push_str(if line.ends_with(':') || piece.starts_with('[') { " " } else { "; " });
+        }
+        line.push_str(piece);
+    }
+    line.push_str("; see --help");
+    line
+}
+
 #[derive(Args, Debug)]
 pub struct CleanupArgs {
     /// Also remove scratch directories of killed runs in DIR (only fsscale's own, with their marker, held by no live run; never across a mount). Repeatable.
@@ -294,6 +326,27 @@ mod tests {
         assert_eq!(config.shares, [Share::Same]);
         assert_eq!(config.sample_interval, std::time::Duration::from_millis(20));
         assert_eq!(config.output, PathBuf::from("x.json"));
+    }
+
+    #[test]
+    fn usage_errors_fold_into_one_line() {
+        let err = |args: &[&str]| {
+            let error = Cli::try_parse_from(args).unwrap_err();
+            assert!(error.use_stderr());
+            one_line(&error.render().to_string())
+        };
+        assert_eq!(
+            err(&["fsscale", "run", "--mode", "fork"]),
+            "error: invalid value 'fork' for '--mode <MODE>' [possible values: process, thread]; see --help"
+        );
+        assert_eq!(
+            err(&["fsscale", "run", "stat", "--metric", "x"]),
+            "error: the following required arguments were not provided: --cmd <CMD>; see --help"
+        );
+        assert_eq!(
+            err(&["fsscale", "run", "command", "--cmd", "true", "--metric-name", "tps"]),
+            "error: the following required arguments were not provided: <--driver|--metric <REGEX>|--metric-json <PATH>>; see --help"
+        );
     }
 
     #[test]

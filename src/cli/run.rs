@@ -22,6 +22,35 @@ pub struct RunArgs {
     #[arg(value_name = "WORKLOAD", value_parser = parse_workload_arg)]
     pub workloads: Vec<WorkloadArg>,
 
+    #[command(flatten)]
+    pub sweep: SweepArgs,
+
+    #[command(flatten)]
+    pub timing: TimingArgs,
+
+    #[command(flatten)]
+    pub macros: MacroArgs,
+
+    #[command(flatten)]
+    pub mdtest: MdtestArgs,
+
+    #[command(flatten)]
+    pub command: CommandArgs,
+
+    #[command(flatten)]
+    pub instruments: InstrumentArgs,
+
+    #[command(flatten)]
+    pub filesystems: FsArgs,
+
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// Which points: where, how many workers, made how, sharing what.
+#[derive(Args, Debug)]
+#[command(next_help_heading = "Sweep")]
+pub struct SweepArgs {
     /// Directory to run in; every run gets its own fresh scratch directory inside it (mode 0700), removed afterwards.
     #[arg(long, value_name = "PATH", default_value = ".")]
     pub dir: PathBuf,
@@ -45,7 +74,12 @@ pub struct RunArgs {
     /// Under MPI (mpirun -np R fsscale run ...): which ranks serve a point of N workers. spread: one rank per node before a second on any (N = nodes measures one client per node); pack: fill a node first.
     #[arg(long, value_name = "HOW", value_parser = choice::<Placement>())]
     pub placement: Option<fsscale::cluster::Placement>,
+}
 
+/// How long each run is timed, how often a point repeats, in what order.
+#[derive(Args, Debug)]
+#[command(next_help_heading = "Timing and repetition")]
+pub struct TimingArgs {
     /// Length of the timed window of every run (e.g. 500ms, 2s, 1m; a bare number is seconds).
     #[arg(short, long, value_name = "TIME", default_value = "0.5s", value_parser = parse_duration)]
     pub duration: std::time::Duration,
@@ -85,7 +119,12 @@ pub struct RunArgs {
     /// Interval of the ops time series: `auto` (1 s for windows of 10 s or more, else a tenth of the window) or a time.
     #[arg(long, value_name = "TIME", default_value = "auto")]
     pub sample_interval: String,
+}
 
+/// untar, traverse and replay: what they extract, walk or replay (the core's `MacroOptions`), and the cache state of fixed work.
+#[derive(Args, Debug)]
+#[command(next_help_heading = "Macro workloads")]
+pub struct MacroArgs {
     /// untar: size of the generated tree (1 = about 94,000 files, 265 MB); the tarball is made once and cached.
     #[arg(long, default_value_t = 0.01)]
     pub scale: f64,
@@ -110,86 +149,107 @@ pub struct RunArgs {
     #[arg(long)]
     pub stat: bool,
 
-    /// mdtest phases: files (or directories) each worker creates, stats, reads, removes (mdtest -n).
-    #[arg(long, value_name = "N", default_value_t = 1000, help_heading = "mdtest phases")]
-    pub items: u64,
-
-    /// mdtest phases: bytes written to each file as it is created, and read back by mdtest-read (mdtest -w/-e).
-    #[arg(long, value_name = "BYTES", default_value_t = 0, help_heading = "mdtest phases")]
-    pub write_bytes: u64,
-
-    /// mdtest phases: end each phase for every worker this long after the common start; the items done by then count (mdtest -W).
-    #[arg(long, value_name = "TIME", value_parser = parse_duration, help_heading = "mdtest phases")]
-    pub stonewall: Option<std::time::Duration>,
-
     /// Fixed work (untar, traverse, command): warm, or cold: sync and drop page, dentry and inode caches before every run (root only); warm,cold measures both, as separate points in one file.
     #[arg(long, value_name = "warm|cold", value_delimiter = ',', default_value = "warm", value_parser = choice::<Cache>())]
     pub cache: Vec<Cache>,
 
+    /// replay: a dbench loadfile (NTCreateX, ReadX, ... lines) instead of the built-in fileserver trace.
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+}
+
+/// The mdtest phases' options (the core's `MdtestOptions`).
+#[derive(Args, Debug)]
+#[command(next_help_heading = "mdtest phases")]
+pub struct MdtestArgs {
+    /// Files (or directories) each worker creates, stats, reads, removes (mdtest -n).
+    #[arg(long, value_name = "N", default_value_t = 1000)]
+    pub items: u64,
+
+    /// Bytes written to each file as it is created, and read back by mdtest-read (mdtest -w/-e).
+    #[arg(long, value_name = "BYTES", default_value_t = 0)]
+    pub write_bytes: u64,
+
+    /// End each phase for every worker this long after the common start; the items done by then count (mdtest -W).
+    #[arg(long, value_name = "TIME", value_parser = parse_duration)]
+    pub stonewall: Option<std::time::Duration>,
+}
+
+/// The command workload (the core's `CommandSpec`): every option but --cmd needs --cmd.
+#[derive(Args, Debug)]
+#[command(next_help_heading = "Command workload")]
+#[command(group = clap::ArgGroup::new("driver_figure").args(["driver", "metric", "metric_json"]).multiple(true))]
+pub struct CommandArgs {
+    /// What to measure. {dir} (the worker's own directory, also the working directory), {worker}, {workers} and {scratch} are replaced. Run as N concurrent copies timed to completion, or, with --metric, --metric-json or --driver, as one driver per point.
+    #[arg(long, value_name = "CMD")]
+    pub cmd: Option<String>,
+
+    /// Untimed, before the start: per copy in its {dir} (once at --share same), or once before a driver.
+    #[arg(long, value_name = "CMD", requires = "cmd")]
+    pub setup: Option<String>,
+
+    /// Untimed, after every copy finished: per copy in its {dir} (once at --share same), or once after a driver.
+    #[arg(long, value_name = "CMD", requires = "cmd")]
+    pub cleanup: Option<String>,
+
+    /// Untimed, once before every run, e.g. 'sh -c "echo 3 > /proc/sys/vm/drop_caches"'.
+    #[arg(long, value_name = "CMD", requires = "cmd")]
+    pub prepare: Option<String>,
+
+    /// Run --cmd, --setup, --cleanup and --prepare with sh -c (placeholders are quoted); otherwise they are split into words and run directly.
+    #[arg(long, requires = "cmd")]
+    pub shell: bool,
+
+    /// Kill any of the commands, with its whole process group, after this long (e.g. 30s); the point then fails.
+    #[arg(long, value_name = "TIME", value_parser = parse_duration, requires = "cmd")]
+    pub timeout: Option<std::time::Duration>,
+
+    /// One driver command per point (its client count is {workers}) instead of N copies; implied by --metric and --metric-json; without them its wall time is the figure.
+    #[arg(long, requires = "cmd")]
+    pub driver: bool,
+
+    /// Driver: the figure is the number this regular expression captures (first group, else the whole match) in the last match in stdout, else stderr.
+    #[arg(long, value_name = "REGEX", requires = "cmd")]
+    pub metric: Option<String>,
+
+    /// Driver: the figure is the number at this dotted path in stdout parsed as JSON, e.g. jobs.0.read.iops.
+    #[arg(long, value_name = "PATH", conflicts_with = "metric", requires = "cmd")]
+    pub metric_json: Option<String>,
+
+    /// Driver: the figure's name in tables and charts (e.g. tps).
+    #[arg(long, value_name = "NAME", requires = "cmd", requires = "driver_figure")]
+    pub metric_name: Option<String>,
+
+    /// Driver: a larger figure is better (transactions/s); without it a smaller one is (latency, time).
+    #[arg(long, requires = "cmd", requires = "driver_figure")]
+    pub higher_is_better: bool,
+}
+
+/// What else each run records (the core's `InstrumentConfig`, and latency histograms).
+#[derive(Args, Debug)]
+#[command(next_help_heading = "Instruments")]
+pub struct InstrumentArgs {
     /// Time every op of fixed-time loops into log-linear histograms: p50/p90/p99/p99.9/max in the results and tables (two clock reads per op; off by default).
     #[arg(long)]
     pub latency: bool,
 
     /// Explain every run with instruments, exactly over its window: locks (where workers wait on kernel locks: lock:contention_* tracepoints, root), cpu (where their CPU time goes: sampled kernel and user stacks, root); e.g. --profile locks,cpu. Their cost is in the figures, which are marked.
-    #[arg(long, value_name = "locks|cpu", value_delimiter = ',', value_parser = ["locks", "cpu"], help_heading = "Instruments")]
+    #[arg(long, value_name = "locks|cpu", value_delimiter = ',', value_parser = ["locks", "cpu"])]
     pub profile: Vec<String>,
 
     /// Count the workers' system calls in the window with the kernel's tracepoints and warn where they differ from ops × calls per op by more than 0.5% (root).
-    #[arg(long, help_heading = "Instruments")]
+    #[arg(long)]
     pub verify: bool,
 
     /// Print the instruments' tables under every point, not only under those whose efficiency falls.
-    #[arg(long, help_heading = "Instruments")]
+    #[arg(long)]
     pub explain_all: bool,
+}
 
-    /// replay: a dbench loadfile (NTCreateX, ReadX, ... lines) instead of the built-in fileserver trace.
-    #[arg(long, value_name = "FILE")]
-    pub trace: Option<PathBuf>,
-
-    /// command: what to measure. {dir} (the worker's own directory, also the working directory), {worker}, {workers} and {scratch} are replaced. Run as N concurrent copies timed to completion, or, with --metric, --metric-json or --driver, as one driver per point.
-    #[arg(long, value_name = "CMD", help_heading = "Command workload")]
-    pub cmd: Option<String>,
-
-    /// command: untimed, before the start: per copy in its {dir} (once at --share same), or once before a driver.
-    #[arg(long, value_name = "CMD", help_heading = "Command workload")]
-    pub setup: Option<String>,
-
-    /// command: untimed, after every copy finished: per copy in its {dir} (once at --share same), or once after a driver.
-    #[arg(long, value_name = "CMD", help_heading = "Command workload")]
-    pub cleanup: Option<String>,
-
-    /// command: untimed, once before every run, e.g. 'sh -c "echo 3 > /proc/sys/vm/drop_caches"'.
-    #[arg(long, value_name = "CMD", help_heading = "Command workload")]
-    pub prepare: Option<String>,
-
-    /// command: run --cmd, --setup, --cleanup and --prepare with sh -c (placeholders are quoted); otherwise they are split into words and run directly.
-    #[arg(long, help_heading = "Command workload")]
-    pub shell: bool,
-
-    /// command: kill any of the commands, with its whole process group, after this long (e.g. 30s); the point then fails.
-    #[arg(long, value_name = "TIME", value_parser = parse_duration, help_heading = "Command workload")]
-    pub timeout: Option<std::time::Duration>,
-
-    /// command: one driver command per point (its client count is {workers}) instead of N copies; implied by --metric and --metric-json; without them its wall time is the figure.
-    #[arg(long, help_heading = "Command workload")]
-    pub driver: bool,
-
-    /// command driver: the figure is the number this regular expression captures (first group, else the whole match) in the last match in stdout, else stderr.
-    #[arg(long, value_name = "REGEX", help_heading = "Command workload")]
-    pub metric: Option<String>,
-
-    /// command driver: the figure is the number at this dotted path in stdout parsed as JSON, e.g. jobs.0.read.iops.
-    #[arg(long, value_name = "PATH", conflicts_with = "metric", help_heading = "Command workload")]
-    pub metric_json: Option<String>,
-
-    /// command driver: the figure's name in tables and charts (e.g. tps).
-    #[arg(long, value_name = "NAME", help_heading = "Command workload")]
-    pub metric_name: Option<String>,
-
-    /// command driver: a larger figure is better (transactions/s); without it a smaller one is (latency, time).
-    #[arg(long, help_heading = "Command workload")]
-    pub higher_is_better: bool,
-
+/// Filesystems made for the runs (the core's `FsOptions`).
+#[derive(Args, Debug)]
+#[command(next_help_heading = "Filesystems")]
+pub struct FsArgs {
     /// Filesystems to run on, each made fresh: dir (--dir as it is, the default), tmpfs, ramfs (no size limit: refused unless the work fits in available memory), ext4, xfs, btrfs, f2fs, each with optional mount options: e.g. ext4,xfs or ext4:data=journal,ext4:data=ordered. Needs root.
     #[arg(long, value_name = "KIND[:OPTS],...", default_value = "dir", value_parser = parse_fs_list)]
     pub fs: FsList,
@@ -213,7 +273,12 @@ pub struct RunArgs {
     /// Allow --backing dev: to erase the device (never a mounted one).
     #[arg(long)]
     pub destroy_device_data: bool,
+}
 
+/// Where the results go and how the tables are written.
+#[derive(Args, Debug)]
+#[command(next_help_heading = "Output")]
+pub struct OutputArgs {
     /// Results JSON file (default: fsscale-results/<timestamp>.json in the current directory). Rewritten after every run.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -235,14 +300,16 @@ impl RunArgs {
     /// Under MPI (`mpi`) the default worker counts go up to the ranks, and
     /// only rank 0 makes the results file.
     pub fn into_config(self, argv: Vec<String>, mpi: Option<RankOf>) -> Result<RunConfig> {
+        let RunArgs { workloads: asked, sweep, timing, macros, mdtest, command, instruments, filesystems, output } =
+            self;
         let cores = sys::usable_cpus();
-        let workers = match (&self.workers, mpi) {
+        let workers = match (&sweep.workers, mpi) {
             (Some(spec), _) => plan::parse_workers(spec, cores)?,
             (None, Some(job)) => plan::default_rank_workers(job.ranks),
             (None, None) => plan::default_workers(cores),
         };
         let mut workloads = Vec::new();
-        for arg in &self.workloads {
+        for arg in &asked {
             match arg {
                 WorkloadArg::All => workloads.extend(Workload::ALL.into_iter().filter(|w| w.is_builtin())),
                 WorkloadArg::One(w) => workloads.push(*w),
@@ -250,7 +317,7 @@ impl RunArgs {
             }
         }
         if workloads.is_empty() {
-            match (&self.cmd, &self.trace) {
+            match (&command.cmd, &macros.trace) {
                 (None, None) => workloads.extend(Workload::DEFAULT_SUITE),
                 (cmd, trace) => {
                     workloads.extend(cmd.as_ref().map(|_| Workload::Command));
@@ -258,10 +325,58 @@ impl RunArgs {
                 }
             }
         }
-        let command = self.command_spec()?;
         let mut seen = std::collections::HashSet::new();
         workloads.retain(|w| seen.insert(*w));
-        let sample_interval = match self.sample_interval.as_str() {
+        let sample_interval = timing.sample_interval()?;
+        let output = match (output.output, mpi) {
+            (Some(path), _) => path,
+            // Rank 0 alone writes the results.
+            (None, Some(job)) if job.rank != 0 => PathBuf::new(),
+            (None, _) => default_output()?,
+        };
+        Ok(RunConfig {
+            dir: sweep.dir,
+            workloads,
+            modes: dedup(sweep.mode),
+            shares: dedup(sweep.share.clone().unwrap_or_else(|| vec![Share::Private, Share::Shared])),
+            shares_given: sweep.share.is_some(),
+            strict_shares: sweep.share.is_some()
+                && !asked.is_empty()
+                && !asked.iter().any(|w| matches!(w, WorkloadArg::All)),
+            filesystems: filesystems.into_options(),
+            trace: macros.trace.clone(),
+            macro_options: macros.into_options(),
+            command: command.into_spec()?,
+            latency: instruments.latency,
+            instruments: instruments.config(),
+            mdtest: fsscale::workloads::MdtestOptions {
+                items: mdtest.items,
+                write_bytes: mdtest.write_bytes,
+                stonewall: mdtest.stonewall,
+            },
+            workers,
+            pin: sweep.pin,
+            duration: timing.duration,
+            warmup: timing.warmup,
+            runs: timing.runs,
+            warmup_runs: timing.warmup_runs,
+            order: timing.order,
+            order_seed: timing.order_seed.unwrap_or_else(|| {
+                u64::from_str_radix(&sys::random_hex(8), 16).expect("random_hex gives 16 hex digits")
+            }),
+            until_ci_pct: timing.until_ci,
+            max_runs: timing.max_runs,
+            sample_interval,
+            stall_timeout: timing.stall_timeout,
+            output,
+            command_line: argv,
+        })
+    }
+}
+
+impl TimingArgs {
+    fn sample_interval(&self) -> Result<std::time::Duration> {
+        Ok(match self.sample_interval.as_str() {
             "auto" => plan::auto_sample_interval(self.duration),
             text => {
                 let interval = plan::parse_duration(text).map_err(|e| anyhow::anyhow!("--sample-interval {e}"))?;
@@ -270,94 +385,54 @@ impl RunArgs {
                 }
                 interval
             }
-        };
-        let output = match (self.output, mpi) {
-            (Some(path), _) => path,
-            // Rank 0 alone writes the results.
-            (None, Some(job)) if job.rank != 0 => PathBuf::new(),
-            (None, _) => default_output()?,
-        };
-        Ok(RunConfig {
-            dir: self.dir,
-            workloads,
-            modes: dedup(self.mode),
-            shares: dedup(self.share.clone().unwrap_or_else(|| vec![Share::Private, Share::Shared])),
-            shares_given: self.share.is_some(),
-            strict_shares: self.share.is_some()
-                && !self.workloads.is_empty()
-                && !self.workloads.iter().any(|w| matches!(w, WorkloadArg::All)),
-            filesystems: FsOptions {
-                specs: self.fs.0.clone(),
-                backing: self.backing.clone(),
-                size: self.fs_size,
-                mkfs_options: self.mkfs_opts.as_deref().unwrap_or("").split_whitespace().map(String::from).collect(),
-                fresh: self.fresh,
-                destroy_device_data: self.destroy_device_data,
-            },
-            macro_options: MacroOptions {
-                scale: self.scale,
-                seed: self.seed,
-                tarball: self.tarball.clone(),
-                extract_cmd: self.extract_cmd.clone(),
-                cache_dir: cache_dir(),
-                tree: self.tree.clone(),
-                stat: self.stat,
-                caches: dedup(self.cache.clone()),
-            },
-            command,
-            trace: self.trace.clone(),
-            latency: self.latency,
-            instruments: instruments(&self.profile, self.verify),
-            mdtest: fsscale::workloads::MdtestOptions {
-                items: self.items,
-                write_bytes: self.write_bytes,
-                stonewall: self.stonewall,
-            },
-            workers,
-            pin: self.pin,
-            duration: self.duration,
-            warmup: self.warmup,
-            runs: self.runs,
-            warmup_runs: self.warmup_runs,
-            order: self.order,
-            order_seed: self.order_seed.unwrap_or_else(|| {
-                u64::from_str_radix(&sys::random_hex(8), 16).expect("random_hex gives 16 hex digits")
-            }),
-            until_ci_pct: self.until_ci,
-            max_runs: self.max_runs,
-            sample_interval,
-            stall_timeout: self.stall_timeout,
-            output,
-            command_line: argv,
         })
     }
 }
 
-impl RunArgs {
-    /// The `command` workload's settings, or an error naming the flag that needs `--cmd`.
-    fn command_spec(&self) -> Result<Option<CommandSpec>> {
-        let Some(cmd) = &self.cmd else {
-            let orphan = [
-                ("--setup", self.setup.is_some()),
-                ("--cleanup", self.cleanup.is_some()),
-                ("--prepare", self.prepare.is_some()),
-                ("--shell", self.shell),
-                ("--timeout", self.timeout.is_some()),
-                ("--driver", self.driver),
-                ("--metric", self.metric.is_some()),
-                ("--metric-json", self.metric_json.is_some()),
-                ("--metric-name", self.metric_name.is_some()),
-                ("--higher-is-better", self.higher_is_better),
-            ];
-            if let Some((flag, _)) = orphan.iter().find(|(_, given)| *given) {
-                bail!("{flag} belongs to the command workload, which needs --cmd");
-            }
-            return Ok(None);
-        };
-        let driver = self.driver || self.metric.is_some() || self.metric_json.is_some();
-        if !driver && (self.metric_name.is_some() || self.higher_is_better) {
-            bail!("--metric-name and --higher-is-better describe a driver's figure; add --metric, --metric-json or --driver");
+impl MacroArgs {
+    fn into_options(self) -> MacroOptions {
+        MacroOptions {
+            scale: self.scale,
+            seed: self.seed,
+            tarball: self.tarball,
+            extract_cmd: self.extract_cmd,
+            cache_dir: cache_dir(),
+            tree: self.tree,
+            stat: self.stat,
+            caches: dedup(self.cache),
         }
+    }
+}
+
+impl FsArgs {
+    fn into_options(self) -> FsOptions {
+        FsOptions {
+            specs: self.fs.0,
+            backing: self.backing,
+            size: self.fs_size,
+            mkfs_options: self.mkfs_opts.as_deref().unwrap_or("").split_whitespace().map(String::from).collect(),
+            fresh: self.fresh,
+            destroy_device_data: self.destroy_device_data,
+        }
+    }
+}
+
+impl InstrumentArgs {
+    fn config(&self) -> fsscale::instruments::InstrumentConfig {
+        fsscale::instruments::InstrumentConfig {
+            locks: self.profile.iter().any(|p| p == "locks"),
+            cpu: self.profile.iter().any(|p| p == "cpu"),
+            verify: self.verify,
+        }
+    }
+}
+
+impl CommandArgs {
+    /// The `command` workload's settings (clap has checked that its other
+    /// options came with --cmd, and a figure's name with a driver).
+    fn into_spec(self) -> Result<Option<CommandSpec>> {
+        let Some(cmd) = self.cmd else { return Ok(None) };
+        let driver = self.driver || self.metric.is_some() || self.metric_json.is_some();
         let metric = driver
             .then(|| {
                 Metric::new(
@@ -372,10 +447,10 @@ impl RunArgs {
             bail!("--timeout must be longer than 0");
         }
         Ok(Some(CommandSpec {
-            cmd: cmd.clone(),
-            setup: self.setup.clone(),
-            cleanup: self.cleanup.clone(),
-            prepare: self.prepare.clone(),
+            cmd,
+            setup: self.setup,
+            cleanup: self.cleanup,
+            prepare: self.prepare,
             shell: self.shell,
             timeout: self.timeout,
             driver: metric,
@@ -411,13 +486,4 @@ fn dedup<T: PartialEq + Copy>(items: Vec<T>) -> Vec<T> {
 fn default_output() -> Result<PathBuf> {
     let stamp = rfc3339(std::time::SystemTime::now()).replace(':', "-");
     fsscale::atomic_file::create_unique(Path::new("fsscale-results"), &stamp, "json")
-}
-
-/// `--profile` and `--verify` as the core's config.
-fn instruments(profile: &[String], verify: bool) -> fsscale::instruments::InstrumentConfig {
-    fsscale::instruments::InstrumentConfig {
-        locks: profile.iter().any(|p| p == "locks"),
-        cpu: profile.iter().any(|p| p == "cpu"),
-        verify,
-    }
 }

@@ -296,15 +296,12 @@ fn ctrl_c_stops_every_copy() {
 fn command_options_are_checked_before_anything_runs() {
     let env = TestEnv::new();
     assert_one_line_error(&env.run(&["command"]), "the command workload needs --cmd");
-    assert_one_line_error(
-        &env.run(&["stat", "--metric", "x"]),
-        "--metric belongs to the command workload, which needs --cmd",
-    );
+    assert_one_line_error(&env.run(&["stat", "--metric", "x"]), "required arguments were not provided: --cmd <CMD>");
     assert_one_line_error(&env.run(&["stat", "--cmd", "true"]), "add `command` to the workloads");
     assert_one_line_error(&env.run(&["command", "--cmd", "echo 'oops"]), "--cmd: unterminated '");
     assert_one_line_error(
         &env.run(&["command", "--cmd", "true", "--higher-is-better"]),
-        "add --metric, --metric-json or --driver",
+        "required arguments were not provided: <--driver|--metric <REGEX>|--metric-json <PATH>>",
     );
     assert_one_line_error(
         &env.run(&["command", "--cmd", "true", "--metric", "(x"]),
