@@ -5,26 +5,43 @@
 //! command line, builds a [`plan::RunConfig`], calls [`runner::run`] and
 //! renders the returned [`results::ResultsFile`] with [`report`].
 
+// The analysis half (results, statistics, comparison, reports) builds on any
+// Unix; measuring (workloads, runner, filesystems, instruments, scratch
+// directories) drives Linux's system calls, /proc and tracefs, so it is
+// Linux only.
 pub mod analyze;
-pub mod archive;
 pub mod atomic_file;
-pub mod cleanup;
 pub mod cluster;
 pub mod compare;
-pub mod exec;
-pub mod fs;
-pub mod instruments;
-pub mod lockfile;
 pub mod ministat;
 pub mod panics;
-pub mod plan;
-pub mod replay;
 pub mod report;
 pub mod results;
-pub mod runner;
-pub mod scratch;
 pub mod stats;
 pub mod sys;
-pub mod tree;
 pub mod vocab;
+
+#[cfg(target_os = "linux")]
+pub mod archive;
+#[cfg(target_os = "linux")]
+pub mod cleanup;
+#[cfg(target_os = "linux")]
+pub mod exec;
+#[cfg(target_os = "linux")]
+pub mod fs;
+#[cfg(target_os = "linux")]
+pub mod instruments;
+#[cfg(target_os = "linux")]
+pub mod lockfile;
+#[cfg(target_os = "linux")]
+pub mod plan;
+#[cfg(target_os = "linux")]
+pub mod replay;
+#[cfg(target_os = "linux")]
+pub mod runner;
+#[cfg(target_os = "linux")]
+pub mod scratch;
+#[cfg(target_os = "linux")]
+pub mod tree;
+#[cfg(target_os = "linux")]
 pub mod workloads;

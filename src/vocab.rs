@@ -27,6 +27,247 @@ pub trait Choice: Copy + 'static {
     }
 }
 
+/// How much the workers share.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Share {
+    /// Each worker its own directory and files.
+    Private,
+    /// One directory (or one file) for all, each worker on its own entries (or offsets).
+    Shared,
+    /// All workers on the very same entry, file and offset.
+    Same,
+}
+
+impl Share {
+    pub const ALL: [Share; 3] = [Share::Private, Share::Shared, Share::Same];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Share::Private => "private",
+            Share::Shared => "shared",
+            Share::Same => "same",
+        }
+    }
+}
+
+impl Choice for Share {
+    const ALL: &'static [Share] = &[Share::Private, Share::Shared, Share::Same];
+
+    fn name(self) -> &'static str {
+        Share::name(self)
+    }
+}
+
+impl fmt::Display for Share {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Every workload fsscale knows, in catalogue order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Workload {
+    Stat,
+    StatDeep,
+    OpenClose,
+    CreatUnlink,
+    MkdirRmdir,
+    Rename,
+    LinkUnlink,
+    Readdir,
+    Read,
+    Write,
+    Append,
+    Fsync,
+    DupClose,
+    Untar,
+    Traverse,
+    Replay,
+    Command,
+    MdtestCreate,
+    MdtestStat,
+    MdtestRead,
+    MdtestRemove,
+    MdtestDirCreate,
+    MdtestDirStat,
+    MdtestDirRemove,
+}
+
+impl Workload {
+    pub const ALL: [Workload; 24] = [
+        Workload::Stat,
+        Workload::StatDeep,
+        Workload::OpenClose,
+        Workload::CreatUnlink,
+        Workload::MkdirRmdir,
+        Workload::Rename,
+        Workload::LinkUnlink,
+        Workload::Readdir,
+        Workload::Read,
+        Workload::Write,
+        Workload::Append,
+        Workload::Fsync,
+        Workload::DupClose,
+        Workload::Untar,
+        Workload::Traverse,
+        Workload::Replay,
+        Workload::Command,
+        Workload::MdtestCreate,
+        Workload::MdtestStat,
+        Workload::MdtestRead,
+        Workload::MdtestRemove,
+        Workload::MdtestDirCreate,
+        Workload::MdtestDirStat,
+        Workload::MdtestDirRemove,
+    ];
+
+    /// `mdtest`: its file phases, in mdtest's order.
+    pub const MDTEST: [Workload; 4] =
+        [Workload::MdtestCreate, Workload::MdtestStat, Workload::MdtestRead, Workload::MdtestRemove];
+    /// `mdtest-dirs`: its directory phases.
+    pub const MDTEST_DIRS: [Workload; 3] =
+        [Workload::MdtestDirCreate, Workload::MdtestDirStat, Workload::MdtestDirRemove];
+
+    /// The quick default suite: the classic VFS trio, and concurrent
+    /// extraction and traversal of a small tree.
+    pub const DEFAULT_SUITE: [Workload; 5] =
+        [Workload::Stat, Workload::OpenClose, Workload::CreatUnlink, Workload::Untar, Workload::Traverse];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Workload::Stat => "stat",
+            Workload::StatDeep => "stat-deep",
+            Workload::OpenClose => "open-close",
+            Workload::CreatUnlink => "creat-unlink",
+            Workload::MkdirRmdir => "mkdir-rmdir",
+            Workload::Rename => "rename",
+            Workload::LinkUnlink => "link-unlink",
+            Workload::Readdir => "readdir",
+            Workload::Read => "read",
+            Workload::Write => "write",
+            Workload::Append => "append",
+            Workload::Fsync => "fsync",
+            Workload::DupClose => "dup-close",
+            Workload::Untar => "untar",
+            Workload::Traverse => "traverse",
+            Workload::Replay => "replay",
+            Workload::Command => "command",
+            Workload::MdtestCreate => "mdtest-create",
+            Workload::MdtestStat => "mdtest-stat",
+            Workload::MdtestRead => "mdtest-read",
+            Workload::MdtestRemove => "mdtest-remove",
+            Workload::MdtestDirCreate => "mdtest-dir-create",
+            Workload::MdtestDirStat => "mdtest-dir-stat",
+            Workload::MdtestDirRemove => "mdtest-dir-remove",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Workload> {
+        Workload::ALL.into_iter().find(|w| w.name() == name)
+    }
+
+    /// Fixed-time loops count ops in a window; fixed-work jobs are timed to completion.
+    pub fn is_fixed_work(self) -> bool {
+        matches!(self, Workload::Untar | Workload::Traverse | Workload::Command) || self.is_mdtest()
+    }
+
+    /// One of mdtest's phases (`mdtest-create`, ...).
+    pub fn is_mdtest(self) -> bool {
+        Workload::MDTEST.contains(&self) || Workload::MDTEST_DIRS.contains(&self)
+    }
+
+    /// Whether it extracts or walks the generated tree (`untar`, `traverse`).
+    pub fn needs_tree(self) -> bool {
+        matches!(self, Workload::Untar | Workload::Traverse)
+    }
+
+    /// Whether fsscale's own loops run it (not an external command), so that
+    /// `fsscale run all` means every built-in workload.
+    pub fn is_builtin(self) -> bool {
+        self != Workload::Command
+    }
+}
+
+impl fmt::Display for Workload {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Every operation kind of a dbench loadfile (`replay`), in the order tables list them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum OpKind {
+    NTCreateX,
+    Close,
+    ReadX,
+    WriteX,
+    Rename,
+    Unlink,
+    Mkdir,
+    Rmdir,
+    Deltree,
+    Flush,
+    #[serde(rename = "FIND_FIRST")]
+    FindFirst,
+    #[serde(rename = "QUERY_PATH_INFORMATION")]
+    QueryPath,
+    #[serde(rename = "QUERY_FILE_INFORMATION")]
+    QueryFile,
+    #[serde(rename = "QUERY_FS_INFORMATION")]
+    QueryFs,
+    #[serde(rename = "SET_FILE_INFORMATION")]
+    SetFileInfo,
+    LockX,
+    UnlockX,
+}
+
+impl OpKind {
+    pub const ALL: [OpKind; 17] = [
+        OpKind::NTCreateX,
+        OpKind::Close,
+        OpKind::ReadX,
+        OpKind::WriteX,
+        OpKind::Rename,
+        OpKind::Unlink,
+        OpKind::Mkdir,
+        OpKind::Rmdir,
+        OpKind::Deltree,
+        OpKind::Flush,
+        OpKind::FindFirst,
+        OpKind::QueryPath,
+        OpKind::QueryFile,
+        OpKind::QueryFs,
+        OpKind::SetFileInfo,
+        OpKind::LockX,
+        OpKind::UnlockX,
+    ];
+
+    /// The loadfile's name of the operation.
+    pub fn name(self) -> &'static str {
+        match self {
+            OpKind::NTCreateX => "NTCreateX",
+            OpKind::Close => "Close",
+            OpKind::ReadX => "ReadX",
+            OpKind::WriteX => "WriteX",
+            OpKind::Rename => "Rename",
+            OpKind::Unlink => "Unlink",
+            OpKind::Mkdir => "Mkdir",
+            OpKind::Rmdir => "Rmdir",
+            OpKind::Deltree => "Deltree",
+            OpKind::Flush => "Flush",
+            OpKind::FindFirst => "FIND_FIRST",
+            OpKind::QueryPath => "QUERY_PATH_INFORMATION",
+            OpKind::QueryFile => "QUERY_FILE_INFORMATION",
+            OpKind::QueryFs => "QUERY_FS_INFORMATION",
+            OpKind::SetFileInfo => "SET_FILE_INFORMATION",
+            OpKind::LockX => "LockX",
+            OpKind::UnlockX => "UnlockX",
+        }
+    }
+}
+
 /// How workers are made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -203,6 +444,29 @@ pub struct FsRecord {
     /// `ram`, `file:DIR` or `dev:/dev/NAME`.
     pub backing: String,
     pub size_bytes: u64,
+}
+
+impl FsRecord {
+    /// `ext4 of 1.5 GiB on /dev/loop3 (file:/var/tmp)`: what the figures were measured on.
+    pub fn describe(&self) -> String {
+        let size = format_size(self.size_bytes);
+        match (self.kind, &self.device) {
+            (FsKind::Ramfs, _) => format!("{} in memory, no size limit (needs about {size})", self.label),
+            (_, None) => format!("{} of {size} in memory", self.label),
+            (_, Some(device)) if self.backing.starts_with("dev:") => format!("{} of {size} on {device}", self.label),
+            (_, Some(device)) => format!("{} of {size} on {device} ({})", self.label, self.backing),
+        }
+    }
+}
+
+/// 1.5 GiB, 512 MiB: binary units, as `--fs-size` takes them.
+pub fn format_size(bytes: u64) -> String {
+    const GIB: f64 = (1u64 << 30) as f64;
+    if bytes as f64 >= GIB {
+        format!("{:.1} GiB", bytes as f64 / GIB)
+    } else {
+        format!("{} MiB", bytes >> 20)
+    }
 }
 
 /// The backing device's I/O during the timed window (the `iostat` view).

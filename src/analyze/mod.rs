@@ -6,14 +6,14 @@
 use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::plan::Mode;
 use crate::results::ResultsFile;
 use crate::stats::scaling::{
     collapse, observed_peak, regime, scaling_points, Collapse, ObservedPeak, Regime, ScalingPoint,
 };
 use crate::stats::usl::{fit, UslFit};
 use crate::stats::Sample;
-use crate::workloads::{Share, Workload};
+use crate::vocab::Mode;
+use crate::vocab::{Share, Workload};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SeriesAnalysis {

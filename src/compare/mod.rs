@@ -7,12 +7,12 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::plan::Mode;
 use crate::results::{Point, ResultsFile};
 use crate::stats::distributions::t_quantile_two_sided;
 use crate::stats::hypothesis::{mann_whitney, ratio_interval, student, welch, TestKind};
 use crate::stats::{Sample, Summary};
-use crate::workloads::{Share, Workload};
+use crate::vocab::Mode;
+use crate::vocab::{Share, Workload};
 
 #[derive(Debug, Clone, Copy)]
 pub struct CompareConfig {

@@ -9,29 +9,6 @@ use super::registry::{Entry, Registration};
 use super::{Backing, DeviceIo, FsKind, FsOptions, FsRecord, FsSpec};
 use crate::results::Target;
 
-impl FsRecord {
-    /// `ext4 of 1.5 GiB on /dev/loop3 (file:/var/tmp)`: what the figures were measured on.
-    pub fn describe(&self) -> String {
-        let size = format_size(self.size_bytes);
-        match (self.kind, &self.device) {
-            (FsKind::Ramfs, _) => format!("{} in memory, no size limit (needs about {size})", self.label),
-            (_, None) => format!("{} of {size} in memory", self.label),
-            (_, Some(device)) if self.backing.starts_with("dev:") => format!("{} of {size} on {device}", self.label),
-            (_, Some(device)) => format!("{} of {size} on {device} ({})", self.label, self.backing),
-        }
-    }
-}
-
-/// 1.5 GiB, 512 MiB: binary units, as `--fs-size` takes them.
-pub fn format_size(bytes: u64) -> String {
-    const GIB: f64 = (1u64 << 30) as f64;
-    if bytes as f64 >= GIB {
-        format!("{:.1} GiB", bytes as f64 / GIB)
-    } else {
-        format!("{} MiB", bytes >> 20)
-    }
-}
-
 /// A filesystem fsscale made and mounted; dropping it takes it all down.
 /// (Its registry entry stays locked, so `fsscale cleanup` leaves it alone,
 /// until it is gone.)

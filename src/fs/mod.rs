@@ -14,7 +14,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
 
-pub use instance::{format_size, DeviceSnapshot, FsInstance};
+pub use crate::vocab::format_size;
+pub use instance::{DeviceSnapshot, FsInstance};
 pub use registry::{leftovers, CleanupReport};
 
 use crate::vocab::InputError;

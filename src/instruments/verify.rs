@@ -28,9 +28,6 @@ pub fn verified_calls(workload: Workload) -> Option<Vec<(&'static str, f64)>> {
     Some(calls)
 }
 
-/// Beyond this relative difference a count is a mismatch.
-pub const TOLERANCE: f64 = 0.005;
-
 /// Counters on every worker: all system calls, and each one the op makes;
 /// per worker one group, so that all its counters go on and off together.
 pub struct SyscallCounter {
@@ -114,58 +111,5 @@ impl SyscallCounter {
         let [on_before, on_after, off_before, off_after] = self.ops_at;
         let ops_counted = [off_before.saturating_sub(on_after), off_after.saturating_sub(on_before)];
         Ok(SyscallCheck { total, ops_counted, calls })
-    }
-}
-
-/// The counts beyond [`TOLERANCE`] of what the ops allow: at least the ops
-/// surely inside the counted span, at most those possibly inside it (see
-/// [`SyscallCheck::ops_counted`]), give or take an op per worker at each edge.
-pub fn mismatches(check: &SyscallCheck, workers: usize) -> Vec<&SyscallCount> {
-    check
-        .calls
-        .iter()
-        .filter(|c| {
-            let per_op = c.per_op;
-            let [low, high] = check.ops_counted;
-            let edges = 2.0 * workers as f64 * per_op.max(1.0);
-            let least = low as f64 * per_op * (1.0 - TOLERANCE) - edges;
-            let most = high as f64 * per_op * (1.0 + TOLERANCE) + edges;
-            (c.counted as f64) < least || (c.counted as f64) > most
-        })
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn count(name: &str, expected: f64, counted: u64) -> SyscallCount {
-        SyscallCount { syscall: name.into(), per_op: 1.0, expected, counted }
-    }
-
-    #[test]
-    fn mismatches_beyond_half_a_percent_of_the_bracket() {
-        let check = SyscallCheck {
-            total: 0,
-            ops_counted: [100_000, 100_000],
-            calls: vec![
-                count("openat", 100_000.0, 100_400),  // 0.4%: fine
-                count("close", 100_000.0, 100_600),   // 0.6%: a mismatch
-                count("unlinkat", 100_000.0, 99_000), // -1%: a mismatch
-            ],
-        };
-        let names: Vec<&str> = mismatches(&check, 2).iter().map(|c| c.syscall.as_str()).collect();
-        assert_eq!(names, ["close", "unlinkat"]);
-        // Few ops: an op per worker at each edge is allowed.
-        let few = SyscallCheck { total: 0, ops_counted: [100, 100], calls: vec![count("fsync", 100.0, 103)] };
-        assert!(mismatches(&few, 2).is_empty());
-        // The coordinator waited 3 ms to turn the counters on: the bracket is wide, and 1.5% more is within it.
-        let late = SyscallCheck {
-            total: 0,
-            ops_counted: [33_000, 33_600],
-            calls: vec![count("renameat", 33_038.0, 33_523), count("x", 33_038.0, 34_000)],
-        };
-        let names: Vec<&str> = mismatches(&late, 2).iter().map(|c| c.syscall.as_str()).collect();
-        assert_eq!(names, ["x"]);
     }
 }

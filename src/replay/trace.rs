@@ -10,81 +10,10 @@
 use std::collections::HashMap;
 use std::ffi::CString;
 
-use serde::{Deserialize, Serialize};
-
 use crate::vocab::InputError;
-
-/// Every operation kind, in the order tables list them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub enum OpKind {
-    NTCreateX,
-    Close,
-    ReadX,
-    WriteX,
-    Rename,
-    Unlink,
-    Mkdir,
-    Rmdir,
-    Deltree,
-    Flush,
-    #[serde(rename = "FIND_FIRST")]
-    FindFirst,
-    #[serde(rename = "QUERY_PATH_INFORMATION")]
-    QueryPath,
-    #[serde(rename = "QUERY_FILE_INFORMATION")]
-    QueryFile,
-    #[serde(rename = "QUERY_FS_INFORMATION")]
-    QueryFs,
-    #[serde(rename = "SET_FILE_INFORMATION")]
-    SetFileInfo,
-    LockX,
-    UnlockX,
-}
+pub use crate::vocab::OpKind;
 
 impl OpKind {
-    pub const ALL: [OpKind; 17] = [
-        OpKind::NTCreateX,
-        OpKind::Close,
-        OpKind::ReadX,
-        OpKind::WriteX,
-        OpKind::Rename,
-        OpKind::Unlink,
-        OpKind::Mkdir,
-        OpKind::Rmdir,
-        OpKind::Deltree,
-        OpKind::Flush,
-        OpKind::FindFirst,
-        OpKind::QueryPath,
-        OpKind::QueryFile,
-        OpKind::QueryFs,
-        OpKind::SetFileInfo,
-        OpKind::LockX,
-        OpKind::UnlockX,
-    ];
-
-    /// The loadfile's name of the operation.
-    pub fn name(self) -> &'static str {
-        match self {
-            OpKind::NTCreateX => "NTCreateX",
-            OpKind::Close => "Close",
-            OpKind::ReadX => "ReadX",
-            OpKind::WriteX => "WriteX",
-            OpKind::Rename => "Rename",
-            OpKind::Unlink => "Unlink",
-            OpKind::Mkdir => "Mkdir",
-            OpKind::Rmdir => "Rmdir",
-            OpKind::Deltree => "Deltree",
-            OpKind::Flush => "Flush",
-            OpKind::FindFirst => "FIND_FIRST",
-            OpKind::QueryPath => "QUERY_PATH_INFORMATION",
-            OpKind::QueryFile => "QUERY_FILE_INFORMATION",
-            OpKind::QueryFs => "QUERY_FS_INFORMATION",
-            OpKind::SetFileInfo => "SET_FILE_INFORMATION",
-            OpKind::LockX => "LockX",
-            OpKind::UnlockX => "UnlockX",
-        }
-    }
-
     /// The system call that this kind, and no other, makes exactly once
     /// (`--verify` counts those); `None` for kinds whose calls vary (name
     /// resolution, directory scans) or that other kinds make too.

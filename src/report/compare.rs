@@ -6,7 +6,7 @@ use super::format::{format_rate, sparkline};
 use super::table::{Align, Table};
 use crate::compare::{Comparison, Row};
 use crate::ministat::{plot, Dataset};
-use crate::workloads::Workload;
+use crate::vocab::Workload;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CompareFormat {
@@ -175,7 +175,7 @@ fn noise_lines(rows: &[&Row]) -> Vec<String> {
 /// Per series, the medians against workers as sparklines on one scale:
 /// "  process/private  base ▃▆██  new ▂▄▅▅".
 fn trend_lines(rows: &[&Row]) -> Vec<String> {
-    let mut keys: Vec<(crate::plan::Mode, crate::workloads::Share)> = Vec::new();
+    let mut keys: Vec<(crate::vocab::Mode, crate::vocab::Share)> = Vec::new();
     for r in rows {
         if !keys.contains(&(r.mode, r.share)) {
             keys.push((r.mode, r.share));

@@ -171,7 +171,7 @@ fn json_lines(rows: &[Row]) -> String {
 mod tests {
     use super::*;
     use crate::results::fixtures::{doc, point, run};
-    use crate::workloads::{Share, Workload};
+    use crate::vocab::{Share, Workload};
 
     fn sample() -> ResultsFile {
         let mut d = doc(

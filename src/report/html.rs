@@ -11,11 +11,11 @@ use super::profile;
 use super::text::{noise_marks, NOISE_LEGEND};
 use crate::analyze::{analyze_results, SeriesAnalysis};
 use crate::compare::{compare, CompareConfig, Comparison, Verdict};
-use crate::plan::Mode;
 use crate::results::{Point, ResultsFile, RunRecord, SchedShares};
 use crate::stats::hypothesis::TestKind;
 use crate::stats::Sample;
-use crate::workloads::{Share, Workload};
+use crate::vocab::Mode;
+use crate::vocab::{Share, Workload};
 
 const STYLE: &str = "
 body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
@@ -572,7 +572,7 @@ fn detail_table(out: &mut String, files: &[(String, ResultsFile)], workload: Wor
 mod tests {
     use super::*;
     use crate::results::fixtures::{doc, point, run};
-    use crate::workloads::Share;
+    use crate::vocab::Share;
 
     /// A stat series whose runs give these totals at these worker counts, three runs each (±1%).
     fn series(totals: &[(usize, u64)]) -> ResultsFile {

@@ -5,11 +5,11 @@ use std::collections::BTreeMap;
 
 use super::format::{format_rate, format_sd};
 use super::table::{Align, Table};
-use crate::plan::Mode;
 use crate::results::Point;
 use crate::stats::histogram::Percentiles;
 use crate::stats::Summary;
-use crate::workloads::Share;
+use crate::vocab::Mode;
+use crate::vocab::Share;
 
 /// `850ns`, `3.3µs`, `27.6µs`, `344µs`, `4.99ms`, `1.20s`: three significant digits.
 pub fn format_ns(ns: f64) -> String {
@@ -122,7 +122,7 @@ mod tests {
     use crate::results::fixtures;
     use crate::results::MetricInfo;
     use crate::stats::histogram::Histogram;
-    use crate::workloads::Workload;
+    use crate::vocab::Workload;
 
     fn driver_point(workers: usize, values: &[f64], higher_is_better: bool) -> Point {
         let runs = values
@@ -163,8 +163,8 @@ mod tests {
     fn replay_table_lists_each_kind_with_its_share() {
         let mut run = fixtures::run(0, &[4], 1.0);
         let mut ops = BTreeMap::new();
-        ops.insert(crate::replay::OpKind::NTCreateX, Histogram::of(&[1000, 3000]));
-        ops.insert(crate::replay::OpKind::ReadX, Histogram::of(&[500, 40_000]));
+        ops.insert(crate::vocab::OpKind::NTCreateX, Histogram::of(&[1000, 3000]));
+        ops.insert(crate::vocab::OpKind::ReadX, Histogram::of(&[500, 40_000]));
         run.replay_ops = Some(ops);
         let point = fixtures::point(Workload::Replay, Share::Private, 1, vec![run]);
         // 500 ns lies in the bucket [496, 511]: its upper bound is reported.

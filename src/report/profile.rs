@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 use super::format::esc;
 use super::latency::format_ns;
 use super::table::{Align, Table};
-use crate::plan::Mode;
 use crate::results::{CpuProfile, LockProfile, LockSite, Point, RunRecord};
-use crate::workloads::Share;
+use crate::vocab::Mode;
+use crate::vocab::Share;
 
 /// Rows of the terminal's tables.
 const TOP: usize = 5;

@@ -4,9 +4,9 @@
 use std::collections::BTreeMap;
 
 use super::format::format_rate;
-use crate::plan::Mode;
 use crate::results::{Point, RunRecord};
-use crate::workloads::Share;
+use crate::vocab::Mode;
+use crate::vocab::Share;
 
 /// The run a point's per-node figures come from: its median by ops/s.
 pub(super) fn median_run(point: &Point) -> Option<&RunRecord> {
@@ -63,7 +63,7 @@ mod tests {
     use super::*;
     use crate::results::fixtures::{point, run};
     use crate::results::NodeOps;
-    use crate::workloads::Workload;
+    use crate::vocab::Workload;
 
     #[test]
     fn the_largest_points_nodes_and_rank_spread() {

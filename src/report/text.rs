@@ -7,10 +7,10 @@ use super::format::{format_rate, format_sd, sparkline};
 use super::latency::{driver_table, latency_cells, replay_ops_table, LATENCY_COLUMNS};
 use super::table::{Align, Table};
 use crate::analyze::analyze_results;
-use crate::plan::Mode;
 use crate::results::{Point, ResultsFile, RunRecord, Settings};
 use crate::stats::Sample;
-use crate::workloads::{Share, Workload};
+use crate::vocab::Mode;
+use crate::vocab::{Share, Workload};
 
 /// Renders every point with a summary, grouped by workload in catalogue order.
 pub fn render_results(doc: &ResultsFile) -> String {
@@ -148,7 +148,7 @@ fn instruments_line(doc: &ResultsFile) -> String {
         let runs: Vec<(&RunRecord, usize)> =
             doc.points.iter().flat_map(|p| p.runs.iter().map(move |r| (r, p.workers))).collect();
         let checked: Vec<_> = runs.iter().filter_map(|(r, w)| Some((r.syscalls.as_ref()?, *w))).collect();
-        let off = checked.iter().filter(|(c, w)| !crate::instruments::verify::mismatches(c, *w).is_empty()).count();
+        let off = checked.iter().filter(|(c, w)| !c.mismatches(*w).is_empty()).count();
         line.push_str(&match (checked.len(), off) {
             (0, _) => "; --verify checked no run (no workload here has a fixed set of calls per op)".to_string(),
             (n, 0) => format!("; --verify: the kernel's system call counts matched the ops within 0.5% in all {n} runs checked"),
@@ -338,7 +338,7 @@ fn fixed_work_table(points: &[&Point], settings: &Settings) -> Table {
         let user = median(point.runs.iter().map(|r| r.worker_cpu.user_s).collect());
         let system = median(point.runs.iter().map(|r| r.worker_cpu.sys_s).collect());
         let sync = median(point.runs.iter().map(|r| r.writeback.map_or(0.0, |w| w.sync_s)).collect());
-        let written = |io: Option<crate::fs::DeviceIo>| io.map_or(0.0, |io| io.write_bytes as f64 / 1e6);
+        let written = |io: Option<crate::vocab::DeviceIo>| io.map_or(0.0, |io| io.write_bytes as f64 / 1e6);
         let in_job = median(point.runs.iter().map(|r| written(r.device_io)).collect());
         let in_sync = median(point.runs.iter().map(|r| written(r.writeback.and_then(|w| w.device_io))).collect());
         let note = run_note(point, settings);

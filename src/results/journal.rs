@@ -228,7 +228,7 @@ impl ResultsFile {
 mod tests {
     use super::super::fixtures::{doc, point, run};
     use super::*;
-    use crate::workloads::{Share, Workload};
+    use crate::vocab::{Share, Workload};
 
     /// Runs `points` points of `runs` runs through a saver, as the runner does,
     /// stopping after `stop_after` runs when given (a kill -9).

@@ -21,12 +21,12 @@ pub use profile::{CpuProfile, FunctionShare, LockProfile, LockSite, SyscallCheck
 pub use run::{NodeOps, RunNoise, RunRecord, SchedShares, SystemCpu, Timeline, WorkerCpu, WorkerSched, Writeback};
 pub use target::Target;
 
-use crate::replay::OpKind;
 use crate::stats::diagnostics::{diagnose, Diagnostics};
 use crate::stats::histogram::{Histogram, Percentiles};
 use crate::stats::{Sample, Summary};
+use crate::vocab::OpKind;
 use crate::vocab::{Cache, Fresh, FsRecord, InstrumentConfig, Mode, Order};
-use crate::workloads::{Share, Workload};
+use crate::vocab::{Share, Workload};
 
 /// Bumped whenever a field changes meaning or disappears (adding fields does not).
 pub const SCHEMA_VERSION: u32 = 1;

@@ -212,6 +212,28 @@ pub struct SyscallCheck {
     pub calls: Vec<SyscallCount>,
 }
 
+/// Beyond this relative difference a count is a mismatch.
+pub const TOLERANCE: f64 = 0.005;
+
+impl SyscallCheck {
+    /// The counts beyond [`TOLERANCE`] of what the ops allow: at least the ops
+    /// surely inside the counted span, at most those possibly inside it (see
+    /// [`SyscallCheck::ops_counted`]), give or take an op per worker at each edge.
+    pub fn mismatches(&self, workers: usize) -> Vec<&SyscallCount> {
+        self.calls
+            .iter()
+            .filter(|c| {
+                let per_op = c.per_op;
+                let [low, high] = self.ops_counted;
+                let edges = 2.0 * workers as f64 * per_op.max(1.0);
+                let least = low as f64 * per_op * (1.0 - TOLERANCE) - edges;
+                let most = high as f64 * per_op * (1.0 + TOLERANCE) + edges;
+                (c.counted as f64) < least || (c.counted as f64) > most
+            })
+            .collect()
+    }
+}
+
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 pub struct SyscallCount {
     pub syscall: String,
@@ -240,6 +262,36 @@ impl SyscallCount {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn count(name: &str, expected: f64, counted: u64) -> SyscallCount {
+        SyscallCount { syscall: name.into(), per_op: 1.0, expected, counted }
+    }
+
+    #[test]
+    fn mismatches_beyond_half_a_percent_of_the_bracket() {
+        let check = SyscallCheck {
+            total: 0,
+            ops_counted: [100_000, 100_000],
+            calls: vec![
+                count("openat", 100_000.0, 100_400),  // 0.4%: fine
+                count("close", 100_000.0, 100_600),   // 0.6%: a mismatch
+                count("unlinkat", 100_000.0, 99_000), // -1%: a mismatch
+            ],
+        };
+        let names: Vec<&str> = check.mismatches(2).iter().map(|c| c.syscall.as_str()).collect();
+        assert_eq!(names, ["close", "unlinkat"]);
+        // Few ops: an op per worker at each edge is allowed.
+        let few = SyscallCheck { total: 0, ops_counted: [100, 100], calls: vec![count("fsync", 100.0, 103)] };
+        assert!(few.mismatches(2).is_empty());
+        // The coordinator waited 3 ms to turn the counters on: the bracket is wide, and 1.5% more is within it.
+        let late = SyscallCheck {
+            total: 0,
+            ops_counted: [33_000, 33_600],
+            calls: vec![count("renameat", 33_038.0, 33_523), count("x", 33_038.0, 34_000)],
+        };
+        let names: Vec<&str> = late.mismatches(2).iter().map(|c| c.syscall.as_str()).collect();
+        assert_eq!(names, ["x"]);
+    }
 
     fn site(name: &str, wait_s: f64, count: u64) -> LockSite {
         LockSite { site: name.into(), kind: "spinlock".into(), lock: None, count, wait_s, max_wait_s: wait_s / 2.0 }

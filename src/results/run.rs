@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::profile::{CpuProfile, LockProfile, SyscallCheck};
-use crate::replay::OpKind;
 use crate::stats::histogram::Histogram;
 use crate::vocab::DeviceIo;
+use crate::vocab::OpKind;
 
 /// One repetition of a point, in its own fresh scratch directory.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]

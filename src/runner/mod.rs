@@ -337,7 +337,7 @@ fn run_with(config: &RunConfig, root: Option<&ranks::Root<'_>>, progress: &mut d
             }
         };
         if let Some(check) = &record.syscalls {
-            for mismatch in crate::instruments::verify::mismatches(check, spec.workers) {
+            for mismatch in check.mismatches(spec.workers) {
                 progress.warning(&format!(
                     "--verify: {} x{} run {}: the kernel counted {} {} calls where the ops imply {:.0} ({:+.2}%)",
                     spec.workload,

@@ -21,14 +21,13 @@ mod untar;
 mod walk_queue;
 
 use std::ffi::{CStr, CString};
-use std::fmt;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 use anyhow::{bail, Context, Result};
-use serde::{Deserialize, Serialize};
 
 use crate::sys::{self, Errno};
-use crate::vocab::{Choice, InputError};
+use crate::vocab::InputError;
+pub use crate::vocab::{Share, Workload};
 
 pub use command::CommandSpec;
 pub use data::DATA_BLOCK;
@@ -36,74 +35,6 @@ pub use mdtest::MdtestOptions;
 pub use traverse::TREE_DIR;
 pub use untar::TreeSource;
 pub use walk_queue::WalkQueue;
-
-/// How much the workers share.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Share {
-    /// Each worker its own directory and files.
-    Private,
-    /// One directory (or one file) for all, each worker on its own entries (or offsets).
-    Shared,
-    /// All workers on the very same entry, file and offset.
-    Same,
-}
-
-impl Share {
-    pub const ALL: [Share; 3] = [Share::Private, Share::Shared, Share::Same];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Share::Private => "private",
-            Share::Shared => "shared",
-            Share::Same => "same",
-        }
-    }
-}
-
-impl Choice for Share {
-    const ALL: &'static [Share] = &[Share::Private, Share::Shared, Share::Same];
-
-    fn name(self) -> &'static str {
-        Share::name(self)
-    }
-}
-
-impl fmt::Display for Share {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// Every workload fsscale knows, in catalogue order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Workload {
-    Stat,
-    StatDeep,
-    OpenClose,
-    CreatUnlink,
-    MkdirRmdir,
-    Rename,
-    LinkUnlink,
-    Readdir,
-    Read,
-    Write,
-    Append,
-    Fsync,
-    DupClose,
-    Untar,
-    Traverse,
-    Replay,
-    Command,
-    MdtestCreate,
-    MdtestStat,
-    MdtestRead,
-    MdtestRemove,
-    MdtestDirCreate,
-    MdtestDirStat,
-    MdtestDirRemove,
-}
 
 /// The catalogue entry shown by `fsscale list`.
 pub struct Description {
@@ -117,78 +48,6 @@ pub struct Description {
 }
 
 impl Workload {
-    pub const ALL: [Workload; 24] = [
-        Workload::Stat,
-        Workload::StatDeep,
-        Workload::OpenClose,
-        Workload::CreatUnlink,
-        Workload::MkdirRmdir,
-        Workload::Rename,
-        Workload::LinkUnlink,
-        Workload::Readdir,
-        Workload::Read,
-        Workload::Write,
-        Workload::Append,
-        Workload::Fsync,
-        Workload::DupClose,
-        Workload::Untar,
-        Workload::Traverse,
-        Workload::Replay,
-        Workload::Command,
-        Workload::MdtestCreate,
-        Workload::MdtestStat,
-        Workload::MdtestRead,
-        Workload::MdtestRemove,
-        Workload::MdtestDirCreate,
-        Workload::MdtestDirStat,
-        Workload::MdtestDirRemove,
-    ];
-
-    /// `mdtest`: its file phases, in mdtest's order.
-    pub const MDTEST: [Workload; 4] =
-        [Workload::MdtestCreate, Workload::MdtestStat, Workload::MdtestRead, Workload::MdtestRemove];
-    /// `mdtest-dirs`: its directory phases.
-    pub const MDTEST_DIRS: [Workload; 3] =
-        [Workload::MdtestDirCreate, Workload::MdtestDirStat, Workload::MdtestDirRemove];
-
-    /// The quick default suite: the classic VFS trio, and concurrent
-    /// extraction and traversal of a small tree.
-    pub const DEFAULT_SUITE: [Workload; 5] =
-        [Workload::Stat, Workload::OpenClose, Workload::CreatUnlink, Workload::Untar, Workload::Traverse];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Workload::Stat => "stat",
-            Workload::StatDeep => "stat-deep",
-            Workload::OpenClose => "open-close",
-            Workload::CreatUnlink => "creat-unlink",
-            Workload::MkdirRmdir => "mkdir-rmdir",
-            Workload::Rename => "rename",
-            Workload::LinkUnlink => "link-unlink",
-            Workload::Readdir => "readdir",
-            Workload::Read => "read",
-            Workload::Write => "write",
-            Workload::Append => "append",
-            Workload::Fsync => "fsync",
-            Workload::DupClose => "dup-close",
-            Workload::Untar => "untar",
-            Workload::Traverse => "traverse",
-            Workload::Replay => "replay",
-            Workload::Command => "command",
-            Workload::MdtestCreate => "mdtest-create",
-            Workload::MdtestStat => "mdtest-stat",
-            Workload::MdtestRead => "mdtest-read",
-            Workload::MdtestRemove => "mdtest-remove",
-            Workload::MdtestDirCreate => "mdtest-dir-create",
-            Workload::MdtestDirStat => "mdtest-dir-stat",
-            Workload::MdtestDirRemove => "mdtest-dir-remove",
-        }
-    }
-
-    pub fn from_name(name: &str) -> Option<Workload> {
-        Workload::ALL.into_iter().find(|w| w.name() == name)
-    }
-
     pub fn describe(self) -> Description {
         match self {
             Workload::Stat | Workload::StatDeep | Workload::OpenClose => metadata::describe_lookup(self),
@@ -274,33 +133,6 @@ impl Workload {
             | Workload::MdtestDirRemove => return None,
         };
         Some(calls)
-    }
-
-    /// Fixed-time loops count ops in a window; fixed-work jobs are timed to completion.
-    pub fn is_fixed_work(self) -> bool {
-        matches!(self, Workload::Untar | Workload::Traverse | Workload::Command) || self.is_mdtest()
-    }
-
-    /// One of mdtest's phases (`mdtest-create`, ...).
-    pub fn is_mdtest(self) -> bool {
-        Workload::MDTEST.contains(&self) || Workload::MDTEST_DIRS.contains(&self)
-    }
-
-    /// Whether it extracts or walks the generated tree (`untar`, `traverse`).
-    pub fn needs_tree(self) -> bool {
-        matches!(self, Workload::Untar | Workload::Traverse)
-    }
-
-    /// Whether fsscale's own loops run it (not an external command), so that
-    /// `fsscale run all` means every built-in workload.
-    pub fn is_builtin(self) -> bool {
-        self != Workload::Command
-    }
-}
-
-impl fmt::Display for Workload {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
     }
 }
 
