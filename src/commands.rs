@@ -4,15 +4,14 @@ use std::path::Path;
 
 use anyhow::{bail, Result};
 
-use crate::cli::{
-    AnalyzeArgs, CleanupArgs, CompareArgs, ExportArgs, ExportFormatArg, Format, PlotArgs, ReportArgs, TreeArgs,
-    WorkloadArg,
-};
+use crate::cli::{AnalyzeArgs, CompareArgs, ExportArgs, ExportFormatArg, Format, PlotArgs, ReportArgs, WorkloadArg};
+#[cfg(target_os = "linux")]
+use crate::cli::{CleanupArgs, TreeArgs};
 use fsscale::analyze::{analyze_pairs, analyze_results};
 use fsscale::compare::{compare, regressions, CompareConfig, Verdict};
-use fsscale::plan::Cache;
 use fsscale::report::{render_analysis, render_comparisons, CompareFormat, ExportFormat};
 use fsscale::results::ResultsFile;
+use fsscale::vocab::Cache;
 
 /// `--fail-if-worse` found regressions: exit status 3, distinct from errors (1).
 #[derive(Debug)]
@@ -197,6 +196,7 @@ pub fn plot_command(args: &PlotArgs) -> Result<String> {
 }
 
 /// `fsscale tree`: returns the summary line.
+#[cfg(target_os = "linux")]
 pub fn tree_command(args: &TreeArgs) -> Result<String> {
     let spec = fsscale::tree::TreeSpec { scale: args.scale, seed: args.seed };
     spec.validate()?;
@@ -219,6 +219,7 @@ pub fn tree_command(args: &TreeArgs) -> Result<String> {
 }
 
 /// `fsscale cleanup`: the text to print and how many leftovers it refused.
+#[cfg(target_os = "linux")]
 pub fn cleanup_command(args: &CleanupArgs) -> Result<(String, usize)> {
     let done = fsscale::cleanup::cleanup(&args.scratch)?;
     let mut text = String::new();

@@ -13,6 +13,7 @@ pub mod analyze;
 pub mod atomic_file;
 pub mod cluster;
 pub mod compare;
+pub mod lockfile;
 pub mod ministat;
 pub mod panics;
 pub mod report;
@@ -31,8 +32,6 @@ pub mod exec;
 pub mod fs;
 #[cfg(target_os = "linux")]
 pub mod instruments;
-#[cfg(target_os = "linux")]
-pub mod lockfile;
 #[cfg(target_os = "linux")]
 pub mod plan;
 #[cfg(target_os = "linux")]

@@ -2,9 +2,11 @@
 //! arguments turn into a plain configuration for the core: `run`'s in
 //! [`run`], the values of enumerated and structured options in [`values`].
 
+#[cfg(target_os = "linux")]
 mod run;
 mod values;
 
+#[cfg(target_os = "linux")]
 pub use run::{RankOf, RunArgs};
 use values::*;
 pub use values::{ExportFormatArg, Format, WorkloadArg};
@@ -14,9 +16,8 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
 
-use fsscale::plan::{Cache, Mode};
 use fsscale::stats::hypothesis::TestKind;
-use fsscale::workloads::{Share, Workload};
+use fsscale::vocab::{Cache, Mode, Share, Workload};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -69,6 +70,7 @@ fn one_line(rendered: &str) -> String {
     line
 }
 
+#[cfg(target_os = "linux")]
 #[derive(Args, Debug)]
 pub struct CleanupArgs {
     /// Also remove scratch directories of killed runs in DIR (only fsscale's own, with their marker, held by no live run; never across a mount). Repeatable.
@@ -78,14 +80,17 @@ pub struct CleanupArgs {
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
+    #[cfg(target_os = "linux")]
     /// List every workload: what one op does and what each sharing level shares.
     List,
+    #[cfg(target_os = "linux")]
     /// Run workloads over a sweep of worker counts and print a table.
     Run(Box<RunArgs>),
     /// Write a self-contained HTML report (environment, charts, comparisons, findings) of results files.
     Report(ReportArgs),
     /// Draw one workload's scaling chart from results files, as SVG or PNG.
     Plot(PlotArgs),
+    #[cfg(target_os = "linux")]
     /// Remove what a killed run left behind: mounts, loop devices and images of filesystems fsscale made; list (and with --scratch DIR remove) its scratch directories.
     Cleanup(CleanupArgs),
     /// Print a shell completion script: `fsscale completions bash > /etc/bash_completion.d/fsscale`.
@@ -99,9 +104,11 @@ pub enum Command {
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
     },
+    #[cfg(target_os = "linux")]
     /// Internal: outlives rank 0 of an MPI job to remove its scratch if it is killed.
     #[command(name = "scratch-warden", hide = true)]
     ScratchWarden,
+    #[cfg(target_os = "linux")]
     /// Generate the deterministic ports-like source tree, as a directory or an uncompressed tarball.
     Tree(TreeArgs),
     /// Compare results files point by point: change, confidence interval, test, verdict.
@@ -119,6 +126,7 @@ pub enum Command {
     },
 }
 
+#[cfg(target_os = "linux")]
 #[derive(Args, Debug)]
 #[command(group(clap::ArgGroup::new("target").required(true).args(["dir", "tar"])))]
 pub struct TreeArgs {
@@ -295,6 +303,7 @@ mod tests {
         assert!(completions(clap_complete::Shell::Fish).contains("process"), "--mode's values");
     }
 
+    #[cfg(target_os = "linux")]
     #[test]
     fn builds_a_config_from_arguments() {
         let cli = Cli::try_parse_from([
@@ -328,6 +337,7 @@ mod tests {
         assert_eq!(config.output, PathBuf::from("x.json"));
     }
 
+    #[cfg(target_os = "linux")]
     #[test]
     fn usage_errors_fold_into_one_line() {
         let err = |args: &[&str]| {

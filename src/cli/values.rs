@@ -1,10 +1,9 @@
 //! Values of options: enumerated ones (listed in `--help` and the
 //! completions), workloads, filesystems, sizes and durations.
 
+#[cfg(target_os = "linux")]
 use fsscale::fs::{Backing, FsSpec};
-use fsscale::plan;
-use fsscale::vocab::{Choice, InputError};
-use fsscale::workloads::Workload;
+use fsscale::vocab::{Choice, InputError, Workload};
 
 /// `fsscale export --format`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -44,6 +43,7 @@ impl Choice for Format {
 
 /// A workload name on the command line, or `all`.
 #[derive(Clone, Debug)]
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 pub enum WorkloadArg {
     One(Workload),
     /// `mdtest`, `mdtest-dirs`: phases run in mdtest's order.
@@ -76,9 +76,11 @@ pub(super) fn parse_workload_arg(name: &str) -> Result<WorkloadArg, InputError> 
 
 /// Parsed `--fs`: mount options may hold commas, so a piece that does not
 /// start with a filesystem kind continues the previous one's options.
+#[cfg(target_os = "linux")]
 #[derive(Clone, Debug)]
 pub struct FsList(pub Vec<FsSpec>);
 
+#[cfg(target_os = "linux")]
 pub(super) fn parse_fs_list(text: &str) -> Result<FsList, InputError> {
     let mut pieces: Vec<String> = Vec::new();
     for piece in text.split(',') {
@@ -95,11 +97,13 @@ pub(super) fn parse_fs_list(text: &str) -> Result<FsList, InputError> {
     pieces.iter().map(|p| FsSpec::parse(p)).collect::<Result<Vec<_>, _>>().map(FsList)
 }
 
+#[cfg(target_os = "linux")]
 pub(super) fn parse_backing(text: &str) -> Result<Backing, InputError> {
     Backing::parse(text)
 }
 
 /// `512M`, `4G`, `1073741824`.
+#[cfg(target_os = "linux")]
 pub(super) fn parse_size(text: &str) -> Result<u64, InputError> {
     let t = text.trim();
     let (number, shift) = match t.chars().last() {
@@ -125,6 +129,7 @@ pub(super) fn choice<T: Choice + Send + Sync>() -> impl clap::builder::TypedValu
     PossibleValuesParser::new(values).map(|text| T::from_name(&text).expect("clap accepts only T's names"))
 }
 
+#[cfg(target_os = "linux")]
 pub(super) fn parse_duration(text: &str) -> Result<std::time::Duration, InputError> {
-    plan::parse_duration(text)
+    fsscale::plan::parse_duration(text)
 }

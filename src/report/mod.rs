@@ -1,6 +1,7 @@
 //! Renderers: pure functions from results to text. Nothing here prints.
 
 mod analyze;
+#[cfg(target_os = "linux")]
 mod catalogue;
 pub mod chart;
 mod compare;
@@ -15,6 +16,7 @@ mod table;
 mod text;
 
 pub use analyze::{fit_line, render_analysis, verdict_line};
+#[cfg(target_os = "linux")]
 pub use catalogue::render_catalogue;
 pub use compare::{render_comparisons, CompareFormat};
 pub use export::{export, ExportFormat};

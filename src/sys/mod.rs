@@ -165,6 +165,7 @@ pub fn dup(fd: RawFd) -> Result<RawFd, Errno> {
     check(unsafe { libc::dup(fd) })
 }
 
+#[cfg(target_os = "linux")]
 /// One `getdents64` call into `buf`; returns the number of bytes filled (0 at the end).
 #[inline(always)]
 pub fn getdents64(fd: RawFd, buf: &mut [u8]) -> Result<usize, Errno> {
@@ -195,6 +196,7 @@ pub fn dirents(buf: &[u8], filled: usize) -> impl Iterator<Item = (&[u8], u8)> {
     })
 }
 
+#[cfg(target_os = "linux")]
 /// Converts a path to a C string, naming the path when it holds a NUL byte.
 /// The mount an open file is on (`statx` `STATX_MNT_ID`): unlike the
 /// device number, it tells a bind mount of the same filesystem apart.
@@ -397,6 +399,7 @@ pub fn online_cpu_ids() -> Vec<usize> {
     cpus
 }
 
+#[cfg(target_os = "linux")]
 /// The CPUs this process may run on (its affinity mask: `taskset`, cpusets), in order.
 pub fn allowed_cpus() -> Vec<usize> {
     // SAFETY: cpu_set_t is plain data filled by the kernel.
@@ -414,6 +417,12 @@ pub fn allowed_cpus() -> Vec<usize> {
     } else {
         cpus
     }
+}
+
+/// Elsewhere: every online CPU.
+#[cfg(not(target_os = "linux"))]
+pub fn allowed_cpus() -> Vec<usize> {
+    (0..online_cpus()).collect()
 }
 
 /// The CPU bandwidth limit of this process's cgroup and its ancestors, in
@@ -472,6 +481,7 @@ pub fn usable_cpus() -> usize {
     }
 }
 
+#[cfg(target_os = "linux")]
 /// Binds the calling thread (or single-threaded process) to one CPU.
 pub fn pin_to_cpu(cpu: usize) -> Result<(), Errno> {
     // SAFETY: cpu_set_t is plain data; CPU_SET stays within it for cpu < CPU_SETSIZE.
@@ -562,6 +572,7 @@ pub fn raise_fd_limit() {
     }
 }
 
+#[cfg(target_os = "linux")]
 /// An anonymous `MAP_SHARED` mapping of `len` bytes, zero-filled by the
 /// kernel and page-aligned; shared by forked processes and threads alike.
 /// `sparse`: reserve no swap, so pages cost memory only once touched (a
@@ -576,6 +587,7 @@ pub fn map_shared(len: usize, sparse: bool) -> std::io::Result<*mut u8> {
     Ok(base.cast())
 }
 
+#[cfg(target_os = "linux")]
 /// Sleeps while `word` holds `expected`, at most `timeout`. A shared (not
 /// private) futex: processes wait on it through a `MAP_SHARED` mapping.
 /// Spurious returns happen; callers re-check the word.
@@ -591,6 +603,7 @@ pub fn futex_wait(word: &std::sync::atomic::AtomicU32, expected: u32, timeout: O
     }
 }
 
+#[cfg(target_os = "linux")]
 /// Wakes every waiter on `word`.
 pub fn futex_wake_all(word: &std::sync::atomic::AtomicU32) {
     // SAFETY: FUTEX_WAKE on a valid, aligned u32.
@@ -599,6 +612,7 @@ pub fn futex_wake_all(word: &std::sync::atomic::AtomicU32) {
     }
 }
 
+#[cfg(target_os = "linux")]
 /// The calling thread's kernel task id.
 pub fn gettid() -> i32 {
     // SAFETY: gettid has no preconditions.

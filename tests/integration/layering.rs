@@ -139,3 +139,74 @@ fn the_circle_finder_finds_circles() {
     assert_eq!(found.len(), 4);
     assert_eq!(mentions("use crate::fs::X; crate::results::Y", "crate::"), ["fs", "results"].map(String::from).into());
 }
+
+/// The modules `lib.rs` builds on Linux only (`#[cfg(target_os = "linux")]`).
+fn linux_only_modules(lib: &str) -> BTreeSet<String> {
+    let lines: Vec<&str> = lib.lines().collect();
+    lines
+        .windows(2)
+        .filter(|w| w[0].trim() == "#[cfg(target_os = \"linux\")]")
+        .filter_map(|w| w[1].trim().strip_prefix("pub mod ")?.strip_suffix(';').map(String::from))
+        .collect()
+}
+
+#[test]
+fn the_analysis_half_needs_no_linux_only_module() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let linux = linux_only_modules(&std::fs::read_to_string(src.join("lib.rs")).unwrap());
+    assert!(linux.contains("runner") && linux.contains("workloads"), "{linux:?}");
+    for module in ["analyze", "compare", "ministat", "report", "results", "stats", "vocab", "atomic_file", "lockfile"] {
+        let path = src.join(module);
+        let sources = if path.is_dir() { files(&path) } else { vec![src.join(format!("{module}.rs"))] };
+        for file in sources {
+            // `fsscale list`'s catalogue describes what the workloads do: built on Linux only.
+            if file.ends_with("report/catalogue.rs") {
+                continue;
+            }
+            let used = mentions(&code(&file), "crate::");
+            let bad: Vec<&String> = used.intersection(&linux).collect();
+            assert!(bad.is_empty(), "{} uses Linux-only {bad:?}", file.display());
+        }
+    }
+}
+
+/// The error types of every `Result<T, E>` in `text` (`E` as written).
+fn result_error_types(text: &str) -> Vec<String> {
+    let compact: String = text.split_whitespace().collect();
+    let mut found = Vec::new();
+    for (at, _) in compact.match_indices("Result<") {
+        let (mut depth, mut last_comma) = (1, None);
+        for (i, c) in compact[at + 7..].char_indices() {
+            match c {
+                '<' | '(' => depth += 1,
+                '>' | ')' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        if let Some(comma) = last_comma {
+                            found.push(compact[at + 7 + comma + 1..at + 7 + i].to_string());
+                        }
+                        break;
+                    }
+                }
+                ',' if depth == 1 => last_comma = Some(i),
+                _ => {}
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn no_function_returns_a_bare_string_error() {
+    assert_eq!(result_error_types("Result<Vec<(u8, String)>, String> Result<u8> Result<(), E>"), ["String", "E"]);
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    for file in files(&src) {
+        for error in result_error_types(&code(&file)) {
+            assert!(
+                error != "String",
+                "{}: a Result<_, {error}>; use a typed error (vocab::InputError) or anyhow",
+                file.display()
+            );
+        }
+    }
+}

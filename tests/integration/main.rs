@@ -1,4 +1,6 @@
 //! Integration tests: the real `fsscale` binary on real temporary trees.
+//! They measure, so they run where fsscale measures: on Linux.
+#![cfg(target_os = "linux")]
 
 mod analysis;
 mod command;

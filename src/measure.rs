@@ -1,0 +1,110 @@
+//! `fsscale run`: the measuring command (Linux only), from its arguments
+//! to the tables on stdout, on one machine or as ranks of an MPI job.
+
+use fsscale::report::render_results_with;
+use fsscale::results::ResultsFile;
+use fsscale::runner::{self, Interrupted};
+
+use crate::{cli, print, terminal};
+
+pub fn run_command(args: cli::RunArgs, argv: Vec<String>) -> anyhow::Result<()> {
+    let placement = args.sweep.placement;
+    let cluster = fsscale::cluster::from_launcher(placement.unwrap_or_default())?;
+    if cluster.is_none() && placement.is_some() {
+        anyhow::bail!(
+            "--placement picks the ranks of an MPI run (`mpirun -np R fsscale run ...`); \
+             no MPI launcher started this one"
+        );
+    }
+    let named_output = args.output.output.is_some();
+    let explain_all = args.instruments.explain_all;
+    let tables = Tables { format: args.output.format, explain_all };
+    let job = cluster.as_ref().map(|c| cli::RankOf { rank: c.rank(), ranks: c.size() });
+    let follower = job.is_some_and(|j| j.rank != 0);
+    // Every rank finds the same fault in the same arguments: rank 0 says it.
+    let config = args.into_config(argv, job).map_err(|e| if follower { QuietFailure(0).into() } else { e })?;
+    let Some(cluster) = cluster else {
+        let mut progress = terminal::TerminalProgress::new();
+        let outcome = runner::run(&config, &mut progress);
+        return show_run(outcome, &config, named_output, tables, progress);
+    };
+    if !cluster.is_root() {
+        // Only rank 0 speaks: it reports every rank's failure, and the job's exit
+        // status is its own (a non-zero one here would make mpirun kill rank 0 mid-report).
+        return runner::run_on_ranks(&config, cluster, &mut runner::Silent).map(|_| ()).map_err(|e| {
+            let code = e.downcast_ref::<Interrupted>().map_or(0, |i| i.exit_code() as u8);
+            QuietFailure(code).into()
+        });
+    }
+    let mut progress = terminal::TerminalProgress::new();
+    let outcome = runner::run_on_ranks(&config, cluster, &mut progress)
+        .and_then(|doc| doc.ok_or_else(|| anyhow::anyhow!("rank 0 returned no results (internal error)")));
+    show_run(outcome, &config, named_output, tables, progress)
+}
+
+/// A rank other than 0 failed: rank 0 says why; this one only exits, with status 0 unless a signal ended it.
+#[derive(Debug)]
+pub struct QuietFailure(pub u8);
+
+impl std::fmt::Display for QuietFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "failed (exit status {})", self.0)
+    }
+}
+
+impl std::error::Error for QuietFailure {}
+
+/// How `run` prints its end-of-run tables.
+#[derive(Clone, Copy)]
+struct Tables {
+    format: cli::Format,
+    explain_all: bool,
+}
+
+impl Tables {
+    fn render(self, doc: &ResultsFile) -> anyhow::Result<String> {
+        Ok(match self.format {
+            cli::Format::Text => render_results_with(doc, self.explain_all),
+            cli::Format::Markdown => fsscale::report::export(doc, fsscale::report::ExportFormat::Markdown, false),
+            cli::Format::Json => serde_json::to_string_pretty(doc)? + "\n",
+        })
+    }
+}
+
+/// Prints a run's tables, or its error with whatever finished before it.
+fn show_run(
+    outcome: anyhow::Result<ResultsFile>,
+    config: &fsscale::plan::RunConfig,
+    named_output: bool,
+    tables: Tables,
+    mut progress: terminal::TerminalProgress,
+) -> anyhow::Result<()> {
+    progress.clear();
+    match outcome {
+        Ok(doc) => {
+            print(&tables.render(&doc)?)?;
+            eprintln!("results: {}", config.output.display());
+            Ok(())
+        }
+        Err(error) => {
+            // The default results file is made (empty, exclusively) before the
+            // run; a run that failed before saving anything leaves none behind.
+            if !named_output && !progress.saved {
+                let empty = std::fs::metadata(&config.output).is_ok_and(|m| m.len() == 0);
+                if empty {
+                    let _ = std::fs::remove_file(&config.output);
+                }
+            }
+            // Show whatever finished before the failure (it is on disk too),
+            // but never a file this invocation did not write.
+            let ours = progress.saved.then(|| ResultsFile::load(&config.output).ok()).flatten();
+            if let Some(doc) = ours {
+                if doc.points.iter().any(|p| !p.runs.is_empty()) {
+                    print(&tables.render(&doc)?)?;
+                    eprintln!("results so far: {}", config.output.display());
+                }
+            }
+            Err(error)
+        }
+    }
+}
