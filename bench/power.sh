@@ -22,8 +22,10 @@
 # drift falls on every side alike; each comparison pairs sides of one round,
 # as a developer's before/after pair would be. Needs root (cgroups).
 #
-# Prints a Markdown table, then one line per slowdown for scripts:
+# Prints a Markdown table, then one line per slowdown and one per comparison
+# for scripts:
 #   power S pairs worse no-difference too-noisy better too-few median-change
+#   pair S change-percent
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -148,4 +150,7 @@ for s in "${levels[@]}"; do
 done
 for s in "${levels[@]}"; do
   echo "power $s $pairs ${count[$s,worse]:-0} ${count[$s,no-difference-proven]:-0} ${count[$s,too-noisy]:-0} ${count[$s,better]:-0} ${count[$s,too-few-runs]:-0} $(median_change "$s")"
+done
+for c in "${changes[@]}"; do
+  echo "pair $c"
 done

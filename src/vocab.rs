@@ -27,6 +27,43 @@ pub trait Choice: Copy + 'static {
     }
 }
 
+/// Gives an enum of words its `name()`, [`Choice`] (every variant, in this
+/// order, with its aliases) and `Display`, from one list:
+/// `choice!(Mode { Process => "process" | "processes", Thread => "thread" })`.
+/// The match is exhaustive, so a new variant must be named here.
+macro_rules! choice {
+    ($ty:ident { $($variant:ident => $name:literal $(| $alias:literal)*),+ $(,)? }) => {
+        impl $ty {
+            pub fn name(self) -> &'static str {
+                match self {
+                    $($ty::$variant => $name,)+
+                }
+            }
+        }
+
+        impl $crate::vocab::Choice for $ty {
+            const ALL: &'static [$ty] = &[$($ty::$variant),+];
+
+            fn name(self) -> &'static str {
+                $ty::name(self)
+            }
+
+            fn aliases(self) -> &'static [&'static str] {
+                match self {
+                    $($ty::$variant => &[$($alias),*],)+
+                }
+            }
+        }
+
+        impl ::std::fmt::Display for $ty {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+    };
+}
+pub(crate) use choice;
+
 /// How much the workers share.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -39,30 +76,10 @@ pub enum Share {
     Same,
 }
 
+choice!(Share { Private => "private", Shared => "shared", Same => "same" });
+
 impl Share {
     pub const ALL: [Share; 3] = [Share::Private, Share::Shared, Share::Same];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Share::Private => "private",
-            Share::Shared => "shared",
-            Share::Same => "same",
-        }
-    }
-}
-
-impl Choice for Share {
-    const ALL: &'static [Share] = &[Share::Private, Share::Shared, Share::Same];
-
-    fn name(self) -> &'static str {
-        Share::name(self)
-    }
-}
-
-impl fmt::Display for Share {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
 }
 
 /// Every workload fsscale knows, in catalogue order.
@@ -278,35 +295,7 @@ pub enum Mode {
     Thread,
 }
 
-impl Mode {
-    pub fn name(self) -> &'static str {
-        match self {
-            Mode::Process => "process",
-            Mode::Thread => "thread",
-        }
-    }
-}
-
-impl Choice for Mode {
-    const ALL: &'static [Mode] = &[Mode::Process, Mode::Thread];
-
-    fn name(self) -> &'static str {
-        Mode::name(self)
-    }
-
-    fn aliases(self) -> &'static [&'static str] {
-        match self {
-            Mode::Process => &["processes"],
-            Mode::Thread => &["threads"],
-        }
-    }
-}
-
-impl fmt::Display for Mode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+choice!(Mode { Process => "process" | "processes", Thread => "thread" | "threads" });
 
 /// The order a run's runs happen in (see the runner's scheduler).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -320,29 +309,7 @@ pub enum Order {
     Shuffled,
 }
 
-impl Order {
-    pub fn name(self) -> &'static str {
-        match self {
-            Order::Interleaved => "interleaved",
-            Order::Sequential => "sequential",
-            Order::Shuffled => "shuffled",
-        }
-    }
-}
-
-impl Choice for Order {
-    const ALL: &'static [Order] = &[Order::Interleaved, Order::Sequential, Order::Shuffled];
-
-    fn name(self) -> &'static str {
-        Order::name(self)
-    }
-}
-
-impl fmt::Display for Order {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+choice!(Order { Interleaved => "interleaved", Sequential => "sequential", Shuffled => "shuffled" });
 
 /// Whether fixed work starts with the kernel's caches as the previous run
 /// left them, or emptied (`sync; echo 3 > /proc/sys/vm/drop_caches`).
@@ -353,28 +320,7 @@ pub enum Cache {
     Cold,
 }
 
-impl Cache {
-    pub fn name(self) -> &'static str {
-        match self {
-            Cache::Warm => "warm",
-            Cache::Cold => "cold",
-        }
-    }
-}
-
-impl Choice for Cache {
-    const ALL: &'static [Cache] = &[Cache::Warm, Cache::Cold];
-
-    fn name(self) -> &'static str {
-        Cache::name(self)
-    }
-}
-
-impl fmt::Display for Cache {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+choice!(Cache { Warm => "warm", Cold => "cold" });
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -400,15 +346,9 @@ pub enum Fresh {
     Once,
 }
 
-impl Fresh {
-    pub fn name(self) -> &'static str {
-        match self {
-            Fresh::Run => "run",
-            Fresh::Point => "point",
-            Fresh::Once => "once",
-        }
-    }
+choice!(Fresh { Run => "run", Point => "point", Once => "once" });
 
+impl Fresh {
     /// How often a filesystem was made, in words that follow its description.
     pub fn words(self) -> &'static str {
         match self {
@@ -416,14 +356,6 @@ impl Fresh {
             Fresh::Point => "made anew for every point, kept across its runs",
             Fresh::Once => "made once, kept for every point",
         }
-    }
-}
-
-impl Choice for Fresh {
-    const ALL: &'static [Fresh] = &[Fresh::Run, Fresh::Point, Fresh::Once];
-
-    fn name(self) -> &'static str {
-        Fresh::name(self)
     }
 }
 

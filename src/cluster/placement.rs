@@ -1,10 +1,8 @@
 //! Which ranks serve a point of N workers (`--placement`).
 
-use std::fmt;
-
 use serde::{Deserialize, Serialize};
 
-use crate::vocab::Choice;
+use crate::vocab::choice;
 
 /// How a point's workers are spread over the job's nodes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -17,15 +15,10 @@ pub enum Placement {
     Pack,
 }
 
+choice!(Placement { Spread => "spread", Pack => "pack" });
+
 impl Placement {
     pub const ALL: [Placement; 2] = [Placement::Spread, Placement::Pack];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Placement::Spread => "spread",
-            Placement::Pack => "pack",
-        }
-    }
 
     /// The ranks in the order points take them: a point of N workers is
     /// served by the first N, worker i by the i-th. `hosts` is each rank's
@@ -54,20 +47,6 @@ pub fn nodes(hosts: &[String]) -> Vec<(&str, Vec<usize>)> {
         }
     }
     nodes
-}
-
-impl fmt::Display for Placement {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl Choice for Placement {
-    const ALL: &'static [Placement] = &[Placement::Spread, Placement::Pack];
-
-    fn name(self) -> &'static str {
-        Placement::name(self)
-    }
 }
 
 #[cfg(test)]

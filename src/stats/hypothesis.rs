@@ -12,7 +12,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::vocab::Choice;
+use crate::vocab::choice;
 
 use super::distributions::{normal_cdf, t_quantile_two_sided, t_two_sided_p};
 use super::{Sample, StatsError};
@@ -25,30 +25,7 @@ pub enum TestKind {
     MannWhitney,
 }
 
-impl TestKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            TestKind::Student => "student",
-            TestKind::Welch => "welch",
-            TestKind::MannWhitney => "mann-whitney",
-        }
-    }
-}
-
-impl Choice for TestKind {
-    const ALL: &'static [TestKind] = &[TestKind::Welch, TestKind::Student, TestKind::MannWhitney];
-
-    fn name(self) -> &'static str {
-        TestKind::name(self)
-    }
-
-    fn aliases(self) -> &'static [&'static str] {
-        match self {
-            TestKind::MannWhitney => &["mw"],
-            _ => &[],
-        }
-    }
-}
+choice!(TestKind { Welch => "welch", Student => "student", MannWhitney => "mann-whitney" | "mw" });
 
 /// A t test's result for `new − base`.
 #[derive(Clone, Copy, Debug, PartialEq)]
