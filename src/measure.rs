@@ -43,16 +43,9 @@ pub fn run_command(args: cli::RunArgs, argv: Vec<String>) -> anyhow::Result<()> 
 }
 
 /// A rank other than 0 failed: rank 0 says why; this one only exits, with status 0 unless a signal ended it.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("failed (exit status {0})")]
 pub struct QuietFailure(pub u8);
-
-impl std::fmt::Display for QuietFailure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "failed (exit status {})", self.0)
-    }
-}
-
-impl std::error::Error for QuietFailure {}
 
 /// How `run` prints its end-of-run tables.
 #[derive(Clone, Copy)]

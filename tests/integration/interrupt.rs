@@ -1,7 +1,5 @@
 //! Ctrl-C and SIGTERM mid-run: no worker left, no scratch left, finished points kept.
 
-use std::time::Duration;
-
 use fsscale::results::{ResultsFile, Status};
 
 use crate::util::*;
@@ -37,8 +35,14 @@ fn interrupt_mid_run(signal: i32, mode: &str) -> (TestEnv, std::process::Output,
         // The document with its journal folded in, as any reader sees it mid-run.
         ResultsFile::load(&env.output).ok().is_some_and(|d| d.points.iter().any(|p| p.complete))
     });
-    // Let the next point's workers start, so the signal lands mid-window.
-    std::thread::sleep(Duration::from_millis(100));
+    // The signal must land while workers run (there is no warm-up, so that
+    // is the window): wait until the next point's workers exist, forked
+    // processes in the group or threads of fsscale.
+    let pid = child.id();
+    wait_until("the next point's workers", || match mode {
+        "thread" => std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, |t| t.count()) > 1,
+        _ => live_processes_in_group(pgid).len() > 1,
+    });
     // SAFETY: signalling the process group of our own child.
     unsafe { libc::kill(-pgid, signal) };
     let out = child.wait_with_output().unwrap();

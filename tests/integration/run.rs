@@ -203,9 +203,20 @@ fn pin_binds_worker_i_to_cpu_i_mod_cpus_and_records_it() {
     let doc = env.results();
     assert!(doc.settings.pin);
     let cpus = doc.points[0].runs[0].pinned_cpus.clone().expect("binding recorded");
-    let n = doc.host.online_cpus;
-    let expected: Vec<usize> = (0..3).map(|i| i % n).collect();
+    // The CPUs it may use, in order: all online ones (recorded as an empty
+    // list) unless it runs under taskset.
+    let allowed: Vec<usize> = match &doc.host.allowed_cpus {
+        all if all.is_empty() => (0..doc.host.online_cpus).collect(),
+        some => some.clone(),
+    };
+    let expected: Vec<usize> = (0..3).map(|i| allowed[i % allowed.len()]).collect();
     assert_eq!(cpus, expected);
+    // Under taskset the binding follows the affinity mask: the last CPU
+    // alone here, whatever its number.
+    let last = *allowed.last().unwrap();
+    let masked = TestEnv::new();
+    assert_success(&masked.run_on_cpus(&last.to_string(), &["stat", "--share", "private", "-j", "3", "--pin"]));
+    assert_eq!(masked.results().points[0].runs[0].pinned_cpus, Some(vec![last; 3]));
     let unpinned = TestEnv::new();
     assert_success(&unpinned.run(&["stat", "--share", "private", "-j", "1"]));
     assert_eq!(unpinned.results().points[0].runs[0].pinned_cpus, None);
