@@ -67,7 +67,7 @@ pub struct SweepArgs {
     #[arg(long, value_name = "LEVEL", value_delimiter = ',', value_parser = choice::<Share>())]
     pub share: Option<Vec<Share>>,
 
-    /// Bind worker i to the i-th CPU this process may use (CPU i mod online CPUs without taskset); recorded in the results. Under MPI a rank binds to its node's CPUs in rank order.
+    /// Bind worker i to the i-th of the CPUs this process may use (modulo their count), in topology order: one thread of every core first, socket by socket, then the cores' SMT siblings (as will-it-scale orders them); the order and each run's binding are recorded in the results. Under MPI a rank binds to its node's CPUs in rank order.
     #[arg(long)]
     pub pin: bool,
 

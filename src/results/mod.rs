@@ -102,6 +102,11 @@ pub struct Settings {
     pub max_runs: Option<usize>,
     pub sample_interval_s: f64,
     pub pin: bool,
+    /// `--pin`: the CPUs in the order workers are bound to them (worker i
+    /// to the i-th, modulo their count): cores first, then their SMT
+    /// siblings, socket by socket.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pin_order: Option<Vec<usize>>,
     /// The archive `untar` extracted, when it ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub untar: Option<UntarSettings>,
@@ -499,6 +504,7 @@ pub(crate) mod fixtures {
                 max_runs: None,
                 sample_interval_s: 0.05,
                 pin: false,
+                pin_order: None,
                 untar: None,
                 latency: false,
                 instruments: Default::default(),

@@ -103,7 +103,7 @@ fn follow(config: &RunConfig, cluster: &Cluster) -> Result<()> {
         prepare_sources(config, &mut Silent)
     });
     let prepared = match &sources {
-        Ok(sources) => Ok((timing(config), inputs(config, sources), config.pin.then(sys::allowed_cpus))),
+        Ok(sources) => Ok((timing(config), inputs(config, sources), config.pin.then(sys::topology::pin_cpus))),
         Err(e) => Err(anyhow::anyhow!("{e:#}")),
     };
     ranks::follow(cluster, prepared)
@@ -236,11 +236,12 @@ fn run_with(config: &RunConfig, root: Option<&ranks::Root<'_>>, progress: &mut d
         bytes: u.contents.bytes,
     });
     doc.settings.containment = containment.as_ref().map(|c| c.describe());
+    let cpus = config.pin.then(sys::topology::pin_cpus);
+    doc.settings.pin_order = cpus.clone();
     let mut saver = Saver::new(&config.output);
     saver.save(&doc)?;
     progress.saved();
 
-    let cpus = config.pin.then(sys::allowed_cpus);
     let timing = timing(config);
     let points = config.points();
     if points.iter().any(|p| p.cache == Some(Cache::Cold)) {
@@ -506,6 +507,7 @@ fn new_document(config: &RunConfig) -> ResultsFile {
             max_runs: config.until_ci_pct.map(|_| config.max_runs),
             sample_interval_s: config.sample_interval.as_secs_f64(),
             pin: config.pin,
+            pin_order: None,
             untar: None,
             latency: config.latency,
             instruments: config.instruments,

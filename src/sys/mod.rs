@@ -6,6 +6,7 @@
 //! hot path, in [`errno_text`].
 
 mod mounts;
+pub mod topology;
 pub use mounts::{find_mount, mounts, parse_mountinfo, Mount};
 
 use std::ffi::{CStr, CString};

@@ -196,24 +196,29 @@ fn namespace_workloads_leave_nothing_behind_and_count_real_syscalls() {
 }
 
 #[test]
-fn pin_binds_worker_i_to_cpu_i_mod_cpus_and_records_it() {
+fn pin_binds_worker_i_to_the_ith_cpu_in_topology_order_and_records_it() {
     let env = TestEnv::new();
     let out = env.run(&["stat", "--share", "private", "-j", "3", "--pin"]);
     assert_success(&out);
     let doc = env.results();
     assert!(doc.settings.pin);
     let cpus = doc.points[0].runs[0].pinned_cpus.clone().expect("binding recorded");
-    // The CPUs it may use, in order: all online ones (recorded as an empty
-    // list) unless it runs under taskset.
-    let allowed: Vec<usize> = match &doc.host.allowed_cpus {
+    // The CPUs it may use (all online ones, recorded as an empty list,
+    // unless it runs under taskset), in the recorded topology order.
+    let mut allowed: Vec<usize> = match &doc.host.allowed_cpus {
         all if all.is_empty() => (0..doc.host.online_cpus).collect(),
         some => some.clone(),
     };
-    let expected: Vec<usize> = (0..3).map(|i| allowed[i % allowed.len()]).collect();
+    let order = doc.settings.pin_order.clone().expect("the order recorded");
+    let expected: Vec<usize> = (0..3).map(|i| order[i % order.len()]).collect();
     assert_eq!(cpus, expected);
+    let mut sorted = order.clone();
+    sorted.sort_unstable();
+    allowed.sort_unstable();
+    assert_eq!(sorted, allowed, "every usable CPU once");
     // Under taskset the binding follows the affinity mask: the last CPU
     // alone here, whatever its number.
-    let last = *allowed.last().unwrap();
+    let last = *order.last().unwrap();
     let masked = TestEnv::new();
     assert_success(&masked.run_on_cpus(&last.to_string(), &["stat", "--share", "private", "-j", "3", "--pin"]));
     assert_eq!(masked.results().points[0].runs[0].pinned_cpus, Some(vec![last; 3]));
