@@ -8,7 +8,7 @@ use crate::cli::{AnalyzeArgs, CompareArgs, ExportArgs, ExportFormatArg, Format, 
 #[cfg(target_os = "linux")]
 use crate::cli::{CleanupArgs, TreeArgs};
 use fsscale::analyze::{analyze_pairs, analyze_results};
-use fsscale::compare::{compare, regressions, CompareConfig, Verdict};
+use fsscale::compare::{compare, regressions, CompareConfig, Figure, Verdict};
 use fsscale::report::{render_analysis, render_comparisons, CompareFormat, ExportFormat};
 use fsscale::results::ResultsFile;
 use fsscale::vocab::Cache;
@@ -52,7 +52,8 @@ pub fn compare_command(args: &CompareArgs) -> Result<(String, Option<Regressed>,
     if let Some(pct) = args.fail_if_worse.filter(|p| !(p.is_finite() && *p >= 0.0)) {
         bail!("--fail-if-worse {pct} must be a percentage of 0 or more (e.g. 5)");
     }
-    let config = CompareConfig { test: args.test, confidence: args.confidence / 100.0 };
+    let figure = if args.per_cpu { Figure::OpsPerCpuSecond } else { Figure::Throughput };
+    let config = CompareConfig { test: args.test, confidence: args.confidence / 100.0, figure };
     let base = load(&args.base)?;
     let mut comparisons = Vec::new();
     for path in &args.new {

@@ -181,6 +181,9 @@ pub struct CompareArgs {
     /// Confidence level in percent, for the interval and the verdict.
     #[arg(short = 'c', long, value_name = "PCT", default_value_t = 95.0)]
     pub confidence: f64,
+    /// Compare each run's ops per second of the workers' own CPU time (user and system) instead of its ops/s: on a machine other work shares, it moves far less with their load. Other work then does not make a point "too noisy"; drift and two modes still do.
+    #[arg(long)]
+    pub per_cpu: bool,
     /// Show a ministat-style dot plot of every point's runs (x = base, + = new).
     #[arg(long)]
     pub plot: bool,

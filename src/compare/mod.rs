@@ -19,6 +19,19 @@ pub struct CompareConfig {
     pub test: TestKind,
     /// Confidence level in (0, 1), e.g. 0.95.
     pub confidence: f64,
+    pub figure: Figure,
+}
+
+/// What is compared, run against run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Figure {
+    /// Each run's throughput (a driver's own figure).
+    #[default]
+    Throughput,
+    /// Each run's ops per second of the workers' own CPU time: on a shared
+    /// machine it moves far less with other load. Points without it (drivers,
+    /// files from before it was recorded) are listed as unmatched.
+    OpsPerCpuSecond,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -135,8 +148,12 @@ fn conditions(doc: &ResultsFile) -> usize {
     labels.len()
 }
 
-fn rates(p: &Point) -> Vec<f64> {
-    p.runs.iter().map(|r| r.ops_per_s).collect()
+/// Every run's figure, or `None` when a run lacks it.
+fn figures(p: &Point, figure: Figure) -> Option<Vec<f64>> {
+    match figure {
+        Figure::Throughput => Some(p.runs.iter().map(|r| r.ops_per_s).collect()),
+        Figure::OpsPerCpuSecond => p.ops_per_cpu_s(),
+    }
 }
 
 /// Compares `new` against `base`; `base_label` and `new_label` name them in the output.
@@ -151,12 +168,15 @@ pub fn compare(
     let mut unmatched = Vec::new();
     let by_condition = conditions(base) > 1 || conditions(new) > 1;
     let key = |p: &Point| key(p, by_condition);
-    let describe = |k: &Key, side: &str| {
+    let describe = |k: &Key, why: &str| {
         let on = k.0.as_ref().map(|c| format!(" {c}")).unwrap_or_default();
-        format!("{} {} {} x{}{on} ({side} only)", k.1, k.2, k.3, k.4)
+        format!("{} {} {} x{}{on} ({why})", k.1, k.2, k.3, k.4)
     };
     for b in base.points.iter().filter(|p| !p.runs.is_empty()) {
         match new.points.iter().find(|n| key(n) == key(b) && !n.runs.is_empty()) {
+            Some(n) if figures(b, config.figure).is_none() || figures(n, config.figure).is_none() => {
+                unmatched.push(describe(&key(b), "no worker CPU time recorded"));
+            }
             Some(n) => {
                 let mut row = compare_point(b, n, config);
                 // A condition names the row only when points were matched by it.
@@ -165,12 +185,12 @@ pub fn compare(
                 }
                 rows.push(row);
             }
-            None => unmatched.push(describe(&key(b), "base")),
+            None => unmatched.push(describe(&key(b), "base only")),
         }
     }
     for n in new.points.iter().filter(|p| !p.runs.is_empty()) {
         if !base.points.iter().any(|b| key(b) == key(n) && !b.runs.is_empty()) {
-            unmatched.push(describe(&key(n), "new"));
+            unmatched.push(describe(&key(n), "new only"));
         }
     }
     rows.sort_by_key(|r| (r.condition.clone(), r.workload, r.mode, r.share, r.workers));
@@ -186,7 +206,8 @@ pub fn compare(
 }
 
 fn compare_point(b: &Point, n: &Point, config: &CompareConfig) -> Row {
-    let (base_runs, new_runs) = (rates(b), rates(n));
+    let figure = |p: &Point| figures(p, config.figure).expect("compare matched only points with the figure");
+    let (base_runs, new_runs) = (figure(b), figure(n));
     let bs = Sample::new(&base_runs).expect("runs have finite ops/s");
     let ns = Sample::new(&new_runs).expect("runs have finite ops/s");
     let summary = |v: &[f64]| Summary::of(v).expect("non-empty");
@@ -208,9 +229,13 @@ fn compare_point(b: &Point, n: &Point, config: &CompareConfig) -> Row {
     });
     // A `command` driver's figure may be smaller-is-better (a time, a latency).
     let improved = if b.higher_is_better() { change_pct > 0.0 } else { change_pct < 0.0 };
+    let noise_of = |p: &Point| match config.figure {
+        Figure::Throughput => p.noise_problem(),
+        Figure::OpsPerCpuSecond => p.cpu_noise_problem(),
+    };
     let noise: Vec<String> = [("base", b), ("new", n)]
         .iter()
-        .filter_map(|(side, p)| p.noise_problem().map(|why| format!("{side}: {why}")))
+        .filter_map(|(side, p)| noise_of(p).map(|why| format!("{side}: {why}")))
         .collect();
     let noise = (!noise.is_empty()).then(|| noise.join("; "));
     let verdict = match p_value {
@@ -221,7 +246,10 @@ fn compare_point(b: &Point, n: &Point, config: &CompareConfig) -> Row {
         Some(_) => Verdict::NoDifferenceProven,
     };
     Row {
-        unit: b.unit(),
+        unit: match config.figure {
+            Figure::Throughput => b.unit(),
+            Figure::OpsPerCpuSecond => format!("{}/cpu-s", b.unit().trim_end_matches("/s")),
+        },
         condition: b.condition(),
         workload: b.workload,
         mode: b.mode,
@@ -265,7 +293,7 @@ pub fn regressions(comparison: &Comparison, threshold_pct: f64) -> Vec<&Row> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::fixtures;
+    use crate::results::{fixtures, RunNoise, WorkerCpu};
 
     /// Points of the given workloads and worker counts whose runs had these ops/s (1 s each).
     pub(crate) fn doc(points: &[(Workload, usize, &[f64])]) -> ResultsFile {
@@ -289,7 +317,31 @@ mod tests {
         fixtures::doc(5, 1.0, points)
     }
 
-    const CONFIG: CompareConfig = CompareConfig { test: TestKind::Welch, confidence: 0.95 };
+    const CONFIG: CompareConfig = CompareConfig { test: TestKind::Welch, confidence: 0.95, figure: Figure::Throughput };
+
+    #[test]
+    fn per_cpu_compares_ops_per_worker_cpu_second_and_lists_points_without_them() {
+        // Same ops per CPU-second on both sides, though the new side's runs got half the CPU and ops/s.
+        let mut base = doc(&[(Workload::Stat, 1, &[100.0, 101.0, 99.0, 100.0]), (Workload::Read, 1, &[5.0, 5.0])]);
+        let mut new = doc(&[(Workload::Stat, 1, &[50.0, 51.0, 49.0, 50.0]), (Workload::Read, 1, &[5.0, 5.0])]);
+        for (doc, cpu) in [(&mut base, 1.0), (&mut new, 0.5)] {
+            for run in &mut doc.points[0].runs {
+                run.worker_cpu = WorkerCpu { user_s: cpu * 0.2, sys_s: cpu * 0.8 };
+                run.noise = Some(RunNoise { others_cpu: 0.5, ticks: 10_000, ..Default::default() });
+            }
+            doc.points[0].summarize();
+        }
+        let per_cpu = CompareConfig { figure: Figure::OpsPerCpuSecond, ..CONFIG };
+        let c = compare(&base, &new, "a", "b", &per_cpu);
+        assert_eq!(c.rows.len(), 1);
+        let row = &c.rows[0];
+        assert_eq!(row.unit, "ops/cpu-s");
+        assert_eq!((row.base.median, row.new.median), (100.0, 100.0));
+        assert_eq!(row.verdict, Verdict::NoDifferenceProven, "the busy machine does not make it too noisy");
+        assert_eq!(c.unmatched, ["read process private x1 (no worker CPU time recorded)"]);
+        // On ops/s the same pair is a significant change on a busy machine.
+        assert_eq!(compare(&base, &new, "a", "b", &CONFIG).rows[0].verdict, Verdict::TooNoisy);
+    }
 
     #[test]
     fn finds_better_worse_and_no_difference() {

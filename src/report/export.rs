@@ -70,6 +70,7 @@ fn point_rows(doc: &ResultsFile) -> Vec<Row> {
                 ("mean", number(Some(s.mean))),
                 ("sd", number(Some(s.stddev))),
                 ("efficiency", number(efficiency(p))),
+                ("ops_per_cpu_s", number(summary.ops_per_cpu_s.as_ref().map(|s| s.median))),
                 ("p50_ns", latency.map_or(Value::Null, |l| Value::from(l.p50_ns))),
                 ("p99_ns", latency.map_or(Value::Null, |l| Value::from(l.p99_ns))),
                 ("p999_ns", latency.map_or(Value::Null, |l| Value::from(l.p999_ns))),
@@ -90,6 +91,7 @@ fn run_rows(doc: &ResultsFile) -> Vec<Row> {
                 ("elapsed_s", number(Some(run.elapsed_s))),
                 ("rate", number(Some(run.ops_per_s))),
                 ("rate_per_worker", number(Some(run.ops_per_s_per_worker))),
+                ("ops_per_cpu_s", number(run.ops_per_cpu_s())),
                 ("busy_share", number(run.noise.map(|n| n.others_cpu))),
             ]);
             rows.push(row);
@@ -226,10 +228,10 @@ mod tests {
     fn markdown_is_a_github_table() {
         assert_eq!(
             export(&sample(), ExportFormat::Markdown, false),
-            "| workload | mode | share | filesystem | cache | workers | unit | runs | median | mean | sd | efficiency | p50_ns | p99_ns | p999_ns |\n\
-             |---|---|---|---|---|---:|---|---:|---:|---:|---:|---:|---|---|---|\n\
-             | stat | process | private | tmpfs, \"test\" |  | 1 | ops/s | 2 | 110 | 110 | 14.14 | 1 |  |  |  |\n\
-             | stat | process | private | tmpfs, \"test\" |  | 2 | ops/s | 2 | 200 | 200 | 28.28 | 0.9091 |  |  |  |\n"
+            "| workload | mode | share | filesystem | cache | workers | unit | runs | median | mean | sd | efficiency | ops_per_cpu_s | p50_ns | p99_ns | p999_ns |\n\
+             |---|---|---|---|---|---:|---|---:|---:|---:|---:|---:|---|---|---|---|\n\
+             | stat | process | private | tmpfs, \"test\" |  | 1 | ops/s | 2 | 110 | 110 | 14.14 | 1 |  |  |  |  |\n\
+             | stat | process | private | tmpfs, \"test\" |  | 2 | ops/s | 2 | 200 | 200 | 28.28 | 0.9091 |  |  |  |  |\n"
         );
     }
 

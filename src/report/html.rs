@@ -52,7 +52,7 @@ pub fn render_html(files: &[(String, ResultsFile)]) -> String {
     environment(&mut out, files);
     let analyses: Vec<Vec<SeriesAnalysis>> = files.iter().map(|(_, doc)| analyze_results(doc)).collect();
     // Every file against the first, once; the findings and each workload's tables read from these.
-    let config = CompareConfig { test: TestKind::Welch, confidence: 0.95 };
+    let config = CompareConfig { test: TestKind::Welch, confidence: 0.95, figure: Default::default() };
     let comparisons: Vec<Comparison> =
         files.iter().skip(1).map(|(label, doc)| compare(&files[0].1, doc, &files[0].0, label, &config)).collect();
     findings(&mut out, files, &analyses, &comparisons);
@@ -481,6 +481,7 @@ fn detail_table(out: &mut String, files: &[(String, ResultsFile)], workload: Wor
     let device = points().any(|(_, p)| p.runs.iter().any(|r| r.device_io.is_some()));
     let sched = points().any(|(_, p)| p.runs.iter().any(|r| !r.sched.is_empty()));
     let nodes = points().any(|(_, p)| p.runs.iter().any(|r| r.nodes.is_some()));
+    let per_cpu = points().any(|(_, p)| p.summary.as_ref().is_some_and(|s| s.ops_per_cpu_s.is_some()));
     let heading = match (fair, device) {
         (true, true) => "Fairness, CPU and device I/O",
         (true, false) => "Fairness and CPU",
@@ -505,6 +506,9 @@ fn detail_table(out: &mut String, files: &[(String, ResultsFile)], workload: Wor
     }
     if nodes {
         out.push_str("<th>per node (MPI), median run</th>");
+    }
+    if per_cpu {
+        out.push_str("<th>ops per worker CPU-second (median of runs)</th>");
     }
     out.push_str("<th>CPU</th>");
     if device {
@@ -558,6 +562,11 @@ fn detail_table(out: &mut String, files: &[(String, ResultsFile)], workload: Wor
         if nodes {
             let text = super::ranks::median_run(p).and_then(|r| super::ranks::nodes_of(p, r));
             let _ = write!(out, "<td>{}</td>", esc(text.as_deref().unwrap_or("-")));
+        }
+        if per_cpu {
+            let median = p.summary.as_ref().and_then(|s| s.ops_per_cpu_s.as_ref()).map(|s| s.median);
+            let _ =
+                write!(out, "<td class=\"num\">{}</td>", median.map_or("-".into(), crate::report::format::format_rate));
         }
         let _ = write!(out, "<td>{bar}</td>");
         if device {

@@ -99,6 +99,12 @@ pub fn render_results_with(doc: &ResultsFile, explain_all: bool) -> String {
             "p50 ... max: latency of single ops in every run's window (log-linear histogram, within 6.25%).\n",
         );
     }
+    if by_workload.values().any(|points| has_per_cpu(points)) {
+        out.push_str(
+            "ops/cpu-s = ops per second of the workers' own CPU time (user + system), median of the runs: \
+             it moves far less than ops/s when other work shares the machine (compare --per-cpu).\n",
+        );
+    }
     if by_workload.values().any(|points| has_sched(points)) {
         out.push_str(
             "runq = share of each worker's window spent runnable but waiting for a CPU (not scheduled); asleep = neither \
@@ -186,6 +192,7 @@ fn runs_line(settings: &Settings) -> String {
 fn workload_table(points: &[&Point], settings: &Settings) -> Table {
     let latency = points.iter().any(|p| p.summary.as_ref().is_some_and(|s| s.latency.is_some()));
     let data = points.iter().any(|p| p.runs.iter().any(|r| r.bytes.is_some()));
+    let per_cpu = has_per_cpu(points);
     let mut columns = vec![
         ("workers", Align::Right),
         ("mode", Align::Left),
@@ -195,6 +202,9 @@ fn workload_table(points: &[&Point], settings: &Settings) -> Table {
         ("ops/s/worker", Align::Right),
         ("efficiency", Align::Right),
     ];
+    if per_cpu {
+        columns.push(("ops/cpu-s", Align::Right));
+    }
     if data {
         columns.push(("MB/s", Align::Right));
     }
@@ -233,6 +243,9 @@ fn workload_table(points: &[&Point], settings: &Settings) -> Table {
             format_rate(summary.ops_per_s_per_worker_median),
             efficiency,
         ];
+        if per_cpu {
+            cells.push(summary.ops_per_cpu_s.as_ref().map_or("-".into(), |s| format_rate(s.median)));
+        }
         if data {
             cells.push(megabytes_per_s(point));
         }
@@ -246,6 +259,12 @@ fn workload_table(points: &[&Point], settings: &Settings) -> Table {
         table.row(cells);
     }
     table
+}
+
+/// Whether any fixed-time point has ops per worker CPU-second (fixed work
+/// shows its user and system seconds instead).
+fn has_per_cpu(points: &[&Point]) -> bool {
+    points.iter().any(|p| !p.workload.is_fixed_work() && p.summary.as_ref().is_some_and(|s| s.ops_per_cpu_s.is_some()))
 }
 
 /// Where the workers' windows went besides their CPU: runnable but not

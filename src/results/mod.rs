@@ -232,6 +232,10 @@ pub struct Point {
 pub struct PointSummary {
     pub ops_per_s: Summary,
     pub ops_per_s_per_worker_median: f64,
+    /// Over the runs' ops per worker CPU-second, when every run has one
+    /// (fixed-time loops and fixed work; not drivers, whose figure is theirs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ops_per_cpu_s: Option<Summary>,
     /// Latency over every run's ops (histograms merged), with `--latency` and for `replay`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency: Option<Percentiles>,
@@ -241,6 +245,20 @@ pub struct PointSummary {
     /// Runs (indices) during which other work took a noticeable share of the machine (see [`BUSY_SHARE`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub busy_runs: Vec<usize>,
+}
+
+/// What a point's diagnostics say against a verdict: drift with run order, two modes.
+fn diagnosed_problems(diagnostics: Option<&Diagnostics>) -> Vec<String> {
+    let mut problems = Vec::new();
+    if let Some(d) = diagnostics {
+        if let (true, Some(drift)) = (d.is_drifting(), d.drift) {
+            problems.push(format!("drifts with run order (Spearman ρ = {:+.2}, p = {:.3})", drift.rho, drift.p_value));
+        }
+        if d.is_bimodal() {
+            problems.push(format!("two modes (bimodality {:.2})", d.bimodality.unwrap_or(0.0)));
+        }
+    }
+    problems
 }
 
 /// A run is "busy" when other work took more than this share of all CPU
@@ -337,20 +355,27 @@ impl Point {
     /// machine in more than a fifth of them.
     pub fn noise_problem(&self) -> Option<String> {
         let summary = self.summary.as_ref()?;
-        let mut problems = Vec::new();
-        if let Some(d) = summary.diagnostics.as_ref() {
-            if let (true, Some(drift)) = (d.is_drifting(), d.drift) {
-                problems
-                    .push(format!("drifts with run order (Spearman ρ = {:+.2}, p = {:.3})", drift.rho, drift.p_value));
-            }
-            if d.is_bimodal() {
-                problems.push(format!("two modes (bimodality {:.2})", d.bimodality.unwrap_or(0.0)));
-            }
-        }
+        let mut problems = diagnosed_problems(summary.diagnostics.as_ref());
         // One disturbed run in five moves a mean little; more than that is the machine's figure.
         if summary.busy_runs.len() * 5 > self.runs.len() {
             problems.push(format!("machine busy in {} of {} runs", summary.busy_runs.len(), self.runs.len()));
         }
+        (!problems.is_empty()).then(|| problems.join(", "))
+    }
+
+    /// Every run's ops per worker CPU-second, when every run has one.
+    pub fn ops_per_cpu_s(&self) -> Option<Vec<f64>> {
+        if self.metric.is_some() {
+            return None;
+        }
+        self.runs.iter().map(RunRecord::ops_per_cpu_s).collect()
+    }
+
+    /// [`Point::noise_problem`] of the ops per worker CPU-second: drift or
+    /// two modes in them; other work's load does not count, since it takes
+    /// CPUs, not the workers' CPU time.
+    pub fn cpu_noise_problem(&self) -> Option<String> {
+        let problems = diagnosed_problems(diagnose(&self.ops_per_cpu_s()?).as_ref());
         (!problems.is_empty()).then(|| problems.join(", "))
     }
 
@@ -372,6 +397,7 @@ impl Point {
             (Ok(ops_per_s), Ok(per_worker)) => Some(PointSummary {
                 ops_per_s,
                 ops_per_s_per_worker_median: per_worker.median,
+                ops_per_cpu_s: self.ops_per_cpu_s().and_then(|v| Summary::of(&v).ok()),
                 latency: self.merged_latency().map(|h| h.percentiles()),
                 diagnostics: diagnose(&rates),
                 busy_runs: self.busy_runs(),

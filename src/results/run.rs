@@ -139,6 +139,14 @@ pub struct WorkerSched {
 }
 
 impl RunRecord {
+    /// Ops per second of the workers' own CPU time (user and system, their
+    /// children's included) in the window: on a shared machine it moves far
+    /// less with other load than ops/s does. `None` without CPU time.
+    pub fn ops_per_cpu_s(&self) -> Option<f64> {
+        let cpu = self.worker_cpu.user_s + self.worker_cpu.sys_s;
+        (cpu > 0.0).then(|| self.ops as f64 / cpu)
+    }
+
     /// Each worker's shares of its own window spent runnable but waiting
     /// for a CPU, and neither on one nor waiting (asleep: blocked on a lock,
     /// on I/O, on a child).

@@ -72,3 +72,47 @@ fn a_busy_machine_is_named() {
     assert!(stderr(&out).contains("fsscale: warning: other work took "), "{}", stderr(&out));
     assert_eq!(doc.points[0].noise_problem().as_deref(), Some("machine busy in 3 of 3 runs"));
 }
+
+#[test]
+fn ops_per_cpu_second_hold_where_a_hog_halves_ops_per_second() {
+    let args = ["stat", "-j", "1", "-n", "4", "--duration", "0.2", "--share", "private"];
+    let quiet = TestEnv::new();
+    let out = quiet.run_on_cpus("0", &args);
+    assert_success(&out);
+    assert!(stdout(&out).contains("ops/cpu-s"), "the column: {}", stdout(&out));
+    assert!(stdout(&out).contains("ops/cpu-s = ops per second of the workers' own CPU time"), "{}", stdout(&out));
+    let busy = TestEnv::new();
+    let mut hog = Command::new("taskset")
+        .args(["-c", "0", "sh", "-c", "while :; do :; done"])
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("taskset");
+    let out = busy.run_on_cpus("0", &args);
+    let _ = hog.kill();
+    let _ = hog.wait();
+    assert_success(&out);
+    let (q, b) = (quiet.results(), busy.results());
+    let (qs, bs) = (q.points[0].summary.as_ref().unwrap(), b.points[0].summary.as_ref().unwrap());
+    // Every run's figure is its ops over the workers' CPU seconds.
+    for run in q.points[0].runs.iter().chain(&b.points[0].runs) {
+        let cpu = run.worker_cpu.user_s + run.worker_cpu.sys_s;
+        assert!((run.ops_per_cpu_s().unwrap() * cpu - run.ops as f64).abs() < 1.0);
+    }
+    let (q_cpu, b_cpu) = (qs.ops_per_cpu_s.as_ref().unwrap().median, bs.ops_per_cpu_s.as_ref().unwrap().median);
+    // The hog takes about half the CPU: ops/s fall by about half, ops per CPU-second do not.
+    assert!(
+        bs.ops_per_s.median < 0.75 * qs.ops_per_s.median,
+        "ops/s {} busy vs {} quiet",
+        bs.ops_per_s.median,
+        qs.ops_per_s.median
+    );
+    assert!((b_cpu / q_cpu - 1.0).abs() < 0.25, "ops/cpu-s {b_cpu} busy vs {q_cpu} quiet");
+    // compare on ops/s calls it too noisy (the machine was busy); on ops per CPU-second it judges.
+    let out = fsscale().arg("compare").arg(&quiet.output).arg(&busy.output).output().unwrap();
+    assert!(stdout(&out).contains("too noisy"), "{}", stdout(&out));
+    let out = fsscale().arg("compare").arg("--per-cpu").arg(&quiet.output).arg(&busy.output).output().unwrap();
+    assert_success(&out);
+    let text = stdout(&out);
+    assert!(text.contains("base ops/cpu-s"), "the figure is named: {text}");
+    assert!(!text.contains("too noisy") && !text.contains("machine busy"), "{text}");
+}
