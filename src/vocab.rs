@@ -99,6 +99,9 @@ pub enum Workload {
     Append,
     Fsync,
     DupClose,
+    Lseek,
+    FcntlLock,
+    Flock,
     Untar,
     Traverse,
     Replay,
@@ -113,7 +116,7 @@ pub enum Workload {
 }
 
 impl Workload {
-    pub const ALL: [Workload; 24] = [
+    pub const ALL: [Workload; 27] = [
         Workload::Stat,
         Workload::StatDeep,
         Workload::OpenClose,
@@ -127,6 +130,9 @@ impl Workload {
         Workload::Append,
         Workload::Fsync,
         Workload::DupClose,
+        Workload::Lseek,
+        Workload::FcntlLock,
+        Workload::Flock,
         Workload::Untar,
         Workload::Traverse,
         Workload::Replay,
@@ -167,6 +173,9 @@ impl Workload {
             Workload::Append => "append",
             Workload::Fsync => "fsync",
             Workload::DupClose => "dup-close",
+            Workload::Lseek => "lseek",
+            Workload::FcntlLock => "fcntl-lock",
+            Workload::Flock => "flock",
             Workload::Untar => "untar",
             Workload::Traverse => "traverse",
             Workload::Replay => "replay",

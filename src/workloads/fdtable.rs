@@ -2,14 +2,14 @@
 //! table; threads share one, which is what `--mode thread` exposes.
 
 use std::ffi::{CStr, CString};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, RawFd};
 
 use anyhow::Result;
 
-use super::{close_quietly, create_file, Description, Op, Share, SysError, WorkerEnv};
+use super::{close_quietly, Description, Op, Share, SysError, WorkerEnv};
 use crate::sys;
 
-const FILE: &str = "f";
+use super::fileops::FILE;
 
 pub(super) fn describe() -> Description {
     Description {
@@ -19,18 +19,6 @@ pub(super) fn describe() -> Description {
         shared: Ok("worker i dups its own open file description of shared/f"),
         same: Ok("every worker dups one open file description of shared/f (one struct file refcount)"),
     }
-}
-
-pub(super) fn prepare_shared(share: Share, dir: RawFd) -> Result<Option<OwnedFd>> {
-    let name = sys::cname(FILE);
-    let fail = |call: &str, e| anyhow::anyhow!("{call}(\"{FILE}\") failed: {}", sys::errno_text(e));
-    create_file(dir, &name, 0).map_err(|(call, e)| fail(call, e))?;
-    if share != Share::Same {
-        return Ok(None);
-    }
-    let fd = sys::openat(dir, &name, libc::O_RDONLY, 0).map_err(|e| fail("openat", e))?;
-    // SAFETY: fresh fd, owned by the returned value.
-    Ok(Some(unsafe { OwnedFd::from_raw_fd(fd) }))
 }
 
 pub(super) struct DupClose {

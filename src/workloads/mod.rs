@@ -13,6 +13,7 @@
 mod command;
 mod data;
 mod fdtable;
+mod fileops;
 mod mdtest;
 mod metadata;
 mod readdir;
@@ -57,6 +58,7 @@ impl Workload {
             Workload::Readdir => readdir::describe(),
             Workload::Read | Workload::Write | Workload::Append | Workload::Fsync => data::describe(self),
             Workload::DupClose => fdtable::describe(),
+            Workload::Lseek | Workload::FcntlLock | Workload::Flock => fileops::describe(self),
             Workload::Untar => untar::describe(),
             Workload::Traverse => traverse::describe(),
             Workload::Replay => replay_description(),
@@ -119,6 +121,9 @@ impl Workload {
             Workload::Fsync => vec![("pwrite64", 1.0), ("fsync", 1.0)],
             Workload::Append => vec![("write", 1.0), ("ftruncate", 1.0 / f64::from(data::APPENDS_PER_TRUNCATE))],
             Workload::DupClose => vec![("dup", 1.0), ("close", 1.0)],
+            Workload::Lseek => vec![("lseek", 1.0)],
+            Workload::FcntlLock => vec![("fcntl", 2.0)],
+            Workload::Flock => vec![("flock", 2.0)],
             // Replay's calls vary by kind (see `OpKind::exact_syscall`); jobs are not op loops.
             Workload::Replay
             | Workload::Untar
@@ -319,7 +324,9 @@ pub fn prepare_point(
         Workload::Read | Workload::Write | Workload::Append | Workload::Fsync => {
             data::prepare_shared(workload, share, workers, dir).with_context(what)?
         }
-        Workload::DupClose => state.shared_file = fdtable::prepare_shared(share, dir).with_context(what)?,
+        Workload::DupClose | Workload::Lseek | Workload::FcntlLock | Workload::Flock => {
+            state.shared_file = prepare_shared_file(share, dir).with_context(what)?
+        }
         Workload::Traverse => {
             if let Some(source) = tree.filter(|t| t.walk_tree.is_none()) {
                 traverse::extract_tree(dir, &source.tarball, &|| false).with_context(what)?;
@@ -362,6 +369,9 @@ pub fn with_op<R>(env: &WorkerEnv<'_>, drive: impl OpDriver<R>) -> Result<R> {
         Workload::Append => drive.drive(data::Append::setup(env)?),
         Workload::Fsync => drive.drive(data::Write::setup(env, true)?),
         Workload::DupClose => drive.drive(fdtable::DupClose::setup(env)?),
+        Workload::Lseek => drive.drive(fileops::Lseek::setup(env)?),
+        Workload::FcntlLock => drive.drive(fileops::FcntlLock::setup(env)?),
+        Workload::Flock => drive.drive(fileops::Flock::setup(env)?),
         _ => bail!("{} is not a single-op loop (internal error)", env.workload),
     })
 }
@@ -388,6 +398,21 @@ fn create_file(dir: RawFd, name: &CStr, len: u64) -> Result<(), (&'static str, E
         offset += written as u64;
     }
     Ok(())
+}
+
+/// The one file `f` in the shared directory, and (`same`) an open file
+/// description of it for every worker to use: made before they start, so
+/// threads share it and forked processes inherit it.
+fn prepare_shared_file(share: Share, dir: RawFd) -> Result<Option<OwnedFd>> {
+    let name = sys::cname(fileops::FILE);
+    let fail = |call: &str, e| anyhow::anyhow!("{call}(\"{}\") failed: {}", fileops::FILE, sys::errno_text(e));
+    create_file(dir, &name, 0).map_err(|(call, e)| fail(call, e))?;
+    if share != Share::Same {
+        return Ok(None);
+    }
+    let fd = sys::openat(dir, &name, libc::O_RDWR, 0).map_err(|e| fail("openat", e))?;
+    // SAFETY: fresh fd, owned by the returned value.
+    Ok(Some(unsafe { OwnedFd::from_raw_fd(fd) }))
 }
 
 /// Closes an fd the op owns; used by ops' `Drop`.
@@ -425,8 +450,10 @@ mod tests {
         let refused: Vec<&str> =
             Workload::ALL.into_iter().filter(|w| w.check_share(Share::Same).is_err()).map(|w| w.name()).collect();
         let mdtest: Vec<&str> = Workload::MDTEST.iter().chain(&Workload::MDTEST_DIRS).map(|w| w.name()).collect();
-        let expected: Vec<&str> =
-            ["creat-unlink", "mkdir-rmdir", "rename", "append", "untar", "replay"].into_iter().chain(mdtest).collect();
+        let expected: Vec<&str> = ["creat-unlink", "mkdir-rmdir", "rename", "append", "fcntl-lock", "untar", "replay"]
+            .into_iter()
+            .chain(mdtest)
+            .collect();
         assert_eq!(refused, expected);
         assert_eq!(Workload::Command.supported_shares(), [Share::Private, Share::Same]);
         assert_eq!(Workload::Replay.supported_shares(), [Share::Private]);

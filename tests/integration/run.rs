@@ -21,8 +21,8 @@ fn list_describes_every_workload() {
             .unwrap_or_else(|| panic!("{} missing from list:\n{text}", workload.name()));
         assert!(line.contains(&format!("one op = {}", workload.describe().op)), "{line}");
     }
-    // Six op workloads, and each of mdtest's seven phases (items of their own).
-    assert_eq!(text.matches("same:    refused").count(), 6 + Workload::MDTEST.len() + Workload::MDTEST_DIRS.len());
+    // Seven op workloads, and each of mdtest's seven phases (items of their own).
+    assert_eq!(text.matches("same:    refused").count(), 7 + Workload::MDTEST.len() + Workload::MDTEST_DIRS.len());
     assert_eq!(text.matches("shared:  refused").count(), 3, "untar, replay, command");
 }
 
@@ -118,7 +118,7 @@ fn every_workload_that_allows_same_runs_at_same() {
         .filter(|w| w.is_builtin() && w.check_share(Share::Same).is_ok())
         .map(|w| w.name())
         .collect();
-    assert_eq!(same.len(), 10);
+    assert_eq!(same.len(), 12);
     let mut args = same.clone();
     args.extend(["--mode", "process,thread", "--share", "same", "-j", "1,3"]);
     let out = env.run(&args);

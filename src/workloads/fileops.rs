@@ -1,0 +1,177 @@
+//! Operations on an open file that move no data (will-it-scale's lseek1/2
+//! and lock1/2): `lseek` (the file position), `fcntl-lock` (POSIX record
+//! locks), `flock` (whole-file locks).
+//!
+//! Private: worker i's own file `w<i>/f`. Shared: one file `shared/f`, each
+//! worker its own open file description. Same: every worker on one open
+//! file description the coordinator opened before the workers started
+//! (threads share it; forked processes inherit it).
+
+use std::ffi::{CStr, CString};
+use std::os::fd::{AsRawFd, RawFd};
+
+use anyhow::Result;
+
+use super::{close_quietly, Description, Op, Share, SysError, WorkerEnv, Workload};
+use crate::sys;
+
+pub(super) const FILE: &str = "f";
+
+pub(super) fn describe(workload: Workload) -> Description {
+    let private = "worker i on its own file w<i>/f";
+    match workload {
+        Workload::Lseek => Description {
+            family: "file",
+            op: "lseek(fd, 0, SEEK_SET) of an open file",
+            private,
+            shared: Ok("one file shared/f, each worker its own open file description"),
+            same: Ok("every worker seeks one open file description of shared/f (its f_pos lock)"),
+        },
+        Workload::FcntlLock => Description {
+            family: "file",
+            op: "fcntl(F_SETLK) of a write lock on one byte, then fcntl(F_SETLK, F_UNLCK) of it",
+            private,
+            shared: Ok(
+                "one file shared/f; worker i locks byte i (no overlap: the inode's lock list is what is shared)",
+            ),
+            same: Err("every worker would lock the same byte: all but one would fail, or wait with F_SETLKW"),
+        },
+        _ => Description {
+            family: "file",
+            op: "flock(LOCK_EX) of an open file, then flock(LOCK_UN); at --share shared LOCK_SH, so no worker waits",
+            private,
+            shared: Ok("one file shared/f, each worker its own open file description taking a shared lock"),
+            same: Ok(
+                "every worker locks one open file description of shared/f (the lock is the description's: none waits)",
+            ),
+        },
+    }
+}
+
+/// The worker's open file: its own, or (`same`) the coordinator's description.
+struct OpenFile {
+    name: CString,
+    fd: RawFd,
+    owned: bool,
+}
+
+impl OpenFile {
+    fn open(env: &WorkerEnv<'_>) -> Result<OpenFile> {
+        let name = sys::cname(FILE);
+        if let (Share::Same, Some(file)) = (env.share, &env.point.shared_file) {
+            return Ok(OpenFile { name, fd: file.as_raw_fd(), owned: false });
+        }
+        if env.share == Share::Private {
+            env.create_file(&name, 0)?;
+        }
+        let fd = env.open(&name, libc::O_RDWR)?;
+        Ok(OpenFile { name, fd, owned: true })
+    }
+}
+
+impl Drop for OpenFile {
+    fn drop(&mut self) {
+        if self.owned {
+            close_quietly(self.fd);
+        }
+    }
+}
+
+/// `lseek`.
+pub(super) struct Lseek {
+    file: OpenFile,
+}
+
+impl Lseek {
+    pub(super) fn setup(env: &WorkerEnv<'_>) -> Result<Lseek> {
+        Ok(Lseek { file: OpenFile::open(env)? })
+    }
+}
+
+impl Op for Lseek {
+    #[inline(always)]
+    fn once(&mut self) -> Result<(), SysError> {
+        // SAFETY: lseek on an open descriptor has no memory effects.
+        match unsafe { libc::lseek(self.file.fd, 0, libc::SEEK_SET) } {
+            0 => Ok(()),
+            _ => Err(SysError { call: "lseek", errno: sys::last_errno(), arg: 0 }),
+        }
+    }
+
+    fn arg_name(&self, _: u8) -> &CStr {
+        &self.file.name
+    }
+}
+
+/// `fcntl-lock`: a write lock on the worker's byte, then its release.
+pub(super) struct FcntlLock {
+    file: OpenFile,
+    lock: libc::flock,
+    unlock: libc::flock,
+}
+
+impl FcntlLock {
+    pub(super) fn setup(env: &WorkerEnv<'_>) -> Result<FcntlLock> {
+        let byte = if env.share == Share::Shared { env.index as libc::off_t } else { 0 };
+        // SAFETY: flock is plain data.
+        let mut lock: libc::flock = unsafe { std::mem::zeroed() };
+        lock.l_type = libc::F_WRLCK as libc::c_short;
+        lock.l_whence = libc::SEEK_SET as libc::c_short;
+        lock.l_start = byte;
+        lock.l_len = 1;
+        let mut unlock = lock;
+        unlock.l_type = libc::F_UNLCK as libc::c_short;
+        Ok(FcntlLock { file: OpenFile::open(env)?, lock, unlock })
+    }
+}
+
+impl Op for FcntlLock {
+    #[inline(always)]
+    fn once(&mut self) -> Result<(), SysError> {
+        // SAFETY: F_SETLK with a valid flock struct.
+        if unsafe { libc::fcntl(self.file.fd, libc::F_SETLK, &self.lock) } != 0 {
+            return Err(SysError { call: "fcntl(F_SETLK, F_WRLCK)", errno: sys::last_errno(), arg: 0 });
+        }
+        // SAFETY: as above.
+        if unsafe { libc::fcntl(self.file.fd, libc::F_SETLK, &self.unlock) } != 0 {
+            return Err(SysError { call: "fcntl(F_SETLK, F_UNLCK)", errno: sys::last_errno(), arg: 0 });
+        }
+        Ok(())
+    }
+
+    fn arg_name(&self, _: u8) -> &CStr {
+        &self.file.name
+    }
+}
+
+/// `flock`: the whole-file lock taken and released.
+pub(super) struct Flock {
+    file: OpenFile,
+    mode: libc::c_int,
+}
+
+impl Flock {
+    pub(super) fn setup(env: &WorkerEnv<'_>) -> Result<Flock> {
+        let mode = if env.share == Share::Shared { libc::LOCK_SH } else { libc::LOCK_EX };
+        Ok(Flock { file: OpenFile::open(env)?, mode })
+    }
+}
+
+impl Op for Flock {
+    #[inline(always)]
+    fn once(&mut self) -> Result<(), SysError> {
+        // SAFETY: flock on an open descriptor has no memory effects.
+        if unsafe { libc::flock(self.file.fd, self.mode) } != 0 {
+            return Err(SysError { call: "flock", errno: sys::last_errno(), arg: 0 });
+        }
+        // SAFETY: as above.
+        if unsafe { libc::flock(self.file.fd, libc::LOCK_UN) } != 0 {
+            return Err(SysError { call: "flock(LOCK_UN)", errno: sys::last_errno(), arg: 0 });
+        }
+        Ok(())
+    }
+
+    fn arg_name(&self, _: u8) -> &CStr {
+        &self.file.name
+    }
+}
