@@ -96,6 +96,8 @@ pub enum Workload {
     Readdir,
     Read,
     Write,
+    ReadSeq,
+    WriteSeq,
     Append,
     Fsync,
     DupClose,
@@ -116,7 +118,7 @@ pub enum Workload {
 }
 
 impl Workload {
-    pub const ALL: [Workload; 27] = [
+    pub const ALL: [Workload; 29] = [
         Workload::Stat,
         Workload::StatDeep,
         Workload::OpenClose,
@@ -127,6 +129,8 @@ impl Workload {
         Workload::Readdir,
         Workload::Read,
         Workload::Write,
+        Workload::ReadSeq,
+        Workload::WriteSeq,
         Workload::Append,
         Workload::Fsync,
         Workload::DupClose,
@@ -170,6 +174,8 @@ impl Workload {
             Workload::Readdir => "readdir",
             Workload::Read => "read",
             Workload::Write => "write",
+            Workload::ReadSeq => "read-seq",
+            Workload::WriteSeq => "write-seq",
             Workload::Append => "append",
             Workload::Fsync => "fsync",
             Workload::DupClose => "dup-close",

@@ -1,10 +1,13 @@
-//! Data workloads on 4 KiB blocks: `read`, `write`, `append`, `fsync`.
+//! Data workloads on 4 KiB blocks: `read`, `write`, `append`, `fsync` at a
+//! fixed offset, and `read-seq`, `write-seq` through the file position.
 //!
-//! At `--share shared` all workers use one file, worker i at offset i × 4 KiB;
-//! at `--share same` they all hit offset 0, the same page of one file.
+//! At `--share shared` all workers use one file, worker i at offset i × 4 KiB
+//! (the sequential ones: each its own open file description, so its own
+//! position); at `--share same` they all hit offset 0, the same page of one
+//! file (the sequential ones: one open file description, one position).
 
 use std::ffi::{CStr, CString};
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, RawFd};
 
 use anyhow::Result;
 
@@ -14,10 +17,14 @@ use crate::sys::{self, Errno};
 /// The size of one read or write.
 pub const DATA_BLOCK: usize = 4096;
 
-/// `append` truncates its file after this many appends (1 MiB of 4 KiB blocks).
+/// `append` truncates its file after this many appends (1 MiB of 4 KiB blocks);
+/// `read-seq` and `write-seq` go back to the start after as many.
 pub(super) const APPENDS_PER_TRUNCATE: u32 = (1024 * 1024 / DATA_BLOCK) as u32;
 
-const FILE: &str = "f";
+/// The file `read-seq` and `write-seq` go through: 1 MiB.
+pub(super) const SEQ_FILE_LEN: u64 = APPENDS_PER_TRUNCATE as u64 * DATA_BLOCK as u64;
+
+use super::FILE;
 
 pub(super) fn describe(workload: Workload) -> Description {
     let shared = Ok("one file shared/f; worker i at offset i*4KiB");
@@ -36,6 +43,20 @@ pub(super) fn describe(workload: Workload) -> Description {
             private: "worker i writes its own file w<i>/f",
             shared,
             same,
+        },
+        Workload::ReadSeq => Description {
+            family: "data",
+            op: "read() of 4 KiB through the file position of a cached file; every 256th op of a worker also lseek()s to 0 (the file holds 1 MiB per worker that shares its position, so no read meets its end)",
+            private: "worker i reads its own file w<i>/f",
+            shared: Ok("one file shared/f, each worker its own open file description (own position)"),
+            same: Ok("every worker reads through one open file description of shared/f (one position, its f_pos lock)"),
+        },
+        Workload::WriteSeq => Description {
+            family: "data",
+            op: "write() of 4 KiB through the file position over a 1 MiB file; every 256th op of a worker also lseek()s to 0",
+            private: "worker i writes its own file w<i>/f",
+            shared: Ok("one file shared/f, each worker its own open file description (own position)"),
+            same: Ok("every worker writes through one open file description of shared/f (one position, its f_pos lock)"),
         },
         Workload::Fsync => Description {
             family: "data",
@@ -57,6 +78,7 @@ pub(super) fn describe(workload: Workload) -> Description {
 pub(super) fn prepare_shared(workload: Workload, share: Share, workers: usize, dir: RawFd) -> Result<()> {
     let len = match (workload, share) {
         (Workload::Append, _) => 0,
+        (Workload::ReadSeq | Workload::WriteSeq, _) => SEQ_FILE_LEN,
         (_, Share::Shared) => (workers * DATA_BLOCK) as u64,
         _ => DATA_BLOCK as u64,
     };
@@ -198,5 +220,70 @@ impl Op for Append {
 impl Drop for Append {
     fn drop(&mut self) {
         close_quietly(self.fd);
+    }
+}
+
+/// `read-seq` and `write-seq`: 4 KiB at a time through the file position.
+pub(super) struct Sequential {
+    name: CString,
+    fd: RawFd,
+    /// Whether `fd` is the worker's own (closed on drop) or the coordinator's.
+    owns_fd: bool,
+    buf: Box<[u8]>,
+    write: bool,
+    /// Blocks moved since the last rewind.
+    moved: u32,
+}
+
+impl Sequential {
+    pub(super) fn setup(env: &WorkerEnv<'_>, write: bool) -> Result<Sequential> {
+        let buf = vec![0x6bu8; DATA_BLOCK].into_boxed_slice();
+        if let (Share::Same, Some(file)) = (env.share, &env.point.shared_file) {
+            let name = sys::cname(FILE);
+            return Ok(Sequential { name, fd: file.as_raw_fd(), owns_fd: false, buf, write, moved: 0 });
+        }
+        let flags = if write { libc::O_WRONLY } else { libc::O_RDONLY };
+        let (name, fd) = open_data_file(env, flags, SEQ_FILE_LEN)?;
+        Ok(Sequential { name, fd, owns_fd: true, buf, write, moved: 0 })
+    }
+
+    #[inline(always)]
+    fn rewind(&self) -> Result<(), SysError> {
+        // SAFETY: lseek on an open descriptor has no memory effects.
+        match unsafe { libc::lseek(self.fd, 0, libc::SEEK_SET) } {
+            0 => Ok(()),
+            _ => Err(SysError { call: "lseek", errno: sys::last_errno(), arg: 0 }),
+        }
+    }
+}
+
+impl Op for Sequential {
+    #[inline(always)]
+    fn once(&mut self) -> Result<(), SysError> {
+        if self.write {
+            full("write", sys::write(self.fd, &self.buf))?;
+        } else {
+            full("read", sys::read(self.fd, &mut self.buf))?;
+        }
+        // Every worker goes back after its own 256 blocks, so a position
+        // that N workers share moves at most N MiB between rewinds.
+        self.moved += 1;
+        if self.moved == APPENDS_PER_TRUNCATE {
+            self.moved = 0;
+            self.rewind()?;
+        }
+        Ok(())
+    }
+
+    fn arg_name(&self, _: u8) -> &CStr {
+        &self.name
+    }
+}
+
+impl Drop for Sequential {
+    fn drop(&mut self) {
+        if self.owns_fd {
+            close_quietly(self.fd);
+        }
     }
 }

@@ -9,7 +9,7 @@ use anyhow::Result;
 use super::{close_quietly, Description, Op, Share, SysError, WorkerEnv};
 use crate::sys;
 
-use super::fileops::FILE;
+use super::FILE;
 
 pub(super) fn describe() -> Description {
     Description {

@@ -12,10 +12,8 @@ use std::os::fd::{AsRawFd, RawFd};
 
 use anyhow::Result;
 
-use super::{close_quietly, Description, Op, Share, SysError, WorkerEnv, Workload};
+use super::{close_quietly, Description, Op, Share, SysError, WorkerEnv, Workload, FILE};
 use crate::sys;
-
-pub(super) const FILE: &str = "f";
 
 pub(super) fn describe(workload: Workload) -> Description {
     let private = "worker i on its own file w<i>/f";

@@ -56,7 +56,12 @@ impl Workload {
                 metadata::describe_namespace(self)
             }
             Workload::Readdir => readdir::describe(),
-            Workload::Read | Workload::Write | Workload::Append | Workload::Fsync => data::describe(self),
+            Workload::Read
+            | Workload::Write
+            | Workload::ReadSeq
+            | Workload::WriteSeq
+            | Workload::Append
+            | Workload::Fsync => data::describe(self),
             Workload::DupClose => fdtable::describe(),
             Workload::Lseek | Workload::FcntlLock | Workload::Flock => fileops::describe(self),
             Workload::Untar => untar::describe(),
@@ -119,6 +124,8 @@ impl Workload {
             Workload::Read => vec![("pread64", 1.0)],
             Workload::Write => vec![("pwrite64", 1.0)],
             Workload::Fsync => vec![("pwrite64", 1.0), ("fsync", 1.0)],
+            Workload::ReadSeq => vec![("read", 1.0), ("lseek", 1.0 / f64::from(data::APPENDS_PER_TRUNCATE))],
+            Workload::WriteSeq => vec![("write", 1.0), ("lseek", 1.0 / f64::from(data::APPENDS_PER_TRUNCATE))],
             Workload::Append => vec![("write", 1.0), ("ftruncate", 1.0 / f64::from(data::APPENDS_PER_TRUNCATE))],
             Workload::DupClose => vec![("dup", 1.0), ("close", 1.0)],
             Workload::Lseek => vec![("lseek", 1.0)],
@@ -324,8 +331,13 @@ pub fn prepare_point(
         Workload::Read | Workload::Write | Workload::Append | Workload::Fsync => {
             data::prepare_shared(workload, share, workers, dir).with_context(what)?
         }
+        Workload::ReadSeq | Workload::WriteSeq => {
+            // One position for all at `same`: room for every worker's 256 blocks.
+            let len = data::SEQ_FILE_LEN * if share == Share::Same { workers as u64 } else { 1 };
+            state.shared_file = prepare_shared_file(share, dir, len).with_context(what)?
+        }
         Workload::DupClose | Workload::Lseek | Workload::FcntlLock | Workload::Flock => {
-            state.shared_file = prepare_shared_file(share, dir).with_context(what)?
+            state.shared_file = prepare_shared_file(share, dir, 0).with_context(what)?
         }
         Workload::Traverse => {
             if let Some(source) = tree.filter(|t| t.walk_tree.is_none()) {
@@ -368,6 +380,8 @@ pub fn with_op<R>(env: &WorkerEnv<'_>, drive: impl OpDriver<R>) -> Result<R> {
         Workload::Write => drive.drive(data::Write::setup(env, false)?),
         Workload::Append => drive.drive(data::Append::setup(env)?),
         Workload::Fsync => drive.drive(data::Write::setup(env, true)?),
+        Workload::ReadSeq => drive.drive(data::Sequential::setup(env, false)?),
+        Workload::WriteSeq => drive.drive(data::Sequential::setup(env, true)?),
         Workload::DupClose => drive.drive(fdtable::DupClose::setup(env)?),
         Workload::Lseek => drive.drive(fileops::Lseek::setup(env)?),
         Workload::FcntlLock => drive.drive(fileops::FcntlLock::setup(env)?),
@@ -400,13 +414,16 @@ fn create_file(dir: RawFd, name: &CStr, len: u64) -> Result<(), (&'static str, E
     Ok(())
 }
 
-/// The one file `f` in the shared directory, and (`same`) an open file
+/// The data file's name: `w<i>/f` of a worker's own, `shared/f` of the shared one.
+const FILE: &str = "f";
+
+/// The one file `f` (`len` bytes) in the shared directory, and (`same`) an open file
 /// description of it for every worker to use: made before they start, so
 /// threads share it and forked processes inherit it.
-fn prepare_shared_file(share: Share, dir: RawFd) -> Result<Option<OwnedFd>> {
-    let name = sys::cname(fileops::FILE);
-    let fail = |call: &str, e| anyhow::anyhow!("{call}(\"{}\") failed: {}", fileops::FILE, sys::errno_text(e));
-    create_file(dir, &name, 0).map_err(|(call, e)| fail(call, e))?;
+fn prepare_shared_file(share: Share, dir: RawFd, len: u64) -> Result<Option<OwnedFd>> {
+    let name = sys::cname(FILE);
+    let fail = |call: &str, e| anyhow::anyhow!("{call}(\"{FILE}\") failed: {}", sys::errno_text(e));
+    create_file(dir, &name, len).map_err(|(call, e)| fail(call, e))?;
     if share != Share::Same {
         return Ok(None);
     }
