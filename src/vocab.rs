@@ -104,6 +104,8 @@ pub enum Workload {
     Lseek,
     FcntlLock,
     Flock,
+    Fallocate,
+    Truncate,
     Untar,
     Traverse,
     Replay,
@@ -118,7 +120,7 @@ pub enum Workload {
 }
 
 impl Workload {
-    pub const ALL: [Workload; 29] = [
+    pub const ALL: [Workload; 31] = [
         Workload::Stat,
         Workload::StatDeep,
         Workload::OpenClose,
@@ -137,6 +139,8 @@ impl Workload {
         Workload::Lseek,
         Workload::FcntlLock,
         Workload::Flock,
+        Workload::Fallocate,
+        Workload::Truncate,
         Workload::Untar,
         Workload::Traverse,
         Workload::Replay,
@@ -182,6 +186,8 @@ impl Workload {
             Workload::Lseek => "lseek",
             Workload::FcntlLock => "fcntl-lock",
             Workload::Flock => "flock",
+            Workload::Fallocate => "fallocate",
+            Workload::Truncate => "truncate",
             Workload::Untar => "untar",
             Workload::Traverse => "traverse",
             Workload::Replay => "replay",

@@ -1,6 +1,11 @@
-//! Operations on an open file that move no data (will-it-scale's lseek1/2
-//! and lock1/2): `lseek` (the file position), `fcntl-lock` (POSIX record
-//! locks), `flock` (whole-file locks).
+//! Operations on an open file that move no data (will-it-scale's lseek1/2,
+//! lock1/2, fallocate1/2; fxmark DWTL): `lseek` (the file position),
+//! `fcntl-lock` (POSIX record locks), `flock` (whole-file locks),
+//! `fallocate` (blocks allocated and freed), `truncate` (the size).
+//!
+//! `fallocate` and `truncate` work on a 1 MiB range: worker i's own file,
+//! or (shared) its own range of one file, or for `truncate` the one size
+//! every worker moves.
 //!
 //! Private: worker i's own file `w<i>/f`. Shared: one file `shared/f`, each
 //! worker its own open file description. Same: every worker on one open
@@ -33,6 +38,20 @@ pub(super) fn describe(workload: Workload) -> Description {
                 "one file shared/f; worker i locks byte i (no overlap: the inode's lock list is what is shared)",
             ),
             same: Err("every worker would lock the same byte: all but one would fail, or wait with F_SETLKW"),
+        },
+        Workload::Fallocate => Description {
+            family: "file",
+            op: "fallocate() of 1 MiB, then fallocate(PUNCH_HOLE|KEEP_SIZE) of it: its pages or blocks allocated and freed",
+            private,
+            shared: Ok("one file shared/f; worker i allocates and frees its own 1 MiB range at i MiB"),
+            same: Err("every worker would allocate and free one range under the others"),
+        },
+        Workload::Truncate => Description {
+            family: "file",
+            op: "ftruncate() of an empty file to 1 MiB, then back to 0 (sparse: the size moves, no data)",
+            private,
+            shared: Ok("one file shared/f, every worker growing and shrinking it (one inode's size and lock)"),
+            same: Err("shared already moves the one file's size"),
         },
         _ => Description {
             family: "file",
@@ -167,6 +186,67 @@ impl Op for Flock {
             return Err(SysError { call: "flock(LOCK_UN)", errno: sys::last_errno(), arg: 0 });
         }
         Ok(())
+    }
+
+    fn arg_name(&self, _: u8) -> &CStr {
+        &self.file.name
+    }
+}
+
+/// The range `fallocate` and `truncate` move.
+pub(super) const RANGE: libc::off_t = 1 << 20;
+
+/// `fallocate`: a worker's range allocated, then its blocks punched out.
+pub(super) struct Fallocate {
+    file: OpenFile,
+    offset: libc::off_t,
+}
+
+impl Fallocate {
+    pub(super) fn setup(env: &WorkerEnv<'_>) -> Result<Fallocate> {
+        super::refuse_same(env)?;
+        let offset = if env.share == Share::Shared { env.index as libc::off_t * RANGE } else { 0 };
+        Ok(Fallocate { file: OpenFile::open(env)?, offset })
+    }
+}
+
+impl Op for Fallocate {
+    #[inline(always)]
+    fn once(&mut self) -> Result<(), SysError> {
+        // SAFETY: fallocate on an open descriptor has no memory effects.
+        if unsafe { libc::fallocate(self.file.fd, 0, self.offset, RANGE) } != 0 {
+            return Err(SysError { call: "fallocate", errno: sys::last_errno(), arg: 0 });
+        }
+        let punch = libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE;
+        // SAFETY: as above.
+        if unsafe { libc::fallocate(self.file.fd, punch, self.offset, RANGE) } != 0 {
+            return Err(SysError { call: "fallocate(PUNCH_HOLE)", errno: sys::last_errno(), arg: 0 });
+        }
+        Ok(())
+    }
+
+    fn arg_name(&self, _: u8) -> &CStr {
+        &self.file.name
+    }
+}
+
+/// `truncate`: the file's size up by 1 MiB and back.
+pub(super) struct Truncate {
+    file: OpenFile,
+}
+
+impl Truncate {
+    pub(super) fn setup(env: &WorkerEnv<'_>) -> Result<Truncate> {
+        super::refuse_same(env)?;
+        Ok(Truncate { file: OpenFile::open(env)? })
+    }
+}
+
+impl Op for Truncate {
+    #[inline(always)]
+    fn once(&mut self) -> Result<(), SysError> {
+        sys::ftruncate(self.file.fd, RANGE).map_err(SysError::new("ftruncate", 0))?;
+        sys::ftruncate(self.file.fd, 0).map_err(SysError::new("ftruncate", 0))
     }
 
     fn arg_name(&self, _: u8) -> &CStr {

@@ -63,7 +63,9 @@ impl Workload {
             | Workload::Append
             | Workload::Fsync => data::describe(self),
             Workload::DupClose => fdtable::describe(),
-            Workload::Lseek | Workload::FcntlLock | Workload::Flock => fileops::describe(self),
+            Workload::Lseek | Workload::FcntlLock | Workload::Flock | Workload::Fallocate | Workload::Truncate => {
+                fileops::describe(self)
+            }
             Workload::Untar => untar::describe(),
             Workload::Traverse => traverse::describe(),
             Workload::Replay => replay_description(),
@@ -131,6 +133,8 @@ impl Workload {
             Workload::Lseek => vec![("lseek", 1.0)],
             Workload::FcntlLock => vec![("fcntl", 2.0)],
             Workload::Flock => vec![("flock", 2.0)],
+            Workload::Fallocate => vec![("fallocate", 2.0)],
+            Workload::Truncate => vec![("ftruncate", 2.0)],
             // Replay's calls vary by kind (see `OpKind::exact_syscall`); jobs are not op loops.
             Workload::Replay
             | Workload::Untar
@@ -336,9 +340,12 @@ pub fn prepare_point(
             let len = data::SEQ_FILE_LEN * if share == Share::Same { workers as u64 } else { 1 };
             state.shared_file = prepare_shared_file(share, dir, len).with_context(what)?
         }
-        Workload::DupClose | Workload::Lseek | Workload::FcntlLock | Workload::Flock => {
-            state.shared_file = prepare_shared_file(share, dir, 0).with_context(what)?
-        }
+        Workload::DupClose
+        | Workload::Lseek
+        | Workload::FcntlLock
+        | Workload::Flock
+        | Workload::Fallocate
+        | Workload::Truncate => state.shared_file = prepare_shared_file(share, dir, 0).with_context(what)?,
         Workload::Traverse => {
             if let Some(source) = tree.filter(|t| t.walk_tree.is_none()) {
                 traverse::extract_tree(dir, &source.tarball, &|| false).with_context(what)?;
@@ -386,6 +393,8 @@ pub fn with_op<R>(env: &WorkerEnv<'_>, drive: impl OpDriver<R>) -> Result<R> {
         Workload::Lseek => drive.drive(fileops::Lseek::setup(env)?),
         Workload::FcntlLock => drive.drive(fileops::FcntlLock::setup(env)?),
         Workload::Flock => drive.drive(fileops::Flock::setup(env)?),
+        Workload::Fallocate => drive.drive(fileops::Fallocate::setup(env)?),
+        Workload::Truncate => drive.drive(fileops::Truncate::setup(env)?),
         _ => bail!("{} is not a single-op loop (internal error)", env.workload),
     })
 }
@@ -467,10 +476,20 @@ mod tests {
         let refused: Vec<&str> =
             Workload::ALL.into_iter().filter(|w| w.check_share(Share::Same).is_err()).map(|w| w.name()).collect();
         let mdtest: Vec<&str> = Workload::MDTEST.iter().chain(&Workload::MDTEST_DIRS).map(|w| w.name()).collect();
-        let expected: Vec<&str> = ["creat-unlink", "mkdir-rmdir", "rename", "append", "fcntl-lock", "untar", "replay"]
-            .into_iter()
-            .chain(mdtest)
-            .collect();
+        let expected: Vec<&str> = [
+            "creat-unlink",
+            "mkdir-rmdir",
+            "rename",
+            "append",
+            "fcntl-lock",
+            "fallocate",
+            "truncate",
+            "untar",
+            "replay",
+        ]
+        .into_iter()
+        .chain(mdtest)
+        .collect();
         assert_eq!(refused, expected);
         assert_eq!(Workload::Command.supported_shares(), [Share::Private, Share::Same]);
         assert_eq!(Workload::Replay.supported_shares(), [Share::Private]);
