@@ -106,6 +106,8 @@ pub enum Workload {
     Flock,
     Fallocate,
     Truncate,
+    FaultShared,
+    FaultPrivate,
     Untar,
     Traverse,
     Replay,
@@ -120,7 +122,7 @@ pub enum Workload {
 }
 
 impl Workload {
-    pub const ALL: [Workload; 31] = [
+    pub const ALL: [Workload; 33] = [
         Workload::Stat,
         Workload::StatDeep,
         Workload::OpenClose,
@@ -141,6 +143,8 @@ impl Workload {
         Workload::Flock,
         Workload::Fallocate,
         Workload::Truncate,
+        Workload::FaultShared,
+        Workload::FaultPrivate,
         Workload::Untar,
         Workload::Traverse,
         Workload::Replay,
@@ -188,6 +192,8 @@ impl Workload {
             Workload::Flock => "flock",
             Workload::Fallocate => "fallocate",
             Workload::Truncate => "truncate",
+            Workload::FaultShared => "fault-shared",
+            Workload::FaultPrivate => "fault-private",
             Workload::Untar => "untar",
             Workload::Traverse => "traverse",
             Workload::Replay => "replay",

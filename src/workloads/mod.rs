@@ -14,6 +14,7 @@ mod command;
 mod data;
 mod fdtable;
 mod fileops;
+mod mapping;
 mod mdtest;
 mod metadata;
 mod readdir;
@@ -66,6 +67,7 @@ impl Workload {
             Workload::Lseek | Workload::FcntlLock | Workload::Flock | Workload::Fallocate | Workload::Truncate => {
                 fileops::describe(self)
             }
+            Workload::FaultShared | Workload::FaultPrivate => mapping::describe(self),
             Workload::Untar => untar::describe(),
             Workload::Traverse => traverse::describe(),
             Workload::Replay => replay_description(),
@@ -135,6 +137,11 @@ impl Workload {
             Workload::Flock => vec![("flock", 2.0)],
             Workload::Fallocate => vec![("fallocate", 2.0)],
             Workload::Truncate => vec![("ftruncate", 2.0)],
+            // A fault is no system call; the mapping is renewed once per mapping::PAGES faults.
+            Workload::FaultShared | Workload::FaultPrivate => {
+                let renew = 1.0 / mapping::PAGES as f64;
+                vec![("munmap", renew), ("mmap", renew)]
+            }
             // Replay's calls vary by kind (see `OpKind::exact_syscall`); jobs are not op loops.
             Workload::Replay
             | Workload::Untar
@@ -335,6 +342,11 @@ pub fn prepare_point(
         Workload::Read | Workload::Write | Workload::Append | Workload::Fsync => {
             data::prepare_shared(workload, share, workers, dir).with_context(what)?
         }
+        Workload::FaultShared | Workload::FaultPrivate => {
+            create_file(dir, &sys::cname(FILE), mapping::shared_len(share, workers))
+                .map_err(|(call, e)| anyhow::anyhow!("{call}(\"{FILE}\") failed: {}", sys::errno_text(e)))
+                .with_context(what)?
+        }
         Workload::ReadSeq | Workload::WriteSeq => {
             // One position for all at `same`: room for every worker's 256 blocks.
             let len = data::SEQ_FILE_LEN * if share == Share::Same { workers as u64 } else { 1 };
@@ -395,6 +407,8 @@ pub fn with_op<R>(env: &WorkerEnv<'_>, drive: impl OpDriver<R>) -> Result<R> {
         Workload::Flock => drive.drive(fileops::Flock::setup(env)?),
         Workload::Fallocate => drive.drive(fileops::Fallocate::setup(env)?),
         Workload::Truncate => drive.drive(fileops::Truncate::setup(env)?),
+        Workload::FaultShared => drive.drive(mapping::Fault::setup(env, true)?),
+        Workload::FaultPrivate => drive.drive(mapping::Fault::setup(env, false)?),
         _ => bail!("{} is not a single-op loop (internal error)", env.workload),
     })
 }
