@@ -92,6 +92,7 @@ pub enum Workload {
     CreatUnlink,
     MkdirRmdir,
     Rename,
+    RenameDirs,
     LinkUnlink,
     Readdir,
     Read,
@@ -122,13 +123,14 @@ pub enum Workload {
 }
 
 impl Workload {
-    pub const ALL: [Workload; 33] = [
+    pub const ALL: [Workload; 34] = [
         Workload::Stat,
         Workload::StatDeep,
         Workload::OpenClose,
         Workload::CreatUnlink,
         Workload::MkdirRmdir,
         Workload::Rename,
+        Workload::RenameDirs,
         Workload::LinkUnlink,
         Workload::Readdir,
         Workload::Read,
@@ -178,6 +180,7 @@ impl Workload {
             Workload::CreatUnlink => "creat-unlink",
             Workload::MkdirRmdir => "mkdir-rmdir",
             Workload::Rename => "rename",
+            Workload::RenameDirs => "rename-dirs",
             Workload::LinkUnlink => "link-unlink",
             Workload::Readdir => "readdir",
             Workload::Read => "read",

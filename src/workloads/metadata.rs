@@ -1,5 +1,6 @@
 //! Metadata workloads: lookups (`stat`, `stat-deep`, `open-close`) and
-//! namespace changes (`creat-unlink`, `mkdir-rmdir`, `rename`, `link-unlink`).
+//! namespace changes (`creat-unlink`, `mkdir-rmdir`, `rename`,
+//! `rename-dirs`, `link-unlink`).
 
 use std::ffi::{CStr, CString};
 use std::os::fd::RawFd;
@@ -61,6 +62,13 @@ pub(super) fn describe_namespace(workload: Workload) -> Description {
             shared: Ok("one directory; worker i renames shared/a<i> <-> shared/b<i>"),
             same: Err("every worker would rename one file from under the others"),
         },
+        Workload::RenameDirs => Description {
+            family: "metadata",
+            op: "renameat() of a file from directory a to directory b, the next op back (one rename across directories per op)",
+            private: "worker i renames w<i>/a/f <-> w<i>/b/f",
+            shared: Ok("two directories; worker i renames shared/a/f<i> <-> shared/b/f<i> (fxmark MWRM)"),
+            same: Err("every worker would rename one file from under the others"),
+        },
         _ => Description {
             family: "metadata",
             op: "linkat() of an existing file to a new name, then unlinkat() of that name",
@@ -78,9 +86,22 @@ pub(super) fn prepare_shared(workload: Workload, share: Share, dir: RawFd) -> Re
     if workload == Workload::StatDeep {
         make_deep_chain(dir).map_err(|(path, e)| setup("mkdirat", &path, e))?;
     }
+    if workload == Workload::RenameDirs {
+        make_rename_dirs(dir).map_err(|(path, e)| setup("mkdirat", path, e))?;
+    }
     if share == Share::Same {
         let name = leaf_path(workload == Workload::StatDeep, "f");
         create_file(dir, &sys::cname(&name), 0).map_err(|(call, e)| setup(call, &name, e))?;
+    }
+    Ok(())
+}
+
+/// The two directories `rename-dirs` moves its file between.
+const RENAME_DIRS: [&str; 2] = ["a", "b"];
+
+fn make_rename_dirs(dir: RawFd) -> Result<(), (&'static str, Errno)> {
+    for name in RENAME_DIRS {
+        sys::mkdirat(dir, &sys::cname(name), 0o700).map_err(|e| (name, e))?;
     }
     Ok(())
 }
@@ -237,6 +258,41 @@ impl Rename {
 }
 
 impl Op for Rename {
+    #[inline(always)]
+    fn once(&mut self) -> Result<(), SysError> {
+        let (from, to) = if self.at_a { (0, 1) } else { (1, 0) };
+        sys::renameat(self.dir, &self.names[from], &self.names[to]).map_err(SysError::new("renameat", from as u8))?;
+        self.at_a = !self.at_a;
+        Ok(())
+    }
+
+    fn arg_name(&self, arg: u8) -> &CStr {
+        &self.names[arg as usize & 1]
+    }
+}
+
+/// `rename-dirs`: `a/<name>` and `b/<name>`, renamed into each other.
+pub(super) struct RenameDirs {
+    dir: RawFd,
+    names: [CString; 2],
+    at_a: bool,
+}
+
+impl RenameDirs {
+    pub(super) fn setup(env: &WorkerEnv<'_>) -> Result<RenameDirs> {
+        refuse_same(env)?;
+        if env.share == Share::Private {
+            make_rename_dirs(env.dir).map_err(|(name, e)| env.setup_error("mkdirat", &sys::cname(name), e))?;
+        }
+        let own = env.own_name("f");
+        let own = own.to_string_lossy();
+        let names = RENAME_DIRS.map(|d| sys::cname(&format!("{d}/{own}")));
+        env.create_file(&names[0], 0)?;
+        Ok(RenameDirs { dir: env.dir, names, at_a: true })
+    }
+}
+
+impl Op for RenameDirs {
     #[inline(always)]
     fn once(&mut self) -> Result<(), SysError> {
         let (from, to) = if self.at_a { (0, 1) } else { (1, 0) };

@@ -53,9 +53,11 @@ impl Workload {
     pub fn describe(self) -> Description {
         match self {
             Workload::Stat | Workload::StatDeep | Workload::OpenClose => metadata::describe_lookup(self),
-            Workload::CreatUnlink | Workload::MkdirRmdir | Workload::Rename | Workload::LinkUnlink => {
-                metadata::describe_namespace(self)
-            }
+            Workload::CreatUnlink
+            | Workload::MkdirRmdir
+            | Workload::Rename
+            | Workload::RenameDirs
+            | Workload::LinkUnlink => metadata::describe_namespace(self),
             Workload::Readdir => readdir::describe(),
             Workload::Read
             | Workload::Write
@@ -121,7 +123,7 @@ impl Workload {
             Workload::OpenClose => vec![("openat", 1.0), ("close", 1.0)],
             Workload::CreatUnlink => vec![("openat", 1.0), ("close", 1.0), ("unlinkat", 1.0)],
             Workload::MkdirRmdir => vec![("mkdirat", 1.0), ("unlinkat", 1.0)],
-            Workload::Rename => vec![("renameat", 1.0)],
+            Workload::Rename | Workload::RenameDirs => vec![("renameat", 1.0)],
             Workload::LinkUnlink => vec![("linkat", 1.0), ("unlinkat", 1.0)],
             // One listing fits the buffer: a getdents64 that fills it, one that returns 0.
             Workload::Readdir => vec![("openat", 1.0), ("getdents64", 2.0), ("close", 1.0)],
@@ -335,7 +337,7 @@ pub fn prepare_point(
     let dir = dir.as_raw_fd();
     let what = || format!("{workload} setup in \"{SHARED_DIR}\"");
     match workload {
-        Workload::Stat | Workload::StatDeep | Workload::OpenClose | Workload::LinkUnlink => {
+        Workload::Stat | Workload::StatDeep | Workload::OpenClose | Workload::LinkUnlink | Workload::RenameDirs => {
             metadata::prepare_shared(workload, share, dir).with_context(what)?
         }
         Workload::Readdir => readdir::prepare_shared(share, dir).with_context(what)?,
@@ -393,6 +395,7 @@ pub fn with_op<R>(env: &WorkerEnv<'_>, drive: impl OpDriver<R>) -> Result<R> {
         Workload::CreatUnlink => drive.drive(metadata::CreatUnlink::setup(env)?),
         Workload::MkdirRmdir => drive.drive(metadata::MkdirRmdir::setup(env)?),
         Workload::Rename => drive.drive(metadata::Rename::setup(env)?),
+        Workload::RenameDirs => drive.drive(metadata::RenameDirs::setup(env)?),
         Workload::LinkUnlink => drive.drive(metadata::LinkUnlink::setup(env)?),
         Workload::Readdir => drive.drive(readdir::Readdir::setup(env)?),
         Workload::Read => drive.drive(data::Read::setup(env)?),
@@ -494,6 +497,7 @@ mod tests {
             "creat-unlink",
             "mkdir-rmdir",
             "rename",
+            "rename-dirs",
             "append",
             "fcntl-lock",
             "fallocate",
