@@ -99,6 +99,8 @@ pub enum Workload {
     Write,
     ReadSeq,
     WriteSeq,
+    ReadDirect,
+    WriteDirect,
     Append,
     Fsync,
     DupClose,
@@ -123,7 +125,7 @@ pub enum Workload {
 }
 
 impl Workload {
-    pub const ALL: [Workload; 34] = [
+    pub const ALL: [Workload; 36] = [
         Workload::Stat,
         Workload::StatDeep,
         Workload::OpenClose,
@@ -137,6 +139,8 @@ impl Workload {
         Workload::Write,
         Workload::ReadSeq,
         Workload::WriteSeq,
+        Workload::ReadDirect,
+        Workload::WriteDirect,
         Workload::Append,
         Workload::Fsync,
         Workload::DupClose,
@@ -187,6 +191,8 @@ impl Workload {
             Workload::Write => "write",
             Workload::ReadSeq => "read-seq",
             Workload::WriteSeq => "write-seq",
+            Workload::ReadDirect => "read-direct",
+            Workload::WriteDirect => "write-direct",
             Workload::Append => "append",
             Workload::Fsync => "fsync",
             Workload::DupClose => "dup-close",

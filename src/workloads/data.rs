@@ -1,5 +1,6 @@
 //! Data workloads on 4 KiB blocks: `read`, `write`, `append`, `fsync` at a
-//! fixed offset, and `read-seq`, `write-seq` through the file position.
+//! fixed offset, `read-direct`, `write-direct` there with `O_DIRECT`, and
+//! `read-seq`, `write-seq` through the file position.
 //!
 //! At `--share shared` all workers use one file, worker i at offset i × 4 KiB
 //! (the sequential ones: each its own open file description, so its own
@@ -57,6 +58,20 @@ pub(super) fn describe(workload: Workload) -> Description {
             private: "worker i writes its own file w<i>/f",
             shared: Ok("one file shared/f, each worker its own open file description (own position)"),
             same: Ok("every worker writes through one open file description of shared/f (one position, its f_pos lock)"),
+        },
+        Workload::ReadDirect => Description {
+            family: "data",
+            op: "pread() of 4 KiB with O_DIRECT (from the device, past the page cache), always the same offset",
+            private: "worker i reads its own file w<i>/f",
+            shared,
+            same,
+        },
+        Workload::WriteDirect => Description {
+            family: "data",
+            op: "pwrite() of 4 KiB with O_DIRECT (to the device, past the page cache), always the same offset",
+            private: "worker i writes its own file w<i>/f",
+            shared,
+            same,
         },
         Workload::Fsync => Description {
             family: "data",
@@ -285,5 +300,61 @@ impl Drop for Sequential {
         if self.owns_fd {
             close_quietly(self.fd);
         }
+    }
+}
+
+/// A block aligned as `O_DIRECT` wants its buffers.
+#[repr(C, align(4096))]
+struct AlignedBlock([u8; DATA_BLOCK]);
+
+/// `read-direct` and `write-direct`.
+pub(super) struct Direct {
+    name: CString,
+    fd: RawFd,
+    offset: i64,
+    buf: Box<AlignedBlock>,
+    write: bool,
+}
+
+impl Direct {
+    pub(super) fn setup(env: &WorkerEnv<'_>, write: bool) -> Result<Direct> {
+        let name = sys::cname(FILE);
+        if env.share == Share::Private {
+            env.create_file(&name, DATA_BLOCK as u64)?;
+        }
+        let flags = libc::O_DIRECT | if write { libc::O_WRONLY } else { libc::O_RDONLY };
+        let fd = sys::openat(env.dir, &name, flags, 0).map_err(|errno| match errno {
+            libc::EINVAL => anyhow::anyhow!(
+                "{}: this filesystem does not support O_DIRECT (openat(\"{}/{FILE}\", O_DIRECT): {}); \
+                 measure it on one that does, e.g. --fs ext4",
+                env.workload,
+                env.dir_label,
+                sys::errno_text(errno)
+            ),
+            _ => env.setup_error("openat", &name, errno),
+        })?;
+        let buf = Box::new(AlignedBlock([0x5au8; DATA_BLOCK]));
+        Ok(Direct { name, fd, offset: offset_of(env), buf, write })
+    }
+}
+
+impl Op for Direct {
+    #[inline(always)]
+    fn once(&mut self) -> Result<(), SysError> {
+        if self.write {
+            full("pwrite", sys::pwrite(self.fd, &self.buf.0, self.offset))
+        } else {
+            full("pread", sys::pread(self.fd, &mut self.buf.0, self.offset))
+        }
+    }
+
+    fn arg_name(&self, _: u8) -> &CStr {
+        &self.name
+    }
+}
+
+impl Drop for Direct {
+    fn drop(&mut self) {
+        close_quietly(self.fd);
     }
 }

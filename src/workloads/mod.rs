@@ -63,6 +63,8 @@ impl Workload {
             | Workload::Write
             | Workload::ReadSeq
             | Workload::WriteSeq
+            | Workload::ReadDirect
+            | Workload::WriteDirect
             | Workload::Append
             | Workload::Fsync => data::describe(self),
             Workload::DupClose => fdtable::describe(),
@@ -127,8 +129,8 @@ impl Workload {
             Workload::LinkUnlink => vec![("linkat", 1.0), ("unlinkat", 1.0)],
             // One listing fits the buffer: a getdents64 that fills it, one that returns 0.
             Workload::Readdir => vec![("openat", 1.0), ("getdents64", 2.0), ("close", 1.0)],
-            Workload::Read => vec![("pread64", 1.0)],
-            Workload::Write => vec![("pwrite64", 1.0)],
+            Workload::Read | Workload::ReadDirect => vec![("pread64", 1.0)],
+            Workload::Write | Workload::WriteDirect => vec![("pwrite64", 1.0)],
             Workload::Fsync => vec![("pwrite64", 1.0), ("fsync", 1.0)],
             Workload::ReadSeq => vec![("read", 1.0), ("lseek", 1.0 / f64::from(data::APPENDS_PER_TRUNCATE))],
             Workload::WriteSeq => vec![("write", 1.0), ("lseek", 1.0 / f64::from(data::APPENDS_PER_TRUNCATE))],
@@ -341,9 +343,12 @@ pub fn prepare_point(
             metadata::prepare_shared(workload, share, dir).with_context(what)?
         }
         Workload::Readdir => readdir::prepare_shared(share, dir).with_context(what)?,
-        Workload::Read | Workload::Write | Workload::Append | Workload::Fsync => {
-            data::prepare_shared(workload, share, workers, dir).with_context(what)?
-        }
+        Workload::Read
+        | Workload::Write
+        | Workload::ReadDirect
+        | Workload::WriteDirect
+        | Workload::Append
+        | Workload::Fsync => data::prepare_shared(workload, share, workers, dir).with_context(what)?,
         Workload::FaultShared | Workload::FaultPrivate => {
             create_file(dir, &sys::cname(FILE), mapping::shared_len(share, workers))
                 .map_err(|(call, e)| anyhow::anyhow!("{call}(\"{FILE}\") failed: {}", sys::errno_text(e)))
@@ -403,6 +408,8 @@ pub fn with_op<R>(env: &WorkerEnv<'_>, drive: impl OpDriver<R>) -> Result<R> {
         Workload::Append => drive.drive(data::Append::setup(env)?),
         Workload::Fsync => drive.drive(data::Write::setup(env, true)?),
         Workload::ReadSeq => drive.drive(data::Sequential::setup(env, false)?),
+        Workload::ReadDirect => drive.drive(data::Direct::setup(env, false)?),
+        Workload::WriteDirect => drive.drive(data::Direct::setup(env, true)?),
         Workload::WriteSeq => drive.drive(data::Sequential::setup(env, true)?),
         Workload::DupClose => drive.drive(fdtable::DupClose::setup(env)?),
         Workload::Lseek => drive.drive(fileops::Lseek::setup(env)?),

@@ -422,3 +422,39 @@ fn a_failed_teardown_is_recorded_and_the_matrix_goes_on() {
     assert!(stdout(&out).contains("removed image "), "{}", stdout(&out));
     assert_eq!(entries(images.path()), Vec::<String>::new());
 }
+
+#[test]
+fn o_direct_runs_where_the_filesystem_has_it_and_is_refused_clearly_where_not() {
+    if skip_unless_root() {
+        return;
+    }
+    let env = TestEnv::new();
+    let spawn = |fs: &str| {
+        fsscale()
+            .args(["run", "read-direct", "write-direct", "-j", "1", "-n", "1", "--duration", "0.05"])
+            .args(["--warmup-runs", "0", "--share", "private", "--fs", fs, "--verify", "-o"])
+            .arg(&env.output)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    // ext4 reads and writes past the page cache, every call counted.
+    let child = spawn("ext4");
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    assert_success(&out);
+    assert!(!stderr(&out).contains("--verify: "), "{}", stderr(&out));
+    let doc = env.results();
+    assert_eq!(doc.points.len(), 2);
+    assert!(doc.points.iter().all(|p| p.runs[0].ops > 0));
+    assert_eq!(leftovers_of(pid), Vec::<String>::new());
+    // ramfs has no O_DIRECT: one line says so and what to use instead.
+    let child = spawn("ramfs");
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    assert_one_line_error(&out, "read-direct: this filesystem does not support O_DIRECT");
+    assert!(stderr(&out).contains("measure it on one that does, e.g. --fs ext4"), "{}", stderr(&out));
+    assert_eq!(leftovers_of(pid), Vec::<String>::new());
+    assert_eq!(env.leftovers(), Vec::<String>::new());
+}

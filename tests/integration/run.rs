@@ -118,7 +118,7 @@ fn every_workload_that_allows_same_runs_at_same() {
         .filter(|w| w.is_builtin() && w.check_share(Share::Same).is_ok())
         .map(|w| w.name())
         .collect();
-    assert_eq!(same.len(), 16);
+    assert_eq!(same.len(), 18);
     let mut args = same.clone();
     args.extend(["--mode", "process,thread", "--share", "same", "-j", "1,3"]);
     let out = env.run(&args);
