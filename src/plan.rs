@@ -59,6 +59,8 @@ pub struct RunConfig {
     pub latency: bool,
     /// The mdtest phases: `--items`, `--write-bytes`, `--stonewall`.
     pub mdtest: crate::workloads::MdtestOptions,
+    /// `stat` and `open-close`: the shape of their lookups.
+    pub lookup: crate::vocab::LookupShape,
     /// `--profile locks,cpu` and `--verify`.
     pub instruments: crate::instruments::InstrumentConfig,
     /// The filesystems to run on: `--dir` as it is, or made fresh.
@@ -164,6 +166,13 @@ impl RunConfig {
         }
         if self.trace.is_some() && !self.workloads.contains(&Workload::Replay) {
             bail!("--trace is for the replay workload; add `replay` to the workloads");
+        }
+        let shaped = [Workload::Stat, Workload::OpenClose];
+        if !self.lookup.is_default() && !self.workloads.iter().any(|w| shaped.contains(w)) {
+            bail!("--files, --depth, --path and --random shape the lookups of stat and open-close; add one of them to the workloads");
+        }
+        if self.lookup.files == 0 || self.lookup.depth == 0 {
+            bail!("--files and --depth count from 1 (1 file, 1 path component: the default)");
         }
         let m = &self.macro_options;
         TreeSpec { scale: m.scale, seed: m.seed }.validate()?;
@@ -425,6 +434,7 @@ mod tests {
             shares: vec![Share::Private],
             strict_shares: true,
             shares_given: true,
+            lookup: Default::default(),
             filesystems: FsOptions::existing_dir(),
             macro_options: MacroOptions {
                 scale: 0.01,

@@ -473,6 +473,49 @@ impl InstrumentConfig {
     }
 }
 
+/// The shape of the lookups `stat` and `open-close` make (fxmark MRPM,
+/// mdtest): how many distinct files each worker visits, how many path
+/// components lead to them, whether the path starts at `/`, and in what
+/// order the files are visited. The default is one hot, relative,
+/// one-component name.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LookupShape {
+    /// Distinct files per worker (`--share same`: for all).
+    pub files: usize,
+    /// Path components from the worker's directory to a file, the file included.
+    pub depth: usize,
+    /// The path is absolute, so every lookup walks from `/` across the
+    /// mount points above `--dir`.
+    pub absolute: bool,
+    /// Files visited in a random order (fixed per worker), not one after another.
+    pub random: bool,
+}
+
+impl Default for LookupShape {
+    fn default() -> LookupShape {
+        LookupShape { files: 1, depth: 1, absolute: false, random: false }
+    }
+}
+
+impl LookupShape {
+    pub fn is_default(&self) -> bool {
+        *self == LookupShape::default()
+    }
+
+    /// `1000 files, 4 deep, absolute, random`, for tables.
+    pub fn describe(&self) -> String {
+        let mut words = vec![format!("{} file{}", self.files, if self.files == 1 { "" } else { "s" })];
+        if self.depth > 1 {
+            words.push(format!("{} deep", self.depth));
+        }
+        words.push(if self.absolute { "absolute path".into() } else { "relative path".into() });
+        if self.files > 1 {
+            words.push(if self.random { "random order".into() } else { "in order".into() });
+        }
+        words.join(", ")
+    }
+}
+
 /// Input a user gave that fsscale cannot use: an option's value, a
 /// combination of options, a line of an input file. Every message names what
 /// was given and what to give instead. The kinds are apart because callers

@@ -35,6 +35,9 @@ pub struct RunArgs {
     pub mdtest: MdtestArgs,
 
     #[command(flatten)]
+    pub lookup: LookupArgs,
+
+    #[command(flatten)]
     pub command: CommandArgs,
 
     #[command(flatten)]
@@ -175,6 +178,27 @@ pub struct MdtestArgs {
     pub stonewall: Option<std::time::Duration>,
 }
 
+/// The shape of `stat`'s and `open-close`'s lookups (the core's `LookupShape`).
+#[derive(Args, Debug)]
+#[command(next_help_heading = "Lookup shape (stat, open-close)")]
+pub struct LookupArgs {
+    /// Distinct files each worker looks up, one after another (or at random with --random), as mdtest's -n files and fxmark's MRPM do; at --share same, files all workers visit.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub files: usize,
+
+    /// Path components from the worker's directory to a file, the file included: D-1 directories s1/.../s<D-1> above it.
+    #[arg(long, value_name = "D", default_value_t = 1)]
+    pub depth: usize,
+
+    /// relative: from the worker's directory (an *at call); absolute: from /, through every mount point above --dir, as mdtest's paths are.
+    #[arg(long, value_name = "KIND", default_value = "relative", value_parser = ["relative", "absolute"])]
+    pub path: String,
+
+    /// Visit the --files in a random order (fixed per worker) rather than one after another.
+    #[arg(long)]
+    pub random: bool,
+}
+
 /// The command workload (the core's `CommandSpec`): every option but --cmd needs --cmd.
 #[derive(Args, Debug)]
 #[command(next_help_heading = "Command workload")]
@@ -300,8 +324,18 @@ impl RunArgs {
     /// Under MPI (`mpi`) the default worker counts go up to the ranks, and
     /// only rank 0 makes the results file.
     pub fn into_config(self, argv: Vec<String>, mpi: Option<RankOf>) -> Result<RunConfig> {
-        let RunArgs { workloads: asked, sweep, timing, macros, mdtest, command, instruments, filesystems, output } =
-            self;
+        let RunArgs {
+            workloads: asked,
+            sweep,
+            timing,
+            macros,
+            mdtest,
+            lookup,
+            command,
+            instruments,
+            filesystems,
+            output,
+        } = self;
         let cores = sys::usable_cpus();
         let workers = match (&sweep.workers, mpi) {
             (Some(spec), _) => plan::parse_workers(spec, cores)?,
@@ -353,6 +387,12 @@ impl RunArgs {
                 items: mdtest.items,
                 write_bytes: mdtest.write_bytes,
                 stonewall: mdtest.stonewall,
+            },
+            lookup: fsscale::vocab::LookupShape {
+                files: lookup.files,
+                depth: lookup.depth,
+                absolute: lookup.path == "absolute",
+                random: lookup.random,
             },
             workers,
             pin: sweep.pin,

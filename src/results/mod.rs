@@ -135,6 +135,10 @@ pub struct Settings {
     /// With mdtest phases: `items` per worker, `write_bytes`, `stonewall_s`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mdtest: Option<MdtestSettings>,
+    /// `stat` and `open-close`: the shape of their lookups, when not one hot
+    /// relative name (`--files`, `--depth`, `--path`, `--random`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lookup: Option<crate::vocab::LookupShape>,
 }
 
 /// An existing tree `traverse` walked (`--tree`), counted before the runs.
@@ -540,6 +544,7 @@ pub(crate) mod fixtures {
                 fresh: None,
                 walked_tree: None,
                 mdtest: None,
+                lookup: None,
             },
             points,
             run_id: Some("fixture".into()),

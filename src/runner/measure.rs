@@ -33,6 +33,7 @@ pub(super) struct Inputs<'a> {
     pub latency: bool,
     /// The mdtest phases' items.
     pub mdtest: crate::workloads::MdtestOptions,
+    pub lookup: crate::vocab::LookupShape,
 }
 
 /// After a failure, how long workers get to leave before they are killed.
@@ -73,7 +74,8 @@ fn measure(
     inputs: Inputs<'_>,
     run: usize,
 ) -> Result<RunRecord> {
-    let point = workloads::prepare_point(spec.workload, spec.share, spec.workers, scratch.fd(), inputs.tree)?;
+    let point =
+        workloads::prepare_point(spec.workload, spec.share, spec.workers, scratch.fd(), inputs.tree, inputs.lookup)?;
     // At --share same the copies share one directory: its --setup and --cleanup run once, here.
     let shared_dir = scratch.path().join(SHARED_DIR);
     let values =
@@ -171,6 +173,7 @@ pub(super) fn run_workers(
         command: inputs.command,
         trace: inputs.trace,
         mdtest: inputs.mdtest,
+        lookup: inputs.lookup,
         latency: latency.as_ref(),
         point: place.point,
         cpus,

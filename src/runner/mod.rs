@@ -150,6 +150,7 @@ fn inputs<'a>(config: &'a RunConfig, sources: &'a Sources) -> measure::Inputs<'a
         trace: sources.trace.as_ref(),
         latency: config.latency,
         mdtest: config.mdtest,
+        lookup: config.lookup,
     }
 }
 
@@ -416,7 +417,13 @@ fn run_with(config: &RunConfig, root: Option<&ranks::Root<'_>>, progress: &mut d
 fn new_point(config: &RunConfig, fs_spec: &FsSpec, spec: &PointSpec) -> Point {
     Point {
         workload: spec.workload,
-        op: spec.workload.describe().op.to_string(),
+        op: match spec.workload {
+            // The op's words say the shape of its lookups when it is not the one hot name.
+            Workload::Stat | Workload::OpenClose if !config.lookup.is_default() => {
+                format!("{} ({})", spec.workload.describe().op, config.lookup.describe())
+            }
+            w => w.describe().op.to_string(),
+        },
         mode: spec.mode,
         share: spec.share,
         workers: spec.workers,
@@ -516,6 +523,7 @@ fn new_document(config: &RunConfig) -> ResultsFile {
             containment: None,
             fresh: config.filesystems.specs.iter().any(|s| s.kind != FsKind::Dir).then_some(config.filesystems.fresh),
             walked_tree: None,
+            lookup: (!config.lookup.is_default()).then_some(config.lookup),
             mdtest: config.workloads.iter().any(|w| w.is_mdtest()).then(|| MdtestSettings {
                 items: config.mdtest.items,
                 write_bytes: config.mdtest.write_bytes,

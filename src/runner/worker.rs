@@ -32,6 +32,7 @@ pub(super) struct WorkerPlan<'a> {
     pub trace: Option<&'a Trace>,
     /// The mdtest phases' items.
     pub mdtest: MdtestOptions,
+    pub lookup: crate::vocab::LookupShape,
     /// Latency histograms (`--latency`, and `replay`'s per-op ones).
     pub latency: Option<&'a LatencyRegion>,
     pub point: &'a PointState,
@@ -96,6 +97,7 @@ fn run_worker(plan: &WorkerPlan<'_>, slot: usize) -> Result<()> {
         tree: plan.tree,
         command: plan.command,
         mdtest: plan.mdtest,
+        lookup: plan.lookup,
     };
     let recorder = plan.latency.map(|l| l.recorder(slot));
     let outcome = match (plan.workload, plan.trace) {

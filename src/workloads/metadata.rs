@@ -7,6 +7,7 @@ use std::os::fd::RawFd;
 
 use anyhow::Result;
 
+use super::lookup::Lookups;
 use super::{create_file, refuse_same, Description, Op, Share, SysError, WorkerEnv, Workload};
 use crate::sys::{self, Errno};
 
@@ -129,63 +130,62 @@ fn leaf_path(deep: bool, leaf: &str) -> String {
 
 /// `stat` and `stat-deep`.
 pub(super) struct Stat {
-    dir: RawFd,
-    path: CString,
+    lookups: Lookups,
     buf: libc::stat,
 }
 
 impl Stat {
     pub(super) fn setup(env: &WorkerEnv<'_>, deep: bool) -> Result<Stat> {
+        // SAFETY: stat is plain data.
+        let buf = unsafe { std::mem::zeroed() };
+        if !deep {
+            return Ok(Stat { lookups: Lookups::setup(env)?, buf });
+        }
         let leaf = env.own_name("f").into_string().expect("ascii name");
-        if deep && env.share == Share::Private {
+        if env.share == Share::Private {
             make_deep_chain(env.dir).map_err(|(path, e)| env.setup_error("mkdirat", &sys::cname(&path), e))?;
         }
-        let path = sys::cname(&leaf_path(deep, &leaf));
+        let path = sys::cname(&leaf_path(true, &leaf));
         if env.makes_own_objects() {
             env.create_file(&path, 0)?;
         }
-        // SAFETY: stat is plain data.
-        let buf = unsafe { std::mem::zeroed() };
-        Ok(Stat { dir: env.dir, path, buf })
+        Ok(Stat { lookups: Lookups::single(env.dir, path), buf })
     }
 }
 
 impl Op for Stat {
     #[inline(always)]
     fn once(&mut self) -> Result<(), SysError> {
-        sys::fstatat(self.dir, &self.path, &mut self.buf, 0).map_err(SysError::new("fstatat", 0))
+        let dir = self.lookups.dir;
+        sys::fstatat(dir, self.lookups.next(), &mut self.buf, 0).map_err(SysError::new("fstatat", 0))
     }
 
     fn arg_name(&self, _: u8) -> &CStr {
-        &self.path
+        self.lookups.last()
     }
 }
 
 /// `open-close`.
 pub(super) struct OpenClose {
-    dir: RawFd,
-    name: CString,
+    lookups: Lookups,
 }
 
 impl OpenClose {
     pub(super) fn setup(env: &WorkerEnv<'_>) -> Result<OpenClose> {
-        let name = env.own_name("f");
-        if env.makes_own_objects() {
-            env.create_file(&name, 0)?;
-        }
-        Ok(OpenClose { dir: env.dir, name })
+        Ok(OpenClose { lookups: Lookups::setup(env)? })
     }
 }
 
 impl Op for OpenClose {
     #[inline(always)]
     fn once(&mut self) -> Result<(), SysError> {
-        let fd = sys::openat(self.dir, &self.name, libc::O_RDONLY, 0).map_err(SysError::new("openat", 0))?;
+        let dir = self.lookups.dir;
+        let fd = sys::openat(dir, self.lookups.next(), libc::O_RDONLY, 0).map_err(SysError::new("openat", 0))?;
         sys::close(fd).map_err(SysError::new("close", 0))
     }
 
     fn arg_name(&self, _: u8) -> &CStr {
-        &self.name
+        self.lookups.last()
     }
 }
 

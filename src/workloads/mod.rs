@@ -14,6 +14,7 @@ mod command;
 mod data;
 mod fdtable;
 mod fileops;
+mod lookup;
 mod mapping;
 mod mdtest;
 mod metadata;
@@ -218,6 +219,8 @@ pub struct WorkerEnv<'a> {
     pub command: Option<&'a CommandSpec>,
     /// The mdtest phases' items.
     pub mdtest: MdtestOptions,
+    /// `stat` and `open-close`: the shape of their lookups.
+    pub lookup: crate::vocab::LookupShape,
 }
 
 /// What a fixed-work job did.
@@ -324,6 +327,7 @@ pub fn prepare_point(
     workers: usize,
     scratch: RawFd,
     tree: Option<&TreeSource>,
+    lookup: crate::vocab::LookupShape,
 ) -> Result<PointState> {
     let mut state = PointState::default();
     if share == Share::Private {
@@ -339,6 +343,9 @@ pub fn prepare_point(
     let dir = dir.as_raw_fd();
     let what = || format!("{workload} setup in \"{SHARED_DIR}\"");
     match workload {
+        Workload::Stat | Workload::OpenClose if !lookup.is_default() => {
+            lookup::prepare_shared(share, dir, lookup).with_context(what)?
+        }
         Workload::Stat | Workload::StatDeep | Workload::OpenClose | Workload::LinkUnlink | Workload::RenameDirs => {
             metadata::prepare_shared(workload, share, dir).with_context(what)?
         }

@@ -277,3 +277,50 @@ fn results_record_the_command_line_and_target() {
     let timeline = &doc.points[0].runs[0].timeline;
     assert!(timeline.at_s.len() >= 4, "{timeline:?}");
 }
+
+#[test]
+fn lookup_shapes_visit_that_many_files_that_deep_by_absolute_paths() {
+    // strace shows the paths the kernel was given: absolute, 3 components
+    // below the worker's directory, 5 distinct files, visited in a random
+    // order that is not the files' order.
+    let env = TestEnv::new();
+    let trace = env.root.path().join("strace.out");
+    let out = std::process::Command::new("strace")
+        .args(["-f", "--seccomp-bpf", "-qq", "-e", "trace=newfstatat", "-e", "signal=none", "-o"])
+        .arg(&trace)
+        .arg(env!("CARGO_BIN_EXE_fsscale"))
+        .args(["run", "stat", "-j", "1", "--share", "private", "-n", "1", "--duration", "0.05", "--warmup", "0"])
+        .args(["--warmup-runs", "0", "--files", "5", "--depth", "3", "--path", "absolute", "--random", "--dir"])
+        .arg(&env.dir)
+        .arg("-o")
+        .arg(&env.output)
+        .output();
+    let Ok(out) = out else {
+        prerequisite(
+            false,
+            "lookup_shapes_visit_that_many_files_that_deep_by_absolute_paths",
+            "strace is not installed (.ci/run installs it)",
+        );
+        return;
+    };
+    assert_success(&out);
+    assert!(stdout(&out).contains("stat: fstatat() of a regular file (5 files, 3 deep, absolute path, random order)"));
+    let doc = env.results();
+    let shape = doc.settings.lookup.expect("the shape recorded");
+    assert_eq!((shape.files, shape.depth, shape.absolute, shape.random), (5, 3, true, true));
+    let calls = std::fs::read_to_string(&trace).unwrap();
+    let dir = env.dir.canonicalize().unwrap().display().to_string();
+    let visited: Vec<String> = calls
+        .lines()
+        .filter_map(|l| l.split_once("newfstatat(AT_FDCWD, \"")?.1.split_once('"').map(|(p, _)| p.to_string()))
+        .filter(|p| p.starts_with(&dir) && p.contains("/w0/s1/s2/f"))
+        .collect();
+    assert!(visited.len() >= 20, "{} lookups of the shaped files:\n{calls}", visited.len());
+    let distinct: std::collections::BTreeSet<&String> = visited.iter().collect();
+    assert_eq!(distinct.len(), 5, "{distinct:?}");
+    let first: Vec<&str> = visited.iter().take(5).map(|p| p.rsplit('/').next().unwrap()).collect();
+    assert_ne!(first, ["f0", "f1", "f2", "f3", "f4"], "a random order");
+    assert_eq!(env.leftovers(), Vec::<String>::new());
+    // A shape for workloads that have no lookups is refused.
+    assert_one_line_error(&env.run(&["creat-unlink", "--files", "10"]), "shape the lookups of stat and open-close");
+}

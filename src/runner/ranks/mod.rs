@@ -157,7 +157,14 @@ impl<'a> Root<'a> {
         let cluster = self.cluster;
         let ranks = cluster.ranks_for(spec.workers);
         // The coordinator's part of the point, made once for all ranks.
-        let point = workloads::prepare_point(spec.workload, spec.share, spec.workers, scratch.fd(), inputs.tree)?;
+        let point = workloads::prepare_point(
+            spec.workload,
+            spec.share,
+            spec.workers,
+            scratch.fd(),
+            inputs.tree,
+            inputs.lookup,
+        )?;
         let serial = self.orders.get();
         self.orders.set(serial.wrapping_add(1));
         let order = RunOrder {

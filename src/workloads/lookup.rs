@@ -1,0 +1,164 @@
+//! The files `stat` and `open-close` look up, in the shape `LookupShape`
+//! asks for: `files` distinct files below a chain of `depth - 1`
+//! directories (`s1/s2/...`), named relative to the worker's directory or
+//! by their absolute path, visited in order or in a fixed random order.
+//! Every path is built before the start; an op only takes the next one.
+//!
+//! Private: worker i makes its chain and files in `w<i>`. Shared: the
+//! coordinator makes the chain in `shared`, worker i its files `w<i>-f<k>`
+//! in it (mdtest's shared directory). Same: the coordinator makes the chain
+//! and the files `f<k>` every worker visits.
+
+use std::ffi::{CStr, CString};
+use std::os::fd::RawFd;
+
+use anyhow::Result;
+
+use super::{create_file, Share, WorkerEnv};
+use crate::sys::{self, Errno};
+use crate::vocab::LookupShape;
+
+/// The chain of directories above the files: `s1/.../s<depth-1>`, or "".
+fn chain(shape: LookupShape) -> String {
+    (1..shape.depth).map(|d| format!("s{d}")).collect::<Vec<_>>().join("/")
+}
+
+fn below(chain: &str, leaf: &str) -> String {
+    if chain.is_empty() {
+        leaf.to_string()
+    } else {
+        format!("{chain}/{leaf}")
+    }
+}
+
+/// Makes the chain below `dir`; on failure, the path that failed.
+fn make_chain(dir: RawFd, shape: LookupShape) -> Result<(), (String, Errno)> {
+    let mut path = String::new();
+    for d in 1..shape.depth {
+        path = below(&path, &format!("s{d}"));
+        sys::mkdirat(dir, &sys::cname(&path), 0o700).map_err(|e| (path.clone(), e))?;
+    }
+    Ok(())
+}
+
+/// The coordinator's part in the shared directory: the chain, and at
+/// `same` the files themselves. Nothing for the default shape, whose one
+/// file the caller makes as before.
+pub(super) fn prepare_shared(share: Share, dir: RawFd, shape: LookupShape) -> Result<()> {
+    let fail = |call: &str, path: &str, e: Errno| anyhow::anyhow!("{call}(\"{path}\") failed: {}", sys::errno_text(e));
+    make_chain(dir, shape).map_err(|(path, e)| fail("mkdirat", &path, e))?;
+    if share == Share::Same {
+        let chain = chain(shape);
+        for k in 0..shape.files {
+            let path = below(&chain, &format!("f{k}"));
+            create_file(dir, &sys::cname(&path), 0).map_err(|(call, e)| fail(call, &path, e))?;
+        }
+    }
+    Ok(())
+}
+
+/// The paths one worker looks up, and where it is in its order.
+pub(super) struct Lookups {
+    /// The directory relative paths start from (`AT_FDCWD` for absolute ones).
+    pub dir: RawFd,
+    paths: Vec<CString>,
+    /// Indices into `paths`, in visiting order.
+    order: Vec<u32>,
+    next: usize,
+}
+
+impl Lookups {
+    pub(super) fn setup(env: &WorkerEnv<'_>) -> Result<Lookups> {
+        let shape = env.lookup;
+        if shape.is_default() {
+            // One hot name, as fsscale always measured: `f`, or `f<i>` in the shared directory.
+            let name = env.own_name("f");
+            if env.makes_own_objects() {
+                env.create_file(&name, 0)?;
+            }
+            return Ok(Lookups { dir: env.dir, paths: vec![name], order: vec![0], next: 0 });
+        }
+        if env.share == Share::Private {
+            make_chain(env.dir, shape).map_err(|(path, e)| env.setup_error("mkdirat", &sys::cname(&path), e))?;
+        }
+        let chain = chain(shape);
+        let base = env.dir_path();
+        let mut paths = Vec::with_capacity(shape.files);
+        for k in 0..shape.files {
+            let leaf = match env.share {
+                Share::Shared => format!("w{}-f{k}", env.index),
+                Share::Private | Share::Same => format!("f{k}"),
+            };
+            let relative = below(&chain, &leaf);
+            if env.makes_own_objects() {
+                env.create_file(&sys::cname(&relative), 0)?;
+            }
+            paths.push(if shape.absolute { sys::cstring(&base.join(&relative))? } else { sys::cname(&relative) });
+        }
+        let mut order: Vec<u32> = (0..shape.files as u32).collect();
+        if shape.random {
+            shuffle(&mut order, env.index as u64);
+        }
+        let dir = if shape.absolute { libc::AT_FDCWD } else { env.dir };
+        Ok(Lookups { dir, paths, order, next: 0 })
+    }
+
+    /// One fixed path (`stat-deep`'s chain).
+    pub(super) fn single(dir: RawFd, path: CString) -> Lookups {
+        Lookups { dir, paths: vec![path], order: vec![0], next: 0 }
+    }
+
+    /// The next path to look up.
+    #[inline(always)]
+    pub(super) fn next(&mut self) -> &CStr {
+        let index = self.order[self.next] as usize;
+        self.next += 1;
+        if self.next == self.order.len() {
+            self.next = 0;
+        }
+        &self.paths[index]
+    }
+
+    /// The path the last `next` gave (for an error message).
+    pub(super) fn last(&self) -> &CStr {
+        let at = self.next.checked_sub(1).unwrap_or(self.order.len() - 1);
+        &self.paths[self.order[at] as usize]
+    }
+}
+
+/// Fisher–Yates with SplitMix64 seeded by the worker's index: a fixed
+/// random order per worker, the same in every run.
+fn shuffle(items: &mut [u32], seed: u64) {
+    let mut state = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut random = || {
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    };
+    for i in (1..items.len()).rev() {
+        let j = (random() % (i as u64 + 1)) as usize;
+        items.swap(i, j);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_chain_and_the_order() {
+        assert_eq!(chain(LookupShape::default()), "");
+        assert_eq!(chain(LookupShape { depth: 4, ..Default::default() }), "s1/s2/s3");
+        let mut order: Vec<u32> = (0..1000).collect();
+        shuffle(&mut order, 3);
+        let mut sorted = order.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..1000).collect::<Vec<u32>>(), "a permutation");
+        assert_ne!(order, sorted, "shuffled");
+        let mut again: Vec<u32> = (0..1000).collect();
+        shuffle(&mut again, 3);
+        assert_eq!(order, again, "the same for the same worker");
+    }
+}
