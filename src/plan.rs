@@ -35,6 +35,8 @@ pub struct MacroOptions {
     pub stat: bool,
     /// Fixed work: the cache states to measure each point in (`--cache warm,cold`).
     pub caches: Vec<Cache>,
+    /// `append-grow`: bytes each worker appends.
+    pub grow_bytes: u64,
 }
 
 /// Everything `fsscale run` needs, free of any command-line types.
@@ -445,6 +447,7 @@ mod tests {
                 tree: None,
                 stat: false,
                 caches,
+                grow_bytes: 16 << 20,
             },
             command: None,
             trace: None,

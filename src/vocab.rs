@@ -102,6 +102,7 @@ pub enum Workload {
     ReadDirect,
     WriteDirect,
     Append,
+    AppendGrow,
     Fsync,
     DupClose,
     Lseek,
@@ -125,7 +126,7 @@ pub enum Workload {
 }
 
 impl Workload {
-    pub const ALL: [Workload; 36] = [
+    pub const ALL: [Workload; 37] = [
         Workload::Stat,
         Workload::StatDeep,
         Workload::OpenClose,
@@ -142,6 +143,7 @@ impl Workload {
         Workload::ReadDirect,
         Workload::WriteDirect,
         Workload::Append,
+        Workload::AppendGrow,
         Workload::Fsync,
         Workload::DupClose,
         Workload::Lseek,
@@ -194,6 +196,7 @@ impl Workload {
             Workload::ReadDirect => "read-direct",
             Workload::WriteDirect => "write-direct",
             Workload::Append => "append",
+            Workload::AppendGrow => "append-grow",
             Workload::Fsync => "fsync",
             Workload::DupClose => "dup-close",
             Workload::Lseek => "lseek",
@@ -223,7 +226,8 @@ impl Workload {
 
     /// Fixed-time loops count ops in a window; fixed-work jobs are timed to completion.
     pub fn is_fixed_work(self) -> bool {
-        matches!(self, Workload::Untar | Workload::Traverse | Workload::Command) || self.is_mdtest()
+        matches!(self, Workload::Untar | Workload::Traverse | Workload::Command | Workload::AppendGrow)
+            || self.is_mdtest()
     }
 
     /// One of mdtest's phases (`mdtest-create`, ...).

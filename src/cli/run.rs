@@ -148,6 +148,10 @@ pub struct MacroArgs {
     #[arg(long, value_name = "DIR")]
     pub tree: Option<PathBuf>,
 
+    /// append-grow: bytes each worker appends (e.g. 16M, 1G).
+    #[arg(long, value_name = "SIZE", default_value = "16M", value_parser = parse_size)]
+    pub grow_size: u64,
+
     /// traverse: fstatat() every entry, as find -ls or ls -lR would.
     #[arg(long)]
     pub stat: bool,
@@ -440,6 +444,7 @@ impl MacroArgs {
             tree: self.tree,
             stat: self.stat,
             caches: dedup(self.cache),
+            grow_bytes: self.grow_size,
         }
     }
 }

@@ -139,6 +139,9 @@ pub struct Settings {
     /// relative name (`--files`, `--depth`, `--path`, `--random`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lookup: Option<crate::vocab::LookupShape>,
+    /// `append-grow`: the bytes each worker appended (`--grow-size`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grow_bytes: Option<u64>,
 }
 
 /// An existing tree `traverse` walked (`--tree`), counted before the runs.
@@ -545,6 +548,7 @@ pub(crate) mod fixtures {
                 walked_tree: None,
                 mdtest: None,
                 lookup: None,
+                grow_bytes: None,
             },
             points,
             run_id: Some("fixture".into()),

@@ -34,6 +34,8 @@ pub(super) struct Inputs<'a> {
     /// The mdtest phases' items.
     pub mdtest: crate::workloads::MdtestOptions,
     pub lookup: crate::vocab::LookupShape,
+    /// `append-grow`: bytes each worker appends.
+    pub grow_bytes: u64,
 }
 
 /// After a failure, how long workers get to leave before they are killed.
@@ -174,6 +176,7 @@ pub(super) fn run_workers(
         trace: inputs.trace,
         mdtest: inputs.mdtest,
         lookup: inputs.lookup,
+        grow_bytes: inputs.grow_bytes,
         latency: latency.as_ref(),
         point: place.point,
         cpus,

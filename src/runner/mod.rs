@@ -151,6 +151,7 @@ fn inputs<'a>(config: &'a RunConfig, sources: &'a Sources) -> measure::Inputs<'a
         latency: config.latency,
         mdtest: config.mdtest,
         lookup: config.lookup,
+        grow_bytes: config.macro_options.grow_bytes,
     }
 }
 
@@ -251,7 +252,8 @@ fn run_with(config: &RunConfig, root: Option<&ranks::Root<'_>>, progress: &mut d
     }
     let filesystems = &config.filesystems;
     let max_workers = config.workers.iter().copied().max().unwrap_or(1) as u64;
-    let data_bytes = tree.map_or(0, |u| u.contents.bytes * max_workers);
+    let grown = if config.workloads.contains(&Workload::AppendGrow) { config.macro_options.grow_bytes } else { 0 };
+    let data_bytes = tree.map_or(0, |u| u.contents.bytes).max(grown) * max_workers;
     // Every worker's copy of the tree, plus the shared one.
     let data_entries = tree.map_or(0, |u| u.contents.entries() * (max_workers + 1));
     let sizes: Vec<u64> = filesystems.specs.iter().map(|s| filesystems.size_for(s, data_bytes, data_entries)).collect();
@@ -524,6 +526,7 @@ fn new_document(config: &RunConfig) -> ResultsFile {
             fresh: config.filesystems.specs.iter().any(|s| s.kind != FsKind::Dir).then_some(config.filesystems.fresh),
             walked_tree: None,
             lookup: (!config.lookup.is_default()).then_some(config.lookup),
+            grow_bytes: config.workloads.contains(&Workload::AppendGrow).then_some(config.macro_options.grow_bytes),
             mdtest: config.workloads.iter().any(|w| w.is_mdtest()).then(|| MdtestSettings {
                 items: config.mdtest.items,
                 write_bytes: config.mdtest.write_bytes,

@@ -33,6 +33,7 @@ pub(super) struct WorkerPlan<'a> {
     /// The mdtest phases' items.
     pub mdtest: MdtestOptions,
     pub lookup: crate::vocab::LookupShape,
+    pub grow_bytes: u64,
     /// Latency histograms (`--latency`, and `replay`'s per-op ones).
     pub latency: Option<&'a LatencyRegion>,
     pub point: &'a PointState,
@@ -98,6 +99,7 @@ fn run_worker(plan: &WorkerPlan<'_>, slot: usize) -> Result<()> {
         command: plan.command,
         mdtest: plan.mdtest,
         lookup: plan.lookup,
+        grow_bytes: plan.grow_bytes,
     };
     let recorder = plan.latency.map(|l| l.recorder(slot));
     let outcome = match (plan.workload, plan.trace) {

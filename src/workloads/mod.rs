@@ -14,6 +14,7 @@ mod command;
 mod data;
 mod fdtable;
 mod fileops;
+mod grow;
 mod lookup;
 mod mapping;
 mod mdtest;
@@ -73,6 +74,7 @@ impl Workload {
                 fileops::describe(self)
             }
             Workload::FaultShared | Workload::FaultPrivate => mapping::describe(self),
+            Workload::AppendGrow => grow::describe(),
             Workload::Untar => untar::describe(),
             Workload::Traverse => traverse::describe(),
             Workload::Replay => replay_description(),
@@ -150,6 +152,7 @@ impl Workload {
             // Replay's calls vary by kind (see `OpKind::exact_syscall`); jobs are not op loops.
             Workload::Replay
             | Workload::Untar
+            | Workload::AppendGrow
             | Workload::Traverse
             | Workload::Command
             | Workload::MdtestCreate
@@ -221,6 +224,8 @@ pub struct WorkerEnv<'a> {
     pub mdtest: MdtestOptions,
     /// `stat` and `open-close`: the shape of their lookups.
     pub lookup: crate::vocab::LookupShape,
+    /// `append-grow`: bytes each worker appends.
+    pub grow_bytes: u64,
 }
 
 /// What a fixed-work job did.
@@ -259,6 +264,7 @@ pub trait Job {
 pub fn job<'a>(env: &WorkerEnv<'a>) -> Result<Box<dyn Job + 'a>> {
     match env.workload {
         Workload::Untar => Ok(Box::new(untar::Untar::setup(env)?)),
+        Workload::AppendGrow => Ok(Box::new(grow::AppendGrow::setup(env)?)),
         Workload::Traverse => Ok(Box::new(traverse::Traverse::setup(env)?)),
         Workload::Command => Ok(Box::new(command::CommandCopy::setup(env)?)),
         w if w.is_mdtest() => Ok(Box::new(mdtest::Mdtest::setup(env)?)),
@@ -371,7 +377,8 @@ pub fn prepare_point(
         | Workload::FcntlLock
         | Workload::Flock
         | Workload::Fallocate
-        | Workload::Truncate => state.shared_file = prepare_shared_file(share, dir, 0).with_context(what)?,
+        | Workload::Truncate
+        | Workload::AppendGrow => state.shared_file = prepare_shared_file(share, dir, 0).with_context(what)?,
         Workload::Traverse => {
             if let Some(source) = tree.filter(|t| t.walk_tree.is_none()) {
                 traverse::extract_tree(dir, &source.tarball, &|| false).with_context(what)?;
@@ -513,6 +520,7 @@ mod tests {
             "rename",
             "rename-dirs",
             "append",
+            "append-grow",
             "fcntl-lock",
             "fallocate",
             "truncate",

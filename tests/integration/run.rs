@@ -21,8 +21,8 @@ fn list_describes_every_workload() {
             .unwrap_or_else(|| panic!("{} missing from list:\n{text}", workload.name()));
         assert!(line.contains(&format!("one op = {}", workload.describe().op)), "{line}");
     }
-    // Ten op workloads, and each of mdtest's seven phases (items of their own).
-    assert_eq!(text.matches("same:    refused").count(), 10 + Workload::MDTEST.len() + Workload::MDTEST_DIRS.len());
+    // Eleven workloads, and each of mdtest's seven phases (items of their own).
+    assert_eq!(text.matches("same:    refused").count(), 11 + Workload::MDTEST.len() + Workload::MDTEST_DIRS.len());
     assert_eq!(text.matches("shared:  refused").count(), 3, "untar, replay, command");
 }
 
@@ -323,4 +323,23 @@ fn lookup_shapes_visit_that_many_files_that_deep_by_absolute_paths() {
     assert_eq!(env.leftovers(), Vec::<String>::new());
     // A shape for workloads that have no lookups is refused.
     assert_one_line_error(&env.run(&["creat-unlink", "--files", "10"]), "shape the lookups of stat and open-close");
+}
+
+#[test]
+fn append_grow_appends_its_size_and_never_truncates() {
+    let env = TestEnv::new();
+    let out = env.run(&["append-grow", "-j", "2", "--share", "private,shared", "--grow-size", "1M", "-n", "2"]);
+    assert_success(&out);
+    let doc = env.results();
+    assert_eq!(doc.settings.grow_bytes, Some(1 << 20));
+    assert_eq!(doc.points.len(), 2);
+    for point in &doc.points {
+        for run in &point.runs {
+            // 256 appends of 4 KiB by each of the 2 workers.
+            assert_eq!(run.ops, 512, "{:?}", point.share);
+            assert_eq!(run.bytes, Some(2 << 20));
+        }
+    }
+    assert!(stdout(&out).contains("append-grow: fixed work: write() of 4 KiB to an O_APPEND file"));
+    assert_eq!(env.leftovers(), Vec::<String>::new());
 }

@@ -1,0 +1,69 @@
+//! `append-grow`: fixed work, a file grown by appends to a size and never
+//! cut back, unlike `append`, which truncates every 1 MiB. It measures
+//! what growth costs: block or page allocation, the extent tree, the
+//! inode's size updates, all of it for a file that only gets longer.
+
+use std::ffi::CString;
+use std::os::fd::RawFd;
+
+use anyhow::Result;
+
+use super::data::DATA_BLOCK;
+use super::{close_quietly, Description, Job, JobContext, JobOutput, Share, WorkerEnv, FILE};
+use crate::sys;
+
+pub(super) fn describe() -> Description {
+    Description {
+        family: "data",
+        op: "fixed work: write() of 4 KiB to an O_APPEND file until the worker has appended --grow-size (default 16 MiB); nothing is truncated; one entry per append",
+        private: "worker i grows its own file w<i>/f",
+        shared: Ok("every worker appends its --grow-size to the one file shared/f"),
+        same: Err("appends already all go to the end of one file at --share shared"),
+    }
+}
+
+pub(super) struct AppendGrow {
+    name: CString,
+    fd: RawFd,
+    blocks: u64,
+    buf: Box<[u8]>,
+}
+
+impl AppendGrow {
+    pub(super) fn setup(env: &WorkerEnv<'_>) -> Result<AppendGrow> {
+        super::refuse_same(env)?;
+        let name = sys::cname(FILE);
+        if env.share == Share::Private {
+            env.create_file(&name, 0)?;
+        }
+        let fd = env.open(&name, libc::O_WRONLY | libc::O_APPEND)?;
+        let blocks = env.grow_bytes.div_ceil(DATA_BLOCK as u64);
+        Ok(AppendGrow { name, fd, blocks, buf: vec![0x47u8; DATA_BLOCK].into_boxed_slice() })
+    }
+}
+
+impl Job for AppendGrow {
+    fn run(&mut self, ctx: &JobContext<'_>) -> Result<JobOutput> {
+        for done in 0..self.blocks {
+            if done % 64 == 0 {
+                if (ctx.stop)() {
+                    anyhow::bail!("stopped");
+                }
+                (ctx.progress)(done);
+            }
+            match sys::write(self.fd, &self.buf) {
+                Ok(DATA_BLOCK) => {}
+                Ok(n) => anyhow::bail!("write(\"{}\") appended {n} of {DATA_BLOCK} bytes", self.name.to_string_lossy()),
+                Err(e) => anyhow::bail!("write(\"{}\") failed: {}", self.name.to_string_lossy(), sys::errno_text(e)),
+            }
+        }
+        (ctx.progress)(self.blocks);
+        Ok(JobOutput { entries: self.blocks, bytes: self.blocks * DATA_BLOCK as u64 })
+    }
+}
+
+impl Drop for AppendGrow {
+    fn drop(&mut self) {
+        close_quietly(self.fd);
+    }
+}
