@@ -8,11 +8,11 @@
 //! file (the sequential ones: one open file description, one position).
 
 use std::ffi::{CStr, CString};
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::RawFd;
 
 use anyhow::Result;
 
-use super::{close_quietly, create_file, Description, Op, Share, SysError, WorkerEnv, Workload};
+use super::{close_quietly, create_file, Description, Op, Share, SysError, WorkerEnv, WorkerFile, Workload};
 use crate::sys::{self, Errno};
 
 /// The size of one read or write.
@@ -240,10 +240,7 @@ impl Drop for Append {
 
 /// `read-seq` and `write-seq`: 4 KiB at a time through the file position.
 pub(super) struct Sequential {
-    name: CString,
-    fd: RawFd,
-    /// Whether `fd` is the worker's own (closed on drop) or the coordinator's.
-    owns_fd: bool,
+    file: WorkerFile,
     buf: Box<[u8]>,
     write: bool,
     /// Blocks moved since the last rewind.
@@ -253,19 +250,14 @@ pub(super) struct Sequential {
 impl Sequential {
     pub(super) fn setup(env: &WorkerEnv<'_>, write: bool) -> Result<Sequential> {
         let buf = vec![0x6bu8; DATA_BLOCK].into_boxed_slice();
-        if let (Share::Same, Some(file)) = (env.share, &env.point.shared_file) {
-            let name = sys::cname(FILE);
-            return Ok(Sequential { name, fd: file.as_raw_fd(), owns_fd: false, buf, write, moved: 0 });
-        }
         let flags = if write { libc::O_WRONLY } else { libc::O_RDONLY };
-        let (name, fd) = open_data_file(env, flags, SEQ_FILE_LEN)?;
-        Ok(Sequential { name, fd, owns_fd: true, buf, write, moved: 0 })
+        Ok(Sequential { file: WorkerFile::open(env, flags, SEQ_FILE_LEN)?, buf, write, moved: 0 })
     }
 
     #[inline(always)]
     fn rewind(&self) -> Result<(), SysError> {
         // SAFETY: lseek on an open descriptor has no memory effects.
-        match unsafe { libc::lseek(self.fd, 0, libc::SEEK_SET) } {
+        match unsafe { libc::lseek(self.file.fd, 0, libc::SEEK_SET) } {
             0 => Ok(()),
             _ => Err(SysError { call: "lseek", errno: sys::last_errno(), arg: 0 }),
         }
@@ -276,9 +268,9 @@ impl Op for Sequential {
     #[inline(always)]
     fn once(&mut self) -> Result<(), SysError> {
         if self.write {
-            full("write", sys::write(self.fd, &self.buf))?;
+            full("write", sys::write(self.file.fd, &self.buf))?;
         } else {
-            full("read", sys::read(self.fd, &mut self.buf))?;
+            full("read", sys::read(self.file.fd, &mut self.buf))?;
         }
         // Every worker goes back after its own 256 blocks, so a position
         // that N workers share moves at most N MiB between rewinds.
@@ -291,15 +283,7 @@ impl Op for Sequential {
     }
 
     fn arg_name(&self, _: u8) -> &CStr {
-        &self.name
-    }
-}
-
-impl Drop for Sequential {
-    fn drop(&mut self) {
-        if self.owns_fd {
-            close_quietly(self.fd);
-        }
+        &self.file.name
     }
 }
 

@@ -12,12 +12,11 @@
 //! file description the coordinator opened before the workers started
 //! (threads share it; forked processes inherit it).
 
-use std::ffi::{CStr, CString};
-use std::os::fd::{AsRawFd, RawFd};
+use std::ffi::CStr;
 
 use anyhow::Result;
 
-use super::{close_quietly, Description, Op, Share, SysError, WorkerEnv, Workload, FILE};
+use super::{Description, Op, Share, SysError, WorkerEnv, WorkerFile, Workload};
 use crate::sys;
 
 pub(super) fn describe(workload: Workload) -> Description {
@@ -65,43 +64,14 @@ pub(super) fn describe(workload: Workload) -> Description {
     }
 }
 
-/// The worker's open file: its own, or (`same`) the coordinator's description.
-struct OpenFile {
-    name: CString,
-    fd: RawFd,
-    owned: bool,
-}
-
-impl OpenFile {
-    fn open(env: &WorkerEnv<'_>) -> Result<OpenFile> {
-        let name = sys::cname(FILE);
-        if let (Share::Same, Some(file)) = (env.share, &env.point.shared_file) {
-            return Ok(OpenFile { name, fd: file.as_raw_fd(), owned: false });
-        }
-        if env.share == Share::Private {
-            env.create_file(&name, 0)?;
-        }
-        let fd = env.open(&name, libc::O_RDWR)?;
-        Ok(OpenFile { name, fd, owned: true })
-    }
-}
-
-impl Drop for OpenFile {
-    fn drop(&mut self) {
-        if self.owned {
-            close_quietly(self.fd);
-        }
-    }
-}
-
 /// `lseek`.
 pub(super) struct Lseek {
-    file: OpenFile,
+    file: WorkerFile,
 }
 
 impl Lseek {
     pub(super) fn setup(env: &WorkerEnv<'_>) -> Result<Lseek> {
-        Ok(Lseek { file: OpenFile::open(env)? })
+        Ok(Lseek { file: WorkerFile::open(env, libc::O_RDWR, 0)? })
     }
 }
 
@@ -122,7 +92,7 @@ impl Op for Lseek {
 
 /// `fcntl-lock`: a write lock on the worker's byte, then its release.
 pub(super) struct FcntlLock {
-    file: OpenFile,
+    file: WorkerFile,
     lock: libc::flock,
     unlock: libc::flock,
 }
@@ -138,7 +108,7 @@ impl FcntlLock {
         lock.l_len = 1;
         let mut unlock = lock;
         unlock.l_type = libc::F_UNLCK as libc::c_short;
-        Ok(FcntlLock { file: OpenFile::open(env)?, lock, unlock })
+        Ok(FcntlLock { file: WorkerFile::open(env, libc::O_RDWR, 0)?, lock, unlock })
     }
 }
 
@@ -163,14 +133,14 @@ impl Op for FcntlLock {
 
 /// `flock`: the whole-file lock taken and released.
 pub(super) struct Flock {
-    file: OpenFile,
+    file: WorkerFile,
     mode: libc::c_int,
 }
 
 impl Flock {
     pub(super) fn setup(env: &WorkerEnv<'_>) -> Result<Flock> {
         let mode = if env.share == Share::Shared { libc::LOCK_SH } else { libc::LOCK_EX };
-        Ok(Flock { file: OpenFile::open(env)?, mode })
+        Ok(Flock { file: WorkerFile::open(env, libc::O_RDWR, 0)?, mode })
     }
 }
 
@@ -198,7 +168,7 @@ pub(super) const RANGE: libc::off_t = 1 << 20;
 
 /// `fallocate`: a worker's range allocated, then its blocks punched out.
 pub(super) struct Fallocate {
-    file: OpenFile,
+    file: WorkerFile,
     offset: libc::off_t,
 }
 
@@ -206,7 +176,7 @@ impl Fallocate {
     pub(super) fn setup(env: &WorkerEnv<'_>) -> Result<Fallocate> {
         super::refuse_same(env)?;
         let offset = if env.share == Share::Shared { env.index as libc::off_t * RANGE } else { 0 };
-        Ok(Fallocate { file: OpenFile::open(env)?, offset })
+        Ok(Fallocate { file: WorkerFile::open(env, libc::O_RDWR, 0)?, offset })
     }
 }
 
@@ -232,13 +202,13 @@ impl Op for Fallocate {
 
 /// `truncate`: the file's size up by 1 MiB and back.
 pub(super) struct Truncate {
-    file: OpenFile,
+    file: WorkerFile,
 }
 
 impl Truncate {
     pub(super) fn setup(env: &WorkerEnv<'_>) -> Result<Truncate> {
         super::refuse_same(env)?;
-        Ok(Truncate { file: OpenFile::open(env)? })
+        Ok(Truncate { file: WorkerFile::open(env, libc::O_RDWR, 0)? })
     }
 }
 

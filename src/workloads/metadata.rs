@@ -241,7 +241,7 @@ impl Op for MkdirRmdir {
     }
 }
 
-/// `rename`: names[0] = a, names[1] = b; `at_a` says where the file is now.
+/// `rename` and `rename-dirs`: names[0] = a, names[1] = b; `at_a` says where the file is now.
 pub(super) struct Rename {
     dir: RawFd,
     names: [CString; 2],
@@ -249,50 +249,26 @@ pub(super) struct Rename {
 }
 
 impl Rename {
-    pub(super) fn setup(env: &WorkerEnv<'_>) -> Result<Rename> {
+    /// `rename`: `a` and `b` in one directory; `rename-dirs` (`across`):
+    /// `a/f` and `b/f`, one in each of two directories.
+    pub(super) fn setup(env: &WorkerEnv<'_>, across: bool) -> Result<Rename> {
         refuse_same(env)?;
-        let names = [env.own_name("a"), env.own_name("b")];
+        let names = if across {
+            if env.share == Share::Private {
+                make_rename_dirs(env.dir).map_err(|(name, e)| env.setup_error("mkdirat", &sys::cname(name), e))?;
+            }
+            let own = env.own_name("f");
+            let own = own.to_string_lossy();
+            RENAME_DIRS.map(|d| sys::cname(&format!("{d}/{own}")))
+        } else {
+            [env.own_name("a"), env.own_name("b")]
+        };
         env.create_file(&names[0], 0)?;
         Ok(Rename { dir: env.dir, names, at_a: true })
     }
 }
 
 impl Op for Rename {
-    #[inline(always)]
-    fn once(&mut self) -> Result<(), SysError> {
-        let (from, to) = if self.at_a { (0, 1) } else { (1, 0) };
-        sys::renameat(self.dir, &self.names[from], &self.names[to]).map_err(SysError::new("renameat", from as u8))?;
-        self.at_a = !self.at_a;
-        Ok(())
-    }
-
-    fn arg_name(&self, arg: u8) -> &CStr {
-        &self.names[arg as usize & 1]
-    }
-}
-
-/// `rename-dirs`: `a/<name>` and `b/<name>`, renamed into each other.
-pub(super) struct RenameDirs {
-    dir: RawFd,
-    names: [CString; 2],
-    at_a: bool,
-}
-
-impl RenameDirs {
-    pub(super) fn setup(env: &WorkerEnv<'_>) -> Result<RenameDirs> {
-        refuse_same(env)?;
-        if env.share == Share::Private {
-            make_rename_dirs(env.dir).map_err(|(name, e)| env.setup_error("mkdirat", &sys::cname(name), e))?;
-        }
-        let own = env.own_name("f");
-        let own = own.to_string_lossy();
-        let names = RENAME_DIRS.map(|d| sys::cname(&format!("{d}/{own}")));
-        env.create_file(&names[0], 0)?;
-        Ok(RenameDirs { dir: env.dir, names, at_a: true })
-    }
-}
-
-impl Op for RenameDirs {
     #[inline(always)]
     fn once(&mut self) -> Result<(), SysError> {
         let (from, to) = if self.at_a { (0, 1) } else { (1, 0) };

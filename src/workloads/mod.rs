@@ -413,8 +413,8 @@ pub fn with_op<R>(env: &WorkerEnv<'_>, drive: impl OpDriver<R>) -> Result<R> {
         Workload::OpenClose => drive.drive(metadata::OpenClose::setup(env)?),
         Workload::CreatUnlink => drive.drive(metadata::CreatUnlink::setup(env)?),
         Workload::MkdirRmdir => drive.drive(metadata::MkdirRmdir::setup(env)?),
-        Workload::Rename => drive.drive(metadata::Rename::setup(env)?),
-        Workload::RenameDirs => drive.drive(metadata::RenameDirs::setup(env)?),
+        Workload::Rename => drive.drive(metadata::Rename::setup(env, false)?),
+        Workload::RenameDirs => drive.drive(metadata::Rename::setup(env, true)?),
         Workload::LinkUnlink => drive.drive(metadata::LinkUnlink::setup(env)?),
         Workload::Readdir => drive.drive(readdir::Readdir::setup(env)?),
         Workload::Read => drive.drive(data::Read::setup(env)?),
@@ -477,6 +477,37 @@ fn prepare_shared_file(share: Share, dir: RawFd, len: u64) -> Result<Option<Owne
     let fd = sys::openat(dir, &name, libc::O_RDWR, 0).map_err(|e| fail("openat", e))?;
     // SAFETY: fresh fd, owned by the returned value.
     Ok(Some(unsafe { OwnedFd::from_raw_fd(fd) }))
+}
+
+/// A worker's open data file `f`: its own (made `len` bytes long when
+/// private), or at `--share same` the one open file description the
+/// coordinator opened for every worker (`PointState::shared_file`).
+pub(super) struct WorkerFile {
+    pub name: CString,
+    pub fd: RawFd,
+    owned: bool,
+}
+
+impl WorkerFile {
+    pub(super) fn open(env: &WorkerEnv<'_>, flags: libc::c_int, len: u64) -> Result<WorkerFile> {
+        let name = sys::cname(FILE);
+        if let (Share::Same, Some(file)) = (env.share, &env.point.shared_file) {
+            return Ok(WorkerFile { name, fd: file.as_raw_fd(), owned: false });
+        }
+        if env.share == Share::Private {
+            env.create_file(&name, len)?;
+        }
+        let fd = env.open(&name, flags)?;
+        Ok(WorkerFile { name, fd, owned: true })
+    }
+}
+
+impl Drop for WorkerFile {
+    fn drop(&mut self) {
+        if self.owned {
+            close_quietly(self.fd);
+        }
+    }
 }
 
 /// Closes an fd the op owns; used by ops' `Drop`.

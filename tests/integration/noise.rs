@@ -47,18 +47,27 @@ fn drift_is_marked_and_compare_calls_it_too_noisy() {
     assert!(stderr(&out).contains("new: drifts with run order"), "{}", stderr(&out));
 }
 
-#[test]
-fn a_busy_machine_is_named() {
-    // A spinning process on the CPU the run is confined to takes half of it.
-    let env = TestEnv::new();
+/// Runs `body` while a process spins on CPU 0 (taking half of it from
+/// whatever else is confined there).
+fn beside_a_hog<T>(body: impl FnOnce() -> T) -> T {
     let mut hog = Command::new("taskset")
         .args(["-c", "0", "sh", "-c", "while :; do :; done"])
         .stdout(Stdio::null())
         .spawn()
         .expect("taskset");
-    let out = env.run_on_cpus("0", &["stat", "-j", "1", "-n", "3", "--duration", "0.2", "--share", "private"]);
+    let result = body();
     let _ = hog.kill();
     let _ = hog.wait();
+    result
+}
+
+#[test]
+fn a_busy_machine_is_named() {
+    // A spinning process on the CPU the run is confined to takes half of it.
+    let env = TestEnv::new();
+    let out = beside_a_hog(|| {
+        env.run_on_cpus("0", &["stat", "-j", "1", "-n", "3", "--duration", "0.2", "--share", "private"])
+    });
     assert_success(&out);
     let doc = env.results();
     let runs = &doc.points[0].runs;
@@ -82,14 +91,7 @@ fn ops_per_cpu_second_hold_where_a_hog_halves_ops_per_second() {
     assert!(stdout(&out).contains("ops/cpu-s"), "the column: {}", stdout(&out));
     assert!(stdout(&out).contains("ops/cpu-s = ops per second of the workers' own CPU time"), "{}", stdout(&out));
     let busy = TestEnv::new();
-    let mut hog = Command::new("taskset")
-        .args(["-c", "0", "sh", "-c", "while :; do :; done"])
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("taskset");
-    let out = busy.run_on_cpus("0", &args);
-    let _ = hog.kill();
-    let _ = hog.wait();
+    let out = beside_a_hog(|| busy.run_on_cpus("0", &args));
     assert_success(&out);
     let (q, b) = (quiet.results(), busy.results());
     let (qs, bs) = (q.points[0].summary.as_ref().unwrap(), b.points[0].summary.as_ref().unwrap());

@@ -1,6 +1,7 @@
 //! `fsscale list` and successful `fsscale run`s.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 
 use fsscale::plan::Mode;
 use fsscale::report::format_rate;
@@ -144,30 +145,44 @@ fn many_workers_as_processes_and_threads() {
     assert_eq!(env.leftovers(), Vec::<String>::new());
 }
 
+/// `fsscale run ARGS` (one quick run, no warm-up) under `strace -f`
+/// tracing `calls`: its output and the trace file; `None` (a visible skip,
+/// a failure under CI) without strace.
+fn under_strace(env: &TestEnv, calls: &str, args: &[&str], test: &str) -> Option<(std::process::Output, PathBuf)> {
+    let trace = env.root.path().join("strace.out");
+    let out = std::process::Command::new("strace")
+        // --seccomp-bpf stops only the traced calls: the coordinator, untraced,
+        // opens and closes the window at full speed.
+        .args(["-f", "--seccomp-bpf", "-qq", "-e", &format!("trace={calls}"), "-e", "signal=none", "-o"])
+        .arg(&trace)
+        .arg(env!("CARGO_BIN_EXE_fsscale"))
+        .arg("run")
+        .args(args)
+        .args(["-n", "1", "--duration", "0.05", "--warmup", "0", "--warmup-runs", "0", "--dir"])
+        .arg(&env.dir)
+        .arg("-o")
+        .arg(&env.output)
+        .output();
+    match out {
+        Ok(out) => Some((out, trace)),
+        Err(_) => {
+            prerequisite(false, test, "strace is not installed (.ci/run installs it)");
+            None
+        }
+    }
+}
+
 #[test]
 fn namespace_workloads_leave_nothing_behind_and_count_real_syscalls() {
     // strace counts the system calls the kernel actually saw: one op of
     // creat-unlink must be exactly one unlinkat of the worker's file.
     let env = TestEnv::new();
-    let trace = env.root.path().join("strace.out");
-    let out = std::process::Command::new("strace")
-        // --seccomp-bpf stops only the traced calls: the coordinator, untraced,
-        // opens and closes the window at full speed.
-        .args(["-f", "--seccomp-bpf", "-qq", "-e", "trace=unlinkat,mkdirat,linkat", "-e", "signal=none", "-o"])
-        .arg(&trace)
-        .arg(env!("CARGO_BIN_EXE_fsscale"))
-        .args(["run", "creat-unlink", "mkdir-rmdir", "link-unlink", "-j", "2", "--share", "private", "-n", "1"])
-        .args(["--duration", "0.05", "--warmup", "0", "--warmup-runs", "0", "--dir"])
-        .arg(&env.dir)
-        .arg("-o")
-        .arg(&env.output)
-        .output();
-    let Ok(out) = out else {
-        prerequisite(
-            false,
-            "namespace_workloads_leave_nothing_behind_and_count_real_syscalls",
-            "strace is not installed (.ci/run installs it)",
-        );
+    let Some((out, trace)) = under_strace(
+        &env,
+        "unlinkat,mkdirat,linkat",
+        &["creat-unlink", "mkdir-rmdir", "link-unlink", "-j", "2", "--share", "private"],
+        "namespace_workloads_leave_nothing_behind_and_count_real_syscalls",
+    ) else {
         return;
     };
     assert_success(&out);
@@ -284,23 +299,11 @@ fn lookup_shapes_visit_that_many_files_that_deep_by_absolute_paths() {
     // below the worker's directory, 5 distinct files, visited in a random
     // order that is not the files' order.
     let env = TestEnv::new();
-    let trace = env.root.path().join("strace.out");
-    let out = std::process::Command::new("strace")
-        .args(["-f", "--seccomp-bpf", "-qq", "-e", "trace=newfstatat", "-e", "signal=none", "-o"])
-        .arg(&trace)
-        .arg(env!("CARGO_BIN_EXE_fsscale"))
-        .args(["run", "stat", "-j", "1", "--share", "private", "-n", "1", "--duration", "0.05", "--warmup", "0"])
-        .args(["--warmup-runs", "0", "--files", "5", "--depth", "3", "--path", "absolute", "--random", "--dir"])
-        .arg(&env.dir)
-        .arg("-o")
-        .arg(&env.output)
-        .output();
-    let Ok(out) = out else {
-        prerequisite(
-            false,
-            "lookup_shapes_visit_that_many_files_that_deep_by_absolute_paths",
-            "strace is not installed (.ci/run installs it)",
-        );
+    let shape =
+        ["stat", "-j", "1", "--share", "private", "--files", "5", "--depth", "3", "--path", "absolute", "--random"];
+    let Some((out, trace)) =
+        under_strace(&env, "newfstatat", &shape, "lookup_shapes_visit_that_many_files_that_deep_by_absolute_paths")
+    else {
         return;
     };
     assert_success(&out);
