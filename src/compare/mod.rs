@@ -173,20 +173,20 @@ pub fn compare(
         format!("{} {} {} x{}{on} ({why})", k.1, k.2, k.3, k.4)
     };
     for b in base.points.iter().filter(|p| !p.runs.is_empty()) {
-        match new.points.iter().find(|n| key(n) == key(b) && !n.runs.is_empty()) {
-            Some(n) if figures(b, config.figure).is_none() || figures(n, config.figure).is_none() => {
-                unmatched.push(describe(&key(b), "no worker CPU time recorded"));
-            }
-            Some(n) => {
-                let mut row = compare_point(b, n, config);
-                // A condition names the row only when points were matched by it.
-                if !by_condition {
-                    row.condition = None;
-                }
-                rows.push(row);
-            }
-            None => unmatched.push(describe(&key(b), "base only")),
+        let Some(n) = new.points.iter().find(|n| key(n) == key(b) && !n.runs.is_empty()) else {
+            unmatched.push(describe(&key(b), "base only"));
+            continue;
+        };
+        let (Some(base_runs), Some(new_runs)) = (figures(b, config.figure), figures(n, config.figure)) else {
+            unmatched.push(describe(&key(b), "no worker CPU time recorded"));
+            continue;
+        };
+        let mut row = compare_point(b, n, base_runs, new_runs, config);
+        // A condition names the row only when points were matched by it.
+        if !by_condition {
+            row.condition = None;
         }
+        rows.push(row);
     }
     for n in new.points.iter().filter(|p| !p.runs.is_empty()) {
         if !base.points.iter().any(|b| key(b) == key(n) && !b.runs.is_empty()) {
@@ -205,9 +205,8 @@ pub fn compare(
     }
 }
 
-fn compare_point(b: &Point, n: &Point, config: &CompareConfig) -> Row {
-    let figure = |p: &Point| figures(p, config.figure).expect("compare matched only points with the figure");
-    let (base_runs, new_runs) = (figure(b), figure(n));
+/// Compares the figures `base_runs` of `b` and `new_runs` of `n`.
+fn compare_point(b: &Point, n: &Point, base_runs: Vec<f64>, new_runs: Vec<f64>, config: &CompareConfig) -> Row {
     let bs = Sample::new(&base_runs).expect("runs have finite ops/s");
     let ns = Sample::new(&new_runs).expect("runs have finite ops/s");
     let summary = |v: &[f64]| Summary::of(v).expect("non-empty");

@@ -93,11 +93,7 @@ impl Scheduler {
             .map(|(point, _)| Slot { point, warmup })
             .collect();
         if self.order == Order::Shuffled {
-            // Fisher–Yates (Knuth, TAOCP vol. 2, 3.4.2, algorithm P).
-            for i in (1..round.len()).rev() {
-                let j = (self.rng.next_u64() % (i as u64 + 1)) as usize;
-                round.swap(i, j);
-            }
+            self.rng.shuffle(&mut round);
         }
         self.round = round.into();
         self.round.pop_front()

@@ -148,6 +148,17 @@ pub fn write(fd: RawFd, buf: &[u8]) -> Result<usize, Errno> {
     check_size(unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) })
 }
 
+/// `lseek(fd, 0, SEEK_SET)`: back to the start of the file.
+#[inline(always)]
+pub fn rewind(fd: RawFd) -> Result<(), Errno> {
+    // SAFETY: plain syscall on an fd.
+    if unsafe { libc::lseek(fd, 0, libc::SEEK_SET) } < 0 {
+        Err(last_errno())
+    } else {
+        Ok(())
+    }
+}
+
 #[inline(always)]
 pub fn ftruncate(fd: RawFd, len: i64) -> Result<(), Errno> {
     // SAFETY: plain syscall on an fd.

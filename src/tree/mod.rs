@@ -105,6 +105,14 @@ impl Rng {
         (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
     }
 
+    /// Fisher–Yates (Knuth, TAOCP vol. 2, 3.4.2, algorithm P).
+    pub fn shuffle<T>(&mut self, items: &mut [T]) {
+        for i in (1..items.len()).rev() {
+            let j = (self.next_u64() % (i as u64 + 1)) as usize;
+            items.swap(i, j);
+        }
+    }
+
     fn chance(&mut self, p: f64) -> bool {
         self.unit() < p
     }

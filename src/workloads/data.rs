@@ -12,20 +12,18 @@ use std::os::fd::RawFd;
 
 use anyhow::Result;
 
-use super::{close_quietly, create_file, Description, Op, Share, SysError, WorkerEnv, WorkerFile, Workload};
+use super::{close_quietly, create_file, Description, Op, Share, SysError, WorkerEnv, WorkerFile, Workload, FILE};
 use crate::sys::{self, Errno};
 
 /// The size of one read or write.
 pub const DATA_BLOCK: usize = 4096;
 
-/// `append` truncates its file after this many appends (1 MiB of 4 KiB blocks);
-/// `read-seq` and `write-seq` go back to the start after as many.
-pub(super) const APPENDS_PER_TRUNCATE: u32 = (1024 * 1024 / DATA_BLOCK) as u32;
+/// 1 MiB in blocks: `append` truncates its file after this many appends,
+/// `read-seq` and `write-seq` go back to the start after as many ops.
+pub(super) const BLOCKS_PER_MIB: u32 = (1024 * 1024 / DATA_BLOCK) as u32;
 
 /// The file `read-seq` and `write-seq` go through: 1 MiB.
-pub(super) const SEQ_FILE_LEN: u64 = APPENDS_PER_TRUNCATE as u64 * DATA_BLOCK as u64;
-
-use super::FILE;
+pub(super) const SEQ_FILE_LEN: u64 = BLOCKS_PER_MIB as u64 * DATA_BLOCK as u64;
 
 pub(super) fn describe(workload: Workload) -> Description {
     let shared = Ok("one file shared/f; worker i at offset i*4KiB");
@@ -93,7 +91,6 @@ pub(super) fn describe(workload: Workload) -> Description {
 pub(super) fn prepare_shared(workload: Workload, share: Share, workers: usize, dir: RawFd) -> Result<()> {
     let len = match (workload, share) {
         (Workload::Append, _) => 0,
-        (Workload::ReadSeq | Workload::WriteSeq, _) => SEQ_FILE_LEN,
         (_, Share::Shared) => (workers * DATA_BLOCK) as u64,
         _ => DATA_BLOCK as u64,
     };
@@ -220,7 +217,7 @@ impl Op for Append {
     fn once(&mut self) -> Result<(), SysError> {
         full("write", sys::write(self.fd, &self.buf))?;
         self.appended += 1;
-        if self.appended == APPENDS_PER_TRUNCATE {
+        if self.appended == BLOCKS_PER_MIB {
             self.appended = 0;
             sys::ftruncate(self.fd, 0).map_err(SysError::new("ftruncate", 0))?;
         }
@@ -253,15 +250,6 @@ impl Sequential {
         let flags = if write { libc::O_WRONLY } else { libc::O_RDONLY };
         Ok(Sequential { file: WorkerFile::open(env, flags, SEQ_FILE_LEN)?, buf, write, moved: 0 })
     }
-
-    #[inline(always)]
-    fn rewind(&self) -> Result<(), SysError> {
-        // SAFETY: lseek on an open descriptor has no memory effects.
-        match unsafe { libc::lseek(self.file.fd, 0, libc::SEEK_SET) } {
-            0 => Ok(()),
-            _ => Err(SysError { call: "lseek", errno: sys::last_errno(), arg: 0 }),
-        }
-    }
 }
 
 impl Op for Sequential {
@@ -275,9 +263,9 @@ impl Op for Sequential {
         // Every worker goes back after its own 256 blocks, so a position
         // that N workers share moves at most N MiB between rewinds.
         self.moved += 1;
-        if self.moved == APPENDS_PER_TRUNCATE {
+        if self.moved == BLOCKS_PER_MIB {
             self.moved = 0;
-            self.rewind()?;
+            sys::rewind(self.file.fd).map_err(SysError::new("lseek", 0))?;
         }
         Ok(())
     }

@@ -78,11 +78,7 @@ impl Lseek {
 impl Op for Lseek {
     #[inline(always)]
     fn once(&mut self) -> Result<(), SysError> {
-        // SAFETY: lseek on an open descriptor has no memory effects.
-        match unsafe { libc::lseek(self.file.fd, 0, libc::SEEK_SET) } {
-            0 => Ok(()),
-            _ => Err(SysError { call: "lseek", errno: sys::last_errno(), arg: 0 }),
-        }
+        sys::rewind(self.file.fd).map_err(SysError::new("lseek", 0))
     }
 
     fn arg_name(&self, _: u8) -> &CStr {

@@ -3,13 +3,10 @@
 //! what growth costs: block or page allocation, the extent tree, the
 //! inode's size updates, all of it for a file that only gets longer.
 
-use std::ffi::CString;
-use std::os::fd::RawFd;
-
 use anyhow::Result;
 
 use super::data::DATA_BLOCK;
-use super::{close_quietly, Description, Job, JobContext, JobOutput, Share, WorkerEnv, FILE};
+use super::{Description, Job, JobContext, JobOutput, WorkerEnv, WorkerFile};
 use crate::sys;
 
 pub(super) fn describe() -> Description {
@@ -23,8 +20,7 @@ pub(super) fn describe() -> Description {
 }
 
 pub(super) struct AppendGrow {
-    name: CString,
-    fd: RawFd,
+    file: WorkerFile,
     blocks: u64,
     buf: Box<[u8]>,
 }
@@ -32,13 +28,9 @@ pub(super) struct AppendGrow {
 impl AppendGrow {
     pub(super) fn setup(env: &WorkerEnv<'_>) -> Result<AppendGrow> {
         super::refuse_same(env)?;
-        let name = sys::cname(FILE);
-        if env.share == Share::Private {
-            env.create_file(&name, 0)?;
-        }
-        let fd = env.open(&name, libc::O_WRONLY | libc::O_APPEND)?;
+        let file = WorkerFile::open(env, libc::O_WRONLY | libc::O_APPEND, 0)?;
         let blocks = env.grow_bytes.div_ceil(DATA_BLOCK as u64);
-        Ok(AppendGrow { name, fd, blocks, buf: vec![0x47u8; DATA_BLOCK].into_boxed_slice() })
+        Ok(AppendGrow { file, blocks, buf: vec![0x47u8; DATA_BLOCK].into_boxed_slice() })
     }
 }
 
@@ -51,19 +43,17 @@ impl Job for AppendGrow {
                 }
                 (ctx.progress)(done);
             }
-            match sys::write(self.fd, &self.buf) {
+            match sys::write(self.file.fd, &self.buf) {
                 Ok(DATA_BLOCK) => {}
-                Ok(n) => anyhow::bail!("write(\"{}\") appended {n} of {DATA_BLOCK} bytes", self.name.to_string_lossy()),
-                Err(e) => anyhow::bail!("write(\"{}\") failed: {}", self.name.to_string_lossy(), sys::errno_text(e)),
+                Ok(n) => {
+                    anyhow::bail!("write(\"{}\") appended {n} of {DATA_BLOCK} bytes", self.file.name.to_string_lossy())
+                }
+                Err(e) => {
+                    anyhow::bail!("write(\"{}\") failed: {}", self.file.name.to_string_lossy(), sys::errno_text(e))
+                }
             }
         }
         (ctx.progress)(self.blocks);
         Ok(JobOutput { entries: self.blocks, bytes: self.blocks * DATA_BLOCK as u64 })
-    }
-}
-
-impl Drop for AppendGrow {
-    fn drop(&mut self) {
-        close_quietly(self.fd);
     }
 }

@@ -16,11 +16,17 @@ use anyhow::Result;
 
 use super::{create_file, Share, WorkerEnv};
 use crate::sys::{self, Errno};
+use crate::tree::Rng;
 use crate::vocab::LookupShape;
 
-/// The chain of directories above the files: `s1/.../s<depth-1>`, or "".
+/// The directories above the files, outermost first: `s1`, ... `s<depth-1>`.
+fn chain_dirs(shape: LookupShape) -> Vec<String> {
+    (1..shape.depth).map(|d| format!("s{d}")).collect()
+}
+
+/// Their path: `s1/.../s<depth-1>`, or "".
 fn chain(shape: LookupShape) -> String {
-    (1..shape.depth).map(|d| format!("s{d}")).collect::<Vec<_>>().join("/")
+    chain_dirs(shape).join("/")
 }
 
 fn below(chain: &str, leaf: &str) -> String {
@@ -31,11 +37,12 @@ fn below(chain: &str, leaf: &str) -> String {
     }
 }
 
-/// Makes the chain below `dir`; on failure, the path that failed.
-fn make_chain(dir: RawFd, shape: LookupShape) -> Result<(), (String, Errno)> {
+/// Makes a chain of directories below `dir`, each inside the one before
+/// (`a`, `a/b`, ...); on failure, the path that failed.
+pub(super) fn make_chain<S: AsRef<str>>(dir: RawFd, components: &[S]) -> Result<(), (String, Errno)> {
     let mut path = String::new();
-    for d in 1..shape.depth {
-        path = below(&path, &format!("s{d}"));
+    for component in components {
+        path = below(&path, component.as_ref());
         sys::mkdirat(dir, &sys::cname(&path), 0o700).map_err(|e| (path.clone(), e))?;
     }
     Ok(())
@@ -46,7 +53,7 @@ fn make_chain(dir: RawFd, shape: LookupShape) -> Result<(), (String, Errno)> {
 /// file the caller makes as before.
 pub(super) fn prepare_shared(share: Share, dir: RawFd, shape: LookupShape) -> Result<()> {
     let fail = |call: &str, path: &str, e: Errno| anyhow::anyhow!("{call}(\"{path}\") failed: {}", sys::errno_text(e));
-    make_chain(dir, shape).map_err(|(path, e)| fail("mkdirat", &path, e))?;
+    make_chain(dir, &chain_dirs(shape)).map_err(|(path, e)| fail("mkdirat", &path, e))?;
     if share == Share::Same {
         let chain = chain(shape);
         for k in 0..shape.files {
@@ -79,7 +86,8 @@ impl Lookups {
             return Ok(Lookups { dir: env.dir, paths: vec![name], order: vec![0], next: 0 });
         }
         if env.share == Share::Private {
-            make_chain(env.dir, shape).map_err(|(path, e)| env.setup_error("mkdirat", &sys::cname(&path), e))?;
+            make_chain(env.dir, &chain_dirs(shape))
+                .map_err(|(path, e)| env.setup_error("mkdirat", &sys::cname(&path), e))?;
         }
         let chain = chain(shape);
         let base = env.dir_path();
@@ -97,7 +105,8 @@ impl Lookups {
         }
         let mut order: Vec<u32> = (0..shape.files as u32).collect();
         if shape.random {
-            shuffle(&mut order, env.index as u64);
+            // A fixed order per worker: the same in every run.
+            Rng::new(env.index as u64).shuffle(&mut order);
         }
         let dir = if shape.absolute { libc::AT_FDCWD } else { env.dir };
         Ok(Lookups { dir, paths, order, next: 0 })
@@ -126,23 +135,6 @@ impl Lookups {
     }
 }
 
-/// Fisher–Yates with SplitMix64 seeded by the worker's index: a fixed
-/// random order per worker, the same in every run.
-fn shuffle(items: &mut [u32], seed: u64) {
-    let mut state = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut random = || {
-        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    };
-    for i in (1..items.len()).rev() {
-        let j = (random() % (i as u64 + 1)) as usize;
-        items.swap(i, j);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -152,13 +144,13 @@ mod tests {
         assert_eq!(chain(LookupShape::default()), "");
         assert_eq!(chain(LookupShape { depth: 4, ..Default::default() }), "s1/s2/s3");
         let mut order: Vec<u32> = (0..1000).collect();
-        shuffle(&mut order, 3);
+        Rng::new(3).shuffle(&mut order);
         let mut sorted = order.clone();
         sorted.sort_unstable();
         assert_eq!(sorted, (0..1000).collect::<Vec<u32>>(), "a permutation");
         assert_ne!(order, sorted, "shuffled");
         let mut again: Vec<u32> = (0..1000).collect();
-        shuffle(&mut again, 3);
+        Rng::new(3).shuffle(&mut again);
         assert_eq!(order, again, "the same for the same worker");
     }
 }

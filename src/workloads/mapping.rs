@@ -8,12 +8,11 @@
 //! Private: worker i's own 4 MiB file. Shared: one file, worker i mapping
 //! its own 4 MiB of it. Same: every worker mapping the same 4 MiB.
 
-use std::ffi::{CStr, CString};
-use std::os::fd::RawFd;
+use std::ffi::CStr;
 
 use anyhow::Result;
 
-use super::{close_quietly, Description, Op, Share, SysError, WorkerEnv, Workload, FILE};
+use super::{Description, Op, Share, SysError, WorkerEnv, WorkerFile, Workload};
 use crate::sys;
 
 /// Bytes mapped at once.
@@ -49,8 +48,7 @@ pub(super) fn shared_len(share: Share, workers: usize) -> u64 {
 
 /// `fault-shared` and `fault-private`.
 pub(super) struct Fault {
-    name: CString,
-    fd: RawFd,
+    file: WorkerFile,
     offset: libc::off_t,
     flags: libc::c_int,
     base: *mut u8,
@@ -59,15 +57,11 @@ pub(super) struct Fault {
 
 impl Fault {
     pub(super) fn setup(env: &WorkerEnv<'_>, shared_mapping: bool) -> Result<Fault> {
-        let name = sys::cname(FILE);
-        if env.share == Share::Private {
-            env.create_file(&name, MAPPED as u64)?;
-        }
-        let fd = env.open(&name, libc::O_RDWR)?;
+        let file = WorkerFile::open(env, libc::O_RDWR, MAPPED as u64)?;
         let offset = if env.share == Share::Shared { (env.index * MAPPED) as libc::off_t } else { 0 };
         let flags = if shared_mapping { libc::MAP_SHARED } else { libc::MAP_PRIVATE };
-        let mut fault = Fault { name, fd, offset, flags, base: std::ptr::null_mut(), next: 0 };
-        fault.map().map_err(|e| env.setup_error("mmap", &fault.name, e.errno))?;
+        let mut fault = Fault { file, offset, flags, base: std::ptr::null_mut(), next: 0 };
+        fault.map().map_err(|e| env.setup_error("mmap", &fault.file.name, e.errno))?;
         Ok(fault)
     }
 
@@ -80,7 +74,7 @@ impl Fault {
                 MAPPED,
                 libc::PROT_READ | libc::PROT_WRITE,
                 self.flags,
-                self.fd,
+                self.file.fd,
                 self.offset,
             )
         };
@@ -117,7 +111,7 @@ impl Op for Fault {
     }
 
     fn arg_name(&self, _: u8) -> &CStr {
-        &self.name
+        &self.file.name
     }
 }
 
@@ -126,6 +120,5 @@ impl Drop for Fault {
         if !self.base.is_null() {
             let _ = self.unmap();
         }
-        close_quietly(self.fd);
     }
 }

@@ -7,7 +7,7 @@ use std::os::fd::RawFd;
 
 use anyhow::Result;
 
-use super::lookup::Lookups;
+use super::lookup::{make_chain, Lookups};
 use super::{create_file, refuse_same, Description, Op, Share, SysError, WorkerEnv, Workload};
 use crate::sys::{self, Errno};
 
@@ -85,7 +85,7 @@ pub(super) fn prepare_shared(workload: Workload, share: Share, dir: RawFd) -> Re
     let setup =
         |call: &str, name: &str, errno: Errno| anyhow::anyhow!("{call}(\"{name}\") failed: {}", sys::errno_text(errno));
     if workload == Workload::StatDeep {
-        make_deep_chain(dir).map_err(|(path, e)| setup("mkdirat", &path, e))?;
+        make_chain(dir, &DEEP_DIRS).map_err(|(path, e)| setup("mkdirat", &path, e))?;
     }
     if workload == Workload::RenameDirs {
         make_rename_dirs(dir).map_err(|(path, e)| setup("mkdirat", path, e))?;
@@ -103,19 +103,6 @@ const RENAME_DIRS: [&str; 2] = ["a", "b"];
 fn make_rename_dirs(dir: RawFd) -> Result<(), (&'static str, Errno)> {
     for name in RENAME_DIRS {
         sys::mkdirat(dir, &sys::cname(name), 0o700).map_err(|e| (name, e))?;
-    }
-    Ok(())
-}
-
-/// Makes d1, d1/d2, ... d1/.../d7 below `dir`; on failure, the path that failed.
-fn make_deep_chain(dir: RawFd) -> Result<(), (String, Errno)> {
-    let mut path = String::new();
-    for component in DEEP_DIRS {
-        if !path.is_empty() {
-            path.push('/');
-        }
-        path.push_str(component);
-        sys::mkdirat(dir, &sys::cname(&path), 0o700).map_err(|e| (path.clone(), e))?;
     }
     Ok(())
 }
@@ -143,7 +130,7 @@ impl Stat {
         }
         let leaf = env.own_name("f").into_string().expect("ascii name");
         if env.share == Share::Private {
-            make_deep_chain(env.dir).map_err(|(path, e)| env.setup_error("mkdirat", &sys::cname(&path), e))?;
+            make_chain(env.dir, &DEEP_DIRS).map_err(|(path, e)| env.setup_error("mkdirat", &sys::cname(&path), e))?;
         }
         let path = sys::cname(&leaf_path(true, &leaf));
         if env.makes_own_objects() {
