@@ -61,7 +61,7 @@ pub struct RunConfig {
     pub latency: bool,
     /// The mdtest phases: `--items`, `--write-bytes`, `--stonewall`.
     pub mdtest: crate::workloads::MdtestOptions,
-    /// `stat` and `open-close`: the shape of their lookups.
+    /// `stat`, `open-close` and the mdtest phases: the shape of their lookups.
     pub lookup: crate::vocab::LookupShape,
     /// `--profile locks,cpu` and `--verify`.
     pub instruments: crate::instruments::InstrumentConfig,
@@ -169,9 +169,12 @@ impl RunConfig {
         if self.trace.is_some() && !self.workloads.contains(&Workload::Replay) {
             bail!("--trace is for the replay workload; add `replay` to the workloads");
         }
-        let shaped = [Workload::Stat, Workload::OpenClose];
-        if !self.lookup.is_default() && !self.workloads.iter().any(|w| shaped.contains(w)) {
-            bail!("--files, --depth, --path and --random shape the lookups of stat and open-close; add one of them to the workloads");
+        let sized = [Workload::Stat, Workload::OpenClose];
+        if self.lookup.files != 1 && !self.workloads.iter().any(|w| sized.contains(w)) {
+            bail!("--files sizes the working set of stat and open-close (the mdtest phases take --items); add one of them to the workloads");
+        }
+        if !self.lookup.is_default() && !self.workloads.iter().any(|w| w.takes_lookup_shape()) {
+            bail!("--depth, --path and --random shape the lookups of stat, open-close and the mdtest phases; add one of them to the workloads");
         }
         if self.lookup.files == 0 || self.lookup.depth == 0 {
             bail!("--files and --depth count from 1 (1 file, 1 path component: the default)");

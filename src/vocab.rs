@@ -235,6 +235,13 @@ impl Workload {
         Workload::MDTEST.contains(&self) || Workload::MDTEST_DIRS.contains(&self)
     }
 
+    /// Whether `--depth`, `--path` and `--random` place and order what it
+    /// names (`--files` only sizes `stat`'s and `open-close`'s working set;
+    /// the mdtest phases have `--items`).
+    pub fn takes_lookup_shape(self) -> bool {
+        matches!(self, Workload::Stat | Workload::OpenClose) || self.is_mdtest()
+    }
+
     /// Whether it extracts or walks the generated tree (`untar`, `traverse`).
     pub fn needs_tree(self) -> bool {
         matches!(self, Workload::Untar | Workload::Traverse)
@@ -517,6 +524,23 @@ impl LookupShape {
             words.push(if self.random { "random order".into() } else { "in order".into() });
         }
         words.join(", ")
+    }
+
+    /// `2 deep, absolute path, random order` for items that have their own
+    /// count (the mdtest phases'); `None` when they sit in the worker's
+    /// directory, named relative to it, in order.
+    pub fn describe_placement(&self) -> Option<String> {
+        let mut words = Vec::new();
+        if self.depth > 1 {
+            words.push(format!("{} deep", self.depth));
+        }
+        if self.absolute {
+            words.push("absolute path".to_string());
+        }
+        if self.random {
+            words.push("random order".to_string());
+        }
+        (!words.is_empty()).then(|| words.join(", "))
     }
 }
 

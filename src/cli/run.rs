@@ -182,15 +182,15 @@ pub struct MdtestArgs {
     pub stonewall: Option<std::time::Duration>,
 }
 
-/// The shape of `stat`'s and `open-close`'s lookups (the core's `LookupShape`).
+/// The shape of the lookups of `stat`, `open-close` and the mdtest phases (the core's `LookupShape`).
 #[derive(Args, Debug)]
-#[command(next_help_heading = "Lookup shape (stat, open-close)")]
+#[command(next_help_heading = "Lookup shape (stat, open-close, mdtest phases)")]
 pub struct LookupArgs {
-    /// Distinct files each worker looks up, one after another (or at random with --random), as mdtest's -n files and fxmark's MRPM do; at --share same, files all workers visit.
+    /// stat, open-close: distinct files each worker looks up, one after another (or at random with --random), as mdtest's -n files and fxmark's MRPM do; at --share same, files all workers visit. (The mdtest phases take --items.)
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub files: usize,
 
-    /// Path components from the worker's directory to a file, the file included: D-1 directories s1/.../s<D-1> above it.
+    /// Path components from the worker's directory to a file (an mdtest item), the file included: D-1 directories s1/.../s<D-1> above it.
     #[arg(long, value_name = "D", default_value_t = 1)]
     pub depth: usize,
 
@@ -198,7 +198,7 @@ pub struct LookupArgs {
     #[arg(long, value_name = "KIND", default_value = "relative", value_parser = ["relative", "absolute"])]
     pub path: String,
 
-    /// Visit the --files in a random order (fixed per worker) rather than one after another.
+    /// Visit the --files (the mdtest phases' items) in a random order, fixed per worker, rather than one after another.
     #[arg(long)]
     pub random: bool,
 }

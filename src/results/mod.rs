@@ -135,7 +135,7 @@ pub struct Settings {
     /// With mdtest phases: `items` per worker, `write_bytes`, `stonewall_s`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mdtest: Option<MdtestSettings>,
-    /// `stat` and `open-close`: the shape of their lookups, when not one hot
+    /// `stat`, `open-close` and the mdtest phases: the shape of their lookups, when not one hot
     /// relative name (`--files`, `--depth`, `--path`, `--random`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lookup: Option<crate::vocab::LookupShape>,

@@ -424,7 +424,10 @@ fn new_point(config: &RunConfig, fs_spec: &FsSpec, spec: &PointSpec) -> Point {
             Workload::Stat | Workload::OpenClose if !config.lookup.is_default() => {
                 format!("{} ({})", spec.workload.describe().op, config.lookup.describe())
             }
-            w => w.describe().op.to_string(),
+            w => match config.lookup.describe_placement().filter(|_| w.is_mdtest()) {
+                Some(placement) => format!("{} ({placement})", w.describe().op),
+                None => w.describe().op.to_string(),
+            },
         },
         mode: spec.mode,
         share: spec.share,

@@ -64,6 +64,54 @@ pub(super) fn prepare_shared(share: Share, dir: RawFd, shape: LookupShape) -> Re
     Ok(())
 }
 
+/// Where a worker's shaped names live: below the chain, in its own
+/// directory or the shared one, and how an op names them (relative to the
+/// directory, or absolute from `/`). The mdtest phases' items use it too.
+pub(super) struct Placement {
+    /// The directory relative names start from (`AT_FDCWD` for absolute ones).
+    pub dir: RawFd,
+    chain: String,
+    /// The worker's directory's path, when names are absolute.
+    base: Option<std::path::PathBuf>,
+}
+
+impl Placement {
+    /// Makes the chain in a private directory (the coordinator made the
+    /// shared one's).
+    pub(super) fn new(env: &WorkerEnv<'_>, shape: LookupShape) -> Result<Placement> {
+        if env.share == Share::Private {
+            make_chain(env.dir, &chain_dirs(shape))
+                .map_err(|(path, e)| env.setup_error("mkdirat", &sys::cname(&path), e))?;
+        }
+        let dir = if shape.absolute { libc::AT_FDCWD } else { env.dir };
+        Ok(Placement { dir, chain: chain(shape), base: shape.absolute.then(|| env.dir_path()) })
+    }
+
+    /// `leaf`'s path relative to the worker's directory.
+    pub(super) fn relative(&self, leaf: &str) -> String {
+        below(&self.chain, leaf)
+    }
+
+    /// The name an op gives the kernel for `leaf`, with `self.dir`.
+    pub(super) fn name(&self, leaf: &str) -> Result<CString> {
+        let relative = self.relative(leaf);
+        match &self.base {
+            Some(base) => Ok(sys::cstring(&base.join(relative))?),
+            None => Ok(sys::cname(&relative)),
+        }
+    }
+}
+
+/// A fixed visiting order of `n` items per worker: in order, or shuffled
+/// the same way in every run.
+pub(super) fn visiting_order(n: usize, random: bool, worker: usize) -> Vec<u32> {
+    let mut order: Vec<u32> = (0..n as u32).collect();
+    if random {
+        Rng::new(worker as u64).shuffle(&mut order);
+    }
+    order
+}
+
 /// The paths one worker looks up, and where it is in its order.
 pub(super) struct Lookups {
     /// The directory relative paths start from (`AT_FDCWD` for absolute ones).
@@ -85,31 +133,20 @@ impl Lookups {
             }
             return Ok(Lookups { dir: env.dir, paths: vec![name], order: vec![0], next: 0 });
         }
-        if env.share == Share::Private {
-            make_chain(env.dir, &chain_dirs(shape))
-                .map_err(|(path, e)| env.setup_error("mkdirat", &sys::cname(&path), e))?;
-        }
-        let chain = chain(shape);
-        let base = env.dir_path();
+        let placement = Placement::new(env, shape)?;
         let mut paths = Vec::with_capacity(shape.files);
         for k in 0..shape.files {
             let leaf = match env.share {
                 Share::Shared => format!("w{}-f{k}", env.index),
                 Share::Private | Share::Same => format!("f{k}"),
             };
-            let relative = below(&chain, &leaf);
             if env.makes_own_objects() {
-                env.create_file(&sys::cname(&relative), 0)?;
+                env.create_file(&sys::cname(&placement.relative(&leaf)), 0)?;
             }
-            paths.push(if shape.absolute { sys::cstring(&base.join(&relative))? } else { sys::cname(&relative) });
+            paths.push(placement.name(&leaf)?);
         }
-        let mut order: Vec<u32> = (0..shape.files as u32).collect();
-        if shape.random {
-            // A fixed order per worker: the same in every run.
-            Rng::new(env.index as u64).shuffle(&mut order);
-        }
-        let dir = if shape.absolute { libc::AT_FDCWD } else { env.dir };
-        Ok(Lookups { dir, paths, order, next: 0 })
+        let order = visiting_order(shape.files, shape.random, env.index);
+        Ok(Lookups { dir: placement.dir, paths, order, next: 0 })
     }
 
     /// One fixed path (`stat-deep`'s chain).

@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 
+use super::lookup::{visiting_order, Placement};
 use super::{Description, Job, JobContext, JobOutput, WorkerEnv, Workload};
 use crate::sys::{self, Errno};
 
@@ -93,7 +94,9 @@ pub(super) fn describe(workload: Workload) -> Description {
 /// One worker's phase: its items' names, and what was done to them.
 pub(super) struct Mdtest {
     phase: Phase,
+    /// Where relative names start (`AT_FDCWD` when they are absolute).
     dir: RawFd,
+    /// The items in the order the phase visits them.
     names: Vec<CString>,
     options: MdtestOptions,
     buf: Vec<u8>,
@@ -108,10 +111,18 @@ impl Mdtest {
         super::refuse_same(env)?;
         let phase = Phase::of(env.workload).ok_or_else(|| anyhow::anyhow!("{} is no mdtest phase", env.workload))?;
         let kind = if phase.directories() { "dir" } else { "file" };
+        // The lookup shape places the items (below --depth, named by --path)
+        // and orders them (--random); by default they are mdtest's names in
+        // the worker's directory, in order.
+        let placement = Placement::new(env, env.lookup)?;
+        let order = visiting_order(env.mdtest.items as usize, env.lookup.random, env.index);
         // mdtest's names: file.mdtest.<rank>.<i>, unique in a shared directory too.
-        let names = (0..env.mdtest.items).map(|i| sys::cname(&format!("{kind}.mdtest.{}.{i}", env.index))).collect();
+        let names = order
+            .into_iter()
+            .map(|i| placement.name(&format!("{kind}.mdtest.{}.{i}", env.index)))
+            .collect::<Result<_>>()?;
         let buf = vec![0x6d; env.mdtest.write_bytes as usize];
-        Ok(Mdtest { phase, dir: env.dir, names, options: env.mdtest, buf, done: 0, existing: 0..0 })
+        Ok(Mdtest { phase, dir: placement.dir, names, options: env.mdtest, buf, done: 0, existing: 0..0 })
     }
 
     fn make(&self, name: &CString) -> Result<(), (&'static str, Errno)> {

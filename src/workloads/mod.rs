@@ -222,7 +222,7 @@ pub struct WorkerEnv<'a> {
     pub command: Option<&'a CommandSpec>,
     /// The mdtest phases' items.
     pub mdtest: MdtestOptions,
-    /// `stat` and `open-close`: the shape of their lookups.
+    /// `stat`, `open-close` and the mdtest phases: the shape of their lookups.
     pub lookup: crate::vocab::LookupShape,
     /// `append-grow`: bytes each worker appends.
     pub grow_bytes: u64,
@@ -349,7 +349,7 @@ pub fn prepare_point(
     let dir = dir.as_raw_fd();
     let what = || format!("{workload} setup in \"{SHARED_DIR}\"");
     match workload {
-        Workload::Stat | Workload::OpenClose if !lookup.is_default() => {
+        w if w.takes_lookup_shape() && !lookup.is_default() => {
             lookup::prepare_shared(share, dir, lookup).with_context(what)?
         }
         Workload::Stat | Workload::StatDeep | Workload::OpenClose | Workload::LinkUnlink | Workload::RenameDirs => {

@@ -113,3 +113,72 @@ fn mdtest_refuses_the_same_entry_in_one_line() {
     let out = env.run(&["mdtest-stat", "--share", "same"]);
     assert_one_line_error(&out, "mdtest-stat: --share same is not possible");
 }
+
+#[test]
+fn a_lookup_shape_places_and_orders_the_items_as_mdtest_names_them() {
+    // strace shows what the kernel was given: every phase names each item
+    // once by its absolute path, one directory below the worker's (or the
+    // shared) directory, in a fixed random order the same for every phase.
+    let env = TestEnv::new();
+    let args = [
+        "mdtest",
+        "-j",
+        "2",
+        "--share",
+        "private,shared",
+        "--items",
+        "30",
+        "--depth",
+        "2",
+        "--path",
+        "absolute",
+        "--random",
+    ];
+    let test = "a_lookup_shape_places_and_orders_the_items_as_mdtest_names_them";
+    let Some((out, trace)) = under_strace(&env, "openat,newfstatat,unlinkat", &args, test) else {
+        return;
+    };
+    assert_success(&out);
+    assert!(stdout(&out).contains("(mdtest's file stat) (2 deep, absolute path, random order)"), "{}", stdout(&out));
+    let doc = env.results();
+    let shape = doc.settings.lookup.expect("the shape recorded");
+    assert_eq!((shape.depth, shape.absolute, shape.random), (2, true, true));
+    for phase in Workload::MDTEST {
+        assert_every_item_once(&doc, phase, 30);
+    }
+    let calls = std::fs::read_to_string(&trace).unwrap();
+    let dir = env.dir.canonicalize().unwrap().display().to_string();
+    // (call, worker directory, worker, item) of every call on an item, in order.
+    let items: Vec<(&str, &str, u32, u32)> = calls
+        .lines()
+        .filter_map(|line| {
+            let (call, rest) = line.split_once(' ')?.1.split_once("(AT_FDCWD, \"")?;
+            let path = rest.split_once('"')?.0.strip_prefix(&dir)?;
+            let (parent, leaf) = path.rsplit_once("/s1/file.mdtest.")?;
+            let worker_dir = parent.rsplit('/').next()?;
+            let flags_create = rest.contains("O_CREAT");
+            let call = match call {
+                "openat" if flags_create => "create",
+                "openat" => "read",
+                "newfstatat" => "stat",
+                _ => "remove",
+            };
+            let (worker, item) = leaf.split_once('.')?;
+            Some((call, worker_dir, worker.parse().ok()?, item.parse().ok()?))
+        })
+        .collect();
+    for (call, worker_dir, worker) in [("stat", "w0", 0), ("read", "w1", 1), ("remove", "shared", 1)] {
+        let timed: Vec<u32> =
+            items.iter().filter(|i| i.0 == call && i.1 == worker_dir && i.2 == worker).map(|i| i.3).collect();
+        // Untimed setup creates items too; the timed phases touch each once per run.
+        assert!(timed.len() >= 30 && timed.len() % 30 == 0, "{call} in {worker_dir}: {timed:?}");
+        let first: Vec<u32> = timed.iter().take(30).copied().collect();
+        let mut sorted = first.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..30).collect::<Vec<u32>>(), "{call} in {worker_dir}: every item once");
+        assert_ne!(first, sorted, "{call} in {worker_dir}: a random order");
+    }
+    assert_eq!(env.leftovers(), Vec::<String>::new());
+    // --files sizes stat's and open-close's working set only.
+    assert_one_line_error(&env.run(&["mdtest", "--files", "10"]), "the mdtest phases take --items");
+}

@@ -145,33 +145,6 @@ fn many_workers_as_processes_and_threads() {
     assert_eq!(env.leftovers(), Vec::<String>::new());
 }
 
-/// `fsscale run ARGS` (one quick run, no warm-up) under `strace -f`
-/// tracing `calls`: its output and the trace file; `None` (a visible skip,
-/// a failure under CI) without strace.
-fn under_strace(env: &TestEnv, calls: &str, args: &[&str], test: &str) -> Option<(std::process::Output, PathBuf)> {
-    let trace = env.root.path().join("strace.out");
-    let out = std::process::Command::new("strace")
-        // --seccomp-bpf stops only the traced calls: the coordinator, untraced,
-        // opens and closes the window at full speed.
-        .args(["-f", "--seccomp-bpf", "-qq", "-e", &format!("trace={calls}"), "-e", "signal=none", "-o"])
-        .arg(&trace)
-        .arg(env!("CARGO_BIN_EXE_fsscale"))
-        .arg("run")
-        .args(args)
-        .args(["-n", "1", "--duration", "0.05", "--warmup", "0", "--warmup-runs", "0", "--dir"])
-        .arg(&env.dir)
-        .arg("-o")
-        .arg(&env.output)
-        .output();
-    match out {
-        Ok(out) => Some((out, trace)),
-        Err(_) => {
-            prerequisite(false, test, "strace is not installed (.ci/run installs it)");
-            None
-        }
-    }
-}
-
 #[test]
 fn namespace_workloads_leave_nothing_behind_and_count_real_syscalls() {
     // strace counts the system calls the kernel actually saw: one op of
@@ -325,7 +298,11 @@ fn lookup_shapes_visit_that_many_files_that_deep_by_absolute_paths() {
     assert_ne!(first, ["f0", "f1", "f2", "f3", "f4"], "a random order");
     assert_eq!(env.leftovers(), Vec::<String>::new());
     // A shape for workloads that have no lookups is refused.
-    assert_one_line_error(&env.run(&["creat-unlink", "--files", "10"]), "shape the lookups of stat and open-close");
+    assert_one_line_error(
+        &env.run(&["creat-unlink", "--depth", "3"]),
+        "shape the lookups of stat, open-close and the mdtest phases",
+    );
+    assert_one_line_error(&env.run(&["creat-unlink", "--files", "10"]), "sizes the working set of stat and open-close");
 }
 
 #[test]

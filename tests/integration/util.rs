@@ -299,3 +299,30 @@ impl Canary {
         assert_eq!(std::fs::read(self.path.join("precious")).unwrap(), b"keep me");
     }
 }
+
+/// `fsscale run ARGS` (one quick run, no warm-up) under `strace -f`
+/// tracing `calls`: its output and the trace file; `None` (a visible skip,
+/// a failure under CI) without strace.
+pub fn under_strace(env: &TestEnv, calls: &str, args: &[&str], test: &str) -> Option<(std::process::Output, PathBuf)> {
+    let trace = env.root.path().join("strace.out");
+    let out = std::process::Command::new("strace")
+        // --seccomp-bpf stops only the traced calls: the coordinator, untraced,
+        // opens and closes the window at full speed.
+        .args(["-f", "--seccomp-bpf", "-qq", "-e", &format!("trace={calls}"), "-e", "signal=none", "-o"])
+        .arg(&trace)
+        .arg(env!("CARGO_BIN_EXE_fsscale"))
+        .arg("run")
+        .args(args)
+        .args(["-n", "1", "--duration", "0.05", "--warmup", "0", "--warmup-runs", "0", "--dir"])
+        .arg(&env.dir)
+        .arg("-o")
+        .arg(&env.output)
+        .output();
+    match out {
+        Ok(out) => Some((out, trace)),
+        Err(_) => {
+            prerequisite(false, test, "strace is not installed (.ci/run installs it)");
+            None
+        }
+    }
+}
