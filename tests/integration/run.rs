@@ -1,7 +1,6 @@
 //! `fsscale list` and successful `fsscale run`s.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 
 use fsscale::plan::Mode;
 use fsscale::report::format_rate;
