@@ -74,9 +74,9 @@ impl Phase {
 
 pub(super) fn describe(workload: Workload) -> Description {
     let op = match Phase::of(workload).expect("an mdtest phase") {
-        Phase::Create => "openat(O_CREAT|O_EXCL) of a new file, --write-bytes written to it, close(); the phase: --items per worker (mdtest's file creation)",
+        Phase::Create => "openat(O_RDWR|O_CREAT|O_EXCL) of a new file, --write-bytes written to it, close(); the phase: --items per worker (mdtest's file creation)",
         Phase::Stat => "fstatat() of a file; the phase: --items per worker (mdtest's file stat)",
-        Phase::Read => "openat(O_RDONLY) of a file, a read of --write-bytes, close(); the phase: --items per worker (mdtest's file read)",
+        Phase::Read => "openat(O_RDWR) of a file (as mdtest opens it), a read of --write-bytes, close(); the phase: --items per worker (mdtest's file read)",
         Phase::Remove => "unlinkat() of a file; the phase: --items per worker (mdtest's file removal)",
         Phase::DirCreate => "mkdirat() of a new directory; the phase: --items per worker (mdtest's directory creation)",
         Phase::DirStat => "fstatat() of a directory; the phase: --items per worker (mdtest's directory stat)",
@@ -129,7 +129,8 @@ impl Mdtest {
         if self.phase.directories() {
             return sys::mkdirat(self.dir, name, 0o700).map_err(|e| ("mkdirat", e));
         }
-        let fd = sys::openat(self.dir, name, libc::O_CREAT | libc::O_EXCL | libc::O_WRONLY, 0o600)
+        // mdtest opens O_RDWR in both phases; O_EXCL: fsscale removes only what it made.
+        let fd = sys::openat(self.dir, name, libc::O_CREAT | libc::O_EXCL | libc::O_RDWR, 0o600)
             .map_err(|e| ("openat", e))?;
         let written = if self.buf.is_empty() { Ok(0) } else { sys::write(fd, &self.buf) };
         let closed = sys::close(fd);
@@ -157,7 +158,10 @@ impl Mdtest {
                 sys::fstatat(self.dir, name, &mut st, 0).map(|()| 0).map_err(|e| ("fstatat", e))
             }
             Phase::Read => {
-                let fd = sys::openat(self.dir, name, libc::O_RDONLY, 0).map_err(|e| ("openat", e))?;
+                // mdtest's POSIX backend reads the read phase's O_RDONLY (0) as
+                // "no mode given" and opens read-write, which takes write access
+                // on the file and the mount: the kernel's work it measures.
+                let fd = sys::openat(self.dir, name, libc::O_RDWR, 0).map_err(|e| ("openat", e))?;
                 let read = if self.buf.is_empty() { Ok(0) } else { sys::read(fd, &mut self.buf) };
                 let closed = sys::close(fd);
                 let n = read.map_err(|e| ("read", e))?;

@@ -178,6 +178,9 @@ fn a_lookup_shape_places_and_orders_the_items_as_mdtest_names_them() {
         assert_eq!(sorted, (0..30).collect::<Vec<u32>>(), "{call} in {worker_dir}: every item once");
         assert_ne!(first, sorted, "{call} in {worker_dir}: a random order");
     }
+    // The read phase opens read-write, as mdtest's POSIX backend does.
+    let reads: Vec<&str> = calls.lines().filter(|l| l.contains("openat(") && l.contains("/s1/file.mdtest.")).collect();
+    assert!(reads.iter().all(|l| l.contains("O_RDWR")), "{reads:?}");
     assert_eq!(env.leftovers(), Vec::<String>::new());
     // --files sizes stat's and open-close's working set only.
     assert_one_line_error(&env.run(&["mdtest", "--files", "10"]), "the mdtest phases take --items");
