@@ -145,6 +145,10 @@ impl Scratch {
         if marker.as_deref() != Some(self.marker_text().as_str()) {
             bail!("scratch directory {shown} no longer holds fsscale's marker; not removing it");
         }
+        // Closed before the marker is unlinked: NFS and FUSE keep an open
+        // file that is unlinked as a hidden `.nfs*`/`.fuse_hidden*` entry
+        // until its last close, and the directory would not be empty.
+        self.marker_lock = None;
         remove_proven(self.parent.as_raw_fd(), &self.name, self.fd(), self.mount, &self.path)
     }
 }

@@ -172,7 +172,19 @@ impl Fallocate {
     pub(super) fn setup(env: &WorkerEnv<'_>) -> Result<Fallocate> {
         super::refuse_same(env)?;
         let offset = if env.share == Share::Shared { env.index as libc::off_t * RANGE } else { 0 };
-        Ok(Fallocate { file: WorkerFile::open(env, libc::O_RDWR, 0)?, offset })
+        let mut op = Fallocate { file: WorkerFile::open(env, libc::O_RDWR, 0)?, offset };
+        // One op untimed: a filesystem without fallocate or hole punching
+        // (FUSE, older NFS) is refused before the window, in words.
+        op.once().map_err(|e| match e.errno {
+            libc::EOPNOTSUPP => anyhow::anyhow!(
+                "{}: this filesystem does not support {} ({}); measure it on one that does, e.g. --fs tmpfs or --fs ext4",
+                env.workload,
+                e.call,
+                sys::errno_text(e.errno)
+            ),
+            errno => env.setup_error(e.call, &op.file.name, errno),
+        })?;
+        Ok(op)
     }
 }
 

@@ -458,3 +458,63 @@ fn o_direct_runs_where_the_filesystem_has_it_and_is_refused_clearly_where_not() 
     assert_eq!(leftovers_of(pid), Vec::<String>::new());
     assert_eq!(env.leftovers(), Vec::<String>::new());
 }
+
+/// A FUSE passthrough (bindfs) of a directory of the test's, unmounted on drop.
+struct FuseMount {
+    path: std::path::PathBuf,
+    backing: std::path::PathBuf,
+}
+
+impl FuseMount {
+    fn new(env: &TestEnv) -> Option<FuseMount> {
+        let backing = env.root.path().join("backing");
+        let path = env.root.path().join("fuse");
+        std::fs::create_dir(&backing).unwrap();
+        std::fs::create_dir(&path).unwrap();
+        let ok = Command::new("bindfs").arg(&backing).arg(&path).status().map(|s| s.success()).unwrap_or(false);
+        ok.then_some(FuseMount { path, backing })
+    }
+}
+
+impl Drop for FuseMount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.path).status();
+    }
+}
+
+#[test]
+fn a_filesystem_that_keeps_unlinked_open_files_is_left_clean() {
+    // FUSE, like NFS, keeps a file that is unlinked while open as a hidden
+    // entry (`.fuse_hidden*`, `.nfs*`) until its last close; a directory
+    // holding one cannot be removed. Every run's scratch must still go.
+    let test = "a_filesystem_that_keeps_unlinked_open_files_is_left_clean";
+    if !needs_root(test)
+        || !prerequisite(std::path::Path::new("/dev/fuse").exists(), test, "no /dev/fuse")
+        || !prerequisite(
+            Command::new("bindfs").arg("--version").output().is_ok(),
+            test,
+            "bindfs is not installed (.ci/run installs it)",
+        )
+    {
+        return;
+    }
+    let env = TestEnv::new();
+    let Some(fuse) = FuseMount::new(&env) else {
+        prerequisite(false, test, "bindfs could not mount (FUSE unavailable here)");
+        return;
+    };
+    for mode in ["process", "thread"] {
+        let out = env.run_at(
+            &fuse.path,
+            &["creat-unlink", "read", "dup-close", "mdtest", "-j", "1,2", "--mode", mode, "--items", "50"],
+        );
+        assert_success(&out);
+        assert_eq!(entries(&fuse.path), Vec::<String>::new(), "{mode}: left in the mount");
+        assert_eq!(entries(&fuse.backing), Vec::<String>::new(), "{mode}: left in the backing directory");
+        assert!(env.results().points.iter().all(|p| p.runs.iter().all(|r| r.ops > 0)), "{mode}");
+    }
+    // What the filesystem cannot do is refused in one line, and still nothing is left.
+    let out = env.run_at(&fuse.path, &["fallocate"]);
+    assert_one_line_error(&out, "fallocate: this filesystem does not support fallocate");
+    assert_eq!(entries(&fuse.path), Vec::<String>::new());
+}
