@@ -66,9 +66,20 @@ impl Phase {
         matches!(self, Phase::DirCreate | Phase::DirStat | Phase::DirRemove)
     }
 
-    /// Whether the items exist before the phase (made untimed by `prepare`).
-    fn needs_items(self) -> bool {
-        !matches!(self, Phase::Create | Phase::DirCreate)
+    /// The phases mdtest runs before this one in an iteration. `prepare`
+    /// runs them untimed, so the phase starts from the state mdtest's own
+    /// leaves: items made, then looked up, then opened. On a filesystem
+    /// that caches names and attributes for a while (NFS, FUSE) that state
+    /// decides whether an op needs a round trip to the server.
+    fn before(self) -> &'static [Phase] {
+        match self {
+            Phase::Create | Phase::DirCreate => &[],
+            Phase::Stat => &[Phase::Create],
+            Phase::Read => &[Phase::Create, Phase::Stat],
+            Phase::Remove => &[Phase::Create, Phase::Stat, Phase::Read],
+            Phase::DirStat => &[Phase::DirCreate],
+            Phase::DirRemove => &[Phase::DirCreate, Phase::DirStat],
+        }
     }
 }
 
@@ -146,11 +157,11 @@ impl Mdtest {
         sys::unlinkat(self.dir, name, flags).map_err(|e| ("unlinkat", e))
     }
 
-    /// The phase's operation on item `i`; the bytes it moved.
+    /// `phase`'s operation on item `i`; the bytes it moved.
     #[inline]
-    fn operate(&mut self, i: usize) -> Result<u64, (&'static str, Errno)> {
+    fn operate(&mut self, phase: Phase, i: usize) -> Result<u64, (&'static str, Errno)> {
         let name = &self.names[i];
-        match self.phase {
+        match phase {
             Phase::Create | Phase::DirCreate => self.make(name).map(|()| self.buf.len() as u64),
             Phase::Stat | Phase::DirStat => {
                 // SAFETY: stat is plain data.
@@ -178,17 +189,19 @@ impl Mdtest {
 }
 
 impl Job for Mdtest {
-    /// The items a stat, read or remove phase works on, made untimed.
+    /// The phases before this one, untimed: the items a stat, read or
+    /// remove phase works on, in the state mdtest's earlier phases leave.
     fn prepare(&mut self, ctx: &JobContext<'_>) -> anyhow::Result<()> {
-        if !self.phase.needs_items() {
-            return Ok(());
-        }
-        for i in 0..self.names.len() {
-            if i % 256 == 0 && (ctx.stop)() {
-                return Err(anyhow::anyhow!("stopped while preparing"));
+        for &phase in self.phase.before() {
+            for i in 0..self.names.len() {
+                if i % 256 == 0 && (ctx.stop)() {
+                    return Err(anyhow::anyhow!("stopped while preparing"));
+                }
+                self.operate(phase, i).map_err(|e| anyhow::anyhow!("setup: {}", self.failed(i, e)))?;
+                if matches!(phase, Phase::Create | Phase::DirCreate) {
+                    self.existing = 0..i + 1;
+                }
             }
-            self.make(&self.names[i]).map_err(|e| anyhow::anyhow!("setup: {}", self.failed(i, e)))?;
-            self.existing = 0..i + 1;
         }
         Ok(())
     }
@@ -206,7 +219,7 @@ impl Job for Mdtest {
                 }
                 (ctx.progress)(i as u64);
             }
-            bytes += self.operate(i).map_err(|e| anyhow::Error::msg(self.failed(i, e)))?;
+            bytes += self.operate(self.phase, i).map_err(|e| anyhow::Error::msg(self.failed(i, e)))?;
             self.done = i + 1;
             match self.phase {
                 Phase::Create | Phase::DirCreate => self.existing = 0..i + 1,
@@ -241,6 +254,13 @@ mod tests {
             assert_eq!(Phase::of(w).unwrap().directories(), w.name().contains("-dir-"), "{w}");
         }
         assert_eq!(Phase::of(Workload::Stat), None);
-        assert!(!Phase::Create.needs_items() && Phase::Stat.needs_items() && Phase::DirRemove.needs_items());
+        assert!(Phase::Create.before().is_empty() && Phase::DirCreate.before().is_empty());
+        // Every phase starts from the one before it, which started from its own.
+        for w in Workload::ALL.into_iter().filter_map(Phase::of) {
+            if let Some((&last, earlier)) = w.before().split_last() {
+                assert_eq!(last.before(), earlier, "{w:?}");
+                assert_eq!(last.directories(), w.directories(), "{w:?}");
+            }
+        }
     }
 }
