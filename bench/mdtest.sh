@@ -22,7 +22,7 @@
 # its own per-worker CPU (sys and user seconds in the timed phase). fsscale
 # runs under the same perf record, so both pay the sampling's cost. Needs perf.
 #
-# Each of N rounds runs mdtest under `mpirun -np R` for K iterations (-i K;
+# Each of N rounds runs mdtest under `mpirun --bind-to none -np R` for K iterations (-i K;
 # its mean) and fsscale's `mdtest -j R -n K` (the median of its runs). Prints
 # a Markdown table: per phase the medians over the rounds and the median of
 # the rounds' ratios.
@@ -57,7 +57,11 @@ while [ $# -gt 0 ]; do
         *) echo "bench/mdtest.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
-[ ${#launcher[@]} -gt 0 ] && launcher=(mpirun --allow-run-as-root --oversubscribe -np "$ranks")
+# Unbound ranks, as fsscale's workers are without --pin: OpenMPI binds a
+# rank to a core by default, which with a FUSE daemon (or other work) on
+# the same cores decides the rates more than either tool does.
+mpirun=(mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$ranks")
+[ ${#launcher[@]} -gt 0 ] && launcher=("${mpirun[@]}")
 [ -x "$mdtest" ] || { echo "bench/mdtest.sh: give --mdtest PATH (build hpc/ior: ./bootstrap && ./configure && make)" >&2; exit 2; }
 [ -x "$bin" ] || { echo "bench/mdtest.sh: no $bin (cargo build --release)" >&2; exit 2; }
 [ -z "$split" ] || command -v perf > /dev/null || { echo "bench/mdtest.sh: --split needs perf (apt-get install linux-perf)" >&2; exit 2; }
@@ -77,7 +81,7 @@ for round in $(seq "$rounds"); do
     }
     run_mdtest() {
         rm -rf "$work/mdtest"
-        profiled mdtest mpirun --allow-run-as-root --oversubscribe -np "$ranks" "$mdtest" -n "$items" $unique -F -i "$reps" \
+        profiled mdtest "${mpirun[@]}" "$mdtest" -n "$items" $unique -F -i "$reps" \
             -d "$work/mdtest" > "$work/mdtest.$round.out" 2>&1
         if [ -n "$split" ]; then
             perf script -i "$work/mdtest.$round.perf" -F comm,tid,time,ip,sym,dso 2> /dev/null |

@@ -3,10 +3,12 @@
 //! mdtest runs create, stat, read and remove in one sequence with a barrier
 //! between phases. Here each phase is a fixed-work workload of its own, so
 //! that each is a series in every table, comparison, analysis and report:
-//! its run prepares what the phase needs untimed (the files the stat phase
-//! stats), times the phase from the common start to the slowest worker's
-//! end, and removes everything untimed afterwards. The rate is mdtest's:
-//! all workers' items over the slowest worker's time.
+//! its run does the phases before it untimed (`Phase::before`: the read
+//! phase's files made, then stated, as mdtest leaves them), times the phase
+//! from the common start to the slowest worker's end, and removes
+//! everything untimed afterwards. The rate is mdtest's: all workers' items
+//! over the slowest worker's time. The kernel gets mdtest's calls: the
+//! same open modes and, with the lookup shape, paths as long as its.
 
 use std::ffi::CString;
 use std::os::fd::RawFd;
