@@ -152,7 +152,8 @@ fn a_lookup_shape_places_and_orders_the_items_as_mdtest_names_them() {
     let items: Vec<(&str, &str, u32, u32)> = calls
         .lines()
         .filter_map(|line| {
-            let (call, rest) = line.split_once(' ')?.1.split_once("(AT_FDCWD, \"")?;
+            // strace pads the pid column: `123  newfstatat(...`.
+            let (call, rest) = line.split_once(' ')?.1.trim_start().split_once("(AT_FDCWD, \"")?;
             let path = rest.split_once('"')?.0.strip_prefix(&dir)?;
             let (parent, leaf) = path.rsplit_once("/s1/file.mdtest.")?;
             let worker_dir = parent.rsplit('/').next()?;
@@ -161,7 +162,8 @@ fn a_lookup_shape_places_and_orders_the_items_as_mdtest_names_them() {
                 "openat" if flags_create => "create",
                 "openat" => "read",
                 "newfstatat" => "stat",
-                _ => "remove",
+                "unlinkat" => "remove",
+                _ => return None,
             };
             let (worker, item) = leaf.split_once('.')?;
             Some((call, worker_dir, worker.parse().ok()?, item.parse().ok()?))
