@@ -112,13 +112,9 @@ impl Op for FcntlLock {
     #[inline(always)]
     fn once(&mut self) -> Result<(), SysError> {
         // SAFETY: F_SETLK with a valid flock struct.
-        if unsafe { libc::fcntl(self.file.fd, libc::F_SETLK, &self.lock) } != 0 {
-            return Err(SysError { call: "fcntl(F_SETLK, F_WRLCK)", errno: sys::last_errno(), arg: 0 });
-        }
+        SysError::status("fcntl(F_SETLK, F_WRLCK)", unsafe { libc::fcntl(self.file.fd, libc::F_SETLK, &self.lock) })?;
         // SAFETY: as above.
-        if unsafe { libc::fcntl(self.file.fd, libc::F_SETLK, &self.unlock) } != 0 {
-            return Err(SysError { call: "fcntl(F_SETLK, F_UNLCK)", errno: sys::last_errno(), arg: 0 });
-        }
+        SysError::status("fcntl(F_SETLK, F_UNLCK)", unsafe { libc::fcntl(self.file.fd, libc::F_SETLK, &self.unlock) })?;
         Ok(())
     }
 
@@ -144,13 +140,9 @@ impl Op for Flock {
     #[inline(always)]
     fn once(&mut self) -> Result<(), SysError> {
         // SAFETY: flock on an open descriptor has no memory effects.
-        if unsafe { libc::flock(self.file.fd, self.mode) } != 0 {
-            return Err(SysError { call: "flock", errno: sys::last_errno(), arg: 0 });
-        }
+        SysError::status("flock", unsafe { libc::flock(self.file.fd, self.mode) })?;
         // SAFETY: as above.
-        if unsafe { libc::flock(self.file.fd, libc::LOCK_UN) } != 0 {
-            return Err(SysError { call: "flock(LOCK_UN)", errno: sys::last_errno(), arg: 0 });
-        }
+        SysError::status("flock(LOCK_UN)", unsafe { libc::flock(self.file.fd, libc::LOCK_UN) })?;
         Ok(())
     }
 
@@ -192,14 +184,10 @@ impl Op for Fallocate {
     #[inline(always)]
     fn once(&mut self) -> Result<(), SysError> {
         // SAFETY: fallocate on an open descriptor has no memory effects.
-        if unsafe { libc::fallocate(self.file.fd, 0, self.offset, RANGE) } != 0 {
-            return Err(SysError { call: "fallocate", errno: sys::last_errno(), arg: 0 });
-        }
+        SysError::status("fallocate", unsafe { libc::fallocate(self.file.fd, 0, self.offset, RANGE) })?;
         let punch = libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE;
         // SAFETY: as above.
-        if unsafe { libc::fallocate(self.file.fd, punch, self.offset, RANGE) } != 0 {
-            return Err(SysError { call: "fallocate(PUNCH_HOLE)", errno: sys::last_errno(), arg: 0 });
-        }
+        SysError::status("fallocate(PUNCH_HOLE)", unsafe { libc::fallocate(self.file.fd, punch, self.offset, RANGE) })?;
         Ok(())
     }
 

@@ -88,9 +88,7 @@ impl Fault {
     #[inline(always)]
     fn unmap(&mut self) -> Result<(), SysError> {
         // SAFETY: `base` is this op's own mapping of MAPPED bytes.
-        if unsafe { libc::munmap(self.base.cast(), MAPPED) } != 0 {
-            return Err(SysError { call: "munmap", errno: sys::last_errno(), arg: 0 });
-        }
+        SysError::status("munmap", unsafe { libc::munmap(self.base.cast(), MAPPED) })?;
         self.base = std::ptr::null_mut();
         Ok(())
     }

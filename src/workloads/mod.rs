@@ -193,6 +193,16 @@ impl SysError {
     pub fn new(call: &'static str, arg: u8) -> impl Fn(Errno) -> SysError {
         move |errno| SysError { call, errno, arg }
     }
+
+    /// A raw libc call's status (0 or -1 with errno) as an op's result.
+    #[inline(always)]
+    pub fn status(call: &'static str, ret: libc::c_int) -> Result<(), SysError> {
+        if ret == 0 {
+            Ok(())
+        } else {
+            Err(SysError { call, errno: sys::last_errno(), arg: 0 })
+        }
+    }
 }
 
 /// One workload's per-worker state; `once` is the measured operation.
