@@ -132,7 +132,10 @@ fn the_cpu_profile_follows_the_processes_a_command_starts() {
     }
     let env = TestEnv::new();
     // The shell and what it execs burn the CPU; the worker only waits for them.
-    let cmd = "i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done; /bin/true";
+    // 200 execs of /bin/true: one exec takes well under a millisecond, so at
+    // 1 kHz a single one is sampled only sometimes (200 gave 26 samples in execve here).
+    let cmd =
+        "i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done; j=0; while [ $j -lt 200 ]; do j=$((j+1)); /bin/true; done";
     let out = env.run(&["command", "--shell", "--cmd", cmd, "-j", "1", "--profile", "cpu"]);
     assert_success(&out);
     let doc = env.results();
