@@ -2,12 +2,14 @@
 # Detection power of `fsscale compare`: plant a known slowdown in one side of
 # a comparison and count what compare says about it.
 #
-#   bench/power.sh [--pairs N] [--slowdowns LIST] [--fsscale BIN] [--keep DIR] [-- RUN ARGS...]
+#   bench/power.sh [--pairs N] [--slowdowns LIST] [--fsscale BIN] [--keep DIR]
+#                  [--noise-threshold PCT] [-- RUN ARGS...]
 #
 #   --pairs N         comparisons per slowdown (default 20)
 #   --slowdowns LIST  planted slowdowns in percent, 0 meaning A/A (default 0,2,5,10)
 #   --fsscale BIN     the binary to measure (default: target/release/fsscale, built)
 #   --keep DIR        keep every results file in DIR
+#   --noise-threshold PCT  compare's --noise-threshold (default: compare's, 2)
 #   RUN ARGS          what `fsscale run` measures (default: stat -j 1 --share private
 #                     --dir /dev/shm, at fsscale's default runs and duration)
 #
@@ -24,7 +26,7 @@
 #
 # Prints a Markdown table, then one line per slowdown and one per comparison
 # for scripts:
-#   power S pairs worse no-difference too-noisy better too-few median-change
+#   power S pairs worse no-difference too-noisy better too-few within-noise median-change
 #   pair S change-percent
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,12 +35,14 @@ pairs=20
 slowdowns=0,2,5,10
 fsscale=
 keep=
+compare_args=()
 while (($#)); do
   case $1 in
     --pairs) pairs=$2; shift 2 ;;
     --slowdowns) slowdowns=$2; shift 2 ;;
     --fsscale) fsscale=$2; shift 2 ;;
     --keep) keep=$2; shift 2 ;;
+    --noise-threshold) compare_args=(--noise-threshold "$2"); shift 2 ;;
     --) shift; break ;;
     *) echo "power.sh: unknown option '$1' (see the comment at the top of bench/power.sh)" >&2; exit 2 ;;
   esac
@@ -127,7 +131,7 @@ for ((r = 0; r < pairs; r++)); do
   fi
   for s in "${order[@]}"; do run_side "$s" "$r"; done
   for s in "${levels[@]}"; do
-    json=$("$fsscale" compare "$work/base-$r.json" "$work/$s-$r.json" --format json)
+    json=$("$fsscale" compare "$work/base-$r.json" "$work/$s-$r.json" --format json "${compare_args[@]}")
     verdict=$(sed -n 's/.*"verdict": "\(.*\)".*/\1/p' <<<"$json" | head -1)
     change=$(sed -n 's/.*"change_pct": \([-0-9.e]*\).*/\1/p' <<<"$json" | head -1)
     count[$s,$verdict]=$((${count[$s,$verdict]:-0} + 1))
@@ -142,14 +146,14 @@ median_change() {
     awk '{ v[NR] = $1 } END { if (NR % 2) m = v[(NR + 1) / 2]; else m = (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%+.1f%%", m }'
 }
 
-echo "| planted slowdown | comparisons | worse | no difference proven | too noisy | better | median change measured |"
-echo "|---:|---:|---:|---:|---:|---:|---:|"
+echo "| planted slowdown | comparisons | worse | within noise | no difference proven | too noisy | better | median change measured |"
+echo "|---:|---:|---:|---:|---:|---:|---:|---:|"
 for s in "${levels[@]}"; do
   label="$s%"; [[ $s == 0 ]] && label="none (A/A)"
-  echo "| $label | $pairs | ${count[$s,worse]:-0} | ${count[$s,no-difference-proven]:-0} | ${count[$s,too-noisy]:-0} | ${count[$s,better]:-0} | $(median_change "$s") |"
+  echo "| $label | $pairs | ${count[$s,worse]:-0} | ${count[$s,within-noise]:-0} | ${count[$s,no-difference-proven]:-0} | ${count[$s,too-noisy]:-0} | ${count[$s,better]:-0} | $(median_change "$s") |"
 done
 for s in "${levels[@]}"; do
-  echo "power $s $pairs ${count[$s,worse]:-0} ${count[$s,no-difference-proven]:-0} ${count[$s,too-noisy]:-0} ${count[$s,better]:-0} ${count[$s,too-few-runs]:-0} $(median_change "$s")"
+  echo "power $s $pairs ${count[$s,worse]:-0} ${count[$s,no-difference-proven]:-0} ${count[$s,too-noisy]:-0} ${count[$s,better]:-0} ${count[$s,too-few-runs]:-0} ${count[$s,within-noise]:-0} $(median_change "$s")"
 done
 for c in "${changes[@]}"; do
   echo "pair $c"

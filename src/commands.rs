@@ -52,8 +52,16 @@ pub fn compare_command(args: &CompareArgs) -> Result<(String, Option<Regressed>,
     if let Some(pct) = args.fail_if_worse.filter(|p| !(p.is_finite() && *p >= 0.0)) {
         bail!("--fail-if-worse {pct} must be a percentage of 0 or more (e.g. 5)");
     }
+    if !(args.noise_threshold.is_finite() && args.noise_threshold >= 0.0) {
+        bail!("--noise-threshold {} must be a percentage of 0 or more (e.g. 2)", args.noise_threshold);
+    }
     let figure = if args.per_cpu { Figure::OpsPerCpuSecond } else { Figure::Throughput };
-    let config = CompareConfig { test: args.test, confidence: args.confidence / 100.0, figure };
+    let config = CompareConfig {
+        test: args.test,
+        confidence: args.confidence / 100.0,
+        figure,
+        noise_threshold_pct: args.noise_threshold,
+    };
     let base = load(&args.base)?;
     let mut comparisons = Vec::new();
     for path in &args.new {

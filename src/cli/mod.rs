@@ -184,10 +184,13 @@ pub struct CompareArgs {
     /// Compare each run's ops per second of the workers' own CPU time (user and system) instead of its ops/s: on a machine other work shares, it moves far less with their load. Other work then does not make a point "too noisy"; drift and two modes still do.
     #[arg(long)]
     pub per_cpu: bool,
+    /// Call a significant change better or worse only when its whole confidence interval lies beyond ±PCT percent; otherwise it is "within noise". Two invocations of one system differ by more than their runs' spread shows (1-2% on a quiet VM); 0 leaves the verdict to the test alone, as ministat does.
+    #[arg(long, value_name = "PCT", default_value_t = fsscale::compare::DEFAULT_NOISE_THRESHOLD_PCT)]
+    pub noise_threshold: f64,
     /// Show a ministat-style dot plot of every point's runs (x = base, + = new).
     #[arg(long)]
     pub plot: bool,
-    /// Exit with status 3 when any point is significantly worse by more than PCT percent (for CI gates).
+    /// Exit with status 3 when any point is called worse (significant, beyond --noise-threshold) by more than PCT percent (for CI gates).
     #[arg(long, value_name = "PCT")]
     pub fail_if_worse: Option<f64>,
     /// Output format: text, markdown or json.

@@ -4,6 +4,12 @@
 //! The change is mean(new)/mean(base) − 1, so that it agrees with the t
 //! tests; its confidence interval is Fieller's for a ratio of means, which
 //! carries the base's uncertainty too. Medians are reported beside it.
+//!
+//! A significant change is called better or worse only when its whole
+//! confidence interval lies beyond the noise threshold (±2% by default), as
+//! Criterion.rs does with its noise threshold: the t tests see only the
+//! spread of one invocation's runs, and two invocations of the same system
+//! differ by more than that (docs/STATISTICS.md, detection power).
 
 use serde::{Deserialize, Serialize};
 
@@ -20,7 +26,15 @@ pub struct CompareConfig {
     /// Confidence level in (0, 1), e.g. 0.95.
     pub confidence: f64,
     pub figure: Figure,
+    /// Changes whose confidence interval reaches inside ±this many percent
+    /// are "within noise", however significant (0 turns it off).
+    pub noise_threshold_pct: f64,
 }
+
+/// The default noise threshold, in percent: on this VM, A/A pairs of
+/// separate invocations differ by about 1–2% even when each invocation's
+/// runs agree to 0.5% (docs/STATISTICS.md).
+pub const DEFAULT_NOISE_THRESHOLD_PCT: f64 = 2.0;
 
 /// What is compared, run against run.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -45,6 +59,9 @@ pub enum Verdict {
     /// Significant, but a side's runs drift, fall into two groups or ran on
     /// a busy machine (`Row::noise` says which): the difference may be the machine's.
     TooNoisy,
+    /// Significant, but its confidence interval reaches inside the noise
+    /// threshold: no bigger than two invocations of one system differ by.
+    WithinNoise,
 }
 
 impl Verdict {
@@ -55,6 +72,7 @@ impl Verdict {
             Verdict::NoDifferenceProven => "no difference proven",
             Verdict::TooFewRuns => "too few runs",
             Verdict::TooNoisy => "too noisy",
+            Verdict::WithinNoise => "within noise",
         }
     }
 }
@@ -126,10 +144,26 @@ pub struct Comparison {
     pub base: String,
     pub new: String,
     pub confidence: f64,
+    /// See [`CompareConfig::noise_threshold_pct`].
+    #[serde(default)]
+    pub noise_threshold_pct: f64,
     pub rows: Vec<Row>,
     pub summaries: Vec<WorkloadSummary>,
     /// Points present in only one of the files, as "workload mode share xN (base only)".
     pub unmatched: Vec<String>,
+}
+
+impl Comparison {
+    /// What "within noise" means, when a row of the comparison is.
+    pub fn within_noise_note(&self) -> Option<String> {
+        self.rows.iter().any(|r| r.verdict == Verdict::WithinNoise).then(|| {
+            format!(
+                "within noise: significant, but its interval reaches inside ±{}%, which two invocations of one \
+                 system can differ by (--noise-threshold)",
+                self.noise_threshold_pct
+            )
+        })
+    }
 }
 
 type Key = (Option<String>, Workload, Mode, Share, usize);
@@ -199,6 +233,7 @@ pub fn compare(
         base: base_label.to_string(),
         new: new_label.to_string(),
         confidence: config.confidence,
+        noise_threshold_pct: config.noise_threshold_pct,
         rows,
         summaries,
         unmatched,
@@ -237,12 +272,21 @@ fn compare_point(b: &Point, n: &Point, base_runs: Vec<f64>, new_runs: Vec<f64>, 
         .filter_map(|(side, p)| noise_of(p).map(|why| format!("{side}: {why}")))
         .collect();
     let noise = (!noise.is_empty()).then(|| noise.join("; "));
-    let verdict = match p_value {
+    let significant = p_value.map(|p| p < 1.0 - config.confidence && change_pct != 0.0);
+    // Beyond the threshold: the whole interval, or, where Fieller's interval
+    // is unbounded, the change itself.
+    let threshold = config.noise_threshold_pct;
+    let beyond_threshold = match change_ci_pct {
+        Some((lo, hi)) => lo > threshold || hi < -threshold,
+        None => change_pct.abs() > threshold,
+    };
+    let verdict = match significant {
         None => Verdict::TooFewRuns,
-        Some(p) if p < 1.0 - config.confidence && change_pct != 0.0 && noise.is_some() => Verdict::TooNoisy,
-        Some(p) if p < 1.0 - config.confidence && change_pct != 0.0 && improved => Verdict::Better,
-        Some(p) if p < 1.0 - config.confidence && change_pct != 0.0 => Verdict::Worse,
-        Some(_) => Verdict::NoDifferenceProven,
+        Some(false) => Verdict::NoDifferenceProven,
+        Some(true) if !beyond_threshold => Verdict::WithinNoise,
+        Some(true) if noise.is_some() => Verdict::TooNoisy,
+        Some(true) if improved => Verdict::Better,
+        Some(true) => Verdict::Worse,
     };
     Row {
         unit: match config.figure {
@@ -316,7 +360,8 @@ mod tests {
         fixtures::doc(5, 1.0, points)
     }
 
-    const CONFIG: CompareConfig = CompareConfig { test: TestKind::Welch, confidence: 0.95, figure: Figure::Throughput };
+    const CONFIG: CompareConfig =
+        CompareConfig { test: TestKind::Welch, confidence: 0.95, figure: Figure::Throughput, noise_threshold_pct: 2.0 };
 
     #[test]
     fn per_cpu_compares_ops_per_worker_cpu_second_and_lists_points_without_them() {
@@ -368,6 +413,32 @@ mod tests {
         assert_eq!((stat.better, stat.worse), (1, 1));
         assert_eq!(regressions(&c, 5.0).len(), 1);
         assert_eq!(regressions(&c, 15.0).len(), 0);
+    }
+
+    #[test]
+    fn a_significant_change_inside_the_noise_threshold_is_within_noise() {
+        // Runs that agree to 0.1% make a 1% change highly significant; two
+        // invocations of one system differ by that much, so it is not called.
+        let base = doc(&[(Workload::Stat, 1, &[1000.0, 1001.0, 999.0, 1000.0, 1000.5])]);
+        let small = doc(&[(Workload::Stat, 1, &[1010.0, 1011.0, 1009.0, 1010.0, 1010.5])]);
+        let c = compare(&base, &small, "a", "b", &CONFIG);
+        assert!(c.rows[0].p_value.unwrap() < 1e-6);
+        assert_eq!(c.rows[0].verdict, Verdict::WithinNoise);
+        assert_eq!(c.noise_threshold_pct, 2.0);
+        assert_eq!(c.summaries[0].better, 0);
+        // Without a threshold it is the significance test's call alone.
+        let exact = CompareConfig { noise_threshold_pct: 0.0, ..CONFIG };
+        assert_eq!(compare(&base, &small, "a", "b", &exact).rows[0].verdict, Verdict::Better);
+        // A 3% change whose interval reaches below 2% is not called either;
+        // with runs tight enough to put all of it above 2%, it is.
+        let wide = doc(&[(Workload::Stat, 1, &[1000.0, 1015.0, 985.0, 1000.0, 1005.0])]);
+        let three = doc(&[(Workload::Stat, 1, &[1030.0, 1045.0, 1015.0, 1030.0, 1035.0])]);
+        let row = &compare(&wide, &three, "a", "b", &CONFIG).rows[0];
+        let (lo, _) = row.change_ci_pct.unwrap();
+        assert!(row.p_value.unwrap() < 0.05 && lo < 2.0, "{row:?}");
+        assert_eq!(row.verdict, Verdict::WithinNoise);
+        let three_tight = doc(&[(Workload::Stat, 1, &[1030.0, 1031.0, 1029.0, 1030.0, 1030.5])]);
+        assert_eq!(compare(&base, &three_tight, "a", "b", &CONFIG).rows[0].verdict, Verdict::Better);
     }
 
     #[test]

@@ -4,7 +4,7 @@ use std::fmt::Write;
 
 use super::format::{format_rate, sparkline};
 use super::table::{Align, Table};
-use crate::compare::{Comparison, Row};
+use crate::compare::{Comparison, Row, Verdict};
 use crate::ministat::{plot, Dataset};
 use crate::vocab::Workload;
 
@@ -114,10 +114,18 @@ fn text(out: &mut String, c: &Comparison, plots: bool, color: bool) {
     let test = c.rows.first().map(|r| r.test.name()).unwrap_or("-");
     let _ = writeln!(
         out,
-        "change: mean(new)/mean(base) - 1, with Fieller's {}% confidence interval; p: {test} test on the runs' figures{}\n",
+        "change: mean(new)/mean(base) - 1, with Fieller's {}% confidence interval; p: {test} test on the runs' figures{}",
         trim(c.confidence * 100.0),
-        if test == "welch" { " (ministat uses Student's t: --test student gives its verdicts)" } else { "" }
+        match (test, c.noise_threshold_pct > 0.0) {
+            ("welch", false) => " (ministat uses Student's t: --test student gives its verdicts)",
+            ("welch", true) => " (ministat uses Student's t: --test student --noise-threshold 0 gives its verdicts)",
+            _ => "",
+        }
     );
+    if let Some(line) = c.within_noise_note() {
+        let _ = writeln!(out, "{line}");
+    }
+    out.push('\n');
     let aligns = [
         Align::Right,
         Align::Left,
@@ -229,6 +237,9 @@ fn markdown(out: &mut String, c: &Comparison) {
         }
         for line in noise_lines(&rows) {
             let _ = writeln!(out, "\n{}", line.trim_start());
+        }
+        if rows.iter().any(|r| r.verdict == Verdict::WithinNoise) {
+            let _ = writeln!(out, "\n{}", c.within_noise_note().expect("a row within noise"));
         }
         let _ = writeln!(out, "\n{}\n", summary_line(c, workload));
     }

@@ -10,7 +10,7 @@ use super::format::{esc, format_rate};
 use super::profile;
 use super::text::{noise_marks, NOISE_LEGEND};
 use crate::analyze::{analyze_results, SeriesAnalysis};
-use crate::compare::{compare, CompareConfig, Comparison, Verdict};
+use crate::compare::{compare, CompareConfig, Comparison, Verdict, DEFAULT_NOISE_THRESHOLD_PCT};
 use crate::results::{Point, ResultsFile, RunRecord, SchedShares};
 use crate::stats::hypothesis::TestKind;
 use crate::stats::Sample;
@@ -52,7 +52,12 @@ pub fn render_html(files: &[(String, ResultsFile)]) -> String {
     environment(&mut out, files);
     let analyses: Vec<Vec<SeriesAnalysis>> = files.iter().map(|(_, doc)| analyze_results(doc)).collect();
     // Every file against the first, once; the findings and each workload's tables read from these.
-    let config = CompareConfig { test: TestKind::Welch, confidence: 0.95, figure: Default::default() };
+    let config = CompareConfig {
+        test: TestKind::Welch,
+        confidence: 0.95,
+        figure: Default::default(),
+        noise_threshold_pct: DEFAULT_NOISE_THRESHOLD_PCT,
+    };
     let comparisons: Vec<Comparison> =
         files.iter().skip(1).map(|(label, doc)| compare(&files[0].1, doc, &files[0].0, label, &config)).collect();
     findings(&mut out, files, &analyses, &comparisons);
@@ -465,6 +470,9 @@ fn comparison_tables(out: &mut String, comparisons: &[Comparison], workload: Wor
             );
         }
         out.push_str("</table>\n");
+        if let Some(note) = c.within_noise_note() {
+            let _ = writeln!(out, "<p class=\"legend\">{}</p>", esc(&note));
+        }
     }
 }
 

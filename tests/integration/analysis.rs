@@ -94,6 +94,32 @@ fn compare_matches_points_and_gates_regressions() {
     assert!(
         stdout(&out).contains("| workers | mode | share | base ops/s | new ops/s | change | 95% CI | p | verdict |")
     );
+
+    // 2.5% faster with runs that agree to 1%: significant (p < 0.01), but the
+    // interval reaches inside ±2%, by which two invocations can differ.
+    std::fs::copy(&base, &new).unwrap();
+    scale(&new, 1.025);
+    let compared = |extra: &[&str]| {
+        let out = fsscale().arg("compare").arg(&base).arg(&new).args(extra).output().unwrap();
+        assert_success(&out);
+        stdout(&out)
+    };
+    let verdicts = |extra: &[&str]| -> Vec<Verdict> {
+        let json = compared(&[&["--format", "json"], extra].concat());
+        let comparisons: Vec<Comparison> = serde_json::from_str(&json).unwrap();
+        comparisons[0].rows.iter().map(|r| r.verdict).collect()
+    };
+    assert_eq!(verdicts(&[]), [Verdict::WithinNoise; 4]);
+    assert_eq!(verdicts(&["--noise-threshold", "0"]), [Verdict::Better; 4], "the test's call alone");
+    let text = compared(&[]);
+    assert!(text.lines().filter(|l| l.ends_with("  within noise")).count() == 4, "{text}");
+    assert!(
+        text.contains(
+            "\nwithin noise: significant, but its interval reaches inside ±2%, which two invocations of one system"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("stat: geometric mean of median ratios +2.5% over 2 points (0 better, 0 worse)"), "{text}");
     drop(env);
 }
 
@@ -112,6 +138,8 @@ fn compare_errors_are_clear() {
     );
     let out = fsscale().arg("compare").arg(&base).arg(&other).output().unwrap();
     assert_one_line_error(&out, "have no point in common");
+    let out = fsscale().arg("compare").arg(&base).arg(&base).args(["--noise-threshold=-1"]).output().unwrap();
+    assert_one_line_error(&out, "--noise-threshold -1 must be a percentage of 0 or more");
     let out = fsscale().arg("compare").arg(&base).arg(env.root.path().join("missing.json")).output().unwrap();
     assert_one_line_error(&out, "reading results file");
     std::fs::write(env.root.path().join("junk.json"), "{}").unwrap();

@@ -53,7 +53,7 @@ fn tally(text: &str, slowdown: u32) -> (u32, u32, u32, u32, f64) {
         .unwrap_or_else(|| panic!("no line for {slowdown}%: {text}"));
     let f: Vec<&str> = line.split_whitespace().collect();
     let n = |i: usize| f[i].parse::<u32>().unwrap();
-    (n(3), n(4), n(5), n(6), f[8].trim_end_matches('%').parse().unwrap())
+    (n(3), n(4), n(5), n(6), f[9].trim_end_matches('%').parse().unwrap())
 }
 
 #[test]
@@ -83,19 +83,20 @@ fn compare_detects_a_planted_slowdown_and_not_an_aa_pair() {
         .expect("bash bench/power.sh");
     assert_success(&out);
     let text = stdout(&out);
-    assert!(text.contains("| planted slowdown | comparisons | worse |"), "the Markdown table: {text}");
+    assert!(text.contains("| planted slowdown | comparisons | worse | within noise |"), "the Markdown table: {text}");
     // 30% less CPU is 30% fewer stat calls, give or take this machine's drift, and compare sees it.
     let (worse, _, noisy, better, change) = tally(&text, 30);
     assert!((-40.0..=-20.0).contains(&change), "median change {change}%: {text}");
     // At most 3 of 16 missed: 0.7% likely at a 5% miss rate (as 2 of 10 was 1.2%).
     assert!(worse >= pairs - 3 && better == 0, "{worse} worse, {noisy} too noisy of {pairs}: {text}");
     // The same configuration twice: the changes centre on zero and compare
-    // calls few of them. Separate invocations carry this machine's drift
-    // between them, which raises the rate above 5% (about 15% measured here,
-    // docs/STATISTICS.md); at 15%, 7 or more of 16 happens once in two hundred.
-    // Its median is within 5%, or within three of its standard errors where
-    // the VM's noise in this run makes it wider than that (the median's
-    // error: 1.2533 s / √n for n pairs whose changes spread by s).
+    // calls few of them. Separate invocations differ by more than their runs'
+    // spread shows; compare's noise threshold (±2%) absorbs most of that, and
+    // what is left was 1 of 10 to 1 of 16 here (docs/STATISTICS.md); at 10%,
+    // 6 or more of 16 happens 1.7% of the time. Its median is within 5%, or
+    // within three of its standard errors where the VM's noise in this run
+    // makes it wider than that (the median's error: 1.2533 s / √n for n
+    // pairs whose changes spread by s).
     let (worse, _, _, better, change) = tally(&text, 0);
     let aa: Vec<f64> = text
         .lines()
@@ -107,7 +108,7 @@ fn compare_detects_a_planted_slowdown_and_not_an_aa_pair() {
     let sd = (aa.iter().map(|c| (c - mean).powi(2)).sum::<f64>() / (aa.len() - 1) as f64).sqrt();
     let bound = (3.0 * 1.2533 * sd / (aa.len() as f64).sqrt()).max(5.0);
     assert!(change.abs() <= bound, "A/A median change {change}%, beyond ±{bound:.1}% (pair sd {sd:.1}%): {text}");
-    assert!(worse + better <= 6, "A/A: {worse} worse and {better} better of {pairs}: {text}");
+    assert!(worse + better <= 5, "A/A: {worse} worse and {better} better of {pairs}: {text}");
     for root in ["/sys/fs/cgroup/unified", "/sys/fs/cgroup/cpu", "/sys/fs/cgroup"] {
         let left: Vec<String> = std::fs::read_dir(root)
             .into_iter()
