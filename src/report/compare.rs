@@ -4,7 +4,7 @@ use std::fmt::Write;
 
 use super::format::{format_rate, sparkline};
 use super::table::{Align, Table};
-use crate::compare::{Comparison, Row, Verdict};
+use crate::compare::{Comparison, Row};
 use crate::ministat::{plot, Dataset};
 use crate::vocab::Workload;
 
@@ -238,10 +238,10 @@ fn markdown(out: &mut String, c: &Comparison) {
         for line in noise_lines(&rows) {
             let _ = writeln!(out, "\n{}", line.trim_start());
         }
-        if rows.iter().any(|r| r.verdict == Verdict::WithinNoise) {
-            let _ = writeln!(out, "\n{}", c.within_noise_note().expect("a row within noise"));
-        }
         let _ = writeln!(out, "\n{}\n", summary_line(c, workload));
+    }
+    if let Some(note) = c.within_noise_note() {
+        let _ = writeln!(out, "{note}\n");
     }
     if !c.unmatched.is_empty() {
         let _ = writeln!(out, "Not compared: {}", c.unmatched.join(", "));

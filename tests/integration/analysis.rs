@@ -120,6 +120,12 @@ fn compare_matches_points_and_gates_regressions() {
         "{text}"
     );
     assert!(text.contains("stat: geometric mean of median ratios +2.5% over 2 points (0 better, 0 worse)"), "{text}");
+    let markdown = compared(&["--format", "markdown"]);
+    assert_eq!(
+        markdown.matches("within noise: significant, but its interval reaches inside ±2%").count(),
+        1,
+        "{markdown}"
+    );
     drop(env);
 }
 
