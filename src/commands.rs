@@ -40,6 +40,14 @@ fn load(path: &Path) -> Result<ResultsFile> {
     Ok(doc)
 }
 
+/// `option`'s value `pct` is a finite percentage of 0 or more (`example` shows one).
+fn percentage_of_0_or_more(option: &str, pct: f64, example: u32) -> Result<()> {
+    if !(pct.is_finite() && pct >= 0.0) {
+        bail!("{option} {pct} must be a percentage of 0 or more (e.g. {example})");
+    }
+    Ok(())
+}
+
 /// Returns the text to print; a regression beyond `--fail-if-worse` comes
 /// back as the text plus a [`Regressed`] error.
 /// `fsscale compare`: the rendered comparisons, the regressions that fail
@@ -49,12 +57,10 @@ pub fn compare_command(args: &CompareArgs) -> Result<(String, Option<Regressed>,
     if !(args.confidence > 0.0 && args.confidence < 100.0) {
         bail!("--confidence {} is not a percentage between 0 and 100 (e.g. 95)", args.confidence);
     }
-    if let Some(pct) = args.fail_if_worse.filter(|p| !(p.is_finite() && *p >= 0.0)) {
-        bail!("--fail-if-worse {pct} must be a percentage of 0 or more (e.g. 5)");
+    if let Some(pct) = args.fail_if_worse {
+        percentage_of_0_or_more("--fail-if-worse", pct, 5)?;
     }
-    if !(args.noise_threshold.is_finite() && args.noise_threshold >= 0.0) {
-        bail!("--noise-threshold {} must be a percentage of 0 or more (e.g. 2)", args.noise_threshold);
-    }
+    percentage_of_0_or_more("--noise-threshold", args.noise_threshold, 2)?;
     let figure = if args.per_cpu { Figure::OpsPerCpuSecond } else { Figure::Throughput };
     let config = CompareConfig {
         test: args.test,

@@ -154,9 +154,9 @@ pub struct Comparison {
 }
 
 impl Comparison {
-    /// What "within noise" means, when a row of the comparison is.
-    pub fn within_noise_note(&self) -> Option<String> {
-        self.rows.iter().any(|r| r.verdict == Verdict::WithinNoise).then(|| {
+    /// What "within noise" means, when one of `rows` (of this comparison) is.
+    pub fn within_noise_note<'a>(&self, rows: impl IntoIterator<Item = &'a Row>) -> Option<String> {
+        rows.into_iter().any(|r| r.verdict == Verdict::WithinNoise).then(|| {
             format!(
                 "within noise: significant, but its interval reaches inside ±{}%, which two invocations of one \
                  system can differ by (--noise-threshold)",

@@ -122,7 +122,7 @@ fn text(out: &mut String, c: &Comparison, plots: bool, color: bool) {
             _ => "",
         }
     );
-    if let Some(line) = c.within_noise_note() {
+    if let Some(line) = c.within_noise_note(&c.rows) {
         let _ = writeln!(out, "{line}");
     }
     out.push('\n');
@@ -240,7 +240,7 @@ fn markdown(out: &mut String, c: &Comparison) {
         }
         let _ = writeln!(out, "\n{}\n", summary_line(c, workload));
     }
-    if let Some(note) = c.within_noise_note() {
+    if let Some(note) = c.within_noise_note(&c.rows) {
         let _ = writeln!(out, "{note}\n");
     }
     if !c.unmatched.is_empty() {

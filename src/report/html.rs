@@ -446,7 +446,7 @@ fn comparison_tables(out: &mut String, comparisons: &[Comparison], workload: Wor
             esc(&c.new),
             esc(&c.base)
         );
-        for r in rows {
+        for r in &rows {
             let class = match r.verdict {
                 Verdict::Better => "better",
                 Verdict::Worse => "worse",
@@ -470,7 +470,8 @@ fn comparison_tables(out: &mut String, comparisons: &[Comparison], workload: Wor
             );
         }
         out.push_str("</table>\n");
-        if let Some(note) = c.within_noise_note() {
+        // Under the table whose rows it explains, not under every workload's.
+        if let Some(note) = c.within_noise_note(rows.iter().copied()) {
             let _ = writeln!(out, "<p class=\"legend\">{}</p>", esc(&note));
         }
     }

@@ -146,6 +146,8 @@ fn compare_errors_are_clear() {
     assert_one_line_error(&out, "have no point in common");
     let out = fsscale().arg("compare").arg(&base).arg(&base).args(["--noise-threshold=-1"]).output().unwrap();
     assert_one_line_error(&out, "--noise-threshold -1 must be a percentage of 0 or more");
+    let out = fsscale().arg("compare").arg(&base).arg(&base).args(["--fail-if-worse=-5"]).output().unwrap();
+    assert_one_line_error(&out, "--fail-if-worse -5 must be a percentage of 0 or more (e.g. 5)");
     let out = fsscale().arg("compare").arg(&base).arg(env.root.path().join("missing.json")).output().unwrap();
     assert_one_line_error(&out, "reading results file");
     std::fs::write(env.root.path().join("junk.json"), "{}").unwrap();
