@@ -1,7 +1,7 @@
 //! What to run: the plain configuration the CLI builds, and the parsers for
 //! the values users type (worker lists, durations).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{bail, Result};
@@ -95,6 +95,9 @@ pub const MIN_DURATION: Duration = Duration::from_millis(1);
 /// The shortest stall timeout: the watch compares progress every 250 ms.
 pub const MIN_STALL_TIMEOUT: Duration = Duration::from_millis(500);
 
+/// The narrowest `--until-ci` target: a hundredth of a percent.
+pub const MIN_UNTIL_CI_PCT: f64 = 0.01;
+
 /// One measured combination; each is run `runs` times.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PointSpec {
@@ -107,6 +110,49 @@ pub struct PointSpec {
 }
 
 impl RunConfig {
+    /// Refuses a results file (or its journal) that is one of the run's
+    /// inputs, or lies inside the tree it walks: writing it would overwrite
+    /// or change what is measured. Files are compared by device and inode,
+    /// so no other name for them (a link, `./x`) gets through.
+    fn check_output_is_not_an_input(&self) -> Result<()> {
+        use std::os::unix::fs::MetadataExt;
+        if self.output.as_os_str().is_empty() {
+            return Ok(());
+        }
+        let id = |path: &Path| std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()));
+        let inputs = [("--trace", &self.trace), ("--tarball", &self.macro_options.tarball)];
+        for output in [self.output.clone(), crate::results::journal_path(&self.output)] {
+            let Some(out) = id(&output) else { continue };
+            for (option, input) in inputs.iter().filter_map(|(o, i)| Some((o, i.as_ref()?))) {
+                if id(input) == Some(out) {
+                    bail!(
+                        "-o {} is the {option} file {}; writing results there would overwrite it: choose another -o",
+                        output.display(),
+                        input.display()
+                    );
+                }
+            }
+        }
+        if let Some(tree) = &self.macro_options.tree {
+            let tree_id = id(tree);
+            // The nearest directory of -o's that exists (the rest would be made inside it).
+            let absolute = std::path::absolute(&self.output).unwrap_or_else(|_| self.output.clone());
+            let inside = absolute
+                .ancestors()
+                .skip(1)
+                .find_map(|a| std::fs::canonicalize(a).ok())
+                .is_some_and(|real| real.ancestors().any(|a| id(a) == tree_id));
+            if tree_id.is_some() && inside {
+                bail!(
+                    "-o {} lies inside --tree {}, which fsscale walks and never writes: choose an -o outside it",
+                    self.output.display(),
+                    tree.display()
+                );
+            }
+        }
+        Ok(())
+    }
+
     /// Checks combinations before anything runs, so a bad one costs nothing.
     pub fn validate(&self) -> Result<()> {
         if self.runs == 0 {
@@ -116,6 +162,12 @@ impl RunConfig {
             if !(pct > 0.0 && pct < 100.0) {
                 bail!("--until-ci {pct}: give the half-width of the confidence interval in percent of the mean, e.g. --until-ci 2");
             }
+            if pct < MIN_UNTIL_CI_PCT {
+                bail!(
+                    "--until-ci {pct}: no run-to-run noise is that small (the clock alone is coarser); \
+                     use at least --until-ci {MIN_UNTIL_CI_PCT}"
+                );
+            }
             if self.max_runs < self.runs.max(2) {
                 bail!(
                     "--max-runs {} is below the {} runs every point gets anyway (-n, and at least 2 for an interval)",
@@ -123,6 +175,10 @@ impl RunConfig {
                     self.runs.max(2)
                 );
             }
+        }
+        self.check_output_is_not_an_input()?;
+        if self.lookup.absolute {
+            crate::scratch::check_trusted_path(&self.dir)?;
         }
         if self.duration < MIN_DURATION {
             bail!(

@@ -381,7 +381,7 @@ impl RunArgs {
             strict_shares: sweep.share.is_some()
                 && !asked.is_empty()
                 && !asked.iter().any(|w| matches!(w, WorkloadArg::All)),
-            filesystems: filesystems.into_options(),
+            filesystems: filesystems.into_options()?,
             trace: macros.trace.clone(),
             macro_options: macros.into_options(),
             command: command.into_spec()?,
@@ -450,15 +450,15 @@ impl MacroArgs {
 }
 
 impl FsArgs {
-    fn into_options(self) -> FsOptions {
-        FsOptions {
+    fn into_options(self) -> Result<FsOptions> {
+        Ok(FsOptions {
             specs: self.fs.0,
             backing: self.backing,
             size: self.fs_size,
-            mkfs_options: self.mkfs_opts.as_deref().unwrap_or("").split_whitespace().map(String::from).collect(),
+            mkfs_options: fsscale::fs::parse_mkfs_options(self.mkfs_opts.as_deref().unwrap_or(""))?,
             fresh: self.fresh,
             destroy_device_data: self.destroy_device_data,
-        }
+        })
     }
 }
 

@@ -1,10 +1,14 @@
 //! One made filesystem: image, loop device, mkfs, mount; and the way back.
 
+use std::fs::File;
+use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{anyhow, bail, Context, Result};
 
+use super::loopdev;
 use super::registry::{Entry, Registration};
 use super::{Backing, DeviceIo, FsKind, FsOptions, FsRecord, FsSpec};
 use crate::results::Target;
@@ -51,7 +55,7 @@ impl FsInstance {
                 Some(o) => format!("size={size},{o}"),
                 None => format!("size={size}"),
             };
-            run("mount", &["-t", "tmpfs", "-o", &all, "fsscale", &mountpoint.display().to_string()])?;
+            run_in(&mountpoint, "mount", &["-t", "tmpfs", "-o", &all, "fsscale", &mountpoint.display().to_string()])?;
         } else if spec.kind == FsKind::Ramfs {
             // ramfs has no size limit and never swaps: filling it can take the
             // machine's memory, so it must fit in what is available now.
@@ -71,8 +75,11 @@ impl FsInstance {
             }
             let mnt = mountpoint.display().to_string();
             args.extend(["fsscale", mnt.as_str()]);
-            run("mount", &args)?;
+            run_in(&mountpoint, "mount", &args)?;
         } else {
+            // Held until the filesystem is mounted: then the mount holds the
+            // device, and the kernel detaches it once that is gone.
+            let mut loop_held = None;
             let device = match &options.backing {
                 Backing::Device(dev) => {
                     this.record.backing = format!("dev:{}", dev.display());
@@ -101,19 +108,17 @@ impl FsInstance {
                             size >> 20
                         );
                     }
-                    let image = dir.join(&image_name);
-                    this.entry.image = Some(image.clone());
+                    let image_dir = ImageDir::open(&dir, &this.record.backing)?;
+                    this.entry.image = Some(image_dir.path.join(&image_name));
                     this.register()?;
-                    let file = std::fs::OpenOptions::new()
-                        .write(true)
-                        .create_new(true)
-                        .open(&image)
-                        .with_context(|| format!("creating image {}", image.display()))?;
-                    file.set_len(size).with_context(|| format!("sizing image {}", image.display()))?;
-                    let device =
-                        run("losetup", &["--find", "--show", &image.display().to_string()])?.trim().to_string();
-                    this.entry.loop_device = Some(device.clone());
+                    let (image, id) = image_dir.create(&image_name, size)?;
+                    this.entry.image_id = Some(id);
                     this.register()?;
+                    let attached = loopdev::attach(&image, this.entry.image.as_deref().expect("set above"))?;
+                    this.entry.loop_device = Some(attached.path.clone());
+                    this.register()?;
+                    let device = attached.path.clone();
+                    loop_held = Some(attached);
                     device
                 }
             };
@@ -122,7 +127,7 @@ impl FsInstance {
             args.extend(options.mkfs_options.iter().cloned());
             args.push(device.clone());
             let args_ref: Vec<&str> = args.iter().map(String::as_str).collect();
-            run(tool, &args_ref)?;
+            run_in(&mountpoint, tool, &args_ref)?;
             this.record.mkfs_command = Some(format!("{tool} {}", args.join(" ")));
             this.record.mkfs_version = mkfs_version(tool);
             let mut mount_args = vec!["-t", spec.kind.name()];
@@ -131,7 +136,8 @@ impl FsInstance {
             }
             let mnt = mountpoint.display().to_string();
             mount_args.extend([device.as_str(), mnt.as_str()]);
-            run("mount", &mount_args)?;
+            run_in(&mountpoint, "mount", &mount_args)?;
+            drop(loop_held);
             this.record.device = Some(device);
         }
         this.mounted = true;
@@ -198,18 +204,24 @@ pub(super) fn undo(entry: &Entry, mounted: bool) -> Result<Vec<String>> {
             Err(e) => drop(first.get_or_insert(e)),
         }
     }
-    if let (Some(dev), Some(image)) = (&entry.loop_device, &entry.image) {
-        if loop_backs(dev, image) {
-            match run("losetup", &["-d", dev]) {
-                Ok(_) => done.push(format!("detached loop device {dev}")),
-                Err(e) => drop(first.get_or_insert(e)),
-            }
+    // The image as fsscale made it: the inode recorded at creation (or, in an
+    // entry written before it was, the regular file there now).
+    let image_id = entry.image_id.or_else(|| {
+        let image = entry.image.as_ref()?;
+        std::fs::symlink_metadata(image).ok().filter(|m| m.file_type().is_file()).map(|m| (m.dev(), m.ino()))
+    });
+    if let (Some(dev), Some(id)) = (&entry.loop_device, image_id) {
+        match loopdev::detach_if_serving(dev, id) {
+            Ok(true) => done.push(format!("detached loop device {dev}")),
+            Ok(false) => {}
+            Err(e) => drop(first.get_or_insert(e)),
         }
     }
     if let Some(image) = &entry.image {
         let ours = image.file_name().is_some_and(|n| n.to_string_lossy().starts_with(super::registry::PREFIX));
-        let is_file = std::fs::symlink_metadata(image).is_ok_and(|m| m.file_type().is_file());
-        if ours && is_file {
+        let same = std::fs::symlink_metadata(image)
+            .is_ok_and(|m| m.file_type().is_file() && image_id.is_none_or(|id| id == (m.dev(), m.ino())));
+        if ours && same {
             match std::fs::remove_file(image) {
                 Ok(()) => done.push(format!("removed image {}", image.display())),
                 Err(e) => drop(first.get_or_insert(anyhow!("removing {}: {e}", image.display()))),
@@ -244,18 +256,20 @@ fn available_memory() -> Option<u64> {
     Some(kib * 1024)
 }
 
-/// Whether loop device `dev` is still attached to `image`.
-fn loop_backs(dev: &str, image: &Path) -> bool {
-    let name = dev.trim_start_matches("/dev/");
-    std::fs::read_to_string(format!("/sys/block/{name}/loop/backing_file"))
-        .map(|b| Path::new(b.trim()) == image)
-        .unwrap_or(false)
-}
-
 /// Runs a program, returning its stdout; a failure carries the command and its stderr.
 fn run(program: &str, args: &[&str]) -> Result<String> {
-    let out =
-        Command::new(program).args(args).output().map_err(|e| anyhow!("running {program}: {e} (is it installed?)"))?;
+    run_in(Path::new("/"), program, args)
+}
+
+/// [`run`] in directory `cwd`. mkfs and mount run in the empty, root-only
+/// mount point: a word of the user's that they read as a relative path
+/// names nothing there.
+fn run_in(cwd: &Path, program: &str, args: &[&str]) -> Result<String> {
+    let out = Command::new(program)
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .map_err(|e| anyhow!("running {program}: {e} (is it installed?)"))?;
     if !out.status.success() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         let tail: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).rev().take(2).collect();
@@ -306,5 +320,62 @@ impl DeviceSnapshot {
             write_bytes: later.write_sectors.saturating_sub(self.write_sectors) * 512,
             io_ms: later.io_ms.saturating_sub(self.io_ms),
         }
+    }
+}
+
+/// A directory to create an image in, held open so that what is checked is
+/// what the image is created in.
+pub(super) struct ImageDir {
+    dir: File,
+    /// Its real path (no symbolic link), for the registry and people.
+    path: PathBuf,
+}
+
+impl ImageDir {
+    /// Opens `dir` and refuses it unless only root or this user can replace
+    /// what is in it: owned by one of them, and writable by nobody else
+    /// unless sticky (as /dev/shm and /tmp are).
+    pub(super) fn open(dir: &Path, backing: &str) -> Result<ImageDir> {
+        let name = crate::sys::cstring(dir)?;
+        let fd = crate::sys::openat(libc::AT_FDCWD, &name, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC, 0)
+            .map_err(|e| anyhow!("--backing {backing}: {}: {}", dir.display(), crate::sys::errno_text(e)))?;
+        // SAFETY: a fresh descriptor, owned by the File from here on.
+        let dir_file = unsafe { File::from_raw_fd(fd) };
+        let meta = dir_file.metadata().with_context(|| format!("--backing {backing}: {}", dir.display()))?;
+        let me = crate::sys::euid();
+        let sticky = meta.mode() & libc::S_ISVTX != 0;
+        if meta.uid() != 0 && meta.uid() != me {
+            bail!(
+                "--backing {backing}: {} belongs to uid {}, who could swap the image for a link to any file; \
+                 use a directory owned by root or by you",
+                dir.display(),
+                meta.uid()
+            );
+        }
+        if meta.mode() & 0o022 != 0 && !sticky {
+            bail!(
+                "--backing {backing}: {} is writable by others (mode {:o}), who could swap the image for a link \
+                 to any file; use a directory only you can write, or a sticky one such as /dev/shm",
+                dir.display(),
+                meta.mode() & 0o7777
+            );
+        }
+        let path = std::fs::read_link(format!("/proc/self/fd/{}", dir_file.as_raw_fd()))
+            .with_context(|| format!("--backing {backing}: resolving {}", dir.display()))?;
+        Ok(ImageDir { dir: dir_file, path })
+    }
+
+    /// Creates the image `name` (never through a link, never an existing
+    /// file) of `size` bytes; returns it open and its (device, inode).
+    fn create(&self, name: &str, size: u64) -> Result<(File, (u64, u64))> {
+        let path = self.path.join(name);
+        let flags = libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_RDWR | libc::O_CLOEXEC;
+        let fd = crate::sys::openat(self.dir.as_raw_fd(), &crate::sys::cname(name), flags, 0o600)
+            .map_err(|e| anyhow!("creating image {}: {}", path.display(), crate::sys::errno_text(e)))?;
+        // SAFETY: a fresh descriptor, owned by the File from here on.
+        let file = unsafe { File::from_raw_fd(fd) };
+        file.set_len(size).with_context(|| format!("sizing image {}", path.display()))?;
+        let id = loopdev::file_id(&file)?;
+        Ok((file, id))
     }
 }

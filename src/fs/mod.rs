@@ -8,7 +8,9 @@
 //! detaches and deletes in that order.
 
 mod instance;
+mod loopdev;
 mod registry;
+mod words;
 
 use std::path::{Path, PathBuf};
 
@@ -17,6 +19,7 @@ use anyhow::{bail, Result};
 pub use crate::vocab::format_size;
 pub use instance::{DeviceSnapshot, FsInstance};
 pub use registry::{leftovers, CleanupReport};
+pub use words::parse_mkfs_options;
 
 use crate::vocab::InputError;
 /// Where the registry of made filesystems lives (root only, a tmpfs cleared at boot).
@@ -90,6 +93,9 @@ impl FsSpec {
         })?;
         if kind == FsKind::Dir && opts.is_some() {
             return Err(InputError::malformed("dir takes no mount options (it is an existing directory)"));
+        }
+        if let Some(opts) = &opts {
+            words::check_mount_options(opts)?;
         }
         Ok(FsSpec { kind, mount_options: opts })
     }
@@ -189,6 +195,7 @@ impl FsOptions {
         match &self.backing {
             Backing::Device(dev) => check_device(dev, self.destroy_device_data)?,
             Backing::File(dir) if !dir.is_dir() => bail!("--backing file:{}: not a directory", dir.display()),
+            Backing::File(dir) => drop(instance::ImageDir::open(dir, &format!("file:{}", dir.display()))?),
             _ => {}
         }
         if self.backing != Backing::Ram && self.specs.iter().all(|s| !s.kind.on_a_device()) {

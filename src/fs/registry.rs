@@ -12,7 +12,7 @@
 
 use std::fs::File;
 use std::io::{Seek, Write};
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -33,6 +33,10 @@ pub(super) struct Entry {
     pub pid: u32,
     pub mountpoint: PathBuf,
     pub image: Option<PathBuf>,
+    /// The image's (device, inode) once created: cleanup detaches and
+    /// deletes only that file.
+    #[serde(default)]
+    pub image_id: Option<(u64, u64)>,
     pub loop_device: Option<String>,
 }
 
@@ -145,6 +149,13 @@ pub(super) fn checked(id: &str, entry: &Entry) -> Result<()> {
         if image.file_name().and_then(|n| n.to_str()) != Some(expected.as_str()) || !image.is_absolute() {
             bail!("its image {} does not have fsscale's name for it ({expected})", image.display());
         }
+        // Directly inside the directory it was made in, named without `..`,
+        // `.` or a symbolic link (fsscale records the real path).
+        let plain = image.components().all(|c| matches!(c, Component::RootDir | Component::Normal(_)));
+        let parent = image.parent().unwrap_or(Path::new("/"));
+        if !plain || std::fs::canonicalize(parent).is_ok_and(|real| real != parent) {
+            bail!("its image {} is not named by its real path", image.display());
+        }
         if let Ok(meta) = std::fs::symlink_metadata(image) {
             if !meta.file_type().is_file() {
                 bail!("its image {} is not a regular file", image.display());
@@ -171,6 +182,7 @@ mod tests {
             pid: 12,
             mountpoint: Path::new(STATE_DIR).join(format!("mnt-{id}")),
             image: Some(PathBuf::from(format!("/dev/shm/{PREFIX}{id}.img"))),
+            image_id: None,
             loop_device: Some("/dev/loop7".into()),
         };
         assert!(checked(id, &good).is_ok());
@@ -180,6 +192,12 @@ mod tests {
         assert!(checked(id, &forged).unwrap_err().to_string().contains("does not have fsscale's name"));
         let forged = Entry { image: Some(PathBuf::from(format!("/dev/shm/{PREFIX}other.img"))), ..good.clone() };
         assert!(checked(id, &forged).is_err());
+        let dotdot = format!("/dev/shm/../etc/{PREFIX}{id}.img");
+        let forged = Entry { image: Some(PathBuf::from(dotdot)), ..good.clone() };
+        assert!(checked(id, &forged).unwrap_err().to_string().contains("not named by its real path"));
+        // Through a symbolic link (/dev/fd leads to /proc/self/fd).
+        let forged = Entry { image: Some(PathBuf::from(format!("/dev/fd/{PREFIX}{id}.img"))), ..good.clone() };
+        assert!(checked(id, &forged).unwrap_err().to_string().contains("not named by its real path"));
         let forged = Entry { loop_device: Some("/dev/sda".into()), ..good };
         assert!(checked(id, &forged).unwrap_err().to_string().contains("not a loop device"));
     }

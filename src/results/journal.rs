@@ -6,23 +6,26 @@
 //! appended, as one JSON line, to a journal beside the document
 //! (`FILE.journal`); the document is rewritten whole only when the journal
 //! has grown as large as it (so rewriting costs at most as much as
-//! appending), and at the end, when the journal goes. Reading the document
+//! appending; the journal is then emptied to its header), and at the end,
+//! when the journal goes. Reading the document
 //! folds in a journal found beside it. Lines name their point and run
 //! index, so folding is idempotent: a crash between rewriting the document
 //! and removing the journal never counts a run twice. The journal's first
 //! line names the run (the document's `run_id`) and its writer holds an
-//! `flock` on it: a journal of another run, live or killed, is never folded
-//! into this document, a live one is never taken over (that run keeps
-//! rewriting its document whole), and a dead one is replaced.
+//! `flock` on it from the run's first save to its last: a journal of
+//! another run, live or killed, is never folded into this document, a
+//! document whose journal a live run holds is refused to a second run (whose
+//! results would otherwise silently replace the first's, or be replaced),
+//! and a dead run's journal is replaced.
 
 use std::fs::File;
-use std::io::{BufRead, Write};
+use std::io::{BufRead, Seek, Write};
 use std::path::{Path, PathBuf};
 
-use anyhow::{anyhow, Result};
+use anyhow::{anyhow, bail, Result};
 use serde::{Deserialize, Serialize};
 
-use super::{Point, ResultsFile, RunRecord};
+use super::{Point, ResultsFile, RunRecord, Status};
 use crate::vocab::FsRecord;
 use crate::{lockfile, sys};
 
@@ -31,7 +34,12 @@ use crate::{lockfile, sys};
 #[serde(rename_all = "snake_case")]
 enum Line {
     /// The first line: which run's document this journal belongs to.
-    Header { run_id: String },
+    Header {
+        run_id: String,
+        /// The writer's process, for the message that refuses a second writer.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pid: Option<u32>,
+    },
     /// A point began (with no runs yet).
     Point { index: usize, point: Box<Point> },
     /// A run of point `point` finished (a warm-up run when `warmup`).
@@ -44,6 +52,9 @@ enum Line {
     },
     /// Every run of point `point` finished.
     Complete { point: usize },
+    /// How the run ended, when the document itself could not be written
+    /// (a full disk, no descriptor left): the journal, already open, says it.
+    End { status: Status, error: Option<String>, finished_at: Option<String> },
 }
 
 /// The journal's path beside `document`.
@@ -53,12 +64,13 @@ pub fn journal_path(document: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// Writes a document as a run progresses.
+/// Writes a document as a run progresses. It holds the journal, locked,
+/// from the run's first save to its last: that lock is how another run
+/// (or a second `-o` of the same name) knows the document is taken.
 pub struct Saver {
     path: PathBuf,
-    journal: Option<File>,
-    /// Another live run journals beside the same path: rewrite whole instead.
-    journal_taken: bool,
+    journal: File,
+    header: Line,
     journal_bytes: u64,
     document_bytes: u64,
     /// How many whole-document writes (for tests and the docs' figures).
@@ -66,33 +78,61 @@ pub struct Saver {
 }
 
 impl Saver {
-    pub fn new(path: &Path) -> Saver {
-        Saver {
-            path: path.to_path_buf(),
-            journal: None,
-            journal_taken: false,
-            journal_bytes: 0,
-            document_bytes: 0,
-            rewrites: 0,
-        }
+    /// Claims `path` for the run of `doc` and writes the document whole.
+    /// Refuses a path whose journal a live run holds, naming that run.
+    pub fn create(path: &Path, doc: &ResultsFile) -> Result<Saver> {
+        let journal_file = journal_path(path);
+        let Some(journal) = create_journal(&journal_file)? else {
+            let holder = std::fs::read_to_string(&journal_file).ok().and_then(|t| {
+                serde_json::from_str::<Line>(t.lines().next()?).ok().and_then(|line| match line {
+                    Line::Header { run_id, pid } => Some(match pid {
+                        Some(pid) => format!("run {run_id} (pid {pid})"),
+                        None => format!("run {run_id}"),
+                    }),
+                    _ => None,
+                })
+            });
+            bail!(
+                "-o {}: another fsscale {} is writing it; choose another -o, or wait until that run ends",
+                path.display(),
+                holder.unwrap_or_else(|| "run".to_string())
+            );
+        };
+        let header = Line::Header { run_id: doc.run_id.clone().unwrap_or_default(), pid: Some(std::process::id()) };
+        let mut saver =
+            Saver { path: path.to_path_buf(), journal, header, journal_bytes: 0, document_bytes: 0, rewrites: 0 };
+        saver.save(doc)?;
+        Ok(saver)
     }
 
-    /// Writes the whole document and starts an empty journal.
+    /// Writes the whole document and empties the journal (down to its header).
     pub fn save(&mut self, doc: &ResultsFile) -> Result<()> {
         let text = doc.to_json();
         crate::atomic_file::write(&self.path, text.as_bytes())?;
         self.rewrites += 1;
         self.document_bytes = text.len() as u64;
-        self.journal_bytes = 0;
-        // Only our own journal goes, removed while its lock is still held so
-        // that another run can never have replaced it in between.
-        let Some(journal) = self.journal.take() else { return Ok(()) };
-        let removed = std::fs::remove_file(journal_path(&self.path));
-        drop(journal);
-        match removed {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                Err(anyhow!("removing {}: {e}", journal_path(&self.path).display()))
-            }
+        // A crash before the journal is emptied leaves lines the document
+        // already holds; folding skips them.
+        let journal = journal_path(&self.path);
+        self.journal
+            .set_len(0)
+            .and_then(|()| self.journal.rewind())
+            .map_err(|e| anyhow!("emptying {}: {e}", journal.display()))?;
+        self.journal_bytes = write_line(&mut self.journal, &self.header, &self.path)?;
+        Ok(())
+    }
+
+    /// Writes the whole document for the last time and removes the journal
+    /// (while its lock is still held, so no other run's is removed).
+    pub fn finish(mut self, doc: &ResultsFile) -> Result<()> {
+        if let Err(error) = self.save(doc) {
+            let end = Line::End { status: doc.status, error: doc.error.clone(), finished_at: doc.finished_at.clone() };
+            let _ = write_line(&mut self.journal, &end, &self.path);
+            return Err(error);
+        }
+        let journal = journal_path(&self.path);
+        match std::fs::remove_file(&journal) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(anyhow!("removing {}: {e}", journal.display())),
             _ => Ok(()),
         }
     }
@@ -121,24 +161,10 @@ impl Saver {
     }
 
     fn append(&mut self, doc: &ResultsFile, line: &Line) -> Result<()> {
-        if self.journal_bytes >= self.document_bytes || self.journal_taken {
+        if self.journal_bytes >= self.document_bytes {
             return self.save(doc);
         }
-        if self.journal.is_none() {
-            match create_journal(&journal_path(&self.path))? {
-                Some(mut file) => {
-                    let header = Line::Header { run_id: doc.run_id.clone().unwrap_or_default() };
-                    self.journal_bytes += write_line(&mut file, &header, &self.path)?;
-                    self.journal = Some(file);
-                }
-                None => {
-                    self.journal_taken = true;
-                    return self.save(doc);
-                }
-            }
-        }
-        let journal = self.journal.as_mut().expect("created above");
-        self.journal_bytes += write_line(journal, line, &self.path)?;
+        self.journal_bytes += write_line(&mut self.journal, line, &self.path)?;
         Ok(())
     }
 }
@@ -186,7 +212,7 @@ impl ResultsFile {
             if number == 0 {
                 // Another run's journal (same path, written at the same time or left by a kill) is not ours.
                 match serde_json::from_str::<Line>(&text) {
-                    Ok(Line::Header { run_id }) if Some(&run_id) == self.run_id.as_ref() => continue,
+                    Ok(Line::Header { run_id, .. }) if Some(&run_id) == self.run_id.as_ref() => continue,
                     Ok(Line::Header { .. }) => return Ok(()),
                     // A journal from before headers: only for a document from before run IDs.
                     _ if self.run_id.is_some() => return Ok(()),
@@ -217,6 +243,11 @@ impl ResultsFile {
                         p.complete = true;
                     }
                 }
+                Line::End { status, error, finished_at } => {
+                    self.status = status;
+                    self.error = error;
+                    self.finished_at = finished_at;
+                }
                 Line::Point { .. } | Line::Header { .. } => {}
             }
         }
@@ -234,8 +265,7 @@ mod tests {
     /// stopping after `stop_after` runs when given (a kill -9).
     fn simulate(path: &Path, points: usize, runs: usize, stop_after: Option<usize>) -> (ResultsFile, u64) {
         let mut live = doc(runs, 0.5, vec![]);
-        let mut saver = Saver::new(path);
-        saver.save(&live).unwrap();
+        let mut saver = Saver::create(path, &live).unwrap();
         let mut done = 0;
         let mut written = std::fs::metadata(path).unwrap().len();
         for p in 0..points {
@@ -258,8 +288,9 @@ mod tests {
             live.points.last_mut().unwrap().complete = true;
             saver.point_complete(&live, p).unwrap();
         }
-        saver.save(&live).unwrap();
-        (live, written + saver.journal_bytes)
+        let journal = saver.journal_bytes;
+        saver.finish(&live).unwrap();
+        (live, written + journal + std::fs::metadata(path).unwrap().len())
     }
 
     #[test]
@@ -294,15 +325,13 @@ mod tests {
     }
 
     #[test]
-    fn another_runs_journal_is_never_folded_in_nor_taken_over() {
+    fn a_live_runs_document_is_refused_and_a_dead_ones_journal_replaced() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("r.json");
         let start = |id: &str| {
             let mut live = doc(3, 0.5, vec![]);
             live.run_id = Some(id.into());
-            let mut saver = Saver::new(&path);
-            saver.save(&live).unwrap();
-            (live, saver)
+            Saver::create(&path, &live).map(|saver| (live, saver))
         };
         let add_run = |live: &mut ResultsFile, saver: &mut Saver, workers: usize| {
             live.points.push(point(Workload::Stat, Share::Private, workers, vec![run(0, &vec![7; workers], 0.5)]));
@@ -310,30 +339,28 @@ mod tests {
             saver.point_started(live, index).unwrap();
             saver.run_finished(live, index, false).unwrap();
         };
-        // A journals first; B, at the same path at the same time, finds A's journal locked.
-        let (mut a, mut saver_a) = start("a");
+        // A holds the document from its first save, also right after a rewrite.
+        let (mut a, mut saver_a) = start("a").unwrap();
+        saver_a.save(&a).unwrap();
+        let refused = start("b").err().expect("B is refused while A lives").to_string();
+        let pid = std::process::id();
+        assert!(refused.contains(&format!("another fsscale run a (pid {pid}) is writing it")), "{refused}");
         add_run(&mut a, &mut saver_a, 1);
-        let (mut b, mut saver_b) = start("b");
-        assert!(journal_path(&path).exists(), "A's journal is live");
-        add_run(&mut b, &mut saver_b, 2);
-        add_run(&mut b, &mut saver_b, 3);
-        assert!(saver_b.journal_taken && saver_b.rewrites >= 3, "B rewrites its document whole");
-        // B's document on disk: B's points only, A's journal (another run) ignored.
-        let loaded = ResultsFile::load(&path).unwrap();
-        assert_eq!(loaded.points.iter().map(|p| p.workers).collect::<Vec<_>>(), [2, 3]);
+        assert_eq!(ResultsFile::load(&path).unwrap().points.iter().map(|p| p.workers).collect::<Vec<_>>(), [1]);
         // A is killed (its lock goes with its file); C replaces the dead journal with its own.
         drop(saver_a);
-        let (mut c, mut saver_c) = start("c");
+        let (mut c, mut saver_c) = start("c").unwrap();
         add_run(&mut c, &mut saver_c, 4);
-        assert!(!saver_c.journal_taken);
         let loaded = ResultsFile::load(&path).unwrap();
         assert_eq!(loaded.points.iter().map(|p| p.workers).collect::<Vec<_>>(), [4]);
         let journal = std::fs::read_to_string(journal_path(&path)).unwrap();
-        assert!(journal.starts_with("{\"header\":{\"run_id\":\"c\"}}\n"), "{journal}");
-        // A's last view still folds nothing of C's.
+        assert!(journal.starts_with(&format!("{{\"header\":{{\"run_id\":\"c\",\"pid\":{pid}}}}}\n")), "{journal}");
+        // A's last view folds nothing of C's.
         let mut stale = a.clone();
         stale.points.clear();
         stale.fold_journal(&path).unwrap();
         assert!(stale.points.is_empty());
+        saver_c.finish(&c).unwrap();
+        assert!(!journal_path(&path).exists());
     }
 }

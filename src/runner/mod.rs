@@ -240,179 +240,185 @@ fn run_with(config: &RunConfig, root: Option<&ranks::Root<'_>>, progress: &mut d
     doc.settings.containment = containment.as_ref().map(|c| c.describe());
     let cpus = config.pin.then(sys::topology::pin_cpus);
     doc.settings.pin_order = cpus.clone();
-    let mut saver = Saver::new(&config.output);
-    saver.save(&doc)?;
+    let mut saver = Saver::create(&config.output, &doc)?;
     progress.saved();
 
-    let timing = timing(config);
-    let points = config.points();
-    if points.iter().any(|p| p.cache == Some(Cache::Cold)) {
-        // Fail before anything runs rather than at the first point.
-        measure::drop_caches()?;
-    }
-    let filesystems = &config.filesystems;
-    let max_workers = config.workers.iter().copied().max().unwrap_or(1) as u64;
-    let grown = if config.workloads.contains(&Workload::AppendGrow) { config.macro_options.grow_bytes } else { 0 };
-    let data_bytes = tree.map_or(0, |u| u.contents.bytes).max(grown) * max_workers;
-    // Every worker's copy of the tree, plus the shared one.
-    let data_entries = tree.map_or(0, |u| u.contents.entries() * (max_workers + 1));
-    let sizes: Vec<u64> = filesystems.specs.iter().map(|s| filesystems.size_for(s, data_bytes, data_entries)).collect();
-    // Every point of every filesystem, filesystem-major, in the document from the start.
-    let plan: Vec<(usize, PointSpec)> =
-        (0..filesystems.specs.len()).flat_map(|f| points.iter().map(move |p| (f, *p))).collect();
-    for (fs_index, spec) in &plan {
-        let mut point = new_point(config, &filesystems.specs[*fs_index], spec);
-        point.ranks = root.map(|r| r.cluster().ranks_for(spec.workers));
-        doc.points.push(point);
-        saver.point_started(&doc, doc.points.len() - 1)?;
-    }
-    progress.plan(plan.len(), config.runs);
-    let repetition = Repetition {
-        warmups: config.warmup_runs,
-        runs: config.runs,
-        max_runs: config.until_ci_pct.map(|_| config.max_runs),
-    };
-    let mut scheduler = Scheduler::new(config.order, repetition, config.order_seed);
-    let mut states = vec![PointState::default(); plan.len()];
-    // Filesystems kept across runs: one per point (`--fresh point`), one per filesystem (`--fresh once`).
-    let mut kept_for_point: Vec<Option<FsInstance>> = plan.iter().map(|_| None).collect();
-    let mut kept_once: Vec<Option<FsInstance>> = filesystems.specs.iter().map(|_| None).collect();
-    // A filesystem that could not be taken down is recorded, and the rest of the matrix still runs.
-    let mut teardown_failures: Vec<String> = Vec::new();
-    let mut position = 0;
-    let mut warned_busy = false;
-    while let Some(slot) = scheduler.next(&states) {
-        let (fs_index, spec) = &plan[slot.point];
-        let fs_spec = &filesystems.specs[*fs_index];
-        let state = &states[slot.point];
-        let run = if slot.warmup { state.warmups } else { state.runs };
-        progress.run_started(spec, slot.point, run, slot.warmup);
-        let pinned: Option<Vec<usize>> = cpus.as_ref().map(|c| (0..spec.workers).map(|i| c[i % c.len()]).collect());
-        let slots = FsSlots {
-            once: &mut kept_once[*fs_index],
-            point: &mut kept_for_point[slot.point],
-            failures: &mut teardown_failures,
+    // Whatever ends the schedule (a run's error, a full disk, a journal that
+    // cannot be written, a signal), the document records how it ended.
+    let outcome = (|| -> Result<()> {
+        let timing = timing(config);
+        let points = config.points();
+        if points.iter().any(|p| p.cache == Some(Cache::Cold)) {
+            // Fail before anything runs rather than at the first point.
+            measure::drop_caches()?;
+        }
+        let filesystems = &config.filesystems;
+        let max_workers = config.workers.iter().copied().max().unwrap_or(1) as u64;
+        let grown = if config.workloads.contains(&Workload::AppendGrow) { config.macro_options.grow_bytes } else { 0 };
+        let data_bytes = tree.map_or(0, |u| u.contents.bytes).max(grown) * max_workers;
+        // Every worker's copy of the tree, plus the shared one.
+        let data_entries = tree.map_or(0, |u| u.contents.entries() * (max_workers + 1));
+        let sizes: Vec<u64> =
+            filesystems.specs.iter().map(|s| filesystems.size_for(s, data_bytes, data_entries)).collect();
+        // Every point of every filesystem, filesystem-major, in the document from the start.
+        let plan: Vec<(usize, PointSpec)> =
+            (0..filesystems.specs.len()).flat_map(|f| points.iter().map(move |p| (f, *p))).collect();
+        for (fs_index, spec) in &plan {
+            let mut point = new_point(config, &filesystems.specs[*fs_index], spec);
+            point.ranks = root.map(|r| r.cluster().ranks_for(spec.workers));
+            doc.points.push(point);
+            saver.point_started(&doc, doc.points.len() - 1)?;
+        }
+        progress.plan(plan.len(), config.runs);
+        let repetition = Repetition {
+            warmups: config.warmup_runs,
+            runs: config.runs,
+            max_runs: config.until_ci_pct.map(|_| config.max_runs),
         };
-        let started_at = results::rfc3339_millis(SystemTime::now());
-        let cgroup = containment.as_mut().map(|c| c.start_run());
-        let outcome = signals::check().map_err(anyhow::Error::from).and_then(|()| {
-            run_on_fs(config, fs_spec, sizes[*fs_index], slots, |dir, device| {
-                let drop_caches = spec.cache == Some(Cache::Cold);
-                let timing = measure::Timing { device, drop_caches, ..timing.clone() };
-                match root {
-                    Some(root) => root.run_once(spec, dir, &timing, cpus.as_deref(), inputs, run),
-                    None => measure::run_once(spec, dir, &timing, pinned.as_deref(), inputs, run),
+        let mut scheduler = Scheduler::new(config.order, repetition, config.order_seed);
+        let mut states = vec![PointState::default(); plan.len()];
+        // Filesystems kept across runs: one per point (`--fresh point`), one per filesystem (`--fresh once`).
+        let mut kept_for_point: Vec<Option<FsInstance>> = plan.iter().map(|_| None).collect();
+        let mut kept_once: Vec<Option<FsInstance>> = filesystems.specs.iter().map(|_| None).collect();
+        // A filesystem that could not be taken down is recorded, and the rest of the matrix still runs.
+        let mut teardown_failures: Vec<String> = Vec::new();
+        let mut position = 0;
+        let mut warned_busy = false;
+        while let Some(slot) = scheduler.next(&states) {
+            let (fs_index, spec) = &plan[slot.point];
+            let fs_spec = &filesystems.specs[*fs_index];
+            let state = &states[slot.point];
+            let run = if slot.warmup { state.warmups } else { state.runs };
+            progress.run_started(spec, slot.point, run, slot.warmup);
+            let pinned: Option<Vec<usize>> = cpus.as_ref().map(|c| (0..spec.workers).map(|i| c[i % c.len()]).collect());
+            let slots = FsSlots {
+                once: &mut kept_once[*fs_index],
+                point: &mut kept_for_point[slot.point],
+                failures: &mut teardown_failures,
+            };
+            let started_at = results::rfc3339_millis(SystemTime::now());
+            let cgroup = containment.as_mut().map(|c| c.start_run());
+            let outcome = signals::check().map_err(anyhow::Error::from).and_then(|()| {
+                run_on_fs(config, fs_spec, sizes[*fs_index], slots, |dir, device| {
+                    let drop_caches = spec.cache == Some(Cache::Cold);
+                    let timing = measure::Timing { device, drop_caches, ..timing.clone() };
+                    match root {
+                        Some(root) => root.run_once(spec, dir, &timing, cpus.as_deref(), inputs, run),
+                        None => measure::run_once(spec, dir, &timing, pinned.as_deref(), inputs, run),
+                    }
+                })
+            });
+            if let (Some(c), Some(cgroup)) = (containment.as_mut(), cgroup) {
+                let killed = c.end_run(cgroup);
+                if killed > 0 {
+                    progress.warning(&format!(
+                        "run {} of {}: killed {killed} process(es) the commands left running",
+                        run + 1,
+                        spec.workload
+                    ));
                 }
-            })
-        });
-        if let (Some(c), Some(cgroup)) = (containment.as_mut(), cgroup) {
-            let killed = c.end_run(cgroup);
-            if killed > 0 {
-                progress.warning(&format!(
-                    "run {} of {}: killed {killed} process(es) the commands left running",
-                    run + 1,
-                    spec.workload
-                ));
             }
-        }
-        let (mut record, fs_record) = match outcome {
-            Ok(done) => done,
-            Err(error) => {
-                // A signal that reached a tool first (mkfs, mount) makes it fail; the cause is the signal.
-                let error = match signals::check() {
-                    Err(signal) if error.downcast_ref::<Interrupted>().is_none() => anyhow::Error::new(signal),
-                    _ => error,
-                };
-                let on = doc.points[slot.point].condition().map(|c| format!(" {c}")).unwrap_or_default();
-                let which = if slot.warmup {
-                    format!("warm-up run {} of {}", run + 1, config.warmup_runs)
-                } else {
-                    format!("run {} of {}", run + 1, config.runs.max(run + 1))
-                };
-                let error = error.context(format!(
-                    "{} ({}, {}, {} workers){on}, {which}",
-                    spec.workload, spec.mode, spec.share, spec.workers
-                ));
-                let interrupted = error.downcast_ref::<Interrupted>().is_some();
-                finish(&mut doc, if interrupted { Status::Interrupted } else { Status::Failed }, Some(&error));
-                saver.save(&doc)?;
-                progress.saved();
-                return Err(error);
+            let (mut record, fs_record) = match outcome {
+                Ok(done) => done,
+                Err(error) => {
+                    // A signal that reached a tool first (mkfs, mount) makes it fail; the cause is the signal.
+                    let error = match signals::check() {
+                        Err(signal) if error.downcast_ref::<Interrupted>().is_none() => anyhow::Error::new(signal),
+                        _ => error,
+                    };
+                    let on = doc.points[slot.point].condition().map(|c| format!(" {c}")).unwrap_or_default();
+                    let which = if slot.warmup {
+                        format!("warm-up run {} of {}", run + 1, config.warmup_runs)
+                    } else {
+                        format!("run {} of {}", run + 1, config.runs.max(run + 1))
+                    };
+                    return Err(error.context(format!(
+                        "{} ({}, {}, {} workers){on}, {which}",
+                        spec.workload, spec.mode, spec.share, spec.workers
+                    )));
+                }
+            };
+            if let Some(check) = &record.syscalls {
+                for mismatch in check.mismatches(spec.workers) {
+                    progress.warning(&format!(
+                        "--verify: {} x{} run {}: the kernel counted {} {} calls where the ops imply {:.0} ({:+.2}%)",
+                        spec.workload,
+                        spec.workers,
+                        run + 1,
+                        mismatch.counted,
+                        mismatch.syscall,
+                        mismatch.expected,
+                        100.0 * (mismatch.ratio() - 1.0)
+                    ));
+                }
             }
-        };
-        if let Some(check) = &record.syscalls {
-            for mismatch in check.mismatches(spec.workers) {
-                progress.warning(&format!(
-                    "--verify: {} x{} run {}: the kernel counted {} {} calls where the ops imply {:.0} ({:+.2}%)",
-                    spec.workload,
-                    spec.workers,
-                    run + 1,
-                    mismatch.counted,
-                    mismatch.syscall,
-                    mismatch.expected,
-                    100.0 * (mismatch.ratio() - 1.0)
-                ));
-            }
-        }
-        record.position = Some(position);
-        record.started_at = Some(started_at);
-        position += 1;
-        let point = &mut doc.points[slot.point];
-        point.filesystem = point.filesystem.take().or(fs_record);
-        let state = &mut states[slot.point];
-        if slot.warmup {
-            point.warmup_runs.push(record);
-            state.warmups += 1;
-        } else {
-            point.runs.push(record);
-            point.summarize();
-            state.runs += 1;
-            let busy = point.summary.as_ref().is_some_and(|s| s.busy_runs.contains(&(point.runs.len() - 1)));
-            if busy && !warned_busy {
-                warned_busy = true;
-                let share = point.runs.last().and_then(|r| r.noise).map_or(0.0, |n| n.others_cpu);
-                progress.warning(&format!(
-                    "other work took {:.0}% of the machine during run {} of {} x{}; such runs are marked !busy, \
-                     and compare calls differences on points busy in more than a fifth of their runs too noisy",
-                    100.0 * share,
-                    point.runs.len(),
-                    spec.workload,
-                    spec.workers
-                ));
-            }
-            state.precise = config.until_ci_pct.is_some_and(|pct| point.is_precise(pct));
-        }
-        progress.run_finished(point, slot.warmup);
-        saver.run_finished(&doc, slot.point, slot.warmup)?;
-        progress.saved();
-        if repetition.is_done(&states[slot.point]) {
-            if let Some(made) = kept_for_point[slot.point].take() {
-                tear_down(made, fs_spec, &mut teardown_failures);
-            }
+            record.position = Some(position);
+            record.started_at = Some(started_at);
+            position += 1;
             let point = &mut doc.points[slot.point];
-            point.complete = true;
-            progress.point_finished(point);
-            saver.point_complete(&doc, slot.point)?;
-            let all_done =
-                plan.iter().zip(&states).filter(|((f, _), _)| f == fs_index).all(|(_, s)| repetition.is_done(s));
-            if all_done {
-                if let Some(made) = kept_once[*fs_index].take() {
+            point.filesystem = point.filesystem.take().or(fs_record);
+            let state = &mut states[slot.point];
+            if slot.warmup {
+                point.warmup_runs.push(record);
+                state.warmups += 1;
+            } else {
+                point.runs.push(record);
+                point.summarize();
+                state.runs += 1;
+                let busy = point.summary.as_ref().is_some_and(|s| s.busy_runs.contains(&(point.runs.len() - 1)));
+                if busy && !warned_busy {
+                    warned_busy = true;
+                    let share = point.runs.last().and_then(|r| r.noise).map_or(0.0, |n| n.others_cpu);
+                    progress.warning(&format!(
+                        "other work took {:.0}% of the machine during run {} of {} x{}; such runs are marked !busy, \
+                     and compare calls differences on points busy in more than a fifth of their runs too noisy",
+                        100.0 * share,
+                        point.runs.len(),
+                        spec.workload,
+                        spec.workers
+                    ));
+                }
+                state.precise = config.until_ci_pct.is_some_and(|pct| point.is_precise(pct));
+            }
+            progress.run_finished(point, slot.warmup);
+            saver.run_finished(&doc, slot.point, slot.warmup)?;
+            progress.saved();
+            if repetition.is_done(&states[slot.point]) {
+                if let Some(made) = kept_for_point[slot.point].take() {
                     tear_down(made, fs_spec, &mut teardown_failures);
                 }
+                let point = &mut doc.points[slot.point];
+                point.complete = true;
+                progress.point_finished(point);
+                saver.point_complete(&doc, slot.point)?;
+                let all_done =
+                    plan.iter().zip(&states).filter(|((f, _), _)| f == fs_index).all(|(_, s)| repetition.is_done(s));
+                if all_done {
+                    if let Some(made) = kept_once[*fs_index].take() {
+                        tear_down(made, fs_spec, &mut teardown_failures);
+                    }
+                }
             }
         }
-    }
-    if !teardown_failures.is_empty() {
-        let error = anyhow::anyhow!("{}; `fsscale cleanup` removes what is left", teardown_failures.join("; "));
-        finish(&mut doc, Status::Failed, Some(&error));
-        saver.save(&doc)?;
-        progress.saved();
-        return Err(error);
-    }
-    finish(&mut doc, Status::Complete, None);
-    saver.save(&doc)?;
+        if !teardown_failures.is_empty() {
+            return Err(anyhow::anyhow!("{}; `fsscale cleanup` removes what is left", teardown_failures.join("; ")));
+        }
+        Ok(())
+    })();
+    let status = match &outcome {
+        Ok(()) => Status::Complete,
+        Err(error) if error.downcast_ref::<Interrupted>().is_some() => Status::Interrupted,
+        Err(_) => Status::Failed,
+    };
+    finish(&mut doc, status, outcome.as_ref().err());
+    let saved = saver.finish(&doc);
     progress.saved();
-    Ok(doc)
+    match (outcome, saved) {
+        (Ok(()), Ok(())) => Ok(doc),
+        (Err(error), Ok(())) => Err(error),
+        (Ok(()), Err(not_saved)) => Err(not_saved),
+        (Err(error), Err(not_saved)) => Err(error.context(format!("the results could not be saved ({not_saved:#})"))),
+    }
 }
 
 /// A point of `spec` on `fs_spec`, with no runs yet.

@@ -8,7 +8,7 @@
 //! descriptors, never follows symbolic links, and refuses to descend into
 //! another filesystem mounted inside.
 
-use std::ffi::CString;
+use std::ffi::{CStr, CString};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -68,21 +68,19 @@ impl Scratch {
                 sys::errno_text(e)
             )
         })?;
-        let path = parent.join(&name);
-        let dir = sys::openat(parent_fd.as_raw_fd(), &name_c, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW, 0)
-            .map_err(|e| anyhow::anyhow!("opening scratch directory {}: {}", path.display(), sys::errno_text(e)))?;
-        // SAFETY: fresh fd, owned here.
-        let dir = unsafe { OwnedFd::from_raw_fd(dir) };
-        // SAFETY: stat is plain data.
-        let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        sys::fstat(dir.as_raw_fd(), &mut st)
-            .map_err(|e| anyhow::anyhow!("{}: {}", path.display(), sys::errno_text(e)))?;
-        let mount = sys::mount_id(dir.as_raw_fd())
-            .map_err(|e| anyhow::anyhow!("{}: statx: {}", path.display(), sys::errno_text(e)))?;
-        // The umask may have narrowed the mode; 0700 exactly is the contract.
-        // SAFETY: plain syscall on an fd we own.
-        unsafe { libc::fchmod(dir.as_raw_fd(), 0o700) };
-        let mut scratch = Scratch {
+        // Whatever fails from here (a full filesystem, no descriptor left)
+        // takes the new directory and its marker with it: nothing half-made stays.
+        let text = marker_text(std::process::id(), &token);
+        let made = open_made(parent_fd.as_raw_fd(), &parent.join(&name), &name_c, &text);
+        let (dir, st, path, mount, marker) = match made {
+            Ok(made) => made,
+            Err(error) => {
+                let _ = sys::unlinkat(parent_fd.as_raw_fd(), &sys::cname(&format!("{name}/{MARKER}")), 0);
+                let _ = sys::unlinkat(parent_fd.as_raw_fd(), &name_c, libc::AT_REMOVEDIR);
+                return Err(error);
+            }
+        };
+        Ok(Scratch {
             parent: parent_fd,
             name: name_c,
             path,
@@ -93,12 +91,8 @@ impl Scratch {
             token,
             owner_pid: std::process::id(),
             removed: false,
-            marker_lock: None,
-        };
-        let marker =
-            scratch.write_marker().with_context(|| format!("writing {MARKER} in {}", scratch.path.display()))?;
-        scratch.marker_lock = Some(marker);
-        Ok(scratch)
+            marker_lock: Some(marker),
+        })
     }
 
     pub fn fd(&self) -> RawFd {
@@ -121,17 +115,6 @@ impl Scratch {
         self.remove_inner()
     }
 
-    fn marker_text(&self) -> String {
-        format!("fsscale scratch directory\npid={}\ntoken={}\n", self.owner_pid, self.token)
-    }
-
-    fn write_marker(&self) -> Result<std::fs::File, std::io::Error> {
-        let mut file = crate::lockfile::create_locked(self.fd(), &sys::cname(MARKER), 0o600)
-            .map_err(std::io::Error::from_raw_os_error)?;
-        std::io::Write::write_all(&mut file, self.marker_text().as_bytes())?;
-        Ok(file)
-    }
-
     fn remove_inner(&mut self) -> Result<()> {
         let shown = self.path.display();
         // SAFETY: stat is plain data.
@@ -142,7 +125,7 @@ impl Scratch {
             bail!("scratch directory {shown} was replaced by something else; not removing it");
         }
         let marker = read_small_file(self.fd(), MARKER);
-        if marker.as_deref() != Some(self.marker_text().as_str()) {
+        if marker.as_deref() != Some(marker_text(self.owner_pid, &self.token).as_str()) {
             bail!("scratch directory {shown} no longer holds fsscale's marker; not removing it");
         }
         // Closed before the marker is unlinked: NFS and FUSE keep an open
@@ -151,6 +134,45 @@ impl Scratch {
         self.marker_lock = None;
         remove_proven(self.parent.as_raw_fd(), &self.name, self.fd(), self.mount, &self.path)
     }
+}
+
+fn marker_text(pid: u32, token: &str) -> String {
+    format!("fsscale scratch directory\npid={pid}\ntoken={token}\n")
+}
+
+/// Opens the directory just made as `name` in `parent`, proves its real
+/// path names it, sets its mode and writes its marker (kept open, locked).
+/// Workloads that look up absolute paths use that real path, resolved once
+/// through the descriptor, never `--dir`'s symbolic links again.
+fn open_made(
+    parent: RawFd,
+    given: &Path,
+    name: &CStr,
+    marker: &str,
+) -> Result<(OwnedFd, libc::stat, PathBuf, u64, std::fs::File)> {
+    use std::os::unix::fs::MetadataExt;
+    let dir = sys::openat(parent, name, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW, 0)
+        .map_err(|e| anyhow::anyhow!("opening scratch directory {}: {}", given.display(), sys::errno_text(e)))?;
+    // SAFETY: fresh fd, owned here.
+    let dir = unsafe { OwnedFd::from_raw_fd(dir) };
+    // SAFETY: stat is plain data.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    sys::fstat(dir.as_raw_fd(), &mut st).map_err(|e| anyhow::anyhow!("{}: {}", given.display(), sys::errno_text(e)))?;
+    let path = std::fs::read_link(format!("/proc/self/fd/{}", dir.as_raw_fd()))
+        .with_context(|| format!("resolving scratch directory {}", given.display()))?;
+    if !std::fs::symlink_metadata(&path).is_ok_and(|m| m.dev() == st.st_dev && m.ino() == st.st_ino) {
+        bail!("scratch directory {} is not reachable by its own path; pass a plain --dir", path.display());
+    }
+    let mount = sys::mount_id(dir.as_raw_fd())
+        .map_err(|e| anyhow::anyhow!("{}: statx: {}", path.display(), sys::errno_text(e)))?;
+    // The umask may have narrowed the mode; 0700 exactly is the contract.
+    // SAFETY: plain syscall on an fd we own.
+    unsafe { libc::fchmod(dir.as_raw_fd(), 0o700) };
+    let written = crate::lockfile::create_locked(dir.as_raw_fd(), &sys::cname(MARKER), 0o600)
+        .map_err(std::io::Error::from_raw_os_error)
+        .and_then(|mut file| std::io::Write::write_all(&mut file, marker.as_bytes()).map(|()| file));
+    let file = written.with_context(|| format!("writing {MARKER} in {}", path.display()))?;
+    Ok((dir, st, path, mount, file))
 }
 
 impl Drop for Scratch {
@@ -169,6 +191,35 @@ fn dir_error(dir: &Path, errno: Errno) -> anyhow::Error {
         libc::ENOTDIR => anyhow::anyhow!("--dir {} is not a directory; pass a directory", dir.display()),
         _ => anyhow::anyhow!("cannot open --dir {}: {}", dir.display(), sys::errno_text(errno)),
     }
+}
+
+/// Refuses a `--dir` that someone other than root or this user could
+/// replace under a run: every directory on its real path must be owned by
+/// one of them and writable by nobody else unless sticky (as /tmp). Absolute
+/// lookups walk that path from `/` on every op; this is what keeps them in
+/// the scratch directory fsscale made.
+pub fn check_trusted_path(dir: &Path) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let real = std::fs::canonicalize(dir).map_err(|e| anyhow::anyhow!("--dir {}: {e}", dir.display()))?;
+    let me = sys::euid();
+    for component in real.ancestors() {
+        let meta = std::fs::metadata(component).map_err(|e| anyhow::anyhow!("{}: {e}", component.display()))?;
+        let sticky = meta.mode() & libc::S_ISVTX != 0;
+        let problem = if meta.uid() != 0 && meta.uid() != me {
+            format!("belongs to uid {}", meta.uid())
+        } else if meta.mode() & 0o022 != 0 && !sticky {
+            format!("is writable by others (mode {:o})", meta.mode() & 0o7777)
+        } else {
+            continue;
+        };
+        bail!(
+            "--path absolute: {} on the way to --dir {} {problem}, who could swap it while the run looks up paths \
+             through it; use a --dir whose every directory only root or you can change",
+            component.display(),
+            dir.display()
+        );
+    }
+    Ok(())
 }
 
 /// A scratch directory a killed run left behind.
@@ -205,24 +256,43 @@ fn probe_dead(path: &Path) -> Result<Option<Option<u32>>> {
             .map_err(|e| anyhow::anyhow!("{}: {}", path.display(), sys::errno_text(e)))?;
     // SAFETY: fresh fd, owned here.
     let dir = unsafe { OwnedFd::from_raw_fd(dir) };
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let marker = match crate::lockfile::lock_if_unheld(dir.as_raw_fd(), &sys::cname(MARKER)) {
         Ok(Some(marker)) => marker,
         Ok(None) => return Ok(None), // a live run holds it
+        Err(libc::ENOENT) if stillborn(&dir, &name, false) => return Ok(Some(None)),
         Err(e) => bail!("{}: no marker ({})", path.display(), sys::errno_text(e)),
     };
     let mut text = String::new();
     std::io::Read::read_to_string(&mut std::io::Read::take(&marker, 4096), &mut text)?;
+    if text.is_empty() && stillborn(&dir, &name, true) {
+        return Ok(Some(None));
+    }
     let mut lines = text.lines();
     if lines.next() != Some("fsscale scratch directory") {
         bail!("{}: the marker is not fsscale's", path.display());
     }
     let pid = lines.next().and_then(|l| l.strip_prefix("pid=")).and_then(|p| p.parse().ok());
     let token = lines.next().and_then(|l| l.strip_prefix("token=")).unwrap_or("");
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     if token.len() < 8 || !name.ends_with(&token[..8]) {
         bail!("{}: the marker's token does not match the directory's name", path.display());
     }
     Ok(Some(pid))
+}
+
+/// Whether `dir`, called `name`, is a scratch directory a run killed (or
+/// failed) while making it: fsscale's form of name
+/// (`.fsscale-PID-SEQ-8HEX`), and nothing inside but, with `marker`, an
+/// empty marker. Removing one deletes no byte of anybody's.
+fn stillborn(dir: &OwnedFd, name: &str, marker: bool) -> bool {
+    let parts: Vec<&str> = name.strip_prefix(PREFIX).unwrap_or("").split('-').collect();
+    let named = parts.len() == 3
+        && parts[..2].iter().all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+        && parts[2].len() == 8
+        && parts[2].bytes().all(|b| b.is_ascii_hexdigit());
+    let Ok(entries) = std::fs::read_dir(format!("/proc/self/fd/{}", dir.as_raw_fd())) else { return false };
+    let inside: Vec<_> = entries.flatten().map(|e| e.file_name()).collect();
+    named && inside.len() == usize::from(marker) && inside.iter().all(|n| n == MARKER)
 }
 
 /// Removes a scratch directory of a killed run, after proving again that
@@ -266,7 +336,9 @@ fn remove_proven(parent: RawFd, name: &std::ffi::CStr, dir: RawFd, mount: u64, p
             parent_path.display()
         );
     }
-    sys::unlinkat(dir, &marker, 0)
+    // A stillborn directory (see `stillborn`) has no marker to unlink.
+    let unmarked = sys::unlinkat(dir, &marker, 0).or_else(|e| if e == libc::ENOENT { Ok(()) } else { Err(e) });
+    unmarked
         .and_then(|()| sys::unlinkat(parent, name, libc::AT_REMOVEDIR))
         .map_err(|e| anyhow::anyhow!("removing scratch directory {}: {}", path.display(), sys::errno_text(e)))
 }

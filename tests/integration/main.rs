@@ -22,5 +22,6 @@ mod report;
 mod run;
 mod sched;
 mod traverse;
+mod trust;
 mod untar;
 mod util;

@@ -1,0 +1,293 @@
+//! Root is never turned against files fsscale did not make: backing
+//! directories others can write, images swapped for links, mkfs and mount
+//! options that name files, outputs that are inputs, a second run on a live
+//! run's results, forged registry entries, half-made scratch directories.
+
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use crate::util::*;
+
+/// A file outside fsscale's reach whose bytes and mtime must never change.
+struct Victim {
+    path: PathBuf,
+    bytes: Vec<u8>,
+    mtime: (i64, i64),
+}
+
+impl Victim {
+    fn new(dir: &Path, name: &str, len: usize) -> Victim {
+        let path = dir.join(name);
+        let bytes: Vec<u8> = (0..len).map(|i| (i * 7 % 251) as u8).collect();
+        std::fs::write(&path, &bytes).unwrap();
+        let meta = std::fs::metadata(&path).unwrap();
+        Victim { path, bytes, mtime: (meta.mtime(), meta.mtime_nsec()) }
+    }
+
+    fn assert_untouched(&self) {
+        let meta = std::fs::symlink_metadata(&self.path).expect("the victim file still exists");
+        assert!(meta.file_type().is_file(), "{} is no longer a regular file", self.path.display());
+        assert_eq!((meta.mtime(), meta.mtime_nsec()), self.mtime, "{} was written", self.path.display());
+        assert!(std::fs::read(&self.path).unwrap() == self.bytes, "{} changed", self.path.display());
+    }
+}
+
+#[test]
+fn a_backing_directory_that_others_can_write_or_own_is_refused() {
+    if !needs_root("a_backing_directory_that_others_can_write_or_own_is_refused") {
+        return;
+    }
+    let env = TestEnv::new();
+    let open = env.root.path().join("open");
+    std::fs::create_dir(&open).unwrap();
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let theirs = env.root.path().join("theirs");
+    std::fs::create_dir(&theirs).unwrap();
+    std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).unwrap();
+    for (dir, why) in [(&open, "is writable by others (mode 777)"), (&theirs, "belongs to uid 65534")] {
+        let out = fsscale()
+            .args(["run", "stat", "-j", "1", "-n", "1", "--duration", "0.05", "--fs", "ext4"])
+            .arg(format!("--backing=file:{}", dir.display()))
+            .arg("-o")
+            .arg(&env.output)
+            .output()
+            .unwrap();
+        assert_one_line_error(&out, why);
+        assert_eq!(entries(dir), Vec::<String>::new(), "no image was made in {}", dir.display());
+    }
+}
+
+#[test]
+fn an_image_swapped_for_a_link_is_never_formatted() {
+    if !needs_root("an_image_swapped_for_a_link_is_never_formatted") {
+        return;
+    }
+    let env = TestEnv::new();
+    // A sticky directory anyone can write, as /tmp: allowed, and a swapper
+    // (root here, standing for its owner) replaces every image it sees by a
+    // link to the victim, as fast as it can.
+    let images = env.root.path().join("images");
+    std::fs::create_dir(&images).unwrap();
+    std::fs::set_permissions(&images, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let victim = Victim::new(env.root.path(), "victim", 64 << 20);
+    let stop = Arc::new(AtomicBool::new(false));
+    let swapper = {
+        let (stop, images, target) = (stop.clone(), images.clone(), victim.path.clone());
+        std::thread::spawn(move || {
+            let mut swapped = 0;
+            while !stop.load(Ordering::Relaxed) {
+                for entry in std::fs::read_dir(&images).unwrap().flatten() {
+                    let name = entry.file_name().to_string_lossy().into_owned();
+                    if name.ends_with(".img") && entry.file_type().is_ok_and(|t| t.is_file()) {
+                        let _ = std::fs::rename(entry.path(), images.join(format!("stolen-{swapped}")));
+                        let _ = std::os::unix::fs::symlink(&target, entry.path());
+                        swapped += 1;
+                    }
+                }
+            }
+            swapped
+        })
+    };
+    let out = fsscale()
+        .args(["run", "stat", "-j", "1", "-n", "3", "--duration", "0.05", "--warmup-runs", "0", "--fs", "ext4"])
+        .args(["--fs-size", "64M"])
+        .arg(format!("--backing=file:{}", images.display()))
+        .arg("-o")
+        .arg(&env.output)
+        .output()
+        .unwrap();
+    stop.store(true, Ordering::Relaxed);
+    let swapped = swapper.join().unwrap();
+    assert!(swapped > 0, "the swapper never saw an image");
+    victim.assert_untouched();
+    let backing: Vec<String> = std::fs::read_dir("/sys/block")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read_to_string(e.path().join("loop/backing_file")).ok())
+        .collect();
+    assert!(!backing.iter().any(|b| b.contains("victim") || b.contains("stolen")), "{backing:?}\n{}", stderr(&out));
+}
+
+#[test]
+fn mkfs_and_mount_options_can_only_be_options() {
+    let env = TestEnv::new();
+    let victim = Victim::new(env.root.path(), "victim", 4096);
+    let run = |args: &[&str]| {
+        fsscale().current_dir(env.root.path()).arg("run").arg("stat").args(args).arg("-o").arg(&env.output).output()
+    };
+    let path = victim.path.display().to_string();
+    let out = run(&["--fs", "btrfs", "--mkfs-opts", &path]).unwrap();
+    assert_one_line_error(&out, &format!("--mkfs-opts '{path}' names a path"));
+    let out = run(&["--fs", "btrfs", "--mkfs-opts", "-b 1024 victim"]).unwrap();
+    assert_one_line_error(&out, "--mkfs-opts 'victim' is not an option (it would be read as a device to format)");
+    // With a `./fsscale` in the working directory, `bind` would mount it.
+    std::fs::create_dir(env.root.path().join("fsscale")).unwrap();
+    let out = run(&["--fs", "tmpfs:bind"]).unwrap();
+    assert_one_line_error(&out, "mount option 'bind' makes mount act on another path or mount");
+    let out = run(&["--fs", "ext4:journal_path=/dev/sda"]).unwrap();
+    assert_one_line_error(&out, "mount option 'journal_path=/dev/sda' names a path");
+    victim.assert_untouched();
+    assert!(!env.output.exists());
+}
+
+#[test]
+fn an_output_that_is_an_input_is_refused_before_anything_is_written() {
+    let env = TestEnv::new();
+    let trace = Victim::new(env.root.path(), "load.txt", 100);
+    let tarball = Victim::new(env.root.path(), "t.tar", 10240);
+    let tree = env.root.path().join("tree");
+    std::fs::create_dir(&tree).unwrap();
+    let base = |workload: &str| {
+        let mut cmd = fsscale();
+        cmd.args(["run", workload, "-j", "1", "-n", "1", "--duration", "0.05", "--dir"]).arg(&env.dir);
+        cmd
+    };
+    let out = base("replay").arg("--trace").arg(&trace.path).arg("-o").arg(&trace.path).output().unwrap();
+    assert_one_line_error(&out, "is the --trace file");
+    // Another name for the same file: a symbolic link to it.
+    let link = env.root.path().join("link.json");
+    std::os::unix::fs::symlink(&tarball.path, &link).unwrap();
+    let out = base("untar").arg("--tarball").arg(&tarball.path).arg("-o").arg(&link).output().unwrap();
+    assert_one_line_error(&out, "is the --tarball file");
+    let inside = tree.join("sub/r.json");
+    let out = base("traverse").arg("--tree").arg(&tree).arg("-o").arg(&inside).output().unwrap();
+    assert_one_line_error(&out, "lies inside --tree");
+    trace.assert_untouched();
+    tarball.assert_untouched();
+    assert_eq!(entries(&tree), Vec::<String>::new());
+}
+
+#[test]
+fn a_second_run_on_a_live_runs_results_file_is_refused() {
+    let env = TestEnv::new();
+    let first = fsscale()
+        .args(["run", "stat", "-j", "1", "-n", "4", "--duration", "0.5", "--warmup-runs", "0", "--dir"])
+        .arg(&env.dir)
+        .arg("-o")
+        .arg(&env.output)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let journal = fsscale::results::journal_path(&env.output);
+    wait_until("the first run's journal", || journal.exists());
+    let out = env.run(&["stat", "-j", "1"]);
+    assert_one_line_error(&out, "another fsscale run");
+    assert!(stderr(&out).contains(&format!("(pid {})", first.id())), "{}", stderr(&out));
+    let first = first.wait_with_output().unwrap();
+    assert_success(&first);
+    let doc = env.results();
+    assert_eq!(doc.status, fsscale::results::Status::Complete);
+    assert_eq!(doc.points.iter().map(|p| p.runs.len()).sum::<usize>(), 4 * doc.points.len());
+}
+
+#[test]
+fn a_forged_registry_entry_cannot_delete_a_file_outside_fsscales_image_directories() {
+    if !needs_root("a_forged_registry_entry_cannot_delete_a_file_outside_fsscales_image_directories") {
+        return;
+    }
+    let env = TestEnv::new();
+    let id = format!("{}-9-forged00", std::process::id());
+    let victim = Victim::new(env.root.path(), &format!(".fsscale-fs-{id}.img"), 100);
+    std::fs::create_dir_all("/run/fsscale").unwrap();
+    let entry = Path::new("/run/fsscale").join(format!(".fsscale-fs-{id}.json"));
+    let image = format!("/dev/shm/../{}", victim.path.strip_prefix("/").unwrap().display());
+    let text = format!(r#"{{"pid":1,"mountpoint":"/run/fsscale/mnt-{id}","image":"{image}","loop_device":null}}"#);
+    std::fs::write(&entry, text).unwrap();
+    let out = fsscale().arg("cleanup").output().unwrap();
+    let _ = std::fs::remove_file(&entry);
+    assert!(stdout(&out).contains("is not named by its real path"), "{}{}", stdout(&out), stderr(&out));
+    victim.assert_untouched();
+}
+
+#[test]
+fn a_run_out_of_descriptors_leaves_no_scratch_and_records_why_it_failed() {
+    let env = TestEnv::new();
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -n 12; exec {} run stat -j 1 -n 1 --duration 0.05 --dir {} -o {}",
+            env!("CARGO_BIN_EXE_fsscale"),
+            env.dir.display(),
+            env.output.display()
+        ))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("Too many open files (EMFILE)"), "{}", stderr(&out));
+    assert_eq!(env.leftovers(), Vec::<String>::new(), "a half-made scratch directory stayed");
+    let doc = env.results();
+    assert_eq!(doc.status, fsscale::results::Status::Failed);
+    assert!(doc.error.as_deref().is_some_and(|e| e.contains("EMFILE")), "{:?}", doc.error);
+}
+
+#[test]
+fn cleanup_removes_scratch_directories_a_run_died_making_and_nothing_else() {
+    let env = TestEnv::new();
+    let d = &env.dir;
+    std::fs::create_dir(d.join(".fsscale-123-0-abcdef12")).unwrap();
+    std::fs::create_dir(d.join(".fsscale-124-0-abcdef13")).unwrap();
+    std::fs::write(d.join(".fsscale-124-0-abcdef13/.fsscale-scratch"), b"").unwrap();
+    // Not stillborn: something inside, or not fsscale's form of name.
+    std::fs::create_dir(d.join(".fsscale-125-0-abcdef14")).unwrap();
+    std::fs::write(d.join(".fsscale-125-0-abcdef14/data"), b"x").unwrap();
+    std::fs::create_dir(d.join(".fsscale-mine")).unwrap();
+    let out = fsscale().arg("cleanup").arg("--scratch").arg(d).output().unwrap();
+    assert_success(&out);
+    assert_eq!(entries(d), [".fsscale-125-0-abcdef14", ".fsscale-mine"]);
+    assert_eq!(std::fs::read(d.join(".fsscale-125-0-abcdef14/data")).unwrap(), b"x");
+}
+
+#[test]
+fn absolute_lookups_stay_in_the_scratch_directory_when_dirs_link_is_swapped() {
+    let env = TestEnv::new();
+    let (real, elsewhere) = (env.root.path().join("real"), env.root.path().join("elsewhere"));
+    std::fs::create_dir(&real).unwrap();
+    std::fs::create_dir(&elsewhere).unwrap();
+    let link = env.root.path().join("link");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let swapper = {
+        let (stop, link, real, elsewhere) = (stop.clone(), link.clone(), real.clone(), elsewhere.clone());
+        let staged = link.with_extension("new");
+        std::thread::spawn(move || {
+            let mut toward_elsewhere = true;
+            while !stop.load(Ordering::Relaxed) {
+                let _ = std::fs::remove_file(&staged);
+                let _ = std::os::unix::fs::symlink(if toward_elsewhere { &elsewhere } else { &real }, &staged);
+                let _ = std::fs::rename(&staged, &link);
+                toward_elsewhere = !toward_elsewhere;
+            }
+        })
+    };
+    let out = fsscale()
+        .args(["run", "mdtest-create", "stat", "-j", "1,2", "-n", "2", "--duration", "0.05", "--warmup-runs", "0"])
+        .args(["--items", "200", "--files", "20", "--depth", "2", "--path", "absolute", "--dir"])
+        .arg(&link)
+        .arg("-o")
+        .arg(&env.output)
+        .output()
+        .unwrap();
+    stop.store(true, Ordering::Relaxed);
+    swapper.join().unwrap();
+    assert_eq!(entries(&elsewhere), Vec::<String>::new(), "files appeared outside the scratch directory");
+    assert_eq!(entries(&real), Vec::<String>::new(), "the scratch directory stayed");
+    // Either the run resolved the link once and ran in `real` whole, or it
+    // refused a --dir it could not resolve; it never wrote through the link.
+    if !out.status.success() {
+        assert_one_line_error(&out, "--dir");
+    }
+}
+
+#[test]
+fn absolute_lookups_refuse_a_dir_that_others_can_change() {
+    let env = TestEnv::new();
+    let open = env.root.path().join("open");
+    std::fs::create_dir_all(open.join("d")).unwrap();
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let out = env.run_at(&open.join("d"), &["stat", "-j", "1", "--path", "absolute"]);
+    assert_one_line_error(&out, &format!("--path absolute: {} on the way to --dir", open.display()));
+    assert_one_line_error(&out, "is writable by others (mode 777)");
+    assert_eq!(entries(&open.join("d")), Vec::<String>::new());
+}
