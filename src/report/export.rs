@@ -109,7 +109,20 @@ fn text(value: &Value) -> String {
     }
 }
 
-/// RFC 4180: a header line; fields with a comma, quote or line break quoted.
+/// A text cell as a spreadsheet may read it: one beginning with `=`, `+`,
+/// `-`, `@`, a tab or a carriage return would be evaluated as a formula
+/// (a crafted metric name or label could run one), so it gets a leading
+/// `'`, which spreadsheets show as text (OWASP, "CSV Injection"). Numbers
+/// are written as they are.
+fn neutralised(value: &Value) -> String {
+    match value {
+        Value::String(s) if s.starts_with(['=', '+', '-', '@', '\t', '\r']) => format!("'{s}"),
+        other => text(other),
+    }
+}
+
+/// RFC 4180: a header line; fields with a comma, quote or line break
+/// quoted; text cells neutralised against formula injection.
 fn csv(rows: &[Row]) -> String {
     let mut out = String::new();
     let Some(first) = rows.first() else { return out };
@@ -123,7 +136,7 @@ fn csv(rows: &[Row]) -> String {
     out.push_str(&first.iter().map(|(name, _)| field(name)).collect::<Vec<_>>().join(","));
     out.push('\n');
     for row in rows {
-        out.push_str(&row.iter().map(|(_, v)| field(&text(v))).collect::<Vec<_>>().join(","));
+        out.push_str(&row.iter().map(|(_, v)| field(&neutralised(v))).collect::<Vec<_>>().join(","));
         out.push('\n');
     }
     out
@@ -222,6 +235,21 @@ mod tests {
         assert!((rows[2][col("efficiency")].parse::<f64>().unwrap() - 200.0 / 2.0 / 110.0).abs() < 1e-12);
         assert_eq!(rows[1][col("p50_ns")], "", "no latency recorded: empty");
         assert!(rows.iter().all(|r| r.len() == header.len()));
+    }
+
+    #[test]
+    fn csv_text_cells_cannot_be_formulas() {
+        let mut d = sample();
+        d.target.fs_type = "=HYPERLINK(\"http://x\",\"y\")".into();
+        let rows = parse_csv(&export(&d, ExportFormat::Csv, false));
+        let col = |name: &str| rows[0].iter().position(|h| h == name).unwrap();
+        assert_eq!(rows[1][col("filesystem")], "'=HYPERLINK(\"http://x\",\"y\")");
+        for bad in ["+1", "-1+1", "@SUM(A1)", "\tx", "\rx"] {
+            assert_eq!(neutralised(&Value::from(bad)), format!("'{bad}"));
+        }
+        // Numbers, negative ones too, stay numbers.
+        assert_eq!(neutralised(&Value::from(-1.5)), "-1.5");
+        assert_eq!(neutralised(&Value::from("ext4")), "ext4");
     }
 
     #[test]

@@ -2,10 +2,9 @@
 //! bottom, each frame as wide as its samples, a tooltip (`<title>`) on
 //! every frame; no script needed to read it.
 
+use super::markup::Html;
+use crate::{html, html_of};
 use std::collections::BTreeMap;
-use std::fmt::Write;
-
-use super::format::esc;
 
 const WIDTH: f64 = 1000.0;
 const ROW: f64 = 16.0;
@@ -26,7 +25,7 @@ fn colour(name: &str) -> String {
 }
 
 /// The flame graph of `folded` (`root;...;leaf` → samples).
-pub fn flame_graph_svg(folded: &BTreeMap<String, u64>, title: &str) -> String {
+pub fn flame_graph_svg(folded: &BTreeMap<String, u64>, title: &str) -> Html {
     let mut root = Node::default();
     for (stack, &n) in folded {
         root.samples += n;
@@ -38,27 +37,31 @@ pub fn flame_graph_svg(folded: &BTreeMap<String, u64>, title: &str) -> String {
     }
     let depth = max_depth(&root);
     let height = ROW * (depth as f64 + 1.0) + 30.0;
-    let mut out = String::new();
-    let _ = write!(
-        out,
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"flame\" width=\"{WIDTH}\" height=\"{height}\" \
-         viewBox=\"0 0 {WIDTH} {height}\" font-family=\"monospace\" font-size=\"11\">\
+    let mut out = html_of!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"flame\" width=\"{}\" height=\"{}\" \
+         viewBox=\"0 0 {} {}\" font-family=\"monospace\" font-size=\"11\">\
          <text x=\"{}\" y=\"16\" text-anchor=\"middle\" font-size=\"13\">{}</text>",
+        WIDTH,
+        height,
+        WIDTH,
+        height,
         WIDTH / 2.0,
-        esc(title)
+        title
     );
     let total = root.samples.max(1) as f64;
     let bottom = height - ROW;
-    let _ = write!(
+    html!(
         out,
-        "<g><title>all: {} samples</title><rect x=\"0\" y=\"{bottom}\" width=\"{WIDTH}\" height=\"{}\" \
+        "<g><title>all: {} samples</title><rect x=\"0\" y=\"{}\" width=\"{}\" height=\"{}\" \
          fill=\"rgb(220,120,40)\"/><text x=\"3\" y=\"{}\">all</text></g>",
         root.samples,
+        bottom,
+        WIDTH,
         ROW - 1.0,
         bottom + 11.5
     );
     draw(&mut out, &root, 0.0, 1, total, bottom);
-    out.push_str("</svg>");
+    out.push_static("</svg>");
     out
 }
 
@@ -66,20 +69,23 @@ fn max_depth(node: &Node) -> usize {
     node.children.values().map(|c| 1 + max_depth(c)).max().unwrap_or(0)
 }
 
-fn draw(out: &mut String, node: &Node, x: f64, level: usize, total: f64, bottom: f64) {
+fn draw(out: &mut Html, node: &Node, x: f64, level: usize, total: f64, bottom: f64) {
     let mut at = x;
     for (name, child) in &node.children {
         let width = WIDTH * child.samples as f64 / total;
         if width >= MIN_WIDTH {
             let y = bottom - ROW * level as f64;
             let share = 100.0 * child.samples as f64 / total;
-            let _ = write!(
+            html!(
                 out,
-                "<g><title>{} ({} samples, {share:.1}%)</title><rect x=\"{at:.2}\" y=\"{y}\" width=\"{:.2}\" \
+                "<g><title>{} ({} samples, {}%)</title><rect x=\"{}\" y=\"{}\" width=\"{}\" \
                  height=\"{}\" fill=\"{}\"/>",
-                esc(name),
+                name,
                 child.samples,
-                (width - 0.3).max(0.1),
+                format!("{share:.1}"),
+                format!("{at:.2}"),
+                y,
+                format!("{:.2}", (width - 0.3).max(0.1)),
                 ROW - 1.0,
                 colour(name)
             );
@@ -91,9 +97,9 @@ fn draw(out: &mut String, node: &Node, x: f64, level: usize, total: f64, bottom:
                 } else {
                     name.clone()
                 };
-                let _ = write!(out, "<text x=\"{:.2}\" y=\"{}\">{}</text>", at + 3.0, y + 11.5, esc(&label));
+                html!(out, "<text x=\"{}\" y=\"{}\">{}</text>", format!("{:.2}", at + 3.0), y + 11.5, label);
             }
-            out.push_str("</g>");
+            out.push_static("</g>");
             draw(out, child, at, level + 1, total, bottom);
         }
         at += width;
@@ -109,7 +115,7 @@ mod tests {
         let mut folded = BTreeMap::new();
         folded.insert("main;stat;vfs_statx".to_string(), 3);
         folded.insert("main;open<&>".to_string(), 1);
-        let svg = flame_graph_svg(&folded, "x2 <shared>");
+        let svg = flame_graph_svg(&folded, "x2 <shared>").into_string();
         assert!(svg.starts_with("<svg") && svg.ends_with("</svg>"));
         assert!(svg.contains("x2 &lt;shared&gt;"));
         assert!(svg.contains("<title>main (4 samples, 100.0%)</title>"));
@@ -123,7 +129,7 @@ mod tests {
 
     #[test]
     fn an_empty_profile_is_just_the_root() {
-        let svg = flame_graph_svg(&BTreeMap::new(), "none");
+        let svg = flame_graph_svg(&BTreeMap::new(), "none").into_string();
         assert!(svg.contains("all: 0 samples"));
     }
 }

@@ -28,8 +28,3 @@ pub fn format_sd(summary: &crate::stats::Summary) -> String {
         _ => format!("{:.1}%", summary.relative_stddev_pct()),
     }
 }
-
-/// Text made safe inside HTML.
-pub fn esc(text: &str) -> String {
-    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
-}

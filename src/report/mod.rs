@@ -10,6 +10,7 @@ mod flame;
 mod format;
 mod html;
 mod latency;
+pub mod markup;
 pub mod profile;
 mod ranks;
 mod table;

@@ -3,12 +3,13 @@
 
 use std::collections::BTreeMap;
 
-use super::format::esc;
 use super::latency::format_ns;
+use super::markup::Html;
 use super::table::{Align, Table};
 use crate::results::{CpuProfile, LockProfile, LockSite, Point, RunRecord};
 use crate::vocab::Mode;
 use crate::vocab::Share;
+use crate::{html, html_of};
 
 /// Rows of the terminal's tables.
 const TOP: usize = 5;
@@ -200,12 +201,12 @@ pub fn widest_wait_share<'a>(points: impl IntoIterator<Item = &'a Point>) -> f64
 /// a workload: per worker count, the share of worker time spent waiting,
 /// stacked by the series' top sites, as an SVG drawn to `widest` (see
 /// [`widest_wait_share`]); and a flame graph of the largest point with a CPU profile.
-pub fn html_series(points: &[&Point], title: &str, widest: f64) -> String {
-    let mut out = String::new();
+pub fn html_series(points: &[&Point], title: &str, widest: f64) -> Html {
+    let mut out = Html::new();
     let locked: Vec<(&Point, LockProfile, f64)> =
         points.iter().filter_map(|p| point_locks(p).map(|(l, s)| (*p, l, s))).collect();
     if !locked.is_empty() {
-        out.push_str(&lock_bars(&locked, title, widest));
+        out.push(&lock_bars(&locked, title, widest));
     }
     if let Some((point, cpu)) = points.iter().rev().find_map(|p| Some((*p, point_cpu(p)?))) {
         let caption = format!(
@@ -216,16 +217,17 @@ pub fn html_series(points: &[&Point], title: &str, widest: f64) -> String {
             cpu.event,
             percent(cpu.kernel_share())
         );
-        out.push_str(&format!(
+        html!(
+            out,
             "<figure class=\"flame\">{}<figcaption>{}</figcaption></figure>\n",
             super::flame::flame_graph_svg(&cpu.folded, &format!("{title} x{}: where CPU time went", point.workers)),
-            esc(&caption)
-        ));
+            caption
+        );
     }
     out
 }
 
-fn lock_bars(locked: &[(&Point, LockProfile, f64)], title: &str, widest: f64) -> String {
+fn lock_bars(locked: &[(&Point, LockProfile, f64)], title: &str, widest: f64) -> Html {
     // The series' top sites by total wait, coloured alike in every row.
     let mut totals: BTreeMap<String, f64> = BTreeMap::new();
     for (_, profile, _) in locked {
@@ -239,68 +241,59 @@ fn lock_bars(locked: &[(&Point, LockProfile, f64)], title: &str, widest: f64) ->
     let widest = locked.iter().map(|(_, _, s)| *s).fold(widest, f64::max).max(1e-9);
     let (left, width, row) = (70.0, 760.0, 22.0);
     let height = row * locked.len() as f64 + 30.0;
-    let mut svg = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"locks\" width=\"{}\" height=\"{height}\" font-family=\"sans-serif\" font-size=\"12\">",
-        left + width + 80.0
+    let mut svg = html_of!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"locks\" width=\"{}\" height=\"{}\" font-family=\"sans-serif\" font-size=\"12\">",
+        left + width + 80.0,
+        height
     );
     for (i, (point, profile, share)) in locked.iter().enumerate() {
         let y = 8.0 + row * i as f64;
-        svg.push_str(&format!(
-            "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">x{}</text>",
-            left - 8.0,
-            y + 13.0,
-            point.workers
-        ));
+        html!(svg, "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">x{}</text>", left - 8.0, y + 13.0, point.workers);
         let mut x = left;
         let scale = width * share / widest / profile.wait_s.max(1e-12);
         let mut rest = profile.wait_s;
         for (k, (label, _)) in top.iter().enumerate() {
             let wait: f64 = profile.sites.iter().filter(|s| &s.label() == label).map(|s| s.wait_s).sum();
             rest -= wait;
-            svg.push_str(&segment(x, y, wait * scale, SITE_COLOURS[k], label, wait / profile.wait_s.max(1e-12)));
+            svg.push(&segment(x, y, wait * scale, SITE_COLOURS[k], label, wait / profile.wait_s.max(1e-12)));
             x += wait * scale;
         }
-        svg.push_str(&segment(
-            x,
-            y,
-            rest.max(0.0) * scale,
-            OTHER_COLOUR,
-            "other sites",
-            rest / profile.wait_s.max(1e-12),
-        ));
-        svg.push_str(&format!(
-            "<text x=\"{}\" y=\"{}\">{}</text>",
-            left + width * share / widest + 6.0,
-            y + 13.0,
-            percent(*share)
-        ));
+        svg.push(&segment(x, y, rest.max(0.0) * scale, OTHER_COLOUR, "other sites", rest / profile.wait_s.max(1e-12)));
+        html!(svg, "<text x=\"{}\" y=\"{}\">{}</text>", left + width * share / widest + 6.0, y + 13.0, percent(*share));
     }
-    svg.push_str("</svg>");
-    let legend: String = top
+    svg.push_static("</svg>");
+    let legend: Html = top
         .iter()
         .enumerate()
         .map(|(k, (label, _))| {
-            format!("<li><span class=\"swatch\" style=\"background:{}\"></span>{}</li>", SITE_COLOURS[k], esc(label))
+            html_of!("<li><span class=\"swatch\" style=\"background:{}\"></span>{}</li>", SITE_COLOURS[k], label)
         })
-        .chain(std::iter::once(format!(
-            "<li><span class=\"swatch\" style=\"background:{OTHER_COLOUR}\"></span>other sites</li>"
+        .chain(std::iter::once(html_of!(
+            "<li><span class=\"swatch\" style=\"background:{}\"></span>other sites</li>",
+            OTHER_COLOUR
         )))
         .collect();
-    format!(
-        "<figure class=\"locks\">{svg}<ul class=\"legend\">{legend}</ul><figcaption>{}: share of the workers' time spent \
+    html_of!(
+        "<figure class=\"locks\">{}<ul class=\"legend\">{}</ul><figcaption>{}: share of the workers' time spent \
          waiting on kernel locks (--profile locks), per worker count, split by contention site (the lock call ← its \
          callers); all measured runs together; bars of all series of the workload share one scale.</figcaption></figure>\n",
-        esc(title)
+        svg,
+        legend,
+        title
     )
 }
 
-fn segment(x: f64, y: f64, width: f64, colour: &str, label: &str, share: f64) -> String {
+fn segment(x: f64, y: f64, width: f64, colour: &str, label: &str, share: f64) -> Html {
     if width <= 0.0 {
-        return String::new();
+        return Html::new();
     }
-    format!(
-        "<rect x=\"{x:.2}\" y=\"{y}\" width=\"{width:.2}\" height=\"16\" fill=\"{colour}\"><title>{} ({} of the waits)</title></rect>",
-        esc(label),
+    html_of!(
+        "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"16\" fill=\"{}\"><title>{} ({} of the waits)</title></rect>",
+        format!("{x:.2}"),
+        y,
+        format!("{width:.2}"),
+        colour,
+        label,
         percent(share)
     )
 }

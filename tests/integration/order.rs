@@ -71,15 +71,14 @@ fn sequential_and_shuffled_orders() {
 fn until_ci_repeats_a_point_until_precise_or_the_cap() {
     let env = TestEnv::new();
     // A target no machine meets: every point takes the cap, and says so.
-    let out =
-        env.run(&["stat", "-j", "1,2", "--share", "private", "-n", "2", "--until-ci", "0.0001", "--max-runs", "4"]);
+    let out = env.run(&["stat", "-j", "1,2", "--share", "private", "-n", "2", "--until-ci", "0.01", "--max-runs", "4"]);
     assert_success(&out);
     let doc = env.results();
     assert!(doc.points.iter().all(|p| p.runs.len() == 4 && p.complete));
-    assert_eq!((doc.settings.until_ci_pct, doc.settings.max_runs), (Some(0.0001), Some(4)));
+    assert_eq!((doc.settings.until_ci_pct, doc.settings.max_runs), (Some(0.01), Some(4)));
     let text = stdout(&out);
     assert_eq!(text.matches("(4 runs: ±").count(), 2, "{text}");
-    assert!(text.contains("%, not ±0.0001)"), "{text}");
+    assert!(text.contains("%, not ±0.01)"), "{text}");
     // A target every point meets at once: -n runs, no more.
     let easy = TestEnv::new();
     // (±99% at 5 runs holds for any spread below 80% of the mean, even on a loaded machine.)
@@ -87,6 +86,7 @@ fn until_ci_repeats_a_point_until_precise_or_the_cap() {
     assert!(easy.results().points.iter().all(|p| p.runs.len() == 5));
     // Bad values are refused before anything runs.
     assert_one_line_error(&env.run(&["stat", "--until-ci", "0"]), "--until-ci 0: give the half-width");
+    assert_one_line_error(&env.run(&["stat", "--until-ci", "1e-300"]), "use at least --until-ci 0.01");
     assert_one_line_error(
         &env.run(&["stat", "-n", "5", "--until-ci", "2", "--max-runs", "3"]),
         "--max-runs 3 is below",

@@ -199,3 +199,89 @@ fn the_report_shows_what_ran_and_only_the_columns_a_workload_has() {
         stdout(&fsscale().args(["export"]).arg(&driver).args(["--workload", "command", "-j", "4"]).output().unwrap());
     assert_eq!(text.lines().skip(1).collect::<Vec<_>>(), ["160", "160"]);
 }
+
+/// Markup that runs script if it reaches a page unescaped.
+const PAYLOAD: &str = "\"'><img src=x onerror=console.error('xss')><script>console.error('xss')</script>";
+
+#[test]
+fn no_string_of_a_results_file_can_run_script_in_the_report() {
+    let env = TestEnv::new();
+    let (a, _) = results(&env);
+    // A driver's metric name and unit, the strings most likely to be crafted.
+    let driver = env.root.path().join("driver.json");
+    let metric = format!("--metric-name={PAYLOAD}");
+    run_each(
+        &env,
+        &["command", "--cmd", "echo 5", "--metric", "^(\\d+)", &metric, "-j", "1,2", "-n", "2", "--duration", "0.03"],
+        &[&driver],
+    );
+    let mut poisoned = 0;
+    for file in [&a, &driver] {
+        let mut doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+        let mut paths = Vec::new();
+        collect_strings(&doc, &mut Vec::new(), &mut paths);
+        for path in paths {
+            let slot = path.iter().fold(&mut doc, |v, k| match v {
+                serde_json::Value::Array(items) => &mut items[k.parse::<usize>().unwrap()],
+                other => &mut other[k.as_str()],
+            });
+            let old = std::mem::replace(slot, serde_json::Value::String(PAYLOAD.into()));
+            std::fs::write(file, serde_json::to_string(&doc).unwrap()).unwrap();
+            if fsscale::results::ResultsFile::load(file).is_ok() {
+                poisoned += 1;
+                continue;
+            }
+            let slot = path.iter().fold(&mut doc, |v, k| match v {
+                serde_json::Value::Array(items) => &mut items[k.parse::<usize>().unwrap()],
+                other => &mut other[k.as_str()],
+            });
+            *slot = old;
+        }
+        std::fs::write(file, serde_json::to_string(&doc).unwrap()).unwrap();
+    }
+    assert!(poisoned > 40, "only {poisoned} strings could be poisoned");
+    let html = env.root.path().join("report.html");
+    assert_success(&fsscale().arg("report").arg(&a).arg(&driver).arg("-o").arg(&html).output().unwrap());
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("&lt;img src=x onerror=console.error('xss')&gt;"), "the payload is shown as text");
+    for tag in ["<img", "<script", "onerror=console.error('xss')>"] {
+        assert!(!page.contains(tag), "a payload reached the page as markup: {tag}");
+    }
+    // And a real browser runs nothing (a console.error would fail it).
+    load_in_chromium(&env, &html);
+}
+
+/// The paths (object keys and array indices) of every string in `value`.
+fn collect_strings(value: &serde_json::Value, path: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
+    match value {
+        serde_json::Value::String(_) => out.push(path.clone()),
+        serde_json::Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                path.push(i.to_string());
+                collect_strings(item, path, out);
+                path.pop();
+            }
+        }
+        serde_json::Value::Object(map) => {
+            for (key, item) in map {
+                path.push(key.clone());
+                collect_strings(item, path, out);
+                path.pop();
+            }
+        }
+        _ => {}
+    }
+}
+
+#[test]
+fn csv_export_cannot_carry_a_formula_into_a_spreadsheet() {
+    let env = TestEnv::new();
+    let driver = env.root.path().join("driver.json");
+    let args = ["command", "--cmd", "echo 5", "--metric", "^(\\d+)", "--metric-name=@SUM(1+1)*cmd", "-j", "1"];
+    run_each(&env, &[&args[..], &["-n", "1", "--duration", "0.03"]].concat(), &[&driver]);
+    let out = fsscale().arg("export").arg(&driver).args(["--format", "csv"]).output().unwrap();
+    assert_success(&out);
+    let text = stdout(&out);
+    assert!(text.contains(",'@SUM(1+1)*cmd"), "{text}");
+    assert!(!text.contains(",@SUM"), "{text}");
+}
