@@ -1,5 +1,21 @@
 //! The `fsscale` binary: parse, build a plain config, run, render.
 
+// The standard `eprintln!`/`eprint!` panic when stderr is closed (`2>&1 |
+// true`): a warning would then kill a run and leave its results "running".
+// These shadow them in every module of the binary and drop what cannot be written.
+macro_rules! eprintln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+macro_rules! eprint {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 mod cli;
 mod commands;
 #[cfg(target_os = "linux")]

@@ -160,7 +160,7 @@ fn start_guardian(root: &Path) -> Option<(libc::pid_t, OwnedFd)> {
         // SAFETY: plain system calls in the forked child.
         unsafe {
             libc::setsid();
-            for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGPIPE] {
+            for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT, libc::SIGPIPE] {
                 libc::signal(signal, libc::SIG_IGN);
             }
             libc::signal(libc::SIGCHLD, libc::SIG_DFL);

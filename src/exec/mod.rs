@@ -130,7 +130,7 @@ pub fn run(line: &CommandLine, options: &RunOptions<'_>) -> Result<Finished, Run
     // signals a worker ignores or blocks, so the command behaves normally.
     unsafe {
         command.pre_exec(|| {
-            for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGPIPE] {
+            for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT, libc::SIGPIPE] {
                 libc::signal(signal, libc::SIG_DFL);
             }
             let mut set: libc::sigset_t = std::mem::zeroed();

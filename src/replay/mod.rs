@@ -7,7 +7,7 @@ mod trace;
 
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 pub use player::{Player, ReplayError};
 pub use trace::{parse, OpKind, Trace, TraceOp};
@@ -17,13 +17,15 @@ pub const BUILTIN_NAME: &str = "fileserver";
 /// An office worker's session on a file server (see `traces/generate.py`).
 pub const BUILTIN: &str = include_str!("../../traces/fileserver.load");
 
+/// The largest loadfile read (dbench's own is 26 KB).
+const MAX_LOADFILE_BYTES: u64 = 256 << 20;
+
 /// The built-in trace, or the loadfile at `path`.
 pub fn load(path: Option<&Path>) -> Result<Trace> {
     match path {
         None => Ok(parse(&format!("{BUILTIN_NAME} (built in)"), BUILTIN)?),
         Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("--trace {}: cannot read the loadfile", path.display()))?;
+            let text = crate::sys::read_input(path, "--trace", MAX_LOADFILE_BYTES)?;
             parse(&path.display().to_string(), &text).map_err(|e| anyhow::anyhow!("--trace {e}"))
         }
     }

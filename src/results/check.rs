@@ -49,7 +49,7 @@ impl ResultsFile {
     /// Why this document's figures are partial, if they are: a run that did
     /// not complete, or points with runs missing. Empty when all is whole.
     pub fn completeness_warnings(&self) -> Vec<String> {
-        let mut warnings = Vec::new();
+        let mut warnings = self.read_notes.clone();
         if self.status != Status::Complete {
             let why = self.error.as_deref().map(|e| format!(": {e}")).unwrap_or_default();
             warnings.push(format!("its run did not complete (status {}){why}", self.status.name()));

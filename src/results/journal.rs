@@ -202,11 +202,10 @@ impl ResultsFile {
     /// is still going, or was killed). Lines already in the document are skipped.
     pub(super) fn fold_journal(&mut self, document: &Path) -> Result<()> {
         let path = journal_path(document);
-        let file = match File::open(&path) {
-            Ok(file) => file,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-            Err(e) => return Err(anyhow!("reading {}: {e}", path.display())),
-        };
+        if std::fs::symlink_metadata(&path).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
+            return Ok(());
+        }
+        let file = sys::open_input(&path, "journal", super::MAX_INPUT_BYTES)?;
         for (number, text) in std::io::BufReader::new(file).lines().enumerate() {
             let text = text.map_err(|e| anyhow!("reading {}: {e}", path.display()))?;
             if number == 0 {
@@ -220,11 +219,14 @@ impl ResultsFile {
                 }
             }
             let Ok(line) = serde_json::from_str::<Line>(&text) else {
-                // A line cut short by a crash ends the journal; an earlier bad line is an error.
-                if text.ends_with('}') {
-                    return Err(anyhow!("{} line {}: not a journal line", path.display(), number + 1));
-                }
-                break;
+                // A line cut short by a crash, or damaged: the document and
+                // every other line still stand; the reader is told.
+                self.read_notes.push(format!(
+                    "{} line {}: not a journal line (cut short or damaged); passed over",
+                    path.display(),
+                    number + 1
+                ));
+                continue;
             };
             match line {
                 Line::Point { index, point } if index == self.points.len() => self.points.push(*point),

@@ -11,7 +11,7 @@ mod target;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 pub use crate::sys::{mounts, Mount};
@@ -53,6 +53,10 @@ pub struct ResultsFile {
     /// An MPI job's ranks were the workers (absent on one machine).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cluster: Option<crate::cluster::ClusterInfo>,
+    /// What reading it passed over (a journal line that does not parse);
+    /// never written, said with the completeness warnings.
+    #[serde(skip)]
+    pub read_notes: Vec<String>,
 }
 
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
@@ -414,6 +418,10 @@ impl Point {
     }
 }
 
+/// The largest results file or journal fsscale reads (a million runs of
+/// 1024 workers stays far below it; /dev/zero and its like are refused).
+pub const MAX_INPUT_BYTES: u64 = 4 << 30;
+
 impl ResultsFile {
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("results serialize") + "\n"
@@ -428,14 +436,7 @@ impl ResultsFile {
     /// Reads a results file, naming it in every error. Only a regular file:
     /// a FIFO would block and a directory is a mistake.
     pub fn load(path: &Path) -> Result<ResultsFile> {
-        let meta = std::fs::metadata(path).with_context(|| format!("reading results file {}", path.display()))?;
-        if meta.is_dir() {
-            bail!("{} is a directory, not a results file; name a .json file fsscale run wrote", path.display());
-        }
-        if !meta.is_file() {
-            bail!("{} is not a regular file (a FIFO or device?); name a .json file fsscale run wrote", path.display());
-        }
-        let text = std::fs::read_to_string(path).with_context(|| format!("reading results file {}", path.display()))?;
+        let text = crate::sys::read_input(path, "results file", MAX_INPUT_BYTES)?;
         let parsed = serde_json::from_str::<ResultsFile>(&text).map_err(anyhow::Error::from).and_then(|mut doc| {
             doc.fold_journal(path)?;
             doc.check()?;
@@ -524,6 +525,7 @@ pub(crate) mod fixtures {
             finished_at: None,
             status: Status::Complete,
             error: None,
+            read_notes: Vec::new(),
             host: Host::default(),
             target: Target::default(),
             settings: Settings {

@@ -512,6 +512,7 @@ fn new_document(config: &RunConfig) -> ResultsFile {
         finished_at: None,
         status: Status::Running,
         error: None,
+        read_notes: Vec::new(),
         host: Host::detect(),
         target: Target::detect(&config.dir),
         settings: Settings {
@@ -594,8 +595,7 @@ fn prepare_tree(options: &MacroOptions, with_tarball: bool, progress: &mut dyn P
             path
         }
     };
-    let mut file =
-        std::fs::File::open(&tarball).with_context(|| format!("cannot open tarball {}", tarball.display()))?;
+    let mut file = sys::open_input(&tarball, "--tarball", u64::MAX)?;
     let contents = archive::scan(&mut file).with_context(|| format!("tarball {}", tarball.display()))?;
     Ok(TreeSource {
         tarball,

@@ -1,4 +1,4 @@
-//! Ctrl-C and SIGTERM: the handler only records the signal; the coordinator
+//! Ctrl-C, SIGTERM, SIGHUP and SIGQUIT: the handler only records the signal; the coordinator
 //! notices it within one polling interval, stops the workers, removes the
 //! scratch directory and saves the results before returning
 //! [`Interrupted`].
@@ -33,6 +33,7 @@ impl fmt::Display for Interrupted {
             libc::SIGINT => "SIGINT",
             libc::SIGTERM => "SIGTERM",
             libc::SIGHUP => "SIGHUP",
+            libc::SIGQUIT => "SIGQUIT",
             _ => "a signal",
         };
         write!(f, "interrupted by {name}")
@@ -85,11 +86,13 @@ pub(super) fn child_events() -> u64 {
     CHILD_EVENTS.load(Ordering::SeqCst)
 }
 
-/// Installs the handlers: Ctrl-C, SIGTERM and SIGHUP without `SA_RESTART`,
+/// Installs the handlers: Ctrl-C, SIGTERM, SIGHUP and SIGQUIT (Ctrl-\\,
+/// which would otherwise dump core and leave mounts, loop devices and a
+/// "running" results file behind) without `SA_RESTART`,
 /// so sleeps return early; SIGCHLD with it (it comes often, from every
 /// command too), so that it only wakes the coordinator's wait.
 pub fn install() {
-    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGCHLD] {
+    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT, libc::SIGCHLD] {
         // SAFETY: the handler only touches atomics and calls futex, which are async-signal-safe.
         unsafe {
             let mut action: libc::sigaction = std::mem::zeroed();

@@ -301,6 +301,54 @@ pub fn ensure_private_dir(dir: &Path, what: &str) -> anyhow::Result<()> {
     }
 }
 
+/// Opens an input file (a results file, a journal, a loadfile, a tarball)
+/// for reading, never blocking: `O_NONBLOCK`, so a FIFO planted at its name
+/// cannot hang the open through Ctrl-C, and refused unless what was opened
+/// is a regular file (no FIFO, device such as /dev/zero, or directory) of at
+/// most `max_bytes`. `what` names it in errors (`--trace load.txt`).
+pub fn open_input(path: &Path, what: &str, max_bytes: u64) -> anyhow::Result<std::fs::File> {
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| anyhow::anyhow!("{what}: cannot open {}: {}", path.display(), errno_text_plain(&e)))?;
+    let meta = file.metadata().map_err(|e| anyhow::anyhow!("{what}: {}: {e}", path.display()))?;
+    let kind = meta.file_type();
+    let not = if kind.is_dir() {
+        Some("a directory")
+    } else if kind.is_fifo() {
+        Some("a FIFO")
+    } else if kind.is_char_device() || kind.is_block_device() {
+        Some("a device")
+    } else if kind.is_socket() {
+        Some("a socket")
+    } else {
+        None
+    };
+    if let Some(not) = not {
+        anyhow::bail!("{what}: {} is {not}, not a regular file; name a file", path.display());
+    }
+    if meta.len() > max_bytes {
+        anyhow::bail!(
+            "{what}: {} is {} MiB, more than the {} MiB fsscale reads from such a file",
+            path.display(),
+            meta.len() >> 20,
+            max_bytes >> 20
+        );
+    }
+    Ok(file)
+}
+
+/// [`open_input`], read whole as text.
+pub fn read_input(path: &Path, what: &str, max_bytes: u64) -> anyhow::Result<String> {
+    let file = open_input(path, what, max_bytes)?;
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut std::io::Read::take(file, max_bytes), &mut text)
+        .map_err(|e| anyhow::anyhow!("{what}: reading {}: {}", path.display(), errno_text_plain(&e)))?;
+    Ok(text)
+}
+
 /// `bytes` random bytes as lowercase hex, for names nobody can predict.
 pub fn random_hex(bytes: usize) -> String {
     let mut buf = vec![0u8; bytes];

@@ -47,8 +47,7 @@ impl Untar {
         let source = env.tree.as_ref().context("untar needs a tarball (internal error: none prepared)")?;
         match &source.command {
             None => {
-                let file = std::fs::File::open(&source.tarball)
-                    .with_context(|| format!("setup: opening tarball {}", source.tarball.display()))?;
+                let file = crate::sys::open_input(&source.tarball, "setup: tarball", u64::MAX)?;
                 Ok(Untar::Builtin { file, dir: env.dir })
             }
             Some(template) => {

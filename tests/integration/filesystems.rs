@@ -166,7 +166,7 @@ fn signals_mid_run_leave_no_mount_loop_or_image() {
     if skip_unless_root() {
         return;
     }
-    for (signal, code) in [(libc::SIGINT, 130), (libc::SIGTERM, 143)] {
+    for (signal, code) in [(libc::SIGINT, 130), (libc::SIGTERM, 143), (libc::SIGQUIT, 131), (libc::SIGHUP, 129)] {
         let env = TestEnv::new();
         let child = start_long_run(&env);
         let pid = child.id();

@@ -80,3 +80,13 @@ fn ctrl_c_with_worker_threads() {
 fn sigterm_with_worker_processes() {
     check_interrupted(libc::SIGTERM, "process", 143, "SIGTERM");
 }
+
+#[test]
+fn sigquit_with_worker_processes_is_a_clean_stop_not_a_core_dump() {
+    check_interrupted(libc::SIGQUIT, "process", 131, "SIGQUIT");
+}
+
+#[test]
+fn sighup_with_worker_threads() {
+    check_interrupted(libc::SIGHUP, "thread", 129, "SIGHUP");
+}

@@ -291,3 +291,100 @@ fn absolute_lookups_refuse_a_dir_that_others_can_change() {
     assert_one_line_error(&out, "is writable by others (mode 777)");
     assert_eq!(entries(&open.join("d")), Vec::<String>::new());
 }
+
+#[test]
+fn a_closed_stderr_costs_the_run_nothing() {
+    let env = TestEnv::new();
+    // A stillborn scratch directory makes the run warn before anything runs.
+    std::fs::create_dir(env.dir.join(".fsscale-1-0-abcdef12")).unwrap();
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(r#""$0" run stat -j 1 -n 2 --duration 0.05 --dir "$1" -o "$2" 2>&1 | true; exit ${PIPESTATUS[0]}"#)
+        .arg(env!("CARGO_BIN_EXE_fsscale"))
+        .arg(&env.dir)
+        .arg(&env.output)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let doc = env.results();
+    assert_eq!(doc.status, fsscale::results::Status::Complete);
+    assert!(doc.points.iter().all(|p| p.runs.len() == 2));
+}
+
+/// Runs `cmd`, failing the test if it has not ended within 20 s (then killed).
+fn output_within_20s(cmd: &mut std::process::Command) -> std::process::Output {
+    let child = cmd.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let pid = child.id() as i32;
+    let watchdog = std::thread::spawn(move || {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        // SAFETY: signal 0 only probes whether our child still exists.
+        while std::time::Instant::now() < deadline && unsafe { libc::kill(pid, 0) } == 0 {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        // SAFETY: killing our own child if it hangs.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    });
+    let out = child.wait_with_output().unwrap();
+    drop(watchdog);
+    assert_ne!(out.status.code(), None, "hung: killed after 20 s\n{}", stderr(&out));
+    out
+}
+
+#[test]
+fn a_fifo_where_an_input_belongs_is_refused_not_waited_on() {
+    let env = TestEnv::new();
+    assert_success(&env.run(&["stat", "-j", "1"]));
+    let fifo = env.root.path().join("fifo");
+    let status = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(status.success());
+    // A journal beside the results that is a FIFO, or a link to one.
+    let journal = fsscale::results::journal_path(&env.output);
+    std::os::unix::fs::symlink(&fifo, &journal).unwrap();
+    for command in [&["compare"][..], &["analyze"][..], &["report", "-o", "/dev/null"][..]] {
+        let mut cmd = fsscale();
+        cmd.args(&command[..1]).arg(&env.output);
+        if command[0] == "compare" {
+            cmd.arg(&env.output);
+        }
+        cmd.args(&command[1..]);
+        let out = output_within_20s(&mut cmd);
+        assert_one_line_error(&out, "is a FIFO, not a regular file");
+    }
+    std::fs::remove_file(&journal).unwrap();
+    let out = output_within_20s(
+        fsscale()
+            .args(["run", "replay", "-j", "1", "--trace"])
+            .arg(&fifo)
+            .arg("--dir")
+            .arg(&env.dir)
+            .arg("-o")
+            .arg(env.root.path().join("r2.json")),
+    );
+    assert_one_line_error(&out, "--trace: ");
+    assert_one_line_error(&out, "is a FIFO, not a regular file");
+    let out = output_within_20s(
+        fsscale()
+            .args(["run", "replay", "-j", "1", "--trace", "/dev/zero", "--dir"])
+            .arg(&env.dir)
+            .arg("-o")
+            .arg(env.root.path().join("r3.json")),
+    );
+    assert_one_line_error(&out, "/dev/zero is a device, not a regular file");
+}
+
+#[test]
+fn a_damaged_journal_line_is_passed_over_and_the_document_stands() {
+    let env = TestEnv::new();
+    assert_success(&env.run(&["stat", "-j", "1,2", "-n", "2"]));
+    let whole = env.results();
+    let journal = fsscale::results::journal_path(&env.output);
+    let header = format!("{{\"header\":{{\"run_id\":\"{}\"}}}}\n", whole.run_id.clone().unwrap());
+    std::fs::write(&journal, format!("{header}{{\"run\":{{\"point\":0,\"garbage\":1}}}}\nnot json at all}}\n"))
+        .unwrap();
+    let out = fsscale().arg("export").arg(&env.output).args(["--format", "csv"]).output().unwrap();
+    assert_success(&out);
+    assert_eq!(stdout(&out).lines().count(), 1 + whole.points.len(), "{}", stdout(&out));
+    let err = stderr(&out);
+    assert!(err.contains("line 2: not a journal line (cut short or damaged); passed over"), "{err}");
+    assert!(err.contains("line 3: not a journal line"), "{err}");
+}
