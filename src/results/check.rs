@@ -5,9 +5,27 @@ use anyhow::{bail, Result};
 
 use super::{ResultsFile, Status, SCHEMA_VERSION};
 
+/// The largest figure a run may carry: 1e8 times what the fastest
+/// syscall loop reaches on one core (about 1e7 ops/s), and far below where
+/// the statistics' sums overflow.
+pub const MAX_FIGURE: f64 = 1e15;
+
+/// A figure as a person reads it: `1e308`, not 309 digits.
+fn shown(value: f64) -> String {
+    if value.abs() >= MAX_FIGURE {
+        format!("{value:e}")
+    } else {
+        format!("{value}")
+    }
+}
+
 impl ResultsFile {
     /// Refuses a document this version does not understand or whose
     /// figures cannot be measurements (negative, NaN, infinite).
+    /// Refuses what no fsscale run writes: another schema version, and
+    /// figures that are negative, not finite, or beyond [`MAX_FIGURE`].
+    /// Summaries are not trusted but recomputed from the runs when a file
+    /// is read (see `ResultsFile::load`).
     pub fn check(&self) -> Result<()> {
         if self.schema_version != SCHEMA_VERSION {
             bail!(
@@ -23,9 +41,18 @@ impl ResultsFile {
                     ("ops_per_s", run.ops_per_s),
                     ("ops_per_s_per_worker", run.ops_per_s_per_worker),
                     ("elapsed_s", run.elapsed_s),
+                    ("worker_cpu.user_s", run.worker_cpu.user_s),
+                    ("worker_cpu.sys_s", run.worker_cpu.sys_s),
                 ] {
-                    if !(value.is_finite() && value >= 0.0) {
-                        bail!("{}, run {}: {what} is {value}, which no measurement gives", name(), run.run + 1);
+                    // Below MAX_FIGURE every statistic stays finite (sums of
+                    // squares of a million runs included).
+                    if !(value.is_finite() && (0.0..=MAX_FIGURE).contains(&value)) {
+                        bail!(
+                            "{}, run {}: {what} is {}, which no measurement gives",
+                            name(),
+                            run.run + 1,
+                            shown(value)
+                        );
                     }
                 }
                 if let Some(bad) = run.completion_s.iter().flatten().find(|t| !(t.is_finite() && **t >= 0.0)) {

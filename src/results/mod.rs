@@ -440,6 +440,11 @@ impl ResultsFile {
         let parsed = serde_json::from_str::<ResultsFile>(&text).map_err(anyhow::Error::from).and_then(|mut doc| {
             doc.fold_journal(path)?;
             doc.check()?;
+            // Stored summaries are a cache of the runs: a file edited (or
+            // crafted) to disagree with them is read as its runs say.
+            for point in &mut doc.points {
+                point.summarize();
+            }
             Ok(doc)
         });
         parsed.with_context(|| format!("{} is not an fsscale results file", path.display()))

@@ -388,3 +388,44 @@ fn a_damaged_journal_line_is_passed_over_and_the_document_stands() {
     assert!(err.contains("line 2: not a journal line (cut short or damaged); passed over"), "{err}");
     assert!(err.contains("line 3: not a journal line"), "{err}");
 }
+
+/// `doc`'s JSON with `edit` applied to every run (or summary) of every point.
+fn edited(path: &Path, edit: impl Fn(&mut serde_json::Value)) -> PathBuf {
+    let mut doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    for point in doc["points"].as_array_mut().unwrap() {
+        edit(point);
+    }
+    let out = path.with_extension(format!("{}.json", fsscale::sys::random_hex(4)));
+    std::fs::write(&out, serde_json::to_string(&doc).unwrap()).unwrap();
+    out
+}
+
+#[test]
+fn figures_no_run_gives_are_refused_and_stored_summaries_are_not_trusted() {
+    let env = TestEnv::new();
+    assert_success(&env.run(&["stat", "-j", "1", "--share", "private", "-n", "3"]));
+    // Runs of 1e308 and 1 ops/s: compare and report used to panic in the t quantile.
+    let huge = edited(&env.output, |p| {
+        p["runs"][0]["ops_per_s"] = 1e308.into();
+        p["runs"][1]["ops_per_s"] = 1.0.into();
+    });
+    for args in [vec!["compare", "X", "X"], vec!["report", "X", "-o", "/dev/null"], vec!["export", "X"]] {
+        let args: Vec<&std::ffi::OsStr> =
+            args.iter().map(|a| if *a == "X" { huge.as_os_str() } else { std::ffi::OsStr::new(a) }).collect();
+        let out = fsscale().args(&args).output().unwrap();
+        assert_one_line_error(&out, "ops_per_s is 1e308, which no measurement gives");
+    }
+    let no_cpu = edited(&env.output, |p| p["runs"][0]["worker_cpu"]["user_s"] = (-1.0).into());
+    let out = fsscale().arg("compare").arg(&no_cpu).arg(&env.output).arg("--per-cpu").output().unwrap();
+    assert_one_line_error(&out, "worker_cpu.user_s is -1, which no measurement gives");
+    // Summaries that disagree with the runs, or none at all: read as the runs say.
+    let truth = fsscale().arg("export").arg(&env.output).args(["--format", "csv"]).output().unwrap();
+    assert_success(&truth);
+    let lying = edited(&env.output, |p| p["summary"]["ops_per_s"]["mean"] = 1e300.into());
+    let nulls = edited(&env.output, |p| p["summary"] = serde_json::Value::Null);
+    for file in [&lying, &nulls] {
+        let out = fsscale().arg("export").arg(file).args(["--format", "csv"]).output().unwrap();
+        assert_success(&out);
+        assert_eq!(stdout(&out), stdout(&truth));
+    }
+}
