@@ -7,7 +7,7 @@ mod trace;
 
 use std::path::Path;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 pub use player::{Player, ReplayError};
 pub use trace::{parse, OpKind, Trace, TraceOp};
@@ -25,7 +25,8 @@ pub fn load(path: Option<&Path>) -> Result<Trace> {
     match path {
         None => Ok(parse(&format!("{BUILTIN_NAME} (built in)"), BUILTIN)?),
         Some(path) => {
-            let text = crate::sys::read_input(path, "--trace", MAX_LOADFILE_BYTES)?;
+            let text = crate::sys::read_input(path, MAX_LOADFILE_BYTES)
+                .with_context(|| format!("--trace {}: cannot read the loadfile", path.display()))?;
             parse(&path.display().to_string(), &text).map_err(|e| anyhow::anyhow!("--trace {e}"))
         }
     }

@@ -205,7 +205,8 @@ impl ResultsFile {
         if std::fs::symlink_metadata(&path).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
             return Ok(());
         }
-        let file = sys::open_input(&path, "journal", super::MAX_INPUT_BYTES)?;
+        let file =
+            sys::open_input(&path, super::MAX_INPUT_BYTES).map_err(|e| anyhow!("reading {}: {e:#}", path.display()))?;
         for (number, text) in std::io::BufReader::new(file).lines().enumerate() {
             let text = text.map_err(|e| anyhow!("reading {}: {e}", path.display()))?;
             if number == 0 {

@@ -436,7 +436,11 @@ impl ResultsFile {
     /// Reads a results file, naming it in every error. Only a regular file:
     /// a FIFO would block and a directory is a mistake.
     pub fn load(path: &Path) -> Result<ResultsFile> {
-        let text = crate::sys::read_input(path, "results file", MAX_INPUT_BYTES)?;
+        if std::fs::metadata(path).is_ok_and(|m| m.is_dir()) {
+            anyhow::bail!("{} is a directory, not a results file; name a .json file fsscale run wrote", path.display());
+        }
+        let text = crate::sys::read_input(path, MAX_INPUT_BYTES)
+            .with_context(|| format!("reading results file {}", path.display()))?;
         let parsed = serde_json::from_str::<ResultsFile>(&text).map_err(anyhow::Error::from).and_then(|mut doc| {
             doc.fold_journal(path)?;
             doc.check()?;

@@ -595,7 +595,8 @@ fn prepare_tree(options: &MacroOptions, with_tarball: bool, progress: &mut dyn P
             path
         }
     };
-    let mut file = sys::open_input(&tarball, "--tarball", u64::MAX)?;
+    let mut file =
+        sys::open_input(&tarball, u64::MAX).with_context(|| format!("cannot open tarball {}", tarball.display()))?;
     let contents = archive::scan(&mut file).with_context(|| format!("tarball {}", tarball.display()))?;
     Ok(TreeSource {
         tarball,

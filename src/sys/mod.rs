@@ -305,15 +305,15 @@ pub fn ensure_private_dir(dir: &Path, what: &str) -> anyhow::Result<()> {
 /// for reading, never blocking: `O_NONBLOCK`, so a FIFO planted at its name
 /// cannot hang the open through Ctrl-C, and refused unless what was opened
 /// is a regular file (no FIFO, device such as /dev/zero, or directory) of at
-/// most `max_bytes`. `what` names it in errors (`--trace load.txt`).
-pub fn open_input(path: &Path, what: &str, max_bytes: u64) -> anyhow::Result<std::fs::File> {
+/// most `max_bytes`. Callers add what the file is as context.
+pub fn open_input(path: &Path, max_bytes: u64) -> anyhow::Result<std::fs::File> {
     use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
         .open(path)
-        .map_err(|e| anyhow::anyhow!("{what}: cannot open {}: {}", path.display(), errno_text_plain(&e)))?;
-    let meta = file.metadata().map_err(|e| anyhow::anyhow!("{what}: {}: {e}", path.display()))?;
+        .map_err(|e| anyhow::anyhow!(errno_text_plain(&e)))?;
+    let meta = file.metadata().map_err(|e| anyhow::anyhow!(errno_text_plain(&e)))?;
     let kind = meta.file_type();
     let not = if kind.is_dir() {
         Some("a directory")
@@ -327,11 +327,11 @@ pub fn open_input(path: &Path, what: &str, max_bytes: u64) -> anyhow::Result<std
         None
     };
     if let Some(not) = not {
-        anyhow::bail!("{what}: {} is {not}, not a regular file; name a file", path.display());
+        anyhow::bail!("{} is not a regular file (it is {not}); name a file", path.display());
     }
     if meta.len() > max_bytes {
         anyhow::bail!(
-            "{what}: {} is {} MiB, more than the {} MiB fsscale reads from such a file",
+            "{} is {} MiB, more than the {} MiB fsscale reads from such a file",
             path.display(),
             meta.len() >> 20,
             max_bytes >> 20
@@ -341,11 +341,11 @@ pub fn open_input(path: &Path, what: &str, max_bytes: u64) -> anyhow::Result<std
 }
 
 /// [`open_input`], read whole as text.
-pub fn read_input(path: &Path, what: &str, max_bytes: u64) -> anyhow::Result<String> {
-    let file = open_input(path, what, max_bytes)?;
+pub fn read_input(path: &Path, max_bytes: u64) -> anyhow::Result<String> {
+    let file = open_input(path, max_bytes)?;
     let mut text = String::new();
     std::io::Read::read_to_string(&mut std::io::Read::take(file, max_bytes), &mut text)
-        .map_err(|e| anyhow::anyhow!("{what}: reading {}: {}", path.display(), errno_text_plain(&e)))?;
+        .map_err(|e| anyhow::anyhow!(errno_text_plain(&e)))?;
     Ok(text)
 }
 

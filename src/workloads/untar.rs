@@ -47,7 +47,8 @@ impl Untar {
         let source = env.tree.as_ref().context("untar needs a tarball (internal error: none prepared)")?;
         match &source.command {
             None => {
-                let file = crate::sys::open_input(&source.tarball, "setup: tarball", u64::MAX)?;
+                let file = crate::sys::open_input(&source.tarball, u64::MAX)
+                    .with_context(|| format!("setup: opening tarball {}", source.tarball.display()))?;
                 Ok(Untar::Builtin { file, dir: env.dir })
             }
             Some(template) => {

@@ -348,7 +348,7 @@ fn a_fifo_where_an_input_belongs_is_refused_not_waited_on() {
         }
         cmd.args(&command[1..]);
         let out = output_within_20s(&mut cmd);
-        assert_one_line_error(&out, "is a FIFO, not a regular file");
+        assert_one_line_error(&out, "is not a regular file (it is a FIFO)");
     }
     std::fs::remove_file(&journal).unwrap();
     let out = output_within_20s(
@@ -360,8 +360,8 @@ fn a_fifo_where_an_input_belongs_is_refused_not_waited_on() {
             .arg("-o")
             .arg(env.root.path().join("r2.json")),
     );
-    assert_one_line_error(&out, "--trace: ");
-    assert_one_line_error(&out, "is a FIFO, not a regular file");
+    assert_one_line_error(&out, "cannot read the loadfile: ");
+    assert_one_line_error(&out, "is not a regular file (it is a FIFO)");
     let out = output_within_20s(
         fsscale()
             .args(["run", "replay", "-j", "1", "--trace", "/dev/zero", "--dir"])
@@ -369,7 +369,7 @@ fn a_fifo_where_an_input_belongs_is_refused_not_waited_on() {
             .arg("-o")
             .arg(env.root.path().join("r3.json")),
     );
-    assert_one_line_error(&out, "/dev/zero is a device, not a regular file");
+    assert_one_line_error(&out, "/dev/zero is not a regular file (it is a device)");
 }
 
 #[test]
