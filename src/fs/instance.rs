@@ -342,25 +342,14 @@ impl ImageDir {
         // SAFETY: a fresh descriptor, owned by the File from here on.
         let dir_file = unsafe { File::from_raw_fd(fd) };
         let meta = dir_file.metadata().with_context(|| format!("--backing {backing}: {}", dir.display()))?;
-        let me = crate::sys::euid();
-        let sticky = meta.mode() & libc::S_ISVTX != 0;
-        if meta.uid() != 0 && meta.uid() != me {
+        if let Some(problem) = crate::sys::others_can_replace_in(&meta) {
             bail!(
-                "--backing {backing}: {} belongs to uid {}, who could swap the image for a link to any file; \
-                 use a directory owned by root or by you",
-                dir.display(),
-                meta.uid()
+                "--backing {backing}: {} {problem}, who could swap the image for a link to any file; \
+                 use a directory owned by root or by you that only you can write, or a sticky one such as /dev/shm",
+                dir.display()
             );
         }
-        if meta.mode() & 0o022 != 0 && !sticky {
-            bail!(
-                "--backing {backing}: {} is writable by others (mode {:o}), who could swap the image for a link \
-                 to any file; use a directory only you can write, or a sticky one such as /dev/shm",
-                dir.display(),
-                meta.mode() & 0o7777
-            );
-        }
-        let path = std::fs::read_link(format!("/proc/self/fd/{}", dir_file.as_raw_fd()))
+        let path = crate::sys::fd_path(dir_file.as_raw_fd())
             .with_context(|| format!("--backing {backing}: resolving {}", dir.display()))?;
         Ok(ImageDir { dir: dir_file, path })
     }

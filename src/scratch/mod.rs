@@ -158,8 +158,8 @@ fn open_made(
     // SAFETY: stat is plain data.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     sys::fstat(dir.as_raw_fd(), &mut st).map_err(|e| anyhow::anyhow!("{}: {}", given.display(), sys::errno_text(e)))?;
-    let path = std::fs::read_link(format!("/proc/self/fd/{}", dir.as_raw_fd()))
-        .with_context(|| format!("resolving scratch directory {}", given.display()))?;
+    let path =
+        sys::fd_path(dir.as_raw_fd()).with_context(|| format!("resolving scratch directory {}", given.display()))?;
     if !std::fs::symlink_metadata(&path).is_ok_and(|m| m.dev() == st.st_dev && m.ino() == st.st_ino) {
         bail!("scratch directory {} is not reachable by its own path; pass a plain --dir", path.display());
     }
@@ -199,19 +199,10 @@ fn dir_error(dir: &Path, errno: Errno) -> anyhow::Error {
 /// lookups walk that path from `/` on every op; this is what keeps them in
 /// the scratch directory fsscale made.
 pub fn check_trusted_path(dir: &Path) -> Result<()> {
-    use std::os::unix::fs::MetadataExt;
     let real = std::fs::canonicalize(dir).map_err(|e| anyhow::anyhow!("--dir {}: {e}", dir.display()))?;
-    let me = sys::euid();
     for component in real.ancestors() {
         let meta = std::fs::metadata(component).map_err(|e| anyhow::anyhow!("{}: {e}", component.display()))?;
-        let sticky = meta.mode() & libc::S_ISVTX != 0;
-        let problem = if meta.uid() != 0 && meta.uid() != me {
-            format!("belongs to uid {}", meta.uid())
-        } else if meta.mode() & 0o022 != 0 && !sticky {
-            format!("is writable by others (mode {:o})", meta.mode() & 0o7777)
-        } else {
-            continue;
-        };
+        let Some(problem) = sys::others_can_replace_in(&meta) else { continue };
         bail!(
             "--path absolute: {} on the way to --dir {} {problem}, who could swap it while the run looks up paths \
              through it; use a --dir whose every directory only root or you can change",
@@ -290,6 +281,7 @@ fn stillborn(dir: &OwnedFd, name: &str, marker: bool) -> bool {
         && parts[..2].iter().all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
         && parts[2].len() == 8
         && parts[2].bytes().all(|b| b.is_ascii_hexdigit());
+    // Through the descriptor's magic link: the very directory opened, whatever its name is now.
     let Ok(entries) = std::fs::read_dir(format!("/proc/self/fd/{}", dir.as_raw_fd())) else { return false };
     let inside: Vec<_> = entries.flatten().map(|e| e.file_name()).collect();
     named && inside.len() == usize::from(marker) && inside.iter().all(|n| n == MARKER)

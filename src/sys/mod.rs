@@ -349,6 +349,29 @@ pub fn read_input(path: &Path, max_bytes: u64) -> anyhow::Result<String> {
     Ok(text)
 }
 
+/// Why someone other than root or this user could replace what is in the
+/// directory `meta` describes: `belongs to uid N`, or `is writable by others
+/// (mode M)` unless sticky (as /tmp and /dev/shm); `None` when nobody can.
+pub fn others_can_replace_in(meta: &std::fs::Metadata) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    // S_ISVTX, whose libc type differs between Unixes.
+    const STICKY: u32 = 0o1000;
+    let sticky = meta.mode() & STICKY != 0;
+    if meta.uid() != 0 && meta.uid() != euid() {
+        Some(format!("belongs to uid {}", meta.uid()))
+    } else if meta.mode() & 0o022 != 0 && !sticky {
+        Some(format!("is writable by others (mode {:o})", meta.mode() & 0o7777))
+    } else {
+        None
+    }
+}
+
+/// The path the kernel has for an open descriptor (its real path, no
+/// symbolic link in it), read from /proc/self/fd.
+pub fn fd_path(fd: RawFd) -> io::Result<std::path::PathBuf> {
+    std::fs::read_link(format!("/proc/self/fd/{fd}"))
+}
+
 /// `bytes` random bytes as lowercase hex, for names nobody can predict.
 pub fn random_hex(bytes: usize) -> String {
     let mut buf = vec![0u8; bytes];
