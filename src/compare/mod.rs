@@ -284,7 +284,7 @@ fn compare_point(b: &Point, n: &Point, base_runs: Vec<f64>, new_runs: Vec<f64>, 
         None => Verdict::TooFewRuns,
         Some(false) => Verdict::NoDifferenceProven,
         Some(true) if !beyond_threshold => Verdict::WithinNoise,
-        Some(true) if noise.is_some() => Verdict::TooNoisy,
+        Some(true) if noise.is_some() && !beyond_any_noise(b, n, &bs, &ns, change_pct) => Verdict::TooNoisy,
         Some(true) if improved => Verdict::Better,
         Some(true) => Verdict::Worse,
     };
@@ -310,6 +310,19 @@ fn compare_point(b: &Point, n: &Point, base_runs: Vec<f64>, new_runs: Vec<f64>, 
         noise,
         higher_is_better: b.higher_is_better(),
     }
+}
+
+/// Whether a change is too large for the noise diagnostics to explain, so
+/// that their veto does not apply: the two sides' runs do not overlap, the
+/// gap between them is wider than either side's own range, and the change
+/// is larger than the share of the machine other work took in any run of
+/// either side (a machine half busy can halve a rate, not take it to zero).
+/// A collapse to 0 ops/s against a busy base is then called worse.
+fn beyond_any_noise(b: &Point, n: &Point, bs: &Sample, ns: &Sample, change_pct: f64) -> bool {
+    let gap = (ns.min() - bs.max()).max(bs.min() - ns.max());
+    let widest = (bs.max() - bs.min()).max(ns.max() - ns.min());
+    let busiest = b.runs.iter().chain(&n.runs).filter_map(|r| r.noise).map(|x| x.others_cpu).fold(0.0, f64::max);
+    gap > widest && change_pct.abs() > 100.0 * busiest
 }
 
 fn summarize(rows: &[Row]) -> Vec<WorkloadSummary> {
@@ -451,6 +464,23 @@ mod tests {
         assert_eq!(c.rows[0].verdict, Verdict::TooNoisy);
         assert_eq!(c.rows[0].noise.as_deref(), Some("new: drifts with run order (Spearman ρ = +1.00, p = 0.017)"));
         assert_eq!(c.summaries[0].better, 0);
+    }
+
+    #[test]
+    fn a_collapse_against_a_busy_base_is_worse_however_busy() {
+        let mut base = doc(&[(Workload::Stat, 1, &[1000.0, 700.0, 980.0, 1010.0, 650.0])]);
+        for run in &mut base.points[0].runs {
+            run.noise = Some(RunNoise { others_cpu: 0.6, ticks: 10_000, ..Default::default() });
+        }
+        base.points[0].summarize();
+        assert!(base.points[0].noise_problem().is_some(), "the base is busy");
+        let collapsed = doc(&[(Workload::Stat, 1, &[2.0, 1.0, 0.0, 1.0, 2.0])]);
+        let row = &compare(&base, &collapsed, "a", "b", &CONFIG).rows[0];
+        assert_eq!(row.verdict, Verdict::Worse, "{row:?}");
+        assert!(row.noise.is_some(), "the noise is still reported");
+        // Halved on a machine 60% busy: the busy share explains it.
+        let halved = doc(&[(Workload::Stat, 1, &[300.0, 301.0, 299.0, 300.0, 300.0])]);
+        assert_eq!(compare(&base, &halved, "a", "b", &CONFIG).rows[0].verdict, Verdict::TooNoisy);
     }
 
     #[test]

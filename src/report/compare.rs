@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use super::format::{format_rate, sparkline};
+use super::format::{format_pct, format_rate, sparkline};
 use super::table::{Align, Table};
 use crate::compare::{Comparison, Row};
 use crate::ministat::{plot, Dataset};
@@ -33,7 +33,7 @@ fn cells(row: &Row) -> Vec<String> {
         row.share.to_string(),
         format_rate(row.base.median),
         format_rate(row.new.median),
-        format!("{:+.1}%", row.change_pct),
+        format_pct(row.change_pct, true),
         ci_text(row.change_ci_pct),
         p_text(row.p_value),
         row.verdict.words().to_string(),
@@ -100,8 +100,8 @@ fn heading(condition: &Option<String>, workload: Workload) -> String {
 fn summary_line(c: &Comparison, workload: Workload) -> String {
     let s = c.summaries.iter().find(|s| s.workload == workload).expect("summary per workload");
     format!(
-        "{workload}: geometric mean of median ratios {:+.1}% over {} point{} ({} better, {} worse)",
-        s.geomean_change_pct,
+        "{workload}: geometric mean of median ratios {} over {} point{} ({} better, {} worse)",
+        format_pct(s.geomean_change_pct, true),
         s.points,
         if s.points == 1 { "" } else { "s" },
         s.better,

@@ -21,10 +21,35 @@ pub fn format_rate(rate: f64) -> String {
     }
 }
 
-/// The runs' standard deviation relative to their mean, `-` for one run.
+/// The runs' standard deviation relative to their mean, `-` for one run
+/// or a mean of 0 (runs that did no op), where it is not defined.
 pub fn format_sd(summary: &crate::stats::Summary) -> String {
     match summary.n {
         1 => "-".to_string(),
-        _ => format!("{:.1}%", summary.relative_stddev_pct()),
+        _ => format_pct(summary.relative_stddev_pct(), false),
+    }
+}
+
+/// A percentage (`+4.2%` with `signed`), or `-` where it is not defined:
+/// a change against a base of 0 (infinite), a spread of runs whose mean is 0.
+pub fn format_pct(pct: f64, signed: bool) -> String {
+    match (pct.is_finite(), signed) {
+        (false, _) => "-".to_string(),
+        (true, true) => format!("{pct:+.1}%"),
+        (true, false) => format!("{pct:.1}%"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn undefined_percentages_are_a_dash() {
+        assert_eq!(format_pct(4.25, true), "+4.2%");
+        assert_eq!(format_pct(-100.0, true), "-100.0%");
+        assert_eq!(format_pct(12.0, false), "12.0%");
+        assert_eq!(format_pct(f64::INFINITY, true), "-");
+        assert_eq!(format_pct(f64::NAN, false), "-");
     }
 }

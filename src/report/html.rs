@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::analyze::verdict_line;
 use super::chart::{efficiency_chart, scaling_chart, ChartPoint, ChartSeries};
-use super::format::format_rate;
+use super::format::{format_pct, format_rate};
 use super::markup::Html;
 use super::profile;
 use super::text::{noise_marks, NOISE_LEGEND};
@@ -224,11 +224,11 @@ fn findings(
         for s in &c.summaries {
             html!(
                 out,
-                "<li><b>{}</b> in {} against {}: {}% (geometric mean over {} points; {} significantly better, {} worse)</li>\n",
+                "<li><b>{}</b> in {} against {}: {} (geometric mean over {} points; {} significantly better, {} worse)</li>\n",
                 s.workload,
                 c.new,
                 c.base,
-                format!("{:+.1}", s.geomean_change_pct),
+                format_pct(s.geomean_change_pct, true),
                 s.points,
                 s.better,
                 s.worse
@@ -479,14 +479,14 @@ fn comparison_tables(out: &mut Html, comparisons: &[Comparison], workload: Workl
             html!(
                 out,
                 "<tr><td class=\"num\">{}</td><td>{}</td><td>{}{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
-                 <td class=\"num\">{}%</td><td>{}</td><td class=\"num\">{}</td><td class=\"{}\">{}</td></tr>\n",
+                 <td class=\"num\">{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"{}\">{}</td></tr>\n",
                 r.workers,
                 r.mode,
                 r.share,
                 on,
                 format_rate(r.base.median),
                 format_rate(r.new.median),
-                format!("{:+.1}", r.change_pct),
+                format_pct(r.change_pct, true),
                 ci,
                 p,
                 class,

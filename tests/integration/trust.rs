@@ -429,3 +429,42 @@ fn figures_no_run_gives_are_refused_and_stored_summaries_are_not_trusted() {
         assert_eq!(stdout(&out), stdout(&truth));
     }
 }
+
+#[test]
+fn fail_if_worse_fails_a_collapse_however_busy_the_base_was() {
+    let env = TestEnv::new();
+    assert_success(&env.run(&["stat", "-j", "1", "--share", "private", "-n", "4"]));
+    let busy = edited(&env.output, |p| {
+        for run in p["runs"].as_array_mut().unwrap() {
+            run["noise"] = serde_json::json!({"others_cpu": 0.6, "load_1m": 2.0, "ticks": 10000});
+        }
+    });
+    let collapsed = edited(&env.output, |p| {
+        for (i, run) in p["runs"].as_array_mut().unwrap().iter_mut().enumerate() {
+            run["ops_per_s"] = (i as f64).into();
+            run["ops_per_s_per_worker"] = (i as f64).into();
+        }
+    });
+    let out = fsscale().arg("compare").arg(&busy).arg(&collapsed).args(["--fail-if-worse", "5"]).output().unwrap();
+    assert!(!out.status.success(), "a collapse to ~0 ops/s passed the gate:\n{}", stdout(&out));
+    assert!(stdout(&out).contains("worse"), "{}", stdout(&out));
+}
+
+#[test]
+fn runs_that_did_no_op_print_no_nan_or_infinite_percentages() {
+    let env = TestEnv::new();
+    assert_success(&env.run(&["stat", "-j", "1", "--share", "private", "-n", "3"]));
+    let zero = edited(&env.output, |p| {
+        for run in p["runs"].as_array_mut().unwrap() {
+            for field in ["ops_per_s", "ops_per_s_per_worker", "ops"] {
+                run[field] = 0.into();
+            }
+        }
+    });
+    for (a, b) in [(&zero, &env.output), (&env.output, &zero)] {
+        let out = fsscale().arg("compare").arg(a).arg(b).output().unwrap();
+        assert_success(&out);
+        let text = stdout(&out);
+        assert!(!text.contains("NaN") && !text.contains("inf"), "{text}");
+    }
+}
