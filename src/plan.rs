@@ -153,6 +153,31 @@ impl RunConfig {
         Ok(())
     }
 
+    /// Refuses `--files` or `--items` whose prebuilt paths would not fit in
+    /// memory: every worker builds its own before the start (no allocation
+    /// in the timed loop), so they add up over the largest point.
+    fn check_paths_fit_in_memory(&self) -> Result<()> {
+        let workers = self.workers.iter().copied().max().unwrap_or(1) as u64;
+        // A path (the --dir prefix, the chain and the name), its allocation and its place in the order.
+        let per_path = 64 + 16 * self.lookup.depth as u64 + self.dir.as_os_str().len() as u64;
+        let mdtest = self.workloads.iter().any(|w| w.is_mdtest());
+        let lookups = self.workloads.iter().any(|w| matches!(w, Workload::Stat | Workload::OpenClose));
+        let asked = [("--files", self.lookup.files as u64, lookups), ("--items", self.mdtest.items, mdtest)];
+        let available = crate::sys::available_memory();
+        for (option, count, _) in asked.into_iter().filter(|(_, _, used)| *used) {
+            let need = count.saturating_mul(workers).saturating_mul(per_path);
+            if let Some(available) = available.filter(|&a| need > a / 2) {
+                bail!(
+                    "{option} {count} at {workers} workers needs about {} MiB for the paths every worker builds \
+                     before the start, more than half of the {} MiB of memory available; use fewer",
+                    need >> 20,
+                    available >> 20
+                );
+            }
+        }
+        Ok(())
+    }
+
     /// Checks combinations before anything runs, so a bad one costs nothing.
     pub fn validate(&self) -> Result<()> {
         if self.runs == 0 {
@@ -235,6 +260,7 @@ impl RunConfig {
         if self.lookup.files == 0 || self.lookup.depth == 0 {
             bail!("--files and --depth count from 1 (1 file, 1 path component: the default)");
         }
+        self.check_paths_fit_in_memory()?;
         let m = &self.macro_options;
         TreeSpec { scale: m.scale, seed: m.seed }.validate()?;
         if let Some(tarball) = &m.tarball {

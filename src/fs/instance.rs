@@ -59,7 +59,7 @@ impl FsInstance {
         } else if spec.kind == FsKind::Ramfs {
             // ramfs has no size limit and never swaps: filling it can take the
             // machine's memory, so it must fit in what is available now.
-            let available = available_memory().unwrap_or(0);
+            let available = crate::sys::available_memory().unwrap_or(0);
             if available < size {
                 bail!(
                     "--fs ramfs has no size limit and the workload may need {} MiB, but only {} MiB of memory is \
@@ -240,20 +240,6 @@ pub(super) fn undo(entry: &Entry, mounted: bool) -> Result<Vec<String>> {
 fn is_mounted(path: &Path) -> bool {
     let text = path.display().to_string();
     crate::sys::mounts().iter().any(|m| m.mount_point == text)
-}
-
-/// `MemAvailable` from /proc/meminfo, in bytes.
-fn available_memory() -> Option<u64> {
-    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let kib: u64 = info
-        .lines()
-        .find_map(|l| l.strip_prefix("MemAvailable:"))?
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()
-        .ok()?;
-    Some(kib * 1024)
 }
 
 /// Runs a program, returning its stdout; a failure carries the command and its stderr.

@@ -372,6 +372,20 @@ pub fn fd_path(fd: RawFd) -> io::Result<std::path::PathBuf> {
     std::fs::read_link(format!("/proc/self/fd/{fd}"))
 }
 
+/// `MemAvailable` from /proc/meminfo, in bytes.
+pub fn available_memory() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kib: u64 = info
+        .lines()
+        .find_map(|l| l.strip_prefix("MemAvailable:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kib * 1024)
+}
+
 /// `bytes` random bytes as lowercase hex, for names nobody can predict.
 pub fn random_hex(bytes: usize) -> String {
     let mut buf = vec![0u8; bytes];

@@ -468,3 +468,16 @@ fn runs_that_did_no_op_print_no_nan_or_infinite_percentages() {
         assert!(!text.contains("NaN") && !text.contains("inf"), "{text}");
     }
 }
+
+#[test]
+fn working_sets_larger_than_memory_are_refused_before_anything_is_built() {
+    let env = TestEnv::new();
+    for args in [["stat", "--files", "1000000000"], ["mdtest", "--items", "1000000000"]] {
+        let out = output_within_20s(
+            fsscale().arg("run").args(args).args(["-j", "1", "--dir"]).arg(&env.dir).arg("-o").arg(&env.output),
+        );
+        assert_one_line_error(&out, &format!("{} 1000000000 at 1 workers needs about", args[1]));
+        assert_one_line_error(&out, "of memory available; use fewer");
+    }
+    assert!(!env.output.exists());
+}
