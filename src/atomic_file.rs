@@ -37,8 +37,12 @@ impl AtomicFile {
             match sys::openat(dir.as_raw_fd(), &temp_name, flags, 0o644) {
                 // SAFETY: a fresh descriptor, owned by the File from here on.
                 Ok(fd) => {
-                    let file = Some(unsafe { File::from_raw_fd(fd) });
-                    return Ok(AtomicFile { dir, temp_name, name, path: path.to_path_buf(), file });
+                    let file = unsafe { File::from_raw_fd(fd) };
+                    // Held until it has its name: `fsscale cleanup` removes
+                    // only temporaries nobody holds (a killed run's).
+                    // SAFETY: flock on our own fresh descriptor.
+                    unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+                    return Ok(AtomicFile { dir, temp_name, name, path: path.to_path_buf(), file: Some(file) });
                 }
                 Err(libc::EEXIST) => continue,
                 Err(e) => bail!("cannot create a temporary file next to {}: {}", path.display(), sys::errno_text(e)),
@@ -54,7 +58,8 @@ impl AtomicFile {
     /// Gives the file its name, replacing whatever had it (never following
     /// a symbolic link there: the link itself is replaced).
     pub fn replace(mut self) -> Result<()> {
-        self.file.take();
+        // Closed (and unlocked) once renamed, not before.
+        let _held = self.file.take();
         refuse_special(self.dir.as_raw_fd(), &self.name, &self.path)?;
         sys::renameat(self.dir.as_raw_fd(), &self.temp_name, &self.name)
             .map_err(|e| anyhow!("cannot write {}: {}", self.path.display(), sys::errno_text(e)))?;
@@ -64,7 +69,7 @@ impl AtomicFile {
 
     /// Gives the file its name only if nothing has it yet.
     pub fn create_new(mut self) -> Result<()> {
-        self.file.take();
+        let _held = self.file.take();
         let dir = self.dir.as_raw_fd();
         // A hard link never replaces an existing name; then the temporary name goes.
         // SAFETY: valid C strings and a directory descriptor; flags 0 never follows links.
@@ -88,6 +93,29 @@ impl Drop for AtomicFile {
             let _ = sys::unlinkat(self.dir.as_raw_fd(), &self.temp_name, 0);
         }
     }
+}
+
+/// Removes temporary files of killed writers in `dir` (a generated tarball
+/// cut short: 134 MB after a kill during generation): fsscale's form of
+/// name (`.NAME.<16 hex>.tmp`), a regular file, and a lock nobody holds.
+pub fn remove_dead_temporaries(dir: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut removed = Vec::new();
+    for entry in entries.flatten().filter(|e| e.file_type().is_ok_and(|t| t.is_file())) {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let hex = name.strip_suffix(".tmp").and_then(|n| n.rsplit_once('.')).map(|(_, hex)| hex);
+        let ours =
+            name.starts_with('.') && hex.is_some_and(|h| h.len() == 16 && h.bytes().all(|b| b.is_ascii_hexdigit()));
+        let Ok(cname) = sys::cstring(&entry.path()) else { continue };
+        if !ours {
+            continue;
+        }
+        let Ok(Some(_held)) = crate::lockfile::lock_if_unheld(libc::AT_FDCWD, &cname) else { continue };
+        if sys::unlinkat(libc::AT_FDCWD, &cname, 0).is_ok() {
+            removed.push(format!("removed temporary file {}", entry.path().display()));
+        }
+    }
+    removed
 }
 
 /// Writes `bytes` to `path` atomically, replacing it.

@@ -1,6 +1,6 @@
 //! `fsscale cleanup`: undo what killed runs left behind, and only that.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
@@ -17,12 +17,19 @@ pub struct Cleanup {
     pub scratch_left: Vec<DeadScratch>,
     /// Scratch directories it would not remove, and why.
     pub scratch_refused: Vec<String>,
+    /// Tracing instances, command cgroups and cache temporaries of killed
+    /// runs it removed (each held by no live run).
+    pub other_removed: Vec<String>,
 }
 
-/// Takes down filesystems of killed runs; lists their scratch directories,
-/// and removes those in `remove_in`.
-pub fn cleanup(remove_in: &[PathBuf]) -> Result<Cleanup> {
+/// Takes down filesystems of killed runs, their tracing instances, command
+/// cgroups and the temporaries in `cache_dir`; lists their scratch
+/// directories, and removes those in `remove_in`.
+pub fn cleanup(remove_in: &[PathBuf], cache_dir: &Path) -> Result<Cleanup> {
     let mut done = Cleanup { filesystems: fs::cleanup(), ..Cleanup::default() };
+    done.other_removed.extend(crate::instruments::tracefs::remove_dead());
+    done.other_removed.extend(crate::exec::remove_dead_cgroups());
+    done.other_removed.extend(crate::atomic_file::remove_dead_temporaries(cache_dir));
     for dir in remove_in {
         for dead in scratch::dead_scratches(dir)? {
             match scratch::remove_dead(&dead.path) {

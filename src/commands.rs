@@ -236,9 +236,9 @@ pub fn tree_command(args: &TreeArgs) -> Result<String> {
 /// `fsscale cleanup`: the text to print and how many leftovers it refused.
 #[cfg(target_os = "linux")]
 pub fn cleanup_command(args: &CleanupArgs) -> Result<(String, usize)> {
-    let done = fsscale::cleanup::cleanup(&args.scratch)?;
+    let done = fsscale::cleanup::cleanup(&args.scratch, &crate::cli::cache_dir())?;
     let mut text = String::new();
-    for line in &done.filesystems.removed {
+    for line in done.filesystems.removed.iter().chain(&done.other_removed) {
         text += &format!("{line}\n");
     }
     for path in &done.scratch_removed {

@@ -7,7 +7,7 @@ mod run;
 mod values;
 
 #[cfg(target_os = "linux")]
-pub use run::{RankOf, RunArgs};
+pub use run::{cache_dir, RankOf, RunArgs};
 use values::*;
 pub use values::{ExportFormatArg, Format, WorkloadArg};
 

@@ -507,7 +507,7 @@ impl CommandArgs {
 /// $XDG_CACHE_HOME/fsscale, else ~/.cache/fsscale (HOME, or the password
 /// database's home). Never a shared directory: the runner refuses one that
 /// is not the user's own or that others can write.
-fn cache_dir() -> PathBuf {
+pub fn cache_dir() -> PathBuf {
     let from = |var: &str| std::env::var_os(var).filter(|v| !v.is_empty()).map(PathBuf::from);
     from("FSSCALE_CACHE_DIR")
         .or_else(|| from("XDG_CACHE_HOME").map(|d| d.join("fsscale")))

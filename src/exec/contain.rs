@@ -19,6 +19,9 @@ use std::time::Duration;
 
 use crate::sys;
 
+/// Every run's cgroup tree is `PREFIX<pid>-<8 hex>`.
+const PREFIX: &str = "fsscale-";
+
 /// The current run's `cgroup.procs`, open for writing, or -1. Commands
 /// write "0" to it between fork and exec (async-signal-safe).
 static PROCS_FD: AtomicI32 = AtomicI32::new(-1);
@@ -29,6 +32,10 @@ pub struct Containment {
     root: Option<PathBuf>,
     guardian: Option<(libc::pid_t, OwnedFd)>,
     runs: u64,
+    /// `root`, `flock`ed while this run (and its forked workers) live:
+    /// `fsscale cleanup` removes only trees whose lock nobody holds, which
+    /// it must do itself when the guardian was killed too.
+    _lock: Option<std::fs::File>,
 }
 
 /// The cgroup of one run; killed and removed by [`Containment::end_run`].
@@ -44,17 +51,19 @@ impl Containment {
         // Either way orphans of commands come to us rather than to init.
         // SAFETY: prctl with plain integer arguments.
         unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
-        let Some(parent) = own_cgroup_dir() else { return Containment { root: None, guardian: None, runs: 0 } };
-        let root = parent.join(format!("fsscale-{}-{}", std::process::id(), sys::random_hex(4)));
+        let fallback = Containment { root: None, guardian: None, runs: 0, _lock: None };
+        let Some(parent) = own_cgroup_dir() else { return fallback };
+        let root = parent.join(format!("{PREFIX}{}-{}", std::process::id(), sys::random_hex(4)));
         if std::fs::create_dir(&root).is_err() {
-            return Containment { root: None, guardian: None, runs: 0 };
+            return fallback;
         }
-        let guardian = start_guardian(&root);
+        let lock = sys::cstring(&root).ok().and_then(|c| crate::lockfile::lock_if_unheld(libc::AT_FDCWD, &c).ok());
+        let guardian = lock.is_some().then(|| start_guardian(&root)).flatten();
         if guardian.is_none() {
             let _ = std::fs::remove_dir(&root);
-            return Containment { root: None, guardian: None, runs: 0 };
+            return fallback;
         }
-        Containment { root: Some(root), guardian, runs: 0 }
+        Containment { root: Some(root), guardian, runs: 0, _lock: lock.flatten() }
     }
 
     /// Whether a cgroup contains the commands (else the subreaper fallback).
@@ -127,6 +136,44 @@ pub(super) fn enter_run_cgroup() {
         // SAFETY: write(2) of a constant buffer to an open descriptor.
         unsafe { libc::write(fd, b"0".as_ptr().cast(), 1) };
     }
+}
+
+/// Kills and removes the cgroup trees of killed runs whose guardian died
+/// too: fsscale's form of name, anywhere in the cgroup v2 hierarchy, and a
+/// lock nobody holds (never judged by PID). Returns what it removed.
+pub fn remove_dead_cgroups() -> Vec<String> {
+    let Some(mount) = crate::sys::mounts().into_iter().find(|m| m.fs_type == "cgroup2") else { return Vec::new() };
+    let mut removed = Vec::new();
+    let mut pending = vec![(PathBuf::from(mount.mount_point), 0)];
+    while let Some((dir, depth)) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        for entry in entries.flatten().filter(|e| e.file_type().is_ok_and(|t| t.is_dir())) {
+            let path = entry.path();
+            if !is_run_cgroup(&entry.file_name().to_string_lossy()) {
+                // Slices and scopes nest a few levels; fsscale's are below a process's own.
+                if depth < 12 {
+                    pending.push((path, depth + 1));
+                }
+                continue;
+            }
+            let Ok(name) = sys::cstring(&path) else { continue };
+            let Ok(Some(_held)) = crate::lockfile::lock_if_unheld(libc::AT_FDCWD, &name) else { continue };
+            let killed = kill_cgroup(&path);
+            if !path.exists() {
+                removed.push(format!("removed cgroup {} (killed {killed} process(es))", path.display()));
+            }
+        }
+    }
+    removed
+}
+
+/// `fsscale-<digits>-<8 hex digits>`.
+fn is_run_cgroup(name: &str) -> bool {
+    let Some((pid, tag)) = name.strip_prefix(PREFIX).and_then(|r| r.split_once('-')) else { return false };
+    !pid.is_empty()
+        && pid.bytes().all(|b| b.is_ascii_digit())
+        && tag.len() == 8
+        && tag.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
 /// The directory of this process's cgroup v2, if that hierarchy is mounted

@@ -13,7 +13,8 @@ use anyhow::{anyhow, bail, Context, Result};
 pub const TRACEFS: &str = "/sys/kernel/tracing";
 /// `statfs` magic of tracefs.
 const TRACEFS_MAGIC: i64 = 0x7472_6163;
-/// Instances are named `fsscale-<pid>-<n>`: a dead pid's ones are stale.
+/// Instances are named `fsscale-<pid>-<n>`; the pid is for people, the
+/// run's `flock` on the instance's directory says it is alive.
 const PREFIX: &str = "fsscale-";
 
 /// Makes sure tracefs is mounted at [`TRACEFS`], mounting it if not (root
@@ -48,16 +49,26 @@ fn is_tracefs(path: &Path) -> bool {
 /// on success, error, and the unwinding after Ctrl-C or SIGTERM.
 pub struct Instance {
     path: PathBuf,
+    /// The instance's directory, `flock`ed while it exists: how another
+    /// fsscale (in any PID namespace) tells it from a killed run's.
+    _lock: File,
 }
 
 impl Instance {
     pub fn create() -> Result<Instance> {
         static NEXT: AtomicU32 = AtomicU32::new(0);
-        remove_stale();
+        remove_dead();
         let name = format!("{PREFIX}{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
         let path = Path::new(TRACEFS).join("instances").join(name);
         std::fs::create_dir(&path).with_context(|| format!("creating the tracing instance {}", path.display()))?;
-        Ok(Instance { path })
+        let lock = lock_dir(&path).and_then(|held| held.ok_or_else(|| anyhow!("another process holds it")));
+        match lock {
+            Ok(lock) => Ok(Instance { path, _lock: lock }),
+            Err(e) => {
+                let _ = std::fs::remove_dir(&path);
+                Err(e.context(format!("locking the tracing instance {}", path.display())))
+            }
+        }
     }
 
     pub fn path(&self) -> &Path {
@@ -119,21 +130,32 @@ pub fn event_id(system: &str, name: &str) -> Result<u16> {
     id.trim().parse().with_context(|| format!("parsing the id of {}", dir.display()))
 }
 
-/// Removes instances left by an fsscale that was killed (SIGKILL leaves no
-/// chance to clean up): those named after a pid that no longer runs.
-fn remove_stale() {
-    let Ok(entries) = std::fs::read_dir(Path::new(TRACEFS).join("instances")) else { return };
+/// Takes the `flock` of directory `path` if nobody holds it: `Some(file)`
+/// holding it, `None` when a live run does.
+fn lock_dir(path: &Path) -> Result<Option<File>> {
+    let name = crate::sys::cstring(path)?;
+    crate::lockfile::lock_if_unheld(libc::AT_FDCWD, &name)
+        .map_err(|e| anyhow!("locking {}: {}", path.display(), crate::sys::errno_text(e)))
+}
+
+/// Removes the instances killed runs left (SIGKILL and SIGQUIT leave tracing
+/// on, with its buffers and events): fsscale's whose lock nobody holds,
+/// never by PID, which another PID namespace or a reused PID would fool.
+/// Returns what it removed; `fsscale cleanup` calls it too.
+pub fn remove_dead() -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(Path::new(TRACEFS).join("instances")) else { return Vec::new() };
+    let mut removed = Vec::new();
     for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(pid) = name.to_str().and_then(|n| n.strip_prefix(PREFIX)?.split('-').next()?.parse::<u32>().ok())
-        else {
+        if !entry.file_name().to_string_lossy().starts_with(PREFIX) {
             continue;
-        };
-        if !Path::new(&format!("/proc/{pid}")).exists() {
-            let _ = std::fs::write(entry.path().join("tracing_on"), "0");
-            let _ = std::fs::remove_dir(entry.path());
+        }
+        let Ok(Some(_held)) = lock_dir(&entry.path()) else { continue };
+        let _ = std::fs::write(entry.path().join("tracing_on"), "0");
+        if std::fs::remove_dir(entry.path()).is_ok() {
+            removed.push(format!("removed tracing instance {}", entry.path().display()));
         }
     }
+    removed
 }
 
 /// One CPU's `trace_pipe_raw`: whole pages, consumed as read.

@@ -11,6 +11,7 @@ mod filesystems;
 mod instruments;
 mod interrupt;
 mod layering;
+mod leftovers;
 mod mdtest;
 mod ministat;
 mod mpi;
