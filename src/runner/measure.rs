@@ -460,6 +460,7 @@ fn coordinate_fixed_work(
     }
     instruments.start(|| 0)?;
     let start = sys::monotonic_ns();
+    watch.start_measuring();
     region.set_phase(Phase::Window);
     let interval = timing.sample_interval.as_nanos().max(1) as u64;
     let mut timeline = Timeline { interval_s: timing.sample_interval.as_secs_f64(), ..Timeline::default() };
@@ -487,6 +488,7 @@ fn coordinate_fixed_work(
     let completed: Vec<u64> =
         (0..workers).map(|i| region.report(i).completed_ns.load(Ordering::Acquire).max(start)).collect();
     let stop = completed.iter().copied().max().unwrap_or(start);
+    watch.check_not_stopped()?;
     instruments.stop(|| 0)?;
     let cpu_end = CpuTicks::read();
     let device_end = timing.device.as_deref().and_then(DeviceSnapshot::read);
@@ -544,6 +546,7 @@ fn coordinate(
     if let Some(gate) = gate {
         gate.start()?;
     }
+    watch.start_measuring();
     region.set_phase(Phase::Warmup);
     let warmup_end = sys::monotonic_ns() + timing.warmup.as_nanos() as u64;
     watch.sleep_until(warmup_end)?;
@@ -575,6 +578,7 @@ fn coordinate(
     let mut end_counts = Vec::with_capacity(workers);
     region.read_counters(&mut end_counts);
     let stop = sys::monotonic_ns();
+    watch.check_not_stopped()?;
     region.set_phase(Phase::Stop);
     let cpu_end = CpuTicks::read();
     let device_io = device_io(timing, device_start);

@@ -11,6 +11,10 @@ static RECEIVED: AtomicI32 = AtomicI32::new(0);
 /// Bumped on every SIGCHLD: a child exited, was killed, stopped or continued.
 static CHILD_EVENTS: AtomicU64 = AtomicU64::new(0);
 
+/// Bumped on every SIGCONT: this process was stopped (Ctrl-Z, SIGSTOP) and
+/// continued, so a window that spans one did not run as timed.
+static CONTINUED: AtomicU64 = AtomicU64::new(0);
+
 /// The coordinator's event word while it watches workers (see [`WakeOnSignal`]).
 static WAKE: AtomicPtr<AtomicU32> = AtomicPtr::new(std::ptr::null_mut());
 
@@ -45,6 +49,8 @@ impl std::error::Error for Interrupted {}
 extern "C" fn record(signal: libc::c_int) {
     if signal == libc::SIGCHLD {
         CHILD_EVENTS.fetch_add(1, Ordering::SeqCst);
+    } else if signal == libc::SIGCONT {
+        CONTINUED.fetch_add(1, Ordering::SeqCst);
     } else {
         RECEIVED.store(signal, Ordering::SeqCst);
     }
@@ -81,6 +87,11 @@ impl Drop for WakeOnSignal {
     }
 }
 
+/// How many times this process was continued after a stop so far.
+pub(super) fn continued() -> u64 {
+    CONTINUED.load(Ordering::SeqCst)
+}
+
 /// How many times a child changed state so far.
 pub(super) fn child_events() -> u64 {
     CHILD_EVENTS.load(Ordering::SeqCst)
@@ -92,12 +103,13 @@ pub(super) fn child_events() -> u64 {
 /// so sleeps return early; SIGCHLD with it (it comes often, from every
 /// command too), so that it only wakes the coordinator's wait.
 pub fn install() {
-    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT, libc::SIGCHLD] {
+    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT, libc::SIGCHLD, libc::SIGCONT] {
         // SAFETY: the handler only touches atomics and calls futex, which are async-signal-safe.
         unsafe {
             let mut action: libc::sigaction = std::mem::zeroed();
             action.sa_sigaction = record as *const () as libc::sighandler_t;
-            action.sa_flags = if signal == libc::SIGCHLD { libc::SA_RESTART } else { 0 };
+            let restart = signal == libc::SIGCHLD || signal == libc::SIGCONT;
+            action.sa_flags = if restart { libc::SA_RESTART } else { 0 };
             libc::sigemptyset(&mut action.sa_mask);
             libc::sigaction(signal, &action, std::ptr::null_mut());
         }

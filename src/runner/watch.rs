@@ -39,6 +39,11 @@ pub(super) struct Watch<'a> {
     next_stall_check_ns: u64,
     /// Processes seen stopped at the last scan: by which signal, seen since when.
     stopped: Vec<Option<(i32, u64)>>,
+    /// The first worker seen stopped (or continued after a stop) during the
+    /// warm-up or the measured part, and how: its figures are not the system's.
+    stopped_while_measuring: Option<String>,
+    /// [`signals::continued`] when the watch began: fsscale itself stopped since.
+    continued_at_start: u64,
     _wake: signals::WakeOnSignal,
 }
 
@@ -62,6 +67,8 @@ impl<'a> Watch<'a> {
             last_change_ns: vec![now; workers],
             next_stall_check_ns: now,
             stopped: vec![None; workers],
+            stopped_while_measuring: None,
+            continued_at_start: signals::continued(),
             _wake: signals::WakeOnSignal::new(region.events_word()),
         }
     }
@@ -128,8 +135,17 @@ impl<'a> Watch<'a> {
         }
         self.child_events_seen = events;
         for (index, &pid) in pids.iter().enumerate() {
-            match child_state(pid) {
-                ChildState::Running => self.stopped[index] = None,
+            let state = child_state(pid);
+            if matches!(state, ChildState::Stopped(_) | ChildState::Continued) && self.measuring() {
+                let how = match state {
+                    ChildState::Stopped(signal) => format!("by {}", signals::name(signal)),
+                    _ => "and continued".to_string(),
+                };
+                let when = self.when(index);
+                self.stopped_while_measuring.get_or_insert_with(|| format!("worker {index} was stopped {how} {when}"));
+            }
+            match state {
+                ChildState::Running | ChildState::Continued => self.stopped[index] = None,
                 ChildState::Stopped(signal) => {
                     let since = self.stopped[index].map_or_else(sys::monotonic_ns, |(_, since)| since);
                     self.stopped[index] = Some((signal, since));
@@ -143,6 +159,36 @@ impl<'a> Watch<'a> {
             }
         }
         Ok(())
+    }
+
+    /// Whether what workers do now is measured (or warms up for it).
+    fn measuring(&self) -> bool {
+        matches!(self.region.phase(), Phase::Warmup | Phase::Window)
+    }
+
+    /// Marks the start of what is measured (the warm-up, or a fixed job):
+    /// stops from here on fail the run, earlier ones (in setup) do not.
+    pub(super) fn start_measuring(&mut self) {
+        self.check_children().ok();
+        self.stopped_while_measuring = None;
+        self.continued_at_start = signals::continued();
+    }
+
+    /// Fails a run whose measurement a stop disturbed: a worker stopped
+    /// (SIGSTOP, Ctrl-Z) even briefly, or fsscale itself stopped and
+    /// continued, since [`Watch::start_measuring`]. Such a run's rate is not the
+    /// system's (a 3 s stop in a 1.5 s window recorded 290k ops/s against
+    /// 2.0M), so it is not recorded; the run says why.
+    pub(super) fn check_not_stopped(&mut self) -> Result<()> {
+        self.check_children()?;
+        let what = match (&self.stopped_while_measuring, signals::continued() != self.continued_at_start) {
+            (Some(worker), _) => worker.clone(),
+            (None, true) => "fsscale was stopped (Ctrl-Z or SIGSTOP) and continued while it measured".to_string(),
+            (None, false) => return Ok(()),
+        };
+        Err(anyhow!(
+            "{what}: a stopped worker's rate is not the system's, so the run is not recorded; run it again without stopping it"
+        ))
     }
 
     fn check_stalls(&mut self, now: u64) -> Result<()> {
@@ -211,6 +257,8 @@ impl<'a> Watch<'a> {
 enum ChildState {
     Running,
     Stopped(i32),
+    /// Continued after a stop (the event stays pending: `WNOWAIT`).
+    Continued,
     Exited(String),
 }
 
@@ -234,6 +282,7 @@ fn child_state(pid: libc::pid_t) -> ChildState {
         libc::CLD_EXITED => ChildState::Exited(format!("exited with status {status}")),
         libc::CLD_KILLED | libc::CLD_DUMPED => ChildState::Exited(format!("killed by {}", signals::name(status))),
         libc::CLD_STOPPED | libc::CLD_TRAPPED => ChildState::Stopped(status),
+        libc::CLD_CONTINUED => ChildState::Continued,
         _ => ChildState::Running,
     }
 }

@@ -427,3 +427,41 @@ fn a_full_filesystem_is_a_clear_error_and_leaves_nothing() {
     assert!(doc.points[0].complete, "the finished stat point is kept");
     assert_eq!(entries(&mount.path), Vec::<String>::new());
 }
+
+#[test]
+fn a_worker_stopped_briefly_in_the_window_fails_the_run_instead_of_recording_it() {
+    let env = TestEnv::new();
+    let child =
+        start(&env, &["stat", "-j", "2", "-n", "1", "--duration", "1.5", "--warmup", "0", "--share", "private"]);
+    let workers = wait_for_workers(&child, 2);
+    std::thread::sleep(Duration::from_millis(300));
+    signal(workers[1], libc::SIGSTOP);
+    std::thread::sleep(Duration::from_millis(300));
+    signal(workers[1], libc::SIGCONT);
+    let out = child.wait_with_output().unwrap();
+    assert_one_line_error(&out, "worker 1 was stopped by signal 19, SIGSTOP during the timed window");
+    assert_one_line_error(&out, "the run is not recorded");
+    let doc = env.results();
+    assert_eq!(doc.status, Status::Failed);
+    assert!(doc.points.iter().all(|p| p.runs.is_empty()), "a stopped run was recorded");
+    assert_eq!(env.leftovers(), Vec::<String>::new());
+}
+
+#[test]
+fn ctrl_z_and_fg_during_the_window_fail_the_run_instead_of_recording_it() {
+    let env = TestEnv::new();
+    let child = start(&env, &["stat", "-j", "1", "-n", "1", "--duration", "1.5", "--warmup", "0", "--mode", "thread"]);
+    let pid = child.id() as i32;
+    wait_until("the worker thread", || std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, |t| t.count()) > 1);
+    std::thread::sleep(Duration::from_millis(300));
+    // The whole process group, as a terminal's Ctrl-Z and fg do.
+    // SAFETY: signalling our own child's group.
+    unsafe { libc::kill(-pid, libc::SIGTSTP) };
+    std::thread::sleep(Duration::from_millis(500));
+    // SAFETY: as above.
+    unsafe { libc::kill(-pid, libc::SIGCONT) };
+    let out = child.wait_with_output().unwrap();
+    assert_one_line_error(&out, "fsscale was stopped (Ctrl-Z or SIGSTOP) and continued while it measured");
+    assert_eq!(env.results().status, Status::Failed);
+    assert!(env.results().points.iter().all(|p| p.runs.is_empty()));
+}
