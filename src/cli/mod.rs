@@ -91,7 +91,7 @@ pub enum Command {
     /// Draw one workload's scaling chart from results files, as SVG or PNG.
     Plot(PlotArgs),
     #[cfg(target_os = "linux")]
-    /// Remove what a killed run left behind: mounts, loop devices and images of filesystems fsscale made; list (and with --scratch DIR remove) its scratch directories.
+    /// Remove what a killed run left behind: mounts, loop devices and images of filesystems fsscale made, tracing instances, command cgroups and half-written cache tarballs (only what no live run holds locked); list (and with --scratch DIR remove) its scratch directories.
     Cleanup(CleanupArgs),
     /// Print a shell completion script: `fsscale completions bash > /etc/bash_completion.d/fsscale`.
     Completions {
