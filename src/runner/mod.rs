@@ -49,7 +49,7 @@ pub fn run(config: &RunConfig, progress: &mut dyn Progress) -> Result<ResultsFil
 /// here, or left without its goodbye when a signal or a lost rank ended the job.
 pub fn run_on_ranks(config: &RunConfig, cluster: Cluster, progress: &mut dyn Progress) -> Result<Option<ResultsFile>> {
     let (outcome, reachable) = if cluster.is_root() {
-        let outcome = ranks::Root::new(&cluster, &config.output).map(|root| {
+        let outcome = ranks::Root::new(&cluster, &config.output, plan_digest(config)).map(|root| {
             let outcome = run_with(config, Some(&root), progress);
             let reachable = root.close(outcome.as_ref().map(|_| ()));
             root.dismiss_warden();
@@ -106,7 +106,22 @@ fn follow(config: &RunConfig, cluster: &Cluster) -> Result<()> {
         Ok(sources) => Ok((timing(config), inputs(config, sources), config.pin.then(sys::topology::pin_cpus))),
         Err(e) => Err(anyhow::anyhow!("{e:#}")),
     };
-    ranks::follow(cluster, prepared)
+    ranks::follow(cluster, prepared, &plan_digest(config))
+}
+
+/// What every rank of a job must agree on before it runs anything: this
+/// fsscale's version and the whole plan (every option but what may differ
+/// per node: the results file, the command's own path, the tarball cache,
+/// and the order's random seed, which only rank 0's scheduler uses).
+/// Ranks of another version, or given other options, would run other
+/// workloads or shapes than the results record.
+fn plan_digest(config: &RunConfig) -> String {
+    let mut plan = config.clone();
+    plan.output = std::path::PathBuf::new();
+    plan.command_line.clear();
+    plan.macro_options.cache_dir = std::path::PathBuf::new();
+    plan.order_seed = 0;
+    format!("fsscale {} {plan:?}", env!("CARGO_PKG_VERSION"))
 }
 
 /// The timing every run starts from.

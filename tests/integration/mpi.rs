@@ -296,4 +296,33 @@ mod jobs {
         let tmp: Vec<String> = entries(env.root.path()).into_iter().filter(|n| n.ends_with(".tmp")).collect();
         assert!(tmp.is_empty(), "{tmp:?}");
     }
+
+    #[test]
+    fn ranks_with_another_plan_are_refused_before_anything_runs() {
+        if !has_mpirun("ranks_with_another_plan_are_refused_before_anything_runs") {
+            return;
+        }
+        let _job = one_job_at_a_time();
+        let env = TestEnv::new();
+        // MPMD: rank 1 is given another lookup shape, as a rank built from
+        // another version of fsscale would have run one.
+        let mut cmd = Command::new("mpirun");
+        cmd.args(["--allow-run-as-root", "--oversubscribe"]);
+        for files in ["1", "5"] {
+            if files == "5" {
+                cmd.arg(":");
+            }
+            cmd.args(["-np", "1", env!("CARGO_BIN_EXE_fsscale"), "run", "stat", "-j", "2", "-n", "1"]);
+            cmd.args(["--duration", "0.05", "--files", files, "--dir"]).arg(&env.dir).arg("-o").arg(&env.output);
+        }
+        cmd.env("FSSCALE_CACHE_DIR", std::env::temp_dir().join("fsscale-test-cache"));
+        let out = cmd.stdin(std::process::Stdio::null()).output().unwrap();
+        assert!(!out.status.success());
+        let err = stderr(&out);
+        assert!(err.contains("rank 1 on ") && err.contains("would run another plan than rank 0"), "{err}");
+        assert!(err.contains("every rank must run the same fsscale with the same options"), "{err}");
+        let ran = ResultsFile::load(&env.output).map(|d| d.points.iter().map(|p| p.runs.len()).sum::<usize>());
+        assert_eq!(ran.unwrap_or(0), 0, "nothing ran");
+        assert!(env.leftovers().is_empty());
+    }
 }

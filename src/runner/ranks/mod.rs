@@ -67,6 +67,40 @@ impl RankFailure {
 /// What a rank says at a meeting: fine, or why not.
 pub(super) type Said = Result<(), RankFailure>;
 
+/// What a rank says at the first meeting: its version and plan (see
+/// `plan_digest`), and whether it prepared its inputs.
+#[derive(Serialize, Deserialize)]
+struct Hello {
+    plan: String,
+    said: Said,
+}
+
+/// The first meeting: every rank's [`Hello`]; the lowest rank whose plan
+/// differs from rank 0's, or that failed to prepare, is every rank's error.
+fn hello(cluster: &Cluster, mine: Hello, broken: &Cell<bool>) -> Result<()> {
+    let all: Vec<Hello> = cluster
+        .exchange(&mine, &mut idle(broken))
+        .map_err(|e| e.context("the ranks could not agree on a plan: does every rank run this same fsscale?"))?;
+    for (rank, other) in all.iter().enumerate().skip(1) {
+        if other.plan != all[0].plan {
+            let version = |plan: &str| plan.split_whitespace().take(2).collect::<Vec<_>>().join(" ");
+            let (theirs, ours) = (version(&other.plan), version(&all[0].plan));
+            let why = if theirs == ours {
+                format!("was given other options than rank 0 (both run {ours})")
+            } else {
+                format!("runs {theirs}, rank 0 runs {ours}")
+            };
+            anyhow::bail!(
+                "rank {rank} on {} would run another plan than rank 0: it {why}; \
+                 every rank must run the same fsscale with the same options",
+                cluster.host(rank)
+            );
+        }
+    }
+    let said: Vec<Said> = all.into_iter().map(|h| h.said).collect();
+    first_failure(cluster, &said).map_or(Ok(()), Err)
+}
+
 /// Rank 0's side of the job, and what it knows of its state.
 pub(super) struct Root<'a> {
     cluster: &'a Cluster,
@@ -78,11 +112,13 @@ pub(super) struct Root<'a> {
     /// Removes the scratch if rank 0 is killed (mpirun's SIGKILL follows its
     /// SIGTERM within milliseconds when another rank dies).
     warden: RefCell<Option<Warden>>,
+    /// What this rank says of its version and plan at the first meeting.
+    plan: String,
 }
 
 impl<'a> Root<'a> {
     /// Starts the warden of rank 0's scratch (`output`: its results file).
-    pub(super) fn new(cluster: &'a Cluster, output: &Path) -> Result<Root<'a>> {
+    pub(super) fn new(cluster: &'a Cluster, output: &Path, plan: String) -> Result<Root<'a>> {
         let mut warden = Warden::start()?;
         warden.results(output);
         Ok(Root {
@@ -91,6 +127,7 @@ impl<'a> Root<'a> {
             broken: Cell::new(false),
             orders: Cell::new(0),
             warden: RefCell::new(Some(warden)),
+            plan,
         })
     }
 
@@ -117,8 +154,7 @@ impl<'a> Root<'a> {
     /// The first meeting: every rank has prepared its inputs (or says why not).
     pub(super) fn start(&self, prepared: Said) -> Result<()> {
         self.started.set(true);
-        let all = self.exchange(&prepared)?;
-        first_failure(self.cluster, &all).map_or(Ok(()), Err)
+        hello(self.cluster, Hello { plan: self.plan.clone(), said: prepared }, &self.broken).map_err(|e| self.cut(e))
     }
 
     /// Runs `spec` once on the ranks; rank 0 serves worker 0.
@@ -215,7 +251,15 @@ impl<'a> Root<'a> {
             self.cluster.broadcast(Some(&Order::Finish), &mut idle(&self.broken)).map(|_: Order| ())
         } else {
             // Failed before the first meeting: the others are waiting in it.
-            self.exchange(&outcome.map_err(RankFailure::of)).map(|_| ())
+            let said = outcome.map_err(RankFailure::of);
+            hello(self.cluster, Hello { plan: self.plan.clone(), said }, &self.broken).or_else(|e| {
+                // The others learnt of the failure there too: only a lost meeting is an error here.
+                if self.broken.get() {
+                    Err(e)
+                } else {
+                    Ok(())
+                }
+            })
         };
         said.is_ok() && !self.broken.get()
     }
@@ -344,14 +388,16 @@ impl Gate for RankGate<'_> {
 }
 
 /// A rank other than 0: prepares what rank 0 prepares, then serves its orders until told to finish.
-pub(super) fn follow(cluster: &Cluster, prepared: Result<(Timing, Inputs<'_>, Option<Vec<usize>>)>) -> Result<()> {
+pub(super) fn follow(
+    cluster: &Cluster,
+    prepared: Result<(Timing, Inputs<'_>, Option<Vec<usize>>)>,
+    plan: &str,
+) -> Result<()> {
     let broken = Cell::new(false);
     let said: Said = prepared.as_ref().map(|_| ()).map_err(RankFailure::of);
-    let all = cluster.exchange(&said, &mut idle(&broken))?;
+    let met = hello(cluster, Hello { plan: plan.to_string(), said }, &broken);
     let (timing, inputs, cpus) = prepared?;
-    if let Some(error) = first_failure(cluster, &all) {
-        return Err(error);
-    }
+    met?;
     loop {
         let order: Order = cluster.broadcast(None, &mut idle(&broken))?;
         let RunOrder { serial, spec, run, scratch, token, ranks } = match order {
