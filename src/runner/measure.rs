@@ -138,6 +138,9 @@ pub(super) trait Gate {
     fn tend(&self) -> Result<()> {
         Ok(())
     }
+    /// Called whenever the coordinator checks its workers (setup, window,
+    /// job): an MPI rank tells rank 0 it is alive.
+    fn alive(&self) {}
 }
 
 /// How often a [`Gate`] that tends is tended: how long an idle rank of a
@@ -535,7 +538,7 @@ fn coordinate(
     gate: Option<&dyn Gate>,
 ) -> Result<Window> {
     let fixed_work = plan.workload.is_fixed_work();
-    let mut watch = Watch::new(plan.region, pids, fixed_work, timing.stall_timeout);
+    let mut watch = Watch::new(plan.region, pids, fixed_work, timing.stall_timeout, gate);
     if fixed_work {
         return coordinate_fixed_work(plan, &mut watch, workers, timing, gate);
     }

@@ -49,12 +49,13 @@ pub fn run(config: &RunConfig, progress: &mut dyn Progress) -> Result<ResultsFil
 /// here, or left without its goodbye when a signal or a lost rank ended the job.
 pub fn run_on_ranks(config: &RunConfig, cluster: Cluster, progress: &mut dyn Progress) -> Result<Option<ResultsFile>> {
     let (outcome, reachable) = if cluster.is_root() {
-        let outcome = ranks::Root::new(&cluster, &config.output, plan_digest(config)).map(|root| {
-            let outcome = run_with(config, Some(&root), progress);
-            let reachable = root.close(outcome.as_ref().map(|_| ()));
-            root.dismiss_warden();
-            (outcome, reachable)
-        });
+        let outcome =
+            ranks::Root::new(&cluster, &config.output, plan_digest(config), config.stall_timeout).map(|root| {
+                let outcome = run_with(config, Some(&root), progress);
+                let reachable = root.close(outcome.as_ref().map(|_| ()));
+                root.dismiss_warden();
+                (outcome, reachable)
+            });
         let (outcome, reachable) = match outcome {
             Ok(done) => done,
             Err(error) => (Err(error), false),
@@ -106,7 +107,7 @@ fn follow(config: &RunConfig, cluster: &Cluster) -> Result<()> {
         Ok(sources) => Ok((timing(config), inputs(config, sources), config.pin.then(sys::topology::pin_cpus))),
         Err(e) => Err(anyhow::anyhow!("{e:#}")),
     };
-    ranks::follow(cluster, prepared, &plan_digest(config))
+    ranks::follow(cluster, prepared, &plan_digest(config), config.stall_timeout)
 }
 
 /// What every rank of a job must agree on before it runs anything: this

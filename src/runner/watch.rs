@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use anyhow::{anyhow, Result};
 
+use super::measure::Gate;
 use super::shared::{Phase, SharedRegion, Stage};
 use super::signals;
 use crate::sys;
@@ -44,6 +45,8 @@ pub(super) struct Watch<'a> {
     stopped_while_measuring: Option<String>,
     /// [`signals::continued`] when the watch began: fsscale itself stopped since.
     continued_at_start: u64,
+    /// Told the coordinator is alive at every check (an MPI rank's pulse).
+    gate: Option<&'a dyn Gate>,
     _wake: signals::WakeOnSignal,
 }
 
@@ -53,6 +56,7 @@ impl<'a> Watch<'a> {
         pids: Option<&'a [libc::pid_t]>,
         fixed_work: bool,
         stall_timeout: Duration,
+        gate: Option<&'a dyn Gate>,
     ) -> Watch<'a> {
         let workers = region.workers();
         let now = sys::monotonic_ns();
@@ -69,6 +73,7 @@ impl<'a> Watch<'a> {
             stopped: vec![None; workers],
             stopped_while_measuring: None,
             continued_at_start: signals::continued(),
+            gate,
             _wake: signals::WakeOnSignal::new(region.events_word()),
         }
     }
@@ -81,6 +86,9 @@ impl<'a> Watch<'a> {
     /// Fails on a signal, a worker's reported failure, a dead worker or a stalled one.
     pub(super) fn check(&mut self) -> Result<()> {
         signals::check()?;
+        if let Some(gate) = self.gate {
+            gate.alive();
+        }
         if self.region.failed() > 0 {
             // The first failure is the cause; the others mostly stopped because of it.
             let message = self

@@ -325,4 +325,51 @@ mod jobs {
         assert_eq!(ran.unwrap_or(0), 0, "nothing ran");
         assert!(env.leftovers().is_empty());
     }
+
+    #[test]
+    fn a_stopped_rank_fails_the_job_within_the_stall_timeout_naming_it() {
+        if !has_mpirun("a_stopped_rank_fails_the_job_within_the_stall_timeout_naming_it") {
+            return;
+        }
+        let _job = one_job_at_a_time();
+        let env = TestEnv::new();
+        let args = ["stat", "-j", "2", "-n", "50", "--duration", "0.3", "--stall-timeout", "2"];
+        let mut job = mpirun(&env, 2, None, &args);
+        let mut job = job.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+        wait_until("a finished run", || {
+            ResultsFile::load(&env.output).is_ok_and(|d| d.points.iter().any(|p| !p.runs.is_empty()))
+        });
+        let rank1 = processes_running(env!("CARGO_BIN_EXE_fsscale")).into_iter().find(|pid| {
+            let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+            environ.split(|&b| b == 0).any(|v| v == b"OMPI_COMM_WORLD_RANK=1")
+        });
+        let rank1 = rank1.expect("rank 1 runs");
+        // SAFETY: stopping a process of this test's job.
+        unsafe { libc::kill(rank1, libc::SIGSTOP) };
+        let started = std::time::Instant::now();
+        let mut ended = None;
+        while started.elapsed() < std::time::Duration::from_secs(30) {
+            if let Some(status) = job.try_wait().unwrap() {
+                ended = Some(status);
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        // SAFETY: as above; whatever is left of the stopped rank goes.
+        unsafe { libc::kill(rank1, libc::SIGKILL) };
+        if ended.is_none() {
+            let _ = job.kill();
+        }
+        let status = job.wait().unwrap();
+        assert!(ended.is_some(), "the job hung with a stopped rank for 30 s");
+        assert!(!status.success());
+        let mut err = String::new();
+        std::io::Read::read_to_string(&mut job.stderr.take().unwrap(), &mut err).unwrap();
+        assert!(err.contains("rank 1 on ") && err.contains("was not heard of for"), "{err}");
+        let doc = ResultsFile::load(&env.output).expect("the results survive");
+        assert_eq!(doc.status, fsscale::results::Status::Failed);
+        assert!(doc.error.as_deref().is_some_and(|e| e.contains("rank 1 on ")), "{:?}", doc.error);
+        assert!(doc.points.iter().any(|p| !p.runs.is_empty()), "finished runs are on disk");
+        wait_until("the scratch removed", || env.leftovers().is_empty());
+    }
 }

@@ -17,6 +17,7 @@ mod walk;
 
 use std::cell::{Cell, RefCell};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use anyhow::{anyhow, Context, Result};
 use serde::{Deserialize, Serialize};
@@ -77,10 +78,11 @@ struct Hello {
 
 /// The first meeting: every rank's [`Hello`]; the lowest rank whose plan
 /// differs from rank 0's, or that failed to prepare, is every rank's error.
-fn hello(cluster: &Cluster, mine: Hello, broken: &Cell<bool>) -> Result<()> {
-    let all: Vec<Hello> = cluster
-        .exchange(&mine, &mut idle(broken))
-        .map_err(|e| e.context("the ranks could not agree on a plan: does every rank run this same fsscale?"))?;
+fn hello(cluster: &Cluster, mine: Hello, waits: &Waits) -> Result<()> {
+    let all: Vec<Hello> = cluster.exchange(&mine, &mut idle(cluster, waits))?;
+    // From here every rank has prepared: a silent one is stopped or stalled
+    // (preparing, a tarball say, may take longer than the stall timeout).
+    waits.watching.set(true);
     for (rank, other) in all.iter().enumerate().skip(1) {
         if other.plan != all[0].plan {
             let version = |plan: &str| plan.split_whitespace().take(2).collect::<Vec<_>>().join(" ");
@@ -106,8 +108,8 @@ pub(super) struct Root<'a> {
     cluster: &'a Cluster,
     /// The first meeting (every rank prepared) is behind us.
     started: Cell<bool>,
-    /// A wait was cut short (a signal): the others cannot be met again.
-    broken: Cell<bool>,
+    /// Its waits, and whether one was cut short.
+    waits: Waits,
     orders: Cell<u32>,
     /// Removes the scratch if rank 0 is killed (mpirun's SIGKILL follows its
     /// SIGTERM within milliseconds when another rank dies).
@@ -118,13 +120,13 @@ pub(super) struct Root<'a> {
 
 impl<'a> Root<'a> {
     /// Starts the warden of rank 0's scratch (`output`: its results file).
-    pub(super) fn new(cluster: &'a Cluster, output: &Path, plan: String) -> Result<Root<'a>> {
+    pub(super) fn new(cluster: &'a Cluster, output: &Path, plan: String, stall_timeout: Duration) -> Result<Root<'a>> {
         let mut warden = Warden::start()?;
         warden.results(output);
         Ok(Root {
             cluster,
             started: Cell::new(false),
-            broken: Cell::new(false),
+            waits: Waits::new(cluster, stall_timeout),
             orders: Cell::new(0),
             warden: RefCell::new(Some(warden)),
             plan,
@@ -154,7 +156,7 @@ impl<'a> Root<'a> {
     /// The first meeting: every rank has prepared its inputs (or says why not).
     pub(super) fn start(&self, prepared: Said) -> Result<()> {
         self.started.set(true);
-        hello(self.cluster, Hello { plan: self.plan.clone(), said: prepared }, &self.broken).map_err(|e| self.cut(e))
+        hello(self.cluster, Hello { plan: self.plan.clone(), said: prepared }, &self.waits).map_err(|e| self.cut(e))
     }
 
     /// Runs `spec` once on the ranks; rank 0 serves worker 0.
@@ -211,7 +213,7 @@ impl<'a> Root<'a> {
             token: scratch.token().to_string(),
             ranks: ranks.clone(),
         };
-        cluster.broadcast(Some(&Order::Run(order)), &mut idle(&self.broken))?;
+        cluster.broadcast(Some(&Order::Run(order)), &mut idle(cluster, &self.waits))?;
         let seen = self.exchange(&Ok(()))?;
         if let Some(error) = first_failure(cluster, &seen) {
             return Err(error.context(format!(
@@ -220,9 +222,9 @@ impl<'a> Root<'a> {
             )));
         }
         let place = Place { fd: scratch.fd(), path: scratch.path(), point: &point };
-        let local = serve(cluster, &self.broken, serial, spec, place, timing, cpus, inputs, run, &ranks);
+        let local = serve(cluster, &self.waits, serial, spec, place, timing, cpus, inputs, run, &ranks);
         let mine: Outcome = local.as_ref().map(Option::clone).map_err(RankFailure::of);
-        let all = cluster.gather(&mine, &mut idle(&self.broken)).map_err(|e| self.cut(e))?.unwrap_or_default();
+        let all = cluster.gather(&mine, &mut idle(cluster, &self.waits)).map_err(|e| self.cut(e))?.unwrap_or_default();
         // Rank 0's own error is the cause, or a peer's failure it met.
         local?;
         if let Some(error) = first_failure(
@@ -244,32 +246,32 @@ impl<'a> Root<'a> {
     /// failed), or the first meeting's failure if it never came. False when
     /// they cannot be reached (a signal cut a wait): leave without MPI's goodbye.
     pub(super) fn close(&self, outcome: Result<(), &anyhow::Error>) -> bool {
-        if self.broken.get() || signals::check().is_err() {
+        if self.waits.broken.get() || signals::check().is_err() {
             return false;
         }
         let said = if self.started.get() {
-            self.cluster.broadcast(Some(&Order::Finish), &mut idle(&self.broken)).map(|_: Order| ())
+            self.cluster.broadcast(Some(&Order::Finish), &mut idle(self.cluster, &self.waits)).map(|_: Order| ())
         } else {
             // Failed before the first meeting: the others are waiting in it.
             let said = outcome.map_err(RankFailure::of);
-            hello(self.cluster, Hello { plan: self.plan.clone(), said }, &self.broken).or_else(|e| {
+            hello(self.cluster, Hello { plan: self.plan.clone(), said }, &self.waits).or_else(|e| {
                 // The others learnt of the failure there too: only a lost meeting is an error here.
-                if self.broken.get() {
+                if self.waits.broken.get() {
                     Err(e)
                 } else {
                     Ok(())
                 }
             })
         };
-        said.is_ok() && !self.broken.get()
+        said.is_ok() && !self.waits.broken.get()
     }
 
     fn exchange(&self, said: &Said) -> Result<Vec<Said>> {
-        self.cluster.exchange(said, &mut idle(&self.broken)).map_err(|e| self.cut(e))
+        self.cluster.exchange(said, &mut idle(self.cluster, &self.waits)).map_err(|e| self.cut(e))
     }
 
     fn cut(&self, error: anyhow::Error) -> anyhow::Error {
-        self.broken.set(true);
+        self.waits.broken.set(true);
         error
     }
 }
@@ -278,13 +280,90 @@ impl<'a> Root<'a> {
 /// no worker), or why it failed.
 type Outcome = Result<Option<RunRecord>, RankFailure>;
 
-/// A waiting rank's idle step: a signal ends the wait (and the job's meetings).
-fn idle(broken: &Cell<bool>) -> impl FnMut() -> Result<()> + '_ {
+/// The message tag of the pulse every rank sends rank 0 (the walk's tags start at 100).
+const PULSE_TAG: u16 = 7;
+
+/// How often a rank tells rank 0 it is alive, while it waits at a meeting
+/// or its coordinator watches its worker.
+const PULSE_INTERVAL: Duration = Duration::from_secs(1);
+
+/// A rank's state across its waits: whether a wait was cut short, and the
+/// pulse by which rank 0 tells a rank that is stopped (SIGSTOP, Ctrl-Z on
+/// its node), stalled or gone from one that is only slow.
+pub(super) struct Waits {
+    /// A wait was cut short (a signal, a lost rank): the others cannot be met again.
+    broken: Cell<bool>,
+    last_sent_ns: Cell<u64>,
+    /// Rank 0: when each rank was last heard of during the current wait.
+    heard_ns: RefCell<Vec<u64>>,
+    /// A rank not heard of this long while rank 0 waits ends the job.
+    stall_timeout: Duration,
+    /// Past the first meeting: silence counts.
+    watching: Cell<bool>,
+}
+
+impl Waits {
+    pub(super) fn new(cluster: &Cluster, stall_timeout: Duration) -> Waits {
+        Waits {
+            broken: Cell::new(false),
+            last_sent_ns: Cell::new(0),
+            heard_ns: RefCell::new(vec![sys::monotonic_ns(); cluster.size()]),
+            stall_timeout,
+            watching: Cell::new(false),
+        }
+    }
+
+    /// Tells rank 0 this rank is alive, at most once a [`PULSE_INTERVAL`].
+    fn beat(&self, cluster: &Cluster) {
+        let now = sys::monotonic_ns();
+        if cluster.is_root() || now.saturating_sub(self.last_sent_ns.get()) < PULSE_INTERVAL.as_nanos() as u64 {
+            return;
+        }
+        self.last_sent_ns.set(now);
+        let _ = cluster.send(0, PULSE_TAG, &[]);
+    }
+
+    /// Rank 0, at the start of a wait: every rank counts as just heard of
+    /// (its own work, a window, is not a pulse's silence).
+    fn begin(&self) {
+        self.heard_ns.borrow_mut().fill(sys::monotonic_ns());
+    }
+
+    /// Rank 0, while it waits: the pulses that came, and the first rank not
+    /// heard of for the stall timeout, as the error that ends the job.
+    fn listen(&self, cluster: &Cluster) -> Result<()> {
+        if !cluster.is_root() || !self.watching.get() {
+            return Ok(());
+        }
+        let now = sys::monotonic_ns();
+        let mut heard = self.heard_ns.borrow_mut();
+        while let Some((rank, _)) = cluster.receive(PULSE_TAG) {
+            heard[rank] = now;
+        }
+        let limit = self.stall_timeout.as_nanos() as u64;
+        match (1..heard.len()).find(|&rank| now.saturating_sub(heard[rank]) > limit) {
+            Some(rank) => Err(anyhow!(
+                "rank {rank} on {} was not heard of for {:.1} s while the others waited for it: it is stopped \
+                 (SIGSTOP, Ctrl-Z on its node), stalled or gone; raise --stall-timeout if it is only slow",
+                cluster.host(rank),
+                Duration::from_nanos(now - heard[rank]).as_secs_f64()
+            )),
+            None => Ok(()),
+        }
+    }
+}
+
+/// A waiting rank's idle step: a signal, or (on rank 0) a rank gone silent,
+/// ends the wait and the job's meetings; every other rank sends its pulse.
+fn idle<'a>(cluster: &'a Cluster, waits: &'a Waits) -> impl FnMut() -> Result<()> + 'a {
+    waits.begin();
     move || {
-        signals::check().map_err(|interrupted| {
-            broken.set(true);
-            anyhow::Error::new(interrupted)
-        })
+        waits.beat(cluster);
+        let outcome = signals::check().map_err(anyhow::Error::new).and_then(|()| waits.listen(cluster));
+        if outcome.is_err() {
+            waits.broken.set(true);
+        }
+        outcome
     }
 }
 
@@ -299,7 +378,7 @@ fn first_failure(cluster: &Cluster, said: &[Said]) -> Option<anyhow::Error> {
 #[allow(clippy::too_many_arguments)]
 fn serve(
     cluster: &Cluster,
-    broken: &Cell<bool>,
+    waits: &Waits,
     serial: u32,
     spec: &PointSpec,
     place: Place<'_>,
@@ -314,7 +393,7 @@ fn serve(
         .then_some(place.point.walk_queue.as_ref())
         .flatten()
         .map(|queue| RefCell::new(WalkAgent::new(cluster, queue, ranks, walk::tag(serial))));
-    let gate = RankGate { cluster, broken, met: Cell::new(0), failed: Cell::new(false), walk };
+    let gate = RankGate { cluster, waits, met: Cell::new(0), failed: Cell::new(false), walk };
     let timing = Timing { drop_caches: spec.cache == Some(Cache::Cold), device: None, ..timing.clone() };
     let outcome = match worker {
         Some(first) => {
@@ -338,7 +417,7 @@ fn serve(
 /// Opens and closes a rank's window with every other rank's.
 struct RankGate<'a> {
     cluster: &'a Cluster,
-    broken: &'a Cell<bool>,
+    waits: &'a Waits,
     /// Meetings held so far this run (two: start and end).
     met: Cell<u8>,
     /// Some rank failed at a meeting: every rank knows, none meets again.
@@ -350,7 +429,7 @@ struct RankGate<'a> {
 impl RankGate<'_> {
     fn meet(&self, said: Said) -> Result<()> {
         self.met.set(self.met.get() + 1);
-        let all = self.cluster.exchange(&said, &mut idle(self.broken))?;
+        let all = self.cluster.exchange(&said, &mut idle(self.cluster, self.waits))?;
         match first_failure(self.cluster, &all) {
             Some(error) => {
                 self.failed.set(true);
@@ -363,7 +442,7 @@ impl RankGate<'_> {
     /// After this rank failed on its own: it still goes to the meetings it
     /// missed, saying why, so the others learn of it there.
     fn meet_the_rest(&self, error: &anyhow::Error) {
-        while self.met.get() < 2 && !self.failed.get() && !self.broken.get() {
+        while self.met.get() < 2 && !self.failed.get() && !self.waits.broken.get() {
             let _ = self.meet(Err(RankFailure::of(error)));
         }
     }
@@ -385,6 +464,10 @@ impl Gate for RankGate<'_> {
     fn tend(&self) -> Result<()> {
         self.walk.as_ref().map_or(Ok(()), |w| w.borrow_mut().tend())
     }
+
+    fn alive(&self) {
+        self.waits.beat(self.cluster);
+    }
 }
 
 /// A rank other than 0: prepares what rank 0 prepares, then serves its orders until told to finish.
@@ -392,21 +475,22 @@ pub(super) fn follow(
     cluster: &Cluster,
     prepared: Result<(Timing, Inputs<'_>, Option<Vec<usize>>)>,
     plan: &str,
+    stall_timeout: Duration,
 ) -> Result<()> {
-    let broken = Cell::new(false);
+    let waits = Waits::new(cluster, stall_timeout);
     let said: Said = prepared.as_ref().map(|_| ()).map_err(RankFailure::of);
-    let met = hello(cluster, Hello { plan: plan.to_string(), said }, &broken);
+    let met = hello(cluster, Hello { plan: plan.to_string(), said }, &waits);
     let (timing, inputs, cpus) = prepared?;
     met?;
     loop {
-        let order: Order = cluster.broadcast(None, &mut idle(&broken))?;
+        let order: Order = cluster.broadcast(None, &mut idle(cluster, &waits))?;
         let RunOrder { serial, spec, run, scratch, token, ranks } = match order {
             Order::Finish => return Ok(()),
             Order::Run(order) => order,
         };
         let dir = open_scratch(&scratch, &token);
         let said: Said = dir.as_ref().map(|_| ()).map_err(RankFailure::of);
-        let seen = cluster.exchange(&said, &mut idle(&broken))?;
+        let seen = cluster.exchange(&said, &mut idle(cluster, &waits))?;
         let Ok(dir) = dir else { continue };
         if first_failure(cluster, &seen).is_some() {
             continue;
@@ -418,14 +502,14 @@ pub(super) fn follow(
             Ok(walk_queue) => PointState { walk_queue, ..PointState::default() },
             Err(e) => {
                 let mine: Outcome = Err(RankFailure(format!("mapping the walk queue: {e}")));
-                cluster.gather(&mine, &mut idle(&broken))?;
+                cluster.gather(&mine, &mut idle(cluster, &waits))?;
                 continue;
             }
         };
         let place = Place { fd: dir.fd(), path: &scratch, point: &point };
-        let outcome = serve(cluster, &broken, serial, &spec, place, &timing, cpus.as_deref(), inputs, run, &ranks);
+        let outcome = serve(cluster, &waits, serial, &spec, place, &timing, cpus.as_deref(), inputs, run, &ranks);
         let mine: Outcome = outcome.map_err(|e| RankFailure::of(&e));
-        cluster.gather(&mine, &mut idle(&broken))?;
+        cluster.gather(&mine, &mut idle(cluster, &waits))?;
     }
 }
 
