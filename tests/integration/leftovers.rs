@@ -151,3 +151,120 @@ fn cleanup_removes_a_tarball_a_killed_run_was_generating() {
     assert!(stdout(&out).contains(&format!("removed temporary file {}", partial[0].display())), "{}", stdout(&out));
     assert_eq!(named(&cache, ".tree-"), Vec::<PathBuf>::new());
 }
+
+/// Everything of run `pid` that outlived it: mounts, loop devices,
+/// tracing instances, cgroups, scratch in `dir`, temporaries in `cache`,
+/// processes of its group.
+fn everything_of(pid: u32, dir: &Path, cache: &Path) -> Vec<String> {
+    let mut left = Vec::new();
+    let tag = format!("mnt-{pid}-");
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    left.extend(mounts.lines().filter(|l| l.contains(&tag)).map(|l| format!("mount {l}")));
+    for e in std::fs::read_dir("/sys/block").into_iter().flatten().flatten() {
+        let backing = std::fs::read_to_string(e.path().join("loop/backing_file")).unwrap_or_default();
+        if backing.contains(&format!(".fsscale-fs-{pid}-")) {
+            left.push(format!("loop {backing}"));
+        }
+    }
+    let instances = named(Path::new("/sys/kernel/tracing/instances"), &format!("fsscale-{pid}-"));
+    left.extend(instances.iter().map(|p| format!("tracing instance {}", p.display())));
+    left.extend(run_cgroups(pid).iter().map(|p| format!("cgroup {}", p.display())));
+    left.extend(named(dir, ".fsscale-").iter().map(|p| format!("scratch {}", p.display())));
+    left.extend(named(cache, ".tree-").iter().map(|p| format!("temporary {}", p.display())));
+    left.extend(live_processes_in_group(pid as i32).iter().map(|p| format!("process {p}")));
+    left
+}
+
+#[test]
+fn every_signal_at_every_phase_leaves_nothing_after_cleanup() {
+    if !needs_root("every_signal_at_every_phase_leaves_nothing_after_cleanup") {
+        return;
+    }
+    let signals: [(&str, &[i32]); 6] = [
+        ("SIGINT", &[libc::SIGINT]),
+        ("SIGTERM", &[libc::SIGTERM]),
+        ("SIGQUIT", &[libc::SIGQUIT]),
+        ("SIGHUP", &[libc::SIGHUP]),
+        ("SIGKILL", &[libc::SIGKILL]),
+        ("SIGSTOP then SIGCONT", &[libc::SIGSTOP, libc::SIGCONT]),
+    ];
+    let shared_cache = std::env::temp_dir().join("fsscale-test-cache");
+    for phase in ["generating the tarball", "in the timed window", "during fixed work"] {
+        for (name, sequence) in signals {
+            let env = TestEnv::new();
+            let fresh_cache = env.root.path().join("cache");
+            let (dir, output) = (env.dir.display().to_string(), env.output.display().to_string());
+            let mut args = vec!["run", "--warmup-runs", "0", "--dir", &dir, "-o", &output];
+            let cache = match phase {
+                "generating the tarball" => {
+                    args.extend(["untar", "-j", "1", "-n", "1", "--scale", "1"]);
+                    &fresh_cache
+                }
+                "in the timed window" => {
+                    // A long window, signalled well inside it.
+                    args.extend(["stat", "-j", "2", "-n", "5", "--duration", "3", "--warmup", "0", "--fs", "tmpfs"]);
+                    args.extend(["--profile", "locks"]);
+                    &shared_cache
+                }
+                _ => {
+                    let tree =
+                        ["untar", "-j", "2", "-n", "30", "--scale", "0.05", "--fs", "tmpfs", "--profile", "locks"];
+                    args.extend(tree);
+                    args.extend(["--extract-cmd", "sleep 0.2; tar xf {tarball} -C {dir}"]);
+                    &shared_cache
+                }
+            };
+            let mut cmd = fsscale();
+            cmd.env("FSSCALE_CACHE_DIR", cache).args(&args);
+            use std::os::unix::process::CommandExt;
+            let child = cmd
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .process_group(0)
+                .spawn()
+                .unwrap();
+            let pid = child.id();
+            let prefix = format!("fsscale-{pid}-");
+            match phase {
+                "generating the tarball" => wait_until(phase, || !named(cache, ".tree-").is_empty()),
+                "in the timed window" => {
+                    wait_until(phase, || {
+                        !named(Path::new("/sys/kernel/tracing/instances"), &prefix).is_empty()
+                            && live_processes_in_group(pid as i32).len() > 1
+                    });
+                    std::thread::sleep(std::time::Duration::from_millis(500));
+                }
+                _ => wait_until(phase, || !processes_running("sleep 0.2").is_empty()),
+            }
+            for (i, &signal) in sequence.iter().enumerate() {
+                if i > 0 {
+                    std::thread::sleep(std::time::Duration::from_millis(300));
+                }
+                // SAFETY: signalling our own child's process group.
+                unsafe { libc::kill(-(pid as i32), signal) };
+            }
+            let out = child.wait_with_output().unwrap();
+            // A stop outside what is measured (making the tarball) harms nothing: the run goes on.
+            let harmless = name == "SIGSTOP then SIGCONT" && phase == "generating the tarball";
+            assert_eq!(out.status.success(), harmless, "{phase}, {name}: {}", stderr(&out));
+            if !stderr(&out).is_empty() {
+                assert_eq!(stderr(&out).lines().filter(|l| l.contains("panicked")).count(), 0, "{}", stderr(&out));
+            }
+            // What a caught signal leaves is nothing; after kill -9, cleanup removes the rest.
+            let cleanup =
+                fsscale().env("FSSCALE_CACHE_DIR", cache).args(["cleanup", "--scratch", &dir]).output().unwrap();
+            wait_until(&format!("{phase}, {name}: the run's processes gone"), || {
+                live_processes_in_group(pid as i32).is_empty()
+            });
+            let left = everything_of(pid, &env.dir, cache);
+            assert!(left.is_empty(), "{phase}, {name}: left {left:?}\ncleanup said:\n{}", stdout(&cleanup));
+            if name != "SIGKILL" && phase != "generating the tarball" {
+                let status = fsscale::results::ResultsFile::load(&env.output).map(|d| d.status);
+                assert!(
+                    matches!(status, Ok(s) if s != fsscale::results::Status::Running),
+                    "{phase}, {name}: the results say {status:?}"
+                );
+            }
+        }
+    }
+}
