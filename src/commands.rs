@@ -37,6 +37,16 @@ fn load(path: &Path) -> Result<ResultsFile> {
     for warning in doc.completeness_warnings() {
         eprintln!("fsscale: warning: {}: {warning}", path.display());
     }
+    // Points without a single run: every command would print nothing and succeed.
+    if !doc.points.is_empty() && doc.points.iter().all(|p| p.runs.is_empty()) {
+        bail!(
+            "{}: none of its {} points has a finished run, so there is nothing to show (status {}); \
+             run it again",
+            path.display(),
+            doc.points.len(),
+            doc.status.name()
+        );
+    }
     Ok(doc)
 }
 

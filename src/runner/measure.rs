@@ -7,6 +7,7 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context, Result};
 
 use super::cpu::CpuTicks;
+use super::gate::{Gate, TEND_INTERVAL};
 use super::latency::LatencyRegion;
 use super::shared::{Phase, SharedRegion};
 use super::signals;
@@ -122,30 +123,6 @@ impl Crew<'_> {
         Crew { first: 0, count: spec.workers, fork: spec.mode == Mode::Process, gate: None }
     }
 }
-
-/// Where this process's workers meet other processes' workers.
-pub(super) trait Gate {
-    /// Every process's workers are set up: the windows (warm-up first) open after this.
-    fn start(&self) -> Result<()>;
-    /// Every process's window has closed or (fixed work) every job is done:
-    /// untimed cleanup may start without disturbing anyone's measurement.
-    fn end(&self) -> Result<()>;
-    /// Whether [`Gate::tend`] has work while a job runs (a walk shared with other processes).
-    fn tends(&self) -> bool {
-        false
-    }
-    /// Called about every [`TEND_INTERVAL`] while a fixed-work job runs.
-    fn tend(&self) -> Result<()> {
-        Ok(())
-    }
-    /// Called whenever the coordinator checks its workers (setup, window,
-    /// job): an MPI rank tells rank 0 it is alive.
-    fn alive(&self) {}
-}
-
-/// How often a [`Gate`] that tends is tended: how long an idle rank of a
-/// shared walk may wait for the message that brings it work.
-pub(super) const TEND_INTERVAL: Duration = Duration::from_micros(500);
 
 /// Starts `crew`'s workers in `place` and measures them through the window.
 pub(super) fn run_workers(

@@ -3,6 +3,7 @@
 
 mod cpu;
 mod driver;
+mod gate;
 mod latency;
 mod measure;
 mod progress;

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use anyhow::{anyhow, Result};
 
-use super::measure::Gate;
+use super::gate::Gate;
 use super::shared::{Phase, SharedRegion, Stage};
 use super::signals;
 use crate::sys;

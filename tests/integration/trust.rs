@@ -481,3 +481,18 @@ fn working_sets_larger_than_memory_are_refused_before_anything_is_built() {
     }
     assert!(!env.output.exists());
 }
+
+#[test]
+fn a_file_whose_points_have_no_runs_is_an_error_not_an_empty_success() {
+    let env = TestEnv::new();
+    assert_success(&env.run(&["stat", "-j", "1", "--share", "private"]));
+    let empty = edited(&env.output, |p| {
+        p["runs"] = serde_json::json!([]);
+        p["summary"] = serde_json::Value::Null;
+    });
+    for args in [&["export", "--format", "csv"][..], &["analyze"][..]] {
+        let out = fsscale().arg(args[0]).arg(&empty).args(&args[1..]).output().unwrap();
+        assert!(!out.status.success(), "{args:?} succeeded on a file without runs");
+        assert!(stderr(&out).contains("has a finished run, so there is nothing to show"), "{}", stderr(&out));
+    }
+}

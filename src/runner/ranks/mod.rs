@@ -22,7 +22,8 @@ use std::time::Duration;
 use anyhow::{anyhow, Context, Result};
 use serde::{Deserialize, Serialize};
 
-use super::measure::{self, Crew, Gate, Inputs, Place, Timing};
+use super::gate::Gate;
+use super::measure::{self, Crew, Inputs, Place, Timing};
 use super::signals;
 use crate::cluster::Cluster;
 use crate::plan::{Cache, PointSpec};
