@@ -1,0 +1,122 @@
+//! What fsscale trusts of files and directories it did not make: inputs
+//! that must be regular files of bounded size, directories only root or
+//! this user can change, a descriptor's real path, the memory there is.
+
+use std::io;
+use std::os::fd::RawFd;
+use std::path::Path;
+
+use super::{errno_text_plain, euid};
+
+/// Makes `dir` (mode 0700 where created) and checks it is a directory of
+/// this user's that nobody else can write: a shared or planted one could
+/// hand a root process someone else's files.
+pub fn ensure_private_dir(dir: &Path, what: &str) -> anyhow::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| anyhow::anyhow!("cannot create the {what} {}: {e}", dir.display()))?;
+    let meta = std::fs::symlink_metadata(dir).map_err(|e| anyhow::anyhow!("{what} {}: {e}", dir.display()))?;
+    let problem = if !meta.is_dir() {
+        Some("not a directory (a symbolic link?)".to_string())
+    } else if meta.uid() != euid() {
+        Some(format!("owned by uid {}, not by you (uid {})", meta.uid(), euid()))
+    } else if meta.mode() & 0o022 != 0 {
+        Some(format!("writable by others (mode {:o})", meta.mode() & 0o7777))
+    } else {
+        None
+    };
+    match problem {
+        Some(p) => {
+            anyhow::bail!("the {what} {} is {p}; use a directory of your own that only you can write", dir.display())
+        }
+        None => Ok(()),
+    }
+}
+
+/// Opens an input file (a results file, a journal, a loadfile, a tarball)
+/// for reading, never blocking: `O_NONBLOCK`, so a FIFO planted at its name
+/// cannot hang the open through Ctrl-C, and refused unless what was opened
+/// is a regular file (no FIFO, device such as /dev/zero, or directory) of at
+/// most `max_bytes`. Callers add what the file is as context.
+pub fn open_input(path: &Path, max_bytes: u64) -> anyhow::Result<std::fs::File> {
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| anyhow::anyhow!(errno_text_plain(&e)))?;
+    let meta = file.metadata().map_err(|e| anyhow::anyhow!(errno_text_plain(&e)))?;
+    let kind = meta.file_type();
+    let not = if kind.is_dir() {
+        Some("a directory")
+    } else if kind.is_fifo() {
+        Some("a FIFO")
+    } else if kind.is_char_device() || kind.is_block_device() {
+        Some("a device")
+    } else if kind.is_socket() {
+        Some("a socket")
+    } else {
+        None
+    };
+    if let Some(not) = not {
+        anyhow::bail!("{} is not a regular file (it is {not}); name a file", path.display());
+    }
+    if meta.len() > max_bytes {
+        anyhow::bail!(
+            "{} is {} MiB, more than the {} MiB fsscale reads from such a file",
+            path.display(),
+            meta.len() >> 20,
+            max_bytes >> 20
+        );
+    }
+    Ok(file)
+}
+
+/// [`open_input`], read whole as text.
+pub fn read_input(path: &Path, max_bytes: u64) -> anyhow::Result<String> {
+    let file = open_input(path, max_bytes)?;
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut std::io::Read::take(file, max_bytes), &mut text)
+        .map_err(|e| anyhow::anyhow!(errno_text_plain(&e)))?;
+    Ok(text)
+}
+
+/// Why someone other than root or this user could replace what is in the
+/// directory `meta` describes: `belongs to uid N`, or `is writable by others
+/// (mode M)` unless sticky (as /tmp and /dev/shm); `None` when nobody can.
+pub fn others_can_replace_in(meta: &std::fs::Metadata) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    // S_ISVTX, whose libc type differs between Unixes.
+    const STICKY: u32 = 0o1000;
+    let sticky = meta.mode() & STICKY != 0;
+    if meta.uid() != 0 && meta.uid() != euid() {
+        Some(format!("belongs to uid {}", meta.uid()))
+    } else if meta.mode() & 0o022 != 0 && !sticky {
+        Some(format!("is writable by others (mode {:o})", meta.mode() & 0o7777))
+    } else {
+        None
+    }
+}
+
+/// The path the kernel has for an open descriptor (its real path, no
+/// symbolic link in it), read from /proc/self/fd.
+pub fn fd_path(fd: RawFd) -> io::Result<std::path::PathBuf> {
+    std::fs::read_link(format!("/proc/self/fd/{fd}"))
+}
+
+/// `MemAvailable` from /proc/meminfo, in bytes.
+pub fn available_memory() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kib: u64 = info
+        .lines()
+        .find_map(|l| l.strip_prefix("MemAvailable:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kib * 1024)
+}
