@@ -21,10 +21,15 @@ static MACHINE: RwLock<()> = RwLock::new(());
 thread_local! {
     // Each test runs on its own thread, so a share taken here lasts until the test ends.
     static SHARE: RefCell<Option<RwLockReadGuard<'static, ()>>> = const { RefCell::new(None) };
+    // This thread has the machine to itself (and so needs no share of it).
+    static ALONE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 /// Holds a share of the machine for the rest of the calling test.
 fn share_machine() {
+    if ALONE.with(|alone| alone.get()) {
+        return;
+    }
     SHARE.with(|share| {
         let mut share = share.borrow_mut();
         if share.is_none() {
@@ -34,11 +39,26 @@ fn share_machine() {
 }
 
 /// Waits until no other test is running fsscale and keeps new ones from
-/// starting, so a test of what compare detects is not measuring the others.
-pub fn machine_to_myself() -> RwLockWriteGuard<'static, ()> {
+/// starting, so a test of what compare detects is not measuring the others
+/// (and one that loads the machine hard disturbs none); the test may still
+/// run fsscale itself.
+pub fn machine_to_myself() -> Alone {
     // With one test thread, an earlier test's share lives on this thread.
     SHARE.with(|share| share.borrow_mut().take());
-    MACHINE.write().unwrap_or_else(|poisoned| poisoned.into_inner())
+    let guard = MACHINE.write().unwrap_or_else(|poisoned| poisoned.into_inner());
+    ALONE.with(|alone| alone.set(true));
+    Alone { _guard: guard }
+}
+
+/// The machine, held by one test until dropped.
+pub struct Alone {
+    _guard: RwLockWriteGuard<'static, ()>,
+}
+
+impl Drop for Alone {
+    fn drop(&mut self) {
+        ALONE.with(|alone| alone.set(false));
+    }
 }
 
 impl TestEnv {
