@@ -56,6 +56,15 @@ mod jobs {
         prerequisite(found, test, "mpirun not found (apt-get install openmpi-bin)")
     }
 
+    /// The process of rank `rank` of the job running now (OpenMPI names it in the environment).
+    fn rank_pid(rank: usize) -> Option<i32> {
+        let wanted = format!("OMPI_COMM_WORLD_RANK={rank}");
+        processes_running(env!("CARGO_BIN_EXE_fsscale")).into_iter().find(|pid| {
+            let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+            environ.split(|&b| b == 0).any(|v| v == wanted.as_bytes())
+        })
+    }
+
     fn run(env: &TestEnv, ranks: usize, args: &[&str]) -> Output {
         mpirun(env, ranks, None, args).output().expect("run mpirun")
     }
@@ -280,10 +289,7 @@ mod jobs {
         wait_until("a finished run", || {
             ResultsFile::load(&env.output).is_ok_and(|d| d.points.iter().any(|p| !p.runs.is_empty()))
         });
-        let rank2 = processes_running(env!("CARGO_BIN_EXE_fsscale")).into_iter().find(|pid| {
-            let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
-            environ.split(|&b| b == 0).any(|v| v == b"OMPI_COMM_WORLD_RANK=2")
-        });
+        let rank2 = rank_pid(2);
         // SAFETY: signalling a process of this test's job.
         unsafe { libc::kill(rank2.expect("rank 2 runs"), libc::SIGKILL) };
         let status = job.wait().unwrap();
@@ -339,11 +345,7 @@ mod jobs {
         wait_until("a finished run", || {
             ResultsFile::load(&env.output).is_ok_and(|d| d.points.iter().any(|p| !p.runs.is_empty()))
         });
-        let rank1 = processes_running(env!("CARGO_BIN_EXE_fsscale")).into_iter().find(|pid| {
-            let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
-            environ.split(|&b| b == 0).any(|v| v == b"OMPI_COMM_WORLD_RANK=1")
-        });
-        let rank1 = rank1.expect("rank 1 runs");
+        let rank1 = rank_pid(1).expect("rank 1 runs");
         // SAFETY: stopping a process of this test's job.
         unsafe { libc::kill(rank1, libc::SIGSTOP) };
         let started = std::time::Instant::now();
