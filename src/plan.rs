@@ -35,8 +35,6 @@ pub struct MacroOptions {
     pub stat: bool,
     /// Fixed work: the cache states to measure each point in (`--cache warm,cold`).
     pub caches: Vec<Cache>,
-    /// `append-grow`: bytes each worker appends.
-    pub grow_bytes: u64,
 }
 
 /// Everything `fsscale run` needs, free of any command-line types.
@@ -59,10 +57,8 @@ pub struct RunConfig {
     pub trace: Option<PathBuf>,
     /// Time every op of fixed-time loops into latency histograms.
     pub latency: bool,
-    /// The mdtest phases: `--items`, `--write-bytes`, `--stonewall`.
-    pub mdtest: crate::workloads::MdtestOptions,
-    /// `stat`, `open-close` and the mdtest phases: the shape of their lookups.
-    pub lookup: crate::vocab::LookupShape,
+    /// The workloads' own options (lookup shape, mdtest items, grow size).
+    pub options: crate::workloads::WorkloadOptions,
     /// `--profile locks,cpu` and `--verify`.
     pub instruments: crate::instruments::InstrumentConfig,
     /// The filesystems to run on: `--dir` as it is, or made fresh.
@@ -159,10 +155,11 @@ impl RunConfig {
     fn check_paths_fit_in_memory(&self) -> Result<()> {
         let workers = self.workers.iter().copied().max().unwrap_or(1) as u64;
         // A path (the --dir prefix, the chain and the name), its allocation and its place in the order.
-        let per_path = 64 + 16 * self.lookup.depth as u64 + self.dir.as_os_str().len() as u64;
+        let per_path = 64 + 16 * self.options.lookup.depth as u64 + self.dir.as_os_str().len() as u64;
         let mdtest = self.workloads.iter().any(|w| w.is_mdtest());
         let lookups = self.workloads.iter().any(|w| matches!(w, Workload::Stat | Workload::OpenClose));
-        let asked = [("--files", self.lookup.files as u64, lookups), ("--items", self.mdtest.items, mdtest)];
+        let asked =
+            [("--files", self.options.lookup.files as u64, lookups), ("--items", self.options.mdtest.items, mdtest)];
         let available = crate::sys::available_memory();
         for (option, count, _) in asked.into_iter().filter(|(_, _, used)| *used) {
             let need = count.saturating_mul(workers).saturating_mul(per_path);
@@ -202,7 +199,7 @@ impl RunConfig {
             }
         }
         self.check_output_is_not_an_input()?;
-        if self.lookup.absolute {
+        if self.options.lookup.absolute {
             crate::scratch::check_trusted_path(&self.dir)?;
         }
         if self.duration < MIN_DURATION {
@@ -251,13 +248,13 @@ impl RunConfig {
             bail!("--trace is for the replay workload; add `replay` to the workloads");
         }
         let sized = [Workload::Stat, Workload::OpenClose];
-        if self.lookup.files != 1 && !self.workloads.iter().any(|w| sized.contains(w)) {
+        if self.options.lookup.files != 1 && !self.workloads.iter().any(|w| sized.contains(w)) {
             bail!("--files sizes the working set of stat and open-close (the mdtest phases take --items); add one of them to the workloads");
         }
-        if !self.lookup.is_default() && !self.workloads.iter().any(|w| w.takes_lookup_shape()) {
+        if !self.options.lookup.is_default() && !self.workloads.iter().any(|w| w.takes_lookup_shape()) {
             bail!("--depth, --path and --random shape the lookups of stat, open-close and the mdtest phases; add one of them to the workloads");
         }
-        if self.lookup.files == 0 || self.lookup.depth == 0 {
+        if self.options.lookup.files == 0 || self.options.lookup.depth == 0 {
             bail!("--files and --depth count from 1 (1 file, 1 path component: the default)");
         }
         self.check_paths_fit_in_memory()?;
@@ -456,8 +453,56 @@ pub fn parse_duration(text: &str) -> Result<Duration, InputError> {
     Ok(Duration::from_secs_f64(seconds))
 }
 
+/// A plan for unit tests: `--dir .`, both modes, private sharing, 1 and 2 workers, one 1 s run.
+#[cfg(test)]
+pub(crate) mod fixtures {
+    use super::*;
+
+    pub fn config(workloads: Vec<Workload>, caches: Vec<Cache>) -> RunConfig {
+        RunConfig {
+            dir: PathBuf::from("."),
+            workloads,
+            modes: vec![Mode::Process, Mode::Thread],
+            shares: vec![Share::Private],
+            strict_shares: true,
+            shares_given: true,
+            filesystems: FsOptions::existing_dir(),
+            macro_options: MacroOptions {
+                scale: 0.01,
+                seed: 1,
+                tarball: None,
+                extract_cmd: None,
+                cache_dir: PathBuf::from("/tmp"),
+                tree: None,
+                stat: false,
+                caches,
+            },
+            command: None,
+            trace: None,
+            latency: false,
+            instruments: Default::default(),
+            options: crate::workloads::WorkloadOptions { grow_bytes: 16 << 20, ..Default::default() },
+            workers: vec![1, 2],
+            pin: false,
+            duration: Duration::from_secs(1),
+            warmup: Duration::ZERO,
+            runs: 1,
+            warmup_runs: 0,
+            order: Order::Interleaved,
+            order_seed: 1,
+            until_ci_pct: None,
+            max_runs: 30,
+            sample_interval: Duration::from_secs(1),
+            stall_timeout: Duration::from_secs(60),
+            output: PathBuf::from("x.json"),
+            command_line: vec![],
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::fixtures::config;
     use super::*;
 
     #[test]
@@ -511,49 +556,6 @@ mod tests {
         assert_eq!(parse_duration("250us").unwrap(), Duration::from_micros(250));
         assert!(parse_duration("5 parsecs").unwrap_err().to_string().contains("unknown unit"));
         assert!(parse_duration("abc").unwrap_err().to_string().contains("not a duration"));
-    }
-
-    fn config(workloads: Vec<Workload>, caches: Vec<Cache>) -> RunConfig {
-        RunConfig {
-            dir: PathBuf::from("."),
-            workloads,
-            modes: vec![Mode::Process, Mode::Thread],
-            shares: vec![Share::Private],
-            strict_shares: true,
-            shares_given: true,
-            lookup: Default::default(),
-            filesystems: FsOptions::existing_dir(),
-            macro_options: MacroOptions {
-                scale: 0.01,
-                seed: 1,
-                tarball: None,
-                extract_cmd: None,
-                cache_dir: PathBuf::from("/tmp"),
-                tree: None,
-                stat: false,
-                caches,
-                grow_bytes: 16 << 20,
-            },
-            command: None,
-            trace: None,
-            latency: false,
-            instruments: Default::default(),
-            mdtest: Default::default(),
-            workers: vec![1, 2],
-            pin: false,
-            duration: Duration::from_secs(1),
-            warmup: Duration::ZERO,
-            runs: 1,
-            warmup_runs: 0,
-            order: Order::Interleaved,
-            order_seed: 1,
-            until_ci_pct: None,
-            max_runs: 30,
-            sample_interval: Duration::from_secs(1),
-            stall_timeout: Duration::from_secs(60),
-            output: PathBuf::from("x.json"),
-            command_line: vec![],
-        }
     }
 
     #[test]

@@ -82,90 +82,74 @@ impl Share {
     pub const ALL: [Share; 3] = [Share::Private, Share::Shared, Share::Same];
 }
 
-/// Every workload fsscale knows, in catalogue order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Workload {
-    Stat,
-    StatDeep,
-    OpenClose,
-    CreatUnlink,
-    MkdirRmdir,
-    Rename,
-    RenameDirs,
-    LinkUnlink,
-    Readdir,
-    Read,
-    Write,
-    ReadSeq,
-    WriteSeq,
-    ReadDirect,
-    WriteDirect,
-    Append,
-    AppendGrow,
-    Fsync,
-    DupClose,
-    Lseek,
-    FcntlLock,
-    Flock,
-    Fallocate,
-    Truncate,
-    FaultShared,
-    FaultPrivate,
-    Untar,
-    Traverse,
-    Replay,
-    Command,
-    MdtestCreate,
-    MdtestStat,
-    MdtestRead,
-    MdtestRemove,
-    MdtestDirCreate,
-    MdtestDirStat,
-    MdtestDirRemove,
+/// An enum of words whose every variant, its name and the list of all of
+/// them come from one list, so a new variant is one line:
+/// `words! { pub enum Workload { Stat => "stat", ... } }` gives the enum,
+/// `Workload::ALL` (an array, in this order) and an exhaustive `name()`.
+macro_rules! words {
+    ($(#[$meta:meta])* pub enum $ty:ident { $($(#[$vmeta:meta])* $variant:ident => $name:literal),+ $(,)? }) => {
+        $(#[$meta])*
+        pub enum $ty { $($(#[$vmeta])* $variant),+ }
+
+        impl $ty {
+            /// Every value, in order.
+            pub const ALL: [$ty; [$($name),+].len()] = [$($ty::$variant),+];
+
+            pub fn name(self) -> &'static str {
+                match self {
+                    $($ty::$variant => $name,)+
+                }
+            }
+        }
+    };
+}
+
+words! {
+    /// Every workload fsscale knows, in catalogue order.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+    #[serde(rename_all = "kebab-case")]
+    pub enum Workload {
+        Stat => "stat",
+        StatDeep => "stat-deep",
+        OpenClose => "open-close",
+        CreatUnlink => "creat-unlink",
+        MkdirRmdir => "mkdir-rmdir",
+        Rename => "rename",
+        RenameDirs => "rename-dirs",
+        LinkUnlink => "link-unlink",
+        Readdir => "readdir",
+        Read => "read",
+        Write => "write",
+        ReadSeq => "read-seq",
+        WriteSeq => "write-seq",
+        ReadDirect => "read-direct",
+        WriteDirect => "write-direct",
+        Append => "append",
+        AppendGrow => "append-grow",
+        Fsync => "fsync",
+        DupClose => "dup-close",
+        Lseek => "lseek",
+        FcntlLock => "fcntl-lock",
+        Flock => "flock",
+        Fallocate => "fallocate",
+        Truncate => "truncate",
+        FaultShared => "fault-shared",
+        FaultPrivate => "fault-private",
+        Untar => "untar",
+        Traverse => "traverse",
+        Replay => "replay",
+        Command => "command",
+        MdtestCreate => "mdtest-create",
+        MdtestStat => "mdtest-stat",
+        MdtestRead => "mdtest-read",
+        MdtestRemove => "mdtest-remove",
+        MdtestDirCreate => "mdtest-dir-create",
+        MdtestDirStat => "mdtest-dir-stat",
+        MdtestDirRemove => "mdtest-dir-remove",
+    }
 }
 
 impl Workload {
-    pub const ALL: [Workload; 37] = [
-        Workload::Stat,
-        Workload::StatDeep,
-        Workload::OpenClose,
-        Workload::CreatUnlink,
-        Workload::MkdirRmdir,
-        Workload::Rename,
-        Workload::RenameDirs,
-        Workload::LinkUnlink,
-        Workload::Readdir,
-        Workload::Read,
-        Workload::Write,
-        Workload::ReadSeq,
-        Workload::WriteSeq,
-        Workload::ReadDirect,
-        Workload::WriteDirect,
-        Workload::Append,
-        Workload::AppendGrow,
-        Workload::Fsync,
-        Workload::DupClose,
-        Workload::Lseek,
-        Workload::FcntlLock,
-        Workload::Flock,
-        Workload::Fallocate,
-        Workload::Truncate,
-        Workload::FaultShared,
-        Workload::FaultPrivate,
-        Workload::Untar,
-        Workload::Traverse,
-        Workload::Replay,
-        Workload::Command,
-        Workload::MdtestCreate,
-        Workload::MdtestStat,
-        Workload::MdtestRead,
-        Workload::MdtestRemove,
-        Workload::MdtestDirCreate,
-        Workload::MdtestDirStat,
-        Workload::MdtestDirRemove,
-    ];
-
     /// `mdtest`: its file phases, in mdtest's order.
     pub const MDTEST: [Workload; 4] =
         [Workload::MdtestCreate, Workload::MdtestStat, Workload::MdtestRead, Workload::MdtestRemove];
@@ -178,73 +162,48 @@ impl Workload {
     pub const DEFAULT_SUITE: [Workload; 5] =
         [Workload::Stat, Workload::OpenClose, Workload::CreatUnlink, Workload::Untar, Workload::Traverse];
 
-    pub fn name(self) -> &'static str {
-        match self {
-            Workload::Stat => "stat",
-            Workload::StatDeep => "stat-deep",
-            Workload::OpenClose => "open-close",
-            Workload::CreatUnlink => "creat-unlink",
-            Workload::MkdirRmdir => "mkdir-rmdir",
-            Workload::Rename => "rename",
-            Workload::RenameDirs => "rename-dirs",
-            Workload::LinkUnlink => "link-unlink",
-            Workload::Readdir => "readdir",
-            Workload::Read => "read",
-            Workload::Write => "write",
-            Workload::ReadSeq => "read-seq",
-            Workload::WriteSeq => "write-seq",
-            Workload::ReadDirect => "read-direct",
-            Workload::WriteDirect => "write-direct",
-            Workload::Append => "append",
-            Workload::AppendGrow => "append-grow",
-            Workload::Fsync => "fsync",
-            Workload::DupClose => "dup-close",
-            Workload::Lseek => "lseek",
-            Workload::FcntlLock => "fcntl-lock",
-            Workload::Flock => "flock",
-            Workload::Fallocate => "fallocate",
-            Workload::Truncate => "truncate",
-            Workload::FaultShared => "fault-shared",
-            Workload::FaultPrivate => "fault-private",
-            Workload::Untar => "untar",
-            Workload::Traverse => "traverse",
-            Workload::Replay => "replay",
-            Workload::Command => "command",
-            Workload::MdtestCreate => "mdtest-create",
-            Workload::MdtestStat => "mdtest-stat",
-            Workload::MdtestRead => "mdtest-read",
-            Workload::MdtestRemove => "mdtest-remove",
-            Workload::MdtestDirCreate => "mdtest-dir-create",
-            Workload::MdtestDirStat => "mdtest-dir-stat",
-            Workload::MdtestDirRemove => "mdtest-dir-remove",
-        }
-    }
-
     pub fn from_name(name: &str) -> Option<Workload> {
         Workload::ALL.into_iter().find(|w| w.name() == name)
     }
 
+    /// What kind of work it is, what it reads and what shapes it: one
+    /// exhaustive match, so a new workload must say all of it here.
+    pub fn traits(self) -> Traits {
+        use Lookups::{Files, Items, Own};
+        use Workload::*;
+        let (fixed_work, lookups, tree) = match self {
+            Stat | OpenClose => (false, Files, false),
+            StatDeep | CreatUnlink | MkdirRmdir | Rename | RenameDirs | LinkUnlink | Readdir | Read | Write
+            | ReadSeq | WriteSeq | ReadDirect | WriteDirect | Append | Fsync | DupClose | Lseek | FcntlLock | Flock
+            | Fallocate | Truncate | FaultShared | FaultPrivate | Replay => (false, Own, false),
+            AppendGrow | Command => (true, Own, false),
+            Untar | Traverse => (true, Own, true),
+            MdtestCreate | MdtestStat | MdtestRead | MdtestRemove | MdtestDirCreate | MdtestDirStat
+            | MdtestDirRemove => (true, Items, false),
+        };
+        Traits { fixed_work, lookups, tree }
+    }
+
     /// Fixed-time loops count ops in a window; fixed-work jobs are timed to completion.
     pub fn is_fixed_work(self) -> bool {
-        matches!(self, Workload::Untar | Workload::Traverse | Workload::Command | Workload::AppendGrow)
-            || self.is_mdtest()
+        self.traits().fixed_work
     }
 
     /// One of mdtest's phases (`mdtest-create`, ...).
     pub fn is_mdtest(self) -> bool {
-        Workload::MDTEST.contains(&self) || Workload::MDTEST_DIRS.contains(&self)
+        self.traits().lookups == Lookups::Items
     }
 
     /// Whether `--depth`, `--path` and `--random` place and order what it
     /// names (`--files` only sizes `stat`'s and `open-close`'s working set;
     /// the mdtest phases have `--items`).
     pub fn takes_lookup_shape(self) -> bool {
-        matches!(self, Workload::Stat | Workload::OpenClose) || self.is_mdtest()
+        self.traits().lookups != Lookups::Own
     }
 
     /// Whether it extracts or walks the generated tree (`untar`, `traverse`).
     pub fn needs_tree(self) -> bool {
-        matches!(self, Workload::Untar | Workload::Traverse)
+        self.traits().tree
     }
 
     /// Whether fsscale's own loops run it (not an external command), so that
@@ -254,81 +213,60 @@ impl Workload {
     }
 }
 
+/// What kind of workload one is (see [`Workload::traits`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Traits {
+    /// Timed to completion (a job), not counted in a fixed window (a loop).
+    pub fixed_work: bool,
+    pub lookups: Lookups,
+    /// Extracts or walks the generated tree.
+    pub tree: bool,
+}
+
+/// What the lookup-shape options (`--files`, `--depth`, `--path`, `--random`) do to a workload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lookups {
+    /// Nothing: it names its own fixed files.
+    Own,
+    /// They choose the files it looks up (`stat`, `open-close`).
+    Files,
+    /// They place and order its `--items` (the mdtest phases).
+    Items,
+}
+
 impl fmt::Display for Workload {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
     }
 }
 
-/// Every operation kind of a dbench loadfile (`replay`), in the order tables list them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub enum OpKind {
-    NTCreateX,
-    Close,
-    ReadX,
-    WriteX,
-    Rename,
-    Unlink,
-    Mkdir,
-    Rmdir,
-    Deltree,
-    Flush,
-    #[serde(rename = "FIND_FIRST")]
-    FindFirst,
-    #[serde(rename = "QUERY_PATH_INFORMATION")]
-    QueryPath,
-    #[serde(rename = "QUERY_FILE_INFORMATION")]
-    QueryFile,
-    #[serde(rename = "QUERY_FS_INFORMATION")]
-    QueryFs,
-    #[serde(rename = "SET_FILE_INFORMATION")]
-    SetFileInfo,
-    LockX,
-    UnlockX,
-}
-
-impl OpKind {
-    pub const ALL: [OpKind; 17] = [
-        OpKind::NTCreateX,
-        OpKind::Close,
-        OpKind::ReadX,
-        OpKind::WriteX,
-        OpKind::Rename,
-        OpKind::Unlink,
-        OpKind::Mkdir,
-        OpKind::Rmdir,
-        OpKind::Deltree,
-        OpKind::Flush,
-        OpKind::FindFirst,
-        OpKind::QueryPath,
-        OpKind::QueryFile,
-        OpKind::QueryFs,
-        OpKind::SetFileInfo,
-        OpKind::LockX,
-        OpKind::UnlockX,
-    ];
-
-    /// The loadfile's name of the operation.
-    pub fn name(self) -> &'static str {
-        match self {
-            OpKind::NTCreateX => "NTCreateX",
-            OpKind::Close => "Close",
-            OpKind::ReadX => "ReadX",
-            OpKind::WriteX => "WriteX",
-            OpKind::Rename => "Rename",
-            OpKind::Unlink => "Unlink",
-            OpKind::Mkdir => "Mkdir",
-            OpKind::Rmdir => "Rmdir",
-            OpKind::Deltree => "Deltree",
-            OpKind::Flush => "Flush",
-            OpKind::FindFirst => "FIND_FIRST",
-            OpKind::QueryPath => "QUERY_PATH_INFORMATION",
-            OpKind::QueryFile => "QUERY_FILE_INFORMATION",
-            OpKind::QueryFs => "QUERY_FS_INFORMATION",
-            OpKind::SetFileInfo => "SET_FILE_INFORMATION",
-            OpKind::LockX => "LockX",
-            OpKind::UnlockX => "UnlockX",
-        }
+words! {
+    /// Every operation kind of a dbench loadfile (`replay`), in the order
+    /// tables list them, by the loadfile's name of the operation.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+    pub enum OpKind {
+        NTCreateX => "NTCreateX",
+        Close => "Close",
+        ReadX => "ReadX",
+        WriteX => "WriteX",
+        Rename => "Rename",
+        Unlink => "Unlink",
+        Mkdir => "Mkdir",
+        Rmdir => "Rmdir",
+        Deltree => "Deltree",
+        Flush => "Flush",
+        #[serde(rename = "FIND_FIRST")]
+        FindFirst => "FIND_FIRST",
+        #[serde(rename = "QUERY_PATH_INFORMATION")]
+        QueryPath => "QUERY_PATH_INFORMATION",
+        #[serde(rename = "QUERY_FILE_INFORMATION")]
+        QueryFile => "QUERY_FILE_INFORMATION",
+        #[serde(rename = "QUERY_FS_INFORMATION")]
+        QueryFs => "QUERY_FS_INFORMATION",
+        #[serde(rename = "SET_FILE_INFORMATION")]
+        SetFileInfo => "SET_FILE_INFORMATION",
+        LockX => "LockX",
+        UnlockX => "UnlockX",
     }
 }
 

@@ -12,7 +12,7 @@ use fsscale::fs::{Backing, Fresh, FsOptions};
 use fsscale::plan::{self, Cache, MacroOptions, Mode, Order, RunConfig};
 use fsscale::results::rfc3339;
 use fsscale::sys;
-use fsscale::workloads::{CommandSpec, Share, Workload};
+use fsscale::workloads::{CommandSpec, Share, Workload, WorkloadOptions};
 
 use super::values::*;
 
@@ -372,6 +372,7 @@ impl RunArgs {
             (None, Some(job)) if job.rank != 0 => PathBuf::new(),
             (None, _) => default_output()?,
         };
+        let grow_bytes = macros.grow_size;
         Ok(RunConfig {
             dir: sweep.dir,
             workloads,
@@ -387,16 +388,19 @@ impl RunArgs {
             command: command.into_spec()?,
             latency: instruments.latency,
             instruments: instruments.config(),
-            mdtest: fsscale::workloads::MdtestOptions {
-                items: mdtest.items,
-                write_bytes: mdtest.write_bytes,
-                stonewall: mdtest.stonewall,
-            },
-            lookup: fsscale::vocab::LookupShape {
-                files: lookup.files,
-                depth: lookup.depth,
-                absolute: lookup.path == "absolute",
-                random: lookup.random,
+            options: WorkloadOptions {
+                lookup: fsscale::vocab::LookupShape {
+                    files: lookup.files,
+                    depth: lookup.depth,
+                    absolute: lookup.path == "absolute",
+                    random: lookup.random,
+                },
+                mdtest: fsscale::workloads::MdtestOptions {
+                    items: mdtest.items,
+                    write_bytes: mdtest.write_bytes,
+                    stonewall: mdtest.stonewall,
+                },
+                grow_bytes,
             },
             workers,
             pin: sweep.pin,
@@ -444,7 +448,6 @@ impl MacroArgs {
             tree: self.tree,
             stat: self.stat,
             caches: dedup(self.cache),
-            grow_bytes: self.grow_size,
         }
     }
 }

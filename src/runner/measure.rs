@@ -13,15 +13,16 @@ use super::shared::{Phase, SharedRegion};
 use super::signals;
 pub(super) use super::timing::{device_io, load_average, Timing};
 use super::watch::Watch;
+use super::window::Window;
 use super::worker::{worker_main, WorkerPlan};
 use crate::exec::Placeholders;
-use crate::fs::{DeviceIo, DeviceSnapshot};
+use crate::fs::DeviceSnapshot;
 use crate::instruments::RunInstruments;
 use crate::plan::{Mode, PointSpec};
 use crate::replay::{OpKind, Trace};
-use crate::results::{RunNoise, RunRecord, Timeline, WorkerCpu, WorkerSched, Writeback};
+use crate::results::{RunRecord, Timeline, Writeback};
 use crate::scratch::Scratch;
-use crate::sys::{self, ThreadSched};
+use crate::sys;
 use crate::workloads::{self, CommandSpec, Share, TreeSource, Workload, SHARED_DIR};
 
 /// What the workloads of a run use besides the point itself, prepared once.
@@ -32,29 +33,50 @@ pub(super) struct Inputs<'a> {
     pub trace: Option<&'a Trace>,
     /// `--latency`: time every op of fixed-time loops.
     pub latency: bool,
-    /// The mdtest phases' items.
-    pub mdtest: crate::workloads::MdtestOptions,
-    pub lookup: crate::vocab::LookupShape,
-    /// `append-grow`: bytes each worker appends.
-    pub grow_bytes: u64,
+    pub options: workloads::WorkloadOptions,
 }
 
 /// After a failure, how long workers get to leave before they are killed.
 const ABORT_GRACE: Duration = Duration::from_secs(2);
 
-/// Runs `spec` once in a fresh scratch directory inside `dir`, which is removed afterwards.
-pub(super) fn run_once(
-    spec: &PointSpec,
-    dir: &std::path::Path,
-    timing: &Timing,
-    cpus: Option<&[usize]>,
-    inputs: Inputs<'_>,
-    run: usize,
-) -> Result<RunRecord> {
-    in_scratch(dir, |scratch| match inputs.command.filter(|c| c.driver.is_some()) {
-        Some(command) => super::driver::run_driver(spec, scratch, timing, command, run),
-        None => measure(spec, scratch, timing, cpus, inputs, run),
-    })
+/// One run of one point, as the schedule asks for it.
+#[derive(Clone, Copy)]
+pub(super) struct RunJob<'a> {
+    pub spec: &'a PointSpec,
+    /// This run's timing (its cache state and device included).
+    pub timing: &'a Timing,
+    pub inputs: Inputs<'a>,
+    /// Its index among the point's runs (or warm-up runs).
+    pub run: usize,
+    /// `--pin`: the CPUs workers are bound to, in the order they take them.
+    pub cpus: Option<&'a [usize]>,
+}
+
+/// What measures the schedule's runs: this machine's workers
+/// ([`LocalMachine`]), an MPI job's ranks, or a fake in the runner's tests.
+pub(super) trait Measurer {
+    /// Runs `job` once in a fresh scratch directory inside `dir`, removed afterwards.
+    fn run_once(&self, dir: &std::path::Path, job: RunJob<'_>) -> Result<RunRecord>;
+
+    /// The rank that serves each of a point's `workers` workers (`None` on one machine).
+    fn ranks_for(&self, _workers: usize) -> Option<Vec<usize>> {
+        None
+    }
+}
+
+/// This machine's workers: forked processes or threads of this process.
+pub(super) struct LocalMachine;
+
+impl Measurer for LocalMachine {
+    fn run_once(&self, dir: &std::path::Path, job: RunJob<'_>) -> Result<RunRecord> {
+        // Worker i takes the (i mod n)th CPU of the pin order.
+        let pinned: Option<Vec<usize>> = job.cpus.map(|c| (0..job.spec.workers).map(|i| c[i % c.len()]).collect());
+        let job = RunJob { cpus: pinned.as_deref(), ..job };
+        in_scratch(dir, |scratch| match job.inputs.command.filter(|c| c.driver.is_some()) {
+            Some(command) => super::driver::run_driver(job.spec, scratch, job.timing, command, job.run),
+            None => measure(scratch, job),
+        })
+    }
 }
 
 /// `body` in a fresh scratch directory inside `dir`, removed afterwards
@@ -69,16 +91,16 @@ pub(super) fn in_scratch<T>(dir: &std::path::Path, body: impl FnOnce(&Scratch) -
     Ok(value)
 }
 
-fn measure(
-    spec: &PointSpec,
-    scratch: &Scratch,
-    timing: &Timing,
-    cpus: Option<&[usize]>,
-    inputs: Inputs<'_>,
-    run: usize,
-) -> Result<RunRecord> {
-    let point =
-        workloads::prepare_point(spec.workload, spec.share, spec.workers, scratch.fd(), inputs.tree, inputs.lookup)?;
+fn measure(scratch: &Scratch, job: RunJob<'_>) -> Result<RunRecord> {
+    let (spec, inputs) = (job.spec, job.inputs);
+    let point = workloads::prepare_point(
+        spec.workload,
+        spec.share,
+        spec.workers,
+        scratch.fd(),
+        inputs.tree,
+        inputs.options.lookup,
+    )?;
     // At --share same the copies share one directory: its --setup and --cleanup run once, here.
     let shared_dir = scratch.path().join(SHARED_DIR);
     let values =
@@ -89,7 +111,7 @@ fn measure(
         command.run_untimed("--setup", command.setup.as_deref(), &values, &stop)?;
     }
     let place = Place { fd: scratch.fd(), path: scratch.path(), point: &point };
-    let record = run_workers(spec, place, timing, cpus, inputs, run, Crew::everyone(spec))?;
+    let record = run_workers(job, place, Crew::everyone(spec))?;
     if let Some(command) = once {
         command.run_untimed("--cleanup", command.cleanup.as_deref(), &values, &stop)?;
     }
@@ -125,15 +147,8 @@ impl Crew<'_> {
 }
 
 /// Starts `crew`'s workers in `place` and measures them through the window.
-pub(super) fn run_workers(
-    spec: &PointSpec,
-    place: Place<'_>,
-    timing: &Timing,
-    cpus: Option<&[usize]>,
-    inputs: Inputs<'_>,
-    run: usize,
-    crew: Crew<'_>,
-) -> Result<RunRecord> {
+pub(super) fn run_workers(job: RunJob<'_>, place: Place<'_>, crew: Crew<'_>) -> Result<RunRecord> {
+    let RunJob { spec, timing, inputs, run, cpus } = job;
     let region = SharedRegion::new(crew.count).context("mapping shared counters")?;
     let kinds = match spec.workload {
         Workload::Replay => OpKind::ALL.len(),
@@ -154,9 +169,7 @@ pub(super) fn run_workers(
         tree: inputs.tree,
         command: inputs.command,
         trace: inputs.trace,
-        mdtest: inputs.mdtest,
-        lookup: inputs.lookup,
-        grow_bytes: inputs.grow_bytes,
+        options: inputs.options,
         latency: latency.as_ref(),
         point: place.point,
         cpus,
@@ -187,105 +200,6 @@ pub(super) fn run_workers(
     // After the replay's ops per kind are in: --verify expects calls from them.
     instruments.finish(&mut record).context("reading the instruments")?;
     Ok(record)
-}
-
-/// What the coordinator saw during the window.
-struct Window {
-    start_counts: Vec<u64>,
-    end_counts: Vec<u64>,
-    elapsed: Duration,
-    timeline: Timeline,
-    cpu_start: CpuTicks,
-    cpu_end: CpuTicks,
-    /// Fixed work: each worker's completion time since the common start.
-    completion_s: Option<Vec<f64>>,
-    device_io: Option<DeviceIo>,
-    /// Thread workers doing fixed work: the CPU (user, system µs) of the
-    /// commands this process waited for in the window, all workers together.
-    children_cpu: Option<(u64, u64)>,
-    writeback: Option<Writeback>,
-    /// The load average as the run started.
-    load_1m: f64,
-    /// Turned off at the window's end, read into the record after it.
-    instruments: RunInstruments,
-}
-
-impl Window {
-    fn into_record(self, region: &SharedRegion, run: usize, cpus: Option<&[usize]>) -> RunRecord {
-        let per_worker_ops: Vec<u64> =
-            self.end_counts.iter().zip(&self.start_counts).map(|(end, start)| end - start).collect();
-        let ops: u64 = per_worker_ops.iter().sum();
-        let elapsed_s = self.elapsed.as_secs_f64();
-        let ops_per_s = ops as f64 / elapsed_s;
-        let mut worker_cpu = WorkerCpu::default();
-        let mut sched = Vec::with_capacity(region.workers());
-        for i in 0..region.workers() {
-            let report = region.report(i);
-            let delta = |k: usize| {
-                let end = report.sched_at_window_end[k].load(Ordering::Relaxed);
-                end.saturating_sub(report.sched_at_window_start[k].load(Ordering::Relaxed))
-            };
-            worker_cpu.user_s += delta(ThreadSched::USER_US) as f64 / 1e6;
-            worker_cpu.sys_s += delta(ThreadSched::SYSTEM_US) as f64 / 1e6;
-            sched.push(WorkerSched {
-                window_s: delta(ThreadSched::WALL_NS) as f64 / 1e9,
-                on_cpu_s: delta(ThreadSched::ON_CPU_NS) as f64 / 1e9,
-                runqueue_s: delta(ThreadSched::RUNQUEUE_NS) as f64 / 1e9,
-                voluntary_switches: delta(ThreadSched::VOLUNTARY),
-                involuntary_switches: delta(ThreadSched::INVOLUNTARY),
-            });
-            // Commands run by worker processes (zero unless fixed work in process mode).
-            let children = |k: usize| {
-                let end = report.children_at_window_end[k].load(Ordering::Relaxed);
-                end.saturating_sub(report.children_at_window_start[k].load(Ordering::Relaxed)) as f64 / 1e6
-            };
-            worker_cpu.user_s += children(0);
-            worker_cpu.sys_s += children(1);
-        }
-        if let Some((user, system)) = self.children_cpu {
-            worker_cpu.user_s += user as f64 / 1e6;
-            worker_cpu.sys_s += system as f64 / 1e6;
-        }
-        let bytes = self
-            .completion_s
-            .as_ref()
-            .map(|_| (0..region.workers()).map(|i| region.report(i).bytes.load(Ordering::Relaxed)).sum());
-        RunRecord {
-            device_io: self.device_io,
-            writeback: self.writeback,
-            completion_s: self.completion_s,
-            bytes,
-            run,
-            position: None,
-            started_at: None,
-            ops,
-            elapsed_s,
-            ops_per_s,
-            ops_per_s_per_worker: ops_per_s / per_worker_ops.len() as f64,
-            per_worker_ops,
-            pinned_cpus: cpus.map(|c| c.to_vec()),
-            worker_cpu,
-            system_cpu: self.cpu_start.breakdown(&self.cpu_end),
-            noise: Some(RunNoise {
-                others_cpu: self
-                    .cpu_start
-                    .others_share(&self.cpu_end, worker_cpu.user_s + worker_cpu.sys_s)
-                    .unwrap_or(0.0),
-                kernel_threads_cpu: self.cpu_start.kernel_threads_share(&self.cpu_end).unwrap_or(0.0),
-                load_1m: self.load_1m,
-                ticks: self.cpu_start.ticks(&self.cpu_end),
-            }),
-            timeline: self.timeline,
-            latency: None,
-            replay_ops: None,
-            // No schedstat (a kernel without it): no figures rather than zeros.
-            sched: if sched.iter().all(|w| w.on_cpu_s == 0.0) { Vec::new() } else { sched },
-            locks: None,
-            cpu_profile: None,
-            syscalls: None,
-            nodes: None,
-        }
-    }
 }
 
 fn run_threads(plan: &WorkerPlan<'_>, timing: &Timing, gate: Option<&dyn Gate>) -> Result<Window> {

@@ -22,6 +22,21 @@ pub(super) struct Timing {
     pub instruments: InstrumentConfig,
 }
 
+impl Timing {
+    /// The timing every run of `config` starts from.
+    pub(super) fn from_plan(config: &crate::plan::RunConfig) -> Timing {
+        Timing {
+            warmup: config.warmup,
+            duration: config.duration,
+            sample_interval: config.sample_interval,
+            drop_caches: false,
+            device: None,
+            stall_timeout: config.stall_timeout,
+            instruments: config.instruments,
+        }
+    }
+}
+
 /// The 1-minute load average (0 where `/proc/loadavg` cannot be read).
 pub(super) fn load_average() -> f64 {
     let text = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();

@@ -11,8 +11,8 @@ use crate::panics;
 use crate::replay::{Player, ReplayError, Trace};
 use crate::sys::{self, ThreadSched};
 use crate::workloads::{
-    self, CommandSpec, JobContext, MdtestOptions, Op, OpDriver, PointState, Share, TreeSource, WorkerEnv, Workload,
-    SHARED_DIR,
+    self, CommandSpec, Job, JobContext, Op, OpDriver, PointState, Share, Started, TreeSource, WorkerEnv, Workload,
+    WorkloadOptions, SHARED_DIR,
 };
 
 /// Everything a worker needs, prepared by the coordinator before any worker starts.
@@ -30,10 +30,7 @@ pub(super) struct WorkerPlan<'a> {
     pub command: Option<&'a CommandSpec>,
     /// The trace `replay` plays.
     pub trace: Option<&'a Trace>,
-    /// The mdtest phases' items.
-    pub mdtest: MdtestOptions,
-    pub lookup: crate::vocab::LookupShape,
-    pub grow_bytes: u64,
+    pub options: WorkloadOptions,
     /// Latency histograms (`--latency`, and `replay`'s per-op ones).
     pub latency: Option<&'a LatencyRegion>,
     pub point: &'a PointState,
@@ -97,23 +94,25 @@ fn run_worker(plan: &WorkerPlan<'_>, slot: usize) -> Result<()> {
         point: plan.point,
         tree: plan.tree,
         command: plan.command,
-        mdtest: plan.mdtest,
-        lookup: plan.lookup,
-        grow_bytes: plan.grow_bytes,
+        options: plan.options,
     };
     let recorder = plan.latency.map(|l| l.recorder(slot));
-    let outcome = match (plan.workload, plan.trace) {
-        (w, _) if w.is_fixed_work() => run_job(&env, plan.region, slot, plan.processes),
-        (Workload::Replay, Some(trace)) => run_replay(trace, &env, plan.region, slot, recorder),
-        _ => workloads::with_op(&env, Driver { region: plan.region, slot, label: &label, recorder }).and_then(|r| r),
+    let driver = Driver { region: plan.region, slot, label: &label, recorder };
+    let outcome = match workloads::start(&env, driver) {
+        Ok(Started::Drove(outcome)) => outcome,
+        Ok(Started::Job(job)) => run_job(job, plan.region, slot, plan.processes),
+        Ok(Started::Replay) => match plan.trace {
+            Some(trace) => run_replay(trace, &env, plan.region, slot, recorder),
+            None => Err(anyhow::anyhow!("replay needs its trace (internal error)")),
+        },
+        Err(error) => Err(error),
     };
     let _ = sys::close(dir);
     outcome
 }
 
 /// Fixed work: set up, wait for the start, do the job once, note when it finished.
-fn run_job(env: &WorkerEnv<'_>, region: &SharedRegion, slot: usize, processes: bool) -> Result<()> {
-    let mut job = workloads::job(env)?;
+fn run_job(mut job: Box<dyn Job + '_>, region: &SharedRegion, slot: usize, processes: bool) -> Result<()> {
     let report = region.report(slot);
     let counter = &region.counter(slot).ops;
     let stop = || {

@@ -25,68 +25,81 @@ pub(super) const BLOCKS_PER_MIB: u32 = (1024 * 1024 / DATA_BLOCK) as u32;
 /// The file `read-seq` and `write-seq` go through: 1 MiB.
 pub(super) const SEQ_FILE_LEN: u64 = BLOCKS_PER_MIB as u64 * DATA_BLOCK as u64;
 
-pub(super) fn describe(workload: Workload) -> Description {
-    let shared = Ok("one file shared/f; worker i at offset i*4KiB");
-    let same = Ok("every worker at offset 0 of shared/f (the same page)");
-    match workload {
-        Workload::Read => Description {
-            family: "data",
-            op: "pread() of 4 KiB from a cached file, always the same offset",
-            private: "worker i reads its own file w<i>/f",
-            shared,
-            same,
-        },
-        Workload::Write => Description {
-            family: "data",
-            op: "pwrite() of 4 KiB over existing data, always the same offset",
-            private: "worker i writes its own file w<i>/f",
-            shared,
-            same,
-        },
-        Workload::ReadSeq => Description {
-            family: "data",
-            op: "read() of 4 KiB through the file position of a cached file; every 256th op of a worker also lseek()s to 0 (the file holds 1 MiB per worker that shares its position, so no read meets its end)",
-            private: "worker i reads its own file w<i>/f",
-            shared: Ok("one file shared/f, each worker its own open file description (own position)"),
-            same: Ok("every worker reads through one open file description of shared/f (one position, its f_pos lock)"),
-        },
-        Workload::WriteSeq => Description {
-            family: "data",
-            op: "write() of 4 KiB through the file position over a 1 MiB file; every 256th op of a worker also lseek()s to 0",
-            private: "worker i writes its own file w<i>/f",
-            shared: Ok("one file shared/f, each worker its own open file description (own position)"),
-            same: Ok("every worker writes through one open file description of shared/f (one position, its f_pos lock)"),
-        },
-        Workload::ReadDirect => Description {
-            family: "data",
-            op: "pread() of 4 KiB with O_DIRECT (from the device, past the page cache), always the same offset",
-            private: "worker i reads its own file w<i>/f",
-            shared,
-            same,
-        },
-        Workload::WriteDirect => Description {
-            family: "data",
-            op: "pwrite() of 4 KiB with O_DIRECT (to the device, past the page cache), always the same offset",
-            private: "worker i writes its own file w<i>/f",
-            shared,
-            same,
-        },
-        Workload::Fsync => Description {
-            family: "data",
-            op: "pwrite() of 4 KiB over existing data, then fsync() of the file",
-            private: "worker i writes and syncs its own file w<i>/f",
-            shared,
-            same,
-        },
-        _ => Description {
-            family: "data",
-            op: "write() of 4 KiB to an O_APPEND file; every 256th op also ftruncate()s it to 0 (files stay <= 1 MiB per worker)",
-            private: "worker i appends to its own file w<i>/f",
-            shared: Ok("every worker appends to the one file shared/f"),
-            same: Err("appends already all go to the end of one file at --share shared"),
-        },
-    }
-}
+const SHARED: Result<&str, &str> = Ok("one file shared/f; worker i at offset i*4KiB");
+
+const SAME: Result<&str, &str> = Ok("every worker at offset 0 of shared/f (the same page)");
+
+/// `read`.
+pub(super) const READ: Description = Description {
+    family: "data",
+    op: "pread() of 4 KiB from a cached file, always the same offset",
+    private: "worker i reads its own file w<i>/f",
+    shared: SHARED,
+    same: SAME,
+};
+
+/// `write`.
+pub(super) const WRITE: Description = Description {
+    family: "data",
+    op: "pwrite() of 4 KiB over existing data, always the same offset",
+    private: "worker i writes its own file w<i>/f",
+    shared: SHARED,
+    same: SAME,
+};
+
+/// `read-seq`.
+pub(super) const READ_SEQ: Description = Description {
+    family: "data",
+    op: "read() of 4 KiB through the file position of a cached file; every 256th op of a worker also lseek()s to 0 (the file holds 1 MiB per worker that shares its position, so no read meets its end)",
+    private: "worker i reads its own file w<i>/f",
+    shared: Ok("one file shared/f, each worker its own open file description (own position)"),
+    same: Ok("every worker reads through one open file description of shared/f (one position, its f_pos lock)"),
+};
+
+/// `write-seq`.
+pub(super) const WRITE_SEQ: Description = Description {
+    family: "data",
+    op: "write() of 4 KiB through the file position over a 1 MiB file; every 256th op of a worker also lseek()s to 0",
+    private: "worker i writes its own file w<i>/f",
+    shared: Ok("one file shared/f, each worker its own open file description (own position)"),
+    same: Ok("every worker writes through one open file description of shared/f (one position, its f_pos lock)"),
+};
+
+/// `read-direct`.
+pub(super) const READ_DIRECT: Description = Description {
+    family: "data",
+    op: "pread() of 4 KiB with O_DIRECT (from the device, past the page cache), always the same offset",
+    private: "worker i reads its own file w<i>/f",
+    shared: SHARED,
+    same: SAME,
+};
+
+/// `write-direct`.
+pub(super) const WRITE_DIRECT: Description = Description {
+    family: "data",
+    op: "pwrite() of 4 KiB with O_DIRECT (to the device, past the page cache), always the same offset",
+    private: "worker i writes its own file w<i>/f",
+    shared: SHARED,
+    same: SAME,
+};
+
+/// `fsync`.
+pub(super) const FSYNC: Description = Description {
+    family: "data",
+    op: "pwrite() of 4 KiB over existing data, then fsync() of the file",
+    private: "worker i writes and syncs its own file w<i>/f",
+    shared: SHARED,
+    same: SAME,
+};
+
+/// `append`.
+pub(super) const APPEND: Description = Description {
+    family: "data",
+    op: "write() of 4 KiB to an O_APPEND file; every 256th op also ftruncate()s it to 0 (files stay <= 1 MiB per worker)",
+    private: "worker i appends to its own file w<i>/f",
+    shared: Ok("every worker appends to the one file shared/f"),
+    same: Err("appends already all go to the end of one file at --share shared"),
+};
 
 pub(super) fn prepare_shared(workload: Workload, share: Share, workers: usize, dir: RawFd) -> Result<()> {
     let len = match (workload, share) {

@@ -16,53 +16,55 @@ use std::ffi::CStr;
 
 use anyhow::Result;
 
-use super::{Description, Op, Share, SysError, WorkerEnv, WorkerFile, Workload};
+use super::{Description, Op, Share, SysError, WorkerEnv, WorkerFile};
 use crate::sys;
 
-pub(super) fn describe(workload: Workload) -> Description {
-    let private = "worker i on its own file w<i>/f";
-    match workload {
-        Workload::Lseek => Description {
-            family: "file",
-            op: "lseek(fd, 0, SEEK_SET) of an open file",
-            private,
-            shared: Ok("one file shared/f, each worker its own open file description"),
-            same: Ok("every worker seeks one open file description of shared/f (its f_pos lock)"),
-        },
-        Workload::FcntlLock => Description {
-            family: "file",
-            op: "fcntl(F_SETLK) of a write lock on one byte, then fcntl(F_SETLK, F_UNLCK) of it",
-            private,
-            shared: Ok(
-                "one file shared/f; worker i locks byte i (no overlap: the inode's lock list is what is shared)",
-            ),
-            same: Err("every worker would lock the same byte: all but one would fail, or wait with F_SETLKW"),
-        },
-        Workload::Fallocate => Description {
-            family: "file",
-            op: "fallocate() of 1 MiB, then fallocate(PUNCH_HOLE|KEEP_SIZE) of it: its pages or blocks allocated and freed",
-            private,
-            shared: Ok("one file shared/f; worker i allocates and frees its own 1 MiB range at i MiB"),
-            same: Err("every worker would allocate and free one range under the others"),
-        },
-        Workload::Truncate => Description {
-            family: "file",
-            op: "ftruncate() of an empty file to 1 MiB, then back to 0 (sparse: the size moves, no data)",
-            private,
-            shared: Ok("one file shared/f, every worker growing and shrinking it (one inode's size and lock)"),
-            same: Err("shared already moves the one file's size"),
-        },
-        _ => Description {
-            family: "file",
-            op: "flock(LOCK_EX) of an open file, then flock(LOCK_UN); at --share shared LOCK_SH, so no worker waits",
-            private,
-            shared: Ok("one file shared/f, each worker its own open file description taking a shared lock"),
-            same: Ok(
-                "every worker locks one open file description of shared/f (the lock is the description's: none waits)",
-            ),
-        },
-    }
-}
+const PRIVATE: &str = "worker i on its own file w<i>/f";
+
+/// `lseek`.
+pub(super) const LSEEK: Description = Description {
+    family: "file",
+    op: "lseek(fd, 0, SEEK_SET) of an open file",
+    private: PRIVATE,
+    shared: Ok("one file shared/f, each worker its own open file description"),
+    same: Ok("every worker seeks one open file description of shared/f (its f_pos lock)"),
+};
+
+/// `fcntl-lock`.
+pub(super) const FCNTL_LOCK: Description = Description {
+    family: "file",
+    op: "fcntl(F_SETLK) of a write lock on one byte, then fcntl(F_SETLK, F_UNLCK) of it",
+    private: PRIVATE,
+    shared: Ok("one file shared/f; worker i locks byte i (no overlap: the inode's lock list is what is shared)"),
+    same: Err("every worker would lock the same byte: all but one would fail, or wait with F_SETLKW"),
+};
+
+/// `fallocate`.
+pub(super) const FALLOCATE: Description = Description {
+    family: "file",
+    op: "fallocate() of 1 MiB, then fallocate(PUNCH_HOLE|KEEP_SIZE) of it: its pages or blocks allocated and freed",
+    private: PRIVATE,
+    shared: Ok("one file shared/f; worker i allocates and frees its own 1 MiB range at i MiB"),
+    same: Err("every worker would allocate and free one range under the others"),
+};
+
+/// `truncate`.
+pub(super) const TRUNCATE: Description = Description {
+    family: "file",
+    op: "ftruncate() of an empty file to 1 MiB, then back to 0 (sparse: the size moves, no data)",
+    private: PRIVATE,
+    shared: Ok("one file shared/f, every worker growing and shrinking it (one inode's size and lock)"),
+    same: Err("shared already moves the one file's size"),
+};
+
+/// `flock`.
+pub(super) const FLOCK: Description = Description {
+    family: "file",
+    op: "flock(LOCK_EX) of an open file, then flock(LOCK_UN); at --share shared LOCK_SH, so no worker waits",
+    private: PRIVATE,
+    shared: Ok("one file shared/f, each worker its own open file description taking a shared lock"),
+    same: Ok("every worker locks one open file description of shared/f (the lock is the description's: none waits)"),
+};
 
 /// `lseek`.
 pub(super) struct Lseek {

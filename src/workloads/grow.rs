@@ -29,7 +29,7 @@ impl AppendGrow {
     pub(super) fn setup(env: &WorkerEnv<'_>) -> Result<AppendGrow> {
         super::refuse_same(env)?;
         let file = WorkerFile::open(env, libc::O_WRONLY | libc::O_APPEND, 0)?;
-        let blocks = env.grow_bytes.div_ceil(DATA_BLOCK as u64);
+        let blocks = env.options.grow_bytes.div_ceil(DATA_BLOCK as u64);
         Ok(AppendGrow { file, blocks, buf: vec![0x47u8; DATA_BLOCK].into_boxed_slice() })
     }
 }

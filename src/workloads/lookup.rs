@@ -124,7 +124,7 @@ pub(super) struct Lookups {
 
 impl Lookups {
     pub(super) fn setup(env: &WorkerEnv<'_>) -> Result<Lookups> {
-        let shape = env.lookup;
+        let shape = env.options.lookup;
         if shape.is_default() {
             // One hot name, as fsscale always measured: `f`, or `f<i>` in the shared directory.
             let name = env.own_name("f");

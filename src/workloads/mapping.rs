@@ -12,7 +12,7 @@ use std::ffi::CStr;
 
 use anyhow::Result;
 
-use super::{Description, Op, Share, SysError, WorkerEnv, WorkerFile, Workload};
+use super::{Description, Op, Share, SysError, WorkerEnv, WorkerFile};
 use crate::sys;
 
 /// Bytes mapped at once.
@@ -21,25 +21,28 @@ const PAGE: usize = 4096;
 /// Faults per mapping: `mmap` and `munmap` come once per this many ops.
 pub(super) const PAGES: usize = MAPPED / PAGE;
 
-pub(super) fn describe(workload: Workload) -> Description {
-    let (op, same) = match workload {
-        Workload::FaultShared => (
-            "a write to one page of a MAP_SHARED mapping of a file: a page fault mapping its page-cache page; after all 1,024 pages of the 4 MiB mapping, munmap() and mmap() it again",
-            "every worker maps the same 4 MiB of shared/f (the same pages)",
-        ),
-        _ => (
-            "a write to one page of a MAP_PRIVATE mapping of a file: a page fault copying the page; after all 1,024 pages of the 4 MiB mapping, munmap() and mmap() it again",
-            "every worker maps the same 4 MiB of shared/f (copies of the same pages)",
-        ),
-    };
-    Description {
-        family: "memory",
-        op,
-        private: "worker i maps its own 4 MiB file w<i>/f",
-        shared: Ok("one file shared/f; worker i maps its own 4 MiB of it at i * 4 MiB"),
-        same: Ok(same),
-    }
-}
+/// `fault-shared`.
+pub(super) const FAULT_SHARED: Description = Description {
+    op: "a write to one page of a MAP_SHARED mapping of a file: a page fault mapping its page-cache page; after all 1,024 pages of the 4 MiB mapping, munmap() and mmap() it again",
+    same: Ok("every worker maps the same 4 MiB of shared/f (the same pages)"),
+    ..FAULT
+};
+
+/// `fault-private`.
+pub(super) const FAULT_PRIVATE: Description = Description {
+    op: "a write to one page of a MAP_PRIVATE mapping of a file: a page fault copying the page; after all 1,024 pages of the 4 MiB mapping, munmap() and mmap() it again",
+    same: Ok("every worker maps the same 4 MiB of shared/f (copies of the same pages)"),
+    ..FAULT
+};
+
+/// What both fault workloads share.
+const FAULT: Description = Description {
+    family: "memory",
+    op: "",
+    private: "worker i maps its own 4 MiB file w<i>/f",
+    shared: Ok("one file shared/f; worker i maps its own 4 MiB of it at i * 4 MiB"),
+    same: Ok(""),
+};
 
 /// The length of the shared file: a range per worker, or one for all.
 pub(super) fn shared_len(share: Share, workers: usize) -> u64 {

@@ -127,15 +127,15 @@ impl Mdtest {
         // The lookup shape places the items (below --depth, named by --path)
         // and orders them (--random); by default they are mdtest's names in
         // the worker's directory, in order.
-        let placement = Placement::new(env, env.lookup)?;
-        let order = visiting_order(env.mdtest.items as usize, env.lookup.random, env.index);
+        let placement = Placement::new(env, env.options.lookup)?;
+        let order = visiting_order(env.options.mdtest.items as usize, env.options.lookup.random, env.index);
         // mdtest's names: file.mdtest.<rank>.<i>, unique in a shared directory too.
         let names = order
             .into_iter()
             .map(|i| placement.name(&format!("{kind}.mdtest.{}.{i}", env.index)))
             .collect::<Result<_>>()?;
-        let buf = vec![0x6d; env.mdtest.write_bytes as usize];
-        Ok(Mdtest { phase, dir: placement.dir, names, options: env.mdtest, buf, done: 0, existing: 0..0 })
+        let buf = vec![0x6d; env.options.mdtest.write_bytes as usize];
+        Ok(Mdtest { phase, dir: placement.dir, names, options: env.options.mdtest, buf, done: 0, existing: 0..0 })
     }
 
     fn make(&self, name: &CString) -> Result<(), (&'static str, Errno)> {

@@ -14,71 +14,77 @@ use crate::sys::{self, Errno};
 /// The directories above the leaf in `stat-deep`: with the leaf, 8 components.
 const DEEP_DIRS: [&str; 7] = ["d1", "d2", "d3", "d4", "d5", "d6", "d7"];
 
-pub(super) fn describe_lookup(workload: Workload) -> Description {
-    match workload {
-        Workload::Stat => Description {
-            family: "metadata",
-            op: "fstatat() of a regular file",
-            private: "worker i stats w<i>/f",
-            shared: Ok("one directory; worker i stats shared/f<i>"),
-            same: Ok("every worker stats shared/f"),
-        },
-        Workload::StatDeep => Description {
-            family: "metadata",
-            op: "fstatat() of a file 8 components deep (d1/d2/d3/d4/d5/d6/d7/f): a lookup per component",
-            private: "worker i has its own chain w<i>/d1/.../d7/f",
-            shared: Ok("one chain shared/d1/.../d7; worker i stats its own leaf f<i>"),
-            same: Ok("every worker stats shared/d1/.../d7/f"),
-        },
-        _ => Description {
-            family: "metadata",
-            op: "openat(O_RDONLY) of a regular file, then close()",
-            private: "worker i opens w<i>/f",
-            shared: Ok("one directory; worker i opens shared/f<i>"),
-            same: Ok("every worker opens shared/f"),
-        },
-    }
-}
+/// `stat`.
+pub(super) const STAT: Description = Description {
+    family: "metadata",
+    op: "fstatat() of a regular file",
+    private: "worker i stats w<i>/f",
+    shared: Ok("one directory; worker i stats shared/f<i>"),
+    same: Ok("every worker stats shared/f"),
+};
 
-pub(super) fn describe_namespace(workload: Workload) -> Description {
-    match workload {
-        Workload::CreatUnlink => Description {
-            family: "metadata",
-            op: "openat(O_CREAT|O_WRONLY|O_TRUNC) of a new file, close(), unlinkat() of it",
-            private: "worker i creates w<i>/c",
-            shared: Ok("one directory; worker i creates shared/c<i>"),
-            same: Err("every worker would create and unlink one name"),
-        },
-        Workload::MkdirRmdir => Description {
-            family: "metadata",
-            op: "mkdirat() of a new directory, then unlinkat(AT_REMOVEDIR) of it",
-            private: "worker i makes w<i>/m",
-            shared: Ok("one directory; worker i makes shared/m<i>"),
-            same: Err("every worker would make and remove one directory"),
-        },
-        Workload::Rename => Description {
-            family: "metadata",
-            op: "renameat() of a file from a to b, the next op back from b to a (one rename per op)",
-            private: "worker i renames w<i>/a <-> w<i>/b",
-            shared: Ok("one directory; worker i renames shared/a<i> <-> shared/b<i>"),
-            same: Err("every worker would rename one file from under the others"),
-        },
-        Workload::RenameDirs => Description {
-            family: "metadata",
-            op: "renameat() of a file from directory a to directory b, the next op back (one rename across directories per op)",
-            private: "worker i renames w<i>/a/f <-> w<i>/b/f",
-            shared: Ok("two directories; worker i renames shared/a/f<i> <-> shared/b/f<i> (fxmark MWRM)"),
-            same: Err("every worker would rename one file from under the others"),
-        },
-        _ => Description {
-            family: "metadata",
-            op: "linkat() of an existing file to a new name, then unlinkat() of that name",
-            private: "worker i links w<i>/f to w<i>/l",
-            shared: Ok("one directory; worker i links shared/f<i> to shared/l<i>"),
-            same: Ok("every worker links the one file shared/f to shared/l<i> (one inode's link count)"),
-        },
-    }
-}
+/// `stat-deep`.
+pub(super) const STAT_DEEP: Description = Description {
+    family: "metadata",
+    op: "fstatat() of a file 8 components deep (d1/d2/d3/d4/d5/d6/d7/f): a lookup per component",
+    private: "worker i has its own chain w<i>/d1/.../d7/f",
+    shared: Ok("one chain shared/d1/.../d7; worker i stats its own leaf f<i>"),
+    same: Ok("every worker stats shared/d1/.../d7/f"),
+};
+
+/// `open-close`.
+pub(super) const OPEN_CLOSE: Description = Description {
+    family: "metadata",
+    op: "openat(O_RDONLY) of a regular file, then close()",
+    private: "worker i opens w<i>/f",
+    shared: Ok("one directory; worker i opens shared/f<i>"),
+    same: Ok("every worker opens shared/f"),
+};
+
+/// `creat-unlink`.
+pub(super) const CREAT_UNLINK: Description = Description {
+    family: "metadata",
+    op: "openat(O_CREAT|O_WRONLY|O_TRUNC) of a new file, close(), unlinkat() of it",
+    private: "worker i creates w<i>/c",
+    shared: Ok("one directory; worker i creates shared/c<i>"),
+    same: Err("every worker would create and unlink one name"),
+};
+
+/// `mkdir-rmdir`.
+pub(super) const MKDIR_RMDIR: Description = Description {
+    family: "metadata",
+    op: "mkdirat() of a new directory, then unlinkat(AT_REMOVEDIR) of it",
+    private: "worker i makes w<i>/m",
+    shared: Ok("one directory; worker i makes shared/m<i>"),
+    same: Err("every worker would make and remove one directory"),
+};
+
+/// `rename`.
+pub(super) const RENAME: Description = Description {
+    family: "metadata",
+    op: "renameat() of a file from a to b, the next op back from b to a (one rename per op)",
+    private: "worker i renames w<i>/a <-> w<i>/b",
+    shared: Ok("one directory; worker i renames shared/a<i> <-> shared/b<i>"),
+    same: Err("every worker would rename one file from under the others"),
+};
+
+/// `rename-dirs`.
+pub(super) const RENAME_DIRS: Description = Description {
+    family: "metadata",
+    op: "renameat() of a file from directory a to directory b, the next op back (one rename across directories per op)",
+    private: "worker i renames w<i>/a/f <-> w<i>/b/f",
+    shared: Ok("two directories; worker i renames shared/a/f<i> <-> shared/b/f<i> (fxmark MWRM)"),
+    same: Err("every worker would rename one file from under the others"),
+};
+
+/// `link-unlink`.
+pub(super) const LINK_UNLINK: Description = Description {
+    family: "metadata",
+    op: "linkat() of an existing file to a new name, then unlinkat() of that name",
+    private: "worker i links w<i>/f to w<i>/l",
+    shared: Ok("one directory; worker i links shared/f<i> to shared/l<i>"),
+    same: Ok("every worker links the one file shared/f to shared/l<i> (one inode's link count)"),
+};
 
 /// Makes the coordinator's objects in the shared directory.
 pub(super) fn prepare_shared(workload: Workload, share: Share, dir: RawFd) -> Result<()> {
@@ -98,10 +104,10 @@ pub(super) fn prepare_shared(workload: Workload, share: Share, dir: RawFd) -> Re
 }
 
 /// The two directories `rename-dirs` moves its file between.
-const RENAME_DIRS: [&str; 2] = ["a", "b"];
+const RENAMED_BETWEEN: [&str; 2] = ["a", "b"];
 
 fn make_rename_dirs(dir: RawFd) -> Result<(), (&'static str, Errno)> {
-    for name in RENAME_DIRS {
+    for name in RENAMED_BETWEEN {
         sys::mkdirat(dir, &sys::cname(name), 0o700).map_err(|e| (name, e))?;
     }
     Ok(())
@@ -246,7 +252,7 @@ impl Rename {
             }
             let own = env.own_name("f");
             let own = own.to_string_lossy();
-            RENAME_DIRS.map(|d| sys::cname(&format!("{d}/{own}")))
+            RENAMED_BETWEEN.map(|d| sys::cname(&format!("{d}/{own}")))
         } else {
             [env.own_name("a"), env.own_name("b")]
         };

@@ -27,11 +27,11 @@ mod walk_queue;
 use std::ffi::{CStr, CString};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 
 use crate::sys::{self, Errno};
 use crate::vocab::InputError;
-pub use crate::vocab::{Share, Workload};
+pub use crate::vocab::{Lookups, Share, Workload};
 
 pub use command::CommandSpec;
 pub use data::DATA_BLOCK;
@@ -52,28 +52,34 @@ pub struct Description {
 }
 
 impl Workload {
+    /// Its catalogue entry: one exhaustive match.
     pub fn describe(self) -> Description {
         match self {
-            Workload::Stat | Workload::StatDeep | Workload::OpenClose => metadata::describe_lookup(self),
-            Workload::CreatUnlink
-            | Workload::MkdirRmdir
-            | Workload::Rename
-            | Workload::RenameDirs
-            | Workload::LinkUnlink => metadata::describe_namespace(self),
+            Workload::Stat => metadata::STAT,
+            Workload::StatDeep => metadata::STAT_DEEP,
+            Workload::OpenClose => metadata::OPEN_CLOSE,
+            Workload::CreatUnlink => metadata::CREAT_UNLINK,
+            Workload::MkdirRmdir => metadata::MKDIR_RMDIR,
+            Workload::Rename => metadata::RENAME,
+            Workload::RenameDirs => metadata::RENAME_DIRS,
+            Workload::LinkUnlink => metadata::LINK_UNLINK,
             Workload::Readdir => readdir::describe(),
-            Workload::Read
-            | Workload::Write
-            | Workload::ReadSeq
-            | Workload::WriteSeq
-            | Workload::ReadDirect
-            | Workload::WriteDirect
-            | Workload::Append
-            | Workload::Fsync => data::describe(self),
+            Workload::Read => data::READ,
+            Workload::Write => data::WRITE,
+            Workload::ReadSeq => data::READ_SEQ,
+            Workload::WriteSeq => data::WRITE_SEQ,
+            Workload::ReadDirect => data::READ_DIRECT,
+            Workload::WriteDirect => data::WRITE_DIRECT,
+            Workload::Append => data::APPEND,
+            Workload::Fsync => data::FSYNC,
             Workload::DupClose => fdtable::describe(),
-            Workload::Lseek | Workload::FcntlLock | Workload::Flock | Workload::Fallocate | Workload::Truncate => {
-                fileops::describe(self)
-            }
-            Workload::FaultShared | Workload::FaultPrivate => mapping::describe(self),
+            Workload::Lseek => fileops::LSEEK,
+            Workload::FcntlLock => fileops::FCNTL_LOCK,
+            Workload::Flock => fileops::FLOCK,
+            Workload::Fallocate => fileops::FALLOCATE,
+            Workload::Truncate => fileops::TRUNCATE,
+            Workload::FaultShared => mapping::FAULT_SHARED,
+            Workload::FaultPrivate => mapping::FAULT_PRIVATE,
             Workload::AppendGrow => grow::describe(),
             Workload::Untar => untar::describe(),
             Workload::Traverse => traverse::describe(),
@@ -230,11 +236,20 @@ pub struct WorkerEnv<'a> {
     pub tree: Option<&'a TreeSource>,
     /// `command`'s templates.
     pub command: Option<&'a CommandSpec>,
-    /// The mdtest phases' items.
-    pub mdtest: MdtestOptions,
-    /// `stat`, `open-close` and the mdtest phases: the shape of their lookups.
+    /// The workloads' own options.
+    pub options: WorkloadOptions,
+}
+
+/// What the workloads' own options say: one value from the command line to
+/// every worker, so that a new option is a field here and its uses.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct WorkloadOptions {
+    /// `stat`, `open-close` and the mdtest phases: the shape of their lookups
+    /// (`--files`, `--depth`, `--path`, `--random`).
     pub lookup: crate::vocab::LookupShape,
-    /// `append-grow`: bytes each worker appends.
+    /// The mdtest phases: `--items`, `--write-bytes`, `--stonewall`.
+    pub mdtest: MdtestOptions,
+    /// `append-grow`: bytes each worker appends (`--grow-size`).
     pub grow_bytes: u64,
 }
 
@@ -267,18 +282,6 @@ pub trait Job {
     /// Untimed work after every worker finished (`command --cleanup`).
     fn finish(&mut self, _ctx: &JobContext<'_>) -> anyhow::Result<()> {
         Ok(())
-    }
-}
-
-/// Sets up the fixed-work job of `env.workload`.
-pub fn job<'a>(env: &WorkerEnv<'a>) -> Result<Box<dyn Job + 'a>> {
-    match env.workload {
-        Workload::Untar => Ok(Box::new(untar::Untar::setup(env)?)),
-        Workload::AppendGrow => Ok(Box::new(grow::AppendGrow::setup(env)?)),
-        Workload::Traverse => Ok(Box::new(traverse::Traverse::setup(env)?)),
-        Workload::Command => Ok(Box::new(command::CommandCopy::setup(env)?)),
-        w if w.is_mdtest() => Ok(Box::new(mdtest::Mdtest::setup(env)?)),
-        other => bail!("{other} is not a fixed-work workload (internal error)"),
     }
 }
 
@@ -414,37 +417,80 @@ pub fn prepare_point(
     Ok(state)
 }
 
-/// Sets up worker state for `env.workload` and hands it to `drive`, which
-/// is generic so that every op's hot loop is compiled (and inlined) on its own.
-pub fn with_op<R>(env: &WorkerEnv<'_>, drive: impl OpDriver<R>) -> Result<R> {
+/// What a worker does, as [`start`] set it up.
+pub enum Started<'a, R> {
+    /// A fixed-time loop: its op was set up and `drive` ran it to the end.
+    Drove(R),
+    /// Fixed work: the job, set up, for the worker to run at the start.
+    Job(Box<dyn Job + 'a>),
+    /// `replay`: the worker plays the trace.
+    Replay,
+}
+
+/// Sets up the worker of `env.workload`: a loop's op, handed to `drive`
+/// (generic, so that every op's hot loop is compiled and inlined on its
+/// own), or a fixed-work job. One exhaustive match: a new workload cannot
+/// compile until it says how its workers work.
+pub fn start<'a, R>(env: &WorkerEnv<'a>, drive: impl OpDriver<R>) -> Result<Started<'a, R>> {
+    use Started::Drove;
+    fn job<'a, R>(job: impl Job + 'a) -> Started<'a, R> {
+        Started::Job(Box::new(job))
+    }
     Ok(match env.workload {
-        Workload::Stat => drive.drive(metadata::Stat::setup(env, false)?),
-        Workload::StatDeep => drive.drive(metadata::Stat::setup(env, true)?),
-        Workload::OpenClose => drive.drive(metadata::OpenClose::setup(env)?),
-        Workload::CreatUnlink => drive.drive(metadata::CreatUnlink::setup(env)?),
-        Workload::MkdirRmdir => drive.drive(metadata::MkdirRmdir::setup(env)?),
-        Workload::Rename => drive.drive(metadata::Rename::setup(env, false)?),
-        Workload::RenameDirs => drive.drive(metadata::Rename::setup(env, true)?),
-        Workload::LinkUnlink => drive.drive(metadata::LinkUnlink::setup(env)?),
-        Workload::Readdir => drive.drive(readdir::Readdir::setup(env)?),
-        Workload::Read => drive.drive(data::Read::setup(env)?),
-        Workload::Write => drive.drive(data::Write::setup(env, false)?),
-        Workload::Append => drive.drive(data::Append::setup(env)?),
-        Workload::Fsync => drive.drive(data::Write::setup(env, true)?),
-        Workload::ReadSeq => drive.drive(data::Sequential::setup(env, false)?),
-        Workload::ReadDirect => drive.drive(data::Direct::setup(env, false)?),
-        Workload::WriteDirect => drive.drive(data::Direct::setup(env, true)?),
-        Workload::WriteSeq => drive.drive(data::Sequential::setup(env, true)?),
-        Workload::DupClose => drive.drive(fdtable::DupClose::setup(env)?),
-        Workload::Lseek => drive.drive(fileops::Lseek::setup(env)?),
-        Workload::FcntlLock => drive.drive(fileops::FcntlLock::setup(env)?),
-        Workload::Flock => drive.drive(fileops::Flock::setup(env)?),
-        Workload::Fallocate => drive.drive(fileops::Fallocate::setup(env)?),
-        Workload::Truncate => drive.drive(fileops::Truncate::setup(env)?),
-        Workload::FaultShared => drive.drive(mapping::Fault::setup(env, true)?),
-        Workload::FaultPrivate => drive.drive(mapping::Fault::setup(env, false)?),
-        _ => bail!("{} is not a single-op loop (internal error)", env.workload),
+        Workload::Stat => Drove(drive.drive(metadata::Stat::setup(env, false)?)),
+        Workload::StatDeep => Drove(drive.drive(metadata::Stat::setup(env, true)?)),
+        Workload::OpenClose => Drove(drive.drive(metadata::OpenClose::setup(env)?)),
+        Workload::CreatUnlink => Drove(drive.drive(metadata::CreatUnlink::setup(env)?)),
+        Workload::MkdirRmdir => Drove(drive.drive(metadata::MkdirRmdir::setup(env)?)),
+        Workload::Rename => Drove(drive.drive(metadata::Rename::setup(env, false)?)),
+        Workload::RenameDirs => Drove(drive.drive(metadata::Rename::setup(env, true)?)),
+        Workload::LinkUnlink => Drove(drive.drive(metadata::LinkUnlink::setup(env)?)),
+        Workload::Readdir => Drove(drive.drive(readdir::Readdir::setup(env)?)),
+        Workload::Read => Drove(drive.drive(data::Read::setup(env)?)),
+        Workload::Write => Drove(drive.drive(data::Write::setup(env, false)?)),
+        Workload::Append => Drove(drive.drive(data::Append::setup(env)?)),
+        Workload::Fsync => Drove(drive.drive(data::Write::setup(env, true)?)),
+        Workload::ReadSeq => Drove(drive.drive(data::Sequential::setup(env, false)?)),
+        Workload::ReadDirect => Drove(drive.drive(data::Direct::setup(env, false)?)),
+        Workload::WriteDirect => Drove(drive.drive(data::Direct::setup(env, true)?)),
+        Workload::WriteSeq => Drove(drive.drive(data::Sequential::setup(env, true)?)),
+        Workload::DupClose => Drove(drive.drive(fdtable::DupClose::setup(env)?)),
+        Workload::Lseek => Drove(drive.drive(fileops::Lseek::setup(env)?)),
+        Workload::FcntlLock => Drove(drive.drive(fileops::FcntlLock::setup(env)?)),
+        Workload::Flock => Drove(drive.drive(fileops::Flock::setup(env)?)),
+        Workload::Fallocate => Drove(drive.drive(fileops::Fallocate::setup(env)?)),
+        Workload::Truncate => Drove(drive.drive(fileops::Truncate::setup(env)?)),
+        Workload::FaultShared => Drove(drive.drive(mapping::Fault::setup(env, true)?)),
+        Workload::FaultPrivate => Drove(drive.drive(mapping::Fault::setup(env, false)?)),
+        Workload::Untar => job(untar::Untar::setup(env)?),
+        Workload::AppendGrow => job(grow::AppendGrow::setup(env)?),
+        Workload::Traverse => job(traverse::Traverse::setup(env)?),
+        Workload::Command => job(command::CommandCopy::setup(env)?),
+        Workload::MdtestCreate
+        | Workload::MdtestStat
+        | Workload::MdtestRead
+        | Workload::MdtestRemove
+        | Workload::MdtestDirCreate
+        | Workload::MdtestDirStat
+        | Workload::MdtestDirRemove => job(mdtest::Mdtest::setup(env)?),
+        Workload::Replay => Started::Replay,
     })
+}
+
+impl Workload {
+    /// The op's words for a point: the catalogue's, with the shape of its
+    /// lookups when that is not the one hot name.
+    pub fn op_words(self, lookup: &crate::vocab::LookupShape) -> String {
+        let op = self.describe().op;
+        match self.traits().lookups {
+            Lookups::Files if !lookup.is_default() => format!("{op} ({})", lookup.describe()),
+            Lookups::Items => match lookup.describe_placement() {
+                Some(placement) => format!("{op} ({placement})"),
+                None => op.to_string(),
+            },
+            Lookups::Files | Lookups::Own => op.to_string(),
+        }
+    }
 }
 
 /// A generic callback over the concrete op type (a closure cannot be generic).

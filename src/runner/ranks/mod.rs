@@ -23,7 +23,7 @@ use anyhow::{anyhow, Context, Result};
 use serde::{Deserialize, Serialize};
 
 use super::gate::Gate;
-use super::measure::{self, Crew, Inputs, Place, Timing};
+use super::measure::{self, Crew, Inputs, Measurer, Place, RunJob, Timing};
 use super::signals;
 use crate::cluster::Cluster;
 use crate::plan::{Cache, PointSpec};
@@ -119,6 +119,28 @@ pub(super) struct Root<'a> {
     plan: String,
 }
 
+impl Measurer for Root<'_> {
+    /// Runs the point once on the ranks; rank 0 serves worker 0.
+    fn run_once(&self, dir: &Path, job: RunJob<'_>) -> Result<RunRecord> {
+        let mut made = None;
+        let outcome = measure::in_scratch(dir, |scratch| {
+            made = Some(scratch.path().to_path_buf());
+            self.warden(true, scratch.path());
+            // Every rank is past its run when this returns (the last meeting is
+            // the gather): the removal that follows takes every rank's files.
+            self.measure(scratch, job)
+        });
+        if let Some(path) = made {
+            self.warden(false, &path);
+        }
+        outcome
+    }
+
+    fn ranks_for(&self, workers: usize) -> Option<Vec<usize>> {
+        Some(self.cluster.ranks_for(workers))
+    }
+}
+
 impl<'a> Root<'a> {
     /// Starts the warden of rank 0's scratch (`output`: its results file).
     pub(super) fn new(cluster: &'a Cluster, output: &Path, plan: String, stall_timeout: Duration) -> Result<Root<'a>> {
@@ -160,39 +182,8 @@ impl<'a> Root<'a> {
         hello(self.cluster, Hello { plan: self.plan.clone(), said: prepared }, &self.waits).map_err(|e| self.cut(e))
     }
 
-    /// Runs `spec` once on the ranks; rank 0 serves worker 0.
-    pub(super) fn run_once(
-        &self,
-        spec: &PointSpec,
-        dir: &Path,
-        timing: &Timing,
-        cpus: Option<&[usize]>,
-        inputs: Inputs<'_>,
-        run: usize,
-    ) -> Result<RunRecord> {
-        let mut made = None;
-        let outcome = measure::in_scratch(dir, |scratch| {
-            made = Some(scratch.path().to_path_buf());
-            self.warden(true, scratch.path());
-            // Every rank is past its run when this returns (the last meeting is
-            // the gather): the removal that follows takes every rank's files.
-            self.measure(spec, scratch, timing, cpus, inputs, run)
-        });
-        if let Some(path) = made {
-            self.warden(false, &path);
-        }
-        outcome
-    }
-
-    fn measure(
-        &self,
-        spec: &PointSpec,
-        scratch: &Scratch,
-        timing: &Timing,
-        cpus: Option<&[usize]>,
-        inputs: Inputs<'_>,
-        run: usize,
-    ) -> Result<RunRecord> {
+    fn measure(&self, scratch: &Scratch, job: RunJob<'_>) -> Result<RunRecord> {
+        let (spec, inputs) = (job.spec, job.inputs);
         let cluster = self.cluster;
         let ranks = cluster.ranks_for(spec.workers);
         // The coordinator's part of the point, made once for all ranks.
@@ -202,14 +193,14 @@ impl<'a> Root<'a> {
             spec.workers,
             scratch.fd(),
             inputs.tree,
-            inputs.lookup,
+            inputs.options.lookup,
         )?;
         let serial = self.orders.get();
         self.orders.set(serial.wrapping_add(1));
         let order = RunOrder {
             serial,
             spec: *spec,
-            run,
+            run: job.run,
             scratch: scratch.path().to_path_buf(),
             token: scratch.token().to_string(),
             ranks: ranks.clone(),
@@ -223,7 +214,7 @@ impl<'a> Root<'a> {
             )));
         }
         let place = Place { fd: scratch.fd(), path: scratch.path(), point: &point };
-        let local = serve(cluster, &self.waits, serial, spec, place, timing, cpus, inputs, run, &ranks);
+        let local = serve(cluster, &self.waits, serial, job, place, &ranks);
         let mine: Outcome = local.as_ref().map(Option::clone).map_err(RankFailure::of);
         let all = cluster.gather(&mine, &mut idle(cluster, &self.waits)).map_err(|e| self.cut(e))?.unwrap_or_default();
         // Rank 0's own error is the cause, or a peer's failure it met.
@@ -376,32 +367,29 @@ fn first_failure(cluster: &Cluster, said: &[Said]) -> Option<anyhow::Error> {
 }
 
 /// A rank's worker in the window, or its place at the meetings when it serves none.
-#[allow(clippy::too_many_arguments)]
 fn serve(
     cluster: &Cluster,
     waits: &Waits,
     serial: u32,
-    spec: &PointSpec,
+    job: RunJob<'_>,
     place: Place<'_>,
-    timing: &Timing,
-    cpus: Option<&[usize]>,
-    inputs: Inputs<'_>,
-    run: usize,
     ranks: &[usize],
 ) -> Result<Option<RunRecord>> {
+    let spec = job.spec;
     let worker = ranks.iter().position(|&r| r == cluster.rank());
     let walk = (spec.workload == Workload::Traverse && spec.share == Share::Shared && worker.is_some())
         .then_some(place.point.walk_queue.as_ref())
         .flatten()
         .map(|queue| RefCell::new(WalkAgent::new(cluster, queue, ranks, walk::tag(serial))));
     let gate = RankGate { cluster, waits, met: Cell::new(0), failed: Cell::new(false), walk };
-    let timing = Timing { drop_caches: spec.cache == Some(Cache::Cold), device: None, ..timing.clone() };
+    let timing = Timing { drop_caches: spec.cache == Some(Cache::Cold), device: None, ..job.timing.clone() };
     let outcome = match worker {
         Some(first) => {
             let crew = Crew { first, count: 1, fork: false, gate: Some(&gate) };
             // With --pin, a rank's worker takes its node's CPUs in rank order.
-            let cpu = cpus.map(|c| vec![c[cluster.local_index() % c.len()]]);
-            measure::run_workers(spec, place, &timing, cpu.as_deref(), inputs, run, crew).map(Some)
+            let cpu = job.cpus.map(|c| vec![c[cluster.local_index() % c.len()]]);
+            let job = RunJob { timing: &timing, cpus: cpu.as_deref(), ..job };
+            measure::run_workers(job, place, crew).map(Some)
         }
         None => gate.start().and_then(|()| gate.end()).map(|()| None),
     };
@@ -508,7 +496,8 @@ pub(super) fn follow(
             }
         };
         let place = Place { fd: dir.fd(), path: &scratch, point: &point };
-        let outcome = serve(cluster, &waits, serial, &spec, place, &timing, cpus.as_deref(), inputs, run, &ranks);
+        let job = RunJob { spec: &spec, timing: &timing, inputs, run, cpus: cpus.as_deref() };
+        let outcome = serve(cluster, &waits, serial, job, place, &ranks);
         let mine: Outcome = outcome.map_err(|e| RankFailure::of(&e));
         cluster.gather(&mine, &mut idle(cluster, &waits))?;
     }
