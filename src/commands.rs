@@ -175,8 +175,7 @@ pub fn analyze_command(args: &AnalyzeArgs) -> Result<String> {
 
 /// Colour only on a terminal, and never with --no-color or NO_COLOR set (no-color.org).
 fn use_color(no_color: bool) -> bool {
-    // SAFETY: isatty has no preconditions.
-    let tty = unsafe { libc::isatty(1) } == 1;
+    let tty = std::io::IsTerminal::is_terminal(&std::io::stdout());
     tty && !no_color && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 

@@ -27,8 +27,7 @@ mod progress {
 
     impl TerminalProgress {
         pub fn new() -> TerminalProgress {
-            // SAFETY: isatty has no preconditions.
-            let enabled = unsafe { libc::isatty(2) } == 1;
+            let enabled = std::io::IsTerminal::is_terminal(&std::io::stderr());
             TerminalProgress { enabled, points: 0, runs: 0, last_rate: None, dirty: false, saved: false }
         }
 
@@ -105,8 +104,7 @@ mod progress {
 /// ministat's default plot width: 74, or on a terminal `$COLUMNS` (as `atoi`
 /// reads it) or the window's width less 2.
 pub fn ministat_default_width() -> i64 {
-    // SAFETY: isatty has no preconditions.
-    if unsafe { libc::isatty(1) } != 1 {
+    if !std::io::IsTerminal::is_terminal(&std::io::stdout()) {
         return 74;
     }
     if let Some(columns) = std::env::var_os("COLUMNS").filter(|c| !c.is_empty()) {

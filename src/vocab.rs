@@ -322,6 +322,16 @@ pub enum FsKind {
     F2fs,
 }
 
+choice!(FsKind {
+    Dir => "dir",
+    Tmpfs => "tmpfs",
+    Ramfs => "ramfs",
+    Ext4 => "ext4",
+    Xfs => "xfs",
+    Btrfs => "btrfs",
+    F2fs => "f2fs",
+});
+
 /// When filesystems are made anew.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

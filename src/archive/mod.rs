@@ -328,15 +328,17 @@ fn create_file(parent: RawFd, name: &CString, mode: u32) -> Result<RawFd, Errno>
     Ok(fd)
 }
 
+/// The process's umask, read without changing it: `/proc/self/status`
+/// says it (Linux 4.7+). Setting and restoring it would flip a
+/// process-wide value under thread-mode workers extracting at the same time.
 fn umask() -> u32 {
     use std::sync::OnceLock;
     static MASK: OnceLock<u32> = OnceLock::new();
     *MASK.get_or_init(|| {
-        // SAFETY: umask is read by setting and restoring it, once, before any worker starts.
-        let old = unsafe { libc::umask(0o022) };
-        // SAFETY: as above.
-        unsafe { libc::umask(old) };
-        old as u32
+        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+        let field = status.lines().find_map(|l| l.strip_prefix("Umask:")).map(str::trim);
+        // Without the field, the strictest common mask: a mode is then fixed with fchmod more often, never less.
+        field.and_then(|m| u32::from_str_radix(m, 8).ok()).unwrap_or(0o077)
     })
 }
 

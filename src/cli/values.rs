@@ -85,7 +85,7 @@ pub(super) fn parse_fs_list(text: &str) -> Result<FsList, InputError> {
     let mut pieces: Vec<String> = Vec::new();
     for piece in text.split(',') {
         let kind = piece.split(':').next().unwrap_or("");
-        let is_kind = ["dir", "tmpfs", "ramfs", "ext4", "xfs", "btrfs", "f2fs"].contains(&kind);
+        let is_kind = <fsscale::vocab::FsKind as fsscale::vocab::Choice>::from_name(kind).is_some();
         match pieces.last_mut() {
             Some(last) if !is_kind && last.contains(':') => {
                 last.push(',');

@@ -198,7 +198,13 @@ fn start_guardian(root: &Path) -> Option<(libc::pid_t, OwnedFd)> {
     // SAFETY: fresh descriptors, owned here.
     let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
     let kill_path = sys::cstring(&root.join("cgroup.kill")).ok()?;
-    // SAFETY: the caller is single-threaded; the child only makes system calls and leaves through _exit.
+    // Forking a multi-threaded process leaves other threads' locks held in
+    // the child: without a guardian, the fallback contains the commands.
+    if sys::thread_count() != Some(1) {
+        return None;
+    }
+    // SAFETY: this process is single-threaded (checked above); the child only
+    // makes system calls and leaves through _exit.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
         return None;

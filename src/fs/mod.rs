@@ -21,31 +21,13 @@ pub use instance::{DeviceSnapshot, FsInstance};
 pub use registry::{leftovers, CleanupReport};
 pub use words::parse_mkfs_options;
 
-use crate::vocab::InputError;
+use crate::vocab::{Choice, InputError};
 /// Where the registry of made filesystems lives (root only, a tmpfs cleared at boot).
 pub use crate::vocab::{DeviceIo, Fresh, FsKind, FsRecord};
 
 pub const STATE_DIR: &str = "/run/fsscale";
 
 impl FsKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            FsKind::Dir => "dir",
-            FsKind::Tmpfs => "tmpfs",
-            FsKind::Ramfs => "ramfs",
-            FsKind::Ext4 => "ext4",
-            FsKind::Xfs => "xfs",
-            FsKind::Btrfs => "btrfs",
-            FsKind::F2fs => "f2fs",
-        }
-    }
-
-    fn from_name(name: &str) -> Option<FsKind> {
-        [FsKind::Dir, FsKind::Tmpfs, FsKind::Ramfs, FsKind::Ext4, FsKind::Xfs, FsKind::Btrfs, FsKind::F2fs]
-            .into_iter()
-            .find(|k| k.name() == name)
-    }
-
     /// The mkfs program, the flags that make it non-interactive, and the Debian package.
     fn mkfs(self) -> Option<(&'static str, &'static [&'static str], &'static str)> {
         match self {
@@ -67,7 +49,17 @@ impl FsKind {
         match self {
             FsKind::Xfs => 320 << 20,
             FsKind::Btrfs => 256 << 20,
-            _ => 64 << 20,
+            FsKind::Dir | FsKind::Tmpfs | FsKind::Ramfs | FsKind::Ext4 | FsKind::F2fs => 64 << 20,
+        }
+    }
+
+    /// Every kind's name, in words: `dir, tmpfs, ... or f2fs`.
+    pub fn names_in_words(kinds: impl Iterator<Item = FsKind>, and: &str) -> String {
+        let names: Vec<&str> = kinds.map(FsKind::name).collect();
+        match names.split_last() {
+            Some((last, [])) => last.to_string(),
+            Some((last, rest)) => format!("{} {and} {last}", rest.join(", ")),
+            None => String::new(),
         }
     }
 }
@@ -87,9 +79,8 @@ impl FsSpec {
             None => (text, None),
         };
         let kind = FsKind::from_name(kind).ok_or_else(|| {
-            InputError::Malformed(format!(
-                "'{kind}' is not a filesystem kind; use dir, tmpfs, ramfs, ext4, xfs, btrfs or f2fs"
-            ))
+            let kinds = FsKind::names_in_words(FsKind::ALL.iter().copied(), "or");
+            InputError::Malformed(format!("'{kind}' is not a filesystem kind; use {kinds}"))
         })?;
         if kind == FsKind::Dir && opts.is_some() {
             return Err(InputError::malformed("dir takes no mount options (it is an existing directory)"));
@@ -199,7 +190,8 @@ impl FsOptions {
             _ => {}
         }
         if self.backing != Backing::Ram && self.specs.iter().all(|s| !s.kind.on_a_device()) {
-            bail!("--backing applies to ext4, xfs, btrfs and f2fs; tmpfs is always in memory");
+            let kinds = FsKind::names_in_words(FsKind::ALL.iter().copied().filter(|k| k.on_a_device()), "and");
+            bail!("--backing applies to {kinds}; tmpfs is always in memory");
         }
         Ok(())
     }

@@ -204,6 +204,12 @@ fn fold(chain: &[u64], kernel: &KernelSymbols, user: &UserSymbols) -> String {
         }
         frames.push(name.replace(';', ":"));
     }
+    // Unknown frames at the root end are where the user-space unwinder read
+    // past the last frame pointer (code built without them): a chance
+    // address, not a caller. Stacks start at their outermost known frame.
+    while frames.len() > 1 && frames.last().is_some_and(|f| f == "[unknown]") {
+        frames.pop();
+    }
     frames.reverse();
     frames.join(";")
 }
@@ -214,7 +220,7 @@ fn fork_of(body: &[u8]) -> (i32, i32) {
     (u32_at(body, 8) as i32, u32_at(body, 12) as i32)
 }
 
-/// PERF_SAMPLE_TID | PERF_SAMPLE_CALLCHAIN: pid, tid, nr, ips[nr].
+/// `PERF_SAMPLE_TID | PERF_SAMPLE_CALLCHAIN`: pid, tid, nr, `ips[nr]`.
 fn parse_sample(body: &[u8]) -> Option<Sample> {
     let tid = u32_at(body, 4) as i32;
     let nr = u64_at(body, 8) as usize;
@@ -248,6 +254,11 @@ mod tests {
         let frames: Vec<&str> = folded.split(';').collect();
         assert!(frames[0].contains("chains_fold_root_first"), "{folded}");
         assert_eq!(&frames[1..], ["[unknown]", "entry_SYSCALL_64", "do_syscall_64", "vfs_statx"]);
+        // Past the last frame pointer the unwinder reads chance addresses: no unknown root.
+        let read_past = [b::PERF_CONTEXT_USER, here, 8, 9];
+        let folded = fold(&read_past, &kernel, &user);
+        assert!(!folded.contains("[unknown]") && folded.contains("chains_fold_root_first"), "{folded}");
+        assert_eq!(fold(&[b::PERF_CONTEXT_USER, 8, 9], &kernel, &user), "[unknown]");
     }
 
     #[test]

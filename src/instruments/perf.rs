@@ -117,6 +117,8 @@ impl PerfEvent {
 struct Ring {
     base: *mut u8,
     len: usize,
+    /// The page size the ring was mapped with (its metadata page's length).
+    page: usize,
     data_size: usize,
 }
 
@@ -132,7 +134,7 @@ impl Ring {
         if base == libc::MAP_FAILED {
             return Err(anyhow!("mapping a perf ring buffer of {len} bytes: {}", std::io::Error::last_os_error()));
         }
-        Ok(Ring { base: base.cast(), len, data_size: page * pages })
+        Ok(Ring { base: base.cast(), len, page, data_size: page * pages })
     }
 
     fn meta(&self) -> *mut sys::bindings::perf_event_mmap_page {
@@ -147,18 +149,22 @@ impl Ring {
         fence(Ordering::Acquire);
         let mut tail = unsafe { std::ptr::read_volatile(&(*meta).data_tail) };
         let offset = unsafe { (*meta).data_offset } as usize;
-        let offset = if offset == 0 { 4096 } else { offset };
-        // SAFETY: the data area starts at data_offset inside the mapping.
-        let data = unsafe { std::slice::from_raw_parts(self.base.add(offset), self.data_size) };
+        // Kernels before 4.1 leave data_offset 0: the data follows the metadata page.
+        let offset = if offset == 0 { self.page } else { offset };
+        // The data area is only ever read through copies of the published
+        // records (tail..head): the kernel writes the rest as we read, so no
+        // slice may cover it.
+        // SAFETY: the data area starts at data_offset inside the mapping and is data_size long.
+        let data = Published { start: unsafe { self.base.add(offset) }, len: self.data_size };
         while tail + 8 <= head {
             let at = (tail as usize) % self.data_size;
-            let header = wrapped(data, at, 8);
+            let header = data.copy(at, 8);
             let kind = u32::from_ne_bytes(header[0..4].try_into().unwrap());
             let size = u16::from_ne_bytes(header[6..8].try_into().unwrap()) as usize;
             if size < 8 || tail + size as u64 > head {
                 break;
             }
-            let record = wrapped(data, at, size);
+            let record = data.copy(at, size);
             each(kind, &record[8..]);
             tail += size as u64;
         }
@@ -168,13 +174,27 @@ impl Ring {
     }
 }
 
-/// `len` bytes of the ring from `at`, wrapping around the end of the data area.
-fn wrapped(data: &[u8], at: usize, len: usize) -> Vec<u8> {
-    let first = len.min(data.len() - at);
-    let mut bytes = Vec::with_capacity(len);
-    bytes.extend_from_slice(&data[at..at + first]);
-    bytes.extend_from_slice(&data[..len - first]);
-    bytes
+/// A ring's data area, which the kernel keeps writing beyond the published records.
+struct Published {
+    start: *const u8,
+    len: usize,
+}
+
+impl Published {
+    /// A copy of `len` published bytes from `at`, wrapping around the end of the data area.
+    fn copy(&self, at: usize, len: usize) -> Vec<u8> {
+        assert!(at < self.len && len <= self.len, "a record inside the ring");
+        let first = len.min(self.len - at);
+        let mut bytes = vec![0u8; len];
+        // SAFETY: both ranges lie inside the mapped data area (checked above)
+        // and hold records the kernel published before data_head, which it
+        // does not write again until data_tail passes them.
+        unsafe {
+            std::ptr::copy_nonoverlapping(self.start.add(at), bytes.as_mut_ptr(), first);
+            std::ptr::copy_nonoverlapping(self.start, bytes.as_mut_ptr().add(first), len - first);
+        }
+        bytes
+    }
 }
 
 impl Drop for Ring {

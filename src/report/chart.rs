@@ -259,7 +259,14 @@ fn short_number(v: f64) -> String {
     }
 }
 
+/// Rasterizes an SVG chart to PNG: this build has no rasterizer (cargo feature `png`).
+#[cfg(not(feature = "png"))]
+pub fn svg_to_png(_svg: &str) -> anyhow::Result<Vec<u8>> {
+    anyhow::bail!("this fsscale was built without PNG output (cargo feature `png`); write a .svg file instead")
+}
+
 /// Rasterizes an SVG chart to PNG with the system's fonts.
+#[cfg(feature = "png")]
 pub fn svg_to_png(svg: &str) -> anyhow::Result<Vec<u8>> {
     let mut options = resvg::usvg::Options::default();
     let db = options.fontdb_mut();
@@ -341,6 +348,7 @@ mod tests {
         assert!(((xs[3] - xs[2]) - 3.0 * (xs[1] - xs[0])).abs() <= 2.0, "4 to 32 is three doublings: {xs:?}");
     }
 
+    #[cfg(feature = "png")]
     #[test]
     fn png_has_the_chart_size() {
         let svg = efficiency_chart("e", &[series("a", &[(1.0, 100.0), (2.0, 90.0)])]);

@@ -427,12 +427,6 @@ impl ResultsFile {
         serde_json::to_string_pretty(self).expect("results serialize") + "\n"
     }
 
-    pub fn from_json(text: &str) -> Result<ResultsFile> {
-        let doc: ResultsFile = serde_json::from_str(text)?;
-        doc.check()?;
-        Ok(doc)
-    }
-
     /// Reads a results file, naming it in every error. Only a regular file:
     /// a FIFO would block and a directory is a mistake.
     pub fn load(path: &Path) -> Result<ResultsFile> {

@@ -277,10 +277,8 @@ fn run_processes(plan: &WorkerPlan<'_>, timing: &Timing, gate: Option<&dyn Gate>
 
 /// Forking a multi-threaded process leaves locks held in the child; refuse.
 fn ensure_single_threaded() -> Result<()> {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let threads = status.lines().find_map(|l| l.strip_prefix("Threads:")).map(str::trim);
-    match threads {
-        Some("1") | None => Ok(()),
+    match sys::thread_count() {
+        Some(1) | None => Ok(()),
         Some(n) => bail!("internal error: cannot fork workers while {n} threads run"),
     }
 }

@@ -2,12 +2,10 @@
 //! scratch directory, saving the results document after every run.
 //!
 //! The steps, each in its own module: the preflight checks here, the
-//! workloads' [`sources`](self::sources) prepared once, the results
-//! [`document`](self::document) made from the plan, then the
-//! [`session`](self::session)'s schedule loop, which takes its directories
-//! from the filesystem [`pool`](self::pool) and measures each run through a
-//! [`Measurer`](measure::Measurer): this machine's workers, or an MPI
-//! job's [`ranks`](self::ranks).
+//! workloads' [`sources`] prepared once, the results [`document`] made from
+//! the plan, then the [`session`]'s schedule loop, which takes its
+//! directories from the filesystem [`pool`] and measures each run through a
+//! [`Measurer`]: this machine's workers, or an MPI job's [`ranks`].
 
 mod cpu;
 mod document;

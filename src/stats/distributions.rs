@@ -108,16 +108,6 @@ pub fn t_two_sided_p(t: f64, df: f64) -> f64 {
     incomplete_beta(df / (df + t * t), df / 2.0, 0.5)
 }
 
-/// P(T ≤ t).
-pub fn t_cdf(t: f64, df: f64) -> f64 {
-    let tail = t_two_sided_p(t, df) / 2.0;
-    if t >= 0.0 {
-        1.0 - tail
-    } else {
-        tail
-    }
-}
-
 /// The t such that P(|T| ≤ t) = `confidence` (e.g. 0.95 → 2.228 for df = 10).
 pub fn t_quantile_two_sided(confidence: f64, df: f64) -> f64 {
     assert!(confidence > 0.0 && confidence < 1.0 && df > 0.0, "confidence in (0,1), df > 0");

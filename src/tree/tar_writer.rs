@@ -91,7 +91,7 @@ fn split_name(name: &str) -> Option<(&str, &str)> {
     })
 }
 
-/// A pax record: "<length> key=value\n", where length counts itself.
+/// A pax record: `"<length> key=value\n"`, where length counts itself.
 fn pax_record(key: &str, value: &str) -> String {
     let body = format!(" {key}={value}\n");
     let mut len = body.len() + 1;

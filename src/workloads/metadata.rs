@@ -234,7 +234,7 @@ impl Op for MkdirRmdir {
     }
 }
 
-/// `rename` and `rename-dirs`: names[0] = a, names[1] = b; `at_a` says where the file is now.
+/// `rename` and `rename-dirs`: `names[0]` = a, `names[1]` = b; `at_a` says where the file is now.
 pub(super) struct Rename {
     dir: RawFd,
     names: [CString; 2],
@@ -275,7 +275,7 @@ impl Op for Rename {
     }
 }
 
-/// `link-unlink`: names[0] = the existing file, names[1] = the link.
+/// `link-unlink`: `names[0]` = the existing file, `names[1]` = the link.
 pub(super) struct LinkUnlink {
     dir: RawFd,
     names: [CString; 2],

@@ -14,14 +14,43 @@ fn code(path: &Path) -> String {
     }
 }
 
-/// Names `prefix` is followed by in `text` (`crate::fs::x` → `fs`).
+/// Names `prefix` is followed by in `text` (`crate::fs::x` → `fs`), the
+/// grouped ones too (`crate::{fs, results::X}` → `fs`, `results`).
 fn mentions(text: &str, prefix: &str) -> BTreeSet<String> {
-    text.match_indices(prefix)
-        .map(|(at, _)| {
-            text[at + prefix.len()..].chars().take_while(|c| c.is_ascii_lowercase() || *c == '_').collect::<String>()
-        })
-        .filter(|name| !name.is_empty())
-        .collect()
+    let name = |s: &str| s.chars().take_while(|c| c.is_ascii_lowercase() || *c == '_').collect::<String>();
+    let mut names = BTreeSet::new();
+    for (at, _) in text.match_indices(prefix) {
+        let rest = &text[at + prefix.len()..];
+        match rest.strip_prefix('{') {
+            Some(group) => names.extend(group_items(group).into_iter().map(|item| name(item.trim()))),
+            None => {
+                names.insert(name(rest));
+            }
+        }
+    }
+    names.retain(|n| !n.is_empty() && n != "self");
+    names
+}
+
+/// The items of a `{...}` group up to its closing brace, split at its own commas.
+fn group_items(group: &str) -> Vec<&str> {
+    let (mut depth, mut start, mut items) = (0usize, 0usize, Vec::new());
+    for (i, c) in group.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => {
+                items.push(&group[start..i]);
+                return items;
+            }
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                items.push(&group[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    items
 }
 
 /// Every `.rs` file under `dir`.
@@ -138,6 +167,12 @@ fn the_circle_finder_finds_circles() {
     assert_eq!(found.first(), found.last());
     assert_eq!(found.len(), 4);
     assert_eq!(mentions("use crate::fs::X; crate::results::Y", "crate::"), ["fs", "results"].map(String::from).into());
+    let grouped = "use crate::{\n    fs::{FsKind, Fresh},\n    results::X,\n    Plain,\n    sys,\n};";
+    assert_eq!(mentions(grouped, "crate::"), ["fs", "results", "sys"].map(String::from).into());
+    assert_eq!(
+        mentions("use super::{self, measure::{Inputs}, window};", "super::"),
+        ["measure", "window"].map(String::from).into()
+    );
 }
 
 /// The modules `lib.rs` builds on Linux only (`#[cfg(target_os = "linux")]`).

@@ -1,0 +1,217 @@
+//! This process and the machine's CPUs: which CPUs there are and may be
+//! used, pinning, a thread's scheduler figures, CPU time of children, the
+//! descriptor limit, and how many threads run.
+
+use std::path::Path;
+
+#[cfg(target_os = "linux")]
+use super::{check, Errno};
+use super::{monotonic_ns, mounts};
+
+/// Number of online CPUs (`sysconf(_SC_NPROCESSORS_ONLN)`), at least 1.
+pub fn online_cpus() -> usize {
+    // SAFETY: sysconf has no memory-safety preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    if n < 1 {
+        1
+    } else {
+        n as usize
+    }
+}
+
+/// The online CPUs' numbers (`/sys/devices/system/cpu/online`: `0-3,6`);
+/// per-CPU kernel objects (perf events) are made for these.
+pub fn online_cpu_ids() -> Vec<usize> {
+    let text = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_else(|_| "0".into());
+    let mut cpus = Vec::new();
+    for part in text.trim().split(',') {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                if let (Ok(a), Ok(b)) = (a.parse::<usize>(), b.parse::<usize>()) {
+                    cpus.extend(a..=b);
+                }
+            }
+            None => cpus.extend(part.parse::<usize>().ok()),
+        }
+    }
+    cpus
+}
+
+#[cfg(target_os = "linux")]
+/// The CPUs this process may run on (its affinity mask: `taskset`, cpusets), in order.
+pub fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: cpu_set_t is plain data filled by the kernel.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: valid pointer and size.
+    let ok = unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) } == 0;
+    let cpus: Vec<usize> = if ok {
+        // SAFETY: CPU_ISSET reads within the set for i < CPU_SETSIZE.
+        (0..libc::CPU_SETSIZE as usize).filter(|&i| unsafe { libc::CPU_ISSET(i, &set) }).collect()
+    } else {
+        Vec::new()
+    };
+    if cpus.is_empty() {
+        (0..online_cpus()).collect()
+    } else {
+        cpus
+    }
+}
+
+/// Elsewhere: every online CPU.
+#[cfg(not(target_os = "linux"))]
+pub fn allowed_cpus() -> Vec<usize> {
+    (0..online_cpus()).collect()
+}
+
+/// The CPU bandwidth limit of this process's cgroup and its ancestors, in
+/// CPUs (cgroup v2 `cpu.max`, or v1 `cpu.cfs_quota_us` / `cpu.cfs_period_us`).
+pub fn cgroup_cpu_limit() -> Option<f64> {
+    let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let mounts = mounts();
+    let mut limit: Option<f64> = None;
+    let mut tighten = |cpus: f64| {
+        if cpus > 0.0 && cpus.is_finite() {
+            limit = Some(limit.map_or(cpus, |l| l.min(cpus)));
+        }
+    };
+    for line in own.lines() {
+        let mut fields = line.splitn(3, ':');
+        let (Some(id), Some(controllers), Some(path)) = (fields.next(), fields.next(), fields.next()) else { continue };
+        let v2 = id == "0" && controllers.is_empty();
+        let v1 = controllers.split(',').any(|c| c == "cpu");
+        let Some(mount) = mounts.iter().find(|m| {
+            (v2 && m.fs_type == "cgroup2")
+                || (v1 && m.fs_type == "cgroup" && m.super_options.split(',').any(|o| o == "cpu"))
+        }) else {
+            continue;
+        };
+        let mut dir = Path::new(&mount.mount_point).join(path.trim_start_matches('/'));
+        loop {
+            if v2 {
+                let max = std::fs::read_to_string(dir.join("cpu.max")).unwrap_or_default();
+                let mut parts = max.split_whitespace();
+                if let (Some(quota), Some(period)) = (parts.next(), parts.next()) {
+                    if let (Ok(q), Ok(p)) = (quota.parse::<f64>(), period.parse::<f64>()) {
+                        tighten(q / p);
+                    }
+                }
+            } else {
+                let read = |f: &str| std::fs::read_to_string(dir.join(f)).ok()?.trim().parse::<f64>().ok();
+                if let (Some(q), Some(p)) = (read("cpu.cfs_quota_us"), read("cpu.cfs_period_us")) {
+                    tighten(q / p);
+                }
+            }
+            if dir == Path::new(&mount.mount_point) || !dir.pop() {
+                break;
+            }
+        }
+    }
+    limit
+}
+
+/// How many CPUs this process can really use: its affinity mask, lowered
+/// to a cgroup CPU limit (rounded up). What `cores` means in `--workers`.
+pub fn usable_cpus() -> usize {
+    let allowed = allowed_cpus().len().max(1);
+    match cgroup_cpu_limit() {
+        Some(limit) => allowed.min(limit.ceil().max(1.0) as usize),
+        None => allowed,
+    }
+}
+
+#[cfg(target_os = "linux")]
+/// Binds the calling thread (or single-threaded process) to one CPU.
+pub fn pin_to_cpu(cpu: usize) -> Result<(), Errno> {
+    // SAFETY: cpu_set_t is plain data; CPU_SET stays within it for cpu < CPU_SETSIZE.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if cpu >= libc::CPU_SETSIZE as usize {
+            return Err(libc::EINVAL);
+        }
+        libc::CPU_SET(cpu, &mut set);
+        check(libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)).map(drop)
+    }
+}
+
+/// What the scheduler says about the calling thread so far, as
+/// [`ThreadSched::FIELDS`] counters: user and system CPU microseconds and
+/// context switches made (voluntary: it slept) and suffered (involuntary:
+/// preempted) from `getrusage(RUSAGE_THREAD)`, and nanoseconds on a CPU and
+/// runnable but waiting on a runqueue from `/proc/thread-self/schedstat`
+/// (0 where the kernel has no schedstat), and CLOCK_MONOTONIC ns.
+pub fn thread_sched() -> [u64; ThreadSched::FIELDS] {
+    let usage = rusage(libc::RUSAGE_THREAD);
+    let (on_cpu, waiting) = std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|text| ThreadSched::parse_schedstat(&text))
+        .unwrap_or((0, 0));
+    [
+        micros(usage.ru_utime),
+        micros(usage.ru_stime),
+        usage.ru_nvcsw as u64,
+        usage.ru_nivcsw as u64,
+        on_cpu,
+        waiting,
+        monotonic_ns(),
+    ]
+}
+
+/// Indices into [`thread_sched`]'s counters.
+pub struct ThreadSched;
+
+impl ThreadSched {
+    pub const USER_US: usize = 0;
+    pub const SYSTEM_US: usize = 1;
+    pub const VOLUNTARY: usize = 2;
+    pub const INVOLUNTARY: usize = 3;
+    pub const ON_CPU_NS: usize = 4;
+    pub const RUNQUEUE_NS: usize = 5;
+    /// CLOCK_MONOTONIC when read: the worker's own window is between its two reads.
+    pub const WALL_NS: usize = 6;
+    pub const FIELDS: usize = 7;
+
+    /// `/proc/<tid>/schedstat`: "on-CPU ns, runqueue wait ns, timeslices".
+    pub fn parse_schedstat(text: &str) -> Option<(u64, u64)> {
+        let mut fields = text.split_whitespace().map(|f| f.parse::<u64>().ok());
+        Some((fields.next()??, fields.next()??))
+    }
+}
+
+/// User and system CPU microseconds of this process's children that were
+/// waited for (`RUSAGE_CHILDREN`): commands a worker ran, and theirs.
+pub fn children_cpu_micros() -> (u64, u64) {
+    let usage = rusage(libc::RUSAGE_CHILDREN);
+    (micros(usage.ru_utime), micros(usage.ru_stime))
+}
+
+/// `getrusage(who)`.
+fn rusage(who: libc::c_int) -> libc::rusage {
+    // SAFETY: rusage is plain data filled by the kernel.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: valid pointer to a rusage buffer.
+    unsafe { libc::getrusage(who, &mut usage) };
+    usage
+}
+
+fn micros(tv: libc::timeval) -> u64 {
+    tv.tv_sec as u64 * 1_000_000 + tv.tv_usec as u64
+}
+
+/// Raises the soft open-file limit to the hard limit: 1024 threaded workers
+/// each holding a few descriptors exceed the usual soft limit of 1024.
+pub fn raise_fd_limit() {
+    // SAFETY: rlimit is plain data.
+    unsafe {
+        let mut lim: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
+            lim.rlim_cur = lim.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+        }
+    }
+}
+
+/// How many threads this process has (`/proc/self/status`), where it says.
+pub fn thread_count() -> Option<usize> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status.lines().find_map(|l| l.strip_prefix("Threads:")).and_then(|n| n.trim().parse().ok())
+}
