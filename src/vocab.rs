@@ -30,7 +30,10 @@ pub trait Choice: Copy + 'static {
 /// Gives an enum of words its `name()`, [`Choice`] (every variant, in this
 /// order, with its aliases) and `Display`, from one list:
 /// `choice!(Mode { Process => "process" | "processes", Thread => "thread" })`.
-/// The match is exhaustive, so a new variant must be named here.
+/// The match is exhaustive, so a new variant must be named here. Exported
+/// (as `fsscale::choice!`) so the command line's own words use it too.
+#[macro_export]
+#[doc(hidden)]
 macro_rules! choice {
     ($ty:ident { $($variant:ident => $name:literal $(| $alias:literal)*),+ $(,)? }) => {
         impl $ty {
@@ -62,7 +65,7 @@ macro_rules! choice {
         }
     };
 }
-pub(crate) use choice;
+pub use crate::choice;
 
 /// How much the workers share.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -103,6 +106,8 @@ macro_rules! words {
         }
     };
 }
+
+pub(crate) use words;
 
 words! {
     /// Every workload fsscale knows, in catalogue order.

@@ -220,7 +220,7 @@ pub struct ExportArgs {
     #[arg(value_name = "RESULTS.json")]
     pub results: PathBuf,
     /// ministat: one point's figure per run, a line each (needs --workload and -j); csv, markdown, json-lines: a row per point (per run with --runs), the options below filtering the points.
-    #[arg(long, value_enum, default_value_t = ExportFormatArg::Ministat)]
+    #[arg(long, default_value = "ministat", value_parser = choice::<ExportFormatArg>())]
     pub format: ExportFormatArg,
     /// With --format csv|markdown|json-lines: a row per run instead of per point.
     #[arg(long)]

@@ -195,8 +195,8 @@ pub struct LookupArgs {
     pub depth: usize,
 
     /// relative: from the worker's directory (an *at call); absolute: from /, through every mount point above --dir, as mdtest's paths are.
-    #[arg(long, value_name = "KIND", default_value = "relative", value_parser = ["relative", "absolute"])]
-    pub path: String,
+    #[arg(long, value_name = "KIND", default_value = "relative", value_parser = choice::<PathKind>())]
+    pub path: PathKind,
 
     /// Visit the --files (the mdtest phases' items) in a random order, fixed per worker, rather than one after another.
     #[arg(long)]
@@ -262,8 +262,8 @@ pub struct InstrumentArgs {
     pub latency: bool,
 
     /// Explain every run with instruments, exactly over its window: locks (where workers wait on kernel locks: lock:contention_* tracepoints, root), cpu (where their CPU time goes: sampled kernel and user stacks, root); e.g. --profile locks,cpu. Their cost is in the figures, which are marked.
-    #[arg(long, value_name = "locks|cpu", value_delimiter = ',', value_parser = ["locks", "cpu"])]
-    pub profile: Vec<String>,
+    #[arg(long, value_name = "locks|cpu", value_delimiter = ',', value_parser = choice::<Profile>())]
+    pub profile: Vec<Profile>,
 
     /// Count the workers' system calls in the window with the kernel's tracepoints and warn where they differ from ops × calls per op by more than 0.5% (root).
     #[arg(long)]
@@ -392,7 +392,7 @@ impl RunArgs {
                 lookup: fsscale::vocab::LookupShape {
                     files: lookup.files,
                     depth: lookup.depth,
-                    absolute: lookup.path == "absolute",
+                    absolute: lookup.path == PathKind::Absolute,
                     random: lookup.random,
                 },
                 mdtest: fsscale::workloads::MdtestOptions {
@@ -468,8 +468,8 @@ impl FsArgs {
 impl InstrumentArgs {
     fn config(&self) -> fsscale::instruments::InstrumentConfig {
         fsscale::instruments::InstrumentConfig {
-            locks: self.profile.iter().any(|p| p == "locks"),
-            cpu: self.profile.iter().any(|p| p == "cpu"),
+            locks: self.profile.contains(&Profile::Locks),
+            cpu: self.profile.contains(&Profile::Cpu),
             verify: self.verify,
         }
     }

@@ -6,13 +6,15 @@ use fsscale::fs::{Backing, FsSpec};
 use fsscale::vocab::{Choice, InputError, Workload};
 
 /// `fsscale export --format`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ExportFormatArg {
     Ministat,
     Csv,
     Markdown,
     JsonLines,
 }
+
+fsscale::choice!(ExportFormatArg { Ministat => "ministat", Csv => "csv", Markdown => "markdown" | "md", JsonLines => "json-lines" });
 
 /// `fsscale run --format`, `fsscale compare --format`: how tables are written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -22,24 +24,29 @@ pub enum Format {
     Json,
 }
 
-impl Choice for Format {
-    const ALL: &'static [Format] = &[Format::Text, Format::Markdown, Format::Json];
+fsscale::choice!(Format { Text => "text", Markdown => "markdown" | "md", Json => "json" });
 
-    fn name(self) -> &'static str {
-        match self {
-            Format::Text => "text",
-            Format::Markdown => "markdown",
-            Format::Json => "json",
-        }
-    }
-
-    fn aliases(self) -> &'static [&'static str] {
-        match self {
-            Format::Markdown => &["md"],
-            _ => &[],
-        }
-    }
+/// `--path`: where the lookups' paths start.
+#[cfg(target_os = "linux")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PathKind {
+    Relative,
+    Absolute,
 }
+
+#[cfg(target_os = "linux")]
+fsscale::choice!(PathKind { Relative => "relative", Absolute => "absolute" });
+
+/// `--profile`: an instrument that explains runs.
+#[cfg(target_os = "linux")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Profile {
+    Locks,
+    Cpu,
+}
+
+#[cfg(target_os = "linux")]
+fsscale::choice!(Profile { Locks => "locks", Cpu => "cpu" });
 
 /// A workload name on the command line, or `all`.
 #[derive(Clone, Debug)]

@@ -40,18 +40,19 @@ fn cells(row: &Row) -> Vec<String> {
     ]
 }
 
-fn headers(confidence: f64, unit: &str) -> Vec<String> {
+/// The comparison table's columns: every dialect writes these, in this order.
+fn columns(confidence: f64, unit: &str) -> [(String, Align); 9] {
     [
-        "workers".to_string(),
-        "mode".into(),
-        "share".into(),
-        format!("base {unit}"),
-        format!("new {unit}"),
-        "change".into(),
+        ("workers".to_string(), Align::Right),
+        ("mode".into(), Align::Left),
+        ("share".into(), Align::Left),
+        (format!("base {unit}"), Align::Right),
+        (format!("new {unit}"), Align::Right),
+        ("change".into(), Align::Right),
+        (format!("{}% CI", trim(confidence * 100.0)), Align::Left),
+        ("p".into(), Align::Right),
+        ("verdict".into(), Align::Left),
     ]
-    .into_iter()
-    .chain([format!("{}% CI", trim(confidence * 100.0)), "p".into(), "verdict".into()])
-    .collect()
 }
 
 /// The unit of a workload group's figures.
@@ -126,22 +127,11 @@ fn text(out: &mut String, c: &Comparison, plots: bool, color: bool) {
         let _ = writeln!(out, "{line}");
     }
     out.push('\n');
-    let aligns = [
-        Align::Right,
-        Align::Left,
-        Align::Left,
-        Align::Right,
-        Align::Right,
-        Align::Right,
-        Align::Left,
-        Align::Right,
-        Align::Left,
-    ];
     for (fs, workload) in workloads(c) {
         let _ = writeln!(out, "{}", heading(&fs, workload));
-        let head = headers(c.confidence, &unit_of(c, &fs, workload));
-        let columns: Vec<(&str, Align)> = head.iter().map(String::as_str).zip(aligns).collect();
-        let mut table = Table::new(&columns);
+        let head = columns(c.confidence, &unit_of(c, &fs, workload));
+        let head: Vec<(&str, Align)> = head.iter().map(|(h, a)| (h.as_str(), *a)).collect();
+        let mut table = Table::new(&head);
         let rows: Vec<&Row> = c.rows.iter().filter(|r| r.workload == workload && r.condition == fs).collect();
         for row in &rows {
             table.row(cells(row));
@@ -228,9 +218,11 @@ fn markdown(out: &mut String, c: &Comparison) {
     let _ = writeln!(out, "**base:** `{}`  \n**new:** `{}`\n", c.base, c.new);
     for (fs, workload) in workloads(c) {
         let _ = writeln!(out, "### {}\n", heading(&fs, workload));
-        let head = headers(c.confidence, &unit_of(c, &fs, workload));
-        let _ = writeln!(out, "| {} |", head.join(" | "));
-        let _ = writeln!(out, "|---:|---|---|---:|---:|---:|---|---:|---|");
+        let head = columns(c.confidence, &unit_of(c, &fs, workload));
+        let titles: Vec<&str> = head.iter().map(|(h, _)| h.as_str()).collect();
+        let divider: Vec<&str> = head.iter().map(|(_, a)| if *a == Align::Right { "---:" } else { "---" }).collect();
+        let _ = writeln!(out, "| {} |", titles.join(" | "));
+        let _ = writeln!(out, "|{}|", divider.join("|"));
         let rows: Vec<&Row> = c.rows.iter().filter(|r| r.workload == workload && r.condition == fs).collect();
         for row in &rows {
             let _ = writeln!(out, "| {} |", cells(row).join(" | "));

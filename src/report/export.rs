@@ -5,8 +5,8 @@ use std::fmt::Write;
 
 use serde_json::{Map, Value};
 
-use crate::analyze::analyze_results;
-use crate::results::{Point, ResultsFile};
+use super::view::{self, Column, Layout};
+use crate::results::ResultsFile;
 
 /// How [`export`] writes its rows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -29,62 +29,23 @@ pub fn export(doc: &ResultsFile, format: ExportFormat, runs: bool) -> String {
     }
 }
 
-/// The columns that say which point a row is of.
-fn identity(p: &Point, doc: &ResultsFile) -> Row {
-    vec![
-        ("workload", Value::from(p.workload.name())),
-        ("mode", Value::from(p.mode.to_string())),
-        ("share", Value::from(p.share.to_string())),
-        ("filesystem", Value::from(p.fs.clone().unwrap_or_else(|| doc.target.fs_type.clone()))),
-        ("cache", p.cache.map_or(Value::Null, |c| Value::from(c.to_string()))),
-        ("workers", Value::from(p.workers)),
-        ("unit", Value::from(p.unit())),
-    ]
-}
-
 fn number(x: Option<f64>) -> Value {
     x.filter(|v| v.is_finite()).map_or(Value::Null, Value::from)
 }
 
+/// A row per point with runs: the export layout of its view.
 fn point_rows(doc: &ResultsFile) -> Vec<Row> {
-    let analyses = analyze_results(doc);
-    let efficiency = |p: &Point| {
-        analyses
-            .iter()
-            .filter(|a| a.workload == Some(p.workload) && a.mode == Some(p.mode) && a.share == Some(p.share))
-            .filter(|a| a.condition == p.condition())
-            .flat_map(|a| a.points.iter())
-            .find(|s| s.workers == p.workers)
-            .and_then(|s| s.efficiency)
-    };
-    doc.points
-        .iter()
-        .filter_map(|p| {
-            let summary = p.summary.as_ref()?;
-            let s = &summary.ops_per_s;
-            let latency = summary.latency.as_ref();
-            let mut row = identity(p, doc);
-            row.extend([
-                ("runs", Value::from(p.runs.len())),
-                ("median", number(Some(s.median))),
-                ("mean", number(Some(s.mean))),
-                ("sd", number(Some(s.stddev))),
-                ("efficiency", number(efficiency(p))),
-                ("ops_per_cpu_s", number(summary.ops_per_cpu_s.as_ref().map(|s| s.median))),
-                ("p50_ns", latency.map_or(Value::Null, |l| Value::from(l.p50_ns))),
-                ("p99_ns", latency.map_or(Value::Null, |l| Value::from(l.p99_ns))),
-                ("p999_ns", latency.map_or(Value::Null, |l| Value::from(l.p999_ns))),
-            ]);
-            Some(row)
-        })
-        .collect()
+    let views = view::views(doc);
+    let columns = Layout::Export.shown(&views);
+    views.iter().map(|v| columns.iter().map(|c| (c.key(), c.cell(v).value())).collect()).collect()
 }
 
+/// A row per measured run: its point's identity, then the run's figures.
 fn run_rows(doc: &ResultsFile) -> Vec<Row> {
     let mut rows = Vec::new();
-    for p in &doc.points {
-        for run in &p.runs {
-            let mut row = identity(p, doc);
+    for v in view::views(doc) {
+        for run in &v.point.runs {
+            let mut row: Row = Column::IDENTITY.iter().map(|c| (c.key(), c.cell(&v).value())).collect();
             row.extend([
                 ("run", Value::from(run.run)),
                 ("ops", Value::from(run.ops)),
@@ -256,10 +217,10 @@ mod tests {
     fn markdown_is_a_github_table() {
         assert_eq!(
             export(&sample(), ExportFormat::Markdown, false),
-            "| workload | mode | share | filesystem | cache | workers | unit | runs | median | mean | sd | efficiency | ops_per_cpu_s | p50_ns | p99_ns | p999_ns |\n\
-             |---|---|---|---|---|---:|---|---:|---:|---:|---:|---:|---|---|---|---|\n\
-             | stat | process | private | tmpfs, \"test\" |  | 1 | ops/s | 2 | 110 | 110 | 14.14 | 1 |  |  |  |  |\n\
-             | stat | process | private | tmpfs, \"test\" |  | 2 | ops/s | 2 | 200 | 200 | 28.28 | 0.9091 |  |  |  |  |\n"
+            "| workload | mode | share | filesystem | cache | workers | unit | runs | median | mean | sd | efficiency | ops_per_cpu_s | p50_ns | p99_ns | p999_ns | runq_share | asleep_share | notes |\n\
+             |---|---|---|---|---|---:|---|---:|---:|---:|---:|---:|---|---|---|---|---|---|---|\n\
+             | stat | process | private | tmpfs, \"test\" |  | 1 | ops/s | 2 | 110 | 110 | 14.14 | 1 |  |  |  |  |  |  |  |\n\
+             | stat | process | private | tmpfs, \"test\" |  | 2 | ops/s | 2 | 200 | 200 | 28.28 | 0.9091 |  |  |  |  |  |  |  |\n"
         );
     }
 

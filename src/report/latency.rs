@@ -6,7 +6,6 @@ use std::collections::BTreeMap;
 use super::format::{format_rate, format_sd};
 use super::table::{Align, Table};
 use crate::results::Point;
-use crate::stats::histogram::Percentiles;
 use crate::stats::Summary;
 use crate::vocab::Mode;
 use crate::vocab::Share;
@@ -23,24 +22,6 @@ pub fn format_ns(ns: f64) -> String {
         v if v < 10.0 => format!("{v:.2}{unit}"),
         v if v < 100.0 => format!("{v:.1}{unit}"),
         v => format!("{v:.0}{unit}"),
-    }
-}
-
-pub const LATENCY_COLUMNS: [(&str, Align); 5] = [
-    ("p50", Align::Right),
-    ("p90", Align::Right),
-    ("p99", Align::Right),
-    ("p99.9", Align::Right),
-    ("max", Align::Right),
-];
-
-/// The five latency cells of a point, or dashes.
-pub fn latency_cells(latency: Option<&Percentiles>) -> Vec<String> {
-    match latency {
-        Some(p) if p.count > 0 => {
-            [p.p50_ns, p.p90_ns, p.p99_ns, p.p999_ns, p.max_ns].iter().map(|&v| format_ns(v as f64)).collect()
-        }
-        _ => vec!["-".to_string(); LATENCY_COLUMNS.len()],
     }
 }
 
@@ -173,7 +154,6 @@ mod tests {
   ReadX          2  50.0%  20.2µs   511ns  40.0µs  40.0µs
 ";
         assert_eq!(replay_ops_table(&point).render(), expected);
-        assert_eq!(latency_cells(None), ["-"; 5]);
     }
 
     #[test]

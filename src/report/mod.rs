@@ -15,6 +15,7 @@ pub mod profile;
 mod ranks;
 mod table;
 mod text;
+pub mod view;
 
 pub use analyze::{fit_line, render_analysis, verdict_line};
 #[cfg(target_os = "linux")]

@@ -3,12 +3,11 @@
 use std::collections::BTreeMap;
 
 use super::analyze::verdict_line;
-use super::format::{format_rate, format_sd, sparkline};
-use super::latency::{driver_table, latency_cells, replay_ops_table, LATENCY_COLUMNS};
-use super::table::{Align, Table};
+use super::format::sparkline;
+use super::latency::{driver_table, replay_ops_table};
+use super::view::{self, Layout};
 use crate::analyze::analyze_results;
 use crate::results::{Point, ResultsFile, RunRecord, Settings};
-use crate::stats::Sample;
 use crate::vocab::Mode;
 use crate::vocab::{Share, Workload};
 
@@ -36,12 +35,10 @@ pub fn render_results_with(doc: &ResultsFile, explain_all: bool) -> String {
             out.push_str(&format!("  filesystem: {}{how}\n", made.describe()));
         }
         let missing = |p: &Point| run_note(p, &doc.settings);
-        let table = if points[0].metric.is_some() {
-            driver_table(points, missing)
-        } else if workload.is_fixed_work() {
-            fixed_work_table(points, &doc.settings)
-        } else {
-            workload_table(points, &doc.settings)
+        let table = match (points[0].metric.is_some(), workload.is_fixed_work()) {
+            (true, _) => driver_table(points, missing),
+            (false, true) => view::table(Layout::FixedWork, &mut view::views_of(points, doc)),
+            (false, false) => view::table(Layout::Loops, &mut view::views_of(points, doc)),
         };
         out.push_str(&table.render());
         if *workload == Workload::Replay {
@@ -189,243 +186,21 @@ fn runs_line(settings: &Settings) -> String {
     format!("runs: {order} order, {warmups}{until}.\n")
 }
 
-fn workload_table(points: &[&Point], settings: &Settings) -> Table {
-    let latency = points.iter().any(|p| p.summary.as_ref().is_some_and(|s| s.latency.is_some()));
-    let data = points.iter().any(|p| p.runs.iter().any(|r| r.bytes.is_some()));
-    let per_cpu = has_per_cpu(points);
-    let mut columns = vec![
-        ("workers", Align::Right),
-        ("mode", Align::Left),
-        ("share", Align::Left),
-        ("ops/s", Align::Right),
-        ("sd", Align::Right),
-        ("ops/s/worker", Align::Right),
-        ("efficiency", Align::Right),
-    ];
-    if per_cpu {
-        columns.push(("ops/cpu-s", Align::Right));
-    }
-    if data {
-        columns.push(("MB/s", Align::Right));
-    }
-    if latency {
-        columns.extend(LATENCY_COLUMNS);
-    }
-    let sched = has_sched(points);
-    if sched {
-        columns.extend(SCHED_COLUMNS);
-    }
-    columns.push(("", Align::Left));
-    let mut table = Table::new(&columns);
-    let mut sorted: Vec<&Point> = points.to_vec();
-    sorted.sort_by_key(|p| (p.mode, p.share, p.workers));
-    let single: BTreeMap<(Mode, Share), f64> = sorted
-        .iter()
-        .filter(|p| p.workers == 1)
-        .filter_map(|p| Some(((p.mode, p.share), p.summary.as_ref()?.ops_per_s.median)))
-        .collect();
-    for point in sorted {
-        let Some(summary) = &point.summary else {
-            continue;
-        };
-        let efficiency = match single.get(&(point.mode, point.share)) {
-            Some(&base) if base > 0.0 => {
-                format!("{:.1}%", 100.0 * summary.ops_per_s_per_worker_median / base)
-            }
-            _ => "-".to_string(),
-        };
-        let mut cells = vec![
-            point.workers.to_string(),
-            point.mode.to_string(),
-            point.share.to_string(),
-            format_rate(summary.ops_per_s.median),
-            format_sd(&summary.ops_per_s),
-            format_rate(summary.ops_per_s_per_worker_median),
-            efficiency,
-        ];
-        if per_cpu {
-            cells.push(summary.ops_per_cpu_s.as_ref().map_or("-".into(), |s| format_rate(s.median)));
-        }
-        if data {
-            cells.push(megabytes_per_s(point));
-        }
-        if latency {
-            cells.extend(latency_cells(summary.latency.as_ref()));
-        }
-        if sched {
-            cells.extend(sched_cells(point));
-        }
-        cells.push(run_note(point, settings));
-        table.row(cells);
-    }
-    table
-}
-
 /// Whether any fixed-time point has ops per worker CPU-second (fixed work
 /// shows its user and system seconds instead).
 fn has_per_cpu(points: &[&Point]) -> bool {
     points.iter().any(|p| !p.workload.is_fixed_work() && p.summary.as_ref().is_some_and(|s| s.ops_per_cpu_s.is_some()))
 }
 
-/// Where the workers' windows went besides their CPU: runnable but not
-/// running (not scheduled), and asleep (blocked on a lock or I/O).
-const SCHED_COLUMNS: [(&str, Align); 2] = [("runq", Align::Right), ("asleep", Align::Right)];
-
 fn has_sched(points: &[&Point]) -> bool {
     points.iter().any(|p| p.runs.iter().any(|r| !r.sched.is_empty()))
-}
-
-/// [`SCHED_COLUMNS`] of a point: medians over its runs of the workers' mean shares.
-fn sched_cells(point: &Point) -> [String; 2] {
-    let shares: Vec<_> = point.runs.iter().filter_map(|r| r.sched_shares()).collect();
-    if shares.is_empty() {
-        return ["-".into(), "-".into()];
-    }
-    let pct = |values: Vec<f64>| format!("{:.0}%", 100.0 * median(values));
-    [pct(shares.iter().map(|s| s.runqueue).collect()), pct(shares.iter().map(|s| s.asleep).collect())]
-}
-
-/// The median of a point's per-run values (runs are never empty here).
-fn median(values: Vec<f64>) -> f64 {
-    Sample::new(&values).map_or(f64::NAN, |s| s.median())
-}
-
-/// Fixed work: times to completion, throughput, effective concurrency, fairness.
-fn fixed_work_table(points: &[&Point], settings: &Settings) -> Table {
-    // A command copy is one unit of work; untar and traverse count entries.
-    let unit = if points[0].workload == Workload::Command { "runs/s" } else { "entries/s" };
-    // Device writes only where there is a device (a made filesystem on one).
-    let has_device = points.iter().any(|p| p.runs.iter().any(|r| r.device_io.is_some()));
-    // Bytes only where the work writes file data (untar; not a walk or a command copy).
-    let has_data = points.iter().any(|p| p.runs.iter().any(|r| r.bytes.unwrap_or(0) > 0));
-    let mut columns = vec![
-        ("workers", Align::Right),
-        ("mode", Align::Left),
-        ("share", Align::Left),
-        ("time s", Align::Right),
-        ("sd", Align::Right),
-        (unit, Align::Right),
-    ];
-    if has_data {
-        columns.push(("MB/s", Align::Right));
-    }
-    // A walk shared between the workers: how the work split between them.
-    let cooperative = points.iter().any(|p| p.workload == Workload::Traverse && p.share == Share::Shared);
-    columns.extend([("eff. concurrency", Align::Right), ("spread", Align::Right)]);
-    if cooperative {
-        columns.push(("work share", Align::Right));
-    }
-    columns.extend([("user s", Align::Right), ("sys s", Align::Right), ("sync s", Align::Right)]);
-    if has_device {
-        columns.extend([("dev MB in job", Align::Right), ("dev MB in sync", Align::Right)]);
-    }
-    let sched = has_sched(points);
-    if sched {
-        columns.extend(SCHED_COLUMNS);
-    }
-    columns.push(("", Align::Left));
-    let mut table = Table::new(&columns);
-    let mut sorted: Vec<&Point> = points.iter().copied().filter(|p| !p.runs.is_empty()).collect();
-    sorted.sort_by_key(|p| (p.mode, p.share, p.workers));
-    let time = |p: &Point| median(p.runs.iter().map(|r| r.elapsed_s).collect());
-    let rate = |p: &Point| median(p.runs.iter().map(|r| r.ops_per_s).collect());
-    let single: BTreeMap<(Mode, Share), f64> =
-        sorted.iter().filter(|p| p.workers == 1).map(|p| ((p.mode, p.share), rate(p))).collect();
-    for point in sorted {
-        let t = time(point);
-        let times: Vec<f64> = point.runs.iter().map(|r| r.elapsed_s).collect();
-        let sd = crate::stats::Summary::of(&times).map_or_else(|_| "-".into(), |s| format_sd(&s));
-        let rate = rate(point);
-        // X(N)/X(1): for untar, where every worker does the whole job, this is N·T(1)/T(N).
-        let concurrency = single
-            .get(&(point.mode, point.share))
-            .filter(|&&x1| x1 > 0.0)
-            .map(|&x1| format!("{:.2}", rate / x1))
-            .unwrap_or_else(|| "-".into());
-        // Slowest over fastest worker's completion time, median over the runs.
-        let ratios: Vec<f64> = point
-            .runs
-            .iter()
-            .filter_map(|r| {
-                let c = r.completion_s.as_ref()?;
-                let (lo, hi) = c.iter().fold((f64::MAX, 0.0f64), |(lo, hi), &v| (lo.min(v), hi.max(v)));
-                (lo > 0.0).then_some(hi / lo)
-            })
-            .collect();
-        let spread = if ratios.is_empty() { "-".to_string() } else { format!("{:.2}", median(ratios)) };
-        // CPU of the workers and of the commands they ran, all workers, median of the runs.
-        let user = median(point.runs.iter().map(|r| r.worker_cpu.user_s).collect());
-        let system = median(point.runs.iter().map(|r| r.worker_cpu.sys_s).collect());
-        let sync = median(point.runs.iter().map(|r| r.writeback.map_or(0.0, |w| w.sync_s)).collect());
-        let written = |io: Option<crate::vocab::DeviceIo>| io.map_or(0.0, |io| io.write_bytes as f64 / 1e6);
-        let in_job = median(point.runs.iter().map(|r| written(r.device_io)).collect());
-        let in_sync = median(point.runs.iter().map(|r| written(r.writeback.and_then(|w| w.device_io))).collect());
-        let note = run_note(point, settings);
-        let mut row = vec![
-            point.workers.to_string(),
-            point.mode.to_string(),
-            point.share.to_string(),
-            format!("{t:.3}"),
-            sd,
-            format_rate(rate),
-        ];
-        if has_data {
-            row.push(megabytes_per_s(point));
-        }
-        row.extend([concurrency, spread]);
-        if cooperative {
-            row.push(work_share(point));
-        }
-        row.extend([format!("{user:.3}"), format!("{system:.3}"), format!("{sync:.3}")]);
-        if has_device {
-            row.extend([format!("{in_job:.1}"), format!("{in_sync:.1}")]);
-        }
-        if sched {
-            row.extend(sched_cells(point));
-        }
-        row.push(note);
-        table.row(row);
-    }
-    table
-}
-
-/// A cooperative walk's split of the work: the smallest and largest share
-/// of the entries one worker listed, medians of the runs (`12–41%`).
-fn work_share(point: &Point) -> String {
-    if point.share != Share::Shared || point.workload != Workload::Traverse || point.workers < 2 {
-        return "-".to_string();
-    }
-    let (lows, highs): (Vec<f64>, Vec<f64>) = point
-        .runs
-        .iter()
-        .filter(|r| r.ops > 0)
-        .map(|r| {
-            let shares = r.per_worker_ops.iter().map(|&o| o as f64 / r.ops as f64);
-            shares.fold((f64::MAX, 0.0f64), |(lo, hi), s| (lo.min(s), hi.max(s)))
-        })
-        .unzip();
-    if lows.is_empty() {
-        return "-".to_string();
-    }
-    format!("{:.0}–{:.0}%", 100.0 * median(lows), 100.0 * median(highs))
-}
-
-/// Median over the runs of bytes moved per second, in MB/s; `-` without data.
-fn megabytes_per_s(point: &Point) -> String {
-    match point.runs.iter().all(|r| r.bytes.unwrap_or(0) > 0) {
-        true => format!(
-            "{:.1}",
-            median(point.runs.iter().map(|r| r.bytes.unwrap_or(0) as f64 / r.elapsed_s / 1e6).collect())
-        ),
-        false => "-".into(),
-    }
 }
 
 /// "(2 of 5 runs)" for a point the run left unfinished; empty otherwise.
 /// What a point's row must say about its runs: missing ones (an
 /// interrupted run), or with `--until-ci`, how many it took and whether its
 /// interval got as tight as asked.
-fn run_note(point: &Point, settings: &Settings) -> String {
+pub(super) fn run_note(point: &Point, settings: &Settings) -> String {
     let (n, runs) = (point.runs.len(), settings.runs);
     let count = if n < runs {
         format!("({n} of {runs} runs)")

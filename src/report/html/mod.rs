@@ -1,6 +1,8 @@
 //! The self-contained HTML report: one file, inline CSS and SVG, no script,
 //! no network; it opens from file:// and prints cleanly.
 
+mod tables;
+
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::analyze::verdict_line;
@@ -11,7 +13,7 @@ use super::profile;
 use super::text::{noise_marks, NOISE_LEGEND};
 use crate::analyze::{analyze_results, SeriesAnalysis};
 use crate::compare::{compare, CompareConfig, Comparison, Verdict, DEFAULT_NOISE_THRESHOLD_PCT};
-use crate::results::{Point, ResultsFile, RunRecord, SchedShares};
+use crate::results::{Point, ResultsFile};
 use crate::stats::hypothesis::TestKind;
 use crate::stats::Sample;
 use crate::vocab::Mode;
@@ -286,23 +288,6 @@ fn flagged_points(out: &mut Html, files: &[(String, ResultsFile)]) {
     html!(out, "</ul>\n<p class=\"legend\">{}</p>\n", NOISE_LEGEND.trim_end());
 }
 
-/// Each worker's share of its window runnable but not running, and asleep,
-/// as min / median / max over the workers of one run.
-fn worker_sched(run: &RunRecord) -> String {
-    let shares = run.worker_sched_shares();
-    let spread = |share: fn(&SchedShares) -> f64| {
-        min_median_max(shares.iter().map(share).collect())
-            .map_or_else(|| "-".into(), |(a, m, b)| format!("{:.0} / {:.0} / {:.0}%", 100.0 * a, 100.0 * m, 100.0 * b))
-    };
-    format!("{} waiting; {} asleep", spread(|s| s.runqueue), spread(|s| s.asleep))
-}
-
-/// The smallest, middle and largest of `values` (the workers of one run); `None` when empty.
-fn min_median_max<T: Copy + PartialOrd>(mut values: Vec<T>) -> Option<(T, T, T)> {
-    values.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
-    Some((*values.first()?, *values.get(values.len() / 2)?, *values.last()?))
-}
-
 /// The point's median (what its tables show) and the bar drawn around it:
 /// the median's 95% confidence interval from order statistics, or the range
 /// of the runs when they are too few for one (fewer than 6).
@@ -357,9 +342,10 @@ fn workload_section(
             note
         );
     }
+    tables::figures_table(out, files, workload);
     comparison_tables(out, comparisons, workload);
     profile_section(out, files, workload);
-    detail_table(out, files, workload);
+    tables::detail_table(out, files, workload);
 }
 
 /// Where workers waited and where their CPU time went (`--profile`), per
@@ -499,115 +485,6 @@ fn comparison_tables(out: &mut Html, comparisons: &[Comparison], workload: Workl
             html!(out, "<p class=\"legend\">{}</p>\n", note);
         }
     }
-}
-
-/// Fairness, CPU breakdown and device I/O per point; a column shows only
-/// where the workload has it (a driver has no per-worker figures, a
-/// directory no device of its own).
-fn detail_table(out: &mut Html, files: &[(String, ResultsFile)], workload: Workload) {
-    let points = || {
-        files.iter().flat_map(|(label, doc)| {
-            doc.points.iter().filter(|p| p.workload == workload && !p.runs.is_empty()).map(move |p| (label, p))
-        })
-    };
-    let fair = points().any(|(_, p)| p.metric.is_none());
-    let device = points().any(|(_, p)| p.runs.iter().any(|r| r.device_io.is_some()));
-    let sched = points().any(|(_, p)| p.runs.iter().any(|r| !r.sched.is_empty()));
-    let nodes = points().any(|(_, p)| p.runs.iter().any(|r| r.nodes.is_some()));
-    let per_cpu = points().any(|(_, p)| p.summary.as_ref().is_some_and(|s| s.ops_per_cpu_s.is_some()));
-    let heading = match (fair, device) {
-        (true, true) => "Fairness, CPU and device I/O",
-        (true, false) => "Fairness and CPU",
-        (false, true) => "CPU and device I/O",
-        (false, false) => "CPU",
-    };
-    html!(
-        out,
-        "<h3>{}</h3>\n<p class=\"legend\">CPU (whole machine, during the window):\
-         <span class=\"user\"></span>user<span class=\"sys\"></span>system<span class=\"iowait\"></span>iowait\
-         <span class=\"irq\"></span>irq+softirq<span class=\"idle\"></span>idle</p>\n<table class=\"details\"><tr>",
-        heading
-    );
-    if files.len() > 1 {
-        out.push_static("<th>file</th>");
-    }
-    out.push_static("<th>workers</th><th>mode</th><th>share</th>");
-    if fair {
-        out.push_static("<th>per worker, middle run: ops, or completion (min / median / max)</th>");
-    }
-    if sched {
-        out.push_static("<th>per worker, middle run: runnable but waiting / asleep (min / median / max)</th>");
-    }
-    if nodes {
-        out.push_static("<th>per node (MPI), median run</th>");
-    }
-    if per_cpu {
-        out.push_static("<th>ops per worker CPU-second (median of runs)</th>");
-    }
-    out.push_static("<th>CPU</th>");
-    if device {
-        out.push_static("<th>device written</th><th>device busy</th>");
-    }
-    out.push_static("</tr>\n");
-    for (label, p) in points() {
-        let run = &p.runs[p.runs.len() / 2];
-        // Fixed work: every worker does the same job, so fairness is in the completion times.
-        let fairness = match &run.completion_s {
-            Some(times) => min_median_max(times.clone())
-                .map_or_else(|| "-".into(), |(a, m, b)| format!("done after {a:.3} / {m:.3} / {b:.3} s")),
-            None => min_median_max(run.per_worker_ops.clone())
-                .map_or_else(|| "-".into(), |(a, m, b)| format!("{a} / {m} / {b}")),
-        };
-        let c = run.system_cpu;
-        let pct = |x: f64| format!("{:.1}", 100.0 * x);
-        let bar = html_of!(
-            "<div class=\"bar\" title=\"user {}%, system {}%, iowait {}%, idle {}%\"><span class=\"user\" style=\"width:{}%\"></span>\
-             <span class=\"sys\" style=\"width:{}%\"></span><span class=\"iowait\" style=\"width:{}%\"></span>\
-             <span class=\"irq\" style=\"width:{}%\"></span><span class=\"idle\" style=\"width:{}%\"></span></div>",
-            pct(c.user + c.nice),
-            pct(c.system),
-            pct(c.iowait),
-            pct(c.idle),
-            pct(c.user + c.nice),
-            pct(c.system),
-            pct(c.iowait),
-            pct(c.irq + c.softirq),
-            pct(c.idle + c.steal)
-        );
-        let (written, busy) = match run.device_io {
-            Some(io) => (
-                format!("{:.1} MB in {} writes", io.write_bytes as f64 / 1e6, io.write_ios),
-                format!("{} ms", io.io_ms),
-            ),
-            None => ("-".into(), "-".into()),
-        };
-        out.push_static("<tr>");
-        if files.len() > 1 {
-            html!(out, "<td>{}</td>", label);
-        }
-        let on = p.condition().map(|c| format!(" {c}")).unwrap_or_default();
-        html!(out, "<td class=\"num\">{}</td><td>{}</td><td>{}{}</td>", p.workers, p.mode, p.share, on);
-        if fair {
-            html!(out, "<td class=\"num\">{}</td>", fairness);
-        }
-        if sched {
-            html!(out, "<td class=\"num\">{}</td>", worker_sched(run));
-        }
-        if nodes {
-            let text = super::ranks::median_run(p).and_then(|r| super::ranks::nodes_of(p, r));
-            html!(out, "<td>{}</td>", text.as_deref().unwrap_or("-"));
-        }
-        if per_cpu {
-            let median = p.summary.as_ref().and_then(|s| s.ops_per_cpu_s.as_ref()).map(|s| s.median);
-            html!(out, "<td class=\"num\">{}</td>", median.map_or("-".into(), crate::report::format::format_rate));
-        }
-        html!(out, "<td>{}</td>", bar);
-        if device {
-            html!(out, "<td class=\"num\">{}</td><td class=\"num\">{}</td>", written, busy);
-        }
-        out.push_static("</tr>\n");
-    }
-    out.push_static("</table>\n");
 }
 
 #[cfg(test)]
