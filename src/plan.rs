@@ -177,6 +177,19 @@ impl RunConfig {
 
     /// Checks combinations before anything runs, so a bad one costs nothing.
     pub fn validate(&self) -> Result<()> {
+        self.check_timing()?;
+        self.check_output_is_not_an_input()?;
+        if self.options.lookup.absolute {
+            crate::scratch::check_trusted_path(&self.dir)?;
+        }
+        self.check_combinations()?;
+        self.check_options_have_a_workload()?;
+        self.check_paths_fit_in_memory()?;
+        self.check_macro_inputs()
+    }
+
+    /// Runs, `--until-ci`, the window and the stall timeout.
+    fn check_timing(&self) -> Result<()> {
         if self.runs == 0 {
             bail!("--runs must be at least 1");
         }
@@ -198,10 +211,6 @@ impl RunConfig {
                 );
             }
         }
-        self.check_output_is_not_an_input()?;
-        if self.options.lookup.absolute {
-            crate::scratch::check_trusted_path(&self.dir)?;
-        }
         if self.duration < MIN_DURATION {
             bail!(
                 "--duration {:?} is shorter than fsscale can time: the window's edges are set by a sleeping \
@@ -215,6 +224,12 @@ impl RunConfig {
         if self.stall_timeout < MIN_STALL_TIMEOUT {
             bail!("--stall-timeout {:?} is too short to tell a busy worker from a stuck one; use at least {MIN_STALL_TIMEOUT:?}", self.stall_timeout);
         }
+        Ok(())
+    }
+
+    /// Every workload runs in some mode at some sharing level asked for
+    /// (with `--share` given and a workload named, at every one asked).
+    fn check_combinations(&self) -> Result<()> {
         for &workload in &self.workloads {
             let mut runnable = 0;
             for share in self.shares_for(workload) {
@@ -236,6 +251,11 @@ impl RunConfig {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// Options that only some workloads read name one of them.
+    fn check_options_have_a_workload(&self) -> Result<()> {
         match (&self.command, self.workloads.contains(&Workload::Command)) {
             (None, true) => bail!("the command workload needs --cmd, e.g. --cmd 'git -C {{dir}} status'"),
             (Some(_), false) => {
@@ -247,8 +267,8 @@ impl RunConfig {
         if self.trace.is_some() && !self.workloads.contains(&Workload::Replay) {
             bail!("--trace is for the replay workload; add `replay` to the workloads");
         }
-        let sized = [Workload::Stat, Workload::OpenClose];
-        if self.options.lookup.files != 1 && !self.workloads.iter().any(|w| sized.contains(w)) {
+        let sized = |w: &Workload| w.traits().lookups == crate::vocab::Lookups::Files;
+        if self.options.lookup.files != 1 && !self.workloads.iter().any(sized) {
             bail!("--files sizes the working set of stat and open-close (the mdtest phases take --items); add one of them to the workloads");
         }
         if !self.options.lookup.is_default() && !self.workloads.iter().any(|w| w.takes_lookup_shape()) {
@@ -257,7 +277,11 @@ impl RunConfig {
         if self.options.lookup.files == 0 || self.options.lookup.depth == 0 {
             bail!("--files and --depth count from 1 (1 file, 1 path component: the default)");
         }
-        self.check_paths_fit_in_memory()?;
+        Ok(())
+    }
+
+    /// The tree, tarball and extraction command of the macro workloads.
+    fn check_macro_inputs(&self) -> Result<()> {
         let m = &self.macro_options;
         TreeSpec { scale: m.scale, seed: m.seed }.validate()?;
         if let Some(tarball) = &m.tarball {

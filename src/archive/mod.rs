@@ -120,12 +120,7 @@ pub fn extract(
                 let target = CString::new(link.as_str()).map_err(|_| at("link target holds a NUL byte".into()))?;
                 replace(parent, &leaf_c, |p, n| {
                     // SAFETY: valid C strings and directory fd.
-                    let r = unsafe { libc::symlinkat(target.as_ptr(), p, n.as_ptr()) };
-                    if r < 0 {
-                        Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO))
-                    } else {
-                        Ok(())
-                    }
+                    sys::status(unsafe { libc::symlinkat(target.as_ptr(), p, n.as_ptr()) })
                 })
                 .map_err(|e| at(format!("creating symbolic link: {}", sys::errno_text(e))))?;
                 set_mtime_at(parent, &leaf_c, mtime);
@@ -133,24 +128,7 @@ pub fn extract(
             }
             b'1' => {
                 input.skip_data(size, offset, &name)?;
-                let target = components(&link).map_err(|why| at(format!("hard link to \"{link}\": {why:#}")))?;
-                let Some((target_leaf, target_parents)) = target.split_last() else {
-                    return Err(at("hard link to the extraction directory itself".into()));
-                };
-                let target_dir =
-                    open_path(dirs.root, target_parents).map_err(|e| at(format!("hard link to \"{link}\": {e:#}")))?;
-                let target_c = sys::cname(target_leaf);
-                let parent = dirs.open(parents).map_err(|e| at(format!("{e:#}")))?;
-                replace(parent, &leaf_c, |p, n| {
-                    // SAFETY: valid C strings and directory fds; flags 0 never follows a symlink target.
-                    let r = unsafe { libc::linkat(target_dir.as_raw_fd(), target_c.as_ptr(), p, n.as_ptr(), 0) };
-                    if r < 0 {
-                        Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO))
-                    } else {
-                        Ok(())
-                    }
-                })
-                .map_err(|e| at(format!("creating hard link to \"{link}\": {}", sys::errno_text(e))))?;
+                hard_link(&mut dirs, parents, &leaf_c, &link).map_err(at)?;
                 stats.hardlinks += 1;
             }
             other => {
@@ -162,17 +140,38 @@ pub fn extract(
         }
         progress(stats.entries());
     }
-    // Directories last, deepest first: their contents are written, so modes
-    // like 0555 and the archive's mtimes can now be applied.
-    for (path, mode, mtime) in dir_fixups.into_iter().rev() {
+    fix_directories(dirs.root, dir_fixups);
+    Ok(stats)
+}
+
+/// Links `parents/leaf` to the archive's earlier entry `link`, both inside
+/// the extraction directory; the error says what failed.
+fn hard_link(dirs: &mut DirStack, parents: &[&str], leaf: &CString, link: &str) -> Result<(), String> {
+    let target = components(link).map_err(|why| format!("hard link to \"{link}\": {why:#}"))?;
+    let Some((target_leaf, target_parents)) = target.split_last() else {
+        return Err("hard link to the extraction directory itself".into());
+    };
+    let target_dir = open_path(dirs.root, target_parents).map_err(|e| format!("hard link to \"{link}\": {e:#}"))?;
+    let target_c = sys::cname(target_leaf);
+    let parent = dirs.open(parents).map_err(|e| format!("{e:#}"))?;
+    replace(parent, leaf, |p, n| {
+        // SAFETY: valid C strings and directory fds; flags 0 never follows a symlink target.
+        sys::status(unsafe { libc::linkat(target_dir.as_raw_fd(), target_c.as_ptr(), p, n.as_ptr(), 0) })
+    })
+    .map_err(|e| format!("creating hard link to \"{link}\": {}", sys::errno_text(e)))
+}
+
+/// Directories last, deepest first: their contents are written, so modes
+/// like 0555 and the archive's mtimes can now be applied.
+fn fix_directories(root: RawFd, fixups: Vec<(Vec<String>, u32, i64)>) {
+    for (path, mode, mtime) in fixups.into_iter().rev() {
         let parts: Vec<&str> = path.iter().map(String::as_str).collect();
-        if let Ok(fd) = open_path(dirs.root, &parts) {
+        if let Ok(fd) = open_path(root, &parts) {
             // SAFETY: plain syscalls on a directory fd we own.
             unsafe { libc::fchmod(fd.as_raw_fd(), mode as libc::mode_t) };
             set_mtime_fd(fd.as_raw_fd(), mtime);
         }
     }
-    Ok(stats)
 }
 
 /// Counts what an archive holds without extracting it (and so reads it

@@ -346,25 +346,7 @@ impl RunArgs {
             (None, Some(job)) => plan::default_rank_workers(job.ranks),
             (None, None) => plan::default_workers(cores),
         };
-        let mut workloads = Vec::new();
-        for arg in &asked {
-            match arg {
-                WorkloadArg::All => workloads.extend(Workload::ALL.into_iter().filter(|w| w.is_builtin())),
-                WorkloadArg::One(w) => workloads.push(*w),
-                WorkloadArg::Group(phases) => workloads.extend(phases.iter().copied()),
-            }
-        }
-        if workloads.is_empty() {
-            match (&command.cmd, &macros.trace) {
-                (None, None) => workloads.extend(Workload::DEFAULT_SUITE),
-                (cmd, trace) => {
-                    workloads.extend(cmd.as_ref().map(|_| Workload::Command));
-                    workloads.extend(trace.as_ref().map(|_| Workload::Replay));
-                }
-            }
-        }
-        let mut seen = std::collections::HashSet::new();
-        workloads.retain(|w| seen.insert(*w));
+        let workloads = chosen_workloads(&asked, command.cmd.is_some(), macros.trace.is_some());
         let sample_interval = timing.sample_interval()?;
         let output = match (output.output, mpi) {
             (Some(path), _) => path,
@@ -388,20 +370,7 @@ impl RunArgs {
             command: command.into_spec()?,
             latency: instruments.latency,
             instruments: instruments.config(),
-            options: WorkloadOptions {
-                lookup: fsscale::vocab::LookupShape {
-                    files: lookup.files,
-                    depth: lookup.depth,
-                    absolute: lookup.path == PathKind::Absolute,
-                    random: lookup.random,
-                },
-                mdtest: fsscale::workloads::MdtestOptions {
-                    items: mdtest.items,
-                    write_bytes: mdtest.write_bytes,
-                    stonewall: mdtest.stonewall,
-                },
-                grow_bytes,
-            },
+            options: WorkloadOptions { lookup: lookup.shape(), mdtest: mdtest.options(), grow_bytes },
             workers,
             pin: sweep.pin,
             duration: timing.duration,
@@ -419,6 +388,52 @@ impl RunArgs {
             output,
             command_line: argv,
         })
+    }
+}
+
+/// The workloads named (`all` and groups expanded, each once), or the
+/// default suite, or what `--cmd` and `--trace` imply when none is named.
+fn chosen_workloads(asked: &[WorkloadArg], cmd: bool, trace: bool) -> Vec<Workload> {
+    let mut workloads = Vec::new();
+    for arg in asked {
+        match arg {
+            WorkloadArg::All => workloads.extend(Workload::ALL.into_iter().filter(|w| w.is_builtin())),
+            WorkloadArg::One(w) => workloads.push(*w),
+            WorkloadArg::Group(phases) => workloads.extend(phases.iter().copied()),
+        }
+    }
+    if workloads.is_empty() {
+        match (cmd, trace) {
+            (false, false) => workloads.extend(Workload::DEFAULT_SUITE),
+            (cmd, trace) => {
+                workloads.extend(cmd.then_some(Workload::Command));
+                workloads.extend(trace.then_some(Workload::Replay));
+            }
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    workloads.retain(|w| seen.insert(*w));
+    workloads
+}
+
+impl LookupArgs {
+    fn shape(&self) -> fsscale::vocab::LookupShape {
+        fsscale::vocab::LookupShape {
+            files: self.files,
+            depth: self.depth,
+            absolute: self.path == PathKind::Absolute,
+            random: self.random,
+        }
+    }
+}
+
+impl MdtestArgs {
+    fn options(&self) -> fsscale::workloads::MdtestOptions {
+        fsscale::workloads::MdtestOptions {
+            items: self.items,
+            write_bytes: self.write_bytes,
+            stonewall: self.stonewall,
+        }
     }
 }
 

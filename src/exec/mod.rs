@@ -103,45 +103,7 @@ pub const STDOUT_KEEP: usize = 4 << 20;
 /// exits, so that nothing it started in the background outlives it.
 pub fn run(line: &CommandLine, options: &RunOptions<'_>) -> Result<Finished, RunError> {
     let display = line.display();
-    let mut command = match line {
-        CommandLine::Argv(words) => {
-            let mut c = Command::new(&words[0]);
-            c.args(&words[1..]);
-            c
-        }
-        CommandLine::Shell(script) => {
-            let mut c = Command::new("sh");
-            c.arg("-c").arg(script);
-            c
-        }
-    };
-    command
-        .stdin(Stdio::null())
-        .stdout(if options.capture_stdout { Stdio::piped() } else { Stdio::null() })
-        .stderr(Stdio::piped())
-        .process_group(0);
-    for (key, value) in options.env {
-        command.env(key, value);
-    }
-    if let Some(dir) = options.cwd {
-        command.current_dir(dir);
-    }
-    // SAFETY: between fork and exec only async-signal-safe calls: restore the
-    // signals a worker ignores or blocks, so the command behaves normally.
-    unsafe {
-        command.pre_exec(|| {
-            for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT, libc::SIGPIPE] {
-                libc::signal(signal, libc::SIG_DFL);
-            }
-            let mut set: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut set);
-            libc::pthread_sigmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
-            // Dies with whoever runs it (a killed worker), and joins the run's cgroup.
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            contain::enter_run_cgroup();
-            Ok(())
-        });
-    }
+    let mut command = command(line, options);
     let started = Instant::now();
     let mut child = command.spawn().map_err(|error| RunError::Spawn { command: display.clone(), error })?;
     let group = child.id() as libc::pid_t;
@@ -194,6 +156,51 @@ pub fn run(line: &CommandLine, options: &RunOptions<'_>) -> Result<Finished, Run
         stderr: stderr.data,
         wall,
     })
+}
+
+/// The command of `line`, its own process group, with the signals a worker
+/// ignores or blocks restored, dying with its runner, in the run's cgroup.
+fn command(line: &CommandLine, options: &RunOptions<'_>) -> Command {
+    let mut command = match line {
+        CommandLine::Argv(words) => {
+            let mut c = Command::new(&words[0]);
+            c.args(&words[1..]);
+            c
+        }
+        CommandLine::Shell(script) => {
+            let mut c = Command::new("sh");
+            c.arg("-c").arg(script);
+            c
+        }
+    };
+    command
+        .stdin(Stdio::null())
+        .stdout(if options.capture_stdout { Stdio::piped() } else { Stdio::null() })
+        .stderr(Stdio::piped())
+        .process_group(0);
+    for (key, value) in options.env {
+        command.env(key, value);
+    }
+    if let Some(dir) = options.cwd {
+        command.current_dir(dir);
+    }
+    // SAFETY: between fork and exec only async-signal-safe calls: restore the
+    // signals a worker ignores or blocks, so the command behaves normally.
+    unsafe {
+        command.pre_exec(|| {
+            for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT, libc::SIGPIPE] {
+                libc::signal(signal, libc::SIG_DFL);
+            }
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            libc::pthread_sigmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
+            // Dies with whoever runs it (a killed worker), and joins the run's cgroup.
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            contain::enter_run_cgroup();
+            Ok(())
+        });
+    }
+    command
 }
 
 /// The last `lines` non-empty lines of `text`, joined with " | ".

@@ -48,103 +48,125 @@ impl FsInstance {
         };
         this.register()?;
         std::fs::create_dir(&mountpoint).with_context(|| format!("creating mount point {}", mountpoint.display()))?;
-        let opts = spec.mount_options.clone();
-        if spec.kind == FsKind::Tmpfs {
-            this.record.backing = "ram".into();
-            let all = match &opts {
-                Some(o) => format!("size={size},{o}"),
-                None => format!("size={size}"),
-            };
-            run_in(&mountpoint, "mount", &["-t", "tmpfs", "-o", &all, "fsscale", &mountpoint.display().to_string()])?;
-        } else if spec.kind == FsKind::Ramfs {
-            // ramfs has no size limit and never swaps: filling it can take the
-            // machine's memory, so it must fit in what is available now.
-            let available = crate::sys::available_memory().unwrap_or(0);
-            if available < size {
-                bail!(
-                    "--fs ramfs has no size limit and the workload may need {} MiB, but only {} MiB of memory is \
-                     available; use tmpfs (which has one), or less work",
-                    size >> 20,
-                    available >> 20
-                );
+        match spec.kind {
+            FsKind::Tmpfs => this.mount_tmpfs(spec, size)?,
+            FsKind::Ramfs => this.mount_ramfs(spec, size)?,
+            FsKind::Ext4 | FsKind::Xfs | FsKind::Btrfs | FsKind::F2fs => {
+                this.make_on_device(spec, options, size, &image_name)?
             }
-            this.record.backing = "ram".into();
-            let mut args = vec!["-t", "ramfs"];
-            if let Some(o) = &opts {
-                args.extend(["-o", o]);
-            }
-            let mnt = mountpoint.display().to_string();
-            args.extend(["fsscale", mnt.as_str()]);
-            run_in(&mountpoint, "mount", &args)?;
-        } else {
-            // Held until the filesystem is mounted: then the mount holds the
-            // device, and the kernel detaches it once that is gone.
-            let mut loop_held = None;
-            let device = match &options.backing {
-                Backing::Device(dev) => {
-                    this.record.backing = format!("dev:{}", dev.display());
-                    dev.display().to_string()
-                }
-                Backing::Ram | Backing::File(_) => {
-                    let dir = match &options.backing {
-                        Backing::File(dir) => {
-                            this.record.backing = format!("file:{}", dir.display());
-                            dir.clone()
-                        }
-                        _ => {
-                            this.record.backing = "ram".into();
-                            PathBuf::from("/dev/shm")
-                        }
-                    };
-                    // The image is sparse, but fills as the workload writes: a
-                    // full backing filesystem would fail the run midway.
-                    if let Some(free) = crate::sys::free_bytes(&dir).filter(|&free| free < size) {
-                        bail!(
-                            "--backing {}: {} has {} MiB free, the {} MiB image needs its room; \
-                             free space, choose another directory, or pass a smaller --fs-size",
-                            this.record.backing,
-                            dir.display(),
-                            free >> 20,
-                            size >> 20
-                        );
-                    }
-                    let image_dir = ImageDir::open(&dir, &this.record.backing)?;
-                    this.entry.image = Some(image_dir.path.join(&image_name));
-                    this.register()?;
-                    let (image, id) = image_dir.create(&image_name, size)?;
-                    this.entry.image_id = Some(id);
-                    this.register()?;
-                    let attached = loopdev::attach(&image, this.entry.image.as_deref().expect("set above"))?;
-                    this.entry.loop_device = Some(attached.path.clone());
-                    this.register()?;
-                    let device = attached.path.clone();
-                    loop_held = Some(attached);
-                    device
-                }
-            };
-            let (tool, flags, _) = spec.kind.mkfs().expect("a made filesystem has mkfs");
-            let mut args: Vec<String> = flags.iter().map(|s| s.to_string()).collect();
-            args.extend(options.mkfs_options.iter().cloned());
-            args.push(device.clone());
-            let args_ref: Vec<&str> = args.iter().map(String::as_str).collect();
-            run_in(&mountpoint, tool, &args_ref)?;
-            this.record.mkfs_command = Some(format!("{tool} {}", args.join(" ")));
-            this.record.mkfs_version = mkfs_version(tool);
-            let mut mount_args = vec!["-t", spec.kind.name()];
-            if let Some(o) = &opts {
-                mount_args.extend(["-o", o]);
-            }
-            let mnt = mountpoint.display().to_string();
-            mount_args.extend([device.as_str(), mnt.as_str()]);
-            run_in(&mountpoint, "mount", &mount_args)?;
-            drop(loop_held);
-            this.record.device = Some(device);
+            FsKind::Dir => bail!("--dir is used as it is: nothing is made (internal error)"),
         }
         this.mounted = true;
         let target = Target::detect(&mountpoint);
         this.record.mount_options = target.mount_options;
         this.record.super_options = target.super_options;
         Ok(this)
+    }
+
+    /// tmpfs of `size` bytes.
+    fn mount_tmpfs(&mut self, spec: &FsSpec, size: u64) -> Result<()> {
+        let (mountpoint, opts) = (self.entry.mountpoint.clone(), &spec.mount_options);
+        self.record.backing = "ram".into();
+        let all = match &opts {
+            Some(o) => format!("size={size},{o}"),
+            None => format!("size={size}"),
+        };
+        run_in(&mountpoint, "mount", &["-t", "tmpfs", "-o", &all, "fsscale", &mountpoint.display().to_string()])?;
+        Ok(())
+    }
+
+    /// ramfs, refused unless `size` bytes fit in the memory available now.
+    fn mount_ramfs(&mut self, spec: &FsSpec, size: u64) -> Result<()> {
+        let (mountpoint, opts) = (self.entry.mountpoint.clone(), &spec.mount_options);
+        // ramfs has no size limit and never swaps: filling it can take the
+        // machine's memory, so it must fit in what is available now.
+        let available = crate::sys::available_memory().unwrap_or(0);
+        if available < size {
+            bail!(
+                "--fs ramfs has no size limit and the workload may need {} MiB, but only {} MiB of memory is \
+                 available; use tmpfs (which has one), or less work",
+                size >> 20,
+                available >> 20
+            );
+        }
+        self.record.backing = "ram".into();
+        let mut args = vec!["-t", "ramfs"];
+        if let Some(o) = &opts {
+            args.extend(["-o", o]);
+        }
+        let mnt = mountpoint.display().to_string();
+        args.extend(["fsscale", mnt.as_str()]);
+        run_in(&mountpoint, "mount", &args)?;
+        Ok(())
+    }
+
+    /// A filesystem made with its mkfs on the backing device: a loop device
+    /// over an image in memory or in `--backing file:DIR`, or a real device.
+    fn make_on_device(&mut self, spec: &FsSpec, options: &FsOptions, size: u64, image_name: &str) -> Result<()> {
+        let (mountpoint, opts) = (self.entry.mountpoint.clone(), &spec.mount_options);
+        // Held until the filesystem is mounted: then the mount holds the
+        // device, and the kernel detaches it once that is gone.
+        let mut loop_held = None;
+        let device = match &options.backing {
+            Backing::Device(dev) => {
+                self.record.backing = format!("dev:{}", dev.display());
+                dev.display().to_string()
+            }
+            Backing::Ram | Backing::File(_) => {
+                let dir = match &options.backing {
+                    Backing::File(dir) => {
+                        self.record.backing = format!("file:{}", dir.display());
+                        dir.clone()
+                    }
+                    _ => {
+                        self.record.backing = "ram".into();
+                        PathBuf::from("/dev/shm")
+                    }
+                };
+                // The image is sparse, but fills as the workload writes: a
+                // full backing filesystem would fail the run midway.
+                if let Some(free) = crate::sys::free_bytes(&dir).filter(|&free| free < size) {
+                    bail!(
+                        "--backing {}: {} has {} MiB free, the {} MiB image needs its room; \
+                         free space, choose another directory, or pass a smaller --fs-size",
+                        self.record.backing,
+                        dir.display(),
+                        free >> 20,
+                        size >> 20
+                    );
+                }
+                let image_dir = ImageDir::open(&dir, &self.record.backing)?;
+                self.entry.image = Some(image_dir.path.join(image_name));
+                self.register()?;
+                let (image, id) = image_dir.create(image_name, size)?;
+                self.entry.image_id = Some(id);
+                self.register()?;
+                let attached = loopdev::attach(&image, self.entry.image.as_deref().expect("set above"))?;
+                self.entry.loop_device = Some(attached.path.clone());
+                self.register()?;
+                let device = attached.path.clone();
+                loop_held = Some(attached);
+                device
+            }
+        };
+        let (tool, flags, _) = spec.kind.mkfs().expect("a made filesystem has mkfs");
+        let mut args: Vec<String> = flags.iter().map(|s| s.to_string()).collect();
+        args.extend(options.mkfs_options.iter().cloned());
+        args.push(device.clone());
+        let args_ref: Vec<&str> = args.iter().map(String::as_str).collect();
+        run_in(&mountpoint, tool, &args_ref)?;
+        self.record.mkfs_command = Some(format!("{tool} {}", args.join(" ")));
+        self.record.mkfs_version = mkfs_version(tool);
+        let mut mount_args = vec!["-t", spec.kind.name()];
+        if let Some(o) = &opts {
+            mount_args.extend(["-o", o]);
+        }
+        let mnt = mountpoint.display().to_string();
+        mount_args.extend([device.as_str(), mnt.as_str()]);
+        run_in(&mountpoint, "mount", &mount_args)?;
+        drop(loop_held);
+        self.record.device = Some(device);
+        Ok(())
     }
 
     pub fn mountpoint(&self) -> &Path {

@@ -203,47 +203,52 @@ pub fn parse_args(args: &[String]) -> Result<Request, Failure> {
             } else {
                 String::new()
             };
-            match flag {
-                'A' => options.suppress_plot = true,
-                'n' => options.summary_only = true,
-                'q' => options.quiet = true,
-                's' => options.separate_bars = true,
-                'C' => {
-                    let column = c_strtol(&value).ok_or_else(|| usage("Invalid column number.", ""))?;
-                    if column <= 0 {
-                        return Err(usage("Column number should be positive.", ""));
-                    }
-                    options.column = column as usize;
-                }
-                'c' => {
-                    let level =
-                        cformat::parse_c_double(&value).ok_or_else(|| usage("Not a floating point number", ""))?;
-                    options.confidence = Confidence::from_percent(level)
-                        .ok_or_else(|| usage("No support for confidence level (use a level between 0 and 100)", ""))?;
-                }
-                'd' => {
-                    if value.is_empty() {
-                        return Err(usage("Can't use empty delimiter string", ""));
-                    }
-                    options.delimiters = value.into_bytes();
-                }
-                'w' => {
-                    let width = c_strtol(&value).ok_or_else(|| usage("Invalid width, not a number.", ""))?;
-                    if width < 0 {
-                        return Err(usage("Unable to move beyond left margin.", ""));
-                    }
-                    options.width = Some(width);
-                }
-                other => {
-                    return Err(usage("Unknown option", &format!("ministat: invalid option -- '{other}'\n")));
-                }
-            }
+            set_option(&mut options, flag, value)?;
         }
     }
     if options.files.len() > SYMBOLS_FOR_SETS {
         return Err(usage("Too many datasets.", ""));
     }
     Ok(Request::Run(options))
+}
+
+/// Sets option `flag` (with its `value`, for those that take one) as ministat's getopt loop does.
+fn set_option(options: &mut Options, flag: char, value: String) -> Result<(), Failure> {
+    match flag {
+        'A' => options.suppress_plot = true,
+        'n' => options.summary_only = true,
+        'q' => options.quiet = true,
+        's' => options.separate_bars = true,
+        'C' => {
+            let column = c_strtol(&value).ok_or_else(|| usage("Invalid column number.", ""))?;
+            if column <= 0 {
+                return Err(usage("Column number should be positive.", ""));
+            }
+            options.column = column as usize;
+        }
+        'c' => {
+            let level = cformat::parse_c_double(&value).ok_or_else(|| usage("Not a floating point number", ""))?;
+            options.confidence = Confidence::from_percent(level)
+                .ok_or_else(|| usage("No support for confidence level (use a level between 0 and 100)", ""))?;
+        }
+        'd' => {
+            if value.is_empty() {
+                return Err(usage("Can't use empty delimiter string", ""));
+            }
+            options.delimiters = value.into_bytes();
+        }
+        'w' => {
+            let width = c_strtol(&value).ok_or_else(|| usage("Invalid width, not a number.", ""))?;
+            if width < 0 {
+                return Err(usage("Unable to move beyond left margin.", ""));
+            }
+            options.width = Some(width);
+        }
+        other => {
+            return Err(usage("Unknown option", &format!("ministat: invalid option -- '{other}'\n")));
+        }
+    }
+    Ok(())
 }
 
 /// Data sets one run can show (one plot symbol each).

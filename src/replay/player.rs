@@ -73,34 +73,23 @@ impl<'a> Player<'a> {
             TraceOp::Create { path, parent, directory, disposition, handle, expect_ok } => {
                 resolve(self.dir, path, parent, &mut self.buf);
                 let outcome = self.create(path, *directory, *disposition);
-                // A disagreement with the recorded status is tolerated, as dbench does.
-                if *expect_ok && self.fds[*handle] >= 0 {
-                    let _ = sys::close(self.fds[*handle]);
-                    self.fds[*handle] = -1;
-                }
-                match (outcome, expect_ok) {
-                    (Ok(fd), true) => self.fds[*handle] = fd,
-                    (Ok(fd), false) => drop(sys::close(fd)),
-                    (Err(_), _) => {}
-                }
+                self.keep_handle(*handle, outcome, *expect_ok);
                 Ok(0)
             }
             TraceOp::Close { handle } => {
                 let fd = self.fd(*handle)?;
                 self.fds[*handle] = -1;
-                sys::close(fd).map_err(|e| anyhow::anyhow!("{kind}: close failed: {}", sys::errno_text(e)))?;
+                sys::close(fd).map_err(failed(kind, "close"))?;
                 Ok(0)
             }
             TraceOp::Read { handle, offset, size } => {
                 let fd = self.fd(*handle)?;
-                let n = sys::pread(fd, &mut self.buf[..*size], *offset)
-                    .map_err(|e| anyhow::anyhow!("{kind}: pread failed: {}", sys::errno_text(e)))?;
+                let n = sys::pread(fd, &mut self.buf[..*size], *offset).map_err(failed(kind, "pread"))?;
                 Ok(n as u64)
             }
             TraceOp::Write { handle, offset, size } => {
                 let fd = self.fd(*handle)?;
-                let n = sys::pwrite(fd, &self.buf[..*size], *offset)
-                    .map_err(|e| anyhow::anyhow!("{kind}: pwrite failed: {}", sys::errno_text(e)))?;
+                let n = sys::pwrite(fd, &self.buf[..*size], *offset).map_err(failed(kind, "pwrite"))?;
                 if n != *size {
                     return Err(anyhow::anyhow!("{kind}: pwrite wrote {n} of {size} bytes"));
                 }
@@ -124,11 +113,7 @@ impl<'a> Player<'a> {
                 remove_files(self.dir, path, &mut self.buf);
                 Ok(0)
             }
-            TraceOp::Flush { handle } => {
-                sys::fsync(self.fd(*handle)?)
-                    .map_err(|e| anyhow::anyhow!("{kind}: fsync failed: {}", sys::errno_text(e)))?;
-                Ok(0)
-            }
+            TraceOp::Flush { handle } => sys::fsync(self.fd(*handle)?).map_err(failed(kind, "fsync")).map(|()| 0),
             TraceOp::FindFirst { path, dir, wildcard, max } => {
                 resolve(self.dir, path, dir, &mut self.buf);
                 if *wildcard {
@@ -143,36 +128,22 @@ impl<'a> Player<'a> {
             TraceOp::QueryFile { handle } => {
                 // SAFETY: stat is plain data.
                 let mut st: libc::stat = unsafe { std::mem::zeroed() };
-                sys::fstat(self.fd(*handle)?, &mut st)
-                    .map_err(|e| anyhow::anyhow!("{kind}: fstat failed: {}", sys::errno_text(e)))?;
-                Ok(0)
+                sys::fstat(self.fd(*handle)?, &mut st).map_err(failed(kind, "fstat")).map(|()| 0)
             }
             TraceOp::QueryFs => {
                 // SAFETY: statfs is plain data; valid fd and pointer.
                 let mut st: libc::statfs = unsafe { std::mem::zeroed() };
-                if unsafe { libc::fstatfs(self.dir, &mut st) } != 0 {
-                    return Err(anyhow::anyhow!("{kind}: fstatfs failed: {}", sys::errno_text(sys::last_errno())));
-                }
-                Ok(0)
+                sys::status(unsafe { libc::fstatfs(self.dir, &mut st) }).map_err(failed(kind, "fstatfs")).map(|()| 0)
             }
             TraceOp::SetFileInfo { handle } => {
                 let fd = self.fd(*handle)?;
                 // SAFETY: a null times pointer means "now" for both times.
-                if unsafe { libc::futimens(fd, std::ptr::null()) } != 0 {
-                    return Err(anyhow::anyhow!("{kind}: futimens failed: {}", sys::errno_text(sys::last_errno())));
-                }
-                Ok(0)
+                sys::status(unsafe { libc::futimens(fd, std::ptr::null()) })
+                    .map_err(failed(kind, "futimens"))
+                    .map(|()| 0)
             }
             TraceOp::Lock { handle, offset, size, unlock, expect_ok } => {
-                let fd = self.fd(*handle)?;
-                // SAFETY: flock is plain data.
-                let mut lock: libc::flock = unsafe { std::mem::zeroed() };
-                lock.l_type = if *unlock { libc::F_UNLCK } else { libc::F_WRLCK } as libc::c_short;
-                lock.l_whence = libc::SEEK_SET as libc::c_short;
-                lock.l_start = *offset;
-                lock.l_len = *size;
-                // SAFETY: valid fd and flock pointer.
-                let failed = unsafe { libc::fcntl(fd, libc::F_SETLK, &lock) } != 0;
+                let failed = lock(self.fd(*handle)?, *offset, *size, *unlock).is_err();
                 // A client never conflicts with itself, so a recorded lock
                 // conflict cannot be reproduced; only unexpected failures count.
                 if failed && *expect_ok {
@@ -183,6 +154,21 @@ impl<'a> Player<'a> {
                 }
                 Ok(0)
             }
+        }
+    }
+
+    /// An NTCreateX's outcome kept in its handle's slot (a handle the trace
+    /// reopens replaces the old one); a disagreement with the recorded
+    /// status is tolerated, as dbench does.
+    fn keep_handle(&mut self, handle: usize, outcome: Result<RawFd, Errno>, expect_ok: bool) {
+        if expect_ok && self.fds[handle] >= 0 {
+            let _ = sys::close(self.fds[handle]);
+            self.fds[handle] = -1;
+        }
+        match (outcome, expect_ok) {
+            (Ok(fd), true) => self.fds[handle] = fd,
+            (Ok(fd), false) => drop(sys::close(fd)),
+            (Err(_), _) => {}
         }
     }
 
@@ -304,5 +290,25 @@ fn remove_files(base: RawFd, dir: &CStr, buf: &mut [u8]) {
         } else {
             let _ = sys::unlinkat(base, &path, 0);
         }
+    }
+}
+
+/// An op's failed call as an error naming the op and the call.
+fn failed(kind: &'static str, call: &'static str) -> impl Fn(Errno) -> anyhow::Error {
+    move |errno| anyhow::anyhow!("{kind}: {call} failed: {}", sys::errno_text(errno))
+}
+
+/// `fcntl(F_SETLK)` of a write lock on (`unlock`: an unlock of) `size` bytes at `offset`.
+fn lock(fd: RawFd, offset: i64, size: i64, unlock: bool) -> Result<(), Errno> {
+    // SAFETY: flock is plain data.
+    let mut lock: libc::flock = unsafe { std::mem::zeroed() };
+    lock.l_type = if unlock { libc::F_UNLCK } else { libc::F_WRLCK } as libc::c_short;
+    lock.l_whence = libc::SEEK_SET as libc::c_short;
+    lock.l_start = offset;
+    lock.l_len = size;
+    // SAFETY: valid fd and flock pointer.
+    match unsafe { libc::fcntl(fd, libc::F_SETLK, &lock) } {
+        0 => Ok(()),
+        _ => Err(sys::last_errno()),
     }
 }

@@ -202,7 +202,7 @@ impl Trace {
 pub fn parse(name: &str, text: &str) -> Result<Trace, InputError> {
     let mut trace =
         Trace { name: name.to_string(), ops: Vec::new(), lines: Vec::new(), handle_names: Vec::new(), max_io: 0 };
-    let mut slots: HashMap<u64, usize> = HashMap::new();
+    let mut handles = Handles { slots: HashMap::new(), names: Vec::new() };
     for (index, raw) in text.lines().enumerate() {
         let line_no = index + 1;
         let fail = |message: String| InputError::Line { file: name.to_string(), line: line_no, message };
@@ -228,141 +228,196 @@ pub fn parse(name: &str, text: &str) -> Result<Trace, InputError> {
             _ => return Err(fail(format!("{op_name}: the last field must be a status such as NT_STATUS_OK"))),
         };
         let expect_ok = status == "NT_STATUS_OK" || status == "0x00000000";
-        let want = |n: usize, names: &str| {
-            if args.len() == n {
-                Ok(())
-            } else {
-                Err(fail(format!(
-                    "{op_name} needs {n} argument{} ({names}) and a status, found {}",
-                    if n == 1 { "" } else { "s" },
-                    args.len()
-                )))
-            }
-        };
-        let number =
-            |text: &str| parse_number(text).ok_or_else(|| fail(format!("{op_name}: '{text}' is not a number")));
-        let path = |text: &str| client_path(text).map_err(|e| fail(format!("{op_name}: {e}")));
-        let parent = |text: &str| {
-            let unified = text.replace('\\', "/");
-            path(unified.rsplit_once('/').map_or("", |(dir, _)| dir))
-        };
-        let mut handle = |text: &str, opens: bool| -> Result<usize, InputError> {
-            let fnum = number(text)?;
-            match slots.get(&fnum) {
-                Some(&slot) => Ok(slot),
-                None if opens => {
-                    slots.insert(fnum, trace.handle_names.len());
-                    trace.handle_names.push(fnum);
-                    Ok(trace.handle_names.len() - 1)
-                }
-                None => Err(fail(format!("{op_name}: handle {fnum} is never opened by an NTCreateX before this line"))),
-            }
-        };
-        let op = match kind {
-            OpKind::NTCreateX => {
-                want(4, "path, create options, disposition, handle")?;
-                let options = number(&args[1])?;
-                let disposition = number(&args[2])?;
-                if disposition > 5 {
-                    return Err(fail(format!("NTCreateX: disposition {disposition} is not 0-5")));
-                }
-                TraceOp::Create {
-                    path: path(&args[0])?,
-                    parent: parent(&args[0])?,
-                    directory: options & 1 != 0,
-                    disposition: disposition as u32,
-                    handle: if expect_ok { handle(&args[3], true)? } else { usize::MAX },
-                    expect_ok,
-                }
-            }
-            OpKind::Close => {
-                want(1, "handle")?;
-                TraceOp::Close { handle: handle(&args[0], false)? }
-            }
-            OpKind::ReadX | OpKind::WriteX => {
-                want(4, "handle, offset, size, bytes done")?;
-                let (handle, offset, size) = (handle(&args[0], false)?, number(&args[1])?, number(&args[2])?);
-                if size > 16 << 20 {
-                    return Err(fail(format!("{op_name}: size {size} is over the 16 MiB fsscale allows")));
-                }
-                trace.max_io = trace.max_io.max(size as usize);
-                let (offset, size) = (offset as i64, size as usize);
-                if kind == OpKind::ReadX {
-                    TraceOp::Read { handle, offset, size }
-                } else {
-                    TraceOp::Write { handle, offset, size }
-                }
-            }
-            OpKind::Rename => {
-                want(2, "old path, new path")?;
-                TraceOp::Rename { from: path(&args[0])?, to: path(&args[1])?, expect_ok }
-            }
-            OpKind::Unlink => {
-                if args.is_empty() || args.len() > 2 {
-                    want(2, "path, attributes")?;
-                }
-                TraceOp::Unlink { path: path(&args[0])?, expect_ok }
-            }
-            OpKind::Mkdir => {
-                want(1, "path")?;
-                TraceOp::Mkdir { path: path(&args[0])?, parent: parent(&args[0])? }
-            }
-            OpKind::Rmdir => {
-                want(1, "path")?;
-                TraceOp::Rmdir { path: path(&args[0])?, expect_ok }
-            }
-            OpKind::Deltree => {
-                want(1, "path")?;
-                TraceOp::Deltree { path: path(&args[0])? }
-            }
-            OpKind::Flush => {
-                want(1, "handle")?;
-                TraceOp::Flush { handle: handle(&args[0], false)? }
-            }
-            OpKind::FindFirst => {
-                want(4, "pattern, level, max count, count")?;
-                let pattern = args[0].replace('\\', "/");
-                TraceOp::FindFirst {
-                    path: path(&pattern)?,
-                    dir: parent(&pattern)?,
-                    wildcard: pattern.contains(['<', '>', '*', '?', '"']),
-                    max: number(&args[2])?.min(1 << 20) as usize,
-                }
-            }
-            OpKind::QueryPath => {
-                want(2, "path, level")?;
-                TraceOp::QueryPath { path: path(&args[0])?, parent: parent(&args[0])? }
-            }
-            OpKind::QueryFile => {
-                want(2, "handle, level")?;
-                TraceOp::QueryFile { handle: handle(&args[0], false)? }
-            }
-            OpKind::QueryFs => {
-                want(1, "level")?;
-                TraceOp::QueryFs
-            }
-            OpKind::SetFileInfo => {
-                want(2, "handle, level")?;
-                TraceOp::SetFileInfo { handle: handle(&args[0], false)? }
-            }
-            OpKind::LockX | OpKind::UnlockX => {
-                want(3, "handle, offset, size")?;
-                TraceOp::Lock {
-                    handle: handle(&args[0], false)?,
-                    offset: number(&args[1])? as i64,
-                    size: number(&args[2])? as i64,
-                    unlock: kind == OpKind::UnlockX,
-                    expect_ok,
-                }
-            }
-        };
-        trace.ops.push(op);
+        let line = Line { file: name, line: line_no, op_name, args, expect_ok };
+        trace.ops.push(parse_op(kind, &line, &mut handles, &mut trace.max_io)?);
         trace.lines.push(line_no as u32);
     }
     if trace.ops.is_empty() {
         return Err(InputError::Malformed(format!("{name}: no operations (only comments or empty lines)")));
     }
+    trace.handle_names = handles.names;
     Ok(trace)
+}
+
+/// One line of a loadfile: its operation's fields, and how to name it in an error.
+struct Line<'a> {
+    file: &'a str,
+    line: usize,
+    op_name: &'a str,
+    args: &'a [String],
+    /// The recorded status is success.
+    expect_ok: bool,
+}
+
+impl Line<'_> {
+    fn fail(&self, message: String) -> InputError {
+        InputError::Line { file: self.file.to_string(), line: self.line, message }
+    }
+
+    /// Exactly `n` arguments (named `names`) before the status.
+    fn want(&self, n: usize, names: &str) -> Result<(), InputError> {
+        if self.args.len() == n {
+            return Ok(());
+        }
+        Err(self.fail(format!(
+            "{} needs {n} argument{} ({names}) and a status, found {}",
+            self.op_name,
+            if n == 1 { "" } else { "s" },
+            self.args.len()
+        )))
+    }
+
+    fn number(&self, text: &str) -> Result<u64, InputError> {
+        parse_number(text).ok_or_else(|| self.fail(format!("{}: '{text}' is not a number", self.op_name)))
+    }
+
+    fn path(&self, text: &str) -> Result<CString, InputError> {
+        client_path(text).map_err(|e| self.fail(format!("{}: {e}", self.op_name)))
+    }
+
+    /// The directory of the path `text`.
+    fn parent(&self, text: &str) -> Result<CString, InputError> {
+        let unified = text.replace('\\', "/");
+        self.path(unified.rsplit_once('/').map_or("", |(dir, _)| dir))
+    }
+}
+
+/// The loadfile's handle numbers, mapped to dense slots in order of their opening.
+struct Handles {
+    slots: HashMap<u64, usize>,
+    /// The number of each slot.
+    names: Vec<u64>,
+}
+
+impl Handles {
+    /// The slot of handle `text`; `opens`: an NTCreateX that opens it.
+    fn slot(&mut self, line: &Line<'_>, text: &str, opens: bool) -> Result<usize, InputError> {
+        let fnum = line.number(text)?;
+        match self.slots.get(&fnum) {
+            Some(&slot) => Ok(slot),
+            None if opens => {
+                self.slots.insert(fnum, self.names.len());
+                self.names.push(fnum);
+                Ok(self.names.len() - 1)
+            }
+            None => {
+                Err(line
+                    .fail(format!("{}: handle {fnum} is never opened by an NTCreateX before this line", line.op_name)))
+            }
+        }
+    }
+}
+
+/// The op of one line of kind `kind`; `max_io` grows to its transfer size.
+fn parse_op(kind: OpKind, line: &Line<'_>, handles: &mut Handles, max_io: &mut usize) -> Result<TraceOp, InputError> {
+    Ok(match kind {
+        OpKind::NTCreateX => create_op(line, handles)?,
+        OpKind::Close => {
+            line.want(1, "handle")?;
+            TraceOp::Close { handle: handles.slot(line, &line.args[0], false)? }
+        }
+        OpKind::ReadX | OpKind::WriteX => io_op(kind == OpKind::WriteX, line, handles, max_io)?,
+        OpKind::Rename => {
+            line.want(2, "old path, new path")?;
+            TraceOp::Rename {
+                from: line.path(&line.args[0])?,
+                to: line.path(&line.args[1])?,
+                expect_ok: line.expect_ok,
+            }
+        }
+        OpKind::Unlink => {
+            if line.args.is_empty() || line.args.len() > 2 {
+                line.want(2, "path, attributes")?;
+            }
+            TraceOp::Unlink { path: line.path(&line.args[0])?, expect_ok: line.expect_ok }
+        }
+        OpKind::Mkdir => {
+            line.want(1, "path")?;
+            TraceOp::Mkdir { path: line.path(&line.args[0])?, parent: line.parent(&line.args[0])? }
+        }
+        OpKind::Rmdir => {
+            line.want(1, "path")?;
+            TraceOp::Rmdir { path: line.path(&line.args[0])?, expect_ok: line.expect_ok }
+        }
+        OpKind::Deltree => {
+            line.want(1, "path")?;
+            TraceOp::Deltree { path: line.path(&line.args[0])? }
+        }
+        OpKind::Flush => {
+            line.want(1, "handle")?;
+            TraceOp::Flush { handle: handles.slot(line, &line.args[0], false)? }
+        }
+        OpKind::FindFirst => {
+            line.want(4, "pattern, level, max count, count")?;
+            let pattern = line.args[0].replace('\\', "/");
+            TraceOp::FindFirst {
+                path: line.path(&pattern)?,
+                dir: line.parent(&pattern)?,
+                wildcard: pattern.contains(['<', '>', '*', '?', '"']),
+                max: line.number(&line.args[2])?.min(1 << 20) as usize,
+            }
+        }
+        OpKind::QueryPath => {
+            line.want(2, "path, level")?;
+            TraceOp::QueryPath { path: line.path(&line.args[0])?, parent: line.parent(&line.args[0])? }
+        }
+        OpKind::QueryFile => {
+            line.want(2, "handle, level")?;
+            TraceOp::QueryFile { handle: handles.slot(line, &line.args[0], false)? }
+        }
+        OpKind::QueryFs => {
+            line.want(1, "level")?;
+            TraceOp::QueryFs
+        }
+        OpKind::SetFileInfo => {
+            line.want(2, "handle, level")?;
+            TraceOp::SetFileInfo { handle: handles.slot(line, &line.args[0], false)? }
+        }
+        OpKind::LockX | OpKind::UnlockX => {
+            line.want(3, "handle, offset, size")?;
+            TraceOp::Lock {
+                handle: handles.slot(line, &line.args[0], false)?,
+                offset: line.number(&line.args[1])? as i64,
+                size: line.number(&line.args[2])? as i64,
+                unlock: kind == OpKind::UnlockX,
+                expect_ok: line.expect_ok,
+            }
+        }
+    })
+}
+
+/// NTCreateX: path, create options, disposition, handle.
+fn create_op(line: &Line<'_>, handles: &mut Handles) -> Result<TraceOp, InputError> {
+    line.want(4, "path, create options, disposition, handle")?;
+    let options = line.number(&line.args[1])?;
+    let disposition = line.number(&line.args[2])?;
+    if disposition > 5 {
+        return Err(line.fail(format!("NTCreateX: disposition {disposition} is not 0-5")));
+    }
+    Ok(TraceOp::Create {
+        path: line.path(&line.args[0])?,
+        parent: line.parent(&line.args[0])?,
+        directory: options & 1 != 0,
+        disposition: disposition as u32,
+        handle: if line.expect_ok { handles.slot(line, &line.args[3], true)? } else { usize::MAX },
+        expect_ok: line.expect_ok,
+    })
+}
+
+/// ReadX and WriteX: handle, offset, size, bytes done; `max_io` grows to the size.
+fn io_op(write: bool, line: &Line<'_>, handles: &mut Handles, max_io: &mut usize) -> Result<TraceOp, InputError> {
+    line.want(4, "handle, offset, size, bytes done")?;
+    let (handle, offset, size) =
+        (handles.slot(line, &line.args[0], false)?, line.number(&line.args[1])?, line.number(&line.args[2])?);
+    if size > 16 << 20 {
+        return Err(line.fail(format!("{}: size {size} is over the 16 MiB fsscale allows", line.op_name)));
+    }
+    *max_io = (*max_io).max(size as usize);
+    let (offset, size) = (offset as i64, size as usize);
+    Ok(match write {
+        false => TraceOp::Read { handle, offset, size },
+        true => TraceOp::Write { handle, offset, size },
+    })
 }
 
 /// Splits a line into fields; double quotes keep spaces.

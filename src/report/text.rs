@@ -20,7 +20,7 @@ pub fn render_results(doc: &ResultsFile) -> String {
 /// `explain_all` (else only under points whose efficiency falls).
 pub fn render_results_with(doc: &ResultsFile, explain_all: bool) -> String {
     // One table per condition (filesystem configuration, cache state) and workload.
-    let mut by_workload: BTreeMap<(Option<String>, Workload), Vec<&Point>> = BTreeMap::new();
+    let mut by_workload: Groups<'_> = BTreeMap::new();
     for point in doc.points.iter().filter(|p| p.summary.is_some()) {
         by_workload.entry((point.condition(), point.workload)).or_default().push(point);
     }
@@ -28,37 +28,7 @@ pub fn render_results_with(doc: &ResultsFile, explain_all: bool) -> String {
     let analyses = analyze_results(doc);
     let mut unfitted = false;
     for ((condition, workload), points) in &by_workload {
-        let on = condition.as_ref().map(|c| format!(" {c}")).unwrap_or_default();
-        out.push_str(&format!("{workload}{on}: {}\n", points[0].op));
-        if let Some(made) = &points[0].filesystem {
-            let how = doc.settings.fresh.map(|f| format!(", {}", f.words())).unwrap_or_default();
-            out.push_str(&format!("  filesystem: {}{how}\n", made.describe()));
-        }
-        let missing = |p: &Point| run_note(p, &doc.settings);
-        let table = match (points[0].metric.is_some(), workload.is_fixed_work()) {
-            (true, _) => driver_table(points, missing),
-            (false, true) => view::table(Layout::FixedWork, &mut view::views_of(points, doc)),
-            (false, false) => view::table(Layout::Loops, &mut view::views_of(points, doc)),
-        };
-        out.push_str(&table.render());
-        if *workload == Workload::Replay {
-            // Per-op detail for the largest point of each series; the JSON has every point's.
-            let mut largest: BTreeMap<(Mode, Share), &Point> = BTreeMap::new();
-            for p in points {
-                let entry = largest.entry((p.mode, p.share)).or_insert(p);
-                if p.workers > entry.workers {
-                    *entry = p;
-                }
-            }
-            for p in largest.values() {
-                out.push_str(&format!("  operations at {} workers ({}, {}), all runs:\n", p.workers, p.mode, p.share));
-                out.push_str(&replay_ops_table(p).render());
-            }
-        }
-        out.push_str(&super::ranks::lines(points));
-        for point in super::profile::points_to_explain(points, explain_all) {
-            out.push_str(&super::profile::explain(point));
-        }
+        out.push_str(&group(doc, condition, *workload, points, explain_all));
         for a in
             analyses.iter().filter(|a| a.workload == Some(*workload) && a.condition == *condition && a.points.len() > 1)
         {
@@ -72,18 +42,64 @@ pub fn render_results_with(doc: &ResultsFile, explain_all: bool) -> String {
         }
         out.push('\n');
     }
+    out.push_str(&legends(doc, &by_workload, unfitted, explain_all));
+    out
+}
+
+/// The points of each table: by condition and workload.
+type Groups<'a> = BTreeMap<(Option<String>, Workload), Vec<&'a Point>>;
+
+/// One condition's and workload's table, with what explains it under it.
+fn group(
+    doc: &ResultsFile,
+    condition: &Option<String>,
+    workload: Workload,
+    points: &[&Point],
+    explain_all: bool,
+) -> String {
+    let mut out = String::new();
+    let on = condition.as_ref().map(|c| format!(" {c}")).unwrap_or_default();
+    out.push_str(&format!("{workload}{on}: {}\n", points[0].op));
+    if let Some(made) = &points[0].filesystem {
+        let how = doc.settings.fresh.map(|f| format!(", {}", f.words())).unwrap_or_default();
+        out.push_str(&format!("  filesystem: {}{how}\n", made.describe()));
+    }
+    let missing = |p: &Point| run_note(p, &doc.settings);
+    let table = match (points[0].metric.is_some(), workload.is_fixed_work()) {
+        (true, _) => driver_table(points, missing),
+        (false, true) => view::table(Layout::FixedWork, &mut view::views_of(points, doc)),
+        (false, false) => view::table(Layout::Loops, &mut view::views_of(points, doc)),
+    };
+    out.push_str(&table.render());
+    if workload == Workload::Replay {
+        // Per-op detail for the largest point of each series; the JSON has every point's.
+        let mut largest: BTreeMap<(Mode, Share), &Point> = BTreeMap::new();
+        for p in points {
+            let entry = largest.entry((p.mode, p.share)).or_insert(p);
+            if p.workers > entry.workers {
+                *entry = p;
+            }
+        }
+        for p in largest.values() {
+            out.push_str(&format!("  operations at {} workers ({}, {}), all runs:\n", p.workers, p.mode, p.share));
+            out.push_str(&replay_ops_table(p).render());
+        }
+    }
+    out.push_str(&super::ranks::lines(points));
+    for point in super::profile::points_to_explain(points, explain_all) {
+        out.push_str(&super::profile::explain(point));
+    }
+    out
+}
+
+/// What the tables' columns and marks mean, each said once under all the tables that have them.
+fn legends(doc: &ResultsFile, by_workload: &Groups<'_>, unfitted: bool, explain_all: bool) -> String {
+    let mut out = String::new();
     let is_driver = |p: &&Point| p.metric.is_some();
     let drivers = by_workload.values().any(|points| points.iter().any(is_driver));
     let copies = by_workload.iter().any(|((_, w), points)| w.is_fixed_work() && !points.iter().any(is_driver));
     if copies {
-        out.push_str(
-            "fixed work: time = the slowest worker's, median of the runs; entries/s (command: runs/s) and MB/s = all workers' work over \
-             that time;\neff. concurrency = entries/s at N over entries/s at 1 (untar: N x T(1) / T(N); below 1 is \
-             worse than one after another); spread = slowest / fastest worker's time; work share (a walk the workers share) = the smallest and largest share of the entries one worker listed; \
-             user s, sys s = CPU seconds of \
-             all workers and the commands they ran; sync s = a syncfs after the job (untimed; setup's writes were synced before the start): what the job left to write \
-             back; dev MB = written to the device during the job and during that sync; medians of the runs.\n",
-        );
+        out.push_str(FIXED_WORK_LEGEND);
     }
     if drivers {
         out.push_str(
@@ -108,34 +124,44 @@ pub fn render_results_with(doc: &ResultsFile, explain_all: bool) -> String {
              running nor runnable (blocked: a lock, I/O, a child); means over the workers, medians of the runs.\n",
         );
     }
-    if !by_workload.is_empty() {
-        if unfitted {
-            out.push_str(
-                "scaling: a Universal Scalability Law fit needs at least 4 distinct worker counts; \
-                 run more (e.g. -j 1..8) for one (see fsscale analyze).\n",
-            );
-        }
-        if by_workload.keys().any(|(_, w)| !w.is_fixed_work()) {
-            out.push_str(&format!(
-                "ops/s: median of {}{} run{} of {} s each; sd: standard deviation of the runs' ops/s, relative to their mean;\n\
-                 efficiency: ops/s per worker against 1 worker of the same mode and share.\n",
-                if doc.settings.until_ci_pct.is_some() { "at least " } else { "" },
-                doc.settings.runs,
-                if doc.settings.runs == 1 { "" } else { "s" },
-                trim_float(doc.settings.duration_s)
-            ));
-        }
-        out.push_str(&runs_line(&doc.settings));
-        out.push_str(&instruments_line(doc));
-        if by_workload.values().any(|points| !super::profile::points_to_explain(points, explain_all).is_empty()) {
-            out.push_str(super::profile::EXPLAIN_LEGEND);
-        }
-        if by_workload.values().flatten().any(|p| !noise_marks(p).is_empty()) {
-            out.push_str(NOISE_LEGEND);
-        }
+    if by_workload.is_empty() {
+        return out;
+    }
+    if unfitted {
+        out.push_str(
+            "scaling: a Universal Scalability Law fit needs at least 4 distinct worker counts; \
+             run more (e.g. -j 1..8) for one (see fsscale analyze).\n",
+        );
+    }
+    if by_workload.keys().any(|(_, w)| !w.is_fixed_work()) {
+        out.push_str(&format!(
+            "ops/s: median of {}{} run{} of {} s each; sd: standard deviation of the runs' ops/s, relative to their mean;\n\
+             efficiency: ops/s per worker against 1 worker of the same mode and share.\n",
+            if doc.settings.until_ci_pct.is_some() { "at least " } else { "" },
+            doc.settings.runs,
+            if doc.settings.runs == 1 { "" } else { "s" },
+            trim_float(doc.settings.duration_s)
+        ));
+    }
+    out.push_str(&runs_line(&doc.settings));
+    out.push_str(&instruments_line(doc));
+    if by_workload.values().any(|points| !super::profile::points_to_explain(points, explain_all).is_empty()) {
+        out.push_str(super::profile::EXPLAIN_LEGEND);
+    }
+    if by_workload.values().flatten().any(|p| !noise_marks(p).is_empty()) {
+        out.push_str(NOISE_LEGEND);
     }
     out
 }
+
+/// What the fixed-work table's columns mean.
+const FIXED_WORK_LEGEND: &str =
+            "fixed work: time = the slowest worker's, median of the runs; entries/s (command: runs/s) and MB/s = all workers' work over \
+             that time;\neff. concurrency = entries/s at N over entries/s at 1 (untar: N x T(1) / T(N); below 1 is \
+             worse than one after another); spread = slowest / fastest worker's time; work share (a walk the workers share) = the smallest and largest share of the entries one worker listed; \
+             user s, sys s = CPU seconds of \
+             all workers and the commands they ran; sync s = a syncfs after the job (untimed; setup's writes were synced before the start): what the job left to write \
+             back; dev MB = written to the device during the job and during that sync; medians of the runs.\n";
 
 /// Which instruments were on (their cost is in every figure), and what `--verify` found.
 fn instruments_line(doc: &ResultsFile) -> String {

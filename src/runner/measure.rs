@@ -354,29 +354,7 @@ fn coordinate_fixed_work(
     let start = sys::monotonic_ns();
     watch.start_measuring();
     region.set_phase(Phase::Window);
-    let interval = timing.sample_interval.as_nanos().max(1) as u64;
-    let mut timeline = Timeline { interval_s: timing.sample_interval.as_secs_f64(), ..Timeline::default() };
-    let mut counts = Vec::with_capacity(workers);
-    let mut next_sample = start + interval;
-    let tend_ns = gate.filter(|g| g.tends()).map(|_| TEND_INTERVAL.as_nanos() as u64);
-    loop {
-        watch.check()?;
-        if let Some(gate) = gate {
-            gate.tend()?;
-        }
-        if region.completed() as usize == workers {
-            break;
-        }
-        if sys::monotonic_ns() >= next_sample {
-            region.read_counters(&mut counts);
-            timeline.record(sys::monotonic_ns() - start, counts.iter().sum());
-            next_sample += interval;
-            instruments.drain()?;
-            continue;
-        }
-        let until = tend_ns.map_or(next_sample, |t| next_sample.min(sys::monotonic_ns() + t));
-        watch.sleep_until_or(until, |region| region.completed() as usize == workers)?;
-    }
+    let mut timeline = sample_until_done(region, watch, workers, timing, gate, start, &mut instruments)?;
     let completed: Vec<u64> =
         (0..workers).map(|i| region.report(i).completed_ns.load(Ordering::Acquire).max(start)).collect();
     let stop = completed.iter().copied().max().unwrap_or(start);
@@ -414,6 +392,43 @@ fn coordinate_fixed_work(
         writeback: Some(writeback),
         instruments,
     })
+}
+
+/// Fixed work: samples the entries done until every worker completed,
+/// tending the gate (a walk shared with other ranks) between samples.
+fn sample_until_done(
+    region: &SharedRegion,
+    watch: &mut Watch<'_>,
+    workers: usize,
+    timing: &Timing,
+    gate: Option<&dyn Gate>,
+    start: u64,
+    instruments: &mut RunInstruments,
+) -> Result<Timeline> {
+    let interval = timing.sample_interval.as_nanos().max(1) as u64;
+    let mut timeline = Timeline { interval_s: timing.sample_interval.as_secs_f64(), ..Timeline::default() };
+    let mut counts = Vec::with_capacity(workers);
+    let mut next_sample = start + interval;
+    let tend_ns = gate.filter(|g| g.tends()).map(|_| TEND_INTERVAL.as_nanos() as u64);
+    loop {
+        watch.check()?;
+        if let Some(gate) = gate {
+            gate.tend()?;
+        }
+        if region.completed() as usize == workers {
+            break;
+        }
+        if sys::monotonic_ns() >= next_sample {
+            region.read_counters(&mut counts);
+            timeline.record(sys::monotonic_ns() - start, counts.iter().sum());
+            next_sample += interval;
+            instruments.drain()?;
+            continue;
+        }
+        let until = tend_ns.map_or(next_sample, |t| next_sample.min(sys::monotonic_ns() + t));
+        watch.sleep_until_or(until, |region| region.completed() as usize == workers)?;
+    }
+    Ok(timeline)
 }
 
 /// Opens the barrier, runs warm-up and window, samples the counters; all

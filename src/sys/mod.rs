@@ -26,6 +26,12 @@ pub fn last_errno() -> Errno {
     io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)
 }
 
+/// A raw call's status (0, or -1 with errno) as a result.
+#[inline(always)]
+pub fn status(ret: libc::c_int) -> Result<(), Errno> {
+    check(ret).map(drop)
+}
+
 #[inline(always)]
 fn check(ret: libc::c_int) -> Result<libc::c_int, Errno> {
     if ret < 0 {

@@ -65,11 +65,15 @@ pub(super) fn detail_table(out: &mut Html, files: &[(String, ResultsFile)], work
             doc.points.iter().filter(|p| p.workload == workload && !p.runs.is_empty()).map(move |p| (label, p))
         })
     };
-    let fair = points().any(|(_, p)| p.metric.is_none());
-    let device = points().any(|(_, p)| p.runs.iter().any(|r| r.device_io.is_some()));
-    let sched = points().any(|(_, p)| p.runs.iter().any(|r| !r.sched.is_empty()));
-    let nodes = points().any(|(_, p)| p.runs.iter().any(|r| r.nodes.is_some()));
-    let per_cpu = points().any(|(_, p)| p.summary.as_ref().is_some_and(|s| s.ops_per_cpu_s.is_some()));
+    let has = Details {
+        files: files.len(),
+        fair: points().any(|(_, p)| p.metric.is_none()),
+        device: points().any(|(_, p)| p.runs.iter().any(|r| r.device_io.is_some())),
+        sched: points().any(|(_, p)| p.runs.iter().any(|r| !r.sched.is_empty())),
+        nodes: points().any(|(_, p)| p.runs.iter().any(|r| r.nodes.is_some())),
+        per_cpu: points().any(|(_, p)| p.summary.as_ref().is_some_and(|s| s.ops_per_cpu_s.is_some())),
+    };
+    let Details { fair, device, sched, nodes, per_cpu, .. } = has;
     let heading = match (fair, device) {
         (true, true) => "Fairness, CPU and device I/O",
         (true, false) => "Fairness and CPU",
@@ -83,7 +87,7 @@ pub(super) fn detail_table(out: &mut Html, files: &[(String, ResultsFile)], work
          <span class=\"irq\"></span>irq+softirq<span class=\"idle\"></span>idle</p>\n<table class=\"details\"><tr>",
         heading
     );
-    if files.len() > 1 {
+    if has.files > 1 {
         out.push_static("<th>file</th>");
     }
     out.push_static("<th>workers</th><th>mode</th><th>share</th>");
@@ -105,64 +109,81 @@ pub(super) fn detail_table(out: &mut Html, files: &[(String, ResultsFile)], work
     }
     out.push_static("</tr>\n");
     for (label, p) in points() {
-        let run = &p.runs[p.runs.len() / 2];
-        // Fixed work: every worker does the same job, so fairness is in the completion times.
-        let fairness = match &run.completion_s {
-            Some(times) => min_median_max(times.clone())
-                .map_or_else(|| "-".into(), |(a, m, b)| format!("done after {a:.3} / {m:.3} / {b:.3} s")),
-            None => min_median_max(run.per_worker_ops.clone())
-                .map_or_else(|| "-".into(), |(a, m, b)| format!("{a} / {m} / {b}")),
-        };
-        let c = run.system_cpu;
-        let pct = |x: f64| format!("{:.1}", 100.0 * x);
-        let bar = html_of!(
-            "<div class=\"bar\" title=\"user {}%, system {}%, iowait {}%, idle {}%\"><span class=\"user\" style=\"width:{}%\"></span>\
-             <span class=\"sys\" style=\"width:{}%\"></span><span class=\"iowait\" style=\"width:{}%\"></span>\
-             <span class=\"irq\" style=\"width:{}%\"></span><span class=\"idle\" style=\"width:{}%\"></span></div>",
-            pct(c.user + c.nice),
-            pct(c.system),
-            pct(c.iowait),
-            pct(c.idle),
-            pct(c.user + c.nice),
-            pct(c.system),
-            pct(c.iowait),
-            pct(c.irq + c.softirq),
-            pct(c.idle + c.steal)
-        );
-        let (written, busy) = match run.device_io {
-            Some(io) => (
-                format!("{:.1} MB in {} writes", io.write_bytes as f64 / 1e6, io.write_ios),
-                format!("{} ms", io.io_ms),
-            ),
-            None => ("-".into(), "-".into()),
-        };
-        out.push_static("<tr>");
-        if files.len() > 1 {
-            html!(out, "<td>{}</td>", label);
-        }
-        let on = p.condition().map(|c| format!(" {c}")).unwrap_or_default();
-        html!(out, "<td class=\"num\">{}</td><td>{}</td><td>{}{}</td>", p.workers, p.mode, p.share, on);
-        if fair {
-            html!(out, "<td class=\"num\">{}</td>", fairness);
-        }
-        if sched {
-            html!(out, "<td class=\"num\">{}</td>", worker_sched(run));
-        }
-        if nodes {
-            let text = super::super::ranks::median_run(p).and_then(|r| super::super::ranks::nodes_of(p, r));
-            html!(out, "<td>{}</td>", text.as_deref().unwrap_or("-"));
-        }
-        if per_cpu {
-            let median = p.summary.as_ref().and_then(|s| s.ops_per_cpu_s.as_ref()).map(|s| s.median);
-            html!(out, "<td class=\"num\">{}</td>", median.map_or("-".into(), crate::report::format::format_rate));
-        }
-        html!(out, "<td>{}</td>", bar);
-        if device {
-            html!(out, "<td class=\"num\">{}</td><td class=\"num\">{}</td>", written, busy);
-        }
-        out.push_static("</tr>\n");
+        detail_row(out, has, label, p);
     }
     out.push_static("</table>\n");
+}
+
+/// Which of the details any point of the table has.
+#[derive(Clone, Copy)]
+struct Details {
+    files: usize,
+    fair: bool,
+    device: bool,
+    sched: bool,
+    nodes: bool,
+    per_cpu: bool,
+}
+
+/// A point's row of the details table: its middle run's fairness,
+/// scheduler shares, nodes, CPU and device I/O.
+fn detail_row(out: &mut Html, has: Details, label: &str, p: &Point) {
+    let Details { fair, device, sched, nodes, per_cpu, .. } = has;
+    let run = &p.runs[p.runs.len() / 2];
+    // Fixed work: every worker does the same job, so fairness is in the completion times.
+    let fairness = match &run.completion_s {
+        Some(times) => min_median_max(times.clone())
+            .map_or_else(|| "-".into(), |(a, m, b)| format!("done after {a:.3} / {m:.3} / {b:.3} s")),
+        None => min_median_max(run.per_worker_ops.clone())
+            .map_or_else(|| "-".into(), |(a, m, b)| format!("{a} / {m} / {b}")),
+    };
+    let c = run.system_cpu;
+    let pct = |x: f64| format!("{:.1}", 100.0 * x);
+    let bar = html_of!(
+        "<div class=\"bar\" title=\"user {}%, system {}%, iowait {}%, idle {}%\"><span class=\"user\" style=\"width:{}%\"></span>\
+         <span class=\"sys\" style=\"width:{}%\"></span><span class=\"iowait\" style=\"width:{}%\"></span>\
+         <span class=\"irq\" style=\"width:{}%\"></span><span class=\"idle\" style=\"width:{}%\"></span></div>",
+        pct(c.user + c.nice),
+        pct(c.system),
+        pct(c.iowait),
+        pct(c.idle),
+        pct(c.user + c.nice),
+        pct(c.system),
+        pct(c.iowait),
+        pct(c.irq + c.softirq),
+        pct(c.idle + c.steal)
+    );
+    let (written, busy) = match run.device_io {
+        Some(io) => {
+            (format!("{:.1} MB in {} writes", io.write_bytes as f64 / 1e6, io.write_ios), format!("{} ms", io.io_ms))
+        }
+        None => ("-".into(), "-".into()),
+    };
+    out.push_static("<tr>");
+    if has.files > 1 {
+        html!(out, "<td>{}</td>", label);
+    }
+    let on = p.condition().map(|c| format!(" {c}")).unwrap_or_default();
+    html!(out, "<td class=\"num\">{}</td><td>{}</td><td>{}{}</td>", p.workers, p.mode, p.share, on);
+    if fair {
+        html!(out, "<td class=\"num\">{}</td>", fairness);
+    }
+    if sched {
+        html!(out, "<td class=\"num\">{}</td>", worker_sched(run));
+    }
+    if nodes {
+        let text = super::super::ranks::median_run(p).and_then(|r| super::super::ranks::nodes_of(p, r));
+        html!(out, "<td>{}</td>", text.as_deref().unwrap_or("-"));
+    }
+    if per_cpu {
+        let median = p.summary.as_ref().and_then(|s| s.ops_per_cpu_s.as_ref()).map(|s| s.median);
+        html!(out, "<td class=\"num\">{}</td>", median.map_or("-".into(), crate::report::format::format_rate));
+    }
+    html!(out, "<td>{}</td>", bar);
+    if device {
+        html!(out, "<td class=\"num\">{}</td><td class=\"num\">{}</td>", written, busy);
+    }
+    out.push_static("</tr>\n");
 }
 
 /// Each worker's share of its window runnable but not running, and asleep,

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use crate::results::{CpuProfile, LockProfile, NodeOps, RunNoise, RunRecord, SyscallCheck, Timeline, Writeback};
 use crate::stats::histogram::Histogram;
+use crate::vocab::OpKind;
 
 /// `records[i]` is worker i's (its rank's) record of the run, `hosts[i]` its
 /// node. Fixed work
@@ -30,21 +31,7 @@ pub fn merge(mut records: Vec<RunRecord>, hosts: &[&str], clock_hz: f64) -> Opti
         worker_cpu.sys_s += r.worker_cpu.sys_s;
     }
     let all = |f: &dyn Fn(&RunRecord) -> bool| records.iter().all(f);
-    let mut nodes: Vec<NodeOps> = Vec::new();
-    for (record, host) in records.iter().zip(hosts) {
-        let rate = match fixed_work {
-            true => record.ops as f64 / elapsed_s.max(1e-9),
-            false => record.ops as f64 / record.elapsed_s.max(1e-9),
-        };
-        match nodes.iter_mut().find(|n| n.host == *host) {
-            Some(node) => {
-                node.ranks += 1;
-                node.ops += record.ops;
-                node.ops_per_s += rate;
-            }
-            None => nodes.push(NodeOps { host: host.to_string(), ranks: 1, ops: record.ops, ops_per_s: rate }),
-        }
-    }
+    let nodes = per_node(&records, hosts, fixed_work, elapsed_s);
     Some(RunRecord {
         run: first.run,
         position: None,
@@ -83,19 +70,49 @@ pub fn merge(mut records: Vec<RunRecord>, hosts: &[&str], clock_hz: f64) -> Opti
         locks: LockProfile::sum(records.iter().filter_map(|r| r.locks.as_ref())),
         cpu_profile: CpuProfile::sum(records.iter().filter_map(|r| r.cpu_profile.as_ref())),
         syscalls: sum_syscalls(records.iter().filter_map(|r| r.syscalls.as_ref())),
-        latency: records.iter().filter_map(|r| r.latency.as_ref()).fold(None, |acc: Option<Histogram>, h| {
-            let mut acc = acc.unwrap_or_default();
-            acc.merge(h);
-            Some(acc)
-        }),
-        replay_ops: records.iter().filter_map(|r| r.replay_ops.as_ref()).fold(None, |acc, kinds| {
-            let mut acc: BTreeMap<_, Histogram> = acc.unwrap_or_default();
-            for (kind, h) in kinds {
-                acc.entry(*kind).or_default().merge(h);
-            }
-            Some(acc)
-        }),
+        latency: merge_latency(&records),
+        replay_ops: merge_replay_ops(&records),
         nodes: Some(nodes),
+    })
+}
+
+/// The work of each node's ranks, nodes in order of their lowest rank.
+fn per_node(records: &[RunRecord], hosts: &[&str], fixed_work: bool, elapsed_s: f64) -> Vec<NodeOps> {
+    let mut nodes: Vec<NodeOps> = Vec::new();
+    for (record, host) in records.iter().zip(hosts) {
+        let rate = match fixed_work {
+            true => record.ops as f64 / elapsed_s.max(1e-9),
+            false => record.ops as f64 / record.elapsed_s.max(1e-9),
+        };
+        match nodes.iter_mut().find(|n| n.host == *host) {
+            Some(node) => {
+                node.ranks += 1;
+                node.ops += record.ops;
+                node.ops_per_s += rate;
+            }
+            None => nodes.push(NodeOps { host: host.to_string(), ranks: 1, ops: record.ops, ops_per_s: rate }),
+        }
+    }
+    nodes
+}
+
+/// Every rank's latency histogram merged, where any has one.
+fn merge_latency(records: &[RunRecord]) -> Option<Histogram> {
+    records.iter().filter_map(|r| r.latency.as_ref()).fold(None, |acc: Option<Histogram>, h| {
+        let mut acc = acc.unwrap_or_default();
+        acc.merge(h);
+        Some(acc)
+    })
+}
+
+/// `replay`: every rank's histograms per operation kind merged.
+fn merge_replay_ops(records: &[RunRecord]) -> Option<BTreeMap<OpKind, Histogram>> {
+    records.iter().filter_map(|r| r.replay_ops.as_ref()).fold(None, |acc, kinds| {
+        let mut acc: BTreeMap<_, Histogram> = acc.unwrap_or_default();
+        for (kind, h) in kinds {
+            acc.entry(*kind).or_default().merge(h);
+        }
+        Some(acc)
     })
 }
 
