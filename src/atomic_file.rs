@@ -8,7 +8,7 @@
 use std::ffi::CString;
 use std::fs::File;
 use std::io::Write;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
@@ -34,10 +34,9 @@ impl AtomicFile {
             let temp = format!(".{}.{}.tmp", name.to_string_lossy(), sys::random_hex(8));
             let temp_name = sys::cname(&temp);
             let flags = libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_WRONLY;
-            match sys::openat(dir.as_raw_fd(), &temp_name, flags, 0o644) {
-                // SAFETY: a fresh descriptor, owned by the File from here on.
+            match sys::open_owned(dir.as_raw_fd(), &temp_name, flags, 0o644) {
                 Ok(fd) => {
-                    let file = unsafe { File::from_raw_fd(fd) };
+                    let file = File::from(fd);
                     // Held until it has its name: `fsscale cleanup` removes
                     // only temporaries nobody holds (a killed run's).
                     // SAFETY: flock on our own fresh descriptor.
@@ -178,10 +177,8 @@ fn open_parent(path: &Path) -> Result<(OwnedFd, CString)> {
         _ => Path::new("."),
     };
     let parent_c = sys::cstring(parent)?;
-    let fd = sys::openat(libc::AT_FDCWD, &parent_c, libc::O_RDONLY | libc::O_DIRECTORY, 0)
+    let dir = sys::open_owned(libc::AT_FDCWD, &parent_c, libc::O_RDONLY | libc::O_DIRECTORY, 0)
         .map_err(|e| anyhow!("cannot open the directory {}: {}", parent.display(), sys::errno_text(e)))?;
-    // SAFETY: a fresh descriptor, owned here.
-    let dir = unsafe { OwnedFd::from_raw_fd(fd) };
     Ok((dir, sys::cstring(Path::new(name))?))
 }
 

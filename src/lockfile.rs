@@ -5,7 +5,7 @@
 
 use std::ffi::CStr;
 use std::fs::File;
-use std::os::fd::{AsRawFd, FromRawFd, RawFd};
+use std::os::fd::{AsRawFd, RawFd};
 
 use crate::sys::{self, Errno};
 
@@ -13,9 +13,8 @@ use crate::sys::{self, Errno};
 /// planted there is reused) and locks it for as long as the file is open.
 pub fn create_locked(dir: RawFd, name: &CStr, mode: libc::mode_t) -> Result<File, Errno> {
     let flags = libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_RDWR;
-    let fd = sys::openat(dir, name, flags, mode)?;
-    // SAFETY: a fresh descriptor, owned by the File from here on.
-    let file = unsafe { File::from_raw_fd(fd) };
+    let file = sys::open_owned(dir, name, flags, mode)?;
+    let file = File::from(file);
     // SAFETY: flock on our own descriptor; nobody else can hold a file made just now.
     if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
         let errno = sys::last_errno();
@@ -29,9 +28,8 @@ pub fn create_locked(dir: RawFd, name: &CStr, mode: libc::mode_t) -> Result<File
 /// live run holds it: `Some(file)`, holding the lock until dropped; `None`
 /// when it is held (its run is alive).
 pub fn lock_if_unheld(dir: RawFd, name: &CStr) -> Result<Option<File>, Errno> {
-    let fd = sys::openat(dir, name, libc::O_RDONLY | libc::O_NOFOLLOW, 0)?;
-    // SAFETY: a fresh descriptor, owned by the File from here on.
-    let file = unsafe { File::from_raw_fd(fd) };
+    let file = sys::open_owned(dir, name, libc::O_RDONLY | libc::O_NOFOLLOW, 0)?;
+    let file = File::from(file);
     // SAFETY: flock on our own descriptor; EWOULDBLOCK means a live run holds it.
     if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
         return match sys::last_errno() {

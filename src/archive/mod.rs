@@ -24,7 +24,7 @@ pub use tally::tally;
 use std::collections::HashSet;
 use std::ffi::CString;
 use std::io::Read;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 use anyhow::{anyhow, bail, Result};
 
@@ -98,8 +98,6 @@ pub fn extract(
             b'0' | 0 | b'7' => {
                 let fd = create_file(parent, &leaf_c, mode)
                     .map_err(|e| at(format!("creating file: {}", sys::errno_text(e))))?;
-                // SAFETY: fresh fd, owned here.
-                let fd = unsafe { OwnedFd::from_raw_fd(fd) };
                 input.copy_data(size, fd.as_raw_fd(), offset, &name)?;
                 set_mtime_fd(fd.as_raw_fd(), mtime);
                 stats.files += 1;
@@ -128,7 +126,7 @@ pub fn extract(
             }
             b'1' => {
                 input.skip_data(size, offset, &name)?;
-                hard_link(&mut dirs, parents, &leaf_c, &link).map_err(at)?;
+                hard_link(&mut dirs, parents, &leaf_c, &link).map_err(|e| at(format!("{e:#}")))?;
                 stats.hardlinks += 1;
             }
             other => {
@@ -146,19 +144,19 @@ pub fn extract(
 
 /// Links `parents/leaf` to the archive's earlier entry `link`, both inside
 /// the extraction directory; the error says what failed.
-fn hard_link(dirs: &mut DirStack, parents: &[&str], leaf: &CString, link: &str) -> Result<(), String> {
-    let target = components(link).map_err(|why| format!("hard link to \"{link}\": {why:#}"))?;
+fn hard_link(dirs: &mut DirStack, parents: &[&str], leaf: &CString, link: &str) -> Result<()> {
+    let target = components(link).map_err(|why| anyhow!("hard link to \"{link}\": {why:#}"))?;
     let Some((target_leaf, target_parents)) = target.split_last() else {
-        return Err("hard link to the extraction directory itself".into());
+        bail!("hard link to the extraction directory itself");
     };
-    let target_dir = open_path(dirs.root, target_parents).map_err(|e| format!("hard link to \"{link}\": {e:#}"))?;
+    let target_dir = open_path(dirs.root, target_parents).map_err(|e| anyhow!("hard link to \"{link}\": {e:#}"))?;
     let target_c = sys::cname(target_leaf);
-    let parent = dirs.open(parents).map_err(|e| format!("{e:#}"))?;
+    let parent = dirs.open(parents)?;
     replace(parent, leaf, |p, n| {
         // SAFETY: valid C strings and directory fds; flags 0 never follows a symlink target.
         sys::status(unsafe { libc::linkat(target_dir.as_raw_fd(), target_c.as_ptr(), p, n.as_ptr(), 0) })
     })
-    .map_err(|e| format!("creating hard link to \"{link}\": {}", sys::errno_text(e)))
+    .map_err(|e| anyhow!("creating hard link to \"{link}\": {}", sys::errno_text(e)))
 }
 
 /// Directories last, deepest first: their contents are written, so modes
@@ -273,19 +271,17 @@ impl DirStack {
 fn open_dir(at: RawFd, name: &str) -> Result<OwnedFd> {
     let c = sys::cname(name);
     let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW;
-    let fd = match sys::openat(at, &c, flags, 0) {
-        Ok(fd) => fd,
+    match sys::open_owned(at, &c, flags, 0) {
+        Ok(fd) => Ok(fd),
         Err(libc::ENOENT) => {
             sys::mkdirat(at, &c, 0o755).map_err(sys::errno_error)?;
-            sys::openat(at, &c, flags, 0).map_err(sys::errno_error)?
+            sys::open_owned(at, &c, flags, 0).map_err(sys::errno_error)
         }
         Err(libc::ELOOP) | Err(libc::ENOTDIR) => {
             bail!("is a symbolic link or not a directory; refusing to write through it")
         }
-        Err(e) => return Err(sys::errno_error(e)),
-    };
-    // SAFETY: fresh fd, owned by the result.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+        Err(e) => Err(sys::errno_error(e)),
+    }
 }
 
 /// Opens an existing path under `root` without following symbolic links.
@@ -293,25 +289,22 @@ fn open_path(root: RawFd, parts: &[&str]) -> Result<OwnedFd> {
     let mut current: Option<OwnedFd> = None;
     for part in parts {
         let at = current.as_ref().map_or(root, |f| f.as_raw_fd());
-        let fd = sys::openat(at, &sys::cname(part), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW, 0)
+        let fd = sys::open_owned(at, &sys::cname(part), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW, 0)
             .map_err(|e| anyhow!("\"{part}\": {}", sys::errno_text(e)))?;
-        // SAFETY: fresh fd, owned here.
-        current = Some(unsafe { OwnedFd::from_raw_fd(fd) });
+        current = Some(fd);
     }
     match current {
         Some(fd) => Ok(fd),
         None => {
             // The root itself: a second descriptor of it.
-            let fd = sys::dup(root).map_err(sys::errno_error)?;
-            // SAFETY: fresh fd.
-            Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+            sys::open_owned(root, c".", libc::O_RDONLY | libc::O_DIRECTORY, 0).map_err(sys::errno_error)
         }
     }
 }
 
-fn create_file(parent: RawFd, name: &CString, mode: u32) -> Result<RawFd, Errno> {
+fn create_file(parent: RawFd, name: &CString, mode: u32) -> Result<OwnedFd, Errno> {
     let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW;
-    let create = || sys::openat(parent, name, flags, (mode & 0o777) as libc::mode_t);
+    let create = || sys::open_owned(parent, name, flags, (mode & 0o777) as libc::mode_t);
     let fd = match create() {
         // An earlier entry of the same name is replaced, as tar does.
         Err(libc::EEXIST) => {
@@ -322,7 +315,7 @@ fn create_file(parent: RawFd, name: &CString, mode: u32) -> Result<RawFd, Errno>
     };
     if mode & 0o1777 != (mode & 0o777) & !umask() {
         // SAFETY: plain syscall on the fd just created.
-        unsafe { libc::fchmod(fd, mode as libc::mode_t) };
+        unsafe { libc::fchmod(fd.as_raw_fd(), mode as libc::mode_t) };
     }
     Ok(fd)
 }

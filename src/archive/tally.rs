@@ -3,7 +3,7 @@
 //! produced the tarball's entries.
 
 use std::collections::HashSet;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, RawFd};
 
 use anyhow::{anyhow, Result};
 
@@ -15,10 +15,9 @@ use crate::sys;
 pub fn tally(dir: RawFd) -> Result<ExtractStats> {
     let mut stats = ExtractStats::default();
     let mut seen = HashSet::new();
-    let root = sys::openat(dir, c".", libc::O_RDONLY | libc::O_DIRECTORY, 0)
+    let root = sys::open_owned(dir, c".", libc::O_RDONLY | libc::O_DIRECTORY, 0)
         .map_err(|e| anyhow!("opening the directory: {}", sys::errno_text(e)))?;
-    // SAFETY: a fresh descriptor, owned here.
-    let mut stack = vec![(unsafe { OwnedFd::from_raw_fd(root) }, String::new())];
+    let mut stack = vec![(root, String::new())];
     let mut buf = vec![0u8; 64 * 1024];
     while let Some((fd, path)) = stack.pop() {
         loop {
@@ -41,15 +40,14 @@ pub fn tally(dir: RawFd) -> Result<ExtractStats> {
                 match st.st_mode & libc::S_IFMT {
                     libc::S_IFDIR => {
                         stats.dirs += 1;
-                        let sub = sys::openat(
+                        let sub = sys::open_owned(
                             fd.as_raw_fd(),
                             &name_c,
                             libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW,
                             0,
                         )
                         .map_err(|e| anyhow!("opening {shown}: {}", sys::errno_text(e)))?;
-                        // SAFETY: a fresh descriptor, owned here.
-                        stack.push((unsafe { OwnedFd::from_raw_fd(sub) }, shown));
+                        stack.push((sub, shown));
                     }
                     libc::S_IFLNK => stats.symlinks += 1,
                     libc::S_IFREG if st.st_nlink > 1 && !seen.insert((st.st_dev, st.st_ino)) => stats.hardlinks += 1,

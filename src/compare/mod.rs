@@ -312,17 +312,22 @@ fn compare_point(b: &Point, n: &Point, base_runs: Vec<f64>, new_runs: Vec<f64>, 
     }
 }
 
-/// Whether a change is too large for the noise diagnostics to explain, so
+/// Whether a change is a collapse the noise diagnostics cannot explain, so
 /// that their veto does not apply: the two sides' runs do not overlap, the
-/// gap between them is wider than either side's own range, and the change
-/// is larger than the share of the machine other work took in any run of
-/// either side (a machine half busy can halve a rate, not take it to zero).
-/// A collapse to 0 ops/s against a busy base is then called worse.
+/// gap between them is wider than either side's own range, one side's
+/// median is below a tenth of the other's, and the change is larger than
+/// the share of the machine other work took in any run of either side.
+/// Other work takes a share of a runnable worker's CPU, not all of it: to
+/// take nine tenths, nine runnable tasks would have to crowd each worker's
+/// CPU. A collapse to 0 ops/s against a busy base is then called worse,
+/// while a rate halved beside a hog stays too noisy to call.
 fn beyond_any_noise(b: &Point, n: &Point, bs: &Sample, ns: &Sample, change_pct: f64) -> bool {
     let gap = (ns.min() - bs.max()).max(bs.min() - ns.max());
     let widest = (bs.max() - bs.min()).max(ns.max() - ns.min());
     let busiest = b.runs.iter().chain(&n.runs).filter_map(|r| r.noise).map(|x| x.others_cpu).fold(0.0, f64::max);
-    gap > widest && change_pct.abs() > 100.0 * busiest
+    let (low, high) = (bs.median().min(ns.median()), bs.median().max(ns.median()));
+    let collapse = high > 0.0 && low < high / 10.0;
+    gap > widest && collapse && change_pct.abs() > 100.0 * busiest
 }
 
 fn summarize(rows: &[Row]) -> Vec<WorkloadSummary> {
@@ -481,6 +486,15 @@ mod tests {
         // Halved on a machine 60% busy: the busy share explains it.
         let halved = doc(&[(Workload::Stat, 1, &[300.0, 301.0, 299.0, 300.0, 300.0])]);
         assert_eq!(compare(&base, &halved, "a", "b", &CONFIG).rows[0].verdict, Verdict::TooNoisy);
+        // Cut by four fifths, its runs far apart from the busy base's: still not a collapse.
+        let cut = doc(&[(Workload::Stat, 1, &[150.0, 151.0, 149.0, 150.0, 150.0])]);
+        let mut quiet_spread = base.clone();
+        for (run, v) in quiet_spread.points[0].runs.iter_mut().zip([1000.0, 990.0, 1010.0, 1000.0, 1005.0]) {
+            run.ops_per_s = v;
+            run.ops_per_s_per_worker = v;
+        }
+        quiet_spread.points[0].summarize();
+        assert_eq!(compare(&quiet_spread, &cut, "a", "b", &CONFIG).rows[0].verdict, Verdict::TooNoisy);
     }
 
     #[test]

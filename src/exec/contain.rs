@@ -12,7 +12,7 @@
 //! the end of each run (after `kill -9` they survive; the results record
 //! which containment was in force).
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::Duration;
@@ -92,9 +92,7 @@ impl Containment {
         }
         let procs = sys::cstring(&dir.join("cgroup.procs"))
             .ok()
-            .and_then(|p| sys::openat(libc::AT_FDCWD, &p, libc::O_WRONLY, 0).ok())
-            // SAFETY: a fresh descriptor, owned here.
-            .map(|fd| unsafe { OwnedFd::from_raw_fd(fd) });
+            .and_then(|p| sys::open_owned(libc::AT_FDCWD, &p, libc::O_WRONLY, 0).ok());
         if let Some(fd) = &procs {
             PROCS_FD.store(fd.as_raw_fd(), Ordering::SeqCst);
         }
@@ -190,13 +188,7 @@ fn own_cgroup_dir() -> Option<PathBuf> {
 
 /// Forks the guardian of `root`; returns its pid and the pipe's write end.
 fn start_guardian(root: &Path) -> Option<(libc::pid_t, OwnedFd)> {
-    let mut fds = [0; 2];
-    // SAFETY: pipe2 fills two descriptors.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return None;
-    }
-    // SAFETY: fresh descriptors, owned here.
-    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    let (read, write) = sys::pipe().ok()?;
     let kill_path = sys::cstring(&root.join("cgroup.kill")).ok()?;
     // Forking a multi-threaded process leaves other threads' locks held in
     // the child: without a guardian, the fallback contains the commands.

@@ -10,7 +10,7 @@
 //! it, also after fsscale is killed.
 
 use std::fs::File;
-use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::fd::AsRawFd;
 use std::path::Path;
 
 use anyhow::{anyhow, bail, Result};
@@ -175,10 +175,9 @@ pub(super) fn detach_if_serving(path: &str, image: (u64, u64)) -> Result<bool> {
 
 fn open_rw(path: &Path) -> Result<File> {
     let name = sys::cstring(path)?;
-    let fd = sys::openat(libc::AT_FDCWD, &name, libc::O_RDWR | libc::O_CLOEXEC, 0)
+    let fd = sys::open_owned(libc::AT_FDCWD, &name, libc::O_RDWR | libc::O_CLOEXEC, 0)
         .map_err(|e| anyhow!("opening {}: {}", path.display(), sys::errno_text(e)))?;
-    // SAFETY: a fresh descriptor, owned by the File from here on.
-    Ok(unsafe { File::from_raw_fd(fd) })
+    Ok(File::from(fd))
 }
 
 fn check_is_loop(device: &File, path: &str) -> Result<()> {

@@ -36,13 +36,10 @@ pub fn load(path: Option<&Path>) -> Result<Trace> {
 mod tests {
     use super::*;
     use crate::sys;
-    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::os::fd::{AsRawFd, OwnedFd};
 
     fn open_dir(path: &Path) -> OwnedFd {
-        let fd =
-            sys::openat(libc::AT_FDCWD, &sys::cstring(path).unwrap(), libc::O_RDONLY | libc::O_DIRECTORY, 0).unwrap();
-        // SAFETY: fresh fd.
-        unsafe { OwnedFd::from_raw_fd(fd) }
+        sys::open_owned(libc::AT_FDCWD, &sys::cstring(path).unwrap(), libc::O_RDONLY | libc::O_DIRECTORY, 0).unwrap()
     }
 
     const TINY: &str = r#"# a hand-counted trace

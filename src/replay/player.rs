@@ -143,16 +143,13 @@ impl<'a> Player<'a> {
                     .map(|()| 0)
             }
             TraceOp::Lock { handle, offset, size, unlock, expect_ok } => {
-                let failed = lock(self.fd(*handle)?, *offset, *size, *unlock).is_err();
                 // A client never conflicts with itself, so a recorded lock
                 // conflict cannot be reproduced; only unexpected failures count.
-                if failed && *expect_ok {
-                    return Err(anyhow::anyhow!(
-                        "{kind}: fcntl(F_SETLK) failed: {}",
-                        sys::errno_text(sys::last_errno())
-                    ));
-                }
-                Ok(0)
+                let locked = lock(self.fd(*handle)?, *offset, *size, *unlock);
+                locked
+                    .or_else(|e| if *expect_ok { Err(e) } else { Ok(()) })
+                    .map_err(failed(kind, "fcntl(F_SETLK)"))
+                    .map(|()| 0)
             }
         }
     }

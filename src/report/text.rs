@@ -222,7 +222,6 @@ fn has_sched(points: &[&Point]) -> bool {
     points.iter().any(|p| p.runs.iter().any(|r| !r.sched.is_empty()))
 }
 
-/// "(2 of 5 runs)" for a point the run left unfinished; empty otherwise.
 /// What a point's row must say about its runs: missing ones (an
 /// interrupted run), or with `--until-ci`, how many it took and whether its
 /// interval got as tight as asked.

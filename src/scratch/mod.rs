@@ -9,7 +9,7 @@
 //! another filesystem mounted inside.
 
 use std::ffi::{CStr, CString};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -53,10 +53,8 @@ impl Scratch {
     /// Makes a fresh scratch directory inside `parent`.
     pub fn create(parent: &Path) -> Result<Scratch> {
         let parent_c = sys::cstring(parent)?;
-        let parent_fd = sys::openat(libc::AT_FDCWD, &parent_c, libc::O_RDONLY | libc::O_DIRECTORY, 0)
+        let parent_fd = sys::open_owned(libc::AT_FDCWD, &parent_c, libc::O_RDONLY | libc::O_DIRECTORY, 0)
             .map_err(|e| dir_error(parent, e))?;
-        // SAFETY: fresh fd, owned here.
-        let parent_fd = unsafe { OwnedFd::from_raw_fd(parent_fd) };
         let token = sys::random_hex(16);
         let name =
             format!("{PREFIX}{}-{}-{}", std::process::id(), SEQUENCE.fetch_add(1, Ordering::Relaxed), &token[..8]);
@@ -151,10 +149,8 @@ fn open_made(
     marker: &str,
 ) -> Result<(OwnedFd, libc::stat, PathBuf, u64, std::fs::File)> {
     use std::os::unix::fs::MetadataExt;
-    let dir = sys::openat(parent, name, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW, 0)
+    let dir = sys::open_owned(parent, name, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW, 0)
         .map_err(|e| anyhow::anyhow!("opening scratch directory {}: {}", given.display(), sys::errno_text(e)))?;
-    // SAFETY: fresh fd, owned here.
-    let dir = unsafe { OwnedFd::from_raw_fd(dir) };
     // SAFETY: stat is plain data.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     sys::fstat(dir.as_raw_fd(), &mut st).map_err(|e| anyhow::anyhow!("{}: {}", given.display(), sys::errno_text(e)))?;
@@ -243,10 +239,8 @@ pub fn dead_scratches(parent: &Path) -> Result<Vec<DeadScratch>> {
 /// run holds; `None` when it is held (alive). Errors: not fsscale's.
 fn probe_dead(path: &Path) -> Result<Option<Option<u32>>> {
     let dir =
-        sys::openat(libc::AT_FDCWD, &sys::cstring(path)?, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW, 0)
+        sys::open_owned(libc::AT_FDCWD, &sys::cstring(path)?, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW, 0)
             .map_err(|e| anyhow::anyhow!("{}: {}", path.display(), sys::errno_text(e)))?;
-    // SAFETY: fresh fd, owned here.
-    let dir = unsafe { OwnedFd::from_raw_fd(dir) };
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let marker = match crate::lockfile::lock_if_unheld(dir.as_raw_fd(), &sys::cname(MARKER)) {
         Ok(Some(marker)) => marker,
@@ -296,16 +290,12 @@ pub fn remove_dead(path: &Path) -> Result<()> {
     }
     let name = path.file_name().ok_or_else(|| anyhow::anyhow!("{} has no name", path.display()))?;
     let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let parent_fd = sys::openat(libc::AT_FDCWD, &sys::cstring(parent)?, libc::O_RDONLY | libc::O_DIRECTORY, 0)
+    let parent_fd = sys::open_owned(libc::AT_FDCWD, &sys::cstring(parent)?, libc::O_RDONLY | libc::O_DIRECTORY, 0)
         .map_err(|e| anyhow::anyhow!("{}: {}", parent.display(), sys::errno_text(e)))?;
-    // SAFETY: fresh fd, owned here.
-    let parent_fd = unsafe { OwnedFd::from_raw_fd(parent_fd) };
     let name = sys::cstring(Path::new(name))?;
     let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW;
-    let dir = sys::openat(parent_fd.as_raw_fd(), &name, flags, 0)
+    let dir = sys::open_owned(parent_fd.as_raw_fd(), &name, flags, 0)
         .map_err(|e| anyhow::anyhow!("opening {}: {}", path.display(), sys::errno_text(e)))?;
-    // SAFETY: fresh fd, owned here.
-    let dir = unsafe { OwnedFd::from_raw_fd(dir) };
     let mount = sys::mount_id(dir.as_raw_fd())
         .map_err(|e| anyhow::anyhow!("statx {}: {}", path.display(), sys::errno_text(e)))?;
     remove_proven(parent_fd.as_raw_fd(), &name, dir.as_raw_fd(), mount, path)
@@ -336,9 +326,8 @@ fn remove_proven(parent: RawFd, name: &std::ffi::CStr, dir: RawFd, mount: u64, p
 }
 
 fn read_small_file(dir: RawFd, name: &str) -> Option<String> {
-    let fd = sys::openat(dir, &sys::cname(name), libc::O_RDONLY | libc::O_NOFOLLOW, 0).ok()?;
-    // SAFETY: fresh fd, owned by the File.
-    let file = unsafe { std::fs::File::from_raw_fd(fd) };
+    let fd = sys::open_owned(dir, &sys::cname(name), libc::O_RDONLY | libc::O_NOFOLLOW, 0).ok()?;
+    let file = std::fs::File::from(fd);
     let mut text = String::new();
     std::io::Read::read_to_string(&mut std::io::Read::take(file, 4096), &mut text).ok()?;
     Some(text)
@@ -346,9 +335,7 @@ fn read_small_file(dir: RawFd, name: &str) -> Option<String> {
 
 /// Entries of a directory (without `.` and `..`), with their `d_type`.
 fn list(dir: RawFd) -> Result<Vec<(CString, u8)>, Errno> {
-    let fd = sys::openat(dir, c".", libc::O_RDONLY | libc::O_DIRECTORY, 0)?;
-    // SAFETY: fresh fd, owned here.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let fd = sys::open_owned(dir, c".", libc::O_RDONLY | libc::O_DIRECTORY, 0)?;
     let mut buf = vec![0u8; 64 * 1024];
     let mut entries = Vec::new();
     loop {
@@ -402,10 +389,8 @@ fn remove_contents(
             }
             continue;
         }
-        let sub = sys::openat(dir, &name, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW, 0)
+        let sub = sys::open_owned(dir, &name, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW, 0)
             .map_err(|e| fail("opening", &name, e))?;
-        // SAFETY: fresh fd, owned here.
-        let sub = unsafe { OwnedFd::from_raw_fd(sub) };
         let sub_path = path.join(name.to_string_lossy().as_ref());
         if sys::mount_id(sub.as_raw_fd()).map_err(|e| fail("statx", &name, e))? != mount {
             mounts.push(sub_path);

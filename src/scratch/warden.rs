@@ -10,7 +10,7 @@
 //! cleanup --scratch` gives (fsscale's marker, held by no live process).
 
 use std::io::{BufRead, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -34,13 +34,8 @@ impl Warden {
         let argv0 = sys::cname("fsscale");
         let sub = sys::cname(SUBCOMMAND);
         let argv = [argv0.as_ptr(), sub.as_ptr(), std::ptr::null()];
-        let mut fds = [0; 2];
-        // SAFETY: pipe2 fills two descriptors.
-        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-            bail!("cannot make the scratch warden's pipe: {}", sys::errno_text(sys::last_errno()));
-        }
-        // SAFETY: fresh descriptors, owned here.
-        let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        let (read, write) = sys::pipe()
+            .map_err(|e| anyhow::anyhow!("cannot make the scratch warden's pipe: {}", sys::errno_text(e)))?;
         // SAFETY: between fork and exec the child makes only async-signal-safe system calls.
         let pid = unsafe { libc::fork() };
         if pid < 0 {
@@ -93,7 +88,7 @@ impl Warden {
 /// The warden's body: reads the registrations on fd 3 until the pipe closes.
 pub fn serve() -> Result<()> {
     // SAFETY: fd 3 is the pipe the parent set up; owned here from now on.
-    let pipe = std::fs::File::from(unsafe { OwnedFd::from_raw_fd(3) });
+    let pipe = std::fs::File::from(unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(3) });
     let mut watched: Vec<PathBuf> = Vec::new();
     let mut results: Option<PathBuf> = None;
     for line in std::io::BufReader::new(pipe).lines() {

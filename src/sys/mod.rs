@@ -15,7 +15,7 @@ pub use process::*;
 
 use std::ffi::{CStr, CString};
 use std::io;
-use std::os::fd::RawFd;
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 use std::path::Path;
 
 /// An errno value as returned by a failed system call.
@@ -90,6 +90,28 @@ pub fn openat_long(dir: RawFd, path: &CStr, flags: libc::c_int) -> Result<RawFd,
         }
         rest = next;
     }
+}
+
+/// [`openat`] off the hot path: the new descriptor owned by the value
+/// returned, so no caller converts a raw one.
+pub fn open_owned(dir: RawFd, name: &CStr, flags: libc::c_int, mode: libc::mode_t) -> Result<OwnedFd, Errno> {
+    // SAFETY: a descriptor openat just returned, owned by nobody else.
+    openat(dir, name, flags, mode).map(|fd| unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// [`openat_long`], owned.
+pub fn open_long_owned(dir: RawFd, path: &CStr, flags: libc::c_int) -> Result<OwnedFd, Errno> {
+    // SAFETY: as in open_owned.
+    openat_long(dir, path, flags).map(|fd| unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// A pipe, close-on-exec: (read end, write end).
+pub fn pipe() -> Result<(OwnedFd, OwnedFd), Errno> {
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 fills two descriptors.
+    check(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) })?;
+    // SAFETY: fresh descriptors, owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
 #[inline(always)]

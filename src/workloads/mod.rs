@@ -20,12 +20,13 @@ mod mapping;
 mod mdtest;
 mod metadata;
 mod readdir;
+mod start;
 mod traverse;
 mod untar;
 mod walk_queue;
 
 use std::ffi::{CStr, CString};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 use anyhow::{Context, Result};
 
@@ -36,6 +37,7 @@ pub use crate::vocab::{Lookups, Share, Workload};
 pub use command::CommandSpec;
 pub use data::DATA_BLOCK;
 pub use mdtest::MdtestOptions;
+pub use start::{start, Started};
 pub use traverse::TREE_DIR;
 pub use untar::TreeSource;
 pub use walk_queue::WalkQueue;
@@ -355,10 +357,8 @@ pub fn prepare_point(
     let shared = sys::cname(SHARED_DIR);
     sys::mkdirat(scratch, &shared, 0o700)
         .map_err(|e| anyhow::anyhow!("creating directory \"{SHARED_DIR}\": {}", sys::errno_text(e)))?;
-    let fd = sys::openat(scratch, &shared, libc::O_RDONLY | libc::O_DIRECTORY, 0)
+    let dir = sys::open_owned(scratch, &shared, libc::O_RDONLY | libc::O_DIRECTORY, 0)
         .map_err(|e| anyhow::anyhow!("opening directory \"{SHARED_DIR}\": {}", sys::errno_text(e)))?;
-    // SAFETY: `fd` was just returned by openat and is owned by nobody else.
-    let dir = unsafe { OwnedFd::from_raw_fd(fd) };
     let dir = dir.as_raw_fd();
     let what = || format!("{workload} setup in \"{SHARED_DIR}\"");
     match workload {
@@ -417,82 +417,6 @@ pub fn prepare_point(
     Ok(state)
 }
 
-/// What a worker does, as [`start`] set it up.
-pub enum Started<'a, R> {
-    /// A fixed-time loop: its op was set up and `drive` ran it to the end.
-    Drove(R),
-    /// Fixed work: the job, set up, for the worker to run at the start.
-    Job(Box<dyn Job + 'a>),
-    /// `replay`: the worker plays the trace.
-    Replay,
-}
-
-/// Sets up the worker of `env.workload`: a loop's op, handed to `drive`
-/// (generic, so that every op's hot loop is compiled and inlined on its
-/// own), or a fixed-work job. One exhaustive match: a new workload cannot
-/// compile until it says how its workers work.
-pub fn start<'a, R>(env: &WorkerEnv<'a>, drive: impl OpDriver<R>) -> Result<Started<'a, R>> {
-    use Started::Drove;
-    fn job<'a, R>(job: impl Job + 'a) -> Started<'a, R> {
-        Started::Job(Box::new(job))
-    }
-    Ok(match env.workload {
-        Workload::Stat => Drove(drive.drive(metadata::Stat::setup(env, false)?)),
-        Workload::StatDeep => Drove(drive.drive(metadata::Stat::setup(env, true)?)),
-        Workload::OpenClose => Drove(drive.drive(metadata::OpenClose::setup(env)?)),
-        Workload::CreatUnlink => Drove(drive.drive(metadata::CreatUnlink::setup(env)?)),
-        Workload::MkdirRmdir => Drove(drive.drive(metadata::MkdirRmdir::setup(env)?)),
-        Workload::Rename => Drove(drive.drive(metadata::Rename::setup(env, false)?)),
-        Workload::RenameDirs => Drove(drive.drive(metadata::Rename::setup(env, true)?)),
-        Workload::LinkUnlink => Drove(drive.drive(metadata::LinkUnlink::setup(env)?)),
-        Workload::Readdir => Drove(drive.drive(readdir::Readdir::setup(env)?)),
-        Workload::Read => Drove(drive.drive(data::Read::setup(env)?)),
-        Workload::Write => Drove(drive.drive(data::Write::setup(env, false)?)),
-        Workload::Append => Drove(drive.drive(data::Append::setup(env)?)),
-        Workload::Fsync => Drove(drive.drive(data::Write::setup(env, true)?)),
-        Workload::ReadSeq => Drove(drive.drive(data::Sequential::setup(env, false)?)),
-        Workload::ReadDirect => Drove(drive.drive(data::Direct::setup(env, false)?)),
-        Workload::WriteDirect => Drove(drive.drive(data::Direct::setup(env, true)?)),
-        Workload::WriteSeq => Drove(drive.drive(data::Sequential::setup(env, true)?)),
-        Workload::DupClose => Drove(drive.drive(fdtable::DupClose::setup(env)?)),
-        Workload::Lseek => Drove(drive.drive(fileops::Lseek::setup(env)?)),
-        Workload::FcntlLock => Drove(drive.drive(fileops::FcntlLock::setup(env)?)),
-        Workload::Flock => Drove(drive.drive(fileops::Flock::setup(env)?)),
-        Workload::Fallocate => Drove(drive.drive(fileops::Fallocate::setup(env)?)),
-        Workload::Truncate => Drove(drive.drive(fileops::Truncate::setup(env)?)),
-        Workload::FaultShared => Drove(drive.drive(mapping::Fault::setup(env, true)?)),
-        Workload::FaultPrivate => Drove(drive.drive(mapping::Fault::setup(env, false)?)),
-        Workload::Untar => job(untar::Untar::setup(env)?),
-        Workload::AppendGrow => job(grow::AppendGrow::setup(env)?),
-        Workload::Traverse => job(traverse::Traverse::setup(env)?),
-        Workload::Command => job(command::CommandCopy::setup(env)?),
-        Workload::MdtestCreate
-        | Workload::MdtestStat
-        | Workload::MdtestRead
-        | Workload::MdtestRemove
-        | Workload::MdtestDirCreate
-        | Workload::MdtestDirStat
-        | Workload::MdtestDirRemove => job(mdtest::Mdtest::setup(env)?),
-        Workload::Replay => Started::Replay,
-    })
-}
-
-impl Workload {
-    /// The op's words for a point: the catalogue's, with the shape of its
-    /// lookups when that is not the one hot name.
-    pub fn op_words(self, lookup: &crate::vocab::LookupShape) -> String {
-        let op = self.describe().op;
-        match self.traits().lookups {
-            Lookups::Files if !lookup.is_default() => format!("{op} ({})", lookup.describe()),
-            Lookups::Items => match lookup.describe_placement() {
-                Some(placement) => format!("{op} ({placement})"),
-                None => op.to_string(),
-            },
-            Lookups::Files | Lookups::Own => op.to_string(),
-        }
-    }
-}
-
 /// A generic callback over the concrete op type (a closure cannot be generic).
 pub trait OpDriver<R> {
     fn drive<O: Op>(self, op: O) -> R;
@@ -501,9 +425,7 @@ pub trait OpDriver<R> {
 /// Creates or truncates `name` to `len` bytes of a fixed pattern; returns the failing call and errno.
 fn create_file(dir: RawFd, name: &CStr, len: u64) -> Result<(), (&'static str, Errno)> {
     let fd =
-        sys::openat(dir, name, libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC, 0o600).map_err(|e| ("openat", e))?;
-    // SAFETY: fresh fd from openat, owned here.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        sys::open_owned(dir, name, libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC, 0o600).map_err(|e| ("openat", e))?;
     let block = [0x5au8; DATA_BLOCK];
     let mut offset = 0u64;
     while offset < len {
@@ -530,9 +452,8 @@ fn prepare_shared_file(share: Share, dir: RawFd, len: u64) -> Result<Option<Owne
     if share != Share::Same {
         return Ok(None);
     }
-    let fd = sys::openat(dir, &name, libc::O_RDWR, 0).map_err(|e| fail("openat", e))?;
-    // SAFETY: fresh fd, owned by the returned value.
-    Ok(Some(unsafe { OwnedFd::from_raw_fd(fd) }))
+    let fd = sys::open_owned(dir, &name, libc::O_RDWR, 0).map_err(|e| fail("openat", e))?;
+    Ok(Some(fd))
 }
 
 /// A worker's open data file `f`: its own (made `len` bytes long when

@@ -6,7 +6,7 @@
 //! directories to each other through a queue (like a parallel find).
 
 use std::ffi::{CStr, CString};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 use anyhow::{Context, Result};
 
@@ -45,7 +45,7 @@ impl<'a> Traverse<'a> {
         let (root, to_extract) = match (&source.walk_tree, env.share) {
             (Some(tree), _) => {
                 let c = sys::cstring(tree)?;
-                let fd = sys::openat(libc::AT_FDCWD, &c, libc::O_RDONLY | libc::O_DIRECTORY, 0)
+                let fd = sys::open_owned(libc::AT_FDCWD, &c, libc::O_RDONLY | libc::O_DIRECTORY, 0)
                     .map_err(|e| anyhow::anyhow!("setup: opening --tree {}: {}", tree.display(), sys::errno_text(e)))?;
                 (Some(fd), None)
             }
@@ -54,8 +54,7 @@ impl<'a> Traverse<'a> {
             (None, _) => (Some(open_tree(env.dir)?), None),
         };
         Ok(Traverse {
-            // SAFETY: fresh fd, owned here.
-            root: root.map(|fd| unsafe { OwnedFd::from_raw_fd(fd) }),
+            root,
             to_extract,
             stat: source.stat,
             queue: if env.share == Share::Shared { env.point.walk_queue.as_ref() } else { None },
@@ -72,15 +71,13 @@ pub(super) fn extract_tree(dir: RawFd, tarball: &std::path::Path, stop: &dyn Fn(
     sys::mkdirat(dir, &name, 0o755)
         .map_err(|e| anyhow::anyhow!("setup: mkdirat(\"{TREE_DIR}\"): {}", sys::errno_text(e)))?;
     let fd = open_tree(dir)?;
-    // SAFETY: fresh fd, owned here.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
     let mut file = std::fs::File::open(tarball).with_context(|| format!("setup: opening {}", tarball.display()))?;
     archive::extract(&mut file, fd.as_raw_fd(), stop, &|_| {}).context("setup: extracting the tree")?;
     Ok(())
 }
 
-fn open_tree(dir: RawFd) -> Result<RawFd> {
-    sys::openat(dir, &sys::cname(TREE_DIR), libc::O_RDONLY | libc::O_DIRECTORY, 0)
+fn open_tree(dir: RawFd) -> Result<OwnedFd> {
+    sys::open_owned(dir, &sys::cname(TREE_DIR), libc::O_RDONLY | libc::O_DIRECTORY, 0)
         .map_err(|e| anyhow::anyhow!("setup: opening \"{TREE_DIR}\": {}", sys::errno_text(e)))
 }
 
@@ -88,9 +85,7 @@ impl Job for Traverse<'_> {
     fn prepare(&mut self, ctx: &JobContext<'_>) -> anyhow::Result<()> {
         if let Some((dir, tarball)) = self.to_extract.take() {
             extract_tree(dir, tarball, ctx.stop)?;
-            let fd = open_tree(dir)?;
-            // SAFETY: fresh fd, owned here.
-            self.root = Some(unsafe { OwnedFd::from_raw_fd(fd) });
+            self.root = Some(open_tree(dir)?);
         }
         Ok(())
     }
@@ -153,10 +148,8 @@ impl Job for Traverse<'_> {
 /// Lists one directory: counts its entries, pushes its subdirectories' paths.
 fn list(root: RawFd, dir: &CStr, stat: bool, buf: &mut [u8], subdirs: &mut Vec<CString>) -> Result<u64> {
     let shown = || dir.to_string_lossy().into_owned();
-    let fd = sys::openat_long(root, dir, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW)
+    let fd = sys::open_long_owned(root, dir, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW)
         .map_err(|e| anyhow::anyhow!("openat(\"{}\"): {}", sys::shorten_middle(&shown(), 160), sys::errno_text(e)))?;
-    // SAFETY: fresh fd, owned here.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
     // SAFETY: stat is plain data.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     let mut count = 0;

@@ -1,0 +1,104 @@
+//! Hand-built results for unit tests of the renderers and analyses.
+
+use super::*;
+
+/// A run whose workers did `per_worker` ops in `elapsed_s`.
+pub fn run(run: usize, per_worker: &[u64], elapsed_s: f64) -> RunRecord {
+    let ops: u64 = per_worker.iter().sum();
+    RunRecord {
+        run,
+        position: None,
+        started_at: None,
+        ops,
+        elapsed_s,
+        ops_per_s: ops as f64 / elapsed_s,
+        ops_per_s_per_worker: ops as f64 / elapsed_s / per_worker.len().max(1) as f64,
+        per_worker_ops: per_worker.to_vec(),
+        pinned_cpus: None,
+        worker_cpu: WorkerCpu::default(),
+        system_cpu: SystemCpu::default(),
+        timeline: Timeline::default(),
+        completion_s: None,
+        bytes: None,
+        device_io: None,
+        writeback: None,
+        latency: None,
+        replay_ops: None,
+        noise: None,
+        sched: Vec::new(),
+        locks: None,
+        cpu_profile: None,
+        syscalls: None,
+        nodes: None,
+    }
+}
+
+/// A summarized point of `workload` at private sharing, process mode.
+pub fn point(workload: Workload, share: Share, workers: usize, runs: Vec<RunRecord>) -> Point {
+    // The catalogue's words for the op belong to the (Linux-only) workloads.
+    #[cfg(target_os = "linux")]
+    let op = workload.describe().op.to_string();
+    #[cfg(not(target_os = "linux"))]
+    let op = workload.name().to_string();
+    let mut p = Point {
+        workload,
+        op,
+        mode: Mode::Process,
+        share,
+        workers,
+        complete: true,
+        runs,
+        warmup_runs: Vec::new(),
+        summary: None,
+        fs: None,
+        cache: workload.is_fixed_work().then_some(Cache::Warm),
+        filesystem: None,
+        metric: None,
+        ranks: None,
+    };
+    p.summarize();
+    p
+}
+
+/// A complete results document.
+pub fn doc(runs: usize, duration_s: f64, points: Vec<Point>) -> ResultsFile {
+    ResultsFile {
+        schema_version: SCHEMA_VERSION,
+        tool: Tool { name: "fsscale".into(), version: "0.1.0".into() },
+        command_line: vec![],
+        started_at: "2026-11-22T00:00:00Z".into(),
+        finished_at: None,
+        status: Status::Complete,
+        error: None,
+        read_notes: Vec::new(),
+        host: Host::default(),
+        target: Target::default(),
+        settings: Settings {
+            duration_s,
+            warmup_s: 0.1,
+            runs,
+            warmup_runs: 0,
+            order: None,
+            order_seed: None,
+            until_ci_pct: None,
+            max_runs: None,
+            sample_interval_s: 0.05,
+            pin: false,
+            pin_order: None,
+            untar: None,
+            latency: false,
+            instruments: Default::default(),
+            command: None,
+            replay: None,
+            containment: None,
+            fresh: None,
+            walked_tree: None,
+            mdtest: None,
+            lookup: None,
+            grow_bytes: None,
+        },
+        points,
+        run_id: Some("fixture".into()),
+        cluster: None,
+    }
+}
