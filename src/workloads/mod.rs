@@ -10,6 +10,7 @@
 //! - `shared/`: the one directory all workers use (`--share shared|same`),
 //!   made by the coordinator together with any object all workers touch.
 
+mod catalogue;
 mod command;
 mod data;
 mod fdtable;
@@ -20,7 +21,6 @@ mod mapping;
 mod mdtest;
 mod metadata;
 mod readdir;
-mod start;
 mod traverse;
 mod untar;
 mod walk_queue;
@@ -28,16 +28,16 @@ mod walk_queue;
 use std::ffi::{CStr, CString};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use crate::sys::{self, Errno};
 use crate::vocab::InputError;
 pub use crate::vocab::{Lookups, Share, Workload};
 
+pub use catalogue::{prepare_point, start, Started};
 pub use command::CommandSpec;
 pub use data::DATA_BLOCK;
 pub use mdtest::MdtestOptions;
-pub use start::{start, Started};
 pub use traverse::TREE_DIR;
 pub use untar::TreeSource;
 pub use walk_queue::WalkQueue;
@@ -54,49 +54,6 @@ pub struct Description {
 }
 
 impl Workload {
-    /// Its catalogue entry: one exhaustive match.
-    pub fn describe(self) -> Description {
-        match self {
-            Workload::Stat => metadata::STAT,
-            Workload::StatDeep => metadata::STAT_DEEP,
-            Workload::OpenClose => metadata::OPEN_CLOSE,
-            Workload::CreatUnlink => metadata::CREAT_UNLINK,
-            Workload::MkdirRmdir => metadata::MKDIR_RMDIR,
-            Workload::Rename => metadata::RENAME,
-            Workload::RenameDirs => metadata::RENAME_DIRS,
-            Workload::LinkUnlink => metadata::LINK_UNLINK,
-            Workload::Readdir => readdir::describe(),
-            Workload::Read => data::READ,
-            Workload::Write => data::WRITE,
-            Workload::ReadSeq => data::READ_SEQ,
-            Workload::WriteSeq => data::WRITE_SEQ,
-            Workload::ReadDirect => data::READ_DIRECT,
-            Workload::WriteDirect => data::WRITE_DIRECT,
-            Workload::Append => data::APPEND,
-            Workload::Fsync => data::FSYNC,
-            Workload::DupClose => fdtable::describe(),
-            Workload::Lseek => fileops::LSEEK,
-            Workload::FcntlLock => fileops::FCNTL_LOCK,
-            Workload::Flock => fileops::FLOCK,
-            Workload::Fallocate => fileops::FALLOCATE,
-            Workload::Truncate => fileops::TRUNCATE,
-            Workload::FaultShared => mapping::FAULT_SHARED,
-            Workload::FaultPrivate => mapping::FAULT_PRIVATE,
-            Workload::AppendGrow => grow::describe(),
-            Workload::Untar => untar::describe(),
-            Workload::Traverse => traverse::describe(),
-            Workload::Replay => replay_description(),
-            Workload::Command => command::describe(),
-            w @ (Workload::MdtestCreate
-            | Workload::MdtestStat
-            | Workload::MdtestRead
-            | Workload::MdtestRemove
-            | Workload::MdtestDirCreate
-            | Workload::MdtestDirStat
-            | Workload::MdtestDirRemove) => mdtest::describe(w),
-        }
-    }
-
     /// Whether this workload can run at `share`; the error says why not and what to use.
     pub fn check_share(self, share: Share) -> Result<(), InputError> {
         let d = self.describe();
@@ -126,63 +83,6 @@ impl Workload {
                 Share::Same => d.same.is_ok(),
             })
             .collect()
-    }
-
-    /// The system calls one counted op makes, by name, and how many of each
-    /// (`--verify`); `None` where they vary (replay's kinds, commands, jobs).
-    pub fn syscalls_per_op(self) -> Option<Vec<(&'static str, f64)>> {
-        let calls = match self {
-            Workload::Stat | Workload::StatDeep => vec![("newfstatat", 1.0)],
-            Workload::OpenClose => vec![("openat", 1.0), ("close", 1.0)],
-            Workload::CreatUnlink => vec![("openat", 1.0), ("close", 1.0), ("unlinkat", 1.0)],
-            Workload::MkdirRmdir => vec![("mkdirat", 1.0), ("unlinkat", 1.0)],
-            Workload::Rename | Workload::RenameDirs => vec![("renameat", 1.0)],
-            Workload::LinkUnlink => vec![("linkat", 1.0), ("unlinkat", 1.0)],
-            // One listing fits the buffer: a getdents64 that fills it, one that returns 0.
-            Workload::Readdir => vec![("openat", 1.0), ("getdents64", 2.0), ("close", 1.0)],
-            Workload::Read | Workload::ReadDirect => vec![("pread64", 1.0)],
-            Workload::Write | Workload::WriteDirect => vec![("pwrite64", 1.0)],
-            Workload::Fsync => vec![("pwrite64", 1.0), ("fsync", 1.0)],
-            Workload::ReadSeq => vec![("read", 1.0), ("lseek", 1.0 / f64::from(data::BLOCKS_PER_MIB))],
-            Workload::WriteSeq => vec![("write", 1.0), ("lseek", 1.0 / f64::from(data::BLOCKS_PER_MIB))],
-            Workload::Append => vec![("write", 1.0), ("ftruncate", 1.0 / f64::from(data::BLOCKS_PER_MIB))],
-            Workload::DupClose => vec![("dup", 1.0), ("close", 1.0)],
-            Workload::Lseek => vec![("lseek", 1.0)],
-            Workload::FcntlLock => vec![("fcntl", 2.0)],
-            Workload::Flock => vec![("flock", 2.0)],
-            Workload::Fallocate => vec![("fallocate", 2.0)],
-            Workload::Truncate => vec![("ftruncate", 2.0)],
-            // A fault is no system call; the mapping is renewed once per mapping::PAGES faults.
-            Workload::FaultShared | Workload::FaultPrivate => {
-                let renew = 1.0 / mapping::PAGES as f64;
-                vec![("munmap", renew), ("mmap", renew)]
-            }
-            // Replay's calls vary by kind (see `OpKind::exact_syscall`); jobs are not op loops.
-            Workload::Replay
-            | Workload::Untar
-            | Workload::AppendGrow
-            | Workload::Traverse
-            | Workload::Command
-            | Workload::MdtestCreate
-            | Workload::MdtestStat
-            | Workload::MdtestRead
-            | Workload::MdtestRemove
-            | Workload::MdtestDirCreate
-            | Workload::MdtestDirStat
-            | Workload::MdtestDirRemove => return None,
-        };
-        Some(calls)
-    }
-}
-
-fn replay_description() -> Description {
-    Description {
-        family: "macro (fixed time, per-op latency)",
-        op: "one operation of the trace (built-in fileserver, or --trace FILE in dbench loadfile format), \
-             replayed in a loop",
-        private: "client i replays in w<i>/",
-        shared: Err("every client's trace creates and deletes the same names, so each needs its own directory"),
-        same: Err("every client's trace creates and deletes the same names, so each needs its own directory"),
     }
 }
 
@@ -339,83 +239,6 @@ pub struct PointState {
 
 /// Name of the directory every worker uses at `--share shared|same`.
 pub const SHARED_DIR: &str = "shared";
-
-/// Makes the coordinator's part of a run: the shared directory and the
-/// objects every worker touches. `scratch` is the run's scratch directory.
-pub fn prepare_point(
-    workload: Workload,
-    share: Share,
-    workers: usize,
-    scratch: RawFd,
-    tree: Option<&TreeSource>,
-    lookup: crate::vocab::LookupShape,
-) -> Result<PointState> {
-    let mut state = PointState::default();
-    if share == Share::Private {
-        return Ok(state);
-    }
-    let shared = sys::cname(SHARED_DIR);
-    sys::mkdirat(scratch, &shared, 0o700)
-        .map_err(|e| anyhow::anyhow!("creating directory \"{SHARED_DIR}\": {}", sys::errno_text(e)))?;
-    let dir = sys::open_owned(scratch, &shared, libc::O_RDONLY | libc::O_DIRECTORY, 0)
-        .map_err(|e| anyhow::anyhow!("opening directory \"{SHARED_DIR}\": {}", sys::errno_text(e)))?;
-    let dir = dir.as_raw_fd();
-    let what = || format!("{workload} setup in \"{SHARED_DIR}\"");
-    match workload {
-        w if w.takes_lookup_shape() && !lookup.is_default() => {
-            lookup::prepare_shared(share, dir, lookup).with_context(what)?
-        }
-        Workload::Stat | Workload::StatDeep | Workload::OpenClose | Workload::LinkUnlink | Workload::RenameDirs => {
-            metadata::prepare_shared(workload, share, dir).with_context(what)?
-        }
-        Workload::Readdir => readdir::prepare_shared(share, dir).with_context(what)?,
-        Workload::Read
-        | Workload::Write
-        | Workload::ReadDirect
-        | Workload::WriteDirect
-        | Workload::Append
-        | Workload::Fsync => data::prepare_shared(workload, share, workers, dir).with_context(what)?,
-        Workload::FaultShared | Workload::FaultPrivate => {
-            create_file(dir, &sys::cname(FILE), mapping::shared_len(share, workers))
-                .map_err(|(call, e)| anyhow::anyhow!("{call}(\"{FILE}\") failed: {}", sys::errno_text(e)))
-                .with_context(what)?
-        }
-        Workload::ReadSeq | Workload::WriteSeq => {
-            // One position for all at `same`: room for every worker's 256 blocks.
-            let len = data::SEQ_FILE_LEN * if share == Share::Same { workers as u64 } else { 1 };
-            state.shared_file = prepare_shared_file(share, dir, len).with_context(what)?
-        }
-        Workload::DupClose
-        | Workload::Lseek
-        | Workload::FcntlLock
-        | Workload::Flock
-        | Workload::Fallocate
-        | Workload::Truncate
-        | Workload::AppendGrow => state.shared_file = prepare_shared_file(share, dir, 0).with_context(what)?,
-        Workload::Traverse => {
-            if let Some(source) = tree.filter(|t| t.walk_tree.is_none()) {
-                traverse::extract_tree(dir, &source.tarball, &|| false).with_context(what)?;
-            }
-            if share == Share::Shared {
-                state.walk_queue = Some(WalkQueue::new().context("mapping the shared walk queue")?);
-            }
-        }
-        Workload::CreatUnlink
-        | Workload::MkdirRmdir
-        | Workload::Rename
-        | Workload::Untar
-        | Workload::Replay
-        | Workload::Command
-        | Workload::MdtestCreate
-        | Workload::MdtestStat
-        | Workload::MdtestRead
-        | Workload::MdtestRemove
-        | Workload::MdtestDirCreate
-        | Workload::MdtestDirStat
-        | Workload::MdtestDirRemove => {}
-    }
-    Ok(state)
-}
 
 /// A generic callback over the concrete op type (a closure cannot be generic).
 pub trait OpDriver<R> {
