@@ -9,7 +9,7 @@ use crate::cli::{AnalyzeArgs, CompareArgs, ExportArgs, ExportFormatArg, Format, 
 use crate::cli::{CleanupArgs, TreeArgs};
 use fsscale::analyze::{analyze_pairs, analyze_results};
 use fsscale::compare::{compare, regressions, CompareConfig, Figure, Verdict};
-use fsscale::report::{render_analysis, render_comparisons, CompareFormat, ExportFormat};
+use fsscale::report::{render_analysis, render_comparisons, ExportFormat};
 use fsscale::results::ResultsFile;
 use fsscale::vocab::Cache;
 
@@ -92,11 +92,7 @@ pub fn compare_command(args: &CompareArgs) -> Result<(String, Option<Regressed>,
         }
         comparisons.push(c);
     }
-    let text = match args.format {
-        Format::Text => render_comparisons(&comparisons, CompareFormat::Text, args.plot, use_color(args.no_color)),
-        Format::Markdown => render_comparisons(&comparisons, CompareFormat::Markdown, false, false),
-        Format::Json => serde_json::to_string_pretty(&comparisons)? + "\n",
-    };
+    let text = render_comparisons(&comparisons, args.format, args.plot, use_color(args.no_color));
     let regressed = args.fail_if_worse.and_then(|pct| {
         let worse: Vec<String> = comparisons
             .iter()

@@ -16,6 +16,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
 
+use fsscale::report::CompareFormat;
 use fsscale::stats::hypothesis::TestKind;
 use fsscale::vocab::{Cache, Mode, Share, Workload};
 
@@ -194,8 +195,8 @@ pub struct CompareArgs {
     #[arg(long, value_name = "PCT")]
     pub fail_if_worse: Option<f64>,
     /// Output format: text, markdown or json.
-    #[arg(long, default_value = "text", value_parser = choice::<Format>())]
-    pub format: Format,
+    #[arg(long, default_value = "text", value_parser = choice::<CompareFormat>())]
+    pub format: CompareFormat,
     /// No colours (also when NO_COLOR is set, or output is not a terminal).
     #[arg(long)]
     pub no_color: bool,

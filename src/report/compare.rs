@@ -6,13 +6,19 @@ use super::format::{format_pct, format_rate, sparkline};
 use super::table::{Align, Table};
 use crate::compare::{Comparison, Row};
 use crate::ministat::{plot, Dataset};
-use crate::vocab::Workload;
+use crate::vocab::{choice, Workload};
 
+/// How `compare` writes its comparisons (`--format`): a new format is a
+/// word here and its arm in [`render_comparisons`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CompareFormat {
     Text,
     Markdown,
+    /// The comparisons as data.
+    Json,
 }
+
+choice!(CompareFormat { Text => "text", Markdown => "markdown" | "md", Json => "json" });
 
 fn p_text(p: Option<f64>) -> String {
     match p {
@@ -71,15 +77,21 @@ fn trim(x: f64) -> String {
 /// Renders comparisons; `plots` adds a ministat dot plot of every point's runs,
 /// `color` paints verdicts green and red (text only).
 pub fn render_comparisons(comparisons: &[Comparison], format: CompareFormat, plots: bool, color: bool) -> String {
+    match format {
+        CompareFormat::Text => each(comparisons, |out, c| text(out, c, plots, color)),
+        CompareFormat::Markdown => each(comparisons, markdown),
+        CompareFormat::Json => serde_json::to_string_pretty(comparisons).expect("comparisons serialize") + "\n",
+    }
+}
+
+/// Every comparison written by `write`, a blank line between them.
+fn each(comparisons: &[Comparison], write: impl Fn(&mut String, &Comparison)) -> String {
     let mut out = String::new();
     for (i, c) in comparisons.iter().enumerate() {
         if i > 0 {
             out.push('\n');
         }
-        match format {
-            CompareFormat::Text => text(&mut out, c, plots, color),
-            CompareFormat::Markdown => markdown(&mut out, c),
-        }
+        write(&mut out, c);
     }
     out
 }

@@ -91,16 +91,15 @@ pub(super) fn in_scratch<T>(dir: &std::path::Path, body: impl FnOnce(&Scratch) -
     Ok(value)
 }
 
+/// The coordinator's part of `job`'s point in `scratch`, made once for all its workers.
+pub(super) fn prepare_point(scratch: &Scratch, job: RunJob<'_>) -> Result<workloads::PointState> {
+    let (spec, inputs) = (job.spec, job.inputs);
+    workloads::prepare_point(spec.workload, spec.share, spec.workers, scratch.fd(), inputs.tree, inputs.options.lookup)
+}
+
 fn measure(scratch: &Scratch, job: RunJob<'_>) -> Result<RunRecord> {
     let (spec, inputs) = (job.spec, job.inputs);
-    let point = workloads::prepare_point(
-        spec.workload,
-        spec.share,
-        spec.workers,
-        scratch.fd(),
-        inputs.tree,
-        inputs.options.lookup,
-    )?;
+    let point = prepare_point(scratch, job)?;
     // At --share same the copies share one directory: its --setup and --cleanup run once, here.
     let shared_dir = scratch.path().join(SHARED_DIR);
     let values =

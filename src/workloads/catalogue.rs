@@ -15,6 +15,20 @@ use super::{
 };
 use crate::sys;
 
+/// Every mdtest phase, as a pattern: the phases are one job with one
+/// description each, and every match of the catalogue treats them alike.
+macro_rules! mdtest_phases {
+    () => {
+        Workload::MdtestCreate
+            | Workload::MdtestStat
+            | Workload::MdtestRead
+            | Workload::MdtestRemove
+            | Workload::MdtestDirCreate
+            | Workload::MdtestDirStat
+            | Workload::MdtestDirRemove
+    };
+}
+
 impl Workload {
     /// Its catalogue entry: one exhaustive match.
     pub fn describe(self) -> Description {
@@ -49,13 +63,7 @@ impl Workload {
             Workload::Traverse => traverse::describe(),
             Workload::Replay => replay_description(),
             Workload::Command => command::describe(),
-            w @ (Workload::MdtestCreate
-            | Workload::MdtestStat
-            | Workload::MdtestRead
-            | Workload::MdtestRemove
-            | Workload::MdtestDirCreate
-            | Workload::MdtestDirStat
-            | Workload::MdtestDirRemove) => mdtest::describe(w),
+            w @ (mdtest_phases!()) => mdtest::describe(w),
         }
     }
 
@@ -94,13 +102,7 @@ impl Workload {
             | Workload::AppendGrow
             | Workload::Traverse
             | Workload::Command
-            | Workload::MdtestCreate
-            | Workload::MdtestStat
-            | Workload::MdtestRead
-            | Workload::MdtestRemove
-            | Workload::MdtestDirCreate
-            | Workload::MdtestDirStat
-            | Workload::MdtestDirRemove => return None,
+            | mdtest_phases!() => return None,
         };
         Some(calls)
     }
@@ -183,13 +185,7 @@ pub fn prepare_point(
         | Workload::Untar
         | Workload::Replay
         | Workload::Command
-        | Workload::MdtestCreate
-        | Workload::MdtestStat
-        | Workload::MdtestRead
-        | Workload::MdtestRemove
-        | Workload::MdtestDirCreate
-        | Workload::MdtestDirStat
-        | Workload::MdtestDirRemove => {}
+        | mdtest_phases!() => {}
     }
     Ok(state)
 }
@@ -243,13 +239,7 @@ pub fn start<'a, R>(env: &WorkerEnv<'a>, drive: impl OpDriver<R>) -> Result<Star
         Workload::AppendGrow => job(grow::AppendGrow::setup(env)?),
         Workload::Traverse => job(traverse::Traverse::setup(env)?),
         Workload::Command => job(command::CommandCopy::setup(env)?),
-        Workload::MdtestCreate
-        | Workload::MdtestStat
-        | Workload::MdtestRead
-        | Workload::MdtestRemove
-        | Workload::MdtestDirCreate
-        | Workload::MdtestDirStat
-        | Workload::MdtestDirRemove => job(mdtest::Mdtest::setup(env)?),
+        mdtest_phases!() => job(mdtest::Mdtest::setup(env)?),
         Workload::Replay => Started::Replay,
     })
 }

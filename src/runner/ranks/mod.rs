@@ -31,7 +31,7 @@ use crate::results::RunRecord;
 use crate::scratch::warden::Warden;
 use crate::scratch::Scratch;
 use crate::sys;
-use crate::workloads::{self, PointState, Share, WalkQueue, Workload};
+use crate::workloads::{PointState, Share, WalkQueue, Workload};
 use walk::WalkAgent;
 
 #[derive(Serialize, Deserialize)]
@@ -183,18 +183,11 @@ impl<'a> Root<'a> {
     }
 
     fn measure(&self, scratch: &Scratch, job: RunJob<'_>) -> Result<RunRecord> {
-        let (spec, inputs) = (job.spec, job.inputs);
+        let spec = job.spec;
         let cluster = self.cluster;
         let ranks = cluster.ranks_for(spec.workers);
         // The coordinator's part of the point, made once for all ranks.
-        let point = workloads::prepare_point(
-            spec.workload,
-            spec.share,
-            spec.workers,
-            scratch.fd(),
-            inputs.tree,
-            inputs.options.lookup,
-        )?;
+        let point = measure::prepare_point(scratch, job)?;
         let serial = self.orders.get();
         self.orders.set(serial.wrapping_add(1));
         let order = RunOrder {
