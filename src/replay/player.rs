@@ -82,19 +82,8 @@ impl<'a> Player<'a> {
                 sys::close(fd).map_err(failed(kind, "close"))?;
                 Ok(0)
             }
-            TraceOp::Read { handle, offset, size } => {
-                let fd = self.fd(*handle)?;
-                let n = sys::pread(fd, &mut self.buf[..*size], *offset).map_err(failed(kind, "pread"))?;
-                Ok(n as u64)
-            }
-            TraceOp::Write { handle, offset, size } => {
-                let fd = self.fd(*handle)?;
-                let n = sys::pwrite(fd, &self.buf[..*size], *offset).map_err(failed(kind, "pwrite"))?;
-                if n != *size {
-                    return Err(anyhow::anyhow!("{kind}: pwrite wrote {n} of {size} bytes"));
-                }
-                Ok(n as u64)
-            }
+            TraceOp::Read { handle, offset, size } => self.transfer(kind, *handle, *offset, *size, false),
+            TraceOp::Write { handle, offset, size } => self.transfer(kind, *handle, *offset, *size, true),
             TraceOp::Rename { from, to, expect_ok } => {
                 expect(kind, from, sys::renameat(self.dir, from, to), *expect_ok, "renameat").map(|()| 0)
             }
@@ -152,6 +141,26 @@ impl<'a> Player<'a> {
                     .map(|()| 0)
             }
         }
+    }
+
+    /// ReadX or (`write`) WriteX of `size` bytes at `offset`: the bytes moved.
+    fn transfer(
+        &mut self,
+        kind: &'static str,
+        handle: usize,
+        offset: i64,
+        size: usize,
+        write: bool,
+    ) -> anyhow::Result<u64> {
+        let fd = self.fd(handle)?;
+        if !write {
+            return Ok(sys::pread(fd, &mut self.buf[..size], offset).map_err(failed(kind, "pread"))? as u64);
+        }
+        let n = sys::pwrite(fd, &self.buf[..size], offset).map_err(failed(kind, "pwrite"))?;
+        if n != size {
+            return Err(anyhow::anyhow!("{kind}: pwrite wrote {n} of {size} bytes"));
+        }
+        Ok(n as u64)
     }
 
     /// An NTCreateX's outcome kept in its handle's slot (a handle the trace
