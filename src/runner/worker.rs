@@ -165,7 +165,7 @@ fn run_replay(
     Ok(())
 }
 
-/// Runs the hot loop of whatever op `with_op` built; errors come back as text.
+/// Runs the hot loop of whatever op `workloads::start` built; errors come back as text.
 struct Driver<'a> {
     region: &'a SharedRegion,
     slot: usize,
