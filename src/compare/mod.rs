@@ -352,6 +352,9 @@ pub fn regressions(comparison: &Comparison, threshold_pct: f64) -> Vec<&Row> {
 }
 
 #[cfg(test)]
+mod simulation;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::results::{fixtures, RunNoise, WorkerCpu};

@@ -17,7 +17,6 @@ mod ministat;
 mod mpi;
 mod noise;
 mod order;
-mod power;
 mod replay;
 mod report;
 mod run;
