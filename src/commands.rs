@@ -8,7 +8,7 @@ use crate::cli::{AnalyzeArgs, CompareArgs, ExportArgs, ExportFormatArg, Format, 
 #[cfg(target_os = "linux")]
 use crate::cli::{CleanupArgs, TreeArgs};
 use fsscale::analyze::{analyze_pairs, analyze_results};
-use fsscale::compare::{compare, regressions, CompareConfig, Figure, Verdict};
+use fsscale::compare::{compare, compare_between, regressions, Between, CompareConfig, Figure, Verdict};
 use fsscale::report::{render_analysis, render_comparisons, ExportFormat};
 use fsscale::results::ResultsFile;
 use fsscale::vocab::Cache;
@@ -80,6 +80,14 @@ pub fn compare_command(args: &CompareArgs) -> Result<(String, Option<Regressed>,
     };
     let base = load(&args.base)?;
     let mut comparisons = Vec::new();
+    if let Some(text) = &args.between {
+        let between = Between::parse(text)?;
+        let c = compare_between(&base, &label(&args.base), &between, &config)?;
+        if c.rows.is_empty() {
+            bail!("--between {text}: no point of {} pairs with another on everything else", label(&args.base));
+        }
+        comparisons.push(c);
+    }
     for path in &args.new {
         let new = load(path)?;
         let c = compare(&base, &new, &label(&args.base), &label(path), &config);

@@ -174,9 +174,12 @@ pub struct CompareArgs {
     #[arg(value_name = "BASE.json")]
     pub base: PathBuf,
     /// Results files to compare with the baseline, each on its own.
-    #[arg(value_name = "NEW.json", required = true)]
+    #[arg(value_name = "NEW.json", required_unless_present = "between", conflicts_with = "between")]
     pub new: Vec<PathBuf>,
-    /// Test on the runs' ops/s: welch (unequal variances), student (pooled, as ministat) or mann-whitney (ranks, for non-normal data).
+    /// Compare two values of one dimension BASE.json sweeps, inside it: DIM=A,B with DIM one of fs, share, mode, cache (e.g. share=private,shared, fs=ext4,xfs). Every other dimension is paired point by point and the runs by round (--test paired: a t test on the rounds' log ratios), so what moved the machine between rounds cancels.
+    #[arg(long, value_name = "DIM=A,B")]
+    pub between: Option<String>,
+    /// Test on the runs' ops/s: welch (unequal variances), student (pooled, as ministat), mann-whitney (ranks, for non-normal data) or paired (run k of each side paired: a t test on the log ratios; --between uses it).
     #[arg(long, default_value = "welch", value_parser = choice::<TestKind>())]
     pub test: TestKind,
     /// Confidence level in percent, for the interval and the verdict.

@@ -11,11 +11,15 @@
 //! spread of one invocation's runs, and two invocations of the same system
 //! differ by more than that (docs/STATISTICS.md, detection power).
 
+mod between;
+
+pub use between::{compare_between, Between, Dimension};
+
 use serde::{Deserialize, Serialize};
 
 use crate::results::{Point, ResultsFile};
 use crate::stats::distributions::t_quantile_two_sided;
-use crate::stats::hypothesis::{mann_whitney, ratio_interval, student, welch, TestKind};
+use crate::stats::hypothesis::{mann_whitney, paired_log_ratio, ratio_interval, student, welch, TestKind};
 use crate::stats::{Sample, Summary};
 use crate::vocab::Mode;
 use crate::vocab::{Share, Workload};
@@ -245,22 +249,7 @@ fn compare_point(b: &Point, n: &Point, base_runs: Vec<f64>, new_runs: Vec<f64>, 
     let bs = Sample::new(&base_runs).expect("runs have finite ops/s");
     let ns = Sample::new(&new_runs).expect("runs have finite ops/s");
     let summary = |v: &[f64]| Summary::of(v).expect("non-empty");
-    let change_pct = (ns.mean() / bs.mean() - 1.0) * 100.0;
-    let (p_value, df) = match config.test {
-        TestKind::Student => student(&bs, &ns, config.confidence).map(|t| (t.p_value, t.df)).ok().unzip(),
-        TestKind::Welch => welch(&bs, &ns, config.confidence).map(|t| (t.p_value, t.df)).ok().unzip(),
-        TestKind::MannWhitney => {
-            let df = welch(&bs, &ns, config.confidence).ok().map(|t| t.df);
-            (mann_whitney(&bs, &ns).ok().map(|m| m.p_value), df)
-        }
-    };
-    let change_ci_pct = df.and_then(|df| {
-        let t = t_quantile_two_sided(config.confidence, df.max(1.0));
-        // Throughputs and times are positive, so their ratio is too: Fieller's
-        // lower bound can fall below 0 on very noisy data, a change below -100%
-        // that no measurement can have; it is cut at 0.
-        ratio_interval(&bs, &ns, t).map(|(lo, hi)| ((lo.max(0.0) - 1.0) * 100.0, (hi.max(0.0) - 1.0) * 100.0))
-    });
+    let (change_pct, change_ci_pct, p_value) = measure_change(&bs, &ns, config);
     // A `command` driver's figure may be smaller-is-better (a time, a latency).
     let improved = if b.higher_is_better() { change_pct > 0.0 } else { change_pct < 0.0 };
     let noise_of = |p: &Point| match config.figure {
@@ -284,7 +273,13 @@ fn compare_point(b: &Point, n: &Point, base_runs: Vec<f64>, new_runs: Vec<f64>, 
         None => Verdict::TooFewRuns,
         Some(false) => Verdict::NoDifferenceProven,
         Some(true) if !beyond_threshold => Verdict::WithinNoise,
-        Some(true) if noise.is_some() && !beyond_any_noise(b, n, &bs, &ns, change_pct) => Verdict::TooNoisy,
+        // Paired by round, what moves both sides of a round alike (drift, a
+        // busy machine) cancels, so the sides' own noise does not veto.
+        Some(true)
+            if noise.is_some() && config.test != TestKind::Paired && !beyond_any_noise(b, n, &bs, &ns, change_pct) =>
+        {
+            Verdict::TooNoisy
+        }
         Some(true) if improved => Verdict::Better,
         Some(true) => Verdict::Worse,
     };
@@ -309,6 +304,40 @@ fn compare_point(b: &Point, n: &Point, base_runs: Vec<f64>, new_runs: Vec<f64>, 
         verdict,
         noise,
         higher_is_better: b.higher_is_better(),
+    }
+}
+
+/// The change in percent, its confidence interval and the test's p-value,
+/// as `config.test` measures them: the ratio of means with Fieller's
+/// interval (Student, Welch, Mann–Whitney), or the geometric mean of the
+/// rounds' ratios with its t interval (paired).
+fn measure_change(bs: &Sample, ns: &Sample, config: &CompareConfig) -> (f64, Option<(f64, f64)>, Option<f64>) {
+    let means_change = (ns.mean() / bs.mean() - 1.0) * 100.0;
+    let fieller = |df: f64| {
+        let t = t_quantile_two_sided(config.confidence, df.max(1.0));
+        // Throughputs and times are positive, so their ratio is too: Fieller's
+        // lower bound can fall below 0 on very noisy data, a change below -100%
+        // that no measurement can have; it is cut at 0.
+        ratio_interval(bs, ns, t).map(|(lo, hi)| ((lo.max(0.0) - 1.0) * 100.0, (hi.max(0.0) - 1.0) * 100.0))
+    };
+    let pct = |r: f64| (r - 1.0) * 100.0;
+    match config.test {
+        TestKind::Student => match student(bs, ns, config.confidence) {
+            Ok(t) => (means_change, fieller(t.df), Some(t.p_value)),
+            Err(_) => (means_change, None, None),
+        },
+        TestKind::Welch => match welch(bs, ns, config.confidence) {
+            Ok(t) => (means_change, fieller(t.df), Some(t.p_value)),
+            Err(_) => (means_change, None, None),
+        },
+        TestKind::MannWhitney => {
+            let interval = welch(bs, ns, config.confidence).ok().and_then(|t| fieller(t.df));
+            (means_change, interval, mann_whitney(bs, ns).ok().map(|m| m.p_value))
+        }
+        TestKind::Paired => match paired_log_ratio(bs, ns, config.confidence) {
+            Ok(r) => (pct(r.ratio), Some((pct(r.interval.0), pct(r.interval.1))), Some(r.p_value)),
+            Err(_) => (means_change, None, None),
+        },
     }
 }
 

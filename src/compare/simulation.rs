@@ -146,3 +146,49 @@ fn drift_outliers_and_a_busy_machine_are_vetoed_or_tolerated_as_documented() {
     // A collapse to a twentieth on that machine: more than other work can take.
     assert_eq!(verdicts(10, 100, 5, QUIET, Side { level: 0.05, busy: 0.4, ..QUIET }), [100, 0, 0, 0, 0]);
 }
+
+/// A pair of sides measured in the same rounds: round k's machine factor
+/// (a drift over the rounds and `round_sd` of noise) moves both sides' k-th
+/// runs alike; each run adds `sd` of its own. `new` is `level` of the base.
+fn draw_rounds(rng: &mut Rng, level: f64, sd: f64, round_sd: f64, drift: f64, runs: usize) -> [ResultsFile; 2] {
+    let rounds: Vec<f64> =
+        (0..runs).map(|k| (1.0 + drift * k as f64 / (runs - 1) as f64) * (1.0 + round_sd * rng.normal())).collect();
+    let mut side = |level: f64| {
+        let rates: Vec<f64> = rounds.iter().map(|round| 1e6 * level * round * (1.0 + sd * rng.normal())).collect();
+        doc(&[(crate::vocab::Workload::Stat, 1, &rates)])
+    };
+    [side(1.0), side(level)]
+}
+
+/// Verdicts of `trials` sides measured in the same rounds, by `test`.
+fn paired_verdicts(seed: u64, trials: usize, test: TestKind, level: f64, round_sd: f64, drift: f64) -> [usize; 5] {
+    let config = CompareConfig { test, confidence: 0.95, figure: Figure::Throughput, noise_threshold_pct: 2.0 };
+    let mut rng = Rng(seed);
+    let mut counts = [0; 5];
+    for _ in 0..trials {
+        let [b, n] = draw_rounds(&mut rng, level, 0.005, round_sd, drift, 10);
+        let slot = match compare(&b, &n, "base", "new", &config).rows[0].verdict {
+            Verdict::Worse => 0,
+            Verdict::NoDifferenceProven => 1,
+            Verdict::WithinNoise => 2,
+            Verdict::TooNoisy => 3,
+            Verdict::Better => 4,
+            Verdict::TooFewRuns => panic!("10 runs a side"),
+        };
+        counts[slot] += 1;
+    }
+    counts
+}
+
+#[test]
+fn pairing_runs_by_round_cancels_what_moves_the_machine_between_rounds() {
+    // Rounds 3% apart and the machine ramping 8% over 10 rounds, runs 0.5% apart.
+    // A/A: never called better or worse, paired or not (the 8% of chance
+    // significance paired lies inside the ±2% threshold).
+    assert_eq!(paired_verdicts(11, 200, TestKind::Paired, 1.0, 0.03, 0.08), [0, 184, 16, 0, 0]);
+    assert_eq!(paired_verdicts(11, 200, TestKind::Welch, 1.0, 0.03, 0.08), [0, 200, 0, 0, 0]);
+    // 5% slower: paired finds it every time; unpaired, the rounds' spread and
+    // the drift hide it or veto it in 164 of 200.
+    assert_eq!(paired_verdicts(12, 200, TestKind::Paired, 0.95, 0.03, 0.08), [200, 0, 0, 0, 0]);
+    assert_eq!(paired_verdicts(12, 200, TestKind::Welch, 0.95, 0.03, 0.08), [36, 7, 117, 40, 0]);
+}

@@ -125,16 +125,23 @@ fn summary_line(c: &Comparison, workload: Workload) -> String {
 fn text(out: &mut String, c: &Comparison, plots: bool, color: bool) {
     let _ = writeln!(out, "base: {}\nnew:  {}", c.base, c.new);
     let test = c.rows.first().map(|r| r.test.name()).unwrap_or("-");
-    let _ = writeln!(
-        out,
-        "change: mean(new)/mean(base) - 1, with Fieller's {}% confidence interval; p: {test} test on the runs' figures{}",
-        trim(c.confidence * 100.0),
-        match (test, c.noise_threshold_pct > 0.0) {
-            ("welch", false) => " (ministat uses Student's t: --test student gives its verdicts)",
-            ("welch", true) => " (ministat uses Student's t: --test student --noise-threshold 0 gives its verdicts)",
-            _ => "",
-        }
-    );
+    let confidence = trim(c.confidence * 100.0);
+    let _ = match test {
+        "paired" => writeln!(
+            out,
+            "change: the geometric mean of the rounds' ratios new/base - 1, with its {confidence}% t interval; \
+             p: paired t test on the rounds' log ratios (run k of each side paired: drift between rounds cancels)"
+        ),
+        _ => writeln!(
+            out,
+            "change: mean(new)/mean(base) - 1, with Fieller's {confidence}% confidence interval; p: {test} test on the runs' figures{}",
+            match (test, c.noise_threshold_pct > 0.0) {
+                ("welch", false) => " (ministat uses Student's t: --test student gives its verdicts)",
+                ("welch", true) => " (ministat uses Student's t: --test student --noise-threshold 0 gives its verdicts)",
+                _ => "",
+            }
+        ),
+    };
     if let Some(line) = c.within_noise_note(&c.rows) {
         let _ = writeln!(out, "{line}");
     }

@@ -280,3 +280,33 @@ fn export_writes_csv_markdown_and_json_lines_and_run_pastes_markdown() {
     assert_eq!(printed, env.results());
     assert_one_line_error(&export(&[]), "give --workload and -j, or --format csv|markdown|json-lines");
 }
+
+#[test]
+fn compare_between_pairs_two_sharing_levels_of_one_run_by_round() {
+    let env = TestEnv::new();
+    let out = env.run(&["stat", "-j", "1,2", "-n", "3", "--share", "private,shared", "--duration", "0.05"]);
+    assert_success(&out);
+    let between = |args: &[&str]| fsscale().arg("compare").arg(&env.output).args(args).output().unwrap();
+    let out = between(&["--between", "share=private,shared"]);
+    assert_success(&out);
+    let text = stdout(&out);
+    let name = env.output.display().to_string();
+    assert!(text.starts_with(&format!("base: {name} share=private\nnew:  {name} share=shared\n")), "{text}");
+    assert!(text.contains("p: paired t test on the rounds' log ratios"), "{text}");
+    // One row per worker count, each paired by its three rounds.
+    assert_eq!(text.lines().filter(|l| l.contains("  process  private  ")).count(), 2, "{text}");
+    let out = between(&["--between", "share=private,shared", "--format", "json"]);
+    assert_success(&out);
+    let json: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let rows = json[0]["rows"].as_array().unwrap();
+    assert!(rows.iter().all(|r| r["test"] == "paired" && r["base_runs"].as_array().unwrap().len() == 3), "{json}");
+    // What the file does not hold is named with what it does, in one line.
+    assert_one_line_error(
+        &between(&["--between", "share=private,same"]),
+        "has no point with share same; its points have share private, shared",
+    );
+    assert_one_line_error(
+        &between(&["--between", "workers=1,2"]),
+        "'workers' is not a dimension; use fs, share, mode, cache",
+    );
+}
