@@ -101,48 +101,51 @@ pub fn compare_command(args: &CompareArgs) -> Result<(String, Option<Regressed>,
         comparisons.push(c);
     }
     let text = render_comparisons(&comparisons, args.format, args.plot, use_color(args.no_color));
-    let regressed = args.fail_if_worse.and_then(|pct| {
-        let worse: Vec<String> = comparisons
-            .iter()
-            .flat_map(|c| {
-                regressions(c, pct).into_iter().map(move |r| {
-                    format!("{} {} {} x{} {:+.1}% in {}", r.workload, r.mode, r.share, r.workers, r.change_pct, c.new)
-                })
-            })
-            .collect();
-        (!worse.is_empty()).then(|| {
-            Regressed(format!(
-                "{} point{} significantly worse by more than {pct}%: {}",
-                worse.len(),
-                if worse.len() == 1 { " is" } else { "s are" },
-                worse.join(", ")
-            ))
-        })
-    });
-    let warnings = args
-        .fail_if_worse
-        .map(|pct| {
-            comparisons
-                .iter()
-                .flat_map(|c| {
-                    c.rows.iter().filter(move |r| r.verdict == Verdict::TooNoisy && r.worse_by_more_than(pct)).map(move |r| {
-                        format!(
-                            "{} {} {} x{} is {:+.1}% in {} but too noisy to call ({}); --fail-if-worse cannot judge it: \
-                             rerun on a quiet machine",
-                            r.workload,
-                            r.mode,
-                            r.share,
-                            r.workers,
-                            r.change_pct,
-                            c.new,
-                            r.noise.as_deref().unwrap_or("noisy")
-                        )
-                    })
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+    let regressed = args.fail_if_worse.and_then(|pct| regressed(&comparisons, pct));
+    let warnings = args.fail_if_worse.map(|pct| too_noisy_to_gate(&comparisons, pct)).unwrap_or_default();
     Ok((text, regressed, warnings))
+}
+
+/// `--fail-if-worse PCT`: the points called worse by more than PCT, as the gate's failure.
+fn regressed(comparisons: &[fsscale::compare::Comparison], pct: f64) -> Option<Regressed> {
+    let worse: Vec<String> = comparisons
+        .iter()
+        .flat_map(|c| {
+            regressions(c, pct).into_iter().map(move |r| {
+                format!("{} {} {} x{} {:+.1}% in {}", r.workload, r.mode, r.share, r.workers, r.change_pct, c.new)
+            })
+        })
+        .collect();
+    (!worse.is_empty()).then(|| {
+        Regressed(format!(
+            "{} point{} significantly worse by more than {pct}%: {}",
+            worse.len(),
+            if worse.len() == 1 { " is" } else { "s are" },
+            worse.join(", ")
+        ))
+    })
+}
+
+/// Points worse by more than PCT that were too noisy to call: the gate cannot judge them, so it says so.
+fn too_noisy_to_gate(comparisons: &[fsscale::compare::Comparison], pct: f64) -> Vec<String> {
+    comparisons
+        .iter()
+        .flat_map(|c| {
+            c.rows.iter().filter(move |r| r.verdict == Verdict::TooNoisy && r.worse_by_more_than(pct)).map(move |r| {
+                format!(
+                    "{} {} {} x{} is {:+.1}% in {} but too noisy to call ({}); --fail-if-worse cannot judge it: \
+                     rerun on a quiet machine",
+                    r.workload,
+                    r.mode,
+                    r.share,
+                    r.workers,
+                    r.change_pct,
+                    c.new,
+                    r.noise.as_deref().unwrap_or("noisy")
+                )
+            })
+        })
+        .collect()
 }
 
 pub fn analyze_command(args: &AnalyzeArgs) -> Result<String> {
