@@ -109,9 +109,15 @@ fn ops_per_cpu_second_hold_where_a_hog_halves_ops_per_second() {
         qs.ops_per_s.median
     );
     assert!((b_cpu / q_cpu - 1.0).abs() < 0.25, "ops/cpu-s {b_cpu} busy vs {q_cpu} quiet");
-    // compare on ops/s calls it too noisy (the machine was busy); on ops per CPU-second it judges.
+    // compare on ops/s never blames the hog's slowdown on the change: the busy
+    // side vetoes it (too noisy), or, where other work made the quiet side busy
+    // too (a build beside the tests), the runs' spread leaves it unproven.
+    // On ops per CPU-second it judges.
     let out = fsscale().arg("compare").arg(&quiet.output).arg(&busy.output).output().unwrap();
-    assert!(stdout(&out).contains("too noisy"), "{}", stdout(&out));
+    let text = stdout(&out);
+    assert!(text.contains("new: machine busy"), "{text}");
+    assert!(text.contains("too noisy") || text.contains("no difference proven"), "{text}");
+    assert!(!text.contains("  worse\n") && !text.contains("  better\n"), "{text}");
     let out = fsscale().arg("compare").arg("--per-cpu").arg(&quiet.output).arg(&busy.output).output().unwrap();
     assert_success(&out);
     let text = stdout(&out);
