@@ -342,21 +342,16 @@ fn measure_change(bs: &Sample, ns: &Sample, config: &CompareConfig) -> (f64, Opt
 }
 
 /// Whether a change is a collapse the noise diagnostics cannot explain, so
-/// that their veto does not apply: the two sides' runs do not overlap, the
-/// gap between them is wider than either side's own range, one side's
-/// median is below a tenth of the other's, and the change is larger than
-/// the share of the machine other work took in any run of either side.
-/// Other work takes a share of a runnable worker's CPU, not all of it: to
-/// take nine tenths, nine runnable tasks would have to crowd each worker's
-/// CPU. A collapse to 0 ops/s against a busy base is then called worse,
-/// while a rate halved beside a hog stays too noisy to call.
+/// that their veto does not apply: every run of one side is below a tenth
+/// of every run of the other, and the change is larger than the share of
+/// the machine other work took in any run of either side. Other work takes
+/// a share of a runnable worker's CPU, not nine tenths of it, however much
+/// its own runs spread: a collapse to 0 ops/s against a busy base is then
+/// called worse, while a rate halved beside a hog stays too noisy to call.
 fn beyond_any_noise(b: &Point, n: &Point, bs: &Sample, ns: &Sample, change_pct: f64) -> bool {
-    let gap = (ns.min() - bs.max()).max(bs.min() - ns.max());
-    let widest = (bs.max() - bs.min()).max(ns.max() - ns.min());
     let busiest = b.runs.iter().chain(&n.runs).filter_map(|r| r.noise).map(|x| x.others_cpu).fold(0.0, f64::max);
-    let (low, high) = (bs.median().min(ns.median()), bs.median().max(ns.median()));
-    let collapse = high > 0.0 && low < high / 10.0;
-    gap > widest && collapse && change_pct.abs() > 100.0 * busiest
+    let collapse = ns.max() < bs.min() / 10.0 || bs.max() < ns.min() / 10.0;
+    collapse && change_pct.abs() > 100.0 * busiest
 }
 
 fn summarize(rows: &[Row]) -> Vec<WorkloadSummary> {
