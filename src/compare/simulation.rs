@@ -72,6 +72,19 @@ fn draw(rng: &mut Rng, side: Side, runs: usize) -> ResultsFile {
     d
 }
 
+/// A verdict's place in the counts: worse, no difference proven, within
+/// noise, too noisy, better (every simulated side has runs enough to test).
+fn slot(verdict: Verdict) -> usize {
+    match verdict {
+        Verdict::Worse => 0,
+        Verdict::NoDifferenceProven => 1,
+        Verdict::WithinNoise => 2,
+        Verdict::TooNoisy => 3,
+        Verdict::Better => 4,
+        Verdict::TooFewRuns => panic!("every simulated side has at least 5 runs"),
+    }
+}
+
 /// Verdicts of `trials` comparisons of `base` with `new`, `runs` runs a side:
 /// [worse, no difference proven, within noise, too noisy, better].
 fn verdicts(seed: u64, trials: usize, runs: usize, base: Side, new: Side) -> [usize; 5] {
@@ -81,16 +94,7 @@ fn verdicts(seed: u64, trials: usize, runs: usize, base: Side, new: Side) -> [us
     let mut counts = [0; 5];
     for _ in 0..trials {
         let (b, n) = (draw(&mut rng, base, runs), draw(&mut rng, new, runs));
-        let verdict = compare(&b, &n, "base", "new", &config).rows[0].verdict;
-        let slot = match verdict {
-            Verdict::Worse => 0,
-            Verdict::NoDifferenceProven => 1,
-            Verdict::WithinNoise => 2,
-            Verdict::TooNoisy => 3,
-            Verdict::Better => 4,
-            Verdict::TooFewRuns => panic!("every side has {runs} runs"),
-        };
-        counts[slot] += 1;
+        counts[slot(compare(&b, &n, "base", "new", &config).rows[0].verdict)] += 1;
     }
     counts
 }
@@ -167,15 +171,7 @@ fn paired_verdicts(seed: u64, trials: usize, test: TestKind, level: f64, round_s
     let mut counts = [0; 5];
     for _ in 0..trials {
         let [b, n] = draw_rounds(&mut rng, level, 0.005, round_sd, drift, 10);
-        let slot = match compare(&b, &n, "base", "new", &config).rows[0].verdict {
-            Verdict::Worse => 0,
-            Verdict::NoDifferenceProven => 1,
-            Verdict::WithinNoise => 2,
-            Verdict::TooNoisy => 3,
-            Verdict::Better => 4,
-            Verdict::TooFewRuns => panic!("10 runs a side"),
-        };
-        counts[slot] += 1;
+        counts[slot(compare(&b, &n, "base", "new", &config).rows[0].verdict)] += 1;
     }
     counts
 }
