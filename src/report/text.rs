@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use super::analyze::verdict_line;
 use super::format::sparkline;
 use super::latency::{driver_table, replay_ops_table};
-use super::view::{self, Layout};
+use super::view::{self, Column, Layout};
 use crate::analyze::analyze_results;
 use crate::results::{Point, ResultsFile, RunRecord, Settings};
 use crate::vocab::Mode;
@@ -112,13 +112,14 @@ fn legends(doc: &ResultsFile, by_workload: &Groups<'_>, unfitted: bool, explain_
             "p50 ... max: latency of single ops in every run's window (log-linear histogram, within 6.25%).\n",
         );
     }
-    if by_workload.values().any(|points| has_per_cpu(points)) {
+    // Said where a table shows the column.
+    if by_workload.values().any(|points| Column::PerCpu.is_shown(Layout::Loops, points)) {
         out.push_str(
             "ops/cpu-s = ops per second of the workers' own CPU time (user + system), median of the runs: \
              it moves far less than ops/s when other work shares the machine (compare --per-cpu).\n",
         );
     }
-    if by_workload.values().any(|points| has_sched(points)) {
+    if by_workload.values().any(|points| Column::Runq.is_shown(Layout::Loops, points)) {
         out.push_str(
             "runq = share of each worker's window spent runnable but waiting for a CPU (not scheduled); asleep = neither \
              running nor runnable (blocked: a lock, I/O, a child); means over the workers, medians of the runs.\n",
@@ -210,16 +211,6 @@ fn runs_line(settings: &Settings) -> String {
         })
         .unwrap_or_default();
     format!("runs: {order} order, {warmups}{until}.\n")
-}
-
-/// Whether any fixed-time point has ops per worker CPU-second (fixed work
-/// shows its user and system seconds instead).
-fn has_per_cpu(points: &[&Point]) -> bool {
-    points.iter().any(|p| !p.workload.is_fixed_work() && p.summary.as_ref().is_some_and(|s| s.ops_per_cpu_s.is_some()))
-}
-
-fn has_sched(points: &[&Point]) -> bool {
-    points.iter().any(|p| p.runs.iter().any(|r| !r.sched.is_empty()))
 }
 
 /// What a point's row must say about its runs: missing ones (an

@@ -38,6 +38,8 @@ struct Schedule {
     states: Vec<PointState>,
     repetition: Repetition,
     scheduler: Scheduler,
+    /// The timing every run starts from.
+    timing: Timing,
     /// Runs done so far, warm-ups included (each record's `position`).
     position: usize,
     /// The machine was called busy once already.
@@ -96,6 +98,7 @@ impl Session<'_> {
             plan,
             repetition,
             scheduler: Scheduler::new(config.order, repetition, config.order_seed),
+            timing: Timing::from_plan(config),
             position: 0,
             warned_busy: false,
         };
@@ -141,11 +144,10 @@ impl Session<'_> {
         self.progress.run_started(spec, slot.point, run, slot.warmup);
         let started_at = results::rfc3339_millis(SystemTime::now());
         let cgroup = self.containment.as_mut().map(|c| c.start_run());
-        let timing = Timing::from_plan(self.config);
         let (measurer, inputs, cpus) = (self.measurer, self.inputs, self.cpus);
         let outcome = signals::check().map_err(anyhow::Error::from).and_then(|()| {
             pool.run_on(*fs, slot.point, |dir, device| {
-                let timing = Timing { device, drop_caches: spec.cache == Some(Cache::Cold), ..timing };
+                let timing = Timing { device, drop_caches: spec.cache == Some(Cache::Cold), ..schedule.timing.clone() };
                 measurer.run_once(dir, RunJob { spec, timing: &timing, inputs, run, cpus })
             })
         });

@@ -115,11 +115,11 @@ impl Column {
         }
     }
 
-    /// Whether a table of `layout` shows it for `views`: what only some
+    /// Whether a table of `layout` shows it for `points`: what only some
     /// runs measure (latency, device I/O, scheduler shares...) only where one did.
-    pub fn is_shown(self, layout: Layout, views: &[PointView<'_>]) -> bool {
+    pub fn is_shown(self, layout: Layout, points: &[&Point]) -> bool {
         use Column::*;
-        let any = |f: &dyn Fn(&Point) -> bool| views.iter().any(|v| f(v.point));
+        let any = |f: &dyn Fn(&Point) -> bool| points.iter().any(|p| f(p));
         match self {
             PerCpu => any(&|p| !p.workload.is_fixed_work() && summary_has(p, |s| s.ops_per_cpu_s.is_some())),
             // Bytes only where the work moves file data (a fixed job: untar, not a walk).

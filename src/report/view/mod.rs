@@ -139,7 +139,8 @@ impl Layout {
     /// The columns these points show: the export's always all; a table's
     /// only those some point has a figure for (latency only with `--latency`...).
     pub fn shown(self, views: &[PointView<'_>]) -> Vec<Column> {
-        self.columns().iter().copied().filter(|c| self == Layout::Export || c.is_shown(self, views)).collect()
+        let points: Vec<&Point> = views.iter().map(|v| v.point).collect();
+        self.columns().iter().copied().filter(|c| self == Layout::Export || c.is_shown(self, &points)).collect()
     }
 }
 
