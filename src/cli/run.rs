@@ -103,6 +103,10 @@ pub struct TimingArgs {
     #[arg(long, value_name = "K", default_value_t = 1)]
     pub warmup_runs: usize,
 
+    /// Warm-up runs of fixed-time loops last until the rate is steady (two successive blocks of five 100 ms windows within 2%; at least --duration), at most this long; 0: exactly --duration. Fixed work warms for --warmup-runs whole runs.
+    #[arg(long, value_name = "TIME", default_value = "5s", value_parser = parse_duration)]
+    pub warmup_max: std::time::Duration,
+
     /// interleaved: run k of every point (and filesystem) before run k+1 of any, so drift spreads over all alike; sequential: every run of a point before the next; shuffled: rounds in a random order (seed recorded).
     #[arg(long, value_name = "ORDER", default_value = "interleaved", value_parser = choice::<Order>())]
     pub order: Order,
@@ -377,6 +381,7 @@ impl RunArgs {
             warmup: timing.warmup,
             runs: timing.runs,
             warmup_runs: timing.warmup_runs,
+            steady: plan::SteadyWarmup::at_most(timing.warmup_max),
             order: timing.order,
             order_seed: timing.order_seed.unwrap_or_else(|| {
                 u64::from_str_radix(&sys::random_hex(8), 16).expect("random_hex gives 16 hex digits")

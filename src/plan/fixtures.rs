@@ -32,6 +32,7 @@ pub fn config(workloads: Vec<Workload>, caches: Vec<Cache>) -> RunConfig {
         warmup: Duration::ZERO,
         runs: 1,
         warmup_runs: 0,
+        steady: None,
         order: Order::Interleaved,
         order_seed: 1,
         until_ci_pct: None,

@@ -70,6 +70,8 @@ pub struct RunConfig {
     pub runs: usize,
     /// Runs of every point before its measured ones, kept apart from every statistic.
     pub warmup_runs: usize,
+    /// Fixed-time loops' warm-up runs last until their rate is steady (`--warmup-max`, not 0).
+    pub steady: Option<SteadyWarmup>,
     pub order: Order,
     /// Orders `Order::Shuffled`'s rounds; recorded in the results.
     pub order_seed: u64,
@@ -93,6 +95,22 @@ pub const MIN_STALL_TIMEOUT: Duration = Duration::from_millis(500);
 
 /// The narrowest `--until-ci` target: a hundredth of a percent.
 pub const MIN_UNTIL_CI_PCT: f64 = 0.01;
+
+/// A warm-up run of a fixed-time loop lasts until its rate is steady by
+/// `rule`: at least `--duration`, at most `max_s` seconds (`--warmup-max`).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct SteadyWarmup {
+    pub rule: crate::stats::steady::SteadyRule,
+    pub max_s: f64,
+}
+
+impl SteadyWarmup {
+    /// `--warmup-max`: the default rule, at most `max`; none for zero.
+    pub fn at_most(max: Duration) -> Option<SteadyWarmup> {
+        (!max.is_zero())
+            .then(|| SteadyWarmup { rule: crate::stats::steady::SteadyRule::DEFAULT, max_s: max.as_secs_f64() })
+    }
+}
 
 /// One measured combination; each is run `runs` times.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -223,6 +241,18 @@ impl RunConfig {
         }
         if self.stall_timeout < MIN_STALL_TIMEOUT {
             bail!("--stall-timeout {:?} is too short to tell a busy worker from a stuck one; use at least {MIN_STALL_TIMEOUT:?}", self.stall_timeout);
+        }
+        if let Some(steady) = self.steady {
+            let least = steady.rule.least_s().max(self.duration.as_secs_f64());
+            if steady.max_s < least {
+                bail!(
+                    "--warmup-max {}s is too short: a warm-up run lasts at least --duration and needs {}s to \
+                     compare two blocks of its windows; use at least --warmup-max {least}s, or 0 for warm-up runs \
+                     of exactly --duration",
+                    steady.max_s,
+                    steady.rule.least_s()
+                );
+            }
         }
         Ok(())
     }

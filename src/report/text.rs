@@ -144,7 +144,7 @@ fn legends(doc: &ResultsFile, by_workload: &Groups<'_>, unfitted: bool, explain_
             trim_float(doc.settings.duration_s)
         ));
     }
-    out.push_str(&runs_line(&doc.settings));
+    out.push_str(&runs_line(doc));
     out.push_str(&instruments_line(doc));
     if by_workload.values().any(|points| !super::profile::points_to_explain(points, explain_all).is_empty()) {
         out.push_str(super::profile::EXPLAIN_LEGEND);
@@ -190,7 +190,8 @@ fn instruments_line(doc: &ResultsFile) -> String {
 }
 
 /// How the runs were ordered and warmed up, and what `--until-ci` asked.
-fn runs_line(settings: &Settings) -> String {
+fn runs_line(doc: &ResultsFile) -> String {
+    let settings = &doc.settings;
     let order = match (settings.order, settings.order_seed) {
         (Some(order), Some(seed)) => format!("{order} (seed {seed})"),
         (Some(order), None) => order.to_string(),
@@ -210,7 +211,38 @@ fn runs_line(settings: &Settings) -> String {
             )
         })
         .unwrap_or_default();
-    format!("runs: {order} order, {warmups}{until}.\n")
+    let steady = steady_clause(doc).map(|c| format!("; {c}")).unwrap_or_default();
+    format!("runs: {order} order, {warmups}{steady}{until}.\n")
+}
+
+/// How long the warm-ups that ran until steady took, and which never got there.
+pub(super) fn steady_clause(doc: &ResultsFile) -> Option<String> {
+    let steady = doc.settings.warmup_until_steady?;
+    let warmed: Vec<(f64, bool)> = doc.points.iter().filter_map(|p| p.warmup_until_steady()).collect();
+    if warmed.is_empty() {
+        return None;
+    }
+    let (least, most) = warmed.iter().fold((f64::INFINITY, 0.0f64), |(l, m), (s, _)| (l.min(*s), m.max(*s)));
+    let unsteady = warmed.iter().filter(|(_, reached)| !reached).count();
+    let rule = steady.rule;
+    let verdict = match unsteady {
+        0 if warmed.len() == 1 => "steady".to_string(),
+        0 => format!("all {} steady", warmed.len()),
+        k => format!(
+            "{k} of {} not steady within --warmup-max {}s: their first runs may still be ramping (see the drift marks)",
+            warmed.len(),
+            steady.max_s
+        ),
+    };
+    Some(format!(
+        "fixed-time loops warmed until steady (two {} s blocks within {}%): {}, {verdict}",
+        rule.block as f64 * rule.window_s,
+        100.0 * rule.tolerance,
+        match (most - least) < 0.05 {
+            true => format!("{least:.1} s"),
+            false => format!("{least:.1}–{most:.1} s"),
+        }
+    ))
 }
 
 /// What a point's row must say about its runs: missing ones (an

@@ -30,6 +30,7 @@ pub fn run(run: usize, per_worker: &[u64], elapsed_s: f64) -> RunRecord {
         cpu_profile: None,
         syscalls: None,
         nodes: None,
+        steady: None,
     }
 }
 
@@ -78,6 +79,7 @@ pub fn doc(runs: usize, duration_s: f64, points: Vec<Point>) -> ResultsFile {
             warmup_s: 0.1,
             runs,
             warmup_runs: 0,
+            warmup_until_steady: None,
             order: None,
             order_seed: None,
             until_ci_pct: None,

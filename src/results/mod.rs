@@ -18,7 +18,9 @@ pub use crate::sys::{mounts, Mount};
 pub use host::Host;
 pub use journal::{journal_path, Saver};
 pub use profile::{CpuProfile, FunctionShare, LockProfile, LockSite, SyscallCheck, SyscallCount};
-pub use run::{NodeOps, RunNoise, RunRecord, SchedShares, SystemCpu, Timeline, WorkerCpu, WorkerSched, Writeback};
+pub use run::{
+    NodeOps, RunNoise, RunRecord, SchedShares, SteadyOutcome, SystemCpu, Timeline, WorkerCpu, WorkerSched, Writeback,
+};
 pub use target::Target;
 
 use crate::stats::diagnostics::{diagnose, Diagnostics};
@@ -93,6 +95,9 @@ pub struct Settings {
     /// Warm-up runs of every point (`--warmup-runs`), kept in `Point::warmup_runs`.
     #[serde(default)]
     pub warmup_runs: usize,
+    /// Fixed-time loops' warm-up runs lasted until their rate was steady by this rule (`--warmup-max`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup_until_steady: Option<crate::plan::SteadyWarmup>,
     /// The order of the runs (`--order`); absent in files from before it was chosen (sequential).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub order: Option<Order>,
@@ -277,6 +282,13 @@ fn diagnosed_problems(diagnostics: Option<&Diagnostics>) -> Vec<String> {
 pub const BUSY_SHARE: f64 = 0.05;
 
 impl Point {
+    /// A point whose warm-up ran until steady: its warm-up runs' seconds
+    /// together, and whether the last one ended steady.
+    pub fn warmup_until_steady(&self) -> Option<(f64, bool)> {
+        let last = self.warmup_runs.last()?.steady?;
+        Some((self.warmup_runs.iter().map(|r| r.elapsed_s).sum(), last.reached))
+    }
+
     /// Every run's latency histogram merged, when the runs have them.
     pub fn merged_latency(&self) -> Option<Histogram> {
         let mut merged: Option<Histogram> = None;

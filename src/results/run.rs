@@ -74,6 +74,21 @@ pub struct RunRecord {
     /// Under MPI: the work of each node's ranks, nodes in order of their lowest rank.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nodes: Option<Vec<NodeOps>>,
+    /// A warm-up run that lasted until its rate was steady: how it ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steady: Option<SteadyOutcome>,
+}
+
+/// How a warm-up run that ran until steady ended (see [`crate::stats::steady::SteadyRule`]).
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq)]
+pub struct SteadyOutcome {
+    /// Its last two blocks of windows agreed within the rule's tolerance;
+    /// false: `--warmup-max` ended it first.
+    pub reached: bool,
+    /// The change between those blocks' mean rates, percent (absent when
+    /// the run was too short to have two blocks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub change_pct: Option<f64>,
 }
 
 /// One node's part of an MPI run.

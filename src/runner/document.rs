@@ -45,6 +45,7 @@ fn settings(config: &RunConfig) -> Settings {
         warmup_s: config.warmup.as_secs_f64(),
         runs: config.runs,
         warmup_runs: config.warmup_runs,
+        warmup_until_steady: config.steady.filter(|_| config.warmup_runs > 0),
         order: Some(config.order),
         order_seed: (config.order == Order::Shuffled).then_some(config.order_seed),
         until_ci_pct: config.until_ci_pct,

@@ -83,6 +83,7 @@ pub(super) fn run_driver(
         cpu_profile: None,
         syscalls: None,
         nodes: None,
+        steady: None,
     })
 }
 

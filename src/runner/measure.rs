@@ -18,10 +18,11 @@ use super::worker::{worker_main, WorkerPlan};
 use crate::exec::Placeholders;
 use crate::fs::DeviceSnapshot;
 use crate::instruments::RunInstruments;
-use crate::plan::{Mode, PointSpec};
+use crate::plan::{Mode, PointSpec, SteadyWarmup};
 use crate::replay::{OpKind, Trace};
-use crate::results::{RunRecord, Timeline, Writeback};
+use crate::results::{RunRecord, SteadyOutcome, Timeline, Writeback};
 use crate::scratch::Scratch;
+use crate::stats::steady;
 use crate::sys;
 use crate::workloads::{self, CommandSpec, Share, TreeSource, Workload, SHARED_DIR};
 
@@ -390,6 +391,7 @@ fn coordinate_fixed_work(
         children_cpu,
         writeback: Some(writeback),
         instruments,
+        steady: None,
     })
 }
 
@@ -466,20 +468,10 @@ fn coordinate(
     region.read_counters(&mut start_counts);
     region.set_phase(Phase::Window);
     let base: u64 = start_counts.iter().sum();
-    let end = start + timing.duration.as_nanos() as u64;
-    let interval = timing.sample_interval.as_nanos().max(1) as u64;
-    let mut timeline = Timeline { interval_s: timing.sample_interval.as_secs_f64(), ..Timeline::default() };
-    let mut scratch_counts = Vec::with_capacity(workers);
-    let mut next_sample = start + interval;
-    while next_sample < end {
-        watch.sleep_until(next_sample)?;
-        let now = sys::monotonic_ns();
-        region.read_counters(&mut scratch_counts);
-        timeline.record(now - start, scratch_counts.iter().sum::<u64>() - base);
-        next_sample += interval;
-        instruments.drain()?;
-    }
-    watch.sleep_until(end)?;
+    // Ranks open and close their windows together: they cannot each decide when to stop.
+    let until_steady = timing.until_steady.filter(|_| gate.is_none());
+    let (mut timeline, steady) =
+        sample_window(region, &mut watch, workers, timing, until_steady, start, base, &mut instruments)?;
     instruments.stop(|| region.total_ops())?;
     let mut end_counts = Vec::with_capacity(workers);
     region.read_counters(&mut end_counts);
@@ -508,7 +500,62 @@ fn coordinate(
         children_cpu: None,
         writeback: None,
         instruments,
+        steady,
     })
+}
+
+/// Samples a fixed-time window that opened at `start` with `base` ops
+/// counted, and returns at its end: `--duration` after `start`, or with
+/// `until_steady` (a warm-up run), once its windows' rate is steady (but
+/// not before `--duration`) or at the rule's most.
+#[allow(clippy::too_many_arguments)]
+fn sample_window(
+    region: &SharedRegion,
+    watch: &mut Watch<'_>,
+    workers: usize,
+    timing: &Timing,
+    until_steady: Option<SteadyWarmup>,
+    start: u64,
+    base: u64,
+    instruments: &mut RunInstruments,
+) -> Result<(Timeline, Option<SteadyOutcome>)> {
+    let least = start + timing.duration.as_nanos() as u64;
+    let (interval, end) = match until_steady {
+        // The rule's windows are the timeline's samples; the least length stays `--duration`.
+        Some(s) => {
+            (Duration::from_secs_f64(s.rule.window_s), start + Duration::from_secs_f64(s.max_s).as_nanos() as u64)
+        }
+        None => (timing.sample_interval, least),
+    };
+    let end = end.max(least);
+    let step = interval.as_nanos().max(1) as u64;
+    let mut timeline = Timeline { interval_s: interval.as_secs_f64(), ..Timeline::default() };
+    let mut counts = Vec::with_capacity(workers);
+    let mut next_sample = start + step;
+    let mut outcome = until_steady.map(|_| SteadyOutcome { reached: false, change_pct: None });
+    // The rule judges a sample at the very end too; a fixed window's last sample is the caller's.
+    let last = if until_steady.is_some() { end } else { end - 1 };
+    while next_sample <= last {
+        watch.sleep_until(next_sample)?;
+        let now = sys::monotonic_ns();
+        region.read_counters(&mut counts);
+        timeline.record(now - start, counts.iter().sum::<u64>() - base);
+        next_sample += step;
+        instruments.drain()?;
+        if let (Some(s), Some(outcome)) = (until_steady, outcome.as_mut()) {
+            let rates = steady::window_rates(&timeline.at_s, &timeline.cumulative_ops);
+            outcome.change_pct = s.rule.change(&rates).map(|c| 100.0 * c);
+            outcome.reached = s.rule.is_steady(&rates);
+            if (outcome.reached && now >= least) || next_sample > end {
+                // The window's end is the caller's sample, an instant after this one.
+                timeline.at_s.pop();
+                timeline.cumulative_ops.pop();
+                return Ok((timeline, Some(*outcome)));
+            }
+        }
+    }
+    watch.sleep_until(end)?;
+    Ok((timeline, outcome))
 }
 
 /// Fixed work is done, but what it wrote may still be in the page cache:

@@ -44,6 +44,8 @@ struct Schedule {
     position: usize,
     /// The machine was called busy once already.
     warned_busy: bool,
+    /// A warm-up was called unsteady once already.
+    warned_unsteady: bool,
 }
 
 impl Session<'_> {
@@ -101,6 +103,7 @@ impl Session<'_> {
             timing: Timing::from_plan(config),
             position: 0,
             warned_busy: false,
+            warned_unsteady: false,
         };
         while let Some(slot) = schedule.scheduler.next(&schedule.states) {
             let (record, fs_record) = self.run_slot(&mut pool, &schedule, slot, doc)?;
@@ -144,10 +147,16 @@ impl Session<'_> {
         self.progress.run_started(spec, slot.point, run, slot.warmup);
         let started_at = results::rfc3339_millis(SystemTime::now());
         let cgroup = self.containment.as_mut().map(|c| c.start_run());
-        let (measurer, inputs, cpus) = (self.measurer, self.inputs, self.cpus);
+        let (measurer, inputs, cpus, config) = (self.measurer, self.inputs, self.cpus, self.config);
         let outcome = signals::check().map_err(anyhow::Error::from).and_then(|()| {
             pool.run_on(*fs, slot.point, |dir, device| {
-                let timing = Timing { device, drop_caches: spec.cache == Some(Cache::Cold), ..schedule.timing.clone() };
+                let until_steady = config.steady.filter(|_| slot.warmup && !spec.workload.is_fixed_work());
+                let timing = Timing {
+                    device,
+                    drop_caches: spec.cache == Some(Cache::Cold),
+                    until_steady,
+                    ..schedule.timing.clone()
+                };
                 measurer.run_once(dir, RunJob { spec, timing: &timing, inputs, run, cpus })
             })
         });
@@ -225,6 +234,21 @@ impl Session<'_> {
         point.filesystem = point.filesystem.take().or(fs_record);
         let state = &mut schedule.states[slot.point];
         if slot.warmup {
+            let unsteady = record.steady.filter(|s| !s.reached);
+            if let (Some(outcome), false) = (unsteady, schedule.warned_unsteady) {
+                schedule.warned_unsteady = true;
+                let change = outcome
+                    .change_pct
+                    .map(|c| format!(" (its last two blocks differed by {c:+.1}%)"))
+                    .unwrap_or_default();
+                self.progress.warning(&format!(
+                    "the warm-up of {} x{} was not steady after --warmup-max {}s{change}: its first runs may still \
+                     be ramping; the report counts such points, and a longer --warmup-max gives them longer",
+                    point.workload,
+                    point.workers,
+                    self.config.steady.map_or(0.0, |s| s.max_s)
+                ));
+            }
             point.warmup_runs.push(record);
             state.warmups += 1;
             self.progress.run_finished(point, true);
@@ -282,6 +306,7 @@ mod tests {
     use super::*;
     use crate::plan::{fixtures, Mode, Order};
     use crate::results::fixtures::run as record_of;
+    use crate::results::SteadyOutcome;
     use crate::runner::document::new_document;
     use crate::runner::sources::Sources;
     use crate::workloads::Workload;
@@ -492,5 +517,45 @@ mod tests {
         let warnings: Vec<&String> = events.0.iter().filter(|e| e.starts_with("warning other work took 60%")).collect();
         assert_eq!(warnings.len(), 1, "{:?}", events.0);
         assert!(warnings[0].contains("during run 1 of stat x1"), "{}", warnings[0]);
+    }
+
+    #[test]
+    fn only_warm_ups_of_fixed_time_loops_run_until_steady_and_an_unsteady_one_is_warned_of_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let steady = crate::plan::SteadyWarmup::at_most(std::time::Duration::from_secs(3));
+        let config = RunConfig { steady, ..plan(dir.path()) };
+        /// Every warm-up ends unsteady; records which runs were asked to run until steady.
+        struct Ramping(Fake, RefCell<Vec<bool>>);
+        impl Measurer for Ramping {
+            fn run_once(&self, dir: &Path, job: RunJob<'_>) -> Result<RunRecord> {
+                let until_steady = job.timing.until_steady;
+                self.1.borrow_mut().push(until_steady.is_some());
+                let mut record = self.0.run_once(dir, job)?;
+                record.steady = until_steady.map(|_| SteadyOutcome { reached: false, change_pct: Some(4.0) });
+                Ok(record)
+            }
+        }
+        let ramping = Ramping(Fake::steady(), RefCell::new(Vec::new()));
+        let sources = Sources { tree: None, trace: None, walks_only_a_given_tree: false };
+        let doc = new_document(&config, &sources, None);
+        let saver = Saver::create(&config.output, &doc).unwrap();
+        let mut events = Events::default();
+        let session = Session {
+            config: &config,
+            measurer: &ramping,
+            inputs: sources.inputs(&config),
+            cpus: None,
+            containment: None,
+            progress: &mut events,
+        };
+        let doc = session.run(doc, saver).unwrap();
+        // The warm-up round (two points), then three measured rounds.
+        assert_eq!(*ramping.1.borrow(), [true, true, false, false, false, false, false, false]);
+        let warnings: Vec<&String> = events.0.iter().filter(|e| e.contains("was not steady")).collect();
+        assert_eq!(warnings.len(), 1, "{:?}", events.0);
+        assert!(warnings[0]
+            .contains("stat x1 was not steady after --warmup-max 3s (its last two blocks differed by +4.0%)"));
+        assert_eq!(doc.settings.warmup_until_steady, steady);
+        assert_eq!(doc.points[1].warmup_until_steady(), Some((1.0, false)));
     }
 }

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use crate::fs::{DeviceIo, DeviceSnapshot};
 use crate::instruments::InstrumentConfig;
+use crate::plan::SteadyWarmup;
 
 /// Timing of the run, from the plan.
 #[derive(Clone)]
@@ -20,6 +21,8 @@ pub(super) struct Timing {
     pub stall_timeout: Duration,
     /// What is measured alongside, exactly over the window.
     pub instruments: InstrumentConfig,
+    /// A warm-up run of a fixed-time loop: its window lasts until the rate is steady.
+    pub until_steady: Option<SteadyWarmup>,
 }
 
 impl Timing {
@@ -33,6 +36,7 @@ impl Timing {
             device: None,
             stall_timeout: config.stall_timeout,
             instruments: config.instruments,
+            until_steady: None,
         }
     }
 }

@@ -7,7 +7,7 @@ use super::cpu::CpuTicks;
 use super::shared::SharedRegion;
 use crate::fs::DeviceIo;
 use crate::instruments::RunInstruments;
-use crate::results::{RunNoise, RunRecord, Timeline, WorkerCpu, WorkerSched, Writeback};
+use crate::results::{RunNoise, RunRecord, SteadyOutcome, Timeline, WorkerCpu, WorkerSched, Writeback};
 use crate::sys::ThreadSched;
 
 /// What the coordinator saw during the window.
@@ -29,6 +29,8 @@ pub(super) struct Window {
     pub load_1m: f64,
     /// Turned off at the window's end, read into the record after it.
     pub instruments: RunInstruments,
+    /// A warm-up run until steady: how it ended.
+    pub steady: Option<SteadyOutcome>,
 }
 
 impl Window {
@@ -105,6 +107,7 @@ impl Window {
             cpu_profile: None,
             syscalls: None,
             nodes: None,
+            steady: self.steady,
         }
     }
 }

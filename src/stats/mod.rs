@@ -7,6 +7,7 @@ pub mod histogram;
 pub mod hypothesis;
 mod sample;
 pub mod scaling;
+pub mod steady;
 pub mod usl;
 
 pub use sample::{Sample, StatsError, Summary};

@@ -16,11 +16,13 @@ const TWO_POINTS: [&str; 7] = ["stat", "-j", "1,2", "--share", "private", "-n", 
 #[test]
 fn interleaved_is_the_default_with_a_warmup_round_first() {
     let env = TestEnv::new();
-    let out = env.run(&[&TWO_POINTS[..], &["--warmup-runs", "1"]].concat());
+    // Warm-up runs of exactly --duration: their length is another test's.
+    let out = env.run(&[&TWO_POINTS[..], &["--warmup-runs", "1", "--warmup-max", "0"]].concat());
     assert_success(&out);
     let doc = env.results();
     assert_eq!(doc.settings.order, Some(Order::Interleaved));
     assert_eq!(doc.settings.warmup_runs, 1);
+    assert_eq!(doc.settings.warmup_until_steady, None);
     assert_eq!(positions(&doc), [(vec![2, 4, 6], vec![0]), (vec![3, 5, 7], vec![1])]);
     // Warm-up runs are measured, kept, and in no figure.
     for p in &doc.points {
@@ -42,9 +44,43 @@ fn interleaved_is_the_default_with_a_warmup_round_first() {
 }
 
 #[test]
+fn a_loops_warm_up_run_lasts_until_its_rate_is_steady_or_warmup_max() {
+    let env = TestEnv::new();
+    let out = env.run(&["stat", "-j", "1", "--share", "private", "--warmup-runs", "1", "--warmup-max", "1.5s"]);
+    assert_success(&out);
+    let doc = env.results();
+    let steady = doc.settings.warmup_until_steady.expect("the rule is recorded");
+    assert_eq!((steady.max_s, steady.rule.block, steady.rule.tolerance), (1.5, 5, 0.02));
+    let warmup = &doc.points[0].warmup_runs[0];
+    let outcome = warmup.steady.expect("the warm-up says how it ended");
+    // At least two blocks of five 100 ms windows, though --duration is 0.05 s; at most --warmup-max.
+    assert!(warmup.elapsed_s >= 0.999 && warmup.elapsed_s < 1.6, "{}", warmup.elapsed_s);
+    let change = outcome.change_pct.expect("two blocks were compared");
+    match outcome.reached {
+        true => assert!(change.abs() <= 2.0, "{change}"),
+        false => assert!(change.abs() > 2.0 && warmup.elapsed_s >= 1.499, "{outcome:?} after {}", warmup.elapsed_s),
+    }
+    // Its timeline is the rule's windows, one sample per 100 ms and the end.
+    assert_eq!(warmup.timeline.interval_s, 0.1);
+    assert_eq!(warmup.timeline.at_s.len(), (warmup.elapsed_s / 0.1 + 0.5) as usize, "{:?}", warmup.timeline.at_s);
+    // The measured run is still --duration long, and says nothing of steadiness.
+    let run = &doc.points[0].runs[0];
+    assert!(run.elapsed_s < 0.5 && run.steady.is_none(), "{}", run.elapsed_s);
+    let text = stdout(&out);
+    assert!(text.contains("; fixed-time loops warmed until steady (two 0.5 s blocks within 2%): "), "{text}");
+    // Too short to compare two blocks: refused before anything runs.
+    assert_one_line_error(
+        &env.run(&["stat", "--warmup-runs", "1", "--warmup-max", "0.8s"]),
+        "--warmup-max 0.8s is too short",
+    );
+}
+
+#[test]
 fn sequential_and_shuffled_orders() {
     let env = TestEnv::new();
-    assert_success(&env.run(&[&TWO_POINTS[..], &["--warmup-runs", "1", "--order", "sequential"]].concat()));
+    assert_success(
+        &env.run(&[&TWO_POINTS[..], &["--warmup-runs", "1", "--warmup-max", "0", "--order", "sequential"]].concat()),
+    );
     assert_eq!(positions(&env.results()), [(vec![1, 2, 3], vec![0]), (vec![5, 6, 7], vec![4])]);
 
     // Shuffled: every round holds every point once, and the seed repeats the order.

@@ -162,6 +162,7 @@ fn each_run(doc: &ResultsFile) -> String {
             doc.settings.duration_s,
             doc.settings.warmup_s
         ));
+        parts.extend(super::text::steady_clause(doc));
     }
     for &w in workloads.iter().filter(|w| w.is_fixed_work()) {
         let points: Vec<&Point> = doc.points.iter().filter(|p| p.workload == w).collect();

@@ -73,6 +73,7 @@ pub fn merge(mut records: Vec<RunRecord>, hosts: &[&str], clock_hz: f64) -> Opti
         latency: merge_latency(&records),
         replay_ops: merge_replay_ops(&records),
         nodes: Some(nodes),
+        steady: None,
     })
 }
 
