@@ -108,7 +108,7 @@ impl SteadyWarmup {
     /// `--warmup-max`: the default rule, at most `max`; none for zero.
     pub fn at_most(max: Duration) -> Option<SteadyWarmup> {
         (!max.is_zero())
-            .then(|| SteadyWarmup { rule: crate::stats::steady::SteadyRule::DEFAULT, max_s: max.as_secs_f64() })
+            .then_some(SteadyWarmup { rule: crate::stats::steady::SteadyRule::DEFAULT, max_s: max.as_secs_f64() })
     }
 }
 
