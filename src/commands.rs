@@ -80,7 +80,8 @@ pub fn compare_command(args: &CompareArgs) -> Result<(String, Option<Regressed>,
     };
     let base = load(&args.base)?;
     let mut comparisons = Vec::new();
-    if let Some(text) = &args.between {
+    let between = args.between.clone().or_else(|| args.variants.as_ref().map(|v| format!("variant={v}")));
+    if let Some(text) = &between {
         let between = Between::parse(text)?;
         let c = compare_between(&base, &label(&args.base), &between, &config)?;
         if c.rows.is_empty() {

@@ -174,11 +174,14 @@ pub struct CompareArgs {
     #[arg(value_name = "BASE.json")]
     pub base: PathBuf,
     /// Results files to compare with the baseline, each on its own.
-    #[arg(value_name = "NEW.json", required_unless_present = "between", conflicts_with = "between")]
+    #[arg(value_name = "NEW.json", required_unless_present_any = ["between", "variants"], conflicts_with_all = ["between", "variants"])]
     pub new: Vec<PathBuf>,
-    /// Compare two values of one dimension BASE.json sweeps, inside it: DIM=A,B with DIM one of fs, share, mode, cache (e.g. share=private,shared, fs=ext4,xfs). Every other dimension is paired point by point and the runs by round (--test paired: a t test on the rounds' log ratios), so what moved the machine between rounds cancels.
-    #[arg(long, value_name = "DIM=A,B")]
+    /// Compare two values of one dimension BASE.json sweeps, inside it: DIM=A,B with DIM one of fs, share, mode, cache, variant (e.g. variant=off,on, share=private,shared, fs=ext4,ext4:noatime). Every other dimension is paired point by point and the runs by round (--test paired: a t test on the rounds' log ratios), so what moved the machine between rounds cancels.
+    #[arg(long, value_name = "DIM=A,B", conflicts_with = "variants")]
     pub between: Option<String>,
+    /// Compare two --variant runs of BASE.json: the same as --between variant=A,B.
+    #[arg(long, value_name = "A,B")]
+    pub variants: Option<String>,
     /// Test on the runs' ops/s: welch (unequal variances), student (pooled, as ministat), mann-whitney (ranks, for non-normal data) or paired (run k of each side paired: a t test on the log ratios; --between uses it).
     #[arg(long, default_value = "welch", value_parser = choice::<TestKind>())]
     pub test: TestKind,

@@ -77,6 +77,14 @@ pub struct SweepArgs {
     /// Under MPI (mpirun -np R fsscale run ...): which ranks serve a point of N workers. spread: one rank per node before a second on any (N = nodes measures one client per node); pack: fill a node first.
     #[arg(long, value_name = "HOW", value_parser = choice::<Placement>())]
     pub placement: Option<fsscale::cluster::Placement>,
+
+    /// A configuration to measure against the others in this run (repeatable, two or more): NAME=COMMAND, a shell command run before each of its runs, e.g. --variant off='sysctl -w vm.x=0' --variant on='sysctl -w vm.x=1' (an empty COMMAND is a baseline). Every point runs under each variant in every round, in an order rotated round by round and recorded; `{dir}` and $FSSCALE_DIR are the run's directory, $FSSCALE_VARIANT the name (the command workload sees it too). Compare with `fsscale compare FILE --between variant=off,on`.
+    #[arg(long, value_name = "NAME=COMMAND")]
+    pub variant: Vec<String>,
+
+    /// NAME=COMMAND: a shell command run after each run of variant NAME, however the run ended (e.g. a remount back).
+    #[arg(long, value_name = "NAME=COMMAND")]
+    pub variant_teardown: Vec<String>,
 }
 
 /// How long each run is timed, how often a point repeats, in what order.
@@ -359,6 +367,10 @@ impl RunArgs {
             (None, _) => default_output()?,
         };
         let grow_bytes = macros.grow_size;
+        let variants = plan::variant::from_flags(&sweep.variant, &sweep.variant_teardown)?;
+        if mpi.is_some() && !variants.is_empty() {
+            bail!("--variant runs its commands on this machine only: under MPI, run one job per variant and compare them with fsscale compare");
+        }
         Ok(RunConfig {
             dir: sweep.dir,
             workloads,
@@ -382,6 +394,7 @@ impl RunArgs {
             runs: timing.runs,
             warmup_runs: timing.warmup_runs,
             steady: plan::SteadyWarmup::at_most(timing.warmup_max),
+            variants,
             order: timing.order,
             order_seed: timing.order_seed.unwrap_or_else(|| {
                 u64::from_str_radix(&sys::random_hex(8), 16).expect("random_hex gives 16 hex digits")
@@ -522,6 +535,7 @@ impl CommandArgs {
             shell: self.shell,
             timeout: self.timeout,
             driver: metric,
+            variant: None,
         }))
     }
 }

@@ -19,9 +19,10 @@ pub enum Dimension {
     Share,
     Mode,
     Cache,
+    Variant,
 }
 
-choice!(Dimension { Fs => "fs", Share => "share", Mode => "mode", Cache => "cache" });
+choice!(Dimension { Fs => "fs", Share => "share", Mode => "mode", Cache => "cache", Variant => "variant" });
 
 /// `DIM=A,B`: the dimension and its two values, A the base.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -56,6 +57,7 @@ fn value(p: &Point, dimension: Dimension) -> String {
         Dimension::Share => p.share.name().to_string(),
         Dimension::Mode => p.mode.name().to_string(),
         Dimension::Cache => p.cache.map_or("-", Cache::name).to_string(),
+        Dimension::Variant => p.variant.clone().unwrap_or_else(|| "-".to_string()),
     }
 }
 
@@ -66,6 +68,7 @@ fn set(p: &mut Point, dimension: Dimension, to: &str) {
         Dimension::Share => p.share = Share::from_name(to).unwrap_or(p.share),
         Dimension::Mode => p.mode = Mode::from_name(to).unwrap_or(p.mode),
         Dimension::Cache => p.cache = Cache::from_name(to),
+        Dimension::Variant => p.variant = (to != "-").then(|| to.to_string()),
     }
 }
 
@@ -120,7 +123,7 @@ mod tests {
         assert_eq!((b.dimension, b.base.as_str(), b.new.as_str()), (Dimension::Fs, "ext4", "ext4:noatime"));
         for (text, says) in [
             ("share", "give DIM=A,B"),
-            ("color=a,b", "'color' is not a dimension; use fs, share, mode, cache"),
+            ("color=a,b", "'color' is not a dimension; use fs, share, mode, cache, variant"),
             ("share=private", "give two values"),
             ("share=private,private", "give two different values"),
             ("share=a,b,c", "give two different values"),

@@ -22,6 +22,8 @@ pub struct Placeholders<'a> {
     pub scratch: &'a Path,
     /// `untar --extract-cmd`: the tarball.
     pub tarball: Option<&'a Path>,
+    /// `--variant`: the name of the variant the run is under.
+    pub variant: Option<&'a str>,
 }
 
 impl Placeholders<'_> {
@@ -35,6 +37,9 @@ impl Placeholders<'_> {
         ];
         if let Some(tarball) = self.tarball {
             all.push(("{tarball}", "FSSCALE_TARBALL", tarball.display().to_string()));
+        }
+        if let Some(variant) = self.variant {
+            all.push(("{variant}", "FSSCALE_VARIANT", variant.to_string()));
         }
         all
     }
@@ -283,7 +288,14 @@ mod tests {
     use super::*;
 
     fn values() -> Placeholders<'static> {
-        Placeholders { dir: Path::new("/s/x y/w3"), worker: 3, workers: 8, scratch: Path::new("/s/x y"), tarball: None }
+        Placeholders {
+            dir: Path::new("/s/x y/w3"),
+            worker: 3,
+            workers: 8,
+            scratch: Path::new("/s/x y"),
+            tarball: None,
+            variant: None,
+        }
     }
 
     #[test]
@@ -331,8 +343,14 @@ mod shell_tests {
     /// Runs the script built from `template` with the real `sh`, in the
     /// environment the runner gives it, and returns its stdout.
     fn sh(template: &str, dir: &str) -> String {
-        let values =
-            Placeholders { dir: Path::new(dir), worker: 1, workers: 2, scratch: Path::new("/s"), tarball: None };
+        let values = Placeholders {
+            dir: Path::new(dir),
+            worker: 1,
+            workers: 2,
+            scratch: Path::new("/s"),
+            tarball: None,
+            variant: None,
+        };
         let CommandLine::Shell(script) = CommandLine::build(template, true, &values).unwrap() else { unreachable!() };
         let out = std::process::Command::new("sh").arg("-c").arg(&script).envs(values.environment()).output().unwrap();
         String::from_utf8(out.stdout).unwrap()

@@ -33,6 +33,7 @@ pub fn config(workloads: Vec<Workload>, caches: Vec<Cache>) -> RunConfig {
         runs: 1,
         warmup_runs: 0,
         steady: None,
+        variants: Vec::new(),
         order: Order::Interleaved,
         order_seed: 1,
         until_ci_pct: None,

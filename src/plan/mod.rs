@@ -17,6 +17,9 @@ pub const MAX_WORKERS: usize = 16_384;
 
 pub use crate::vocab::{Cache, Mode, Order};
 
+pub mod variant;
+pub use variant::Variant;
+
 /// Settings of the fixed-work (macro) workloads.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MacroOptions {
@@ -72,6 +75,8 @@ pub struct RunConfig {
     pub warmup_runs: usize,
     /// Fixed-time loops' warm-up runs last until their rate is steady (`--warmup-max`, not 0).
     pub steady: Option<SteadyWarmup>,
+    /// `--variant`: every point runs under each, in a balanced order within every round.
+    pub variants: Vec<Variant>,
     pub order: Order,
     /// Orders `Order::Shuffled`'s rounds; recorded in the results.
     pub order_seed: u64,
@@ -121,6 +126,9 @@ pub struct PointSpec {
     pub workers: usize,
     /// Fixed work: the cache state each run starts in; `None` for fixed-time loops, which warm their own.
     pub cache: Option<Cache>,
+    /// `--variant`: the index of the variant this point runs under.
+    #[serde(default)]
+    pub variant: Option<usize>,
 }
 
 impl RunConfig {
@@ -201,6 +209,7 @@ impl RunConfig {
             crate::scratch::check_trusted_path(&self.dir)?;
         }
         self.check_combinations()?;
+        variant::check(&self.variants, self.order)?;
         self.check_options_have_a_workload()?;
         self.check_paths_fit_in_memory()?;
         self.check_macro_inputs()
@@ -387,7 +396,14 @@ impl RunConfig {
                         .filter(|&s| self.check_combination(workload, mode, s).is_ok())
                     {
                         for &workers in &self.workers {
-                            points.push(PointSpec { workload, mode, share, workers, cache });
+                            // Variants innermost: the variants of one point are neighbours in every round.
+                            let variants: Vec<Option<usize>> = match self.variants.len() {
+                                0 => vec![None],
+                                n => (0..n).map(Some).collect(),
+                            };
+                            for variant in variants {
+                                points.push(PointSpec { workload, mode, share, workers, cache, variant });
+                            }
                         }
                     }
                 }
@@ -575,7 +591,14 @@ mod tests {
         assert_eq!(points.len(), 8);
         assert_eq!(
             points[1],
-            PointSpec { workload: Workload::Stat, mode: Mode::Process, share: Share::Private, workers: 2, cache: None }
+            PointSpec {
+                workload: Workload::Stat,
+                mode: Mode::Process,
+                share: Share::Private,
+                workers: 2,
+                cache: None,
+                variant: None
+            }
         );
         assert_eq!(points[2].mode, Mode::Thread);
         assert_eq!(points[4].workload, Workload::Read);

@@ -145,6 +145,7 @@ fn legends(doc: &ResultsFile, by_workload: &Groups<'_>, unfitted: bool, explain_
         ));
     }
     out.push_str(&runs_line(doc));
+    out.push_str(&variants_line(&doc.settings));
     out.push_str(&instruments_line(doc));
     if by_workload.values().any(|points| !super::profile::points_to_explain(points, explain_all).is_empty()) {
         out.push_str(super::profile::EXPLAIN_LEGEND);
@@ -213,6 +214,30 @@ fn runs_line(doc: &ResultsFile) -> String {
         .unwrap_or_default();
     let steady = steady_clause(doc).map(|c| format!("; {c}")).unwrap_or_default();
     format!("runs: {order} order, {warmups}{steady}{until}.\n")
+}
+
+/// `--variant`: what each variant ran before (and after) its runs.
+pub(super) fn variants_line(settings: &Settings) -> String {
+    if settings.variants.is_empty() {
+        return String::new();
+    }
+    let each: Vec<String> = settings
+        .variants
+        .iter()
+        .map(|v| {
+            let set = match v.setup.trim().is_empty() {
+                true => "no command".to_string(),
+                false => format!("`{}`", v.setup),
+            };
+            let undo = v.teardown.as_ref().map(|t| format!(", undone by `{t}`")).unwrap_or_default();
+            format!("{} ({set}{undo})", v.name)
+        })
+        .collect();
+    format!(
+        "variants: {}; each point ran under each in every round, in an order rotated round by round \
+         (compare --between variant=A,B pairs them by round).\n",
+        each.join(", ")
+    )
 }
 
 /// How long the warm-ups that ran until steady took, and which never got there.

@@ -98,6 +98,9 @@ pub struct Settings {
     /// Fixed-time loops' warm-up runs lasted until their rate was steady by this rule (`--warmup-max`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warmup_until_steady: Option<crate::plan::SteadyWarmup>,
+    /// `--variant`: the configurations every point ran under, in the order given.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub variants: Vec<crate::plan::Variant>,
     /// The order of the runs (`--order`); absent in files from before it was chosen (sequential).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub order: Option<Order>,
@@ -233,6 +236,9 @@ pub struct Point {
     /// Fixed work: whether each run started with caches dropped (`--cache`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache: Option<Cache>,
+    /// `--variant`: the variant every run of this point ran under.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant: Option<String>,
     /// How that filesystem was made and mounted (from its first run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub filesystem: Option<FsRecord>,
@@ -318,6 +324,7 @@ impl Point {
         let parts: Vec<String> = [
             self.fs.as_ref().map(|f| format!("on {f}")),
             (self.cache == Some(Cache::Cold)).then(|| "cold cache".to_string()),
+            self.variant.as_ref().map(|v| format!("variant {v}")),
         ]
         .into_iter()
         .flatten()

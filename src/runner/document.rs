@@ -46,6 +46,7 @@ fn settings(config: &RunConfig) -> Settings {
         runs: config.runs,
         warmup_runs: config.warmup_runs,
         warmup_until_steady: config.steady.filter(|_| config.warmup_runs > 0),
+        variants: config.variants.clone(),
         order: Some(config.order),
         order_seed: (config.order == Order::Shuffled).then_some(config.order_seed),
         until_ci_pct: config.until_ci_pct,
@@ -122,6 +123,7 @@ pub(super) fn new_point(config: &RunConfig, fs_spec: &FsSpec, spec: &PointSpec) 
         summary: None,
         fs: (fs_spec.kind != FsKind::Dir).then(|| fs_spec.label()),
         cache: spec.cache,
+        variant: spec.variant.map(|v| config.variants[v].name.clone()),
         filesystem: None,
         metric: (spec.workload == Workload::Command)
             .then(|| config.command.as_ref().and_then(|c| c.driver.as_ref()))

@@ -24,8 +24,14 @@ pub(super) fn run_driver(
     run: usize,
 ) -> Result<RunRecord> {
     let metric = command.driver.as_ref().ok_or_else(|| anyhow!("internal error: not a driver command"))?;
-    let values =
-        Placeholders { dir: scratch.path(), worker: 0, workers: spec.workers, scratch: scratch.path(), tarball: None };
+    let values = Placeholders {
+        dir: scratch.path(),
+        worker: 0,
+        workers: spec.workers,
+        scratch: scratch.path(),
+        tarball: None,
+        variant: command.variant.as_deref(),
+    };
     let stop = || signals::check().is_err();
     let untimed = |flag: &str, template: &Option<String>| -> Result<()> {
         command.run_untimed(flag, template.as_deref(), &values, &stop)?;

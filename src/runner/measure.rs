@@ -103,8 +103,14 @@ fn measure(scratch: &Scratch, job: RunJob<'_>) -> Result<RunRecord> {
     let point = prepare_point(scratch, job)?;
     // At --share same the copies share one directory: its --setup and --cleanup run once, here.
     let shared_dir = scratch.path().join(SHARED_DIR);
-    let values =
-        Placeholders { dir: &shared_dir, worker: 0, workers: spec.workers, scratch: scratch.path(), tarball: None };
+    let values = Placeholders {
+        dir: &shared_dir,
+        worker: 0,
+        workers: spec.workers,
+        scratch: scratch.path(),
+        tarball: None,
+        variant: inputs.command.and_then(|c| c.variant.as_deref()),
+    };
     let once = inputs.command.filter(|_| spec.share == Share::Same);
     let stop = || signals::check().is_err();
     if let Some(command) = once {
@@ -582,7 +588,8 @@ pub(super) fn drop_caches() -> Result<()> {
 fn run_prepare(plan: &WorkerPlan<'_>) -> Result<()> {
     let Some(command) = plan.command else { return Ok(()) };
     let scratch = plan.scratch_path;
-    let values = Placeholders { dir: scratch, worker: 0, workers: plan.workers, scratch, tarball: None };
+    let variant = command.variant.as_deref();
+    let values = Placeholders { dir: scratch, worker: 0, workers: plan.workers, scratch, tarball: None, variant };
     let stop = || signals::check().is_err();
     command.run_untimed("--prepare", command.prepare.as_deref(), &values, &stop)
 }

@@ -22,6 +22,7 @@ mod shared;
 mod signals;
 mod sources;
 mod timing;
+mod variant;
 mod watch;
 mod window;
 mod worker;

@@ -5,7 +5,7 @@
 //! over every point alike and shows up as spread within each point instead.
 //! Pure: it decides from what each point has done, the runner does the runs.
 
-use crate::plan::Order;
+use crate::plan::{variant, Order};
 use crate::tree::Rng;
 
 /// One run to do.
@@ -60,12 +60,25 @@ pub struct Scheduler {
     rng: Rng,
     /// The rest of the current round (interleaved and shuffled orders).
     round: std::collections::VecDeque<Slot>,
+    /// Rounds planned so far.
+    rounds: usize,
+    /// `--variant`: how many variants each point has; a point's variants
+    /// are neighbours in the plan (`point / variants` is the point, `point % variants` the variant).
+    variants: usize,
 }
 
 impl Scheduler {
     /// `seed` orders the rounds of `Order::Shuffled`; it is recorded so the order can be repeated.
-    pub fn new(order: Order, repetition: Repetition, seed: u64) -> Scheduler {
-        Scheduler { order, repetition, rng: Rng::new(seed), round: Default::default() }
+    /// `variants` is how many variants each point has (1 without `--variant`).
+    pub fn new(order: Order, repetition: Repetition, seed: u64, variants: usize) -> Scheduler {
+        Scheduler {
+            order,
+            repetition,
+            rng: Rng::new(seed),
+            round: Default::default(),
+            rounds: 0,
+            variants: variants.max(1),
+        }
     }
 
     /// The next run, given what every point has done; `None` when all are done.
@@ -92,9 +105,15 @@ impl Scheduler {
             .filter(|(_, p)| if warmup { r.needs_warmup(p) } else { r.needs_run(p) })
             .map(|(point, _)| Slot { point, warmup })
             .collect();
-        if self.order == Order::Shuffled {
-            self.rng.shuffle(&mut round);
+        match self.order {
+            Order::Shuffled => self.rng.shuffle(&mut round),
+            // Each point's variants in an order rotated round by round (see `variant::rotation`).
+            _ => {
+                let (k, r) = (self.variants, self.rounds);
+                round.sort_by_key(|s| (s.point / k, variant::rotation(k, r, s.point % k)));
+            }
         }
+        self.rounds += 1;
         self.round = round.into();
         self.round.pop_front()
     }
@@ -105,10 +124,20 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// Plays a schedule to its end; `precise_after` marks a point precise after that many runs.
     fn play(order: Order, repetition: Repetition, points: usize, precise_after: &[usize]) -> Vec<Slot> {
+        play_variants(order, repetition, points, precise_after, 1)
+    }
+
+    /// Plays a schedule to its end; `precise_after` marks a point precise after that many runs.
+    fn play_variants(
+        order: Order,
+        repetition: Repetition,
+        points: usize,
+        precise_after: &[usize],
+        variants: usize,
+    ) -> Vec<Slot> {
         let mut states = vec![PointState::default(); points];
-        let mut scheduler = Scheduler::new(order, repetition, 7);
+        let mut scheduler = Scheduler::new(order, repetition, 7, variants);
         let mut done = Vec::new();
         while let Some(slot) = scheduler.next(&states) {
             let s = &mut states[slot.point];
@@ -133,6 +162,17 @@ mod tests {
     #[test]
     fn interleaved_runs_every_point_once_per_round_after_a_warmup_round() {
         assert_eq!(labels(&play(Order::Interleaved, FIXED, 3, &[])), ["w0", "w1", "w2", "0", "1", "2", "0", "1", "2"]);
+    }
+
+    #[test]
+    fn interleaved_rotates_each_points_variants_round_by_round() {
+        // Two points of two variants each (0,1 and 2,3): AB BA AB within each point.
+        let rep = Repetition { warmups: 0, runs: 3, max_runs: None };
+        let slots = labels(&play_variants(Order::Interleaved, rep, 4, &[], 2));
+        assert_eq!(slots, ["0", "1", "2", "3", "1", "0", "3", "2", "0", "1", "2", "3"]);
+        // Three variants: each takes every place once in three rounds.
+        let slots = labels(&play_variants(Order::Interleaved, rep, 3, &[], 3));
+        assert_eq!(slots, ["0", "1", "2", "1", "2", "0", "2", "0", "1"]);
     }
 
     #[test]
@@ -165,10 +205,11 @@ mod tests {
     proptest! {
         #[test]
         fn every_order_gives_every_point_exactly_its_runs(
-            points in 1usize..12, warmups in 0usize..3, runs in 1usize..6, order in 0u8..3,
+            bases in 1usize..12, warmups in 0usize..3, runs in 1usize..6, order in 0u8..3, variants in 1usize..4,
         ) {
             let order = [Order::Interleaved, Order::Sequential, Order::Shuffled][order as usize];
-            let slots = play(order, Repetition { warmups, runs, max_runs: None }, points, &[]);
+            let points = bases * variants;
+            let slots = play_variants(order, Repetition { warmups, runs, max_runs: None }, points, &[], variants);
             for p in 0..points {
                 let mine: Vec<&Slot> = slots.iter().filter(|s| s.point == p).collect();
                 prop_assert_eq!(mine.iter().filter(|s| s.warmup).count(), warmups);

@@ -13,11 +13,13 @@ use super::measure::{self, Inputs, Measurer, RunJob, Timing};
 use super::pool::FsPool;
 use super::schedule::{PointState, Repetition, Scheduler, Slot};
 use super::signals::{self, Interrupted};
+use super::variant;
 use super::Progress;
 use crate::exec::Containment;
 use crate::fs::FsRecord;
 use crate::plan::{Cache, PointSpec, RunConfig};
 use crate::results::{self, ResultsFile, RunRecord, Saver, Status};
+use crate::workloads::CommandSpec;
 
 /// What the schedule runs with.
 pub(super) struct Session<'a> {
@@ -99,7 +101,7 @@ impl Session<'_> {
             states: vec![PointState::default(); plan.len()],
             plan,
             repetition,
-            scheduler: Scheduler::new(config.order, repetition, config.order_seed),
+            scheduler: Scheduler::new(config.order, repetition, config.order_seed, config.variants.len()),
             timing: Timing::from_plan(config),
             position: 0,
             warned_busy: false,
@@ -157,7 +159,15 @@ impl Session<'_> {
                     until_steady,
                     ..schedule.timing.clone()
                 };
-                measurer.run_once(dir, RunJob { spec, timing: &timing, inputs, run, cpus })
+                let Some(variant) = spec.variant.map(|v| &config.variants[v]) else {
+                    return measurer.run_once(dir, RunJob { spec, timing: &timing, inputs, run, cpus });
+                };
+                // The command workload sees the variant too.
+                let command = inputs.command.map(|c| CommandSpec { variant: Some(variant.name.clone()), ..c.clone() });
+                let inputs = Inputs { command: command.as_ref(), ..inputs };
+                variant::under(variant, dir, spec.workers, config.stall_timeout, || {
+                    measurer.run_once(dir, RunJob { spec, timing: &timing, inputs, run, cpus })
+                })
             })
         });
         if let (Some(c), Some(cgroup)) = (self.containment.as_mut(), cgroup) {

@@ -39,6 +39,8 @@ pub struct CommandSpec {
     pub timeout: Option<Duration>,
     /// One driver command per point reporting this figure, instead of N copies.
     pub driver: Option<Metric>,
+    /// `--variant`: the variant the run is under (`{variant}`, `$FSSCALE_VARIANT`); set per run.
+    pub variant: Option<String>,
 }
 
 impl CommandSpec {
@@ -54,8 +56,14 @@ impl CommandSpec {
     /// Checks every template before anything runs.
     pub fn validate(&self) -> anyhow::Result<()> {
         for (flag, template) in self.templates() {
-            let probe =
-                Placeholders { dir: Path::new("/d"), worker: 0, workers: 1, scratch: Path::new("/s"), tarball: None };
+            let probe = Placeholders {
+                dir: Path::new("/d"),
+                worker: 0,
+                workers: 1,
+                scratch: Path::new("/s"),
+                tarball: None,
+                variant: None,
+            };
             CommandLine::build(template, self.shell, &probe).map_err(|e| anyhow::anyhow!("{flag}: {e}"))?;
         }
         Ok(())
@@ -124,7 +132,14 @@ impl<'a> CommandCopy<'a> {
     }
 
     fn values(&self) -> Placeholders<'_> {
-        Placeholders { dir: &self.dir, worker: self.index, workers: self.workers, scratch: self.scratch, tarball: None }
+        Placeholders {
+            dir: &self.dir,
+            worker: self.index,
+            workers: self.workers,
+            scratch: self.scratch,
+            tarball: None,
+            variant: self.spec.variant.as_deref(),
+        }
     }
 }
 

@@ -59,6 +59,7 @@ impl Untar {
                     workers: env.workers,
                     scratch: env.scratch_path,
                     tarball: Some(&source.tarball),
+                    variant: None,
                 };
                 let command = exec::CommandLine::build(template, true, &values)
                     .map_err(|e| anyhow::anyhow!("--extract-cmd: {e}"))?;

@@ -25,3 +25,4 @@ mod traverse;
 mod trust;
 mod untar;
 mod util;
+mod variants;

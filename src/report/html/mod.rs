@@ -82,7 +82,7 @@ fn environment(out: &mut Html, files: &[(String, ResultsFile)]) {
     }
     out.push_static("</tr>\n");
     type Field = fn(&ResultsFile) -> String;
-    let rows: [(&str, Field); 14] = [
+    let rows: [(&str, Field); 15] = [
         ("host", |d| d.host.hostname.clone()),
         ("MPI job", |d| match &d.cluster {
             None => "-".into(),
@@ -131,6 +131,10 @@ fn environment(out: &mut Html, files: &[(String, ResultsFile)]) {
         ("started", |d| d.started_at.clone()),
         ("runs per point", |d| d.settings.runs.to_string()),
         ("each run", each_run),
+        ("variants", |d| match super::text::variants_line(&d.settings).trim_end() {
+            "" => "-".to_string(),
+            line => line.trim_start_matches("variants: ").to_string(),
+        }),
     ];
     for (name, value) in rows {
         html!(out, "<tr><th>{}</th>", name);

@@ -1,0 +1,117 @@
+//! `run --variant`: configurations measured against each other in one
+//! interleaved run, their commands applied around each run, and
+//! `compare --variants` pairing them by round.
+
+use fsscale::compare::Comparison;
+use fsscale::stats::hypothesis::TestKind;
+
+use crate::util::*;
+
+#[test]
+fn each_round_runs_every_variant_after_its_setup_in_a_rotated_order_and_compare_pairs_them() {
+    let env = TestEnv::new();
+    let log = env.root.path().join("applied.log");
+    let log = log.to_str().unwrap();
+    let on = format!("on=echo set-on >> {log}");
+    let off = format!("off=echo set-off >> {log}");
+    let undo = format!("on=echo undo-on >> {log}");
+    let out = env.run(&[
+        "stat",
+        "-j",
+        "1",
+        "--share",
+        "private",
+        "-n",
+        "3",
+        "--variant",
+        &off,
+        "--variant",
+        &on,
+        "--variant-teardown",
+        &undo,
+    ]);
+    assert_success(&out);
+    let doc = env.results();
+    let names: Vec<&str> = doc.settings.variants.iter().map(|v| v.name.as_str()).collect();
+    assert_eq!(names, ["off", "on"]);
+    let variants: Vec<Option<&str>> = doc.points.iter().map(|p| p.variant.as_deref()).collect();
+    assert_eq!(variants, [Some("off"), Some("on")]);
+    // Rounds alternate which variant goes first: off on | on off | off on.
+    let positions: Vec<Vec<usize>> =
+        doc.points.iter().map(|p| p.runs.iter().map(|r| r.position.unwrap()).collect()).collect();
+    assert_eq!(positions, [vec![0, 3, 4], vec![1, 2, 5]]);
+    // Each run had its variant's setup just before it, and `on`'s teardown just after.
+    let applied = std::fs::read_to_string(log).unwrap();
+    let expected = ["set-off", "set-on", "undo-on", "set-on", "undo-on", "set-off", "set-off", "set-on", "undo-on"];
+    assert_eq!(applied.lines().collect::<Vec<_>>(), expected);
+    let text = stdout(&out);
+    assert!(text.contains("stat variant off: "), "{text}");
+    assert!(
+        text.contains(&format!(
+            "variants: off (`echo set-off >> {log}`), on (`echo set-on >> {log}`, undone by `echo undo-on >> {log}`);"
+        )),
+        "{text}"
+    );
+    assert_eq!(env.leftovers(), Vec::<String>::new());
+
+    // compare --variants is --between variant=..., paired by round.
+    let out =
+        fsscale().arg("compare").arg(&env.output).args(["--variants", "off,on", "--format", "json"]).output().unwrap();
+    assert_success(&out);
+    let comparisons: Vec<Comparison> = serde_json::from_slice(&out.stdout).unwrap();
+    let c = &comparisons[0];
+    assert_eq!(c.new, format!("{} variant=on", env.output.display()));
+    assert_eq!(c.rows.len(), 1);
+    assert_eq!((c.rows[0].test, c.rows[0].base_runs.len(), c.rows[0].new_runs.len()), (TestKind::Paired, 3, 3));
+}
+
+#[test]
+fn a_failing_variant_command_fails_its_run_named_and_keeps_the_runs_before_it() {
+    let env = TestEnv::new();
+    let marker = env.root.path().join("second");
+    // `bad` fails from its second run on.
+    let bad = format!("bad=if [ -e {0} ]; then echo no such tunable >&2; exit 2; fi; touch {0}", marker.display());
+    let out = env.run(&["stat", "-j", "1", "--share", "private", "-n", "3", "--variant", "good=", "--variant", &bad]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    // (A loaded machine adds a warning about its busy runs.)
+    let lines: Vec<&str> = err.lines().filter(|l| !l.starts_with("fsscale: warning: ")).collect();
+    assert_eq!(lines.len(), 2, "{err}");
+    assert_eq!(lines[0], format!("results so far: {}", env.output.display()));
+    let named = "fsscale: error: stat (process, private, 1 workers) variant bad, run 2 of 3: --variant bad: `if [ -e";
+    assert!(lines[1].starts_with(named) && lines[1].ends_with("exited with status 2: no such tunable"), "{err}");
+    let doc = env.results();
+    let kept: Vec<usize> = doc.points.iter().map(|p| p.runs.len()).collect();
+    // Round 1 whole; round 2 rotated, so bad went first and failed.
+    assert_eq!(kept, [1, 1]);
+    assert_eq!(doc.status, fsscale::results::Status::Failed);
+    assert_eq!(env.leftovers(), Vec::<String>::new());
+}
+
+#[test]
+fn the_command_workload_sees_its_variant_and_bad_variants_are_refused() {
+    let env = TestEnv::new();
+    let log = env.root.path().join("seen.log");
+    let cmd = format!("echo $FSSCALE_VARIANT {{variant}} >> {}", log.display());
+    let args =
+        ["command", "--cmd", &cmd, "--shell", "-j", "1", "--share", "private", "--variant", "a=", "--variant", "b="];
+    let out = env.run(&args);
+    assert_success(&out);
+    let mut seen: Vec<String> = std::fs::read_to_string(&log).unwrap().lines().map(str::to_string).collect();
+    seen.sort();
+    assert_eq!(seen, ["a a", "b b"]);
+
+    assert_one_line_error(
+        &env.run(&["stat", "--variant", "a=true"]),
+        "--variant a: one variant has nothing to be compared with",
+    );
+    assert_one_line_error(
+        &env.run(&["stat", "--variant", "a=", "--variant", "b=", "--order", "sequential"]),
+        "--order sequential has no rounds",
+    );
+    assert_one_line_error(&env.run(&["stat", "--variant", "a b=true"]), "a name is 1 to 32 letters");
+    assert_one_line_error(
+        &env.run(&["stat", "--variant", "a=", "--variant-teardown", "b=x"]),
+        "there is no --variant b",
+    );
+}
