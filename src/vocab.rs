@@ -67,6 +67,17 @@ macro_rules! choice {
 }
 pub use crate::choice;
 
+/// A configuration of the system under test: `setup` before each of its
+/// runs (`run --variant`), `teardown` after each, however the run ended.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Variant {
+    pub name: String,
+    /// A shell command (`sh -c`); empty: nothing to set (a baseline).
+    pub setup: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub teardown: Option<String>,
+}
+
 /// How much the workers share.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

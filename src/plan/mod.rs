@@ -18,7 +18,8 @@ pub const MAX_WORKERS: usize = 16_384;
 pub use crate::vocab::{Cache, Mode, Order};
 
 pub mod variant;
-pub use variant::Variant;
+pub use crate::stats::steady::SteadyWarmup;
+pub use crate::vocab::Variant;
 
 /// Settings of the fixed-work (macro) workloads.
 #[derive(Debug, Clone, PartialEq)]
@@ -100,22 +101,6 @@ pub const MIN_STALL_TIMEOUT: Duration = Duration::from_millis(500);
 
 /// The narrowest `--until-ci` target: a hundredth of a percent.
 pub const MIN_UNTIL_CI_PCT: f64 = 0.01;
-
-/// A warm-up run of a fixed-time loop lasts until its rate is steady by
-/// `rule`: at least `--duration`, at most `max_s` seconds (`--warmup-max`).
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct SteadyWarmup {
-    pub rule: crate::stats::steady::SteadyRule,
-    pub max_s: f64,
-}
-
-impl SteadyWarmup {
-    /// `--warmup-max`: the default rule, at most `max`; none for zero.
-    pub fn at_most(max: Duration) -> Option<SteadyWarmup> {
-        (!max.is_zero())
-            .then_some(SteadyWarmup { rule: crate::stats::steady::SteadyRule::DEFAULT, max_s: max.as_secs_f64() })
-    }
-}
 
 /// One measured combination; each is run `runs` times.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

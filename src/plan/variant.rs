@@ -7,18 +7,8 @@
 
 use anyhow::{bail, Result};
 
+pub use crate::vocab::Variant;
 use crate::vocab::{InputError, Order};
-
-/// A configuration of the system under test: `setup` before each of its
-/// runs, `teardown` after each, however the run ended.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Variant {
-    pub name: String,
-    /// A shell command (`sh -c`); empty: nothing to set (a baseline).
-    pub setup: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub teardown: Option<String>,
-}
 
 /// The most variants one run may have (each multiplies every point).
 pub const MAX_VARIANTS: usize = 16;

@@ -97,10 +97,10 @@ pub struct Settings {
     pub warmup_runs: usize,
     /// Fixed-time loops' warm-up runs lasted until their rate was steady by this rule (`--warmup-max`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub warmup_until_steady: Option<crate::plan::SteadyWarmup>,
+    pub warmup_until_steady: Option<crate::stats::steady::SteadyWarmup>,
     /// `--variant`: the configurations every point ran under, in the order given.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub variants: Vec<crate::plan::Variant>,
+    pub variants: Vec<crate::vocab::Variant>,
     /// The order of the runs (`--order`); absent in files from before it was chosen (sequential).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub order: Option<Order>,

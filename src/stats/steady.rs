@@ -62,6 +62,21 @@ impl SteadyRule {
     }
 }
 
+/// A warm-up run of a fixed-time loop lasts until its rate is steady by
+/// `rule`: at least `--duration`, at most `max_s` seconds (`--warmup-max`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SteadyWarmup {
+    pub rule: SteadyRule,
+    pub max_s: f64,
+}
+
+impl SteadyWarmup {
+    /// `--warmup-max`: the default rule, at most `max`; none for zero.
+    pub fn at_most(max: std::time::Duration) -> Option<SteadyWarmup> {
+        (!max.is_zero()).then_some(SteadyWarmup { rule: SteadyRule::DEFAULT, max_s: max.as_secs_f64() })
+    }
+}
+
 /// Rates (ops/s) of the windows between successive samples of a cumulative
 /// count: `at_s` seconds since the start, `ops` counted by then.
 pub fn window_rates(at_s: &[f64], ops: &[u64]) -> Vec<f64> {
