@@ -1,6 +1,6 @@
 //! What each subcommand does between parsing and printing.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
 
@@ -8,7 +8,9 @@ use crate::cli::{AnalyzeArgs, CompareArgs, ExportArgs, ExportFormatArg, Format, 
 #[cfg(target_os = "linux")]
 use crate::cli::{CleanupArgs, TreeArgs};
 use fsscale::analyze::{analyze_pairs, analyze_results};
-use fsscale::compare::{compare, compare_between, regressions, Between, CompareConfig, Figure, Verdict};
+use fsscale::compare::{
+    compare, compare_between, compare_invocations, regressions, Between, CompareConfig, Figure, Verdict,
+};
 use fsscale::report::{render_analysis, render_comparisons, ExportFormat};
 use fsscale::results::ResultsFile;
 use fsscale::vocab::Cache;
@@ -89,7 +91,22 @@ pub fn compare_command(args: &CompareArgs) -> Result<(String, Option<Regressed>,
         }
         comparisons.push(c);
     }
-    for path in &args.new {
+    if !args.vs.is_empty() {
+        let side = |paths: Vec<&PathBuf>| -> Result<Vec<(String, ResultsFile)>> {
+            paths.into_iter().map(|p| Ok((label(p), load(p)?))).collect()
+        };
+        let base_side = side(std::iter::once(&args.base).chain(&args.new).collect())?;
+        let new_side = side(args.vs.iter().collect())?;
+        let c = compare_invocations(&base_side, &new_side, &config);
+        if c.rows.is_empty() {
+            bail!(
+                "no point is in every file of both sides (same workload, mode, share and workers){}; nothing to compare",
+                c.unmatched.first().map(|u| format!(", e.g. {u}")).unwrap_or_default()
+            );
+        }
+        comparisons.push(c);
+    }
+    for path in args.new.iter().filter(|_| args.vs.is_empty()) {
         let new = load(path)?;
         let c = compare(&base, &new, &label(&args.base), &label(path), &config);
         if c.rows.is_empty() {

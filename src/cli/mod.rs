@@ -174,8 +174,11 @@ pub struct CompareArgs {
     #[arg(value_name = "BASE.json")]
     pub base: PathBuf,
     /// Results files to compare with the baseline, each on its own.
-    #[arg(value_name = "NEW.json", required_unless_present_any = ["between", "variants"], conflicts_with_all = ["between", "variants"])]
+    #[arg(value_name = "NEW.json", required_unless_present_any = ["between", "variants", "vs"], conflicts_with_all = ["between", "variants"])]
     pub new: Vec<PathBuf>,
+    /// Several invocations per side: BASE.json and the NEW.json files before --vs are the base side's invocations, the files after it the new side's (A1.json A2.json A3.json --vs B1.json B2.json B3.json). The invocation is the unit: runs nested in invocations, the interval a hierarchical bootstrap's, each side's spread split between and within invocations (--noise-threshold applies only while a side has one file).
+    #[arg(long, value_name = "NEW.json", num_args = 1.., conflicts_with_all = ["between", "variants"])]
+    pub vs: Vec<PathBuf>,
     /// Compare two values of one dimension BASE.json sweeps, inside it: DIM=A,B with DIM one of fs, share, mode, cache, variant (e.g. variant=off,on, share=private,shared, fs=ext4,ext4:noatime). Every other dimension is paired point by point and the runs by round (--test paired: a t test on the rounds' log ratios), so what moved the machine between rounds cancels.
     #[arg(long, value_name = "DIM=A,B", conflicts_with = "variants")]
     pub between: Option<String>,

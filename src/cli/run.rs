@@ -111,7 +111,7 @@ pub struct TimingArgs {
     #[arg(long, value_name = "K", default_value_t = 1)]
     pub warmup_runs: usize,
 
-    /// Warm-up runs of fixed-time loops last until the rate is steady (two successive blocks of five 100 ms windows within 2%; at least --duration), at most this long; 0: exactly --duration. Fixed work warms for --warmup-runs whole runs.
+    /// Warm-up runs of fixed-time loops last until the rate is steady (two successive blocks of five 100 ms windows within 2%), never shorter than --duration, at most this long (or --duration, if longer); 0: exactly --duration. Fixed work warms for --warmup-runs whole runs.
     #[arg(long, value_name = "TIME", default_value = "5s", value_parser = parse_duration)]
     pub warmup_max: std::time::Duration,
 

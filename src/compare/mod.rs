@@ -12,13 +12,16 @@
 //! differ by more than that (docs/STATISTICS.md, detection power).
 
 mod between;
+mod invocations;
 
 pub use between::{compare_between, Between, Dimension};
+pub use invocations::{compare_invocations, InvocationStats};
 
 use serde::{Deserialize, Serialize};
 
 use crate::results::{Point, ResultsFile};
 use crate::stats::distributions::t_quantile_two_sided;
+use crate::stats::hierarchical::{bootstrap_ratio, Invocations};
 use crate::stats::hypothesis::{mann_whitney, paired_log_ratio, ratio_interval, student, welch, TestKind};
 use crate::stats::{Sample, Summary};
 use crate::vocab::Mode;
@@ -112,6 +115,9 @@ pub struct Row {
     /// False for a smaller-is-better driver figure (a time): then a rise is worse.
     #[serde(default = "yes")]
     pub higher_is_better: bool,
+    /// Several invocations per side: how each side's figures vary between and within them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invocations: Option<InvocationStats>,
 }
 
 fn yes() -> bool {
@@ -155,6 +161,9 @@ pub struct Comparison {
     pub summaries: Vec<WorkloadSummary>,
     /// Points present in only one of the files, as "workload mode share xN (base only)".
     pub unmatched: Vec<String>,
+    /// What the invocations compared can and cannot promise (see [`invocations`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invocations_note: Option<String>,
 }
 
 impl Comparison {
@@ -219,7 +228,7 @@ pub fn compare(
             unmatched.push(describe(&key(b), "no worker CPU time recorded"));
             continue;
         };
-        let mut row = compare_point(b, n, base_runs, new_runs, config);
+        let mut row = compare_point(b, n, base_runs, new_runs, config, None);
         // A condition names the row only when points were matched by it.
         if !by_condition {
             row.condition = None;
@@ -233,6 +242,11 @@ pub fn compare(
     }
     rows.sort_by_key(|r| (r.condition.clone(), r.workload, r.mode, r.share, r.workers));
     let summaries = summarize(&rows);
+    let invocations_note = match config.test {
+        // Paired runs share one invocation by design: their comparison is within it.
+        TestKind::Paired => None,
+        _ => invocations::one_per_side_note(&rows, config),
+    };
     Comparison {
         base: base_label.to_string(),
         new: new_label.to_string(),
@@ -241,15 +255,26 @@ pub fn compare(
         rows,
         summaries,
         unmatched,
+        invocations_note,
     }
 }
 
-/// Compares the figures `base_runs` of `b` and `new_runs` of `n`.
-fn compare_point(b: &Point, n: &Point, base_runs: Vec<f64>, new_runs: Vec<f64>, config: &CompareConfig) -> Row {
+/// Compares the figures `base_runs` of `b` and `new_runs` of `n` (with
+/// several invocations per side, `nested` holds them invocation by invocation).
+fn compare_point(
+    b: &Point,
+    n: &Point,
+    base_runs: Vec<f64>,
+    new_runs: Vec<f64>,
+    config: &CompareConfig,
+    nested: Option<(&Invocations, &Invocations)>,
+) -> Row {
     let bs = Sample::new(&base_runs).expect("runs have finite ops/s");
     let ns = Sample::new(&new_runs).expect("runs have finite ops/s");
     let summary = |v: &[f64]| Summary::of(v).expect("non-empty");
-    let (change_pct, change_ci_pct, p_value) = measure_change(&bs, &ns, config);
+    let (change_pct, change_ci_pct, p_value) = measure_change(&bs, &ns, config, nested);
+    // Invocations measured on both sides: their spread is in the interval, drift and a busy machine included.
+    let spread_measured = nested.is_some_and(|(b, n)| b.count() >= 2 && n.count() >= 2);
     // A `command` driver's figure may be smaller-is-better (a time, a latency).
     let improved = if b.higher_is_better() { change_pct > 0.0 } else { change_pct < 0.0 };
     let noise_of = |p: &Point| match config.figure {
@@ -276,7 +301,10 @@ fn compare_point(b: &Point, n: &Point, base_runs: Vec<f64>, new_runs: Vec<f64>, 
         // Paired by round, what moves both sides of a round alike (drift, a
         // busy machine) cancels, so the sides' own noise does not veto.
         Some(true)
-            if noise.is_some() && config.test != TestKind::Paired && !beyond_any_noise(b, n, &bs, &ns, change_pct) =>
+            if noise.is_some()
+                && config.test != TestKind::Paired
+                && !spread_measured
+                && !beyond_any_noise(b, n, &bs, &ns, change_pct) =>
         {
             Verdict::TooNoisy
         }
@@ -304,6 +332,7 @@ fn compare_point(b: &Point, n: &Point, base_runs: Vec<f64>, new_runs: Vec<f64>, 
         verdict,
         noise,
         higher_is_better: b.higher_is_better(),
+        invocations: None,
     }
 }
 
@@ -311,7 +340,12 @@ fn compare_point(b: &Point, n: &Point, base_runs: Vec<f64>, new_runs: Vec<f64>, 
 /// as `config.test` measures them: the ratio of means with Fieller's
 /// interval (Student, Welch, Mann–Whitney), or the geometric mean of the
 /// rounds' ratios with its t interval (paired).
-fn measure_change(bs: &Sample, ns: &Sample, config: &CompareConfig) -> (f64, Option<(f64, f64)>, Option<f64>) {
+fn measure_change(
+    bs: &Sample,
+    ns: &Sample,
+    config: &CompareConfig,
+    nested: Option<(&Invocations, &Invocations)>,
+) -> (f64, Option<(f64, f64)>, Option<f64>) {
     let means_change = (ns.mean() / bs.mean() - 1.0) * 100.0;
     let fieller = |df: f64| {
         let t = t_quantile_two_sided(config.confidence, df.max(1.0));
@@ -338,6 +372,21 @@ fn measure_change(bs: &Sample, ns: &Sample, config: &CompareConfig) -> (f64, Opt
             Ok(r) => (pct(r.ratio), Some((pct(r.interval.0), pct(r.interval.1))), Some(r.p_value)),
             Err(_) => (means_change, None, None),
         },
+        TestKind::Hierarchical => {
+            // One file per side: one invocation each, its runs resampled.
+            let single = |s: &Sample| Invocations::new(vec![s.values().to_vec()]);
+            let sides = match nested {
+                Some((b, n)) => Ok((b.clone(), n.clone())),
+                None => single(bs).and_then(|b| Ok((b, single(ns)?))),
+            };
+            match sides {
+                Ok((b, n)) if bs.len() >= 2 && ns.len() >= 2 && b.grand_mean() > 0.0 => {
+                    let r = bootstrap_ratio(&b, &n, config.confidence, invocations::RESAMPLES, invocations::SEED);
+                    (pct(r.ratio), Some((pct(r.interval.0), pct(r.interval.1))), Some(r.p_value))
+                }
+                _ => (means_change, None, None),
+            }
+        }
     }
 }
 

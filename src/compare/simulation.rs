@@ -8,29 +8,7 @@ use super::tests::doc;
 use super::*;
 use crate::results::{ResultsFile, RunNoise};
 
-/// SplitMix64 (Steele, Lea and Flood, 2014): small, seeded, the same everywhere.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in (0, 1].
-    fn unit(&mut self) -> f64 {
-        ((self.next() >> 11) + 1) as f64 / (1u64 << 53) as f64
-    }
-
-    /// Standard normal (Box–Muller).
-    fn normal(&mut self) -> f64 {
-        let (u, v) = (self.unit(), self.unit());
-        (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
-    }
-}
+use crate::stats::random::SplitMix64 as Rng;
 
 /// One side of a comparison: how its runs are drawn.
 #[derive(Clone, Copy)]
@@ -90,7 +68,7 @@ fn slot(verdict: Verdict) -> usize {
 fn verdicts(seed: u64, trials: usize, runs: usize, base: Side, new: Side) -> [usize; 5] {
     let config =
         CompareConfig { test: TestKind::Welch, confidence: 0.95, figure: Figure::Throughput, noise_threshold_pct: 2.0 };
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let mut counts = [0; 5];
     for _ in 0..trials {
         let (b, n) = (draw(&mut rng, base, runs), draw(&mut rng, new, runs));
@@ -167,7 +145,7 @@ fn draw_rounds(rng: &mut Rng, level: f64, sd: f64, round_sd: f64, drift: f64, ru
 /// Verdicts of `trials` sides measured in the same rounds, by `test`.
 fn paired_verdicts(seed: u64, trials: usize, test: TestKind, level: f64, round_sd: f64, drift: f64) -> [usize; 5] {
     let config = CompareConfig { test, confidence: 0.95, figure: Figure::Throughput, noise_threshold_pct: 2.0 };
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let mut counts = [0; 5];
     for _ in 0..trials {
         let [b, n] = draw_rounds(&mut rng, level, 0.005, round_sd, drift, 10);

@@ -236,15 +236,13 @@ impl RunConfig {
         if self.stall_timeout < MIN_STALL_TIMEOUT {
             bail!("--stall-timeout {:?} is too short to tell a busy worker from a stuck one; use at least {MIN_STALL_TIMEOUT:?}", self.stall_timeout);
         }
-        if let Some(steady) = self.steady {
-            let least = steady.rule.least_s().max(self.duration.as_secs_f64());
+        if let Some(steady) = self.steady.filter(|_| self.warmup_runs > 0) {
+            let least = steady.rule.least_s();
             if steady.max_s < least {
                 bail!(
-                    "--warmup-max {}s is too short: a warm-up run lasts at least --duration and needs {}s to \
-                     compare two blocks of its windows; use at least --warmup-max {least}s, or 0 for warm-up runs \
-                     of exactly --duration",
+                    "--warmup-max {}s is too short to tell a steady rate: the rule compares two blocks of its \
+                     windows, {least}s; use at least --warmup-max {least}s, or 0 for warm-up runs of exactly --duration",
                     steady.max_s,
-                    steady.rule.least_s()
                 );
             }
         }

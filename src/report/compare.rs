@@ -132,6 +132,12 @@ fn text(out: &mut String, c: &Comparison, plots: bool, color: bool) {
             "change: the geometric mean of the rounds' ratios new/base - 1, with its {confidence}% t interval; \
              p: paired t test on the rounds' log ratios (run k of each side paired: drift between rounds cancels)"
         ),
+        "hierarchical" => writeln!(
+            out,
+            "change: the ratio of the sides' means of invocation means - 1, with its {confidence}% hierarchical bootstrap \
+             interval (invocations resampled, then runs within them; Kalibera and Jones); p: the share of resampled \
+             ratios beyond no change, doubled"
+        ),
         _ => writeln!(
             out,
             "change: mean(new)/mean(base) - 1, with Fieller's {confidence}% confidence interval; p: {test} test on the runs' figures{}",
@@ -144,6 +150,9 @@ fn text(out: &mut String, c: &Comparison, plots: bool, color: bool) {
     };
     if let Some(line) = c.within_noise_note(&c.rows) {
         let _ = writeln!(out, "{line}");
+    }
+    if let Some(note) = &c.invocations_note {
+        let _ = writeln!(out, "{note}");
     }
     out.push('\n');
     for (fs, workload) in workloads(c) {
@@ -161,6 +170,9 @@ fn text(out: &mut String, c: &Comparison, plots: bool, color: bool) {
             let _ = writeln!(out, "{line}");
         }
         for line in noise_lines(&rows) {
+            let _ = writeln!(out, "{line}");
+        }
+        for line in spread_lines(&rows) {
             let _ = writeln!(out, "{line}");
         }
         let _ = writeln!(out, "{}\n", summary_line(c, workload));
@@ -185,6 +197,29 @@ fn noise_lines(rows: &[&Row]) -> Vec<String> {
         .filter_map(|r| {
             let why = r.noise.as_ref()?;
             Some(format!("  noise at {} {} x{}: {why}", r.mode, r.share, r.workers))
+        })
+        .collect()
+}
+
+/// Several invocations per side: each side's spread between invocations and
+/// between the runs of one, as relative standard deviations.
+fn spread_lines(rows: &[&Row]) -> Vec<String> {
+    let pct = |v: Option<f64>| v.map_or_else(|| "-".to_string(), |v| format!("{:.1}%", 100.0 * v));
+    rows.iter()
+        .filter_map(|r| {
+            let s = r.invocations?;
+            Some(format!(
+                "  spread at {} {} x{}: between invocations {} base, {} new; within one {} base, {} new ({} and {} invocations)",
+                r.mode,
+                r.share,
+                r.workers,
+                pct(s.base.between_rel_sd),
+                pct(s.new.between_rel_sd),
+                pct(s.base.within_rel_sd),
+                pct(s.new.within_rel_sd),
+                s.base.invocations,
+                s.new.invocations
+            ))
         })
         .collect()
 }
@@ -246,12 +281,15 @@ fn markdown(out: &mut String, c: &Comparison) {
         for row in &rows {
             let _ = writeln!(out, "| {} |", cells(row).join(" | "));
         }
-        for line in noise_lines(&rows) {
+        for line in noise_lines(&rows).into_iter().chain(spread_lines(&rows)) {
             let _ = writeln!(out, "\n{}", line.trim_start());
         }
         let _ = writeln!(out, "\n{}\n", summary_line(c, workload));
     }
     if let Some(note) = c.within_noise_note(&c.rows) {
+        let _ = writeln!(out, "{note}\n");
+    }
+    if let Some(note) = &c.invocations_note {
         let _ = writeln!(out, "{note}\n");
     }
     if !c.unmatched.is_empty() {

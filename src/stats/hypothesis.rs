@@ -26,9 +26,19 @@ pub enum TestKind {
     /// Runs paired by round (run i of one side with run i of the other): a
     /// t test on the rounds' log ratios ([`paired_log_ratio`]).
     Paired,
+    /// Runs nested in invocations (several results files per side): the
+    /// ratio of the invocations' grand means with a hierarchical bootstrap
+    /// interval ([`super::hierarchical::bootstrap_ratio`]).
+    Hierarchical,
 }
 
-choice!(TestKind { Welch => "welch", Student => "student", MannWhitney => "mann-whitney" | "mw", Paired => "paired" });
+choice!(TestKind {
+    Welch => "welch",
+    Student => "student",
+    MannWhitney => "mann-whitney" | "mw",
+    Paired => "paired",
+    Hierarchical => "hierarchical"
+});
 
 /// A t test's result for `new − base`.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -3,8 +3,10 @@
 
 pub mod diagnostics;
 pub mod distributions;
+pub mod hierarchical;
 pub mod histogram;
 pub mod hypothesis;
+pub mod random;
 mod sample;
 pub mod scaling;
 pub mod steady;

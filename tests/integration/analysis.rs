@@ -310,3 +310,46 @@ fn compare_between_pairs_two_sharing_levels_of_one_run_by_round() {
         "'workers' is not a dimension; use fs, share, mode, cache",
     );
 }
+
+#[test]
+fn compare_vs_takes_several_invocations_per_side_and_splits_their_spread() {
+    let env = TestEnv::new();
+    let files: Vec<std::path::PathBuf> =
+        ["a1", "a2", "a3", "b1", "b2", "b3"].iter().map(|n| env.root.path().join(format!("{n}.json"))).collect();
+    let refs: Vec<&std::path::Path> = files.iter().map(|p| p.as_path()).collect();
+    run_each(&env, &["stat", "-j", "1", "-n", "3", "--share", "private", "--duration", "0.05"], &refs);
+    // The new side's invocations at half the rate: a change no invocation spread explains.
+    for new in &files[3..] {
+        scale(new, 0.5);
+    }
+    let compare = |args: &[&std::path::Path], extra: &[&str]| {
+        let mut cmd = fsscale();
+        cmd.arg("compare");
+        cmd.arg(args[0]).arg(args[1]).arg(args[2]).arg("--vs").args(&args[3..]).args(extra);
+        cmd.output().unwrap()
+    };
+    let out = compare(&refs, &["--format", "json"]);
+    assert_success(&out);
+    let comparisons: Vec<Comparison> = serde_json::from_slice(&out.stdout).unwrap();
+    let c = &comparisons[0];
+    assert_eq!(c.noise_threshold_pct, 0.0, "the spread between invocations is measured: no fixed threshold");
+    assert_eq!(c.invocations_note, None);
+    let row = &c.rows[0];
+    assert_eq!((row.verdict, row.base_runs.len(), row.new_runs.len()), (Verdict::Worse, 9, 9));
+    // Halved, though the invocations themselves differ (six separate runs on a machine the other tests share).
+    assert!(row.change_pct < -25.0 && row.change_pct > -75.0, "{}", row.change_pct);
+    let spread = row.invocations.unwrap();
+    assert_eq!((spread.base.invocations, spread.new.invocations), (3, 3));
+    assert!(spread.base.between_rel_sd.is_some() && spread.base.within_rel_sd.is_some());
+    let text = stdout(&compare(&refs, &[]));
+    assert!(text.contains("hierarchical bootstrap interval"), "{text}");
+    assert!(text.contains("  spread at process private x1: between invocations "), "{text}");
+    // One file a side: the note says what is unknown and how to measure it.
+    let out = fsscale().arg("compare").arg(refs[0]).arg(refs[3]).output().unwrap();
+    assert_success(&out);
+    assert!(
+        stdout(&out).contains("invocations: one per side, so how much invocations differ is unknown"),
+        "{}",
+        stdout(&out)
+    );
+}

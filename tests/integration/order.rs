@@ -71,7 +71,7 @@ fn a_loops_warm_up_run_lasts_until_its_rate_is_steady_or_warmup_max() {
     // Too short to compare two blocks: refused before anything runs.
     assert_one_line_error(
         &env.run(&["stat", "--warmup-runs", "1", "--warmup-max", "0.8s"]),
-        "--warmup-max 0.8s is too short",
+        "--warmup-max 0.8s is too short to tell a steady rate",
     );
 }
 

@@ -12,7 +12,9 @@ use super::markup::Html;
 use super::profile;
 use super::text::{noise_marks, NOISE_LEGEND};
 use crate::analyze::{analyze_results, SeriesAnalysis};
-use crate::compare::{compare, CompareConfig, Comparison, Verdict, DEFAULT_NOISE_THRESHOLD_PCT};
+use crate::compare::{
+    compare, compare_between, Between, CompareConfig, Comparison, Dimension, Verdict, DEFAULT_NOISE_THRESHOLD_PCT,
+};
 use crate::results::{Point, ResultsFile};
 use crate::stats::hypothesis::TestKind;
 use crate::stats::Sample;
@@ -62,8 +64,16 @@ pub fn render_html(files: &[(String, ResultsFile)]) -> String {
         figure: Default::default(),
         noise_threshold_pct: DEFAULT_NOISE_THRESHOLD_PCT,
     };
-    let comparisons: Vec<Comparison> =
+    let mut comparisons: Vec<Comparison> =
         files.iter().skip(1).map(|(label, doc)| compare(&files[0].1, doc, &files[0].0, label, &config)).collect();
+    // A file's variants: each against its first, paired by round.
+    for (label, doc) in files {
+        let first = doc.settings.variants.first();
+        for (base, new) in doc.settings.variants.iter().skip(1).filter_map(|v| Some((first?, v))) {
+            let between = Between { dimension: Dimension::Variant, base: base.name.clone(), new: new.name.clone() };
+            comparisons.extend(compare_between(doc, label, &between, &config).ok());
+        }
+    }
     findings(&mut out, files, &analyses, &comparisons);
     flagged_points(&mut out, files);
     let workloads: BTreeSet<Workload> =
@@ -454,9 +464,10 @@ fn comparison_tables(out: &mut Html, comparisons: &[Comparison], workload: Workl
         html!(
             out,
             "<h3>{} against {}</h3>\n<table class=\"comparison\"><tr><th>workers</th><th>mode</th><th>share</th>\
-             <th>base</th><th>new</th><th>change</th><th>95% CI</th><th>p (Welch)</th><th>verdict</th></tr>\n",
+             <th>base</th><th>new</th><th>change</th><th>95% CI</th><th>p ({})</th><th>verdict</th></tr>\n",
             c.new,
-            c.base
+            c.base,
+            rows[0].test.name()
         );
         for r in &rows {
             let class = Html::from_static(match r.verdict {
@@ -487,6 +498,9 @@ fn comparison_tables(out: &mut Html, comparisons: &[Comparison], workload: Workl
         out.push_static("</table>\n");
         // Under the table whose rows it explains, not under every workload's.
         if let Some(note) = c.within_noise_note(rows.iter().copied()) {
+            html!(out, "<p class=\"legend\">{}</p>\n", note);
+        }
+        if let Some(note) = &c.invocations_note {
             html!(out, "<p class=\"legend\">{}</p>\n", note);
         }
     }

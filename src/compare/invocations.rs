@@ -1,0 +1,275 @@
+//! `compare A1.json A2.json --vs B1.json B2.json`: several invocations per
+//! side (kernels, boots, machines), the invocation the experimental unit.
+//! Each point's runs stay nested in their invocation: the change is the
+//! ratio of the invocations' grand means, its interval a hierarchical
+//! bootstrap's, and each side's spread is split into what varies between
+//! invocations and what varies between runs (Kalibera and Jones; see
+//! [`crate::stats::hierarchical`]). With the spread between invocations
+//! measured on both sides, the fixed `--noise-threshold` that stands in for
+//! it with one file per side is not applied.
+
+use serde::{Deserialize, Serialize};
+
+use super::{compare_point, figures, key, summarize, CompareConfig, Comparison, Row, Verdict};
+use crate::results::{Point, ResultsFile};
+use crate::stats::hierarchical::{invocations_needed, Invocations, VarianceComponents};
+use crate::stats::hypothesis::TestKind;
+
+/// Bootstrap resamples per point: the interval's ends move by well under
+/// 0.1% of the ratio between seeds at this count.
+pub(super) const RESAMPLES: usize = 10_000;
+
+/// The bootstrap's seed: the same files give the same interval.
+pub(super) const SEED: u64 = 0x6b61_6c69_6265_7261;
+
+/// How each side's figures vary, between and within invocations.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct InvocationStats {
+    pub base: VarianceComponents,
+    pub new: VarianceComponents,
+}
+
+/// Compares the invocations `new` against `base` (each a label and its
+/// results), point by point: a point is compared when every file holds it.
+pub fn compare_invocations(
+    base: &[(String, ResultsFile)],
+    new: &[(String, ResultsFile)],
+    config: &CompareConfig,
+) -> Comparison {
+    let measured = base.len() >= 2 && new.len() >= 2;
+    let config = CompareConfig {
+        test: TestKind::Hierarchical,
+        noise_threshold_pct: if measured { 0.0 } else { config.noise_threshold_pct },
+        ..*config
+    };
+    let all = || base.iter().chain(new);
+    let by_condition = all().any(|(_, doc)| super::conditions(doc) > 1);
+    let key = |p: &Point| key(p, by_condition);
+    let mut rows = Vec::new();
+    let mut unmatched = Vec::new();
+    let Some(((_, first_base), (_, first_new))) = base.first().zip(new.first()) else {
+        return empty(base, new, &config);
+    };
+    for b in first_base.points.iter().filter(|p| !p.runs.is_empty()) {
+        let k = key(b);
+        let describe = |why: &str| {
+            let on = k.0.as_ref().map(|c| format!(" {c}")).unwrap_or_default();
+            format!("{} {} {} x{}{on} ({why})", k.1, k.2, k.3, k.4)
+        };
+        let matches = |p: &Point| key(p) == k;
+        let side = |files| side(files, &matches, config.figure);
+        let ((base_points, base_runs), (new_points, new_runs)) = match (side(base), side(new)) {
+            (Ok(b), Ok(n)) => (b, n),
+            (Err(why), _) | (_, Err(why)) => {
+                unmatched.push(describe(&why.to_string()));
+                continue;
+            }
+        };
+        let (Ok(bi), Ok(ni)) = (Invocations::new(base_runs.clone()), Invocations::new(new_runs.clone())) else {
+            unmatched.push(describe("a run's figure is not a number of 0 or more"));
+            continue;
+        };
+        let pooled = |runs: Vec<Vec<f64>>| runs.into_iter().flatten().collect::<Vec<f64>>();
+        let mut row = compare_point(
+            base_points[0],
+            new_points[0],
+            pooled(base_runs),
+            pooled(new_runs),
+            &config,
+            Some((&bi, &ni)),
+        );
+        row.invocations = Some(InvocationStats { base: bi.components(), new: ni.components() });
+        if !by_condition {
+            row.condition = None;
+        }
+        rows.push(row);
+    }
+    for n in first_new.points.iter().filter(|p| !p.runs.is_empty()) {
+        if !first_base.points.iter().any(|b| key(b) == key(n) && !b.runs.is_empty()) {
+            let on = n.condition().filter(|_| by_condition).map(|c| format!(" {c}")).unwrap_or_default();
+            unmatched.push(format!("{} {} {} x{}{on} (new only)", n.workload, n.mode, n.share, n.workers));
+        }
+    }
+    rows.sort_by_key(|r| (r.condition.clone(), r.workload, r.mode, r.share, r.workers));
+    let summaries = summarize(&rows);
+    let invocations_note = (!measured).then(|| unmeasured_note(base.len(), new.len(), &rows, &config));
+    Comparison {
+        base: labels(base),
+        new: labels(new),
+        confidence: config.confidence,
+        noise_threshold_pct: config.noise_threshold_pct,
+        rows,
+        summaries,
+        unmatched,
+        invocations_note,
+    }
+}
+
+/// Why a side's invocations cannot be compared at a point.
+enum Missing<'a> {
+    /// The file (its label) has no runs of the point.
+    Point(&'a str),
+    /// `--per-cpu`, and a file's runs lack the workers' CPU time.
+    CpuTime,
+}
+
+impl std::fmt::Display for Missing<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Missing::Point(label) => write!(f, "not in {label}"),
+            Missing::CpuTime => f.write_str("no worker CPU time recorded"),
+        }
+    }
+}
+
+/// Every file's point that `matches`, and its figures; or why one lacks it.
+#[allow(clippy::type_complexity)]
+fn side<'a>(
+    files: &'a [(String, ResultsFile)],
+    matches: &dyn Fn(&Point) -> bool,
+    figure: super::Figure,
+) -> Result<(Vec<&'a Point>, Vec<Vec<f64>>), Missing<'a>> {
+    let mut points = Vec::new();
+    let mut runs = Vec::new();
+    for (label, doc) in files {
+        let Some(p) = doc.points.iter().find(|p| matches(p) && !p.runs.is_empty()) else {
+            return Err(Missing::Point(label));
+        };
+        runs.push(figures(p, figure).ok_or(Missing::CpuTime)?);
+        points.push(p);
+    }
+    Ok((points, runs))
+}
+
+fn labels(files: &[(String, ResultsFile)]) -> String {
+    files.iter().map(|(l, _)| l.as_str()).collect::<Vec<_>>().join(" ")
+}
+
+fn empty(base: &[(String, ResultsFile)], new: &[(String, ResultsFile)], config: &CompareConfig) -> Comparison {
+    Comparison {
+        base: labels(base),
+        new: labels(new),
+        confidence: config.confidence,
+        noise_threshold_pct: config.noise_threshold_pct,
+        rows: Vec::new(),
+        summaries: Vec::new(),
+        unmatched: Vec::new(),
+        invocations_note: None,
+    }
+}
+
+/// A side with one invocation: how far apart invocations are is unknown.
+fn unmeasured_note(base: usize, new: usize, rows: &[Row], config: &CompareConfig) -> String {
+    let sides = match (base, new) {
+        (1, 1) => "one per side",
+        (1, _) => "one on the base side",
+        _ => "one on the new side",
+    };
+    format!(
+        "invocations: {sides}, so how much invocations differ is unknown; ±{}% (--noise-threshold) stands in for it. \
+         Give two or more per side (A1.json A2.json A3.json --vs B1.json B2.json B3.json) to measure it{}",
+        config.noise_threshold_pct,
+        needed(rows, config)
+    )
+}
+
+/// `compare BASE NEW`: one file per side, what a verdict cannot promise and
+/// how many invocations would let it.
+pub(super) fn one_per_side_note(rows: &[Row], config: &CompareConfig) -> Option<String> {
+    if rows.is_empty() {
+        return None;
+    }
+    Some(unmeasured_note(1, 1, rows, config))
+}
+
+/// How many invocations per side the smallest change called here needs,
+/// if invocations differ by the noise threshold.
+fn needed(rows: &[Row], config: &CompareConfig) -> String {
+    let called = |r: &&Row| matches!(r.verdict, Verdict::Better | Verdict::Worse | Verdict::WithinNoise);
+    let Some(smallest) = rows.iter().filter(called).min_by(|a, b| a.change_pct.abs().total_cmp(&b.change_pct.abs()))
+    else {
+        return ".".to_string();
+    };
+    let within = smallest.base.stddev / smallest.base.mean;
+    let spread = config.noise_threshold_pct / 100.0;
+    match invocations_needed(smallest.change_pct / 100.0, spread, within, smallest.base_runs.len(), config.confidence) {
+        Some(n) => format!(
+            "; if they differ by {}%, the smallest change called here ({:+.1}%) needs {n} per side.",
+            config.noise_threshold_pct, smallest.change_pct
+        ),
+        None => ".".to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compare::tests::doc;
+    use crate::compare::Figure;
+    use crate::vocab::Workload;
+
+    const CONFIG: CompareConfig =
+        CompareConfig { test: TestKind::Welch, confidence: 0.95, figure: Figure::Throughput, noise_threshold_pct: 2.0 };
+
+    fn files(prefix: &str, sides: &[&[f64]]) -> Vec<(String, ResultsFile)> {
+        sides
+            .iter()
+            .enumerate()
+            .map(|(i, runs)| (format!("{prefix}{}.json", i + 1), doc(&[(Workload::Stat, 1, runs)])))
+            .collect()
+    }
+
+    #[test]
+    fn three_invocations_per_side_call_a_change_the_invocations_spread_cannot_explain() {
+        // Invocations 2% apart, runs 0.5% apart; the new side 10% slower.
+        let base = files("A", &[&[100.0, 100.5, 99.5], &[102.0, 102.5, 101.5], &[98.0, 98.5, 97.5]]);
+        let new = files("B", &[&[90.0, 90.4, 89.6], &[91.8, 92.2, 91.4], &[88.2, 88.6, 87.8]]);
+        let c = compare_invocations(&base, &new, &CONFIG);
+        assert_eq!((c.base.as_str(), c.new.as_str()), ("A1.json A2.json A3.json", "B1.json B2.json B3.json"));
+        assert_eq!((c.noise_threshold_pct, c.invocations_note.as_deref()), (0.0, None));
+        let row = &c.rows[0];
+        assert_eq!((row.test, row.verdict), (TestKind::Hierarchical, Verdict::Worse));
+        assert!((row.change_pct + 10.0).abs() < 0.01, "{}", row.change_pct);
+        let (lo, hi) = row.change_ci_pct.unwrap();
+        assert!(lo < -10.0 && hi > -10.0 && hi < -5.0, "{lo} {hi}");
+        let stats = row.invocations.unwrap();
+        assert_eq!((stats.base.invocations, stats.new.invocations), (3, 3));
+        assert!((stats.base.between_rel_sd.unwrap() - 0.02).abs() < 0.001, "{stats:?}");
+        assert!((stats.base.within_rel_sd.unwrap() - 0.005).abs() < 0.0005, "{stats:?}");
+        assert_eq!(row.base_runs.len(), 9, "every run of every invocation");
+    }
+
+    #[test]
+    fn a_difference_inside_the_invocations_spread_is_not_called() {
+        // A 1.5% difference, invocations 3% apart: Welch on pooled runs would call it.
+        let base = files("A", &[&[100.0, 100.2, 99.8], &[103.0, 103.2, 102.8], &[97.0, 97.2, 96.8]]);
+        let new = files("B", &[&[98.5, 98.7, 98.3], &[101.5, 101.7, 101.3], &[95.5, 95.7, 95.3]]);
+        let c = compare_invocations(&base, &new, &CONFIG);
+        assert_eq!(c.rows[0].verdict, Verdict::NoDifferenceProven, "{:?}", c.rows[0]);
+    }
+
+    #[test]
+    fn one_file_a_side_says_the_spread_between_invocations_is_unknown_and_what_would_measure_it() {
+        let base = files("A", &[&[100.0, 100.5, 99.5, 100.2, 99.8]]);
+        let new = files("B", &[&[95.0, 95.4, 94.6, 95.2, 94.8]]);
+        let c = crate::compare::compare(&base[0].1, &new[0].1, "A1.json", "B1.json", &CONFIG);
+        assert_eq!(c.rows[0].verdict, Verdict::Worse);
+        assert_eq!(
+            c.invocations_note.as_deref(),
+            Some(
+                "invocations: one per side, so how much invocations differ is unknown; ±2% (--noise-threshold) \
+                 stands in for it. Give two or more per side (A1.json A2.json A3.json --vs B1.json B2.json B3.json) \
+                 to measure it; if they differ by 2%, the smallest change called here (-5.0%) needs 3 per side."
+            )
+        );
+        // Through --vs with one file a side: the same note, the threshold still applied.
+        let c = compare_invocations(&base, &new, &CONFIG);
+        assert_eq!(c.noise_threshold_pct, 2.0);
+        assert!(c.invocations_note.unwrap().starts_with("invocations: one per side"));
+        // A point missing from one invocation is named, not compared.
+        let mut partial = files("B", &[&[95.0, 95.4], &[95.0, 95.4]]);
+        partial[1].1.points.clear();
+        let c = compare_invocations(&files("A", &[&[1.0, 1.1], &[1.0, 1.1]]), &partial, &CONFIG);
+        assert_eq!(c.unmatched, ["stat process private x1 (not in B2.json)"]);
+    }
+}
