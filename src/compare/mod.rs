@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::results::{Point, ResultsFile};
 use crate::stats::distributions::t_quantile_two_sided;
-use crate::stats::hierarchical::{bootstrap_ratio, Invocations};
+use crate::stats::hierarchical::Invocations;
 use crate::stats::hypothesis::{mann_whitney, paired_log_ratio, ratio_interval, student, welch, TestKind};
 use crate::stats::{Sample, Summary};
 use crate::vocab::Mode;
@@ -373,18 +373,23 @@ fn measure_change(
             Err(_) => (means_change, None, None),
         },
         TestKind::Hierarchical => {
-            // One file per side: one invocation each, its runs resampled.
-            let single = |s: &Sample| Invocations::new(vec![s.values().to_vec()]);
-            let sides = match nested {
-                Some((b, n)) => Ok((b.clone(), n.clone())),
-                None => single(bs).and_then(|b| Ok((b, single(ns)?))),
+            // Each side's invocation means are its sample (see `invocations`);
+            // a side of one invocation has only its runs, as Welch takes them.
+            let means = |inv: &Invocations, runs: &Sample| match inv.count() {
+                1 => Some(runs.clone()),
+                _ => Sample::new(&inv.means()).ok(),
             };
-            match sides {
-                Ok((b, n)) if bs.len() >= 2 && ns.len() >= 2 && b.grand_mean() > 0.0 => {
-                    let r = bootstrap_ratio(&b, &n, config.confidence, invocations::RESAMPLES, invocations::SEED);
-                    (pct(r.ratio), Some((pct(r.interval.0), pct(r.interval.1))), Some(r.p_value))
+            let sides = nested.and_then(|(b, n)| Some((means(b, bs)?, means(n, ns)?)));
+            let (b, n) = sides.unwrap_or_else(|| (bs.clone(), ns.clone()));
+            let change = (n.mean() / b.mean() - 1.0) * 100.0;
+            match welch(&b, &n, config.confidence) {
+                Ok(t) => {
+                    let critical = t_quantile_two_sided(config.confidence, t.df.max(1.0));
+                    let interval =
+                        ratio_interval(&b, &n, critical).map(|(lo, hi)| (pct(lo.max(0.0)), pct(hi.max(0.0))));
+                    (change, interval, Some(t.p_value))
                 }
-                _ => (means_change, None, None),
+                Err(_) => (change, None, None),
             }
         }
     }

@@ -134,9 +134,8 @@ fn text(out: &mut String, c: &Comparison, plots: bool, color: bool) {
         ),
         "hierarchical" => writeln!(
             out,
-            "change: the ratio of the sides' means of invocation means - 1, with its {confidence}% hierarchical bootstrap \
-             interval (invocations resampled, then runs within them; Kalibera and Jones); p: the share of resampled \
-             ratios beyond no change, doubled"
+            "change: the ratio of the sides' means of invocation means - 1, with Fieller's {confidence}% interval on \
+             those means; p: Welch's t test on the invocation means (the invocation is the unit: Kalibera and Jones)"
         ),
         _ => writeln!(
             out,

@@ -8,8 +8,11 @@
 //! changes with effect size confidence intervals" (2020 technical report)
 //! for the confidence interval of the ratio of means by a hierarchical
 //! bootstrap: resample invocations with replacement, then runs within each
-//! resampled invocation with replacement. Resampling at both levels counts
-//! the within-invocation spread twice over; the interval is conservative.
+//! resampled invocation with replacement. With few invocations that
+//! interval is far too narrow (three invocations resample into only ten
+//! multisets), so `compare` takes Fieller's interval on the invocation means
+//! for its verdicts and [`bootstrap_ratio`] stays here for the simulation
+//! that measures the difference (docs/STATISTICS.md).
 
 use super::distributions::t_quantile_two_sided;
 use super::random::SplitMix64;
