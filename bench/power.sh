@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
 # Detection power of `fsscale compare`: plant a known slowdown in one side of
-# a comparison and count what compare says about it.
+# a comparison and count what compare says about it, in three designs.
 #
-#   bench/power.sh [--pairs N] [--slowdowns LIST] [--fsscale BIN] [--keep DIR]
-#                  [--noise-threshold PCT] [-- RUN ARGS...]
+#   bench/power.sh [--design D] [--pairs N] [--slowdowns LIST] [--invocations K]
+#                  [--fsscale BIN] [--keep DIR] [--noise-threshold PCT] [-- RUN ARGS...]
 #
+#   --design D        unpaired (default): one `fsscale run` per side, compare A B;
+#                     paired: one run per comparison with --variant base= and
+#                     --variant slow=..., the setups moving fsscale into its side's
+#                     cgroup before each run, compare --variants base,slow (by round);
+#                     invocations: K runs per side, compare A1..AK --vs B1..BK
 #   --pairs N         comparisons per slowdown (default 20)
 #   --slowdowns LIST  planted slowdowns in percent, 0 meaning A/A (default 0,2,5,10)
+#   --invocations K   invocations per side for --design invocations (default 3)
 #   --fsscale BIN     the binary to measure (default: target/release/fsscale, built)
 #   --keep DIR        keep every results file in DIR
 #   --noise-threshold PCT  compare's --noise-threshold (default: compare's, 2)
@@ -33,12 +39,16 @@ cd "$(dirname "$0")/.."
 
 pairs=20
 slowdowns=0,2,5,10
+design=unpaired
+invocations=3
 fsscale=
 keep=
 compare_args=()
 while (($#)); do
   case $1 in
     --pairs) pairs=$2; shift 2 ;;
+    --design) design=$2; shift 2 ;;
+    --invocations) invocations=$2; shift 2 ;;
     --slowdowns) slowdowns=$2; shift 2 ;;
     --fsscale) fsscale=$2; shift 2 ;;
     --keep) keep=$2; shift 2 ;;
@@ -48,6 +58,10 @@ while (($#)); do
   esac
 done
 run_args=("$@")
+case $design in
+  unpaired | paired | invocations) ;;
+  *) echo "power.sh: --design $design: use unpaired, paired or invocations" >&2; exit 2 ;;
+esac
 ((${#run_args[@]})) || run_args=(stat -j 1 --share private --dir /dev/shm)
 
 if [[ -z $fsscale ]]; then
@@ -104,40 +118,82 @@ for s in base "${levels[@]}"; do
   groups+=("${group[$s]}")
 done
 
-# run SIDE ROUND: one `fsscale run` inside SIDE's cgroup.
+# run_side SIDE NAME: one `fsscale run` inside SIDE's cgroup, into $work/NAME.json.
 run_side() {
-  local side=$1 round=$2 out="$work/$1-$2.json"
+  local side=$1 name=$2
   sh -c 'echo $$ >"$1/cgroup.procs"; shift; exec "$@"' sh "${group[$side]}" \
-    "$fsscale" run "${run_args[@]}" -o "$out" >"$work/$side-$round.log" 2>&1 ||
-    { echo "power.sh: fsscale run failed in round $round ($side); its output:" >&2; cat "$work/$side-$round.log" >&2; exit 1; }
+    "$fsscale" run "${run_args[@]}" -o "$work/$name.json" >"$work/$name.log" 2>&1 ||
+    { echo "power.sh: fsscale run failed ($name); its output:" >&2; cat "$work/$name.log" >&2; exit 1; }
+}
+
+# run_variants SLOWDOWN NAME: one `fsscale run` of two variants, base and
+# slow; each variant's setup moves fsscale (the setup shell's parent, and so
+# the workers it forks next) into its side's cgroup.
+run_variants() {
+  local s=$1 name=$2
+  sh -c 'echo $$ >"$1/cgroup.procs"; shift; exec "$@"' sh "${group[base]}" \
+    "$fsscale" run "${run_args[@]}" -o "$work/$name.json" \
+    --variant "base=echo \$PPID > ${group[base]}/cgroup.procs" \
+    --variant "slow=echo \$PPID > ${group[$s]}/cgroup.procs" >"$work/$name.log" 2>&1 ||
+    { echo "power.sh: fsscale run failed ($name); its output:" >&2; cat "$work/$name.log" >&2; exit 1; }
+}
+
+# verdict JSON: the first row's verdict and change.
+record() {
+  local s=$1 json=$2 verdict change
+  verdict=$(sed -n 's/.*"verdict": "\(.*\)".*/\1/p' <<<"$json" | head -1)
+  change=$(sed -n 's/.*"change_pct": \([-0-9.e]*\).*/\1/p' <<<"$json" | head -1)
+  count[$s,$verdict]=$((${count[$s,$verdict]:-0} + 1))
+  changes+=("$s $change")
 }
 
 declare -A count
 changes=()
 for ((r = 0; r < pairs; r++)); do
-  sides=(base "${levels[@]}")
-  # Rotate the order by one each round, and every other block of rotations
-  # run it backwards (a Williams design): each side then follows every other
-  # side equally often. Rotations alone put base right after the slowest side
-  # in 2 of 3 rounds, and what ran just before carries over on this VM: the
-  # A/A pair then measured +5% to +6%.
-  n=${#sides[@]}
-  k=$((r % n))
-  order=("${sides[@]:k}" "${sides[@]:0:k}")
-  if (((r / n) % 2 == 1)); then
-    reversed=()
-    for ((i = ${#order[@]} - 1; i >= 0; i--)); do reversed+=("${order[i]}"); done
-    order=("${reversed[@]}")
-  fi
-  for s in "${order[@]}"; do run_side "$s" "$r"; done
-  for s in "${levels[@]}"; do
-    json=$("$fsscale" compare "$work/base-$r.json" "$work/$s-$r.json" --format json "${compare_args[@]}")
-    verdict=$(sed -n 's/.*"verdict": "\(.*\)".*/\1/p' <<<"$json" | head -1)
-    change=$(sed -n 's/.*"change_pct": \([-0-9.e]*\).*/\1/p' <<<"$json" | head -1)
-    count[$s,$verdict]=$((${count[$s,$verdict]:-0} + 1))
-    changes+=("$s $change")
-  done
-  if [[ -n $keep ]]; then mkdir -p "$keep" && cp "$work"/*-"$r".json "$keep"/; fi
+  case $design in
+    paired)
+      for s in "${levels[@]}"; do
+        run_variants "$s" "pair-$s-$r"
+        record "$s" "$("$fsscale" compare "$work/pair-$s-$r.json" --variants base,slow --format json "${compare_args[@]}")"
+      done
+      ;;
+    unpaired | invocations)
+      sides=(base "${levels[@]}")
+      # Rotate the order by one each round, and every other block of rotations
+      # run it backwards (a Williams design): each side then follows every other
+      # side equally often. Rotations alone put base right after the slowest side
+      # in 2 of 3 rounds, and what ran just before carries over on this VM: the
+      # A/A pair then measured +5% to +6%.
+      n=${#sides[@]}
+      k=$((r % n))
+      order=("${sides[@]:k}" "${sides[@]:0:k}")
+      if (((r / n) % 2 == 1)); then
+        reversed=()
+        for ((i = ${#order[@]} - 1; i >= 0; i--)); do reversed+=("${order[i]}"); done
+        order=("${reversed[@]}")
+      fi
+      # Invocations: K of each side, the sides' turns interleaved (side 0,
+      # unthrottled, is the A/A pair's second base).
+      per=1
+      [[ $design == invocations ]] && per=$invocations
+      for ((i = 0; i < per; i++)); do
+        for s in "${order[@]}"; do
+          run_side "$s" "$s-$r-$i"
+        done
+      done
+      for s in "${levels[@]}"; do
+        bases=() news=()
+        for ((i = 0; i < per; i++)); do bases+=("$work/base-$r-$i.json"); news+=("$work/$s-$r-$i.json"); done
+        if [[ $design == unpaired ]]; then
+          json=$("$fsscale" compare "${bases[0]}" "${news[0]}" --format json "${compare_args[@]}")
+        else
+          json=$("$fsscale" compare "${bases[@]}" --vs "${news[@]}" --format json "${compare_args[@]}")
+        fi
+        record "$s" "$json"
+      done
+      ;;
+  esac
+  if [[ -n $keep ]]; then mkdir -p "$keep" && cp "$work"/*-"$r"*.json "$keep"/; fi
   echo "round $((r + 1))/$pairs done" >&2
 done
 
@@ -146,6 +202,7 @@ median_change() {
     awk '{ v[NR] = $1 } END { if (NR % 2) m = v[(NR + 1) / 2]; else m = (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%+.1f%%", m }'
 }
 
+echo "design: $design$([[ $design == invocations ]] && echo ", $invocations per side")"
 echo "| planted slowdown | comparisons | worse | within noise | no difference proven | too noisy | better | median change measured |"
 echo "|---:|---:|---:|---:|---:|---:|---:|---:|"
 for s in "${levels[@]}"; do
