@@ -14,7 +14,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{compare_point, figures, key, summarize, CompareConfig, Comparison, Row, Verdict};
+use super::{compare_point, figures, key, CompareConfig, Comparison, Row, Verdict};
 use crate::results::{Point, ResultsFile};
 use crate::stats::hierarchical::{invocations_needed, Invocations, VarianceComponents};
 use crate::stats::hypothesis::TestKind;
@@ -45,7 +45,7 @@ pub fn compare_invocations(
     let mut rows = Vec::new();
     let mut unmatched = Vec::new();
     let Some(((_, first_base), (_, first_new))) = base.first().zip(new.first()) else {
-        return empty(base, new, &config);
+        return Comparison::of(labels(base), labels(new), &config, Vec::new(), Vec::new(), None);
     };
     for b in first_base.points.iter().filter(|p| !p.runs.is_empty()) {
         let k = key(b);
@@ -87,19 +87,8 @@ pub fn compare_invocations(
             unmatched.push(format!("{} {} {} x{}{on} (new only)", n.workload, n.mode, n.share, n.workers));
         }
     }
-    rows.sort_by_key(|r| (r.condition.clone(), r.workload, r.mode, r.share, r.workers));
-    let summaries = summarize(&rows);
     let invocations_note = (!measured).then(|| unmeasured_note(base.len(), new.len(), &rows, &config));
-    Comparison {
-        base: labels(base),
-        new: labels(new),
-        confidence: config.confidence,
-        noise_threshold_pct: config.noise_threshold_pct,
-        rows,
-        summaries,
-        unmatched,
-        invocations_note,
-    }
+    Comparison::of(labels(base), labels(new), &config, rows, unmatched, invocations_note)
 }
 
 /// Why a side's invocations cannot be compared at a point.
@@ -140,19 +129,6 @@ fn side<'a>(
 
 fn labels(files: &[(String, ResultsFile)]) -> String {
     files.iter().map(|(l, _)| l.as_str()).collect::<Vec<_>>().join(" ")
-}
-
-fn empty(base: &[(String, ResultsFile)], new: &[(String, ResultsFile)], config: &CompareConfig) -> Comparison {
-    Comparison {
-        base: labels(base),
-        new: labels(new),
-        confidence: config.confidence,
-        noise_threshold_pct: config.noise_threshold_pct,
-        rows: Vec::new(),
-        summaries: Vec::new(),
-        unmatched: Vec::new(),
-        invocations_note: None,
-    }
 }
 
 /// A side with one invocation: how far apart invocations are is unknown.

@@ -240,22 +240,36 @@ pub fn compare(
             unmatched.push(describe(&key(n), "new only"));
         }
     }
-    rows.sort_by_key(|r| (r.condition.clone(), r.workload, r.mode, r.share, r.workers));
-    let summaries = summarize(&rows);
     let invocations_note = match config.test {
         // Paired runs share one invocation by design: their comparison is within it.
         TestKind::Paired => None,
         _ => invocations::one_per_side_note(&rows, config),
     };
-    Comparison {
-        base: base_label.to_string(),
-        new: new_label.to_string(),
-        confidence: config.confidence,
-        noise_threshold_pct: config.noise_threshold_pct,
-        rows,
-        summaries,
-        unmatched,
-        invocations_note,
+    Comparison::of(base_label.to_string(), new_label.to_string(), config, rows, unmatched, invocations_note)
+}
+
+impl Comparison {
+    /// The comparison of `rows` (sorted here), with each workload's summary.
+    fn of(
+        base: String,
+        new: String,
+        config: &CompareConfig,
+        mut rows: Vec<Row>,
+        unmatched: Vec<String>,
+        invocations_note: Option<String>,
+    ) -> Comparison {
+        rows.sort_by_key(|r| (r.condition.clone(), r.workload, r.mode, r.share, r.workers));
+        let summaries = summarize(&rows);
+        Comparison {
+            base,
+            new,
+            confidence: config.confidence,
+            noise_threshold_pct: config.noise_threshold_pct,
+            rows,
+            summaries,
+            unmatched,
+            invocations_note,
+        }
     }
 }
 

@@ -68,11 +68,18 @@ fn slot(verdict: Verdict) -> usize {
 fn verdicts(seed: u64, trials: usize, runs: usize, base: Side, new: Side) -> [usize; 5] {
     let config =
         CompareConfig { test: TestKind::Welch, confidence: 0.95, figure: Figure::Throughput, noise_threshold_pct: 2.0 };
+    tally(seed, trials, |rng| {
+        let (b, n) = (draw(rng, base, runs), draw(rng, new, runs));
+        compare(&b, &n, "base", "new", &config).rows[0].verdict
+    })
+}
+
+/// The verdicts of `trials` comparisons that `one` draws and makes, counted by [`slot`].
+fn tally(seed: u64, trials: usize, mut one: impl FnMut(&mut Rng) -> Verdict) -> [usize; 5] {
     let mut rng = Rng::new(seed);
     let mut counts = [0; 5];
     for _ in 0..trials {
-        let (b, n) = (draw(&mut rng, base, runs), draw(&mut rng, new, runs));
-        counts[slot(compare(&b, &n, "base", "new", &config).rows[0].verdict)] += 1;
+        counts[slot(one(&mut rng))] += 1;
     }
     counts
 }
@@ -145,13 +152,10 @@ fn draw_rounds(rng: &mut Rng, level: f64, sd: f64, round_sd: f64, drift: f64, ru
 /// Verdicts of `trials` sides measured in the same rounds, by `test`.
 fn paired_verdicts(seed: u64, trials: usize, test: TestKind, level: f64, round_sd: f64, drift: f64) -> [usize; 5] {
     let config = CompareConfig { test, confidence: 0.95, figure: Figure::Throughput, noise_threshold_pct: 2.0 };
-    let mut rng = Rng::new(seed);
-    let mut counts = [0; 5];
-    for _ in 0..trials {
-        let [b, n] = draw_rounds(&mut rng, level, 0.005, round_sd, drift, 10);
-        counts[slot(compare(&b, &n, "base", "new", &config).rows[0].verdict)] += 1;
-    }
-    counts
+    tally(seed, trials, |rng| {
+        let [b, n] = draw_rounds(rng, level, 0.005, round_sd, drift, 10);
+        compare(&b, &n, "base", "new", &config).rows[0].verdict
+    })
 }
 
 #[test]
@@ -173,18 +177,15 @@ fn pairing_runs_by_round_cancels_what_moves_the_machine_between_rounds() {
 fn invocation_verdicts(seed: u64, trials: usize, invocations: usize, level: f64, block_sd: f64) -> [usize; 5] {
     let config =
         CompareConfig { test: TestKind::Welch, confidence: 0.95, figure: Figure::Throughput, noise_threshold_pct: 2.0 };
-    let mut rng = Rng::new(seed);
-    let mut counts = [0; 5];
     let base = Side { sd: 0.01, block_sd, ..QUIET };
     let new = Side { level, ..base };
-    for _ in 0..trials {
+    tally(seed, trials, |rng| {
         let mut side = |s: Side| -> Vec<(String, ResultsFile)> {
-            (0..invocations).map(|i| (format!("{i}.json"), draw(&mut rng, s, 5))).collect()
+            (0..invocations).map(|i| (format!("{i}.json"), draw(rng, s, 5))).collect()
         };
         let (b, n) = (side(base), side(new));
-        counts[slot(compare_invocations(&b, &n, &config).rows[0].verdict)] += 1;
-    }
-    counts
+        compare_invocations(&b, &n, &config).rows[0].verdict
+    })
 }
 
 #[test]
@@ -235,19 +236,16 @@ fn variant_verdicts(seed: u64, trials: usize, level: f64, runs: usize, busy: f64
         figure: Figure::Throughput,
         noise_threshold_pct: 2.0,
     };
-    let mut rng = Rng::new(seed);
-    let mut counts = [0; 5];
-    for _ in 0..trials {
-        let mut sides = draw_rounds(&mut rng, level, 0.005, 0.03, 0.08, runs);
+    tally(seed, trials, |rng| {
+        let mut sides = draw_rounds(rng, level, 0.005, 0.03, 0.08, runs);
         for side in sides.iter_mut().filter(|_| busy > 0.0) {
             for run in &mut side.points[0].runs {
                 run.noise = Some(RunNoise { others_cpu: busy, ticks: 10_000, ..Default::default() });
             }
             side.points[0].summarize();
         }
-        counts[slot(compare(&sides[0], &sides[1], "off", "on", &config).rows[0].verdict)] += 1;
-    }
-    counts
+        compare(&sides[0], &sides[1], "off", "on", &config).rows[0].verdict
+    })
 }
 
 #[test]

@@ -387,7 +387,7 @@ mod tests {
     }
 
     /// Runs `config`'s schedule with `fake`: the outcome, the events, the document on disk.
-    fn schedule(config: &RunConfig, fake: &Fake) -> (Result<ResultsFile>, Vec<String>, ResultsFile) {
+    fn schedule(config: &RunConfig, fake: &dyn Measurer) -> (Result<ResultsFile>, Vec<String>, ResultsFile) {
         let sources = Sources { tree: None, trace: None, walks_only_a_given_tree: false };
         let doc = new_document(config, &sources, None);
         let saver = Saver::create(&config.output, &doc).unwrap();
@@ -510,22 +510,10 @@ mod tests {
                 Ok(record)
             }
         }
-        let busy = Busy(Fake::steady());
-        let sources = Sources { tree: None, trace: None, walks_only_a_given_tree: false };
-        let doc = new_document(&config, &sources, None);
-        let saver = Saver::create(&config.output, &doc).unwrap();
-        let mut events = Events::default();
-        let session = Session {
-            config: &config,
-            measurer: &busy,
-            inputs: sources.inputs(&config),
-            cpus: None,
-            containment: None,
-            progress: &mut events,
-        };
-        session.run(doc, saver).unwrap();
-        let warnings: Vec<&String> = events.0.iter().filter(|e| e.starts_with("warning other work took 60%")).collect();
-        assert_eq!(warnings.len(), 1, "{:?}", events.0);
+        let (outcome, events, _) = schedule(&config, &Busy(Fake::steady()));
+        outcome.unwrap();
+        let warnings: Vec<&String> = events.iter().filter(|e| e.starts_with("warning other work took 60%")).collect();
+        assert_eq!(warnings.len(), 1, "{events:?}");
         assert!(warnings[0].contains("during run 1 of stat x1"), "{}", warnings[0]);
     }
 
@@ -546,23 +534,12 @@ mod tests {
             }
         }
         let ramping = Ramping(Fake::steady(), RefCell::new(Vec::new()));
-        let sources = Sources { tree: None, trace: None, walks_only_a_given_tree: false };
-        let doc = new_document(&config, &sources, None);
-        let saver = Saver::create(&config.output, &doc).unwrap();
-        let mut events = Events::default();
-        let session = Session {
-            config: &config,
-            measurer: &ramping,
-            inputs: sources.inputs(&config),
-            cpus: None,
-            containment: None,
-            progress: &mut events,
-        };
-        let doc = session.run(doc, saver).unwrap();
+        let (outcome, events, _) = schedule(&config, &ramping);
+        let doc = outcome.unwrap();
         // The warm-up round (two points), then three measured rounds.
         assert_eq!(*ramping.1.borrow(), [true, true, false, false, false, false, false, false]);
-        let warnings: Vec<&String> = events.0.iter().filter(|e| e.contains("was not steady")).collect();
-        assert_eq!(warnings.len(), 1, "{:?}", events.0);
+        let warnings: Vec<&String> = events.iter().filter(|e| e.contains("was not steady")).collect();
+        assert_eq!(warnings.len(), 1, "{events:?}");
         assert!(warnings[0]
             .contains("stat x1 was not steady after --warmup-max 3s (its last two blocks differed by +4.0%)"));
         assert_eq!(doc.settings.warmup_until_steady, steady);

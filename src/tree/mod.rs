@@ -83,21 +83,17 @@ impl TreeStats {
     }
 }
 
-/// SplitMix64 (Steele, Lea and Flood 2014): tiny, fast, and every seed is good.
+/// The tree's generator: SplitMix64 (`stats::random`), with its own uniform in [0, 1).
 #[derive(Clone)]
-pub struct Rng(u64);
+pub struct Rng(crate::stats::random::SplitMix64);
 
 impl Rng {
     pub fn new(seed: u64) -> Rng {
-        Rng(seed)
+        Rng(crate::stats::random::SplitMix64::new(seed))
     }
 
     pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
     /// Uniform in [0, 1).
