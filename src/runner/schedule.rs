@@ -62,23 +62,34 @@ pub struct Scheduler {
     round: std::collections::VecDeque<Slot>,
     /// Rounds planned so far.
     rounds: usize,
-    /// `--variant`: how many variants each point has; a point's variants
-    /// are neighbours in the plan (`point / variants` is the point, `point % variants` the variant).
-    variants: usize,
+    layout: Layout,
+}
+
+/// How the plan's points nest: filesystem-major, then the points, then each
+/// point's `--variant`s as neighbours. Points of one filesystem, and
+/// variants of one point, take turns within a round in an order rotated
+/// round by round, so that none always runs first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Layout {
+    pub filesystems: usize,
+    pub variants: usize,
+}
+
+impl Layout {
+    /// The sort key of `point` in round `round`: its filesystem's turn, its
+    /// place in the plan, its variant's turn.
+    fn turn(&self, points: usize, round: usize, point: usize) -> (usize, usize, usize) {
+        let (f, v) = (self.filesystems.max(1), self.variants.max(1));
+        let per_fs = points.div_ceil(f).max(1);
+        let (fs, within) = (point / per_fs, point % per_fs);
+        (variant::rotation(f, round, fs), within / v, variant::rotation(v, round, within % v))
+    }
 }
 
 impl Scheduler {
     /// `seed` orders the rounds of `Order::Shuffled`; it is recorded so the order can be repeated.
-    /// `variants` is how many variants each point has (1 without `--variant`).
-    pub fn new(order: Order, repetition: Repetition, seed: u64, variants: usize) -> Scheduler {
-        Scheduler {
-            order,
-            repetition,
-            rng: Rng::new(seed),
-            round: Default::default(),
-            rounds: 0,
-            variants: variants.max(1),
-        }
+    pub fn new(order: Order, repetition: Repetition, seed: u64, layout: Layout) -> Scheduler {
+        Scheduler { order, repetition, rng: Rng::new(seed), round: Default::default(), rounds: 0, layout }
     }
 
     /// The next run, given what every point has done; `None` when all are done.
@@ -107,10 +118,10 @@ impl Scheduler {
             .collect();
         match self.order {
             Order::Shuffled => self.rng.shuffle(&mut round),
-            // Each point's variants in an order rotated round by round (see `variant::rotation`).
+            // Filesystems and each point's variants take turns (see `Layout`).
             _ => {
-                let (k, r) = (self.variants, self.rounds);
-                round.sort_by_key(|s| (s.point / k, variant::rotation(k, r, s.point % k)));
+                let (layout, r, n) = (self.layout, self.rounds, points.len());
+                round.sort_by_key(|s| layout.turn(n, r, s.point));
             }
         }
         self.rounds += 1;
@@ -125,19 +136,19 @@ mod tests {
     use proptest::prelude::*;
 
     fn play(order: Order, repetition: Repetition, points: usize, precise_after: &[usize]) -> Vec<Slot> {
-        play_variants(order, repetition, points, precise_after, 1)
+        play_layout(order, repetition, points, precise_after, Layout { filesystems: 1, variants: 1 })
     }
 
     /// Plays a schedule to its end; `precise_after` marks a point precise after that many runs.
-    fn play_variants(
+    fn play_layout(
         order: Order,
         repetition: Repetition,
         points: usize,
         precise_after: &[usize],
-        variants: usize,
+        layout: Layout,
     ) -> Vec<Slot> {
         let mut states = vec![PointState::default(); points];
-        let mut scheduler = Scheduler::new(order, repetition, 7, variants);
+        let mut scheduler = Scheduler::new(order, repetition, 7, layout);
         let mut done = Vec::new();
         while let Some(slot) = scheduler.next(&states) {
             let s = &mut states[slot.point];
@@ -168,11 +179,26 @@ mod tests {
     fn interleaved_rotates_each_points_variants_round_by_round() {
         // Two points of two variants each (0,1 and 2,3): AB BA AB within each point.
         let rep = Repetition { warmups: 0, runs: 3, max_runs: None };
-        let slots = labels(&play_variants(Order::Interleaved, rep, 4, &[], 2));
+        let slots = labels(&play_layout(Order::Interleaved, rep, 4, &[], Layout { filesystems: 1, variants: 2 }));
         assert_eq!(slots, ["0", "1", "2", "3", "1", "0", "3", "2", "0", "1", "2", "3"]);
         // Three variants: each takes every place once in three rounds.
-        let slots = labels(&play_variants(Order::Interleaved, rep, 3, &[], 3));
+        let slots = labels(&play_layout(Order::Interleaved, rep, 3, &[], Layout { filesystems: 1, variants: 3 }));
         assert_eq!(slots, ["0", "1", "2", "1", "2", "0", "2", "0", "1"]);
+    }
+
+    #[test]
+    fn filesystems_take_turns_round_by_round_and_variants_within_them() {
+        // Two filesystems of one point with two variants (0,1 on the first, 2,3 on the second).
+        let rep = Repetition { warmups: 0, runs: 2, max_runs: None };
+        let layout = Layout { filesystems: 2, variants: 2 };
+        let mut states = vec![PointState::default(); 4];
+        let mut scheduler = Scheduler::new(Order::Interleaved, rep, 7, layout);
+        let mut slots = Vec::new();
+        while let Some(slot) = scheduler.next(&states) {
+            states[slot.point].runs += 1;
+            slots.push(slot);
+        }
+        assert_eq!(labels(&slots), ["0", "1", "2", "3", "3", "2", "1", "0"]);
     }
 
     #[test]
@@ -206,10 +232,12 @@ mod tests {
         #[test]
         fn every_order_gives_every_point_exactly_its_runs(
             bases in 1usize..12, warmups in 0usize..3, runs in 1usize..6, order in 0u8..3, variants in 1usize..4,
+            filesystems in 1usize..4,
         ) {
             let order = [Order::Interleaved, Order::Sequential, Order::Shuffled][order as usize];
-            let points = bases * variants;
-            let slots = play_variants(order, Repetition { warmups, runs, max_runs: None }, points, &[], variants);
+            let points = filesystems * bases * variants;
+            let layout = Layout { filesystems, variants };
+            let slots = play_layout(order, Repetition { warmups, runs, max_runs: None }, points, &[], layout);
             for p in 0..points {
                 let mine: Vec<&Slot> = slots.iter().filter(|s| s.point == p).collect();
                 prop_assert_eq!(mine.iter().filter(|s| s.warmup).count(), warmups);

@@ -11,7 +11,7 @@ use anyhow::Result;
 use super::document::{finish, new_point};
 use super::measure::{self, Inputs, Measurer, RunJob, Timing};
 use super::pool::FsPool;
-use super::schedule::{PointState, Repetition, Scheduler, Slot};
+use super::schedule::{Layout, PointState, Repetition, Scheduler, Slot};
 use super::signals::{self, Interrupted};
 use super::variant;
 use super::Progress;
@@ -101,7 +101,12 @@ impl Session<'_> {
             states: vec![PointState::default(); plan.len()],
             plan,
             repetition,
-            scheduler: Scheduler::new(config.order, repetition, config.order_seed, config.variants.len()),
+            scheduler: Scheduler::new(
+                config.order,
+                repetition,
+                config.order_seed,
+                Layout { filesystems: config.filesystems.specs.len(), variants: config.variants.len() },
+            ),
             timing: Timing::from_plan(config),
             position: 0,
             warned_busy: false,

@@ -62,7 +62,9 @@ fn a_loops_warm_up_run_lasts_until_its_rate_is_steady_or_warmup_max() {
     }
     // Its timeline is the rule's windows, one sample per 100 ms and the end.
     assert_eq!(warmup.timeline.interval_s, 0.1);
-    assert_eq!(warmup.timeline.at_s.len(), (warmup.elapsed_s / 0.1 + 0.5) as usize, "{:?}", warmup.timeline.at_s);
+    // (A sample late on a loaded machine moves the end, not the count.)
+    let samples = warmup.timeline.at_s.len() as f64;
+    assert!((samples - warmup.elapsed_s / 0.1).abs() < 1.0, "{:?}", warmup.timeline.at_s);
     // The measured run is still --duration long, and says nothing of steadiness.
     let run = &doc.points[0].runs[0];
     assert!(run.elapsed_s < 0.5 && run.steady.is_none(), "{}", run.elapsed_s);
