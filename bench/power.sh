@@ -13,6 +13,12 @@
 #   --pairs N         comparisons per slowdown (default 20)
 #   --slowdowns LIST  planted slowdowns in percent, 0 meaning A/A (default 0,2,5,10)
 #   --invocations K   invocations per side for --design invocations (default 3)
+#   --base-cpu PCT    the base side's own CPU limit, percent of one CPU (default
+#                     100: none). On a machine other work keeps busy, an
+#                     unthrottled side already gets less than a CPU and a planted
+#                     limit above what it gets plants nothing: give every side a
+#                     limit below its share (e.g. 40 beside a 2-job compiler on 2
+#                     CPUs), and a slowdown S limits that side to PCT·(100-S)%.
 #   --fsscale BIN     the binary to measure (default: target/release/fsscale, built)
 #   --keep DIR        keep every results file in DIR
 #   --noise-threshold PCT  compare's --noise-threshold (default: compare's, 2)
@@ -22,7 +28,7 @@
 # The slowdown is real, not a fake in the code: the new side's whole process
 # tree runs in a CPU cgroup whose CFS bandwidth limit (cgroup v2 cpu.max, or
 # v1 cpu.cfs_quota_us where the cpu controller is bound to v1) gives it
-# (100 - S)% of one CPU per 10 ms period. A one-worker CPU-bound point then
+# (100 - S)% of one CPU (of --base-cpu) per 10 ms period. A one-worker CPU-bound point then
 # runs S% fewer ops/s; the table shows the change compare measured.
 #
 # Each of the N rounds runs base, a second base (for A/A) and one run per
@@ -41,6 +47,7 @@ pairs=20
 slowdowns=0,2,5,10
 design=unpaired
 invocations=3
+base_cpu=100
 fsscale=
 keep=
 compare_args=()
@@ -49,6 +56,7 @@ while (($#)); do
     --pairs) pairs=$2; shift 2 ;;
     --design) design=$2; shift 2 ;;
     --invocations) invocations=$2; shift 2 ;;
+    --base-cpu) base_cpu=$2; shift 2 ;;
     --slowdowns) slowdowns=$2; shift 2 ;;
     --fsscale) fsscale=$2; shift 2 ;;
     --keep) keep=$2; shift 2 ;;
@@ -70,7 +78,9 @@ if [[ -z $fsscale ]]; then
 fi
 [[ $(id -u) == 0 ]] || { echo "power.sh: needs root to make CPU cgroups" >&2; exit 2; }
 
-period_us=100000
+# 10 ms: a 0.5 s window spans 50 periods, so where a window starts in a
+# period moves its share of CPU by 2% at most (at 100 ms, by 20%).
+period_us=10000
 work=$(mktemp -d /tmp/fsscale-power.XXXXXX)
 groups=()
 cleanup() {
@@ -112,7 +122,10 @@ make_group() {
 IFS=, read -r -a levels <<<"$slowdowns"
 declare -A group
 for s in base "${levels[@]}"; do
-  if [[ $s == base || $s == 0 ]]; then quota=max; else quota=$((period_us * (100 - s) / 100)); fi
+  level=$s
+  [[ $s == base ]] && level=0
+  quota=$((period_us * base_cpu * (100 - level) / 10000))
+  ((quota >= period_us)) && quota=max
   [[ -n ${group[$s]:-} ]] && continue
   group[$s]=$(make_group "fsscale-power-$$-$s" "$quota")
   groups+=("${group[$s]}")
@@ -202,7 +215,7 @@ median_change() {
     awk '{ v[NR] = $1 } END { if (NR % 2) m = v[(NR + 1) / 2]; else m = (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%+.1f%%", m }'
 }
 
-echo "design: $design$([[ $design == invocations ]] && echo ", $invocations per side")"
+echo "design: $design$([[ $design == invocations ]] && echo ", $invocations per side"), base side limited to $base_cpu% of a CPU"
 echo "| planted slowdown | comparisons | worse | within noise | no difference proven | too noisy | better | median change measured |"
 echo "|---:|---:|---:|---:|---:|---:|---:|---:|"
 for s in "${levels[@]}"; do
