@@ -170,7 +170,8 @@ impl Session<'_> {
                 // The command workload sees the variant too.
                 let command = inputs.command.map(|c| CommandSpec { variant: Some(variant.name.clone()), ..c.clone() });
                 let inputs = Inputs { command: command.as_ref(), ..inputs };
-                variant::under(variant, dir, spec.workers, config.stall_timeout, || {
+                let stop = || signals::check().is_err();
+                variant::under(variant, dir, spec.workers, config.stall_timeout, &stop, || {
                     measurer.run_once(dir, RunJob { spec, timing: &timing, inputs, run, cpus })
                 })
             })

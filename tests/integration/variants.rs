@@ -115,3 +115,26 @@ fn the_command_workload_sees_its_variant_and_bad_variants_are_refused() {
         "there is no --variant b",
     );
 }
+
+#[test]
+fn ctrl_c_during_a_variants_run_still_runs_its_teardown() {
+    let env = TestEnv::new();
+    let (set, undone) = (env.root.path().join("set"), env.root.path().join("undone"));
+    let b = format!("b=touch {}", set.display());
+    let undo = format!("b=rm {}; touch {}", set.display(), undone.display());
+    let (dir, output) = (env.dir.display().to_string(), env.output.display().to_string());
+    let args = ["run", "stat", "-j", "1", "--share", "private", "-n", "3", "--duration", "3", "--warmup-runs", "0"];
+    let tail = ["--variant", "a=", "--variant", &b, "--variant-teardown", &undo, "--dir", &dir, "-o", &output];
+    let child = spawn_group(&[&args[..], &tail[..]].concat());
+    // b's setup has run: its run is under way.
+    wait_until("b's setup", || set.exists());
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let pgid = child.id() as i32;
+    // SAFETY: signalling the process group of our own child, as a terminal would.
+    unsafe { libc::kill(-pgid, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    assert!(!set.exists() && undone.exists(), "the teardown put back what the setup changed");
+    assert_eq!(env.results().status, fsscale::results::Status::Interrupted);
+    assert_eq!(env.leftovers(), Vec::<String>::new());
+}
