@@ -63,6 +63,15 @@ fn each_round_runs_every_variant_after_its_setup_in_a_rotated_order_and_compare_
     assert_eq!(c.new, format!("{} variant=on", env.output.display()));
     assert_eq!(c.rows.len(), 1);
     assert_eq!((c.rows[0].test, c.rows[0].base_runs.len(), c.rows[0].new_runs.len()), (TestKind::Paired, 3, 3));
+
+    // The HTML report lists the variants and compares them paired.
+    let html_path = env.root.path().join("r.html");
+    assert_success(&fsscale().arg("report").arg(&env.output).arg("-o").arg(&html_path).output().unwrap());
+    let html = std::fs::read_to_string(&html_path).unwrap();
+    let name = env.output.display().to_string();
+    assert!(html.contains(&format!("<h3>{name} variant=on against {name} variant=off</h3>")), "{html}");
+    assert!(html.contains("<th>p (paired)</th>"), "{html}");
+    assert!(html.contains("<th>variants</th><td>off (`echo set-off &gt;&gt; "), "{html}");
 }
 
 #[test]
