@@ -10,9 +10,11 @@ use crate::cli::{CleanupArgs, TreeArgs};
 use fsscale::analyze::{analyze_pairs, analyze_results};
 use fsscale::compare::{
     compare, compare_between, compare_invocations, regressions, Between, CompareConfig, Figure, Verdict,
+    DEFAULT_NOISE_THRESHOLD_PCT,
 };
 use fsscale::report::{render_analysis, render_comparisons, ExportFormat};
 use fsscale::results::ResultsFile;
+use fsscale::stats::hypothesis::TestKind;
 use fsscale::vocab::Cache;
 
 /// `--fail-if-worse` found regressions: exit status 3, distinct from errors (1).
@@ -72,20 +74,24 @@ pub fn compare_command(args: &CompareArgs) -> Result<(String, Option<Regressed>,
     if let Some(pct) = args.fail_if_worse {
         percentage_of_0_or_more("--fail-if-worse", pct, 5)?;
     }
-    percentage_of_0_or_more("--noise-threshold", args.noise_threshold, 2)?;
+    if let Some(pct) = args.noise_threshold {
+        percentage_of_0_or_more("--noise-threshold", pct, 2)?;
+    }
+    let between_text = args.between.clone().or_else(|| args.variants.as_ref().map(|v| format!("variant={v}")));
+    let between = between_text.as_deref().map(Between::parse).transpose()?;
     let figure = if args.per_cpu { Figure::OpsPerCpuSecond } else { Figure::Throughput };
     let config = CompareConfig {
         test: args.test,
         confidence: args.confidence / 100.0,
         figure,
-        noise_threshold_pct: args.noise_threshold,
+        noise_threshold_pct: args.noise_threshold.unwrap_or_else(|| {
+            between.as_ref().map_or(DEFAULT_NOISE_THRESHOLD_PCT, Between::default_noise_threshold_pct)
+        }),
     };
     let base = load(&args.base)?;
     let mut comparisons = Vec::new();
-    let between = args.between.clone().or_else(|| args.variants.as_ref().map(|v| format!("variant={v}")));
-    if let Some(text) = &between {
-        let between = Between::parse(text)?;
-        let c = compare_between(&base, &label(&args.base), &between, &config)?;
+    if let (Some(between), Some(text)) = (&between, &between_text) {
+        let c = compare_between(&base, &label(&args.base), between, &config)?;
         if c.rows.is_empty() {
             bail!("--between {text}: no point of {} pairs with another on everything else", label(&args.base));
         }
@@ -97,6 +103,14 @@ pub fn compare_command(args: &CompareArgs) -> Result<(String, Option<Regressed>,
         };
         let base_side = side(std::iter::once(&args.base).chain(&args.new).collect())?;
         let new_side = side(args.vs.iter().collect())?;
+        if args.test == TestKind::Paired && (base_side.len() != new_side.len() || base_side.len() < 2) {
+            bail!(
+                "--test paired with --vs pairs invocation k of each side, so it needs as many files on each side, \
+                 two or more (here {} and {}); run them alternately (A1 B1 A2 B2 ...), or leave --test out",
+                base_side.len(),
+                new_side.len()
+            );
+        }
         let c = compare_invocations(&base_side, &new_side, &config);
         if c.rows.is_empty() {
             bail!(

@@ -78,6 +78,19 @@ pub struct Variant {
     pub teardown: Option<String>,
 }
 
+/// `--until-ci` of a run with variants unless it says otherwise: rounds go
+/// on until each variant's ratio to the first, paired by round, is known
+/// within ±2% (95%), or `--max-runs`. On a quiet machine the least rounds
+/// (`-n`) already get there; on a shared one, where runs scatter by 5–9%,
+/// it takes 25–30 rounds, and a 5% change is then called in most pairs
+/// where five rounds call it in under half (docs/STATISTICS.md).
+pub const DEFAULT_PAIRED_CI_PCT: f64 = 2.0;
+
+/// `--max-runs` of a run with variants unless it says otherwise. Runs 8%
+/// apart in their ratio (a shared 2-vCPU VM) need about 60 rounds for
+/// ±2%; 50 bound the cost at under a minute a point of two 0.5 s variants.
+pub const DEFAULT_PAIRED_MAX_ROUNDS: usize = 50;
+
 /// How much the workers share.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

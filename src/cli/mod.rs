@@ -176,7 +176,7 @@ pub struct CompareArgs {
     /// Results files to compare with the baseline, each on its own.
     #[arg(value_name = "NEW.json", required_unless_present_any = ["between", "variants", "vs"], conflicts_with_all = ["between", "variants"])]
     pub new: Vec<PathBuf>,
-    /// Several invocations per side: BASE.json and the NEW.json files before --vs are the base side's invocations, the files after it the new side's (A1.json A2.json A3.json --vs B1.json B2.json B3.json). The invocation is the unit: runs nested in invocations, the interval a hierarchical bootstrap's, each side's spread split between and within invocations (--noise-threshold applies only while a side has one file).
+    /// Several invocations per side: BASE.json and the NEW.json files before --vs are the base side's invocations, the files after it the new side's (A1.json A2.json A3.json --vs B1.json B2.json B3.json). The invocation is the unit (Kalibera and Jones): runs nested in invocations, the interval Fieller's on the invocation means with Welch's t, each side's spread split between and within invocations (--noise-threshold applies only while a side has one file). Invocations run alternately (A1 B1 A2 B2 ...) pair with --test paired: invocation k of each side, a paired t test on their means' log ratios.
     #[arg(long, value_name = "NEW.json", num_args = 1.., conflicts_with_all = ["between", "variants"])]
     pub vs: Vec<PathBuf>,
     /// Compare two values of one dimension BASE.json sweeps, inside it: DIM=A,B with DIM one of fs, share, mode, cache, variant (e.g. variant=off,on, share=private,shared, fs=ext4,ext4:noatime). Every other dimension is paired point by point and the runs by round (--test paired: a t test on the rounds' log ratios), so what moved the machine between rounds cancels.
@@ -185,7 +185,7 @@ pub struct CompareArgs {
     /// Compare two --variant runs of BASE.json: the same as --between variant=A,B.
     #[arg(long, value_name = "A,B")]
     pub variants: Option<String>,
-    /// Test on the runs' ops/s: welch (unequal variances), student (pooled, as ministat), mann-whitney (ranks, for non-normal data) or paired (run k of each side paired: a t test on the log ratios; --between uses it).
+    /// Test on the runs' ops/s: welch (unequal variances), student (pooled, as ministat), mann-whitney (ranks, for non-normal data) or paired (run k of each side paired, or with --vs invocation k: a t test on the log ratios; --between uses it).
     #[arg(long, default_value = "welch", value_parser = choice::<TestKind>())]
     pub test: TestKind,
     /// Confidence level in percent, for the interval and the verdict.
@@ -194,9 +194,9 @@ pub struct CompareArgs {
     /// Compare each run's ops per second of the workers' own CPU time (user and system) instead of its ops/s: on a machine other work shares, it moves far less with their load. Other work then does not make a point "too noisy"; drift and two modes still do.
     #[arg(long)]
     pub per_cpu: bool,
-    /// Call a significant change better or worse only when its whole confidence interval lies beyond ±PCT percent; otherwise it is "within noise". Two invocations of one system differ by more than their runs' spread shows (1-2% on a quiet VM); 0 leaves the verdict to the test alone, as ministat does.
-    #[arg(long, value_name = "PCT", default_value_t = fsscale::compare::DEFAULT_NOISE_THRESHOLD_PCT)]
-    pub noise_threshold: f64,
+    /// Call a significant change better or worse only when its whole confidence interval lies beyond ±PCT percent; otherwise it is "within noise". Two invocations of one system differ by more than their runs' spread shows (1-2% on a quiet VM); 0 leaves the verdict to the test alone, as ministat does. Default 2, except 0 where that spread is measured or cancels: --vs with two or more files a side, and --between/--variants other than fs (both sides ran in one invocation, round by round).
+    #[arg(long, value_name = "PCT")]
+    pub noise_threshold: Option<f64>,
     /// Show a ministat-style dot plot of every point's runs (x = base, + = new).
     #[arg(long)]
     pub plot: bool,

@@ -123,13 +123,13 @@ pub struct TimingArgs {
     #[arg(long, value_name = "N")]
     pub order_seed: Option<u64>,
 
-    /// Repeat each point, round by round, until its mean's 95% confidence interval is within ± PCT% (or --max-runs); -n is then the least.
+    /// Repeat each point, round by round, until its mean's 95% confidence interval is within ± PCT% (or --max-runs); -n is then the least. With --variant, until every variant's ratio to the first, paired by round, has a 95% interval within ± PCT% (default 2; for exactly -n rounds give --max-runs equal to -n).
     #[arg(long, value_name = "PCT")]
     pub until_ci: Option<f64>,
 
-    /// --until-ci: the most runs a point gets.
-    #[arg(long, value_name = "N", default_value_t = 30)]
-    pub max_runs: usize,
+    /// --until-ci: the most runs a point gets (default 30; with --variant, 50 rounds).
+    #[arg(long, value_name = "N")]
+    pub max_runs: Option<usize>,
 
     /// Interval of the ops time series: `auto` (1 s for windows of 10 s or more, else a tenth of the window) or a time.
     #[arg(long, value_name = "TIME", default_value = "auto")]
@@ -371,6 +371,8 @@ impl RunArgs {
         if mpi.is_some() && !variants.is_empty() {
             bail!("--variant runs its commands on this machine only: under MPI, run one job per variant and compare them with fsscale compare");
         }
+        let no_variants = variants.is_empty();
+        let paired_default = !no_variants && timing.until_ci.is_none() && timing.max_runs != Some(timing.runs);
         Ok(RunConfig {
             dir: sweep.dir,
             workloads,
@@ -399,8 +401,14 @@ impl RunArgs {
             order_seed: timing.order_seed.unwrap_or_else(|| {
                 u64::from_str_radix(&sys::random_hex(8), 16).expect("random_hex gives 16 hex digits")
             }),
-            until_ci_pct: timing.until_ci,
-            max_runs: timing.max_runs,
+            // Variants are for their paired comparison: by default, rounds
+            // go on until it is precise (a fixed count: --max-runs = -n).
+            until_ci_pct: timing.until_ci.or(paired_default.then_some(plan::variant::DEFAULT_PAIRED_CI_PCT)),
+            max_runs: match (timing.max_runs, no_variants) {
+                (Some(max), _) => max,
+                (None, true) => plan::DEFAULT_MAX_RUNS,
+                (None, false) => plan::variant::DEFAULT_PAIRED_MAX_ROUNDS.max(timing.runs),
+            },
             sample_interval,
             stall_timeout: timing.stall_timeout,
             output,

@@ -49,6 +49,23 @@ impl Between {
     }
 }
 
+impl Between {
+    /// The noise threshold unless `--noise-threshold` sets one. Variants,
+    /// sharing levels, modes and cache states of one file ran in one
+    /// invocation on one filesystem, round by round: what sets two
+    /// invocations apart is common to both sides and cancels in the paired
+    /// ratio, so the test alone decides. Each `--fs` was made once per
+    /// invocation, and what sets one made filesystem apart from the next
+    /// (where its blocks fell, its journal) is not measured by its own
+    /// rounds, so the threshold stays.
+    pub fn default_noise_threshold_pct(&self) -> f64 {
+        match self.dimension {
+            Dimension::Fs => super::DEFAULT_NOISE_THRESHOLD_PCT,
+            Dimension::Share | Dimension::Mode | Dimension::Cache | Dimension::Variant => 0.0,
+        }
+    }
+}
+
 /// A point's value of `dimension`: the made filesystem's label (`dir` for
 /// `--dir`), the sharing level, the mode, the cache state (`-` for loops, which have none).
 fn value(p: &Point, dimension: Dimension) -> String {

@@ -11,6 +11,9 @@
 //! invocations a side; this interval calls 7: docs/STATISTICS.md.) With the
 //! spread between invocations measured on both sides, the fixed
 //! `--noise-threshold` that stands in for it with one file a side is not applied.
+//! With `--test paired` and as many files a side, invocation k of one side
+//! pairs with invocation k of the other: a paired t test on the log ratios
+//! of their means, for invocations run alternately (A1 B1 A2 B2 ...).
 
 use serde::{Deserialize, Serialize};
 
@@ -34,8 +37,12 @@ pub fn compare_invocations(
     config: &CompareConfig,
 ) -> Comparison {
     let measured = base.len() >= 2 && new.len() >= 2;
+    // `--test paired`: invocation k of each side ran one after the other
+    // (A1 B1 A2 B2 ...), so what moved the machine between invocations
+    // cancels in their means' ratio, as runs pair by round in one file.
+    let paired = config.test == TestKind::Paired && measured && base.len() == new.len();
     let config = CompareConfig {
-        test: TestKind::Hierarchical,
+        test: if paired { TestKind::Paired } else { TestKind::Hierarchical },
         noise_threshold_pct: if measured { 0.0 } else { config.noise_threshold_pct },
         ..*config
     };

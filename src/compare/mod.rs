@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use crate::results::{Point, ResultsFile};
 use crate::stats::distributions::t_quantile_two_sided;
 use crate::stats::hierarchical::Invocations;
-use crate::stats::hypothesis::{mann_whitney, paired_log_ratio, ratio_interval, student, welch, TestKind};
+use crate::stats::hypothesis::{mann_whitney, paired_log_ratio, ratio_interval, student, welch, Pairs, TestKind};
 use crate::stats::{Sample, Summary};
 use crate::vocab::Mode;
 use crate::vocab::{Share, Workload};
@@ -286,7 +286,7 @@ fn compare_point(
     let bs = Sample::new(&base_runs).expect("runs have finite ops/s");
     let ns = Sample::new(&new_runs).expect("runs have finite ops/s");
     let summary = |v: &[f64]| Summary::of(v).expect("non-empty");
-    let (change_pct, change_ci_pct, p_value) = measure_change(&bs, &ns, config, nested);
+    let (change_pct, change_ci_pct, p_value) = measure_change(&bs, &ns, (&base_runs, &new_runs), config, nested);
     // Invocations measured on both sides: their spread is in the interval, drift and a busy machine included.
     let spread_measured = nested.is_some_and(|(b, n)| b.count() >= 2 && n.count() >= 2);
     // A `command` driver's figure may be smaller-is-better (a time, a latency).
@@ -357,6 +357,7 @@ fn compare_point(
 fn measure_change(
     bs: &Sample,
     ns: &Sample,
+    in_order: (&[f64], &[f64]),
     config: &CompareConfig,
     nested: Option<(&Invocations, &Invocations)>,
 ) -> (f64, Option<(f64, f64)>, Option<f64>) {
@@ -382,10 +383,17 @@ fn measure_change(
             let interval = welch(bs, ns, config.confidence).ok().and_then(|t| fieller(t.df));
             (means_change, interval, mann_whitney(bs, ns).ok().map(|m| m.p_value))
         }
-        TestKind::Paired => match paired_log_ratio(bs, ns, config.confidence) {
-            Ok(r) => (pct(r.ratio), Some((pct(r.interval.0), pct(r.interval.1))), Some(r.p_value)),
-            Err(_) => (means_change, None, None),
-        },
+        TestKind::Paired => {
+            let pairs = match nested {
+                // Invocation k of each side, run alternately: their means pair.
+                Some((b, n)) => Pairs::new(&b.means(), &n.means()),
+                None => Pairs::new(in_order.0, in_order.1),
+            };
+            match pairs.and_then(|p| paired_log_ratio(&p, config.confidence)) {
+                Ok(r) => (pct(r.ratio), Some((pct(r.interval.0), pct(r.interval.1))), Some(r.p_value)),
+                Err(_) => (means_change, None, None),
+            }
+        }
         TestKind::Hierarchical => {
             // Each side's invocation means are its sample (see `invocations`);
             // a side of one invocation has only its runs, as Welch takes them.

@@ -161,9 +161,9 @@ fn paired_verdicts(seed: u64, trials: usize, test: TestKind, level: f64, round_s
 #[test]
 fn pairing_runs_by_round_cancels_what_moves_the_machine_between_rounds() {
     // Rounds 3% apart and the machine ramping 8% over 10 rounds, runs 0.5% apart.
-    // A/A: never called better or worse, paired or not (the 8% of chance
+    // A/A: never called better or worse, paired or not (the 4% of chance
     // significance paired lies inside the ±2% threshold).
-    assert_eq!(paired_verdicts(11, 200, TestKind::Paired, 1.0, 0.03, 0.08), [0, 184, 16, 0, 0]);
+    assert_eq!(paired_verdicts(11, 200, TestKind::Paired, 1.0, 0.03, 0.08), [0, 192, 8, 0, 0]);
     assert_eq!(paired_verdicts(11, 200, TestKind::Welch, 1.0, 0.03, 0.08), [0, 200, 0, 0, 0]);
     // 5% slower: paired finds it every time; unpaired, the rounds' spread and
     // the drift hide it or veto it in 164 of 200.
@@ -199,6 +199,40 @@ fn invocations_as_the_unit_hold_the_false_alarm_rate_and_find_10_percent_at_thre
     assert_eq!(invocation_verdicts(22, 200, 5, 0.95, 0.02), [183, 17, 0, 0, 0]);
 }
 
+/// Verdicts of `trials` comparisons of invocations run alternately
+/// (A1 B1 A2 B2 ...), `test` paired or not: each pair of invocations shares
+/// a machine offset of `common_sd` and each has `own_sd` of its own; runs
+/// 1% apart, 5 each; the new side is `level` of the base.
+fn alternated_verdicts(seed: u64, test: TestKind, invocations: usize, level: f64, sds: (f64, f64)) -> [usize; 5] {
+    let (common_sd, own_sd) = sds;
+    let config = CompareConfig { test, confidence: 0.95, figure: Figure::Throughput, noise_threshold_pct: 2.0 };
+    tally(seed, 200, |rng| {
+        let (mut b, mut n) = (Vec::new(), Vec::new());
+        for i in 0..invocations {
+            let machine = 1.0 + common_sd * rng.normal();
+            b.push((format!("a{i}.json"), draw(rng, Side { level: machine, sd: 0.01, block_sd: own_sd, ..QUIET }, 5)));
+            n.push((
+                format!("b{i}.json"),
+                draw(rng, Side { level: level * machine, sd: 0.01, block_sd: own_sd, ..QUIET }, 5),
+            ));
+        }
+        compare_invocations(&b, &n, &config).rows[0].verdict
+    })
+}
+
+#[test]
+fn invocations_run_alternately_pair_and_the_machine_between_them_cancels() {
+    // Invocations 5% apart as the machine moves (the bench saw that beside a
+    // compiler), 1% of their own: three a side find 10% in 107 of 200
+    // unpaired, in 200 paired.
+    let sds = (0.05, 0.01);
+    assert_eq!(alternated_verdicts(40, TestKind::Welch, 3, 0.9, sds), [107, 93, 0, 0, 0]);
+    assert_eq!(alternated_verdicts(40, TestKind::Paired, 3, 0.9, sds), [200, 0, 0, 0, 0]);
+    // A/A: 12 of 200 paired, the test's 5% (1 unpaired, where the machine's spread hides everything).
+    assert_eq!(alternated_verdicts(41, TestKind::Paired, 3, 1.0, sds), [6, 188, 0, 0, 6]);
+    assert_eq!(alternated_verdicts(41, TestKind::Welch, 3, 1.0, sds), [0, 199, 0, 0, 1]);
+}
+
 #[test]
 fn a_hierarchical_bootstrap_on_three_invocations_calls_too_many_a_a_pairs() {
     // Why the verdict's interval is Welch's on invocation means and not the
@@ -225,21 +259,55 @@ fn a_hierarchical_bootstrap_on_three_invocations_calls_too_many_a_a_pairs() {
     assert_eq!([called(3), called(10)], [33, 20], "of 200 A/A pairs, where 10 is the 5% allowed");
 }
 
-/// Verdicts of `trials` variant pairs measured in the same rounds (`runs`
-/// of them: 5 is `run`'s default), rounds 3% apart, the machine ramping 8%
-/// over them, runs 0.5% apart; with `busy`, other work took that share of
-/// the machine in every run of both.
-fn variant_verdicts(seed: u64, trials: usize, level: f64, runs: usize, busy: f64) -> [usize; 5] {
+/// How many rounds a variant pair runs.
+#[derive(Clone, Copy)]
+enum Rounds {
+    Fixed(usize),
+    /// `run`'s default with variants: at least `least`, then until the
+    /// ratio's paired interval is within ±`pct`% ([`Point::paired_interval_pct`]), at most `max`.
+    UntilCi {
+        least: usize,
+        pct: f64,
+        max: usize,
+    },
+}
+
+/// Verdicts of `trials` variant pairs measured in the same rounds, rounds
+/// `round_sd` apart, the machine ramping 8% over them, runs `sd` apart;
+/// with `busy`, other work took that share of the machine in every run of
+/// both. The threshold is the variants' default: none.
+fn variant_verdicts(seed: u64, trials: usize, level: f64, rounds: Rounds, noise: (f64, f64), busy: f64) -> [usize; 5] {
+    let (sd, round_sd) = noise;
+    let threshold =
+        Between { dimension: Dimension::Variant, base: "off".into(), new: "on".into() }.default_noise_threshold_pct();
     let config = CompareConfig {
         test: TestKind::Paired,
         confidence: 0.95,
         figure: Figure::Throughput,
-        noise_threshold_pct: 2.0,
+        noise_threshold_pct: threshold,
     };
     tally(seed, trials, |rng| {
-        let mut sides = draw_rounds(rng, level, 0.005, 0.03, 0.08, runs);
-        for side in sides.iter_mut().filter(|_| busy > 0.0) {
-            for run in &mut side.points[0].runs {
+        let most = match rounds {
+            Rounds::Fixed(n) => n,
+            Rounds::UntilCi { max, .. } => max,
+        };
+        let mut sides = draw_rounds(rng, level, sd, round_sd, 0.08, most);
+        if let Rounds::UntilCi { least, pct, max } = rounds {
+            // The rounds run until the pair is precise: the first prefix that is.
+            let precise = |n: usize| {
+                let [b, v] = sides.clone().map(|mut s| {
+                    s.points[0].runs.truncate(n);
+                    s
+                });
+                v.points[0].paired_interval_pct(&b.points[0]).is_some_and(|half| half <= pct)
+            };
+            let n = (least..max).find(|&n| precise(n)).unwrap_or(max);
+            for side in &mut sides {
+                side.points[0].runs.truncate(n);
+            }
+        }
+        for side in &mut sides {
+            for run in side.points[0].runs.iter_mut().filter(|_| busy > 0.0) {
                 run.noise = Some(RunNoise { others_cpu: busy, ticks: 10_000, ..Default::default() });
             }
             side.points[0].summarize();
@@ -248,13 +316,37 @@ fn variant_verdicts(seed: u64, trials: usize, level: f64, runs: usize, busy: f64
     })
 }
 
+/// A quiet machine: runs 0.5% apart, rounds 3%.
+const QUIET_ROUNDS: (f64, f64) = (0.005, 0.03);
+/// A 2-vCPU VM beside a compiler (`bench/power.sh`): runs 6% apart on
+/// their own and 4% with their round, so the pair's ratio scatters by 8%.
+const SHARED_ROUNDS: (f64, f64) = (0.06, 0.04);
+
 #[test]
-fn paired_variants_at_the_default_five_rounds_meet_the_promised_rates() {
-    // A/A: 0 of 200 called better or worse (11 significant, all inside ±2%).
-    assert_eq!(variant_verdicts(30, 200, 1.0, 5, 0.0), [0, 189, 11, 0, 0]);
+fn paired_variants_at_five_rounds_on_a_quiet_machine_meet_the_promised_rates() {
+    let five = Rounds::Fixed(5);
+    // A/A: 8 of 200 called (the test's 5%, as no threshold applies).
+    assert_eq!(variant_verdicts(30, 200, 1.0, five, QUIET_ROUNDS, 0.0), [4, 192, 0, 0, 4]);
     // 5% slower: 200 of 200.
-    assert_eq!(variant_verdicts(31, 200, 0.95, 5, 0.0), [200, 0, 0, 0, 0]);
+    assert_eq!(variant_verdicts(31, 200, 0.95, five, QUIET_ROUNDS, 0.0), [200, 0, 0, 0, 0]);
     // 30% slower on a machine 40% busy in every run: the pairing cancels the
     // load, so it is never "too noisy" (unpaired, every one is: see above).
-    assert_eq!(variant_verdicts(32, 200, 0.7, 5, 0.4), [200, 0, 0, 0, 0]);
+    assert_eq!(variant_verdicts(32, 200, 0.7, five, QUIET_ROUNDS, 0.4), [200, 0, 0, 0, 0]);
+}
+
+#[test]
+fn on_a_shared_machine_variants_run_rounds_until_their_ratio_is_precise() {
+    let until = Rounds::UntilCi {
+        least: 5,
+        pct: crate::vocab::DEFAULT_PAIRED_CI_PCT,
+        max: crate::vocab::DEFAULT_PAIRED_MAX_ROUNDS,
+    };
+    // Five rounds find 5% in 34 of 200; rounds until ±2% (or 50) in 196.
+    assert_eq!(variant_verdicts(33, 200, 0.95, Rounds::Fixed(5), SHARED_ROUNDS, 0.0), [34, 166, 0, 0, 0]);
+    assert_eq!(variant_verdicts(33, 200, 0.95, until, SHARED_ROUNDS, 0.0), [196, 4, 0, 0, 0]);
+    // A/A stays at the test's 5% (10 of 200; 13 at five rounds): stopping
+    // on the interval's width, not on its verdict, does not make chance
+    // look significant.
+    assert_eq!(variant_verdicts(34, 200, 1.0, until, SHARED_ROUNDS, 0.0), [4, 190, 0, 0, 6]);
+    assert_eq!(variant_verdicts(35, 200, 1.0, Rounds::Fixed(5), SHARED_ROUNDS, 0.0), [3, 187, 0, 0, 10]);
 }

@@ -37,7 +37,7 @@ pub fn config(workloads: Vec<Workload>, caches: Vec<Cache>) -> RunConfig {
         order: Order::Interleaved,
         order_seed: 1,
         until_ci_pct: None,
-        max_runs: 30,
+        max_runs: super::DEFAULT_MAX_RUNS,
         sample_interval: Duration::from_secs(1),
         stall_timeout: Duration::from_secs(60),
         output: PathBuf::from("x.json"),

@@ -101,6 +101,9 @@ pub const MIN_DURATION: Duration = Duration::from_millis(1);
 /// The shortest stall timeout: the watch compares progress every 250 ms.
 pub const MIN_STALL_TIMEOUT: Duration = Duration::from_millis(500);
 
+/// `--max-runs` unless given (runs with variants: [`variant::DEFAULT_PAIRED_MAX_ROUNDS`]).
+pub const DEFAULT_MAX_RUNS: usize = 30;
+
 /// The narrowest `--until-ci` target: a hundredth of a percent.
 pub const MIN_UNTIL_CI_PCT: f64 = 0.01;
 

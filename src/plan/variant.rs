@@ -7,8 +7,8 @@
 
 use anyhow::{bail, Result};
 
-pub use crate::vocab::Variant;
 use crate::vocab::{InputError, Order};
+pub use crate::vocab::{Variant, DEFAULT_PAIRED_CI_PCT, DEFAULT_PAIRED_MAX_ROUNDS};
 
 /// The most variants one run may have (each multiplies every point).
 pub const MAX_VARIANTS: usize = 16;

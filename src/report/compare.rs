@@ -127,10 +127,21 @@ fn text(out: &mut String, c: &Comparison, plots: bool, color: bool) {
     let test = c.rows.first().map(|r| r.test.name()).unwrap_or("-");
     let confidence = trim(c.confidence * 100.0);
     let _ = match test {
+        "paired" if c.rows.iter().any(|r| r.invocations.is_some()) => writeln!(
+            out,
+            "change: the geometric mean of the ratios of paired invocations' means new/base - 1, with its \
+             {confidence}% t interval; p: paired t test on their log ratios (invocation k of each side paired: \
+             what moved the machine between invocations cancels)"
+        ),
         "paired" => writeln!(
             out,
             "change: the geometric mean of the rounds' ratios new/base - 1, with its {confidence}% t interval; \
-             p: paired t test on the rounds' log ratios (run k of each side paired: drift between rounds cancels)"
+             p: paired t test on the rounds' log ratios (run k of each side paired: drift between rounds cancels){}",
+            if c.noise_threshold_pct > 0.0 {
+                ""
+            } else {
+                "; both sides ran in one invocation, so no noise threshold applies"
+            }
         ),
         "hierarchical" => writeln!(
             out,

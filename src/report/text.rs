@@ -64,7 +64,7 @@ fn group(
         let how = doc.settings.fresh.map(|f| format!(", {}", f.words())).unwrap_or_default();
         out.push_str(&format!("  filesystem: {}{how}\n", made.describe()));
     }
-    let missing = |p: &Point| run_note(p, &doc.settings);
+    let missing = |p: &Point| run_note(p, &doc.settings, None);
     let table = match (points[0].metric.is_some(), workload.is_fixed_work()) {
         (true, _) => driver_table(points, missing),
         (false, true) => view::table(Layout::FixedWork, &mut view::views_of(points, doc)),
@@ -205,11 +205,17 @@ fn runs_line(doc: &ResultsFile) -> String {
     };
     let until = settings
         .until_ci_pct
-        .map(|pct| {
-            format!(
+        .map(|pct| match settings.variants.first() {
+            Some(first) => format!(
+                "; rounds went on until each variant's ratio to {}, paired by round, had its 95% interval \
+                 within ±{pct}% (at most {} rounds)",
+                first.name,
+                settings.max_runs.unwrap_or(0)
+            ),
+            None => format!(
                 "; repeated until the mean's 95% CI was within ±{pct}% (at most {} runs)",
                 settings.max_runs.unwrap_or(0)
-            )
+            ),
         })
         .unwrap_or_default();
     let steady = steady_clause(doc).map(|c| format!("; {c}")).unwrap_or_default();
@@ -272,14 +278,21 @@ pub(super) fn steady_clause(doc: &ResultsFile) -> Option<String> {
 
 /// What a point's row must say about its runs: missing ones (an
 /// interrupted run), or with `--until-ci`, how many it took and whether its
-/// interval got as tight as asked.
-pub(super) fn run_note(point: &Point, settings: &Settings) -> String {
+/// interval got as tight as asked: the mean's, or with variants the paired
+/// ratio's to `paired_base` (the first variant's point, which has no note).
+pub(super) fn run_note(point: &Point, settings: &Settings, paired_base: Option<&Point>) -> String {
     let (n, runs) = (point.runs.len(), settings.runs);
+    let interval = match paired_base {
+        // The first variant's rounds are judged by the others' ratios to it.
+        Some(base) if std::ptr::eq(base, point) => None,
+        Some(base) => point.paired_interval_pct(base).map(|h| (h, "ratio ")),
+        None => point.mean_interval_pct().map(|h| (h, "")),
+    };
     let count = if n < runs {
         format!("({n} of {runs} runs)")
     } else if let Some(target) = settings.until_ci_pct {
-        match point.mean_interval_pct() {
-            Some(half) if half > target => format!("({n} runs: ±{half:.1}%, not ±{target})"),
+        match interval {
+            Some((half, what)) if half > target => format!("({n} runs: {what}±{half:.1}%, not ±{target})"),
             _ if n > runs => format!("({n} runs)"),
             _ => String::new(),
         }

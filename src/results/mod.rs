@@ -420,6 +420,22 @@ impl Point {
         self.mean_interval_pct().is_some_and(|half| half <= pct)
     }
 
+    /// Half the 95% confidence interval of this point's ratio to `base`,
+    /// its runs paired with `base`'s by round (the paired t interval of
+    /// [`paired_log_ratio`](crate::stats::hypothesis::paired_log_ratio)), in
+    /// percent: the geometric half-width sqrt(hi/lo) - 1. `None` below two
+    /// rounds, or while the points have not run the same number of rounds.
+    pub fn paired_interval_pct(&self, base: &Point) -> Option<f64> {
+        if self.runs.len() != base.runs.len() {
+            return None;
+        }
+        use crate::stats::hypothesis::{paired_log_ratio, Pairs};
+        let rates = |p: &Point| p.runs.iter().map(|r| r.ops_per_s).collect::<Vec<_>>();
+        let ratio = paired_log_ratio(&Pairs::new(&rates(base), &rates(self)).ok()?, 0.95).ok()?;
+        let (lo, hi) = ratio.interval;
+        Some(100.0 * ((hi / lo).sqrt() - 1.0))
+    }
+
     pub fn summarize(&mut self) {
         let rates: Vec<f64> = self.runs.iter().map(|r| r.ops_per_s).collect();
         let per_worker: Vec<f64> = self.runs.iter().map(|r| r.ops_per_s_per_worker).collect();

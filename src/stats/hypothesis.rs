@@ -24,7 +24,7 @@ pub enum TestKind {
     Welch,
     MannWhitney,
     /// Runs paired by round (run i of one side with run i of the other): a
-    /// t test on the rounds' log ratios ([`paired_log_ratio`]).
+    /// t test on the rounds' log ratios ([`paired_log_ratio`] of [`Pairs`]).
     Paired,
     /// Runs nested in invocations (several results files per side): the
     /// ratio of the invocations' grand means with a hierarchical bootstrap
@@ -113,25 +113,62 @@ pub struct PairedRatio {
     pub pairs: usize,
 }
 
-/// Student's paired t test (Student 1908) on the log ratios ln(new_i / base_i)
-/// of runs paired by position: whatever moves both runs of a pair alike (a
+/// Two sides' figures paired by position, run k of one with run k of the
+/// other, in the order they were measured. Unlike [`Sample`], which sorts,
+/// this keeps the order: paired by rank instead of by round, two sides'
+/// noise would line up and a chance difference look certain.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Pairs {
+    base: Vec<f64>,
+    new: Vec<f64>,
+}
+
+impl Pairs {
+    /// The first min(len) figures of each side, paired in order; at least 2
+    /// pairs, every figure finite and positive (a ratio's logarithm needs it).
+    pub fn new(base: &[f64], new: &[f64]) -> Result<Pairs, StatsError> {
+        let n = base.len().min(new.len());
+        if n < 2 {
+            return Err(StatsError::TooFew { needed: 2, got: n });
+        }
+        let (base, new) = (&base[..n], &new[..n]);
+        if let Some((index, &value)) = base.iter().chain(new).enumerate().find(|(_, v)| !(v.is_finite() && **v > 0.0)) {
+            return Err(StatsError::NotFinite { index: index % n, value });
+        }
+        Ok(Pairs { base: base.to_vec(), new: new.to_vec() })
+    }
+
+    pub fn len(&self) -> usize {
+        self.base.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.base.is_empty()
+    }
+
+    /// ln(new_k / base_k), pair by pair.
+    fn log_ratios(&self) -> Vec<f64> {
+        self.base.iter().zip(&self.new).map(|(b, n)| (n / b).ln()).collect()
+    }
+}
+
+/// Student's paired t test (Student 1908) on the log ratios ln(new_k / base_k)
+/// of runs paired by round: whatever moves both runs of a pair alike (a
 /// machine warming up over the rounds, an invocation's offset) cancels, as
 /// a ratio's logarithm makes a multiplicative effect additive. The interval
-/// is of the geometric mean ratio. Needs 2 pairs and positive figures.
-pub fn paired_log_ratio(base: &Sample, new: &Sample, confidence: f64) -> Result<PairedRatio, StatsError> {
-    need_two(base, new)?;
-    let pairs = base.len().min(new.len());
-    let logs: Vec<f64> = base.values().iter().zip(new.values()).map(|(b, n)| (n / b).ln()).collect();
-    let diffs = Sample::new(&logs)?;
-    let df = (pairs - 1) as f64;
-    let se = (diffs.variance() / pairs as f64).sqrt();
+/// is of the geometric mean ratio.
+pub fn paired_log_ratio(pairs: &Pairs, confidence: f64) -> Result<PairedRatio, StatsError> {
+    let diffs = Sample::new(&pairs.log_ratios())?;
+    let n = pairs.len();
+    let df = (n - 1) as f64;
+    let se = (diffs.variance() / n as f64).sqrt();
     let t = t_result(diffs.mean(), se, df, confidence, None);
     Ok(PairedRatio {
         ratio: diffs.mean().exp(),
         interval: ((diffs.mean() - t.half_width).exp(), (diffs.mean() + t.half_width).exp()),
         p_value: t.p_value,
         df,
-        pairs,
+        pairs: n,
     })
 }
 
@@ -241,18 +278,29 @@ mod tests {
     #[test]
     fn paired_log_ratio_is_the_geometric_mean_ratio_with_a_t_interval() {
         // Every pair 10% down, whatever its level: certain.
-        let base = Sample::new(&[100.0, 200.0, 400.0]).unwrap();
-        let r = paired_log_ratio(&base, &Sample::new(&[90.0, 180.0, 360.0]).unwrap(), 0.95).unwrap();
+        let base = [100.0, 200.0, 400.0];
+        let r = paired_log_ratio(&Pairs::new(&base, &[90.0, 180.0, 360.0]).unwrap(), 0.95).unwrap();
         assert!((r.ratio - 0.9).abs() < 1e-12 && r.p_value == 0.0 && r.pairs == 3 && r.df == 2.0, "{r:?}");
         // Ratios 0.9, 1.0, 1.1: logs -0.10536, 0, 0.09531 (mean -0.00335, sd 0.10038),
         // se 0.05795, t(0.975, 2) = 4.3027: interval exp(-0.00335 ± 0.24936).
-        let r = paired_log_ratio(&base, &Sample::new(&[90.0, 200.0, 440.0]).unwrap(), 0.95).unwrap();
+        let r = paired_log_ratio(&Pairs::new(&base, &[90.0, 200.0, 440.0]).unwrap(), 0.95).unwrap();
         assert!((r.ratio - 0.996656).abs() < 1e-5, "{r:?}");
         assert!((r.interval.0 - 0.77670).abs() < 1e-4 && (r.interval.1 - 1.27890).abs() < 1e-4, "{r:?}");
         assert!((r.p_value - 0.9592).abs() < 1e-3, "{r:?}");
         // A run of 0 ops has no ratio to take the logarithm of.
-        assert!(paired_log_ratio(&base, &Sample::new(&[0.0, 1.0, 2.0]).unwrap(), 0.95).is_err());
+        assert!(Pairs::new(&base, &[0.0, 1.0, 2.0]).is_err());
+        assert!(Pairs::new(&base, &[1.0]).is_err());
     }
+
+    #[test]
+    fn pairs_keep_the_rounds_order() {
+        // Round by round the new side is 1.5 and 0.667 of the base: no
+        // consistent change. Sorted first, the pairs would be 100/100 and
+        // 200/200, an exact 1.0 with no spread.
+        let r = paired_log_ratio(&Pairs::new(&[100.0, 200.0], &[150.0, 133.3]).unwrap(), 0.95).unwrap();
+        assert!(r.p_value > 0.9 && r.interval.0 < 0.2 && r.interval.1 > 5.0, "{r:?}");
+    }
+
     use proptest::prelude::*;
 
     fn sample(v: &[f64]) -> Sample {

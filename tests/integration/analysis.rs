@@ -357,6 +357,17 @@ fn compare_vs_takes_several_invocations_per_side_and_splits_their_spread() {
     let text = stdout(&compare(&refs, &[]));
     assert!(text.contains("p: Welch's t test on the invocation means"), "{text}");
     assert!(text.contains("  spread at process private x1: between invocations "), "{text}");
+    // Run alternately, invocation k of each side pairs: every pair's ratio is 0.5 exactly.
+    let out = compare(&refs, &["--test", "paired", "--format", "json"]);
+    assert_success(&out);
+    let comparisons: Vec<Comparison> = serde_json::from_slice(&out.stdout).unwrap();
+    let row = &comparisons[0].rows[0];
+    assert_eq!((row.test, row.verdict), (fsscale::stats::hypothesis::TestKind::Paired, Verdict::Worse));
+    assert!((row.change_pct + 50.0).abs() < 1e-9 && row.invocations.is_some(), "{row:?}");
+    assert!(stdout(&compare(&refs, &["--test", "paired"])).contains("invocation k of each side paired"));
+    let mut uneven = fsscale();
+    uneven.arg("compare").args(&refs[..3]).arg("--vs").args(&refs[3..5]).args(["--test", "paired"]);
+    assert_one_line_error(&uneven.output().unwrap(), "needs as many files on each side, two or more (here 3 and 2)");
     // One file a side: the note says what is unknown and how to measure it.
     let out = fsscale().arg("compare").arg(refs[0]).arg(refs[3]).output().unwrap();
     assert_success(&out);

@@ -23,6 +23,8 @@ fn each_round_runs_every_variant_after_its_setup_in_a_rotated_order_and_compare_
         "private",
         "-n",
         "3",
+        "--max-runs",
+        "3",
         "--variant",
         &off,
         "--variant",
@@ -34,6 +36,8 @@ fn each_round_runs_every_variant_after_its_setup_in_a_rotated_order_and_compare_
     let doc = env.results();
     let names: Vec<&str> = doc.settings.variants.iter().map(|v| v.name.as_str()).collect();
     assert_eq!(names, ["off", "on"]);
+    // --max-runs equal to -n: exactly that many rounds, not until precise.
+    assert_eq!((doc.settings.until_ci_pct, doc.settings.max_runs), (None, None));
     let variants: Vec<Option<&str>> = doc.points.iter().map(|p| p.variant.as_deref()).collect();
     assert_eq!(variants, [Some("off"), Some("on")]);
     // Rounds alternate which variant goes first: off on | on off | off on.
@@ -75,6 +79,34 @@ fn each_round_runs_every_variant_after_its_setup_in_a_rotated_order_and_compare_
 }
 
 #[test]
+fn by_default_variants_run_rounds_in_lockstep_until_their_ratio_is_precise() {
+    let env = TestEnv::new();
+    let out = env.run(&["stat", "-j", "1", "--share", "private", "-n", "2", "--variant", "a=", "--variant", "b=true"]);
+    assert_success(&out);
+    let doc = env.results();
+    assert_eq!((doc.settings.until_ci_pct, doc.settings.max_runs), (Some(2.0), Some(50)));
+    // However noisy this machine is, both variants ran the same rounds, at least -n and at most 50.
+    let rounds: Vec<usize> = doc.points.iter().map(|p| p.runs.len()).collect();
+    assert!(rounds[0] == rounds[1] && (2..=50).contains(&rounds[0]), "{rounds:?}");
+    let (a, b) = (&doc.points[0], &doc.points[1]);
+    let precise = b.paired_interval_pct(a).is_some_and(|half| half <= 2.0);
+    assert!(precise || rounds[0] == 50, "stopped at {} rounds, neither precise nor at the cap", rounds[0]);
+    // Before the last round it was not yet precise (or at the least rounds).
+    let mut earlier = (a.clone(), b.clone());
+    earlier.0.runs.pop();
+    earlier.1.runs.pop();
+    assert!(
+        rounds[0] == 2 || !earlier.1.paired_interval_pct(&earlier.0).is_some_and(|half| half <= 2.0),
+        "it went on past a precise round"
+    );
+    let text = stdout(&out);
+    assert!(
+        text.contains("ratio to a, paired by round, had its 95% interval within ±2% (at most 50 rounds)"),
+        "{text}"
+    );
+}
+
+#[test]
 fn a_failing_variant_command_fails_its_run_named_and_keeps_the_runs_before_it() {
     let env = TestEnv::new();
     let marker = env.root.path().join("second");
@@ -102,8 +134,10 @@ fn the_command_workload_sees_its_variant_and_bad_variants_are_refused() {
     let env = TestEnv::new();
     let log = env.root.path().join("seen.log");
     let cmd = format!("echo $FSSCALE_VARIANT {{variant}} >> {}", log.display());
+    let (variants, one_round) = (["--variant", "a=", "--variant", "b="], ["--max-runs", "1"]);
     let args =
-        ["command", "--cmd", &cmd, "--shell", "-j", "1", "--share", "private", "--variant", "a=", "--variant", "b="];
+        [["command", "--cmd", &cmd, "--shell", "-j", "1", "--share", "private"].as_slice(), &variants, &one_round]
+            .concat();
     let out = env.run(&args);
     assert_success(&out);
     let mut seen: Vec<String> = std::fs::read_to_string(&log).unwrap().lines().map(str::to_string).collect();

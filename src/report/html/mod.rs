@@ -71,6 +71,7 @@ pub fn render_html(files: &[(String, ResultsFile)]) -> String {
         let first = doc.settings.variants.first();
         for (base, new) in doc.settings.variants.iter().skip(1).filter_map(|v| Some((first?, v))) {
             let between = Between { dimension: Dimension::Variant, base: base.name.clone(), new: new.name.clone() };
+            let config = CompareConfig { noise_threshold_pct: between.default_noise_threshold_pct(), ..config };
             comparisons.extend(compare_between(doc, label, &between, &config).ok());
         }
     }

@@ -196,7 +196,7 @@ impl Column {
             }
             Runq => sched_share(p, |s| s.runqueue),
             Asleep => sched_share(p, |s| s.asleep),
-            Note => Cell::Text(super::super::text::run_note(p, view.settings)),
+            Note => Cell::Text(super::super::text::run_note(p, view.settings, view.paired_base)),
         }
     }
 }

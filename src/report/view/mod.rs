@@ -28,6 +28,9 @@ pub struct PointView<'a> {
     pub speedup: Option<f64>,
     /// S(N)/N.
     pub efficiency: Option<f64>,
+    /// With `--variant`s: the same point under the first variant, which
+    /// `--until-ci` measured this one's ratio to (itself for the first).
+    pub paired_base: Option<&'a Point>,
 }
 
 /// What a cell holds: renderers show it, exports write its value.
@@ -150,6 +153,16 @@ pub fn views(doc: &ResultsFile) -> Vec<PointView<'_>> {
     views_of(&points, doc)
 }
 
+/// `point` under `doc`'s first variant: the point that differs from it in its variant alone.
+fn paired_base<'a>(doc: &'a ResultsFile, point: &Point) -> Option<&'a Point> {
+    let first = Some(doc.settings.variants.first()?.name.as_str());
+    let same = |p: &&Point| {
+        (p.workload, p.mode, p.share, p.workers, &p.fs, p.cache)
+            == (point.workload, point.mode, point.share, point.workers, &point.fs, point.cache)
+    };
+    doc.points.iter().filter(same).find(|p| p.variant.as_deref() == first)
+}
+
 /// `points` (each with a summary) of `doc`, in view, in their order.
 pub fn views_of<'a>(points: &[&'a Point], doc: &'a ResultsFile) -> Vec<PointView<'a>> {
     // A series: one condition, workload, mode and sharing level, as `analyze` groups them.
@@ -174,6 +187,7 @@ pub fn views_of<'a>(points: &[&'a Point], doc: &'a ResultsFile) -> Vec<PointView
                 filesystem: point.fs.clone().unwrap_or_else(|| doc.target.fs_type.clone()),
                 speedup: at.and_then(|s| s.speedup),
                 efficiency: at.and_then(|s| s.efficiency),
+                paired_base: paired_base(doc, point),
             }
         })
         .collect()
