@@ -5,11 +5,17 @@
 //! base-256 sizes. Entry types: files, directories, symbolic links, hard
 //! links. Device nodes and FIFOs are refused.
 //!
-//! Safety: every path is checked lexically (no absolute paths, no `..`),
-//! symbolic-link targets must stay inside the tree as seen from the link,
-//! hard-link targets are archive paths checked the same way, and every
-//! directory on the way to an entry is opened with `O_NOFOLLOW`, so a
-//! symbolic link planted by the archive itself is never written through.
+//! Safety: every entry's path is checked lexically (no absolute paths, no
+//! `..`), hard-link targets are archive paths checked the same way and
+//! opened without following links, and every directory on the way to an
+//! entry is opened with `O_NOFOLLOW`, so a symbolic link planted by the
+//! archive itself is never written through. A symbolic link's target is
+//! therefore only text: it is created as it is, absolute or relative,
+//! inside the tree or not, as GNU tar creates it, since nothing here (nor
+//! scratch removal, which unlinks links) ever follows one. What is refused:
+//! an entry's own path leaving the directory, a hard link to a path that
+//! does, an entry under an earlier symbolic link (writing through it),
+//! devices and FIFOs. [`scan`] finds each of these before anything runs.
 //! Setuid and setgid bits are dropped; files are owned by whoever extracts.
 //!
 //! Speed: directories stay open on a stack that follows the archive's
@@ -73,7 +79,6 @@ pub fn extract(
     let mut stats = ExtractStats::default();
     let mut pending = Pending::default();
     let mut dir_fixups: Vec<(Vec<String>, u32, i64)> = Vec::new();
-    let mut links = Links::default();
     loop {
         if stop() {
             bail!("stopped");
@@ -114,7 +119,6 @@ pub fn extract(
             }
             b'2' => {
                 input.skip_data(size, offset, &name)?;
-                links.add(parents, leaf, &link).map_err(|e| at(format!("{e:#}")))?;
                 let target = CString::new(link.as_str()).map_err(|_| at("link target holds a NUL byte".into()))?;
                 replace(parent, &leaf_c, |p, n| {
                     // SAFETY: valid C strings and directory fd.
@@ -172,16 +176,35 @@ fn fix_directories(root: RawFd, fixups: Vec<(Vec<String>, u32, i64)>) {
     }
 }
 
+/// What [`scan`] found: what the archive holds, and the first entry the
+/// extractor would refuse, if any.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Scanned {
+    pub contents: ExtractStats,
+    /// "entry \"NAME\" at byte offset N: why", for [`extract`] to refuse.
+    pub refusal: Option<String>,
+}
+
 /// Counts what an archive holds without extracting it (and so reads it
-/// once, which also brings it into the page cache).
-pub fn scan(input: &mut dyn Read) -> Result<ExtractStats> {
+/// once, which also brings it into the page cache), and finds the first
+/// entry [`extract`] would refuse, so a run can say so before it starts.
+pub fn scan(input: &mut dyn Read) -> Result<Scanned> {
     let mut input = Input::new(input);
     let mut stats = ExtractStats::default();
     let mut pending = Pending::default();
+    let mut symlinks: HashSet<String> = HashSet::new();
+    let mut refusal = None;
     loop {
         let Some(Entry { offset, block: header, size, name }) = next_entry(&mut input, &mut pending)? else {
-            return Ok(stats);
+            return Ok(Scanned { contents: stats, refusal });
         };
+        let link = pending.link.take().unwrap_or_else(|| field(&header[157..257]));
+        pending.mtime = None;
+        if refusal.is_none() {
+            refusal = refused(&name, header[156], &link, &mut symlinks)
+                .err()
+                .map(|why| format!("entry \"{name}\" at byte offset {offset}: {why:#}"));
+        }
         // "./" is the extraction directory itself, which extract() does not count either.
         let is_root = components(&name).is_ok_and(|parts| parts.is_empty());
         match header[156] {
@@ -197,6 +220,39 @@ pub fn scan(input: &mut dyn Read) -> Result<ExtractStats> {
         }
         input.skip_data(size, offset, &name)?;
     }
+}
+
+/// Whether [`extract`] refuses the entry `name` of type `typeflag` (linking
+/// to `link`), given the symbolic links before it; records a new one.
+fn refused(name: &str, typeflag: u8, link: &str, symlinks: &mut HashSet<String>) -> Result<()> {
+    let parts = components(name)?;
+    // Every directory on the way, as extract() opens them with O_NOFOLLOW.
+    let through = |parts: &[&str]| (1..parts.len()).map(|n| parts[..n].join("/")).find(|p| symlinks.contains(p));
+    if let Some(link) = through(&parts) {
+        bail!("directory \"{link}\": is a symbolic link or not a directory; refusing to write through it");
+    }
+    match typeflag {
+        b'0' | 0 | b'7' | b'5' => {}
+        b'2' => {
+            symlinks.insert(parts.join("/"));
+        }
+        b'1' => {
+            let target = components(link).map_err(|why| anyhow!("hard link to \"{link}\": {why:#}"))?;
+            if target.is_empty() {
+                bail!("hard link to the extraction directory itself");
+            }
+            if let Some(dir) = through(&target) {
+                bail!(
+                    "hard link to \"{link}\": \"{dir}\": is a symbolic link or not a directory; refusing to follow it"
+                );
+            }
+        }
+        other => bail!(
+            "unsupported entry type '{}' (devices and FIFOs are not extracted)",
+            char::from(other).escape_default()
+        ),
+    }
+    Ok(())
 }
 
 /// One entry's header, with what pax and GNU long-name entries before it said.
@@ -290,7 +346,12 @@ fn open_path(root: RawFd, parts: &[&str]) -> Result<OwnedFd> {
     for part in parts {
         let at = current.as_ref().map_or(root, |f| f.as_raw_fd());
         let fd = sys::open_owned(at, &sys::cname(part), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW, 0)
-            .map_err(|e| anyhow!("\"{part}\": {}", sys::errno_text(e)))?;
+            .map_err(|e| match e {
+                libc::ELOOP | libc::ENOTDIR => {
+                    anyhow!("\"{part}\": is a symbolic link or not a directory; refusing to follow it")
+                }
+                e => anyhow!("\"{part}\": {}", sys::errno_text(e)),
+            })?;
         current = Some(fd);
     }
     match current {
@@ -374,72 +435,6 @@ fn components(path: &str) -> Result<Vec<&str>> {
         }
     }
     Ok(parts)
-}
-
-/// The symbolic links extracted so far, and every directory path a link's
-/// target passes through: together they stop a chain of links that each
-/// look harmless from resolving above the extraction directory.
-#[derive(Default)]
-struct Links {
-    made: HashSet<String>,
-    passed_through: HashSet<String>,
-}
-
-impl Links {
-    /// Checks a link at `parents/leaf` to `target` against what was
-    /// extracted, then records it.
-    fn add(&mut self, parents: &[&str], leaf: &str, target: &str) -> Result<()> {
-        let path = join(parents, leaf);
-        if self.passed_through.contains(&path) {
-            bail!("refusing symbolic link to \"{target}\": an earlier link's target passes through \"{path}\"");
-        }
-        let passed = resolve_link(parents, target)?;
-        if let Some(link) = passed.iter().find(|p| self.made.contains(*p) || **p == path) {
-            bail!("refusing symbolic link to \"{target}\": it passes through the symbolic link \"{link}\"");
-        }
-        self.passed_through.extend(passed);
-        self.made.insert(path);
-        Ok(())
-    }
-}
-
-fn join(parents: &[&str], leaf: &str) -> String {
-    let mut path = parents.join("/");
-    if !path.is_empty() {
-        path.push('/');
-    }
-    path.push_str(leaf);
-    path
-}
-
-/// Resolves `target` lexically from the link's directory `parents`: it must
-/// stay inside the extraction directory at every step. Returns the
-/// directories it passes through (every prefix but the final one), which
-/// must not be symbolic links for the lexical answer to be the real one.
-fn resolve_link(parents: &[&str], target: &str) -> Result<Vec<String>> {
-    if target.starts_with('/') {
-        bail!("refusing symbolic link to \"{target}\": absolute target");
-    }
-    let mut at: Vec<&str> = parents.to_vec();
-    let mut passed = Vec::new();
-    let parts: Vec<&str> = target.split('/').filter(|p| !p.is_empty() && *p != ".").collect();
-    for (i, part) in parts.iter().enumerate() {
-        if *part == ".." {
-            if at.pop().is_none() {
-                bail!("refusing symbolic link to \"{target}\": it leads outside the extraction directory");
-            }
-        } else {
-            at.push(part);
-            if i + 1 < parts.len() {
-                passed.push(at.join("/"));
-            }
-        }
-    }
-    // The link's own directory chain is walked too when the target starts with "..".
-    for depth in 1..=parents.len() {
-        passed.push(parents[..depth].join("/"));
-    }
-    Ok(passed)
 }
 
 fn verify_checksum(header: &[u8; BLOCK], offset: u64) -> Result<()> {

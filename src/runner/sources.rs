@@ -1,7 +1,7 @@
 //! What the workloads read, prepared once per invocation (per rank under
 //! MPI) before anything is timed: the tarball and tree, and the trace.
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 
 use super::measure::Inputs;
 use super::Progress;
@@ -79,8 +79,15 @@ fn prepare_tree(options: &MacroOptions, with_tarball: bool, progress: &mut dyn P
     };
     let mut file =
         sys::open_input(&tarball, u64::MAX).with_context(|| format!("cannot open tarball {}", tarball.display()))?;
-    let contents = archive::scan(&mut file).with_context(|| format!("tarball {}", tarball.display()))?;
-    Ok(source(tarball, contents))
+    let scanned = archive::scan(&mut file).with_context(|| format!("tarball {}", tarball.display()))?;
+    if let (Some(why), None) = (&scanned.refusal, &options.extract_cmd) {
+        bail!(
+            "tarball {}: {why}; the built-in extractor never writes outside its directory, and GNU tar \
+             extracts what it refuses: --extract-cmd 'tar xf {{tarball}} -C {{dir}}'",
+            tarball.display()
+        );
+    }
+    Ok(source(tarball, scanned.contents))
 }
 
 /// The generated tree's tarball in the cache directory, made when it is not there yet.

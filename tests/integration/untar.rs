@@ -118,7 +118,7 @@ fn hostile_tarballs_are_refused_and_nothing_escapes() {
             "entry \"../escape\" at byte offset 0: refusing a path with a \"..\" component",
         ),
         (tarball_with("/tmp/fsscale-escape", b'0', ""), "refusing an absolute path"),
-        (tarball_with("up", b'2', "../.."), "refusing symbolic link to \"../..\""),
+        (tarball_with("hl", b'1', "../../etc/passwd"), "hard link to \"../../etc/passwd\""),
     ] {
         let env = TestEnv::new();
         let path = env.root.path().join("evil.tar");
@@ -126,6 +126,8 @@ fn hostile_tarballs_are_refused_and_nothing_escapes() {
         let out = env.run(&["untar", "-j", "2", "--tarball", path.to_str().unwrap()]);
         assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
         assert!(stderr(&out).contains(needle), "{}", stderr(&out));
+        // Refused before anything ran, with the way out.
+        assert_one_line_error(&out, "GNU tar extracts what it refuses: --extract-cmd 'tar xf {tarball} -C {dir}'");
         assert_eq!(env.leftovers(), Vec::<String>::new());
         assert!(!env.root.path().join("escape").exists() && !std::path::Path::new("/tmp/fsscale-escape").exists());
     }
@@ -141,4 +143,36 @@ fn hostile_tarballs_are_refused_and_nothing_escapes() {
     assert!(stderr(&out).contains("truncated tarball: it ends at byte offset"), "{}", stderr(&out));
     assert_eq!(env.leftovers(), Vec::<String>::new());
     assert!(Workload::Untar.is_fixed_work());
+}
+
+#[test]
+fn a_tarball_of_real_trees_with_absolute_and_chained_links_extracts() {
+    // GNU tar's tarball of a tree shaped as Debian's /usr/share/doc (doc/cpp/README.Bugs ->
+    // ../gcc-12/README.Bugs, doc/gcc-12 -> gcc-12-base) and /etc's absolute links, and the
+    // real /usr/share/doc and /etc/alternatives beside it.
+    let env = TestEnv::new();
+    let own = env.root.path().join("own");
+    std::fs::create_dir_all(own.join("doc/gcc-12-base")).unwrap();
+    std::fs::create_dir_all(own.join("doc/cpp")).unwrap();
+    std::fs::write(own.join("doc/gcc-12-base/README.Bugs"), b"bugs").unwrap();
+    std::os::unix::fs::symlink("gcc-12-base", own.join("doc/gcc-12")).unwrap();
+    std::os::unix::fs::symlink("../gcc-12/README.Bugs", own.join("doc/cpp/README.Bugs")).unwrap();
+    std::os::unix::fs::symlink("/etc/localtime", own.join("localtime")).unwrap();
+    let tarball = env.root.path().join("real.tar");
+    let mut tar = std::process::Command::new("tar");
+    tar.arg("cf").arg(&tarball).arg("-C").arg(env.root.path()).arg("own");
+    tar.args(["-C", "/usr/share", "doc", "-C", "/etc", "alternatives"]);
+    assert!(tar.status().unwrap().success());
+    let out = env.run(&["untar", "-j", "2", "--tarball", tarball.to_str().unwrap()]);
+    assert_success(&out);
+    let doc = env.results();
+    let listed = std::process::Command::new("tar").arg("tf").arg(&tarball).output().unwrap();
+    let entries = String::from_utf8(listed.stdout).unwrap().lines().filter(|l| !l.is_empty()).count() as u64;
+    let untar = doc.settings.untar.clone().expect("tarball recorded");
+    // Every worker created every entry (GNU tar lists directories, files and links alike).
+    assert_eq!(untar.entries, entries);
+    for run in &doc.points[0].runs {
+        assert_eq!(run.per_worker_ops, vec![entries; 2]);
+    }
+    assert_eq!(env.leftovers(), Vec::<String>::new());
 }
