@@ -4,7 +4,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
 
-use crate::cli::{AnalyzeArgs, CompareArgs, ExportArgs, ExportFormatArg, Format, PlotArgs, ReportArgs, WorkloadArg};
+use crate::cli::{
+    AnalyzeArgs, AnalyzeFormat, CompareArgs, ExportArgs, ExportFormatArg, PlotArgs, ReportArgs, WorkloadArg,
+};
 #[cfg(target_os = "linux")]
 use crate::cli::{CleanupArgs, TreeArgs};
 use fsscale::analyze::{analyze_pairs, analyze_results};
@@ -87,6 +89,7 @@ pub fn compare_command(args: &CompareArgs) -> Result<(String, Option<Regressed>,
         noise_threshold_pct: args.noise_threshold.unwrap_or_else(|| {
             between.as_ref().map_or(DEFAULT_NOISE_THRESHOLD_PCT, Between::default_noise_threshold_pct)
         }),
+        noise_veto: !args.no_noise_veto,
     };
     let base = load(&args.base)?;
     let mut comparisons = Vec::new();
@@ -131,6 +134,20 @@ pub fn compare_command(args: &CompareArgs) -> Result<(String, Option<Regressed>,
             );
         }
         comparisons.push(c);
+    }
+    if !args.force {
+        for c in &comparisons {
+            if let Some(row) = c.not_comparable().next() {
+                bail!(
+                    "{} and {} defined {} differently ({}): its points measured different work, so they are not \
+                     comparable; --force compares them anyway",
+                    c.base,
+                    c.new,
+                    row.workload,
+                    row.defined_differently.as_deref().unwrap_or_default()
+                );
+            }
+        }
     }
     let text = render_comparisons(&comparisons, args.format, args.plot, use_color(args.no_color));
     let regressed = args.fail_if_worse.and_then(|pct| regressed(&comparisons, pct));
@@ -181,9 +198,6 @@ fn too_noisy_to_gate(comparisons: &[fsscale::compare::Comparison], pct: f64) -> 
 }
 
 pub fn analyze_command(args: &AnalyzeArgs) -> Result<String> {
-    if args.format == Format::Markdown {
-        bail!("--format markdown is not available for analyze; use text or json");
-    }
     let series = match &args.csv {
         Some(path) => {
             let text = std::fs::read_to_string(path)
@@ -207,8 +221,8 @@ pub fn analyze_command(args: &AnalyzeArgs) -> Result<String> {
         }
     };
     Ok(match args.format {
-        Format::Json => serde_json::to_string_pretty(&series)? + "\n",
-        _ => render_analysis(&series),
+        AnalyzeFormat::Json => serde_json::to_string_pretty(&series)? + "\n",
+        AnalyzeFormat::Text => render_analysis(&series),
     })
 }
 

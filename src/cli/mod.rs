@@ -9,7 +9,7 @@ mod values;
 #[cfg(target_os = "linux")]
 pub use run::{cache_dir, RankOf, RunArgs};
 use values::*;
-pub use values::{ExportFormatArg, Format, WorkloadArg};
+pub use values::{AnalyzeFormat, ExportFormatArg, Format, WorkloadArg};
 
 use std::path::PathBuf;
 
@@ -197,6 +197,12 @@ pub struct CompareArgs {
     /// Call a significant change better or worse only when its whole confidence interval lies beyond ±PCT percent; otherwise it is "within noise". Two invocations of one system differ by more than their runs' spread shows (1-2% on a quiet VM); 0 leaves the verdict to the test alone, as ministat does. Default 2, except 0 where that spread is measured or cancels: --vs with two or more files a side, and --between/--variants other than fs (both sides ran in one invocation, round by round).
     #[arg(long, value_name = "PCT")]
     pub noise_threshold: Option<f64>,
+    /// Let a significant change be called better or worse even where a side's runs drift, fall into two groups or ran on a busy machine (the marks are still shown). With --test student --noise-threshold 0 the verdicts are ministat's.
+    #[arg(long)]
+    pub no_noise_veto: bool,
+    /// Compare points whose workload the two sides defined differently (another tarball, other mdtest items, another lookup shape), which is refused otherwise: they measured different work.
+    #[arg(long)]
+    pub force: bool,
     /// Show a ministat-style dot plot of every point's runs (x = base, + = new).
     #[arg(long)]
     pub plot: bool,
@@ -220,8 +226,8 @@ pub struct AnalyzeArgs {
     #[arg(long, value_name = "FILE", conflicts_with = "results")]
     pub csv: Option<PathBuf>,
     /// Output format: text or json.
-    #[arg(long, default_value = "text", value_parser = choice::<Format>())]
-    pub format: Format,
+    #[arg(long, default_value = "text", value_parser = choice::<AnalyzeFormat>())]
+    pub format: AnalyzeFormat,
 }
 
 #[derive(Args, Debug)]

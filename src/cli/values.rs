@@ -26,6 +26,15 @@ pub enum Format {
 
 fsscale::choice!(Format { Text => "text", Markdown => "markdown" | "md", Json => "json" });
 
+/// `analyze --format`: what its renderer writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AnalyzeFormat {
+    Text,
+    Json,
+}
+
+fsscale::choice!(AnalyzeFormat { Text => "text", Json => "json" });
+
 /// `--path`: where the lookups' paths start.
 #[cfg(target_os = "linux")]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

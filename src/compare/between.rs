@@ -174,12 +174,7 @@ mod tests {
 
     #[test]
     fn pairing_by_round_sees_through_drift_that_hides_the_change_from_welch() {
-        let config = CompareConfig {
-            test: TestKind::Welch,
-            confidence: 0.95,
-            figure: crate::compare::Figure::Throughput,
-            noise_threshold_pct: 2.0,
-        };
+        let config = CompareConfig::DEFAULT;
         let d = drifting();
         let between = Between::parse("share=private,shared").unwrap();
         let c = compare_between(&d, "r.json", &between, &config).unwrap();

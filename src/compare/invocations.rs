@@ -95,7 +95,9 @@ pub fn compare_invocations(
         }
     }
     let invocations_note = (!measured).then(|| unmeasured_note(base.len(), new.len(), &rows, &config));
-    Comparison::of(labels(base), labels(new), &config, rows, unmatched, invocations_note)
+    let mut c = Comparison::of(labels(base), labels(new), &config, rows, unmatched, invocations_note);
+    c.set_differences(super::differences(first_base, first_new));
+    c
 }
 
 /// Why a side's invocations cannot be compared at a point.
@@ -185,11 +187,9 @@ fn needed(rows: &[Row], config: &CompareConfig) -> String {
 mod tests {
     use super::*;
     use crate::compare::tests::doc;
-    use crate::compare::Figure;
     use crate::vocab::Workload;
 
-    const CONFIG: CompareConfig =
-        CompareConfig { test: TestKind::Welch, confidence: 0.95, figure: Figure::Throughput, noise_threshold_pct: 2.0 };
+    const CONFIG: CompareConfig = CompareConfig::DEFAULT;
 
     fn files(prefix: &str, sides: &[&[f64]]) -> Vec<(String, ResultsFile)> {
         sides

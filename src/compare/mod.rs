@@ -12,9 +12,11 @@
 //! differ by more than that (docs/STATISTICS.md, detection power).
 
 mod between;
+mod differences;
 mod invocations;
 
 pub use between::{compare_between, Between, Dimension};
+pub use differences::{differences, Difference};
 pub use invocations::{compare_invocations, InvocationStats};
 
 use serde::{Deserialize, Serialize};
@@ -36,6 +38,27 @@ pub struct CompareConfig {
     /// Changes whose confidence interval reaches inside ±this many percent
     /// are "within noise", however significant (0 turns it off).
     pub noise_threshold_pct: f64,
+    /// Whether a side's noise marks (drift, two modes, a busy machine) make
+    /// a significant change "too noisy" (`--no-noise-veto` turns it off:
+    /// with Student's t and no threshold, ministat's verdicts).
+    pub noise_veto: bool,
+}
+
+impl CompareConfig {
+    /// `compare`'s defaults: Welch's t, 95%, ops/s, ±2%, the veto on.
+    pub const DEFAULT: CompareConfig = CompareConfig {
+        test: TestKind::Welch,
+        confidence: 0.95,
+        figure: Figure::Throughput,
+        noise_threshold_pct: DEFAULT_NOISE_THRESHOLD_PCT,
+        noise_veto: true,
+    };
+}
+
+impl Default for CompareConfig {
+    fn default() -> CompareConfig {
+        CompareConfig::DEFAULT
+    }
 }
 
 /// The default noise threshold, in percent: on this VM, A/A pairs of
@@ -118,6 +141,10 @@ pub struct Row {
     /// Several invocations per side: how each side's figures vary between and within them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub invocations: Option<InvocationStats>,
+    /// What defines its workload differently on the two sides (see
+    /// [`differences`]): the points measured different things.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub defined_differently: Option<String>,
 }
 
 fn yes() -> bool {
@@ -142,6 +169,9 @@ fn default_unit() -> String {
 /// The geometric mean of the median ratios of one workload's points.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct WorkloadSummary {
+    /// The rows' condition (filesystem, cache, variant) when rows have one: one summary per table.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub condition: Option<String>,
     pub workload: Workload,
     pub points: usize,
     pub geomean_change_pct: f64,
@@ -157,6 +187,9 @@ pub struct Comparison {
     /// See [`CompareConfig::noise_threshold_pct`].
     #[serde(default)]
     pub noise_threshold_pct: f64,
+    /// See [`CompareConfig::noise_veto`].
+    #[serde(default = "yes")]
+    pub noise_veto: bool,
     pub rows: Vec<Row>,
     pub summaries: Vec<WorkloadSummary>,
     /// Points present in only one of the files, as "workload mode share xN (base only)".
@@ -164,6 +197,9 @@ pub struct Comparison {
     /// What the invocations compared can and cannot promise (see [`invocations`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub invocations_note: Option<String>,
+    /// What differs between the sides' settings and hosts (see [`differences`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub differences: Vec<Difference>,
 }
 
 impl Comparison {
@@ -245,10 +281,28 @@ pub fn compare(
         TestKind::Paired => None,
         _ => invocations::one_per_side_note(&rows, config),
     };
-    Comparison::of(base_label.to_string(), new_label.to_string(), config, rows, unmatched, invocations_note)
+    let mut c =
+        Comparison::of(base_label.to_string(), new_label.to_string(), config, rows, unmatched, invocations_note);
+    c.set_differences(differences(base, new));
+    c
 }
 
 impl Comparison {
+    /// Records what differs between the sides and marks each row whose workload it defines.
+    pub(crate) fn set_differences(&mut self, found: Vec<Difference>) {
+        for row in &mut self.rows {
+            let why: Vec<String> =
+                found.iter().filter(|d| d.defines.contains(&row.workload)).map(Difference::describe).collect();
+            row.defined_differently = (!why.is_empty()).then(|| why.join("; "));
+        }
+        self.differences = found;
+    }
+
+    /// The rows whose workload the two sides defined differently.
+    pub fn not_comparable(&self) -> impl Iterator<Item = &Row> {
+        self.rows.iter().filter(|r| r.defined_differently.is_some())
+    }
+
     /// The comparison of `rows` (sorted here), with each workload's summary.
     fn of(
         base: String,
@@ -265,10 +319,12 @@ impl Comparison {
             new,
             confidence: config.confidence,
             noise_threshold_pct: config.noise_threshold_pct,
+            noise_veto: config.noise_veto,
             rows,
             summaries,
             unmatched,
             invocations_note,
+            differences: Vec::new(),
         }
     }
 }
@@ -304,10 +360,12 @@ fn compare_point(
     // Beyond the threshold: the whole interval, or, where Fieller's interval
     // is unbounded, the change itself.
     let threshold = config.noise_threshold_pct;
-    let beyond_threshold = match change_ci_pct {
-        Some((lo, hi)) => lo > threshold || hi < -threshold,
-        None => change_pct.abs() > threshold,
-    };
+    // No threshold: the test alone decides (the interval is Fieller's, not the test's own).
+    let beyond_threshold = threshold == 0.0
+        || match change_ci_pct {
+            Some((lo, hi)) => lo > threshold || hi < -threshold,
+            None => change_pct.abs() > threshold,
+        };
     let verdict = match significant {
         None => Verdict::TooFewRuns,
         Some(false) => Verdict::NoDifferenceProven,
@@ -315,7 +373,8 @@ fn compare_point(
         // Paired by round, what moves both sides of a round alike (drift, a
         // busy machine) cancels, so the sides' own noise does not veto.
         Some(true)
-            if noise.is_some()
+            if config.noise_veto
+                && noise.is_some()
                 && config.test != TestKind::Paired
                 && !spread_measured
                 && !beyond_any_noise(b, n, &bs, &ns, change_pct) =>
@@ -347,6 +406,7 @@ fn compare_point(
         noise,
         higher_is_better: b.higher_is_better(),
         invocations: None,
+        defined_differently: None,
     }
 }
 
@@ -432,10 +492,12 @@ fn beyond_any_noise(b: &Point, n: &Point, bs: &Sample, ns: &Sample, change_pct: 
 
 fn summarize(rows: &[Row]) -> Vec<WorkloadSummary> {
     let mut out: Vec<WorkloadSummary> = Vec::new();
-    for workload in rows.iter().map(|r| r.workload).collect::<std::collections::BTreeSet<_>>() {
-        let mine: Vec<&Row> = rows.iter().filter(|r| r.workload == workload).collect();
+    let tables: std::collections::BTreeSet<_> = rows.iter().map(|r| (r.condition.clone(), r.workload)).collect();
+    for (condition, workload) in tables {
+        let mine: Vec<&Row> = rows.iter().filter(|r| r.workload == workload && r.condition == condition).collect();
         let log_sum: f64 = mine.iter().map(|r| (r.new.median / r.base.median).ln()).sum();
         out.push(WorkloadSummary {
+            condition,
             workload,
             points: mine.len(),
             geomean_change_pct: ((log_sum / mine.len() as f64).exp() - 1.0) * 100.0,
@@ -455,156 +517,4 @@ pub fn regressions(comparison: &Comparison, threshold_pct: f64) -> Vec<&Row> {
 mod simulation;
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::results::{fixtures, RunNoise, WorkerCpu};
-
-    /// Points of the given workloads and worker counts whose runs had these ops/s (1 s each).
-    pub(crate) fn doc(points: &[(Workload, usize, &[f64])]) -> ResultsFile {
-        let points = points
-            .iter()
-            .map(|&(workload, workers, rates)| {
-                let runs = rates
-                    .iter()
-                    .enumerate()
-                    .map(|(run, &r)| {
-                        let mut record = fixtures::run(run, &[], 1.0);
-                        record.ops = r as u64;
-                        record.ops_per_s = r;
-                        record.ops_per_s_per_worker = r / workers as f64;
-                        record
-                    })
-                    .collect();
-                fixtures::point(workload, Share::Private, workers, runs)
-            })
-            .collect();
-        fixtures::doc(5, 1.0, points)
-    }
-
-    const CONFIG: CompareConfig =
-        CompareConfig { test: TestKind::Welch, confidence: 0.95, figure: Figure::Throughput, noise_threshold_pct: 2.0 };
-
-    #[test]
-    fn per_cpu_compares_ops_per_worker_cpu_second_and_lists_points_without_them() {
-        // Same ops per CPU-second on both sides, though the new side's runs got half the CPU and ops/s.
-        let mut base = doc(&[(Workload::Stat, 1, &[100.0, 101.0, 99.0, 100.0]), (Workload::Read, 1, &[5.0, 5.0])]);
-        let mut new = doc(&[(Workload::Stat, 1, &[50.0, 51.0, 49.0, 50.0]), (Workload::Read, 1, &[5.0, 5.0])]);
-        for (doc, cpu) in [(&mut base, 1.0), (&mut new, 0.5)] {
-            for run in &mut doc.points[0].runs {
-                run.worker_cpu = WorkerCpu { user_s: cpu * 0.2, sys_s: cpu * 0.8 };
-                run.noise = Some(RunNoise { others_cpu: 0.5, ticks: 10_000, ..Default::default() });
-            }
-            doc.points[0].summarize();
-        }
-        let per_cpu = CompareConfig { figure: Figure::OpsPerCpuSecond, ..CONFIG };
-        let c = compare(&base, &new, "a", "b", &per_cpu);
-        assert_eq!(c.rows.len(), 1);
-        let row = &c.rows[0];
-        assert_eq!(row.unit, "ops/cpu-s");
-        assert_eq!((row.base.median, row.new.median), (100.0, 100.0));
-        assert_eq!(row.verdict, Verdict::NoDifferenceProven, "the busy machine does not make it too noisy");
-        assert_eq!(c.unmatched, ["read process private x1 (no worker CPU time recorded)"]);
-        // On ops/s the same pair is a significant change on a busy machine.
-        assert_eq!(compare(&base, &new, "a", "b", &CONFIG).rows[0].verdict, Verdict::TooNoisy);
-    }
-
-    #[test]
-    fn finds_better_worse_and_no_difference() {
-        let base = doc(&[
-            (Workload::Stat, 1, &[100.0, 101.0, 99.0, 100.0, 100.0]),
-            (Workload::Stat, 2, &[200.0, 202.0, 198.0, 200.0, 200.0]),
-            (Workload::OpenClose, 1, &[50.0, 60.0, 40.0]),
-        ]);
-        let new = doc(&[
-            (Workload::Stat, 1, &[110.0, 111.0, 109.0, 110.0, 110.0]),
-            (Workload::Stat, 2, &[180.0, 181.0, 179.0, 180.0, 180.0]),
-            (Workload::OpenClose, 1, &[52.0, 58.0, 45.0]),
-            (Workload::Read, 1, &[1.0, 2.0, 3.0]),
-        ]);
-        let c = compare(&base, &new, "a", "b", &CONFIG);
-        let verdicts: Vec<Verdict> = c.rows.iter().map(|r| r.verdict).collect();
-        assert_eq!(verdicts, [Verdict::Better, Verdict::Worse, Verdict::NoDifferenceProven]);
-        assert!((c.rows[0].change_pct - 10.0).abs() < 1e-9);
-        let (lo, hi) = c.rows[0].change_ci_pct.unwrap();
-        assert!(lo < 10.0 && 10.0 < hi && lo > 8.0 && hi < 12.0, "{lo} {hi}");
-        assert_eq!(c.unmatched, ["read process private x1 (new only)"]);
-        let stat = &c.summaries[0];
-        // √(1.1 × 0.9) − 1 = −0.501%.
-        assert!((stat.geomean_change_pct - ((1.1f64 * 0.9).sqrt() - 1.0) * 100.0).abs() < 1e-9);
-        assert_eq!((stat.better, stat.worse), (1, 1));
-        assert_eq!(regressions(&c, 5.0).len(), 1);
-        assert_eq!(regressions(&c, 15.0).len(), 0);
-    }
-
-    #[test]
-    fn a_significant_change_inside_the_noise_threshold_is_within_noise() {
-        // Runs that agree to 0.1% make a 1% change highly significant; two
-        // invocations of one system differ by that much, so it is not called.
-        let base = doc(&[(Workload::Stat, 1, &[1000.0, 1001.0, 999.0, 1000.0, 1000.5])]);
-        let small = doc(&[(Workload::Stat, 1, &[1010.0, 1011.0, 1009.0, 1010.0, 1010.5])]);
-        let c = compare(&base, &small, "a", "b", &CONFIG);
-        assert!(c.rows[0].p_value.unwrap() < 1e-6);
-        assert_eq!(c.rows[0].verdict, Verdict::WithinNoise);
-        assert_eq!(c.noise_threshold_pct, 2.0);
-        assert_eq!(c.summaries[0].better, 0);
-        // Without a threshold it is the significance test's call alone.
-        let exact = CompareConfig { noise_threshold_pct: 0.0, ..CONFIG };
-        assert_eq!(compare(&base, &small, "a", "b", &exact).rows[0].verdict, Verdict::Better);
-        // A 3% change whose interval reaches below 2% is not called either;
-        // with runs tight enough to put all of it above 2%, it is.
-        let wide = doc(&[(Workload::Stat, 1, &[1000.0, 1015.0, 985.0, 1000.0, 1005.0])]);
-        let three = doc(&[(Workload::Stat, 1, &[1030.0, 1045.0, 1015.0, 1030.0, 1035.0])]);
-        let row = &compare(&wide, &three, "a", "b", &CONFIG).rows[0];
-        let (lo, _) = row.change_ci_pct.unwrap();
-        assert!(row.p_value.unwrap() < 0.05 && lo < 2.0, "{row:?}");
-        assert_eq!(row.verdict, Verdict::WithinNoise);
-        let three_tight = doc(&[(Workload::Stat, 1, &[1030.0, 1031.0, 1029.0, 1030.0, 1030.5])]);
-        assert_eq!(compare(&base, &three_tight, "a", "b", &CONFIG).rows[0].verdict, Verdict::Better);
-    }
-
-    #[test]
-    fn drift_makes_a_significant_difference_too_noisy_to_call() {
-        // The new side climbs with every run: a machine warming up, not a faster system.
-        let base = doc(&[(Workload::Stat, 1, &[100.0, 101.0, 99.0, 100.0, 100.5])]);
-        let new = doc(&[(Workload::Stat, 1, &[104.0, 106.0, 108.0, 110.0, 112.0])]);
-        let c = compare(&base, &new, "a", "b", &CONFIG);
-        assert!(c.rows[0].p_value.unwrap() < 0.01);
-        assert_eq!(c.rows[0].verdict, Verdict::TooNoisy);
-        assert_eq!(c.rows[0].noise.as_deref(), Some("new: drifts with run order (Spearman ρ = +1.00, p = 0.017)"));
-        assert_eq!(c.summaries[0].better, 0);
-    }
-
-    #[test]
-    fn a_collapse_against_a_busy_base_is_worse_however_busy() {
-        let mut base = doc(&[(Workload::Stat, 1, &[1000.0, 700.0, 980.0, 1010.0, 650.0])]);
-        for run in &mut base.points[0].runs {
-            run.noise = Some(RunNoise { others_cpu: 0.6, ticks: 10_000, ..Default::default() });
-        }
-        base.points[0].summarize();
-        assert!(base.points[0].noise_problem().is_some(), "the base is busy");
-        let collapsed = doc(&[(Workload::Stat, 1, &[2.0, 1.0, 0.0, 1.0, 2.0])]);
-        let row = &compare(&base, &collapsed, "a", "b", &CONFIG).rows[0];
-        assert_eq!(row.verdict, Verdict::Worse, "{row:?}");
-        assert!(row.noise.is_some(), "the noise is still reported");
-        // Halved on a machine 60% busy: the busy share explains it.
-        let halved = doc(&[(Workload::Stat, 1, &[300.0, 301.0, 299.0, 300.0, 300.0])]);
-        assert_eq!(compare(&base, &halved, "a", "b", &CONFIG).rows[0].verdict, Verdict::TooNoisy);
-        // Cut by four fifths, its runs far apart from the busy base's: still not a collapse.
-        let cut = doc(&[(Workload::Stat, 1, &[150.0, 151.0, 149.0, 150.0, 150.0])]);
-        let mut quiet_spread = base.clone();
-        for (run, v) in quiet_spread.points[0].runs.iter_mut().zip([1000.0, 990.0, 1010.0, 1000.0, 1005.0]) {
-            run.ops_per_s = v;
-            run.ops_per_s_per_worker = v;
-        }
-        quiet_spread.points[0].summarize();
-        assert_eq!(compare(&quiet_spread, &cut, "a", "b", &CONFIG).rows[0].verdict, Verdict::TooNoisy);
-    }
-
-    #[test]
-    fn single_runs_cannot_be_tested() {
-        let c =
-            compare(&doc(&[(Workload::Stat, 1, &[100.0])]), &doc(&[(Workload::Stat, 1, &[50.0])]), "a", "b", &CONFIG);
-        assert_eq!(c.rows[0].verdict, Verdict::TooFewRuns);
-        assert_eq!(c.rows[0].change_pct, -50.0);
-    }
-}
+mod tests;

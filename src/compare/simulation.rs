@@ -66,8 +66,7 @@ fn slot(verdict: Verdict) -> usize {
 /// Verdicts of `trials` comparisons of `base` with `new`, `runs` runs a side:
 /// [worse, no difference proven, within noise, too noisy, better].
 fn verdicts(seed: u64, trials: usize, runs: usize, base: Side, new: Side) -> [usize; 5] {
-    let config =
-        CompareConfig { test: TestKind::Welch, confidence: 0.95, figure: Figure::Throughput, noise_threshold_pct: 2.0 };
+    let config = CompareConfig::DEFAULT;
     tally(seed, trials, |rng| {
         let (b, n) = (draw(rng, base, runs), draw(rng, new, runs));
         compare(&b, &n, "base", "new", &config).rows[0].verdict
@@ -151,7 +150,7 @@ fn draw_rounds(rng: &mut Rng, level: f64, sd: f64, round_sd: f64, drift: f64, ru
 
 /// Verdicts of `trials` sides measured in the same rounds, by `test`.
 fn paired_verdicts(seed: u64, trials: usize, test: TestKind, level: f64, round_sd: f64, drift: f64) -> [usize; 5] {
-    let config = CompareConfig { test, confidence: 0.95, figure: Figure::Throughput, noise_threshold_pct: 2.0 };
+    let config = CompareConfig { test, ..CompareConfig::DEFAULT };
     tally(seed, trials, |rng| {
         let [b, n] = draw_rounds(rng, level, 0.005, round_sd, drift, 10);
         compare(&b, &n, "base", "new", &config).rows[0].verdict
@@ -175,8 +174,7 @@ fn pairing_runs_by_round_cancels_what_moves_the_machine_between_rounds() {
 /// `invocations` invocations a side of 5 runs each, each invocation offset
 /// by `block_sd` and its runs 1% apart; the new side is `level` of the base.
 fn invocation_verdicts(seed: u64, trials: usize, invocations: usize, level: f64, block_sd: f64) -> [usize; 5] {
-    let config =
-        CompareConfig { test: TestKind::Welch, confidence: 0.95, figure: Figure::Throughput, noise_threshold_pct: 2.0 };
+    let config = CompareConfig::DEFAULT;
     let base = Side { sd: 0.01, block_sd, ..QUIET };
     let new = Side { level, ..base };
     tally(seed, trials, |rng| {
@@ -205,7 +203,7 @@ fn invocations_as_the_unit_hold_the_false_alarm_rate_and_find_10_percent_at_thre
 /// 1% apart, 5 each; the new side is `level` of the base.
 fn alternated_verdicts(seed: u64, test: TestKind, invocations: usize, level: f64, sds: (f64, f64)) -> [usize; 5] {
     let (common_sd, own_sd) = sds;
-    let config = CompareConfig { test, confidence: 0.95, figure: Figure::Throughput, noise_threshold_pct: 2.0 };
+    let config = CompareConfig { test, ..CompareConfig::DEFAULT };
     tally(seed, 200, |rng| {
         let (mut b, mut n) = (Vec::new(), Vec::new());
         for i in 0..invocations {
@@ -280,12 +278,7 @@ fn variant_verdicts(seed: u64, trials: usize, level: f64, rounds: Rounds, noise:
     let (sd, round_sd) = noise;
     let threshold =
         Between { dimension: Dimension::Variant, base: "off".into(), new: "on".into() }.default_noise_threshold_pct();
-    let config = CompareConfig {
-        test: TestKind::Paired,
-        confidence: 0.95,
-        figure: Figure::Throughput,
-        noise_threshold_pct: threshold,
-    };
+    let config = CompareConfig { test: TestKind::Paired, noise_threshold_pct: threshold, ..CompareConfig::DEFAULT };
     tally(seed, trials, |rng| {
         let most = match rounds {
             Rounds::Fixed(n) => n,

@@ -110,16 +110,51 @@ fn heading(condition: &Option<String>, workload: Workload) -> String {
     }
 }
 
-fn summary_line(c: &Comparison, workload: Workload) -> String {
-    let s = c.summaries.iter().find(|s| s.workload == workload).expect("summary per workload");
+fn summary_line(c: &Comparison, condition: &Option<String>, workload: Workload) -> String {
+    let s =
+        c.summaries.iter().find(|s| s.workload == workload && &s.condition == condition).expect("a summary per table");
+    let on = condition.as_ref().map(|c| format!(" {c}")).unwrap_or_default();
     format!(
-        "{workload}: geometric mean of median ratios {} over {} point{} ({} better, {} worse)",
+        "{workload}{on}: geometric mean of median ratios {} over {} point{} ({} better, {} worse)",
         format_pct(s.geomean_change_pct, true),
         s.points,
         if s.points == 1 { "" } else { "s" },
         s.better,
         s.worse
     )
+}
+
+/// What the flags to ministat's verdicts still lack, in words.
+fn ministat_hint(c: &Comparison, test: &str) -> String {
+    let missing: Vec<&str> = [
+        (test != "student", "--test student"),
+        (c.noise_threshold_pct > 0.0, "--noise-threshold 0"),
+        (c.noise_veto, "--no-noise-veto"),
+    ]
+    .into_iter()
+    .filter_map(|(lacking, flag)| lacking.then_some(flag))
+    .collect();
+    match (test, missing.is_empty()) {
+        ("student", true) => " (ministat's verdicts)".to_string(),
+        ("welch" | "student", false) => format!(" (ministat's verdicts: {})", missing.join(" ")),
+        _ => String::new(),
+    }
+}
+
+/// When a row is called better or worse: what this comparison promises.
+fn verdict_rule(c: &Comparison, test: &str) -> String {
+    let threshold = match c.noise_threshold_pct > 0.0 {
+        true => format!(" and the interval lies beyond ±{}% (--noise-threshold)", trim(c.noise_threshold_pct)),
+        false => String::new(),
+    };
+    let veto = match (c.noise_veto, test) {
+        // Paired sides share the machine's noise, which cancels: there is no veto to turn off.
+        (_, "paired") => "",
+        (true, _) => "; too noisy where a side's runs drift, fall into two groups or ran busy",
+        (false, _) => "; noise marks are shown but veto nothing (--no-noise-veto)",
+    };
+    let alpha = ((1.0 - c.confidence) * 1e6).round() / 1e6;
+    format!("verdict: better or worse when p < {alpha}{threshold}{veto}")
 }
 
 fn text(out: &mut String, c: &Comparison, plots: bool, color: bool) {
@@ -151,13 +186,13 @@ fn text(out: &mut String, c: &Comparison, plots: bool, color: bool) {
         _ => writeln!(
             out,
             "change: mean(new)/mean(base) - 1, with Fieller's {confidence}% confidence interval; p: {test} test on the runs' figures{}",
-            match (test, c.noise_threshold_pct > 0.0) {
-                ("welch", false) => " (ministat uses Student's t: --test student gives its verdicts)",
-                ("welch", true) => " (ministat uses Student's t: --test student --noise-threshold 0 gives its verdicts)",
-                _ => "",
-            }
+            ministat_hint(c, test)
         ),
     };
+    let _ = writeln!(out, "{}", verdict_rule(c, test));
+    for line in difference_lines(c) {
+        let _ = writeln!(out, "{line}");
+    }
     if let Some(line) = c.within_noise_note(&c.rows) {
         let _ = writeln!(out, "{line}");
     }
@@ -185,7 +220,7 @@ fn text(out: &mut String, c: &Comparison, plots: bool, color: bool) {
         for line in spread_lines(&rows) {
             let _ = writeln!(out, "{line}");
         }
-        let _ = writeln!(out, "{}\n", summary_line(c, workload));
+        let _ = writeln!(out, "{}\n", summary_line(c, &fs, workload));
         if plots {
             for row in rows {
                 let _ =
@@ -203,10 +238,27 @@ fn text(out: &mut String, c: &Comparison, plots: bool, color: bool) {
 
 /// Why a row is "too noisy", and noise on rows that are not called anyway.
 fn noise_lines(rows: &[&Row]) -> Vec<String> {
-    rows.iter()
-        .filter_map(|r| {
-            let why = r.noise.as_ref()?;
-            Some(format!("  noise at {} {} x{}: {why}", r.mode, r.share, r.workers))
+    let noisy = rows.iter().filter_map(|r| {
+        let why = r.noise.as_ref()?;
+        Some(format!("  noise at {} {} x{}: {why}", r.mode, r.share, r.workers))
+    });
+    // A workload defined differently: said once a table, as every row of it is.
+    let defined = rows.iter().find_map(|r| r.defined_differently.as_ref());
+    let defined = defined.map(|why| format!("  not comparable (--force): the sides defined it differently: {why}"));
+    defined.into_iter().chain(noisy).collect()
+}
+
+/// What differs between the sides besides what was compared, a line each.
+fn difference_lines(c: &Comparison) -> Vec<String> {
+    c.differences
+        .iter()
+        .map(|d| {
+            let defines: Vec<String> = d.defines.iter().map(|w| w.to_string()).collect();
+            let note = match defines.is_empty() {
+                true => String::new(),
+                false => format!(" (defines {}: not comparable)", defines.join(", ")),
+            };
+            format!("differs: {}{note}", d.describe())
         })
         .collect()
 }
@@ -280,6 +332,14 @@ fn paint_verdicts(table: &str) -> String {
 
 fn markdown(out: &mut String, c: &Comparison) {
     let _ = writeln!(out, "**base:** `{}`  \n**new:** `{}`\n", c.base, c.new);
+    let test = c.rows.first().map(|r| r.test.name()).unwrap_or("-");
+    let _ = writeln!(out, "{}\n", verdict_rule(c, test));
+    for line in difference_lines(c) {
+        let _ = writeln!(out, "- {}", line.trim_start_matches("differs: "));
+    }
+    if !c.differences.is_empty() {
+        out.push('\n');
+    }
     for (fs, workload) in workloads(c) {
         let _ = writeln!(out, "### {}\n", heading(&fs, workload));
         let head = columns(c.confidence, &unit_of(c, &fs, workload));
@@ -294,7 +354,7 @@ fn markdown(out: &mut String, c: &Comparison) {
         for line in noise_lines(&rows).into_iter().chain(spread_lines(&rows)) {
             let _ = writeln!(out, "\n{}", line.trim_start());
         }
-        let _ = writeln!(out, "\n{}\n", summary_line(c, workload));
+        let _ = writeln!(out, "\n{}\n", summary_line(c, &fs, workload));
     }
     if let Some(note) = c.within_noise_note(&c.rows) {
         let _ = writeln!(out, "{note}\n");

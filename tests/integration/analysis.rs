@@ -322,17 +322,8 @@ fn compare_vs_takes_several_invocations_per_side_and_splits_their_spread() {
     // machine's load: invocations 2% apart, runs 1% apart, and the new
     // side's at half the rate.
     for (i, path) in files.iter().enumerate() {
-        let mut doc = ResultsFile::load(path).unwrap();
         let level = 1e6 * (1.0 + 0.02 * (i % 3) as f64) * if i >= 3 { 0.5 } else { 1.0 };
-        for point in &mut doc.points {
-            for (run, factor) in point.runs.iter_mut().zip([0.99, 1.0, 1.01]) {
-                run.noise = None;
-                run.ops_per_s = level * factor;
-                run.ops = (run.ops_per_s * run.elapsed_s) as u64;
-            }
-            point.summarize();
-        }
-        doc.save(path).unwrap();
+        set_rates(path, &[0.99 * level, level, 1.01 * level]);
     }
     let compare = |args: &[&std::path::Path], extra: &[&str]| {
         let mut cmd = fsscale();
@@ -376,4 +367,26 @@ fn compare_vs_takes_several_invocations_per_side_and_splits_their_spread() {
         "{}",
         stdout(&out)
     );
+}
+
+#[test]
+fn compare_says_what_differs_and_refuses_workloads_defined_differently() {
+    let env = TestEnv::new();
+    let (a, b) = (env.root.path().join("a.json"), env.root.path().join("b.json"));
+    let common = ["untar", "stat", "-j", "1", "-n", "2", "--share", "private", "--duration", "0.05"];
+    run_each(&env, &[&common[..], &["--scale", "0.002"]].concat(), &[&a]);
+    run_each(&env, &[&common[..], &["--scale", "0.003", "--duration", "0.06"]].concat(), &[&b]);
+    let out = fsscale().arg("compare").arg(&a).arg(&b).output().unwrap();
+    assert_one_line_error(&out, "defined untar differently (tarball: generated, scale 0.002 seed 1: ");
+    assert!(stderr(&out).contains("not comparable; --force compares them anyway"), "{}", stderr(&out));
+    let out = fsscale().arg("compare").arg(&a).arg(&b).arg("--force").output().unwrap();
+    assert_success(&out);
+    let text = stdout(&out);
+    assert!(text.contains("differs: duration: 0.05 s → 0.06 s\n"), "{text}");
+    assert!(text.contains("differs: tarball: generated, scale 0.002 seed 1: "), "{text}");
+    assert!(text.contains("(defines untar: not comparable)"), "{text}");
+    assert!(text.contains("  not comparable (--force): the sides defined it differently: tarball: "), "{text}");
+    // stat's rows are comparable: no mark under its table.
+    let stat_table = text.split("\nstat").nth(1).unwrap();
+    assert!(!stat_table.split("\nuntar").next().unwrap().contains("not comparable"), "{text}");
 }

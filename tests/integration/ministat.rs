@@ -277,3 +277,51 @@ fn t_table_matches_the_reference_for_every_reachable_df_and_level() {
     }
     assert_eq!(checked, 107 * 5);
 }
+
+#[test]
+fn compare_with_the_veto_off_gives_the_verdicts_of_fsscale_ministat_on_the_same_runs() {
+    let env = TestEnv::new();
+    let (a, b) = (env.root.path().join("a.json"), env.root.path().join("b.json"));
+    run_each(&env, &["stat", "-j", "1", "-n", "5", "--share", "private", "--duration", "0.05"], &[&a, &b]);
+    // The base ramps up over its runs (a drift mark); the new side is 40% slower.
+    set_rates(&a, &[1000.0, 1010.0, 1020.0, 1030.0, 1040.0]);
+    set_rates(&b, &[600.0, 630.0, 590.0, 640.0, 610.0]);
+    let compare = |extra: &[&str]| {
+        let out = fsscale().arg("compare").arg(&a).arg(&b).args(["--format", "json"]).args(extra).output().unwrap();
+        assert_success(&out);
+        let c: Vec<fsscale::compare::Comparison> = serde_json::from_slice(&out.stdout).unwrap();
+        c[0].rows[0].clone()
+    };
+    use fsscale::compare::Verdict;
+    assert_eq!(compare(&[]).verdict, Verdict::TooNoisy, "the drift vetoes by default");
+    let row = compare(&["--test", "student", "--noise-threshold", "0", "--no-noise-veto"]);
+    assert_eq!(row.verdict, Verdict::Worse);
+    // ministat on the same runs, exported.
+    let export = |path: &Path, name: &str| {
+        let out = fsscale().arg("export").arg(path).args(["--workload", "stat", "-j", "1"]).output().unwrap();
+        assert_success(&out);
+        let file = env.root.path().join(name);
+        std::fs::write(&file, &out.stdout).unwrap();
+        file
+    };
+    let out = fsscale().arg("ministat").arg("-A").arg(export(&a, "a.txt")).arg(export(&b, "b.txt")).output().unwrap();
+    assert_success(&out);
+    let text = stdout(&out);
+    let line = text.lines().find(|l| l.trim_start().starts_with('-') && l.contains('%')).expect(&text);
+    let pct: f64 = line.trim().split('%').next().unwrap().trim().parse().unwrap();
+    assert!(text.contains("Difference at 95.0% confidence"), "{text}");
+    assert!((pct - row.change_pct).abs() < 0.05, "ministat {pct}% against compare {}%", row.change_pct);
+    // The header says what the verdicts promise.
+    let out = fsscale()
+        .arg("compare")
+        .arg(&a)
+        .arg(&b)
+        .args(["--test", "student", "--noise-threshold", "0", "--no-noise-veto"])
+        .output()
+        .unwrap();
+    let text = stdout(&out);
+    assert!(text.contains("p: student test on the runs' figures (ministat's verdicts)"), "{text}");
+    assert!(text.contains("verdict: better or worse when p < 0.05; noise marks are shown but veto nothing"), "{text}");
+    let default = stdout(&fsscale().arg("compare").arg(&a).arg(&b).output().unwrap());
+    assert!(default.contains("(ministat's verdicts: --test student --noise-threshold 0 --no-noise-veto)"), "{default}");
+}

@@ -12,11 +12,8 @@ use super::markup::Html;
 use super::profile;
 use super::text::{noise_marks, NOISE_LEGEND};
 use crate::analyze::{analyze_results, SeriesAnalysis};
-use crate::compare::{
-    compare, compare_between, Between, CompareConfig, Comparison, Dimension, Verdict, DEFAULT_NOISE_THRESHOLD_PCT,
-};
+use crate::compare::{compare, compare_between, Between, CompareConfig, Comparison, Dimension, Verdict};
 use crate::results::{Point, ResultsFile};
-use crate::stats::hypothesis::TestKind;
 use crate::stats::Sample;
 use crate::vocab::Mode;
 use crate::vocab::{Share, Workload};
@@ -58,12 +55,7 @@ pub fn render_html(files: &[(String, ResultsFile)]) -> String {
     environment(&mut out, files);
     let analyses: Vec<Vec<SeriesAnalysis>> = files.iter().map(|(_, doc)| analyze_results(doc)).collect();
     // Every file against the first, once; the findings and each workload's tables read from these.
-    let config = CompareConfig {
-        test: TestKind::Welch,
-        confidence: 0.95,
-        figure: Default::default(),
-        noise_threshold_pct: DEFAULT_NOISE_THRESHOLD_PCT,
-    };
+    let config = CompareConfig::DEFAULT;
     let mut comparisons: Vec<Comparison> =
         files.iter().skip(1).map(|(label, doc)| compare(&files[0].1, doc, &files[0].0, label, &config)).collect();
     // A file's variants: each against its first, paired by round.
@@ -242,8 +234,9 @@ fn findings(
         for s in &c.summaries {
             html!(
                 out,
-                "<li><b>{}</b> in {} against {}: {} (geometric mean over {} points; {} significantly better, {} worse)</li>\n",
+                "<li><b>{}{}</b> in {} against {}: {} (geometric mean over {} points; {} significantly better, {} worse)</li>\n",
                 s.workload,
+                s.condition.as_ref().map(|c| format!(" {c}")).unwrap_or_default(),
                 c.new,
                 c.base,
                 format_pct(s.geomean_change_pct, true),

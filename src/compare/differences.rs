@@ -1,0 +1,181 @@
+//! What differs between two results files besides the system compared:
+//! the host, the filesystem, how the runs were timed and instrumented, and
+//! what each workload was asked to do. A comparison shows every difference
+//! above its tables; one that changes a workload's op or its amount of
+//! work (another tarball, other mdtest items, another lookup shape) makes
+//! that workload's points not comparable, and `compare` refuses them
+//! unless told `--force`.
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+
+use crate::results::ResultsFile;
+use crate::vocab::Workload;
+
+/// One setting or fact of the environment that the two sides do not share.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Difference {
+    pub what: String,
+    pub base: String,
+    pub new: String,
+    /// The workloads whose op or amount of work this changes (their points
+    /// measured different things); empty for the environment and timing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub defines: Vec<Workload>,
+}
+
+impl Difference {
+    /// "what: base → new".
+    pub fn describe(&self) -> String {
+        format!("{}: {} → {}", self.what, self.base, self.new)
+    }
+}
+
+type Describe = fn(&ResultsFile) -> String;
+
+/// What is compared of the environment and the timing: anything but the
+/// workloads' own definitions.
+const ENVIRONMENT: [(&str, Describe); 11] = [
+    ("kernel", |d| format!("{} {}", d.host.kernel_release, d.host.kernel_version)),
+    ("CPU", |d| d.host.cpu_model.clone()),
+    ("online CPUs", |d| d.host.online_cpus.to_string()),
+    ("memory", |d| format!("{:.1} GiB", d.host.memory_bytes as f64 / (1u64 << 30) as f64)),
+    ("filesystem", filesystems),
+    ("fsscale", |d| d.tool.version.clone()),
+    ("duration", |d| format!("{} s", d.settings.duration_s)),
+    ("runs", |d| match (d.settings.until_ci_pct, d.settings.max_runs) {
+        (Some(pct), Some(max)) => format!("{} to {max}, until ±{pct}%", d.settings.runs),
+        _ => d.settings.runs.to_string(),
+    }),
+    ("warm-up runs", |d| d.settings.warmup_runs.to_string()),
+    ("instruments", |d| {
+        let i = d.settings.instruments;
+        let on: Vec<&str> = [(i.locks, "--profile locks"), (i.cpu, "--profile cpu"), (i.verify, "--verify")]
+            .into_iter()
+            .chain([(d.settings.latency, "--latency")])
+            .filter_map(|(on, name)| on.then_some(name))
+            .collect();
+        if on.is_empty() {
+            "none".to_string()
+        } else {
+            on.join(", ")
+        }
+    }),
+    ("pinning", |d| if d.settings.pin { "--pin".to_string() } else { "none".to_string() }),
+];
+
+/// What defines a workload's op or amount of work, with the workloads it defines.
+const DEFINITIONS: [(&str, Describe, fn(Workload) -> bool); 6] = [
+    ("tarball", tarball, |w| w == Workload::Untar || (w == Workload::Traverse)),
+    (
+        "walked tree",
+        |d| d.settings.walked_tree.as_ref().map_or("-".into(), |t| t.path.clone()),
+        |w| w == Workload::Traverse,
+    ),
+    (
+        "mdtest items",
+        |d| {
+            d.settings.mdtest.as_ref().map_or("-".into(), |m| {
+                let wall = m.stonewall_s.map(|s| format!(", stonewall {s} s")).unwrap_or_default();
+                format!("{} per worker of {} bytes{wall}", m.items, m.write_bytes)
+            })
+        },
+        Workload::is_mdtest,
+    ),
+    (
+        "lookups",
+        |d| d.settings.lookup.map_or("one relative name".into(), |l| l.describe()),
+        Workload::takes_lookup_shape,
+    ),
+    (
+        "append-grow size",
+        |d| d.settings.grow_bytes.map_or("-".into(), |b| format!("{b} bytes")),
+        |w| w == Workload::AppendGrow,
+    ),
+    ("command", |d| d.settings.command.as_ref().map_or("-".into(), |c| c.cmd.clone()), |w| w == Workload::Command),
+];
+
+fn filesystems(d: &ResultsFile) -> String {
+    let made: BTreeSet<String> = d.points.iter().filter_map(|p| p.filesystem.as_ref().map(|f| f.describe())).collect();
+    match made.is_empty() {
+        true => format!("{} ({})", d.target.fs_type, d.target.mount_options),
+        false => made.into_iter().collect::<Vec<_>>().join(", "),
+    }
+}
+
+fn tarball(d: &ResultsFile) -> String {
+    d.settings.untar.as_ref().map_or("-".into(), |u| {
+        let source = match (u.scale, u.seed) {
+            (Some(scale), Some(seed)) => format!("generated, scale {scale} seed {seed}"),
+            _ => u.tarball.clone(),
+        };
+        format!("{source}: {} entries, {} bytes", u.entries, u.bytes)
+    })
+}
+
+/// Every difference between `base` and `new`. A workload definition counts
+/// only where both files measured a workload it defines.
+pub fn differences(base: &ResultsFile, new: &ResultsFile) -> Vec<Difference> {
+    let ran = |d: &ResultsFile| -> BTreeSet<Workload> { d.points.iter().map(|p| p.workload).collect() };
+    let both: Vec<Workload> = ran(base).intersection(&ran(new)).copied().collect();
+    let mut out = Vec::new();
+    for (what, describe) in ENVIRONMENT {
+        let (b, n) = (describe(base), describe(new));
+        if b != n {
+            out.push(Difference { what: what.to_string(), base: b, new: n, defines: Vec::new() });
+        }
+    }
+    for (what, describe, defines) in DEFINITIONS {
+        let (b, n) = (describe(base), describe(new));
+        let defines: Vec<Workload> = both.iter().copied().filter(|w| defines(*w)).collect();
+        if b != n && !defines.is_empty() {
+            out.push(Difference { what: what.to_string(), base: b, new: n, defines });
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compare::tests::doc;
+    use crate::results::{MdtestSettings, UntarSettings};
+
+    #[test]
+    fn environment_differences_are_listed_and_workload_definitions_name_their_workloads() {
+        let base = doc(&[(Workload::Stat, 1, &[1.0, 2.0]), (Workload::Untar, 1, &[1.0, 2.0])]);
+        let mut new = base.clone();
+        assert_eq!(differences(&base, &new), []);
+        new.host.online_cpus += 2;
+        new.settings.instruments.cpu = true;
+        let untar = |scale| UntarSettings {
+            tarball: String::new(),
+            scale: Some(scale),
+            seed: Some(1),
+            extract_cmd: None,
+            entries: 10,
+            bytes: 100,
+        };
+        let mut base = base;
+        base.settings.untar = Some(untar(0.1));
+        new.settings.untar = Some(untar(0.25));
+        // mdtest items differ, but neither file ran an mdtest phase: not listed.
+        new.settings.mdtest = Some(MdtestSettings { items: 5, write_bytes: 0, stonewall_s: None });
+        let found: Vec<(String, Vec<Workload>)> =
+            differences(&base, &new).into_iter().map(|d| (d.describe(), d.defines)).collect();
+        let cpus = format!("online CPUs: {} → {}", base.host.online_cpus, new.host.online_cpus);
+        assert_eq!(
+            found,
+            [
+                (cpus, vec![]),
+                ("instruments: none → --profile cpu".to_string(), vec![]),
+                (
+                    "tarball: generated, scale 0.1 seed 1: 10 entries, 100 bytes → generated, scale 0.25 seed 1: 10 entries, 100 bytes"
+                        .to_string(),
+                    vec![Workload::Untar]
+                ),
+            ]
+        );
+    }
+}

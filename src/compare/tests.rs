@@ -1,0 +1,177 @@
+//! `compare`'s verdicts on hand-made runs.
+use super::*;
+use crate::results::{fixtures, RunNoise, WorkerCpu};
+
+/// Points of the given workloads and worker counts whose runs had these ops/s (1 s each).
+pub(crate) fn doc(points: &[(Workload, usize, &[f64])]) -> ResultsFile {
+    let points = points
+        .iter()
+        .map(|&(workload, workers, rates)| {
+            let runs = rates
+                .iter()
+                .enumerate()
+                .map(|(run, &r)| {
+                    let mut record = fixtures::run(run, &[], 1.0);
+                    record.ops = r as u64;
+                    record.ops_per_s = r;
+                    record.ops_per_s_per_worker = r / workers as f64;
+                    record
+                })
+                .collect();
+            fixtures::point(workload, Share::Private, workers, runs)
+        })
+        .collect();
+    fixtures::doc(5, 1.0, points)
+}
+
+const CONFIG: CompareConfig = CompareConfig::DEFAULT;
+
+#[test]
+fn one_summary_per_table_and_the_veto_can_be_turned_off() {
+    // Two filesystems, each a table: stat 10% slower on one, 30% on the other.
+    let on = |fs: &str, rates: [&[f64]; 2]| {
+        let mut d = doc(&[(Workload::Stat, 1, rates[0]), (Workload::Stat, 2, rates[1])]);
+        for p in &mut d.points {
+            p.fs = Some(fs.to_string());
+        }
+        d
+    };
+    let mut base = on("ext4", [&[100.0, 101.0, 99.0], &[200.0, 202.0, 198.0]]);
+    base.points.extend(on("xfs", [&[100.0, 101.0, 99.0], &[200.0, 202.0, 198.0]]).points);
+    let mut new = on("ext4", [&[90.0, 91.0, 89.0], &[180.0, 182.0, 178.0]]);
+    new.points.extend(on("xfs", [&[70.0, 71.0, 69.0], &[140.0, 142.0, 138.0]]).points);
+    let c = compare(&base, &new, "a", "b", &CONFIG);
+    let tables: Vec<(Option<&str>, usize, i64)> =
+        c.summaries.iter().map(|s| (s.condition.as_deref(), s.points, s.geomean_change_pct.round() as i64)).collect();
+    assert_eq!(tables, [(Some("on ext4"), 2, -10), (Some("on xfs"), 2, -30)]);
+    // A drifting base: too noisy with the veto, worse without it.
+    let base = doc(&[(Workload::Stat, 1, &[100.0, 102.0, 104.0, 106.0, 108.0])]);
+    let new = doc(&[(Workload::Stat, 1, &[60.0, 63.0, 59.0, 64.0, 61.0])]);
+    assert_eq!(compare(&base, &new, "a", "b", &CONFIG).rows[0].verdict, Verdict::TooNoisy);
+    let no_veto = CompareConfig { noise_veto: false, ..CONFIG };
+    let c = compare(&base, &new, "a", "b", &no_veto);
+    assert_eq!((c.rows[0].verdict, c.noise_veto), (Verdict::Worse, false));
+}
+
+#[test]
+fn per_cpu_compares_ops_per_worker_cpu_second_and_lists_points_without_them() {
+    // Same ops per CPU-second on both sides, though the new side's runs got half the CPU and ops/s.
+    let mut base = doc(&[(Workload::Stat, 1, &[100.0, 101.0, 99.0, 100.0]), (Workload::Read, 1, &[5.0, 5.0])]);
+    let mut new = doc(&[(Workload::Stat, 1, &[50.0, 51.0, 49.0, 50.0]), (Workload::Read, 1, &[5.0, 5.0])]);
+    for (doc, cpu) in [(&mut base, 1.0), (&mut new, 0.5)] {
+        for run in &mut doc.points[0].runs {
+            run.worker_cpu = WorkerCpu { user_s: cpu * 0.2, sys_s: cpu * 0.8 };
+            run.noise = Some(RunNoise { others_cpu: 0.5, ticks: 10_000, ..Default::default() });
+        }
+        doc.points[0].summarize();
+    }
+    let per_cpu = CompareConfig { figure: Figure::OpsPerCpuSecond, ..CONFIG };
+    let c = compare(&base, &new, "a", "b", &per_cpu);
+    assert_eq!(c.rows.len(), 1);
+    let row = &c.rows[0];
+    assert_eq!(row.unit, "ops/cpu-s");
+    assert_eq!((row.base.median, row.new.median), (100.0, 100.0));
+    assert_eq!(row.verdict, Verdict::NoDifferenceProven, "the busy machine does not make it too noisy");
+    assert_eq!(c.unmatched, ["read process private x1 (no worker CPU time recorded)"]);
+    // On ops/s the same pair is a significant change on a busy machine.
+    assert_eq!(compare(&base, &new, "a", "b", &CONFIG).rows[0].verdict, Verdict::TooNoisy);
+}
+
+#[test]
+fn finds_better_worse_and_no_difference() {
+    let base = doc(&[
+        (Workload::Stat, 1, &[100.0, 101.0, 99.0, 100.0, 100.0]),
+        (Workload::Stat, 2, &[200.0, 202.0, 198.0, 200.0, 200.0]),
+        (Workload::OpenClose, 1, &[50.0, 60.0, 40.0]),
+    ]);
+    let new = doc(&[
+        (Workload::Stat, 1, &[110.0, 111.0, 109.0, 110.0, 110.0]),
+        (Workload::Stat, 2, &[180.0, 181.0, 179.0, 180.0, 180.0]),
+        (Workload::OpenClose, 1, &[52.0, 58.0, 45.0]),
+        (Workload::Read, 1, &[1.0, 2.0, 3.0]),
+    ]);
+    let c = compare(&base, &new, "a", "b", &CONFIG);
+    let verdicts: Vec<Verdict> = c.rows.iter().map(|r| r.verdict).collect();
+    assert_eq!(verdicts, [Verdict::Better, Verdict::Worse, Verdict::NoDifferenceProven]);
+    assert!((c.rows[0].change_pct - 10.0).abs() < 1e-9);
+    let (lo, hi) = c.rows[0].change_ci_pct.unwrap();
+    assert!(lo < 10.0 && 10.0 < hi && lo > 8.0 && hi < 12.0, "{lo} {hi}");
+    assert_eq!(c.unmatched, ["read process private x1 (new only)"]);
+    let stat = &c.summaries[0];
+    // √(1.1 × 0.9) − 1 = −0.501%.
+    assert!((stat.geomean_change_pct - ((1.1f64 * 0.9).sqrt() - 1.0) * 100.0).abs() < 1e-9);
+    assert_eq!((stat.better, stat.worse), (1, 1));
+    assert_eq!(regressions(&c, 5.0).len(), 1);
+    assert_eq!(regressions(&c, 15.0).len(), 0);
+}
+
+#[test]
+fn a_significant_change_inside_the_noise_threshold_is_within_noise() {
+    // Runs that agree to 0.1% make a 1% change highly significant; two
+    // invocations of one system differ by that much, so it is not called.
+    let base = doc(&[(Workload::Stat, 1, &[1000.0, 1001.0, 999.0, 1000.0, 1000.5])]);
+    let small = doc(&[(Workload::Stat, 1, &[1010.0, 1011.0, 1009.0, 1010.0, 1010.5])]);
+    let c = compare(&base, &small, "a", "b", &CONFIG);
+    assert!(c.rows[0].p_value.unwrap() < 1e-6);
+    assert_eq!(c.rows[0].verdict, Verdict::WithinNoise);
+    assert_eq!(c.noise_threshold_pct, 2.0);
+    assert_eq!(c.summaries[0].better, 0);
+    // Without a threshold it is the significance test's call alone.
+    let exact = CompareConfig { noise_threshold_pct: 0.0, ..CONFIG };
+    assert_eq!(compare(&base, &small, "a", "b", &exact).rows[0].verdict, Verdict::Better);
+    // A 3% change whose interval reaches below 2% is not called either;
+    // with runs tight enough to put all of it above 2%, it is.
+    let wide = doc(&[(Workload::Stat, 1, &[1000.0, 1015.0, 985.0, 1000.0, 1005.0])]);
+    let three = doc(&[(Workload::Stat, 1, &[1030.0, 1045.0, 1015.0, 1030.0, 1035.0])]);
+    let row = &compare(&wide, &three, "a", "b", &CONFIG).rows[0];
+    let (lo, _) = row.change_ci_pct.unwrap();
+    assert!(row.p_value.unwrap() < 0.05 && lo < 2.0, "{row:?}");
+    assert_eq!(row.verdict, Verdict::WithinNoise);
+    let three_tight = doc(&[(Workload::Stat, 1, &[1030.0, 1031.0, 1029.0, 1030.0, 1030.5])]);
+    assert_eq!(compare(&base, &three_tight, "a", "b", &CONFIG).rows[0].verdict, Verdict::Better);
+}
+
+#[test]
+fn drift_makes_a_significant_difference_too_noisy_to_call() {
+    // The new side climbs with every run: a machine warming up, not a faster system.
+    let base = doc(&[(Workload::Stat, 1, &[100.0, 101.0, 99.0, 100.0, 100.5])]);
+    let new = doc(&[(Workload::Stat, 1, &[104.0, 106.0, 108.0, 110.0, 112.0])]);
+    let c = compare(&base, &new, "a", "b", &CONFIG);
+    assert!(c.rows[0].p_value.unwrap() < 0.01);
+    assert_eq!(c.rows[0].verdict, Verdict::TooNoisy);
+    assert_eq!(c.rows[0].noise.as_deref(), Some("new: drifts with run order (Spearman ρ = +1.00, p = 0.017)"));
+    assert_eq!(c.summaries[0].better, 0);
+}
+
+#[test]
+fn a_collapse_against_a_busy_base_is_worse_however_busy() {
+    let mut base = doc(&[(Workload::Stat, 1, &[1000.0, 700.0, 980.0, 1010.0, 650.0])]);
+    for run in &mut base.points[0].runs {
+        run.noise = Some(RunNoise { others_cpu: 0.6, ticks: 10_000, ..Default::default() });
+    }
+    base.points[0].summarize();
+    assert!(base.points[0].noise_problem().is_some(), "the base is busy");
+    let collapsed = doc(&[(Workload::Stat, 1, &[2.0, 1.0, 0.0, 1.0, 2.0])]);
+    let row = &compare(&base, &collapsed, "a", "b", &CONFIG).rows[0];
+    assert_eq!(row.verdict, Verdict::Worse, "{row:?}");
+    assert!(row.noise.is_some(), "the noise is still reported");
+    // Halved on a machine 60% busy: the busy share explains it.
+    let halved = doc(&[(Workload::Stat, 1, &[300.0, 301.0, 299.0, 300.0, 300.0])]);
+    assert_eq!(compare(&base, &halved, "a", "b", &CONFIG).rows[0].verdict, Verdict::TooNoisy);
+    // Cut by four fifths, its runs far apart from the busy base's: still not a collapse.
+    let cut = doc(&[(Workload::Stat, 1, &[150.0, 151.0, 149.0, 150.0, 150.0])]);
+    let mut quiet_spread = base.clone();
+    for (run, v) in quiet_spread.points[0].runs.iter_mut().zip([1000.0, 990.0, 1010.0, 1000.0, 1005.0]) {
+        run.ops_per_s = v;
+        run.ops_per_s_per_worker = v;
+    }
+    quiet_spread.points[0].summarize();
+    assert_eq!(compare(&quiet_spread, &cut, "a", "b", &CONFIG).rows[0].verdict, Verdict::TooNoisy);
+}
+
+#[test]
+fn single_runs_cannot_be_tested() {
+    let c = compare(&doc(&[(Workload::Stat, 1, &[100.0])]), &doc(&[(Workload::Stat, 1, &[50.0])]), "a", "b", &CONFIG);
+    assert_eq!(c.rows[0].verdict, Verdict::TooFewRuns);
+    assert_eq!(c.rows[0].change_pct, -50.0);
+}
