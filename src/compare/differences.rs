@@ -34,6 +34,9 @@ impl Difference {
 
 type Describe = fn(&ResultsFile) -> String;
 
+/// Which workloads a definition defines.
+type Defines = fn(Workload) -> bool;
+
 /// What is compared of the environment and the timing: anything but the
 /// workloads' own definitions.
 const ENVIRONMENT: [(&str, Describe); 11] = [
@@ -66,7 +69,7 @@ const ENVIRONMENT: [(&str, Describe); 11] = [
 ];
 
 /// What defines a workload's op or amount of work, with the workloads it defines.
-const DEFINITIONS: [(&str, Describe, fn(Workload) -> bool); 6] = [
+const DEFINITIONS: [(&str, Describe, Defines); 6] = [
     ("tarball", tarball, |w| w == Workload::Untar || (w == Workload::Traverse)),
     (
         "walked tree",
