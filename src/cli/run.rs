@@ -181,8 +181,8 @@ pub struct MacroArgs {
 #[derive(Args, Debug)]
 #[command(next_help_heading = "mdtest phases")]
 pub struct MdtestArgs {
-    /// Files (or directories) each worker creates, stats, reads, removes (mdtest -n).
-    #[arg(long, value_name = "N", default_value_t = 1000)]
+    /// Files (or directories) each worker creates, stats, reads, removes (mdtest -n); the default makes even the stat phase last the 50 ms fixed work needs to be timed here.
+    #[arg(long, value_name = "N", default_value_t = fsscale::workloads::DEFAULT_MDTEST_ITEMS)]
     pub items: u64,
 
     /// Bytes written to each file as it is created, and read back by mdtest-read (mdtest -w/-e).

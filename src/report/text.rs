@@ -150,7 +150,8 @@ fn legends(doc: &ResultsFile, by_workload: &Groups<'_>, unfitted: bool, explain_
     if by_workload.values().any(|points| !super::profile::points_to_explain(points, explain_all).is_empty()) {
         out.push_str(super::profile::EXPLAIN_LEGEND);
     }
-    if by_workload.values().flatten().any(|p| !noise_marks(p).is_empty()) {
+    let impossible = by_workload.values().any(|points| view::views_of(points, doc).iter().any(|v| v.is_impossible()));
+    if impossible || by_workload.values().flatten().any(|p| !noise_marks(p).is_empty()) {
         out.push_str(NOISE_LEGEND);
     }
     out
@@ -326,6 +327,9 @@ pub(super) fn noise_marks(point: &Point) -> String {
     if !summary.busy_runs.is_empty() {
         marks.push(format!("!busy {}/{}", summary.busy_runs.len(), point.runs.len()));
     }
+    if point.too_short().is_some() {
+        marks.push("!short".to_string());
+    }
     marks.join(" ")
 }
 
@@ -333,8 +337,10 @@ pub(super) fn noise_marks(point: &Point) -> String {
 pub(super) const NOISE_LEGEND: &str =
     "!drift: the runs trend with their order (Spearman, p < 0.05); !2 modes: they fall into two \
 groups (bimodality coefficient > 5/9, 10 runs or more); !busy k/n: other work took more than 5% of the machine in k \
-runs; ~outlier: a run beyond Tukey's fences (1.5 IQR). compare calls a significant difference too noisy, not \
-better or worse, where a side drifts, has two modes or is busy in more than a fifth of its runs.\n";
+runs; ~outlier: a run beyond Tukey's fences (1.5 IQR); !short: fixed work whose job took under 50 ms, too short to \
+time (the start's skew and a scheduler slice are a large share of it: give it more work); !impossible: an effective \
+concurrency above the CPUs it could use, which only a mistimed job shows. compare calls a significant difference too \
+noisy, not better or worse, where a side drifts, has two modes, is short or is busy in more than a fifth of its runs.\n";
 
 fn trim_float(x: f64) -> String {
     let s = format!("{x:.3}");
@@ -391,6 +397,39 @@ ops/s: median of 3 runs of 0.5 s each; sd: standard deviation of the runs' ops/s
 efficiency: ops/s per worker against 1 worker of the same mode and share.
 ";
         assert_eq!(render_results(&doc), expected);
+    }
+
+    #[test]
+    fn short_fixed_work_and_an_impossible_concurrency_are_marked_and_explained() {
+        // mdtest-stat: 12 ms at one worker, 9 ms at four: "3.9 times" the
+        // work at once on a host of two usable CPUs.
+        let mut doc = fixtures::doc(
+            2,
+            0.0,
+            vec![
+                point(Workload::MdtestStat, Share::Private, vec![record(0, &[1000], 0.012), record(1, &[1000], 0.012)]),
+                point(
+                    Workload::MdtestStat,
+                    Share::Private,
+                    vec![record(0, &[1000; 4], 0.0123), record(1, &[1000; 4], 0.0123)],
+                ),
+                point(Workload::MdtestCreate, Share::Private, vec![record(0, &[1000], 0.2), record(1, &[1000], 0.2)]),
+            ],
+        );
+        doc.host.usable_cpus = 2;
+        let text = render_results(&doc);
+        let rows: Vec<&str> =
+            text.lines().filter(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit())).collect();
+        // mdtest-create's table comes first (the phases' order).
+        assert!(!rows[0].contains('!'), "{text}");
+        assert!(rows[1].ends_with("!short") && !rows[1].contains("!impossible"), "{text}");
+        assert!(rows[2].ends_with("!short !impossible"), "{text}");
+        assert!(text.contains("!short: fixed work whose job took under 50 ms"), "{text}");
+        assert!(text.contains("!impossible: an effective concurrency above the CPUs"), "{text}");
+        // And compare keeps the short points out of its verdicts.
+        let problem = doc.points[0].noise_problem().unwrap();
+        assert_eq!(problem, "jobs of 12 ms, too short to time (under 50 ms)");
+        assert_eq!(doc.points[2].noise_problem(), None);
     }
 
     #[test]

@@ -386,6 +386,7 @@ impl Point {
     pub fn noise_problem(&self) -> Option<String> {
         let summary = self.summary.as_ref()?;
         let mut problems = diagnosed_problems(summary.diagnostics.as_ref());
+        problems.extend(self.too_short().map(short_problem));
         // One disturbed run in five moves a mean little; more than that is the machine's figure.
         if summary.busy_runs.len() * 5 > self.runs.len() {
             problems.push(format!("machine busy in {} of {} runs", summary.busy_runs.len(), self.runs.len()));
@@ -405,8 +406,20 @@ impl Point {
     /// two modes in them; other work's load does not count, since it takes
     /// CPUs, not the workers' CPU time.
     pub fn cpu_noise_problem(&self) -> Option<String> {
-        let problems = diagnosed_problems(diagnose(&self.ops_per_cpu_s()?).as_ref());
+        let mut problems = diagnosed_problems(diagnose(&self.ops_per_cpu_s()?).as_ref());
+        problems.extend(self.too_short().map(short_problem));
         (!problems.is_empty()).then(|| problems.join(", "))
+    }
+
+    /// Fixed work timed by fsscale whose median job took under
+    /// [`MIN_FIXED_WORK_S`]: that median, in seconds.
+    pub fn too_short(&self) -> Option<f64> {
+        if !self.workload.is_fixed_work() || self.metric.is_some() || self.runs.is_empty() {
+            return None;
+        }
+        let elapsed: Vec<f64> = self.runs.iter().map(|r| r.elapsed_s).collect();
+        let median = Summary::of(&elapsed).ok()?.median;
+        (median < MIN_FIXED_WORK_S).then_some(median)
     }
 
     /// Half the 95% confidence interval of the runs' mean, in percent of it (below 2 runs: none).
@@ -451,6 +464,19 @@ impl Point {
             _ => None,
         };
     }
+}
+
+/// The shortest fixed-work job (`untar`, the mdtest phases, ...) whose time
+/// fsscale calls a verdict on. Shorter, the workers' skew at the start
+/// barrier, a scheduler slice (3-4 ms on a busy 2-vCPU VM, several per
+/// worker when workers outnumber CPUs) and the CPU's ramp-up are a large
+/// share of the time: here, mdtest phases of 11-38 ms spread by 16-33%
+/// run to run and showed an effective concurrency above the CPUs
+/// (docs/BENCHMARKS.md).
+pub const MIN_FIXED_WORK_S: f64 = 0.05;
+
+fn short_problem(median_s: f64) -> String {
+    format!("jobs of {:.0} ms, too short to time (under {:.0} ms)", median_s * 1e3, MIN_FIXED_WORK_S * 1e3)
 }
 
 /// The largest results file or journal fsscale reads (a million runs of

@@ -32,9 +32,16 @@ pub struct MdtestOptions {
     pub stonewall: Option<Duration>,
 }
 
+/// `--items` unless given. A phase's time is what fsscale measures, and a
+/// fixed-work job must last [`MIN_FIXED_WORK_S`](crate::results::MIN_FIXED_WORK_S)
+/// to be timed: the fastest phases (stat) run about 1M items/s a worker
+/// on a quiet 2-vCPU VM, so 50,000 make even them last 50 ms (mdtest's own
+/// examples use 1,000, whose phases here took 1-15 ms).
+pub const DEFAULT_ITEMS: u64 = 50_000;
+
 impl Default for MdtestOptions {
     fn default() -> MdtestOptions {
-        MdtestOptions { items: 1000, write_bytes: 0, stonewall: None }
+        MdtestOptions { items: DEFAULT_ITEMS, write_bytes: 0, stonewall: None }
     }
 }
 

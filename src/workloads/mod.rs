@@ -37,7 +37,7 @@ pub use crate::vocab::{Lookups, Share, Workload};
 pub use catalogue::{prepare_point, start, Started};
 pub use command::CommandSpec;
 pub use data::DATA_BLOCK;
-pub use mdtest::MdtestOptions;
+pub use mdtest::{MdtestOptions, DEFAULT_ITEMS as DEFAULT_MDTEST_ITEMS};
 pub use traverse::TREE_DIR;
 pub use untar::TreeSource;
 pub use walk_queue::WalkQueue;

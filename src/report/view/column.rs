@@ -196,7 +196,18 @@ impl Column {
             }
             Runq => sched_share(p, |s| s.runqueue),
             Asleep => sched_share(p, |s| s.asleep),
-            Note => Cell::Text(super::super::text::run_note(p, view.settings, view.paired_base)),
+            Note => {
+                let note = super::super::text::run_note(p, view.settings, view.paired_base);
+                let impossible = view.is_impossible().then_some("!impossible");
+                Cell::Text(
+                    [Some(note.as_str()), impossible]
+                        .into_iter()
+                        .flatten()
+                        .filter(|s| !s.is_empty())
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                )
+            }
         }
     }
 }

@@ -28,9 +28,26 @@ pub struct PointView<'a> {
     pub speedup: Option<f64>,
     /// S(N)/N.
     pub efficiency: Option<f64>,
+    /// CPUs the run could use (affinity and a cgroup limit counted).
+    pub usable_cpus: usize,
     /// With `--variant`s: the same point under the first variant, which
     /// `--until-ci` measured this one's ratio to (itself for the first).
     pub paired_base: Option<&'a Point>,
+}
+
+impl PointView<'_> {
+    /// A speedup (effective concurrency) above the CPUs the run could use
+    /// (2% spared for noise) while its workers were mostly on a CPU or
+    /// waiting for one: more done at once than there were CPUs to do it,
+    /// which only a mistimed job, or a 1-worker point that idled, shows.
+    /// Workers that mostly sleep (on I/O, on a lock held elsewhere) can
+    /// overlap beyond the CPUs, so they are not flagged.
+    pub fn is_impossible(&self) -> bool {
+        let mut asleep: Vec<f64> = self.point.runs.iter().filter_map(|r| r.sched_shares()).map(|s| s.asleep).collect();
+        asleep.sort_by(f64::total_cmp);
+        let mostly_asleep = asleep.get(asleep.len() / 2).is_some_and(|&a| a >= 0.5);
+        self.speedup.is_some_and(|s| s > 1.02 * self.usable_cpus as f64) && !mostly_asleep
+    }
 }
 
 /// What a cell holds: renderers show it, exports write its value.
@@ -188,6 +205,7 @@ pub fn views_of<'a>(points: &[&'a Point], doc: &'a ResultsFile) -> Vec<PointView
                 speedup: at.and_then(|s| s.speedup),
                 efficiency: at.and_then(|s| s.efficiency),
                 paired_base: paired_base(doc, point),
+                usable_cpus: doc.host.usable_cpus.max(1),
             }
         })
         .collect()

@@ -137,8 +137,12 @@ impl Session<'_> {
             false => 0,
         };
         let data_bytes = tree.map_or(0, |u| u.contents.bytes).max(grown) * max_workers;
-        // Every worker's copy of the tree, plus the shared one.
-        let data_entries = tree.map_or(0, |u| u.contents.entries() * (max_workers + 1));
+        // Every worker's copy of the tree, plus the shared one; every worker's mdtest items.
+        let mdtest = match config.workloads.iter().any(|w| w.is_mdtest()) {
+            true => config.options.mdtest.items * max_workers,
+            false => 0,
+        };
+        let data_entries = tree.map_or(0, |u| u.contents.entries() * (max_workers + 1)).max(mdtest);
         let filesystems = &config.filesystems;
         filesystems.specs.iter().map(|s| filesystems.size_for(s, data_bytes, data_entries)).collect()
     }
