@@ -39,7 +39,7 @@ type Defines = fn(Workload) -> bool;
 
 /// What is compared of the environment and the timing: anything but the
 /// workloads' own definitions.
-const ENVIRONMENT: [(&str, Describe); 11] = [
+const ENVIRONMENT: [(&str, Describe); 12] = [
     ("kernel", |d| format!("{} {}", d.host.kernel_release, d.host.kernel_version)),
     ("CPU", |d| d.host.cpu_model.clone()),
     ("online CPUs", |d| d.host.online_cpus.to_string()),
@@ -66,10 +66,12 @@ const ENVIRONMENT: [(&str, Describe); 11] = [
         }
     }),
     ("pinning", |d| if d.settings.pin { "--pin".to_string() } else { "none".to_string() }),
+    // A command is often the very system compared (two builds, two tools): said, never refused.
+    ("command", |d| d.settings.command.as_ref().map_or("-".into(), |c| c.cmd.clone())),
 ];
 
 /// What defines a workload's op or amount of work, with the workloads it defines.
-const DEFINITIONS: [(&str, Describe, Defines); 6] = [
+const DEFINITIONS: [(&str, Describe, Defines); 5] = [
     ("tarball", tarball, |w| w == Workload::Untar || (w == Workload::Traverse)),
     (
         "walked tree",
@@ -96,7 +98,6 @@ const DEFINITIONS: [(&str, Describe, Defines); 6] = [
         |d| d.settings.grow_bytes.map_or("-".into(), |b| format!("{b} bytes")),
         |w| w == Workload::AppendGrow,
     ),
-    ("command", |d| d.settings.command.as_ref().map_or("-".into(), |c| c.cmd.clone()), |w| w == Workload::Command),
 ];
 
 fn filesystems(d: &ResultsFile) -> String {

@@ -31,6 +31,8 @@ fn workers_waiting_for_a_command_are_asleep() {
     assert_success(&out);
     let doc = env.results();
     let share = doc.points[0].runs[0].sched_shares().expect("scheduler figures");
-    assert!(share.asleep > 0.8, "waiting for sleep(1) is sleeping: {share:?}");
+    // Waiting for sleep(1) is sleeping; what is left is mostly waiting for a
+    // CPU on a busy machine (a fork's child to run, the wake-up), not running.
+    assert!(share.asleep > 0.5 && share.asleep + share.runqueue > 0.9, "waiting for sleep(1) is sleeping: {share:?}");
     assert!(doc.points[0].runs[0].sched[0].voluntary_switches >= 1);
 }
