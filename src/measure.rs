@@ -17,6 +17,7 @@ pub fn run_command(args: cli::RunArgs, argv: Vec<String>) -> anyhow::Result<()> 
         );
     }
     let named_output = args.output.output.is_some();
+    let quiet = args.output.quiet;
     let explain_all = args.instruments.explain_all;
     let tables = Tables { format: args.output.format, explain_all };
     let job = cluster.as_ref().map(|c| cli::RankOf { rank: c.rank(), ranks: c.size() });
@@ -24,7 +25,7 @@ pub fn run_command(args: cli::RunArgs, argv: Vec<String>) -> anyhow::Result<()> 
     // Every rank finds the same fault in the same arguments: rank 0 says it.
     let config = args.into_config(argv, job).map_err(|e| if follower { QuietFailure(0).into() } else { e })?;
     let Some(cluster) = cluster else {
-        let mut progress = terminal::TerminalProgress::new();
+        let mut progress = terminal::TerminalProgress::new(quiet);
         let outcome = runner::run(&config, &mut progress);
         return show_run(outcome, &config, named_output, tables, progress);
     };
@@ -36,7 +37,7 @@ pub fn run_command(args: cli::RunArgs, argv: Vec<String>) -> anyhow::Result<()> 
             QuietFailure(code).into()
         });
     }
-    let mut progress = terminal::TerminalProgress::new();
+    let mut progress = terminal::TerminalProgress::new(quiet);
     let outcome = runner::run_on_ranks(&config, cluster, &mut progress)
         .and_then(|doc| doc.ok_or_else(|| anyhow::anyhow!("rank 0 returned no results (internal error)")));
     show_run(outcome, &config, named_output, tables, progress)

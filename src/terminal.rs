@@ -1,5 +1,6 @@
-//! Terminal side of progress reporting: one self-overwriting line on
-//! stderr when stderr is a terminal, nothing otherwise.
+//! Terminal side of progress reporting on stderr: the plan's size and
+//! estimated time, then one self-overwriting line on a terminal, or a line
+//! every 30 s when stderr is a file or a pipe (a log); nothing with --quiet.
 
 #[cfg(target_os = "linux")]
 pub use progress::TerminalProgress;
@@ -8,32 +9,58 @@ pub use progress::TerminalProgress;
 #[cfg(target_os = "linux")]
 mod progress {
     use std::io::Write;
+    use std::time::{Duration, Instant};
 
-    use fsscale::plan::PointSpec;
     use fsscale::report::format_rate;
     use fsscale::results::Point;
-    use fsscale::runner::Progress;
+    use fsscale::runner::{human_duration, PlanSummary, Progress, RunStart};
+
+    /// How often a log (stderr not a terminal) gets a progress line.
+    const LOG_INTERVAL: Duration = Duration::from_secs(30);
+
+    /// Where progress goes: a line rewritten in place, a line now and then, or nowhere.
+    #[derive(Clone, Copy, PartialEq, Eq)]
+    enum Mode {
+        Terminal,
+        Log,
+        Quiet,
+    }
 
     pub struct TerminalProgress {
-        enabled: bool,
+        mode: Mode,
         points: usize,
-        runs: usize,
+        runs_per_point: usize,
         /// The last run's figure and its unit.
         last_rate: Option<(f64, String)>,
         dirty: bool,
+        /// When a log last got a progress line.
+        logged: Option<Instant>,
         /// Whether this invocation has written the results file.
         pub saved: bool,
     }
 
     impl TerminalProgress {
-        pub fn new() -> TerminalProgress {
-            let enabled = std::io::IsTerminal::is_terminal(&std::io::stderr());
-            TerminalProgress { enabled, points: 0, runs: 0, last_rate: None, dirty: false, saved: false }
+        /// Progress on stderr: in place on a terminal, every 30 s otherwise; none when `quiet`.
+        pub fn new(quiet: bool) -> TerminalProgress {
+            let mode = match (quiet, std::io::IsTerminal::is_terminal(&std::io::stderr())) {
+                (true, _) => Mode::Quiet,
+                (false, true) => Mode::Terminal,
+                (false, false) => Mode::Log,
+            };
+            TerminalProgress {
+                mode,
+                points: 0,
+                runs_per_point: 0,
+                last_rate: None,
+                dirty: false,
+                logged: None,
+                saved: false,
+            }
         }
 
         /// Clears the progress line so that what follows starts on a clean line.
         pub fn clear(&mut self) {
-            if self.enabled && self.dirty {
+            if self.mode == Mode::Terminal && self.dirty {
                 eprint!("\r\x1b[K");
                 let _ = std::io::stderr().flush();
                 self.dirty = false;
@@ -41,40 +68,99 @@ mod progress {
         }
     }
 
-    impl Progress for TerminalProgress {
-        fn plan(&mut self, points: usize, runs: usize) {
-            self.points = points;
-            self.runs = runs;
+    /// "about 3 min 20 s left", or what is not known yet.
+    fn left(eta_s: Option<f64>) -> String {
+        match eta_s {
+            Some(s) => format!("about {} left", human_duration(s)),
+            None => "time left known once fixed work has run".to_string(),
         }
+    }
 
-        fn run_started(&mut self, point: &PointSpec, index: usize, run: usize, warmup: bool) {
-            if !self.enabled {
+    /// "[3/12] stat process private x1 on ext4 cold cache, run 2/5".
+    fn describe(run: &RunStart<'_>, points: usize, runs_per_point: usize) -> String {
+        let p = run.point;
+        let on = run.filesystem.map(|f| format!(" on {f}")).unwrap_or_default();
+        let cache = p.cache.map(|c| format!(" {c} cache")).unwrap_or_default();
+        let variant = p.variant.map(|v| format!(" variant {}", v + 1)).unwrap_or_default();
+        // Past -n (--until-ci), the count has no fixed end.
+        let which = match (run.warmup, run.run < runs_per_point) {
+            (true, _) => format!("warm-up run {}", run.run + 1),
+            (false, true) => format!("run {}/{}", run.run + 1, runs_per_point),
+            (false, false) => format!("run {}", run.run + 1),
+        };
+        format!(
+            "[{:>width$}/{points}] {} {} {} x{}{on}{cache}{variant}, {which}",
+            run.index + 1,
+            p.workload,
+            p.mode,
+            p.share,
+            p.workers,
+            width = points.to_string().len()
+        )
+    }
+
+    impl Progress for TerminalProgress {
+        fn plan(&mut self, plan: &PlanSummary) {
+            self.points = plan.points;
+            self.runs_per_point = plan.runs_per_point;
+            if self.mode == Mode::Quiet {
                 return;
             }
-            let last = self
-                .last_rate
-                .as_ref()
-                .map(|(r, unit)| format!("  last: {} {unit}", format_rate(*r)))
-                .unwrap_or_default();
-            let cache = point.cache.map(|c| format!(" {c} cache")).unwrap_or_default();
-            // Past -n (--until-ci), the count has no fixed end.
-            let which = match (warmup, run < self.runs) {
-                (true, _) => format!("warm-up run {}", run + 1),
-                (false, true) => format!("run {}/{}", run + 1, self.runs),
-                (false, false) => format!("run {}", run + 1),
+            let warmups = match plan.warmups_per_point {
+                0 => String::new(),
+                1 => "1 warm-up and ".to_string(),
+                k => format!("{k} warm-ups and "),
             };
-            eprint!(
-                "\r\x1b[K[{:>width$}/{}] {} {} {} x{}{cache}  {which}{last}",
-                index + 1,
-                self.points,
-                point.workload,
-                point.mode,
-                point.share,
-                point.workers,
-                width = self.points.to_string().len()
+            let more = if plan.until_ci { ", more until precise" } else { "" };
+            let time = match plan.eta_s {
+                Some(s) => format!("about {}", human_duration(s)),
+                None => "fixed work is timed as it runs".to_string(),
+            };
+            self.clear();
+            eprintln!(
+                "fsscale: {} point{}, {} runs ({warmups}{} run{} each{more}); {time}",
+                plan.points,
+                if plan.points == 1 { "" } else { "s" },
+                plan.total_runs(),
+                plan.runs_per_point,
+                if plan.runs_per_point == 1 { "" } else { "s" },
             );
-            let _ = std::io::stderr().flush();
-            self.dirty = true;
+        }
+
+        fn run_started(&mut self, run: &RunStart<'_>) {
+            let points = self.points.max(run.index + 1);
+            match self.mode {
+                Mode::Quiet => {}
+                Mode::Terminal => {
+                    let last = self
+                        .last_rate
+                        .as_ref()
+                        .map(|(r, unit)| format!("  last: {} {unit}", format_rate(*r)))
+                        .unwrap_or_default();
+                    eprint!(
+                        "\r\x1b[K{}{last}  ({}/{} runs, {})",
+                        describe(run, points, self.runs_per_point),
+                        run.done,
+                        run.total,
+                        left(run.eta_s)
+                    );
+                    let _ = std::io::stderr().flush();
+                    self.dirty = true;
+                }
+                Mode::Log => {
+                    if self.logged.is_some_and(|at| at.elapsed() < LOG_INTERVAL) {
+                        return;
+                    }
+                    self.logged = Some(Instant::now());
+                    eprintln!(
+                        "fsscale: {}: {} of {} runs done, {}",
+                        describe(run, points, self.runs_per_point),
+                        run.done,
+                        run.total,
+                        left(run.eta_s)
+                    );
+                }
+            }
         }
 
         fn run_finished(&mut self, point: &Point, warmup: bool) {
@@ -92,10 +178,14 @@ mod progress {
         }
 
         fn preparing(&mut self, what: &str) {
-            if self.enabled {
-                eprint!("\r\x1b[K{what}...");
-                let _ = std::io::stderr().flush();
-                self.dirty = true;
+            match self.mode {
+                Mode::Terminal => {
+                    eprint!("\r\x1b[K{what}...");
+                    let _ = std::io::stderr().flush();
+                    self.dirty = true;
+                }
+                Mode::Log => eprintln!("fsscale: {what}..."),
+                Mode::Quiet => {}
             }
         }
     }

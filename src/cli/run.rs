@@ -326,6 +326,10 @@ pub struct OutputArgs {
     /// The end-of-run tables on stdout: text, markdown (a GitHub table per point, for pasting) or json (the results document).
     #[arg(long, default_value = "text", value_parser = choice::<Format>())]
     pub format: Format,
+
+    /// No progress: neither the plan's size and estimated time, nor the progress line (on a terminal) or a progress line every 30 s (otherwise, as in a log). Warnings and errors still show.
+    #[arg(short, long)]
+    pub quiet: bool,
 }
 
 /// This process's place in an MPI job, as the config needs it.

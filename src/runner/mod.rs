@@ -10,6 +10,7 @@
 mod cpu;
 mod document;
 mod driver;
+mod eta;
 mod gate;
 mod latency;
 mod measure;
@@ -29,7 +30,8 @@ mod worker;
 
 use anyhow::{Context, Result};
 
-pub use progress::{Progress, Silent};
+pub use eta::human_duration;
+pub use progress::{PlanSummary, Progress, RunStart, Silent};
 pub use signals::Interrupted;
 
 use crate::cluster::Cluster;

@@ -322,3 +322,30 @@ fn append_grow_appends_its_size_and_never_truncates() {
     assert!(stdout(&out).contains("append-grow: fixed work: write() of 4 KiB to an O_APPEND file"));
     assert_eq!(env.leftovers(), Vec::<String>::new());
 }
+
+#[test]
+fn a_log_gets_the_plan_its_time_and_progress_lines_and_quiet_gets_none() {
+    let env = TestEnv::new();
+    // stderr is a pipe here, as in a log: the plan, then a line at the first
+    // run (and every 30 s after; this run is shorter).
+    let out = env.run(&["stat", "-j", "1,2", "--share", "private", "-n", "2", "--fs", "tmpfs"]);
+    assert_success(&out);
+    let err = stderr(&out);
+    // (A busy machine adds a warning, and the results' path follows.)
+    let lines: Vec<&str> =
+        err.lines().filter(|l| !l.starts_with("fsscale: warning") && !l.starts_with("results:")).collect();
+    assert!(lines[0].starts_with("fsscale: 2 points, 4 runs (2 runs each); about "), "{err}");
+    assert!(
+        lines[1].starts_with("fsscale: [1/2] stat process private x1 on tmpfs, run 1/2: 0 of 4 runs done, about "),
+        "{err}"
+    );
+    assert_eq!(lines.len(), 2, "{err}");
+    let out = env.run(&["stat", "-j", "1", "--share", "private", "--quiet"]);
+    assert_success(&out);
+    // Warnings and where the results went still show; progress does not.
+    assert!(
+        stderr(&out).lines().all(|l| l.starts_with("fsscale: warning") || l.starts_with("results:")),
+        "{}",
+        stderr(&out)
+    );
+}

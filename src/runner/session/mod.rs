@@ -9,12 +9,13 @@ use std::time::SystemTime;
 use anyhow::Result;
 
 use super::document::{finish, new_point};
+use super::eta::{Eta, PointPlan};
 use super::measure::{self, Inputs, Measurer, RunJob, Timing};
 use super::pool::FsPool;
 use super::schedule::{Layout, PointState, Repetition, Scheduler, Slot};
 use super::signals::{self, Interrupted};
 use super::variant;
-use super::Progress;
+use super::{PlanSummary, Progress, RunStart};
 use crate::exec::Containment;
 use crate::fs::FsRecord;
 use crate::plan::{Cache, PointSpec, RunConfig};
@@ -48,6 +49,13 @@ struct Schedule {
     warned_busy: bool,
     /// A warm-up was called unsteady once already.
     warned_unsteady: bool,
+    /// What each point's runs took, for the time left.
+    eta: Eta,
+}
+
+/// Whether `--fs` made this filesystem (not `--dir`'s own).
+fn config_fs_is_made(spec: &crate::fs::FsSpec) -> bool {
+    spec.kind != crate::vocab::FsKind::Dir
 }
 
 impl Session<'_> {
@@ -90,7 +98,6 @@ impl Session<'_> {
             doc.points.push(point);
             saver.point_started(doc, doc.points.len() - 1)?;
         }
-        self.progress.plan(plan.len(), config.runs);
         let repetition = Repetition {
             warmups: config.warmup_runs,
             runs: config.runs,
@@ -111,9 +118,20 @@ impl Session<'_> {
             position: 0,
             warned_busy: false,
             warned_unsteady: false,
+            eta: Eta::default(),
         };
+        self.progress.plan(&PlanSummary {
+            points: schedule.plan.len(),
+            runs_per_point: config.runs,
+            warmups_per_point: config.warmup_runs,
+            until_ci: config.until_ci_pct.is_some(),
+            eta_s: self.remaining_s(&schedule),
+        });
         while let Some(slot) = schedule.scheduler.next(&schedule.states) {
+            let started = std::time::Instant::now();
             let (record, fs_record) = self.run_slot(&mut pool, &schedule, slot, doc)?;
+            let workload = schedule.plan[slot.point].1.workload;
+            schedule.eta.record(slot.point, workload, started.elapsed().as_secs_f64());
             self.keep(doc, &mut schedule, slot, record, fs_record);
             saver.run_finished(doc, slot.point, slot.warmup)?;
             self.progress.saved();
@@ -125,6 +143,21 @@ impl Session<'_> {
             }
         }
         pool.finish()
+    }
+
+    /// Seconds the plan has left (see [`Eta`]).
+    fn remaining_s(&self, schedule: &Schedule) -> Option<f64> {
+        let r = schedule.repetition;
+        let loop_guess = (self.config.warmup + self.config.duration).as_secs_f64();
+        let points = schedule.plan.iter().zip(&schedule.states).enumerate().map(|(index, ((_, spec), state))| {
+            let plan = PointPlan {
+                workload: spec.workload,
+                runs_left: r.warmups.saturating_sub(state.warmups) + r.runs.saturating_sub(state.runs),
+                guess_s: (!spec.workload.is_fixed_work()).then_some(loop_guess),
+            };
+            (index, plan)
+        });
+        schedule.eta.remaining_s(points)
     }
 
     /// Bytes to make each filesystem with: room for the largest point's data.
@@ -158,7 +191,19 @@ impl Session<'_> {
         let (fs, spec) = &schedule.plan[slot.point];
         let state = &schedule.states[slot.point];
         let run = if slot.warmup { state.warmups } else { state.runs };
-        self.progress.run_started(spec, slot.point, run, slot.warmup);
+        let label = (config_fs_is_made(&self.config.filesystems.specs[*fs]))
+            .then(|| self.config.filesystems.specs[*fs].label());
+        let per_point = schedule.repetition.warmups + schedule.repetition.runs;
+        self.progress.run_started(&RunStart {
+            point: spec,
+            index: slot.point,
+            run,
+            warmup: slot.warmup,
+            filesystem: label.as_deref(),
+            done: schedule.position,
+            total: (schedule.plan.len() * per_point).max(schedule.position + 1),
+            eta_s: self.remaining_s(schedule),
+        });
         let started_at = results::rfc3339_millis(SystemTime::now());
         let cgroup = self.containment.as_mut().map(|c| c.start_run());
         let (measurer, inputs, cpus, config) = (self.measurer, self.inputs, self.cpus, self.config);

@@ -50,12 +50,12 @@ impl Measurer for Fake {
 struct Events(Vec<String>);
 
 impl Progress for Events {
-    fn plan(&mut self, points: usize, runs: usize) {
-        self.0.push(format!("plan {points}x{runs}"));
+    fn plan(&mut self, plan: &crate::runner::PlanSummary) {
+        self.0.push(format!("plan {}x{}", plan.points, plan.runs_per_point));
     }
-    fn run_started(&mut self, point: &PointSpec, index: usize, run: usize, warmup: bool) {
-        let kind = if warmup { "warm-up" } else { "run" };
-        self.0.push(format!("start {index} x{} {kind} {run}", point.workers));
+    fn run_started(&mut self, run: &crate::runner::RunStart<'_>) {
+        let kind = if run.warmup { "warm-up" } else { "run" };
+        self.0.push(format!("start {} x{} {kind} {}", run.index, run.point.workers, run.run));
     }
     fn point_finished(&mut self, point: &crate::results::Point) {
         self.0.push(format!("done x{}", point.workers));
@@ -78,21 +78,24 @@ fn plan(dir: &Path) -> RunConfig {
 
 /// Runs `config`'s schedule with `fake`: the outcome, the events, the document on disk.
 fn schedule(config: &RunConfig, fake: &dyn Measurer) -> (Result<ResultsFile>, Vec<String>, ResultsFile) {
+    let mut events = Events::default();
+    let (outcome, on_disk) = schedule_with(config, fake, &mut events);
+    (outcome, events.0, on_disk)
+}
+
+/// [`schedule`] telling `progress`.
+fn schedule_with(
+    config: &RunConfig,
+    fake: &dyn Measurer,
+    progress: &mut dyn Progress,
+) -> (Result<ResultsFile>, ResultsFile) {
     let sources = Sources { tree: None, trace: None, walks_only_a_given_tree: false };
     let doc = new_document(config, &sources, None);
     let saver = Saver::create(&config.output, &doc).unwrap();
-    let mut events = Events::default();
-    let session = Session {
-        config,
-        measurer: fake,
-        inputs: sources.inputs(config),
-        cpus: None,
-        containment: None,
-        progress: &mut events,
-    };
+    let session =
+        Session { config, measurer: fake, inputs: sources.inputs(config), cpus: None, containment: None, progress };
     let outcome = session.run(doc, saver);
-    let on_disk = ResultsFile::load(&config.output).unwrap();
-    (outcome, events.0, on_disk)
+    (outcome, ResultsFile::load(&config.output).unwrap())
 }
 
 #[test]
@@ -270,4 +273,37 @@ fn only_warm_ups_of_fixed_time_loops_run_until_steady_and_an_unsteady_one_is_war
     );
     assert_eq!(doc.settings.warmup_until_steady, steady);
     assert_eq!(doc.points[1].warmup_until_steady(), Some((1.0, false)));
+}
+
+#[test]
+fn progress_is_told_the_plan_and_where_every_run_stands_with_the_time_left() {
+    #[derive(Default)]
+    struct Standing {
+        plan: Option<crate::runner::PlanSummary>,
+        runs: Vec<(usize, usize, Option<f64>)>,
+    }
+    impl Progress for Standing {
+        fn plan(&mut self, plan: &crate::runner::PlanSummary) {
+            self.plan = Some(*plan);
+        }
+        fn run_started(&mut self, run: &crate::runner::RunStart<'_>) {
+            self.runs.push((run.done, run.total, run.eta_s));
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let config = plan(dir.path());
+    let mut standing = Standing::default();
+    schedule_with(&config, &Fake::steady(), &mut standing).0.unwrap();
+    // Two points of one warm-up and three runs: 8 runs, guessed before any
+    // ran at a loop's warm-up and window each.
+    let guess = (config.warmup + config.duration).as_secs_f64();
+    let plan = standing.plan.unwrap();
+    assert_eq!((plan.points, plan.total_runs()), (2, 8));
+    assert_eq!(plan.eta_s, Some(8.0 * guess));
+    let done: Vec<(usize, usize)> = standing.runs.iter().map(|(d, t, _)| (*d, *t)).collect();
+    assert_eq!(done, (0..8).map(|d| (d, 8)).collect::<Vec<_>>());
+    // Once runs have been timed (a fake's take microseconds), they set the pace.
+    let etas: Vec<f64> = standing.runs.iter().map(|(_, _, e)| e.unwrap()).collect();
+    assert_eq!(etas[0], 8.0 * guess);
+    assert!(etas[2..].iter().all(|&e| e < guess), "{etas:?}");
 }
