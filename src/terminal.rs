@@ -81,7 +81,7 @@ mod progress {
         let p = run.point;
         let on = run.filesystem.map(|f| format!(" on {f}")).unwrap_or_default();
         let cache = p.cache.map(|c| format!(" {c} cache")).unwrap_or_default();
-        let variant = p.variant.map(|v| format!(" variant {}", v + 1)).unwrap_or_default();
+        let variant = run.variant.map(|v| format!(" variant {v}")).unwrap_or_default();
         // Past -n (--until-ci), the count has no fixed end.
         let which = match (run.warmup, run.run < runs_per_point) {
             (true, _) => format!("warm-up run {}", run.run + 1),
@@ -118,10 +118,11 @@ mod progress {
             };
             self.clear();
             eprintln!(
-                "fsscale: {} point{}, {} runs ({warmups}{} run{} each{more}); {time}",
+                "fsscale: {} point{}, {} run{} ({warmups}{} run{} each{more}); {time}",
                 plan.points,
                 if plan.points == 1 { "" } else { "s" },
                 plan.total_runs(),
+                if plan.total_runs() == 1 { "" } else { "s" },
                 plan.runs_per_point,
                 if plan.runs_per_point == 1 { "" } else { "s" },
             );

@@ -51,6 +51,8 @@ pub struct RunStart<'a> {
     pub warmup: bool,
     /// The made filesystem's label (`ext4:noatime`), when `--fs` made one.
     pub filesystem: Option<&'a str>,
+    /// Its `--variant`'s name.
+    pub variant: Option<&'a str>,
     /// Runs finished so far, warm-ups included.
     pub done: usize,
     /// Runs in all (the least, with `--until-ci`).

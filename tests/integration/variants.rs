@@ -116,7 +116,7 @@ fn a_failing_variant_command_fails_its_run_named_and_keeps_the_runs_before_it() 
     assert!(!out.status.success());
     let err = stderr(&out);
     // (A loaded machine adds a warning about its busy runs.)
-    let lines: Vec<&str> = err.lines().filter(|l| !l.starts_with("fsscale: warning: ")).collect();
+    let lines: Vec<&str> = err.lines().filter(|l| !l.starts_with("fsscale: warning: ") && !is_progress(l)).collect();
     assert_eq!(lines.len(), 2, "{err}");
     assert_eq!(lines[0], format!("results so far: {}", env.output.display()));
     let named = "fsscale: error: stat (process, private, 1 workers) variant bad, run 2 of 3: --variant bad: `if [ -e";

@@ -200,6 +200,7 @@ impl Session<'_> {
             run,
             warmup: slot.warmup,
             filesystem: label.as_deref(),
+            variant: spec.variant.map(|v| self.config.variants[v].name.as_str()),
             done: schedule.position,
             total: (schedule.plan.len() * per_point).max(schedule.position + 1),
             eta_s: self.remaining_s(schedule),
