@@ -22,6 +22,8 @@
 #   --fsscale BIN     the binary to measure (default: target/release/fsscale, built)
 #   --keep DIR        keep every results file in DIR
 #   --noise-threshold PCT  compare's --noise-threshold (default: compare's, 2)
+#   --test T          compare's --test (e.g. paired: with --design invocations,
+#                     invocation k of each side pairs, as they run alternately)
 #   RUN ARGS          what `fsscale run` measures (default: stat -j 1 --share private
 #                     --dir /dev/shm, at fsscale's default runs and duration)
 #
@@ -60,7 +62,8 @@ while (($#)); do
     --slowdowns) slowdowns=$2; shift 2 ;;
     --fsscale) fsscale=$2; shift 2 ;;
     --keep) keep=$2; shift 2 ;;
-    --noise-threshold) compare_args=(--noise-threshold "$2"); shift 2 ;;
+    --noise-threshold) compare_args+=(--noise-threshold "$2"); shift 2 ;;
+    --test) compare_args+=(--test "$2"); shift 2 ;;
     --) shift; break ;;
     *) echo "power.sh: unknown option '$1' (see the comment at the top of bench/power.sh)" >&2; exit 2 ;;
   esac
