@@ -35,6 +35,11 @@ fn label(path: &Path) -> String {
     path.display().to_string()
 }
 
+/// What a loaded results file is called: its `--label`, else its path.
+fn name(path: &Path, doc: &ResultsFile) -> String {
+    doc.label.clone().unwrap_or_else(|| label(path))
+}
+
 /// Loads a results file for analysis; a partial one (its run failed or was
 /// interrupted, or points miss runs) is used with a warning on stderr, so
 /// figures from it are never taken for whole ones.
@@ -94,7 +99,7 @@ pub fn compare_command(args: &CompareArgs) -> Result<(String, Option<Regressed>,
     let base = load(&args.base)?;
     let mut comparisons = Vec::new();
     if let (Some(between), Some(text)) = (&between, &between_text) {
-        let c = compare_between(&base, &label(&args.base), between, &config)?;
+        let c = compare_between(&base, &name(&args.base, &base), between, &config)?;
         if c.rows.is_empty() {
             bail!("--between {text}: no point of {} pairs with another on everything else", label(&args.base));
         }
@@ -102,7 +107,13 @@ pub fn compare_command(args: &CompareArgs) -> Result<(String, Option<Regressed>,
     }
     if !args.vs.is_empty() {
         let side = |paths: Vec<&PathBuf>| -> Result<Vec<(String, ResultsFile)>> {
-            paths.into_iter().map(|p| Ok((label(p), load(p)?))).collect()
+            paths
+                .into_iter()
+                .map(|p| {
+                    let doc = load(p)?;
+                    Ok((name(p, &doc), doc))
+                })
+                .collect()
         };
         let base_side = side(std::iter::once(&args.base).chain(&args.new).collect())?;
         let new_side = side(args.vs.iter().collect())?;
@@ -125,7 +136,7 @@ pub fn compare_command(args: &CompareArgs) -> Result<(String, Option<Regressed>,
     }
     for path in args.new.iter().filter(|_| args.vs.is_empty()) {
         let new = load(path)?;
-        let c = compare(&base, &new, &label(&args.base), &label(path), &config);
+        let c = compare(&base, &new, &name(&args.base, &base), &name(path, &new), &config);
         if c.rows.is_empty() {
             bail!(
                 "{} and {} have no point in common (same workload, mode, share and workers); nothing to compare",
@@ -233,7 +244,13 @@ fn use_color(no_color: bool) -> bool {
 }
 
 fn load_all(paths: &[std::path::PathBuf]) -> Result<Vec<(String, ResultsFile)>> {
-    paths.iter().map(|p| Ok((label(p), load(p)?))).collect()
+    paths
+        .iter()
+        .map(|p| {
+            let doc = load(p)?;
+            Ok((name(p, &doc), doc))
+        })
+        .collect()
 }
 
 /// `fsscale report`: writes the HTML file, returns the line saying where.

@@ -327,6 +327,14 @@ pub struct OutputArgs {
     #[arg(long, default_value = "text", value_parser = choice::<Format>())]
     pub format: Format,
 
+    /// What this run is called in compare, report and plot (instead of the results file's path), e.g. --label pool-of-threads.
+    #[arg(long, value_name = "NAME", value_parser = parse_label)]
+    pub label: Option<String>,
+
+    /// Free text kept in the results and shown by report and compare, e.g. what was changed for this run.
+    #[arg(long, value_name = "TEXT", value_parser = parse_note)]
+    pub note: Option<String>,
+
     /// No progress: neither the plan's size and estimated time, nor the progress line (on a terminal) or a progress line every 30 s (otherwise, as in a log). Warnings and errors still show.
     #[arg(short, long)]
     pub quiet: bool,
@@ -364,6 +372,7 @@ impl RunArgs {
         };
         let workloads = chosen_workloads(&asked, command.cmd.is_some(), macros.trace.is_some());
         let sample_interval = timing.sample_interval()?;
+        let (label, note) = (output.label, output.note);
         let output = match (output.output, mpi) {
             (Some(path), _) => path,
             // Rank 0 alone writes the results.
@@ -417,6 +426,8 @@ impl RunArgs {
             stall_timeout: timing.stall_timeout,
             output,
             command_line: argv,
+            label,
+            note,
         })
     }
 }

@@ -149,3 +149,22 @@ pub(super) fn choice<T: Choice + Send + Sync>() -> impl clap::builder::TypedValu
 pub(super) fn parse_duration(text: &str) -> Result<std::time::Duration, InputError> {
     fsscale::plan::parse_duration(text)
 }
+
+/// `--label`: a short name, shown where a file's path would be.
+pub(super) fn parse_label(text: &str) -> Result<String, InputError> {
+    let text = text.trim();
+    if text.is_empty() || text.chars().count() > 64 || text.chars().any(char::is_control) {
+        return Err(InputError::malformed(format!(
+            "--label {text:?}: give a name of 1 to 64 characters on one line, e.g. --label pool-of-threads"
+        )));
+    }
+    Ok(text.to_string())
+}
+
+/// `--note`: free text kept with the results, one paragraph.
+pub(super) fn parse_note(text: &str) -> Result<String, InputError> {
+    if text.chars().count() > 2000 || text.chars().any(|c| c.is_control() && c != '\n') {
+        return Err(InputError::malformed("--note: give at most 2000 characters of text (no control characters)"));
+    }
+    Ok(text.trim().to_string())
+}

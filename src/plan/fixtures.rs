@@ -42,5 +42,7 @@ pub fn config(workloads: Vec<Workload>, caches: Vec<Cache>) -> RunConfig {
         stall_timeout: Duration::from_secs(60),
         output: PathBuf::from("x.json"),
         command_line: vec![],
+        label: None,
+        note: None,
     }
 }

@@ -92,6 +92,9 @@ pub struct RunConfig {
     pub stall_timeout: Duration,
     pub output: PathBuf,
     pub command_line: Vec<String>,
+    /// `--label` and `--note`, recorded in the results.
+    pub label: Option<String>,
+    pub note: Option<String>,
 }
 
 /// The shortest timed window: wake-up latency and timer slack (tens of

@@ -68,6 +68,8 @@ pub fn doc(runs: usize, duration_s: f64, points: Vec<Point>) -> ResultsFile {
         schema_version: SCHEMA_VERSION,
         tool: Tool { name: "fsscale".into(), version: "0.1.0".into() },
         command_line: vec![],
+        label: None,
+        note: None,
         started_at: "2026-11-22T00:00:00Z".into(),
         finished_at: None,
         status: Status::Complete,

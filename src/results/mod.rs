@@ -48,6 +48,13 @@ pub struct ResultsFile {
     pub target: Target,
     pub settings: Settings,
     pub points: Vec<Point>,
+    /// `--label`: what this run is called in comparisons, reports and plots
+    /// (instead of its file's path).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// `--note`: what the person who ran it wanted to remember of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
     /// A random name for the run that wrote this document; its journal
     /// carries it, so a journal of another run at the same path is never folded in.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -24,6 +24,8 @@ pub(super) fn new_document(config: &RunConfig, sources: &Sources, contained: Opt
         schema_version: SCHEMA_VERSION,
         tool: Tool { name: "fsscale".into(), version: env!("CARGO_PKG_VERSION").into() },
         command_line: config.command_line.clone(),
+        label: config.label.clone(),
+        note: config.note.clone(),
         started_at: results::rfc3339(SystemTime::now()),
         finished_at: None,
         status: Status::Running,

@@ -390,3 +390,27 @@ fn compare_says_what_differs_and_refuses_workloads_defined_differently() {
     let stat_table = text.split("\nstat").nth(1).unwrap();
     assert!(!stat_table.split("\nuntar").next().unwrap().contains("not comparable"), "{text}");
 }
+
+#[test]
+fn labels_name_runs_in_compare_and_report_and_notes_are_kept() {
+    let env = TestEnv::new();
+    let (a, b) = (env.root.path().join("a.json"), env.root.path().join("b.json"));
+    let run = |path: &std::path::Path, label: &str| {
+        let args = ["stat", "-j", "1", "-n", "2", "--share", "private", "--duration", "0.05", "--label", label];
+        run_each(&env, &[&args[..], &["--note", "pool-of-threads, thread_pool_size=2"]].concat(), &[path]);
+    };
+    run(&a, "one-thread-per-connection");
+    run(&b, "pool-of-threads");
+    let doc = ResultsFile::load(&b).unwrap();
+    assert_eq!(doc.label.as_deref(), Some("pool-of-threads"));
+    assert_eq!(doc.note.as_deref(), Some("pool-of-threads, thread_pool_size=2"));
+    let out = fsscale().arg("compare").arg(&a).arg(&b).output().unwrap();
+    assert_success(&out);
+    assert!(stdout(&out).starts_with("base: one-thread-per-connection\nnew:  pool-of-threads\n"), "{}", stdout(&out));
+    let html = env.root.path().join("r.html");
+    assert_success(&fsscale().arg("report").arg(&a).arg(&b).arg("-o").arg(&html).output().unwrap());
+    let html = std::fs::read_to_string(&html).unwrap();
+    assert!(html.contains("<th>pool-of-threads</th>") && html.contains("thread_pool_size=2"), "labels and notes");
+    let out = fsscale().args(["run", "stat", "--label", ""]).output().unwrap();
+    assert_one_line_error(&out, "--label \"\": give a name of 1 to 64 characters on one line");
+}

@@ -85,7 +85,8 @@ fn environment(out: &mut Html, files: &[(String, ResultsFile)]) {
     }
     out.push_static("</tr>\n");
     type Field = fn(&ResultsFile) -> String;
-    let rows: [(&str, Field); 15] = [
+    let rows: [(&str, Field); 16] = [
+        ("note", |d| d.note.clone().unwrap_or_else(|| "-".into())),
         ("host", |d| d.host.hostname.clone()),
         ("MPI job", |d| match &d.cluster {
             None => "-".into(),
