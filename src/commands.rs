@@ -15,7 +15,7 @@ use fsscale::compare::{
     DEFAULT_NOISE_THRESHOLD_PCT,
 };
 use fsscale::report::{render_analysis, render_comparisons, ExportFormat};
-use fsscale::results::ResultsFile;
+use fsscale::results::{ResultsFile, RunFigure};
 use fsscale::stats::hypothesis::TestKind;
 use fsscale::vocab::Cache;
 
@@ -354,6 +354,9 @@ pub fn export_command(args: &ExportArgs) -> Result<String> {
         ExportFormatArg::Markdown => Some(ExportFormat::Markdown),
         ExportFormatArg::JsonLines => Some(ExportFormat::JsonLines),
     };
+    if format.is_some() && args.figure != RunFigure::Rate {
+        bail!("--figure {} goes with --format ministat (the other formats have a column for each figure)", args.figure);
+    }
     if let Some(format) = format {
         doc.points.retain(|p| {
             args.workload.is_none_or(|w| p.workload == w)
@@ -405,17 +408,26 @@ pub fn export_command(args: &ExportArgs) -> Result<String> {
         ),
     };
     let mut text = format!(
-        "# {} {} {} x{}{}: {} per run ({})\n",
+        "# {} {} {} x{}{}: {}{} per run ({})\n",
         point.workload,
         point.mode,
         point.share,
         point.workers,
         point.condition().map(|c| format!(" {c}")).unwrap_or_default(),
-        point.unit(),
+        if args.figure == RunFigure::Rate { String::new() } else { format!("{} in ", args.figure) },
+        args.figure.unit(&point.unit()),
         args.results.display()
     );
-    for run in &point.runs {
-        text += &format!("{}\n", run.ops_per_s);
+    for (i, run) in point.runs.iter().enumerate() {
+        let Some(value) = args.figure.of(run) else {
+            bail!(
+                "run {} of that point has no {} figure (sync: fixed work only; runq and asleep: where the \
+                 scheduler's figures were read); choose another --figure",
+                i + 1,
+                args.figure
+            );
+        };
+        text += &format!("{value}\n");
     }
     Ok(text)
 }

@@ -259,6 +259,9 @@ pub struct ExportArgs {
     /// The point's cache state (warm or cold), when the file has both.
     #[arg(long, value_name = "warm|cold", value_parser = choice::<Cache>())]
     pub cache: Option<Cache>,
+    /// With --format ministat: which figure of each run (rate: the point's own; elapsed, user, sys, cpu, sync in seconds; runq, asleep as shares of the window; per-worker; ops-per-cpu-s).
+    #[arg(long, default_value = "rate", value_parser = choice::<fsscale::results::RunFigure>())]
+    pub figure: fsscale::results::RunFigure,
 }
 
 /// A shell completion script for `shell`, from the command definition.

@@ -19,7 +19,8 @@ pub use host::Host;
 pub use journal::{journal_path, Saver};
 pub use profile::{CpuProfile, FunctionShare, LockProfile, LockSite, SyscallCheck, SyscallCount};
 pub use run::{
-    NodeOps, RunNoise, RunRecord, SchedShares, SteadyOutcome, SystemCpu, Timeline, WorkerCpu, WorkerSched, Writeback,
+    NodeOps, RunFigure, RunNoise, RunRecord, SchedShares, SteadyOutcome, SystemCpu, Timeline, WorkerCpu, WorkerSched,
+    Writeback,
 };
 pub use target::Target;
 

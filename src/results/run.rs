@@ -253,3 +253,71 @@ mod tests {
         assert_eq!(r.sched_shares(), None);
     }
 }
+
+/// A figure every run has (or may have), for `export --figure`: what
+/// ministat compares, run by run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunFigure {
+    /// The point's own figure: ops/s (fixed work: entries/s; a driver's metric).
+    Rate,
+    /// The run's time: the window, or for fixed work the slowest worker's.
+    Elapsed,
+    /// The workers' user CPU seconds.
+    User,
+    /// The workers' system CPU seconds.
+    Sys,
+    /// User and system together.
+    Cpu,
+    /// Fixed work: the syncfs after the job.
+    Sync,
+    /// Share of the workers' window runnable but waiting for a CPU.
+    Runq,
+    /// Share of the workers' window asleep.
+    Asleep,
+    /// Ops per second per worker.
+    PerWorker,
+    /// Ops per worker CPU-second.
+    OpsPerCpuS,
+}
+
+crate::choice!(RunFigure {
+    Rate => "rate",
+    Elapsed => "elapsed",
+    User => "user",
+    Sys => "sys",
+    Cpu => "cpu",
+    Sync => "sync",
+    Runq => "runq",
+    Asleep => "asleep",
+    PerWorker => "per-worker",
+    OpsPerCpuS => "ops-per-cpu-s",
+});
+
+impl RunFigure {
+    /// The figure of `run`, when it was measured.
+    pub fn of(self, run: &RunRecord) -> Option<f64> {
+        match self {
+            RunFigure::Rate => Some(run.ops_per_s),
+            RunFigure::Elapsed => Some(run.elapsed_s),
+            RunFigure::User => Some(run.worker_cpu.user_s),
+            RunFigure::Sys => Some(run.worker_cpu.sys_s),
+            RunFigure::Cpu => Some(run.worker_cpu.user_s + run.worker_cpu.sys_s),
+            RunFigure::Sync => run.writeback.map(|w| w.sync_s),
+            RunFigure::Runq => run.sched_shares().map(|s| s.runqueue),
+            RunFigure::Asleep => run.sched_shares().map(|s| s.asleep),
+            RunFigure::PerWorker => Some(run.ops_per_s_per_worker),
+            RunFigure::OpsPerCpuS => run.ops_per_cpu_s(),
+        }
+    }
+
+    /// What it is counted in; `rate` is the point's own unit.
+    pub fn unit(self, point_unit: &str) -> String {
+        match self {
+            RunFigure::Rate => point_unit.to_string(),
+            RunFigure::Elapsed | RunFigure::User | RunFigure::Sys | RunFigure::Cpu | RunFigure::Sync => "s".into(),
+            RunFigure::Runq | RunFigure::Asleep => "share of the window".into(),
+            RunFigure::PerWorker => format!("{point_unit} per worker"),
+            RunFigure::OpsPerCpuS => "ops per worker CPU-second".into(),
+        }
+    }
+}

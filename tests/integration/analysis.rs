@@ -242,6 +242,23 @@ fn export_feeds_ministat_in_one_step() {
         &fsscale().arg("export").arg(&env.output).args(["--workload", "stat", "-j", "7"]).output().unwrap(),
         "has no stat point at 7 workers",
     );
+    // Any run's figure: the system seconds the seeds compared, the run's time.
+    let out = export(&["--share", "private", "--figure", "sys"]);
+    assert_success(&out);
+    let text = stdout(&out);
+    assert!(text.starts_with("# stat process private x2: sys in s per run"), "{text}");
+    let sys: Vec<f64> = text.lines().skip(1).map(|l| l.parse().unwrap()).collect();
+    assert_eq!(sys, point.runs.iter().map(|r| r.worker_cpu.sys_s).collect::<Vec<_>>());
+    let elapsed = stdout(&export(&["--share", "private", "--figure", "elapsed"]));
+    assert_eq!(
+        elapsed.lines().skip(1).map(|l| l.parse::<f64>().unwrap()).collect::<Vec<_>>(),
+        point.runs.iter().map(|r| r.elapsed_s).collect::<Vec<_>>()
+    );
+    assert_one_line_error(
+        &export(&["--share", "private", "--figure", "sync"]),
+        "run 1 of that point has no sync figure",
+    );
+    assert_one_line_error(&export(&["--figure", "sys", "--format", "csv"]), "--figure sys goes with --format ministat");
 }
 
 #[test]
