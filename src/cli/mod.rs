@@ -8,8 +8,10 @@ mod values;
 
 #[cfg(target_os = "linux")]
 pub use run::{cache_dir, RankOf, RunArgs};
+#[cfg(target_os = "linux")]
+pub use values::Format;
 use values::*;
-pub use values::{AnalyzeFormat, ExportFormatArg, Format, WorkloadArg};
+pub use values::{AnalyzeFormat, ExportFormatArg, WorkloadArg};
 
 use std::path::PathBuf;
 

@@ -16,7 +16,8 @@ pub enum ExportFormatArg {
 
 fsscale::choice!(ExportFormatArg { Ministat => "ministat", Csv => "csv", Markdown => "markdown" | "md", JsonLines => "json-lines" });
 
-/// `fsscale run --format`, `fsscale compare --format`: how tables are written.
+/// `fsscale run --format`: how its tables are written.
+#[cfg(target_os = "linux")]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
     Text,
@@ -24,6 +25,7 @@ pub enum Format {
     Json,
 }
 
+#[cfg(target_os = "linux")]
 fsscale::choice!(Format { Text => "text", Markdown => "markdown" | "md", Json => "json" });
 
 /// `analyze --format`: what its renderer writes.
@@ -150,6 +152,7 @@ pub(super) fn parse_duration(text: &str) -> Result<std::time::Duration, InputErr
     fsscale::plan::parse_duration(text)
 }
 
+#[cfg(target_os = "linux")]
 /// `--label`: a short name, shown where a file's path would be.
 pub(super) fn parse_label(text: &str) -> Result<String, InputError> {
     let text = text.trim();
@@ -161,6 +164,7 @@ pub(super) fn parse_label(text: &str) -> Result<String, InputError> {
     Ok(text.to_string())
 }
 
+#[cfg(target_os = "linux")]
 /// `--note`: free text kept with the results, one paragraph.
 pub(super) fn parse_note(text: &str) -> Result<String, InputError> {
     if text.chars().count() > 2000 || text.chars().any(|c| c.is_control() && c != '\n') {

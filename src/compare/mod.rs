@@ -142,7 +142,7 @@ pub struct Row {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub invocations: Option<InvocationStats>,
     /// What defines its workload differently on the two sides (see
-    /// [`differences`]): the points measured different things.
+    /// [`differences()`]): the points measured different things.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub defined_differently: Option<String>,
 }
@@ -197,7 +197,7 @@ pub struct Comparison {
     /// What the invocations compared can and cannot promise (see [`invocations`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub invocations_note: Option<String>,
-    /// What differs between the sides' settings and hosts (see [`differences`]).
+    /// What differs between the sides' settings and hosts (see [`differences()`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub differences: Vec<Difference>,
 }
