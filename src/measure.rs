@@ -8,6 +8,11 @@ use fsscale::runner::{self, Interrupted};
 use crate::{cli, print, terminal};
 
 pub fn run_command(args: cli::RunArgs, argv: Vec<String>) -> anyhow::Result<()> {
+    // `--like FILE`: FILE's recorded arguments stand in for these (and are what this run records).
+    let (args, argv) = match &args.output.like {
+        Some(like) => cli::like::expand(like, &argv)?,
+        None => (args, argv),
+    };
     let placement = args.sweep.placement;
     let cluster = fsscale::cluster::from_launcher(placement.unwrap_or_default())?;
     if cluster.is_none() && placement.is_some() {

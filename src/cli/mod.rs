@@ -7,6 +7,8 @@ mod run;
 mod values;
 
 #[cfg(target_os = "linux")]
+pub mod like;
+#[cfg(target_os = "linux")]
 pub use run::{cache_dir, RankOf, RunArgs};
 #[cfg(target_os = "linux")]
 pub use values::Format;
@@ -58,7 +60,7 @@ pub fn parse() -> Cli {
 /// Clap's message without its usage and the "For more information" line,
 /// folded into one line: `error: invalid value 'x' for '--mode <MODE>'
 /// [possible values: process, thread]; see --help`.
-fn one_line(rendered: &str) -> String {
+pub(crate) fn one_line(rendered: &str) -> String {
     let mut line = String::new();
     for piece in rendered.lines().map(str::trim).filter(|l| !l.is_empty()) {
         if piece.starts_with("Usage:") || piece.starts_with("For more information") {

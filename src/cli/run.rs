@@ -327,6 +327,10 @@ pub struct OutputArgs {
     #[arg(long, default_value = "text", value_parser = choice::<Format>())]
     pub format: Format,
 
+    /// Run exactly the plan RESULTS.json records: its arguments and order seed, with its --tarball or --tree as it was then (refused if either changed); only -o may be given besides. The other side of an A/B, after a reboot, in one command.
+    #[arg(long, value_name = "RESULTS.json")]
+    pub like: Option<PathBuf>,
+
     /// What this run is called in compare, report and plot (instead of the results file's path), e.g. --label pool-of-threads.
     #[arg(long, value_name = "NAME", value_parser = parse_label)]
     pub label: Option<String>,

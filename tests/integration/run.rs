@@ -349,3 +349,55 @@ fn a_log_gets_the_plan_its_time_and_progress_lines_and_quiet_gets_none() {
         stderr(&out)
     );
 }
+
+#[test]
+fn like_reruns_the_recorded_plan_exactly_and_refuses_what_changed() {
+    let env = TestEnv::new();
+    let args = ["stat", "-j", "1,2", "-n", "2", "--share", "private", "--order", "shuffled"];
+    assert_success(&env.run(&args));
+    let a = env.results();
+    let b_path = env.root.path().join("b.json");
+    let out = fsscale().args(["run", "--like"]).arg(&env.output).arg("-o").arg(&b_path).output().unwrap();
+    assert_success(&out);
+    let b = ResultsFile::load(&b_path).unwrap();
+    let plan =
+        |d: &ResultsFile| d.points.iter().map(|p| (p.workload, p.share, p.workers, p.runs.len())).collect::<Vec<_>>();
+    assert_eq!(plan(&a), plan(&b));
+    assert_eq!((b.settings.order_seed, b.settings.duration_s), (a.settings.order_seed, a.settings.duration_s));
+    // The same rounds in the same order: the seed was recorded and reused.
+    let order = |d: &ResultsFile| {
+        let mut runs: Vec<(usize, usize)> = d
+            .points
+            .iter()
+            .enumerate()
+            .flat_map(|(i, p)| p.runs.iter().map(move |r| (r.position.unwrap(), i)))
+            .collect();
+        runs.sort();
+        runs.into_iter().map(|(_, i)| i).collect::<Vec<_>>()
+    };
+    assert_eq!(order(&a), order(&b));
+    assert!(b.command_line.windows(2).any(|w| w[0] == "--order-seed"), "{:?}", b.command_line);
+    // Anything but -o would change the plan.
+    let out = fsscale().args(["run", "--like"]).arg(&env.output).args(["-j", "4"]).output().unwrap();
+    assert_one_line_error(&out, "runs exactly the plan it records, so it takes only -o besides; -j would change it");
+    // A tarball that changed since is refused before anything runs.
+    let tarball = env.root.path().join("t.tar");
+    assert_success(&fsscale().args(["tree", "--scale", "0.002", "--tar"]).arg(&tarball).output().unwrap());
+    let out = env.run(&["untar", "-j", "1", "--tarball", tarball.to_str().unwrap()]);
+    assert_success(&out);
+    let mut bytes = std::fs::read(&tarball).unwrap();
+    bytes.truncate(bytes.len() - 1024);
+    let extra = {
+        let mut t = Vec::new();
+        fsscale::tree::write_entry_header(&mut t, "extra", 0o644, 0, 0, b'0', "").unwrap();
+        t
+    };
+    bytes.extend_from_slice(&extra);
+    bytes.extend_from_slice(&[0u8; 1024]);
+    std::fs::write(&tarball, &bytes).unwrap();
+    let c_path = env.root.path().join("c.json");
+    let out = fsscale().args(["run", "--like"]).arg(&env.output).arg("-o").arg(&c_path).output().unwrap();
+    assert_one_line_error(&out, "when it was recorded: it is not the same tarball");
+    assert!(!c_path.exists());
+    assert_eq!(env.leftovers(), Vec::<String>::new());
+}
