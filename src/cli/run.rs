@@ -19,7 +19,7 @@ use super::values::*;
 #[derive(Args, Debug)]
 pub struct RunArgs {
     /// Workloads to run (see `fsscale list`), `mdtest` (its four file phases in order), `mdtest-dirs` (its directory phases), or `all` (every built-in one). Default: stat, open-close, creat-unlink, untar, traverse; `command` with --cmd, `replay` with --trace.
-    #[arg(value_name = "WORKLOAD", value_parser = parse_workload_arg)]
+    #[arg(value_name = "WORKLOAD", value_parser = WorkloadNames, hide_possible_values = true)]
     pub workloads: Vec<WorkloadArg>,
 
     #[command(flatten)]

@@ -147,6 +147,35 @@ pub(super) fn choice<T: Choice + Send + Sync>() -> impl clap::builder::TypedValu
     PossibleValuesParser::new(values).map(|text| T::from_name(&text).expect("clap accepts only T's names"))
 }
 
+/// A workload argument's parser: [`parse_workload_arg`]'s answers and
+/// errors, and every name (with `all` and the groups) for the completions.
+#[cfg(target_os = "linux")]
+#[derive(Clone)]
+pub(super) struct WorkloadNames;
+
+#[cfg(target_os = "linux")]
+impl clap::builder::TypedValueParser for WorkloadNames {
+    type Value = WorkloadArg;
+
+    fn parse_ref(
+        &self,
+        _cmd: &clap::Command,
+        _arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<WorkloadArg, clap::Error> {
+        let text = value
+            .to_str()
+            .ok_or_else(|| clap::Error::raw(clap::error::ErrorKind::InvalidUtf8, "a workload name is text"))?;
+        parse_workload_arg(text)
+            .map_err(|e| clap::Error::raw(clap::error::ErrorKind::ValueValidation, format!("{e}\n")))
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        let names = Workload::ALL.iter().map(|w| w.name()).chain(["mdtest", "mdtest-dirs", "all"]);
+        Some(Box::new(names.map(clap::builder::PossibleValue::new)))
+    }
+}
+
 #[cfg(target_os = "linux")]
 pub(super) fn parse_duration(text: &str) -> Result<std::time::Duration, InputError> {
     fsscale::plan::parse_duration(text)
