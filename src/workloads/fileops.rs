@@ -26,14 +26,15 @@ pub(super) const LSEEK: Description = Description {
     family: "file",
     op: "lseek(fd, 0, SEEK_SET) of an open file",
     private: PRIVATE,
-    shared: Ok("one file shared/f, each worker its own open file description"),
-    same: Ok("every worker seeks one open file description of shared/f (its f_pos lock)"),
+    shared: Ok("one file shared/f, each worker its own open file description (will-it-scale's lseek2)"),
+    same: Ok("every worker seeks one open file description of shared/f (its f_pos lock; not lseek2)"),
 };
 
 /// `fcntl-lock`.
 pub(super) const FCNTL_LOCK: Description = Description {
     family: "file",
-    op: "fcntl(F_SETLK) of a write lock on one byte, then fcntl(F_SETLK, F_UNLCK) of it",
+    op: "fcntl(F_SETLK) of a write lock on one byte, then fcntl(F_SETLK, F_UNLCK) of it; the pair is one op \
+         (will-it-scale's lock1 counts each call)",
     private: PRIVATE,
     shared: Ok("one file shared/f; worker i locks byte i (no overlap: the inode's lock list is what is shared)"),
     same: Err("every worker would lock the same byte: all but one would fail, or wait with F_SETLKW"),
@@ -42,7 +43,8 @@ pub(super) const FCNTL_LOCK: Description = Description {
 /// `fallocate`.
 pub(super) const FALLOCATE: Description = Description {
     family: "file",
-    op: "fallocate() of 1 MiB, then fallocate(PUNCH_HOLE|KEEP_SIZE) of it: its pages or blocks allocated and freed",
+    op: "fallocate() of 1 MiB, then fallocate(PUNCH_HOLE|KEEP_SIZE) of it: its pages or blocks allocated and freed \
+         (not fallocate1's 8 KiB steps with a truncate every 128)",
     private: PRIVATE,
     shared: Ok("one file shared/f; worker i allocates and frees its own 1 MiB range at i MiB"),
     same: Err("every worker would allocate and free one range under the others"),
