@@ -37,7 +37,8 @@ pub(super) const FCNTL_LOCK: Description = Description {
          (will-it-scale's lock1 counts each call)",
     private: PRIVATE,
     shared: Ok("one file shared/f; worker i locks byte i (no overlap: the inode's lock list is what is shared)"),
-    same: Err("every worker would lock the same byte: all but one would fail, or wait with F_SETLKW"),
+    same: Ok("one file shared/f; every worker write-locks byte 0 with F_OFD_SETLKW through its own open file \
+               description, so each waits for the others (will-it-scale's lock2, contended; threads too)"),
 };
 
 /// `fallocate`.
@@ -90,16 +91,30 @@ impl Op for Lseek {
     }
 }
 
-/// `fcntl-lock`: a write lock on the worker's byte, then its release.
+/// `fcntl-lock`: a write lock on the worker's byte, then its release; at
+/// `same` all on byte 0, waiting for one another.
 pub(super) struct FcntlLock {
     file: WorkerFile,
     lock: libc::flock,
     unlock: libc::flock,
+    /// `F_SETLK` (POSIX locks, never waiting: no two workers share a byte),
+    /// or at `same` `F_OFD_SETLKW`: the lock's owner is the open file
+    /// description, so threads of one process contend as processes do.
+    set: libc::c_int,
 }
 
 impl FcntlLock {
     pub(super) fn setup(env: &WorkerEnv<'_>) -> Result<FcntlLock> {
         let byte = if env.share == Share::Shared { env.index as libc::off_t } else { 0 };
+        let (file, set) = match env.share {
+            // Each its own description of shared/f: one shared description would be one owner.
+            Share::Same => {
+                let name = sys::cname(super::FILE);
+                let fd = env.open(&name, libc::O_RDWR)?;
+                (WorkerFile { name, fd, owned: true }, libc::F_OFD_SETLKW)
+            }
+            _ => (WorkerFile::open(env, libc::O_RDWR, 0)?, libc::F_SETLK),
+        };
         // SAFETY: flock is plain data.
         let mut lock: libc::flock = unsafe { std::mem::zeroed() };
         lock.l_type = libc::F_WRLCK as libc::c_short;
@@ -108,17 +123,17 @@ impl FcntlLock {
         lock.l_len = 1;
         let mut unlock = lock;
         unlock.l_type = libc::F_UNLCK as libc::c_short;
-        Ok(FcntlLock { file: WorkerFile::open(env, libc::O_RDWR, 0)?, lock, unlock })
+        Ok(FcntlLock { file, lock, unlock, set })
     }
 }
 
 impl Op for FcntlLock {
     #[inline(always)]
     fn once(&mut self) -> Result<(), SysError> {
-        // SAFETY: F_SETLK with a valid flock struct.
-        SysError::status("fcntl(F_SETLK, F_WRLCK)", unsafe { libc::fcntl(self.file.fd, libc::F_SETLK, &self.lock) })?;
+        // SAFETY: F_SETLK or F_OFD_SETLKW with a valid flock struct (l_pid 0, as OFD locks need).
+        SysError::status("fcntl(F_SETLK, F_WRLCK)", unsafe { libc::fcntl(self.file.fd, self.set, &self.lock) })?;
         // SAFETY: as above.
-        SysError::status("fcntl(F_SETLK, F_UNLCK)", unsafe { libc::fcntl(self.file.fd, libc::F_SETLK, &self.unlock) })?;
+        SysError::status("fcntl(F_SETLK, F_UNLCK)", unsafe { libc::fcntl(self.file.fd, self.set, &self.unlock) })?;
         Ok(())
     }
 

@@ -118,7 +118,9 @@ fn every_workload_that_allows_same_runs_at_same() {
         .filter(|w| w.is_builtin() && w.check_share(Share::Same).is_ok())
         .map(|w| w.name())
         .collect();
-    assert_eq!(same.len(), 18);
+    // fcntl-lock at same: every worker waits for byte 0 (will-it-scale's lock2).
+    assert_eq!(same.len(), 19);
+    assert!(same.contains(&"fcntl-lock"));
     let mut args = same.clone();
     args.extend(["--mode", "process,thread", "--share", "same", "-j", "1,3"]);
     let out = env.run(&args);
