@@ -106,17 +106,8 @@ pub fn compare_command(args: &CompareArgs) -> Result<(String, Option<Regressed>,
         comparisons.push(c);
     }
     if !args.vs.is_empty() {
-        let side = |paths: Vec<&PathBuf>| -> Result<Vec<(String, ResultsFile)>> {
-            paths
-                .into_iter()
-                .map(|p| {
-                    let doc = load(p)?;
-                    Ok((name(p, &doc), doc))
-                })
-                .collect()
-        };
-        let base_side = side(std::iter::once(&args.base).chain(&args.new).collect())?;
-        let new_side = side(args.vs.iter().collect())?;
+        let base_side = load_all(std::iter::once(&args.base).chain(&args.new))?;
+        let new_side = load_all(&args.vs)?;
         if args.test == TestKind::Paired && (base_side.len() != new_side.len() || base_side.len() < 2) {
             bail!(
                 "--test paired with --vs pairs invocation k of each side, so it needs as many files on each side, \
@@ -243,9 +234,10 @@ fn use_color(no_color: bool) -> bool {
     tty && !no_color && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
-fn load_all(paths: &[std::path::PathBuf]) -> Result<Vec<(String, ResultsFile)>> {
+/// Each file loaded, with its name (see [`name`]).
+fn load_all<'a>(paths: impl IntoIterator<Item = &'a PathBuf>) -> Result<Vec<(String, ResultsFile)>> {
     paths
-        .iter()
+        .into_iter()
         .map(|p| {
             let doc = load(p)?;
             Ok((name(p, &doc), doc))
