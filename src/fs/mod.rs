@@ -91,6 +91,11 @@ impl FsSpec {
         Ok(FsSpec { kind, mount_options: opts })
     }
 
+    /// The label of a filesystem `--fs` makes; `None` for `--dir`'s own.
+    pub fn made_label(&self) -> Option<String> {
+        (self.kind != FsKind::Dir).then(|| self.label())
+    }
+
     /// The label results carry: `ext4` or `ext4:data=journal`.
     pub fn label(&self) -> String {
         match &self.mount_options {

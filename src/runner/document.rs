@@ -4,7 +4,7 @@
 use std::time::SystemTime;
 
 use super::sources::Sources;
-use crate::fs::{FsKind, FsSpec};
+use crate::fs::FsSpec;
 use crate::plan::{Order, PointSpec, RunConfig};
 use crate::replay::OpKind;
 use crate::results::{
@@ -123,7 +123,7 @@ pub(super) fn new_point(config: &RunConfig, fs_spec: &FsSpec, spec: &PointSpec) 
         runs: Vec::new(),
         warmup_runs: Vec::new(),
         summary: None,
-        fs: (fs_spec.kind != FsKind::Dir).then(|| fs_spec.label()),
+        fs: fs_spec.made_label(),
         cache: spec.cache,
         variant: spec.variant.map(|v| config.variants[v].name.clone()),
         filesystem: None,

@@ -53,10 +53,6 @@ struct Schedule {
     eta: Eta,
 }
 
-/// Whether `--fs` made this filesystem (not `--dir`'s own).
-fn config_fs_is_made(spec: &crate::fs::FsSpec) -> bool {
-    spec.kind != crate::vocab::FsKind::Dir
-}
 
 impl Session<'_> {
     /// Runs the whole schedule into `doc`, saving after every run, and
@@ -191,8 +187,7 @@ impl Session<'_> {
         let (fs, spec) = &schedule.plan[slot.point];
         let state = &schedule.states[slot.point];
         let run = if slot.warmup { state.warmups } else { state.runs };
-        let label = (config_fs_is_made(&self.config.filesystems.specs[*fs]))
-            .then(|| self.config.filesystems.specs[*fs].label());
+        let label = self.config.filesystems.specs[*fs].made_label();
         let per_point = schedule.repetition.warmups + schedule.repetition.runs;
         self.progress.run_started(&RunStart {
             point: spec,
