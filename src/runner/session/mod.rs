@@ -53,7 +53,6 @@ struct Schedule {
     eta: Eta,
 }
 
-
 impl Session<'_> {
     /// Runs the whole schedule into `doc`, saving after every run, and
     /// returns the finished document. Whatever ends it (a run's error, a
