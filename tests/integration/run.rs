@@ -21,8 +21,8 @@ fn list_describes_every_workload() {
             .unwrap_or_else(|| panic!("{} missing from list:\n{text}", workload.name()));
         assert!(line.contains(&format!("one op = {}", workload.describe().op)), "{line}");
     }
-    // Eleven workloads, and each of mdtest's seven phases (items of their own).
-    assert_eq!(text.matches("same:    refused").count(), 11 + Workload::MDTEST.len() + Workload::MDTEST_DIRS.len());
+    // Ten workloads, and each of mdtest's seven phases (items of their own).
+    assert_eq!(text.matches("same:    refused").count(), 10 + Workload::MDTEST.len() + Workload::MDTEST_DIRS.len());
     assert_eq!(text.matches("shared:  refused").count(), 3, "untar, replay, command");
 }
 
