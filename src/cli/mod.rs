@@ -242,7 +242,7 @@ pub struct ExportArgs {
     /// ministat: one point's figure per run, a line each (needs --workload and -j); csv, markdown, json-lines: a row per point (per run with --runs), the options below filtering the points.
     #[arg(long, default_value = "ministat", value_parser = choice::<ExportFormatArg>())]
     pub format: ExportFormatArg,
-    /// With --format csv|markdown|json-lines: a row per run instead of per point.
+    /// With --format csv|markdown|json-lines: a row per run instead of per point, with each worker's ops and (fixed work) completion time.
     #[arg(long)]
     pub runs: bool,
     /// The point's workload.
@@ -402,6 +402,8 @@ mod tests {
     #[test]
     fn unknown_workload_names_the_choices() {
         let err = Cli::try_parse_from(["fsscale", "run", "stats"]).unwrap_err().to_string();
-        assert!(err.contains("unknown workload; choose from stat, stat-deep,"), "{err}");
+        assert!(err.contains("unknown workload \"stats\"; choose from stat, stat-deep,"), "{err}");
+        let err = Cli::try_parse_from(["fsscale", "run", "stat,untar"]).unwrap_err().to_string();
+        assert!(err.contains("give workloads as separate words, e.g. `fsscale run stat untar`"), "{err}");
     }
 }

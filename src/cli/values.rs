@@ -84,9 +84,15 @@ pub(super) fn parse_workload_arg(name: &str) -> Result<WorkloadArg, InputError> 
         _ => {}
     }
     Workload::from_name(name).map(WorkloadArg::One).ok_or_else(|| {
+        if name.contains(',') {
+            return InputError::Malformed(format!(
+                "unknown workload {name:?}: give workloads as separate words, e.g. `fsscale run {}`",
+                name.split(',').collect::<Vec<_>>().join(" ")
+            ));
+        }
         let names: Vec<&str> = Workload::ALL.iter().map(|w| w.name()).collect();
         InputError::Malformed(format!(
-            "unknown workload; choose from {}, the groups mdtest and mdtest-dirs, or all (`fsscale list` describes them)",
+            "unknown workload {name:?}; choose from {}, the groups mdtest and mdtest-dirs, or all (`fsscale list` describes them)",
             names.join(", ")
         ))
     })

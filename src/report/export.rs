@@ -54,6 +54,8 @@ fn run_rows(doc: &ResultsFile) -> Vec<Row> {
                 ("rate_per_worker", number(Some(run.ops_per_s_per_worker))),
                 ("ops_per_cpu_s", number(run.ops_per_cpu_s())),
                 ("busy_share", number(run.noise.map(|n| n.others_cpu))),
+                ("worker_ops", Value::from(run.per_worker_ops.clone())),
+                ("worker_done_s", run.completion_s.as_ref().map_or(Value::Null, |c| list(c.iter().map(|t| number(Some(*t)))))),
             ]);
             rows.push(row);
         }
@@ -61,11 +63,18 @@ fn run_rows(doc: &ResultsFile) -> Vec<Row> {
     rows
 }
 
-/// A value as text: numbers as serde writes them (shortest round trip), empty for null.
+fn list(values: impl Iterator<Item = Value>) -> Value {
+    Value::Array(values.collect())
+}
+
+/// A value as text: numbers as serde writes them (shortest round trip),
+/// empty for null, a list's items separated by spaces (one cell per run, so
+/// `str.split()` gives one figure per worker, in worker order).
 fn text(value: &Value) -> String {
     match value {
         Value::Null => String::new(),
         Value::String(s) => s.clone(),
+        Value::Array(items) => items.iter().map(text).collect::<Vec<_>>().join(" "),
         other => other.to_string(),
     }
 }
@@ -232,5 +241,20 @@ mod tests {
         assert_eq!(lines[3]["workers"], 2);
         assert_eq!(lines[3]["ops"], 220);
         assert_eq!(lines[3]["rate"], 220.0);
+        assert_eq!(lines[3]["worker_ops"], serde_json::json!([110, 110]));
+        assert_eq!(lines[3]["worker_done_s"], Value::Null, "a fixed-time loop's workers all stop with the window");
+    }
+
+    #[test]
+    fn runs_list_every_workers_figures_in_one_cell() {
+        let mut d = sample();
+        d.points[1].runs[0].completion_s = Some(vec![0.5, 0.75]);
+        let rows = parse_csv(&export(&d, ExportFormat::Csv, true));
+        let col = |name: &str| rows[0].iter().position(|h| h == name).unwrap();
+        assert_eq!(rows[3][col("worker_ops")], "90 90");
+        assert_eq!(rows[3][col("worker_done_s")], "0.5 0.75");
+        assert_eq!(rows[4][col("worker_done_s")], "", "none recorded: empty, not NaN");
+        let md = export(&d, ExportFormat::Markdown, true);
+        assert!(md.contains("| 90 90 | 0.5 0.75 |"), "{md}");
     }
 }

@@ -42,7 +42,7 @@ fn bad_option_values_are_usage_errors() {
     assert!(stderr(&out).contains("'soon' is not a duration"), "{}", stderr(&out));
     let out = fsscale().args(["run", "statt"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("unknown workload; choose from stat,"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("unknown workload \"statt\"; choose from stat,"), "{}", stderr(&out));
     // Only the formats a command renders are offered.
     let out = fsscale().args(["analyze", "r.json", "--format", "markdown"]).output().unwrap();
     assert_one_line_error(&out, "invalid value 'markdown' for '--format <FORMAT>' [possible values: text, json]");
