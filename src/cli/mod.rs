@@ -1,19 +1,23 @@
 //! The command line: clap lives here and nowhere else. Each subcommand's
 //! arguments turn into a plain configuration for the core: `run`'s in
-//! [`run`], the values of enumerated and structured options in [`values`].
+//! [`run`] and [`workload_args`], the values of enumerated and structured options in [`values`].
 
 #[cfg(target_os = "linux")]
 mod run;
 mod values;
+#[cfg(target_os = "linux")]
+mod workload_args;
 
 #[cfg(target_os = "linux")]
 pub mod like;
 #[cfg(target_os = "linux")]
-pub use run::{cache_dir, RankOf, RunArgs};
+pub use run::{RankOf, RunArgs};
 #[cfg(target_os = "linux")]
 pub use values::Format;
 use values::*;
 pub use values::{AnalyzeFormat, ExportFormatArg, WorkloadArg};
+#[cfg(target_os = "linux")]
+pub use workload_args::cache_dir;
 
 use std::path::PathBuf;
 

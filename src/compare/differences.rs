@@ -39,11 +39,14 @@ type Defines = fn(Workload) -> bool;
 
 /// What is compared of the environment and the timing: anything but the
 /// workloads' own definitions.
-const ENVIRONMENT: [(&str, Describe); 12] = [
+const ENVIRONMENT: [(&str, Describe); 13] = [
     ("kernel", |d| format!("{} {}", d.host.kernel_release, d.host.kernel_version)),
     ("CPU", |d| d.host.cpu_model.clone()),
     ("online CPUs", |d| d.host.online_cpus.to_string()),
     ("memory", |d| format!("{:.1} GiB", d.host.memory_bytes as f64 / (1u64 << 30) as f64)),
+    ("memory limit", |d| {
+        d.settings.memory_limit.as_ref().map_or("none".into(), |m| crate::vocab::format_size(m.bytes))
+    }),
     ("filesystem", filesystems),
     ("fsscale", |d| d.tool.version.clone()),
     ("duration", |d| format!("{} s", d.settings.duration_s)),
@@ -153,6 +156,8 @@ mod tests {
         assert_eq!(differences(&base, &new), []);
         new.host.online_cpus += 2;
         new.settings.instruments.cpu = true;
+        new.settings.memory_limit =
+            Some(crate::results::MemoryLimitSettings { bytes: 256 << 20, cgroup: "cgroup v2 memory.max (/x)".into() });
         let untar = |scale| UntarSettings {
             tarball: String::new(),
             scale: Some(scale),
@@ -173,6 +178,7 @@ mod tests {
             found,
             [
                 (cpus, vec![]),
+                ("memory limit: none → 256 MiB".to_string(), vec![]),
                 ("instruments: none → --profile cpu".to_string(), vec![]),
                 (
                     "tarball: generated, scale 0.1 seed 1: 10 entries, 100 bytes → generated, scale 0.25 seed 1: 10 entries, 100 bytes"

@@ -19,8 +19,8 @@ use std::time::Duration;
 
 use crate::sys;
 
-/// Every run's cgroup tree is `PREFIX<pid>-<8 hex>`.
-const PREFIX: &str = "fsscale-";
+/// Every run's cgroup tree (and `--memory-limit`'s cgroup) is `PREFIX<pid>-<8 hex>`.
+pub const CGROUP_PREFIX: &str = "fsscale-";
 
 /// The current run's `cgroup.procs`, open for writing, or -1. Commands
 /// write "0" to it between fork and exec (async-signal-safe).
@@ -53,7 +53,7 @@ impl Containment {
         unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
         let fallback = Containment { root: None, guardian: None, runs: 0, _lock: None };
         let Some(parent) = own_cgroup_dir() else { return fallback };
-        let root = parent.join(format!("{PREFIX}{}-{}", std::process::id(), sys::random_hex(4)));
+        let root = parent.join(format!("{CGROUP_PREFIX}{}-{}", std::process::id(), sys::random_hex(4)));
         if std::fs::create_dir(&root).is_err() {
             return fallback;
         }
@@ -137,12 +137,15 @@ pub(super) fn enter_run_cgroup() {
 }
 
 /// Kills and removes the cgroup trees of killed runs whose guardian died
-/// too: fsscale's form of name, anywhere in the cgroup v2 hierarchy, and a
-/// lock nobody holds (never judged by PID). Returns what it removed.
+/// too (and `--memory-limit` cgroups of killed runs): fsscale's form of
+/// name, anywhere in the cgroup v2 hierarchy or v1's memory hierarchy, and
+/// a lock nobody holds (never judged by PID). Returns what it removed.
 pub fn remove_dead_cgroups() -> Vec<String> {
-    let Some(mount) = crate::sys::mounts().into_iter().find(|m| m.fs_type == "cgroup2") else { return Vec::new() };
+    let hierarchies = crate::sys::mounts().into_iter().filter(|m| {
+        m.fs_type == "cgroup2" || (m.fs_type == "cgroup" && m.super_options.split(',').any(|o| o == "memory"))
+    });
     let mut removed = Vec::new();
-    let mut pending = vec![(PathBuf::from(mount.mount_point), 0)];
+    let mut pending: Vec<(PathBuf, usize)> = hierarchies.map(|m| (PathBuf::from(m.mount_point), 0)).collect();
     while let Some((dir, depth)) = pending.pop() {
         let Ok(entries) = std::fs::read_dir(&dir) else { continue };
         for entry in entries.flatten().filter(|e| e.file_type().is_ok_and(|t| t.is_dir())) {
@@ -167,7 +170,7 @@ pub fn remove_dead_cgroups() -> Vec<String> {
 
 /// `fsscale-<digits>-<8 hex digits>`.
 fn is_run_cgroup(name: &str) -> bool {
-    let Some((pid, tag)) = name.strip_prefix(PREFIX).and_then(|r| r.split_once('-')) else { return false };
+    let Some((pid, tag)) = name.strip_prefix(CGROUP_PREFIX).and_then(|r| r.split_once('-')) else { return false };
     !pid.is_empty()
         && pid.bytes().all(|b| b.is_ascii_digit())
         && tag.len() == 8

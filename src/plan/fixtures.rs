@@ -42,6 +42,7 @@ pub fn config(workloads: Vec<Workload>, caches: Vec<Cache>) -> RunConfig {
         stall_timeout: Duration::from_secs(60),
         output: PathBuf::from("x.json"),
         command_line: vec![],
+        memory_limit: None,
         label: None,
         note: None,
     }

@@ -92,6 +92,8 @@ pub struct RunConfig {
     pub stall_timeout: Duration,
     pub output: PathBuf,
     pub command_line: Vec<String>,
+    /// `--memory-limit`: the run's processes in a memory cgroup of this many bytes.
+    pub memory_limit: Option<u64>,
     /// `--label` and `--note`, recorded in the results.
     pub label: Option<String>,
     pub note: Option<String>,

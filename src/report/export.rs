@@ -55,7 +55,10 @@ fn run_rows(doc: &ResultsFile) -> Vec<Row> {
                 ("ops_per_cpu_s", number(run.ops_per_cpu_s())),
                 ("busy_share", number(run.noise.map(|n| n.others_cpu))),
                 ("worker_ops", Value::from(run.per_worker_ops.clone())),
-                ("worker_done_s", run.completion_s.as_ref().map_or(Value::Null, |c| list(c.iter().map(|t| number(Some(*t)))))),
+                (
+                    "worker_done_s",
+                    run.completion_s.as_ref().map_or(Value::Null, |c| list(c.iter().map(|t| number(Some(*t))))),
+                ),
             ]);
             rows.push(row);
         }

@@ -145,6 +145,14 @@ fn legends(doc: &ResultsFile, by_workload: &Groups<'_>, unfitted: bool, explain_
         ));
     }
     out.push_str(&runs_line(doc));
+    if let Some(limit) = &doc.settings.memory_limit {
+        out.push_str(&format!(
+            "memory limit: fsscale, its workers and commands ran in a memory cgroup of {} ({}): what they cached \
+             beyond it was evicted.\n",
+            crate::vocab::format_size(limit.bytes),
+            limit.cgroup
+        ));
+    }
     out.push_str(&variants_line(&doc.settings));
     out.push_str(&instruments_line(doc));
     if by_workload.values().any(|points| !super::profile::points_to_explain(points, explain_all).is_empty()) {

@@ -103,6 +103,7 @@ pub fn doc(runs: usize, duration_s: f64, points: Vec<Point>) -> ResultsFile {
             mdtest: None,
             lookup: None,
             grow_bytes: None,
+            memory_limit: None,
         },
         points,
         run_id: Some("fixture".into()),

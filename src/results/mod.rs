@@ -162,6 +162,19 @@ pub struct Settings {
     /// `append-grow`: the bytes each worker appended (`--grow-size`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grow_bytes: Option<u64>,
+    /// `--memory-limit`: the memory cgroup the run's processes ran in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_limit: Option<MemoryLimitSettings>,
+}
+
+/// A memory cgroup's limit on what the run's processes, and the cache they
+/// filled, could hold.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct MemoryLimitSettings {
+    /// The limit as the kernel took it (a multiple of the page size).
+    pub bytes: u64,
+    /// Which file set it, and the cgroup's path.
+    pub cgroup: String,
 }
 
 /// An existing tree `traverse` walked (`--tree`), counted before the runs.

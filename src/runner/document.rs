@@ -74,6 +74,7 @@ fn settings(config: &RunConfig) -> Settings {
         walked_tree: None,
         lookup: (!options.lookup.is_default()).then_some(options.lookup),
         grow_bytes: config.workloads.contains(&Workload::AppendGrow).then_some(options.grow_bytes),
+        memory_limit: None,
         mdtest: config.workloads.iter().any(|w| w.is_mdtest()).then(|| MdtestSettings {
             items: options.mdtest.items,
             write_bytes: options.mdtest.write_bytes,

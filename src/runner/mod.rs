@@ -14,6 +14,7 @@ mod eta;
 mod gate;
 mod latency;
 mod measure;
+mod memory_limit;
 mod pool;
 mod progress;
 mod ranks;
@@ -31,6 +32,7 @@ mod worker;
 use anyhow::{Context, Result};
 
 pub use eta::human_duration;
+pub use memory_limit::MIN_MEMORY_LIMIT;
 pub use progress::{PlanSummary, Progress, RunStart, Silent};
 pub use signals::Interrupted;
 
@@ -38,11 +40,12 @@ use crate::cluster::Cluster;
 use crate::exec::Containment;
 use crate::fs::FsKind;
 use crate::plan::{Mode, RunConfig};
-use crate::results::{ResultsFile, Saver};
+use crate::results::{MemoryLimitSettings, ResultsFile, Saver};
 use crate::scratch::{RunRegistration, Scratch};
 use crate::sys;
 use crate::workloads::{Share, Workload};
 use measure::{LocalMachine, Measurer, Timing};
+use memory_limit::MemoryLimit;
 use session::Session;
 use sources::Sources;
 
@@ -145,6 +148,8 @@ fn run_with(config: &RunConfig, root: Option<&ranks::Root<'_>>, progress: &mut d
         root.start(Ok(()))?;
     }
     let mut doc = document::new_document(config, &sources, ready.containment.as_ref().map(|c| c.describe()));
+    doc.settings.memory_limit =
+        ready.memory.as_ref().map(|m| MemoryLimitSettings { bytes: m.bytes(), cgroup: m.describe() });
     doc.cluster = root.map(|r| r.cluster().info());
     let cpus = config.pin.then(sys::topology::pin_cpus);
     doc.settings.pin_order = cpus.clone();
@@ -162,7 +167,16 @@ fn run_with(config: &RunConfig, root: Option<&ranks::Root<'_>>, progress: &mut d
         containment: ready.containment.as_mut(),
         progress,
     };
-    session.run(doc, saver)
+    let outcome = session.run(doc, saver);
+    match (outcome, &ready.memory) {
+        (Err(error), Some(limit)) if limit.oom_kills() > 0 => Err(error.context(format!(
+            "the memory limit killed {} process(es) (--memory-limit {}): the workers' own memory did not fit; \
+             raise it",
+            limit.oom_kills(),
+            crate::vocab::format_size(limit.bytes())
+        ))),
+        (outcome, _) => outcome,
+    }
 }
 
 /// What the preflight set up, held until the run returns.
@@ -171,6 +185,9 @@ struct Ready {
     _registration: Option<RunRegistration>,
     /// Where commands' processes are kept (`--cmd`, `--extract-cmd`).
     containment: Option<Containment>,
+    /// `--memory-limit`'s cgroup, which this process leaves (and removes)
+    /// after the commands' containment has gone: its guardian is inside.
+    memory: Option<MemoryLimit>,
 }
 
 /// Everything checked and set up before the workloads' inputs are prepared:
@@ -189,6 +206,8 @@ fn preflight(config: &RunConfig, cluster: Option<&Cluster>, progress: &mut dyn P
     }
     signals::install();
     sys::raise_fd_limit();
+    // Entered before anything forks, so that every worker and command starts inside.
+    let memory = config.memory_limit.map(MemoryLimit::enter).transpose()?;
     // Made while the process is single-threaded (it may fork its guardian).
     let runs_commands = config.command.is_some() || config.macro_options.extract_cmd.is_some();
     let containment = runs_commands.then(Containment::start);
@@ -204,7 +223,7 @@ fn preflight(config: &RunConfig, cluster: Option<&Cluster>, progress: &mut dyn P
         std::fs::create_dir_all(parent)
             .with_context(|| format!("cannot create the results directory {}", parent.display()))?;
     }
-    Ok(Ready { _registration: registration, containment })
+    Ok(Ready { _registration: registration, containment, memory })
 }
 
 /// What killed runs left that this run will not remove itself.

@@ -129,6 +129,56 @@ fn cleanup_kills_and_removes_a_command_cgroup_whose_guardian_died_too() {
     wait_until("the command killed", || processes_running("sleep 60").is_empty());
 }
 
+/// `--memory-limit` cgroups of `pid`'s run, at the top of v1's memory
+/// hierarchy or of v2's (where fsscale makes them).
+fn memory_cgroups(pid: u32) -> Vec<PathBuf> {
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let tops = mountinfo.lines().filter_map(|l| {
+        let (before, after) = l.split_once(" - ")?;
+        let mut fields = after.split_whitespace();
+        let (kind, super_options) = (fields.next()?, fields.nth(1)?);
+        let memory = kind == "cgroup2" || (kind == "cgroup" && super_options.split(',').any(|o| o == "memory"));
+        memory.then(|| PathBuf::from(before.split_whitespace().nth(4).unwrap()))
+    });
+    tops.flat_map(|top| named(&top, &format!("fsscale-{pid}-"))).collect()
+}
+
+#[test]
+fn a_memory_limits_cgroup_is_removed_at_ctrl_c_and_by_cleanup_after_kill_9() {
+    if !needs_root("a_memory_limits_cgroup_is_removed_at_ctrl_c_and_by_cleanup_after_kill_9") {
+        return;
+    }
+    let env = TestEnv::new();
+    let (dir, output) = (env.dir.display().to_string(), env.output.display().to_string());
+    let args = ["run", "stat", "-j", "2", "-n", "1", "--duration", "60", "--memory-limit", "64M", "--dir", &dir];
+    for signal in [libc::SIGINT, libc::SIGKILL] {
+        let child = spawn_group(&[&args[..], &["-o", &output]].concat());
+        let pid = child.id();
+        wait_until("the run's memory cgroup", || !memory_cgroups(pid).is_empty());
+        let cgroup = memory_cgroups(pid).remove(0);
+        let procs = std::fs::read_to_string(cgroup.join("cgroup.procs")).unwrap();
+        assert!(procs.lines().any(|p| p == pid.to_string()), "fsscale runs inside: {procs}");
+        wait_until("the workers", || workers_of(pid as i32).len() == 2);
+        let inside = std::fs::read_to_string(cgroup.join("cgroup.procs")).unwrap();
+        for worker in workers_of(pid as i32) {
+            assert!(inside.lines().any(|p| p == worker.to_string()), "worker {worker} runs inside: {inside}");
+        }
+        // SAFETY: signalling our own child's process group.
+        unsafe { libc::kill(-(pid as i32), signal) };
+        let out = child.wait_with_output().unwrap();
+        if signal == libc::SIGINT {
+            assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+            assert!(!cgroup.exists(), "Ctrl-C leaves the memory cgroup behind");
+            assert_eq!(env.results().settings.memory_limit.unwrap().bytes, 64 << 20);
+        } else {
+            assert!(cgroup.exists(), "kill -9 leaves the memory cgroup for cleanup");
+            let out = fsscale().arg("cleanup").output().unwrap();
+            assert!(stdout(&out).contains(&format!("removed cgroup {}", cgroup.display())), "{}", stdout(&out));
+            assert!(!cgroup.exists());
+        }
+    }
+}
+
 #[test]
 fn cleanup_removes_a_tarball_a_killed_run_was_generating() {
     let env = TestEnv::new();
