@@ -218,6 +218,11 @@ impl Workload {
         self.traits().fixed_work
     }
 
+    /// `fault-shared` or `fault-private`: `--map-size` defines its op.
+    pub fn maps_a_file(self) -> bool {
+        matches!(self, Workload::FaultShared | Workload::FaultPrivate)
+    }
+
     /// One of mdtest's phases (`mdtest-create`, ...).
     pub fn is_mdtest(self) -> bool {
         self.traits().lookups == Lookups::Items

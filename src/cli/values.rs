@@ -145,6 +145,19 @@ pub(super) fn parse_size(text: &str) -> Result<u64, InputError> {
     Ok((value * (1u64 << shift) as f64) as u64)
 }
 
+/// `--map-size`: a whole number of pages.
+#[cfg(target_os = "linux")]
+pub(super) fn parse_map_size(text: &str) -> Result<u64, InputError> {
+    let bytes = parse_size(text)?;
+    let page = fsscale::workloads::MAP_PAGE;
+    if bytes % page != 0 {
+        return Err(InputError::Malformed(format!(
+            "--map-size {text}: give a whole number of 4 KiB pages, e.g. 4M or 128M"
+        )));
+    }
+    Ok(bytes)
+}
+
 /// An enumerated option's parser: `--help`, errors and the completions
 /// list `T`'s names (its aliases are accepted, not shown).
 pub(super) fn choice<T: Choice + Send + Sync>() -> impl clap::builder::TypedValueParser<Value = T> {

@@ -40,6 +40,10 @@ pub struct MacroArgs {
     #[arg(long, value_name = "SIZE", default_value = "16M", value_parser = parse_size)]
     pub grow_size: u64,
 
+    /// fault-shared, fault-private: bytes each worker maps at once (a multiple of 4 KiB, e.g. 4M): the working set its faults walk. 128M is will-it-scale's page_fault2/3; a mapping that fits in the CPU's caches faults faster.
+    #[arg(long, value_name = "SIZE", default_value = "128M", value_parser = parse_map_size)]
+    pub map_size: u64,
+
     /// traverse: fstatat() every entry, as find -ls or ls -lR would.
     #[arg(long)]
     pub stat: bool,

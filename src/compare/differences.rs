@@ -74,7 +74,7 @@ const ENVIRONMENT: [(&str, Describe); 13] = [
 ];
 
 /// What defines a workload's op or amount of work, with the workloads it defines.
-const DEFINITIONS: [(&str, Describe, Defines); 5] = [
+const DEFINITIONS: [(&str, Describe, Defines); 6] = [
     ("tarball", tarball, |w| w == Workload::Untar || (w == Workload::Traverse)),
     (
         "walked tree",
@@ -95,6 +95,12 @@ const DEFINITIONS: [(&str, Describe, Defines); 5] = [
         "lookups",
         |d| d.settings.lookup.map_or("one relative name".into(), |l| l.describe()),
         Workload::takes_lookup_shape,
+    ),
+    (
+        "fault mapping",
+        // Files from before --map-size mapped 4 MiB.
+        |d| crate::vocab::format_size(d.settings.map_bytes.unwrap_or(4 << 20)),
+        Workload::maps_a_file,
     ),
     (
         "append-grow size",

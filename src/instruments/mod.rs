@@ -89,7 +89,12 @@ pub struct RunInstruments {
 
 impl RunInstruments {
     /// Arms what `config` asks for on `tasks` (the workers' task ids), off until [`RunInstruments::start`].
-    pub fn arm(config: &InstrumentConfig, tasks: &[i32], workload: Workload) -> Result<RunInstruments> {
+    pub fn arm(
+        config: &InstrumentConfig,
+        tasks: &[i32],
+        workload: Workload,
+        options: &crate::workloads::WorkloadOptions,
+    ) -> Result<RunInstruments> {
         let mut armed = RunInstruments::default();
         if config.locks {
             armed.locks = Some(locks::LockTracer::arm(tasks)?);
@@ -97,7 +102,7 @@ impl RunInstruments {
         if config.cpu {
             armed.cpu = Some(cpu::CpuSampler::arm(tasks)?);
         }
-        if let (true, Some(calls)) = (config.verify, verify::verified_calls(workload)) {
+        if let (true, Some(calls)) = (config.verify, verify::verified_calls(workload, options)) {
             armed.verify = Some(verify::SyscallCounter::arm(tasks, &calls)?);
         }
         Ok(armed)

@@ -10,14 +10,14 @@ use super::perf::{attr, PerfEvent};
 use super::tracefs::event_id;
 use crate::replay::OpKind;
 use crate::results::{SyscallCheck, SyscallCount};
-use crate::workloads::Workload;
+use crate::workloads::{Workload, WorkloadOptions};
 
 /// The calls `--verify` counts for `workload`, with calls per op: fixed for
 /// the op loops; for `replay`, the calls one kind alone makes (per op 0:
 /// the expectation comes from the run's ops of each kind).
-pub fn verified_calls(workload: Workload) -> Option<Vec<(&'static str, f64)>> {
+pub fn verified_calls(workload: Workload, options: &WorkloadOptions) -> Option<Vec<(&'static str, f64)>> {
     if workload != Workload::Replay {
-        return workload.syscalls_per_op();
+        return workload.syscalls_per_op(options);
     }
     let mut calls: Vec<(&'static str, f64)> = Vec::new();
     for name in OpKind::ALL.iter().filter_map(|k| k.exact_syscall()) {

@@ -104,6 +104,7 @@ pub fn doc(runs: usize, duration_s: f64, points: Vec<Point>) -> ResultsFile {
             lookup: None,
             grow_bytes: None,
             memory_limit: None,
+            map_bytes: None,
         },
         points,
         run_id: Some("fixture".into()),

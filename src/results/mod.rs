@@ -162,6 +162,10 @@ pub struct Settings {
     /// `append-grow`: the bytes each worker appended (`--grow-size`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grow_bytes: Option<u64>,
+    /// `fault-shared`, `fault-private`: bytes mapped at once (`--map-size`);
+    /// absent in files from before it was chosen, which mapped 4 MiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub map_bytes: Option<u64>,
     /// `--memory-limit`: the memory cgroup the run's processes ran in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_limit: Option<MemoryLimitSettings>,

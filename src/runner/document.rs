@@ -75,6 +75,7 @@ fn settings(config: &RunConfig) -> Settings {
         lookup: (!options.lookup.is_default()).then_some(options.lookup),
         grow_bytes: config.workloads.contains(&Workload::AppendGrow).then_some(options.grow_bytes),
         memory_limit: None,
+        map_bytes: config.workloads.iter().any(|w| w.maps_a_file()).then_some(options.map_bytes),
         mdtest: config.workloads.iter().any(|w| w.is_mdtest()).then(|| MdtestSettings {
             items: options.mdtest.items,
             write_bytes: options.mdtest.write_bytes,
@@ -116,7 +117,7 @@ fn describe_sources(settings: &mut Settings, config: &RunConfig, sources: &Sourc
 pub(super) fn new_point(config: &RunConfig, fs_spec: &FsSpec, spec: &PointSpec) -> Point {
     Point {
         workload: spec.workload,
-        op: spec.workload.op_words(&config.options.lookup),
+        op: spec.workload.op_words(&config.options),
         mode: spec.mode,
         share: spec.share,
         workers: spec.workers,

@@ -95,7 +95,7 @@ pub(super) fn in_scratch<T>(dir: &std::path::Path, body: impl FnOnce(&Scratch) -
 /// The coordinator's part of `job`'s point in `scratch`, made once for all its workers.
 pub(super) fn prepare_point(scratch: &Scratch, job: RunJob<'_>) -> Result<workloads::PointState> {
     let (spec, inputs) = (job.spec, job.inputs);
-    workloads::prepare_point(spec.workload, spec.share, spec.workers, scratch.fd(), inputs.tree, inputs.options.lookup)
+    workloads::prepare_point(spec.workload, spec.share, spec.workers, scratch.fd(), inputs.tree, &inputs.options)
 }
 
 fn measure(scratch: &Scratch, job: RunJob<'_>) -> Result<RunRecord> {
@@ -341,7 +341,7 @@ fn coordinate_fixed_work(
         drop_caches()?;
     }
     run_prepare(plan)?;
-    let mut instruments = RunInstruments::arm(&timing.instruments, &region.tids(), plan.workload)?;
+    let mut instruments = RunInstruments::arm(&timing.instruments, &region.tids(), plan.workload, &plan.options)?;
     // What setup wrote (traverse's copy of the tree, --setup, --prepare) is
     // written back now, untimed, so that neither the job nor the sync after
     // it pays for it: both then account for the job's own writes only.
@@ -456,7 +456,7 @@ fn coordinate(
     let region = plan.region;
     wait_ready(&mut watch, workers)?;
     run_prepare(plan)?;
-    let mut instruments = RunInstruments::arm(&timing.instruments, &region.tids(), plan.workload)?;
+    let mut instruments = RunInstruments::arm(&timing.instruments, &region.tids(), plan.workload, &plan.options)?;
     if let Some(gate) = gate {
         gate.start()?;
     }

@@ -11,7 +11,7 @@ use anyhow::{Context, Result};
 use super::{
     command, create_file, data, fdtable, fileops, grow, lookup, mapping, mdtest, metadata, prepare_shared_file,
     readdir, traverse, untar, Description, Job, Lookups, OpDriver, PointState, Share, TreeSource, WalkQueue, WorkerEnv,
-    Workload, FILE, SHARED_DIR,
+    Workload, WorkloadOptions, FILE, SHARED_DIR,
 };
 use crate::sys;
 
@@ -69,7 +69,7 @@ impl Workload {
 
     /// The system calls one counted op makes, by name, and how many of each
     /// (`--verify`); `None` where they vary (replay's kinds, commands, jobs).
-    pub fn syscalls_per_op(self) -> Option<Vec<(&'static str, f64)>> {
+    pub fn syscalls_per_op(self, options: &WorkloadOptions) -> Option<Vec<(&'static str, f64)>> {
         let calls = match self {
             Workload::Stat | Workload::StatDeep => vec![("newfstatat", 1.0)],
             Workload::OpenClose => vec![("openat", 1.0), ("close", 1.0)],
@@ -91,9 +91,9 @@ impl Workload {
             Workload::Flock => vec![("flock", 2.0)],
             Workload::Fallocate => vec![("fallocate", 2.0)],
             Workload::Truncate => vec![("ftruncate", 2.0)],
-            // A fault is no system call; the mapping is renewed once per mapping::PAGES faults.
+            // A fault is no system call; the mapping is renewed once per its pages.
             Workload::FaultShared | Workload::FaultPrivate => {
-                let renew = 1.0 / mapping::PAGES as f64;
+                let renew = mapping::renewals_per_op(options.map_bytes);
                 vec![("munmap", renew), ("mmap", renew)]
             }
             // Replay's calls vary by kind (see `OpKind::exact_syscall`); jobs are not op loops.
@@ -127,8 +127,9 @@ pub fn prepare_point(
     workers: usize,
     scratch: RawFd,
     tree: Option<&TreeSource>,
-    lookup: crate::vocab::LookupShape,
+    options: &WorkloadOptions,
 ) -> Result<PointState> {
+    let lookup = options.lookup;
     let mut state = PointState::default();
     if share == Share::Private {
         return Ok(state);
@@ -155,7 +156,7 @@ pub fn prepare_point(
         | Workload::Append
         | Workload::Fsync => data::prepare_shared(workload, share, workers, dir).with_context(what)?,
         Workload::FaultShared | Workload::FaultPrivate => {
-            create_file(dir, &sys::cname(FILE), mapping::shared_len(share, workers))
+            create_file(dir, &sys::cname(FILE), mapping::shared_len(share, workers, options.map_bytes))
                 .map_err(|(call, e)| anyhow::anyhow!("{call}(\"{FILE}\") failed: {}", sys::errno_text(e)))
                 .with_context(what)?
         }
@@ -246,9 +247,12 @@ pub fn start<'a, R>(env: &WorkerEnv<'a>, drive: impl OpDriver<R>) -> Result<Star
 
 impl Workload {
     /// The op's words for a point: the catalogue's, with the shape of its
-    /// lookups when that is not the one hot name.
-    pub fn op_words(self, lookup: &crate::vocab::LookupShape) -> String {
-        let op = self.describe().op;
+    /// lookups when that is not the one hot name, and a fault's mapping size.
+    pub fn op_words(self, options: &WorkloadOptions) -> String {
+        let (op, lookup) = (self.describe().op, &options.lookup);
+        if self.maps_a_file() {
+            return format!("{op} (--map-size {})", crate::vocab::format_size(options.map_bytes));
+        }
         match self.traits().lookups {
             Lookups::Files if !lookup.is_default() => format!("{op} ({})", lookup.describe()),
             Lookups::Items => match lookup.describe_placement() {

@@ -37,6 +37,7 @@ pub use crate::vocab::{Lookups, Share, Workload};
 pub use catalogue::{prepare_point, start, Started};
 pub use command::CommandSpec;
 pub use data::DATA_BLOCK;
+pub use mapping::{DEFAULT_MAP_BYTES, PAGE as MAP_PAGE};
 pub use mdtest::{MdtestOptions, DEFAULT_ITEMS as DEFAULT_MDTEST_ITEMS};
 pub use traverse::TREE_DIR;
 pub use untar::TreeSource;
@@ -144,7 +145,7 @@ pub struct WorkerEnv<'a> {
 
 /// What the workloads' own options say: one value from the command line to
 /// every worker, so that a new option is a field here and its uses.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct WorkloadOptions {
     /// `stat`, `open-close` and the mdtest phases: the shape of their lookups
     /// (`--files`, `--depth`, `--path`, `--random`).
@@ -153,6 +154,19 @@ pub struct WorkloadOptions {
     pub mdtest: MdtestOptions,
     /// `append-grow`: bytes each worker appends (`--grow-size`).
     pub grow_bytes: u64,
+    /// `fault-shared`, `fault-private`: bytes mapped at once (`--map-size`), a multiple of the page.
+    pub map_bytes: u64,
+}
+
+impl Default for WorkloadOptions {
+    fn default() -> WorkloadOptions {
+        WorkloadOptions {
+            lookup: Default::default(),
+            mdtest: Default::default(),
+            grow_bytes: 0,
+            map_bytes: mapping::DEFAULT_MAP_BYTES,
+        }
+    }
 }
 
 /// What a fixed-work job did.
@@ -329,6 +343,21 @@ fn refuse_same(env: &WorkerEnv<'_>) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_faults_calls_and_words_follow_its_mapping_size() {
+        let options = |map_bytes| WorkloadOptions { map_bytes, ..Default::default() };
+        assert_eq!(WorkloadOptions::default().map_bytes, 128 << 20, "will-it-scale's page_fault2/3");
+        let calls = Workload::FaultShared.syscalls_per_op(&options(4 << 20)).unwrap();
+        assert_eq!(calls, [("munmap", 1.0 / 1024.0), ("mmap", 1.0 / 1024.0)]);
+        let calls = Workload::FaultPrivate.syscalls_per_op(&WorkloadOptions::default()).unwrap();
+        assert_eq!(calls, [("munmap", 1.0 / 32768.0), ("mmap", 1.0 / 32768.0)]);
+        assert!(Workload::FaultPrivate.op_words(&options(8 << 20)).ends_with("again (--map-size 8 MiB)"));
+        assert_eq!(mapping::shared_len(Share::Shared, 3, 8 << 20), 24 << 20);
+        assert_eq!(mapping::shared_len(Share::Same, 3, 8 << 20), 8 << 20);
+        // Other workloads' words do not mention it.
+        assert_eq!(Workload::Stat.op_words(&options(8 << 20)), Workload::Stat.describe().op);
+    }
 
     #[test]
     fn names_round_trip() {

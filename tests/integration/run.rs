@@ -403,3 +403,27 @@ fn like_reruns_the_recorded_plan_exactly_and_refuses_what_changed() {
     assert!(!c_path.exists());
     assert_eq!(env.leftovers(), Vec::<String>::new());
 }
+
+#[test]
+fn the_fault_mapping_size_is_an_option_recorded_with_the_op_and_compared() {
+    let env = TestEnv::new();
+    let (a, b) = (env.output.with_file_name("a.json"), env.output.with_file_name("b.json"));
+    let mut maps = Vec::new();
+    for (size, file) in [("8M", &a), ("4M", &b)] {
+        assert_success(&env.run(&["fault-private", "-j", "1", "--map-size", size]));
+        let doc = env.results();
+        maps.push((doc.settings.map_bytes, doc.points[0].op.clone()));
+        std::fs::rename(&env.output, file).unwrap();
+    }
+    assert_eq!(maps[0].0, Some(8 << 20));
+    assert!(maps[0].1.ends_with("again (--map-size 8 MiB)"), "{}", maps[0].1);
+    assert!(maps[1].1.ends_with("again (--map-size 4 MiB)"), "{}", maps[1].1);
+    let out = fsscale().arg("compare").arg(&a).arg(&b).output().unwrap();
+    assert_one_line_error(&out, "defined fault-private differently (fault mapping: 8 MiB → 4 MiB)");
+    let out = fsscale().args(["run", "fault-shared", "--map-size", "5000"]).output().unwrap();
+    assert_one_line_error(&out, "--map-size 5000: give a whole number of 4 KiB pages, e.g. 4M or 128M");
+    // Unless given, will-it-scale's 128 MiB.
+    assert_success(&env.run(&["fault-shared", "-j", "1"]));
+    assert_eq!(env.results().settings.map_bytes, Some(128 << 20));
+    assert_eq!(env.leftovers(), Vec::<String>::new());
+}

@@ -253,7 +253,7 @@ fn a_memory_limit_makes_a_warm_walk_read_from_the_device() {
     assert!(reads.iter().all(|&r| r > 1 << 20), "under the limit every walk reads from the device: {reads:?}");
     assert!(!std::path::Path::new(&limit.cgroup.rsplit_once(" (").unwrap().1.trim_end_matches(')')).exists());
     // Compare names the difference in the environment.
-    let base = env.dir.join("unlimited.json");
+    let base = env.output.with_file_name("unlimited.json");
     std::fs::write(&base, serde_json::to_string(&unlimited).unwrap()).unwrap();
     let out = fsscale().arg("compare").arg(&base).arg(&env.output).output().unwrap();
     assert!(stdout(&out).contains("memory limit: none → 32 MiB"), "{}", stdout(&out));

@@ -164,7 +164,11 @@ impl Session<'_> {
             true => config.options.grow_bytes,
             false => 0,
         };
-        let data_bytes = tree.map_or(0, |u| u.contents.bytes).max(grown) * max_workers;
+        let mapped = match config.workloads.iter().any(|w| w.maps_a_file()) {
+            true => config.options.map_bytes,
+            false => 0,
+        };
+        let data_bytes = tree.map_or(0, |u| u.contents.bytes).max(grown).max(mapped) * max_workers;
         // Every worker's copy of the tree, plus the shared one; every worker's mdtest items.
         let mdtest = match config.workloads.iter().any(|w| w.is_mdtest()) {
             true => config.options.mdtest.items * max_workers,
