@@ -138,7 +138,7 @@ pub fn scaling_chart(title: &str, y_label: &str, series: &[ChartSeries], ideal: 
         .fold(0.0, f64::max)
         .max(f64::MIN_POSITIVE)
         * 1.15;
-    draw(title, axis, y_label, max_y, |chart| {
+    draw(title, axis, y_label, max_y, &legend(series), |chart| {
         for (i, s) in series.iter().enumerate() {
             let color = PALETTE[i % PALETTE.len()];
             if ideal {
@@ -166,7 +166,7 @@ pub fn scaling_chart(title: &str, y_label: &str, series: &[ChartSeries], ideal: 
 pub fn efficiency_chart(title: &str, series: &[ChartSeries]) -> String {
     let axis = WorkerAxis::of_series(series);
     let max_y = series.iter().flat_map(|s| s.points.iter().map(|p| p.value)).fold(100.0, f64::max) * 1.1;
-    draw(title, axis, "efficiency (%)", max_y, |chart| {
+    draw(title, axis, "efficiency (%)", max_y, &legend(series), |chart| {
         let r = axis.range();
         chart.draw_series(LineSeries::new(vec![(r.start, 100.0), (r.end, 100.0)], BLACK.mix(0.35).stroke_width(1)))?;
         for (i, s) in series.iter().enumerate() {
@@ -183,13 +183,18 @@ type Chart<'a, 'b> = ChartContext<
 >;
 type DrawResult = Result<(), DrawingAreaErrorKind<std::io::Error>>;
 
-/// The measured line, its markers, error bars and legend entry.
+/// Each series' label and colour, in the order drawn.
+fn legend(series: &[ChartSeries]) -> Vec<(String, RGBColor)> {
+    series.iter().enumerate().map(|(i, s)| (s.label.clone(), PALETTE[i % PALETTE.len()])).collect()
+}
+
+/// Height of the legend under the plot: a row per series.
+const LEGEND_ROW: u32 = 18;
+
+/// The measured line, its markers and error bars.
 fn draw_measured(chart: &mut Chart<'_, '_>, axis: WorkerAxis, s: &ChartSeries, color: RGBColor) -> DrawResult {
     let line: Vec<(f64, f64)> = s.points.iter().map(|p| (axis.position(p.workers), p.value)).collect();
-    chart
-        .draw_series(LineSeries::new(line.clone(), color.stroke_width(2)))?
-        .label(s.label.clone())
-        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
+    chart.draw_series(LineSeries::new(line.clone(), color.stroke_width(2)))?;
     chart.draw_series(line.iter().map(|&(x, y)| Circle::new((x, y), 3, color.filled())))?;
     for p in &s.points {
         if let Some((lo, hi)) = p.ci {
@@ -205,14 +210,18 @@ fn draw(
     axis: WorkerAxis,
     y_label: &str,
     max_y: f64,
+    legend: &[(String, RGBColor)],
     series: impl FnOnce(&mut Chart<'_, '_>) -> DrawResult,
 ) -> String {
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
+        // The legend goes under the plot, never over its lines.
+        let legend_height = if legend.is_empty() { 0 } else { LEGEND_ROW * legend.len() as u32 + 8 };
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT + legend_height)).into_drawing_area();
         let outcome = (|| -> DrawResult {
             root.fill(&WHITE)?;
-            let mut chart = ChartBuilder::on(&root)
+            let (plot, below) = root.split_vertically(HEIGHT);
+            let mut chart = ChartBuilder::on(&plot)
                 .caption(title, ("sans-serif", 18))
                 .margin(12)
                 .x_label_area_size(42)
@@ -230,13 +239,11 @@ fn draw(
                 .label_style(("sans-serif", 13))
                 .draw()?;
             series(&mut chart)?;
-            chart
-                .configure_series_labels()
-                .position(SeriesLabelPosition::UpperLeft)
-                .background_style(WHITE.mix(0.85))
-                .border_style(BLACK.mix(0.3))
-                .label_font(("sans-serif", 12))
-                .draw()?;
+            for (row, (label, color)) in legend.iter().enumerate() {
+                let y = (LEGEND_ROW * row as u32 + LEGEND_ROW / 2) as i32;
+                below.draw(&PathElement::new(vec![(90, y), (108, y)], color.stroke_width(2)))?;
+                below.draw(&Text::new(label.clone(), (116, y - 7), ("sans-serif", 12)))?;
+            }
             root.present()
         })();
         // Drawing into a String cannot fail for I/O reasons; an error here is a bug.
@@ -315,6 +322,14 @@ mod tests {
         assert!(svg.starts_with("<svg"));
         assert_eq!(svg.matches("<circle").count(), 5, "one marker per point");
         assert!(svg.contains(">\na\n</text>") || svg.contains(">a</text>"), "legend names the series");
+        // The legend sits under the plot: every label's baseline below the plot's height.
+        for label in ["a", "b"] {
+            let at = svg.find(&format!(">\n{label}\n</text>")).unwrap();
+            let tag = &svg[svg[..at].rfind("<text").unwrap()..at];
+            let y: f64 = tag.split(" y=\"").nth(1).unwrap().split('"').next().unwrap().parse().unwrap();
+            assert!(y > f64::from(HEIGHT), "{label} at y {y}, over the plot");
+        }
+        assert!(svg.contains(&format!("height=\"{}\"", HEIGHT + 2 * LEGEND_ROW + 8)), "room for two rows");
         assert!(svg.contains("workers") && svg.contains("ops/s"));
     }
 

@@ -56,13 +56,21 @@ pub fn efficiencies(points: &[&Point]) -> Vec<Option<f64>> {
         .collect()
 }
 
+/// Waits below this share of worker time explain nothing about scaling:
+/// no finding names them, and wait bars are drawn to at least this scale.
+pub const NOTABLE_WAIT_SHARE: f64 = 0.01;
+
 /// "at 4 workers, 58% of worker time waiting on an rwsem write in
-/// down_write ← filename_create ← do_mkdirat": the point's dominant site.
+/// down_write ← filename_create ← do_mkdirat": the point's dominant site,
+/// when it took at least [`NOTABLE_WAIT_SHARE`] of the workers' time.
 pub fn dominant_site(point: &Point) -> Option<String> {
     let (profile, all_sites) = point_locks(point)?;
     let top = profile.sites.first()?;
     // The top site's part of the share all sites take.
     let share = if profile.wait_s > 0.0 { all_sites * top.wait_s / profile.wait_s } else { 0.0 };
+    if share < NOTABLE_WAIT_SHARE {
+        return None;
+    }
     let lock = top.lock.as_ref().map(|l| format!(" ({l})")).unwrap_or_default();
     Some(format!(
         "at {} worker{}, {} of worker time waiting on {} {}{lock} in {}",
@@ -76,11 +84,16 @@ pub fn dominant_site(point: &Point) -> Option<String> {
     ))
 }
 
-/// `58%`, `1.2%`, `0.03%`: enough digits to tell small shares apart.
+/// `58%`, `1.2%`, `0.03%`: enough digits to tell small shares apart;
+/// `<0.01%` for a share too small to print, `0%` for none (a share that
+/// float rounding made a hair negative, too: never `-0.00%`).
 pub fn percent(share: f64) -> String {
     match 100.0 * share {
         p if p >= 10.0 => format!("{p:.0}%"),
         p if p >= 1.0 => format!("{p:.1}%"),
+        p if p >= 0.005 => format!("{p:.2}%"),
+        p if p > 0.0 => "<0.01%".to_string(),
+        p if p > -0.005 => "0%".to_string(),
         p => format!("{p:.2}%"),
     }
 }
@@ -182,10 +195,27 @@ pub fn points_to_explain<'a>(points: &[&'a Point], all: bool) -> Vec<&'a Point> 
         .collect()
 }
 
-pub const EXPLAIN_LEGEND: &str = "where workers waited: kernel lock contentions of the workers in the runs' windows \
+/// What the lock tables under [`explain`] mean.
+const LOCKS_LEGEND: &str = "where workers waited: kernel lock contentions of the workers in the runs' windows \
      (--profile locks), by site (the lock call ← its callers); wait = total of all workers; of all = share of all \
-     waits; a site's time over the workers' time is what they lost there.\nwhere CPU time went: sampled stacks \
-     (--profile cpu); self = share of samples in the function itself, total = with what it called, mostly under = the caller most of them came through.\n";
+     waits; a site's time over the workers' time is what they lost there.\n";
+
+/// What the CPU tables under [`explain`] mean.
+const CPU_LEGEND: &str = "where CPU time went: sampled stacks (--profile cpu); self = share of samples in the \
+     function itself, total = with what it called, mostly under = the caller most of them came through.\n";
+
+/// The legends of the tables [`explain`] printed for `explained`: each
+/// instrument's only where a point has its profile.
+pub fn explain_legend(explained: &[&Point]) -> String {
+    let mut out = String::new();
+    if explained.iter().any(|p| p.runs.iter().any(|r| r.locks.is_some())) {
+        out.push_str(LOCKS_LEGEND);
+    }
+    if explained.iter().any(|p| p.runs.iter().any(|r| r.cpu_profile.is_some())) {
+        out.push_str(CPU_LEGEND);
+    }
+    out
+}
 
 /// Colours of the top sites in the stacked bars, then grey for the rest.
 const SITE_COLOURS: [&str; 5] = ["#c0392b", "#2874a6", "#b9770e", "#239b56", "#7d3c98"];
@@ -238,7 +268,8 @@ fn lock_bars(locked: &[(&Point, LockProfile, f64)], title: &str, widest: f64) ->
     let mut top: Vec<(String, f64)> = totals.into_iter().collect();
     top.sort_by(|a, b| b.1.total_cmp(&a.1));
     top.truncate(SITE_COLOURS.len());
-    let widest = locked.iter().map(|(_, _, s)| *s).fold(widest, f64::max).max(1e-9);
+    // A scale of at least 1%: a series that barely waits draws short bars, not full ones.
+    let widest = locked.iter().map(|(_, _, s)| *s).fold(widest, f64::max).max(NOTABLE_WAIT_SHARE);
     let (left, width, row) = (70.0, 760.0, 22.0);
     let height = row * locked.len() as f64 + 30.0;
     let mut svg = html_of!(
@@ -258,8 +289,10 @@ fn lock_bars(locked: &[(&Point, LockProfile, f64)], title: &str, widest: f64) ->
             svg.push(&segment(x, y, wait * scale, SITE_COLOURS[k], label, wait / profile.wait_s.max(1e-12)));
             x += wait * scale;
         }
-        svg.push(&segment(x, y, rest.max(0.0) * scale, OTHER_COLOUR, "other sites", rest / profile.wait_s.max(1e-12)));
-        html!(svg, "<text x=\"{}\" y=\"{}\">{}</text>", left + width * share / widest + 6.0, y + 13.0, percent(*share));
+        let rest = rest.max(0.0);
+        svg.push(&segment(x, y, rest * scale, OTHER_COLOUR, "other sites", rest / profile.wait_s.max(1e-12)));
+        let end = left + width * share.max(0.0) / widest;
+        html!(svg, "<text x=\"{}\" y=\"{}\">{}</text>", end + 6.0, y + 13.0, percent(*share));
     }
     svg.push_static("</svg>");
     let legend: Html = top
@@ -296,4 +329,69 @@ fn segment(x: f64, y: f64, width: f64, colour: &str, label: &str, share: f64) ->
         label,
         percent(share)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::fixtures::{point, run};
+    use crate::results::{LockProfile, LockSite};
+    use crate::vocab::{Share, Workload};
+
+    #[test]
+    fn each_instruments_legend_only_where_its_tables_are() {
+        let locked = waiting(0.25);
+        assert_eq!(explain_legend(&[&locked]), LOCKS_LEGEND);
+        let mut sampled = point(Workload::Stat, Share::Private, 1, vec![run(0, &[1000], 1.0)]);
+        sampled.runs[0].cpu_profile = Some(crate::results::CpuProfile {
+            event: "cpu-clock".into(),
+            frequency_hz: 999,
+            samples: 1,
+            kernel_samples: 1,
+            lost_samples: 0,
+            folded: [("f;g".to_string(), 1)].into(),
+        });
+        assert_eq!(explain_legend(&[&sampled]), CPU_LEGEND);
+        assert_eq!(explain_legend(&[&locked, &sampled]), format!("{LOCKS_LEGEND}{CPU_LEGEND}"));
+        assert_eq!(explain_legend(&[]), "");
+    }
+
+    #[test]
+    fn percentages_never_print_minus_zero() {
+        assert_eq!(percent(0.58), "58%");
+        assert_eq!(percent(0.012), "1.2%");
+        assert_eq!(percent(0.0003), "0.03%");
+        assert_eq!(percent(1e-7), "<0.01%");
+        assert_eq!(percent(0.0), "0%");
+        assert_eq!(percent(-1e-12), "0%");
+        assert_eq!(percent(-0.5), "-50.00%");
+    }
+
+    /// A point of one 1-second run of one worker that waited `wait_s` at one site.
+    fn waiting(wait_s: f64) -> Point {
+        let mut r = run(0, &[1000], 1.0);
+        let site = LockSite {
+            site: "down_write ← filename_create ← do_mkdirat".into(),
+            kind: "rwsem write".into(),
+            lock: None,
+            count: 10,
+            wait_s,
+            max_wait_s: wait_s,
+        };
+        r.locks = Some(LockProfile::from_sites(10, 0, vec![site]));
+        point(Workload::Stat, Share::Private, 1, vec![r])
+    }
+
+    #[test]
+    fn a_wait_too_small_to_matter_makes_no_finding_and_a_short_bar() {
+        assert_eq!(dominant_site(&waiting(0.0001)), None, "0.01% of the time is no finding");
+        let found = dominant_site(&waiting(0.25)).unwrap();
+        assert!(found.starts_with("at 1 worker, 25% of worker time waiting on an rwsem write in down_write"), "{found}");
+        // Drawn alone, a 0.01% wait is a hundredth of the 1% scale, not the full width.
+        let p = waiting(0.0001);
+        let html = html_series(&[&p], "stat", 0.0).into_string();
+        let width: f64 = html.split("<rect").nth(1).unwrap().split("width=\"").nth(1).unwrap().split('"').next().unwrap().parse().unwrap();
+        assert!((width - 7.6).abs() < 0.01, "a hundredth of the 760 px scale: {width}");
+        assert!(html.contains(">0.01%</text>"), "{html}");
+    }
 }

@@ -155,9 +155,9 @@ fn legends(doc: &ResultsFile, by_workload: &Groups<'_>, unfitted: bool, explain_
     }
     out.push_str(&variants_line(&doc.settings));
     out.push_str(&instruments_line(doc));
-    if by_workload.values().any(|points| !super::profile::points_to_explain(points, explain_all).is_empty()) {
-        out.push_str(super::profile::EXPLAIN_LEGEND);
-    }
+    let explained: Vec<&Point> =
+        by_workload.values().flat_map(|points| super::profile::points_to_explain(points, explain_all)).collect();
+    out.push_str(&super::profile::explain_legend(&explained));
     let impossible = by_workload.values().any(|points| view::views_of(points, doc).iter().any(|v| v.is_impossible()));
     if impossible || by_workload.values().flatten().any(|p| !noise_marks(p).is_empty()) {
         out.push_str(NOISE_LEGEND);
@@ -346,8 +346,9 @@ pub(super) const NOISE_LEGEND: &str =
     "!drift: the runs trend with their order (Spearman, p < 0.05); !2 modes: they fall into two \
 groups (bimodality coefficient > 5/9, 10 runs or more); !busy k/n: other work took more than 5% of the machine in k \
 runs; ~outlier: a run beyond Tukey's fences (1.5 IQR); !short: fixed work whose job took under 50 ms, too short to \
-time (the start's skew and a scheduler slice are a large share of it: give it more work); !impossible: an effective \
-concurrency above the CPUs it could use, which only a mistimed job shows. compare calls a significant difference too \
+time (the start's skew and a scheduler slice are a large share of it: give it more work); !impossible: a speedup \
+(effective concurrency) over 2% above the CPUs the workers could use while mostly on a CPU: a mistimed job, or a \
+1-worker point slowed by noise (a clock still ramping up), not a real scaling figure. compare calls a significant difference too \
 noisy, not better or worse, where a side drifts, has two modes, is short or is busy in more than a fifth of its runs.\n";
 
 fn trim_float(x: f64) -> String {
@@ -433,7 +434,7 @@ efficiency: ops/s per worker against 1 worker of the same mode and share.
         assert!(rows[1].ends_with("!short") && !rows[1].contains("!impossible"), "{text}");
         assert!(rows[2].ends_with("!short !impossible"), "{text}");
         assert!(text.contains("!short: fixed work whose job took under 50 ms"), "{text}");
-        assert!(text.contains("!impossible: an effective concurrency above the CPUs"), "{text}");
+        assert!(text.contains("!impossible: a speedup (effective concurrency) over 2% above the CPUs"), "{text}");
         // And compare keeps the short points out of its verdicts.
         let problem = doc.points[0].noise_problem().unwrap();
         assert_eq!(problem, "jobs of 12 ms, too short to time (under 50 ms)");
