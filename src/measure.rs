@@ -24,7 +24,10 @@ pub fn run_command(args: cli::RunArgs, argv: Vec<String>) -> anyhow::Result<()> 
     let named_output = args.output.output.is_some();
     let quiet = args.output.quiet;
     let explain_all = args.instruments.explain_all;
-    let tables = Tables { format: args.output.format, explain_all };
+    // mpirun forwards a rank's stdout and stderr apart, so a line on stderr
+    // can land inside a table: under MPI the text's "results:" line follows it on stdout.
+    let one_stream = cluster.is_some() && args.output.format == cli::Format::Text;
+    let tables = Tables { format: args.output.format, explain_all, one_stream };
     let job = cluster.as_ref().map(|c| cli::RankOf { rank: c.rank(), ranks: c.size() });
     let follower = job.is_some_and(|j| j.rank != 0);
     // Every rank finds the same fault in the same arguments: rank 0 says it.
@@ -58,6 +61,8 @@ pub struct QuietFailure(pub u8);
 struct Tables {
     format: cli::Format,
     explain_all: bool,
+    /// The "results:" line goes to stdout after the tables, not to stderr.
+    one_stream: bool,
 }
 
 impl Tables {
@@ -67,6 +72,20 @@ impl Tables {
             cli::Format::Markdown => fsscale::report::export(doc, fsscale::report::ExportFormat::Markdown, false),
             cli::Format::Json => serde_json::to_string_pretty(doc)? + "\n",
         })
+    }
+
+    /// The tables, then where the results are (`what`: "results", "results so far").
+    fn show(self, doc: &ResultsFile, what: &str, path: &std::path::Path) -> anyhow::Result<()> {
+        let tables = self.render(doc)?;
+        let line = format!("{what}: {}", path.display());
+        match self.one_stream {
+            true => print(&format!("{tables}{line}\n")),
+            false => {
+                print(&tables)?;
+                eprintln!("{line}");
+                Ok(())
+            }
+        }
     }
 }
 
@@ -80,11 +99,7 @@ fn show_run(
 ) -> anyhow::Result<()> {
     progress.clear();
     match outcome {
-        Ok(doc) => {
-            print(&tables.render(&doc)?)?;
-            eprintln!("results: {}", config.output.display());
-            Ok(())
-        }
+        Ok(doc) => tables.show(&doc, "results", &config.output),
         Err(error) => {
             // The default results file is made (empty, exclusively) before the
             // run; a run that failed before saving anything leaves none behind.
@@ -99,8 +114,7 @@ fn show_run(
             let ours = progress.saved.then(|| ResultsFile::load(&config.output).ok()).flatten();
             if let Some(doc) = ours {
                 if doc.points.iter().any(|p| !p.runs.is_empty()) {
-                    print(&tables.render(&doc)?)?;
-                    eprintln!("results so far: {}", config.output.display());
+                    tables.show(&doc, "results so far", &config.output)?;
                 }
             }
             Err(error)

@@ -386,11 +386,25 @@ mod tests {
     fn a_wait_too_small_to_matter_makes_no_finding_and_a_short_bar() {
         assert_eq!(dominant_site(&waiting(0.0001)), None, "0.01% of the time is no finding");
         let found = dominant_site(&waiting(0.25)).unwrap();
-        assert!(found.starts_with("at 1 worker, 25% of worker time waiting on an rwsem write in down_write"), "{found}");
+        assert!(
+            found.starts_with("at 1 worker, 25% of worker time waiting on an rwsem write in down_write"),
+            "{found}"
+        );
         // Drawn alone, a 0.01% wait is a hundredth of the 1% scale, not the full width.
         let p = waiting(0.0001);
         let html = html_series(&[&p], "stat", 0.0).into_string();
-        let width: f64 = html.split("<rect").nth(1).unwrap().split("width=\"").nth(1).unwrap().split('"').next().unwrap().parse().unwrap();
+        let width: f64 = html
+            .split("<rect")
+            .nth(1)
+            .unwrap()
+            .split("width=\"")
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
         assert!((width - 7.6).abs() < 0.01, "a hundredth of the 760 px scale: {width}");
         assert!(html.contains(">0.01%</text>"), "{html}");
     }

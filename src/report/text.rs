@@ -122,7 +122,8 @@ fn legends(doc: &ResultsFile, by_workload: &Groups<'_>, unfitted: bool, explain_
     if by_workload.values().any(|points| Column::Runq.is_shown(Layout::Loops, points)) {
         out.push_str(
             "runq = share of each worker's window spent runnable but waiting for a CPU (not scheduled); asleep = neither \
-             running nor runnable (blocked: a lock, I/O, a child); means over the workers, medians of the runs.\n",
+             running nor runnable (blocked: a lock, I/O, a child); means over the workers, medians of the runs; - where \
+             workers run a command (command, untar --extract-cmd): they only wait for it.\n",
         );
     }
     if by_workload.is_empty() {
@@ -439,6 +440,17 @@ efficiency: ops/s per worker against 1 worker of the same mode and share.
         let problem = doc.points[0].noise_problem().unwrap();
         assert_eq!(problem, "jobs of 12 ms, too short to time (under 50 ms)");
         assert_eq!(doc.points[2].noise_problem(), None);
+        // As an MPI job of two nodes of two CPUs, rank 0 bound to one: four CPUs, 3.9 is possible.
+        doc.host.usable_cpus = 1;
+        doc.host.online_cpus = 2;
+        doc.cluster = Some(crate::cluster::ClusterInfo {
+            library: "Open MPI".into(),
+            ranks: 4,
+            hosts: vec!["a".into(), "a".into(), "b".into(), "b".into()],
+            placement: Default::default(),
+        });
+        let text = render_results(&doc);
+        assert!(!text.lines().any(|l| l.ends_with("!impossible")), "{text}");
     }
 
     #[test]

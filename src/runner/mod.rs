@@ -32,7 +32,6 @@ mod worker;
 use anyhow::{Context, Result};
 
 pub use eta::human_duration;
-pub use memory_limit::MIN_MEMORY_LIMIT;
 pub use progress::{PlanSummary, Progress, RunStart, Silent};
 pub use signals::Interrupted;
 
@@ -100,6 +99,12 @@ fn check_ranks(config: &RunConfig, cluster: &Cluster) -> Result<()> {
         cluster.size(),
         config.workers.iter().copied().max().unwrap_or(1),
     )?;
+    if config.memory_limit.is_some() {
+        anyhow::bail!(
+            "--memory-limit limits this machine's processes: under MPI, limit each node's memory with the \
+             job's scheduler (e.g. Slurm's --mem) instead"
+        );
+    }
     if config.workloads.contains(&Workload::DupClose) && config.shares.contains(&Share::Same) && config.strict_shares {
         anyhow::bail!(
             "dup-close --share same: its workers share one open file, which ranks (separate processes) cannot; \

@@ -123,6 +123,9 @@ mod jobs {
         let text = stdout(&out);
         assert!(text.contains(&format!("ranks at 4 workers (private): {}: 4 ranks, ", cluster.hosts[0])), "{text}");
         assert_eq!(text.matches("stat: fstatat()").count(), 1, "{text}");
+        // mpirun forwards stdout and stderr apart: the results line follows the tables on stdout.
+        assert!(text.ends_with(&format!("\nresults: {}\n", env.output.display())), "{text}");
+        assert!(!stderr(&out).contains("results:"), "{}", stderr(&out));
         assert!(env.leftovers().is_empty(), "{:?}", env.leftovers());
     }
 
@@ -235,7 +238,8 @@ mod jobs {
         }
         let _job = one_job_at_a_time();
         let env = TestEnv::new();
-        let cases: [(&[&str], &str); 3] = [
+        let cases: [(&[&str], &str); 4] = [
+            (&["stat", "--memory-limit", "64M"], "--memory-limit limits this machine's processes: under MPI"),
             (&["stat", "--mode", "thread"], "every worker is a rank"),
             (&["stat", "-j", "1,4"], "the job has 2 ranks"),
             (&["dup-close", "--share", "same"], "ranks (separate processes) cannot"),

@@ -83,6 +83,17 @@ fn external_command_extracts_with_gnu_tar() {
     let untar = doc.settings.untar.clone().unwrap();
     assert_eq!(untar.extract_cmd.as_deref(), Some("tar xf {tarball} -C {dir}"));
     assert_eq!(doc.points[0].runs[0].per_worker_ops, vec![untar.entries; 2]);
+    // The workers only wait for tar: their runq and asleep shares are not shown as tar's.
+    let text = stdout(&out);
+    assert!(text.lines().any(|l| l.trim_end().ends_with("runq  asleep")), "{text}");
+    let row = text.lines().find(|l| l.trim_start().starts_with("2 ")).unwrap();
+    // The last two figures, before any mark (!busy, ...).
+    let cells: Vec<&str> = row.split_whitespace().filter(|c| !c.starts_with(['!', '~'])).collect();
+    assert_eq!(cells[cells.len() - 2..], ["-", "-"], "{text}");
+    assert!(
+        text.contains("- where workers run a command (command, untar --extract-cmd): they only wait for it"),
+        "{text}"
+    );
     assert_eq!(env.leftovers(), Vec::<String>::new());
 }
 

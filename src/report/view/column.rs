@@ -194,6 +194,8 @@ impl Column {
             DeviceInSync => {
                 Cell::figure(Some(runs(&|r| written(r.writeback.and_then(|w| w.device_io)))), |mb| format!("{mb:.1}"))
             }
+            // A worker that runs a command only waits for it: its own shares say nothing of the command's.
+            Runq | Asleep if view.workers_run_commands() => Cell::Missing,
             Runq => sched_share(p, |s| s.runqueue),
             Asleep => sched_share(p, |s| s.asleep),
             Note => {

@@ -36,6 +36,16 @@ pub struct PointView<'a> {
 }
 
 impl PointView<'_> {
+    /// Whether each worker ran a command and waited for it (`command`
+    /// copies, `untar --extract-cmd`) rather than doing the work itself.
+    pub fn workers_run_commands(&self) -> bool {
+        match self.point.workload {
+            crate::vocab::Workload::Command => true,
+            crate::vocab::Workload::Untar => self.settings.untar.as_ref().is_some_and(|u| u.extract_cmd.is_some()),
+            _ => false,
+        }
+    }
+
     /// A speedup (effective concurrency) above the CPUs the run could use
     /// (2% spared for noise) while its workers were mostly on a CPU or
     /// waiting for one: more done at once than there were CPUs to do it,
@@ -192,6 +202,13 @@ pub fn views_of<'a>(points: &[&'a Point], doc: &'a ResultsFile) -> Vec<PointView
             .push((p.workers, p.as_throughput(median)));
     }
     let scaled: BTreeMap<_, Vec<_>> = series.into_iter().map(|(key, s)| (key, scaling_points(&s))).collect();
+    // An MPI job's ranks are bound to CPUs of their nodes, rank 0 (whose
+    // host this is) often to one: the job could use every node's CPUs,
+    // counted as many as rank 0's node has online (nodes' own are not recorded).
+    let usable_cpus = match &doc.cluster {
+        Some(cluster) => doc.host.online_cpus * cluster.nodes().len(),
+        None => doc.host.usable_cpus,
+    };
     points
         .iter()
         .map(|&point| {
@@ -205,7 +222,7 @@ pub fn views_of<'a>(points: &[&'a Point], doc: &'a ResultsFile) -> Vec<PointView
                 speedup: at.and_then(|s| s.speedup),
                 efficiency: at.and_then(|s| s.efficiency),
                 paired_base: paired_base(doc, point),
-                usable_cpus: doc.host.usable_cpus.max(1),
+                usable_cpus: usable_cpus.max(1),
             }
         })
         .collect()
