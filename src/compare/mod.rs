@@ -312,7 +312,14 @@ impl Comparison {
         unmatched: Vec<String>,
         invocations_note: Option<String>,
     ) -> Comparison {
-        rows.sort_by_key(|r| (r.condition.clone(), r.workload, r.mode, r.share, r.workers));
+        // Tables in the order the base ran them (as given), rows by mode, share and workers.
+        let tables: Vec<(Option<String>, Workload)> =
+            crate::results::grouped(rows.iter().map(|r| ((r.condition.clone(), r.workload), ())))
+                .into_iter()
+                .map(|(k, _)| k)
+                .collect();
+        let table = |r: &Row| tables.iter().position(|t| t.0 == r.condition && t.1 == r.workload);
+        rows.sort_by_key(|r| (table(r), r.mode, r.share, r.workers));
         let summaries = summarize(&rows);
         Comparison {
             base,
@@ -492,8 +499,8 @@ fn beyond_any_noise(b: &Point, n: &Point, bs: &Sample, ns: &Sample, change_pct: 
 
 fn summarize(rows: &[Row]) -> Vec<WorkloadSummary> {
     let mut out: Vec<WorkloadSummary> = Vec::new();
-    let tables: std::collections::BTreeSet<_> = rows.iter().map(|r| (r.condition.clone(), r.workload)).collect();
-    for (condition, workload) in tables {
+    let tables = crate::results::grouped(rows.iter().map(|r| ((r.condition.clone(), r.workload), ())));
+    for ((condition, workload), _) in tables {
         let mine: Vec<&Row> = rows.iter().filter(|r| r.workload == workload && r.condition == condition).collect();
         let log_sum: f64 = mine.iter().map(|r| (r.new.median / r.base.median).ln()).sum();
         out.push(WorkloadSummary {

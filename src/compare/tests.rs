@@ -175,3 +175,14 @@ fn single_runs_cannot_be_tested() {
     assert_eq!(c.rows[0].verdict, Verdict::TooFewRuns);
     assert_eq!(c.rows[0].change_pct, -50.0);
 }
+
+#[test]
+fn tables_and_summaries_follow_the_order_the_base_ran_them_in() {
+    let runs: &[f64] = &[100.0, 101.0, 99.0];
+    let base = doc(&[(Workload::Untar, 1, runs), (Workload::Stat, 2, runs), (Workload::Stat, 1, runs)]);
+    let c = compare(&base, &base.clone(), "a", "b", &CONFIG);
+    let rows: Vec<(Workload, usize)> = c.rows.iter().map(|r| (r.workload, r.workers)).collect();
+    assert_eq!(rows, [(Workload::Untar, 1), (Workload::Stat, 1), (Workload::Stat, 2)]);
+    let summaries: Vec<Workload> = c.summaries.iter().map(|s| s.workload).collect();
+    assert_eq!(summaries, [Workload::Untar, Workload::Stat]);
+}

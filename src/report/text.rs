@@ -19,15 +19,15 @@ pub fn render_results(doc: &ResultsFile) -> String {
 /// [`render_results`], with the instruments' tables under every point when
 /// `explain_all` (else only under points whose efficiency falls).
 pub fn render_results_with(doc: &ResultsFile, explain_all: bool) -> String {
-    // One table per condition (filesystem configuration, cache state) and workload.
-    let mut by_workload: Groups<'_> = BTreeMap::new();
-    for point in doc.points.iter().filter(|p| p.summary.is_some()) {
-        by_workload.entry((point.condition(), point.workload)).or_default().push(point);
-    }
+    // One table per condition (filesystem configuration, cache state) and
+    // workload, in the order they ran in the plan (the order given).
+    let by_workload = Groups(crate::results::grouped(
+        doc.points.iter().filter(|p| p.summary.is_some()).map(|p| ((p.condition(), p.workload), p)),
+    ));
     let mut out = String::new();
     let analyses = analyze_results(doc);
     let mut unfitted = false;
-    for ((condition, workload), points) in &by_workload {
+    for ((condition, workload), points) in by_workload.iter() {
         out.push_str(&group(doc, condition, *workload, points, explain_all));
         for a in
             analyses.iter().filter(|a| a.workload == Some(*workload) && a.condition == *condition && a.points.len() > 1)
@@ -46,8 +46,29 @@ pub fn render_results_with(doc: &ResultsFile, explain_all: bool) -> String {
     out
 }
 
-/// The points of each table: by condition and workload.
-type Groups<'a> = BTreeMap<(Option<String>, Workload), Vec<&'a Point>>;
+/// The points of each table: by condition and workload, in the order each first appears.
+struct Groups<'a>(Vec<(TableKey, Vec<&'a Point>)>);
+
+/// A table's key: its condition and workload.
+type TableKey = (Option<String>, Workload);
+
+impl<'a> Groups<'a> {
+    fn iter(&self) -> impl Iterator<Item = (&TableKey, &Vec<&'a Point>)> {
+        self.0.iter().map(|(k, v)| (k, v))
+    }
+
+    fn keys(&self) -> impl Iterator<Item = &TableKey> {
+        self.0.iter().map(|(k, _)| k)
+    }
+
+    fn values(&self) -> impl Iterator<Item = &Vec<&'a Point>> {
+        self.0.iter().map(|(_, v)| v)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
 
 /// One condition's and workload's table, with what explains it under it.
 fn group(
@@ -417,29 +438,29 @@ efficiency: ops/s per worker against 1 worker of the same mode and share.
             2,
             0.0,
             vec![
+                point(Workload::MdtestCreate, Share::Private, vec![record(0, &[1000], 0.2), record(1, &[1000], 0.2)]),
                 point(Workload::MdtestStat, Share::Private, vec![record(0, &[1000], 0.012), record(1, &[1000], 0.012)]),
                 point(
                     Workload::MdtestStat,
                     Share::Private,
                     vec![record(0, &[1000; 4], 0.0123), record(1, &[1000; 4], 0.0123)],
                 ),
-                point(Workload::MdtestCreate, Share::Private, vec![record(0, &[1000], 0.2), record(1, &[1000], 0.2)]),
             ],
         );
         doc.host.usable_cpus = 2;
         let text = render_results(&doc);
         let rows: Vec<&str> =
             text.lines().filter(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit())).collect();
-        // mdtest-create's table comes first (the phases' order).
+        // mdtest-create's table comes first (the order it ran in).
         assert!(!rows[0].contains('!'), "{text}");
         assert!(rows[1].ends_with("!short") && !rows[1].contains("!impossible"), "{text}");
         assert!(rows[2].ends_with("!short !impossible"), "{text}");
         assert!(text.contains("!short: fixed work whose job took under 50 ms"), "{text}");
         assert!(text.contains("!impossible: a speedup (effective concurrency) over 2% above the CPUs"), "{text}");
         // And compare keeps the short points out of its verdicts.
-        let problem = doc.points[0].noise_problem().unwrap();
+        let problem = doc.points[1].noise_problem().unwrap();
         assert_eq!(problem, "jobs of 12 ms, too short to time (under 50 ms)");
-        assert_eq!(doc.points[2].noise_problem(), None);
+        assert_eq!(doc.points[0].noise_problem(), None);
         // As an MPI job of two nodes of two CPUs, rank 0 bound to one: four CPUs, 3.9 is possible.
         doc.host.usable_cpus = 1;
         doc.host.online_cpus = 2;
@@ -451,6 +472,23 @@ efficiency: ops/s per worker against 1 worker of the same mode and share.
         });
         let text = render_results(&doc);
         assert!(!text.lines().any(|l| l.ends_with("!impossible")), "{text}");
+    }
+
+    #[test]
+    fn tables_follow_the_order_the_workloads_ran_in() {
+        let doc = fixtures::doc(
+            2,
+            1.0,
+            vec![
+                point(Workload::Untar, Share::Private, vec![record(0, &[1000], 0.2)]),
+                point(Workload::Stat, Share::Private, vec![record(0, &[1000], 1.0)]),
+                point(Workload::Lseek, Share::Private, vec![record(0, &[1000], 1.0)]),
+            ],
+        );
+        let text = render_results(&doc);
+        let headings: Vec<&str> = text.lines().filter_map(|l| l.split_once(": ").map(|(w, _)| w)).collect();
+        let order: Vec<&str> = headings.into_iter().filter(|w| ["untar", "stat", "lseek"].contains(w)).collect();
+        assert_eq!(order, ["untar", "stat", "lseek"], "{text}");
     }
 
     #[test]

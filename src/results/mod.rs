@@ -546,6 +546,20 @@ impl ResultsFile {
 pub(crate) mod fixtures;
 
 /// Formats a time as RFC 3339 in UTC, to the second.
+/// `items` grouped by key, the groups in the order their keys first
+/// appear: tables and series follow the order the plan ran them in (the
+/// workloads and filesystems as given), not an alphabetical one.
+pub fn grouped<K: PartialEq, V>(items: impl IntoIterator<Item = (K, V)>) -> Vec<(K, Vec<V>)> {
+    let mut groups: Vec<(K, Vec<V>)> = Vec::new();
+    for (key, value) in items {
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, values)) => values.push(value),
+            None => groups.push((key, vec![value])),
+        }
+    }
+    groups
+}
+
 pub fn rfc3339(time: std::time::SystemTime) -> String {
     let secs = time.duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
     let (days, rem) = (secs / 86_400, secs % 86_400);

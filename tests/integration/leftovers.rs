@@ -156,8 +156,8 @@ fn a_memory_limits_cgroup_is_removed_at_ctrl_c_and_by_cleanup_after_kill_9() {
         let pid = child.id();
         wait_until("the run's memory cgroup", || !memory_cgroups(pid).is_empty());
         let cgroup = memory_cgroups(pid).remove(0);
-        let procs = std::fs::read_to_string(cgroup.join("cgroup.procs")).unwrap();
-        assert!(procs.lines().any(|p| p == pid.to_string()), "fsscale runs inside: {procs}");
+        let procs = || std::fs::read_to_string(cgroup.join("cgroup.procs")).unwrap_or_default();
+        wait_until("fsscale inside its memory cgroup", || procs().lines().any(|p| p == pid.to_string()));
         wait_until("the workers", || workers_of(pid as i32).len() == 2);
         let inside = std::fs::read_to_string(cgroup.join("cgroup.procs")).unwrap();
         for worker in workers_of(pid as i32) {

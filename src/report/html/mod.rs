@@ -3,7 +3,7 @@
 
 mod tables;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use super::analyze::verdict_line;
 use super::chart::{efficiency_chart, scaling_chart, ChartPoint, ChartSeries};
@@ -69,9 +69,10 @@ pub fn render_html(files: &[(String, ResultsFile)]) -> String {
     }
     findings(&mut out, files, &analyses, &comparisons);
     flagged_points(&mut out, files);
-    let workloads: BTreeSet<Workload> =
-        files.iter().flat_map(|(_, d)| d.points.iter().filter(|p| p.summary.is_some()).map(|p| p.workload)).collect();
-    for workload in workloads {
+    let workloads = crate::results::grouped(
+        files.iter().flat_map(|(_, d)| d.points.iter().filter(|p| p.summary.is_some()).map(|p| (p.workload, ()))),
+    );
+    for (workload, _) in workloads {
         workload_section(&mut out, files, &analyses, &comparisons, workload);
     }
     out.push_static("</body></html>\n");
@@ -212,8 +213,7 @@ fn findings(
         }
     }
     for (label, doc) in files {
-        let workloads: BTreeSet<Workload> = doc.points.iter().map(|p| p.workload).collect();
-        for workload in workloads {
+        for (workload, _) in crate::results::grouped(doc.points.iter().map(|p| (p.workload, ()))) {
             for ((condition, mode, share), points) in series_of(doc, workload) {
                 // The largest point says most about why the curve bends.
                 let Some(sentence) = points.iter().rev().find_map(|p| profile::dominant_site(p)) else { continue };
@@ -377,13 +377,15 @@ fn profile_section(out: &mut Html, files: &[(String, ResultsFile)], workload: Wo
     }
 }
 
-/// `doc`'s points of `workload` by condition, mode and share, fewest workers first.
-fn series_of(doc: &ResultsFile, workload: Workload) -> BTreeMap<(Option<String>, Mode, Share), Vec<&Point>> {
-    let mut series: BTreeMap<(Option<String>, Mode, Share), Vec<&Point>> = BTreeMap::new();
-    for p in doc.points.iter().filter(|p| p.workload == workload && p.summary.is_some()) {
-        series.entry((p.condition(), p.mode, p.share)).or_default().push(p);
-    }
-    for points in series.values_mut() {
+/// A series' key: its condition, mode and sharing level.
+type SeriesKey = (Option<String>, Mode, Share);
+
+/// `doc`'s points of `workload` by condition, mode and share (in the order
+/// they ran), fewest workers first.
+fn series_of(doc: &ResultsFile, workload: Workload) -> Vec<(SeriesKey, Vec<&Point>)> {
+    let points = doc.points.iter().filter(|p| p.workload == workload && p.summary.is_some());
+    let mut series = crate::results::grouped(points.map(|p| ((p.condition(), p.mode, p.share), p)));
+    for (_, points) in &mut series {
         points.sort_by_key(|p| p.workers);
     }
     series
