@@ -180,7 +180,8 @@ fn legends(doc: &ResultsFile, by_workload: &Groups<'_>, unfitted: bool, explain_
     let explained: Vec<&Point> =
         by_workload.values().flat_map(|points| super::profile::points_to_explain(points, explain_all)).collect();
     out.push_str(&super::profile::explain_legend(&explained));
-    let impossible = by_workload.values().any(|points| view::views_of(points, doc).iter().any(|v| v.is_impossible()));
+    let impossible =
+        by_workload.values().any(|points| view::views_of(points, doc).iter().any(|v| v.above_cpus().is_some()));
     if impossible || by_workload.values().flatten().any(|p| !noise_marks(p).is_empty()) {
         out.push_str(NOISE_LEGEND);
     }
@@ -369,8 +370,9 @@ pub(super) const NOISE_LEGEND: &str =
 groups (bimodality coefficient > 5/9, 10 runs or more); !busy k/n: other work took more than 5% of the machine in k \
 runs; ~outlier: a run beyond Tukey's fences (1.5 IQR); !short: fixed work whose job took under 50 ms, too short to \
 time (the start's skew and a scheduler slice are a large share of it: give it more work); !impossible: a speedup \
-(effective concurrency) over 2% above the CPUs the workers could use while mostly on a CPU: a mistimed job, or a \
-1-worker point slowed by noise (a clock still ramping up), not a real scaling figure. compare calls a significant difference too \
+(effective concurrency) over 2% above the CPUs the workers could use while mostly on a CPU, beyond two standard \
+deviations of the runs' noise: a mistimed job or a 1-worker point slowed throughout (a clock still ramping up), not a \
+real scaling figure; ~above CPUs: the same within the noise. compare calls a significant difference too \
 noisy, not better or worse, where a side drifts, has two modes, is short or is busy in more than a fifth of its runs.\n";
 
 fn trim_float(x: f64) -> String {
@@ -457,6 +459,7 @@ efficiency: ops/s per worker against 1 worker of the same mode and share.
         assert!(rows[2].ends_with("!short !impossible"), "{text}");
         assert!(text.contains("!short: fixed work whose job took under 50 ms"), "{text}");
         assert!(text.contains("!impossible: a speedup (effective concurrency) over 2% above the CPUs"), "{text}");
+        assert!(text.contains("; ~above CPUs: the same within the noise. compare"), "{text}");
         // And compare keeps the short points out of its verdicts.
         let problem = doc.points[1].noise_problem().unwrap();
         assert_eq!(problem, "jobs of 12 ms, too short to time (under 50 ms)");
@@ -472,6 +475,36 @@ efficiency: ops/s per worker against 1 worker of the same mode and share.
         });
         let text = render_results(&doc);
         assert!(!text.lines().any(|l| l.ends_with("!impossible")), "{text}");
+    }
+
+    #[test]
+    fn a_speedup_above_the_cpus_within_the_runs_noise_is_marked_apart() {
+        // stat on 2 CPUs: 2 workers 2.08 times one worker's rate. With the
+        // runs 10% apart that is noise; with identical runs it is not.
+        let rates = |base: f64, spread: f64| {
+            vec![record(0, &[(base * (1.0 - spread)) as u64], 1.0), record(1, &[(base * (1.0 + spread)) as u64], 1.0)]
+        };
+        let two = |base: f64, spread: f64| {
+            rates(base, spread).into_iter().map(|mut r| {
+                let half = r.per_worker_ops[0] / 2;
+                r.per_worker_ops = vec![half, half];
+                r
+            })
+        };
+        for (spread, mark) in [(0.1, "~above CPUs"), (0.0, "!impossible")] {
+            let mut doc = fixtures::doc(
+                2,
+                1.0,
+                vec![
+                    point(Workload::Stat, Share::Private, rates(1000.0, spread)),
+                    point(Workload::Stat, Share::Private, two(2080.0, spread).collect()),
+                ],
+            );
+            doc.host.usable_cpus = 2;
+            let text = render_results(&doc);
+            let row = text.lines().find(|l| l.trim_start().starts_with("2 ")).unwrap();
+            assert!(row.ends_with(mark), "{spread}: {text}");
+        }
     }
 
     #[test]

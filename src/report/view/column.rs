@@ -200,7 +200,7 @@ impl Column {
             Asleep => sched_share(p, |s| s.asleep),
             Note => {
                 let note = super::super::text::run_note(p, view.settings, view.paired_base);
-                let impossible = view.is_impossible().then_some("!impossible");
+                let impossible = view.above_cpus().map(|a| a.mark());
                 Cell::Text(
                     [Some(note.as_str()), impossible]
                         .into_iter()

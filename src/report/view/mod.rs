@@ -30,6 +30,9 @@ pub struct PointView<'a> {
     pub efficiency: Option<f64>,
     /// CPUs the run could use (affinity and a cgroup limit counted).
     pub usable_cpus: usize,
+    /// The speedup's relative noise: this point's and the 1-worker point's
+    /// coefficients of variation, combined; `None` with a single run of either.
+    pub speedup_cv: Option<f64>,
     /// With `--variant`s: the same point under the first variant, which
     /// `--until-ci` measured this one's ratio to (itself for the first).
     pub paired_base: Option<&'a Point>,
@@ -47,16 +50,39 @@ impl PointView<'_> {
     }
 
     /// A speedup (effective concurrency) above the CPUs the run could use
-    /// (2% spared for noise) while its workers were mostly on a CPU or
-    /// waiting for one: more done at once than there were CPUs to do it,
-    /// which only a mistimed job, or a 1-worker point that idled, shows.
+    /// (2% spared) while its workers were mostly on a CPU or waiting for
+    /// one: more done at once than there were CPUs to do it. Beyond what
+    /// the runs' noise explains (two standard deviations of the ratio) only
+    /// a mistimed job shows it ([`AboveCpus::Impossible`]); within it, a
+    /// 1-worker point that ran slow does ([`AboveCpus::WithinNoise`]).
     /// Workers that mostly sleep (on I/O, on a lock held elsewhere) can
     /// overlap beyond the CPUs, so they are not flagged.
-    pub fn is_impossible(&self) -> bool {
+    pub fn above_cpus(&self) -> Option<AboveCpus> {
         let mut asleep: Vec<f64> = self.point.runs.iter().filter_map(|r| r.sched_shares()).map(|s| s.asleep).collect();
         asleep.sort_by(f64::total_cmp);
         let mostly_asleep = asleep.get(asleep.len() / 2).is_some_and(|&a| a >= 0.5);
-        self.speedup.is_some_and(|s| s > 1.02 * self.usable_cpus as f64) && !mostly_asleep
+        let limit = 1.02 * self.usable_cpus as f64;
+        let speedup = self.speedup.filter(|&s| s > limit && !mostly_asleep)?;
+        let low = speedup / (1.0 + 2.0 * self.speedup_cv.unwrap_or(0.0));
+        Some(if low > limit { AboveCpus::Impossible } else { AboveCpus::WithinNoise })
+    }
+}
+
+/// How a speedup above the usable CPUs is marked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AboveCpus {
+    /// `!impossible`: beyond the runs' noise.
+    Impossible,
+    /// `~above CPUs`: within it.
+    WithinNoise,
+}
+
+impl AboveCpus {
+    pub fn mark(self) -> &'static str {
+        match self {
+            AboveCpus::Impossible => "!impossible",
+            AboveCpus::WithinNoise => "~above CPUs",
+        }
     }
 }
 
@@ -209,6 +235,16 @@ pub fn views_of<'a>(points: &[&'a Point], doc: &'a ResultsFile) -> Vec<PointView
         Some(cluster) => doc.host.online_cpus * cluster.nodes().len(),
         None => doc.host.usable_cpus,
     };
+    let cv = |p: &Point| {
+        let s = &p.summary.as_ref()?.ops_per_s;
+        (s.n >= 2 && s.mean > 0.0).then(|| s.stddev / s.mean)
+    };
+    let one_worker = |p: &Point| {
+        points.iter().find(|q| {
+            q.workers == 1
+                && (q.condition(), q.workload, q.mode, q.share) == (p.condition(), p.workload, p.mode, p.share)
+        })
+    };
     points
         .iter()
         .map(|&point| {
@@ -223,6 +259,7 @@ pub fn views_of<'a>(points: &[&'a Point], doc: &'a ResultsFile) -> Vec<PointView
                 efficiency: at.and_then(|s| s.efficiency),
                 paired_base: paired_base(doc, point),
                 usable_cpus: usable_cpus.max(1),
+                speedup_cv: cv(point).zip(one_worker(point).and_then(|b| cv(b))).map(|(a, b)| a.hypot(b)),
             }
         })
         .collect()
