@@ -554,3 +554,13 @@ impl InputError {
         InputError::Unsupported(message.into())
     }
 }
+
+/// `text` as one `sh` word, quoted only where it needs to be
+/// (`--label 'pool of threads'`, `-j 1,2` as it is).
+pub fn shell_word(text: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_./,:=+-@%".contains(c);
+    match !text.is_empty() && text.chars().all(plain) {
+        true => text.to_string(),
+        false => format!("'{}'", text.replace('\'', "'\\''")),
+    }
+}

@@ -97,6 +97,7 @@ pub fn compare_invocations(
     let invocations_note = (!measured).then(|| unmeasured_note(base.len(), new.len(), &rows, &config));
     let mut c = Comparison::of(labels(base), labels(new), &config, rows, unmatched, invocations_note);
     c.set_differences(super::differences(first_base, first_new));
+    c.set_profile_hint(first_base, first_new);
     c
 }
 

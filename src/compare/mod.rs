@@ -11,10 +11,12 @@
 //! spread of one invocation's runs, and two invocations of the same system
 //! differ by more than that (docs/STATISTICS.md, detection power).
 
+mod attribution;
 mod between;
 mod differences;
 mod invocations;
 
+pub use attribution::{attribute, profiling_command, Attribution, FunctionDelta, SiteDelta, SiteSide};
 pub use between::{compare_between, Between, Dimension};
 pub use differences::{differences, Difference};
 pub use invocations::{compare_invocations, InvocationStats};
@@ -145,6 +147,9 @@ pub struct Row {
     /// [`differences()`]): the points measured different things.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub defined_differently: Option<String>,
+    /// What the two sides' profiles say changed (see [`attribute`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attribution: Option<Attribution>,
 }
 
 fn yes() -> bool {
@@ -200,6 +205,10 @@ pub struct Comparison {
     /// What differs between the sides' settings and hosts (see [`differences()`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub differences: Vec<Difference>,
+    /// A change was found but neither side recorded a profile: the
+    /// commands that would record what explains it, base and new.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile_hint: Option<(String, String)>,
 }
 
 impl Comparison {
@@ -284,10 +293,20 @@ pub fn compare(
     let mut c =
         Comparison::of(base_label.to_string(), new_label.to_string(), config, rows, unmatched, invocations_note);
     c.set_differences(differences(base, new));
+    c.set_profile_hint(base, new);
     c
 }
 
 impl Comparison {
+    /// Where a row changed and no row could be explained (no profiles on
+    /// both sides), the commands that would record the profiles.
+    pub(crate) fn set_profile_hint(&mut self, base: &ResultsFile, new: &ResultsFile) {
+        let changed = self.rows.iter().any(|r| matches!(r.verdict, Verdict::Better | Verdict::Worse));
+        if changed && self.rows.iter().all(|r| r.attribution.is_none()) {
+            self.profile_hint = profiling_command(&base.command_line).zip(profiling_command(&new.command_line));
+        }
+    }
+
     /// Records what differs between the sides and marks each row whose workload it defines.
     pub(crate) fn set_differences(&mut self, found: Vec<Difference>) {
         for row in &mut self.rows {
@@ -332,6 +351,7 @@ impl Comparison {
             unmatched,
             invocations_note,
             differences: Vec::new(),
+            profile_hint: None,
         }
     }
 }
@@ -414,6 +434,7 @@ fn compare_point(
         higher_is_better: b.higher_is_better(),
         invocations: None,
         defined_differently: None,
+        attribution: attribute(b, n),
     }
 }
 

@@ -220,6 +220,9 @@ fn text(out: &mut String, c: &Comparison, plots: bool, color: bool) {
         for line in spread_lines(&rows) {
             let _ = writeln!(out, "{line}");
         }
+        for line in rows.iter().flat_map(|r| super::attribution::lines(r)) {
+            let _ = writeln!(out, "  {line}");
+        }
         let _ = writeln!(out, "{}\n", summary_line(c, &fs, workload));
         if plots {
             for row in rows {
@@ -230,6 +233,9 @@ fn text(out: &mut String, c: &Comparison, plots: bool, color: bool) {
                 out.push('\n');
             }
         }
+    }
+    for line in super::attribution::hint_lines(c) {
+        let _ = writeln!(out, "{line}");
     }
     if !c.unmatched.is_empty() {
         let _ = writeln!(out, "not compared: {}", c.unmatched.join(", "));
@@ -354,6 +360,17 @@ fn markdown(out: &mut String, c: &Comparison) {
         for line in noise_lines(&rows).into_iter().chain(spread_lines(&rows)) {
             let _ = writeln!(out, "\n{}", line.trim_start());
         }
+        for row in &rows {
+            let why = super::attribution::lines(row);
+            if let Some((first, rest)) = why.split_first() {
+                // A list: the sites and functions nested under their headings.
+                let _ = writeln!(out, "\n{first}\n");
+                for line in rest {
+                    let indent = if line.starts_with("    ") { "  " } else { "" };
+                    let _ = writeln!(out, "{indent}- {}", line.trim_start());
+                }
+            }
+        }
         let _ = writeln!(out, "\n{}\n", summary_line(c, &fs, workload));
     }
     if let Some(note) = c.within_noise_note(&c.rows) {
@@ -361,6 +378,14 @@ fn markdown(out: &mut String, c: &Comparison) {
     }
     if let Some(note) = &c.invocations_note {
         let _ = writeln!(out, "{note}\n");
+    }
+    let hint = super::attribution::hint_lines(c);
+    if let Some((first, commands)) = hint.split_first() {
+        let _ = writeln!(out, "{first}\n");
+        for command in commands {
+            let _ = writeln!(out, "    {}", command.trim_start());
+        }
+        out.push('\n');
     }
     if !c.unmatched.is_empty() {
         let _ = writeln!(out, "Not compared: {}", c.unmatched.join(", "));

@@ -1,6 +1,7 @@
 //! Renderers: pure functions from results to text. Nothing here prints.
 
 mod analyze;
+mod attribution;
 #[cfg(target_os = "linux")]
 mod catalogue;
 pub mod chart;

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use super::latency::format_ns;
 use super::markup::Html;
 use super::table::{Align, Table};
-use crate::results::{CpuProfile, LockProfile, LockSite, Point, RunRecord};
+use crate::results::{LockProfile, LockSite, Point};
 use crate::vocab::Mode;
 use crate::vocab::Share;
 use crate::{html, html_of};
@@ -16,27 +16,6 @@ const TOP: usize = 5;
 /// Below this efficiency (ops/s per worker against 1 worker) a point is
 /// explained without being asked to.
 pub const FALLING_EFFICIENCY: f64 = 0.9;
-
-/// The seconds the run's workers spent in its window, all together: each
-/// worker's own time for fixed work, the window times the workers otherwise.
-pub fn worker_seconds(run: &RunRecord) -> f64 {
-    match &run.completion_s {
-        Some(times) => times.iter().sum(),
-        None => run.elapsed_s * run.per_worker_ops.len() as f64,
-    }
-}
-
-/// The point's lock profile over its runs and the share of its workers' time spent waiting.
-pub fn point_locks(point: &Point) -> Option<(LockProfile, f64)> {
-    let profile = LockProfile::sum(point.runs.iter().filter_map(|r| r.locks.as_ref()))?;
-    let seconds: f64 = point.runs.iter().filter(|r| r.locks.is_some()).map(worker_seconds).sum();
-    let share = if seconds > 0.0 { profile.wait_s / seconds } else { 0.0 };
-    Some((profile, share))
-}
-
-pub fn point_cpu(point: &Point) -> Option<CpuProfile> {
-    CpuProfile::sum(point.runs.iter().filter_map(|r| r.cpu_profile.as_ref()))
-}
 
 /// Efficiency of each point with a 1-worker point of the same mode and
 /// share (and condition) to compare with, by its index in `points`.
@@ -64,7 +43,7 @@ pub const NOTABLE_WAIT_SHARE: f64 = 0.01;
 /// down_write ← filename_create ← do_mkdirat": the point's dominant site,
 /// when it took at least [`NOTABLE_WAIT_SHARE`] of the workers' time.
 pub fn dominant_site(point: &Point) -> Option<String> {
-    let (profile, all_sites) = point_locks(point)?;
+    let (profile, all_sites) = point.lock_profile()?;
     let top = profile.sites.first()?;
     // The top site's part of the share all sites take.
     let share = if profile.wait_s > 0.0 { all_sites * top.wait_s / profile.wait_s } else { 0.0 };
@@ -109,7 +88,7 @@ pub fn explain(point: &Point) -> String {
         point.runs.len(),
         if point.runs.len() == 1 { "" } else { "s" }
     );
-    if let Some((profile, share)) = point_locks(point) {
+    if let Some((profile, share)) = point.lock_profile() {
         let lost = if profile.lost_events > 0 {
             format!("; {} events lost to full buffers: figures are low", profile.lost_events)
         } else {
@@ -125,7 +104,7 @@ pub fn explain(point: &Point) -> String {
             out.push_str(&sites_table(&profile.sites, profile.wait_s).render());
         }
     }
-    if let Some(cpu) = point_cpu(point) {
+    if let Some(cpu) = point.cpu_profile() {
         out.push_str(&format!(
             "  where CPU time went, {what}: {} {} samples, {} in the kernel{}\n",
             cpu.samples,
@@ -224,7 +203,7 @@ const OTHER_COLOUR: &str = "#aab7b8";
 /// The largest share of worker time spent waiting among `points`: the
 /// common scale of a workload's wait bars, so that series compare by eye.
 pub fn widest_wait_share<'a>(points: impl IntoIterator<Item = &'a Point>) -> f64 {
-    points.into_iter().filter_map(point_locks).map(|(_, share)| share).fold(0.0, f64::max)
+    points.into_iter().filter_map(|p| p.lock_profile()).map(|(_, share)| share).fold(0.0, f64::max)
 }
 
 /// The report's view of one series (a file, mode, share and condition) of
@@ -234,11 +213,11 @@ pub fn widest_wait_share<'a>(points: impl IntoIterator<Item = &'a Point>) -> f64
 pub fn html_series(points: &[&Point], title: &str, widest: f64) -> Html {
     let mut out = Html::new();
     let locked: Vec<(&Point, LockProfile, f64)> =
-        points.iter().filter_map(|p| point_locks(p).map(|(l, s)| (*p, l, s))).collect();
+        points.iter().filter_map(|p| p.lock_profile().map(|(l, s)| (*p, l, s))).collect();
     if !locked.is_empty() {
         out.push(&lock_bars(&locked, title, widest));
     }
-    if let Some((point, cpu)) = points.iter().rev().find_map(|p| Some((*p, point_cpu(p)?))) {
+    if let Some((point, cpu)) = points.iter().rev().find_map(|p| Some((*p, p.cpu_profile()?))) {
         let caption = format!(
             "{title}, {} workers: {} {} samples, {} in the kernel; width = share of samples, root at the bottom; \
              hover a frame for its name and share.",

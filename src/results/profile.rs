@@ -131,6 +131,32 @@ pub struct FunctionShare {
     pub caller: Option<String>,
 }
 
+impl super::RunRecord {
+    /// The seconds the run's workers spent in its window, all together: each
+    /// worker's own time for fixed work, the window times the workers otherwise.
+    pub fn worker_seconds(&self) -> f64 {
+        match &self.completion_s {
+            Some(times) => times.iter().sum(),
+            None => self.elapsed_s * self.per_worker_ops.len() as f64,
+        }
+    }
+}
+
+impl super::Point {
+    /// The lock profile over the point's runs, and the share of its workers' time spent waiting.
+    pub fn lock_profile(&self) -> Option<(LockProfile, f64)> {
+        let profile = LockProfile::sum(self.runs.iter().filter_map(|r| r.locks.as_ref()))?;
+        let seconds: f64 = self.runs.iter().filter(|r| r.locks.is_some()).map(|r| r.worker_seconds()).sum();
+        let share = if seconds > 0.0 { profile.wait_s / seconds } else { 0.0 };
+        Some((profile, share))
+    }
+
+    /// The CPU profile over the point's runs.
+    pub fn cpu_profile(&self) -> Option<CpuProfile> {
+        CpuProfile::sum(self.runs.iter().filter_map(|r| r.cpu_profile.as_ref()))
+    }
+}
+
 impl CpuProfile {
     /// The runs' profiles summed.
     pub fn sum<'a>(profiles: impl IntoIterator<Item = &'a CpuProfile>) -> Option<CpuProfile> {

@@ -1,0 +1,276 @@
+//! Why a compared point changed: the lock-wait sites and the CPU functions
+//! whose share of the workers' time moved most between the two sides, from
+//! the profiles both recorded (`--profile locks`, `--profile cpu`).
+//!
+//! A differential profile, as `perf diff` gives for one pair of perf files
+//! and Gregg's differential flame graphs draw: each side's figures are
+//! normalised first (a site's wait over the workers' time in the window; a
+//! function's samples over all samples), so a side that ran longer or did
+//! more ops does not look worse for it.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::results::{CpuProfile, LockProfile, Point};
+
+/// Sites and functions shown per point: the largest changes.
+pub const ATTRIBUTION_TOP: usize = 5;
+
+/// What the two sides' profiles say changed at one point.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Attribution {
+    /// With lock profiles on both sides: the share of worker time spent
+    /// waiting, base and new, and the sites whose share changed most.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting: Option<(f64, f64)>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub locks: Vec<SiteDelta>,
+    /// With CPU profiles on both sides: the functions whose share of samples changed most.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cpu: Vec<FunctionDelta>,
+}
+
+/// A lock-wait site on both sides.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SiteDelta {
+    /// The site as reports name it: `down_write ← filename_create ←
+    /// do_mkdirat (rwsem write)`, with the lock where known.
+    pub site: String,
+    pub base: SiteSide,
+    pub new: SiteSide,
+}
+
+/// One side's figures of a site: zero where that side never waited there.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SiteSide {
+    /// Its wait over the workers' time in the window.
+    pub share: f64,
+    pub waits: u64,
+    pub mean_wait_s: f64,
+}
+
+impl SiteDelta {
+    /// The change in share of worker time, in points (0.05 = 5 points).
+    pub fn change(&self) -> f64 {
+        self.new.share - self.base.share
+    }
+}
+
+/// A function's shares of the CPU samples on both sides.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FunctionDelta {
+    pub name: String,
+    /// Samples in the function itself, over all samples: base, new.
+    pub self_share: (f64, f64),
+    /// Samples with it on the stack, over all samples: base, new.
+    pub inclusive_share: (f64, f64),
+}
+
+impl FunctionDelta {
+    /// The change in its self share, in points.
+    pub fn change(&self) -> f64 {
+        self.self_share.1 - self.self_share.0
+    }
+}
+
+/// What changed between `base` and `new`, where both carry a profile of a kind; `None` when neither kind is on both.
+pub fn attribute(base: &Point, new: &Point) -> Option<Attribution> {
+    let locks = base.lock_profile().zip(new.lock_profile());
+    let cpu = base.cpu_profile().zip(new.cpu_profile());
+    if locks.is_none() && cpu.is_none() {
+        return None;
+    }
+    Some(Attribution {
+        waiting: locks.as_ref().map(|((_, b), (_, n))| (*b, *n)),
+        locks: locks.as_ref().map_or_else(Vec::new, |((b, bs), (n, ns))| site_deltas(b, *bs, n, *ns)),
+        cpu: cpu.as_ref().map_or_else(Vec::new, |(b, n)| function_deltas(b, n)),
+    })
+}
+
+/// A site's figures on one side, by label: its share of the workers' time
+/// (the side's waiting share split by the site's part of all waits).
+fn sides(profile: &LockProfile, waiting: f64) -> BTreeMap<String, SiteSide> {
+    let mut out: BTreeMap<String, SiteSide> = BTreeMap::new();
+    for site in &profile.sites {
+        let side = out.entry(site.label()).or_default();
+        let wait_s = side.mean_wait_s * side.waits as f64 + site.wait_s;
+        side.waits += site.count;
+        side.mean_wait_s = if side.waits > 0 { wait_s / side.waits as f64 } else { 0.0 };
+        if profile.wait_s > 0.0 {
+            side.share += waiting * site.wait_s / profile.wait_s;
+        }
+    }
+    out
+}
+
+fn site_deltas(base: &LockProfile, base_waiting: f64, new: &LockProfile, new_waiting: f64) -> Vec<SiteDelta> {
+    let (b, n) = (sides(base, base_waiting), sides(new, new_waiting));
+    let mut deltas: Vec<SiteDelta> = b
+        .keys()
+        .chain(n.keys().filter(|k| !b.contains_key(*k)))
+        .map(|label| SiteDelta {
+            site: label.clone(),
+            base: b.get(label).copied().unwrap_or_default(),
+            new: n.get(label).copied().unwrap_or_default(),
+        })
+        .filter(|d| d.change() != 0.0)
+        .collect();
+    // Largest change first; ties by name, so the order is the same on every machine.
+    deltas.sort_by(|x, y| y.change().abs().total_cmp(&x.change().abs()).then_with(|| x.site.cmp(&y.site)));
+    deltas.truncate(ATTRIBUTION_TOP);
+    deltas
+}
+
+fn function_deltas(base: &CpuProfile, new: &CpuProfile) -> Vec<FunctionDelta> {
+    let shares = |p: &CpuProfile| -> BTreeMap<String, (f64, f64)> {
+        let all = p.samples.max(1) as f64;
+        p.functions()
+            .into_iter()
+            .map(|f| (f.name, (f.self_samples as f64 / all, f.inclusive_samples as f64 / all)))
+            .collect()
+    };
+    let (b, n) = (shares(base), shares(new));
+    let mut deltas: Vec<FunctionDelta> = b
+        .keys()
+        .chain(n.keys().filter(|k| !b.contains_key(*k)))
+        .map(|name| {
+            let (bs, bi) = b.get(name).copied().unwrap_or_default();
+            let (ns, ni) = n.get(name).copied().unwrap_or_default();
+            FunctionDelta { name: name.clone(), self_share: (bs, ns), inclusive_share: (bi, ni) }
+        })
+        .filter(|d| d.change() != 0.0)
+        .collect();
+    deltas.sort_by(|x, y| y.change().abs().total_cmp(&x.change().abs()).then_with(|| x.name.cmp(&y.name)));
+    deltas.truncate(ATTRIBUTION_TOP);
+    deltas
+}
+
+/// The command that would record what explains a change: `command_line`
+/// (a results file's) with `--profile locks,cpu` in place of any `--profile`
+/// and without its output file, so the rerun writes a file of its own.
+pub fn profiling_command(command_line: &[String]) -> Option<String> {
+    let mut args = command_line.iter().skip(1).peekable();
+    let mut out = vec!["fsscale".to_string()];
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--profile" | "-o" | "--output" | "--like" => {
+                args.next();
+            }
+            a if a.starts_with("--profile=") || a.starts_with("--output=") || a.starts_with("--like=") => {}
+            _ => out.push(arg.clone()),
+        }
+    }
+    if out.get(1).map(String::as_str) != Some("run") {
+        return None;
+    }
+    out.push("--profile".into());
+    out.push("locks,cpu".into());
+    Some(out.iter().map(|a| crate::vocab::shell_word(a)).collect::<Vec<_>>().join(" "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::fixtures::{point, run};
+    use crate::results::LockSite;
+    use crate::vocab::{Share, Workload};
+
+    fn site(name: &str, count: u64, wait_s: f64) -> LockSite {
+        LockSite { site: name.into(), kind: "rwsem write".into(), lock: None, count, wait_s, max_wait_s: wait_s }
+    }
+
+    /// One 1-second run of 2 workers (2 worker-seconds) that waited at `sites`.
+    fn waited(sites: Vec<LockSite>) -> Point {
+        let mut r = run(0, &[1000, 1000], 1.0);
+        r.locks = Some(LockProfile::from_sites(sites.iter().map(|s| s.count).sum(), 0, sites));
+        point(Workload::CreatUnlink, Share::Shared, 2, vec![r])
+    }
+
+    fn profiled(folded: &[(&str, u64)]) -> Point {
+        let mut r = run(0, &[1000], 1.0);
+        let samples = folded.iter().map(|(_, n)| n).sum();
+        r.cpu_profile = Some(CpuProfile {
+            event: "cpu-clock".into(),
+            frequency_hz: 999,
+            samples,
+            kernel_samples: samples,
+            lost_samples: 0,
+            folded: folded.iter().map(|(s, n)| (s.to_string(), *n)).collect(),
+        });
+        point(Workload::CreatUnlink, Share::Shared, 1, vec![r])
+    }
+
+    #[test]
+    fn the_site_that_grew_most_comes_first_in_points_of_worker_time() {
+        let base = waited(vec![site("down_write ← filename_create", 10, 0.02), site("mutex_lock ← x", 5, 0.1)]);
+        let new = waited(vec![site("down_write ← filename_create", 400, 0.4), site("mutex_lock ← x", 5, 0.1)]);
+        let a = attribute(&base, &new).unwrap();
+        // 0.12 s of 2 worker-seconds waiting, then 0.5 s.
+        let (b, n) = a.waiting.unwrap();
+        assert!((b - 0.06).abs() < 1e-12 && (n - 0.25).abs() < 1e-12, "{:?}", a.waiting);
+        assert_eq!(a.locks.len(), 1, "the unchanged site is left out: {:?}", a.locks);
+        let grew = &a.locks[0];
+        assert_eq!(grew.site, "down_write ← filename_create (rwsem write)");
+        assert!((grew.base.share - 0.01).abs() < 1e-12 && (grew.new.share - 0.2).abs() < 1e-12, "{grew:?}");
+        assert_eq!((grew.base.waits, grew.new.waits), (10, 400));
+        assert!((grew.new.mean_wait_s - 0.001).abs() < 1e-12);
+        assert!((grew.change() - 0.19).abs() < 1e-12);
+        assert!(a.cpu.is_empty(), "no CPU profiles");
+    }
+
+    #[test]
+    fn a_site_on_one_side_only_counts_as_zero_on_the_other() {
+        let base = waited(vec![site("a", 1, 0.1)]);
+        let new = waited(vec![site("b", 1, 0.3)]);
+        let a = attribute(&base, &new).unwrap();
+        let found: Vec<(&str, f64, f64)> =
+            a.locks.iter().map(|d| (d.site.as_str(), d.base.share, d.new.share)).collect();
+        assert_eq!(found.len(), 2);
+        assert_eq!((found[0].0, found[0].1), ("b (rwsem write)", 0.0));
+        assert!((found[0].2 - 0.15).abs() < 1e-12);
+        assert_eq!((found[1].0, found[1].2), ("a (rwsem write)", 0.0));
+        assert!((found[1].1 - 0.05).abs() < 1e-12);
+    }
+
+    #[test]
+    fn functions_are_compared_by_their_share_of_samples() {
+        // Base: 100 samples, 10 in the spin lock; new: 200, 100 in it.
+        let base = profiled(&[("entry;do_sys_open;_raw_spin_lock", 10), ("entry;do_sys_open", 90)]);
+        let new = profiled(&[("entry;do_sys_open;_raw_spin_lock", 100), ("entry;do_sys_open", 100)]);
+        let a = attribute(&base, &new).unwrap();
+        assert_eq!(a.waiting, None);
+        let names: Vec<&str> = a.cpu.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, ["_raw_spin_lock", "do_sys_open"], "entry's share did not change");
+        assert_eq!(a.cpu[0].self_share, (0.1, 0.5));
+        assert_eq!(a.cpu[1].inclusive_share, (1.0, 1.0));
+        assert_eq!(a.cpu[1].self_share, (0.9, 0.5));
+    }
+
+    #[test]
+    fn nothing_to_attribute_without_a_profile_on_both_sides() {
+        let base = waited(vec![site("a", 1, 0.1)]);
+        assert_eq!(attribute(&base, &profiled(&[("f", 1)])), None);
+        assert_eq!(attribute(&point(Workload::Stat, Share::Private, 1, vec![run(0, &[1], 1.0)]), &base), None);
+    }
+
+    #[test]
+    fn the_profiling_command_reruns_the_plan_with_both_profiles_and_its_own_output() {
+        let argv = |s: &str| s.split(' ').map(String::from).collect::<Vec<_>>();
+        assert_eq!(
+            profiling_command(&argv("/usr/bin/fsscale run creat-unlink -j 1,2 --profile cpu -o a.json --label a b")),
+            Some("fsscale run creat-unlink -j 1,2 --label a b --profile locks,cpu".into())
+        );
+        assert_eq!(
+            profiling_command(&argv("fsscale run stat --output=x.json --profile=locks")),
+            Some("fsscale run stat --profile locks,cpu".into())
+        );
+        assert_eq!(profiling_command(&argv("fsscale compare a b")), None);
+        let spaced = ["fsscale", "run", "--label", "pool of threads"].map(String::from);
+        assert_eq!(
+            profiling_command(&spaced),
+            Some("fsscale run --label 'pool of threads' --profile locks,cpu".into())
+        );
+        assert_eq!(profiling_command(&[]), None);
+    }
+}

@@ -1,0 +1,129 @@
+//! Why a compared point changed, in words: the lock-wait sites and CPU
+//! functions whose share moved most (see [`crate::compare::attribute`]).
+
+use super::latency::format_ns;
+use super::profile::percent;
+use crate::compare::{Attribution, Comparison, Row};
+
+/// `+9.1`, `-0.40`: a change of a share, in points of percent.
+fn points(change: f64) -> String {
+    let p = 100.0 * change;
+    match p.abs() {
+        a if a >= 10.0 => format!("{p:+.0}"),
+        a if a >= 1.0 => format!("{p:+.1}"),
+        _ => format!("{p:+.2}"),
+    }
+}
+
+fn mean_wait(seconds: f64) -> String {
+    if seconds > 0.0 {
+        format_ns(seconds * 1e9)
+    } else {
+        "-".into()
+    }
+}
+
+/// The lines under a compared point whose sides both had profiles:
+/// indented for the terminal, plain for Markdown (which indents them as a list).
+pub fn lines(row: &Row) -> Vec<String> {
+    let Some(a) = &row.attribution else { return Vec::new() };
+    let mut out = vec![format!(
+        "why at {} {} x{}, from the profiles (base → new; change in points of percent):",
+        row.mode, row.share, row.workers
+    )];
+    out.extend(lock_lines(a));
+    out.extend(cpu_lines(a));
+    out
+}
+
+fn lock_lines(a: &Attribution) -> Vec<String> {
+    let Some((base, new)) = a.waiting else { return Vec::new() };
+    let mut out = vec![format!(
+        "  waiting on kernel locks: {} → {} of worker time ({})",
+        percent(base),
+        percent(new),
+        points(new - base)
+    )];
+    for d in &a.locks {
+        out.push(format!(
+            "    {:>6}  {}: {} → {}, {} → {} waits of {} → {}",
+            points(d.change()),
+            d.site,
+            percent(d.base.share),
+            percent(d.new.share),
+            d.base.waits,
+            d.new.waits,
+            mean_wait(d.base.mean_wait_s),
+            mean_wait(d.new.mean_wait_s)
+        ));
+    }
+    out
+}
+
+fn cpu_lines(a: &Attribution) -> Vec<String> {
+    if a.cpu.is_empty() {
+        return Vec::new();
+    }
+    let mut out = vec!["  CPU, share of samples in the function itself (with what it called):".to_string()];
+    for f in &a.cpu {
+        out.push(format!(
+            "    {:>6}  {}: {} → {} ({} → {})",
+            points(f.change()),
+            f.name,
+            percent(f.self_share.0),
+            percent(f.self_share.1),
+            percent(f.inclusive_share.0),
+            percent(f.inclusive_share.1)
+        ));
+    }
+    out
+}
+
+/// When a change was found and no profile explains it: how to record them.
+pub fn hint_lines(c: &Comparison) -> Vec<String> {
+    let Some((base, new)) = &c.profile_hint else { return Vec::new() };
+    let mut out =
+        vec!["why: neither side recorded a profile; these record where the workers wait and spend CPU:".into()];
+    if base == new {
+        out.push(format!("  {base}"));
+    } else {
+        out.push(format!("  base: {base}"));
+        out.push(format!("  new:  {new}"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compare::{FunctionDelta, SiteDelta, SiteSide};
+
+    #[test]
+    fn the_site_that_grew_is_named_with_both_sides_figures() {
+        let a = Attribution {
+            waiting: Some((0.003, 0.094)),
+            locks: vec![SiteDelta {
+                site: "down_write ← filename_create ← do_mkdirat (rwsem write)".into(),
+                base: SiteSide { share: 0.002, waits: 120, mean_wait_s: 2.1e-6 },
+                new: SiteSide { share: 0.093, waits: 4300, mean_wait_s: 8.4e-6 },
+            }],
+            cpu: vec![FunctionDelta {
+                name: "_raw_spin_lock".into(),
+                self_share: (0.01, 0.042),
+                inclusive_share: (0.02, 0.06),
+            }],
+        };
+        let mut rendered = Vec::new();
+        rendered.extend(lock_lines(&a));
+        rendered.extend(cpu_lines(&a));
+        assert_eq!(
+            rendered,
+            [
+                "  waiting on kernel locks: 0.30% → 9.4% of worker time (+9.1)",
+                "      +9.1  down_write ← filename_create ← do_mkdirat (rwsem write): 0.20% → 9.3%, 120 → 4300 waits of 2.10µs → 8.40µs",
+                "  CPU, share of samples in the function itself (with what it called):",
+                "      +3.2  _raw_spin_lock: 1.0% → 4.2% (2.0% → 6.0%)",
+            ]
+        );
+    }
+}
