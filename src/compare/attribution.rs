@@ -29,6 +29,24 @@ pub struct Attribution {
     /// With CPU profiles on both sides: the functions whose share of samples changed most.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cpu: Vec<FunctionDelta>,
+    /// The two sides' folded CPU stacks, base and new, for a differential
+    /// flame graph; not written with the comparison (each results file has them).
+    #[serde(skip)]
+    pub stacks: Option<(BTreeMap<String, u64>, BTreeMap<String, u64>)>,
+}
+
+impl Attribution {
+    /// The change that says most: the lock site whose share of worker time
+    /// grew or shrank most, else the CPU function, as "+9.1 points of worker
+    /// time waiting in SITE" / "+3.2 points of CPU samples in FUNCTION".
+    pub fn headline(&self) -> Option<String> {
+        let pts = |c: f64| format!("{:+.1} points", 100.0 * c);
+        match (self.locks.first(), self.cpu.first()) {
+            (Some(site), _) => Some(format!("{} of worker time waiting in {}", pts(site.change()), site.site)),
+            (None, Some(f)) => Some(format!("{} of CPU samples in {}", pts(f.change()), f.name)),
+            (None, None) => None,
+        }
+    }
 }
 
 /// A lock-wait site on both sides.
@@ -85,6 +103,7 @@ pub fn attribute(base: &Point, new: &Point) -> Option<Attribution> {
         waiting: locks.as_ref().map(|((_, b), (_, n))| (*b, *n)),
         locks: locks.as_ref().map_or_else(Vec::new, |((b, bs), (n, ns))| site_deltas(b, *bs, n, *ns)),
         cpu: cpu.as_ref().map_or_else(Vec::new, |(b, n)| function_deltas(b, n)),
+        stacks: cpu.map(|(b, n)| (b.folded, n.folded)),
     })
 }
 
@@ -217,6 +236,10 @@ mod tests {
         assert!((grew.new.mean_wait_s - 0.001).abs() < 1e-12);
         assert!((grew.change() - 0.19).abs() < 1e-12);
         assert!(a.cpu.is_empty(), "no CPU profiles");
+        assert_eq!(
+            a.headline().unwrap(),
+            "+19.0 points of worker time waiting in down_write ← filename_create (rwsem write)"
+        );
     }
 
     #[test]
@@ -245,6 +268,8 @@ mod tests {
         assert_eq!(a.cpu[0].self_share, (0.1, 0.5));
         assert_eq!(a.cpu[1].inclusive_share, (1.0, 1.0));
         assert_eq!(a.cpu[1].self_share, (0.9, 0.5));
+        assert_eq!(a.headline().unwrap(), "+40.0 points of CPU samples in _raw_spin_lock");
+        assert_eq!(a.stacks.as_ref().unwrap().1.get("entry;do_sys_open;_raw_spin_lock"), Some(&100));
     }
 
     #[test]

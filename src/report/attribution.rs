@@ -112,6 +112,7 @@ mod tests {
                 self_share: (0.01, 0.042),
                 inclusive_share: (0.02, 0.06),
             }],
+            stacks: None,
         };
         let mut rendered = Vec::new();
         rendered.extend(lock_lines(&a));

@@ -24,8 +24,7 @@ fn colour(name: &str) -> String {
     format!("rgb({r},{g},{})", (hash >> 16) % 55)
 }
 
-/// The flame graph of `folded` (`root;...;leaf` → samples).
-pub fn flame_graph_svg(folded: &BTreeMap<String, u64>, title: &str) -> Html {
+fn tree(folded: &BTreeMap<String, u64>) -> Node {
     let mut root = Node::default();
     for (stack, &n) in folded {
         root.samples += n;
@@ -35,7 +34,48 @@ pub fn flame_graph_svg(folded: &BTreeMap<String, u64>, title: &str) -> Html {
             node.samples += n;
         }
     }
-    let depth = max_depth(&root);
+    root
+}
+
+/// The flame graph of `folded` (`root;...;leaf` → samples).
+pub fn flame_graph_svg(folded: &BTreeMap<String, u64>, title: &str) -> Html {
+    graph(&tree(folded), None, title)
+}
+
+/// A differential flame graph (Gregg's): `new`'s stacks as widths, each
+/// frame coloured by how its share of the samples changed from `base`:
+/// red where it grew, blue where it shrank, the deeper the larger the
+/// change; white where it stayed. Shares, not counts, so a side that took
+/// more samples does not look grown everywhere.
+pub fn differential_flame_graph_svg(base: &BTreeMap<String, u64>, new: &BTreeMap<String, u64>, title: &str) -> Html {
+    graph(&tree(new), Some(&tree(base)), title)
+}
+
+/// How a differential graph colours a frame: the change in its share of samples, and the largest change of any frame.
+fn change_colour(change: f64, largest: f64) -> String {
+    let k = (change.abs() / largest.max(1e-12)).min(1.0);
+    let fade = (255.0 * (1.0 - 0.8 * k)).round() as u8;
+    match change {
+        c if c > 0.0 => format!("rgb(255,{fade},{fade})"),
+        c if c < 0.0 => format!("rgb({fade},{fade},255)"),
+        _ => "rgb(255,255,255)".into(),
+    }
+}
+
+/// The largest change in share of any frame of `new` against `base`.
+fn largest_change(new: &Node, new_total: f64, base: Option<&Node>, base_total: f64) -> f64 {
+    new.children
+        .iter()
+        .map(|(name, child)| {
+            let before = base.and_then(|b| b.children.get(name));
+            let change = child.samples as f64 / new_total - before.map_or(0.0, |b| b.samples as f64 / base_total);
+            change.abs().max(largest_change(child, new_total, before, base_total))
+        })
+        .fold(0.0, f64::max)
+}
+
+fn graph(root: &Node, base: Option<&Node>, title: &str) -> Html {
+    let depth = max_depth(root);
     let height = ROW * (depth as f64 + 1.0) + 30.0;
     let mut out = html_of!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"flame\" width=\"{}\" height=\"{}\" \
@@ -60,34 +100,65 @@ pub fn flame_graph_svg(folded: &BTreeMap<String, u64>, title: &str) -> Html {
         ROW - 1.0,
         bottom + 11.5
     );
-    draw(&mut out, &root, 0.0, 1, total, bottom);
+    let diff = base.map(|b| {
+        let base_total = b.samples.max(1) as f64;
+        Diff { base_total, largest: largest_change(root, total, Some(b), base_total) }
+    });
+    draw(&mut out, root, base, diff.as_ref(), Place { x: 0.0, level: 1, total, bottom });
     out.push_static("</svg>");
     out
+}
+
+/// A differential graph's scale: the base's samples and the largest change.
+struct Diff {
+    base_total: f64,
+    largest: f64,
+}
+
+/// Where a node's children go: their left edge, row, and the graph's total and bottom.
+#[derive(Clone, Copy)]
+struct Place {
+    x: f64,
+    level: usize,
+    total: f64,
+    bottom: f64,
 }
 
 fn max_depth(node: &Node) -> usize {
     node.children.values().map(|c| 1 + max_depth(c)).max().unwrap_or(0)
 }
 
-fn draw(out: &mut Html, node: &Node, x: f64, level: usize, total: f64, bottom: f64) {
+fn draw(out: &mut Html, node: &Node, base: Option<&Node>, diff: Option<&Diff>, place: Place) {
+    let Place { x, level, total, bottom } = place;
     let mut at = x;
     for (name, child) in &node.children {
         let width = WIDTH * child.samples as f64 / total;
+        let before = base.and_then(|b| b.children.get(name));
         if width >= MIN_WIDTH {
             let y = bottom - ROW * level as f64;
             let share = 100.0 * child.samples as f64 / total;
+            let (fill, was) = match diff {
+                Some(d) => {
+                    let base_share = before.map_or(0.0, |b| b.samples as f64 / d.base_total);
+                    let change = child.samples as f64 / total - base_share;
+                    let was = format!("; base {:.1}%, {:+.1} points", 100.0 * base_share, 100.0 * change);
+                    (change_colour(change, d.largest), was)
+                }
+                None => (colour(name), String::new()),
+            };
             html!(
                 out,
-                "<g><title>{} ({} samples, {}%)</title><rect x=\"{}\" y=\"{}\" width=\"{}\" \
+                "<g><title>{} ({} samples, {}%{})</title><rect x=\"{}\" y=\"{}\" width=\"{}\" \
                  height=\"{}\" fill=\"{}\"/>",
                 name,
                 child.samples,
                 format!("{share:.1}"),
+                was,
                 format!("{at:.2}"),
                 y,
                 format!("{:.2}", (width - 0.3).max(0.1)),
                 ROW - 1.0,
-                colour(name)
+                fill
             );
             // About 6.6 px per character at 11 px monospace.
             let fits = ((width - 6.0) / 6.6).floor() as usize;
@@ -100,7 +171,7 @@ fn draw(out: &mut Html, node: &Node, x: f64, level: usize, total: f64, bottom: f
                 html!(out, "<text x=\"{}\" y=\"{}\">{}</text>", format!("{:.2}", at + 3.0), y + 11.5, label);
             }
             out.push_static("</g>");
-            draw(out, child, at, level + 1, total, bottom);
+            draw(out, child, before, diff, Place { x: at, level: level + 1, total, bottom });
         }
         at += width;
     }
@@ -125,6 +196,23 @@ mod tests {
             .contains("<title>open&lt;&amp;&gt; (1 samples, 25.0%)</title><rect x=\"0.00\" y=\"46\" width=\"249.70\""));
         assert!(svg.contains("<title>stat (3 samples, 75.0%)</title><rect x=\"250.00\""));
         assert!(!svg.contains("open<&>"));
+    }
+
+    #[test]
+    fn a_differential_graph_colours_what_grew_red_and_what_shrank_blue() {
+        let folded = |pairs: &[(&str, u64)]| pairs.iter().map(|(s, n)| (s.to_string(), *n)).collect();
+        // spin grows from 10% to 50% of the samples; open's own part shrinks.
+        let base = folded(&[("entry;open;spin", 10), ("entry;open", 90)]);
+        let new = folded(&[("entry;open;spin", 100), ("entry;open", 100)]);
+        let svg = differential_flame_graph_svg(&base, &new, "b vs a").into_string();
+        assert!(svg.contains("<title>spin (100 samples, 50.0%; base 10.0%, +40.0 points)</title>"), "{svg}");
+        // The largest change is spin's: full red. entry and open stayed at 100%: white.
+        assert!(svg.contains("fill=\"rgb(255,51,51)\"/>"), "{svg}");
+        assert!(svg.contains("<title>open (200 samples, 100.0%; base 100.0%, +0.0 points)</title>"));
+        assert_eq!(svg.matches("fill=\"rgb(255,255,255)\"").count(), 2, "{svg}");
+        // Reversed, spin shrank: full blue.
+        let svg = differential_flame_graph_svg(&new, &base, "a vs b").into_string();
+        assert!(svg.contains("fill=\"rgb(51,51,255)\"/>"), "{svg}");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The self-contained HTML report: one file, inline CSS and SVG, no script,
 //! no network; it opens from file:// and prints cleanly.
 
+mod comparisons;
 mod tables;
 
 use std::collections::BTreeSet;
@@ -232,6 +233,22 @@ fn findings(
         }
     }
     for c in comparisons {
+        // What the profiles say grew most where a point changed.
+        for r in c.rows.iter().filter(|r| matches!(r.verdict, Verdict::Better | Verdict::Worse)) {
+            let Some(headline) = r.attribution.as_ref().and_then(|a| a.headline()) else { continue };
+            html!(
+                out,
+                "<li><b>{} {}/{} x{}</b> in {} against {} ({}): {}</li>\n",
+                r.workload,
+                r.mode,
+                r.share,
+                r.workers,
+                c.new,
+                c.base,
+                format_pct(r.change_pct, true),
+                headline
+            );
+        }
         for s in &c.summaries {
             html!(
                 out,
@@ -353,7 +370,7 @@ fn workload_section(
         );
     }
     tables::figures_table(out, files, workload);
-    comparison_tables(out, comparisons, workload);
+    comparisons::comparison_tables(out, comparisons, workload);
     profile_section(out, files, workload);
     tables::detail_table(out, files, workload);
 }
@@ -452,57 +469,6 @@ pub fn workload_series(
     (scaling, efficiency)
 }
 
-fn comparison_tables(out: &mut Html, comparisons: &[Comparison], workload: Workload) {
-    for c in comparisons {
-        let rows: Vec<_> = c.rows.iter().filter(|r| r.workload == workload).collect();
-        if rows.is_empty() {
-            continue;
-        }
-        html!(
-            out,
-            "<h3>{} against {}</h3>\n<table class=\"comparison\"><tr><th>workers</th><th>mode</th><th>share</th>\
-             <th>base</th><th>new</th><th>change</th><th>95% CI</th><th>p ({})</th><th>verdict</th></tr>\n",
-            c.new,
-            c.base,
-            rows[0].test.name()
-        );
-        for r in &rows {
-            let class = Html::from_static(match r.verdict {
-                Verdict::Better => "better",
-                Verdict::Worse => "worse",
-                _ => "",
-            });
-            let ci = r.change_ci_pct.map(|(lo, hi)| format!("[{lo:+.1}%, {hi:+.1}%]")).unwrap_or_else(|| "-".into());
-            let p = r.p_value.map(|p| format!("{p:.4}")).unwrap_or_else(|| "-".into());
-            let on = r.condition.as_ref().map(|c| format!(" {c}")).unwrap_or_default();
-            html!(
-                out,
-                "<tr><td class=\"num\">{}</td><td>{}</td><td>{}{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
-                 <td class=\"num\">{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"{}\">{}</td></tr>\n",
-                r.workers,
-                r.mode,
-                r.share,
-                on,
-                format_rate(r.base.median),
-                format_rate(r.new.median),
-                format_pct(r.change_pct, true),
-                ci,
-                p,
-                class,
-                r.verdict.words()
-            );
-        }
-        out.push_static("</table>\n");
-        // Under the table whose rows it explains, not under every workload's.
-        if let Some(note) = c.within_noise_note(rows.iter().copied()) {
-            html!(out, "<p class=\"legend\">{}</p>\n", note);
-        }
-        if let Some(note) = &c.invocations_note {
-            html!(out, "<p class=\"legend\">{}</p>\n", note);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -564,5 +530,56 @@ mod tests {
         let clean =
             point(Workload::Stat, Share::Shared, 1, (0..5).map(|i| run(i, &[1000 + i as u64 % 2], 1.0)).collect());
         assert!(!render_html(&[("a".to_string(), doc(5, 1.0, vec![clean]))]).contains("Flagged points"));
+    }
+}
+
+#[cfg(test)]
+mod change_tests {
+    use super::*;
+    use crate::results::fixtures::{doc, point, run};
+    use crate::results::{CpuProfile, LockProfile, LockSite};
+    use crate::vocab::Share;
+
+    /// creat-unlink at 1 worker, three 1-second runs at `rate`, each with a
+    /// lock wait of `wait_s` at the directory's rwsem and `spin` of 100 CPU samples in the spin lock.
+    fn profiled(rate: u64, wait_s: f64, spin: u64) -> ResultsFile {
+        let runs = (0..3)
+            .map(|i| {
+                let mut r = run(i, &[rate + i as u64], 1.0);
+                let site = LockSite {
+                    site: "down_write ← filename_create ← do_sys_openat2".into(),
+                    kind: "rwsem write".into(),
+                    lock: None,
+                    count: 10,
+                    wait_s,
+                    max_wait_s: wait_s,
+                };
+                r.locks = Some(LockProfile::from_sites(10, 0, vec![site]));
+                r.cpu_profile = Some(CpuProfile {
+                    event: "cpu-clock".into(),
+                    frequency_hz: 999,
+                    samples: 100,
+                    kernel_samples: 100,
+                    lost_samples: 0,
+                    folded: [("entry;open;spin".to_string(), spin), ("entry;open".to_string(), 100 - spin)].into(),
+                });
+                r
+            })
+            .collect();
+        doc(3, 1.0, vec![point(Workload::CreatUnlink, Share::Shared, 1, runs)])
+    }
+
+    #[test]
+    fn a_compared_point_is_explained_with_a_differential_flame_graph_and_a_finding() {
+        let files = vec![("a".to_string(), profiled(1000, 0.01, 10)), ("b".to_string(), profiled(800, 0.2, 60))];
+        let html = render_html(&files);
+        assert!(
+            html.contains("<li><b>creat-unlink process/shared x1</b> in b against a (-20.0%): +19.0 points of worker time waiting in down_write ← filename_create ← do_sys_openat2 (rwsem write)</li>"),
+            "{html}"
+        );
+        assert!(html.contains("creat-unlink process shared x1: b against a, differential:"), "{html}");
+        assert!(html.contains("<title>spin (180 samples, 60.0%; base 10.0%, +50.0 points)</title>"), "{html}");
+        assert!(html.contains("<pre class=\"why\">"), "{html}");
+        assert!(!html.contains("<script"), "readable without script");
     }
 }

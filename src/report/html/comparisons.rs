@@ -1,0 +1,99 @@
+//! The report's comparison tables, each point's explanation from the
+//! profiles and its differential flame graph.
+
+use super::super::format::{format_pct, format_rate};
+use super::super::markup::Html;
+use crate::compare::{Comparison, Row, Verdict};
+use crate::html;
+use crate::vocab::Workload;
+
+pub(super) fn comparison_tables(out: &mut Html, comparisons: &[Comparison], workload: Workload) {
+    for c in comparisons {
+        let rows: Vec<_> = c.rows.iter().filter(|r| r.workload == workload).collect();
+        if rows.is_empty() {
+            continue;
+        }
+        html!(
+            out,
+            "<h3>{} against {}</h3>\n<table class=\"comparison\"><tr><th>workers</th><th>mode</th><th>share</th>\
+             <th>base</th><th>new</th><th>change</th><th>95% CI</th><th>p ({})</th><th>verdict</th></tr>\n",
+            c.new,
+            c.base,
+            rows[0].test.name()
+        );
+        for r in &rows {
+            let class = Html::from_static(match r.verdict {
+                Verdict::Better => "better",
+                Verdict::Worse => "worse",
+                _ => "",
+            });
+            let ci = r.change_ci_pct.map(|(lo, hi)| format!("[{lo:+.1}%, {hi:+.1}%]")).unwrap_or_else(|| "-".into());
+            let p = r.p_value.map(|p| format!("{p:.4}")).unwrap_or_else(|| "-".into());
+            let on = r.condition.as_ref().map(|c| format!(" {c}")).unwrap_or_default();
+            html!(
+                out,
+                "<tr><td class=\"num\">{}</td><td>{}</td><td>{}{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
+                 <td class=\"num\">{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"{}\">{}</td></tr>\n",
+                r.workers,
+                r.mode,
+                r.share,
+                on,
+                format_rate(r.base.median),
+                format_rate(r.new.median),
+                format_pct(r.change_pct, true),
+                ci,
+                p,
+                class,
+                r.verdict.words()
+            );
+        }
+        out.push_static("</table>\n");
+        for r in &rows {
+            explain_change(out, c, r);
+        }
+        // Under the table whose rows it explains, not under every workload's.
+        if let Some(note) = c.within_noise_note(rows.iter().copied()) {
+            html!(out, "<p class=\"legend\">{}</p>\n", note);
+        }
+        if let Some(note) = &c.invocations_note {
+            html!(out, "<p class=\"legend\">{}</p>\n", note);
+        }
+    }
+}
+
+/// Under a compared point whose sides both had profiles: what changed, and
+/// a differential flame graph of its CPU samples beside the two sides' own.
+fn explain_change(out: &mut Html, c: &Comparison, r: &Row) {
+    let Some(why) = &r.attribution else { return };
+    let lines = super::super::attribution::lines(r);
+    let Some((first, rest)) = lines.split_first() else { return };
+    html!(out, "<p>{}</p>\n<pre class=\"why\">", first);
+    for line in rest {
+        html!(out, "{}\n", line);
+    }
+    out.push_static("</pre>\n");
+    if let Some((base, new)) = &why.stacks {
+        let what = format!("{} {} {} x{}", r.workload, r.mode, r.share, r.workers);
+        html!(
+            out,
+            "<figure class=\"flame\">{}<figcaption>{}: {} against {}, differential: widths are {}'s samples; red \
+             frames took a larger share of the samples than in {}, blue a smaller one, white the same (hover a frame for \
+             both shares).</figcaption></figure>\n",
+            super::super::flame::differential_flame_graph_svg(base, new, &format!("{what}: {} against {}", c.new, c.base)),
+            what,
+            c.new,
+            c.base,
+            c.new,
+            c.base
+        );
+        for (side, folded) in [(&c.base, base), (&c.new, new)] {
+            html!(
+                out,
+                "<figure class=\"flame\">{}<figcaption>{}: {} alone.</figcaption></figure>\n",
+                super::super::flame::flame_graph_svg(folded, &format!("{what}: {side}")),
+                what,
+                side
+            );
+        }
+    }
+}
