@@ -17,6 +17,10 @@ use crate::results::{CpuProfile, LockProfile, Point};
 /// Sites and functions shown per point: the largest changes.
 pub const ATTRIBUTION_TOP: usize = 5;
 
+/// Changes smaller than this (a hundredth of a point of percent) are left
+/// out: they print as 0 and explain nothing.
+const NEGLIGIBLE: f64 = 1e-4;
+
 /// What the two sides' profiles say changed at one point.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Attribution {
@@ -133,7 +137,7 @@ fn site_deltas(base: &LockProfile, base_waiting: f64, new: &LockProfile, new_wai
             base: b.get(label).copied().unwrap_or_default(),
             new: n.get(label).copied().unwrap_or_default(),
         })
-        .filter(|d| d.change() != 0.0)
+        .filter(|d| d.change().abs() >= NEGLIGIBLE)
         .collect();
     // Largest change first; ties by name, so the order is the same on every machine.
     deltas.sort_by(|x, y| y.change().abs().total_cmp(&x.change().abs()).then_with(|| x.site.cmp(&y.site)));
@@ -158,7 +162,7 @@ fn function_deltas(base: &CpuProfile, new: &CpuProfile) -> Vec<FunctionDelta> {
             let (ns, ni) = n.get(name).copied().unwrap_or_default();
             FunctionDelta { name: name.clone(), self_share: (bs, ns), inclusive_share: (bi, ni) }
         })
-        .filter(|d| d.change() != 0.0)
+        .filter(|d| d.change().abs() >= NEGLIGIBLE)
         .collect();
     deltas.sort_by(|x, y| y.change().abs().total_cmp(&x.change().abs()).then_with(|| x.name.cmp(&y.name)));
     deltas.truncate(ATTRIBUTION_TOP);
