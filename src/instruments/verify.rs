@@ -110,6 +110,6 @@ impl SyscallCounter {
             .collect::<Result<Vec<_>>>()?;
         let [on_before, on_after, off_before, off_after] = self.ops_at;
         let ops_counted = [off_before.saturating_sub(on_after), off_after.saturating_sub(on_before)];
-        Ok(SyscallCheck { total, ops_counted, calls })
+        Ok(SyscallCheck { total, ops_counted, calls, mixed_window_ops: per_kind.is_some().then_some(ops) })
     }
 }

@@ -236,6 +236,12 @@ pub struct SyscallCheck {
     pub ops_counted: [u64; 2],
     /// Per system call the workload's op makes: expected and counted.
     pub calls: Vec<SyscallCount>,
+    /// `replay`: all workers' ops in the window. Its ops are of kinds that
+    /// mix unevenly over time, so a call's count follows the ops of its kind
+    /// in the window (`expected`), give or take every op between the
+    /// window's edges and the counted span's, which may all be of that kind.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mixed_window_ops: Option<u64>,
 }
 
 /// Beyond this relative difference a count is a mismatch.
@@ -246,17 +252,21 @@ impl SyscallCheck {
     /// surely inside the counted span, at most those possibly inside it (see
     /// [`SyscallCheck::ops_counted`]), give or take an op per worker at each edge.
     pub fn mismatches(&self, workers: usize) -> Vec<&SyscallCount> {
-        self.calls
-            .iter()
-            .filter(|c| {
-                let per_op = c.per_op;
-                let [low, high] = self.ops_counted;
-                let edges = 2.0 * workers as f64 * per_op.max(1.0);
-                let least = low as f64 * per_op * (1.0 - TOLERANCE) - edges;
-                let most = high as f64 * per_op * (1.0 + TOLERANCE) + edges;
-                (c.counted as f64) < least || (c.counted as f64) > most
-            })
-            .collect()
+        self.calls.iter().filter(|c| !self.allows(c, workers)).collect()
+    }
+
+    /// Whether `c`'s count is within what the ops allow (see [`SyscallCheck::mismatches`]).
+    pub fn allows(&self, c: &SyscallCount, workers: usize) -> bool {
+        let [low, high] = self.ops_counted.map(|n| n as f64);
+        let edges = 2.0 * workers as f64 * c.per_op.max(1.0);
+        let (least, most) = match self.mixed_window_ops.map(|n| n as f64) {
+            Some(window) => (
+                c.expected * (1.0 - TOLERANCE) - (window - low).max(0.0) - edges,
+                c.expected * (1.0 + TOLERANCE) + (high - window).max(0.0) + edges,
+            ),
+            None => (low * c.per_op * (1.0 - TOLERANCE) - edges, high * c.per_op * (1.0 + TOLERANCE) + edges),
+        };
+        (least..=most).contains(&(c.counted as f64))
     }
 }
 
@@ -303,20 +313,47 @@ mod tests {
                 count("close", 100_000.0, 100_600),   // 0.6%: a mismatch
                 count("unlinkat", 100_000.0, 99_000), // -1%: a mismatch
             ],
+            mixed_window_ops: None,
         };
         let names: Vec<&str> = check.mismatches(2).iter().map(|c| c.syscall.as_str()).collect();
         assert_eq!(names, ["close", "unlinkat"]);
         // Few ops: an op per worker at each edge is allowed.
-        let few = SyscallCheck { total: 0, ops_counted: [100, 100], calls: vec![count("fsync", 100.0, 103)] };
+        let few = SyscallCheck {
+            total: 0,
+            ops_counted: [100, 100],
+            calls: vec![count("fsync", 100.0, 103)],
+            mixed_window_ops: None,
+        };
         assert!(few.mismatches(2).is_empty());
         // The coordinator waited 3 ms to turn the counters on: the bracket is wide, and 1.5% more is within it.
         let late = SyscallCheck {
             total: 0,
             ops_counted: [33_000, 33_600],
             calls: vec![count("renameat", 33_038.0, 33_523), count("x", 33_038.0, 34_000)],
+            mixed_window_ops: None,
         };
         let names: Vec<&str> = late.mismatches(2).iter().map(|c| c.syscall.as_str()).collect();
         assert_eq!(names, ["x"]);
+    }
+
+    #[test]
+    fn a_mixed_ops_count_may_take_every_op_at_the_edges() {
+        // replay: 10,000 ops in the window, 2,422 of them writes; the
+        // counters went on late and off late, spanning 9,900 to 10,300 ops.
+        // The 300 ops after the window may all have been writes: 2,596 is
+        // allowed; 2,800 is not, and neither is 2,000 (100 ops missed at most).
+        let writes = |counted| SyscallCount { syscall: "pwrite64".into(), per_op: 0.2422, expected: 2422.0, counted };
+        let check = SyscallCheck {
+            total: 0,
+            ops_counted: [9_900, 10_300],
+            calls: vec![writes(2_596), writes(2_800), writes(2_000)],
+            mixed_window_ops: Some(10_000),
+        };
+        let counted: Vec<u64> = check.mismatches(2).iter().map(|c| c.counted).collect();
+        assert_eq!(counted, [2_800, 2_000]);
+        // Proportional, as a loop's op, 2,596 would have been a mismatch.
+        let proportional = SyscallCheck { mixed_window_ops: None, ..check.clone() };
+        assert!(proportional.mismatches(2).iter().any(|c| c.counted == 2_596));
     }
 
     fn site(name: &str, wait_s: f64, count: u64) -> LockSite {
