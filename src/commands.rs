@@ -248,7 +248,8 @@ fn load_all<'a>(paths: impl IntoIterator<Item = &'a PathBuf>) -> Result<Vec<(Str
 /// `fsscale report`: writes the HTML file, returns the line saying where.
 pub fn report_command(args: &ReportArgs) -> Result<String> {
     let files = load_all(&args.results)?;
-    let html = fsscale::report::render_html(&files);
+    let between: Vec<Between> = args.between.iter().map(|b| Between::parse(b)).collect::<Result<_, _>>()?;
+    let html = fsscale::report::render_html(&files, &between);
     fsscale::atomic_file::write(&args.output, html.as_bytes())?;
     Ok(format!("report: {}\n", args.output.display()))
 }

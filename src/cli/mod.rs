@@ -161,6 +161,9 @@ pub struct ReportArgs {
     /// The HTML file to write.
     #[arg(short, long, value_name = "FILE", default_value = "fsscale-report.html")]
     pub output: PathBuf,
+    /// Also compare two values of one dimension inside each file, as `compare --between` does (e.g. share=private,shared); repeatable. Each compared point is explained from its profiles, with a differential flame graph.
+    #[arg(long, value_name = "DIM=A,B")]
+    pub between: Vec<String>,
 }
 
 #[derive(Args, Debug)]

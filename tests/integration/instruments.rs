@@ -355,3 +355,44 @@ fn instruments_refuse_a_command_driver() {
     let out = env.run(&["command", "--cmd", "echo 1", "--metric", "([0-9]+)", "-j", "1", "--profile", "cpu"]);
     assert_one_line_error(&out, "--profile and --verify follow fsscale's own workers");
 }
+
+#[test]
+fn compare_explains_a_point_from_both_sides_real_profiles() {
+    if !can_trace("compare_explains_a_point_from_both_sides_real_profiles") {
+        return;
+    }
+    let env = TestEnv::new();
+    let out = env.run(&["creat-unlink", "-j", "2", "-n", "2", "--duration", "0.1", "--profile", "locks,cpu"]);
+    assert_success(&out);
+    let out = fsscale()
+        .arg("compare")
+        .arg(&env.output)
+        .args(["--between", "share=private,shared", "--format", "json"])
+        .output()
+        .unwrap();
+    assert_success(&out);
+    let comparisons: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let why = &comparisons[0]["rows"][0]["attribution"];
+    assert!(why["waiting"].is_array(), "both sides' lock profiles: {why}");
+    assert!(why["cpu"].as_array().is_some_and(|f| !f.is_empty()), "both sides' CPU profiles: {why}");
+    let text = fsscale().arg("compare").arg(&env.output).args(["--between", "share=private,shared"]).output().unwrap();
+    let text = stdout(&text);
+    assert!(text.contains("  why at process private x2, from the profiles (base → new;"), "{text}");
+    assert!(text.contains("    CPU, share of samples in the function itself (with what it called):"), "{text}");
+    // And the report explains it, with a differential flame graph.
+    let report = env.output.with_file_name("r.html");
+    let out = fsscale()
+        .arg("report")
+        .arg(&env.output)
+        .args(["--between", "share=private,shared", "-o"])
+        .arg(&report)
+        .output()
+        .unwrap();
+    assert_success(&out);
+    let html = std::fs::read_to_string(&report).unwrap();
+    assert!(html.contains("<figcaption>creat-unlink process private x2: "), "{html}");
+    assert!(html.contains(" share=private, differential: widths are "), "{html}");
+    assert!(html.contains("<pre class=\"why\">"), "{html}");
+    let out = fsscale().arg("report").arg(&env.output).args(["--between", "share=private"]).output().unwrap();
+    assert_one_line_error(&out, "--between share=private: give two values, base first: A,B");
+}

@@ -41,8 +41,10 @@ ul.legend li{display:inline-block;margin-right:1.2em}
 @media print{body{max-width:none}h2{page-break-before:auto}figure,table{page-break-inside:avoid}}
 ";
 
-/// Renders the report for `files` (label, results), the first being the base of comparisons.
-pub fn render_html(files: &[(String, ResultsFile)]) -> String {
+/// Renders the report for `files` (label, results), the first being the
+/// base of comparisons; `between` adds comparisons inside each file (as
+/// `compare --between`), where a file has both values.
+pub fn render_html(files: &[(String, ResultsFile)], between: &[Between]) -> String {
     let mut out = Html::new();
     html!(
         out,
@@ -63,9 +65,13 @@ pub fn render_html(files: &[(String, ResultsFile)]) -> String {
     for (label, doc) in files {
         let first = doc.settings.variants.first();
         for (base, new) in doc.settings.variants.iter().skip(1).filter_map(|v| Some((first?, v))) {
-            let between = Between { dimension: Dimension::Variant, base: base.name.clone(), new: new.name.clone() };
-            let config = CompareConfig { noise_threshold_pct: between.default_noise_threshold_pct(), ..config };
-            comparisons.extend(compare_between(doc, label, &between, &config).ok());
+            let pair = Between { dimension: Dimension::Variant, base: base.name.clone(), new: new.name.clone() };
+            let config = CompareConfig { noise_threshold_pct: pair.default_noise_threshold_pct(), ..config };
+            comparisons.extend(compare_between(doc, label, &pair, &config).ok());
+        }
+        for b in between {
+            let config = CompareConfig { noise_threshold_pct: b.default_noise_threshold_pct(), ..config };
+            comparisons.extend(compare_between(doc, label, b, &config).ok().filter(|c| !c.rows.is_empty()));
         }
     }
     findings(&mut out, files, &analyses, &comparisons);
@@ -517,7 +523,7 @@ mod tests {
         let drifting = point(Workload::Stat, Share::Private, 1, runs);
         let steady =
             point(Workload::Stat, Share::Shared, 1, (0..5).map(|i| run(i, &[1000 + i as u64 % 2], 1.0)).collect());
-        let html = render_html(&[("a".to_string(), doc(5, 1.0, vec![drifting, steady]))]);
+        let html = render_html(&[("a".to_string(), doc(5, 1.0, vec![drifting, steady]))], &[]);
         let section = &html[html.find("<h2 id=\"noise\">").expect("a flagged-points section")..];
         let section = &section[..section.find("</ul>").unwrap()];
         assert!(section.contains("1 point whose runs"), "{section}");
@@ -529,7 +535,7 @@ mod tests {
         assert!(!section.contains("shared"), "the steady point is not listed: {section}");
         let clean =
             point(Workload::Stat, Share::Shared, 1, (0..5).map(|i| run(i, &[1000 + i as u64 % 2], 1.0)).collect());
-        assert!(!render_html(&[("a".to_string(), doc(5, 1.0, vec![clean]))]).contains("Flagged points"));
+        assert!(!render_html(&[("a".to_string(), doc(5, 1.0, vec![clean]))], &[]).contains("Flagged points"));
     }
 }
 
@@ -572,7 +578,7 @@ mod change_tests {
     #[test]
     fn a_compared_point_is_explained_with_a_differential_flame_graph_and_a_finding() {
         let files = vec![("a".to_string(), profiled(1000, 0.01, 10)), ("b".to_string(), profiled(800, 0.2, 60))];
-        let html = render_html(&files);
+        let html = render_html(&files, &[]);
         assert!(
             html.contains("<li><b>creat-unlink process/shared x1</b> in b against a (-20.0%): +19.0 points of worker time waiting in down_write ← filename_create ← do_sys_openat2 (rwsem write)</li>"),
             "{html}"
