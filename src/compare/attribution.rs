@@ -196,12 +196,10 @@ pub fn profiling_command(command_line: &[String]) -> Option<String> {
 mod tests {
     use super::*;
     use crate::results::fixtures::{point, run};
-    use crate::results::LockSite;
     use crate::vocab::{Share, Workload};
 
-    fn site(name: &str, count: u64, wait_s: f64) -> LockSite {
-        LockSite { site: name.into(), kind: "rwsem write".into(), lock: None, count, wait_s, max_wait_s: wait_s }
-    }
+    use crate::results::fixtures::{cpu_profile, rwsem_site as site};
+    use crate::results::LockSite;
 
     /// One 1-second run of 2 workers (2 worker-seconds) that waited at `sites`.
     fn waited(sites: Vec<LockSite>) -> Point {
@@ -212,15 +210,7 @@ mod tests {
 
     fn profiled(folded: &[(&str, u64)]) -> Point {
         let mut r = run(0, &[1000], 1.0);
-        let samples = folded.iter().map(|(_, n)| n).sum();
-        r.cpu_profile = Some(CpuProfile {
-            event: "cpu-clock".into(),
-            frequency_hz: 999,
-            samples,
-            kernel_samples: samples,
-            lost_samples: 0,
-            folded: folded.iter().map(|(s, n)| (s.to_string(), *n)).collect(),
-        });
+        r.cpu_profile = Some(cpu_profile(folded));
         point(Workload::CreatUnlink, Share::Shared, 1, vec![r])
     }
 

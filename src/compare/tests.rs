@@ -190,15 +190,8 @@ fn tables_and_summaries_follow_the_order_the_base_ran_them_in() {
 #[test]
 fn a_change_is_explained_by_both_sides_profiles_or_the_command_that_records_them() {
     use crate::report::{render_comparisons, CompareFormat};
-    use crate::results::{LockProfile, LockSite};
-    let site = |wait_s: f64| LockSite {
-        site: "down_write ← filename_create ← do_mkdirat".into(),
-        kind: "rwsem write".into(),
-        lock: None,
-        count: 100,
-        wait_s,
-        max_wait_s: wait_s,
-    };
+    use crate::results::LockProfile;
+    let site = |wait_s: f64| fixtures::rwsem_site("down_write ← filename_create ← do_mkdirat", 100, wait_s);
     let mut base = doc(&[(Workload::CreatUnlink, 1, &[100.0, 101.0, 99.0])]);
     let mut new = doc(&[(Workload::CreatUnlink, 1, &[80.0, 81.0, 79.0])]);
     base.command_line = ["fsscale", "run", "creat-unlink", "-o", "a.json"].map(String::from).to_vec();

@@ -313,8 +313,8 @@ fn segment(x: f64, y: f64, width: f64, colour: &str, label: &str, share: f64) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::fixtures::{point, run};
-    use crate::results::{LockProfile, LockSite};
+    use crate::results::fixtures::{cpu_profile, point, run, rwsem_site};
+    use crate::results::LockProfile;
     use crate::vocab::{Share, Workload};
 
     #[test]
@@ -322,14 +322,7 @@ mod tests {
         let locked = waiting(0.25);
         assert_eq!(explain_legend(&[&locked]), LOCKS_LEGEND);
         let mut sampled = point(Workload::Stat, Share::Private, 1, vec![run(0, &[1000], 1.0)]);
-        sampled.runs[0].cpu_profile = Some(crate::results::CpuProfile {
-            event: "cpu-clock".into(),
-            frequency_hz: 999,
-            samples: 1,
-            kernel_samples: 1,
-            lost_samples: 0,
-            folded: [("f;g".to_string(), 1)].into(),
-        });
+        sampled.runs[0].cpu_profile = Some(cpu_profile(&[("f;g", 1)]));
         assert_eq!(explain_legend(&[&sampled]), CPU_LEGEND);
         assert_eq!(explain_legend(&[&locked, &sampled]), format!("{LOCKS_LEGEND}{CPU_LEGEND}"));
         assert_eq!(explain_legend(&[]), "");
@@ -349,14 +342,7 @@ mod tests {
     /// A point of one 1-second run of one worker that waited `wait_s` at one site.
     fn waiting(wait_s: f64) -> Point {
         let mut r = run(0, &[1000], 1.0);
-        let site = LockSite {
-            site: "down_write ← filename_create ← do_mkdirat".into(),
-            kind: "rwsem write".into(),
-            lock: None,
-            count: 10,
-            wait_s,
-            max_wait_s: wait_s,
-        };
+        let site = rwsem_site("down_write ← filename_create ← do_mkdirat", 10, wait_s);
         r.locks = Some(LockProfile::from_sites(10, 0, vec![site]));
         point(Workload::Stat, Share::Private, 1, vec![r])
     }

@@ -111,3 +111,21 @@ pub fn doc(runs: usize, duration_s: f64, points: Vec<Point>) -> ResultsFile {
         cluster: None,
     }
 }
+
+/// A write-locked rwsem site: `count` waits of `wait_s` in all.
+pub fn rwsem_site(site: &str, count: u64, wait_s: f64) -> LockSite {
+    LockSite { site: site.into(), kind: "rwsem write".into(), lock: None, count, wait_s, max_wait_s: wait_s }
+}
+
+/// A kernel-only CPU profile of these folded stacks.
+pub fn cpu_profile(folded: &[(&str, u64)]) -> CpuProfile {
+    let samples = folded.iter().map(|(_, n)| n).sum();
+    CpuProfile {
+        event: "cpu-clock".into(),
+        frequency_hz: 999,
+        samples,
+        kernel_samples: samples,
+        lost_samples: 0,
+        folded: folded.iter().map(|(s, n)| (s.to_string(), *n)).collect(),
+    }
+}

@@ -542,8 +542,8 @@ mod tests {
 #[cfg(test)]
 mod change_tests {
     use super::*;
-    use crate::results::fixtures::{doc, point, run};
-    use crate::results::{CpuProfile, LockProfile, LockSite};
+    use crate::results::fixtures::{cpu_profile, doc, point, run, rwsem_site};
+    use crate::results::LockProfile;
     use crate::vocab::Share;
 
     /// creat-unlink at 1 worker, three 1-second runs at `rate`, each with a
@@ -552,23 +552,9 @@ mod change_tests {
         let runs = (0..3)
             .map(|i| {
                 let mut r = run(i, &[rate + i as u64], 1.0);
-                let site = LockSite {
-                    site: "down_write ← filename_create ← do_sys_openat2".into(),
-                    kind: "rwsem write".into(),
-                    lock: None,
-                    count: 10,
-                    wait_s,
-                    max_wait_s: wait_s,
-                };
+                let site = rwsem_site("down_write ← filename_create ← do_sys_openat2", 10, wait_s);
                 r.locks = Some(LockProfile::from_sites(10, 0, vec![site]));
-                r.cpu_profile = Some(CpuProfile {
-                    event: "cpu-clock".into(),
-                    frequency_hz: 999,
-                    samples: 100,
-                    kernel_samples: 100,
-                    lost_samples: 0,
-                    folded: [("entry;open;spin".to_string(), spin), ("entry;open".to_string(), 100 - spin)].into(),
-                });
+                r.cpu_profile = Some(cpu_profile(&[("entry;open;spin", spin), ("entry;open", 100 - spin)]));
                 r
             })
             .collect();
