@@ -63,6 +63,32 @@ pub fn dominant_site(point: &Point) -> Option<String> {
     ))
 }
 
+/// Across a series (`points` of one workload, mode and share, fewest
+/// workers first), the lock site whose share of worker time grew most from
+/// the fewest workers with a lock profile to the most: "down_write ←
+/// filename_create (rwsem write) grows most: 0.30% of worker time at 1
+/// worker, 25% at 4". `None` without two such points or a site that grew
+/// by at least [`NOTABLE_WAIT_SHARE`].
+pub fn fastest_growing_site(points: &[&Point]) -> Option<String> {
+    let mut profiled = points.iter().filter(|p| p.runs.iter().any(|r| r.locks.is_some()));
+    let (fewest, most) = (profiled.next()?, profiled.next_back()?);
+    let why = crate::compare::attribute(fewest, most)?;
+    let site = why
+        .locks
+        .iter()
+        .filter(|d| d.change() >= NOTABLE_WAIT_SHARE)
+        .max_by(|a, b| a.change().total_cmp(&b.change()))?;
+    let workers = |n: usize| format!("{n} worker{}", if n == 1 { "" } else { "s" });
+    Some(format!(
+        "{} grows most: {} of worker time at {}, {} at {}",
+        site.site,
+        percent(site.base.share),
+        workers(fewest.workers),
+        percent(site.new.share),
+        most.workers
+    ))
+}
+
 /// `58%`, `1.2%`, `0.03%`: enough digits to tell small shares apart;
 /// `<0.01%` for a share too small to print, `0%` for none (a share that
 /// float rounding made a hair negative, too: never `-0.00%`).
@@ -326,6 +352,23 @@ mod tests {
         assert_eq!(explain_legend(&[&sampled]), CPU_LEGEND);
         assert_eq!(explain_legend(&[&locked, &sampled]), format!("{LOCKS_LEGEND}{CPU_LEGEND}"));
         assert_eq!(explain_legend(&[]), "");
+    }
+
+    #[test]
+    fn the_site_that_grows_most_with_the_workers_is_named() {
+        let at = |workers: usize, wait_s: f64| {
+            let mut p = waiting(wait_s);
+            p.workers = workers;
+            p
+        };
+        let (one, two, four) = (at(1, 0.003), at(2, 0.05), at(4, 0.25));
+        assert_eq!(
+            fastest_growing_site(&[&one, &two, &four]).unwrap(),
+            "down_write ← filename_create ← do_mkdirat (rwsem write) grows most: 0.30% of worker time at 1 worker, 25% at 4"
+        );
+        // Under a point of growth: nothing to say; one profiled point: nothing to compare.
+        assert_eq!(fastest_growing_site(&[&one, &at(4, 0.008)]), None);
+        assert_eq!(fastest_growing_site(&[&four]), None);
     }
 
     #[test]

@@ -107,6 +107,12 @@ fn group(
         }
     }
     out.push_str(&super::ranks::lines(points));
+    for (_, mut series) in crate::results::grouped(points.iter().map(|p| ((p.mode, p.share), *p))) {
+        series.sort_by_key(|p| p.workers);
+        if let Some(growth) = super::profile::fastest_growing_site(&series) {
+            out.push_str(&format!("  waits at {}/{}: {growth}\n", series[0].mode, series[0].share));
+        }
+    }
     for point in super::profile::points_to_explain(points, explain_all) {
         out.push_str(&super::profile::explain(point));
     }
