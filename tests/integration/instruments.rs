@@ -379,20 +379,6 @@ fn compare_explains_a_point_from_both_sides_real_profiles() {
     let text = stdout(&text);
     assert!(text.contains("  why at process private x2, from the profiles (base → new;"), "{text}");
     assert!(text.contains("    CPU, share of samples in the function itself (with what it called):"), "{text}");
-    // And the report explains it, with a differential flame graph.
-    let report = env.output.with_file_name("r.html");
-    let out = fsscale()
-        .arg("report")
-        .arg(&env.output)
-        .args(["--between", "share=private,shared", "-o"])
-        .arg(&report)
-        .output()
-        .unwrap();
-    assert_success(&out);
-    let html = std::fs::read_to_string(&report).unwrap();
-    assert!(html.contains("<figcaption>creat-unlink process private x2: "), "{html}");
-    assert!(html.contains(" share=private, differential: widths are "), "{html}");
-    assert!(html.contains("<pre class=\"why\">"), "{html}");
     let out = fsscale().arg("report").arg(&env.output).args(["--between", "share=private"]).output().unwrap();
     assert_one_line_error(&out, "--between share=private: give two values, base first: A,B");
 }

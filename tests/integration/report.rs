@@ -118,6 +118,30 @@ fn report_loads_in_headless_chromium_without_errors() {
 }
 
 #[test]
+fn a_compared_point_is_explained_with_a_differential_flame_graph_in_a_real_browser() {
+    if !needs_root("the report's differential flame graph") {
+        return;
+    }
+    let env = TestEnv::new();
+    let out = env.run(&["creat-unlink", "-j", "2", "-n", "2", "--duration", "0.1", "--profile", "locks,cpu"]);
+    assert_success(&out);
+    let html = env.root.path().join("report.html");
+    let report = fsscale()
+        .arg("report")
+        .arg(&env.output)
+        .args(["--between", "share=private,shared", "-o"])
+        .arg(&html)
+        .output()
+        .unwrap();
+    assert_success(&report);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("<figcaption>creat-unlink process private x2: "), "{page}");
+    assert!(page.contains(" share=private, differential: widths are "), "{page}");
+    assert!(page.contains("<pre class=\"why\">"), "{page}");
+    load_in_chromium(&env, &html);
+}
+
+#[test]
 fn the_report_shows_where_workers_waited_and_a_flame_graph() {
     if !needs_root("the report's profile sections") {
         return;
