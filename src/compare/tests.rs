@@ -189,7 +189,6 @@ fn tables_and_summaries_follow_the_order_the_base_ran_them_in() {
 
 #[test]
 fn a_change_is_explained_by_both_sides_profiles_or_the_command_that_records_them() {
-    use crate::report::{render_comparisons, CompareFormat};
     use crate::results::LockProfile;
     let site = |wait_s: f64| fixtures::rwsem_site("down_write ← filename_create ← do_mkdirat", 100, wait_s);
     let mut base = doc(&[(Workload::CreatUnlink, 1, &[100.0, 101.0, 99.0])]);
@@ -206,10 +205,7 @@ fn a_change_is_explained_by_both_sides_profiles_or_the_command_that_records_them
             "fsscale run creat-unlink --share shared --profile locks,cpu".into()
         ))
     );
-    let text = render_comparisons(std::slice::from_ref(&c), CompareFormat::Text, false, false);
-    assert!(text.contains("why: neither side recorded a profile;"), "{text}");
-    assert!(text.contains("  new:  fsscale run creat-unlink --share shared --profile locks,cpu\n"), "{text}");
-    // With them: the site that grew, in every format.
+    // With them: the site that grew (its rendering: the report module's tests).
     for (d, wait) in [(&mut base, 0.01), (&mut new, 0.2)] {
         for r in &mut d.points[0].runs {
             r.per_worker_ops = vec![r.ops];
@@ -220,16 +216,5 @@ fn a_change_is_explained_by_both_sides_profiles_or_the_command_that_records_them
     assert_eq!(c.profile_hint, None);
     let why = c.rows[0].attribution.as_ref().unwrap();
     assert_eq!(why.locks[0].site, "down_write ← filename_create ← do_mkdirat (rwsem write)");
-    let text = render_comparisons(std::slice::from_ref(&c), CompareFormat::Text, false, false);
-    assert!(text.contains("  why at process private x1, from the profiles (base → new;"), "{text}");
-    assert!(text.contains("      +19  down_write ← filename_create ← do_mkdirat (rwsem write): 1.0% → 20%"), "{text}");
-    let markdown = render_comparisons(std::slice::from_ref(&c), CompareFormat::Markdown, false, false);
-    assert!(
-        markdown.contains("\n  - +19  down_write ← filename_create ← do_mkdirat (rwsem write): 1.0% → 20%"),
-        "{markdown}"
-    );
-    let json = render_comparisons(std::slice::from_ref(&c), CompareFormat::Json, false, false);
-    let parsed: Vec<Comparison> = serde_json::from_str(&json).unwrap();
-    let back = parsed[0].rows[0].attribution.as_ref().unwrap();
-    assert_eq!((back.locks[0].site.as_str(), back.locks[0].new.waits), (why.locks[0].site.as_str(), 300));
+    assert_eq!((why.locks[0].base.waits, why.locks[0].new.waits), (300, 300));
 }

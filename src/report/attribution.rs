@@ -96,7 +96,52 @@ pub fn hint_lines(c: &Comparison) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compare::{FunctionDelta, SiteDelta, SiteSide};
+    use crate::compare::{compare, CompareConfig, FunctionDelta, SiteDelta, SiteSide};
+    use crate::report::{render_comparisons, CompareFormat};
+    use crate::results::fixtures::{doc, point, run, rwsem_site};
+    use crate::results::{LockProfile, ResultsFile};
+    use crate::vocab::{Share, Workload};
+
+    /// creat-unlink at 1 worker: three 1-second runs near `rate`, each
+    /// waiting `wait_s` at the directory's rwsem when `wait_s` is given.
+    fn side(rate: u64, wait_s: Option<f64>, argv: &str) -> ResultsFile {
+        let runs = (0..3)
+            .map(|i| {
+                let mut r = run(i, &[rate + i as u64], 1.0);
+                r.locks = wait_s
+                    .map(|w| LockProfile::from_sites(100, 0, vec![rwsem_site("down_write ← filename_create", 100, w)]));
+                r
+            })
+            .collect();
+        let mut d = doc(3, 1.0, vec![point(Workload::CreatUnlink, Share::Private, 1, runs)]);
+        d.command_line = argv.split(' ').map(String::from).collect();
+        d
+    }
+
+    #[test]
+    fn every_format_says_why_or_how_to_find_out() {
+        let render = |base: &ResultsFile, new: &ResultsFile, format| {
+            let c = compare(base, new, "a", "b", &CompareConfig::DEFAULT);
+            render_comparisons(std::slice::from_ref(&c), format, false, false)
+        };
+        let (a, b) = ("fsscale run creat-unlink -o a.json", "fsscale run creat-unlink --share shared");
+        let text = render(&side(1000, None, a), &side(800, None, b), CompareFormat::Text);
+        assert!(text.contains("why: neither side recorded a profile;"), "{text}");
+        assert!(text.contains("  new:  fsscale run creat-unlink --share shared --profile locks,cpu\n"), "{text}");
+        let (base, new) = (side(1000, Some(0.01), a), side(800, Some(0.2), b));
+        let text = render(&base, &new, CompareFormat::Text);
+        assert!(text.contains("  why at process private x1, from the profiles (base → new;"), "{text}");
+        assert!(text.contains("      +19  down_write ← filename_create (rwsem write): 1.0% → 20%"), "{text}");
+        assert!(!text.contains("neither side recorded"), "{text}");
+        let markdown = render(&base, &new, CompareFormat::Markdown);
+        assert!(markdown.contains("\n  - +19  down_write ← filename_create (rwsem write): 1.0% → 20%"), "{markdown}");
+        let json: serde_json::Value = serde_json::from_str(&render(&base, &new, CompareFormat::Json)).unwrap();
+        let site = &json[0]["rows"][0]["attribution"]["locks"][0];
+        assert_eq!(
+            (site["site"].as_str(), site["new"]["waits"].as_u64()),
+            (Some("down_write ← filename_create (rwsem write)"), Some(300))
+        );
+    }
 
     #[test]
     fn the_site_that_grew_is_named_with_both_sides_figures() {
