@@ -114,35 +114,27 @@ pub fn attribute(base: &Point, new: &Point) -> Option<Attribution> {
 /// A site's figures on one side, by label: its share of the workers' time
 /// (the side's waiting share split by the site's part of all waits).
 fn sides(profile: &LockProfile, waiting: f64) -> BTreeMap<String, SiteSide> {
-    let mut out: BTreeMap<String, SiteSide> = BTreeMap::new();
+    // Per label: waits, seconds waited, share of worker time.
+    let mut sums: BTreeMap<String, (u64, f64, f64)> = BTreeMap::new();
     for site in &profile.sites {
-        let side = out.entry(site.label()).or_default();
-        let wait_s = side.mean_wait_s * side.waits as f64 + site.wait_s;
-        side.waits += site.count;
-        side.mean_wait_s = if side.waits > 0 { wait_s / side.waits as f64 } else { 0.0 };
+        let sum = sums.entry(site.label()).or_default();
+        sum.0 += site.count;
+        sum.1 += site.wait_s;
         if profile.wait_s > 0.0 {
-            side.share += waiting * site.wait_s / profile.wait_s;
+            sum.2 += waiting * site.wait_s / profile.wait_s;
         }
     }
-    out
+    sums.into_iter()
+        .map(|(label, (waits, wait_s, share))| {
+            let mean_wait_s = if waits > 0 { wait_s / waits as f64 } else { 0.0 };
+            (label, SiteSide { share, waits, mean_wait_s })
+        })
+        .collect()
 }
 
 fn site_deltas(base: &LockProfile, base_waiting: f64, new: &LockProfile, new_waiting: f64) -> Vec<SiteDelta> {
     let (b, n) = (sides(base, base_waiting), sides(new, new_waiting));
-    let mut deltas: Vec<SiteDelta> = b
-        .keys()
-        .chain(n.keys().filter(|k| !b.contains_key(*k)))
-        .map(|label| SiteDelta {
-            site: label.clone(),
-            base: b.get(label).copied().unwrap_or_default(),
-            new: n.get(label).copied().unwrap_or_default(),
-        })
-        .filter(|d| d.change().abs() >= NEGLIGIBLE)
-        .collect();
-    // Largest change first; ties by name, so the order is the same on every machine.
-    deltas.sort_by(|x, y| y.change().abs().total_cmp(&x.change().abs()).then_with(|| x.site.cmp(&y.site)));
-    deltas.truncate(ATTRIBUTION_TOP);
-    deltas
+    largest_changes(&b, &n, |site, base, new| SiteDelta { site: site.to_string(), base, new }, SiteDelta::change)
 }
 
 fn function_deltas(base: &CpuProfile, new: &CpuProfile) -> Vec<FunctionDelta> {
@@ -153,20 +145,33 @@ fn function_deltas(base: &CpuProfile, new: &CpuProfile) -> Vec<FunctionDelta> {
             .map(|f| (f.name, (f.self_samples as f64 / all, f.inclusive_samples as f64 / all)))
             .collect()
     };
-    let (b, n) = (shares(base), shares(new));
-    let mut deltas: Vec<FunctionDelta> = b
+    let delta = |name: &str, (bs, bi): (f64, f64), (ns, ni): (f64, f64)| FunctionDelta {
+        name: name.to_string(),
+        self_share: (bs, ns),
+        inclusive_share: (bi, ni),
+    };
+    largest_changes(&shares(base), &shares(new), delta, FunctionDelta::change)
+}
+
+/// Every name of `base` or `new`, with both sides' figures (the default
+/// where a side lacks it) made into a delta: those whose `change` is at
+/// least [`NEGLIGIBLE`], largest first (ties by name, so the order is the
+/// same on every machine), at most [`ATTRIBUTION_TOP`].
+fn largest_changes<V: Copy + Default, D>(
+    base: &BTreeMap<String, V>,
+    new: &BTreeMap<String, V>,
+    delta: impl Fn(&str, V, V) -> D,
+    change: impl Fn(&D) -> f64,
+) -> Vec<D> {
+    let figures = |side: &BTreeMap<String, V>, name: &str| side.get(name).copied().unwrap_or_default();
+    let mut deltas: Vec<(&String, D)> = base
         .keys()
-        .chain(n.keys().filter(|k| !b.contains_key(*k)))
-        .map(|name| {
-            let (bs, bi) = b.get(name).copied().unwrap_or_default();
-            let (ns, ni) = n.get(name).copied().unwrap_or_default();
-            FunctionDelta { name: name.clone(), self_share: (bs, ns), inclusive_share: (bi, ni) }
-        })
-        .filter(|d| d.change().abs() >= NEGLIGIBLE)
+        .chain(new.keys().filter(|k| !base.contains_key(*k)))
+        .map(|name| (name, delta(name, figures(base, name), figures(new, name))))
+        .filter(|(_, d)| change(d).abs() >= NEGLIGIBLE)
         .collect();
-    deltas.sort_by(|x, y| y.change().abs().total_cmp(&x.change().abs()).then_with(|| x.name.cmp(&y.name)));
-    deltas.truncate(ATTRIBUTION_TOP);
-    deltas
+    deltas.sort_by(|(x, dx), (y, dy)| change(dy).abs().total_cmp(&change(dx).abs()).then_with(|| x.cmp(y)));
+    deltas.into_iter().take(ATTRIBUTION_TOP).map(|(_, d)| d).collect()
 }
 
 /// The command that would record what explains a change: `command_line`
