@@ -223,12 +223,10 @@ fn findings(
         for (workload, _) in crate::results::grouped(doc.points.iter().map(|p| (p.workload, ()))) {
             for ((condition, mode, share), points) in series_of(doc, workload) {
                 // The largest point says most about why the curve bends; the growth across the sweep, where it goes.
-                let dominant = points.iter().rev().find_map(|p| profile::dominant_site(p));
-                let growing = profile::fastest_growing_site(&points);
-                let Some(sentence) =
-                    dominant.map(|d| [Some(d), growing].into_iter().flatten().collect::<Vec<_>>().join("; "))
-                else {
-                    continue;
+                let Some(dominant) = points.iter().rev().find_map(|p| profile::dominant_site(p)) else { continue };
+                let sentence = match profile::fastest_growing_site(&points) {
+                    Some(growing) => format!("{dominant}; {growing}"),
+                    None => dominant,
                 };
                 let on = condition.map(|c| format!(" {c}")).unwrap_or_default();
                 html!(
