@@ -1,16 +1,16 @@
 //! [`Comm`] over the system's MPI library (the `mpi` crate).
 //!
-//! Every collective starts with a nonblocking barrier that is polled, with
-//! a growing pause, so a rank waiting for others (for the next run, or
-//! while it serves no worker) notices a signal and costs the measured CPUs
-//! almost nothing. Past the barrier every rank is present and the blocking
-//! collectives that move the data return at once.
+//! Every collective is nonblocking and polled, with a growing pause, so a
+//! rank waiting for others (for the next run, or while it serves no
+//! worker) notices a signal or a stalled rank at any point of the
+//! exchange, not only before it, and costs the measured CPUs almost nothing.
 
 use std::time::Duration;
 
 use anyhow::{anyhow, Result};
 use mpi::datatype::PartitionMut;
 use mpi::environment::Universe;
+use mpi::request::{Request, StaticScope};
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 use mpi::Threading;
@@ -21,9 +21,37 @@ use super::{Comm, Idle};
 /// messages in flight at once (a few batches of paths per rank).
 const SEND_BUFFER: usize = 32 << 20;
 
-/// The longest pause between two polls of a barrier: how late a waiting
+/// The longest pause between two polls of a collective: how late a waiting
 /// rank may see that the others arrived (so also the start skew between ranks).
 const LONGEST_PAUSE: Duration = Duration::from_millis(2);
+
+/// Memory a nonblocking collective reads or writes until it completes.
+/// Leaked while lent, so that a request abandoned (a signal, a stalled
+/// rank: MPI requests cannot be cancelled) never has it freed under it;
+/// taken back once the request completed.
+struct Lent<T: ?Sized>(*mut T);
+
+impl<T: ?Sized> Lent<T> {
+    fn new(value: Box<T>) -> Lent<T> {
+        Lent(Box::into_raw(value))
+    }
+
+    /// The memory, for one request.
+    ///
+    /// # Safety
+    /// At most one reference from here may be alive at a time.
+    unsafe fn lend(&self) -> &'static mut T {
+        // SAFETY: the pointer came from Box::into_raw and is freed only by `take_back`.
+        unsafe { &mut *self.0 }
+    }
+
+    /// # Safety
+    /// The request it was lent to has completed.
+    unsafe fn take_back(self) -> Box<T> {
+        // SAFETY: from Box::into_raw, and no request refers to it any more.
+        unsafe { Box::from_raw(self.0) }
+    }
+}
 
 pub(super) struct Mpi {
     universe: Universe,
@@ -40,8 +68,9 @@ impl Mpi {
         Ok(Mpi { universe, world })
     }
 
-    fn barrier(&self, idle: Idle<'_>) -> Result<()> {
-        let mut request = self.world.immediate_barrier();
+    /// Polls `request` until it completes, or `idle` fails (then the
+    /// request is abandoned with its memory: the process leaves without finalising).
+    fn wait<D: ?Sized>(mut request: Request<'static, D, StaticScope>, idle: Idle<'_>) -> Result<()> {
         let mut pause = Duration::from_micros(20);
         loop {
             match request.test() {
@@ -49,12 +78,23 @@ impl Mpi {
                 Err(pending) => request = pending,
             }
             if let Err(e) = idle() {
-                // An MPI barrier cannot be cancelled; the process leaves without finalising.
                 std::mem::forget(request);
                 return Err(e);
             }
             std::thread::sleep(pause);
             pause = (pause * 2).min(LONGEST_PAUSE);
+        }
+    }
+
+    /// Every rank's message length.
+    fn lengths(&self, mine: &[u8], idle: Idle<'_>) -> Result<Vec<i32>> {
+        let sent = Lent::new(Box::new(count(mine)?));
+        let counts = Lent::new(vec![0i32; self.size()].into_boxed_slice());
+        // SAFETY: each is lent to this one request, and taken back only once it completed.
+        unsafe {
+            Self::wait(self.world.immediate_all_gather_into(StaticScope, sent.lend(), counts.lend()), idle)?;
+            drop(sent.take_back());
+            Ok(counts.take_back().into_vec())
         }
     }
 
@@ -79,6 +119,9 @@ fn count(bytes: &[u8]) -> Result<i32> {
     i32::try_from(bytes.len()).map_err(|_| anyhow!("a message of {} bytes is too large for MPI", bytes.len()))
 }
 
+/// A receive buffer for `counts` bytes from each rank, partitioned as MPI's variable-count collectives want it.
+type Partition = PartitionMut<'static, [u8], Vec<i32>, Vec<i32>>;
+
 impl Comm for Mpi {
     fn rank(&self) -> usize {
         self.world.rank() as usize
@@ -89,47 +132,65 @@ impl Comm for Mpi {
     }
 
     fn all_gather(&self, mine: &[u8], idle: Idle<'_>) -> Result<Vec<Vec<u8>>> {
-        self.barrier(idle)?;
-        let mut counts = vec![0i32; self.size()];
-        self.world.all_gather_into(&count(mine)?, &mut counts[..]);
+        let counts = self.lengths(mine, &mut *idle)?;
         let displs = Self::displacements(&counts);
-        let mut buffer = vec![0u8; counts.iter().map(|&n| n as usize).sum()];
-        {
-            let mut partition = PartitionMut::new(&mut buffer[..], &counts[..], &displs[..]);
-            self.world.all_gather_varcount_into(mine, &mut partition);
+        let total = counts.iter().map(|&n| n as usize).sum();
+        let sent = Lent::new(mine.to_vec().into_boxed_slice());
+        let buffer = Lent::new(vec![0u8; total].into_boxed_slice());
+        // SAFETY: each is lent to one request (the partition holds the
+        // buffer's only reference), and taken back only once it completed.
+        unsafe {
+            let partition: Lent<Partition> =
+                Lent::new(Box::new(PartitionMut::new(buffer.lend(), counts.clone(), displs)));
+            let request = self.world.immediate_all_gather_varcount_into(StaticScope, sent.lend(), partition.lend());
+            Self::wait(request, idle)?;
+            drop(partition.take_back());
+            drop(sent.take_back());
+            Ok(Self::split(&buffer.take_back(), &counts))
         }
-        Ok(Self::split(&buffer, &counts))
     }
 
     fn gather(&self, mine: &[u8], idle: Idle<'_>) -> Result<Vec<Vec<u8>>> {
-        self.barrier(idle)?;
+        // Every rank learns every length: the root needs them, and the others lose nothing by it.
+        let counts = self.lengths(mine, &mut *idle)?;
         let root = self.world.process_at_rank(0);
+        let sent = Lent::new(mine.to_vec().into_boxed_slice());
         if self.rank() != 0 {
-            root.gather_into(&count(mine)?);
-            root.gather_varcount_into(mine);
+            // SAFETY: lent to this one request, taken back once it completed.
+            unsafe {
+                Self::wait(root.immediate_gather_varcount_into(StaticScope, sent.lend()), idle)?;
+                drop(sent.take_back());
+            }
             return Ok(Vec::new());
         }
-        let mut counts = vec![0i32; self.size()];
-        root.gather_into_root(&count(mine)?, &mut counts[..]);
         let displs = Self::displacements(&counts);
-        let mut buffer = vec![0u8; counts.iter().map(|&n| n as usize).sum()];
-        {
-            let mut partition = PartitionMut::new(&mut buffer[..], &counts[..], &displs[..]);
-            root.gather_varcount_into_root(mine, &mut partition);
+        let total = counts.iter().map(|&n| n as usize).sum();
+        let buffer = Lent::new(vec![0u8; total].into_boxed_slice());
+        // SAFETY: as in `all_gather`.
+        unsafe {
+            let partition: Lent<Partition> =
+                Lent::new(Box::new(PartitionMut::new(buffer.lend(), counts.clone(), displs)));
+            let request = root.immediate_gather_varcount_into_root(StaticScope, sent.lend(), partition.lend());
+            Self::wait(request, idle)?;
+            drop(partition.take_back());
+            drop(sent.take_back());
+            Ok(Self::split(&buffer.take_back(), &counts))
         }
-        Ok(Self::split(&buffer, &counts))
     }
 
     fn broadcast(&self, data: &[u8], idle: Idle<'_>) -> Result<Vec<u8>> {
-        self.barrier(idle)?;
         let root = self.world.process_at_rank(0);
-        let mut length = if self.rank() == 0 { count(data)? } else { 0 };
-        root.broadcast_into(&mut length);
-        let mut buffer = if self.rank() == 0 { data.to_vec() } else { vec![0u8; length as usize] };
-        root.broadcast_into(&mut buffer[..]);
-        Ok(buffer)
+        let length = Lent::new(Box::new(if self.rank() == 0 { count(data)? } else { 0 }));
+        // SAFETY: each is lent to one request, taken back once it completed.
+        unsafe {
+            Self::wait(root.immediate_broadcast_into(StaticScope, length.lend()), &mut *idle)?;
+            let length = *length.take_back();
+            let buffer =
+                Lent::new(if self.rank() == 0 { data.into() } else { vec![0u8; length as usize].into_boxed_slice() });
+            Self::wait(root.immediate_broadcast_into(StaticScope, buffer.lend()), idle)?;
+            Ok(buffer.take_back().into_vec())
+        }
     }
-
     fn send(&self, to: usize, tag: u16, bytes: &[u8]) -> Result<()> {
         count(bytes)?;
         self.world.process_at_rank(to as i32).buffered_send_with_tag(bytes, tag as i32);
