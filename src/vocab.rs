@@ -446,10 +446,35 @@ pub struct DeviceIo {
 pub struct InstrumentConfig {
     #[serde(default)]
     pub locks: bool,
+    /// How the lock and off-CPU profiles are collected; `None`: in the
+    /// kernel by BPF where it can be, else through tracefs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub via: Option<Collector>,
     #[serde(default)]
     pub cpu: bool,
     #[serde(default)]
     pub verify: bool,
+}
+
+/// How a tracepoint profile was collected: BPF programs that pair and sum
+/// events in the kernel, or a tracefs instance's buffers read and paired by
+/// fsscale (where BPF is unavailable; each stack then costs the traced task more).
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Collector {
+    Bpf,
+    /// Files written before fsscale had BPF were collected this way.
+    #[default]
+    Tracefs,
+}
+
+impl Collector {
+    pub fn name(self) -> &'static str {
+        match self {
+            Collector::Bpf => "bpf",
+            Collector::Tracefs => "tracefs",
+        }
+    }
 }
 
 impl InstrumentConfig {

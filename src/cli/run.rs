@@ -148,6 +148,10 @@ pub struct InstrumentArgs {
     #[arg(long, value_name = "locks|cpu", value_delimiter = ',', value_parser = choice::<Profile>())]
     pub profile: Vec<Profile>,
 
+    /// How --profile locks collects: bpf (programs pair and sum waits in the kernel, the least disturbance), tracefs (a trace buffer read by fsscale; each wait's stack costs the waiter tens of µs). Default: bpf where the kernel allows it, else tracefs; the results record which.
+    #[arg(long, value_name = "bpf|tracefs", value_parser = choice::<Collector>())]
+    pub profile_via: Option<Collector>,
+
     /// Count the workers' system calls in the window with the kernel's tracepoints and warn where they differ from ops × calls per op by more than 0.5% (root).
     #[arg(long)]
     pub verify: bool,
@@ -368,6 +372,10 @@ impl InstrumentArgs {
             locks: self.profile.contains(&Profile::Locks),
             cpu: self.profile.contains(&Profile::Cpu),
             verify: self.verify,
+            via: self.profile_via.map(|c| match c {
+                Collector::Bpf => fsscale::results::Collector::Bpf,
+                Collector::Tracefs => fsscale::results::Collector::Tracefs,
+            }),
         }
     }
 }

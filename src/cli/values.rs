@@ -59,6 +59,17 @@ pub enum Profile {
 #[cfg(target_os = "linux")]
 fsscale::choice!(Profile { Locks => "locks", Cpu => "cpu" });
 
+/// `--profile-via`: how the tracepoint profiles are collected.
+#[cfg(target_os = "linux")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Collector {
+    Bpf,
+    Tracefs,
+}
+
+#[cfg(target_os = "linux")]
+fsscale::choice!(Collector { Bpf => "bpf", Tracefs => "tracefs" });
+
 /// A workload name on the command line, or `all`.
 #[derive(Clone, Debug)]
 #[cfg_attr(not(target_os = "linux"), allow(dead_code))]

@@ -8,8 +8,9 @@
 //! run's record after it; everything it opened (a tracefs instance, perf
 //! descriptors) is closed when it is dropped, on every path.
 
-pub use crate::vocab::InstrumentConfig;
+pub use crate::vocab::{Collector, InstrumentConfig};
 
+pub mod bpf;
 pub mod cpu;
 pub mod kallsyms;
 pub mod locks;
@@ -35,12 +36,15 @@ fn u64_at(bytes: &[u8], at: usize) -> u64 {
 }
 
 impl InstrumentConfig {
-    /// Checks what the instruments need before anything runs; returns what
-    /// it did to the machine for the caller to report (mounting tracefs).
-    pub fn prepare(&self) -> Result<Vec<String>> {
+    /// Checks what the instruments need before anything runs and chooses
+    /// how the tracepoint profiles are collected (BPF where the kernel
+    /// allows it); returns the config as it will run, and what it did to
+    /// the machine or chose for the caller to report.
+    pub fn prepare(&self) -> Result<(InstrumentConfig, Vec<String>)> {
         let mut notes = Vec::new();
+        let mut resolved = *self;
         if !self.any() {
-            return Ok(notes);
+            return Ok((resolved, notes));
         }
         let flags = self.flags();
         // SAFETY: geteuid has no preconditions.
@@ -60,10 +64,30 @@ impl InstrumentConfig {
                 tracefs::event_id("raw_syscalls", "sys_enter").map_err(|e| anyhow::anyhow!("--verify: {e:#}"))?;
             }
         }
+        if self.locks {
+            resolved.via = Some(self.collector(&mut notes)?);
+        } else {
+            resolved.via = None;
+        }
         if self.locks || self.cpu {
             kallsyms::KernelSymbols::get()?;
         }
-        Ok(notes)
+        Ok((resolved, notes))
+    }
+
+    /// BPF unless asked for tracefs or unavailable (then said why).
+    fn collector(&self, notes: &mut Vec<String>) -> Result<Collector> {
+        match (self.via, bpf::unavailable()) {
+            (Some(Collector::Tracefs), _) => Ok(Collector::Tracefs),
+            (_, None) => Ok(Collector::Bpf),
+            (Some(Collector::Bpf), Some(why)) => bail!("--profile-via bpf: {why}; use --profile-via tracefs"),
+            (None, Some(why)) => {
+                notes.push(format!(
+                    "--profile collects through tracefs, as BPF is unavailable ({why}): each traced wait costs its task more"
+                ));
+                Ok(Collector::Tracefs)
+            }
+        }
     }
 
     fn flags(&self) -> String {
@@ -97,7 +121,7 @@ impl RunInstruments {
     ) -> Result<RunInstruments> {
         let mut armed = RunInstruments::default();
         if config.locks {
-            armed.locks = Some(locks::LockTracer::arm(tasks)?);
+            armed.locks = Some(locks::LockTracer::arm(tasks, config.via.unwrap_or_default())?);
         }
         if config.cpu {
             armed.cpu = Some(cpu::CpuSampler::arm(tasks)?);

@@ -130,6 +130,28 @@ pub fn event_id(system: &str, name: &str) -> Result<u16> {
     id.trim().parse().with_context(|| format!("parsing the id of {}", dir.display()))
 }
 
+/// Where field `name` of event `system:event` sits in its record (the
+/// `offset:` of its line in the event's `format`), as programs read it.
+pub fn field(system: &str, event: &str, name: &str) -> Result<i16> {
+    let path = Path::new(TRACEFS).join("events").join(system).join(event).join("format");
+    let text = std::fs::read_to_string(&path).map_err(|e| anyhow!("this kernel has no {system}:{event} tracepoint ({}: {e})", path.display()))?;
+    field_offset(&text, name).ok_or_else(|| anyhow!("{system}:{event} has no field {name} on this kernel ({})", path.display()))
+}
+
+/// The offset of field `name` in a `format` file's text.
+fn field_offset(format: &str, name: &str) -> Option<i16> {
+    format.lines().find_map(|line| {
+        let mut parts = line.trim().split(';').map(str::trim);
+        let declaration = parts.next()?.strip_prefix("field:")?;
+        // `pid_t prev_pid`, `char prev_comm[16]`: the name is the last word, before any brackets.
+        let last = declaration.rsplit(' ').next()?;
+        if last.split('[').next()? != name {
+            return None;
+        }
+        parts.find_map(|p| p.strip_prefix("offset:"))?.parse().ok()
+    })
+}
+
 /// Takes the `flock` of directory `path` if nobody holds it: `Some(file)`
 /// holding it, `None` when a live run does.
 fn lock_dir(path: &Path) -> Result<Option<File>> {
@@ -177,5 +199,23 @@ impl RawPipe {
                 Err(e) => return Err(anyhow!("reading a trace buffer: {e}")),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::field_offset;
+
+    #[test]
+    fn fields_are_found_by_name_in_a_format() {
+        let format = "name: sched_switch\nID: 316\nformat:\n\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
+                      \tfield:char prev_comm[16];\toffset:8;\tsize:16;\tsigned:0;\n\
+                      \tfield:pid_t prev_pid;\toffset:24;\tsize:4;\tsigned:1;\n\
+                      \tfield:long prev_state;\toffset:32;\tsize:8;\tsigned:1;\n";
+        assert_eq!(field_offset(format, "prev_pid"), Some(24));
+        assert_eq!(field_offset(format, "prev_state"), Some(32));
+        assert_eq!(field_offset(format, "prev_comm"), Some(8));
+        assert_eq!(field_offset(format, "next_pid"), None);
+        assert_eq!(field_offset(format, "pid"), None);
     }
 }

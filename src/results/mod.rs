@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 pub use crate::sys::{mounts, Mount};
 pub use host::Host;
 pub use journal::{journal_path, Saver};
-pub use profile::{CpuProfile, FunctionShare, LockProfile, LockSite, SyscallCheck, SyscallCount};
+pub use profile::{Collector, CpuProfile, FunctionShare, LockProfile, LockSite, SyscallCheck, SyscallCount};
 pub use run::{
     NodeOps, RunFigure, RunNoise, RunRecord, SchedShares, SteadyOutcome, SystemCpu, Timeline, WorkerCpu, WorkerSched,
     Writeback,

@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::vocab::Collector;
+
 /// Runs keep at most this many lock sites; the rest are summed as one.
 pub const MAX_LOCK_SITES: usize = 40;
 /// The name of the row that sums the sites beyond [`MAX_LOCK_SITES`].
@@ -21,6 +23,9 @@ pub struct LockProfile {
     /// Events the trace buffers could not hold: the figures are then low.
     #[serde(default)]
     pub lost_events: u64,
+    /// How it was collected.
+    #[serde(default)]
+    pub method: Collector,
     /// Sites ranked by total wait.
     pub sites: Vec<LockSite>,
 }
@@ -70,15 +75,15 @@ impl LockProfile {
                 max_wait_s: tail.iter().map(|s| s.max_wait_s).fold(0.0, f64::max),
             });
         }
-        LockProfile { contentions, wait_s, lost_events, sites }
+        LockProfile { contentions, wait_s, lost_events, method: Collector::default(), sites }
     }
 
     /// The runs' profiles summed: a point's view.
     pub fn sum<'a>(profiles: impl IntoIterator<Item = &'a LockProfile>) -> Option<LockProfile> {
         let mut merged: BTreeMap<(String, String, Option<String>), LockSite> = BTreeMap::new();
-        let (mut contentions, mut lost, mut any) = (0, 0, false);
+        let (mut contentions, mut lost, mut method) = (0, 0, None);
         for profile in profiles {
-            any = true;
+            method.get_or_insert(profile.method);
             contentions += profile.contentions;
             lost += profile.lost_events;
             for site in &profile.sites {
@@ -94,7 +99,7 @@ impl LockProfile {
                 entry.max_wait_s = entry.max_wait_s.max(site.max_wait_s);
             }
         }
-        any.then(|| LockProfile::from_sites(contentions, lost, merged.into_values().collect()))
+        method.map(|method| LockProfile { method, ..LockProfile::from_sites(contentions, lost, merged.into_values().collect()) })
     }
 }
 

@@ -148,6 +148,7 @@ fn plan_digest(config: &RunConfig) -> String {
 /// The plan, run on this machine's workers or (with `root`) on an MPI job's ranks.
 fn run_with(config: &RunConfig, root: Option<&ranks::Root<'_>>, progress: &mut dyn Progress) -> Result<ResultsFile> {
     let mut ready = preflight(config, root.map(|r| r.cluster()), progress)?;
+    let config = &RunConfig { instruments: ready.instruments, ..config.clone() };
     let sources = Sources::prepare(config, progress)?;
     if let Some(root) = root {
         root.start(Ok(()))?;
@@ -193,6 +194,8 @@ struct Ready {
     /// `--memory-limit`'s cgroup, which this process leaves (and removes)
     /// after the commands' containment has gone: its guardian is inside.
     memory: Option<MemoryLimit>,
+    /// The instruments as they will run (how each profile is collected).
+    instruments: crate::instruments::InstrumentConfig,
 }
 
 /// Everything checked and set up before the workloads' inputs are prepared:
@@ -206,7 +209,8 @@ fn preflight(config: &RunConfig, cluster: Option<&Cluster>, progress: &mut dyn P
     config.filesystems.validate()?;
     warn_of_leftovers(config, progress);
     let registration = RunRegistration::create(std::slice::from_ref(&config.dir));
-    for note in config.instruments.prepare()? {
+    let (instruments, notes) = config.instruments.prepare()?;
+    for note in notes {
         progress.preparing(&note);
     }
     signals::install();
@@ -228,7 +232,7 @@ fn preflight(config: &RunConfig, cluster: Option<&Cluster>, progress: &mut dyn P
         std::fs::create_dir_all(parent)
             .with_context(|| format!("cannot create the results directory {}", parent.display()))?;
     }
-    Ok(Ready { _registration: registration, containment, memory })
+    Ok(Ready { _registration: registration, containment, memory, instruments })
 }
 
 /// What killed runs left that this run will not remove itself.

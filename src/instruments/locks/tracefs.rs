@@ -1,99 +1,18 @@
-//! `--profile locks`: the `lock:contention_begin`/`contention_end`
-//! tracepoints of the workers, with the kernel stack at each begin (the
-//! `stacktrace` trigger), in a private tracefs instance; paired per task
-//! into waits and summed per contention site.
+//! `--profile locks` where BPF is unavailable: the
+//! `lock:contention_begin`/`contention_end` tracepoints of the workers,
+//! with the kernel stack at each begin (the `stacktrace` trigger), in a
+//! private tracefs instance; paired per task into waits in user space.
+//! Each stack costs the waiter tens of µs of unwinding and copying.
 
 use std::collections::HashMap;
 
 use anyhow::{Context, Result};
 
-use super::kallsyms::KernelSymbols;
-use super::ringbuf::{page_events, RawEvent};
-use super::tracefs::{event_id, Instance, RawPipe};
-use crate::results::{LockProfile, LockSite};
-
-/// The tracepoints' flags (include/trace/events/lock.h, `LCB_F_*`).
-const SPIN: u32 = 1;
-const READ: u32 = 1 << 1;
-const WRITE: u32 = 1 << 2;
-const RT: u32 = 1 << 3;
-const PERCPU: u32 = 1 << 4;
-const MUTEX: u32 = 1 << 5;
-
-/// The lock's kind as the flags tell it.
-pub fn lock_kind(flags: u32) -> &'static str {
-    match flags {
-        f if f & MUTEX != 0 && f & SPIN != 0 => "mutex (spinning)",
-        f if f & MUTEX != 0 => "mutex",
-        f if f & PERCPU != 0 && f & WRITE != 0 => "percpu rwsem write",
-        f if f & PERCPU != 0 => "percpu rwsem read",
-        f if f & RT != 0 => "rtmutex",
-        f if f & SPIN != 0 && f & READ != 0 => "rwlock read",
-        f if f & SPIN != 0 && f & WRITE != 0 => "rwlock write",
-        f if f & SPIN != 0 => "spinlock",
-        f if f & READ != 0 => "rwsem read",
-        f if f & WRITE != 0 => "rwsem write",
-        _ => "other",
-    }
-}
-
-/// Frames of the tracer itself, on top of every stack it records.
-fn is_tracing(name: &str) -> bool {
-    ["trace_event_raw_event_", "perf_trace_", "__traceiter_", "__trace_", "trace_contention"]
-        .iter()
-        .any(|p| name.starts_with(p))
-}
-
-/// Frames inside a lock's implementation, below the call that took it.
-fn is_lock_internal(name: &str) -> bool {
-    const PREFIXES: &[&str] = &[
-        "_raw_",
-        "__raw_",
-        "raw_spin",
-        "do_raw_",
-        "queued_",
-        "__pv_queued",
-        "pv_queued",
-        "native_queued",
-        "down",
-        "__down",
-        "up_",
-        "rwsem_",
-        "__rwsem",
-        "mutex_",
-        "__mutex",
-        "ww_mutex",
-        "percpu_down",
-        "__percpu_down",
-        "percpu_rwsem",
-        "__percpu_rwsem",
-        "osq_",
-        "rt_mutex",
-        "__rt_mutex",
-        "rt_spin",
-        "rwbase_",
-        "_down_",
-        "spin_lock",
-        "read_lock",
-        "write_lock",
-        "lock_timer",
-    ];
-    PREFIXES.iter().any(|p| name.starts_with(p))
-}
-
-/// The contention site of a stack (innermost first): the call that took
-/// the lock and the two callers above it, `down_write ← filename_create ← do_mkdirat`.
-pub fn site_of(frames: &[&str]) -> String {
-    let frames: Vec<&str> = frames.iter().copied().skip_while(|f| is_tracing(f)).collect();
-    let outside = frames.iter().position(|f| !is_lock_internal(f)).unwrap_or(frames.len());
-    let from = outside.saturating_sub(1);
-    let site: Vec<&str> = frames.iter().skip(from).take(3).copied().collect();
-    if site.is_empty() {
-        "[no stack]".to_string()
-    } else {
-        site.join(" ← ")
-    }
-}
+use super::{lock_kind, site_of, Sums};
+use crate::instruments::kallsyms::KernelSymbols;
+use crate::instruments::ringbuf::{page_events, RawEvent};
+use crate::instruments::tracefs::{event_id, Instance, RawPipe};
+use crate::results::{Collector, LockProfile};
 
 /// The ids of the events read (their fields sit at fixed offsets, see `Pairing::event`).
 #[derive(Clone, Copy)]
@@ -110,17 +29,17 @@ fn buffer_kb_per_cpu(cpus: usize) -> usize {
 }
 
 /// One run's lock tracing: armed before the window, on in it, read after.
-pub struct LockTracer {
+pub struct TracefsLocks {
     pipes: Vec<RawPipe>,
     pairing: Pairing,
     // Last: dropped after the pipes, which keep it busy.
     instance: Instance,
 }
 
-impl LockTracer {
+impl TracefsLocks {
     /// A private instance that will record the contentions of `tasks` and
-    /// of every task they start, once [`LockTracer::start`] turns it on.
-    pub fn arm(tasks: &[i32]) -> Result<LockTracer> {
+    /// of every task they start, once [`TracefsLocks::start`] turns it on.
+    pub fn arm(tasks: &[i32]) -> Result<TracefsLocks> {
         let ids = Ids {
             begin: event_id("lock", "contention_begin")?,
             end: event_id("lock", "contention_end")?,
@@ -141,7 +60,7 @@ impl LockTracer {
         instance.write("events/lock/contention_begin/enable", "1")?;
         instance.write("events/lock/contention_end/enable", "1")?;
         let pipes = cpus.iter().map(|&cpu| instance.raw_pipe(cpu)).collect::<Result<Vec<_>>>()?;
-        Ok(LockTracer { pipes, pairing: Pairing::new(ids, symbols), instance })
+        Ok(TracefsLocks { pipes, pairing: Pairing::new(ids, symbols), instance })
     }
 
     pub fn start(&mut self) -> Result<()> {
@@ -205,13 +124,6 @@ struct Pending {
     stack: Option<Vec<u64>>,
 }
 
-#[derive(Default)]
-struct SiteTotals {
-    count: u64,
-    wait_ns: u64,
-    max_ns: u64,
-}
-
 /// Begin/stack/end events to waits, summed by (site, kind, lock name).
 struct Pairing {
     ids: Ids,
@@ -219,8 +131,7 @@ struct Pairing {
     pending: HashMap<i32, Vec<Pending>>,
     /// Stack addresses to site names, so each distinct stack is symbolised once.
     sites_of_stacks: HashMap<Vec<u64>, String>,
-    totals: HashMap<(String, &'static str, Option<String>), SiteTotals>,
-    contentions: u64,
+    sums: Sums,
     missed_pages: u64,
 }
 
@@ -231,8 +142,7 @@ impl Pairing {
             symbols,
             pending: HashMap::new(),
             sites_of_stacks: HashMap::new(),
-            totals: HashMap::new(),
-            contentions: 0,
+            sums: Sums::default(),
             missed_pages: 0,
         }
     }
@@ -275,28 +185,11 @@ impl Pairing {
                 site_of(&names)
             })
             .clone();
-        let key = (site, lock_kind(wait.flags), self.symbols.variable(wait.lock));
-        let totals = self.totals.entry(key).or_default();
-        totals.count += 1;
-        totals.wait_ns += ns;
-        totals.max_ns = totals.max_ns.max(ns);
-        self.contentions += 1;
+        self.sums.add(site, lock_kind(wait.flags), self.symbols.variable(wait.lock), 1, ns, ns);
     }
 
     fn profile(self, dropped: u64) -> LockProfile {
-        let sites = self
-            .totals
-            .into_iter()
-            .map(|((site, kind, lock), t)| LockSite {
-                site,
-                kind: kind.to_string(),
-                lock,
-                count: t.count,
-                wait_s: t.wait_ns as f64 / 1e9,
-                max_wait_s: t.max_ns as f64 / 1e9,
-            })
-            .collect();
-        LockProfile::from_sites(self.contentions, dropped.max(self.missed_pages), sites)
+        self.sums.profile(dropped.max(self.missed_pages), Collector::Tracefs)
     }
 }
 
@@ -312,38 +205,9 @@ fn stack_frames(e: &RawEvent<'_>) -> Vec<u64> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::{MUTEX, SPIN, WRITE};
     use super::*;
     use crate::instruments::ringbuf::tests::{payload, PageBuilder};
-
-    #[test]
-    fn kinds_follow_the_flags() {
-        assert_eq!(lock_kind(WRITE), "rwsem write");
-        assert_eq!(lock_kind(READ), "rwsem read");
-        assert_eq!(lock_kind(SPIN), "spinlock");
-        assert_eq!(lock_kind(MUTEX), "mutex");
-        assert_eq!(lock_kind(MUTEX | SPIN), "mutex (spinning)");
-        assert_eq!(lock_kind(PERCPU | READ), "percpu rwsem read");
-        assert_eq!(lock_kind(SPIN | WRITE), "rwlock write");
-        assert_eq!(lock_kind(0), "other");
-    }
-
-    #[test]
-    fn a_site_is_the_lock_call_and_two_callers() {
-        let stack = [
-            "trace_event_raw_event_contention_begin",
-            "rwsem_down_write_slowpath",
-            "down_write",
-            "filename_create",
-            "do_mkdirat",
-            "__x64_sys_mkdirat",
-        ];
-        assert_eq!(site_of(&stack), "down_write ← filename_create ← do_mkdirat");
-        let spin = ["__pv_queued_spin_lock_slowpath", "_raw_spin_lock", "d_alloc_parallel", "lookup_open"];
-        assert_eq!(site_of(&spin), "_raw_spin_lock ← d_alloc_parallel ← lookup_open");
-        // No lock frames at all: the top three.
-        assert_eq!(site_of(&["a", "b", "c", "d"]), "a ← b ← c");
-        assert_eq!(site_of(&[]), "[no stack]");
-    }
 
     fn symbols() -> &'static KernelSymbols {
         let text = "ffffffff81000000 T _stext\nffffffff81000100 t rwsem_down_write_slowpath\n\

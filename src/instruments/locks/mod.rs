@@ -1,0 +1,217 @@
+//! `--profile locks`: where the workers waited on kernel locks, from the
+//! `lock:contention_begin`/`contention_end` tracepoints with the kernel
+//! stack at each begin, summed per contention site. Collected by BPF
+//! programs that pair and sum in the kernel ([`bpf::BpfLocks`]) where the
+//! kernel allows it, else through a tracefs instance ([`tracefs::TracefsLocks`]).
+
+pub mod bpf;
+pub mod tracefs;
+
+use std::collections::HashMap;
+
+use anyhow::Result;
+
+use crate::results::{Collector, LockProfile, LockSite};
+
+/// The tracepoints' flags (include/trace/events/lock.h, `LCB_F_*`).
+pub(crate) const SPIN: u32 = 1;
+pub(crate) const READ: u32 = 1 << 1;
+pub(crate) const WRITE: u32 = 1 << 2;
+pub(crate) const RT: u32 = 1 << 3;
+pub(crate) const PERCPU: u32 = 1 << 4;
+pub(crate) const MUTEX: u32 = 1 << 5;
+
+/// The lock's kind as the flags tell it.
+pub fn lock_kind(flags: u32) -> &'static str {
+    match flags {
+        f if f & MUTEX != 0 && f & SPIN != 0 => "mutex (spinning)",
+        f if f & MUTEX != 0 => "mutex",
+        f if f & PERCPU != 0 && f & WRITE != 0 => "percpu rwsem write",
+        f if f & PERCPU != 0 => "percpu rwsem read",
+        f if f & RT != 0 => "rtmutex",
+        f if f & SPIN != 0 && f & READ != 0 => "rwlock read",
+        f if f & SPIN != 0 && f & WRITE != 0 => "rwlock write",
+        f if f & SPIN != 0 => "spinlock",
+        f if f & READ != 0 => "rwsem read",
+        f if f & WRITE != 0 => "rwsem write",
+        _ => "other",
+    }
+}
+
+/// Frames of the tracer itself, on top of every stack it records.
+pub(crate) fn is_tracing(name: &str) -> bool {
+    ["trace_event_raw_event_", "perf_trace_", "__traceiter_", "__trace_", "trace_contention"]
+        .iter()
+        .any(|p| name.starts_with(p))
+}
+
+/// Frames inside a lock's implementation, below the call that took it.
+pub(crate) fn is_lock_internal(name: &str) -> bool {
+    const PREFIXES: &[&str] = &[
+        "_raw_",
+        "__raw_",
+        "raw_spin",
+        "do_raw_",
+        "queued_",
+        "__pv_queued",
+        "pv_queued",
+        "native_queued",
+        "down",
+        "__down",
+        "up_",
+        "rwsem_",
+        "__rwsem",
+        "mutex_",
+        "__mutex",
+        "ww_mutex",
+        "percpu_down",
+        "__percpu_down",
+        "percpu_rwsem",
+        "__percpu_rwsem",
+        "osq_",
+        "rt_mutex",
+        "__rt_mutex",
+        "rt_spin",
+        "rwbase_",
+        "_down_",
+        "spin_lock",
+        "read_lock",
+        "write_lock",
+        "lock_timer",
+    ];
+    PREFIXES.iter().any(|p| name.starts_with(p))
+}
+
+/// The contention site of a stack (innermost first): the call that took
+/// the lock and the two callers above it, `down_write ← filename_create ← do_mkdirat`.
+pub fn site_of(frames: &[&str]) -> String {
+    let frames: Vec<&str> = frames.iter().copied().skip_while(|f| is_tracing(f)).collect();
+    let outside = frames.iter().position(|f| !is_lock_internal(f)).unwrap_or(frames.len());
+    let from = outside.saturating_sub(1);
+    let site: Vec<&str> = frames.iter().skip(from).take(3).copied().collect();
+    if site.is_empty() {
+        "[no stack]".to_string()
+    } else {
+        site.join(" ← ")
+    }
+}
+
+#[derive(Default)]
+struct SiteTotals {
+    count: u64,
+    wait_ns: u64,
+    max_ns: u64,
+}
+
+/// Waits summed by (site, kind, lock name), whichever way they were collected.
+#[derive(Default)]
+pub(crate) struct Sums {
+    totals: HashMap<(String, &'static str, Option<String>), SiteTotals>,
+    contentions: u64,
+}
+
+impl Sums {
+    pub(crate) fn add(&mut self, site: String, kind: &'static str, lock: Option<String>, count: u64, wait_ns: u64, max_ns: u64) {
+        let totals = self.totals.entry((site, kind, lock)).or_default();
+        totals.count += count;
+        totals.wait_ns += wait_ns;
+        totals.max_ns = totals.max_ns.max(max_ns);
+        self.contentions += count;
+    }
+
+    pub(crate) fn profile(self, lost: u64, method: Collector) -> LockProfile {
+        let sites = self
+            .totals
+            .into_iter()
+            .map(|((site, kind, lock), t)| LockSite {
+                site,
+                kind: kind.to_string(),
+                lock,
+                count: t.count,
+                wait_s: t.wait_ns as f64 / 1e9,
+                max_wait_s: t.max_ns as f64 / 1e9,
+            })
+            .collect();
+        LockProfile { method, ..LockProfile::from_sites(self.contentions, lost, sites) }
+    }
+}
+
+/// One run's lock tracing, collected one way or the other.
+pub enum LockTracer {
+    Bpf(bpf::BpfLocks),
+    Tracefs(tracefs::TracefsLocks),
+}
+
+impl LockTracer {
+    /// Arms the tracing of `tasks` (and of every task they start) with `method`.
+    pub fn arm(tasks: &[i32], method: Collector) -> Result<LockTracer> {
+        Ok(match method {
+            Collector::Bpf => LockTracer::Bpf(bpf::BpfLocks::arm(tasks)?),
+            Collector::Tracefs => LockTracer::Tracefs(tracefs::TracefsLocks::arm(tasks)?),
+        })
+    }
+
+    pub fn start(&mut self) -> Result<()> {
+        match self {
+            LockTracer::Bpf(b) => b.switch(true),
+            LockTracer::Tracefs(t) => t.start(),
+        }
+    }
+
+    /// Empties the trace buffers during the window (the BPF maps need not be).
+    pub fn drain(&mut self) -> Result<()> {
+        match self {
+            LockTracer::Bpf(_) => Ok(()),
+            LockTracer::Tracefs(t) => t.drain(),
+        }
+    }
+
+    pub fn stop(&mut self) -> Result<()> {
+        match self {
+            LockTracer::Bpf(b) => b.switch(false),
+            LockTracer::Tracefs(t) => t.stop(),
+        }
+    }
+
+    pub fn finish(self) -> Result<LockProfile> {
+        match self {
+            LockTracer::Bpf(b) => b.finish(),
+            LockTracer::Tracefs(t) => t.finish(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_follow_the_flags() {
+        assert_eq!(lock_kind(WRITE), "rwsem write");
+        assert_eq!(lock_kind(READ), "rwsem read");
+        assert_eq!(lock_kind(SPIN), "spinlock");
+        assert_eq!(lock_kind(MUTEX), "mutex");
+        assert_eq!(lock_kind(MUTEX | SPIN), "mutex (spinning)");
+        assert_eq!(lock_kind(PERCPU | READ), "percpu rwsem read");
+        assert_eq!(lock_kind(SPIN | WRITE), "rwlock write");
+        assert_eq!(lock_kind(0), "other");
+    }
+
+    #[test]
+    fn a_site_is_the_lock_call_and_two_callers() {
+        let stack = [
+            "trace_event_raw_event_contention_begin",
+            "rwsem_down_write_slowpath",
+            "down_write",
+            "filename_create",
+            "do_mkdirat",
+            "__x64_sys_mkdirat",
+        ];
+        assert_eq!(site_of(&stack), "down_write ← filename_create ← do_mkdirat");
+        let spin = ["__pv_queued_spin_lock_slowpath", "_raw_spin_lock", "d_alloc_parallel", "lookup_open"];
+        assert_eq!(site_of(&spin), "_raw_spin_lock ← d_alloc_parallel ← lookup_open");
+        // No lock frames at all: the top three.
+        assert_eq!(site_of(&["a", "b", "c", "d"]), "a ← b ← c");
+        assert_eq!(site_of(&[]), "[no stack]");
+    }
+}
