@@ -9,6 +9,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use anyhow::{anyhow, bail, Context, Result};
 
+use super::ringbuf::{page_events, RawEvent};
+
 /// Where tracefs lives since Linux 4.1.
 pub const TRACEFS: &str = "/sys/kernel/tracing";
 /// `statfs` magic of tracefs.
@@ -116,6 +118,75 @@ impl Drop for Instance {
         // which every owner of a pipe has closed by now (they borrow self).
         let _ = std::fs::write(self.path.join("tracing_on"), "0");
         let _ = std::fs::remove_dir(&self.path);
+    }
+}
+
+/// Each trace buffer's size: enough for tens of thousands of events per
+/// CPU between two drains, bounded for machines with many CPUs.
+fn buffer_kb_per_cpu(cpus: usize) -> usize {
+    (256 * 1024 / cpus.max(1)).clamp(1024, 16 * 1024)
+}
+
+/// A private instance recording the events of some tasks (and of every task
+/// they start), read from every CPU's buffer in time order.
+pub struct Recording {
+    pipes: Vec<RawPipe>,
+    missed_pages: u64,
+    // Last: dropped after the pipes, which keep it busy.
+    instance: Instance,
+}
+
+impl Recording {
+    /// An instance, off, filtered to `tasks`, with what `events` enables in it.
+    pub fn of_tasks(tasks: &[i32], events: impl FnOnce(&Instance) -> Result<()>) -> Result<Recording> {
+        let instance = Instance::create()?;
+        instance.write("tracing_on", "0")?;
+        let cpus = instance.cpus()?;
+        instance.write("buffer_size_kb", &buffer_kb_per_cpu(cpus.len()).to_string())?;
+        // Keep the window's start when a buffer fills, and count what is lost.
+        instance.write("options/overwrite", "0")?;
+        instance.write("options/event-fork", "1")?;
+        let pids: Vec<String> = tasks.iter().map(|t| t.to_string()).collect();
+        instance.write("set_event_pid", &pids.join(" "))?;
+        events(&instance)?;
+        let pipes = cpus.iter().map(|&cpu| instance.raw_pipe(cpu)).collect::<Result<Vec<_>>>()?;
+        Ok(Recording { pipes, missed_pages: 0, instance })
+    }
+
+    pub fn switch(&self, on: bool) -> Result<()> {
+        self.instance.write("tracing_on", if on { "1" } else { "0" })
+    }
+
+    /// Hands `each` every event the buffers hold now, in time order: CPUs'
+    /// buffers interleave, and a task may begin a wait on one and end it on another.
+    pub fn drain(&mut self, mut each: impl FnMut(RawEvent<'_>)) -> Result<()> {
+        let mut pages: Vec<Vec<u8>> = Vec::new();
+        for pipe in &mut self.pipes {
+            pipe.drain(|page| pages.push(page.to_vec()))?;
+        }
+        let mut events: Vec<RawEvent<'_>> = Vec::new();
+        for page in &pages {
+            if page_events(page, |e| events.push(e)) {
+                self.missed_pages += 1;
+            }
+        }
+        events.sort_by_key(|e| e.timestamp);
+        events.into_iter().for_each(&mut each);
+        Ok(())
+    }
+
+    /// Events each CPU's buffer refused because it was full (at least the pages seen missing).
+    pub fn lost(&self) -> Result<u64> {
+        let mut total = 0;
+        for cpu in self.instance.cpus()? {
+            let stats = self.instance.read(&format!("per_cpu/cpu{cpu}/stats"))?;
+            total += stats
+                .lines()
+                .filter_map(|l| l.strip_prefix("dropped events:").or_else(|| l.strip_prefix("overrun:")))
+                .filter_map(|v| v.trim().parse::<u64>().ok())
+                .sum::<u64>();
+        }
+        Ok(total.max(self.missed_pages))
     }
 }
 

@@ -10,8 +10,8 @@ use anyhow::{Context, Result};
 
 use super::{lock_kind, site_of, Sums};
 use crate::instruments::kallsyms::KernelSymbols;
-use crate::instruments::ringbuf::{page_events, RawEvent};
-use crate::instruments::tracefs::{event_id, Instance, RawPipe};
+use crate::instruments::ringbuf::RawEvent;
+use crate::instruments::tracefs::{event_id, Recording};
 use crate::results::{Collector, LockProfile};
 
 /// The ids of the events read (their fields sit at fixed offsets, see `Pairing::event`).
@@ -22,18 +22,10 @@ struct Ids {
     stack: u16,
 }
 
-/// Each trace buffer's size: enough for tens of thousands of contentions
-/// per CPU between two drains, bounded for machines with many CPUs.
-fn buffer_kb_per_cpu(cpus: usize) -> usize {
-    (256 * 1024 / cpus.max(1)).clamp(1024, 16 * 1024)
-}
-
 /// One run's lock tracing: armed before the window, on in it, read after.
 pub struct TracefsLocks {
-    pipes: Vec<RawPipe>,
+    recording: Recording,
     pairing: Pairing,
-    // Last: dropped after the pipes, which keep it busy.
-    instance: Instance,
 }
 
 impl TracefsLocks {
@@ -46,70 +38,34 @@ impl TracefsLocks {
             stack: event_id("ftrace", "kernel_stack")?,
         };
         let symbols = KernelSymbols::get()?;
-        let instance = Instance::create()?;
-        instance.write("tracing_on", "0")?;
-        let cpus = instance.cpus()?;
-        instance.write("buffer_size_kb", &buffer_kb_per_cpu(cpus.len()).to_string())?;
-        // Keep the window's start when a buffer fills, and count what is lost.
-        instance.write("options/overwrite", "0")?;
-        instance.write("options/event-fork", "1")?;
-        let pids: Vec<String> = tasks.iter().map(|t| t.to_string()).collect();
-        instance.write("set_event_pid", &pids.join(" "))?;
-        // A condition makes the trigger run after the pid filter, not before it.
-        instance.write("events/lock/contention_begin/trigger", "stacktrace if flags < 4096")?;
-        instance.write("events/lock/contention_begin/enable", "1")?;
-        instance.write("events/lock/contention_end/enable", "1")?;
-        let pipes = cpus.iter().map(|&cpu| instance.raw_pipe(cpu)).collect::<Result<Vec<_>>>()?;
-        Ok(TracefsLocks { pipes, pairing: Pairing::new(ids, symbols), instance })
+        let recording = Recording::of_tasks(tasks, |instance| {
+            // A condition makes the trigger run after the pid filter, not before it.
+            instance.write("events/lock/contention_begin/trigger", "stacktrace if flags < 4096")?;
+            instance.write("events/lock/contention_begin/enable", "1")?;
+            instance.write("events/lock/contention_end/enable", "1")
+        })?;
+        Ok(TracefsLocks { recording, pairing: Pairing::new(ids, symbols) })
     }
 
     pub fn start(&mut self) -> Result<()> {
-        self.instance.write("tracing_on", "1")
+        self.recording.switch(true)
     }
 
     /// Reads what the buffers hold now (during the window, so that they do not fill).
     pub fn drain(&mut self) -> Result<()> {
-        let mut pages: Vec<Vec<u8>> = Vec::new();
-        for pipe in &mut self.pipes {
-            pipe.drain(|page| pages.push(page.to_vec()))?;
-        }
-        // CPUs' buffers interleave in time; a task may begin waiting on one and end on another.
-        let mut events: Vec<RawEvent<'_>> = Vec::new();
-        for page in &pages {
-            if page_events(page, |e| events.push(e)) {
-                self.pairing.missed_pages += 1;
-            }
-        }
-        events.sort_by_key(|e| e.timestamp);
-        for e in events {
-            self.pairing.event(e);
-        }
-        Ok(())
+        let pairing = &mut self.pairing;
+        self.recording.drain(|e| pairing.event(e))
     }
 
     pub fn stop(&mut self) -> Result<()> {
-        self.instance.write("tracing_on", "0")
+        self.recording.switch(false)
     }
 
     /// Reads the rest and sums the run's waits per site.
     pub fn finish(mut self) -> Result<LockProfile> {
         self.drain()?;
-        let dropped = self.dropped_events().context("reading the trace buffers' statistics")?;
-        Ok(self.pairing.profile(dropped))
-    }
-
-    /// Events each CPU's buffer refused because it was full.
-    fn dropped_events(&self) -> Result<u64> {
-        let mut total = 0;
-        for cpu in self.instance.cpus()? {
-            let stats = self.instance.read(&format!("per_cpu/cpu{cpu}/stats"))?;
-            total += stats
-                .lines()
-                .filter_map(|l| l.strip_prefix("dropped events:").or_else(|| l.strip_prefix("overrun:")))
-                .filter_map(|v| v.trim().parse::<u64>().ok())
-                .sum::<u64>();
-        }
-        Ok(total)
+        let lost = self.recording.lost().context("reading the trace buffers' statistics")?;
+        Ok(self.pairing.profile(lost))
     }
 }
 
@@ -132,7 +88,6 @@ struct Pairing {
     /// Stack addresses to site names, so each distinct stack is symbolised once.
     sites_of_stacks: HashMap<Vec<u64>, String>,
     sums: Sums,
-    missed_pages: u64,
 }
 
 impl Pairing {
@@ -143,7 +98,6 @@ impl Pairing {
             pending: HashMap::new(),
             sites_of_stacks: HashMap::new(),
             sums: Sums::default(),
-            missed_pages: 0,
         }
     }
 
@@ -188,8 +142,8 @@ impl Pairing {
         self.sums.add(site, lock_kind(wait.flags), self.symbols.variable(wait.lock), 1, ns, ns);
     }
 
-    fn profile(self, dropped: u64) -> LockProfile {
-        self.sums.profile(dropped.max(self.missed_pages), Collector::Tracefs)
+    fn profile(self, lost: u64) -> LockProfile {
+        self.sums.profile(lost, Collector::Tracefs)
     }
 }
 
@@ -207,6 +161,7 @@ fn stack_frames(e: &RawEvent<'_>) -> Vec<u64> {
 mod tests {
     use super::super::{MUTEX, SPIN, WRITE};
     use super::*;
+    use crate::instruments::ringbuf::page_events;
     use crate::instruments::ringbuf::tests::{payload, PageBuilder};
 
     fn symbols() -> &'static KernelSymbols {
