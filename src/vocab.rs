@@ -453,6 +453,8 @@ pub struct InstrumentConfig {
     #[serde(default)]
     pub cpu: bool,
     #[serde(default)]
+    pub offcpu: bool,
+    #[serde(default)]
     pub verify: bool,
 }
 
@@ -479,12 +481,17 @@ impl Collector {
 
 impl InstrumentConfig {
     pub fn any(&self) -> bool {
-        self.locks || self.cpu || self.verify
+        self.locks || self.cpu || self.offcpu || self.verify
     }
 
-    /// `locks`, `cpu`, `verify`: as the tables mark them.
+    /// Whether a tracepoint profile (collected by BPF or tracefs) is on.
+    pub fn traces(&self) -> bool {
+        self.locks || self.offcpu
+    }
+
+    /// `locks`, `cpu`, `offcpu`, `verify`: as the tables mark them.
     pub fn names(&self) -> Vec<&'static str> {
-        [(self.locks, "locks"), (self.cpu, "cpu"), (self.verify, "verify")]
+        [(self.locks, "locks"), (self.cpu, "cpu"), (self.offcpu, "offcpu"), (self.verify, "verify")]
             .into_iter()
             .filter_map(|(on, name)| on.then_some(name))
             .collect()

@@ -144,11 +144,11 @@ pub struct InstrumentArgs {
     #[arg(long)]
     pub latency: bool,
 
-    /// Explain every run with instruments, exactly over its window: locks (where workers wait on kernel locks: lock:contention_* tracepoints, root), cpu (where their CPU time goes: sampled kernel and user stacks, root); e.g. --profile locks,cpu. Their cost is in the figures, which are marked.
-    #[arg(long, value_name = "locks|cpu", value_delimiter = ',', value_parser = choice::<Profile>())]
+    /// Explain every run with instruments, exactly over its window: locks (where workers wait on kernel locks: lock:contention_* tracepoints, root), cpu (where their CPU time goes: sampled kernel and user stacks, root), offcpu (where they sleep: each switch-out asleep with its kernel stack until woken, root); e.g. --profile locks,cpu,offcpu. Their cost is in the figures, which are marked.
+    #[arg(long, value_name = "locks|cpu|offcpu", value_delimiter = ',', value_parser = choice::<Profile>())]
     pub profile: Vec<Profile>,
 
-    /// How --profile locks collects: bpf (programs pair and sum waits in the kernel, the least disturbance), tracefs (a trace buffer read by fsscale; each wait's stack costs the waiter tens of µs). Default: bpf where the kernel allows it, else tracefs; the results record which.
+    /// How --profile locks and offcpu collect: bpf (programs pair and sum events in the kernel, the least disturbance), tracefs (a trace buffer read by fsscale; each wait's stack costs the waiter tens of µs). Default: bpf where the kernel allows it, else tracefs; the results record which.
     #[arg(long, value_name = "bpf|tracefs", value_parser = choice::<Collector>())]
     pub profile_via: Option<Collector>,
 
@@ -371,6 +371,7 @@ impl InstrumentArgs {
         fsscale::instruments::InstrumentConfig {
             locks: self.profile.contains(&Profile::Locks),
             cpu: self.profile.contains(&Profile::Cpu),
+            offcpu: self.profile.contains(&Profile::Offcpu),
             verify: self.verify,
             via: self.profile_via.map(|c| match c {
                 Collector::Bpf => fsscale::results::Collector::Bpf,

@@ -54,10 +54,11 @@ fsscale::choice!(PathKind { Relative => "relative", Absolute => "absolute" });
 pub enum Profile {
     Locks,
     Cpu,
+    Offcpu,
 }
 
 #[cfg(target_os = "linux")]
-fsscale::choice!(Profile { Locks => "locks", Cpu => "cpu" });
+fsscale::choice!(Profile { Locks => "locks", Cpu => "cpu", Offcpu => "offcpu" });
 
 /// `--profile-via`: how the tracepoint profiles are collected.
 #[cfg(target_os = "linux")]

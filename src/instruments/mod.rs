@@ -1,6 +1,6 @@
 //! Opt-in instruments that explain a run: where its workers waited on
 //! kernel locks (`--profile locks`), where their CPU time went
-//! (`--profile cpu`), and whether the kernel counted the system calls
+//! (`--profile cpu`), where they slept (`--profile offcpu`), and whether the kernel counted the system calls
 //! their op counters imply (`--verify`).
 //!
 //! Each is armed for one run's workers once they are ready, turned on
@@ -14,6 +14,7 @@ pub mod bpf;
 pub mod cpu;
 pub mod kallsyms;
 pub mod locks;
+pub mod offcpu;
 pub mod perf;
 pub mod ringbuf;
 pub mod tracefs;
@@ -51,7 +52,7 @@ impl InstrumentConfig {
         if unsafe { libc::geteuid() } != 0 {
             bail!("{flags} needs root (tracefs, kernel symbols and perf events of every CPU); run fsscale as root");
         }
-        if self.locks || self.verify {
+        if self.traces() || self.verify {
             if tracefs::ensure_mounted()? {
                 notes.push(format!("mounted tracefs at {} for {flags}", tracefs::TRACEFS));
             }
@@ -60,16 +61,17 @@ impl InstrumentConfig {
                     .and_then(|_| tracefs::event_id("lock", "contention_end"))
                     .map_err(|e| anyhow::anyhow!("--profile locks: {e:#} (it needs Linux 5.19 or later)"))?;
             }
+            if self.offcpu {
+                tracefs::event_id("sched", "sched_switch")
+                    .and_then(|_| tracefs::event_id("sched", "sched_wakeup"))
+                    .map_err(|e| anyhow::anyhow!("--profile offcpu: {e:#}"))?;
+            }
             if self.verify {
                 tracefs::event_id("raw_syscalls", "sys_enter").map_err(|e| anyhow::anyhow!("--verify: {e:#}"))?;
             }
         }
-        if self.locks {
-            resolved.via = Some(self.collector(&mut notes)?);
-        } else {
-            resolved.via = None;
-        }
-        if self.locks || self.cpu {
+        resolved.via = if self.traces() { Some(self.collector(&mut notes)?) } else { None };
+        if self.traces() || self.cpu {
             kallsyms::KernelSymbols::get()?;
         }
         Ok((resolved, notes))
@@ -92,7 +94,7 @@ impl InstrumentConfig {
 
     fn flags(&self) -> String {
         let mut flags: Vec<String> = Vec::new();
-        if self.locks || self.cpu {
+        if self.locks || self.cpu || self.offcpu {
             let what: Vec<&str> = self.names().into_iter().filter(|n| *n != "verify").collect();
             flags.push(format!("--profile {}", what.join(",")));
         }
@@ -107,6 +109,7 @@ impl InstrumentConfig {
 #[derive(Default)]
 pub struct RunInstruments {
     locks: Option<locks::LockTracer>,
+    offcpu: Option<offcpu::OffCpuTracer>,
     cpu: Option<cpu::CpuSampler>,
     verify: Option<verify::SyscallCounter>,
 }
@@ -123,6 +126,9 @@ impl RunInstruments {
         if config.locks {
             armed.locks = Some(locks::LockTracer::arm(tasks, config.via.unwrap_or_default())?);
         }
+        if config.offcpu {
+            armed.offcpu = Some(offcpu::OffCpuTracer::arm(tasks, config.via.unwrap_or_default())?);
+        }
         if config.cpu {
             armed.cpu = Some(cpu::CpuSampler::arm(tasks)?);
         }
@@ -138,6 +144,9 @@ impl RunInstruments {
     pub fn start(&mut self, ops: impl Fn() -> u64) -> Result<()> {
         if let Some(l) = &mut self.locks {
             l.start()?;
+        }
+        if let Some(o) = &mut self.offcpu {
+            o.start()?;
         }
         if let Some(c) = &mut self.cpu {
             c.start()?;
@@ -156,6 +165,9 @@ impl RunInstruments {
         if let Some(l) = &mut self.locks {
             l.drain()?;
         }
+        if let Some(o) = &mut self.offcpu {
+            o.drain()?;
+        }
         Ok(())
     }
 
@@ -167,6 +179,9 @@ impl RunInstruments {
         if let Some(c) = &mut self.cpu {
             c.stop()?;
         }
+        if let Some(o) = &mut self.offcpu {
+            o.stop()?;
+        }
         if let Some(l) = &mut self.locks {
             l.stop()?;
         }
@@ -177,6 +192,9 @@ impl RunInstruments {
     pub fn finish(self, record: &mut RunRecord) -> Result<()> {
         if let Some(l) = self.locks {
             record.locks = Some(l.finish()?);
+        }
+        if let Some(o) = self.offcpu {
+            record.offcpu = Some(o.finish()?);
         }
         if let Some(c) = self.cpu {
             record.cpu_profile = Some(c.finish()?);

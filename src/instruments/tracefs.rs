@@ -132,6 +132,10 @@ fn buffer_kb_per_cpu(cpus: usize) -> usize {
 pub struct Recording {
     pipes: Vec<RawPipe>,
     missed_pages: u64,
+    /// Pages read with events at or after the last drain's watermark, held for the next.
+    held: Vec<Vec<u8>>,
+    /// Events before this (the last watermark) were handed out already.
+    done_until: u64,
     // Last: dropped after the pipes, which keep it busy.
     instance: Instance,
 }
@@ -141,6 +145,8 @@ impl Recording {
     pub fn of_tasks(tasks: &[i32], events: impl FnOnce(&Instance) -> Result<()>) -> Result<Recording> {
         let instance = Instance::create()?;
         instance.write("tracing_on", "0")?;
+        // CLOCK_MONOTONIC, so that a drain can tell which events it may not have from every CPU yet.
+        instance.write("trace_clock", "mono")?;
         let cpus = instance.cpus()?;
         instance.write("buffer_size_kb", &buffer_kb_per_cpu(cpus.len()).to_string())?;
         // Keep the window's start when a buffer fills, and count what is lost.
@@ -150,28 +156,45 @@ impl Recording {
         instance.write("set_event_pid", &pids.join(" "))?;
         events(&instance)?;
         let pipes = cpus.iter().map(|&cpu| instance.raw_pipe(cpu)).collect::<Result<Vec<_>>>()?;
-        Ok(Recording { pipes, missed_pages: 0, instance })
+        Ok(Recording { pipes, missed_pages: 0, held: Vec::new(), done_until: 0, instance })
     }
 
     pub fn switch(&self, on: bool) -> Result<()> {
         self.instance.write("tracing_on", if on { "1" } else { "0" })
     }
 
-    /// Hands `each` every event the buffers hold now, in time order: CPUs'
-    /// buffers interleave, and a task may begin a wait on one and end it on another.
-    pub fn drain(&mut self, mut each: impl FnMut(RawEvent<'_>)) -> Result<()> {
-        let mut pages: Vec<Vec<u8>> = Vec::new();
+    /// Hands `each` the events the buffers hold now, in time order. While
+    /// tracing is on, only those before the drain began: the CPUs' buffers
+    /// are read one after another, so a later event on a CPU read earlier
+    /// is not in hand yet, and a task's wait may begin on one CPU and end
+    /// on another. The rest wait for the next drain; `last` hands out everything.
+    pub fn drain(&mut self, last: bool, mut each: impl FnMut(RawEvent<'_>)) -> Result<()> {
+        let watermark = if last { u64::MAX } else { monotonic_ns() };
+        let mut pages: Vec<Vec<u8>> = std::mem::take(&mut self.held);
+        // Pages from here on are new.
+        let fresh = pages.len();
         for pipe in &mut self.pipes {
             pipe.drain(|page| pages.push(page.to_vec()))?;
         }
         let mut events: Vec<RawEvent<'_>> = Vec::new();
-        for page in &pages {
-            if page_events(page, |e| events.push(e)) {
+        let mut keep = vec![false; pages.len()];
+        for (i, page) in pages.iter().enumerate() {
+            let missed = page_events(page, |e| {
+                if e.timestamp >= watermark {
+                    keep[i] = true;
+                } else if i >= fresh || e.timestamp >= self.done_until {
+                    // A held page's earlier events were handed out by the drain that held it.
+                    events.push(e);
+                }
+            });
+            if missed && i >= fresh {
                 self.missed_pages += 1;
             }
         }
         events.sort_by_key(|e| e.timestamp);
         events.into_iter().for_each(&mut each);
+        self.held = pages.into_iter().zip(keep).filter_map(|(page, kept)| kept.then_some(page)).collect();
+        self.done_until = watermark;
         Ok(())
     }
 
@@ -221,6 +244,14 @@ fn field_offset(format: &str, name: &str) -> Option<i16> {
         }
         parts.find_map(|p| p.strip_prefix("offset:"))?.parse().ok()
     })
+}
+
+/// `CLOCK_MONOTONIC` in ns: the `mono` trace clock.
+fn monotonic_ns() -> u64 {
+    let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime fills the timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
+    now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64
 }
 
 /// Takes the `flock` of directory `path` if nobody holds it: `Some(file)`

@@ -4,6 +4,7 @@
 mod check;
 mod host;
 mod journal;
+pub mod offcpu;
 pub mod profile;
 mod run;
 mod target;
@@ -17,6 +18,7 @@ use serde::{Deserialize, Serialize};
 pub use crate::sys::{mounts, Mount};
 pub use host::Host;
 pub use journal::{journal_path, Saver};
+pub use offcpu::{OffCpuProfile, SleepSite};
 pub use profile::{Collector, CpuProfile, FunctionShare, LockProfile, LockSite, SyscallCheck, SyscallCount};
 pub use run::{
     NodeOps, RunFigure, RunNoise, RunRecord, SchedShares, SteadyOutcome, SystemCpu, Timeline, WorkerCpu, WorkerSched,

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::offcpu::OffCpuProfile;
 use super::profile::{CpuProfile, LockProfile, SyscallCheck};
 use crate::stats::histogram::Histogram;
 use crate::vocab::DeviceIo;
@@ -59,6 +60,9 @@ pub struct RunRecord {
     /// `--profile locks`: where the workers waited on kernel locks in the window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub locks: Option<LockProfile>,
+    /// `--profile offcpu`: where the workers slept in the window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offcpu: Option<OffCpuProfile>,
     /// `--profile cpu`: the workers' sampled call stacks in the window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_profile: Option<CpuProfile>,

@@ -86,6 +86,7 @@ pub(super) fn run_driver(
         replay_ops: None,
         sched: Vec::new(),
         locks: None,
+        offcpu: None,
         cpu_profile: None,
         syscalls: None,
         nodes: None,

@@ -104,6 +104,7 @@ impl Window {
             // No schedstat (a kernel without it): no figures rather than zeros.
             sched: if sched.iter().all(|w| w.on_cpu_s == 0.0) { Vec::new() } else { sched },
             locks: None,
+            offcpu: None,
             cpu_profile: None,
             syscalls: None,
             nodes: None,

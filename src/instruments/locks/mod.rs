@@ -40,7 +40,7 @@ pub fn lock_kind(flags: u32) -> &'static str {
 
 /// Frames of the tracer itself, on top of every stack it records.
 pub(crate) fn is_tracing(name: &str) -> bool {
-    ["trace_event_raw_event_", "perf_trace_", "__traceiter_", "__trace_", "trace_contention"]
+    ["trace_event_raw_event_", "perf_trace_", "__traceiter_", "__trace_", "trace_contention", "trace_call_bpf", "bpf_"]
         .iter()
         .any(|p| name.starts_with(p))
 }
@@ -85,8 +85,15 @@ pub(crate) fn is_lock_internal(name: &str) -> bool {
 /// The contention site of a stack (innermost first): the call that took
 /// the lock and the two callers above it, `down_write ← filename_create ← do_mkdirat`.
 pub fn site_of(frames: &[&str]) -> String {
+    site_where(frames, is_lock_internal)
+}
+
+/// The site of a stack (innermost first) whose top frames are `internal`
+/// (a lock's or the scheduler's own): the last of them, where the caller's
+/// code asked for it, and the two callers above.
+pub(crate) fn site_where(frames: &[&str], internal: impl Fn(&str) -> bool) -> String {
     let frames: Vec<&str> = frames.iter().copied().skip_while(|f| is_tracing(f)).collect();
-    let outside = frames.iter().position(|f| !is_lock_internal(f)).unwrap_or(frames.len());
+    let outside = frames.iter().position(|f| !internal(f)).unwrap_or(frames.len());
     let from = outside.saturating_sub(1);
     let site: Vec<&str> = frames.iter().skip(from).take(3).copied().collect();
     if site.is_empty() {

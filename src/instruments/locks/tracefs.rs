@@ -54,7 +54,7 @@ impl TracefsLocks {
     /// Reads what the buffers hold now (during the window, so that they do not fill).
     pub fn drain(&mut self) -> Result<()> {
         let pairing = &mut self.pairing;
-        self.recording.drain(|e| pairing.event(e))
+        self.recording.drain(false, |e| pairing.event(e))
     }
 
     pub fn stop(&mut self) -> Result<()> {
@@ -63,7 +63,8 @@ impl TracefsLocks {
 
     /// Reads the rest and sums the run's waits per site.
     pub fn finish(mut self) -> Result<LockProfile> {
-        self.drain()?;
+        let pairing = &mut self.pairing;
+        self.recording.drain(true, |e| pairing.event(e))?;
         let lost = self.recording.lost().context("reading the trace buffers' statistics")?;
         Ok(self.pairing.profile(lost))
     }
@@ -149,7 +150,7 @@ impl Pairing {
 
 /// The `ftrace:kernel_stack` event's addresses: `int size` (entries) at 8,
 /// the callers from 16.
-fn stack_frames(e: &RawEvent<'_>) -> Vec<u64> {
+pub(crate) fn stack_frames(e: &RawEvent<'_>) -> Vec<u64> {
     let room = e.data.len().saturating_sub(16) / 8;
     let size = e.u32_at(8) as usize;
     // Older kernels give the size in bytes.
