@@ -27,6 +27,7 @@ pub fn run(run: usize, per_worker: &[u64], elapsed_s: f64) -> RunRecord {
         noise: None,
         sched: Vec::new(),
         locks: None,
+        offcpu: None,
         cpu_profile: None,
         syscalls: None,
         nodes: None,

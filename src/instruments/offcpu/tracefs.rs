@@ -200,7 +200,7 @@ mod tests {
         page.event(1_000, &payload(316, 7, &switch(7, 2, 0)))
             .event(1_010, &payload(4, 7, &stack))
             // Not a worker: its sleep is not counted, though the pid filter passed the switch.
-            .event(1_100, &payload(316, 9, &switch(9, 1, 7)))
+            .event(1_100, &payload(316, 9, &switch(9, 1, 0)))
             .event(5_000, &payload(318, 0, &pid_at_24(7)))
             .event(5_100, &payload(318, 0, &pid_at_24(7)))
             .event(6_000, &payload(316, 0, &switch(0, 0, 7)))
@@ -208,7 +208,11 @@ mod tests {
             .event(7_000, &payload(314, 7, &fork(7, 8)))
             .event(7_500, &payload(316, 8, &switch(8, 0x100, 0)))
             .event(8_000, &payload(316, 8, &switch(8, 1, 0)))
-            .event(9_000, &payload(316, 0, &switch(0, 0, 8)));
+            .event(9_000, &payload(316, 0, &switch(0, 0, 8)))
+            // Woken, its switch-in missing (the pid filter's gap): closed at its next switch-out, at the wakeup.
+            .event(9_500, &payload(316, 7, &switch(7, 1, 0)))
+            .event(9_800, &payload(318, 0, &pid_at_24(7)))
+            .event(10_000, &payload(316, 7, &switch(7, 0x100, 0)));
         page_events(&page.build(false), |e| pairing.event(e));
         let totals: Vec<(usize, u64, u64, u64)> = {
             let mut v: Vec<_> =
@@ -216,7 +220,7 @@ mod tests {
             v.sort();
             v
         };
-        // The child's: 1,000 ns, all asleep; the worker's: 4,000 asleep, then 1,000 to run.
-        assert_eq!(totals, vec![(0, 1, 1_000, 0), (2, 2, 4_000, 1_000)]);
+        // The child's: 1,000 ns, all asleep; the worker's: 4,000 asleep, then 1,000 to run; then 300 asleep.
+        assert_eq!(totals, vec![(0, 1, 1_300, 0), (2, 2, 4_000, 1_000)]);
     }
 }
