@@ -1,6 +1,7 @@
-//! Why a compared point changed: the lock-wait sites and the CPU functions
-//! whose share of the workers' time moved most between the two sides, from
-//! the profiles both recorded (`--profile locks`, `--profile cpu`).
+//! Why a compared point changed: the lock-wait sites, the sleep sites and
+//! the CPU functions whose share of the workers' time moved most between
+//! the two sides, from the profiles both recorded (`--profile locks`,
+//! `--profile offcpu`, `--profile cpu`).
 //!
 //! A differential profile, as `perf diff` gives for one pair of perf files
 //! and Gregg's differential flame graphs draw: each side's figures are
@@ -12,7 +13,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::results::{CpuProfile, LockProfile, Point};
+use crate::results::{CpuProfile, LockProfile, OffCpuProfile, Point};
 
 /// Sites and functions shown per point: the largest changes.
 pub const ATTRIBUTION_TOP: usize = 5;
@@ -30,6 +31,12 @@ pub struct Attribution {
     pub waiting: Option<(f64, f64)>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub locks: Vec<SiteDelta>,
+    /// With off-CPU profiles on both sides: the share of worker time
+    /// asleep, base and new, and the sleep sites whose share changed most.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asleep: Option<(f64, f64)>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sleeps: Vec<SiteDelta>,
     /// With CPU profiles on both sides: the functions whose share of samples changed most.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cpu: Vec<FunctionDelta>,
@@ -40,24 +47,32 @@ pub struct Attribution {
 }
 
 impl Attribution {
-    /// The change that says most: the lock site whose share of worker time
-    /// grew or shrank most, else the CPU function, as "+9.1 points of worker
-    /// time waiting in SITE" / "+3.2 points of CPU samples in FUNCTION".
+    /// The change that says most: the lock or sleep site whose share of
+    /// worker time grew or shrank most, else the CPU function, as "+9.1
+    /// points of worker time waiting in SITE" / "... asleep in SITE" /
+    /// "+3.2 points of CPU samples in FUNCTION".
     pub fn headline(&self) -> Option<String> {
         let pts = |c: f64| format!("{:+.1} points", 100.0 * c);
-        match (self.locks.first(), self.cpu.first()) {
-            (Some(site), _) => Some(format!("{} of worker time waiting in {}", pts(site.change()), site.site)),
+        let lock = self.locks.first().map(|s| (s, "waiting in"));
+        let sleep = self.sleeps.first().map(|s| (s, "asleep in"));
+        let site = match (lock, sleep) {
+            (Some(l), Some(s)) if s.0.change().abs() > l.0.change().abs() => Some(s),
+            (Some(l), _) => Some(l),
+            (None, s) => s,
+        };
+        match (site, self.cpu.first()) {
+            (Some((site, how)), _) => Some(format!("{} of worker time {how} {}", pts(site.change()), site.site)),
             (None, Some(f)) => Some(format!("{} of CPU samples in {}", pts(f.change()), f.name)),
             (None, None) => None,
         }
     }
 }
 
-/// A lock-wait site on both sides.
+/// A lock-wait or sleep site on both sides.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SiteDelta {
     /// The site as reports name it: `down_write ← filename_create ←
-    /// do_mkdirat (rwsem write)`, with the lock where known.
+    /// do_mkdirat (rwsem write)`, with the lock where known; a sleep's with its state.
     pub site: String,
     pub base: SiteSide,
     pub new: SiteSide,
@@ -66,8 +81,9 @@ pub struct SiteDelta {
 /// One side's figures of a site: zero where that side never waited there.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct SiteSide {
-    /// Its wait over the workers' time in the window.
+    /// Its wait (or sleep) over the workers' time in the window.
     pub share: f64,
+    /// Waits (or sleeps).
     pub waits: u64,
     pub mean_wait_s: f64,
 }
@@ -99,29 +115,33 @@ impl FunctionDelta {
 /// What changed between `base` and `new`, where both carry a profile of a kind; `None` when neither kind is on both.
 pub fn attribute(base: &Point, new: &Point) -> Option<Attribution> {
     let locks = base.lock_profile().zip(new.lock_profile());
+    let sleeps = base.offcpu_profile().zip(new.offcpu_profile());
     let cpu = base.cpu_profile().zip(new.cpu_profile());
-    if locks.is_none() && cpu.is_none() {
+    if locks.is_none() && sleeps.is_none() && cpu.is_none() {
         return None;
     }
     Some(Attribution {
         waiting: locks.as_ref().map(|((_, b), (_, n))| (*b, *n)),
         locks: locks.as_ref().map_or_else(Vec::new, |((b, bs), (n, ns))| site_deltas(b, *bs, n, *ns)),
+        asleep: sleeps.as_ref().map(|((_, b), (_, n))| (*b, *n)),
+        sleeps: sleeps.as_ref().map_or_else(Vec::new, |((b, bs), (n, ns))| sleep_deltas(b, *bs, n, *ns)),
         cpu: cpu.as_ref().map_or_else(Vec::new, |(b, n)| function_deltas(b, n)),
         stacks: cpu.map(|(b, n)| (b.folded, n.folded)),
     })
 }
 
-/// A site's figures on one side, by label: its share of the workers' time
-/// (the side's waiting share split by the site's part of all waits).
-fn sides(profile: &LockProfile, waiting: f64) -> BTreeMap<String, SiteSide> {
+/// Sites' figures on one side, by label, from (label, count, seconds):
+/// each one's share of the workers' time is the side's whole share
+/// (`share_of_all`, over `total_s`) split by its part of the seconds.
+fn sides<'a>(sites: impl Iterator<Item = (String, u64, f64)> + 'a, total_s: f64, share_of_all: f64) -> BTreeMap<String, SiteSide> {
     // Per label: waits, seconds waited, share of worker time.
     let mut sums: BTreeMap<String, (u64, f64, f64)> = BTreeMap::new();
-    for site in &profile.sites {
-        let sum = sums.entry(site.label()).or_default();
-        sum.0 += site.count;
-        sum.1 += site.wait_s;
-        if profile.wait_s > 0.0 {
-            sum.2 += waiting * site.wait_s / profile.wait_s;
+    for (label, count, seconds) in sites {
+        let sum = sums.entry(label).or_default();
+        sum.0 += count;
+        sum.1 += seconds;
+        if total_s > 0.0 {
+            sum.2 += share_of_all * seconds / total_s;
         }
     }
     sums.into_iter()
@@ -132,8 +152,20 @@ fn sides(profile: &LockProfile, waiting: f64) -> BTreeMap<String, SiteSide> {
         .collect()
 }
 
+fn lock_sides(profile: &LockProfile, waiting: f64) -> BTreeMap<String, SiteSide> {
+    sides(profile.sites.iter().map(|s| (s.label(), s.count, s.wait_s)), profile.wait_s, waiting)
+}
+
+fn sleep_deltas(base: &OffCpuProfile, base_asleep: f64, new: &OffCpuProfile, new_asleep: f64) -> Vec<SiteDelta> {
+    let side = |p: &OffCpuProfile, share: f64| {
+        sides(p.sites.iter().map(|s| (format!("{} ({})", s.site, s.state), s.count, s.asleep_s)), p.asleep_s, share)
+    };
+    let (b, n) = (side(base, base_asleep), side(new, new_asleep));
+    largest_changes(&b, &n, |site, base, new| SiteDelta { site: site.to_string(), base, new }, SiteDelta::change)
+}
+
 fn site_deltas(base: &LockProfile, base_waiting: f64, new: &LockProfile, new_waiting: f64) -> Vec<SiteDelta> {
-    let (b, n) = (sides(base, base_waiting), sides(new, new_waiting));
+    let (b, n) = (lock_sides(base, base_waiting), lock_sides(new, new_waiting));
     largest_changes(&b, &n, |site, base, new| SiteDelta { site: site.to_string(), base, new }, SiteDelta::change)
 }
 
@@ -175,7 +207,7 @@ fn largest_changes<V: Copy + Default, D>(
 }
 
 /// The command that would record what explains a change: `command_line`
-/// (a results file's) with `--profile locks,cpu` in place of any `--profile`
+/// (a results file's) with `--profile locks,cpu,offcpu` in place of any `--profile`
 /// and without its output file, so the rerun writes a file of its own.
 pub fn profiling_command(command_line: &[String]) -> Option<String> {
     let mut args = command_line.iter().skip(1).peekable();
@@ -193,7 +225,7 @@ pub fn profiling_command(command_line: &[String]) -> Option<String> {
         return None;
     }
     out.push("--profile".into());
-    out.push("locks,cpu".into());
+    out.push("locks,cpu,offcpu".into());
     Some(out.iter().map(|a| crate::vocab::shell_word(a)).collect::<Vec<_>>().join(" "))
 }
 
@@ -241,6 +273,47 @@ mod tests {
         );
     }
 
+    /// One 1-second run of 2 workers that slept `(site, seconds)` each.
+    fn slept(sites: &[(&str, f64)]) -> Point {
+        let mut r = run(0, &[1000, 1000], 1.0);
+        let sites: Vec<crate::results::SleepSite> = sites
+            .iter()
+            .map(|(site, s)| crate::results::SleepSite {
+                site: site.to_string(),
+                state: "uninterruptible".into(),
+                count: 100,
+                asleep_s: *s,
+                max_asleep_s: *s / 50.0,
+            })
+            .collect();
+        r.offcpu = Some(OffCpuProfile {
+            sleeps: 100 * sites.len() as u64,
+            asleep_s: sites.iter().map(|s| s.asleep_s).sum(),
+            sites,
+            ..OffCpuProfile::default()
+        });
+        point(Workload::Fsync, Share::Private, 2, vec![r])
+    }
+
+    #[test]
+    fn a_sleep_site_that_grew_more_than_any_lock_site_heads_the_explanation() {
+        let mut base = slept(&[("schedule ← jbd2_log_wait_commit ← ext4_sync_file", 0.2), ("io ← x", 0.1)]);
+        let mut new = slept(&[("schedule ← jbd2_log_wait_commit ← ext4_sync_file", 1.0), ("io ← x", 0.1)]);
+        base.runs[0].locks = waited(vec![site("down_write ← a", 10, 0.02)]).runs[0].locks.clone();
+        new.runs[0].locks = waited(vec![site("down_write ← a", 10, 0.1)]).runs[0].locks.clone();
+        let a = attribute(&base, &new).unwrap();
+        let (b, n) = a.asleep.unwrap();
+        assert!((b - 0.15).abs() < 1e-12 && (n - 0.55).abs() < 1e-12, "{:?}", a.asleep);
+        assert_eq!(a.sleeps.len(), 1, "{:?}", a.sleeps);
+        assert_eq!(a.sleeps[0].site, "schedule ← jbd2_log_wait_commit ← ext4_sync_file (uninterruptible)");
+        assert!((a.sleeps[0].change() - 0.4).abs() < 1e-12);
+        // The lock site grew by 4 points, the sleep site by 40.
+        assert_eq!(
+            a.headline().unwrap(),
+            "+40.0 points of worker time asleep in schedule ← jbd2_log_wait_commit ← ext4_sync_file (uninterruptible)"
+        );
+    }
+
     #[test]
     fn a_site_on_one_side_only_counts_as_zero_on_the_other() {
         let base = waited(vec![site("a", 1, 0.1)]);
@@ -283,17 +356,17 @@ mod tests {
         let argv = |s: &str| s.split(' ').map(String::from).collect::<Vec<_>>();
         assert_eq!(
             profiling_command(&argv("/usr/bin/fsscale run creat-unlink -j 1,2 --profile cpu -o a.json --label a b")),
-            Some("fsscale run creat-unlink -j 1,2 --label a b --profile locks,cpu".into())
+            Some("fsscale run creat-unlink -j 1,2 --label a b --profile locks,cpu,offcpu".into())
         );
         assert_eq!(
             profiling_command(&argv("fsscale run stat --output=x.json --profile=locks")),
-            Some("fsscale run stat --profile locks,cpu".into())
+            Some("fsscale run stat --profile locks,cpu,offcpu".into())
         );
         assert_eq!(profiling_command(&argv("fsscale compare a b")), None);
         let spaced = ["fsscale", "run", "--label", "pool of threads"].map(String::from);
         assert_eq!(
             profiling_command(&spaced),
-            Some("fsscale run --label 'pool of threads' --profile locks,cpu".into())
+            Some("fsscale run --label 'pool of threads' --profile locks,cpu,offcpu".into())
         );
         assert_eq!(profiling_command(&[]), None);
     }

@@ -201,8 +201,8 @@ fn a_change_is_explained_by_both_sides_profiles_or_the_command_that_records_them
     assert_eq!(
         c.profile_hint,
         Some((
-            "fsscale run creat-unlink --profile locks,cpu".into(),
-            "fsscale run creat-unlink --share shared --profile locks,cpu".into()
+            "fsscale run creat-unlink --profile locks,cpu,offcpu".into(),
+            "fsscale run creat-unlink --share shared --profile locks,cpu,offcpu".into()
         ))
     );
     // With them: the site that grew (its rendering: the report module's tests).

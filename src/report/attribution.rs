@@ -1,9 +1,9 @@
-//! Why a compared point changed, in words: the lock-wait sites and CPU
-//! functions whose share moved most (see [`crate::compare::attribute`]).
+//! Why a compared point changed, in words: the lock-wait and sleep sites
+//! and CPU functions whose share moved most (see [`crate::compare::attribute`]).
 
 use super::latency::format_ns;
 use super::profile::percent;
-use crate::compare::{Attribution, Comparison, Row};
+use crate::compare::{Attribution, Comparison, Row, SiteDelta};
 
 /// `+9.1`, `-0.40`: a change of a share, in points of percent.
 fn points(change: f64) -> String {
@@ -32,21 +32,27 @@ pub fn lines(row: &Row) -> Vec<String> {
         row.mode, row.share, row.workers
     )];
     out.extend(lock_lines(a));
+    out.extend(sleep_lines(a));
     out.extend(cpu_lines(a));
     out
 }
 
 fn lock_lines(a: &Attribution) -> Vec<String> {
-    let Some((base, new)) = a.waiting else { return Vec::new() };
-    let mut out = vec![format!(
-        "  waiting on kernel locks: {} → {} of worker time ({})",
-        percent(base),
-        percent(new),
-        points(new - base)
-    )];
-    for d in &a.locks {
+    let Some(shares) = a.waiting else { return Vec::new() };
+    site_lines("waiting on kernel locks", shares, &a.locks, "waits")
+}
+
+fn sleep_lines(a: &Attribution) -> Vec<String> {
+    let Some(shares) = a.asleep else { return Vec::new() };
+    site_lines("asleep", shares, &a.sleeps, "sleeps")
+}
+
+/// A whole share's change, then each site's: `+9.1  SITE: 2.0% → 11%, 10 → 900 waits of 1.2µs → 8.0µs`.
+fn site_lines(what: &str, (base, new): (f64, f64), deltas: &[SiteDelta], noun: &str) -> Vec<String> {
+    let mut out = vec![format!("  {what}: {} → {} of worker time ({})", percent(base), percent(new), points(new - base))];
+    for d in deltas {
         out.push(format!(
-            "    {:>6}  {}: {} → {}, {} → {} waits of {} → {}",
+            "    {:>6}  {}: {} → {}, {} → {} {noun} of {} → {}",
             points(d.change()),
             d.site,
             percent(d.base.share),
@@ -127,7 +133,7 @@ mod tests {
         let (a, b) = ("fsscale run creat-unlink -o a.json", "fsscale run creat-unlink --share shared");
         let text = render(&side(1000, None, a), &side(800, None, b), CompareFormat::Text);
         assert!(text.contains("why: neither side recorded a profile;"), "{text}");
-        assert!(text.contains("  new:  fsscale run creat-unlink --share shared --profile locks,cpu\n"), "{text}");
+        assert!(text.contains("  new:  fsscale run creat-unlink --share shared --profile locks,cpu,offcpu\n"), "{text}");
         let (base, new) = (side(1000, Some(0.01), a), side(800, Some(0.2), b));
         let text = render(&base, &new, CompareFormat::Text);
         assert!(text.contains("  why at process private x1, from the profiles (base → new;"), "{text}");
@@ -152,6 +158,12 @@ mod tests {
                 base: SiteSide { share: 0.002, waits: 120, mean_wait_s: 2.1e-6 },
                 new: SiteSide { share: 0.093, waits: 4300, mean_wait_s: 8.4e-6 },
             }],
+            asleep: Some((0.40, 0.25)),
+            sleeps: vec![SiteDelta {
+                site: "schedule ← jbd2_log_wait_commit ← ext4_sync_file (uninterruptible)".into(),
+                base: SiteSide { share: 0.30, waits: 900, mean_wait_s: 330e-6 },
+                new: SiteSide { share: 0.12, waits: 400, mean_wait_s: 300e-6 },
+            }],
             cpu: vec![FunctionDelta {
                 name: "_raw_spin_lock".into(),
                 self_share: (0.01, 0.042),
@@ -161,12 +173,15 @@ mod tests {
         };
         let mut rendered = Vec::new();
         rendered.extend(lock_lines(&a));
+        rendered.extend(sleep_lines(&a));
         rendered.extend(cpu_lines(&a));
         assert_eq!(
             rendered,
             [
                 "  waiting on kernel locks: 0.30% → 9.4% of worker time (+9.1)",
                 "      +9.1  down_write ← filename_create ← do_mkdirat (rwsem write): 0.20% → 9.3%, 120 → 4300 waits of 2.10µs → 8.40µs",
+                "  asleep: 40% → 25% of worker time (-15)",
+                "       -18  schedule ← jbd2_log_wait_commit ← ext4_sync_file (uninterruptible): 30% → 12%, 900 → 400 sleeps of 330µs → 300µs",
                 "  CPU, share of samples in the function itself (with what it called):",
                 "      +3.2  _raw_spin_lock: 1.0% → 4.2% (2.0% → 6.0%)",
             ]

@@ -1,12 +1,13 @@
 //! What the instruments say about a point: where its workers waited on
-//! kernel locks and where their CPU time went, over its measured runs.
+//! kernel locks, where they slept and where their CPU time went, over its
+//! measured runs.
 
 use std::collections::BTreeMap;
 
 use super::latency::format_ns;
 use super::markup::Html;
 use super::table::{Align, Table};
-use crate::results::{LockProfile, LockSite, Point};
+use crate::results::{Collector, LockProfile, LockSite, OffCpuProfile, Point};
 use crate::vocab::Mode;
 use crate::vocab::Share;
 use crate::{html, html_of};
@@ -34,6 +35,10 @@ pub fn efficiencies(points: &[&Point]) -> Vec<Option<f64>> {
         })
         .collect()
 }
+
+/// Points whose workers slept at least this share of their time get the
+/// off-CPU table under them, whatever their efficiency.
+pub const NOTABLE_ASLEEP_SHARE: f64 = 0.02;
 
 /// Waits below this share of worker time explain nothing about scaling:
 /// no finding names them, and wait bars are drawn to at least this scale.
@@ -115,11 +120,7 @@ pub fn explain(point: &Point) -> String {
         if point.runs.len() == 1 { "" } else { "s" }
     );
     if let Some((profile, share)) = point.lock_profile() {
-        let lost = if profile.lost_events > 0 {
-            format!("; {} events lost to full buffers: figures are low", profile.lost_events)
-        } else {
-            String::new()
-        };
+        let lost = lost(profile.lost_events, profile.method);
         out.push_str(&format!(
             "  where workers waited, {what}: {} of their time, {} contention{}{lost}\n",
             percent(share),
@@ -129,6 +130,9 @@ pub fn explain(point: &Point) -> String {
         if !profile.sites.is_empty() {
             out.push_str(&sites_table(&profile.sites, profile.wait_s).render());
         }
+    }
+    if let Some((profile, share)) = point.offcpu_profile().filter(|(_, share)| *share >= NOTABLE_ASLEEP_SHARE) {
+        out.push_str(&slept(point, &what, &profile, share));
     }
     if let Some(cpu) = point.cpu_profile() {
         out.push_str(&format!(
@@ -155,6 +159,58 @@ pub fn explain(point: &Point) -> String {
         }
         out.push_str(&table.render());
     }
+    out
+}
+
+/// "; 12 events lost to full buffers: figures are low", or nothing.
+fn lost(events: u64, method: Collector) -> String {
+    match (events, method) {
+        (0, _) => String::new(),
+        (n, Collector::Tracefs) => format!("; {n} events lost to full buffers: figures are low"),
+        (n, Collector::Bpf) => format!("; {n} events not recorded (full maps, or waits nested too deep): figures are low"),
+    }
+}
+
+/// The off-CPU table: the share asleep (with the scheduler's own figure
+/// beside it, which it should match), then the top sleep sites.
+fn slept(point: &Point, what: &str, profile: &OffCpuProfile, share: f64) -> String {
+    let profiled: Vec<f64> =
+        point.runs.iter().filter(|r| r.offcpu.is_some()).filter_map(|r| r.sched_shares()).map(|s| s.asleep).collect();
+    let column = match profiled.len() {
+        0 => String::new(),
+        n => format!(" (the asleep column: {})", percent(profiled.iter().sum::<f64>() / n as f64)),
+    };
+    let worker_s: f64 = point.runs.iter().filter(|r| r.offcpu.is_some()).map(|r| r.worker_seconds()).sum();
+    let waking = if worker_s > 0.0 { profile.wake_to_run_s / worker_s } else { 0.0 };
+    let mut out = format!(
+        "  where workers slept, {what}: {} of their time asleep{column}, {} sleeps; then {} waiting for a CPU once woken{}\n",
+        percent(share),
+        profile.sleeps,
+        percent(waking),
+        lost(profile.lost_events, profile.method)
+    );
+    let mut table = Table::new(&[
+        ("asleep", Align::Right),
+        ("of all", Align::Right),
+        ("count", Align::Right),
+        ("mean", Align::Right),
+        ("max", Align::Right),
+        ("state", Align::Left),
+        ("site", Align::Left),
+    ])
+    .indented(4);
+    for site in profile.sites.iter().take(TOP) {
+        table.row(vec![
+            format_ns(site.asleep_s * 1e9),
+            percent(if profile.asleep_s > 0.0 { site.asleep_s / profile.asleep_s } else { 0.0 }),
+            site.count.to_string(),
+            format_ns(site.mean_asleep_s() * 1e9),
+            format_ns(site.max_asleep_s * 1e9),
+            site.state.clone(),
+            site.site.clone(),
+        ]);
+    }
+    out.push_str(&table.render());
     out
 }
 
@@ -188,14 +244,16 @@ fn sites_table(sites: &[LockSite], total_s: f64) -> Table {
 
 /// Which points of a workload's table get [`explain`]ed: all with `all`,
 /// else those whose efficiency falls below [`FALLING_EFFICIENCY`] (and
-/// all where no 1-worker point tells).
+/// all where no 1-worker point tells), and those whose workers slept at
+/// least [`NOTABLE_ASLEEP_SHARE`] of their time.
 pub fn points_to_explain<'a>(points: &[&'a Point], all: bool) -> Vec<&'a Point> {
     let efficiency = efficiencies(points);
+    let slept = |p: &Point| p.offcpu_profile().is_some_and(|(_, share)| share >= NOTABLE_ASLEEP_SHARE);
     points
         .iter()
         .zip(efficiency)
-        .filter(|(p, _)| p.runs.iter().any(|r| r.locks.is_some() || r.cpu_profile.is_some()))
-        .filter(|(_, e)| all || e.is_none_or(|e| e < FALLING_EFFICIENCY))
+        .filter(|(p, _)| p.runs.iter().any(|r| r.locks.is_some() || r.cpu_profile.is_some() || r.offcpu.is_some()))
+        .filter(|(p, e)| all || e.is_none_or(|e| e < FALLING_EFFICIENCY) || slept(p))
         .map(|(p, _)| *p)
         .collect()
 }
@@ -204,6 +262,12 @@ pub fn points_to_explain<'a>(points: &[&'a Point], all: bool) -> Vec<&'a Point> 
 const LOCKS_LEGEND: &str = "where workers waited: kernel lock contentions of the workers in the runs' windows \
      (--profile locks), by site (the lock call ← its callers); wait = total of all workers; of all = share of all \
      waits; a site's time over the workers' time is what they lost there.\n";
+
+/// What the off-CPU tables under [`explain`] mean.
+const OFFCPU_LEGEND: &str = "where workers slept: each switch-out of a worker asleep in the runs' windows \
+     (--profile offcpu), until it was woken, by site (the wait call ← its callers) and state; the share asleep \
+     should match the asleep column, which the scheduler counts (it also holds the scheduler's own time \
+     around each switch); shown where workers slept at least 2% of their time.\n";
 
 /// What the CPU tables under [`explain`] mean.
 const CPU_LEGEND: &str = "where CPU time went: sampled stacks (--profile cpu); self = share of samples in the \
@@ -215,6 +279,9 @@ pub fn explain_legend(explained: &[&Point]) -> String {
     let mut out = String::new();
     if explained.iter().any(|p| p.runs.iter().any(|r| r.locks.is_some())) {
         out.push_str(LOCKS_LEGEND);
+    }
+    if explained.iter().any(|p| p.offcpu_profile().is_some_and(|(_, s)| s >= NOTABLE_ASLEEP_SHARE)) {
+        out.push_str(OFFCPU_LEGEND);
     }
     if explained.iter().any(|p| p.runs.iter().any(|r| r.cpu_profile.is_some())) {
         out.push_str(CPU_LEGEND);
@@ -235,7 +302,8 @@ pub fn widest_wait_share<'a>(points: impl IntoIterator<Item = &'a Point>) -> f64
 /// The report's view of one series (a file, mode, share and condition) of
 /// a workload: per worker count, the share of worker time spent waiting,
 /// stacked by the series' top sites, as an SVG drawn to `widest` (see
-/// [`widest_wait_share`]); and a flame graph of the largest point with a CPU profile.
+/// [`widest_wait_share`]); and flame graphs of the largest point with a
+/// CPU profile and of the largest with an off-CPU profile.
 pub fn html_series(points: &[&Point], title: &str, widest: f64) -> Html {
     let mut out = Html::new();
     let locked: Vec<(&Point, LockProfile, f64)> =
@@ -256,6 +324,21 @@ pub fn html_series(points: &[&Point], title: &str, widest: f64) -> Html {
             out,
             "<figure class=\"flame\">{}<figcaption>{}</figcaption></figure>\n",
             super::flame::flame_graph_svg(&cpu.folded, &format!("{title} x{}: where CPU time went", point.workers)),
+            caption
+        );
+    }
+    if let Some((point, (sleeps, share))) = points.iter().rev().find_map(|p| Some((*p, p.offcpu_profile()?))) {
+        let caption = format!(
+            "{title}, {} workers: {} of their time asleep in {} sleeps (kernel stacks at each switch-out, until woken); \
+             width = share of the time asleep, root at the bottom; hover a frame for its name and share.",
+            point.workers,
+            percent(share),
+            sleeps.sleeps
+        );
+        html!(
+            out,
+            "<figure class=\"flame\">{}<figcaption>{}</figcaption></figure>\n",
+            super::flame::flame_graph_svg(&sleeps.folded, &format!("{title} x{}: where workers slept", point.workers)),
             caption
         );
     }
@@ -369,6 +452,53 @@ mod tests {
         // Under a point of growth: nothing to say; one profiled point: nothing to compare.
         assert_eq!(fastest_growing_site(&[&one, &at(4, 0.008)]), None);
         assert_eq!(fastest_growing_site(&[&four]), None);
+    }
+
+    /// A 1-worker point of one 1-second run that slept `asleep_s` in fsync's flush, then `asleep_s / 3` in writeback.
+    fn sleeping(asleep_s: f64) -> Point {
+        let mut r = run(0, &[1000], 1.0);
+        let site = |name: &str, count: u64, s: f64| crate::results::SleepSite {
+            site: name.into(),
+            state: "uninterruptible".into(),
+            count,
+            asleep_s: s,
+            max_asleep_s: s / 10.0,
+        };
+        r.offcpu = Some(OffCpuProfile {
+            method: Collector::Bpf,
+            sleeps: 400,
+            asleep_s: asleep_s * 4.0 / 3.0,
+            wake_to_run_s: 0.05,
+            lost_events: 0,
+            sites: vec![
+                site("wait_for_completion_io_timeout ← submit_bio_wait ← blkdev_issue_flush", 300, asleep_s),
+                site("folio_wait_bit ← folio_wait_writeback ← __filemap_fdatawait_range", 100, asleep_s / 3.0),
+            ],
+            folded: [("do_fsync;blkdev_issue_flush;__schedule".to_string(), 1000)].into(),
+        });
+        point(Workload::Fsync, Share::Private, 1, vec![r])
+    }
+
+    #[test]
+    fn a_point_whose_workers_slept_gets_the_off_cpu_table_whatever_its_efficiency() {
+        let slept = sleeping(0.3);
+        assert_eq!(points_to_explain(&[&slept], false).len(), 1, "asleep 40% of the time");
+        assert_eq!(
+            explain(&slept),
+            "  where workers slept, process private x1 (1 run): 40% of their time asleep, 400 sleeps; then 5.0% \
+             waiting for a CPU once woken\n\
+             \x20    asleep  of all  count    mean      max  state            site\n\
+             \x20     300ms     75%    300  1.00ms   30.0ms  uninterruptible  wait_for_completion_io_timeout ← submit_bio_wait ← blkdev_issue_flush\n\
+             \x20   100.0ms     25%    100  1.00ms  10.00ms  uninterruptible  folio_wait_bit ← folio_wait_writeback ← __filemap_fdatawait_range\n"
+        );
+        assert_eq!(explain_legend(&[&slept]), OFFCPU_LEGEND);
+        // Asleep 1.3% of the time, at full efficiency: nothing to explain.
+        let rested = sleeping(0.01);
+        assert!(points_to_explain(&[&rested], false).is_empty());
+        assert_eq!(explain(&rested), "");
+        let html = html_series(&[&slept], "fsync", 0.0).into_string();
+        assert!(html.contains("fsync x1: where workers slept"), "{html}");
+        assert!(html.contains("40% of their time asleep in 400 sleeps"), "{html}");
     }
 
     #[test]
