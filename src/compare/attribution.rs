@@ -133,7 +133,11 @@ pub fn attribute(base: &Point, new: &Point) -> Option<Attribution> {
 /// Sites' figures on one side, by label, from (label, count, seconds):
 /// each one's share of the workers' time is the side's whole share
 /// (`share_of_all`, over `total_s`) split by its part of the seconds.
-fn sides<'a>(sites: impl Iterator<Item = (String, u64, f64)> + 'a, total_s: f64, share_of_all: f64) -> BTreeMap<String, SiteSide> {
+fn sides<'a>(
+    sites: impl Iterator<Item = (String, u64, f64)> + 'a,
+    total_s: f64,
+    share_of_all: f64,
+) -> BTreeMap<String, SiteSide> {
     // Per label: waits, seconds waited, share of worker time.
     let mut sums: BTreeMap<String, (u64, f64, f64)> = BTreeMap::new();
     for (label, count, seconds) in sites {

@@ -44,6 +44,12 @@ impl InstrumentConfig {
     pub fn prepare(&self) -> Result<(InstrumentConfig, Vec<String>)> {
         let mut notes = Vec::new();
         let mut resolved = *self;
+        if let (Some(via), false) = (self.via, self.traces()) {
+            bail!(
+                "--profile-via {} chooses how --profile locks and offcpu collect; add one of them, or drop it",
+                via.name()
+            );
+        }
         if !self.any() {
             return Ok((resolved, notes));
         }
@@ -56,6 +62,8 @@ impl InstrumentConfig {
             if tracefs::ensure_mounted()? {
                 notes.push(format!("mounted tracefs at {} for {flags}", tracefs::TRACEFS));
             }
+            // Killed runs' instances go now, whichever way this run collects.
+            notes.extend(tracefs::remove_dead());
             if self.locks {
                 tracefs::event_id("lock", "contention_begin")
                     .and_then(|_| tracefs::event_id("lock", "contention_end"))

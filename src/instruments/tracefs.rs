@@ -228,8 +228,10 @@ pub fn event_id(system: &str, name: &str) -> Result<u16> {
 /// `offset:` of its line in the event's `format`), as programs read it.
 pub fn field(system: &str, event: &str, name: &str) -> Result<i16> {
     let path = Path::new(TRACEFS).join("events").join(system).join(event).join("format");
-    let text = std::fs::read_to_string(&path).map_err(|e| anyhow!("this kernel has no {system}:{event} tracepoint ({}: {e})", path.display()))?;
-    field_offset(&text, name).ok_or_else(|| anyhow!("{system}:{event} has no field {name} on this kernel ({})", path.display()))
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| anyhow!("this kernel has no {system}:{event} tracepoint ({}: {e})", path.display()))?;
+    field_offset(&text, name)
+        .ok_or_else(|| anyhow!("{system}:{event} has no field {name} on this kernel ({})", path.display()))
 }
 
 /// The offset of field `name` in a `format` file's text.

@@ -49,7 +49,8 @@ fn sleep_lines(a: &Attribution) -> Vec<String> {
 
 /// A whole share's change, then each site's: `+9.1  SITE: 2.0% → 11%, 10 → 900 waits of 1.2µs → 8.0µs`.
 fn site_lines(what: &str, (base, new): (f64, f64), deltas: &[SiteDelta], noun: &str) -> Vec<String> {
-    let mut out = vec![format!("  {what}: {} → {} of worker time ({})", percent(base), percent(new), points(new - base))];
+    let mut out =
+        vec![format!("  {what}: {} → {} of worker time ({})", percent(base), percent(new), points(new - base))];
     for d in deltas {
         out.push(format!(
             "    {:>6}  {}: {} → {}, {} → {} {noun} of {} → {}",
@@ -133,7 +134,10 @@ mod tests {
         let (a, b) = ("fsscale run creat-unlink -o a.json", "fsscale run creat-unlink --share shared");
         let text = render(&side(1000, None, a), &side(800, None, b), CompareFormat::Text);
         assert!(text.contains("why: neither side recorded a profile;"), "{text}");
-        assert!(text.contains("  new:  fsscale run creat-unlink --share shared --profile locks,cpu,offcpu\n"), "{text}");
+        assert!(
+            text.contains("  new:  fsscale run creat-unlink --share shared --profile locks,cpu,offcpu\n"),
+            "{text}"
+        );
         let (base, new) = (side(1000, Some(0.01), a), side(800, Some(0.2), b));
         let text = render(&base, &new, CompareFormat::Text);
         assert!(text.contains("  why at process private x1, from the profiles (base → new;"), "{text}");

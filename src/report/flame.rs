@@ -17,11 +17,27 @@ struct Node {
     children: BTreeMap<String, Node>,
 }
 
-/// A warm colour from the name, so a function keeps its colour across graphs.
-fn colour(name: &str) -> String {
+/// What a graph's widths count, and its palette.
+#[derive(Clone, Copy)]
+struct Kind {
+    /// `samples`, `µs asleep`.
+    unit: &'static str,
+    /// Blues (time off the CPU, by convention) instead of warm colours (time on it).
+    cool: bool,
+}
+
+const ON_CPU: Kind = Kind { unit: "samples", cool: false };
+const OFF_CPU: Kind = Kind { unit: "µs asleep", cool: true };
+
+/// A colour from the name, so a function keeps its colour across graphs.
+fn colour(name: &str, kind: Kind) -> String {
     let hash = name.bytes().fold(2166136261u32, |h, b| (h ^ u32::from(b)).wrapping_mul(16777619));
-    let (r, g) = (205 + (hash % 50), 80 + ((hash >> 8) % 150));
-    format!("rgb({r},{g},{})", (hash >> 16) % 55)
+    let (a, b, c) = (205 + (hash % 50), 80 + ((hash >> 8) % 150), (hash >> 16) % 55);
+    if kind.cool {
+        format!("rgb({c},{b},{a})")
+    } else {
+        format!("rgb({a},{b},{c})")
+    }
 }
 
 fn tree(folded: &BTreeMap<String, u64>) -> Node {
@@ -39,7 +55,12 @@ fn tree(folded: &BTreeMap<String, u64>) -> Node {
 
 /// The flame graph of `folded` (`root;...;leaf` → samples).
 pub fn flame_graph_svg(folded: &BTreeMap<String, u64>, title: &str) -> Html {
-    graph(&tree(folded), None, title)
+    graph(&tree(folded), None, title, ON_CPU)
+}
+
+/// The off-CPU flame graph of `folded` (`root;...;leaf` → µs asleep), in blues.
+pub fn off_cpu_flame_graph_svg(folded: &BTreeMap<String, u64>, title: &str) -> Html {
+    graph(&tree(folded), None, title, OFF_CPU)
 }
 
 /// A differential flame graph (Gregg's): `new`'s stacks as widths, each
@@ -48,7 +69,7 @@ pub fn flame_graph_svg(folded: &BTreeMap<String, u64>, title: &str) -> Html {
 /// change; white where it stayed. Shares, not counts, so a side that took
 /// more samples does not look grown everywhere.
 pub fn differential_flame_graph_svg(base: &BTreeMap<String, u64>, new: &BTreeMap<String, u64>, title: &str) -> Html {
-    graph(&tree(new), Some(&tree(base)), title)
+    graph(&tree(new), Some(&tree(base)), title, ON_CPU)
 }
 
 /// How a differential graph colours a frame: the change in its share of samples, and the largest change of any frame.
@@ -74,7 +95,7 @@ fn largest_change(new: &Node, new_total: f64, base: Option<&Node>, base_total: f
         .fold(0.0, f64::max)
 }
 
-fn graph(root: &Node, base: Option<&Node>, title: &str) -> Html {
+fn graph(root: &Node, base: Option<&Node>, title: &str, kind: Kind) -> Html {
     let depth = max_depth(root);
     let height = ROW * (depth as f64 + 1.0) + 30.0;
     let mut out = html_of!(
@@ -92,19 +113,21 @@ fn graph(root: &Node, base: Option<&Node>, title: &str) -> Html {
     let bottom = height - ROW;
     html!(
         out,
-        "<g><title>all: {} samples</title><rect x=\"0\" y=\"{}\" width=\"{}\" height=\"{}\" \
-         fill=\"rgb(220,120,40)\"/><text x=\"3\" y=\"{}\">all</text></g>",
+        "<g><title>all: {} {}</title><rect x=\"0\" y=\"{}\" width=\"{}\" height=\"{}\" \
+         fill=\"{}\"/><text x=\"3\" y=\"{}\">all</text></g>",
         root.samples,
+        kind.unit,
         bottom,
         WIDTH,
         ROW - 1.0,
+        if kind.cool { "rgb(40,120,220)" } else { "rgb(220,120,40)" },
         bottom + 11.5
     );
     let diff = base.map(|b| {
         let base_total = b.samples.max(1) as f64;
         Diff { base_total, largest: largest_change(root, total, Some(b), base_total) }
     });
-    draw(&mut out, root, base, diff.as_ref(), Place { x: 0.0, level: 1, total, bottom });
+    draw(&mut out, root, base, diff.as_ref(), Place { x: 0.0, level: 1, total, bottom, kind });
     out.push_static("</svg>");
     out
 }
@@ -122,6 +145,7 @@ struct Place {
     level: usize,
     total: f64,
     bottom: f64,
+    kind: Kind,
 }
 
 fn max_depth(node: &Node) -> usize {
@@ -129,7 +153,7 @@ fn max_depth(node: &Node) -> usize {
 }
 
 fn draw(out: &mut Html, node: &Node, base: Option<&Node>, diff: Option<&Diff>, place: Place) {
-    let Place { x, level, total, bottom } = place;
+    let Place { x, level, total, bottom, kind } = place;
     let mut at = x;
     for (name, child) in &node.children {
         let width = WIDTH * child.samples as f64 / total;
@@ -144,14 +168,15 @@ fn draw(out: &mut Html, node: &Node, base: Option<&Node>, diff: Option<&Diff>, p
                     let was = format!("; base {:.1}%, {:+.1} points", 100.0 * base_share, 100.0 * change);
                     (change_colour(change, d.largest), was)
                 }
-                None => (colour(name), String::new()),
+                None => (colour(name, kind), String::new()),
             };
             html!(
                 out,
-                "<g><title>{} ({} samples, {}%{})</title><rect x=\"{}\" y=\"{}\" width=\"{}\" \
+                "<g><title>{} ({} {}, {}%{})</title><rect x=\"{}\" y=\"{}\" width=\"{}\" \
                  height=\"{}\" fill=\"{}\"/>",
                 name,
                 child.samples,
+                kind.unit,
                 format!("{share:.1}"),
                 was,
                 format!("{at:.2}"),
@@ -171,7 +196,7 @@ fn draw(out: &mut Html, node: &Node, base: Option<&Node>, diff: Option<&Diff>, p
                 html!(out, "<text x=\"{}\" y=\"{}\">{}</text>", format!("{:.2}", at + 3.0), y + 11.5, label);
             }
             out.push_static("</g>");
-            draw(out, child, before, diff, Place { x: at, level: level + 1, total, bottom });
+            draw(out, child, before, diff, Place { x: at, level: level + 1, total, bottom, kind });
         }
         at += width;
     }

@@ -167,7 +167,9 @@ fn lost(events: u64, method: Collector) -> String {
     match (events, method) {
         (0, _) => String::new(),
         (n, Collector::Tracefs) => format!("; {n} events lost to full buffers: figures are low"),
-        (n, Collector::Bpf) => format!("; {n} events not recorded (full maps, or waits nested too deep): figures are low"),
+        (n, Collector::Bpf) => {
+            format!("; {n} events not recorded (full maps, or waits nested too deep): figures are low")
+        }
     }
 }
 
@@ -338,7 +340,10 @@ pub fn html_series(points: &[&Point], title: &str, widest: f64) -> Html {
         html!(
             out,
             "<figure class=\"flame\">{}<figcaption>{}</figcaption></figure>\n",
-            super::flame::flame_graph_svg(&sleeps.folded, &format!("{title} x{}: where workers slept", point.workers)),
+            super::flame::off_cpu_flame_graph_svg(
+                &sleeps.folded,
+                &format!("{title} x{}: where workers slept", point.workers)
+            ),
             caption
         );
     }

@@ -99,7 +99,10 @@ impl LockProfile {
                 entry.max_wait_s = entry.max_wait_s.max(site.max_wait_s);
             }
         }
-        method.map(|method| LockProfile { method, ..LockProfile::from_sites(contentions, lost, merged.into_values().collect()) })
+        method.map(|method| LockProfile {
+            method,
+            ..LockProfile::from_sites(contentions, lost, merged.into_values().collect())
+        })
     }
 }
 

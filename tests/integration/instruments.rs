@@ -1,5 +1,6 @@
-//! `--profile locks`, `--profile cpu` and `--verify` on the real kernel: what
-//! they find, that they leave nothing behind, and their clear refusals.
+//! `--profile locks`, `--profile offcpu`, `--profile cpu` and `--verify` on
+//! the real kernel, collected by BPF and through tracefs: what they find,
+//! that they leave nothing behind, and their clear refusals.
 
 use std::path::Path;
 
@@ -43,51 +44,107 @@ fn a_shared_directory_waits_on_its_inode_rwsem_and_private_ones_do_not() {
     if !can_trace("lock profile of creat-unlink") {
         return;
     }
-    let env = TestEnv::new();
-    let out = env.run(&[
-        "creat-unlink",
-        "-j",
-        "2",
-        "--share",
-        "private,shared",
-        "-n",
-        "2",
-        "--duration",
-        "0.3",
-        "--profile",
-        "locks",
-        "--explain-all",
-    ]);
-    assert_success(&out);
-    let doc = env.results();
-    assert!(doc.settings.instruments.locks);
-    let wait = |share: &str| -> (f64, u64, String, String) {
-        let p = point(&doc, Workload::CreatUnlink, share);
-        assert!(p.runs.iter().all(|r| r.locks.is_some()), "every run has its lock profile");
-        let runs: Vec<_> = p.runs.iter().map(|r| r.locks.as_ref().unwrap()).collect();
-        let total = runs.iter().map(|l| l.wait_s).sum();
-        let count = runs.iter().map(|l| l.contentions).sum();
-        let merged = fsscale::results::LockProfile::sum(runs).unwrap();
-        let top = merged.sites.first().cloned();
-        (
-            total,
-            count,
-            top.as_ref().map_or_else(String::new, |s| s.site.clone()),
-            top.map_or_else(String::new, |s| s.kind),
-        )
-    };
-    let (shared_s, shared_n, shared_site, shared_kind) = wait("shared");
-    let (private_s, _, _, _) = wait("private");
-    assert!(shared_n > 0, "the shared directory saw contentions");
-    assert!(shared_s > private_s, "shared waited {shared_s} s, private {private_s} s");
-    // The directory's inode rwsem, taken for writing by creates and unlinks.
-    assert_eq!(shared_kind, "rwsem write", "top site {shared_site}");
-    assert!(shared_site.starts_with("down_write"), "{shared_site}");
-    let create_or_unlink = ["do_unlinkat", "path_openat", "open_last_lookups", "filename_create", "lookup_open"];
-    assert!(create_or_unlink.iter().any(|f| shared_site.contains(f)), "{shared_site}");
-    let text = stdout(&out);
-    assert!(text.contains("where workers waited, process shared x2 (2 runs)"), "{text}");
-    assert!(text.contains("instruments: locks on in every run"), "{text}");
+    for via in ["bpf", "tracefs"] {
+        let env = TestEnv::new();
+        let out = env.run(&[
+            "creat-unlink",
+            "-j",
+            "2",
+            "--share",
+            "private,shared",
+            "-n",
+            "2",
+            "--duration",
+            "0.3",
+            "--profile",
+            "locks",
+            "--profile-via",
+            via,
+            "--explain-all",
+        ]);
+        assert_success(&out);
+        let doc = env.results();
+        assert!(doc.settings.instruments.locks);
+        assert_eq!(doc.settings.instruments.via.map(|c| c.name()), Some(via), "the results say how");
+        let wait = |share: &str| -> (f64, u64, String, String) {
+            let p = point(&doc, Workload::CreatUnlink, share);
+            assert!(p.runs.iter().all(|r| r.locks.is_some()), "{via}: every run has its lock profile");
+            let runs: Vec<_> = p.runs.iter().map(|r| r.locks.as_ref().unwrap()).collect();
+            assert!(runs.iter().all(|l| l.method.name() == via), "{via}: each profile says how");
+            let total = runs.iter().map(|l| l.wait_s).sum();
+            let count = runs.iter().map(|l| l.contentions).sum();
+            let merged = fsscale::results::LockProfile::sum(runs).unwrap();
+            let top = merged.sites.first().cloned();
+            (
+                total,
+                count,
+                top.as_ref().map_or_else(String::new, |s| s.site.clone()),
+                top.map_or_else(String::new, |s| s.kind),
+            )
+        };
+        let (shared_s, shared_n, shared_site, shared_kind) = wait("shared");
+        let (private_s, _, _, _) = wait("private");
+        assert!(shared_n > 0, "{via}: the shared directory saw contentions");
+        assert!(shared_s > private_s, "{via}: shared waited {shared_s} s, private {private_s} s");
+        // The directory's inode rwsem, taken for writing by creates and unlinks.
+        assert_eq!(shared_kind, "rwsem write", "{via}: top site {shared_site}");
+        assert!(shared_site.starts_with("down_write"), "{via}: {shared_site}");
+        let create_or_unlink = ["do_unlinkat", "path_openat", "open_last_lookups", "filename_create", "lookup_open"];
+        assert!(create_or_unlink.iter().any(|f| shared_site.contains(f)), "{via}: {shared_site}");
+        let text = stdout(&out);
+        assert!(text.contains("where workers waited, process shared x2 (2 runs)"), "{text}");
+        assert!(text.contains("instruments: locks on in every run"), "{text}");
+    }
+}
+
+#[test]
+fn an_fsync_loop_sleeps_in_the_cache_flush_writeback_or_journal() {
+    if !can_trace("off-CPU profile of fsync") {
+        return;
+    }
+    for via in ["bpf", "tracefs"] {
+        let env = TestEnv::new();
+        let out = env.run(&[
+            "fsync",
+            "--fs",
+            "ext4",
+            "-j",
+            "2",
+            "-n",
+            "1",
+            "--duration",
+            "0.3",
+            "--profile",
+            "offcpu",
+            "--profile-via",
+            via,
+        ]);
+        assert_success(&out);
+        let doc = env.results();
+        assert_eq!(doc.settings.instruments.via.map(|c| c.name()), Some(via));
+        let p = &doc.points[0];
+        let (profile, share) = p.offcpu_profile().expect("every run has its off-CPU profile");
+        assert_eq!(profile.method.name(), via);
+        let switches: u64 = p.runs.iter().flat_map(|r| &r.sched).map(|w| w.voluntary_switches).sum();
+        assert!(profile.sleeps > 100, "{via}: {} sleeps", profile.sleeps);
+        // Every voluntary switch of a worker is a sleep; the window's edges may cut a few.
+        assert!(profile.sleeps <= switches + 4, "{via}: {} sleeps, {switches} voluntary switches", profile.sleeps);
+        assert!(share > 0.05, "{via}: asleep {share}");
+        let top = &profile.sites[0];
+        let waits = ["blkdev_issue_flush", "folio_wait_writeback", "jbd2_log_wait_commit", "submit_bio_wait"];
+        assert!(waits.iter().any(|w| top.site.contains(w)), "{via}: the top sleep is {}", top.site);
+        assert_eq!(top.state, "uninterruptible");
+        assert!(profile.folded.keys().any(|k| k.contains("ext4_sync_file")), "{via}: folded stacks");
+        let text = stdout(&out);
+        assert!(text.contains("where workers slept, process private x2 (1 run): "), "{text}");
+        assert!(text.contains("(the asleep column: "), "{text}");
+        let html = env.root.path().join("report.html");
+        assert_success(&fsscale().arg("report").arg(&env.output).arg("-o").arg(&html).output().unwrap());
+        let page = std::fs::read_to_string(&html).unwrap();
+        assert!(page.contains("fsync process/private on ext4 x2: where workers slept"), "an off-CPU flame graph");
+        assert!(page.contains("<title>ext4_sync_file ("), "its kernel frames");
+        assert!(page.contains(" µs asleep, "), "its widths are time asleep");
+    }
 }
 
 #[test]
@@ -252,7 +309,11 @@ fn instruments_leave_nothing_after_success_error_sigint_and_sigterm() {
             "--duration",
             "0.1",
             "--profile",
-            "locks,cpu",
+            "locks,cpu,offcpu",
+            // BPF's maps and programs are descriptors, which the kernel frees with the
+            // process however it ends; a tracefs instance is a directory that must be removed.
+            "--profile-via",
+            "tracefs",
             "--verify",
             "--dir",
             &dir,
@@ -357,12 +418,22 @@ fn instruments_refuse_a_command_driver() {
 }
 
 #[test]
+fn profile_via_without_a_tracepoint_profile_is_refused() {
+    if !needs_root("--profile-via alone") {
+        return;
+    }
+    let env = TestEnv::new();
+    let out = env.run(&["stat", "-j", "1", "--profile", "cpu", "--profile-via", "bpf"]);
+    assert_one_line_error(&out, "--profile-via bpf chooses how --profile locks and offcpu collect");
+}
+
+#[test]
 fn compare_explains_a_point_from_both_sides_real_profiles() {
     if !can_trace("compare_explains_a_point_from_both_sides_real_profiles") {
         return;
     }
     let env = TestEnv::new();
-    let out = env.run(&["creat-unlink", "-j", "2", "-n", "2", "--duration", "0.1", "--profile", "locks,cpu"]);
+    let out = env.run(&["creat-unlink", "-j", "2", "-n", "2", "--duration", "0.1", "--profile", "locks,cpu,offcpu"]);
     assert_success(&out);
     let out = fsscale()
         .arg("compare")
@@ -374,10 +445,17 @@ fn compare_explains_a_point_from_both_sides_real_profiles() {
     let comparisons: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
     let why = &comparisons[0]["rows"][0]["attribution"];
     assert!(why["waiting"].is_array(), "both sides' lock profiles: {why}");
+    assert!(why["asleep"].is_array(), "both sides' off-CPU profiles: {why}");
+    // What grew: the directory's rwsem, on the create or unlink path.
+    let grew = why["locks"][0]["site"].as_str().unwrap_or_default();
+    assert!(grew.starts_with("down_write ← ") && grew.ends_with("(rwsem write)"), "{why}");
+    let create_or_unlink = ["do_unlinkat", "path_openat", "open_last_lookups", "filename_create", "lookup_open"];
+    assert!(create_or_unlink.iter().any(|f| grew.contains(f)), "{grew}");
     assert!(why["cpu"].as_array().is_some_and(|f| !f.is_empty()), "both sides' CPU profiles: {why}");
     let text = fsscale().arg("compare").arg(&env.output).args(["--between", "share=private,shared"]).output().unwrap();
     let text = stdout(&text);
     assert!(text.contains("  why at process private x2, from the profiles (base → new;"), "{text}");
+    assert!(text.contains(&format!("  {grew}: ")), "the text names it too: {text}");
     assert!(text.contains("    CPU, share of samples in the function itself (with what it called):"), "{text}");
     let out = fsscale().arg("report").arg(&env.output).args(["--between", "share=private"]).output().unwrap();
     assert_one_line_error(&out, "--between share=private: give two values, base first: A,B");

@@ -154,7 +154,7 @@ fn the_report_shows_where_workers_waited_and_a_flame_graph() {
     assert_success(&fsscale().arg("report").arg(&env.output).arg("-o").arg(&html).output().unwrap());
     let page = std::fs::read_to_string(&html).unwrap();
     let section = section(&page, "creat-unlink");
-    assert!(section.contains("<h3>Why: where creat-unlink's workers waited and spent CPU</h3>"));
+    assert!(section.contains("<h3>Why: where creat-unlink's workers waited, slept and spent CPU</h3>"));
     assert!(section.contains("<figure class=\"locks\"><svg"), "stacked wait bars");
     assert!(section.contains("<figure class=\"flame\"><svg"), "a flame graph");
     assert!(section.contains("<title>do_syscall_64 ("), "kernel frames in the flame graph");

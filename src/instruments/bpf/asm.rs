@@ -153,8 +153,7 @@ impl Asm {
 
     /// `dst = the map` (its descriptor, which the kernel turns into its address).
     pub fn load_map(&mut self, dst: Reg, map_fd: i32) -> &mut Asm {
-        self.push(insn(LD | IMM | Size::U64 as u8, dst, Reg(PSEUDO_MAP_FD), 0, map_fd))
-            .push(insn(0, R0, R0, 0, 0))
+        self.push(insn(LD | IMM | Size::U64 as u8, dst, Reg(PSEUDO_MAP_FD), 0, map_fd)).push(insn(0, R0, R0, 0, 0))
     }
 
     /// `dst = &value[offset]` of a one-entry array map: a global variable, without a lookup call.
@@ -165,8 +164,13 @@ impl Asm {
 
     /// `dst = imm` for a full 64-bit constant.
     pub fn load_u64(&mut self, dst: Reg, imm: u64) -> &mut Asm {
-        self.push(insn(LD | IMM | Size::U64 as u8, dst, R0, 0, imm as u32 as i32))
-            .push(insn(0, R0, R0, 0, (imm >> 32) as u32 as i32))
+        self.push(insn(LD | IMM | Size::U64 as u8, dst, R0, 0, imm as u32 as i32)).push(insn(
+            0,
+            R0,
+            R0,
+            0,
+            (imm >> 32) as u32 as i32,
+        ))
     }
 
     /// `if dst <cond> imm goto label`.
@@ -253,12 +257,7 @@ mod tests {
     #[test]
     fn jumps_land_on_their_labels_forward_and_back() {
         let mut a = Asm::new();
-        a.label("top")
-            .jump_if(Cond::Eq, R0, 0, "out")
-            .mov_imm(R1, 1)
-            .jump("top")
-            .label("out")
-            .return_zero();
+        a.label("top").jump_if(Cond::Eq, R0, 0, "out").mov_imm(R1, 1).jump("top").label("out").return_zero();
         let insns = a.finish();
         // From instruction 0, "out" is instruction 3: two ahead of the next.
         assert_eq!((insns[0].code, insns[0].off), (0x15, 2));

@@ -90,9 +90,7 @@ impl Counters {
 
 /// `if counters.ON == 0 return 0` (uses r1).
 pub fn exit_unless_on(a: &mut Asm, counters: &Counters) {
-    a.load_map_value(R1, counters.fd(), Counters::ON * 8)
-        .load(Size::U64, R1, R1, 0)
-        .jump_if(Cond::Eq, R1, 0, "out");
+    a.load_map_value(R1, counters.fd(), Counters::ON * 8).load(Size::U64, R1, R1, 0).jump_if(Cond::Eq, R1, 0, "out");
 }
 
 /// `counters[slot] += 1` (uses r1, r2).
@@ -157,7 +155,10 @@ pub struct Stacks {
 
 impl Stacks {
     pub fn new() -> Result<Stacks> {
-        Ok(Stacks { map: Map::create(MapKind::StackTrace, "fsscale_stacks", 4, 8 * STACK_DEPTH, STACKS)?, read: HashMap::new() })
+        Ok(Stacks {
+            map: Map::create(MapKind::StackTrace, "fsscale_stacks", 4, 8 * STACK_DEPTH, STACKS)?,
+            read: HashMap::new(),
+        })
     }
 
     /// The addresses of stack `id` (innermost first); none for a failed id (negative, as the helper returns them).

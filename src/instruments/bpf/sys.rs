@@ -197,7 +197,11 @@ impl Program {
                 let _ = bpf(PROG_LOAD, &mut attr);
                 let text = String::from_utf8_lossy(&log[..log.iter().position(|&b| b == 0).unwrap_or(0)]).into_owned();
                 let last: Vec<&str> = text.lines().rev().take(4).collect::<Vec<_>>().into_iter().rev().collect();
-                Err(anyhow!("the kernel refused the BPF program {name}: {e}{}; verifier: {}", hint(&e), last.join(" | ")))
+                Err(anyhow!(
+                    "the kernel refused the BPF program {name}: {e}{}; verifier: {}",
+                    hint(&e),
+                    last.join(" | ")
+                ))
             }
         }
     }

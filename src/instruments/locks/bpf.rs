@@ -47,7 +47,15 @@ impl BpfLocks {
             begin.attach(event_id("lock", "contention_begin")?, "lock:contention_begin")?,
             end.attach(event_id("lock", "contention_end")?, "lock:contention_end")?,
         ];
-        Ok(BpfLocks { counters, sites, stacks, _events: events, _programs: vec![begin, end], _pending: pending, _tasks: tasks })
+        Ok(BpfLocks {
+            counters,
+            sites,
+            stacks,
+            _events: events,
+            _programs: vec![begin, end],
+            _pending: pending,
+            _tasks: tasks,
+        })
     }
 
     pub fn switch(&self, on: bool) -> Result<()> {
@@ -111,8 +119,8 @@ fn begin_program(tasks: &Map, pending: &Map, stacks: &Map, counters: &Counters) 
     }
     count(&mut a, counters, Counters::NESTED);
     a.jump("out");
-    for level in 0..LEVELS {
-        a.label(FRESH[level]).store_imm(Size::U32, FP, -4, level as i32).jump("take");
+    for (level, fresh) in FRESH.iter().enumerate() {
+        a.label(fresh).store_imm(Size::U32, FP, -4, level as i32).jump("take");
     }
     a.label("take");
     a.mov(R1, R6).load_map(R2, stacks.fd()).mov_imm(R3, 0).call(Helper::StackId);

@@ -118,7 +118,15 @@ pub(crate) struct Sums {
 }
 
 impl Sums {
-    pub(crate) fn add(&mut self, site: String, kind: &'static str, lock: Option<String>, count: u64, wait_ns: u64, max_ns: u64) {
+    pub(crate) fn add(
+        &mut self,
+        site: String,
+        kind: &'static str,
+        lock: Option<String>,
+        count: u64,
+        wait_ns: u64,
+        max_ns: u64,
+    ) {
         let totals = self.totals.entry((site, kind, lock)).or_default();
         totals.count += count;
         totals.wait_ns += wait_ns;

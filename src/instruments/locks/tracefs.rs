@@ -93,13 +93,7 @@ struct Pairing {
 
 impl Pairing {
     fn new(ids: Ids, symbols: &'static KernelSymbols) -> Pairing {
-        Pairing {
-            ids,
-            symbols,
-            pending: HashMap::new(),
-            sites_of_stacks: HashMap::new(),
-            sums: Sums::default(),
-        }
+        Pairing { ids, symbols, pending: HashMap::new(), sites_of_stacks: HashMap::new(), sums: Sums::default() }
     }
 
     fn event(&mut self, e: RawEvent<'_>) {

@@ -37,13 +37,22 @@ impl BpfSleeps {
         let sleeping = Map::create(MapKind::Hash, "fsscale_asleep", 4, 24, 64 * 1024)?;
         // Per (stack id, state): count, asleep (ns), wakeup to run (ns), longest asleep (ns).
         let sites = Map::create(MapKind::Hash, "fsscale_sleeps", 8, 32, SITES)?;
-        let switch = Program::load("fsscale_switch", &switch_program(&tasks.map, &sleeping, &sites, &stacks.map, &counters)?)?;
+        let switch =
+            Program::load("fsscale_switch", &switch_program(&tasks.map, &sleeping, &sites, &stacks.map, &counters)?)?;
         let wakeup = Program::load("fsscale_wakeup", &wakeup_program(&sleeping, &counters)?)?;
         let events = vec![
             switch.attach(event_id("sched", "sched_switch")?, "sched:sched_switch")?,
             wakeup.attach(event_id("sched", "sched_wakeup")?, "sched:sched_wakeup")?,
         ];
-        Ok(BpfSleeps { counters, sites, stacks, _events: events, _programs: vec![switch, wakeup], _sleeping: sleeping, _tasks: tasks })
+        Ok(BpfSleeps {
+            counters,
+            sites,
+            stacks,
+            _events: events,
+            _programs: vec![switch, wakeup],
+            _sleeping: sleeping,
+            _tasks: tasks,
+        })
     }
 
     pub fn switch(&self, on: bool) -> Result<()> {
@@ -56,7 +65,14 @@ impl BpfSleeps {
         for (key, value) in self.sites.entries()? {
             let (stack, state) = (u32_of(&key, 0), u32_of(&key, 4));
             let frames = self.stacks.frames(stack)?.to_vec();
-            sleeps.add(&frames, state.into(), u64_of(&value, 0), u64_of(&value, 8), u64_of(&value, 16), u64_of(&value, 24));
+            sleeps.add(
+                &frames,
+                state.into(),
+                u64_of(&value, 0),
+                u64_of(&value, 8),
+                u64_of(&value, 16),
+                u64_of(&value, 24),
+            );
         }
         Ok(sleeps.profile(KernelSymbols::get()?, self.counters.lost()?, Collector::Bpf))
     }

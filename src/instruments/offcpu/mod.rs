@@ -89,7 +89,15 @@ pub(crate) struct Sleeps {
 }
 
 impl Sleeps {
-    pub(crate) fn add(&mut self, stack: &[u64], state: u64, count: u64, asleep_ns: u64, wake_to_run_ns: u64, max_ns: u64) {
+    pub(crate) fn add(
+        &mut self,
+        stack: &[u64],
+        state: u64,
+        count: u64,
+        asleep_ns: u64,
+        wake_to_run_ns: u64,
+        max_ns: u64,
+    ) {
         let t = self.by_stack.entry((stack.to_vec(), state & SLEEPING)).or_default();
         t.count += count;
         t.asleep_ns += asleep_ns;
@@ -203,7 +211,8 @@ mod tests {
             "__filemap_fdatawait_range",
         ];
         assert_eq!(sleep_site(&writeback), "folio_wait_bit_common ← folio_wait_writeback ← __filemap_fdatawait_range");
-        let rwsem = ["__schedule", "schedule", "rwsem_down_write_slowpath", "down_write", "filename_create", "do_mkdirat"];
+        let rwsem =
+            ["__schedule", "schedule", "rwsem_down_write_slowpath", "down_write", "filename_create", "do_mkdirat"];
         assert_eq!(sleep_site(&rwsem), "down_write ← filename_create ← do_mkdirat");
     }
 

@@ -215,8 +215,12 @@ mod tests {
             .event(10_000, &payload(316, 7, &switch(7, 0x100, 0)));
         page_events(&page.build(false), |e| pairing.event(e));
         let totals: Vec<(usize, u64, u64, u64)> = {
-            let mut v: Vec<_> =
-                pairing.sleeps.by_stack.iter().map(|((s, state), t)| (s.len(), *state, t.asleep_ns, t.wake_to_run_ns)).collect();
+            let mut v: Vec<_> = pairing
+                .sleeps
+                .by_stack
+                .iter()
+                .map(|((s, state), t)| (s.len(), *state, t.asleep_ns, t.wake_to_run_ns))
+                .collect();
             v.sort();
             v
         };

@@ -385,7 +385,7 @@ fn workload_section(
     tables::detail_table(out, files, workload);
 }
 
-/// Where workers waited and where their CPU time went (`--profile`), per
+/// Where workers waited, slept and spent their CPU time (`--profile`), per
 /// series of `workload` that has profiles.
 fn profile_section(out: &mut Html, files: &[(String, ResultsFile)], workload: Workload) {
     let mut sections = Html::new();
@@ -400,7 +400,7 @@ fn profile_section(out: &mut Html, files: &[(String, ResultsFile)], workload: Wo
         }
     }
     if !sections.is_empty() {
-        html!(out, "<h3>Why: where {}'s workers waited and spent CPU</h3>\n{}\n", workload, sections);
+        html!(out, "<h3>Why: where {}'s workers waited, slept and spent CPU</h3>\n{}\n", workload, sections);
     }
 }
 
