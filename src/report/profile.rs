@@ -55,7 +55,8 @@ pub fn dominant_site(point: &Point) -> Option<String> {
     if share < NOTABLE_WAIT_SHARE {
         return None;
     }
-    let lock = top.lock.as_ref().map(|l| format!(" ({l})")).unwrap_or_default();
+    let lock = top.lock.clone().or_else(|| top.objects.first().map(|o| o.label()));
+    let lock = lock.map(|l| format!(" ({l})")).unwrap_or_default();
     Some(format!(
         "at {} worker{}, {} of worker time waiting on {} {}{lock} in {}",
         point.workers,
@@ -216,6 +217,20 @@ fn slept(point: &Point, what: &str, profile: &OffCpuProfile, share: f64) -> Stri
     out
 }
 
+/// The site, with its static lock's name or the object whose lock it was
+/// most (and that object's part of its waits).
+fn site_with_object(site: &LockSite) -> String {
+    let mut out = match &site.lock {
+        Some(lock) => format!("{} on {lock}", site.site),
+        None => site.site.clone(),
+    };
+    if let Some(top) = site.objects.first() {
+        let part = if site.wait_s > 0.0 { top.wait_s / site.wait_s } else { 0.0 };
+        out.push_str(&format!(": {}, {}", top.label(), percent(part)));
+    }
+    out
+}
+
 fn sites_table(sites: &[LockSite], total_s: f64) -> Table {
     let mut table = Table::new(&[
         ("wait", Align::Right),
@@ -235,10 +250,7 @@ fn sites_table(sites: &[LockSite], total_s: f64) -> Table {
             format_ns(site.mean_wait_s() * 1e9),
             format_ns(site.max_wait_s * 1e9),
             site.kind.clone(),
-            match &site.lock {
-                Some(lock) => format!("{} on {lock}", site.site),
-                None => site.site.clone(),
-            },
+            site_with_object(site),
         ]);
     }
     table

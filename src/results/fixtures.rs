@@ -115,7 +115,15 @@ pub fn doc(runs: usize, duration_s: f64, points: Vec<Point>) -> ResultsFile {
 
 /// A write-locked rwsem site: `count` waits of `wait_s` in all.
 pub fn rwsem_site(site: &str, count: u64, wait_s: f64) -> LockSite {
-    LockSite { site: site.into(), kind: "rwsem write".into(), lock: None, count, wait_s, max_wait_s: wait_s }
+    LockSite {
+        site: site.into(),
+        kind: "rwsem write".into(),
+        lock: None,
+        count,
+        wait_s,
+        max_wait_s: wait_s,
+        objects: Vec::new(),
+    }
 }
 
 /// A kernel-only CPU profile of these folded stacks.

@@ -19,7 +19,9 @@ pub use crate::sys::{mounts, Mount};
 pub use host::Host;
 pub use journal::{journal_path, Saver};
 pub use offcpu::{OffCpuProfile, SleepSite};
-pub use profile::{Collector, CpuProfile, FunctionShare, LockProfile, LockSite, SyscallCheck, SyscallCount};
+pub use profile::{
+    Collector, CpuProfile, FunctionShare, LockObject, LockProfile, LockSite, SyscallCheck, SyscallCount,
+};
 pub use run::{
     NodeOps, RunFigure, RunNoise, RunRecord, SchedShares, SteadyOutcome, SystemCpu, Timeline, WorkerCpu, WorkerSched,
     Writeback,

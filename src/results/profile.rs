@@ -43,6 +43,65 @@ pub struct LockSite {
     pub count: u64,
     pub wait_s: f64,
     pub max_wait_s: f64,
+    /// The objects whose lock it was, where known (BPF only): the
+    /// [`MAX_LOCK_OBJECTS`] with most wait.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub objects: Vec<LockObject>,
+}
+
+/// Sites keep at most this many objects.
+pub const MAX_LOCK_OBJECTS: usize = 3;
+
+/// An object a site's lock belonged to, and its part of the site's waits.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct LockObject {
+    /// `directory inode 1234 on 7:0`, `dentry of directory inode 1234 on 7:0`.
+    pub object: String,
+    /// Its inode's number and device (`7:0`), to find it by.
+    #[serde(default)]
+    pub ino: u64,
+    #[serde(default)]
+    pub dev: String,
+    /// Where it was in the run's scratch directory (`shared`, `w3`), when it was there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    pub count: u64,
+    pub wait_s: f64,
+}
+
+impl LockObject {
+    /// Merges `objects` by name (by place, for those fsscale made: each
+    /// run's shared directory is a new one), keeping the [`MAX_LOCK_OBJECTS`] with most wait.
+    pub fn top<'a>(objects: impl IntoIterator<Item = &'a LockObject>) -> Vec<LockObject> {
+        let mut merged: BTreeMap<&str, LockObject> = BTreeMap::new();
+        for o in objects {
+            let key = o.path.as_deref().unwrap_or(&o.object);
+            let m = merged.entry(key).or_insert_with(|| LockObject { count: 0, wait_s: 0.0, ..o.clone() });
+            if m.ino != o.ino {
+                // Several inodes in one place: no one number stands for them.
+                m.ino = 0;
+            }
+            m.count += o.count;
+            m.wait_s += o.wait_s;
+        }
+        let mut top: Vec<LockObject> = merged.into_values().collect();
+        top.sort_by(|a, b| b.wait_s.total_cmp(&a.wait_s).then_with(|| a.object.cmp(&b.object)));
+        top.truncate(MAX_LOCK_OBJECTS);
+        top
+    }
+
+    /// `directory inode 1234 on 7:0 (shared)`: with its place in the
+    /// scratch directory where known; `directory (shared, one per run)` for several.
+    pub fn label(&self) -> String {
+        match (&self.path, self.ino) {
+            (Some(path), 0) => {
+                let kind = self.object.split(" inode ").next().unwrap_or(&self.object);
+                format!("{kind} ({path}, one per run)")
+            }
+            (Some(path), _) => format!("{} ({path})", self.object),
+            (None, _) => self.object.clone(),
+        }
+    }
 }
 
 impl LockSite {
@@ -73,6 +132,7 @@ impl LockProfile {
                 count: tail.iter().map(|s| s.count).sum(),
                 wait_s: tail.iter().map(|s| s.wait_s).sum(),
                 max_wait_s: tail.iter().map(|s| s.max_wait_s).fold(0.0, f64::max),
+                objects: Vec::new(),
             });
         }
         LockProfile { contentions, wait_s, lost_events, method: Collector::default(), sites }
@@ -92,12 +152,18 @@ impl LockProfile {
                     count: 0,
                     wait_s: 0.0,
                     max_wait_s: 0.0,
+                    objects: Vec::new(),
                     ..site.clone()
                 });
                 entry.count += site.count;
                 entry.wait_s += site.wait_s;
                 entry.max_wait_s = entry.max_wait_s.max(site.max_wait_s);
+                // All of them first, cut to the top once every run is in (see below).
+                entry.objects.extend(site.objects.iter().cloned());
             }
+        }
+        for site in merged.values_mut() {
+            site.objects = LockObject::top(&site.objects);
         }
         method.map(|method| LockProfile {
             method,
@@ -365,7 +431,15 @@ mod tests {
     }
 
     fn site(name: &str, wait_s: f64, count: u64) -> LockSite {
-        LockSite { site: name.into(), kind: "spinlock".into(), lock: None, count, wait_s, max_wait_s: wait_s / 2.0 }
+        LockSite {
+            site: name.into(),
+            kind: "spinlock".into(),
+            lock: None,
+            count,
+            wait_s,
+            max_wait_s: wait_s / 2.0,
+            objects: Vec::new(),
+        }
     }
 
     #[test]
@@ -380,6 +454,26 @@ mod tests {
         assert_eq!(other.count, 11);
         assert_eq!(other.wait_s, 55.0);
         assert_eq!(p.wait_s, (0..50).sum::<i32>() as f64);
+    }
+
+    #[test]
+    fn each_runs_own_directory_sums_as_one_place() {
+        let object = |ino: u64, path: Option<&str>, wait_s: f64| LockObject {
+            object: format!("directory inode {ino} on 0:39"),
+            ino,
+            dev: "0:39".into(),
+            path: path.map(str::to_string),
+            count: 1,
+            wait_s,
+        };
+        let top =
+            LockObject::top(&[object(4, Some("shared"), 1.0), object(9, Some("shared"), 2.0), object(7, None, 0.5)]);
+        assert_eq!(top.len(), 2);
+        assert_eq!((top[0].label(), top[0].count), ("directory (shared, one per run)".to_string(), 2));
+        assert!((top[0].wait_s - 3.0).abs() < 1e-12);
+        assert_eq!(top[1].label(), "directory inode 7 on 0:39");
+        let one = LockObject::top(&[object(4, Some("shared"), 1.0), object(4, Some("shared"), 1.0)]);
+        assert_eq!(one[0].label(), "directory inode 4 on 0:39 (shared)");
     }
 
     #[test]

@@ -205,6 +205,7 @@ pub(super) fn run_workers(job: RunJob<'_>, place: Place<'_>, crew: Crew<'_>) -> 
     }
     // After the replay's ops per kind are in: --verify expects calls from them.
     instruments.finish(&mut record).context("reading the instruments")?;
+    super::objects::place_lock_objects(&mut record, place.path);
     Ok(record)
 }
 

@@ -15,6 +15,7 @@ mod gate;
 mod latency;
 mod measure;
 mod memory_limit;
+mod objects;
 mod pool;
 mod progress;
 mod ranks;

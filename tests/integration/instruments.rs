@@ -91,8 +91,27 @@ fn a_shared_directory_waits_on_its_inode_rwsem_and_private_ones_do_not() {
         assert!(shared_site.starts_with("down_write"), "{via}: {shared_site}");
         let create_or_unlink = ["do_unlinkat", "path_openat", "open_last_lookups", "filename_create", "lookup_open"];
         assert!(create_or_unlink.iter().any(|f| shared_site.contains(f)), "{via}: {shared_site}");
+        // Which lock: with BPF, the shared directory's own, found in the run's scratch directory.
+        let shared = point(&doc, Workload::CreatUnlink, "shared");
+        for run in &shared.runs {
+            let top = &run.locks.as_ref().unwrap().sites[0];
+            if via == "bpf" {
+                let object = top.objects.first().unwrap_or_else(|| panic!("bpf: {top:?} has no object"));
+                assert!(object.object.starts_with("directory inode "), "{object:?}");
+                assert_eq!(object.path.as_deref(), Some("shared"), "{object:?}");
+                assert!((object.wait_s - top.wait_s).abs() < 1e-9, "all of the site's waits were on it: {top:?}");
+            } else {
+                assert!(top.objects.is_empty(), "tracefs cannot read the lock's object");
+            }
+        }
         let text = stdout(&out);
         assert!(text.contains("where workers waited, process shared x2 (2 runs)"), "{text}");
+        if via == "bpf" {
+            assert!(
+                text.contains(": directory (shared, one per run), 100%\n"),
+                "the table names the directory: {text}"
+            );
+        }
         assert!(text.contains("instruments: locks on in every run"), "{text}");
     }
 }

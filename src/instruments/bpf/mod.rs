@@ -10,6 +10,7 @@
 //! not be recorded.
 
 pub mod asm;
+pub mod btf;
 pub mod sys;
 
 use std::collections::HashMap;

@@ -8,7 +8,8 @@ use std::collections::HashMap;
 
 use anyhow::Result;
 
-use super::{lock_kind, site_of, Sums};
+use super::identity::{self, Layout};
+use super::{lock_kind, site_of, Sums, Where};
 use crate::instruments::bpf::asm::{Asm, Cond, Helper, Insn, Size, FP, R0, R1, R2, R3, R6, R7, R8, R9};
 use crate::instruments::bpf::sys::{Map, MapKind, Program};
 use crate::instruments::bpf::{count, exit_unless_on, lookup, u32_of, u64_of, update, Counters, Stacks, Tasks};
@@ -39,10 +40,12 @@ impl BpfLocks {
         let stacks = Stacks::new()?;
         // Per (task, level): start (ns), lock, stack id, flags.
         let pending = Map::create(MapKind::Hash, "fsscale_waits", 8, 24, 64 * 1024)?;
-        // Per (lock, stack id, flags): count, wait (ns), longest (ns).
-        let sites = Map::create(MapKind::Hash, "fsscale_sites", 16, 24, SITES)?;
+        // Per (lock, stack id, flags): count, wait (ns), longest (ns), and the lock's object: inode number, device, mode and kind.
+        let sites = Map::create(MapKind::Hash, "fsscale_sites", 16, 40, SITES)?;
+        // Without the kernel's type information, locks are known by their sites only.
+        let layout = Layout::read().ok();
         let begin = Program::load("fsscale_lock_in", &begin_program(&tasks.map, &pending, &stacks.map, &counters)?)?;
-        let end = Program::load("fsscale_lock_out", &end_program(&pending, &sites, &counters)?)?;
+        let end = Program::load("fsscale_lock_out", &end_program(&pending, &sites, &counters, layout.as_ref())?)?;
         let events = vec![
             begin.attach(event_id("lock", "contention_begin")?, "lock:contention_begin")?,
             end.attach(event_id("lock", "contention_end")?, "lock:contention_end")?,
@@ -85,7 +88,9 @@ impl BpfLocks {
                 }
             };
             let (n, wait_ns, max_ns) = (u64_of(&value, 0), u64_of(&value, 8), u64_of(&value, 16));
-            sums.add(site, lock_kind(flags), symbols.variable(lock), n, wait_ns, max_ns);
+            let object = identity::object(u64_of(&value, 24), u32_of(&value, 32), u32_of(&value, 36));
+            let at = Where { site, kind: lock_kind(flags), lock: symbols.variable(lock), object };
+            sums.add(at, n, wait_ns, max_ns);
         }
         Ok(sums.profile(self.counters.lost()?, Collector::Bpf))
     }
@@ -142,7 +147,7 @@ fn begin_program(tasks: &Map, pending: &Map, stacks: &Map, counters: &Counters) 
 
 /// `contention_end`: the task's innermost wait on that lock, ended, added
 /// to its (lock, stack, kind)'s totals.
-fn end_program(pending: &Map, sites: &Map, counters: &Counters) -> Result<Vec<Insn>> {
+fn end_program(pending: &Map, sites: &Map, counters: &Counters, layout: Option<&Layout>) -> Result<Vec<Insn>> {
     let lock_at = field("lock", "contention_end", "lock_addr")?;
     let mut a = Asm::new();
     a.mov(R6, R1);
@@ -173,9 +178,15 @@ fn end_program(pending: &Map, sites: &Map, counters: &Counters) -> Result<Vec<In
     a.load(Size::U64, R1, R9, 16).jump_if_reg(Cond::Ge, R1, R8, "out").store(Size::U64, R9, 16, R8);
     a.jump("out");
     a.label("new");
-    a.store_imm(Size::U64, FP, -48, 0).store_imm(Size::U64, FP, -40, 0).store_imm(Size::U64, FP, -32, 0);
+    for at in [-64, -56, -48, -40, -32] {
+        a.store_imm(Size::U64, FP, at, 0);
+    }
+    // Once per (lock, stack): what the lock belongs to.
+    if let Some(layout) = layout {
+        identity::emit(&mut a, layout, -24, -64, -72);
+    }
     // Only if still new: another CPU may have added the same key meanwhile.
-    update(&mut a, sites, -24, -48, 1);
+    update(&mut a, sites, -24, -64, 1);
     lookup(&mut a, sites, -24, "full");
     a.jump("add");
     a.label("full");

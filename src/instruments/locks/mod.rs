@@ -5,13 +5,14 @@
 //! kernel allows it, else through a tracefs instance ([`tracefs::TracefsLocks`]).
 
 pub mod bpf;
+pub mod identity;
 pub mod tracefs;
 
 use std::collections::HashMap;
 
 use anyhow::Result;
 
-use crate::results::{Collector, LockProfile, LockSite};
+use crate::results::{Collector, LockObject, LockProfile, LockSite};
 
 /// The tracepoints' flags (include/trace/events/lock.h, `LCB_F_*`).
 pub(crate) const SPIN: u32 = 1;
@@ -108,6 +109,17 @@ struct SiteTotals {
     count: u64,
     wait_ns: u64,
     max_ns: u64,
+    /// Per object, where known, with its count and wait.
+    objects: Vec<LockObject>,
+}
+
+/// Where a wait was: its site, the lock's kind, the lock's name (a static
+/// one's) and the object it belongs to, where known.
+pub(crate) struct Where {
+    pub site: String,
+    pub kind: &'static str,
+    pub lock: Option<String>,
+    pub object: Option<LockObject>,
 }
 
 /// Waits summed by (site, kind, lock name), whichever way they were collected.
@@ -118,19 +130,14 @@ pub(crate) struct Sums {
 }
 
 impl Sums {
-    pub(crate) fn add(
-        &mut self,
-        site: String,
-        kind: &'static str,
-        lock: Option<String>,
-        count: u64,
-        wait_ns: u64,
-        max_ns: u64,
-    ) {
-        let totals = self.totals.entry((site, kind, lock)).or_default();
+    pub(crate) fn add(&mut self, at: Where, count: u64, wait_ns: u64, max_ns: u64) {
+        let totals = self.totals.entry((at.site, at.kind, at.lock)).or_default();
         totals.count += count;
         totals.wait_ns += wait_ns;
         totals.max_ns = totals.max_ns.max(max_ns);
+        if let Some(object) = at.object {
+            totals.objects.push(LockObject { count, wait_s: wait_ns as f64 / 1e9, ..object });
+        }
         self.contentions += count;
     }
 
@@ -145,6 +152,7 @@ impl Sums {
                 count: t.count,
                 wait_s: t.wait_ns as f64 / 1e9,
                 max_wait_s: t.max_ns as f64 / 1e9,
+                objects: LockObject::top(&t.objects),
             })
             .collect();
         LockProfile { method, ..LockProfile::from_sites(self.contentions, lost, sites) }

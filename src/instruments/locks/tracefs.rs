@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use anyhow::{Context, Result};
 
-use super::{lock_kind, site_of, Sums};
+use super::{lock_kind, site_of, Sums, Where};
 use crate::instruments::kallsyms::KernelSymbols;
 use crate::instruments::ringbuf::RawEvent;
 use crate::instruments::tracefs::{event_id, Recording};
@@ -134,7 +134,8 @@ impl Pairing {
                 site_of(&names)
             })
             .clone();
-        self.sums.add(site, lock_kind(wait.flags), self.symbols.variable(wait.lock), 1, ns, ns);
+        let at = Where { site, kind: lock_kind(wait.flags), lock: self.symbols.variable(wait.lock), object: None };
+        self.sums.add(at, 1, ns, ns);
     }
 
     fn profile(self, lost: u64) -> LockProfile {
