@@ -57,11 +57,18 @@ const ENVIRONMENT: [(&str, Describe); 13] = [
     ("warm-up runs", |d| d.settings.warmup_runs.to_string()),
     ("instruments", |d| {
         let i = d.settings.instruments;
-        let on: Vec<&str> = [(i.locks, "--profile locks"), (i.cpu, "--profile cpu"), (i.verify, "--verify")]
-            .into_iter()
-            .chain([(d.settings.latency, "--latency")])
-            .filter_map(|(on, name)| on.then_some(name))
-            .collect();
+        // How the tracepoint profiles were collected changes what they cost the workers: said.
+        let via = i.via.unwrap_or_default().name();
+        let on: Vec<String> = [
+            (i.locks, format!("--profile locks ({via})")),
+            (i.offcpu, format!("--profile offcpu ({via})")),
+            (i.cpu, "--profile cpu".into()),
+            (i.verify, "--verify".into()),
+            (d.settings.latency, "--latency".into()),
+        ]
+        .into_iter()
+        .filter_map(|(on, name)| on.then_some(name))
+        .collect();
         if on.is_empty() {
             "none".to_string()
         } else {
@@ -154,6 +161,17 @@ mod tests {
     use super::*;
     use crate::compare::tests::doc;
     use crate::results::{MdtestSettings, UntarSettings};
+
+    #[test]
+    fn profiles_collected_another_way_are_an_environment_difference() {
+        let mut base = doc(&[(Workload::CreatUnlink, 2, &[1.0, 2.0])]);
+        base.settings.instruments.locks = true;
+        let mut new = base.clone();
+        new.settings.instruments.via = Some(crate::results::Collector::Bpf);
+        new.settings.instruments.offcpu = true;
+        let found: Vec<String> = differences(&base, &new).iter().map(|d| d.describe()).collect();
+        assert_eq!(found, ["instruments: --profile locks (tracefs) → --profile locks (bpf), --profile offcpu (bpf)"]);
+    }
 
     #[test]
     fn environment_differences_are_listed_and_workload_definitions_name_their_workloads() {
