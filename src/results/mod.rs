@@ -20,7 +20,7 @@ pub use host::Host;
 pub use journal::{journal_path, Saver};
 pub use offcpu::{OffCpuProfile, SleepSite};
 pub use profile::{
-    Collector, CpuProfile, FunctionShare, LockObject, LockProfile, LockSite, SyscallCheck, SyscallCount,
+    Collector, CpuProfile, FunctionShare, LockObject, LockProfile, LockSite, ProgramCost, SyscallCheck, SyscallCount,
 };
 pub use run::{
     NodeOps, RunFigure, RunNoise, RunRecord, SchedShares, SteadyOutcome, SystemCpu, Timeline, WorkerCpu, WorkerSched,

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::profile::Collector;
+use super::profile::{Collector, ProgramCost};
 use super::Point;
 
 /// Runs keep at most this many sleep sites; the rest are summed as one.
@@ -18,6 +18,9 @@ pub struct OffCpuProfile {
     /// How it was collected.
     #[serde(default)]
     pub method: Collector,
+    /// What collecting it cost, where the kernel counts it (BPF).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub programs: Option<ProgramCost>,
     /// Sleeps that began and ended inside the window.
     pub sleeps: u64,
     /// Their time asleep, switch-out until woken, all workers, seconds: what
@@ -81,6 +84,7 @@ impl OffCpuProfile {
             t.asleep_s += p.asleep_s;
             t.wake_to_run_s += p.wake_to_run_s;
             t.lost_events += p.lost_events;
+            t.programs = ProgramCost::add(t.programs, p.programs);
             for (stack, us) in &p.folded {
                 *t.folded.entry(stack.clone()).or_default() += us;
             }
@@ -123,6 +127,7 @@ mod tests {
     fn runs_sum_into_a_points_profile_by_site_and_state() {
         let a = OffCpuProfile {
             method: Collector::Bpf,
+            programs: Some(ProgramCost { runs: 10, seconds: 0.5 }),
             sleeps: 3,
             asleep_s: 0.3,
             wake_to_run_s: 0.01,
@@ -139,6 +144,7 @@ mod tests {
         };
         let sum = OffCpuProfile::sum([&a, &b]).unwrap();
         assert_eq!((sum.sleeps, sum.lost_events, sum.method), (4, 2, Collector::Bpf));
+        assert_eq!(sum.programs, Some(ProgramCost { runs: 20, seconds: 1.0 }));
         assert!((sum.asleep_s - 0.8).abs() < 1e-12);
         assert_eq!(sum.sites[0].site, "y");
         assert_eq!(sum.sites[0].count, 2);

@@ -26,8 +26,35 @@ pub struct LockProfile {
     /// How it was collected.
     #[serde(default)]
     pub method: Collector,
+    /// What collecting it cost, where the kernel counts it (BPF).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub programs: Option<ProgramCost>,
     /// Sites ranked by total wait.
     pub sites: Vec<LockSite>,
+}
+
+/// What the BPF programs that collected a profile cost in the window:
+/// they run at every hit of their tracepoints (anyone's: those of tasks not
+/// traced return at once), in the kernel's own count (`BPF_ENABLE_STATS`).
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, Default, PartialEq)]
+pub struct ProgramCost {
+    pub runs: u64,
+    pub seconds: f64,
+}
+
+impl ProgramCost {
+    /// Two runs' costs together; none where neither counted.
+    pub fn add(a: Option<ProgramCost>, b: Option<ProgramCost>) -> Option<ProgramCost> {
+        match (a, b) {
+            (Some(a), Some(b)) => Some(ProgramCost { runs: a.runs + b.runs, seconds: a.seconds + b.seconds }),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Mean time per run, ns.
+    pub fn ns_per_run(&self) -> f64 {
+        1e9 * self.seconds / self.runs.max(1) as f64
+    }
 }
 
 /// One contention site: the lock's entry point and the two callers above it.
@@ -135,15 +162,16 @@ impl LockProfile {
                 objects: Vec::new(),
             });
         }
-        LockProfile { contentions, wait_s, lost_events, method: Collector::default(), sites }
+        LockProfile { contentions, wait_s, lost_events, method: Collector::default(), programs: None, sites }
     }
 
     /// The runs' profiles summed: a point's view.
     pub fn sum<'a>(profiles: impl IntoIterator<Item = &'a LockProfile>) -> Option<LockProfile> {
         let mut merged: BTreeMap<(String, String, Option<String>), LockSite> = BTreeMap::new();
-        let (mut contentions, mut lost, mut method) = (0, 0, None);
+        let (mut contentions, mut lost, mut method, mut programs) = (0, 0, None, None);
         for profile in profiles {
             method.get_or_insert(profile.method);
+            programs = ProgramCost::add(programs, profile.programs);
             contentions += profile.contentions;
             lost += profile.lost_events;
             for site in &profile.sites {

@@ -18,10 +18,11 @@ use std::collections::HashMap;
 use anyhow::{anyhow, Context, Result};
 
 use asm::{Asm, Cond, Helper, Size, FP, R0, R1, R2, R3, R4, R6};
-use sys::{Map, MapKind, Program};
+use sys::{Map, MapKind, Program, RunStats};
 
 use super::perf::PerfEvent;
 use super::tracefs::{event_id, field};
+use crate::results::ProgramCost;
 
 /// Frames kept per stack: far more than the few a site names, and the
 /// flame graphs' depth; bounded by `kernel.perf_event_max_stack` (127).
@@ -123,7 +124,7 @@ pub fn update(a: &mut Asm, map: &Map, key_at: i16, value_at: i16, flags: i32) {
 pub struct Tasks {
     pub map: Map,
     _fork: PerfEvent,
-    _program: Program,
+    pub program: Program,
 }
 
 impl Tasks {
@@ -144,7 +145,42 @@ impl Tasks {
         program.label("out").return_zero();
         let program = Program::load("fsscale_fork", &program.finish())?;
         let fork = program.attach(event_id("sched", "sched_process_fork")?, "sched:sched_process_fork")?;
-        Ok(Tasks { map, _fork: fork, _program: program })
+        Ok(Tasks { map, _fork: fork, program })
+    }
+}
+
+/// What a profile's programs cost in the window, in the kernel's own count
+/// of their runs and run time (none where the kernel cannot count them, before 5.8).
+pub struct Meter {
+    _stats: Option<RunStats>,
+    at_start: Option<(u64, u64)>,
+    during: Option<ProgramCost>,
+}
+
+impl Meter {
+    pub fn new() -> Meter {
+        Meter { _stats: RunStats::enable().ok(), at_start: None, during: None }
+    }
+
+    fn total(&self, programs: &[&Program]) -> Option<(u64, u64)> {
+        self._stats.as_ref()?;
+        programs.iter().try_fold((0, 0), |(runs, ns), p| p.runs().ok().map(|(r, n)| (runs + r, ns + n)))
+    }
+
+    /// The window opens (`on`) or closes.
+    pub fn mark(&mut self, on: bool, programs: &[&Program]) {
+        let now = self.total(programs);
+        match (on, self.at_start, now) {
+            (true, _, _) => self.at_start = now,
+            (false, Some((runs0, ns0)), Some((runs, ns))) => {
+                self.during = Some(ProgramCost { runs: runs - runs0, seconds: (ns - ns0) as f64 / 1e9 })
+            }
+            _ => {}
+        }
+    }
+
+    pub fn cost(&self) -> Option<ProgramCost> {
+        self.during
     }
 }
 

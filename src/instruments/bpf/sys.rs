@@ -14,6 +14,8 @@ const MAP_LOOKUP_ELEM: i32 = 1;
 const MAP_UPDATE_ELEM: i32 = 2;
 const MAP_GET_NEXT_KEY: i32 = 4;
 const PROG_LOAD: i32 = 5;
+const OBJ_GET_INFO_BY_FD: i32 = 15;
+const ENABLE_STATS: i32 = 32;
 
 const PROG_TYPE_TRACEPOINT: u32 = 5;
 /// The programs call GPL-only helpers (`bpf_get_stackid`,
@@ -65,6 +67,35 @@ struct ProgLoad {
     kern_version: u32,
     prog_flags: u32,
     prog_name: [u8; 16],
+}
+
+#[repr(C)]
+#[derive(Default)]
+struct InfoByFd {
+    bpf_fd: u32,
+    info_len: u32,
+    info: u64,
+}
+
+/// `struct bpf_prog_info` up to its run statistics (include/uapi/linux/bpf.h).
+const PROG_INFO_LEN: usize = 216;
+const PROG_INFO_NAME: usize = 64;
+const PROG_INFO_RUN_TIME_NS: usize = 192;
+const PROG_INFO_RUN_CNT: usize = 200;
+
+/// The kernel counts every program's runs and their time while this is
+/// held (`BPF_ENABLE_STATS`; no sysctl is changed, and closing it stops).
+pub struct RunStats {
+    _fd: OwnedFd,
+}
+
+impl RunStats {
+    pub fn enable() -> Result<RunStats> {
+        let mut attr = 0u32; // BPF_STATS_RUN_TIME
+        let fd = bpf(ENABLE_STATS, &mut attr).map_err(|e| anyhow!("counting BPF programs' run time: {e}"))?;
+        // SAFETY: a new descriptor this process owns.
+        Ok(RunStats { _fd: unsafe { OwnedFd::from_raw_fd(fd as i32) } })
+    }
 }
 
 fn bpf<T>(command: i32, attr: &mut T) -> std::io::Result<i64> {
@@ -204,6 +235,32 @@ impl Program {
                 ))
             }
         }
+    }
+
+    /// How often it ran and for how long in all (ns), counted while a [`RunStats`] is held.
+    pub fn runs(&self) -> Result<(u64, u64)> {
+        let mut info = vec![0u8; PROG_INFO_LEN];
+        let mut attr = InfoByFd {
+            bpf_fd: self.fd.as_raw_fd() as u32,
+            info_len: PROG_INFO_LEN as u32,
+            info: info.as_mut_ptr() as u64,
+        };
+        bpf(OBJ_GET_INFO_BY_FD, &mut attr).map_err(|e| anyhow!("reading a BPF program's statistics: {e}"))?;
+        let at = |o: usize| u64::from_ne_bytes(info[o..o + 8].try_into().expect("8 bytes"));
+        Ok((at(PROG_INFO_RUN_CNT), at(PROG_INFO_RUN_TIME_NS)))
+    }
+
+    /// Its name as the kernel keeps it (a check of the layout read by [`Program::runs`]).
+    pub fn name(&self) -> Result<String> {
+        let mut info = vec![0u8; PROG_INFO_LEN];
+        let mut attr = InfoByFd {
+            bpf_fd: self.fd.as_raw_fd() as u32,
+            info_len: PROG_INFO_LEN as u32,
+            info: info.as_mut_ptr() as u64,
+        };
+        bpf(OBJ_GET_INFO_BY_FD, &mut attr).map_err(|e| anyhow!("reading a BPF program's information: {e}"))?;
+        let name = &info[PROG_INFO_NAME..PROG_INFO_NAME + 16];
+        Ok(String::from_utf8_lossy(&name[..name.iter().position(|&b| b == 0).unwrap_or(16)]).into_owned())
     }
 
     /// Runs it at every hit of tracepoint `id` (on every CPU), until the returned event is dropped.

@@ -12,7 +12,7 @@ use super::identity::{self, Layout};
 use super::{lock_kind, site_of, Sums, Where};
 use crate::instruments::bpf::asm::{Asm, Cond, Helper, Insn, Size, FP, R0, R1, R2, R3, R6, R7, R8, R9};
 use crate::instruments::bpf::sys::{Map, MapKind, Program};
-use crate::instruments::bpf::{count, exit_unless_on, lookup, u32_of, u64_of, update, Counters, Stacks, Tasks};
+use crate::instruments::bpf::{count, exit_unless_on, lookup, u32_of, u64_of, update, Counters, Meter, Stacks, Tasks};
 use crate::instruments::kallsyms::KernelSymbols;
 use crate::instruments::perf::PerfEvent;
 use crate::instruments::tracefs::{event_id, field};
@@ -24,13 +24,14 @@ const SITES: u32 = 16 * 1024;
 /// One run's in-kernel lock profile.
 pub struct BpfLocks {
     counters: Counters,
+    meter: Meter,
     sites: Map,
     stacks: Stacks,
     // The attachments go first, so nothing runs while the maps are read or closed.
     _events: Vec<PerfEvent>,
-    _programs: Vec<Program>,
+    programs: Vec<Program>,
     _pending: Map,
-    _tasks: Tasks,
+    tasks: Tasks,
 }
 
 impl BpfLocks {
@@ -52,17 +53,21 @@ impl BpfLocks {
         ];
         Ok(BpfLocks {
             counters,
+            meter: Meter::new(),
             sites,
             stacks,
             _events: events,
-            _programs: vec![begin, end],
+            programs: vec![begin, end],
             _pending: pending,
-            _tasks: tasks,
+            tasks,
         })
     }
 
-    pub fn switch(&self, on: bool) -> Result<()> {
-        self.counters.switch(on)
+    pub fn switch(&mut self, on: bool) -> Result<()> {
+        self.counters.switch(on)?;
+        let programs: Vec<&Program> = self.programs.iter().chain([&self.tasks.program]).collect();
+        self.meter.mark(on, &programs);
+        Ok(())
     }
 
     /// Reads the totals and names their sites.
@@ -92,7 +97,8 @@ impl BpfLocks {
             let at = Where { site, kind: lock_kind(flags), lock: symbols.variable(lock), object };
             sums.add(at, n, wait_ns, max_ns);
         }
-        Ok(sums.profile(self.counters.lost()?, Collector::Bpf))
+        let profile = sums.profile(self.counters.lost()?, Collector::Bpf);
+        Ok(LockProfile { programs: self.meter.cost(), ..profile })
     }
 }
 

@@ -8,7 +8,7 @@ use anyhow::Result;
 use super::{Sleeps, SLEEPING};
 use crate::instruments::bpf::asm::{Asm, Cond, Helper, Insn, Size, FP, R0, R1, R2, R3, R6, R7, R8, R9};
 use crate::instruments::bpf::sys::{Map, MapKind, Program};
-use crate::instruments::bpf::{count, exit_unless_on, lookup, u32_of, u64_of, update, Counters, Stacks, Tasks};
+use crate::instruments::bpf::{count, exit_unless_on, lookup, u32_of, u64_of, update, Counters, Meter, Stacks, Tasks};
 use crate::instruments::kallsyms::KernelSymbols;
 use crate::instruments::perf::PerfEvent;
 use crate::instruments::tracefs::{event_id, field};
@@ -19,13 +19,14 @@ const SITES: u32 = 16 * 1024;
 
 pub struct BpfSleeps {
     counters: Counters,
+    meter: Meter,
     sites: Map,
     stacks: Stacks,
     // The attachments go first, so nothing runs while the maps are read or closed.
     _events: Vec<PerfEvent>,
-    _programs: Vec<Program>,
+    programs: Vec<Program>,
     _sleeping: Map,
-    _tasks: Tasks,
+    tasks: Tasks,
 }
 
 impl BpfSleeps {
@@ -46,17 +47,21 @@ impl BpfSleeps {
         ];
         Ok(BpfSleeps {
             counters,
+            meter: Meter::new(),
             sites,
             stacks,
             _events: events,
-            _programs: vec![switch, wakeup],
+            programs: vec![switch, wakeup],
             _sleeping: sleeping,
-            _tasks: tasks,
+            tasks,
         })
     }
 
-    pub fn switch(&self, on: bool) -> Result<()> {
-        self.counters.switch(on)
+    pub fn switch(&mut self, on: bool) -> Result<()> {
+        self.counters.switch(on)?;
+        let programs: Vec<&Program> = self.programs.iter().chain([&self.tasks.program]).collect();
+        self.meter.mark(on, &programs);
+        Ok(())
     }
 
     pub fn finish(mut self) -> Result<OffCpuProfile> {
@@ -74,7 +79,8 @@ impl BpfSleeps {
                 u64_of(&value, 24),
             );
         }
-        Ok(sleeps.profile(KernelSymbols::get()?, self.counters.lost()?, Collector::Bpf))
+        let profile = sleeps.profile(KernelSymbols::get()?, self.counters.lost()?, Collector::Bpf);
+        Ok(OffCpuProfile { programs: self.meter.cost(), ..profile })
     }
 }
 

@@ -133,6 +133,7 @@ impl Sleeps {
         }
         OffCpuProfile {
             method,
+            programs: None,
             sleeps,
             asleep_s: asleep_ns as f64 / 1e9,
             wake_to_run_s: wake_ns as f64 / 1e9,
