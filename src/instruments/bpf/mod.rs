@@ -157,11 +157,13 @@ pub struct Meter {
     during: Option<ProgramCost>,
 }
 
-impl Meter {
-    pub fn new() -> Meter {
+impl Default for Meter {
+    fn default() -> Meter {
         Meter { _stats: RunStats::enable().ok(), at_start: None, during: None }
     }
+}
 
+impl Meter {
     fn total(&self, programs: &[&Program]) -> Option<(u64, u64)> {
         self._stats.as_ref()?;
         programs.iter().try_fold((0, 0), |(runs, ns), p| p.runs().ok().map(|(r, n)| (runs + r, ns + n)))

@@ -53,7 +53,7 @@ impl BpfLocks {
         ];
         Ok(BpfLocks {
             counters,
-            meter: Meter::new(),
+            meter: Meter::default(),
             sites,
             stacks,
             _events: events,

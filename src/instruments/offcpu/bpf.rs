@@ -47,7 +47,7 @@ impl BpfSleeps {
         ];
         Ok(BpfSleeps {
             counters,
-            meter: Meter::new(),
+            meter: Meter::default(),
             sites,
             stacks,
             _events: events,
