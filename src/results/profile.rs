@@ -149,7 +149,8 @@ impl LockProfile {
     /// Ranks `sites` by wait and keeps the top [`MAX_LOCK_SITES`], summing the rest.
     pub fn from_sites(contentions: u64, lost_events: u64, mut sites: Vec<LockSite>) -> LockProfile {
         sites.sort_by(|a, b| b.wait_s.total_cmp(&a.wait_s).then_with(|| a.site.cmp(&b.site)));
-        let wait_s = sites.iter().map(|s| s.wait_s).sum();
+        // A fold from +0: an empty sum is -0.0, which would print as "-0.00".
+        let wait_s = sites.iter().map(|s| s.wait_s).fold(0.0, |a, b| a + b);
         if sites.len() > MAX_LOCK_SITES {
             let tail = sites.split_off(MAX_LOCK_SITES - 1);
             sites.push(LockSite {
