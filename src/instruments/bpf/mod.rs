@@ -186,6 +186,82 @@ impl Meter {
     }
 }
 
+/// The maps every in-kernel profile starts from: the tasks it follows,
+/// its switch and counters, and the stack map.
+pub struct Base {
+    pub tasks: Tasks,
+    pub counters: Counters,
+    pub stacks: Stacks,
+}
+
+impl Base {
+    pub fn new(tasks: &[i32]) -> Result<Base> {
+        Ok(Base { tasks: Tasks::new(tasks)?, counters: Counters::new()?, stacks: Stacks::new()? })
+    }
+}
+
+/// A program to load, and the tracepoint (`system`, `event`) it runs at.
+pub struct Attachment {
+    pub name: &'static str,
+    pub insns: Vec<asm::Insn>,
+    pub tracepoint: (&'static str, &'static str),
+}
+
+/// An in-kernel profile running: its programs attached, the maps they
+/// fill, and the meter of their cost.
+pub struct Collection {
+    // The attachments go first, so nothing runs while the maps are read or closed.
+    _events: Vec<PerfEvent>,
+    programs: Vec<Program>,
+    base: Base,
+    meter: Meter,
+    /// Each task's open wait or sleep.
+    _open: Map,
+    totals: Map,
+}
+
+/// What a collection's programs summed, once they stopped.
+pub struct Totals {
+    pub entries: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Events not recorded (full maps, waits nested too deep).
+    pub lost: u64,
+    pub cost: Option<ProgramCost>,
+}
+
+impl Collection {
+    /// Loads and attaches `programs`, which fill `open` and `totals` from `base`'s maps.
+    pub fn attach(base: Base, open: Map, totals: Map, programs: Vec<Attachment>) -> Result<Collection> {
+        let mut loaded = Vec::new();
+        let mut events = Vec::new();
+        for p in programs {
+            let program = Program::load(p.name, &p.insns)?;
+            let (system, event) = p.tracepoint;
+            events.push(program.attach(event_id(system, event)?, &format!("{system}:{event}"))?);
+            loaded.push(program);
+        }
+        Ok(Collection { _events: events, programs: loaded, base, meter: Meter::default(), _open: open, totals })
+    }
+
+    /// Turns the programs on for the window, or off.
+    pub fn switch(&mut self, on: bool) -> Result<()> {
+        self.base.counters.switch(on)?;
+        let programs: Vec<&Program> = self.programs.iter().chain([&self.base.tasks.program]).collect();
+        self.meter.mark(on, &programs);
+        Ok(())
+    }
+
+    /// Turns them off for good and reads what they summed.
+    pub fn read(&mut self) -> Result<Totals> {
+        self.base.counters.switch(false)?;
+        Ok(Totals { entries: self.totals.entries()?, lost: self.base.counters.lost()?, cost: self.meter.cost() })
+    }
+
+    /// The stacks the totals refer to.
+    pub fn stacks(&mut self) -> &mut Stacks {
+        &mut self.base.stacks
+    }
+}
+
 /// The stack map, and its stacks read back.
 pub struct Stacks {
     pub map: Map,

@@ -237,21 +237,8 @@ impl Program {
         }
     }
 
-    /// How often it ran and for how long in all (ns), counted while a [`RunStats`] is held.
-    pub fn runs(&self) -> Result<(u64, u64)> {
-        let mut info = vec![0u8; PROG_INFO_LEN];
-        let mut attr = InfoByFd {
-            bpf_fd: self.fd.as_raw_fd() as u32,
-            info_len: PROG_INFO_LEN as u32,
-            info: info.as_mut_ptr() as u64,
-        };
-        bpf(OBJ_GET_INFO_BY_FD, &mut attr).map_err(|e| anyhow!("reading a BPF program's statistics: {e}"))?;
-        let at = |o: usize| u64::from_ne_bytes(info[o..o + 8].try_into().expect("8 bytes"));
-        Ok((at(PROG_INFO_RUN_CNT), at(PROG_INFO_RUN_TIME_NS)))
-    }
-
-    /// Its name as the kernel keeps it (a check of the layout read by [`Program::runs`]).
-    pub fn name(&self) -> Result<String> {
+    /// `struct bpf_prog_info` as the kernel fills it for this program.
+    fn info(&self) -> Result<Vec<u8>> {
         let mut info = vec![0u8; PROG_INFO_LEN];
         let mut attr = InfoByFd {
             bpf_fd: self.fd.as_raw_fd() as u32,
@@ -259,6 +246,19 @@ impl Program {
             info: info.as_mut_ptr() as u64,
         };
         bpf(OBJ_GET_INFO_BY_FD, &mut attr).map_err(|e| anyhow!("reading a BPF program's information: {e}"))?;
+        Ok(info)
+    }
+
+    /// How often it ran and for how long in all (ns), counted while a [`RunStats`] is held.
+    pub fn runs(&self) -> Result<(u64, u64)> {
+        let info = self.info()?;
+        let at = |o: usize| u64::from_ne_bytes(info[o..o + 8].try_into().expect("8 bytes"));
+        Ok((at(PROG_INFO_RUN_CNT), at(PROG_INFO_RUN_TIME_NS)))
+    }
+
+    /// Its name as the kernel keeps it (a check of the layout [`Program::runs`] reads).
+    pub fn name(&self) -> Result<String> {
+        let info = self.info()?;
         let name = &info[PROG_INFO_NAME..PROG_INFO_NAME + 16];
         Ok(String::from_utf8_lossy(&name[..name.iter().position(|&b| b == 0).unwrap_or(16)]).into_owned())
     }
@@ -281,5 +281,55 @@ fn hint(e: &std::io::Error) -> &'static str {
         Some(libc::EPERM) | Some(libc::EACCES) => " (BPF needs root, or CAP_BPF and CAP_PERFMON)",
         Some(libc::ENOSYS) => " (this kernel has no BPF)",
         _ => "",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::instruments::bpf::asm::Asm;
+    use crate::instruments::tracefs;
+
+    #[test]
+    fn a_loaded_program_is_named_and_its_runs_counted_by_the_kernel() {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            assert!(std::env::var_os("CI").is_none(), "CI runs the tests as root");
+            eprintln!("SKIPPED a_loaded_program_is_named_and_its_runs_counted_by_the_kernel: needs root");
+            return;
+        }
+        let mut a = Asm::new();
+        a.return_zero();
+        let program = Program::load("fsscale_probe", &a.finish()).unwrap();
+        // The name sits where `runs` reads the statistics from: the layout holds.
+        assert_eq!(program.name().unwrap(), "fsscale_probe");
+        tracefs::ensure_mounted().unwrap();
+        let stats = RunStats::enable().unwrap();
+        let id = tracefs::event_id("syscalls", "sys_enter_getppid").unwrap();
+        let event = program.attach(id, "syscalls:sys_enter_getppid").unwrap();
+        for _ in 0..5 {
+            // SAFETY: getppid has no preconditions.
+            unsafe { libc::getppid() };
+        }
+        let (runs, ns) = program.runs().unwrap();
+        assert!(runs >= 5, "{runs} runs");
+        assert!(ns > 0 && ns / runs < 1_000_000, "{ns} ns over {runs} runs");
+        drop((event, stats));
+    }
+
+    #[test]
+    fn a_program_the_verifier_refuses_is_named_with_its_reasons() {
+        // SAFETY: as above.
+        if unsafe { libc::geteuid() } != 0 {
+            assert!(std::env::var_os("CI").is_none(), "CI runs the tests as root");
+            eprintln!("SKIPPED a_program_the_verifier_refuses_is_named_with_its_reasons: needs root");
+            return;
+        }
+        // Returns without setting r0.
+        let mut a = Asm::new();
+        a.exit();
+        let error = Program::load("fsscale_bad", &a.finish()).err().unwrap().to_string();
+        assert!(error.starts_with("the kernel refused the BPF program fsscale_bad: "), "{error}");
+        assert!(error.contains("R0 !read_ok"), "the verifier's words: {error}");
     }
 }

@@ -11,11 +11,12 @@ use anyhow::Result;
 use super::identity::{self, Layout};
 use super::{lock_kind, site_of, Sums, Where};
 use crate::instruments::bpf::asm::{Asm, Cond, Helper, Insn, Size, FP, R0, R1, R2, R3, R6, R7, R8, R9};
-use crate::instruments::bpf::sys::{Map, MapKind, Program};
-use crate::instruments::bpf::{count, exit_unless_on, lookup, u32_of, u64_of, update, Counters, Meter, Stacks, Tasks};
+use crate::instruments::bpf::sys::{Map, MapKind};
+use crate::instruments::bpf::{
+    count, exit_unless_on, lookup, u32_of, u64_of, update, Attachment, Base, Collection, Counters,
+};
 use crate::instruments::kallsyms::KernelSymbols;
-use crate::instruments::perf::PerfEvent;
-use crate::instruments::tracefs::{event_id, field};
+use crate::instruments::tracefs::field;
 use crate::results::{Collector, LockProfile};
 
 /// Distinct (lock, stack, kind) totals a run can hold.
@@ -23,66 +24,51 @@ const SITES: u32 = 16 * 1024;
 
 /// One run's in-kernel lock profile.
 pub struct BpfLocks {
-    counters: Counters,
-    meter: Meter,
-    sites: Map,
-    stacks: Stacks,
-    // The attachments go first, so nothing runs while the maps are read or closed.
-    _events: Vec<PerfEvent>,
-    programs: Vec<Program>,
-    _pending: Map,
-    tasks: Tasks,
+    collection: Collection,
 }
 
 impl BpfLocks {
     pub fn arm(tasks: &[i32]) -> Result<BpfLocks> {
-        let tasks = Tasks::new(tasks)?;
-        let counters = Counters::new()?;
-        let stacks = Stacks::new()?;
+        let base = Base::new(tasks)?;
         // Per (task, level): start (ns), lock, stack id, flags.
         let pending = Map::create(MapKind::Hash, "fsscale_waits", 8, 24, 64 * 1024)?;
         // Per (lock, stack id, flags): count, wait (ns), longest (ns), and the lock's object: inode number, device, mode and kind.
         let sites = Map::create(MapKind::Hash, "fsscale_sites", 16, 40, SITES)?;
         // Without the kernel's type information, locks are known by their sites only.
         let layout = Layout::read().ok();
-        let begin = Program::load("fsscale_lock_in", &begin_program(&tasks.map, &pending, &stacks.map, &counters)?)?;
-        let end = Program::load("fsscale_lock_out", &end_program(&pending, &sites, &counters, layout.as_ref())?)?;
-        let events = vec![
-            begin.attach(event_id("lock", "contention_begin")?, "lock:contention_begin")?,
-            end.attach(event_id("lock", "contention_end")?, "lock:contention_end")?,
+        let programs = vec![
+            Attachment {
+                name: "fsscale_lock_in",
+                insns: begin_program(&base.tasks.map, &pending, &base.stacks.map, &base.counters)?,
+                tracepoint: ("lock", "contention_begin"),
+            },
+            Attachment {
+                name: "fsscale_lock_out",
+                insns: end_program(&pending, &sites, &base.counters, layout.as_ref())?,
+                tracepoint: ("lock", "contention_end"),
+            },
         ];
-        Ok(BpfLocks {
-            counters,
-            meter: Meter::default(),
-            sites,
-            stacks,
-            _events: events,
-            programs: vec![begin, end],
-            _pending: pending,
-            tasks,
-        })
+        Ok(BpfLocks { collection: Collection::attach(base, pending, sites, programs)? })
     }
 
     pub fn switch(&mut self, on: bool) -> Result<()> {
-        self.counters.switch(on)?;
-        let programs: Vec<&Program> = self.programs.iter().chain([&self.tasks.program]).collect();
-        self.meter.mark(on, &programs);
-        Ok(())
+        self.collection.switch(on)
     }
 
     /// Reads the totals and names their sites.
     pub fn finish(mut self) -> Result<LockProfile> {
-        self.counters.switch(false)?;
+        let totals = self.collection.read()?;
         let symbols = KernelSymbols::get()?;
         let mut sums = Sums::default();
         let mut sites_of_stacks: HashMap<u32, String> = HashMap::new();
-        for (key, value) in self.sites.entries()? {
+        for (key, value) in totals.entries {
             let (lock, stack, flags) = (u64_of(&key, 0), u32_of(&key, 8), u32_of(&key, 12));
             let site = match sites_of_stacks.get(&stack) {
                 Some(site) => site.clone(),
                 None => {
                     let names: Vec<&str> = self
-                        .stacks
+                        .collection
+                        .stacks()
                         .frames(stack)?
                         .iter()
                         .map(|&a| symbols.function(a).unwrap_or("[unknown]"))
@@ -97,8 +83,7 @@ impl BpfLocks {
             let at = Where { site, kind: lock_kind(flags), lock: symbols.variable(lock), object };
             sums.add(at, n, wait_ns, max_ns);
         }
-        let profile = sums.profile(self.counters.lost()?, Collector::Bpf);
-        Ok(LockProfile { programs: self.meter.cost(), ..profile })
+        Ok(LockProfile { programs: totals.cost, ..sums.profile(totals.lost, Collector::Bpf) })
     }
 }
 

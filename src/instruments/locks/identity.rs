@@ -78,6 +78,15 @@ fn read(a: &mut Asm, to: i16, size: i32, failed: &'static str) {
     a.jump_if(Cond::Ne, R0, 0, failed);
 }
 
+/// r7 = the inode whose field at `field` the lock at `key` would be; to
+/// `otherwise` unless its `i_mapping` points at its own `i_data`, as every inode's does.
+fn inode_around(a: &mut Asm, layout: &Layout, key: i16, field: i32, scratch: i16, otherwise: &'static str) {
+    a.load(Size::U64, R7, FP, key).add_imm(R7, -field);
+    a.mov(R3, R7).add_imm(R3, layout.i_mapping);
+    read(a, scratch, 8, otherwise);
+    a.load(Size::U64, R1, FP, scratch).mov(R2, R7).add_imm(R2, layout.i_data).jump_if_reg(Cond::Ne, R1, R2, otherwise);
+}
+
 /// Code that fills a new site's object fields (value at `value`: inode
 /// number at +24, device at +32, mode and kind at +36) from the lock at
 /// `key` (+0) with flags at `key + 12`; leaves them zero when the lock is
@@ -89,10 +98,7 @@ pub fn emit(a: &mut Asm, layout: &Layout, key: i16, value: i16, scratch: i16) {
     a.jump_if(Cond::Eq, R9, SPIN as i32, "dentry");
     a.and_imm(R9, (SPIN | MUTEX | PERCPU | RT) as i32).jump_if(Cond::Ne, R9, 0, "known");
     a.load(Size::U32, R9, FP, key + 12).and_imm(R9, (READ | WRITE) as i32).jump_if(Cond::Eq, R9, 0, "known");
-    a.load(Size::U64, R7, FP, key).add_imm(R7, -layout.i_rwsem);
-    a.mov(R3, R7).add_imm(R3, layout.i_mapping);
-    read(a, scratch, 8, "known");
-    a.load(Size::U64, R1, FP, scratch).mov(R2, R7).add_imm(R2, layout.i_data).jump_if_reg(Cond::Ne, R1, R2, "known");
+    inode_around(a, layout, key, layout.i_rwsem, scratch, "known");
     a.store_imm(Size::U32, FP, mode, INODE << 16).jump("inode");
     a.label("dentry");
     a.load(Size::U64, R7, FP, key).add_imm(R7, -layout.d_lock);
@@ -107,10 +113,7 @@ pub fn emit(a: &mut Asm, layout: &Layout, key: i16, value: i16, scratch: i16) {
     a.load(Size::U64, R7, FP, scratch).jump_if(Cond::Eq, R7, 0, "known");
     // Not a dentry's: an inode's own spinlock (i_lock)?
     a.label("inode_lock");
-    a.load(Size::U64, R7, FP, key).add_imm(R7, -layout.i_lock);
-    a.mov(R3, R7).add_imm(R3, layout.i_mapping);
-    read(a, scratch, 8, "super");
-    a.load(Size::U64, R1, FP, scratch).mov(R2, R7).add_imm(R2, layout.i_data).jump_if_reg(Cond::Ne, R1, R2, "super");
+    inode_around(a, layout, key, layout.i_lock, scratch, "super");
     a.store_imm(Size::U32, FP, mode, INODE << 16).jump("inode");
     // Nor an inode's: a super block's inode list lock? Its root dentry points back to it.
     a.label("super");

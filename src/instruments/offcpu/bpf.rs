@@ -7,80 +7,59 @@ use anyhow::Result;
 
 use super::{Sleeps, SLEEPING};
 use crate::instruments::bpf::asm::{Asm, Cond, Helper, Insn, Size, FP, R0, R1, R2, R3, R6, R7, R8, R9};
-use crate::instruments::bpf::sys::{Map, MapKind, Program};
-use crate::instruments::bpf::{count, exit_unless_on, lookup, u32_of, u64_of, update, Counters, Meter, Stacks, Tasks};
+use crate::instruments::bpf::sys::{Map, MapKind};
+use crate::instruments::bpf::{
+    count, exit_unless_on, lookup, u32_of, u64_of, update, Attachment, Base, Collection, Counters,
+};
 use crate::instruments::kallsyms::KernelSymbols;
-use crate::instruments::perf::PerfEvent;
-use crate::instruments::tracefs::{event_id, field};
+use crate::instruments::tracefs::field;
 use crate::results::{Collector, OffCpuProfile};
 
 /// Distinct (stack, state) totals a run can hold.
 const SITES: u32 = 16 * 1024;
 
 pub struct BpfSleeps {
-    counters: Counters,
-    meter: Meter,
-    sites: Map,
-    stacks: Stacks,
-    // The attachments go first, so nothing runs while the maps are read or closed.
-    _events: Vec<PerfEvent>,
-    programs: Vec<Program>,
-    _sleeping: Map,
-    tasks: Tasks,
+    collection: Collection,
 }
 
 impl BpfSleeps {
     pub fn arm(tasks: &[i32]) -> Result<BpfSleeps> {
-        let tasks = Tasks::new(tasks)?;
-        let counters = Counters::new()?;
-        let stacks = Stacks::new()?;
+        let base = Base::new(tasks)?;
         // Per task: switched out (ns), woken (ns, 0 until then), stack id, state.
         let sleeping = Map::create(MapKind::Hash, "fsscale_asleep", 4, 24, 64 * 1024)?;
         // Per (stack id, state): count, asleep (ns), wakeup to run (ns), longest asleep (ns).
         let sites = Map::create(MapKind::Hash, "fsscale_sleeps", 8, 32, SITES)?;
-        let switch =
-            Program::load("fsscale_switch", &switch_program(&tasks.map, &sleeping, &sites, &stacks.map, &counters)?)?;
-        let wakeup = Program::load("fsscale_wakeup", &wakeup_program(&sleeping, &counters)?)?;
-        let events = vec![
-            switch.attach(event_id("sched", "sched_switch")?, "sched:sched_switch")?,
-            wakeup.attach(event_id("sched", "sched_wakeup")?, "sched:sched_wakeup")?,
+        let programs = vec![
+            Attachment {
+                name: "fsscale_switch",
+                insns: switch_program(&base.tasks.map, &sleeping, &sites, &base.stacks.map, &base.counters)?,
+                tracepoint: ("sched", "sched_switch"),
+            },
+            Attachment {
+                name: "fsscale_wakeup",
+                insns: wakeup_program(&sleeping, &base.counters)?,
+                tracepoint: ("sched", "sched_wakeup"),
+            },
         ];
-        Ok(BpfSleeps {
-            counters,
-            meter: Meter::default(),
-            sites,
-            stacks,
-            _events: events,
-            programs: vec![switch, wakeup],
-            _sleeping: sleeping,
-            tasks,
-        })
+        Ok(BpfSleeps { collection: Collection::attach(base, sleeping, sites, programs)? })
     }
 
     pub fn switch(&mut self, on: bool) -> Result<()> {
-        self.counters.switch(on)?;
-        let programs: Vec<&Program> = self.programs.iter().chain([&self.tasks.program]).collect();
-        self.meter.mark(on, &programs);
-        Ok(())
+        self.collection.switch(on)
     }
 
     pub fn finish(mut self) -> Result<OffCpuProfile> {
-        self.counters.switch(false)?;
+        let totals = self.collection.read()?;
         let mut sleeps = Sleeps::default();
-        for (key, value) in self.sites.entries()? {
+        for (key, value) in totals.entries {
             let (stack, state) = (u32_of(&key, 0), u32_of(&key, 4));
-            let frames = self.stacks.frames(stack)?.to_vec();
-            sleeps.add(
-                &frames,
-                state.into(),
-                u64_of(&value, 0),
-                u64_of(&value, 8),
-                u64_of(&value, 16),
-                u64_of(&value, 24),
-            );
+            let frames = self.collection.stacks().frames(stack)?.to_vec();
+            let (count, asleep, wake_to_run, longest) =
+                (u64_of(&value, 0), u64_of(&value, 8), u64_of(&value, 16), u64_of(&value, 24));
+            sleeps.add(&frames, state.into(), count, asleep, wake_to_run, longest);
         }
-        let profile = sleeps.profile(KernelSymbols::get()?, self.counters.lost()?, Collector::Bpf);
-        Ok(OffCpuProfile { programs: self.meter.cost(), ..profile })
+        let profile = sleeps.profile(KernelSymbols::get()?, totals.lost, Collector::Bpf);
+        Ok(OffCpuProfile { programs: totals.cost, ..profile })
     }
 }
 
