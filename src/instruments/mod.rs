@@ -113,11 +113,38 @@ impl InstrumentConfig {
     }
 }
 
+/// One run's tracepoint profile (`P`), however it is collected: off until
+/// the window, on in it, read after.
+pub trait Collect<P> {
+    fn switch(&mut self, on: bool) -> Result<()>;
+    /// Empties what would fill during the window (tracefs' buffers; BPF's maps need not be).
+    fn drain(&mut self) -> Result<()> {
+        Ok(())
+    }
+    fn finish(self: Box<Self>) -> Result<P>;
+}
+
+/// The collector of `method` for the tasks: BPF's or tracefs'.
+fn collector<P, B, T>(
+    method: Collector,
+    bpf: impl FnOnce() -> Result<B>,
+    tracefs: impl FnOnce() -> Result<T>,
+) -> Result<Box<dyn Collect<P>>>
+where
+    B: Collect<P> + 'static,
+    T: Collect<P> + 'static,
+{
+    Ok(match method {
+        Collector::Bpf => Box::new(bpf()?),
+        Collector::Tracefs => Box::new(tracefs()?),
+    })
+}
+
 /// One run's armed instruments.
 #[derive(Default)]
 pub struct RunInstruments {
-    locks: Option<locks::LockTracer>,
-    offcpu: Option<offcpu::OffCpuTracer>,
+    locks: Option<Box<dyn Collect<crate::results::LockProfile>>>,
+    offcpu: Option<Box<dyn Collect<crate::results::OffCpuProfile>>>,
     cpu: Option<cpu::CpuSampler>,
     verify: Option<verify::SyscallCounter>,
 }
@@ -132,10 +159,12 @@ impl RunInstruments {
     ) -> Result<RunInstruments> {
         let mut armed = RunInstruments::default();
         if config.locks {
-            armed.locks = Some(locks::LockTracer::arm(tasks, config.via.unwrap_or_default())?);
+            let (bpf, tracefs) = (|| locks::bpf::BpfLocks::arm(tasks), || locks::tracefs::TracefsLocks::arm(tasks));
+            armed.locks = Some(collector(config.via.unwrap_or_default(), bpf, tracefs)?);
         }
         if config.offcpu {
-            armed.offcpu = Some(offcpu::OffCpuTracer::arm(tasks, config.via.unwrap_or_default())?);
+            let (bpf, tracefs) = (|| offcpu::bpf::BpfSleeps::arm(tasks), || offcpu::tracefs::TracefsSleeps::arm(tasks));
+            armed.offcpu = Some(collector(config.via.unwrap_or_default(), bpf, tracefs)?);
         }
         if config.cpu {
             armed.cpu = Some(cpu::CpuSampler::arm(tasks)?);
@@ -151,10 +180,10 @@ impl RunInstruments {
     /// the workers' op counters, just before and after the counters go on.
     pub fn start(&mut self, ops: impl Fn() -> u64) -> Result<()> {
         if let Some(l) = &mut self.locks {
-            l.start()?;
+            l.switch(true)?;
         }
         if let Some(o) = &mut self.offcpu {
-            o.start()?;
+            o.switch(true)?;
         }
         if let Some(c) = &mut self.cpu {
             c.start()?;
@@ -188,10 +217,10 @@ impl RunInstruments {
             c.stop()?;
         }
         if let Some(o) = &mut self.offcpu {
-            o.stop()?;
+            o.switch(false)?;
         }
         if let Some(l) = &mut self.locks {
-            l.stop()?;
+            l.switch(false)?;
         }
         Ok(())
     }

@@ -17,6 +17,7 @@ use crate::instruments::bpf::{
 };
 use crate::instruments::kallsyms::KernelSymbols;
 use crate::instruments::tracefs::field;
+use crate::instruments::Collect;
 use crate::results::{Collector, LockProfile};
 
 /// Distinct (lock, stack, kind) totals a run can hold.
@@ -50,13 +51,15 @@ impl BpfLocks {
         ];
         Ok(BpfLocks { collection: Collection::attach(base, pending, sites, programs)? })
     }
+}
 
-    pub fn switch(&mut self, on: bool) -> Result<()> {
+impl Collect<LockProfile> for BpfLocks {
+    fn switch(&mut self, on: bool) -> Result<()> {
         self.collection.switch(on)
     }
 
     /// Reads the totals and names their sites.
-    pub fn finish(mut self) -> Result<LockProfile> {
+    fn finish(mut self: Box<Self>) -> Result<LockProfile> {
         let totals = self.collection.read()?;
         let symbols = KernelSymbols::get()?;
         let mut sums = Sums::default();

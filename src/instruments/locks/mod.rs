@@ -10,8 +10,6 @@ pub mod tracefs;
 
 use std::collections::HashMap;
 
-use anyhow::Result;
-
 use crate::results::{Collector, LockObject, LockProfile, LockSite};
 
 /// The tracepoints' flags (include/trace/events/lock.h, `LCB_F_*`).
@@ -156,51 +154,6 @@ impl Sums {
             })
             .collect();
         LockProfile { method, ..LockProfile::from_sites(self.contentions, lost, sites) }
-    }
-}
-
-/// One run's lock tracing, collected one way or the other.
-pub enum LockTracer {
-    Bpf(bpf::BpfLocks),
-    Tracefs(tracefs::TracefsLocks),
-}
-
-impl LockTracer {
-    /// Arms the tracing of `tasks` (and of every task they start) with `method`.
-    pub fn arm(tasks: &[i32], method: Collector) -> Result<LockTracer> {
-        Ok(match method {
-            Collector::Bpf => LockTracer::Bpf(bpf::BpfLocks::arm(tasks)?),
-            Collector::Tracefs => LockTracer::Tracefs(tracefs::TracefsLocks::arm(tasks)?),
-        })
-    }
-
-    pub fn start(&mut self) -> Result<()> {
-        match self {
-            LockTracer::Bpf(b) => b.switch(true),
-            LockTracer::Tracefs(t) => t.start(),
-        }
-    }
-
-    /// Empties the trace buffers during the window (the BPF maps need not be).
-    pub fn drain(&mut self) -> Result<()> {
-        match self {
-            LockTracer::Bpf(_) => Ok(()),
-            LockTracer::Tracefs(t) => t.drain(),
-        }
-    }
-
-    pub fn stop(&mut self) -> Result<()> {
-        match self {
-            LockTracer::Bpf(b) => b.switch(false),
-            LockTracer::Tracefs(t) => t.stop(),
-        }
-    }
-
-    pub fn finish(self) -> Result<LockProfile> {
-        match self {
-            LockTracer::Bpf(b) => b.finish(),
-            LockTracer::Tracefs(t) => t.finish(),
-        }
     }
 }
 

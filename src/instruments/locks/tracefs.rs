@@ -12,6 +12,7 @@ use super::{lock_kind, site_of, Sums, Where};
 use crate::instruments::kallsyms::KernelSymbols;
 use crate::instruments::ringbuf::RawEvent;
 use crate::instruments::tracefs::{event_id, Recording};
+use crate::instruments::Collect;
 use crate::results::{Collector, LockProfile};
 
 /// The ids of the events read (their fields sit at fixed offsets, see `Pairing::event`).
@@ -30,7 +31,7 @@ pub struct TracefsLocks {
 
 impl TracefsLocks {
     /// A private instance that will record the contentions of `tasks` and
-    /// of every task they start, once [`TracefsLocks::start`] turns it on.
+    /// of every task they start, once [`Collect::switch`] turns it on.
     pub fn arm(tasks: &[i32]) -> Result<TracefsLocks> {
         let ids = Ids {
             begin: event_id("lock", "contention_begin")?,
@@ -46,23 +47,21 @@ impl TracefsLocks {
         })?;
         Ok(TracefsLocks { recording, pairing: Pairing::new(ids, symbols) })
     }
+}
 
-    pub fn start(&mut self) -> Result<()> {
-        self.recording.switch(true)
+impl Collect<LockProfile> for TracefsLocks {
+    fn switch(&mut self, on: bool) -> Result<()> {
+        self.recording.switch(on)
     }
 
     /// Reads what the buffers hold now (during the window, so that they do not fill).
-    pub fn drain(&mut self) -> Result<()> {
+    fn drain(&mut self) -> Result<()> {
         let pairing = &mut self.pairing;
         self.recording.drain(false, |e| pairing.event(e))
     }
 
-    pub fn stop(&mut self) -> Result<()> {
-        self.recording.switch(false)
-    }
-
     /// Reads the rest and sums the run's waits per site.
-    pub fn finish(mut self) -> Result<LockProfile> {
+    fn finish(mut self: Box<Self>) -> Result<LockProfile> {
         let pairing = &mut self.pairing;
         self.recording.drain(true, |e| pairing.event(e))?;
         let lost = self.recording.lost().context("reading the trace buffers' statistics")?;

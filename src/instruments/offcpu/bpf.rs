@@ -13,6 +13,7 @@ use crate::instruments::bpf::{
 };
 use crate::instruments::kallsyms::KernelSymbols;
 use crate::instruments::tracefs::field;
+use crate::instruments::Collect;
 use crate::results::{Collector, OffCpuProfile};
 
 /// Distinct (stack, state) totals a run can hold.
@@ -43,12 +44,14 @@ impl BpfSleeps {
         ];
         Ok(BpfSleeps { collection: Collection::attach(base, sleeping, sites, programs)? })
     }
+}
 
-    pub fn switch(&mut self, on: bool) -> Result<()> {
+impl Collect<OffCpuProfile> for BpfSleeps {
+    fn switch(&mut self, on: bool) -> Result<()> {
         self.collection.switch(on)
     }
 
-    pub fn finish(mut self) -> Result<OffCpuProfile> {
+    fn finish(mut self: Box<Self>) -> Result<OffCpuProfile> {
         let totals = self.collection.read()?;
         let mut sleeps = Sleeps::default();
         for (key, value) in totals.entries {

@@ -15,8 +15,6 @@ pub mod tracefs;
 
 use std::collections::{BTreeMap, HashMap};
 
-use anyhow::Result;
-
 use super::kallsyms::KernelSymbols;
 use super::locks::{is_lock_internal, is_tracing, site_where};
 use crate::results::{Collector, OffCpuProfile, SleepSite};
@@ -140,49 +138,6 @@ impl Sleeps {
             lost_events: lost,
             sites: OffCpuProfile::rank(sites.into_values().collect()),
             folded,
-        }
-    }
-}
-
-/// One run's off-CPU tracing, collected one way or the other.
-pub enum OffCpuTracer {
-    Bpf(bpf::BpfSleeps),
-    Tracefs(tracefs::TracefsSleeps),
-}
-
-impl OffCpuTracer {
-    pub fn arm(tasks: &[i32], method: Collector) -> Result<OffCpuTracer> {
-        Ok(match method {
-            Collector::Bpf => OffCpuTracer::Bpf(bpf::BpfSleeps::arm(tasks)?),
-            Collector::Tracefs => OffCpuTracer::Tracefs(tracefs::TracefsSleeps::arm(tasks)?),
-        })
-    }
-
-    pub fn start(&mut self) -> Result<()> {
-        match self {
-            OffCpuTracer::Bpf(b) => b.switch(true),
-            OffCpuTracer::Tracefs(t) => t.switch(true),
-        }
-    }
-
-    pub fn drain(&mut self) -> Result<()> {
-        match self {
-            OffCpuTracer::Bpf(_) => Ok(()),
-            OffCpuTracer::Tracefs(t) => t.drain(),
-        }
-    }
-
-    pub fn stop(&mut self) -> Result<()> {
-        match self {
-            OffCpuTracer::Bpf(b) => b.switch(false),
-            OffCpuTracer::Tracefs(t) => t.switch(false),
-        }
-    }
-
-    pub fn finish(self) -> Result<OffCpuProfile> {
-        match self {
-            OffCpuTracer::Bpf(b) => b.finish(),
-            OffCpuTracer::Tracefs(t) => t.finish(),
         }
     }
 }

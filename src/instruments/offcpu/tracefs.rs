@@ -11,6 +11,7 @@ use super::{Sleeps, SLEEPING};
 use crate::instruments::kallsyms::KernelSymbols;
 use crate::instruments::ringbuf::RawEvent;
 use crate::instruments::tracefs::{event_id, field, Recording};
+use crate::instruments::Collect;
 use crate::results::{Collector, OffCpuProfile};
 
 /// The events' ids and their fields' offsets.
@@ -64,17 +65,19 @@ impl TracefsSleeps {
         })?;
         Ok(TracefsSleeps { recording, pairing: Pairing::new(layout, tasks) })
     }
+}
 
-    pub fn switch(&self, on: bool) -> Result<()> {
+impl Collect<OffCpuProfile> for TracefsSleeps {
+    fn switch(&mut self, on: bool) -> Result<()> {
         self.recording.switch(on)
     }
 
-    pub fn drain(&mut self) -> Result<()> {
+    fn drain(&mut self) -> Result<()> {
         let pairing = &mut self.pairing;
         self.recording.drain(false, |e| pairing.event(e))
     }
 
-    pub fn finish(mut self) -> Result<OffCpuProfile> {
+    fn finish(mut self: Box<Self>) -> Result<OffCpuProfile> {
         let pairing = &mut self.pairing;
         self.recording.drain(true, |e| pairing.event(e))?;
         let lost = self.recording.lost().context("reading the trace buffers' statistics")?;
