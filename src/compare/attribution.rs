@@ -44,6 +44,9 @@ pub struct Attribution {
     /// flame graph; not written with the comparison (each results file has them).
     #[serde(skip)]
     pub stacks: Option<(BTreeMap<String, u64>, BTreeMap<String, u64>)>,
+    /// The two sides' folded off-CPU stacks (µs asleep), as `stacks`.
+    #[serde(skip)]
+    pub sleep_stacks: Option<(BTreeMap<String, u64>, BTreeMap<String, u64>)>,
 }
 
 impl Attribution {
@@ -127,6 +130,7 @@ pub fn attribute(base: &Point, new: &Point) -> Option<Attribution> {
         sleeps: sleeps.as_ref().map_or_else(Vec::new, |((b, bs), (n, ns))| sleep_deltas(b, *bs, n, *ns)),
         cpu: cpu.as_ref().map_or_else(Vec::new, |(b, n)| function_deltas(b, n)),
         stacks: cpu.map(|(b, n)| (b.folded, n.folded)),
+        sleep_stacks: sleeps.map(|((b, _), (n, _))| (b.folded, n.folded)),
     })
 }
 

@@ -174,6 +174,7 @@ mod tests {
                 inclusive_share: (0.02, 0.06),
             }],
             stacks: None,
+            sleep_stacks: None,
         };
         let mut rendered = Vec::new();
         rendered.extend(lock_lines(&a));

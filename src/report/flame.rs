@@ -19,15 +19,28 @@ struct Node {
 
 /// What a graph's widths count, and its palette.
 #[derive(Clone, Copy)]
-struct Kind {
+pub struct Kind {
     /// `samples`, `µs asleep`.
     unit: &'static str,
     /// Blues (time off the CPU, by convention) instead of warm colours (time on it).
     cool: bool,
 }
 
-const ON_CPU: Kind = Kind { unit: "samples", cool: false };
-const OFF_CPU: Kind = Kind { unit: "µs asleep", cool: true };
+/// CPU samples, in warm colours.
+pub const ON_CPU: Kind = Kind { unit: "samples", cool: false };
+/// Time asleep, in blues.
+pub const OFF_CPU: Kind = Kind { unit: "µs asleep", cool: true };
+
+impl Kind {
+    /// What its widths count: `samples`, `time asleep`.
+    pub fn widths(self) -> &'static str {
+        if self.cool {
+            "time asleep"
+        } else {
+            "samples"
+        }
+    }
+}
 
 /// A colour from the name, so a function keeps its colour across graphs.
 fn colour(name: &str, kind: Kind) -> String {
@@ -53,14 +66,9 @@ fn tree(folded: &BTreeMap<String, u64>) -> Node {
     root
 }
 
-/// The flame graph of `folded` (`root;...;leaf` → samples).
-pub fn flame_graph_svg(folded: &BTreeMap<String, u64>, title: &str) -> Html {
-    graph(&tree(folded), None, title, ON_CPU)
-}
-
-/// The off-CPU flame graph of `folded` (`root;...;leaf` → µs asleep), in blues.
-pub fn off_cpu_flame_graph_svg(folded: &BTreeMap<String, u64>, title: &str) -> Html {
-    graph(&tree(folded), None, title, OFF_CPU)
+/// The flame graph of `folded` (`root;...;leaf` → samples, or µs asleep for [`OFF_CPU`]).
+pub fn flame_graph_svg(folded: &BTreeMap<String, u64>, title: &str, kind: Kind) -> Html {
+    graph(&tree(folded), None, title, kind)
 }
 
 /// A differential flame graph (Gregg's): `new`'s stacks as widths, each
@@ -68,8 +76,13 @@ pub fn off_cpu_flame_graph_svg(folded: &BTreeMap<String, u64>, title: &str) -> H
 /// red where it grew, blue where it shrank, the deeper the larger the
 /// change; white where it stayed. Shares, not counts, so a side that took
 /// more samples does not look grown everywhere.
-pub fn differential_flame_graph_svg(base: &BTreeMap<String, u64>, new: &BTreeMap<String, u64>, title: &str) -> Html {
-    graph(&tree(new), Some(&tree(base)), title, ON_CPU)
+pub fn differential_flame_graph_svg(
+    base: &BTreeMap<String, u64>,
+    new: &BTreeMap<String, u64>,
+    title: &str,
+    kind: Kind,
+) -> Html {
+    graph(&tree(new), Some(&tree(base)), title, kind)
 }
 
 /// How a differential graph colours a frame: the change in its share of samples, and the largest change of any frame.
@@ -211,7 +224,7 @@ mod tests {
         let mut folded = BTreeMap::new();
         folded.insert("main;stat;vfs_statx".to_string(), 3);
         folded.insert("main;open<&>".to_string(), 1);
-        let svg = flame_graph_svg(&folded, "x2 <shared>").into_string();
+        let svg = flame_graph_svg(&folded, "x2 <shared>", ON_CPU).into_string();
         assert!(svg.starts_with("<svg") && svg.ends_with("</svg>"));
         assert!(svg.contains("x2 &lt;shared&gt;"));
         assert!(svg.contains("<title>main (4 samples, 100.0%)</title>"));
@@ -229,20 +242,20 @@ mod tests {
         // spin grows from 10% to 50% of the samples; open's own part shrinks.
         let base = folded(&[("entry;open;spin", 10), ("entry;open", 90)]);
         let new = folded(&[("entry;open;spin", 100), ("entry;open", 100)]);
-        let svg = differential_flame_graph_svg(&base, &new, "b vs a").into_string();
+        let svg = differential_flame_graph_svg(&base, &new, "b vs a", ON_CPU).into_string();
         assert!(svg.contains("<title>spin (100 samples, 50.0%; base 10.0%, +40.0 points)</title>"), "{svg}");
         // The largest change is spin's: full red. entry and open stayed at 100%: white.
         assert!(svg.contains("fill=\"rgb(255,51,51)\"/>"), "{svg}");
         assert!(svg.contains("<title>open (200 samples, 100.0%; base 100.0%, +0.0 points)</title>"));
         assert_eq!(svg.matches("fill=\"rgb(255,255,255)\"").count(), 2, "{svg}");
         // Reversed, spin shrank: full blue.
-        let svg = differential_flame_graph_svg(&new, &base, "a vs b").into_string();
+        let svg = differential_flame_graph_svg(&new, &base, "a vs b", ON_CPU).into_string();
         assert!(svg.contains("fill=\"rgb(51,51,255)\"/>"), "{svg}");
     }
 
     #[test]
     fn an_empty_profile_is_just_the_root() {
-        let svg = flame_graph_svg(&BTreeMap::new(), "none").into_string();
+        let svg = flame_graph_svg(&BTreeMap::new(), "none", ON_CPU).into_string();
         assert!(svg.contains("all: 0 samples"));
     }
 }

@@ -353,7 +353,11 @@ pub fn html_series(points: &[&Point], title: &str, widest: f64) -> Html {
         html!(
             out,
             "<figure class=\"flame\">{}<figcaption>{}</figcaption></figure>\n",
-            super::flame::flame_graph_svg(&cpu.folded, &format!("{title} x{}: where CPU time went", point.workers)),
+            super::flame::flame_graph_svg(
+                &cpu.folded,
+                &format!("{title} x{}: where CPU time went", point.workers),
+                super::flame::ON_CPU
+            ),
             caption
         );
     }
@@ -368,9 +372,10 @@ pub fn html_series(points: &[&Point], title: &str, widest: f64) -> Html {
         html!(
             out,
             "<figure class=\"flame\">{}<figcaption>{}</figcaption></figure>\n",
-            super::flame::off_cpu_flame_graph_svg(
+            super::flame::flame_graph_svg(
                 &sleeps.folded,
-                &format!("{title} x{}: where workers slept", point.workers)
+                &format!("{title} x{}: where workers slept", point.workers),
+                super::flame::OFF_CPU
             ),
             caption
         );

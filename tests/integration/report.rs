@@ -123,7 +123,7 @@ fn a_compared_point_is_explained_with_a_differential_flame_graph_in_a_real_brows
         return;
     }
     let env = TestEnv::new();
-    let out = env.run(&["creat-unlink", "-j", "2", "-n", "2", "--duration", "0.1", "--profile", "locks,cpu"]);
+    let out = env.run(&["creat-unlink", "-j", "2", "-n", "2", "--duration", "0.1", "--profile", "locks,cpu,offcpu"]);
     assert_success(&out);
     let html = env.root.path().join("report.html");
     let report = fsscale()
@@ -138,6 +138,20 @@ fn a_compared_point_is_explained_with_a_differential_flame_graph_in_a_real_brows
     assert!(page.contains("<figcaption>creat-unlink process private x2: "), "{page}");
     assert!(page.contains(" share=private, differential: widths are "), "{page}");
     assert!(page.contains("<pre class=\"why\">"), "{page}");
+    // What grew from private to shared directories: the directory's rwsem on the create or unlink path.
+    let why = &page[page.find("<pre class=\"why\">").unwrap()..];
+    let why = &why[..why.find("</pre>").unwrap()];
+    let grew = why.lines().find(|l| l.trim_start().starts_with('+')).unwrap_or_else(|| panic!("{why}"));
+    assert!(grew.contains("down_write ← ") && grew.contains("(rwsem write)"), "{why}");
+    assert!(why.contains("asleep: "), "the sleep sites too: {why}");
+    // The differential flame graphs, of CPU samples and of time asleep: the rwsem's slow path grew.
+    assert!(page.contains("'s samples; red frames"), "{page}");
+    assert!(page.contains("'s time asleep; red frames"), "{page}");
+    let grown = page
+        .split("<title>")
+        .filter(|t| t.starts_with("rwsem_down_write_slowpath ("))
+        .any(|t| t.split("points)").next().is_some_and(|t| t.contains(", +")));
+    assert!(grown, "a frame of rwsem_down_write_slowpath took a larger share in the shared directory");
     load_in_chromium(&env, &html);
 }
 

@@ -62,7 +62,8 @@ pub(super) fn comparison_tables(out: &mut Html, comparisons: &[Comparison], work
 }
 
 /// Under a compared point whose sides both had profiles: what changed, and
-/// a differential flame graph of its CPU samples beside the two sides' own.
+/// differential flame graphs of its CPU samples and of its time asleep
+/// beside the two sides' own.
 fn explain_change(out: &mut Html, c: &Comparison, r: &Row) {
     let Some(why) = &r.attribution else { return };
     let lines = super::super::attribution::lines(r);
@@ -72,27 +73,38 @@ fn explain_change(out: &mut Html, c: &Comparison, r: &Row) {
         html!(out, "{}\n", line);
     }
     out.push_static("</pre>\n");
-    if let Some((base, new)) = &why.stacks {
+    let flames = [(&why.stacks, super::super::flame::ON_CPU), (&why.sleep_stacks, super::super::flame::OFF_CPU)];
+    for (stacks, kind) in flames {
+        let Some((base, new)) = stacks else { continue };
         let what = format!("{} {} {} x{}", r.workload, r.mode, r.share, r.workers);
+        let widths = kind.widths();
         html!(
             out,
-            "<figure class=\"flame\">{}<figcaption>{}: {} against {}, differential: widths are {}'s samples; red \
-             frames took a larger share of the samples than in {}, blue a smaller one, white the same (hover a frame for \
+            "<figure class=\"flame\">{}<figcaption>{}: {} against {}, differential: widths are {}'s {}; red \
+             frames took a larger share of the {} than in {}, blue a smaller one, white the same (hover a frame for \
              both shares).</figcaption></figure>\n",
-            super::super::flame::differential_flame_graph_svg(base, new, &format!("{what}: {} against {}", c.new, c.base)),
+            super::super::flame::differential_flame_graph_svg(
+                base,
+                new,
+                &format!("{what}: {} against {}", c.new, c.base),
+                kind
+            ),
             what,
             c.new,
             c.base,
             c.new,
+            widths,
+            widths,
             c.base
         );
         for (side, folded) in [(&c.base, base), (&c.new, new)] {
             html!(
                 out,
-                "<figure class=\"flame\">{}<figcaption>{}: {} alone.</figcaption></figure>\n",
-                super::super::flame::flame_graph_svg(folded, &format!("{what}: {side}")),
+                "<figure class=\"flame\">{}<figcaption>{}: {} alone, {}.</figcaption></figure>\n",
+                super::super::flame::flame_graph_svg(folded, &format!("{what}: {side}"), kind),
                 what,
-                side
+                side,
+                widths
             );
         }
     }
