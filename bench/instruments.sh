@@ -112,14 +112,21 @@ for point, seq in groups.items():
 
 # Agreement between collectors, per point.
 print()
-print("| point | profile | collected by | runs | share of worker time, median [min, max] | the asleep column, median [min, max] |")
-print("|---|---|---|---:|---:|---:|")
+print("| point | profile | collected by | runs | share of worker time, median [min, max] | the asleep column, median [min, max] | BPF programs: ns per run, share of worker time (medians) |")
+print("|---|---|---|---:|---:|---:|---:|")
 shares = defaultdict(lambda: ([], []))
+costs = defaultdict(list)
 for r in rows:
     run = r["run"]
     seconds = worker_seconds(run)
     if seconds <= 0:
         continue
+    for profile in ("locks", "offcpu"):
+        p = run.get(profile) or {}
+        if p.get("programs"):
+            cost = p["programs"]
+            costs[(r["point"], profile, p.get("method", "tracefs"))].append(
+                (1e9 * cost["seconds"] / max(cost["runs"], 1), cost["seconds"] / seconds))
     if run.get("locks"):
         shares[(r["point"], "locks", run["locks"].get("method", "tracefs"))][0].append(run["locks"]["wait_s"] / seconds)
     if run.get("offcpu"):
@@ -131,5 +138,7 @@ for r in rows:
         shares[key][1].append(column)
 fmt = lambda v: f"{100 * statistics.median(v):.2f}% [{100 * min(v):.2f}, {100 * max(v):.2f}]" if v else "-"
 for (point, profile, method), (mine, column) in sorted(shares.items()):
-    print(f"| {point} | {profile} | {method} | {len(mine)} | {fmt(mine)} | {fmt(column)} |")
+    c = costs.get((point, profile, method))
+    cost = f"{statistics.median(x for x, _ in c):,.0f} ns, {100 * statistics.median(y for _, y in c):.2f}%" if c else "-"
+    print(f"| {point} | {profile} | {method} | {len(mine)} | {fmt(mine)} | {fmt(column)} | {cost} |")
 PY

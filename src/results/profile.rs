@@ -196,6 +196,7 @@ impl LockProfile {
         }
         method.map(|method| LockProfile {
             method,
+            programs,
             ..LockProfile::from_sites(contentions, lost, merged.into_values().collect())
         })
     }
@@ -507,10 +508,13 @@ mod tests {
 
     #[test]
     fn runs_sum_per_site() {
-        let a = LockProfile::from_sites(3, 1, vec![site("x", 1.0, 2), site("y", 0.5, 1)]);
-        let b = LockProfile::from_sites(1, 0, vec![site("x", 2.0, 1)]);
+        let mut a = LockProfile::from_sites(3, 1, vec![site("x", 1.0, 2), site("y", 0.5, 1)]);
+        let mut b = LockProfile::from_sites(1, 0, vec![site("x", 2.0, 1)]);
+        a.programs = Some(ProgramCost { runs: 10, seconds: 0.25 });
+        b.programs = Some(ProgramCost { runs: 30, seconds: 0.5 });
         let s = LockProfile::sum([&a, &b]).unwrap();
         assert_eq!((s.contentions, s.lost_events), (4, 1));
+        assert_eq!(s.programs, Some(ProgramCost { runs: 40, seconds: 0.75 }));
         assert_eq!(s.sites[0].site, "x");
         assert_eq!((s.sites[0].count, s.sites[0].wait_s, s.sites[0].max_wait_s), (3, 3.0, 1.0));
         assert!(LockProfile::sum([]).is_none());
