@@ -55,8 +55,11 @@ pub fn dominant_site(point: &Point) -> Option<String> {
     if share < NOTABLE_WAIT_SHARE {
         return None;
     }
-    let lock = top.lock.clone().or_else(|| top.objects.first().map(|o| o.label()));
-    let lock = lock.map(|l| format!(" ({l})")).unwrap_or_default();
+    let lock = match (&top.lock, top.objects.first()) {
+        (Some(name), _) => format!(" ({name})"),
+        (None, Some(object)) => format!(" of {}", object.label()),
+        (None, None) => String::new(),
+    };
     Some(format!(
         "at {} worker{}, {} of worker time waiting on {} {}{lock} in {}",
         point.workers,
