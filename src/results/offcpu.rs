@@ -80,6 +80,10 @@ impl OffCpuProfile {
         let mut sites: BTreeMap<(String, String), SleepSite> = BTreeMap::new();
         for p in profiles {
             let t = total.get_or_insert_with(|| OffCpuProfile { method: p.method, ..OffCpuProfile::default() });
+            // Through BPF only if every part was (see `LockProfile::sum`).
+            if p.method == Collector::Tracefs {
+                t.method = Collector::Tracefs;
+            }
             t.sleeps += p.sleeps;
             t.asleep_s += p.asleep_s;
             t.wake_to_run_s += p.wake_to_run_s;
@@ -144,6 +148,8 @@ mod tests {
         };
         let sum = OffCpuProfile::sum([&a, &b]).unwrap();
         assert_eq!((sum.sleeps, sum.lost_events, sum.method), (4, 2, Collector::Bpf));
+        let traced = OffCpuProfile { method: Collector::Tracefs, ..b.clone() };
+        assert_eq!(OffCpuProfile::sum([&a, &traced]).unwrap().method, Collector::Tracefs, "BPF only if every run was");
         assert_eq!(sum.programs, Some(ProgramCost { runs: 20, seconds: 1.0 }));
         assert!((sum.asleep_s - 0.8).abs() < 1e-12);
         assert_eq!(sum.sites[0].site, "y");

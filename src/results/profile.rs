@@ -171,7 +171,11 @@ impl LockProfile {
         let mut merged: BTreeMap<(String, String, Option<String>), LockSite> = BTreeMap::new();
         let (mut contentions, mut lost, mut method, mut programs) = (0, 0, None, None);
         for profile in profiles {
-            method.get_or_insert(profile.method);
+            // Through BPF only if every part was: a part through tracefs disturbed its run more.
+            method = Some(match (method, profile.method) {
+                (Some(Collector::Tracefs), _) | (_, Collector::Tracefs) => Collector::Tracefs,
+                _ => Collector::Bpf,
+            });
             programs = ProgramCost::add(programs, profile.programs);
             contentions += profile.contentions;
             lost += profile.lost_events;

@@ -117,7 +117,13 @@ fn check_ranks(config: &RunConfig, cluster: &Cluster) -> Result<()> {
 
 /// A rank other than 0: prepares what rank 0 prepares, then serves its runs.
 fn follow(config: &RunConfig, cluster: &Cluster) -> Result<()> {
+    // The plan as given is what every rank agrees on ...
+    let digest = plan_digest(config);
+    // ... and this node's instruments run as its kernel allows (BPF where it can).
+    let resolved = config.instruments.prepare().map(|(instruments, _)| RunConfig { instruments, ..config.clone() });
+    let config = resolved.as_ref().unwrap_or(config);
     let sources = config.validate().and_then(|()| check_ranks(config, cluster)).and_then(|()| {
+        resolved.as_ref().map_err(|e| anyhow::anyhow!("{e:#}"))?;
         signals::install();
         sys::raise_fd_limit();
         Sources::prepare(config, &mut Silent)
@@ -128,7 +134,7 @@ fn follow(config: &RunConfig, cluster: &Cluster) -> Result<()> {
         }
         Err(e) => Err(anyhow::anyhow!("{e:#}")),
     };
-    ranks::follow(cluster, prepared, &plan_digest(config), config.stall_timeout)
+    ranks::follow(cluster, prepared, &digest, config.stall_timeout)
 }
 
 /// What every rank of a job must agree on before it runs anything: this

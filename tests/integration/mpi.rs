@@ -129,6 +129,27 @@ mod jobs {
         assert!(env.leftovers().is_empty(), "{:?}", env.leftovers());
     }
 
+    #[test]
+    fn every_rank_collects_its_profiles_in_the_kernel() {
+        if !has_mpirun("every_rank_collects_its_profiles_in_the_kernel") || !needs_root("profiles over ranks") {
+            return;
+        }
+        let _job = one_job_at_a_time();
+        let env = TestEnv::new();
+        let out =
+            run(&env, 2, &["creat-unlink", "--share", "shared", "-j", "2", "-n", "1", "--profile", "locks,offcpu"]);
+        assert_success(&out);
+        let doc = env.results();
+        assert_eq!(doc.settings.instruments.via.map(|c| c.name()), Some("bpf"));
+        let run = &doc.points.iter().find(|p| p.workers == 2).expect("the 2-rank point").runs[0];
+        let locks = run.locks.as_ref().expect("the ranks' lock profiles, merged");
+        let offcpu = run.offcpu.as_ref().expect("the ranks' off-CPU profiles, merged");
+        // A merged profile is BPF's only if every rank's was: the follower chose BPF on its node too.
+        assert_eq!((locks.method.name(), offcpu.method.name()), ("bpf", "bpf"));
+        assert!(locks.programs.is_some_and(|p| p.runs > 0), "{:?}", locks.programs);
+        assert!(env.leftovers().is_empty(), "{:?}", env.leftovers());
+    }
+
     /// A wrapper script `name` that runs the ranks `when` selects (a test on
     /// `$OMPI_COMM_WORLD_RANK`) through `unshare ARGS sh -c 'SETUP && exec "$0" "$@"'`.
     fn rank_wrapper(env: &TestEnv, name: &str, when: &str, unshare: &str, setup: &str) -> std::path::PathBuf {
