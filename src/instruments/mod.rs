@@ -1,12 +1,13 @@
 //! Opt-in instruments that explain a run: where its workers waited on
-//! kernel locks (`--profile locks`), where their CPU time went
-//! (`--profile cpu`), where they slept (`--profile offcpu`), and whether the kernel counted the system calls
-//! their op counters imply (`--verify`).
+//! kernel locks (`--profile locks`), where their CPU time went (`--profile
+//! cpu`), where they slept (`--profile offcpu`), and whether the kernel
+//! counted the system calls their op counters imply (`--verify`).
 //!
 //! Each is armed for one run's workers once they are ready, turned on
 //! exactly for the timed window, drained while it runs, and read into the
 //! run's record after it; everything it opened (a tracefs instance, perf
-//! descriptors) is closed when it is dropped, on every path.
+//! descriptors, BPF maps and programs) is closed when it is dropped, on
+//! every path.
 
 pub use crate::vocab::{Collector, InstrumentConfig};
 
@@ -87,17 +88,16 @@ impl InstrumentConfig {
 
     /// BPF unless asked for tracefs or unavailable (then said why).
     fn collector(&self, notes: &mut Vec<String>) -> Result<Collector> {
-        match (self.via, bpf::unavailable()) {
-            (Some(Collector::Tracefs), _) => Ok(Collector::Tracefs),
-            (_, None) => Ok(Collector::Bpf),
-            (Some(Collector::Bpf), Some(why)) => bail!("--profile-via bpf: {why}; use --profile-via tracefs"),
-            (None, Some(why)) => {
-                notes.push(format!(
-                    "--profile collects through tracefs, as BPF is unavailable ({why}): each traced wait costs its task more"
-                ));
-                Ok(Collector::Tracefs)
-            }
-        }
+        choose(self.via, || self.bpf_refused(), notes)
+    }
+
+    /// Why this kernel will not run the BPF programs the profiles asked for
+    /// need, if it will not: each is loaded and attached once, for no task,
+    /// so that a kernel too old for one is found before any run, not in one.
+    fn bpf_refused(&self) -> Option<String> {
+        bpf::unavailable()
+            .or_else(|| self.locks.then(|| locks::bpf::BpfLocks::arm(&[]).err()).flatten().map(|e| format!("{e:#}")))
+            .or_else(|| self.offcpu.then(|| offcpu::bpf::BpfSleeps::arm(&[]).err()).flatten().map(|e| format!("{e:#}")))
     }
 
     fn flags(&self) -> String {
@@ -110,6 +110,28 @@ impl InstrumentConfig {
             flags.push("--verify".into());
         }
         flags.join(" and ")
+    }
+}
+
+/// How the tracepoint profiles are collected: as `via` asks, BPF by default;
+/// `refused` says why BPF will not run here, if it will not (asked only when it matters).
+fn choose(
+    via: Option<Collector>,
+    refused: impl FnOnce() -> Option<String>,
+    notes: &mut Vec<String>,
+) -> Result<Collector> {
+    if via == Some(Collector::Tracefs) {
+        return Ok(Collector::Tracefs);
+    }
+    match (via, refused()) {
+        (_, None) => Ok(Collector::Bpf),
+        (Some(_), Some(why)) => bail!("--profile-via bpf: {why}; use --profile-via tracefs"),
+        (None, Some(why)) => {
+            notes.push(format!(
+                "--profile collects through tracefs, as BPF is unavailable ({why}): each traced wait costs its task more"
+            ));
+            Ok(Collector::Tracefs)
+        }
     }
 }
 
@@ -241,5 +263,34 @@ impl RunInstruments {
             record.syscalls = Some(v.finish(record.ops, per_kind)?);
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bpf_is_chosen_unless_refused_and_a_refusal_falls_back_or_fails_as_asked() {
+        let mut notes = Vec::new();
+        assert_eq!(choose(None, || None, &mut notes).unwrap(), Collector::Bpf);
+        assert_eq!(choose(Some(Collector::Bpf), || None, &mut notes).unwrap(), Collector::Bpf);
+        assert!(notes.is_empty());
+        // Asked for tracefs: BPF is not even tried.
+        let tried = std::cell::Cell::new(false);
+        let refused = || {
+            tried.set(true);
+            Some("no".to_string())
+        };
+        assert_eq!(choose(Some(Collector::Tracefs), refused, &mut notes).unwrap(), Collector::Tracefs);
+        assert!(!tried.get());
+        // Refused: the default falls back, saying why; asked for BPF, it fails, saying why.
+        assert_eq!(choose(None, || Some("old kernel".into()), &mut notes).unwrap(), Collector::Tracefs);
+        assert_eq!(
+            notes,
+            ["--profile collects through tracefs, as BPF is unavailable (old kernel): each traced wait costs its task more"]
+        );
+        let e = choose(Some(Collector::Bpf), || Some("old kernel".into()), &mut notes).unwrap_err();
+        assert_eq!(e.to_string(), "--profile-via bpf: old kernel; use --profile-via tracefs");
     }
 }
