@@ -47,6 +47,9 @@ fn a_killed_runs_tracing_instance_is_removed_by_cleanup_and_a_live_ones_is_not()
         "0.5",
         "--profile",
         "locks",
+        // The instance is what is left behind: BPF's maps and programs go with the process.
+        "--profile-via",
+        "tracefs",
         "--dir",
         &dir,
         "-o",
@@ -255,13 +258,15 @@ fn every_signal_at_every_phase_leaves_nothing_after_cleanup() {
                 "in the timed window" => {
                     // A long window, signalled well inside it.
                     args.extend(["stat", "-j", "2", "-n", "5", "--duration", "3", "--warmup", "0", "--fs", "tmpfs"]);
-                    args.extend(["--profile", "locks"]);
+                    // Through tracefs: its instance is what a killed run can leave.
+                    args.extend(["--profile", "locks", "--profile-via", "tracefs"]);
                     &shared_cache
                 }
                 _ => {
                     let tree =
                         ["untar", "-j", "2", "-n", "30", "--scale", "0.05", "--fs", "tmpfs", "--profile", "locks"];
                     args.extend(tree);
+                    args.extend(["--profile-via", "tracefs"]);
                     args.extend(["--extract-cmd", "sleep 0.2; tar xf {tarball} -C {dir}"]);
                     &shared_cache
                 }
