@@ -12,6 +12,7 @@ mod format;
 mod html;
 mod latency;
 pub mod markup;
+pub mod offcpu;
 pub mod profile;
 mod ranks;
 mod table;

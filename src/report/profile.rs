@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use super::latency::format_ns;
 use super::markup::Html;
 use super::table::{Align, Table};
-use crate::results::{Collector, LockProfile, LockSite, OffCpuProfile, Point, ProgramCost, RunRecord};
+use crate::results::{Collector, LockProfile, LockSite, Point, ProgramCost, RunRecord};
 use crate::vocab::Mode;
 use crate::vocab::Share;
 use crate::{html, html_of};
@@ -35,10 +35,6 @@ pub fn efficiencies(points: &[&Point]) -> Vec<Option<f64>> {
         })
         .collect()
 }
-
-/// Points whose workers slept at least this share of their time get the
-/// off-CPU table under them, whatever their efficiency.
-pub const NOTABLE_ASLEEP_SHARE: f64 = 0.02;
 
 /// Waits below this share of worker time explain nothing about scaling:
 /// no finding names them, and wait bars are drawn to at least this scale.
@@ -136,8 +132,10 @@ pub fn explain(point: &Point) -> String {
             out.push_str(&sites_table(&profile.sites, profile.wait_s).render());
         }
     }
-    if let Some((profile, share)) = point.offcpu_profile().filter(|(_, share)| *share >= NOTABLE_ASLEEP_SHARE) {
-        out.push_str(&slept(point, &what, &profile, share));
+    if let Some((profile, share)) =
+        point.offcpu_profile().filter(|(_, share)| *share >= super::offcpu::NOTABLE_ASLEEP_SHARE)
+    {
+        out.push_str(&super::offcpu::slept(point, &what, &profile, share));
     }
     if let Some(cpu) = point.cpu_profile() {
         out.push_str(&format!(
@@ -169,7 +167,7 @@ pub fn explain(point: &Point) -> String {
 
 /// "; its BPF programs ran 6726 times for 17.9ms (0.90% of the workers'
 /// time)", where the kernel counted them; the runs are those `profiled` says have the profile.
-fn cost(programs: Option<ProgramCost>, point: &Point, profiled: impl Fn(&RunRecord) -> bool) -> String {
+pub(super) fn cost(programs: Option<ProgramCost>, point: &Point, profiled: impl Fn(&RunRecord) -> bool) -> String {
     let Some(p) = programs else { return String::new() };
     let worker_s: f64 = point.runs.iter().filter(|r| profiled(r)).map(|r| r.worker_seconds()).sum();
     let share = if worker_s > 0.0 { p.seconds / worker_s } else { 0.0 };
@@ -182,7 +180,7 @@ fn cost(programs: Option<ProgramCost>, point: &Point, profiled: impl Fn(&RunReco
 }
 
 /// "; 12 events lost to full buffers: figures are low", or nothing.
-fn lost(events: u64, method: Collector) -> String {
+pub(super) fn lost(events: u64, method: Collector) -> String {
     match (events, method) {
         (0, _) => String::new(),
         (n, Collector::Tracefs) => format!("; {n} events lost to full buffers: figures are low"),
@@ -190,50 +188,6 @@ fn lost(events: u64, method: Collector) -> String {
             format!("; {n} events not recorded (full maps, or waits nested too deep): figures are low")
         }
     }
-}
-
-/// The off-CPU table: the share asleep (with the scheduler's own figure
-/// beside it, which it should match), then the top sleep sites.
-fn slept(point: &Point, what: &str, profile: &OffCpuProfile, share: f64) -> String {
-    let profiled: Vec<f64> =
-        point.runs.iter().filter(|r| r.offcpu.is_some()).filter_map(|r| r.sched_shares()).map(|s| s.asleep).collect();
-    let column = match profiled.len() {
-        0 => String::new(),
-        n => format!(" (the asleep column: {})", percent(profiled.iter().sum::<f64>() / n as f64)),
-    };
-    let worker_s: f64 = point.runs.iter().filter(|r| r.offcpu.is_some()).map(|r| r.worker_seconds()).sum();
-    let waking = if worker_s > 0.0 { profile.wake_to_run_s / worker_s } else { 0.0 };
-    let mut out = format!(
-        "  where workers slept, {what}: {} of their time asleep{column}, {} sleeps; then {} waiting for a CPU once woken{}{}\n",
-        percent(share),
-        profile.sleeps,
-        percent(waking),
-        lost(profile.lost_events, profile.method),
-        cost(profile.programs, point, |r| r.offcpu.is_some())
-    );
-    let mut table = Table::new(&[
-        ("asleep", Align::Right),
-        ("of all", Align::Right),
-        ("count", Align::Right),
-        ("mean", Align::Right),
-        ("max", Align::Right),
-        ("state", Align::Left),
-        ("site", Align::Left),
-    ])
-    .indented(4);
-    for site in profile.sites.iter().take(TOP) {
-        table.row(vec![
-            format_ns(site.asleep_s * 1e9),
-            percent(if profile.asleep_s > 0.0 { site.asleep_s / profile.asleep_s } else { 0.0 }),
-            site.count.to_string(),
-            format_ns(site.mean_asleep_s() * 1e9),
-            format_ns(site.max_asleep_s * 1e9),
-            site.state.clone(),
-            site.site.clone(),
-        ]);
-    }
-    out.push_str(&table.render());
-    out
 }
 
 /// The site, with its static lock's name or the object whose lock it was
@@ -281,7 +235,7 @@ fn sites_table(sites: &[LockSite], total_s: f64) -> Table {
 /// least [`NOTABLE_ASLEEP_SHARE`] of their time.
 pub fn points_to_explain<'a>(points: &[&'a Point], all: bool) -> Vec<&'a Point> {
     let efficiency = efficiencies(points);
-    let slept = |p: &Point| p.offcpu_profile().is_some_and(|(_, share)| share >= NOTABLE_ASLEEP_SHARE);
+    let slept = |p: &Point| p.offcpu_profile().is_some_and(|(_, share)| share >= super::offcpu::NOTABLE_ASLEEP_SHARE);
     points
         .iter()
         .zip(efficiency)
@@ -296,12 +250,6 @@ const LOCKS_LEGEND: &str = "where workers waited: kernel lock contentions of the
      (--profile locks), by site (the lock call ← its callers); wait = total of all workers; of all = share of all \
      waits; a site's time over the workers' time is what they lost there.\n";
 
-/// What the off-CPU tables under [`explain`] mean.
-const OFFCPU_LEGEND: &str = "where workers slept: each switch-out of a worker asleep in the runs' windows \
-     (--profile offcpu), until it was woken, by site (the wait call ← its callers) and state; the share asleep \
-     should match the asleep column, which the scheduler counts (it also holds the scheduler's own time \
-     around each switch); shown where workers slept at least 2% of their time.\n";
-
 /// What the CPU tables under [`explain`] mean.
 const CPU_LEGEND: &str = "where CPU time went: sampled stacks (--profile cpu); self = share of samples in the \
      function itself, total = with what it called, mostly under = the caller most of them came through.\n";
@@ -313,8 +261,8 @@ pub fn explain_legend(explained: &[&Point]) -> String {
     if explained.iter().any(|p| p.runs.iter().any(|r| r.locks.is_some())) {
         out.push_str(LOCKS_LEGEND);
     }
-    if explained.iter().any(|p| p.offcpu_profile().is_some_and(|(_, s)| s >= NOTABLE_ASLEEP_SHARE)) {
-        out.push_str(OFFCPU_LEGEND);
+    if explained.iter().any(|p| p.offcpu_profile().is_some_and(|(_, s)| s >= super::offcpu::NOTABLE_ASLEEP_SHARE)) {
+        out.push_str(super::offcpu::OFFCPU_LEGEND);
     }
     if explained.iter().any(|p| p.runs.iter().any(|r| r.cpu_profile.is_some())) {
         out.push_str(CPU_LEGEND);
@@ -493,54 +441,6 @@ mod tests {
         // Under a point of growth: nothing to say; one profiled point: nothing to compare.
         assert_eq!(fastest_growing_site(&[&one, &at(4, 0.008)]), None);
         assert_eq!(fastest_growing_site(&[&four]), None);
-    }
-
-    /// A 1-worker point of one 1-second run that slept `asleep_s` in fsync's flush, then `asleep_s / 3` in writeback.
-    fn sleeping(asleep_s: f64) -> Point {
-        let mut r = run(0, &[1000], 1.0);
-        let site = |name: &str, count: u64, s: f64| crate::results::SleepSite {
-            site: name.into(),
-            state: "uninterruptible".into(),
-            count,
-            asleep_s: s,
-            max_asleep_s: s / 10.0,
-        };
-        r.offcpu = Some(OffCpuProfile {
-            method: Collector::Bpf,
-            programs: Some(ProgramCost { runs: 1000, seconds: 0.002 }),
-            sleeps: 400,
-            asleep_s: asleep_s * 4.0 / 3.0,
-            wake_to_run_s: 0.05,
-            lost_events: 0,
-            sites: vec![
-                site("wait_for_completion_io_timeout ← submit_bio_wait ← blkdev_issue_flush", 300, asleep_s),
-                site("folio_wait_bit ← folio_wait_writeback ← __filemap_fdatawait_range", 100, asleep_s / 3.0),
-            ],
-            folded: [("do_fsync;blkdev_issue_flush;__schedule".to_string(), 1000)].into(),
-        });
-        point(Workload::Fsync, Share::Private, 1, vec![r])
-    }
-
-    #[test]
-    fn a_point_whose_workers_slept_gets_the_off_cpu_table_whatever_its_efficiency() {
-        let slept = sleeping(0.3);
-        assert_eq!(points_to_explain(&[&slept], false).len(), 1, "asleep 40% of the time");
-        assert_eq!(
-            explain(&slept),
-            "  where workers slept, process private x1 (1 run): 40% of their time asleep, 400 sleeps; then 5.0% \
-             waiting for a CPU once woken; its BPF programs ran 1000 times for 2.00ms (0.20% of the workers' time)\n\
-             \x20    asleep  of all  count    mean      max  state            site\n\
-             \x20     300ms     75%    300  1.00ms   30.0ms  uninterruptible  wait_for_completion_io_timeout ← submit_bio_wait ← blkdev_issue_flush\n\
-             \x20   100.0ms     25%    100  1.00ms  10.00ms  uninterruptible  folio_wait_bit ← folio_wait_writeback ← __filemap_fdatawait_range\n"
-        );
-        assert_eq!(explain_legend(&[&slept]), OFFCPU_LEGEND);
-        // Asleep 1.3% of the time, at full efficiency: nothing to explain.
-        let rested = sleeping(0.01);
-        assert!(points_to_explain(&[&rested], false).is_empty());
-        assert_eq!(explain(&rested), "");
-        let html = html_series(&[&slept], "fsync", 0.0).into_string();
-        assert!(html.contains("fsync x1: where workers slept"), "{html}");
-        assert!(html.contains("40% of their time asleep in 400 sleeps"), "{html}");
     }
 
     #[test]
