@@ -13,6 +13,7 @@ mod html;
 mod latency;
 pub mod markup;
 pub mod offcpu;
+pub mod phrases;
 pub mod profile;
 mod ranks;
 mod table;

@@ -6,8 +6,10 @@ use std::collections::BTreeMap;
 
 use super::latency::format_ns;
 use super::markup::Html;
+pub use super::phrases::percent;
+use super::phrases::{cost, lost};
 use super::table::{Align, Table};
-use crate::results::{Collector, LockProfile, LockSite, Point, ProgramCost, RunRecord};
+use crate::results::{LockProfile, LockSite, Point};
 use crate::vocab::Mode;
 use crate::vocab::Share;
 use crate::{html, html_of};
@@ -94,20 +96,6 @@ pub fn fastest_growing_site(points: &[&Point]) -> Option<String> {
     ))
 }
 
-/// `58%`, `1.2%`, `0.03%`: enough digits to tell small shares apart;
-/// `<0.01%` for a share too small to print, `0%` for none (a share that
-/// float rounding made a hair negative, too: never `-0.00%`).
-pub fn percent(share: f64) -> String {
-    match 100.0 * share {
-        p if p >= 10.0 => format!("{p:.0}%"),
-        p if p >= 1.0 => format!("{p:.1}%"),
-        p if p >= 0.005 => format!("{p:.2}%"),
-        p if p > 0.0 => "<0.01%".to_string(),
-        p if p > -0.005 => "0%".to_string(),
-        p => format!("{p:.2}%"),
-    }
-}
-
 /// The instruments' tables for `point`, or nothing when it has none.
 pub fn explain(point: &Point) -> String {
     let mut out = String::new();
@@ -165,31 +153,6 @@ pub fn explain(point: &Point) -> String {
     out
 }
 
-/// "; its BPF programs ran 6726 times for 17.9ms (0.90% of the workers'
-/// time)", where the kernel counted them; the runs are those `profiled` says have the profile.
-pub(super) fn cost(programs: Option<ProgramCost>, point: &Point, profiled: impl Fn(&RunRecord) -> bool) -> String {
-    let Some(p) = programs else { return String::new() };
-    let worker_s: f64 = point.runs.iter().filter(|r| profiled(r)).map(|r| r.worker_seconds()).sum();
-    let share = if worker_s > 0.0 { p.seconds / worker_s } else { 0.0 };
-    format!(
-        "; its BPF programs ran {} times for {} ({} of the workers' time)",
-        p.runs,
-        format_ns(p.seconds * 1e9),
-        percent(share)
-    )
-}
-
-/// "; 12 events lost to full buffers: figures are low", or nothing.
-pub(super) fn lost(events: u64, method: Collector) -> String {
-    match (events, method) {
-        (0, _) => String::new(),
-        (n, Collector::Tracefs) => format!("; {n} events lost to full buffers: figures are low"),
-        (n, Collector::Bpf) => {
-            format!("; {n} events not recorded (full maps, or waits nested too deep): figures are low")
-        }
-    }
-}
-
 /// The site, with its static lock's name or the object whose lock it was
 /// most (and that object's part of its waits).
 fn site_with_object(site: &LockSite) -> String {
@@ -232,7 +195,7 @@ fn sites_table(sites: &[LockSite], total_s: f64) -> Table {
 /// Which points of a workload's table get [`explain`]ed: all with `all`,
 /// else those whose efficiency falls below [`FALLING_EFFICIENCY`] (and
 /// all where no 1-worker point tells), and those whose workers slept at
-/// least [`NOTABLE_ASLEEP_SHARE`] of their time.
+/// least [`super::offcpu::NOTABLE_ASLEEP_SHARE`] of their time.
 pub fn points_to_explain<'a>(points: &[&'a Point], all: bool) -> Vec<&'a Point> {
     let efficiency = efficiencies(points);
     let slept = |p: &Point| p.offcpu_profile().is_some_and(|(_, share)| share >= super::offcpu::NOTABLE_ASLEEP_SHARE);
@@ -412,7 +375,7 @@ fn segment(x: f64, y: f64, width: f64, colour: &str, label: &str, share: f64) ->
 mod tests {
     use super::*;
     use crate::results::fixtures::{cpu_profile, point, run, rwsem_site};
-    use crate::results::LockProfile;
+    use crate::results::{Collector, LockProfile, OffCpuProfile, ProgramCost};
     use crate::vocab::{Share, Workload};
 
     #[test]
@@ -443,6 +406,53 @@ mod tests {
         assert_eq!(fastest_growing_site(&[&four]), None);
     }
 
+    /// A 1-worker point of one 1-second run that slept `asleep_s` in fsync's flush, then `asleep_s / 3` in writeback.
+    fn sleeping(asleep_s: f64) -> Point {
+        let mut r = run(0, &[1000], 1.0);
+        let site = |name: &str, count: u64, s: f64| crate::results::SleepSite {
+            site: name.into(),
+            state: "uninterruptible".into(),
+            count,
+            asleep_s: s,
+            max_asleep_s: s / 10.0,
+        };
+        r.offcpu = Some(OffCpuProfile {
+            method: Collector::Bpf,
+            programs: Some(ProgramCost { runs: 1000, seconds: 0.002 }),
+            sleeps: 400,
+            asleep_s: asleep_s * 4.0 / 3.0,
+            wake_to_run_s: 0.05,
+            lost_events: 0,
+            sites: vec![
+                site("wait_for_completion_io_timeout ← submit_bio_wait ← blkdev_issue_flush", 300, asleep_s),
+                site("folio_wait_bit ← folio_wait_writeback ← __filemap_fdatawait_range", 100, asleep_s / 3.0),
+            ],
+            folded: [("do_fsync;blkdev_issue_flush;__schedule".to_string(), 1000)].into(),
+        });
+        point(Workload::Fsync, Share::Private, 1, vec![r])
+    }
+
+    #[test]
+    fn a_point_whose_workers_slept_gets_the_off_cpu_table_whatever_its_efficiency() {
+        let slept = sleeping(0.3);
+        assert_eq!(points_to_explain(&[&slept], false).len(), 1, "asleep 40% of the time");
+        assert_eq!(
+            explain(&slept),
+            "  where workers slept, process private x1 (1 run): 40% of their time asleep, 400 sleeps; then 5.0% \
+             waiting for a CPU once woken; its BPF programs ran 1000 times for 2.00ms (0.20% of the workers' time)\n\
+             \x20    asleep  of all  count    mean      max  state            site\n\
+             \x20     300ms     75%    300  1.00ms   30.0ms  uninterruptible  wait_for_completion_io_timeout ← submit_bio_wait ← blkdev_issue_flush\n\
+             \x20   100.0ms     25%    100  1.00ms  10.00ms  uninterruptible  folio_wait_bit ← folio_wait_writeback ← __filemap_fdatawait_range\n"
+        );
+        assert_eq!(explain_legend(&[&slept]), super::super::offcpu::OFFCPU_LEGEND);
+        // Asleep 1.3% of the time, at full efficiency: nothing to explain.
+        let rested = sleeping(0.01);
+        assert!(points_to_explain(&[&rested], false).is_empty());
+        assert_eq!(explain(&rested), "");
+        let html = html_series(&[&slept], "fsync", 0.0).into_string();
+        assert!(html.contains("fsync x1: where workers slept"), "{html}");
+        assert!(html.contains("40% of their time asleep in 400 sleeps"), "{html}");
+    }
     #[test]
     fn percentages_never_print_minus_zero() {
         assert_eq!(percent(0.58), "58%");
