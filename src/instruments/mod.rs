@@ -27,13 +27,13 @@ use anyhow::{bail, Result};
 use crate::results::RunRecord;
 use crate::workloads::Workload;
 
-/// The native-endian `u32` at `at` of a kernel record, 0 past its end.
-fn u32_at(bytes: &[u8], at: usize) -> u32 {
+/// The native-endian `u32` at `at` of a kernel record or a BPF map entry, 0 past its end.
+pub(crate) fn u32_at(bytes: &[u8], at: usize) -> u32 {
     bytes.get(at..at + 4).map_or(0, |b| u32::from_ne_bytes(b.try_into().expect("4 bytes")))
 }
 
-/// The native-endian `u64` at `at` of a kernel record, 0 past its end.
-fn u64_at(bytes: &[u8], at: usize) -> u64 {
+/// The native-endian `u64` at `at` of a kernel record or a BPF map entry, 0 past its end.
+pub(crate) fn u64_at(bytes: &[u8], at: usize) -> u64 {
     bytes.get(at..at + 8).map_or(0, |b| u64::from_ne_bytes(b.try_into().expect("8 bytes")))
 }
 

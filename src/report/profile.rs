@@ -264,16 +264,8 @@ pub fn html_series(points: &[&Point], title: &str, widest: f64) -> Html {
             cpu.event,
             percent(cpu.kernel_share())
         );
-        html!(
-            out,
-            "<figure class=\"flame\">{}<figcaption>{}</figcaption></figure>\n",
-            super::flame::flame_graph_svg(
-                &cpu.folded,
-                &format!("{title} x{}: where CPU time went", point.workers),
-                super::flame::ON_CPU
-            ),
-            caption
-        );
+        let graph_title = format!("{title} x{}: where CPU time went", point.workers);
+        flame_figure(&mut out, &cpu.folded, &graph_title, super::flame::ON_CPU, &caption);
     }
     if let Some((point, (sleeps, share))) = points.iter().rev().find_map(|p| Some((*p, p.offcpu_profile()?))) {
         let caption = format!(
@@ -283,18 +275,20 @@ pub fn html_series(points: &[&Point], title: &str, widest: f64) -> Html {
             percent(share),
             sleeps.sleeps
         );
-        html!(
-            out,
-            "<figure class=\"flame\">{}<figcaption>{}</figcaption></figure>\n",
-            super::flame::flame_graph_svg(
-                &sleeps.folded,
-                &format!("{title} x{}: where workers slept", point.workers),
-                super::flame::OFF_CPU
-            ),
-            caption
-        );
+        let graph_title = format!("{title} x{}: where workers slept", point.workers);
+        flame_figure(&mut out, &sleeps.folded, &graph_title, super::flame::OFF_CPU, &caption);
     }
     out
+}
+
+/// A flame graph of `folded` with its caption, as a figure.
+fn flame_figure(out: &mut Html, folded: &BTreeMap<String, u64>, title: &str, kind: super::flame::Kind, caption: &str) {
+    html!(
+        out,
+        "<figure class=\"flame\">{}<figcaption>{}</figcaption></figure>\n",
+        super::flame::flame_graph_svg(folded, title, kind),
+        caption
+    );
 }
 
 fn lock_bars(locked: &[(&Point, LockProfile, f64)], title: &str, widest: f64) -> Html {

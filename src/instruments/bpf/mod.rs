@@ -28,7 +28,7 @@ use crate::results::ProgramCost;
 /// flame graphs' depth; bounded by `kernel.perf_event_max_stack` (127).
 pub const STACK_DEPTH: usize = 64;
 /// Distinct stacks a run can hold. Two stacks that hash alike lose the
-/// later one's frames (counted in `Counters::LOST_STACKS`).
+/// later one's frames: its events count under `[no stack]`.
 const STACKS: u32 = 16 * 1024;
 /// The workers and the tasks they start: room for 1024 workers with many children each.
 const TASKS: u32 = 64 * 1024;
@@ -51,13 +51,11 @@ pub struct Counters {
 impl Counters {
     /// Slot of the switch.
     pub const ON: i32 = 0;
-    /// Stacks the stack map could not take (full, or a hash collision).
-    pub const LOST_STACKS: i32 = 1;
     /// Events dropped because a map was full.
-    pub const FULL: i32 = 2;
+    pub const FULL: i32 = 1;
     /// Lock waits begun inside two others of the same task: not paired.
-    pub const NESTED: i32 = 3;
-    const SLOTS: usize = 4;
+    pub const NESTED: i32 = 2;
+    const SLOTS: usize = 3;
 
     pub fn new() -> Result<Counters> {
         Ok(Counters { map: Map::create(MapKind::Array, "fsscale_count", 4, 8 * Self::SLOTS, 1)? })
@@ -293,14 +291,4 @@ impl Stacks {
         }
         self.read.get(&id).map(Vec::as_slice).ok_or_else(|| anyhow!("stack {id} vanished"))
     }
-}
-
-/// The native-endian `u32` at `at` of a map's key or value.
-pub fn u32_of(bytes: &[u8], at: usize) -> u32 {
-    super::u32_at(bytes, at)
-}
-
-/// The native-endian `u64` at `at` of a map's key or value.
-pub fn u64_of(bytes: &[u8], at: usize) -> u64 {
-    super::u64_at(bytes, at)
 }

@@ -12,12 +12,10 @@ use super::identity::{self, Layout};
 use super::{lock_kind, site_of, Sums, Where};
 use crate::instruments::bpf::asm::{Asm, Cond, Helper, Insn, Size, FP, R0, R1, R2, R3, R6, R7, R8, R9};
 use crate::instruments::bpf::sys::{Map, MapKind};
-use crate::instruments::bpf::{
-    count, exit_unless_on, lookup, u32_of, u64_of, update, Attachment, Base, Collection, Counters,
-};
+use crate::instruments::bpf::{count, exit_unless_on, lookup, update, Attachment, Base, Collection, Counters};
 use crate::instruments::kallsyms::KernelSymbols;
 use crate::instruments::tracefs::field;
-use crate::instruments::Collect;
+use crate::instruments::{u32_at, u64_at, Collect};
 use crate::results::{Collector, LockProfile};
 
 /// Distinct (lock, stack, kind) totals a run can hold.
@@ -65,7 +63,7 @@ impl Collect<LockProfile> for BpfLocks {
         let mut sums = Sums::default();
         let mut sites_of_stacks: HashMap<u32, String> = HashMap::new();
         for (key, value) in totals.entries {
-            let (lock, stack, flags) = (u64_of(&key, 0), u32_of(&key, 8), u32_of(&key, 12));
+            let (lock, stack, flags) = (u64_at(&key, 0), u32_at(&key, 8), u32_at(&key, 12));
             let site = match sites_of_stacks.get(&stack) {
                 Some(site) => site.clone(),
                 None => {
@@ -81,8 +79,8 @@ impl Collect<LockProfile> for BpfLocks {
                     site
                 }
             };
-            let (n, wait_ns, max_ns) = (u64_of(&value, 0), u64_of(&value, 8), u64_of(&value, 16));
-            let object = identity::object(u64_of(&value, 24), u32_of(&value, 32), u32_of(&value, 36));
+            let (n, wait_ns, max_ns) = (u64_at(&value, 0), u64_at(&value, 8), u64_at(&value, 16));
+            let object = identity::object(u64_at(&value, 24), u32_at(&value, 32), u32_at(&value, 36));
             let at = Where { site, kind: lock_kind(flags), lock: symbols.variable(lock), object };
             sums.add(at, n, wait_ns, max_ns);
         }
@@ -123,8 +121,8 @@ fn begin_program(tasks: &Map, pending: &Map, stacks: &Map, counters: &Counters) 
     }
     a.label("take");
     a.mov(R1, R6).load_map(R2, stacks.fd()).mov_imm(R3, 0).call(Helper::StackId);
-    a.store(Size::U32, FP, -16, R0).jump_if(Cond::SignedLt, R0, 0, "no_stack");
-    a.label("stacked");
+    // A stack the map could not take (a negative id) is kept as `[no stack]`.
+    a.store(Size::U32, FP, -16, R0);
     a.store(Size::U64, FP, -24, R8).store(Size::U32, FP, -12, R9);
     // Started after the stack walk, so that the walk's cost is not counted as waiting.
     a.call(Helper::KtimeNs).store(Size::U64, FP, -32, R0);
@@ -132,9 +130,6 @@ fn begin_program(tasks: &Map, pending: &Map, stacks: &Map, counters: &Counters) 
     a.jump_if(Cond::Eq, R0, 0, "out");
     count(&mut a, counters, Counters::FULL);
     a.jump("out");
-    a.label("no_stack");
-    count(&mut a, counters, Counters::LOST_STACKS);
-    a.jump("stacked");
     a.label("out").return_zero();
     Ok(a.finish())
 }

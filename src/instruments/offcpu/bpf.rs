@@ -8,12 +8,10 @@ use anyhow::Result;
 use super::{Sleeps, SLEEPING};
 use crate::instruments::bpf::asm::{Asm, Cond, Helper, Insn, Size, FP, R0, R1, R2, R3, R6, R7, R8, R9};
 use crate::instruments::bpf::sys::{Map, MapKind};
-use crate::instruments::bpf::{
-    count, exit_unless_on, lookup, u32_of, u64_of, update, Attachment, Base, Collection, Counters,
-};
+use crate::instruments::bpf::{count, exit_unless_on, lookup, update, Attachment, Base, Collection, Counters};
 use crate::instruments::kallsyms::KernelSymbols;
 use crate::instruments::tracefs::field;
-use crate::instruments::Collect;
+use crate::instruments::{u32_at, u64_at, Collect};
 use crate::results::{Collector, OffCpuProfile};
 
 /// Distinct (stack, state) totals a run can hold.
@@ -55,10 +53,10 @@ impl Collect<OffCpuProfile> for BpfSleeps {
         let totals = self.collection.read()?;
         let mut sleeps = Sleeps::default();
         for (key, value) in totals.entries {
-            let (stack, state) = (u32_of(&key, 0), u32_of(&key, 4));
+            let (stack, state) = (u32_at(&key, 0), u32_at(&key, 4));
             let frames = self.collection.stacks().frames(stack)?.to_vec();
             let (count, asleep, wake_to_run, longest) =
-                (u64_of(&value, 0), u64_of(&value, 8), u64_of(&value, 16), u64_of(&value, 24));
+                (u64_at(&value, 0), u64_at(&value, 8), u64_at(&value, 16), u64_at(&value, 24));
             sleeps.add(&frames, state.into(), count, asleep, wake_to_run, longest);
         }
         let profile = sleeps.profile(KernelSymbols::get()?, totals.lost, Collector::Bpf);
@@ -83,16 +81,13 @@ fn switch_program(tasks: &Map, sleeping: &Map, sites: &Map, stacks: &Map, counte
     a.call(Helper::KtimeNs).store(Size::U64, FP, -32, R0);
     // The stack is the task's own: the program runs in it, before the switch.
     a.mov(R1, R6).load_map(R2, stacks.fd()).mov_imm(R3, 0).call(Helper::StackId);
-    a.store(Size::U32, FP, -16, R0).jump_if(Cond::SignedLt, R0, 0, "no_stack");
-    a.label("stacked");
+    // A stack the map could not take (a negative id) is kept as `[no stack]`.
+    a.store(Size::U32, FP, -16, R0);
     a.store(Size::U32, FP, -12, R7).store_imm(Size::U64, FP, -24, 0);
     update(&mut a, sleeping, -4, -32, 0);
     a.jump_if(Cond::Eq, R0, 0, "in");
     count(&mut a, counters, Counters::FULL);
     a.jump("in");
-    a.label("no_stack");
-    count(&mut a, counters, Counters::LOST_STACKS);
-    a.jump("stacked");
     // In: did it sleep?
     a.label("in");
     a.load(Size::U32, R1, R6, next_pid).store(Size::U32, FP, -4, R1);
