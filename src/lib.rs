@@ -13,6 +13,7 @@ pub mod analyze;
 pub mod atomic_file;
 pub mod cluster;
 pub mod compare;
+pub mod escape;
 pub mod lockfile;
 pub mod ministat;
 pub mod panics;

@@ -8,10 +8,22 @@ use fsscale::runner::{self, Interrupted};
 use crate::{cli, print, terminal};
 
 pub fn run_command(args: cli::RunArgs, argv: Vec<String>) -> anyhow::Result<()> {
-    // `--like FILE`: FILE's recorded arguments stand in for these (and are what this run records).
-    let (args, argv) = match &args.output.like {
-        Some(like) => cli::like::expand(like, &argv)?,
-        None => (args, argv),
+    // `--like FILE` and `--resume FILE`: FILE's recorded plan, read as data,
+    // stands in for these arguments (and is what this run records); it is
+    // shown whole before anything runs, -q or not.
+    let recorded = match (&args.output.like, &args.output.resume) {
+        (Some(like), _) => Some(cli::like::expand(like, &argv, cli::like::Use::Like)?),
+        (None, Some(resume)) => Some(cli::like::expand(resume, &argv, cli::like::Use::Resume)?),
+        (None, None) => None,
+    };
+    let (args, argv, resumed) = match recorded {
+        Some(expanded) => {
+            for line in &expanded.plan {
+                eprintln!("fsscale: {line}");
+            }
+            (expanded.args, expanded.argv, expanded.resumed)
+        }
+        None => (args, argv, None),
     };
     let placement = args.sweep.placement;
     let cluster = fsscale::cluster::from_launcher(placement.unwrap_or_default())?;
@@ -30,11 +42,21 @@ pub fn run_command(args: cli::RunArgs, argv: Vec<String>) -> anyhow::Result<()> 
     let tables = Tables { format: args.output.format, explain_all, one_stream };
     let job = cluster.as_ref().map(|c| cli::RankOf { rank: c.rank(), ranks: c.size() });
     let follower = job.is_some_and(|j| j.rank != 0);
+    if resumed.is_some() && cluster.is_some() {
+        anyhow::bail!("--resume continues a run of one machine; under MPI, run the job again with another -o");
+    }
+    // A finished baseline is never replaced by a slip of the same -o (rank 0 alone writes it).
+    if !follower && resumed.is_none() {
+        args.output.refuse_to_replace()?;
+    }
     // Every rank finds the same fault in the same arguments: rank 0 says it.
     let config = args.into_config(argv, job).map_err(|e| if follower { QuietFailure(0).into() } else { e })?;
     let Some(cluster) = cluster else {
         let mut progress = terminal::TerminalProgress::new(quiet);
-        let outcome = runner::run(&config, &mut progress);
+        let outcome = match resumed {
+            Some(doc) => runner::resume(&config, doc, &mut progress),
+            None => runner::run(&config, &mut progress),
+        };
         return show_run(outcome, &config, named_output, tables, progress);
     };
     if !cluster.is_root() {

@@ -22,10 +22,12 @@
 //! order, so each entry is created with one `openat` relative to its
 //! parent instead of a walk from the top.
 
+mod digest;
 mod input;
 mod tally;
 
-pub use tally::tally;
+pub use digest::{file_sha256, hex, HashingReader};
+pub use tally::{tally, tally_with_digest};
 
 use std::collections::HashSet;
 use std::ffi::CString;

@@ -1,137 +1,339 @@
-//! `fsscale run --like A.json [-o B.json]`: the plan a results file records,
-//! run again exactly (its arguments, its order's seed), so that the other
-//! side of an A/B (another kernel, after a reboot) is one command. What the
-//! plan read from outside (a `--tarball`, a `--tree`) must be as it was:
-//! the arguments alone would otherwise measure other work under the same name.
+//! `fsscale run --like A.json` and `fsscale run --resume A.json`: the plan a
+//! results file records, run again (another kernel, after a reboot) or
+//! finished. A results file may come from anyone, so its command line is
+//! data: it is read with the CLI's own definition of `run` (see
+//! [`recorded`](super::recorded)), and only what describes the measurement
+//! is taken from it. The commands and places it records are never run or
+//! used unless the user gives them again or accepts them with
+//! `--trust-recorded`; the output, label and note are always this run's own;
+//! what the plan read from outside (`--tarball`, `--tree`) must have the
+//! content it had.
 
-use std::path::{Path, PathBuf};
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 
+use super::recorded::{self, Given};
 use super::{Cli, Command, RunArgs};
-use fsscale::results::ResultsFile;
+use fsscale::escape::shell_word;
+use fsscale::results::{ResultsFile, Status};
 
-/// The arguments `--like` stands for: the recorded command line without its
-/// output, `--order-seed` where the order was shuffled, and `output` (if given).
-fn recorded_argv(
-    recorded: &[String],
-    order_seed: Option<u64>,
-    program: &str,
-    output: Option<&Path>,
-) -> Result<Vec<String>> {
-    let Some(at) = recorded.iter().position(|a| a == "run") else {
-        bail!("its command line ({}) is not a `fsscale run`", recorded.join(" "));
-    };
-    let mut argv = vec![program.to_string(), "run".to_string()];
-    let mut rest = recorded[at + 1..].iter();
-    while let Some(arg) = rest.next() {
-        match arg.as_str() {
-            // The output is this run's own; the recorded one is skipped with its value.
-            "-o" | "--output" => {
-                rest.next();
-            }
-            a if a.starts_with("--output=") || (a.starts_with("-o") && a.len() > 2) => {}
-            _ => argv.push(arg.clone()),
-        }
-    }
-    if let Some(seed) = order_seed.filter(|_| !argv.iter().any(|a| a.starts_with("--order-seed"))) {
-        argv.extend(["--order-seed".to_string(), seed.to_string()]);
-    }
-    if let Some(output) = output {
-        argv.extend(["-o".to_string(), output.display().to_string()]);
-    }
-    Ok(argv)
+/// Which of the two reads of a recorded plan.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Use {
+    /// `--like`: the plan again, into a file of this run's own.
+    Like,
+    /// `--resume`: the rest of the plan, into the file itself.
+    Resume,
 }
 
-/// What the recorded run read from outside is still what it was.
-fn check_inputs(doc: &ResultsFile) -> Result<()> {
-    if let Some(untar) = doc.settings.untar.as_ref().filter(|u| u.scale.is_none()) {
-        let mut file = std::fs::File::open(&untar.tarball).with_context(|| format!("--tarball {}", untar.tarball))?;
-        let now = fsscale::archive::scan(&mut file).with_context(|| format!("--tarball {}", untar.tarball))?.contents;
-        if (now.entries(), now.bytes) != (untar.entries, untar.bytes) {
+impl Use {
+    fn flag(self) -> &'static str {
+        match self {
+            Use::Like => "--like",
+            Use::Resume => "--resume",
+        }
+    }
+}
+
+/// The run a recorded plan stands for.
+pub struct Expanded {
+    pub args: RunArgs,
+    /// The command line this run records (what a later `--like` reads).
+    pub argv: Vec<String>,
+    /// The plan, in lines for the terminal (already escaped), printed before anything runs.
+    pub plan: Vec<String>,
+    /// `--resume`: the document to continue.
+    pub resumed: Option<ResultsFile>,
+}
+
+/// What an option of a recorded command line is to this run.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Kind {
+    /// Describes the measurement: taken.
+    Measurement,
+    /// This invocation's own (output, label, note, how it prints): never taken.
+    Own,
+    /// A command it would run, or a place it would write or format: taken
+    /// only when given again or accepted with `--trust-recorded`.
+    Trusted,
+    /// `--like` or `--resume` inside a recorded plan: refused.
+    Nested,
+}
+
+fn kind(given: &Given) -> Kind {
+    match given.id.as_str() {
+        "output" | "label" | "note" | "quiet" | "format" | "force" | "trust_recorded" | "help" => Kind::Own,
+        "like" | "resume" => Kind::Nested,
+        "variant"
+        | "variant_teardown"
+        | "cmd"
+        | "setup"
+        | "cleanup"
+        | "prepare"
+        | "extract_cmd"
+        | "dir"
+        | "backing"
+        | "mkfs_opts"
+        | "destroy_device_data" => Kind::Trusted,
+        // Filesystem kinds describe the measurement; their mount options are the user's to accept.
+        "fs" if given.value.as_deref().is_some_and(|v| v.contains(':')) => Kind::Trusted,
+        _ => Kind::Measurement,
+    }
+}
+
+/// `run --like FILE` or `run --resume FILE`: the run FILE's plan stands for.
+/// `argv` is this command line, which may add only this run's own options
+/// and the commands and places it gives again.
+pub fn expand(file: &Path, argv: &[String], used: Use) -> Result<Expanded> {
+    let context = || format!("{} {}", used.flag(), file.display());
+    let at = argv.iter().position(|a| a == "run").map_or(argv.len(), |i| i + 1);
+    let mine = recorded::options(&argv[at..]).with_context(context)?;
+    let trust = mine.iter().any(|g| g.id == "trust_recorded");
+    for g in &mine {
+        let allowed = match (kind(g), used) {
+            (Kind::Trusted, _) | (Kind::Nested, _) => true,
+            (Kind::Own, Use::Like) => true,
+            (Kind::Own, Use::Resume) => !matches!(g.id.as_str(), "output" | "label" | "note"),
+            (Kind::Measurement, _) => false,
+        };
+        if !allowed {
             bail!(
-                "--tarball {} holds {} entries and {} bytes now, {} and {} when it was recorded: it is not the same \
-                 tarball, so the run would not be the same",
-                untar.tarball,
-                now.entries(),
-                now.bytes,
-                untar.entries,
-                untar.bytes
+                "{}: {} would change the plan it records; besides it, give only -o, --label, --note, -q, \
+                 --format, --force, --trust-recorded, or the commands and places it records (run without {} to \
+                 change the plan)",
+                context(),
+                g.shown(),
+                used.flag()
             );
         }
     }
-    if let Some(tree) = &doc.settings.walked_tree {
-        let dir = std::fs::File::open(&tree.path).with_context(|| format!("--tree {}", tree.path))?;
-        let now = fsscale::archive::tally(std::os::fd::AsRawFd::as_raw_fd(&dir))
-            .with_context(|| format!("--tree {}", tree.path))?;
-        if (now.entries(), now.bytes) != (tree.entries, tree.bytes) {
+    let doc = ResultsFile::load(file).with_context(context)?;
+    if used == Use::Resume {
+        check_resumable(&doc).with_context(context)?;
+    }
+    let Some(run) = doc.command_line.iter().position(|a| a == "run") else {
+        bail!("{}: its command line is not a `fsscale run`", context());
+    };
+    let theirs = recorded::options(&doc.command_line[run + 1..])
+        .map_err(|e| anyhow::anyhow!("its recorded command line does not parse: {e}"))
+        .with_context(context)?;
+    let program = argv.first().map_or("fsscale", String::as_str);
+    same_meaning(program, &doc.command_line[run + 1..], &theirs).with_context(context)?;
+    let mut taken = Vec::new();
+    let (mut untrusted, mut replaced, mut dropped) = (Vec::new(), Vec::new(), Vec::new());
+    for g in &theirs {
+        match kind(g) {
+            Kind::Nested => bail!("{}: it records a nested {}, which is refused", context(), g.shown()),
+            Kind::Own => dropped.push(g.shown()),
+            Kind::Measurement => taken.push(g.clone()),
+            Kind::Trusted if mine.iter().any(|m| m.id == g.id) => replaced.push(g.shown()),
+            Kind::Trusted if trust => taken.push(g.clone()),
+            Kind::Trusted => untrusted.push(g.shown()),
+        }
+    }
+    if !untrusted.is_empty() {
+        bail!(
+            "{}: it records commands or places that are never taken from a file unless given again or accepted \
+             with --trust-recorded: {}",
+            context(),
+            untrusted.join(", ")
+        );
+    }
+    let seed = doc.settings.order_seed.filter(|_| !taken.iter().any(|g| g.id == "order_seed"));
+    taken.extend(seed.map(|s| Given {
+        id: "order_seed".into(),
+        long: Some("order-seed".into()),
+        value: Some(s.to_string()),
+    }));
+    let given_again: Vec<Given> = mine.iter().filter(|g| kind(g) == Kind::Trusted).cloned().collect();
+    let own: Vec<Given> = mine.iter().filter(|g| kind(g) == Kind::Own).cloned().collect();
+    let mut all: Vec<Given> = taken.iter().chain(&given_again).chain(&own).cloned().collect();
+    if used == Use::Resume {
+        let output = file.to_str().context("--resume: name the file with a UTF-8 path")?;
+        all.push(Given { id: "output".into(), long: Some("output".into()), value: Some(output.to_string()) });
+    }
+    let new_argv = recorded::canonical(program, &all);
+    let args = parse_run(&new_argv).with_context(context)?;
+    check_inputs(&doc, &args).with_context(context)?;
+    if used == Use::Like {
+        if let Some(output) = &args.output.output {
+            refuse_same_file(file, output)?;
+        }
+    }
+    let plan = describe_plan(file, used, &doc, &taken, &given_again, (&replaced, &dropped), &new_argv);
+    let resumed = (used == Use::Resume).then_some(doc);
+    Ok(Expanded { args, argv: new_argv, plan, resumed })
+}
+
+/// The recorded words and their canonical form parse to the same arguments:
+/// what is taken from the file is what clap read in it.
+fn same_meaning(program: &str, recorded: &[String], given: &[Given]) -> Result<()> {
+    let original: Vec<String> =
+        [program, "run"].iter().map(|s| s.to_string()).chain(recorded.iter().cloned()).collect();
+    let original = parse_run(&original)?;
+    let canonical = parse_run(&recorded::canonical(program, given))?;
+    if format!("{original:?}") != format!("{canonical:?}") {
+        bail!("its recorded command line reads two ways; refused");
+    }
+    Ok(())
+}
+
+fn parse_run(argv: &[String]) -> Result<RunArgs> {
+    let cli = Cli::try_parse_from(argv).map_err(|e| {
+        anyhow::anyhow!("its recorded arguments do not parse: {}", super::one_line(&e.render().to_string()))
+    })?;
+    match cli.command {
+        Command::Run(args) => Ok(*args),
+        _ => bail!("its command line is not a `fsscale run`"),
+    }
+}
+
+/// A file to resume is one whose run ended before its plan did.
+fn check_resumable(doc: &ResultsFile) -> Result<()> {
+    match doc.status {
+        Status::Complete => bail!("its run finished every point: there is nothing to resume"),
+        Status::Interrupted | Status::Failed | Status::Running => Ok(()),
+    }
+}
+
+/// `-o` is not the file the plan came from (the same inode, however named).
+fn refuse_same_file(like: &Path, output: &Path) -> Result<()> {
+    let (Ok(a), Ok(b)) = (std::fs::metadata(like), std::fs::metadata(output)) else { return Ok(()) };
+    if (a.dev(), a.ino()) == (b.dev(), b.ino()) {
+        bail!("-o {}: it is the --like file itself, which this run would replace; give another -o", output.display());
+    }
+    Ok(())
+}
+
+/// What the plan reads from outside has the content it had when recorded.
+/// Keyed on the command line, not on the settings, so that a file whose
+/// settings were edited cannot skip the check.
+fn check_inputs(doc: &ResultsFile, args: &RunArgs) -> Result<()> {
+    if let Some(tarball) = &args.macros.tarball {
+        let recorded = doc.settings.untar.as_ref().and_then(|u| u.sha256.as_deref());
+        let Some(recorded) = recorded else {
             bail!(
-                "--tree {} holds {} entries and {} bytes now, {} and {} when it was recorded: the walk would not be \
-                 the same",
-                tree.path,
-                now.entries(),
-                now.bytes,
-                tree.entries,
-                tree.bytes
+                "it records --tarball {} without the tarball's content hash (a file of an older fsscale, or \
+                 edited): the tarball cannot be checked; run A again with this fsscale",
+                shell_word(&tarball.display().to_string())
+            );
+        };
+        let now = fsscale::archive::file_sha256(tarball).with_context(|| format!("--tarball {}", tarball.display()))?;
+        if now != recorded {
+            bail!(
+                "--tarball {} has sha256 {} now, {} when it was recorded: it is not the same tarball, so the run \
+                 would not be the same",
+                shell_word(&tarball.display().to_string()),
+                &now[..12],
+                recorded.get(..12).unwrap_or(recorded)
+            );
+        }
+    }
+    if let Some(tree) = &args.macros.tree {
+        let Some(recorded) = doc.settings.walked_tree.as_ref().and_then(|t| t.digest.as_deref()) else {
+            bail!(
+                "it records --tree {} without the tree's digest (a file of an older fsscale, or edited): the tree \
+                 cannot be checked; run A again with this fsscale",
+                shell_word(&tree.display().to_string())
+            );
+        };
+        let dir = fsscale::sys::open_dir_input(tree).with_context(|| format!("--tree {}", tree.display()))?;
+        let (_, now) = fsscale::archive::tally_with_digest(std::os::fd::AsRawFd::as_raw_fd(&dir))
+            .with_context(|| format!("--tree {}", tree.display()))?;
+        if now != recorded {
+            bail!(
+                "--tree {} holds other entries now than when it was recorded (digest {} → {}): the walk would not \
+                 be the same",
+                shell_word(&tree.display().to_string()),
+                recorded.get(..12).unwrap_or(recorded),
+                &now[..12]
             );
         }
     }
     Ok(())
 }
 
-/// `run --like FILE`: the run's arguments as FILE records them. `argv` is
-/// this command line, which may name only `--like` and `-o`.
-pub fn expand(like: &Path, argv: &[String]) -> Result<(RunArgs, Vec<String>)> {
-    let context = || format!("--like {}", like.display());
-    let mut output: Option<PathBuf> = None;
-    let mut given = argv.iter().skip_while(|a| *a != "run").skip(1);
-    while let Some(arg) = given.next() {
-        match arg.as_str() {
-            "--like" => {
-                given.next();
-            }
-            "-o" | "--output" => output = given.next().map(PathBuf::from),
-            a if a.starts_with("--like=") => {}
-            a if a.starts_with("--output=") => output = Some(PathBuf::from(&a["--output=".len()..])),
-            other => bail!(
-                "--like {} runs exactly the plan it records, so it takes only -o besides; {other} would change it \
-                 (run without --like to change the plan)",
-                like.display()
-            ),
+/// The plan as the terminal shows it before anything runs: what the file
+/// records, what of it this run takes, and every command, place, input and
+/// limit by name.
+fn describe_plan(
+    file: &Path,
+    used: Use,
+    doc: &ResultsFile,
+    taken: &[Given],
+    given_again: &[Given],
+    (replaced, dropped): (&[String], &[String]),
+    argv: &[String],
+) -> Vec<String> {
+    let file = shell_word(&file.display().to_string());
+    let mut lines = Vec::new();
+    let runs: usize = doc.points.iter().map(|p| p.runs.len()).sum();
+    let warmups: usize = doc.points.iter().map(|p| p.warmup_runs.len()).sum();
+    lines.push(match used {
+        Use::Like => format!("--like {file}: running the plan it records, read as data:"),
+        Use::Resume => {
+            format!("--resume {file}: continuing its plan ({runs} runs and {warmups} warm-up runs kept), read as data:")
+        }
+    });
+    let named = |ids: &[&str]| -> Vec<String> {
+        taken.iter().chain(given_again).filter(|g| ids.contains(&g.id.as_str())).map(Given::shown).collect()
+    };
+    let sections = [
+        ("commands", named(&["variant", "variant_teardown", "cmd", "setup", "cleanup", "prepare", "extract_cmd"])),
+        ("places", named(&["dir", "fs", "backing", "mkfs_opts", "destroy_device_data"])),
+        ("inputs", named(&["tarball", "tree", "trace"])),
+        ("memory", named(&["memory_limit"])),
+    ];
+    for (what, list) in sections {
+        if !list.is_empty() {
+            lines.push(format!("  {what}: {}", list.join(", ")));
         }
     }
-    let doc = ResultsFile::load(like).with_context(context)?;
-    let program = argv.first().map_or("fsscale", String::as_str);
-    let argv =
-        recorded_argv(&doc.command_line, doc.settings.order_seed, program, output.as_deref()).with_context(context)?;
-    check_inputs(&doc).with_context(context)?;
-    let cli = Cli::try_parse_from(&argv)
-        .map_err(|e| {
-            anyhow::anyhow!("its recorded arguments no longer parse: {}", super::one_line(&e.render().to_string()))
-        })
-        .with_context(context)?;
-    match cli.command {
-        Command::Run(args) => Ok((*args, argv)),
-        _ => bail!("{}: its command line is not a `fsscale run`", like.display()),
+    if !replaced.is_empty() {
+        lines.push(format!("  given here in place of the file's: {}", replaced.join(", ")));
     }
+    if !dropped.is_empty() {
+        lines.push(format!("  not taken (this run's own): {}", dropped.join(", ")));
+    }
+    let shown: Vec<String> = argv.iter().map(|a| shell_word(a)).collect();
+    lines.push(format!("  runs: {}", shown.join(" ")));
+    lines
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn given(line: &str) -> Vec<Given> {
+        recorded::options(&line.split(' ').map(String::from).collect::<Vec<_>>()).unwrap()
+    }
+
     #[test]
-    fn the_recorded_arguments_lose_their_output_and_gain_the_order_seed() {
-        let recorded =
-            ["/usr/bin/fsscale", "run", "stat", "-j", "1,2", "-o", "a.json", "--order", "shuffled"].map(String::from);
-        let argv = recorded_argv(&recorded, Some(42), "fsscale", Some(Path::new("b.json"))).unwrap();
-        assert_eq!(
-            argv,
-            ["fsscale", "run", "stat", "-j", "1,2", "--order", "shuffled", "--order-seed", "42", "-o", "b.json"]
-        );
-        let recorded = ["fsscale", "run", "--output=a.json", "-oa.json", "stat"].map(String::from);
-        assert_eq!(recorded_argv(&recorded, None, "fsscale", None).unwrap(), ["fsscale", "run", "stat"]);
-        assert!(recorded_argv(&["fsscale".into(), "compare".into()], None, "fsscale", None).is_err());
+    fn commands_and_places_are_trusted_only_and_the_output_is_never_taken() {
+        let kinds: Vec<(String, Kind)> = given(
+            "stat -qo /x --variant a=x --dir /d --fs ext4 --fs ext4:data=journal --backing ram --mkfs-opts -b \
+             --destroy-device-data --label l --note n --like a.json -j 2",
+        )
+        .into_iter()
+        .map(|g| (g.shown(), kind(&g)))
+        .collect();
+        let of = |shown: &str| kinds.iter().find(|(s, _)| s == shown).map(|(_, k)| *k).unwrap();
+        assert_eq!(of("stat"), Kind::Measurement);
+        assert_eq!(of("--quiet"), Kind::Own);
+        assert_eq!(of("--output /x"), Kind::Own);
+        assert_eq!(of("--variant a=x"), Kind::Trusted);
+        assert_eq!(of("--dir /d"), Kind::Trusted);
+        assert_eq!(of("--fs ext4"), Kind::Measurement);
+        assert_eq!(of("--fs ext4:data=journal"), Kind::Trusted);
+        assert_eq!(of("--backing ram"), Kind::Trusted);
+        assert_eq!(of("--mkfs-opts -b"), Kind::Trusted);
+        assert_eq!(of("--destroy-device-data"), Kind::Trusted);
+        assert_eq!(of("--label l"), Kind::Own);
+        assert_eq!(of("--note n"), Kind::Own);
+        assert_eq!(of("--like a.json"), Kind::Nested);
+        assert_eq!(of("--workers 2"), Kind::Measurement);
     }
 }

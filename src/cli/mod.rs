@@ -11,6 +11,8 @@ mod workload_args;
 #[cfg(target_os = "linux")]
 pub mod like;
 #[cfg(target_os = "linux")]
+mod recorded;
+#[cfg(target_os = "linux")]
 pub use run::{RankOf, RunArgs};
 #[cfg(target_os = "linux")]
 pub use values::Format;

@@ -202,9 +202,21 @@ pub struct OutputArgs {
     #[arg(long, default_value = "text", value_parser = choice::<Format>())]
     pub format: Format,
 
-    /// Run exactly the plan RESULTS.json records: its arguments and order seed, with its --tarball or --tree as it was then (refused if either changed); only -o may be given besides. The other side of an A/B, after a reboot, in one command.
-    #[arg(long, value_name = "RESULTS.json")]
+    /// Run again the plan RESULTS.json records, read as data: its workloads, sweep, timing and order seed, with its --tarball or --tree as they were then (compared by content hash). Its plan is printed first. Commands (--variant, --cmd, --extract-cmd, ...) and places (--dir, --backing, --fs mount options, --mkfs-opts, --destroy-device-data) it records are never taken unless given again here or accepted with --trust-recorded. Besides those, only -o, --label, --note, -q, --format and --force may be given. The other side of an A/B, after a reboot, in one command.
+    #[arg(long, value_name = "RESULTS.json", conflicts_with = "resume")]
     pub like: Option<PathBuf>,
+
+    /// Continue the interrupted or failed run RESULTS.json records, into that file: the same points, order seed and settings, keeping every finished run (the recorded plan is read as --like reads it).
+    #[arg(long, value_name = "RESULTS.json", conflicts_with_all = ["output", "label", "note"])]
+    pub resume: Option<PathBuf>,
+
+    /// With --like or --resume: take the commands and places the file records (listed in the refusal without it).
+    #[arg(long)]
+    pub trust_recorded: bool,
+
+    /// Replace an existing results file at -o (otherwise refused, so a finished baseline is never lost).
+    #[arg(long)]
+    pub force: bool,
 
     /// What this run is called in compare, report and plot (instead of the results file's path), e.g. --label pool-of-threads.
     #[arg(long, value_name = "NAME", value_parser = parse_label)]
@@ -217,6 +229,38 @@ pub struct OutputArgs {
     /// No progress: neither the plan's size and estimated time, nor the progress line (on a terminal) or a progress line every 30 s (otherwise, as in a log). Warnings and errors still show.
     #[arg(short, long)]
     pub quiet: bool,
+}
+
+impl OutputArgs {
+    /// Refuses an `-o` where a file is already, unless `--force`: the
+    /// natural slip after a reboot (the same command again) would otherwise
+    /// replace a finished baseline without a word.
+    pub fn refuse_to_replace(&self) -> Result<()> {
+        let Some(path) = self.output.as_ref().filter(|_| !self.force) else { return Ok(()) };
+        let Ok(meta) = std::fs::symlink_metadata(path) else { return Ok(()) };
+        // An empty file holds nothing to lose (a default -o is made so).
+        if meta.is_file() && meta.len() == 0 {
+            return Ok(());
+        }
+        let what = match fsscale::results::ResultsFile::load(path) {
+            Ok(doc) => {
+                let runs: usize = doc.points.iter().map(|p| p.runs.len()).sum();
+                let others = match doc.status {
+                    fsscale::results::Status::Complete => "or another -o".to_string(),
+                    _ => format!(
+                        "another -o, or --resume {} to finish it",
+                        fsscale::escape::shell_word(&path.display().to_string())
+                    ),
+                };
+                format!(
+                    "a results file ({}, {runs} runs) is there already; give --force to replace it, {others}",
+                    doc.status.name()
+                )
+            }
+            Err(_) => "a file is there already; give --force to replace it, or another -o".to_string(),
+        };
+        bail!("-o {}: {what}", fsscale::escape::shell_word(&path.display().to_string()))
+    }
 }
 
 /// This process's place in an MPI job, as the config needs it.

@@ -128,7 +128,11 @@ fn tarball(d: &ResultsFile) -> String {
     d.settings.untar.as_ref().map_or("-".into(), |u| {
         let source = match (u.scale, u.seed) {
             (Some(scale), Some(seed)) => format!("generated, scale {scale} seed {seed}"),
-            _ => u.tarball.clone(),
+            // Its content, wherever it was read from; an older file has only the path.
+            _ => match &u.sha256 {
+                Some(sha) => format!("sha256 {}", sha.get(..12).unwrap_or(sha)),
+                None => u.tarball.clone(),
+            },
         };
         format!("{source}: {} entries, {} bytes", u.entries, u.bytes)
     })
@@ -189,6 +193,7 @@ mod tests {
             extract_cmd: None,
             entries: 10,
             bytes: 100,
+            sha256: None,
         };
         let mut base = base;
         base.settings.untar = Some(untar(0.1));

@@ -110,6 +110,7 @@ pub fn doc(runs: usize, duration_s: f64, points: Vec<Point>) -> ResultsFile {
         points,
         run_id: Some("fixture".into()),
         cluster: None,
+        resumed: Vec::new(),
     }
 }
 

@@ -67,6 +67,10 @@ pub struct ResultsFile {
     /// An MPI job's ranks were the workers (absent on one machine).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cluster: Option<crate::cluster::ClusterInfo>,
+    /// `run --resume`: each invocation that continued the run, with the runs
+    /// it found (runs at `position` from `first_position` on are its own).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resumed: Vec<Resumed>,
     /// What reading it passed over (a journal line that does not parse);
     /// never written, said with the completeness warnings.
     #[serde(skip)]
@@ -97,6 +101,16 @@ impl Status {
             Status::Failed => "failed",
         }
     }
+}
+
+/// One `run --resume` of the document.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct Resumed {
+    pub at: String,
+    /// Runs (warm-ups included) it kept from before.
+    pub runs_kept: usize,
+    /// The `position` of its first run.
+    pub first_position: usize,
 }
 
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
@@ -192,6 +206,10 @@ pub struct WalkedTree {
     /// Entries below it (files, directories, links; hard links once each) and bytes of file data.
     pub entries: u64,
     pub bytes: u64,
+    /// SHA-256 of what a walk sees (every entry's path, type, mode, size
+    /// and link target, in name order), which `run --like` compares.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest: Option<String>,
 }
 
 /// How `command` ran.
@@ -239,6 +257,9 @@ pub struct UntarSettings {
     /// Entries (files, directories, links) and bytes of file data in the archive.
     pub entries: u64,
     pub bytes: u64,
+    /// `--tarball`'s SHA-256, which `run --like` compares.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
 }
 
 /// One (workload, mode, share, workers) combination and its repeated runs.

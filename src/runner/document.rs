@@ -37,6 +37,7 @@ pub(super) fn new_document(config: &RunConfig, sources: &Sources, contained: Opt
         points: Vec::new(),
         run_id: Some(sys::random_hex(8)),
         cluster: None,
+        resumed: Vec::new(),
     }
 }
 
@@ -97,20 +98,30 @@ fn describe_sources(settings: &mut Settings, config: &RunConfig, sources: &Sourc
     let tree = sources.tree.as_ref();
     settings.walked_tree = tree.and_then(|t| {
         t.walk_tree.as_ref().map(|path| WalkedTree {
-            path: path.display().to_string(),
+            path: absolute(path),
             entries: t.walk_contents.entries(),
             bytes: t.walk_contents.bytes,
+            digest: t.walk_digest.clone(),
         })
     });
     let generated = config.macro_options.tarball.is_none();
     settings.untar = tree.filter(|_| !sources.walks_only_a_given_tree).map(|u| UntarSettings {
-        tarball: u.tarball.display().to_string(),
+        tarball: match generated {
+            true => u.tarball.display().to_string(),
+            false => absolute(&u.tarball),
+        },
         scale: generated.then_some(config.macro_options.scale),
         seed: generated.then_some(config.macro_options.seed),
         extract_cmd: u.command.clone(),
         entries: u.contents.entries(),
         bytes: u.contents.bytes,
+        sha256: u.tarball_sha256.clone(),
     });
+}
+
+/// An input's path as recorded: absolute, so a reader knows which file it was.
+fn absolute(path: &std::path::Path) -> String {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf()).display().to_string()
 }
 
 /// A point of `spec` on `fs_spec`, with no runs yet.
@@ -135,6 +146,24 @@ pub(super) fn new_point(config: &RunConfig, fs_spec: &FsSpec, spec: &PointSpec) 
             .map(|m| MetricInfo { name: m.name.clone(), higher_is_better: m.higher_is_better }),
         ranks: None,
     }
+}
+
+/// The document of an interrupted or failed run, running again (`--resume`):
+/// its runs kept, its end forgotten, the resumption recorded.
+pub(super) fn reopen(mut doc: ResultsFile) -> ResultsFile {
+    let runs_kept = doc.points.iter().map(|p| p.runs.len() + p.warmup_runs.len()).sum();
+    let first_position = doc
+        .points
+        .iter()
+        .flat_map(|p| p.runs.iter().chain(&p.warmup_runs))
+        .filter_map(|r| r.position)
+        .max()
+        .map_or(0, |p| p + 1);
+    doc.resumed.push(crate::results::Resumed { at: results::rfc3339(SystemTime::now()), runs_kept, first_position });
+    doc.status = Status::Running;
+    doc.error = None;
+    doc.finished_at = None;
+    doc
 }
 
 /// Records how the run ended.

@@ -53,7 +53,15 @@ use sources::Sources;
 /// also on disk at `config.output`. On failure or interruption the document
 /// on disk still holds every finished run, with the status saying why it stopped.
 pub fn run(config: &RunConfig, progress: &mut dyn Progress) -> Result<ResultsFile> {
-    run_with(config, None, progress)
+    run_with(config, None, None, progress)
+}
+
+/// Continues the run `doc` records (interrupted or failed) with `config`,
+/// its own plan: the same points in the same order, each given the runs it
+/// still lacks, in the order the schedule would have given them, with every
+/// finished run kept. The document on disk is `config.output`, as for [`run`].
+pub fn resume(config: &RunConfig, doc: ResultsFile, progress: &mut dyn Progress) -> Result<ResultsFile> {
+    run_with(config, None, Some(doc), progress)
 }
 
 /// Runs `config` as one rank of an MPI job, every rank one worker: rank 0
@@ -64,7 +72,7 @@ pub fn run_on_ranks(config: &RunConfig, cluster: Cluster, progress: &mut dyn Pro
     let (outcome, reachable) = if cluster.is_root() {
         let outcome =
             ranks::Root::new(&cluster, &config.output, plan_digest(config), config.stall_timeout).map(|root| {
-                let outcome = run_with(config, Some(&root), progress);
+                let outcome = run_with(config, Some(&root), None, progress);
                 let reachable = root.close(outcome.as_ref().map(|_| ()));
                 root.dismiss_warden();
                 (outcome, reachable)
@@ -153,19 +161,30 @@ fn plan_digest(config: &RunConfig) -> String {
 }
 
 /// The plan, run on this machine's workers or (with `root`) on an MPI job's ranks.
-fn run_with(config: &RunConfig, root: Option<&ranks::Root<'_>>, progress: &mut dyn Progress) -> Result<ResultsFile> {
+fn run_with(
+    config: &RunConfig,
+    root: Option<&ranks::Root<'_>>,
+    resumed: Option<ResultsFile>,
+    progress: &mut dyn Progress,
+) -> Result<ResultsFile> {
     let mut ready = preflight(config, root.map(|r| r.cluster()), progress)?;
     let config = &RunConfig { instruments: ready.instruments, ..config.clone() };
     let sources = Sources::prepare(config, progress)?;
     if let Some(root) = root {
         root.start(Ok(()))?;
     }
-    let mut doc = document::new_document(config, &sources, ready.containment.as_ref().map(|c| c.describe()));
-    doc.settings.memory_limit =
-        ready.memory.as_ref().map(|m| MemoryLimitSettings { bytes: m.bytes(), cgroup: m.describe() });
-    doc.cluster = root.map(|r| r.cluster().info());
     let cpus = config.pin.then(sys::topology::pin_cpus);
-    doc.settings.pin_order = cpus.clone();
+    let doc = match resumed {
+        Some(doc) => document::reopen(doc),
+        None => {
+            let mut doc = document::new_document(config, &sources, ready.containment.as_ref().map(|c| c.describe()));
+            doc.settings.memory_limit =
+                ready.memory.as_ref().map(|m| MemoryLimitSettings { bytes: m.bytes(), cgroup: m.describe() });
+            doc.cluster = root.map(|r| r.cluster().info());
+            doc.settings.pin_order = cpus.clone();
+            doc
+        }
+    };
     let saver = Saver::create(&config.output, &doc)?;
     progress.saved();
     let measurer: &dyn Measurer = match root {

@@ -92,6 +92,33 @@ impl Scheduler {
         Scheduler { order, repetition, rng: Rng::new(seed), round: Default::default(), rounds: 0, layout }
     }
 
+    /// Replays the schedule up to what `done` says every point has done
+    /// (a resumed run's), so that the next slot is the one the first
+    /// invocation would have run next: rounds, rotations and the shuffled
+    /// order's random draws all go on where they stopped.
+    pub fn fast_forward(&mut self, done: &[PointState]) {
+        let mut replayed = vec![PointState::default(); done.len()];
+        loop {
+            let Some(slot) = self.next(&replayed) else { return };
+            let (now, then) = (&mut replayed[slot.point], &done[slot.point]);
+            let ran = match slot.warmup {
+                true => now.warmups < then.warmups,
+                false => now.runs < then.runs,
+            };
+            if !ran {
+                // The first slot not run yet: it leads the rest of its round.
+                self.round.push_front(slot);
+                return;
+            }
+            match slot.warmup {
+                true => now.warmups += 1,
+                false => now.runs += 1,
+            }
+            // Precise as the resumed point is, once it has its runs.
+            now.precise = then.precise && now.runs >= then.runs;
+        }
+    }
+
     /// The next run, given what every point has done; `None` when all are done.
     pub fn next(&mut self, points: &[PointState]) -> Option<Slot> {
         let r = self.repetition;
@@ -226,6 +253,39 @@ mod tests {
         // Point 0 is precise after 2 runs, point 1 after 3, point 2 never.
         let slots = play(Order::Interleaved, rep, 3, &[2, 3, usize::MAX]);
         assert_eq!(labels(&slots), ["0", "1", "2", "0", "1", "2", "1", "2", "2", "2"]);
+    }
+
+    #[test]
+    fn a_schedule_fast_forwarded_to_where_it_stopped_goes_on_as_it_would_have() {
+        let rep = Repetition { warmups: 1, runs: 3, max_runs: None };
+        for order in [Order::Interleaved, Order::Shuffled, Order::Sequential] {
+            let layout = Layout { filesystems: 1, variants: 2 };
+            let whole = play_layout(order, rep, 4, &[], layout);
+            for stop in 0..whole.len() {
+                let mut states = vec![PointState::default(); 4];
+                for slot in &whole[..stop] {
+                    let s = &mut states[slot.point];
+                    if slot.warmup {
+                        s.warmups += 1;
+                    } else {
+                        s.runs += 1;
+                    }
+                }
+                let mut scheduler = Scheduler::new(order, rep, 7, layout);
+                scheduler.fast_forward(&states);
+                let mut rest = Vec::new();
+                while let Some(slot) = scheduler.next(&states) {
+                    let s = &mut states[slot.point];
+                    if slot.warmup {
+                        s.warmups += 1;
+                    } else {
+                        s.runs += 1;
+                    }
+                    rest.push(slot);
+                }
+                assert_eq!(rest, whole[stop..], "{order:?} stopped after {stop} runs");
+            }
+        }
     }
 
     proptest! {

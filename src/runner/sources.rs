@@ -54,32 +54,39 @@ impl Sources {
 /// its entries and reads it into the page cache before anything is timed.
 fn prepare_tree(options: &MacroOptions, with_tarball: bool, progress: &mut dyn Progress) -> Result<TreeSource> {
     // What `--tree` holds, counted as a tarball's entries are (and read into the cache).
-    let walk_contents = match &options.tree {
+    let (walk_contents, walk_digest) = match &options.tree {
         Some(tree) => {
-            let dir = std::fs::File::open(tree).with_context(|| format!("--tree {}", tree.display()))?;
-            archive::tally(std::os::fd::AsRawFd::as_raw_fd(&dir))
-                .with_context(|| format!("--tree {}", tree.display()))?
+            // Without blocking: a FIFO there is refused, not waited on.
+            let dir = sys::open_dir_input(tree).with_context(|| format!("--tree {}", tree.display()))?;
+            let (contents, digest) = archive::tally_with_digest(std::os::fd::AsRawFd::as_raw_fd(&dir))
+                .with_context(|| format!("--tree {}", tree.display()))?;
+            (contents, Some(digest))
         }
-        None => archive::ExtractStats::default(),
+        None => (archive::ExtractStats::default(), None),
     };
-    let source = |tarball, contents| TreeSource {
+    let source = |tarball, contents, tarball_sha256| TreeSource {
         tarball,
         contents,
         command: options.extract_cmd.clone(),
         walk_tree: options.tree.clone(),
         walk_contents,
         stat: options.stat,
+        tarball_sha256,
+        walk_digest: walk_digest.clone(),
     };
     if !with_tarball {
-        return Ok(TreeSource { command: None, ..source(std::path::PathBuf::new(), walk_contents) });
+        return Ok(TreeSource { command: None, ..source(std::path::PathBuf::new(), walk_contents, None) });
     }
     let tarball = match &options.tarball {
         Some(path) => path.clone(),
         None => generated_tarball(options, progress)?,
     };
-    let mut file =
+    let file =
         sys::open_input(&tarball, u64::MAX).with_context(|| format!("cannot open tarball {}", tarball.display()))?;
-    let scanned = archive::scan(&mut file).with_context(|| format!("tarball {}", tarball.display()))?;
+    // A given tarball is hashed as it is scanned, in the same pass.
+    let mut reader = archive::HashingReader::new(file);
+    let scanned = archive::scan(&mut reader).with_context(|| format!("tarball {}", tarball.display()))?;
+    let sha256 = options.tarball.is_some().then(|| reader.finish());
     if let (Some(why), None) = (&scanned.refusal, &options.extract_cmd) {
         bail!(
             "tarball {}: {why}; the built-in extractor never writes outside its directory, and GNU tar \
@@ -87,7 +94,7 @@ fn prepare_tree(options: &MacroOptions, with_tarball: bool, progress: &mut dyn P
             tarball.display()
         );
     }
-    Ok(source(tarball, scanned.contents))
+    Ok(source(tarball, scanned.contents, sha256))
 }
 
 /// The generated tree's tarball in the cache directory, made when it is not there yet.

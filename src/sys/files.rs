@@ -75,6 +75,21 @@ pub fn open_input(path: &Path, max_bytes: u64) -> anyhow::Result<std::fs::File> 
     Ok(file)
 }
 
+/// The directory at `path`, opened for reading without blocking and
+/// without following a final link's target elsewhere than a directory: a
+/// FIFO, device or file there is refused, not waited on.
+pub fn open_dir_input(path: &Path) -> anyhow::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_DIRECTORY)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ENOTDIR) => anyhow::anyhow!("{} is not a directory; name a directory", path.display()),
+            _ => anyhow::anyhow!(errno_text_plain(&e)),
+        })
+}
+
 /// [`open_input`], read whole as text.
 pub fn read_input(path: &Path, max_bytes: u64) -> anyhow::Result<String> {
     let file = open_input(path, max_bytes)?;

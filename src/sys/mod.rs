@@ -9,7 +9,9 @@ mod files;
 mod mounts;
 mod process;
 pub mod topology;
-pub use files::{available_memory, ensure_private_dir, fd_path, open_input, others_can_replace_in, read_input};
+pub use files::{
+    available_memory, ensure_private_dir, fd_path, open_dir_input, open_input, others_can_replace_in, read_input,
+};
 pub use mounts::{find_mount, mounts, parse_mountinfo, Mount};
 pub use process::*;
 
@@ -124,6 +126,15 @@ pub fn close(fd: RawFd) -> Result<(), Errno> {
 pub fn fstatat(dir: RawFd, name: &CStr, buf: &mut libc::stat, flags: libc::c_int) -> Result<(), Errno> {
     // SAFETY: `buf` is a valid, writable stat buffer.
     check(unsafe { libc::fstatat(dir, name.as_ptr(), buf, flags) }).map(drop)
+}
+
+/// The target of the symbolic link `name` in `dir` (at most 4 KiB, as PATH_MAX).
+pub fn readlinkat(dir: RawFd, name: &CStr) -> Result<Vec<u8>, Errno> {
+    let mut buf = vec![0u8; 4096];
+    // SAFETY: the buffer is writable for its length.
+    let n = check_size(unsafe { libc::readlinkat(dir, name.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) })?;
+    buf.truncate(n);
+    Ok(buf)
 }
 
 #[inline(always)]

@@ -38,6 +38,10 @@ pub struct TreeSource {
     pub walk_tree: Option<PathBuf>,
     /// What `walk_tree` holds.
     pub walk_contents: ExtractStats,
+    /// `--tarball`'s SHA-256 (a generated tarball is defined by its scale and seed).
+    pub tarball_sha256: Option<String>,
+    /// The digest of what a walk of `walk_tree` sees (see `archive::tally_with_digest`).
+    pub walk_digest: Option<String>,
     /// traverse: `fstatat` every entry.
     pub stat: bool,
 }

@@ -90,3 +90,40 @@ fn sigquit_with_worker_processes_is_a_clean_stop_not_a_core_dump() {
 fn sighup_with_worker_threads() {
     check_interrupted(libc::SIGHUP, "thread", 129, "SIGHUP");
 }
+
+#[test]
+fn an_interrupted_run_is_resumed_into_its_file_keeping_every_finished_run() {
+    let (env, out, _) = interrupt_mid_run(libc::SIGINT, "process");
+    assert_eq!(out.status.code(), Some(130), "stderr:\n{}", stderr(&out));
+    let before = env.results();
+    let kept: Vec<(usize, u64)> =
+        before.points.iter().flat_map(|p| p.runs.iter().map(|r| (r.position.unwrap(), r.ops))).collect();
+    assert!(!kept.is_empty());
+    // The natural slip, the same command again, is refused and says how to finish it.
+    let again =
+        fsscale().args(["run", "stat", "-j", "1", "--dir"]).arg(&env.dir).arg("-o").arg(&env.output).output().unwrap();
+    assert_one_line_error(&again, &format!("(interrupted, {} runs) is there already", kept.len()));
+    assert_one_line_error(&again, &format!("or --resume {} to finish it", env.output.display()));
+    let out = fsscale().arg("run").arg("--resume").arg(&env.output).arg("--dir").arg(&env.dir).output().unwrap();
+    assert_success(&out);
+    let warmups: usize = before.points.iter().map(|p| p.warmup_runs.len()).sum();
+    let says = format!("continuing its plan ({} runs and {warmups} warm-up runs kept)", kept.len());
+    assert!(stderr(&out).contains(&says), "{}", stderr(&out));
+    let after = env.results();
+    assert_eq!(after.status, Status::Complete);
+    assert_eq!(after.points.len(), before.points.len());
+    for point in &after.points {
+        assert!(point.complete);
+        assert_eq!(point.runs.len(), 2, "{} x{}", point.workload, point.workers);
+    }
+    // Every finished run is still there, as it was; the new ones come after them.
+    let now: Vec<(usize, u64)> =
+        after.points.iter().flat_map(|p| p.runs.iter().map(|r| (r.position.unwrap(), r.ops))).collect();
+    assert!(kept.iter().all(|k| now.contains(k)), "{kept:?} {now:?}");
+    let resumed = &after.resumed[0];
+    assert_eq!(resumed.runs_kept, kept.len() + warmups);
+    assert!(now.iter().filter(|r| !kept.contains(r)).all(|(position, _)| *position >= resumed.first_position));
+    assert_eq!(env.leftovers(), Vec::<String>::new());
+    let out = fsscale().arg("run").arg("--resume").arg(&env.output).arg("--dir").arg(&env.dir).output().unwrap();
+    assert_one_line_error(&out, "its run finished every point: there is nothing to resume");
+}

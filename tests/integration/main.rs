@@ -12,6 +12,7 @@ mod instruments;
 mod interrupt;
 mod layering;
 mod leftovers;
+mod like;
 mod mdtest;
 mod ministat;
 mod mpi;

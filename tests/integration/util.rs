@@ -97,7 +97,8 @@ impl TestEnv {
     fn run_args(&self, cmd: &mut Command, dir: &Path, args: &[&str]) {
         // No warm-up runs: tests of them ask for them.
         cmd.arg("run").args(["-n", "1", "--duration", "0.05", "--warmup", "0", "--warmup-runs", "0"]);
-        cmd.args(args).arg("--dir").arg(dir).arg("-o").arg(&self.output);
+        // A test's runs take turns at its one results file.
+        cmd.args(args).arg("--dir").arg(dir).arg("-o").arg(&self.output).arg("--force");
     }
 
     pub fn results(&self) -> ResultsFile {

@@ -87,30 +87,41 @@ impl Session<'_> {
         }
         let plan: Vec<(usize, PointSpec)> =
             (0..config.filesystems.specs.len()).flat_map(|f| points.iter().map(move |p| (f, *p))).collect();
-        for (fs, spec) in &plan {
-            let mut point = new_point(config, &config.filesystems.specs[*fs], spec);
-            point.ranks = self.measurer.ranks_for(spec.workers);
-            doc.points.push(point);
-            saver.point_started(doc, doc.points.len() - 1)?;
-        }
         let repetition = Repetition {
             warmups: config.warmup_runs,
             runs: config.runs,
             max_runs: config.until_ci_pct.map(|_| config.max_runs),
         };
+        // A resumed document holds the plan's points already, with their runs.
+        let resumed = !doc.points.is_empty();
+        let mut states = vec![PointState::default(); plan.len()];
+        if resumed {
+            states = self.resumed_states(doc, &plan, repetition)?;
+        } else {
+            for (fs, spec) in &plan {
+                let mut point = new_point(config, &config.filesystems.specs[*fs], spec);
+                point.ranks = self.measurer.ranks_for(spec.workers);
+                doc.points.push(point);
+                saver.point_started(doc, doc.points.len() - 1)?;
+            }
+        }
         let mut pool = FsPool::new(&config.filesystems, &config.dir, self.filesystem_sizes(), plan.len());
+        let mut scheduler = Scheduler::new(
+            config.order,
+            repetition,
+            config.order_seed,
+            Layout { filesystems: config.filesystems.specs.len(), variants: config.variants.len() },
+        );
+        // The rounds already run are replayed, so the order goes on where it stopped.
+        scheduler.fast_forward(&states);
+        let position = doc.resumed.last().map_or(0, |r| r.first_position);
         let mut schedule = Schedule {
-            states: vec![PointState::default(); plan.len()],
+            states,
             plan,
             repetition,
-            scheduler: Scheduler::new(
-                config.order,
-                repetition,
-                config.order_seed,
-                Layout { filesystems: config.filesystems.specs.len(), variants: config.variants.len() },
-            ),
+            scheduler,
             timing: Timing::from_plan(config),
-            position: 0,
+            position,
             warned_busy: false,
             warned_unsteady: false,
             eta: Eta::default(),
@@ -138,6 +149,77 @@ impl Session<'_> {
             }
         }
         pool.finish()
+    }
+
+    /// `--resume`: what each point of the resumed `doc` has done, once its
+    /// points are checked to be this plan's, in order. Points whose runs
+    /// were all done are complete; the rest go on.
+    fn resumed_states(
+        &self,
+        doc: &mut ResultsFile,
+        plan: &[(usize, PointSpec)],
+        repetition: Repetition,
+    ) -> Result<Vec<PointState>> {
+        let config = self.config;
+        if doc.points.len() != plan.len() {
+            anyhow::bail!(
+                "--resume: the file holds {} points and its plan makes {}: it is not this plan's document",
+                doc.points.len(),
+                plan.len()
+            );
+        }
+        let mut states = Vec::with_capacity(plan.len());
+        for (index, (fs, spec)) in plan.iter().enumerate() {
+            let planned = new_point(config, &config.filesystems.specs[*fs], spec);
+            let point = &mut doc.points[index];
+            let same = (point.workload, point.mode, point.share, point.workers, &point.fs, point.cache, &point.variant)
+                == (
+                    planned.workload,
+                    planned.mode,
+                    planned.share,
+                    planned.workers,
+                    &planned.fs,
+                    planned.cache,
+                    &planned.variant,
+                );
+            if !same {
+                anyhow::bail!(
+                    "--resume: point {} of the file is {} x{} where its plan has {} x{}: it is not this plan's document",
+                    index + 1,
+                    point.workload,
+                    point.workers,
+                    planned.workload,
+                    planned.workers
+                );
+            }
+            point.summarize();
+            let mut state = PointState { warmups: point.warmup_runs.len(), runs: point.runs.len(), precise: false };
+            if let Some(pct) = config.until_ci_pct.filter(|_| config.variants.is_empty()) {
+                state.precise = point.is_precise(pct);
+            }
+            point.complete = repetition.is_done(&state);
+            states.push(state);
+        }
+        // Variants go on as a group until their paired ratios are precise.
+        if config.until_ci_pct.is_some() && !config.variants.is_empty() {
+            let mut schedule_states = states.clone();
+            for index in (0..plan.len()).step_by(config.variants.len()) {
+                let group = self.group(index);
+                let first = &doc.points[group.start];
+                let pct = config.until_ci_pct.unwrap_or_default();
+                let precise = doc.points[group.start + 1..group.end]
+                    .iter()
+                    .all(|p| p.paired_interval_pct(first).is_some_and(|half| half <= pct));
+                for state in &mut schedule_states[group.clone()] {
+                    state.precise = precise;
+                }
+                for i in group {
+                    doc.points[i].complete = repetition.is_done(&schedule_states[i]);
+                }
+            }
+            states = schedule_states;
+        }
+        Ok(states)
     }
 
     /// Seconds the plan has left (see [`Eta`]).

@@ -1,0 +1,76 @@
+//! Strings from outside (a received results file, an argument) shown on a
+//! terminal: never a control character raw, so no text can move the
+//! cursor, set the title or write the clipboard (OSC 52).
+
+/// `text` as one shell word, quoted only when it must be: bare when it is
+/// plain, in single quotes when it holds spaces or shell characters, and as
+/// bash's `$'…'` with `\xNN` escapes when it holds a control character.
+/// What it returns is safe to print and can be pasted back into a shell.
+pub fn shell_word(text: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-_./:=,+@%^".contains(c);
+    if !text.is_empty() && text.chars().all(plain) {
+        return text.to_string();
+    }
+    if !text.chars().any(char::is_control) {
+        return format!("'{}'", text.replace('\'', r"'\''"));
+    }
+    let mut out = String::from("$'");
+    for c in text.chars() {
+        match c {
+            '\\' => out.push_str(r"\\"),
+            '\'' => out.push_str(r"\'"),
+            '\n' => out.push_str(r"\n"),
+            '\t' => out.push_str(r"\t"),
+            c if (c as u32) < 0x100 && c.is_control() => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('\'');
+    out
+}
+
+/// `text` with its control characters escaped (`\x1b`, `\u{9b}`) and the
+/// rest as it is: for free text (a label, a note, an error) in a line.
+pub fn printable(text: &str) -> String {
+    if !text.chars().any(char::is_control) {
+        return text.to_string();
+    }
+    text.chars()
+        .map(|c| match c {
+            c if (c as u32) < 0x100 && c.is_control() => format!("\\x{:02x}", c as u32),
+            c if c.is_control() => format!("\\u{{{:x}}}", c as u32),
+            c => c.to_string(),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_are_quoted_only_as_much_as_they_need() {
+        assert_eq!(shell_word("stat"), "stat");
+        assert_eq!(shell_word("a=true"), "a=true");
+        assert_eq!(shell_word("a=touch CANARY"), "'a=touch CANARY'");
+        assert_eq!(shell_word("it's"), r"'it'\''s'");
+        assert_eq!(shell_word(""), "''");
+        assert_eq!(shell_word("\x1b]0;owned\x07"), r"$'\x1b]0;owned\x07'");
+        assert_eq!(shell_word("a\u{9b}b"), r"$'a\x9bb'");
+    }
+
+    #[test]
+    fn free_text_keeps_everything_but_control_characters() {
+        assert_eq!(printable("kernel 6.18 → 6.19"), "kernel 6.18 → 6.19");
+        assert_eq!(printable("x\x1b]52;c;AAAA\x07y"), r"x\x1b]52;c;AAAA\x07y");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn nothing_shown_holds_a_control_character(text in ".*") {
+            proptest::prop_assert!(!shell_word(&text).chars().any(char::is_control));
+            proptest::prop_assert!(!printable(&text).chars().any(char::is_control));
+        }
+    }
+}
