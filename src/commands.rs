@@ -87,16 +87,37 @@ pub fn compare_command(args: &CompareArgs) -> Result<(String, Option<Regressed>,
     let between_text = args.between.clone().or_else(|| args.variants.as_ref().map(|v| format!("variant={v}")));
     let between = between_text.as_deref().map(Between::parse).transpose()?;
     let figure = if args.per_cpu { Figure::OpsPerCpuSecond } else { Figure::Throughput };
+    // Sides of one file ran round by round: paired by round unless another test is asked for.
+    let test = args.test.unwrap_or(if between.is_some() { TestKind::Paired } else { TestKind::Welch });
     let config = CompareConfig {
-        test: args.test,
+        test,
         confidence: args.confidence / 100.0,
         figure,
         noise_threshold_pct: args.noise_threshold.unwrap_or_else(|| {
             between.as_ref().map_or(DEFAULT_NOISE_THRESHOLD_PCT, Between::default_noise_threshold_pct)
         }),
         noise_veto: !args.no_noise_veto,
+        detect_pct: args.detect,
+    };
+    // `-w`: the other workloads' points are left out on every side, as if not run.
+    let only = |mut doc: ResultsFile| -> Result<ResultsFile> {
+        if let Some(wanted) = &args.workload {
+            doc.points.retain(|p| wanted.includes(p.workload));
+        }
+        Ok(doc)
+    };
+    let load = |path: &PathBuf| load(path).and_then(only);
+    let load_all = |paths: &mut dyn Iterator<Item = &PathBuf>| -> Result<Vec<(String, ResultsFile)>> {
+        paths.map(|p| load(p).map(|doc| (name(p, &doc), doc))).collect()
     };
     let base = load(&args.base)?;
+    if args.workload.is_some() && base.points.iter().all(|p| p.runs.is_empty()) {
+        bail!(
+            "-w: {} has no point of that workload with runs; `fsscale analyze {}` lists its points",
+            label(&args.base),
+            label(&args.base)
+        );
+    }
     let mut comparisons = Vec::new();
     if let (Some(between), Some(text)) = (&between, &between_text) {
         let c = compare_between(&base, &name(&args.base, &base), between, &config)?;
@@ -106,9 +127,9 @@ pub fn compare_command(args: &CompareArgs) -> Result<(String, Option<Regressed>,
         comparisons.push(c);
     }
     if !args.vs.is_empty() {
-        let base_side = load_all(std::iter::once(&args.base).chain(&args.new))?;
-        let new_side = load_all(&args.vs)?;
-        if args.test == TestKind::Paired && (base_side.len() != new_side.len() || base_side.len() < 2) {
+        let base_side = load_all(&mut std::iter::once(&args.base).chain(&args.new))?;
+        let new_side = load_all(&mut args.vs.iter())?;
+        if test == TestKind::Paired && (base_side.len() != new_side.len() || base_side.len() < 2) {
             bail!(
                 "--test paired with --vs pairs invocation k of each side, so it needs as many files on each side, \
                  two or more (here {} and {}); run them alternately (A1 B1 A2 B2 ...), or leave --test out",
@@ -162,9 +183,9 @@ fn regressed(comparisons: &[fsscale::compare::Comparison], pct: f64) -> Option<R
     let worse: Vec<String> = comparisons
         .iter()
         .flat_map(|c| {
-            regressions(c, pct).into_iter().map(move |r| {
-                format!("{} {} {} x{} {:+.1}% in {}", r.workload, r.mode, r.share, r.workers, r.change_pct, c.new)
-            })
+            regressions(c, pct)
+                .into_iter()
+                .map(move |r| format!("{} {:+.1}% in {}", r.point_words(), r.change_pct, c.new))
         })
         .collect();
     (!worse.is_empty()).then(|| {
@@ -350,14 +371,31 @@ pub fn export_command(args: &ExportArgs) -> Result<String> {
     if format.is_some() && args.figure != RunFigure::Rate {
         bail!("--figure {} goes with --format ministat (the other formats have a column for each figure)", args.figure);
     }
+    if let Some(variant) = &args.variant {
+        if !doc.points.iter().any(|p| p.variant.as_ref() == Some(variant)) {
+            let names: Vec<&str> = doc.settings.variants.iter().map(|v| v.name.as_str()).collect();
+            bail!(
+                "--variant {}: {} has no such variant{}",
+                fsscale::escape::shell_word(variant),
+                args.results.display(),
+                match names.is_empty() {
+                    true => " (it ran none)".to_string(),
+                    false => format!("; it has {}", names.join(", ")),
+                }
+            );
+        }
+    }
+    // The options every format filters points by.
+    let wanted = |p: &fsscale::results::Point| {
+        args.mode.is_none_or(|m| p.mode == m)
+            && args.share.is_none_or(|s| p.share == s)
+            && args.fs.as_ref().is_none_or(|f| p.fs.as_ref() == Some(f))
+            && args.cache.is_none_or(|c| p.cache.unwrap_or(Cache::Warm) == c)
+            && args.variant.as_ref().is_none_or(|v| p.variant.as_ref() == Some(v))
+    };
     if let Some(format) = format {
         doc.points.retain(|p| {
-            args.workload.is_none_or(|w| p.workload == w)
-                && args.workers.is_none_or(|n| p.workers == n)
-                && args.mode.is_none_or(|m| p.mode == m)
-                && args.share.is_none_or(|s| p.share == s)
-                && args.fs.as_ref().is_none_or(|f| p.fs.as_ref() == Some(f))
-                && args.cache.is_none_or(|c| p.cache.unwrap_or(Cache::Warm) == c)
+            args.workload.is_none_or(|w| p.workload == w) && args.workers.is_none_or(|n| p.workers == n) && wanted(p)
         });
         return Ok(fsscale::report::export(&doc, format, args.runs));
     }
@@ -370,19 +408,24 @@ pub fn export_command(args: &ExportArgs) -> Result<String> {
              for every point"
         );
     };
-    let matching: Vec<&fsscale::results::Point> = doc
-        .points
-        .iter()
-        .filter(|p| p.workload == workload && p.workers == workers)
-        .filter(|p| args.mode.is_none_or(|m| p.mode == m))
-        .filter(|p| args.share.is_none_or(|s| p.share == s))
-        .filter(|p| args.fs.as_ref().is_none_or(|f| p.fs.as_ref() == Some(f)))
-        .filter(|p| args.cache.is_none_or(|c| p.cache.unwrap_or(Cache::Warm) == c))
-        .collect();
+    let matching: Vec<&fsscale::results::Point> =
+        doc.points.iter().filter(|p| p.workload == workload && p.workers == workers && wanted(p)).collect();
+    // Each match by the options that tell the matches apart, and only those.
+    let options = |p: &fsscale::results::Point| -> Vec<String> {
+        let word = fsscale::escape::shell_word;
+        vec![
+            format!("--mode {}", p.mode),
+            format!("--share {}", p.share),
+            p.fs.as_ref().map_or_else(String::new, |f| format!("--fs {}", word(f))),
+            p.cache.map_or_else(String::new, |c| format!("--cache {c}")),
+            p.variant.as_ref().map_or_else(String::new, |v| format!("--variant {}", word(v))),
+        ]
+    };
+    let differ: Vec<usize> =
+        (0..5).filter(|&i| matching.iter().any(|p| options(p)[i] != options(matching[0])[i])).collect();
     let describe = |p: &fsscale::results::Point| {
-        let on = p.fs.as_ref().map(|f| format!(" --fs {f}")).unwrap_or_default();
-        let cache = p.cache.map(|c| format!(" --cache {c}")).unwrap_or_default();
-        format!("--mode {} --share {}{on}{cache}", p.mode, p.share)
+        let all = options(p);
+        differ.iter().map(|&i| all[i].clone()).filter(|o| !o.is_empty()).collect::<Vec<_>>().join(" ")
     };
     let point = match matching.as_slice() {
         [one] => *one,

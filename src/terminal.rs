@@ -111,10 +111,16 @@ mod progress {
                 1 => "1 warm-up and ".to_string(),
                 k => format!("{k} warm-ups and "),
             };
-            let more = if plan.until_ci { ", more until precise" } else { "" };
-            let time = match plan.eta_s {
-                Some(s) => format!("about {}", human_duration(s)),
-                None => "fixed work is timed as it runs".to_string(),
+            let more = match plan.max_runs {
+                Some(max) if max > plan.runs_per_point => format!(", up to {max} until precise"),
+                _ => String::new(),
+            };
+            let time = match (plan.eta_s, plan.eta_max_s) {
+                (Some(s), Some(max)) if max > s * 1.05 => {
+                    format!("about {} if precise soon, at most {}", human_duration(s), human_duration(max))
+                }
+                (Some(s), _) => format!("about {}", human_duration(s)),
+                (None, _) => "fixed work is timed as it runs".to_string(),
             };
             self.clear();
             eprintln!(

@@ -198,9 +198,12 @@ pub struct CompareArgs {
     /// Compare two --variant runs of BASE.json: the same as --between variant=A,B.
     #[arg(long, value_name = "A,B")]
     pub variants: Option<String>,
-    /// Test on the runs' ops/s: welch (unequal variances), student (pooled, as ministat), mann-whitney (ranks, for non-normal data) or paired (run k of each side paired, or with --vs invocation k: a t test on the log ratios; --between uses it).
-    #[arg(long, default_value = "welch", value_parser = choice::<TestKind>())]
-    pub test: TestKind,
+    /// Compare only this workload's points (or a group's: mdtest, mdtest-dirs), as plot and export take it.
+    #[arg(short = 'w', long, value_name = "WORKLOAD", value_parser = parse_workload_arg)]
+    pub workload: Option<WorkloadArg>,
+    /// Test on the runs' ops/s: welch (unequal variances), student (pooled, as ministat), mann-whitney (ranks, for non-normal data) or paired (the runs of round k of each side paired, or with --vs invocation k: a t test on the log ratios). Default: paired with --between and --variants, else welch.
+    #[arg(long, value_parser = choice::<TestKind>())]
+    pub test: Option<TestKind>,
     /// Confidence level in percent, for the interval and the verdict.
     #[arg(short = 'c', long, value_name = "PCT", default_value_t = 95.0)]
     pub confidence: f64,
@@ -210,6 +213,9 @@ pub struct CompareArgs {
     /// Call a significant change better or worse only when its whole confidence interval lies beyond ±PCT percent; otherwise it is "within noise". Two invocations of one system differ by more than their runs' spread shows (1-2% on a quiet VM); 0 leaves the verdict to the test alone, as ministat does. Default 2, except 0 where that spread is measured or cancels: --vs with two or more files a side, and --between/--variants other than fs (both sides ran in one invocation, round by round).
     #[arg(long, value_name = "PCT")]
     pub noise_threshold: Option<f64>,
+    /// With --vs: how many invocations a side a change of PCT percent (e.g. 5% or 5) needs to be found at the confidence level with 80% power, from the spread measured between them; each such point also says the smallest change its invocations could find.
+    #[arg(long, value_name = "PCT", value_parser = parse_percent, requires = "vs")]
+    pub detect: Option<f64>,
     /// Let a significant change be called better or worse even where a side's runs drift, fall into two groups or ran on a busy machine (the marks are still shown). With --test student --noise-threshold 0 the verdicts are ministat's.
     #[arg(long)]
     pub no_noise_veto: bool,
@@ -272,6 +278,9 @@ pub struct ExportArgs {
     /// The point's cache state (warm or cold), when the file has both.
     #[arg(long, value_name = "warm|cold", value_parser = choice::<Cache>())]
     pub cache: Option<Cache>,
+    /// The point's --variant, when the file has several.
+    #[arg(long, value_name = "NAME")]
+    pub variant: Option<String>,
     /// With --format ministat: which figure of each run (rate: the point's own; elapsed, user, sys, cpu, sync in seconds; runq, asleep as shares of the window; per-worker; ops-per-cpu-s).
     #[arg(long, default_value = "rate", value_parser = choice::<fsscale::results::RunFigure>())]
     pub figure: fsscale::results::RunFigure,

@@ -81,6 +81,17 @@ pub enum WorkloadArg {
     All,
 }
 
+impl WorkloadArg {
+    /// Whether `workload` is this one, of this group, or any (`all`).
+    pub fn includes(&self, workload: Workload) -> bool {
+        match self {
+            WorkloadArg::One(w) => *w == workload,
+            WorkloadArg::Group(phases) => phases.contains(&workload),
+            WorkloadArg::All => true,
+        }
+    }
+}
+
 pub(super) fn parse_workload(name: &str) -> Result<Workload, InputError> {
     match parse_workload_arg(name)? {
         WorkloadArg::One(w) => Ok(w),
@@ -231,4 +242,16 @@ pub(super) fn parse_note(text: &str) -> Result<String, InputError> {
         return Err(InputError::malformed("--note: give at most 2000 characters of text (no control characters)"));
     }
     Ok(text.trim().to_string())
+}
+
+/// `5%` or `5`: a positive percentage below 1000.
+pub(super) fn parse_percent(text: &str) -> Result<f64, InputError> {
+    let number = text.trim().trim_end_matches('%');
+    match number.parse::<f64>() {
+        Ok(pct) if pct > 0.0 && pct < 1000.0 => Ok(pct),
+        _ => Err(InputError::malformed(format!(
+            "{}: give a percentage above 0, e.g. 5% or 5",
+            fsscale::escape::shell_word(text)
+        ))),
+    }
 }

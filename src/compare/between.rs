@@ -7,9 +7,8 @@
 
 use std::collections::BTreeSet;
 
-use super::{compare, CompareConfig, Comparison};
+use super::{compare, CompareConfig, Compared, Comparison};
 use crate::results::{Point, ResultsFile};
-use crate::stats::hypothesis::TestKind;
 use crate::vocab::{choice, Cache, Choice, InputError, Mode, Share};
 
 /// A dimension a results file can sweep.
@@ -90,7 +89,8 @@ fn set(p: &mut Point, dimension: Dimension, to: &str) {
 }
 
 /// Compares `between.new`'s points of `doc` against `between.base`'s, paired
-/// by every other dimension and by round (see [`TestKind::Paired`]).
+/// by every other dimension, and by round with `config.test` paired (see
+/// [`TestKind::Paired`](crate::stats::hypothesis::TestKind::Paired), what `compare --between` uses unless told otherwise).
 pub fn compare_between(
     doc: &ResultsFile,
     label: &str,
@@ -110,20 +110,45 @@ pub fn compare_between(
             )));
         }
     }
-    // Each side keeps its points of one value; the new side's are relabelled
-    // with the base's value, so that the points pair on everything else.
+    // Each side keeps its points of one value, relabelled with one neutral
+    // value so that the points pair on everything else; the rows then name
+    // both values (`private→shared`), never the base's for both sides.
+    let neutral = match dim {
+        Dimension::Fs => "dir",
+        Dimension::Cache => "warm",
+        Dimension::Variant => "-",
+        Dimension::Share | Dimension::Mode => between.base.as_str(),
+    };
     let side = |of: &str| {
         let mut side = doc.clone();
         side.points.retain(|p| value(p, dim) == of);
         for p in &mut side.points {
-            set(p, dim, &between.base);
+            set(p, dim, neutral);
         }
         side
     };
-    let config = CompareConfig { test: TestKind::Paired, ..*config };
     let base_label = format!("{label} {dim}={}", between.base);
     let new_label = format!("{label} {dim}={}", between.new);
-    Ok(compare(&side(&between.base), &side(&between.new), &base_label, &new_label, &config))
+    let mut c = compare(&side(&between.base), &side(&between.new), &base_label, &new_label, config);
+    let compared = Compared { dimension: dim.name().to_string(), base: between.base.clone(), new: between.new.clone() };
+    for row in &mut c.rows {
+        row.between = Some(compared.clone());
+        // The compared filesystem, cache state or variant joins the rest of the condition.
+        let words = match dim {
+            Dimension::Fs => Some(format!("on {}", compared.arrow())),
+            Dimension::Cache => Some(format!("cache {}", compared.arrow())),
+            Dimension::Variant => Some(format!("variant {}", compared.arrow())),
+            Dimension::Share | Dimension::Mode => None,
+        };
+        if let Some(words) = words {
+            row.condition = Some(match row.condition.take() {
+                Some(rest) => format!("{words}, {rest}"),
+                None => words,
+            });
+        }
+    }
+    c.summaries = super::summarize(&c.rows);
+    Ok(c)
 }
 
 #[cfg(test)]
@@ -174,7 +199,7 @@ mod tests {
 
     #[test]
     fn pairing_by_round_sees_through_drift_that_hides_the_change_from_welch() {
-        let config = CompareConfig::DEFAULT;
+        let config = CompareConfig { test: TestKind::Paired, ..CompareConfig::DEFAULT };
         let d = drifting();
         let between = Between::parse("share=private,shared").unwrap();
         let c = compare_between(&d, "r.json", &between, &config).unwrap();
@@ -190,7 +215,7 @@ mod tests {
         let mut shared = d;
         shared.points.retain(|p| p.share == Share::Shared);
         shared.points[0].share = Share::Private;
-        let unpaired = crate::compare::compare(&private, &shared, "a", "b", &config);
+        let unpaired = crate::compare::compare(&private, &shared, "a", "b", &CompareConfig::DEFAULT);
         assert_ne!(unpaired.rows[0].verdict, Verdict::Worse, "{:?}", unpaired.rows[0]);
         // A value the file lacks is named with those it has.
         let missing = Between::parse("share=private,same").unwrap();

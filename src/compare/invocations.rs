@@ -19,7 +19,9 @@ use serde::{Deserialize, Serialize};
 
 use super::{compare_point, figures, key, CompareConfig, Comparison, Row, Verdict};
 use crate::results::{Point, ResultsFile};
-use crate::stats::hierarchical::{invocations_needed, Invocations, VarianceComponents};
+use crate::stats::hierarchical::{
+    detectable_change, invocations_needed, invocations_to_detect, Invocations, VarianceComponents,
+};
 use crate::stats::hypothesis::TestKind;
 
 /// How each side's figures vary, between and within invocations.
@@ -27,6 +29,42 @@ use crate::stats::hypothesis::TestKind;
 pub struct InvocationStats {
     pub base: VarianceComponents,
     pub new: VarianceComponents,
+}
+
+/// What a comparison of invocations could have found at a point, from the
+/// spread it measured between them: a change smaller than `change_pct` is
+/// missed more than one time in five.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Detectable {
+    /// The smallest change found at the comparison's confidence with 80% power, in percent.
+    pub change_pct: f64,
+    /// Invocations a side it assumes (the smaller side's).
+    pub invocations: usize,
+    /// `--detect PCT`: the change asked about, and the invocations a side it needs (`None`: more than 1000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wanted: Option<(f64, Option<usize>)>,
+}
+
+/// The power a "could detect" figure promises.
+pub const DETECT_POWER: f64 = 0.8;
+
+/// What `row`'s invocations could find, from both sides' spread pooled.
+fn detectable(stats: &InvocationStats, config: &CompareConfig) -> Option<Detectable> {
+    let (b, n) = (stats.base, stats.new);
+    let pooled = |x: Option<f64>, y: Option<f64>| Some(((x?.powi(2) + y?.powi(2)) / 2.0).sqrt());
+    let between = pooled(b.between_rel_sd, n.between_rel_sd)?;
+    let within = pooled(b.within_rel_sd, n.within_rel_sd).unwrap_or(0.0);
+    let runs = b.runs_per_invocation.min(n.runs_per_invocation).round().max(1.0) as usize;
+    let count = b.invocations.min(n.invocations);
+    let found = |n| detectable_change(between, within, runs, n, config.confidence, DETECT_POWER);
+    Some(Detectable {
+        change_pct: 100.0 * found(count)?,
+        invocations: count,
+        wanted: config.detect_pct.map(|pct| {
+            let needed = invocations_to_detect(pct / 100.0, between, within, runs, config.confidence, DETECT_POWER);
+            (pct, needed)
+        }),
+    })
 }
 
 /// Compares the invocations `new` against `base` (each a label and its
@@ -82,7 +120,9 @@ pub fn compare_invocations(
             &config,
             Some((&bi, &ni)),
         );
-        row.invocations = Some(InvocationStats { base: bi.components(), new: ni.components() });
+        let stats = InvocationStats { base: bi.components(), new: ni.components() };
+        row.detectable = detectable(&stats, &config);
+        row.invocations = Some(stats);
         if !by_condition {
             row.condition = None;
         }

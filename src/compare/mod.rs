@@ -13,20 +13,21 @@
 
 mod attribution;
 mod between;
+mod change;
 mod differences;
 mod invocations;
 
 pub use attribution::{attribute, profiling_command, Attribution, FunctionDelta, SiteDelta, SiteSide};
 pub use between::{compare_between, Between, Dimension};
+pub use change::FigureKind;
 pub use differences::{differences, Difference};
-pub use invocations::{compare_invocations, InvocationStats};
+pub use invocations::{compare_invocations, Detectable, InvocationStats, DETECT_POWER};
 
 use serde::{Deserialize, Serialize};
 
 use crate::results::{Point, ResultsFile};
-use crate::stats::distributions::t_quantile_two_sided;
 use crate::stats::hierarchical::Invocations;
-use crate::stats::hypothesis::{mann_whitney, paired_log_ratio, ratio_interval, student, welch, Pairs, TestKind};
+use crate::stats::hypothesis::TestKind;
 use crate::stats::{Sample, Summary};
 use crate::vocab::Mode;
 use crate::vocab::{Share, Workload};
@@ -44,6 +45,9 @@ pub struct CompareConfig {
     /// a significant change "too noisy" (`--no-noise-veto` turns it off:
     /// with Student's t and no threshold, ministat's verdicts).
     pub noise_veto: bool,
+    /// `--detect PCT`: with invocations measured on both sides, how many a
+    /// side a change of PCT percent would need to be found.
+    pub detect_pct: Option<f64>,
 }
 
 impl CompareConfig {
@@ -54,6 +58,7 @@ impl CompareConfig {
         figure: Figure::Throughput,
         noise_threshold_pct: DEFAULT_NOISE_THRESHOLD_PCT,
         noise_veto: true,
+        detect_pct: None,
     };
 }
 
@@ -127,8 +132,23 @@ pub struct Row {
     pub new: Summary,
     pub base_runs: Vec<f64>,
     pub new_runs: Vec<f64>,
-    /// (mean(new)/mean(base) − 1) × 100.
+    /// The figures `change_pct` is the ratio of, as `figure_kind` says: the
+    /// means, or with `--test paired` the paired runs' geometric means.
+    #[serde(default)]
+    pub base_figure: f64,
+    #[serde(default)]
+    pub new_figure: f64,
+    #[serde(default)]
+    pub figure_kind: FigureKind,
+    /// (new_figure / base_figure − 1) × 100, so its sign is base → new's.
     pub change_pct: f64,
+    /// Paired designs: how many rounds (or invocations) were paired.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pairs: Option<usize>,
+    /// `--between DIM=A,B`: the two values compared, base first, which the
+    /// row's own dimension stands for (`share: private → shared`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub between: Option<Compared>,
     /// Confidence interval of `change_pct`; `None` when unbounded or untestable.
     pub change_ci_pct: Option<(f64, f64)>,
     pub test: TestKind,
@@ -143,6 +163,9 @@ pub struct Row {
     /// Several invocations per side: how each side's figures vary between and within them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub invocations: Option<InvocationStats>,
+    /// Several invocations per side: what they could have found.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detectable: Option<Detectable>,
     /// What defines its workload differently on the two sides (see
     /// [`differences()`]): the points measured different things.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -156,7 +179,41 @@ fn yes() -> bool {
     true
 }
 
+/// What a `--between` comparison sets against what, in one dimension.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Compared {
+    pub dimension: String,
+    pub base: String,
+    pub new: String,
+}
+
+impl Compared {
+    /// `private→shared`: what a cell of the compared dimension shows.
+    pub fn arrow(&self) -> String {
+        format!("{}→{}", self.base, self.new)
+    }
+}
+
 impl Row {
+    /// The mode as a cell shows it: `process→thread` where it was compared.
+    pub fn mode_text(&self) -> String {
+        self.compared_as("mode").unwrap_or_else(|| self.mode.to_string())
+    }
+
+    /// The sharing level as a cell shows it: `private→shared` where it was compared.
+    pub fn share_text(&self) -> String {
+        self.compared_as("share").unwrap_or_else(|| self.share.to_string())
+    }
+
+    /// The point in words, both sides' values where they differ: `stat process private→shared x2`.
+    pub fn point_words(&self) -> String {
+        format!("{} {} {} x{}", self.workload, self.mode_text(), self.share_text(), self.workers)
+    }
+
+    fn compared_as(&self, dimension: &str) -> Option<String> {
+        self.between.as_ref().filter(|b| b.dimension == dimension).map(Compared::arrow)
+    }
+
     /// Whether the change, significant or not, goes the bad way by more than `pct` percent.
     pub fn worse_by_more_than(&self, pct: f64) -> bool {
         if self.higher_is_better {
@@ -171,7 +228,8 @@ fn default_unit() -> String {
     "ops/s".to_string()
 }
 
-/// The geometric mean of the median ratios of one workload's points.
+/// The geometric mean of the changes of one workload's rows: it lies
+/// between the smallest and the largest of them.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct WorkloadSummary {
     /// The rows' condition (filesystem, cache, variant) when rows have one: one summary per table.
@@ -369,7 +427,15 @@ fn compare_point(
     let bs = Sample::new(&base_runs).expect("runs have finite ops/s");
     let ns = Sample::new(&new_runs).expect("runs have finite ops/s");
     let summary = |v: &[f64]| Summary::of(v).expect("non-empty");
-    let (change_pct, change_ci_pct, p_value) = measure_change(&bs, &ns, (&base_runs, &new_runs), config, nested);
+    // Each run's recorded round, where the figures are the point's own runs (not pooled invocations).
+    let rounds = |p: &Point, figures: &[f64]| -> Vec<(usize, f64)> {
+        match p.runs.len() == figures.len() {
+            true => p.runs.iter().map(|r| r.run).zip(figures.iter().copied()).collect(),
+            false => figures.iter().copied().enumerate().collect(),
+        }
+    };
+    let change = change::measure(&bs, &ns, (&rounds(b, &base_runs), &rounds(n, &new_runs)), config, nested);
+    let (change_pct, change_ci_pct, p_value) = (change.pct, change.ci_pct, change.p_value);
     // Invocations measured on both sides: their spread is in the interval, drift and a busy machine included.
     let spread_measured = nested.is_some_and(|(b, n)| b.count() >= 2 && n.count() >= 2);
     // A `command` driver's figure may be smaller-is-better (a time, a latency).
@@ -425,7 +491,12 @@ fn compare_point(
         new: summary(&new_runs),
         base_runs,
         new_runs,
+        base_figure: change.base,
+        new_figure: change.new,
+        figure_kind: change.kind,
         change_pct,
+        pairs: change.pairs,
+        between: None,
         change_ci_pct,
         test: config.test,
         p_value,
@@ -433,75 +504,9 @@ fn compare_point(
         noise,
         higher_is_better: b.higher_is_better(),
         invocations: None,
+        detectable: None,
         defined_differently: None,
         attribution: attribute(b, n),
-    }
-}
-
-/// The change in percent, its confidence interval and the test's p-value,
-/// as `config.test` measures them: the ratio of means with Fieller's
-/// interval (Student, Welch, Mann–Whitney), or the geometric mean of the
-/// rounds' ratios with its t interval (paired).
-fn measure_change(
-    bs: &Sample,
-    ns: &Sample,
-    in_order: (&[f64], &[f64]),
-    config: &CompareConfig,
-    nested: Option<(&Invocations, &Invocations)>,
-) -> (f64, Option<(f64, f64)>, Option<f64>) {
-    let means_change = (ns.mean() / bs.mean() - 1.0) * 100.0;
-    let fieller = |df: f64| {
-        let t = t_quantile_two_sided(config.confidence, df.max(1.0));
-        // Throughputs and times are positive, so their ratio is too: Fieller's
-        // lower bound can fall below 0 on very noisy data, a change below -100%
-        // that no measurement can have; it is cut at 0.
-        ratio_interval(bs, ns, t).map(|(lo, hi)| ((lo.max(0.0) - 1.0) * 100.0, (hi.max(0.0) - 1.0) * 100.0))
-    };
-    let pct = |r: f64| (r - 1.0) * 100.0;
-    match config.test {
-        TestKind::Student => match student(bs, ns, config.confidence) {
-            Ok(t) => (means_change, fieller(t.df), Some(t.p_value)),
-            Err(_) => (means_change, None, None),
-        },
-        TestKind::Welch => match welch(bs, ns, config.confidence) {
-            Ok(t) => (means_change, fieller(t.df), Some(t.p_value)),
-            Err(_) => (means_change, None, None),
-        },
-        TestKind::MannWhitney => {
-            let interval = welch(bs, ns, config.confidence).ok().and_then(|t| fieller(t.df));
-            (means_change, interval, mann_whitney(bs, ns).ok().map(|m| m.p_value))
-        }
-        TestKind::Paired => {
-            let pairs = match nested {
-                // Invocation k of each side, run alternately: their means pair.
-                Some((b, n)) => Pairs::new(&b.means(), &n.means()),
-                None => Pairs::new(in_order.0, in_order.1),
-            };
-            match pairs.and_then(|p| paired_log_ratio(&p, config.confidence)) {
-                Ok(r) => (pct(r.ratio), Some((pct(r.interval.0), pct(r.interval.1))), Some(r.p_value)),
-                Err(_) => (means_change, None, None),
-            }
-        }
-        TestKind::Hierarchical => {
-            // Each side's invocation means are its sample (see `invocations`);
-            // a side of one invocation has only its runs, as Welch takes them.
-            let means = |inv: &Invocations, runs: &Sample| match inv.count() {
-                1 => Some(runs.clone()),
-                _ => Sample::new(&inv.means()).ok(),
-            };
-            let sides = nested.and_then(|(b, n)| Some((means(b, bs)?, means(n, ns)?)));
-            let (b, n) = sides.unwrap_or_else(|| (bs.clone(), ns.clone()));
-            let change = (n.mean() / b.mean() - 1.0) * 100.0;
-            match welch(&b, &n, config.confidence) {
-                Ok(t) => {
-                    let critical = t_quantile_two_sided(config.confidence, t.df.max(1.0));
-                    let interval =
-                        ratio_interval(&b, &n, critical).map(|(lo, hi)| (pct(lo.max(0.0)), pct(hi.max(0.0))));
-                    (change, interval, Some(t.p_value))
-                }
-                Err(_) => (change, None, None),
-            }
-        }
     }
 }
 
@@ -523,7 +528,8 @@ fn summarize(rows: &[Row]) -> Vec<WorkloadSummary> {
     let tables = crate::results::grouped(rows.iter().map(|r| ((r.condition.clone(), r.workload), ())));
     for ((condition, workload), _) in tables {
         let mine: Vec<&Row> = rows.iter().filter(|r| r.workload == workload && r.condition == condition).collect();
-        let log_sum: f64 = mine.iter().map(|r| (r.new.median / r.base.median).ln()).sum();
+        // The rows' own changes, so the summary lies within their range.
+        let log_sum: f64 = mine.iter().map(|r| (1.0 + r.change_pct / 100.0).ln()).sum();
         out.push(WorkloadSummary {
             condition,
             workload,

@@ -29,7 +29,9 @@ pub fn lines(row: &Row) -> Vec<String> {
     let Some(a) = &row.attribution else { return Vec::new() };
     let mut out = vec![format!(
         "why at {} {} x{}, from the profiles (base → new; change in points of percent):",
-        row.mode, row.share, row.workers
+        row.mode_text(),
+        row.share_text(),
+        row.workers
     )];
     out.extend(lock_lines(a));
     out.extend(sleep_lines(a));

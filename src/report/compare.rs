@@ -35,10 +35,10 @@ fn ci_text(ci: Option<(f64, f64)>) -> String {
 fn cells(row: &Row) -> Vec<String> {
     vec![
         row.workers.to_string(),
-        row.mode.to_string(),
-        row.share.to_string(),
-        format_rate(row.base.median),
-        format_rate(row.new.median),
+        row.mode_text(),
+        row.share_text(),
+        format_rate(row.base_figure),
+        format_rate(row.new_figure),
         format_pct(row.change_pct, true),
         ci_text(row.change_ci_pct),
         p_text(row.p_value),
@@ -46,14 +46,15 @@ fn cells(row: &Row) -> Vec<String> {
     ]
 }
 
-/// The comparison table's columns: every dialect writes these, in this order.
-fn columns(confidence: f64, unit: &str) -> [(String, Align); 9] {
+/// The comparison table's columns: every dialect writes these, in this
+/// order; the figures are named as what the change divides (`base mean ops/s`).
+fn columns(confidence: f64, (kind, unit): (&str, &str)) -> [(String, Align); 9] {
     [
         ("workers".to_string(), Align::Right),
         ("mode".into(), Align::Left),
         ("share".into(), Align::Left),
-        (format!("base {unit}"), Align::Right),
-        (format!("new {unit}"), Align::Right),
+        (format!("base {kind} {unit}"), Align::Right),
+        (format!("new {kind} {unit}"), Align::Right),
         ("change".into(), Align::Right),
         (format!("{}% CI", trim(confidence * 100.0)), Align::Left),
         ("p".into(), Align::Right),
@@ -61,12 +62,12 @@ fn columns(confidence: f64, unit: &str) -> [(String, Align); 9] {
     ]
 }
 
-/// The unit of a workload group's figures.
-fn unit_of(c: &Comparison, condition: &Option<String>, workload: Workload) -> String {
+/// What a workload group's figures are (`mean`, `geomean`) and their unit.
+fn unit_of(c: &Comparison, condition: &Option<String>, workload: Workload) -> (String, String) {
     c.rows
         .iter()
         .find(|r| r.workload == workload && &r.condition == condition)
-        .map_or_else(|| "ops/s".into(), |r| r.unit.clone())
+        .map_or_else(|| ("mean".into(), "ops/s".into()), |r| (r.figure_kind.word().into(), r.unit.clone()))
 }
 
 fn trim(x: f64) -> String {
@@ -115,7 +116,7 @@ fn summary_line(c: &Comparison, condition: &Option<String>, workload: Workload) 
         c.summaries.iter().find(|s| s.workload == workload && &s.condition == condition).expect("a summary per table");
     let on = condition.as_ref().map(|c| format!(" {c}")).unwrap_or_default();
     format!(
-        "{workload}{on}: geometric mean of median ratios {} over {} point{} ({} better, {} worse)",
+        "{workload}{on}: geometric mean of the rows' changes {} over {} point{} ({} better, {} worse)",
         format_pct(s.geomean_change_pct, true),
         s.points,
         if s.points == 1 { "" } else { "s" },
@@ -202,7 +203,8 @@ fn text(out: &mut String, c: &Comparison, plots: bool, color: bool) {
     out.push('\n');
     for (fs, workload) in workloads(c) {
         let _ = writeln!(out, "{}", heading(&fs, workload));
-        let head = columns(c.confidence, &unit_of(c, &fs, workload));
+        let (kind, unit) = unit_of(c, &fs, workload);
+        let head = columns(c.confidence, (&kind, &unit));
         let head: Vec<(&str, Align)> = head.iter().map(|(h, a)| (h.as_str(), *a)).collect();
         let mut table = Table::new(&head);
         let rows: Vec<&Row> = c.rows.iter().filter(|r| r.workload == workload && r.condition == fs).collect();
@@ -217,7 +219,7 @@ fn text(out: &mut String, c: &Comparison, plots: bool, color: bool) {
         for line in noise_lines(&rows) {
             let _ = writeln!(out, "{line}");
         }
-        for line in spread_lines(&rows) {
+        for line in spread_lines(&rows).into_iter().chain(detect_lines(&rows, c.confidence)) {
             let _ = writeln!(out, "{line}");
         }
         for line in rows.iter().flat_map(|r| super::attribution::lines(r)) {
@@ -226,8 +228,7 @@ fn text(out: &mut String, c: &Comparison, plots: bool, color: bool) {
         let _ = writeln!(out, "{}\n", summary_line(c, &fs, workload));
         if plots {
             for row in rows {
-                let _ =
-                    writeln!(out, "{} {} {} x{}: x = base, + = new", row.workload, row.mode, row.share, row.workers);
+                let _ = writeln!(out, "{}: x = base, + = new", row.point_words());
                 let sets = [Dataset::from_values("base", &row.base_runs), Dataset::from_values("new", &row.new_runs)];
                 out.push_str(&plot(&sets, 72, false));
                 out.push('\n');
@@ -242,11 +243,41 @@ fn text(out: &mut String, c: &Comparison, plots: bool, color: bool) {
     }
 }
 
+/// What invocations could have found: the smallest change each point's
+/// would find, and how many a side the change `--detect` asks about needs.
+fn detect_lines(rows: &[&Row], confidence: f64) -> Vec<String> {
+    let found: Vec<(&Row, &crate::compare::Detectable)> =
+        rows.iter().filter_map(|r| Some((*r, r.detectable.as_ref()?))).collect();
+    let Some((_, first)) = found.first() else { return Vec::new() };
+    let each: Vec<String> = found
+        .iter()
+        .map(|(r, d)| format!("{} {} x{} ±{:.1}%", r.mode_text(), r.share_text(), r.workers, d.change_pct))
+        .collect();
+    let mut lines = vec![format!(
+        "  could detect with {} invocations a side ({}% confidence, {:.0}% power, from their spread): {}",
+        first.invocations,
+        trim(confidence * 100.0),
+        100.0 * crate::compare::DETECT_POWER,
+        each.join(", ")
+    )];
+    if let Some((pct, _)) = first.wanted {
+        let needs: Vec<String> = found
+            .iter()
+            .map(|(r, d)| {
+                let n = d.wanted.and_then(|w| w.1).map_or_else(|| "over 1000".to_string(), |n| n.to_string());
+                format!("{} {} x{} {n}", r.mode_text(), r.share_text(), r.workers)
+            })
+            .collect();
+        lines.push(format!("  --detect {}%: invocations a side needed: {}", trim(pct), needs.join(", ")));
+    }
+    lines
+}
+
 /// Why a row is "too noisy", and noise on rows that are not called anyway.
 fn noise_lines(rows: &[&Row]) -> Vec<String> {
     let noisy = rows.iter().filter_map(|r| {
         let why = r.noise.as_ref()?;
-        Some(format!("  noise at {} {} x{}: {why}", r.mode, r.share, r.workers))
+        Some(format!("  noise at {} {} x{}: {why}", r.mode_text(), r.share_text(), r.workers))
     });
     // A workload defined differently: said once a table, as every row of it is.
     let defined = rows.iter().find_map(|r| r.defined_differently.as_ref());
@@ -307,14 +338,14 @@ fn trend_lines(rows: &[&Row]) -> Vec<String> {
             if series.len() < 2 {
                 return None;
             }
-            let all: Vec<f64> = series.iter().flat_map(|r| [r.base.median, r.new.median]).collect();
+            let all: Vec<f64> = series.iter().flat_map(|r| [r.base_figure, r.new_figure]).collect();
             let max = all.iter().copied().fold(0.0, f64::max);
             let line = |pick: fn(&Row) -> f64| {
                 let values: Vec<f64> = series.iter().map(|r| pick(r)).chain([max]).collect();
                 let spark = sparkline(&values);
                 spark.chars().take(series.len()).collect::<String>()
             };
-            Some(format!("  {mode}/{share}  base {}  new {}", line(|r| r.base.median), line(|r| r.new.median)))
+            Some(format!("  {mode}/{share}  base {}  new {}", line(|r| r.base_figure), line(|r| r.new_figure)))
         })
         .collect()
 }
@@ -348,7 +379,8 @@ fn markdown(out: &mut String, c: &Comparison) {
     }
     for (fs, workload) in workloads(c) {
         let _ = writeln!(out, "### {}\n", heading(&fs, workload));
-        let head = columns(c.confidence, &unit_of(c, &fs, workload));
+        let (kind, unit) = unit_of(c, &fs, workload);
+        let head = columns(c.confidence, (&kind, &unit));
         let titles: Vec<&str> = head.iter().map(|(h, _)| h.as_str()).collect();
         let divider: Vec<&str> = head.iter().map(|(_, a)| if *a == Align::Right { "---:" } else { "---" }).collect();
         let _ = writeln!(out, "| {} |", titles.join(" | "));
@@ -357,7 +389,7 @@ fn markdown(out: &mut String, c: &Comparison) {
         for row in &rows {
             let _ = writeln!(out, "| {} |", cells(row).join(" | "));
         }
-        for line in noise_lines(&rows).into_iter().chain(spread_lines(&rows)) {
+        for line in noise_lines(&rows).into_iter().chain(spread_lines(&rows)).chain(detect_lines(&rows, c.confidence)) {
             let _ = writeln!(out, "\n{}", line.trim_start());
         }
         for row in &rows {

@@ -59,6 +59,12 @@ impl ResultsFile {
                     bail!("{}, run {}: a completion time is {bad}, which no measurement gives", name(), run.run + 1);
                 }
             }
+            // Paired comparisons pair runs by this index: two runs of one round cannot both be it.
+            let mut rounds: Vec<usize> = point.runs.iter().map(|r| r.run).collect();
+            rounds.sort_unstable();
+            if let Some(twice) = rounds.windows(2).find(|w| w[0] == w[1]) {
+                bail!("{}: two runs say they are run {}, which no run writes", name(), twice[0] + 1);
+            }
             if let Some(summary) = &point.summary {
                 let s = &summary.ops_per_s;
                 for (what, value) in

@@ -26,11 +26,13 @@ pub struct PlanSummary {
     pub points: usize,
     pub runs_per_point: usize,
     pub warmups_per_point: usize,
-    /// `--until-ci`: points may take more runs than `runs_per_point`.
-    pub until_ci: bool,
+    /// `--until-ci`: points may take more runs than `runs_per_point`, up to this many.
+    pub max_runs: Option<usize>,
     /// Seconds the whole plan should take, when every point has something
     /// to go by (fixed work is known only once it has run).
     pub eta_s: Option<f64>,
+    /// With `max_runs`: seconds if every point ran to its cap.
+    pub eta_max_s: Option<f64>,
 }
 
 impl PlanSummary {

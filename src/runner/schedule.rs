@@ -24,6 +24,9 @@ pub struct PointState {
     pub runs: usize,
     /// `--until-ci`: the runs' confidence interval is already tight enough.
     pub precise: bool,
+    /// `--until-ci`: the runs it will likely take, from its scatter so far
+    /// (an interval narrows as 1/√n), for the time left; not a decision.
+    pub projected: Option<usize>,
 }
 
 /// How many runs each point gets.

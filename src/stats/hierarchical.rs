@@ -176,7 +176,7 @@ pub fn invocations_needed(
     runs: usize,
     confidence: f64,
 ) -> Option<usize> {
-    let per_invocation = between_rel_sd.powi(2) + within_rel_sd.powi(2) / runs.max(1) as f64;
+    let per_invocation = per_invocation(between_rel_sd, within_rel_sd, runs);
     let effect = (1.0 + change).ln().abs();
     if effect.is_nan() || effect <= 0.0 {
         return None;
@@ -184,6 +184,56 @@ pub fn invocations_needed(
     (2..=1000).find(|&n| {
         let t = t_quantile_two_sided(confidence, (2 * n - 2) as f64);
         t * (2.0 * per_invocation / n as f64).sqrt() < effect
+    })
+}
+
+/// The variance of one invocation's mean, relative: σb² + σw²/r.
+fn per_invocation(between_rel_sd: f64, within_rel_sd: f64, runs: usize) -> f64 {
+    between_rel_sd.powi(2) + within_rel_sd.powi(2) / runs.max(1) as f64
+}
+
+/// The smallest relative change (e.g. 0.072 for 7.2%) that `n` invocations
+/// a side find at `confidence` with probability `power`, when invocations
+/// spread by `between_rel_sd` and `runs` runs of each by `within_rel_sd`:
+/// (t(1−α/2) + t(power)) · √(2 (σb² + σw²/r) / n) on the log scale, with
+/// 2n−2 degrees of freedom (the two-sample t test's power, Cohen 1988, ch. 2,
+/// with t quantiles for the small n invocations have). `None` below 2.
+pub fn detectable_change(
+    between_rel_sd: f64,
+    within_rel_sd: f64,
+    runs: usize,
+    n: usize,
+    confidence: f64,
+    power: f64,
+) -> Option<f64> {
+    if n < 2 {
+        return None;
+    }
+    let df = (2 * n - 2) as f64;
+    // t at the one-sided probability `power` is the two-sided quantile at 2·power − 1.
+    let z = t_quantile_two_sided(confidence, df) + t_quantile_two_sided(2.0 * power - 1.0, df);
+    let effect = z * (2.0 * per_invocation(between_rel_sd, within_rel_sd, runs) / n as f64).sqrt();
+    Some(effect.exp() - 1.0)
+}
+
+/// Invocations per side for `change` (relative) to be found at
+/// `confidence` with probability `power` (see [`detectable_change`]):
+/// the least n whose detectable change is at most |change|. `None` beyond 1000.
+pub fn invocations_to_detect(
+    change: f64,
+    between_rel_sd: f64,
+    within_rel_sd: f64,
+    runs: usize,
+    confidence: f64,
+    power: f64,
+) -> Option<usize> {
+    let wanted = (1.0 + change.abs()).ln();
+    if !(wanted > 0.0) {
+        return None;
+    }
+    (2..=1000).find(|&n| {
+        detectable_change(between_rel_sd, within_rel_sd, runs, n, confidence, power)
+            .is_some_and(|d| (1.0 + d).ln() <= wanted)
     })
 }
 
@@ -203,6 +253,24 @@ mod tests {
 
     fn inv(runs: &[&[f64]]) -> Invocations {
         Invocations::new(runs.iter().map(|r| r.to_vec()).collect()).unwrap()
+    }
+
+    #[test]
+    fn what_invocations_can_detect_and_how_many_a_change_needs() {
+        // Invocations 5% apart, runs 1% within them, 5 runs each: three a side
+        // find only a change of about 16% four times in five.
+        let three = detectable_change(0.05, 0.01, 5, 3, 0.95, 0.8).unwrap();
+        assert!((0.14..0.19).contains(&three), "{three}");
+        // More invocations, a smaller change; the same change needs what it says.
+        let ten = detectable_change(0.05, 0.01, 5, 10, 0.95, 0.8).unwrap();
+        assert!(ten < three && ten > 0.05, "{ten}");
+        let n = invocations_to_detect(0.10, 0.05, 0.01, 5, 0.95, 0.8).unwrap();
+        assert!(detectable_change(0.05, 0.01, 5, n, 0.95, 0.8).unwrap() <= 0.10);
+        assert!(detectable_change(0.05, 0.01, 5, n - 1, 0.95, 0.8).unwrap() > 0.10);
+        // With the normal approximation, n ≈ 2 (1.96 + 0.84)² σ² / δ²: about 8 for 10% at σ 5%.
+        assert!((6..=10).contains(&n), "{n}");
+        assert_eq!(detectable_change(0.05, 0.01, 5, 1, 0.95, 0.8), None);
+        assert_eq!(invocations_to_detect(0.0, 0.05, 0.01, 5, 0.95, 0.8), None);
     }
 
     #[test]

@@ -16,9 +16,11 @@ pub(super) fn comparison_tables(out: &mut Html, comparisons: &[Comparison], work
         html!(
             out,
             "<h3>{} against {}</h3>\n<table class=\"comparison\"><tr><th>workers</th><th>mode</th><th>share</th>\
-             <th>base</th><th>new</th><th>change</th><th>95% CI</th><th>p ({})</th><th>verdict</th></tr>\n",
+             <th>base {}</th><th>new {}</th><th>change</th><th>95% CI</th><th>p ({})</th><th>verdict</th></tr>\n",
             c.new,
             c.base,
+            rows[0].figure_kind.word(),
+            rows[0].figure_kind.word(),
             rows[0].test.name()
         );
         for r in &rows {
@@ -35,11 +37,11 @@ pub(super) fn comparison_tables(out: &mut Html, comparisons: &[Comparison], work
                 "<tr><td class=\"num\">{}</td><td>{}</td><td>{}{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
                  <td class=\"num\">{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"{}\">{}</td></tr>\n",
                 r.workers,
-                r.mode,
-                r.share,
+                r.mode_text(),
+                r.share_text(),
                 on,
-                format_rate(r.base.median),
-                format_rate(r.new.median),
+                format_rate(r.base_figure),
+                format_rate(r.new_figure),
                 format_pct(r.change_pct, true),
                 ci,
                 p,
@@ -76,7 +78,7 @@ fn explain_change(out: &mut Html, c: &Comparison, r: &Row) {
     let flames = [(&why.stacks, super::super::flame::ON_CPU), (&why.sleep_stacks, super::super::flame::OFF_CPU)];
     for (stacks, kind) in flames {
         let Some((base, new)) = stacks else { continue };
-        let what = format!("{} {} {} x{}", r.workload, r.mode, r.share, r.workers);
+        let what = r.point_words();
         let widths = kind.widths();
         html!(
             out,

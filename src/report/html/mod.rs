@@ -61,16 +61,18 @@ pub fn render_html(files: &[(String, ResultsFile)], between: &[Between]) -> Stri
     let config = CompareConfig::DEFAULT;
     let mut comparisons: Vec<Comparison> =
         files.iter().skip(1).map(|(label, doc)| compare(&files[0].1, doc, &files[0].0, label, &config)).collect();
+    use crate::stats::hypothesis::TestKind::Paired;
     // A file's variants: each against its first, paired by round.
     for (label, doc) in files {
         let first = doc.settings.variants.first();
         for (base, new) in doc.settings.variants.iter().skip(1).filter_map(|v| Some((first?, v))) {
             let pair = Between { dimension: Dimension::Variant, base: base.name.clone(), new: new.name.clone() };
-            let config = CompareConfig { noise_threshold_pct: pair.default_noise_threshold_pct(), ..config };
+            let config =
+                CompareConfig { test: Paired, noise_threshold_pct: pair.default_noise_threshold_pct(), ..config };
             comparisons.extend(compare_between(doc, label, &pair, &config).ok());
         }
         for b in between {
-            let config = CompareConfig { noise_threshold_pct: b.default_noise_threshold_pct(), ..config };
+            let config = CompareConfig { test: Paired, noise_threshold_pct: b.default_noise_threshold_pct(), ..config };
             comparisons.extend(compare_between(doc, label, b, &config).ok().filter(|c| !c.rows.is_empty()));
         }
     }

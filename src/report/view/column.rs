@@ -19,6 +19,7 @@ crate::vocab::words! {
         Share => "share",
         Filesystem => "filesystem",
         Cache => "cache",
+        Variant => "variant",
         Workers => "workers",
         Unit => "unit",
         Runs => "runs",
@@ -53,12 +54,13 @@ crate::vocab::words! {
 
 impl Column {
     /// The columns that say which point a row is of.
-    pub const IDENTITY: [Column; 7] = [
+    pub const IDENTITY: [Column; 8] = [
         Column::Workload,
         Column::Mode,
         Column::Share,
         Column::Filesystem,
         Column::Cache,
+        Column::Variant,
         Column::Workers,
         Column::Unit,
     ];
@@ -72,7 +74,7 @@ impl Column {
     pub fn title(self, views: &[PointView<'_>]) -> String {
         use Column::*;
         let title = match self {
-            Workload | Mode | Share | Filesystem | Cache | Workers | Unit | Runs | Mean => self.name(),
+            Workload | Mode | Share | Filesystem | Cache | Variant | Workers | Unit | Runs | Mean => self.name(),
             Median => "ops/s",
             RateSd | TimeSd => "sd",
             PerWorker => "ops/s/worker",
@@ -108,7 +110,7 @@ impl Column {
     pub fn align(self) -> Align {
         use Column::*;
         match self {
-            Workload | Mode | Share | Filesystem | Cache | Unit | Note => Align::Left,
+            Workload | Mode | Share | Filesystem | Cache | Variant | Unit | Note => Align::Left,
             Workers | Runs | Median | Mean | RateSd | PerWorker | Efficiency | PerCpu | MegabytesPerS | P50 | P90
             | P99 | P999 | Max | Time | TimeSd | Rate | Concurrency | Spread | WorkShare | UserS | SysS | SyncS
             | DeviceInJob | DeviceInSync | Runq | Asleep => Align::Right,
@@ -133,6 +135,7 @@ impl Column {
             // Device writes only where there is a device (a made filesystem on one).
             DeviceInJob | DeviceInSync => any(&|p| p.runs.iter().any(|r| r.device_io.is_some())),
             Runq | Asleep => any(&|p| p.runs.iter().any(|r| !r.sched.is_empty())),
+            Variant => any(&|p| p.variant.is_some()),
             Workload | Mode | Share | Filesystem | Cache | Workers | Unit | Runs | Median | Mean | RateSd
             | PerWorker | Efficiency | Time | TimeSd | Rate | Concurrency | Spread | UserS | SysS | SyncS | Note => {
                 true
@@ -153,6 +156,7 @@ impl Column {
             Share => Cell::Text(p.share.to_string()),
             Filesystem => Cell::Text(view.filesystem.clone()),
             Cache => p.cache.map_or(Cell::Missing, |c| Cell::Text(c.to_string())),
+            Variant => p.variant.as_ref().map_or(Cell::Missing, |v| Cell::Text(v.clone())),
             Workers => Cell::Count(p.workers as u64),
             Unit => Cell::Text(p.unit()),
             Runs => Cell::Count(p.runs.len() as u64),

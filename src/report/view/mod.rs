@@ -186,8 +186,8 @@ impl Layout {
                 Note,
             ],
             Layout::Export => &[
-                Workload, Mode, Share, Filesystem, Cache, Workers, Unit, Runs, Median, Mean, RateSd, Efficiency,
-                PerCpu, P50, P99, P999, Runq, Asleep, Note,
+                Workload, Mode, Share, Filesystem, Cache, Variant, Workers, Unit, Runs, Median, Mean, RateSd,
+                Efficiency, PerCpu, P50, P99, P999, Runq, Asleep, Note,
             ],
         }
     }

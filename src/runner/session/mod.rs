@@ -130,8 +130,9 @@ impl Session<'_> {
             points: schedule.plan.len(),
             runs_per_point: config.runs,
             warmups_per_point: config.warmup_runs,
-            until_ci: config.until_ci_pct.is_some(),
+            max_runs: repetition.max_runs,
             eta_s: self.remaining_s(&schedule),
+            eta_max_s: repetition.max_runs.and_then(|_| self.remaining_at_most_s(&schedule)),
         });
         while let Some(slot) = schedule.scheduler.next(&schedule.states) {
             let started = std::time::Instant::now();
@@ -193,7 +194,12 @@ impl Session<'_> {
                 );
             }
             point.summarize();
-            let mut state = PointState { warmups: point.warmup_runs.len(), runs: point.runs.len(), precise: false };
+            let mut state = PointState {
+                warmups: point.warmup_runs.len(),
+                runs: point.runs.len(),
+                precise: false,
+                projected: None,
+            };
             if let Some(pct) = config.until_ci_pct.filter(|_| config.variants.is_empty()) {
                 state.precise = point.is_precise(pct);
             }
@@ -222,14 +228,33 @@ impl Session<'_> {
         Ok(states)
     }
 
-    /// Seconds the plan has left (see [`Eta`]).
+    /// Seconds the plan has left (see [`Eta`]): with `--until-ci`, each point
+    /// takes the runs its scatter so far projects.
     fn remaining_s(&self, schedule: &Schedule) -> Option<f64> {
+        let r = schedule.repetition;
+        self.remaining_with(schedule, |state| match (state.precise, r.max_runs) {
+            (false, Some(max)) => state.projected.unwrap_or(r.runs).clamp(r.runs, max),
+            _ => r.runs,
+        })
+    }
+
+    /// Seconds the plan has left if every imprecise point runs to `--max-runs`.
+    fn remaining_at_most_s(&self, schedule: &Schedule) -> Option<f64> {
+        let r = schedule.repetition;
+        self.remaining_with(schedule, |state| match (state.precise, r.max_runs) {
+            (false, Some(max)) => max,
+            _ => r.runs,
+        })
+    }
+
+    /// Seconds left when each point takes `runs(state)` measured runs in all.
+    fn remaining_with(&self, schedule: &Schedule, runs: impl Fn(&PointState) -> usize) -> Option<f64> {
         let r = schedule.repetition;
         let loop_guess = (self.config.warmup + self.config.duration).as_secs_f64();
         let points = schedule.plan.iter().zip(&schedule.states).enumerate().map(|(index, ((_, spec), state))| {
             let plan = PointPlan {
                 workload: spec.workload,
-                runs_left: r.warmups.saturating_sub(state.warmups) + r.runs.saturating_sub(state.runs),
+                runs_left: r.warmups.saturating_sub(state.warmups) + runs(state).saturating_sub(state.runs),
                 guess_s: (!spec.workload.is_fixed_work()).then_some(loop_guess),
             };
             (index, plan)
@@ -432,16 +457,24 @@ impl Session<'_> {
     fn mark_precise(&self, doc: &ResultsFile, schedule: &mut Schedule, index: usize) {
         let Some(pct) = self.config.until_ci_pct else { return };
         let group = self.group(index);
+        // An interval narrows as 1/√n: the runs that would bring `half` to `pct`.
+        let runs = doc.points[index].runs.len();
+        let projected = |half: f64| (runs as f64 * (half / pct).powi(2)).ceil() as usize;
         if group.len() < 2 {
-            schedule.states[index].precise = doc.points[index].is_precise(pct);
+            let half = doc.points[index].mean_interval_pct();
+            let state = &mut schedule.states[index];
+            state.precise = half.is_some_and(|half| half <= pct);
+            state.projected = half.map(projected);
             return;
         }
         let first = &doc.points[group.start];
-        let precise = doc.points[group.start + 1..group.end]
-            .iter()
-            .all(|p| p.paired_interval_pct(first).is_some_and(|half| half <= pct));
+        let halves: Vec<Option<f64>> =
+            doc.points[group.start + 1..group.end].iter().map(|p| p.paired_interval_pct(first)).collect();
+        let precise = halves.iter().all(|h| h.is_some_and(|half| half <= pct));
+        let widest = halves.iter().flatten().copied().fold(None, |w: Option<f64>, h| Some(w.map_or(h, |w| w.max(h))));
         for state in &mut schedule.states[group] {
             state.precise = precise;
+            state.projected = widest.map(projected);
         }
     }
 
