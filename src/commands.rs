@@ -98,6 +98,8 @@ pub fn compare_command(args: &CompareArgs) -> Result<(String, Option<Regressed>,
         }),
         noise_veto: !args.no_noise_veto,
         detect_pct: args.detect,
+        fdr: !args.no_fdr,
+        auto_per_cpu: !args.no_auto_per_cpu,
     };
     // `-w`: the other workloads' points are left out on every side, as if not run.
     let only = |mut doc: ResultsFile| -> Result<ResultsFile> {

@@ -213,6 +213,12 @@ pub struct CompareArgs {
     /// Call a significant change better or worse only when its whole confidence interval lies beyond ±PCT percent; otherwise it is "within noise". Two invocations of one system differ by more than their runs' spread shows (1-2% on a quiet VM); 0 leaves the verdict to the test alone, as ministat does. Default 2, except 0 where that spread is measured or cancels: --vs with two or more files a side, and --between/--variants other than fs (both sides ran in one invocation, round by round).
     #[arg(long, value_name = "PCT")]
     pub noise_threshold: Option<f64>,
+    /// Judge each point at the confidence level on its own, as ministat does; otherwise the false discovery rate over the comparison's points is held at 1 − confidence (Benjamini–Hochberg), so that comparing many points does not make chance differences into verdicts.
+    #[arg(long)]
+    pub no_fdr: bool,
+    /// Paired comparisons (--between, --variants): keep ops/s at points where the machine was busy and the workers CPU-bound, instead of comparing their ops per CPU-second.
+    #[arg(long)]
+    pub no_auto_per_cpu: bool,
     /// With --vs: how many invocations a side a change of PCT percent (e.g. 5% or 5) needs to be found at the confidence level with 80% power, from the spread measured between them; each such point also says the smallest change its invocations could find.
     #[arg(long, value_name = "PCT", value_parser = parse_percent, requires = "vs")]
     pub detect: Option<f64>,

@@ -48,6 +48,13 @@ pub struct CompareConfig {
     /// `--detect PCT`: with invocations measured on both sides, how many a
     /// side a change of PCT percent would need to be found.
     pub detect_pct: Option<f64>,
+    /// Hold the false discovery rate over a comparison's points at
+    /// 1 − confidence (Benjamini–Hochberg), rather than judge each point on
+    /// its own (`--no-fdr`: ministat's per-pair verdicts).
+    pub fdr: bool,
+    /// Paired designs compare ops per CPU-second at points where the
+    /// machine was busy and the workers CPU-bound (`--no-auto-per-cpu` turns it off).
+    pub auto_per_cpu: bool,
 }
 
 impl CompareConfig {
@@ -59,6 +66,8 @@ impl CompareConfig {
         noise_threshold_pct: DEFAULT_NOISE_THRESHOLD_PCT,
         noise_veto: true,
         detect_pct: None,
+        fdr: true,
+        auto_per_cpu: true,
     };
 }
 
@@ -153,7 +162,14 @@ pub struct Row {
     pub change_ci_pct: Option<(f64, f64)>,
     pub test: TestKind,
     pub p_value: Option<f64>,
+    /// `p_value` adjusted for the comparison's other points (Benjamini–Hochberg):
+    /// what the verdict is judged on, unless `--no-fdr`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub q_value: Option<f64>,
     pub verdict: Verdict,
+    /// A paired point on a busy machine compared in ops per CPU-second (see [`CompareConfig::auto_per_cpu`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub per_cpu_when_busy: bool,
     /// Why a side's runs cannot support a verdict (see `Point::noise_problem`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub noise: Option<String>,
@@ -253,6 +269,9 @@ pub struct Comparison {
     /// See [`CompareConfig::noise_veto`].
     #[serde(default = "yes")]
     pub noise_veto: bool,
+    /// See [`CompareConfig::fdr`].
+    #[serde(default)]
+    pub fdr: bool,
     pub rows: Vec<Row>,
     pub summaries: Vec<WorkloadSummary>,
     /// Points present in only one of the files, as "workload mode share xN (base only)".
@@ -327,11 +346,17 @@ pub fn compare(
             unmatched.push(describe(&key(b), "base only"));
             continue;
         };
-        let (Some(base_runs), Some(new_runs)) = (figures(b, config.figure), figures(n, config.figure)) else {
+        let by_cpu = config.auto_per_cpu
+            && config.test == TestKind::Paired
+            && config.figure == Figure::Throughput
+            && busy_and_cpu_bound(b, n);
+        let figure = if by_cpu { Figure::OpsPerCpuSecond } else { config.figure };
+        let (Some(base_runs), Some(new_runs)) = (figures(b, figure), figures(n, figure)) else {
             unmatched.push(describe(&key(b), "no worker CPU time recorded"));
             continue;
         };
-        let mut row = compare_point(b, n, base_runs, new_runs, config, None);
+        let mut row = compare_point(b, n, base_runs, new_runs, &CompareConfig { figure, ..*config }, None);
+        row.per_cpu_when_busy = by_cpu;
         // A condition names the row only when points were matched by it.
         if !by_condition {
             row.condition = None;
@@ -397,6 +422,7 @@ impl Comparison {
                 .collect();
         let table = |r: &Row| tables.iter().position(|t| t.0 == r.condition && t.1 == r.workload);
         rows.sort_by_key(|r| (table(r), r.mode, r.share, r.workers));
+        adjust_for_fdr(&mut rows, config);
         let summaries = summarize(&rows);
         Comparison {
             base,
@@ -404,6 +430,7 @@ impl Comparison {
             confidence: config.confidence,
             noise_threshold_pct: config.noise_threshold_pct,
             noise_veto: config.noise_veto,
+            fdr: config.fdr,
             rows,
             summaries,
             unmatched,
@@ -500,13 +527,62 @@ fn compare_point(
         change_ci_pct,
         test: config.test,
         p_value,
+        q_value: None,
         verdict,
+        per_cpu_when_busy: false,
         noise,
         higher_is_better: b.higher_is_better(),
         invocations: None,
         detectable: None,
         defined_differently: None,
         attribution: attribute(b, n),
+    }
+}
+
+/// The most a CPU-bound worker sleeps: a share of its window.
+const CPU_BOUND_ASLEEP: f64 = 0.10;
+
+/// Whether other work took the machine in more than a fifth of either
+/// point's runs while both points' workers were CPU-bound (asleep for at
+/// most [`CPU_BOUND_ASLEEP`] of their windows, the median run). There an
+/// op's cost is what a change moves, and ops per CPU-second measure it
+/// without the share of the CPUs other work took in each slot of a round,
+/// which pairing by round does not cancel; workers that sleep (on locks,
+/// on I/O) would hide a change in their sleep from it.
+fn busy_and_cpu_bound(b: &Point, n: &Point) -> bool {
+    let busy = |p: &Point| p.summary.as_ref().is_some_and(|s| s.busy_runs.len() * 5 > p.runs.len());
+    let cpu_bound = |p: &Point| {
+        let mut asleep: Vec<f64> = p.runs.iter().filter_map(|r| r.sched_shares().map(|s| s.asleep)).collect();
+        asleep.sort_by(f64::total_cmp);
+        !asleep.is_empty() && asleep.len() == p.runs.len() && asleep[asleep.len() / 2] <= CPU_BOUND_ASLEEP
+    };
+    (busy(b) || busy(n)) && cpu_bound(b) && cpu_bound(n) && b.ops_per_cpu_s().is_some() && n.ops_per_cpu_s().is_some()
+}
+
+/// Benjamini and Hochberg (1995), "Controlling the false discovery rate":
+/// each row's p-value adjusted for the `m` rows tested together, q(i) =
+/// min over j ≥ i of m·p(j)/j in ascending order of p. Calling the rows with
+/// q below α keeps the expected share of false calls among all calls at α,
+/// and, where every row is a null (an A/A comparison), the chance of any
+/// call at all.
+fn adjust_for_fdr(rows: &mut [Row], config: &CompareConfig) {
+    let mut tested: Vec<(usize, f64)> = rows.iter().enumerate().filter_map(|(i, r)| Some((i, r.p_value?))).collect();
+    tested.sort_by(|a, b| a.1.total_cmp(&b.1));
+    let m = tested.len() as f64;
+    let mut running = 1.0f64;
+    for (rank, &(i, p)) in tested.iter().enumerate().rev() {
+        running = running.min(p * m / (rank + 1) as f64).min(1.0);
+        rows[i].q_value = Some(running);
+    }
+    if !config.fdr {
+        return;
+    }
+    let alpha = 1.0 - config.confidence;
+    for row in rows.iter_mut() {
+        let called = matches!(row.verdict, Verdict::Better | Verdict::Worse | Verdict::WithinNoise | Verdict::TooNoisy);
+        if called && row.q_value.is_some_and(|q| q >= alpha) {
+            row.verdict = Verdict::NoDifferenceProven;
+        }
     }
 }
 

@@ -62,12 +62,33 @@ fn columns(confidence: f64, (kind, unit): (&str, &str)) -> [(String, Align); 9] 
     ]
 }
 
-/// What a workload group's figures are (`mean`, `geomean`) and their unit.
+/// What a workload group's figures are (`mean`, `geomean`) and their unit
+/// (`figure` where its rows differ: see [`per_cpu_lines`]).
 fn unit_of(c: &Comparison, condition: &Option<String>, workload: Workload) -> (String, String) {
-    c.rows
+    let mut rows = c.rows.iter().filter(|r| r.workload == workload && &r.condition == condition);
+    let Some(first) = rows.next() else { return ("mean".into(), "ops/s".into()) };
+    let unit = match rows.all(|r| r.unit == first.unit) {
+        true => first.unit.clone(),
+        false => "figure".to_string(),
+    };
+    (first.figure_kind.word().into(), unit)
+}
+
+/// Which paired rows were compared in ops per CPU-second, and why.
+fn per_cpu_lines(rows: &[&Row]) -> Vec<String> {
+    let at: Vec<String> = rows
         .iter()
-        .find(|r| r.workload == workload && &r.condition == condition)
-        .map_or_else(|| ("mean".into(), "ops/s".into()), |r| (r.figure_kind.word().into(), r.unit.clone()))
+        .filter(|r| r.per_cpu_when_busy)
+        .map(|r| format!("{} {} x{}", r.mode_text(), r.share_text(), r.workers))
+        .collect();
+    match at.is_empty() {
+        true => Vec::new(),
+        false => vec![format!(
+            "  in ops per CPU-second at {}: the machine was busy and the workers CPU-bound, so each round's ratio is \
+             of what an op cost, not of the share of the CPUs other work left that slot (--no-auto-per-cpu: ops/s)",
+            at.join(", ")
+        )],
+    }
 }
 
 fn trim(x: f64) -> String {
@@ -131,6 +152,7 @@ fn ministat_hint(c: &Comparison, test: &str) -> String {
         (test != "student", "--test student"),
         (c.noise_threshold_pct > 0.0, "--noise-threshold 0"),
         (c.noise_veto, "--no-noise-veto"),
+        (c.fdr, "--no-fdr"),
     ]
     .into_iter()
     .filter_map(|(lacking, flag)| lacking.then_some(flag))
@@ -155,7 +177,16 @@ fn verdict_rule(c: &Comparison, test: &str) -> String {
         (false, _) => "; noise marks are shown but veto nothing (--no-noise-veto)",
     };
     let alpha = ((1.0 - c.confidence) * 1e6).round() / 1e6;
-    format!("verdict: better or worse when p < {alpha}{threshold}{veto}")
+    let tested = c.rows.iter().filter(|r| r.p_value.is_some()).count();
+    let p = match (c.fdr, tested) {
+        (true, 2..) => format!(
+            "q < {alpha} (p adjusted over the {tested} points, Benjamini–Hochberg: where none differs, chance calls \
+             none of them {}% of the time; --no-fdr judges each alone)",
+            trim(100.0 - 100.0 * alpha)
+        ),
+        _ => format!("p < {alpha}"),
+    };
+    format!("verdict: better or worse when {p}{threshold}{veto}")
 }
 
 fn text(out: &mut String, c: &Comparison, plots: bool, color: bool) {
@@ -213,7 +244,7 @@ fn text(out: &mut String, c: &Comparison, plots: bool, color: bool) {
         }
         let rendered = table.render();
         out.push_str(&if color { paint_verdicts(&rendered) } else { rendered });
-        for line in trend_lines(&rows) {
+        for line in trend_lines(&rows).into_iter().chain(per_cpu_lines(&rows)) {
             let _ = writeln!(out, "{line}");
         }
         for line in noise_lines(&rows) {
@@ -389,7 +420,8 @@ fn markdown(out: &mut String, c: &Comparison) {
         for row in &rows {
             let _ = writeln!(out, "| {} |", cells(row).join(" | "));
         }
-        for line in noise_lines(&rows).into_iter().chain(spread_lines(&rows)).chain(detect_lines(&rows, c.confidence)) {
+        let notes = noise_lines(&rows).into_iter().chain(per_cpu_lines(&rows)).chain(spread_lines(&rows));
+        for line in notes.chain(detect_lines(&rows, c.confidence)) {
             let _ = writeln!(out, "\n{}", line.trim_start());
         }
         for row in &rows {

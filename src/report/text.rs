@@ -378,8 +378,10 @@ runs; ~outlier: a run beyond Tukey's fences (1.5 IQR); !short: fixed work whose 
 time (the start's skew and a scheduler slice are a large share of it: give it more work); !impossible: a speedup \
 (effective concurrency) over 2% above the CPUs the workers could use while mostly on a CPU, beyond two standard \
 deviations of the runs' noise: a mistimed job or a 1-worker point slowed throughout (a clock still ramping up), not a \
-real scaling figure; ~above CPUs: the same within the noise. compare calls a significant difference too \
-noisy, not better or worse, where a side drifts, has two modes, is short or is busy in more than a fifth of its runs.\n";
+real scaling figure; ~above CPUs: the same within the noise. compare calls a significant difference between \
+files too noisy, not better or worse, where a side drifts, has two modes, is short or is busy in more than a fifth \
+of its runs; variants and --between are paired by round, which cancels what moves both sides of a round alike, and \
+at busy points of CPU-bound workers compare their ops per CPU-second.\n";
 
 fn trim_float(x: f64) -> String {
     let s = format!("{x:.3}");

@@ -309,7 +309,13 @@ fn flagged_points(out: &mut Html, files: &[(String, ResultsFile)]) {
         let on = p.condition().map(|c| format!(" {c}")).unwrap_or_default();
         let cv = p.summary.as_ref().and_then(|s| s.diagnostics.as_ref()).map(|d| d.cv_pct);
         let spread = cv.map(|cv| format!(" (CV {cv:.1}% over {} runs)", p.runs.len())).unwrap_or_default();
-        let why = p.noise_problem().map(|why| format!("; compare will not call it: {why}")).unwrap_or_default();
+        // A point of a variant run is compared paired by round, where these marks veto nothing.
+        let paired = p.variant.is_some();
+        let why = p
+            .noise_problem()
+            .filter(|_| !paired)
+            .map(|why| format!("; compare will not call it against another file: {why}"))
+            .unwrap_or_default();
         html!(
             out,
             "<li><b>{} {} {} x{}{}</b>{}: {}{}{}</li>\n",
@@ -535,7 +541,7 @@ mod tests {
         assert!(section.contains("1 point whose runs"), "{section}");
         assert!(section.contains("<li><b>stat process private x1</b>: !drift (CV "), "{section}");
         assert!(
-            section.contains("over 5 runs); compare will not call it: drifts with run order (Spearman ρ = -1.00"),
+            section.contains("over 5 runs); compare will not call it against another file: drifts with run order (Spearman ρ = -1.00"),
             "{section}"
         );
         assert!(!section.contains("shared"), "the steady point is not listed: {section}");

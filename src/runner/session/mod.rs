@@ -439,7 +439,8 @@ impl Session<'_> {
             let share = point.runs.last().and_then(|r| r.noise).map_or(0.0, |n| n.others_cpu);
             self.progress.warning(&format!(
                 "other work took {:.0}% of the machine during run {} of {} x{}; such runs are marked !busy, \
-                 and compare calls differences on points busy in more than a fifth of their runs too noisy",
+                 compare calls differences between files at points busy in more than a fifth of their runs too \
+                 noisy, and compares variants' CPU-bound points there in ops per CPU-second",
                 100.0 * share,
                 point.runs.len(),
                 point.workload,
