@@ -174,8 +174,8 @@ mod tests {
     #[test]
     fn what_run_does_not_take_is_an_error() {
         for (line, says) in [
-            ("--no-such", "--no-such is not an option"),
-            ("-Z", "-Z is not an option"),
+            ("--no-such", "--no-such is not an option of fsscale run"),
+            ("-Z", "-Z is not an option of fsscale run"),
             ("--dir", "--dir lacks its value"),
             ("--pin=yes", "--pin takes no value"),
         ] {
@@ -186,8 +186,22 @@ mod tests {
 
     #[test]
     fn the_canonical_form_parses_to_the_same_arguments() {
-        let line = "stat -qo out.json -j 1,2 --variant=a=x --variant b='y z' --mkfs-opts -b creat-unlink --pin";
-        let args: Vec<String> = line.split(' ').map(String::from).collect();
+        let args: Vec<String> = [
+            "stat",
+            "-qo",
+            "out.json",
+            "-j",
+            "1,2",
+            "--variant=a=x",
+            "--variant",
+            "b=y z",
+            "--mkfs-opts",
+            "-b",
+            "creat-unlink",
+            "--pin",
+        ]
+        .map(String::from)
+        .to_vec();
         let given = options(&args).unwrap();
         let canonical = canonical("fsscale", &given);
         let original: Vec<String> = ["fsscale", "run"].iter().map(|s| s.to_string()).chain(args).collect();
