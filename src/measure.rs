@@ -45,12 +45,10 @@ pub fn run_command(args: cli::RunArgs, argv: Vec<String>) -> anyhow::Result<()> 
     if resumed.is_some() && cluster.is_some() {
         anyhow::bail!("--resume continues a run of one machine; under MPI, run the job again with another -o");
     }
-    // A finished baseline is never replaced by a slip of the same -o (rank 0 alone writes it).
-    if !follower && resumed.is_none() {
-        args.output.refuse_to_replace()?;
-    }
     // Every rank finds the same fault in the same arguments: rank 0 says it.
-    let config = args.into_config(argv, job).map_err(|e| if follower { QuietFailure(0).into() } else { e })?;
+    let mut config = args.into_config(argv, job).map_err(|e| if follower { QuietFailure(0).into() } else { e })?;
+    // `--resume` continues the file it names, which is `-o`.
+    config.replace_output |= resumed.is_some();
     let Some(cluster) = cluster else {
         let mut progress = terminal::TerminalProgress::new(quiet);
         let outcome = match resumed {

@@ -231,38 +231,6 @@ pub struct OutputArgs {
     pub quiet: bool,
 }
 
-impl OutputArgs {
-    /// Refuses an `-o` where a file is already, unless `--force`: the
-    /// natural slip after a reboot (the same command again) would otherwise
-    /// replace a finished baseline without a word.
-    pub fn refuse_to_replace(&self) -> Result<()> {
-        let Some(path) = self.output.as_ref().filter(|_| !self.force) else { return Ok(()) };
-        let Ok(meta) = std::fs::symlink_metadata(path) else { return Ok(()) };
-        // An empty file holds nothing to lose (a default -o is made so).
-        if meta.is_file() && meta.len() == 0 {
-            return Ok(());
-        }
-        let what = match fsscale::results::ResultsFile::load(path) {
-            Ok(doc) => {
-                let runs: usize = doc.points.iter().map(|p| p.runs.len()).sum();
-                let others = match doc.status {
-                    fsscale::results::Status::Complete => "or another -o".to_string(),
-                    _ => format!(
-                        "another -o, or --resume {} to finish it",
-                        fsscale::escape::shell_word(&path.display().to_string())
-                    ),
-                };
-                format!(
-                    "a results file ({}, {runs} runs) is there already; give --force to replace it, {others}",
-                    doc.status.name()
-                )
-            }
-            Err(_) => "a file is there already; give --force to replace it, or another -o".to_string(),
-        };
-        bail!("-o {}: {what}", fsscale::escape::shell_word(&path.display().to_string()))
-    }
-}
-
 /// This process's place in an MPI job, as the config needs it.
 #[derive(Clone, Copy)]
 pub struct RankOf {
@@ -295,7 +263,7 @@ impl RunArgs {
         };
         let workloads = chosen_workloads(&asked, command.cmd.is_some(), macros.trace.is_some());
         let sample_interval = timing.sample_interval()?;
-        let (label, note) = (output.label, output.note);
+        let (label, note, replace_output) = (output.label, output.note, output.force);
         let output = match (output.output, mpi) {
             (Some(path), _) => path,
             // Rank 0 alone writes the results.
@@ -353,6 +321,7 @@ impl RunArgs {
             command_line: argv,
             label,
             note,
+            replace_output,
         })
     }
 }

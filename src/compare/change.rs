@@ -35,6 +35,9 @@ impl FigureKind {
     }
 }
 
+/// A side's figures, each with its recorded round (`RunRecord::run`).
+pub(super) type ByRound<'a> = &'a [(usize, f64)];
+
 /// A measured change: `pct` is exactly `new / base − 1` in percent.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(super) struct Change {
@@ -64,7 +67,7 @@ impl Change {
 pub(super) fn measure(
     bs: &Sample,
     ns: &Sample,
-    rounds: (&[(usize, f64)], &[(usize, f64)]),
+    rounds: (ByRound<'_>, ByRound<'_>),
     config: &CompareConfig,
     nested: Option<(&Invocations, &Invocations)>,
 ) -> Change {
@@ -125,7 +128,7 @@ pub(super) fn measure(
 }
 
 /// The figures of the rounds both sides ran, in round order.
-fn by_round(base: &[(usize, f64)], new: &[(usize, f64)]) -> (Vec<f64>, Vec<f64>) {
+fn by_round(base: ByRound<'_>, new: ByRound<'_>) -> (Vec<f64>, Vec<f64>) {
     let mut pairs: Vec<(usize, f64, f64)> = base
         .iter()
         .filter_map(|&(round, b)| new.iter().find(|(r, _)| *r == round).map(|&(_, n)| (round, b, n)))

@@ -272,7 +272,7 @@ pub fn remove_dead() -> Vec<String> {
     let Ok(entries) = std::fs::read_dir(Path::new(TRACEFS).join("instances")) else { return Vec::new() };
     let mut removed = Vec::new();
     for entry in entries.flatten() {
-        if !entry.file_name().to_string_lossy().starts_with(PREFIX) {
+        if !is_ours(&entry.file_name().to_string_lossy()) {
             continue;
         }
         let Ok(Some(_held)) = lock_dir(&entry.path()) else { continue };
@@ -282,6 +282,13 @@ pub fn remove_dead() -> Vec<String> {
         }
     }
     removed
+}
+
+/// Whether an instance's name is one fsscale gives (`fsscale-<pid>-<n>`):
+/// another tool's `fsscale-plant` is not, however unlocked.
+fn is_ours(name: &str) -> bool {
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    name.strip_prefix(PREFIX).and_then(|rest| rest.split_once('-')).is_some_and(|(pid, n)| digits(pid) && digits(n))
 }
 
 /// One CPU's `trace_pipe_raw`: whole pages, consumed as read.
@@ -308,7 +315,15 @@ impl RawPipe {
 
 #[cfg(test)]
 mod tests {
-    use super::field_offset;
+    use super::{field_offset, is_ours};
+
+    #[test]
+    fn only_instances_named_as_fsscale_names_them_are_its_own() {
+        assert!(is_ours("fsscale-123-0"));
+        for other in ["fsscale-plant-123", "fsscale-", "fsscale-12", "fsscale-1-x", "perf-1-0", "fsscale-1-2-3"] {
+            assert!(!is_ours(other), "{other}");
+        }
+    }
 
     #[test]
     fn fields_are_found_by_name_in_a_format() {

@@ -45,5 +45,6 @@ pub fn config(workloads: Vec<Workload>, caches: Vec<Cache>) -> RunConfig {
         memory_limit: None,
         label: None,
         note: None,
+        replace_output: false,
     }
 }

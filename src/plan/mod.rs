@@ -97,6 +97,9 @@ pub struct RunConfig {
     /// `--label` and `--note`, recorded in the results.
     pub label: Option<String>,
     pub note: Option<String>,
+    /// `--force` (and `--resume`, which continues the file at `output`):
+    /// an existing results file at `output` may be replaced.
+    pub replace_output: bool,
 }
 
 /// The shortest timed window: wake-up latency and timer slack (tens of
@@ -168,6 +171,34 @@ impl RunConfig {
             }
         }
         Ok(())
+    }
+
+    /// Refuses to replace a file that is already at `output` unless
+    /// `replace_output`: the natural slip after a reboot (the same command
+    /// again) would otherwise lose a finished baseline without a word. An
+    /// empty file holds nothing to lose (a default `-o` is made so), and
+    /// what is not a regular file is refused later, as what it is.
+    pub fn check_not_replacing(&self) -> Result<()> {
+        let shown = || crate::escape::shell_word(&self.output.display().to_string());
+        let Ok(meta) = std::fs::symlink_metadata(&self.output) else { return Ok(()) };
+        if self.replace_output || !meta.is_file() || meta.len() == 0 {
+            return Ok(());
+        }
+        let what = match crate::results::ResultsFile::load(&self.output) {
+            Ok(doc) => {
+                let runs: usize = doc.points.iter().map(|p| p.runs.len()).sum();
+                let others = match doc.status {
+                    crate::results::Status::Complete => "or another -o".to_string(),
+                    _ => format!("another -o, or --resume {} to finish it", shown()),
+                };
+                format!(
+                    "a results file ({}, {runs} runs) is there already; give --force to replace it, {others}",
+                    doc.status.name()
+                )
+            }
+            Err(_) => "a file is there already; give --force to replace it, or another -o".to_string(),
+        };
+        bail!("-o {}: {what}", shown())
     }
 
     /// Refuses `--files` or `--items` whose prebuilt paths would not fit in

@@ -229,6 +229,8 @@ struct Ready {
 /// signals, containment, and clear errors for `--dir` and the results directory.
 fn preflight(config: &RunConfig, cluster: Option<&Cluster>, progress: &mut dyn Progress) -> Result<Ready> {
     config.validate()?;
+    // Rank 0 alone writes the results, and checks what it would replace.
+    config.check_not_replacing()?;
     if let Some(cluster) = cluster {
         check_ranks(config, cluster)?;
     }

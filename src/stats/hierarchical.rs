@@ -228,7 +228,7 @@ pub fn invocations_to_detect(
     power: f64,
 ) -> Option<usize> {
     let wanted = (1.0 + change.abs()).ln();
-    if !(wanted > 0.0) {
+    if wanted.is_nan() || wanted <= 0.0 {
         return None;
     }
     (2..=1000).find(|&n| {

@@ -82,7 +82,10 @@ fn compare_matches_points_and_gates_regressions() {
     assert_success(&out);
     let text = stdout(&out);
     assert!(text.contains("stat process private x1: x = base, + = new"), "{text}");
-    assert!(text.contains("stat: geometric mean of median ratios -80.0% over 2 points (0 better, 2 worse)"), "{text}");
+    assert!(
+        text.contains("stat: geometric mean of the rows' changes -80.0% over 2 points (0 better, 2 worse)"),
+        "{text}"
+    );
     // The new system at a fifth of the base: its sparkline sits at the bottom of the common scale.
     let trend = text.lines().find(|l| l.starts_with("  process/private  base ")).expect(&text);
     let new_bars = trend.rsplit("new ").next().unwrap();
@@ -91,9 +94,8 @@ fn compare_matches_points_and_gates_regressions() {
     assert_eq!(verdicts, 4, "{text}");
 
     let out = fsscale().arg("compare").arg(&base).arg(&new).args(["--format", "markdown"]).output().unwrap();
-    assert!(
-        stdout(&out).contains("| workers | mode | share | base ops/s | new ops/s | change | 95% CI | p | verdict |")
-    );
+    assert!(stdout(&out)
+        .contains("| workers | mode | share | base mean ops/s | new mean ops/s | change | 95% CI | p | verdict |"));
 
     // 2.5% faster with runs that agree to 1%: significant (p < 0.01), but the
     // interval reaches inside ±2%, by which two invocations can differ.
@@ -119,7 +121,10 @@ fn compare_matches_points_and_gates_regressions() {
         ),
         "{text}"
     );
-    assert!(text.contains("stat: geometric mean of median ratios +2.5% over 2 points (0 better, 0 worse)"), "{text}");
+    assert!(
+        text.contains("stat: geometric mean of the rows' changes +2.5% over 2 points (0 better, 0 worse)"),
+        "{text}"
+    );
     let markdown = compared(&["--format", "markdown"]);
     assert_eq!(
         markdown.matches("within noise: significant, but its interval reaches inside ±2%").count(),
@@ -222,7 +227,7 @@ fn export_feeds_ministat_in_one_step() {
         fsscale().arg("export").arg(&env.output).args(["--workload", "stat", "-j", "2"]).args(extra).output().unwrap()
     };
     // Two sharing levels at 2 workers: the choice is named.
-    assert_one_line_error(&export(&[]), "has 2 such points; choose one with --mode process --share private or");
+    assert_one_line_error(&export(&[]), "has 2 such points; choose one with --share private or --share shared");
     let out = export(&["--share", "private"]);
     assert_success(&out);
     let text = stdout(&out);
@@ -311,7 +316,7 @@ fn compare_between_pairs_two_sharing_levels_of_one_run_by_round() {
     assert!(text.starts_with(&format!("base: {name} share=private\nnew:  {name} share=shared\n")), "{text}");
     assert!(text.contains("p: paired t test on the rounds' log ratios"), "{text}");
     // One row per worker count, each paired by its three rounds.
-    assert_eq!(text.lines().filter(|l| l.contains("  process  private  ")).count(), 2, "{text}");
+    assert_eq!(text.lines().filter(|l| l.contains("  process  private→shared  ")).count(), 2, "{text}");
     let out = between(&["--between", "share=private,shared", "--format", "json"]);
     assert_success(&out);
     let json: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();

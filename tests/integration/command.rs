@@ -223,7 +223,7 @@ fn wall_time_drivers_compare_smaller_as_better() {
     let worse = text.lines().filter(|l| l.trim_end().ends_with("  worse")).count();
     assert_eq!(worse, 2, "a longer time is worse:\n{text}");
     // The figure is named as the driver named it, not "ops/s".
-    assert!(text.contains("base time s") && text.contains("new time s") && !text.contains("ops/s"), "{text}");
+    assert!(text.contains("base mean time s") && text.contains("new mean time s") && !text.contains("ops/s"), "{text}");
     let analyzed = stdout(&fsscale().arg("analyze").arg(&fast).output().unwrap());
     assert!(analyzed.contains("1/(time s)") && !analyzed.contains(" ops/s"), "{analyzed}");
     let gate = fsscale().arg("compare").arg(&fast).arg(&slow).args(["--fail-if-worse", "10"]).output().unwrap();

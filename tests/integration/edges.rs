@@ -141,6 +141,7 @@ fn made_filesystems_need_no_writable_cwd_and_a_backing_with_room() {
         .current_dir(&readonly.path)
         .args(["run", "stat", "-j", "1", "-n", "1", "--duration", "0.02", "--fs", "tmpfs", "-o"])
         .arg(&env.output)
+        .arg("--force")
         .output()
         .unwrap();
     assert_success(&out);
@@ -150,6 +151,7 @@ fn made_filesystems_need_no_writable_cwd_and_a_backing_with_room() {
         .arg(format!("file:{}", small.path.display()))
         .arg("-o")
         .arg(&env.output)
+        .arg("--force")
         .output()
         .unwrap();
     assert_one_line_error(&out, "MiB free, the 512 MiB image needs its room");

@@ -408,6 +408,7 @@ fn a_hostile_dir_name_is_never_code_in_a_shell_command() {
             .arg(&hostile)
             .arg("-o")
             .arg(&env.output)
+            .arg("--force")
             .output()
             .unwrap();
         assert_success(&out);

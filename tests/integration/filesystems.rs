@@ -121,6 +121,7 @@ fn mount_options_reach_the_kernel_and_unsupported_kinds_are_reported() {
         .args(["run", "stat", "-j", "1", "-n", "1", "--duration", "0.05", "--share", "private"])
         .args(["--fs", "ext4:data=journal,noatime", "--fresh", "once", "-o"])
         .arg(&env.output)
+        .arg("--force")
         .output()
         .unwrap();
     assert_success(&out);
@@ -128,7 +129,8 @@ fn mount_options_reach_the_kernel_and_unsupported_kinds_are_reported() {
     assert_eq!(fs.label, "ext4:data=journal,noatime");
     assert!(fs.super_options.contains("data=journal") && fs.mount_options.contains("noatime"), "{fs:?}");
     if !f2fs_supported() {
-        let out = fsscale().args(["run", "stat", "--fs", "f2fs", "-o"]).arg(&env.output).output().unwrap();
+        let out =
+            fsscale().args(["run", "stat", "--fs", "f2fs", "-o"]).arg(&env.output).arg("--force").output().unwrap();
         assert_one_line_error(&out, "--fs f2fs: unsupported: this kernel has no f2fs filesystem");
     }
 }
@@ -194,6 +196,7 @@ fn cleanup_removes_what_a_killed_run_left() {
     let out = fsscale()
         .args(["run", "stat", "-j", "1", "-n", "1", "--duration", "0.02", "--fs", "tmpfs", "-o"])
         .arg(&env.output)
+        .arg("--force")
         .output()
         .unwrap();
     assert_success(&out);
@@ -434,6 +437,7 @@ fn o_direct_runs_where_the_filesystem_has_it_and_is_refused_clearly_where_not() 
             .args(["run", "read-direct", "write-direct", "-j", "1", "-n", "1", "--duration", "0.05"])
             .args(["--warmup-runs", "0", "--share", "private", "--fs", fs, "--verify", "-o"])
             .arg(&env.output)
+            .arg("--force")
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .spawn()

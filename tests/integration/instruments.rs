@@ -473,7 +473,7 @@ fn compare_explains_a_point_from_both_sides_real_profiles() {
     assert!(why["cpu"].as_array().is_some_and(|f| !f.is_empty()), "both sides' CPU profiles: {why}");
     let text = fsscale().arg("compare").arg(&env.output).args(["--between", "share=private,shared"]).output().unwrap();
     let text = stdout(&text);
-    assert!(text.contains("  why at process private x2, from the profiles (base → new;"), "{text}");
+    assert!(text.contains("  why at process private→shared x2, from the profiles (base → new;"), "{text}");
     assert!(text.contains(&format!("  {grew}: ")), "the text names it too: {text}");
     assert!(text.contains("    CPU, share of samples in the function itself (with what it called):"), "{text}");
     let out = fsscale().arg("report").arg(&env.output).args(["--between", "share=private"]).output().unwrap();

@@ -2,6 +2,7 @@
 //! They measure, so they run where fsscale measures: on Linux.
 #![cfg(target_os = "linux")]
 
+mod ab;
 mod analysis;
 mod command;
 mod edges;

@@ -316,12 +316,15 @@ fn compare_with_the_veto_off_gives_the_verdicts_of_fsscale_ministat_on_the_same_
         .arg("compare")
         .arg(&a)
         .arg(&b)
-        .args(["--test", "student", "--noise-threshold", "0", "--no-noise-veto"])
+        .args(["--test", "student", "--noise-threshold", "0", "--no-noise-veto", "--no-fdr"])
         .output()
         .unwrap();
     let text = stdout(&out);
     assert!(text.contains("p: student test on the runs' figures (ministat's verdicts)"), "{text}");
     assert!(text.contains("verdict: better or worse when p < 0.05; noise marks are shown but veto nothing"), "{text}");
     let default = stdout(&fsscale().arg("compare").arg(&a).arg(&b).output().unwrap());
-    assert!(default.contains("(ministat's verdicts: --test student --noise-threshold 0 --no-noise-veto)"), "{default}");
+    assert!(
+        default.contains("(ministat's verdicts: --test student --noise-threshold 0 --no-noise-veto --no-fdr)"),
+        "{default}"
+    );
 }

@@ -135,7 +135,7 @@ fn a_compared_point_is_explained_with_a_differential_flame_graph_in_a_real_brows
         .unwrap();
     assert_success(&report);
     let page = std::fs::read_to_string(&html).unwrap();
-    assert!(page.contains("<figcaption>creat-unlink process private x2: "), "{page}");
+    assert!(page.contains("<figcaption>creat-unlink process private→shared x2: "), "{page}");
     assert!(page.contains(" share=private, differential: widths are "), "{page}");
     assert!(page.contains("<pre class=\"why\">"), "{page}");
     // What grew from private to shared directories: the directory's rwsem on the create or unlink path.

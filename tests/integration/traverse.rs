@@ -209,10 +209,7 @@ fn warm_and_cold_are_points_of_one_run_analyzed_apart() {
     let cold = stdout(&cold);
     assert!(cold.starts_with("# traverse process private x2 cold cache: entries/s per run"), "{cold}");
     assert_eq!(cold.lines().count(), 3, "header and one figure per run: {cold}");
-    assert_one_line_error(
-        &export(&[]),
-        "has 2 such points; choose one with --mode process --share private --cache warm or --mode process --share private --cache cold",
-    );
+    assert_one_line_error(&export(&[]), "has 2 such points; choose one with --cache warm or --cache cold");
 }
 
 /// Bytes the runs of `doc` read from their filesystem's device, run by run.
