@@ -5,7 +5,15 @@
 #   bench/power.sh [--design D] [--pairs N] [--slowdowns LIST] [--invocations K]
 #                  [--fsscale BIN] [--keep DIR] [--noise-threshold PCT] [-- RUN ARGS...]
 #
-#   --design D        unpaired (default): one `fsscale run` per side, compare A B;
+#   --design D        variants: one `fsscale run` per comparison with --variant a=true
+#                     and --variant b= the plant (A/A: b=true), at run's defaults for
+#                     variants (rounds until ±2%, at most 50), compare --variants a,b,
+#                     every point of it counted; the plant is a per-syscall cost that
+#                     does not depend on CPU contention: raw_syscalls:sys_enter enabled
+#                     in a tracing instance of the bench's own with a filter that
+#                     matches nothing (about 13% of stat's cost here); any level
+#                     other than 0 in --slowdowns is that plant;
+#                     unpaired (default): one `fsscale run` per side, compare A B;
 #                     paired: one run per comparison with --variant base= and
 #                     --variant slow=..., the setups moving fsscale into its side's
 #                     cgroup before each run, compare --variants base,slow (by round);
@@ -19,6 +27,8 @@
 #                     limit above what it gets plants nothing: give every side a
 #                     limit below its share (e.g. 40 beside a 2-job compiler on 2
 #                     CPUs), and a slowdown S limits that side to PCT·(100-S)%.
+#   --hogs N          N CPU-bound loops (`while :; do :; done`) beside the whole bench
+#                     (default 0), the load of issue 37's A/A: two on this 2-vCPU VM
 #   --fsscale BIN     the binary to measure (default: target/release/fsscale, built)
 #   --keep DIR        keep every results file in DIR
 #   --noise-threshold PCT  compare's --noise-threshold (default: compare's, 2)
@@ -50,6 +60,7 @@ slowdowns=0,2,5,10
 design=unpaired
 invocations=3
 base_cpu=100
+hogs=0
 fsscale=
 keep=
 compare_args=()
@@ -59,6 +70,7 @@ while (($#)); do
     --design) design=$2; shift 2 ;;
     --invocations) invocations=$2; shift 2 ;;
     --base-cpu) base_cpu=$2; shift 2 ;;
+    --hogs) hogs=$2; shift 2 ;;
     --slowdowns) slowdowns=$2; shift 2 ;;
     --fsscale) fsscale=$2; shift 2 ;;
     --keep) keep=$2; shift 2 ;;
@@ -70,8 +82,8 @@ while (($#)); do
 done
 run_args=("$@")
 case $design in
-  unpaired | paired | invocations) ;;
-  *) echo "power.sh: --design $design: use unpaired, paired or invocations" >&2; exit 2 ;;
+  unpaired | paired | invocations | variants) ;;
+  *) echo "power.sh: --design $design: use variants, unpaired, paired or invocations" >&2; exit 2 ;;
 esac
 ((${#run_args[@]})) || run_args=(stat -j 1 --share private --dir /dev/shm)
 
@@ -81,6 +93,13 @@ if [[ -z $fsscale ]]; then
 fi
 [[ $(id -u) == 0 ]] || { echo "power.sh: needs root to make CPU cgroups" >&2; exit 2; }
 
+hog_pids=()
+plant=
+for ((h = 0; h < hogs; h++)); do
+  sh -c 'while :; do :; done' &
+  hog_pids+=($!)
+done
+
 # 10 ms: a 0.5 s window spans 50 periods, so where a window starts in a
 # period moves its share of CPU by 2% at most (at 100 ms, by 20%).
 period_us=10000
@@ -88,6 +107,8 @@ work=$(mktemp -d /tmp/fsscale-power.XXXXXX)
 groups=()
 cleanup() {
   local g
+  ((${#hog_pids[@]})) && kill "${hog_pids[@]}" 2>/dev/null
+  [[ -n $plant && -d $plant ]] && { echo 0 >"$plant/events/raw_syscalls/sys_enter/enable"; rmdir "$plant"; } 2>/dev/null
   for g in "${groups[@]}"; do
     [[ -d $g ]] && rmdir "$g" 2>/dev/null || true
   done
@@ -125,6 +146,7 @@ make_group() {
 IFS=, read -r -a levels <<<"$slowdowns"
 declare -A group
 for s in base "${levels[@]}"; do
+  [[ $design == variants ]] && break
   level=$s
   [[ $s == base ]] && level=0
   quota=$((period_us * base_cpu * (100 - level) / 10000))
@@ -154,6 +176,31 @@ run_variants() {
     { echo "power.sh: fsscale run failed ($name); its output:" >&2; cat "$work/$name.log" >&2; exit 1; }
 }
 
+# run_plant SLOWDOWN NAME: one `fsscale run` of variants a (nothing) and b
+# (the plant, or nothing for A/A), into $work/NAME.json.
+run_plant() {
+  local s=$1 name=$2 b=true teardown=()
+  if [[ $s != 0 ]]; then
+    local event=$plant/events/raw_syscalls/sys_enter
+    b="echo 'common_pid == 1' > $event/filter && echo 1 > $event/enable"
+    teardown=(--variant-teardown "b=echo 0 > $event/enable")
+  fi
+  "$fsscale" run "${run_args[@]}" -o "$work/$name.json" --variant a=true --variant "b=$b" "${teardown[@]}" \
+    >"$work/$name.log" 2>&1 ||
+    { echo "power.sh: fsscale run failed ($name); its output:" >&2; cat "$work/$name.log" >&2; exit 1; }
+}
+
+# record_all S JSON: every row's verdict and change.
+record_all() {
+  local s=$1 json=$2 verdict change
+  while read -r verdict; do
+    count[$s,$verdict]=$((${count[$s,$verdict]:-0} + 1))
+  done < <(sed -n 's/.*"verdict": "\(.*\)".*/\1/p' <<<"$json")
+  while read -r change; do
+    changes+=("$s $change")
+  done < <(sed -n 's/.*"change_pct": \([-0-9.e]*\).*/\1/p' <<<"$json")
+}
+
 # verdict JSON: the first row's verdict and change.
 record() {
   local s=$1 json=$2 verdict change
@@ -165,8 +212,20 @@ record() {
 
 declare -A count
 changes=()
+if [[ $design == variants ]]; then
+  # A tracing instance of the bench's own (not named as fsscale names its
+  # instances, which `fsscale cleanup` removes when nobody holds them).
+  plant=/sys/kernel/tracing/instances/power-plant-$$
+  mkdir "$plant"
+fi
 for ((r = 0; r < pairs; r++)); do
   case $design in
+    variants)
+      for s in "${levels[@]}"; do
+        run_plant "$s" "variants-$s-$r"
+        record_all "$s" "$("$fsscale" compare "$work/variants-$s-$r.json" --variants a,b --format json "${compare_args[@]}")"
+      done
+      ;;
     paired)
       for s in "${levels[@]}"; do
         run_variants "$s" "pair-$s-$r"
@@ -219,11 +278,20 @@ median_change() {
 }
 
 echo "design: $design$([[ $design == invocations ]] && echo ", $invocations per side"), base side limited to $base_cpu% of a CPU"
-echo "| planted slowdown | comparisons | worse | within noise | no difference proven | too noisy | better | median change measured |"
+echo "| planted slowdown | $([[ $design == variants ]] && echo points || echo comparisons) | worse | within noise | no difference proven | too noisy | better | median change measured |"
 echo "|---:|---:|---:|---:|---:|---:|---:|---:|"
 for s in "${levels[@]}"; do
   label="$s%"; [[ $s == 0 ]] && label="none (A/A)"
-  echo "| $label | $pairs | ${count[$s,worse]:-0} | ${count[$s,within-noise]:-0} | ${count[$s,no-difference-proven]:-0} | ${count[$s,too-noisy]:-0} | ${count[$s,better]:-0} | $(median_change "$s") |"
+  [[ $design == variants && $s != 0 ]] && label="filtered raw_syscalls tracepoint"
+  counted=$pairs
+  if [[ $design == variants ]]; then
+    # Every point of every comparison.
+    counted=0
+    for v in worse within-noise no-difference-proven too-noisy better too-few-runs; do
+      counted=$((counted + ${count[$s,$v]:-0}))
+    done
+  fi
+  echo "| $label | $counted | ${count[$s,worse]:-0} | ${count[$s,within-noise]:-0} | ${count[$s,no-difference-proven]:-0} | ${count[$s,too-noisy]:-0} | ${count[$s,better]:-0} | $(median_change "$s") |"
 done
 for s in "${levels[@]}"; do
   echo "power $s $pairs ${count[$s,worse]:-0} ${count[$s,no-difference-proven]:-0} ${count[$s,too-noisy]:-0} ${count[$s,better]:-0} ${count[$s,too-few-runs]:-0} ${count[$s,within-noise]:-0} $(median_change "$s")"
