@@ -94,7 +94,9 @@ impl ResultsFile {
             .map(|p| {
                 // With --until-ci a point may take more than -n: it stopped before its cap.
                 let planned = match self.settings.max_runs.filter(|&max| max > self.settings.runs) {
-                    Some(max) if p.runs.len() >= self.settings.runs => format!("{} runs, up to {max} until precise", p.runs.len()),
+                    Some(max) if p.runs.len() >= self.settings.runs => {
+                        format!("{} runs, up to {max} until precise", p.runs.len())
+                    }
                     _ => format!("{} of {} runs", p.runs.len(), self.settings.runs),
                 };
                 let on = p.condition().map(|c| format!(" {c}")).unwrap_or_default();

@@ -29,6 +29,16 @@ pub struct PointState {
     pub projected: Option<usize>,
 }
 
+impl PointState {
+    /// Counts one more run of the point (a warm-up one when `warmup`).
+    pub fn ran(&mut self, warmup: bool) {
+        match warmup {
+            true => self.warmups += 1,
+            false => self.runs += 1,
+        }
+    }
+}
+
 /// How many runs each point gets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Repetition {
@@ -113,10 +123,7 @@ impl Scheduler {
                 self.round.push_front(slot);
                 return;
             }
-            match slot.warmup {
-                true => now.warmups += 1,
-                false => now.runs += 1,
-            }
+            now.ran(slot.warmup);
             // Precise as the resumed point is, once it has its runs.
             now.precise = then.precise && now.runs >= then.runs;
         }
@@ -182,10 +189,8 @@ mod tests {
         let mut done = Vec::new();
         while let Some(slot) = scheduler.next(&states) {
             let s = &mut states[slot.point];
-            if slot.warmup {
-                s.warmups += 1;
-            } else {
-                s.runs += 1;
+            s.ran(slot.warmup);
+            if !slot.warmup {
                 s.precise = precise_after.get(slot.point).is_some_and(|&n| s.runs >= n);
             }
             done.push(slot);
@@ -267,23 +272,13 @@ mod tests {
             for stop in 0..whole.len() {
                 let mut states = vec![PointState::default(); 4];
                 for slot in &whole[..stop] {
-                    let s = &mut states[slot.point];
-                    if slot.warmup {
-                        s.warmups += 1;
-                    } else {
-                        s.runs += 1;
-                    }
+                    states[slot.point].ran(slot.warmup);
                 }
                 let mut scheduler = Scheduler::new(order, rep, 7, layout);
                 scheduler.fast_forward(&states);
                 let mut rest = Vec::new();
                 while let Some(slot) = scheduler.next(&states) {
-                    let s = &mut states[slot.point];
-                    if slot.warmup {
-                        s.warmups += 1;
-                    } else {
-                        s.runs += 1;
-                    }
+                    states[slot.point].ran(slot.warmup);
                     rest.push(slot);
                 }
                 assert_eq!(rest, whole[stop..], "{order:?} stopped after {stop} runs");

@@ -359,15 +359,11 @@ fn like_reruns_the_recorded_plan_exactly_and_refuses_what_changed() {
     assert_success(&env.run(&args));
     let a = env.results();
     let b_path = env.root.path().join("b.json");
-    let out = fsscale()
-        .args(["run", "--like"])
-        .arg(&env.output)
-        .arg("-o")
-        .arg(&b_path)
-        .arg("--dir")
-        .arg(&env.dir)
-        .output()
-        .unwrap();
+    // `--like A -o OUT`, with A's --dir given again.
+    let like = |output: &std::path::Path| {
+        fsscale().args(["run", "--like"]).arg(&env.output).arg("-o").arg(output).arg("--dir").arg(&env.dir).output()
+    };
+    let out = like(&b_path).unwrap();
     assert_success(&out);
     let b = ResultsFile::load(&b_path).unwrap();
     let plan =
@@ -406,15 +402,7 @@ fn like_reruns_the_recorded_plan_exactly_and_refuses_what_changed() {
     bytes.extend_from_slice(&[0u8; 1024]);
     std::fs::write(&tarball, &bytes).unwrap();
     let c_path = env.root.path().join("c.json");
-    let out = fsscale()
-        .args(["run", "--like"])
-        .arg(&env.output)
-        .arg("-o")
-        .arg(&c_path)
-        .arg("--dir")
-        .arg(&env.dir)
-        .output()
-        .unwrap();
+    let out = like(&c_path).unwrap();
     assert_one_line_error(&out, "when it was recorded: it is not the same tarball");
     assert!(!c_path.exists());
     assert_eq!(env.leftovers(), Vec::<String>::new());
