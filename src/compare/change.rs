@@ -128,7 +128,7 @@ pub(super) fn measure(
 }
 
 /// The figures of the rounds both sides ran, in round order.
-fn by_round(base: ByRound<'_>, new: ByRound<'_>) -> (Vec<f64>, Vec<f64>) {
+pub(super) fn by_round(base: ByRound<'_>, new: ByRound<'_>) -> (Vec<f64>, Vec<f64>) {
     let mut pairs: Vec<(usize, f64, f64)> = base
         .iter()
         .filter_map(|&(round, b)| new.iter().find(|(r, _)| *r == round).map(|&(_, n)| (round, b, n)))

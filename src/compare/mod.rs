@@ -16,6 +16,7 @@ mod between;
 mod change;
 mod differences;
 mod invocations;
+mod judging;
 
 pub use attribution::{attribute, profiling_command, Attribution, FunctionDelta, SiteDelta, SiteSide};
 pub use between::{compare_between, Between, Dimension};
@@ -349,7 +350,7 @@ pub fn compare(
         let by_cpu = config.auto_per_cpu
             && config.test == TestKind::Paired
             && config.figure == Figure::Throughput
-            && busy_and_cpu_bound(b, n);
+            && judging::per_cpu_fits(b, n);
         let figure = if by_cpu { Figure::OpsPerCpuSecond } else { config.figure };
         let (Some(base_runs), Some(new_runs)) = (figures(b, figure), figures(n, figure)) else {
             unmatched.push(describe(&key(b), "no worker CPU time recorded"));
@@ -422,7 +423,7 @@ impl Comparison {
                 .collect();
         let table = |r: &Row| tables.iter().position(|t| t.0 == r.condition && t.1 == r.workload);
         rows.sort_by_key(|r| (table(r), r.mode, r.share, r.workers));
-        adjust_for_fdr(&mut rows, config);
+        judging::adjust_for_fdr(&mut rows, config);
         let summaries = summarize(&rows);
         Comparison {
             base,
@@ -536,53 +537,6 @@ fn compare_point(
         detectable: None,
         defined_differently: None,
         attribution: attribute(b, n),
-    }
-}
-
-/// The most a CPU-bound worker sleeps: a share of its window.
-const CPU_BOUND_ASLEEP: f64 = 0.10;
-
-/// Whether other work took the machine in more than a fifth of either
-/// point's runs while both points' workers were CPU-bound (asleep for at
-/// most [`CPU_BOUND_ASLEEP`] of their windows, the median run). There an
-/// op's cost is what a change moves, and ops per CPU-second measure it
-/// without the share of the CPUs other work took in each slot of a round,
-/// which pairing by round does not cancel; workers that sleep (on locks,
-/// on I/O) would hide a change in their sleep from it.
-fn busy_and_cpu_bound(b: &Point, n: &Point) -> bool {
-    let busy = |p: &Point| p.summary.as_ref().is_some_and(|s| s.busy_runs.len() * 5 > p.runs.len());
-    let cpu_bound = |p: &Point| {
-        let mut asleep: Vec<f64> = p.runs.iter().filter_map(|r| r.sched_shares().map(|s| s.asleep)).collect();
-        asleep.sort_by(f64::total_cmp);
-        !asleep.is_empty() && asleep.len() == p.runs.len() && asleep[asleep.len() / 2] <= CPU_BOUND_ASLEEP
-    };
-    (busy(b) || busy(n)) && cpu_bound(b) && cpu_bound(n) && b.ops_per_cpu_s().is_some() && n.ops_per_cpu_s().is_some()
-}
-
-/// Benjamini and Hochberg (1995), "Controlling the false discovery rate":
-/// each row's p-value adjusted for the `m` rows tested together, q(i) =
-/// min over j ≥ i of m·p(j)/j in ascending order of p. Calling the rows with
-/// q below α keeps the expected share of false calls among all calls at α,
-/// and, where every row is a null (an A/A comparison), the chance of any
-/// call at all.
-fn adjust_for_fdr(rows: &mut [Row], config: &CompareConfig) {
-    let mut tested: Vec<(usize, f64)> = rows.iter().enumerate().filter_map(|(i, r)| Some((i, r.p_value?))).collect();
-    tested.sort_by(|a, b| a.1.total_cmp(&b.1));
-    let m = tested.len() as f64;
-    let mut running = 1.0f64;
-    for (rank, &(i, p)) in tested.iter().enumerate().rev() {
-        running = running.min(p * m / (rank + 1) as f64).min(1.0);
-        rows[i].q_value = Some(running);
-    }
-    if !config.fdr {
-        return;
-    }
-    let alpha = 1.0 - config.confidence;
-    for row in rows.iter_mut() {
-        let called = matches!(row.verdict, Verdict::Better | Verdict::Worse | Verdict::WithinNoise | Verdict::TooNoisy);
-        if called && row.q_value.is_some_and(|q| q >= alpha) {
-            row.verdict = Verdict::NoDifferenceProven;
-        }
     }
 }
 
