@@ -16,14 +16,9 @@ pub fn run_command(args: cli::RunArgs, argv: Vec<String>) -> anyhow::Result<()> 
         (None, Some(resume)) => Some(cli::like::expand(resume, &argv, cli::like::Use::Resume)?),
         (None, None) => None,
     };
-    let (args, argv, resumed) = match recorded {
-        Some(expanded) => {
-            for line in &expanded.plan {
-                eprintln!("fsscale: {line}");
-            }
-            (expanded.args, expanded.argv, expanded.resumed)
-        }
-        None => (args, argv, None),
+    let (args, argv, resumed, plan) = match recorded {
+        Some(expanded) => (expanded.args, expanded.argv, expanded.resumed, expanded.plan),
+        None => (args, argv, None, Vec::new()),
     };
     let placement = args.sweep.placement;
     let cluster = fsscale::cluster::from_launcher(placement.unwrap_or_default())?;
@@ -42,6 +37,10 @@ pub fn run_command(args: cli::RunArgs, argv: Vec<String>) -> anyhow::Result<()> 
     let tables = Tables { format: args.output.format, explain_all, one_stream };
     let job = cluster.as_ref().map(|c| cli::RankOf { rank: c.rank(), ranks: c.size() });
     let follower = job.is_some_and(|j| j.rank != 0);
+    // Rank 0 alone shows the recorded plan (every rank read the same file).
+    for line in plan.iter().filter(|_| !follower) {
+        eprintln!("fsscale: {line}");
+    }
     if resumed.is_some() && cluster.is_some() {
         anyhow::bail!("--resume continues a run of one machine; under MPI, run the job again with another -o");
     }
