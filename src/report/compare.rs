@@ -164,6 +164,16 @@ fn ministat_hint(c: &Comparison, test: &str) -> String {
     }
 }
 
+/// How many rounds the rows paired: `10 rounds at each point`, `5 to 50 rounds a point`.
+fn rounds_paired(c: &Comparison) -> String {
+    let counts: Vec<usize> = c.rows.iter().filter_map(|r| r.pairs).collect();
+    match (counts.iter().min(), counts.iter().max()) {
+        (Some(lo), Some(hi)) if lo == hi => format!("{lo} rounds at each point"),
+        (Some(lo), Some(hi)) => format!("{lo} to {hi} rounds a point"),
+        _ => "no rounds".to_string(),
+    }
+}
+
 /// When a row is called better or worse: what this comparison promises.
 fn verdict_rule(c: &Comparison, test: &str) -> String {
     let threshold = match c.noise_threshold_pct > 0.0 {
@@ -203,7 +213,9 @@ fn text(out: &mut String, c: &Comparison, plots: bool, color: bool) {
         "paired" => writeln!(
             out,
             "change: the geometric mean of the rounds' ratios new/base - 1, with its {confidence}% t interval; \
-             p: paired t test on the rounds' log ratios (run k of each side paired: drift between rounds cancels){}",
+             p: paired t test on the rounds' log ratios (the runs of round k of each side paired, {}: drift \
+             between rounds cancels){}",
+            rounds_paired(c),
             if c.noise_threshold_pct > 0.0 {
                 ""
             } else {

@@ -113,6 +113,8 @@ fn runs_pair_by_their_recorded_round_and_a_round_twice_is_refused() {
     );
     let before = compare_json(&[v.to_str().unwrap(), "--variants", "a,b"]);
     assert_eq!(before[0]["rows"][0]["pairs"], 3);
+    let text = stdout(&fsscale().arg("compare").arg(&v).args(["--variants", "a,b"]).output().unwrap());
+    assert!(text.contains("(the runs of round k of each side paired, 3 rounds at each point: "), "{text}");
     // The same runs listed in another order pair as before: by round, not place.
     let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(&v).unwrap()).unwrap();
     doc["points"][1]["runs"].as_array_mut().unwrap().reverse();
