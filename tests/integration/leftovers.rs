@@ -153,7 +153,8 @@ fn a_memory_limits_cgroup_is_removed_at_ctrl_c_and_by_cleanup_after_kill_9() {
     }
     let env = TestEnv::new();
     let (dir, output) = (env.dir.display().to_string(), env.output.display().to_string());
-    let args = ["run", "stat", "-j", "2", "-n", "1", "--duration", "60", "--memory-limit", "64M", "--force", "--dir", &dir];
+    let args =
+        ["run", "stat", "-j", "2", "-n", "1", "--duration", "60", "--memory-limit", "64M", "--force", "--dir", &dir];
     for signal in [libc::SIGINT, libc::SIGKILL] {
         let child = spawn_group(&[&args[..], &["-o", &output]].concat());
         let pid = child.id();
