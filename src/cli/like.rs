@@ -88,7 +88,7 @@ fn kind(given: &Given) -> Kind {
 /// `argv` is this command line, which may add only this run's own options
 /// and the commands and places it gives again.
 pub fn expand(file: &Path, argv: &[String], used: Use) -> Result<Expanded> {
-    let context = || format!("{} {}", used.flag(), file.display());
+    let context = || format!("{} {}", used.flag(), shell_word(&file.display().to_string()));
     let at = argv.iter().position(|a| a == "run").map_or(argv.len(), |i| i + 1);
     let mine = recorded::options(&argv[at..]).with_context(context)?;
     let trust = mine.iter().any(|g| g.id == "trust_recorded");
