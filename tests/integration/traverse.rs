@@ -228,12 +228,17 @@ fn a_memory_limit_makes_a_warm_walk_read_from_the_device() {
     }
     // About 19,000 entries and 53 MB: cached whole, the walk reads nothing;
     // under a 32 MiB limit what the copy's extraction left cached cannot all stay.
+    // The page cache is the machine's: another test's `--cache cold` drops it
+    // for every walk, so this one has the machine to itself.
+    let _machine = machine_to_myself();
     let env = TestEnv::new();
     let walk = ["traverse", "--fs", "ext4", "--scale", "0.2", "-j", "1", "-n", "2", "--share", "private"];
     assert_success(&env.run(&walk));
     let unlimited = env.results();
     assert_eq!(unlimited.settings.memory_limit, None);
-    assert_eq!(device_reads(&unlimited), [0, 0], "a warm walk of a tree that fits reads nothing");
+    // (A cold run of another fsscale beside this one drops it too: one warm walk in two suffices.)
+    let reads = device_reads(&unlimited);
+    assert!(reads.contains(&0), "a warm walk of a tree that fits reads nothing: {reads:?}");
     let out = env.run(&[&walk[..], &["--memory-limit", "32M"]].concat());
     assert_success(&out);
     assert!(
