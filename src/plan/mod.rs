@@ -181,7 +181,7 @@ impl RunConfig {
     pub fn check_not_replacing(&self) -> Result<()> {
         let shown = || crate::escape::shell_word(&self.output.display().to_string());
         let Ok(meta) = std::fs::symlink_metadata(&self.output) else { return Ok(()) };
-        if self.replace_output || !meta.is_file() || meta.len() == 0 {
+        if self.replace_output || !meta.is_file() || meta.len() == 0 || self.output_is_being_written() {
             return Ok(());
         }
         let what = match crate::results::ResultsFile::load(&self.output) {
@@ -199,6 +199,14 @@ impl RunConfig {
             Err(_) => "a file is there already; give --force to replace it, or another -o".to_string(),
         };
         bail!("-o {}: {what}", shown())
+    }
+
+    /// Whether a live run holds `output`'s journal: the results' `Saver`
+    /// then refuses the path itself, naming that run.
+    fn output_is_being_written(&self) -> bool {
+        let journal = crate::results::journal_path(&self.output);
+        let Ok(name) = crate::sys::cstring(&journal) else { return false };
+        matches!(crate::lockfile::lock_if_unheld(libc::AT_FDCWD, &name), Ok(None))
     }
 
     /// Refuses `--files` or `--items` whose prebuilt paths would not fit in
