@@ -194,36 +194,19 @@ impl Session<'_> {
                 );
             }
             point.summarize();
-            let mut state = PointState {
+            states.push(PointState {
                 warmups: point.warmup_runs.len(),
                 runs: point.runs.len(),
                 precise: false,
                 projected: None,
-            };
-            if let Some(pct) = config.until_ci_pct.filter(|_| config.variants.is_empty()) {
-                state.precise = point.is_precise(pct);
-            }
-            point.complete = repetition.is_done(&state);
-            states.push(state);
+            });
         }
-        // Variants go on as a group until their paired ratios are precise.
-        if config.until_ci_pct.is_some() && !config.variants.is_empty() {
-            let mut schedule_states = states.clone();
-            for index in (0..plan.len()).step_by(config.variants.len()) {
-                let group = self.group(index);
-                let first = &doc.points[group.start];
-                let pct = config.until_ci_pct.unwrap_or_default();
-                let precise = doc.points[group.start + 1..group.end]
-                    .iter()
-                    .all(|p| p.paired_interval_pct(first).is_some_and(|half| half <= pct));
-                for state in &mut schedule_states[group.clone()] {
-                    state.precise = precise;
-                }
-                for i in group {
-                    doc.points[i].complete = repetition.is_done(&schedule_states[i]);
-                }
-            }
-            states = schedule_states;
+        // Each point (with --variant, each group) is precise as a run of it would find it.
+        for index in 0..plan.len() {
+            self.mark_precise(doc, &mut states, index);
+        }
+        for (point, state) in doc.points.iter_mut().zip(&states) {
+            point.complete = repetition.is_done(state);
         }
         Ok(states)
     }
@@ -431,7 +414,7 @@ impl Session<'_> {
         point.runs.push(record);
         point.summarize();
         state.runs += 1;
-        self.mark_precise(doc, schedule, slot.point);
+        self.mark_precise(doc, &mut schedule.states, slot.point);
         let point = &doc.points[slot.point];
         let busy = point.summary.as_ref().is_some_and(|s| s.busy_runs.contains(&(point.runs.len() - 1)));
         if busy && !schedule.warned_busy {
@@ -455,7 +438,7 @@ impl Session<'_> {
     /// until every variant's ratio to the first, paired by round, is precise
     /// enough: the comparison the variants are for, whose interval the
     /// machine's drift between rounds does not widen.
-    fn mark_precise(&self, doc: &ResultsFile, schedule: &mut Schedule, index: usize) {
+    fn mark_precise(&self, doc: &ResultsFile, states: &mut [PointState], index: usize) {
         let Some(pct) = self.config.until_ci_pct else { return };
         let group = self.group(index);
         // An interval narrows as 1/√n: the runs that would bring `half` to `pct`.
@@ -463,7 +446,7 @@ impl Session<'_> {
         let projected = |half: f64| (runs as f64 * (half / pct).powi(2)).ceil() as usize;
         if group.len() < 2 {
             let half = doc.points[index].mean_interval_pct();
-            let state = &mut schedule.states[index];
+            let state = &mut states[index];
             state.precise = half.is_some_and(|half| half <= pct);
             state.projected = half.map(projected);
             return;
@@ -473,7 +456,7 @@ impl Session<'_> {
             doc.points[group.start + 1..group.end].iter().map(|p| p.paired_interval_pct(first)).collect();
         let precise = halves.iter().all(|h| h.is_some_and(|half| half <= pct));
         let widest = halves.iter().flatten().copied().fold(None, |w: Option<f64>, h| Some(w.map_or(h, |w| w.max(h))));
-        for state in &mut schedule.states[group] {
+        for state in &mut states[group] {
             state.precise = precise;
             state.projected = widest.map(projected);
         }

@@ -195,6 +195,45 @@ fn variants_go_on_in_lockstep_until_their_paired_ratio_is_precise() {
     // Each variant alone spreads by 2x (imprecise); the x1 ratio is exactly 0.9 from the least rounds on.
     assert_eq!(runs, [(1, Some("a"), 3), (1, Some("b"), 3), (2, Some("a"), 7), (2, Some("b"), 7)]);
     assert!(on_disk.points.iter().all(|p| p.complete));
+    // Failed after its 14th run and resumed, the same plan runs the same runs:
+    // the precise x1 group is not run again, the x2 group goes on to its cap.
+    let fail_at = |at: usize| Fake { fail_at: Some((at, || anyhow::anyhow!("a worker died"))), ..fake_like(&fake) };
+    let stopped = fail_at(14);
+    let (outcome, _, partial) = schedule(&config, &stopped);
+    assert!(outcome.is_err());
+    assert_eq!(partial.status, Status::Failed);
+    let resumed = fake_like(&fake);
+    let mut events = Events::default();
+    let session = Session {
+        config: &config,
+        measurer: &resumed,
+        inputs: Sources { tree: None, trace: None, walks_only_a_given_tree: false }.inputs(&config),
+        cpus: None,
+        containment: None,
+        progress: &mut events,
+    };
+    let doc = crate::runner::document::reopen(partial.clone());
+    let saver = Saver::create(&config.output, &doc).unwrap();
+    let finished = session.run(doc, saver).unwrap();
+    let again: Vec<(usize, Option<&str>, usize)> =
+        finished.points.iter().map(|p| (p.workers, p.variant.as_deref(), p.runs.len())).collect();
+    assert_eq!(again, runs);
+    assert!(finished.points.iter().all(|p| p.complete) && finished.status == Status::Complete);
+    // The kept runs are the same records; the resumed ones follow them in position.
+    let kept: usize = partial.points.iter().map(|p| p.runs.len()).sum();
+    assert_eq!(kept, 14);
+    assert_eq!(resumed.calls.borrow().len(), 20 - kept);
+    let first = finished.resumed[0].first_position;
+    assert_eq!(first, 14);
+    for (before, after) in partial.points.iter().zip(&finished.points) {
+        assert_eq!(after.runs[..before.runs.len()], before.runs[..]);
+        assert!(after.runs[before.runs.len()..].iter().all(|r| r.position.unwrap() >= first));
+    }
+}
+
+/// A fake with `fake`'s rates and no calls yet.
+fn fake_like(fake: &Fake) -> Fake {
+    Fake { rate: fake.rate, fail_at: None, calls: RefCell::default(), ranks: fake.ranks }
 }
 
 #[test]
