@@ -1,5 +1,5 @@
 //! Strings from outside (a received results file, an argument) shown on a
-//! terminal: never a control character raw, so no text can move the
+//! terminal as shell words: never a control character raw, so no text can move the
 //! cursor, set the title or write the clipboard (OSC 52).
 
 /// `text` as one shell word, quoted only when it must be: bare when it is
@@ -30,21 +30,6 @@ pub fn shell_word(text: &str) -> String {
     out
 }
 
-/// `text` with its control characters escaped (`\x1b`, `\u{9b}`) and the
-/// rest as it is: for free text (a label, a note, an error) in a line.
-pub fn printable(text: &str) -> String {
-    if !text.chars().any(char::is_control) {
-        return text.to_string();
-    }
-    text.chars()
-        .map(|c| match c {
-            c if (c as u32) < 0x100 && c.is_control() => format!("\\x{:02x}", c as u32),
-            c if c.is_control() => format!("\\u{{{:x}}}", c as u32),
-            c => c.to_string(),
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -60,17 +45,10 @@ mod tests {
         assert_eq!(shell_word("a\u{9b}b"), r"$'a\x9bb'");
     }
 
-    #[test]
-    fn free_text_keeps_everything_but_control_characters() {
-        assert_eq!(printable("kernel 6.18 → 6.19"), "kernel 6.18 → 6.19");
-        assert_eq!(printable("x\x1b]52;c;AAAA\x07y"), r"x\x1b]52;c;AAAA\x07y");
-    }
-
     proptest::proptest! {
         #[test]
         fn nothing_shown_holds_a_control_character(text in ".*") {
             proptest::prop_assert!(!shell_word(&text).chars().any(char::is_control));
-            proptest::prop_assert!(!printable(&text).chars().any(char::is_control));
         }
     }
 }

@@ -146,27 +146,17 @@ mod tests {
         assert_eq!(row.verdict, Verdict::Worse);
         assert!((row.change_pct + 30.0).abs() < 1.0, "{}", row.change_pct);
         // An op 10% dearer, on slots other work shared unevenly: per CPU-second, worse by 10%.
-        let c = compare(
-            &doc(20, 1.0, vec![side(&a, 1e-6, 0.0, true)]),
-            &doc(20, 1.0, vec![side(&b, 1.1e-6, 0.0, true)]),
-            "a",
-            "b",
-            &config,
-        );
-        let row = &c.rows[0];
+        let dearer = |config: &CompareConfig| {
+            let (base, new) = (side(&a, 1e-6, 0.0, true), side(&b, 1.1e-6, 0.0, true));
+            compare(&doc(20, 1.0, vec![base]), &doc(20, 1.0, vec![new]), "a", "b", config).rows[0].clone()
+        };
+        let row = dearer(&config);
         assert!(row.per_cpu_when_busy && row.unit.ends_with("/cpu-s"), "{row:?}");
         assert_eq!(row.verdict, Verdict::Worse);
         assert!((row.change_pct + 100.0 / 11.0).abs() < 0.5, "{}", row.change_pct);
-        // Asked for ops/s, or per CPU-second outright, it is as asked.
-        let off = CompareConfig { auto_per_cpu: false, ..config };
-        let c = compare(
-            &doc(20, 1.0, vec![side(&a, 1e-6, 0.0, true)]),
-            &doc(20, 1.0, vec![side(&b, 1.1e-6, 0.0, true)]),
-            "a",
-            "b",
-            &off,
-        );
-        assert!(!c.rows[0].per_cpu_when_busy && c.rows[0].unit == "ops/s");
+        // Asked for ops/s, it is ops/s.
+        let c = [dearer(&CompareConfig { auto_per_cpu: false, ..config })];
+        assert!(!c[0].per_cpu_when_busy && c[0].unit == "ops/s");
     }
 
     #[test]
