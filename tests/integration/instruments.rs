@@ -483,3 +483,57 @@ fn compare_explains_a_point_from_both_sides_real_profiles() {
     let out = fsscale().arg("report").arg(&env.output).args(["--between", "share=private"]).output().unwrap();
     assert_one_line_error(&out, "--between share=private: give two values, base first: A,B");
 }
+
+/// `perf stat -I` interval counts of `event`, machine-wide, while `during` runs.
+fn perf_stat_intervals(event: &str, seconds: f64, during: impl FnOnce()) -> Vec<u64> {
+    let perf = std::process::Command::new("perf")
+        .args(["stat", "-a", "-x", ",", "-I", "100", "-e", event, "--", "sleep", &seconds.to_string()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start perf stat");
+    during();
+    let out = perf.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stderr).into_owned();
+    let counts: Vec<u64> = text.lines().filter_map(|l| l.split(',').nth(1)?.trim().parse().ok()).collect();
+    assert!(counts.len() >= 5, "perf stat printed {text}");
+    counts
+}
+
+#[test]
+fn another_tools_perf_stat_counts_the_tracepoints_fsscale_profiles() {
+    if !can_trace("perf stat beside a BPF profile")
+        || !prerequisite(
+            std::process::Command::new("perf").arg("--version").output().is_ok_and(|o| o.status.success()),
+            "perf stat beside a BPF profile",
+            "perf is not installed (Debian's linux-perf)",
+        )
+    {
+        return;
+    }
+    let env = TestEnv::new();
+    // perf's 100 ms intervals span fsscale's whole run: its programs are
+    // attached (on or off) from before the window to after it.
+    let counts = perf_stat_intervals("sched:sched_switch", 2.5, || {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let out = env.run(&[
+            "creat-unlink",
+            "-j",
+            "2",
+            "--share",
+            "shared",
+            "--duration",
+            "1.5",
+            "--profile",
+            "locks,offcpu",
+            "--profile-via",
+            "bpf",
+        ]);
+        assert_success(&out);
+    });
+    // A program that returned 0 would make the kernel drop every
+    // sched_switch for perf while it is attached: intervals of 0.
+    assert!(counts.iter().all(|&c| c > 0), "sched_switch per 100 ms beside fsscale: {counts:?}");
+    let profile = env.results().points[0].offcpu_profile().map(|(p, _)| p.sleeps);
+    assert!(profile.is_some_and(|s| s > 0), "fsscale's own profile still counts: {profile:?}");
+}

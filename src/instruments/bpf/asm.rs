@@ -205,9 +205,13 @@ impl Asm {
         self.push(insn(JMP | EXIT, R0, R0, 0, 0))
     }
 
-    /// `r0 = 0; exit`: a tracepoint program's only return (nothing for perf to record).
-    pub fn return_zero(&mut self) -> &mut Asm {
-        self.mov_imm(R0, 0).exit()
+    /// `r0 = 1; exit`: a tracepoint program's only return. A program attached
+    /// through perf that returns 0 makes the kernel drop the event for every
+    /// perf consumer of the tracepoint on that CPU (`perf_trace_run_bpf_submit`),
+    /// so another tool's `perf stat -e lock:contention_begin` would count
+    /// nothing; 1 passes it on, as bpftrace's programs do.
+    pub fn pass_on(&mut self) -> &mut Asm {
+        self.mov_imm(R0, 1).exit()
     }
 
     /// The instructions, jumps resolved. Panics on a label never defined:
@@ -257,7 +261,7 @@ mod tests {
     #[test]
     fn jumps_land_on_their_labels_forward_and_back() {
         let mut a = Asm::new();
-        a.label("top").jump_if(Cond::Eq, R0, 0, "out").mov_imm(R1, 1).jump("top").label("out").return_zero();
+        a.label("top").jump_if(Cond::Eq, R0, 0, "out").mov_imm(R1, 1).jump("top").label("out").pass_on();
         let insns = a.finish();
         // From instruction 0, "out" is instruction 3: two ahead of the next.
         assert_eq!((insns[0].code, insns[0].off), (0x15, 2));

@@ -140,7 +140,7 @@ impl Tasks {
         program.load(Size::U32, R1, R6, child).store(Size::U32, FP, -4, R1);
         program.mov_imm(R1, 1).store(Size::U32, FP, -8, R1);
         update(&mut program, &map, -4, -8, 0);
-        program.label("out").return_zero();
+        program.label("out").pass_on();
         let program = Program::load("fsscale_fork", &program.finish())?;
         let fork = program.attach(event_id("sched", "sched_process_fork")?, "sched:sched_process_fork")?;
         Ok(Tasks { map, _fork: fork, program })

@@ -116,7 +116,7 @@ fn switch_program(tasks: &Map, sleeping: &Map, sites: &Map, stacks: &Map, counte
     a.jump("add");
     a.label("full");
     count(&mut a, counters, Counters::FULL);
-    a.label("out").return_zero();
+    a.label("out").pass_on();
     Ok(a.finish())
 }
 
@@ -130,6 +130,6 @@ fn wakeup_program(sleeping: &Map, counters: &Counters) -> Result<Vec<Insn>> {
     lookup(&mut a, sleeping, -4, "out");
     a.mov(R7, R0).load(Size::U64, R1, R7, 8).jump_if(Cond::Ne, R1, 0, "out");
     a.call(Helper::KtimeNs).store(Size::U64, R7, 8, R0);
-    a.label("out").return_zero();
+    a.label("out").pass_on();
     Ok(a.finish())
 }
