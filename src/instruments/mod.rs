@@ -55,9 +55,19 @@ impl InstrumentConfig {
             return Ok((resolved, notes));
         }
         let flags = self.flags();
-        // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } != 0 {
-            bail!("{flags} needs root (tracefs, kernel symbols and perf events of every CPU); run fsscale as root");
+        let lacking = self.lacking(crate::sys::effective_capabilities().unwrap_or(0));
+        if !lacking.is_empty() {
+            bail!(
+                "{flags} needs capabilities this process lacks: {}; run fsscale as root, or grant them",
+                lacking.join(", ")
+            );
+        }
+        if (self.traces() || self.verify) && crate::sys::in_initial_pid_namespace() == Some(false) {
+            bail!(
+                "{flags}: fsscale runs in a PID namespace of its own (a container, unshare -p), where its workers' \
+                 PIDs are not the kernel's global ones that tracepoints report and tracefs filters by; run it in \
+                 the host's PID namespace, or use --profile cpu"
+            );
         }
         if self.traces() || self.verify {
             if tracefs::ensure_mounted()? {
@@ -98,6 +108,27 @@ impl InstrumentConfig {
         bpf::unavailable()
             .or_else(|| self.locks.then(|| locks::bpf::BpfLocks::arm(&[]).err()).flatten().map(|e| format!("{e:#}")))
             .or_else(|| self.offcpu.then(|| offcpu::bpf::BpfSleeps::arm(&[]).err()).flatten().map(|e| format!("{e:#}")))
+    }
+
+    /// The capabilities (of `have`, a `CapEff` mask) the instruments asked
+    /// for need and this process lacks, each with what needs it.
+    /// CAP_SYS_ADMIN stands in for CAP_PERFMON and CAP_BPF, as in the kernel.
+    fn lacking(&self, have: u64) -> Vec<String> {
+        use crate::sys::cap;
+        let has = |c: u32| {
+            have & (1 << c) != 0 || (matches!(c, cap::PERFMON | cap::BPF) && have & (1 << cap::SYS_ADMIN) != 0)
+        };
+        let mut needs: Vec<(u32, &str)> = Vec::new();
+        if self.traces() || self.verify {
+            needs.extend([(cap::SYS_ADMIN, "tracefs"), (cap::DAC_OVERRIDE, "tracefs's files")]);
+        }
+        if self.traces() && self.via == Some(Collector::Bpf) {
+            needs.push((cap::BPF, "BPF programs"));
+        }
+        if self.traces() || self.cpu {
+            needs.extend([(cap::PERFMON, "perf events of every CPU"), (cap::SYSLOG, "kernel symbols")]);
+        }
+        needs.into_iter().filter(|(c, _)| !has(*c)).map(|(c, why)| format!("{} ({why})", cap::name(c))).collect()
     }
 
     fn flags(&self) -> String {
@@ -292,5 +323,33 @@ mod tests {
         );
         let e = choose(Some(Collector::Bpf), || Some("old kernel".into()), &mut notes).unwrap_err();
         assert_eq!(e.to_string(), "--profile-via bpf: old kernel; use --profile-via tracefs");
+    }
+
+    #[test]
+    fn the_capabilities_each_instrument_needs_are_named_when_missing() {
+        use crate::sys::cap;
+        let all = u64::MAX;
+        let locks = InstrumentConfig { locks: true, via: Some(Collector::Bpf), ..Default::default() };
+        assert!(locks.lacking(all).is_empty());
+        assert_eq!(
+            locks.lacking(0),
+            [
+                "CAP_SYS_ADMIN (tracefs)",
+                "CAP_DAC_OVERRIDE (tracefs's files)",
+                "CAP_BPF (BPF programs)",
+                "CAP_PERFMON (perf events of every CPU)",
+                "CAP_SYSLOG (kernel symbols)"
+            ]
+        );
+        // CAP_SYS_ADMIN stands in for CAP_BPF and CAP_PERFMON.
+        let admin = (1 << cap::SYS_ADMIN) | (1 << cap::DAC_OVERRIDE) | (1 << cap::SYSLOG);
+        assert!(locks.lacking(admin).is_empty());
+        let cpu = InstrumentConfig { cpu: true, ..Default::default() };
+        assert_eq!(cpu.lacking(1 << cap::PERFMON), ["CAP_SYSLOG (kernel symbols)"]);
+        let verify = InstrumentConfig { verify: true, ..Default::default() };
+        assert_eq!(verify.lacking(1 << cap::SYS_ADMIN), ["CAP_DAC_OVERRIDE (tracefs's files)"]);
+        // Through tracefs, no BPF.
+        let tracefs = InstrumentConfig { offcpu: true, via: Some(Collector::Tracefs), ..Default::default() };
+        assert!(!tracefs.lacking(admin & !(1 << cap::SYS_ADMIN)).iter().any(|c| c.contains("BPF")));
     }
 }

@@ -15,8 +15,9 @@ use super::ringbuf::{page_events, RawEvent};
 pub const TRACEFS: &str = "/sys/kernel/tracing";
 /// `statfs` magic of tracefs.
 const TRACEFS_MAGIC: i64 = 0x7472_6163;
-/// Instances are named `fsscale-<pid>-<n>`; the pid is for people, the
-/// run's `flock` on the instance's directory says it is alive.
+/// Instances are named `fsscale-<pid>-<n>-<8 hex>`; the pid is for people,
+/// the random part keeps two runs in separate PID namespaces (both pid 1,
+/// say) apart, and the run's `flock` on the directory says it is alive.
 const PREFIX: &str = "fsscale-";
 
 /// Makes sure tracefs is mounted at [`TRACEFS`], mounting it if not (root
@@ -47,7 +48,7 @@ fn is_tracefs(path: &Path) -> bool {
     (unsafe { libc::statfs(c.as_ptr(), &mut stat) } == 0) && stat.f_type as i64 == TRACEFS_MAGIC
 }
 
-/// A private tracing instance (`instances/fsscale-<pid>-<n>`), removed on drop:
+/// A private tracing instance (`instances/fsscale-<pid>-<n>-<hex>`), removed on drop:
 /// on success, error, and the unwinding after Ctrl-C or SIGTERM.
 pub struct Instance {
     path: PathBuf,
@@ -60,7 +61,8 @@ impl Instance {
     pub fn create() -> Result<Instance> {
         static NEXT: AtomicU32 = AtomicU32::new(0);
         remove_dead();
-        let name = format!("{PREFIX}{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let name = format!("{PREFIX}{}-{n}-{}", std::process::id(), crate::sys::random_hex(4));
         let path = Path::new(TRACEFS).join("instances").join(name);
         std::fs::create_dir(&path).with_context(|| format!("creating the tracing instance {}", path.display()))?;
         let lock = lock_dir(&path).and_then(|held| held.ok_or_else(|| anyhow!("another process holds it")));
@@ -284,11 +286,19 @@ pub fn remove_dead() -> Vec<String> {
     removed
 }
 
-/// Whether an instance's name is one fsscale gives (`fsscale-<pid>-<n>`):
-/// another tool's `fsscale-plant` is not, however unlocked.
+/// Whether an instance's name is one fsscale gives (`fsscale-<pid>-<n>-<hex>`,
+/// or an older fsscale's `fsscale-<pid>-<n>`): another tool's
+/// `fsscale-plant` is not, however unlocked.
 fn is_ours(name: &str) -> bool {
     let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    name.strip_prefix(PREFIX).and_then(|rest| rest.split_once('-')).is_some_and(|(pid, n)| digits(pid) && digits(n))
+    let hex = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_hexdigit());
+    let Some(rest) = name.strip_prefix(PREFIX) else { return false };
+    let parts: Vec<&str> = rest.split('-').collect();
+    match parts.as_slice() {
+        [pid, n] => digits(pid) && digits(n),
+        [pid, n, random] => digits(pid) && digits(n) && hex(random),
+        _ => false,
+    }
 }
 
 /// One CPU's `trace_pipe_raw`: whole pages, consumed as read.
@@ -320,7 +330,16 @@ mod tests {
     #[test]
     fn only_instances_named_as_fsscale_names_them_are_its_own() {
         assert!(is_ours("fsscale-123-0"));
-        for other in ["fsscale-plant-123", "fsscale-", "fsscale-12", "fsscale-1-x", "perf-1-0", "fsscale-1-2-3"] {
+        assert!(is_ours("fsscale-1-0-9f3a0b1c"));
+        for other in [
+            "fsscale-plant-123",
+            "fsscale-",
+            "fsscale-12",
+            "fsscale-1-x",
+            "perf-1-0",
+            "fsscale-1-2-xyz",
+            "fsscale-1-2-3-4",
+        ] {
             assert!(!is_ours(other), "{other}");
         }
     }

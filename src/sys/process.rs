@@ -215,3 +215,68 @@ pub fn thread_count() -> Option<usize> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     status.lines().find_map(|l| l.strip_prefix("Threads:")).and_then(|n| n.trim().parse().ok())
 }
+
+/// `readlink /proc/self/ns/pid` in the initial PID namespace: its inode is
+/// the kernel's fixed `PROC_PID_INIT_INO`.
+const INITIAL_PID_NAMESPACE: &str = "pid:[4026531836]";
+
+/// Whether this process's PIDs are the kernel's global ones (which
+/// tracepoints and tracefs's pid filters use): false in a PID namespace of
+/// its own (a container, `unshare -p`); None where /proc cannot say.
+pub fn in_initial_pid_namespace() -> Option<bool> {
+    let link = std::fs::read_link("/proc/self/ns/pid").ok()?;
+    Some(link.as_os_str() == INITIAL_PID_NAMESPACE)
+}
+
+/// Linux capability numbers fsscale's instruments check (`linux/capability.h`).
+pub mod cap {
+    pub const DAC_OVERRIDE: u32 = 1;
+    pub const SYS_ADMIN: u32 = 21;
+    pub const SYSLOG: u32 = 34;
+    pub const PERFMON: u32 = 38;
+    pub const BPF: u32 = 39;
+
+    /// Its name as `capabilities(7)` spells it.
+    pub fn name(cap: u32) -> &'static str {
+        match cap {
+            DAC_OVERRIDE => "CAP_DAC_OVERRIDE",
+            SYS_ADMIN => "CAP_SYS_ADMIN",
+            SYSLOG => "CAP_SYSLOG",
+            PERFMON => "CAP_PERFMON",
+            BPF => "CAP_BPF",
+            _ => "an unnamed capability",
+        }
+    }
+}
+
+/// This process's effective capabilities (`CapEff` in `/proc/self/status`).
+pub fn effective_capabilities() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    parse_capabilities(&status)
+}
+
+fn parse_capabilities(status: &str) -> Option<u64> {
+    let hex = status.lines().find_map(|l| l.strip_prefix("CapEff:"))?;
+    u64::from_str_radix(hex.trim(), 16).ok()
+}
+
+#[cfg(test)]
+mod capability_tests {
+    use super::*;
+
+    #[test]
+    fn effective_capabilities_are_read_from_capeff() {
+        let status = "Name:\tx\nCapInh:\t0000000000000000\nCapEff:\t000001ffffffffff\nCapBnd:\t0\n";
+        let caps = parse_capabilities(status).unwrap();
+        for c in [cap::DAC_OVERRIDE, cap::SYS_ADMIN, cap::SYSLOG, cap::PERFMON, cap::BPF] {
+            assert!(caps & (1 << c) != 0, "{}", cap::name(c));
+        }
+        assert_eq!(parse_capabilities("CapEff:\t0000000000200000\n"), Some(1 << cap::SYS_ADMIN));
+        assert_eq!(parse_capabilities("Name:\tx\n"), None);
+    }
+
+    #[test]
+    fn this_process_knows_its_pid_namespace() {
+        assert!(in_initial_pid_namespace().is_some());
+    }
+}

@@ -428,8 +428,59 @@ fn without_root_the_instruments_refuse_in_one_line() {
             .arg(&env.output)
             .output()
             .unwrap();
-        assert_one_line_error(&out, "needs root");
+        assert_one_line_error(&out, "needs capabilities this process lacks: ");
+        assert!(
+            stderr(&out).contains("CAP_DAC_OVERRIDE (tracefs's files)") || flag[0] == "--profile" && flag[1] == "cpu"
+        );
+        assert!(stderr(&out).contains("CAP_PERFMON (perf events of every CPU)") || flag[0] == "--verify");
         assert!(!env.output.exists() || std::fs::metadata(&env.output).unwrap().len() == 0, "no run started");
+    }
+    // What is checked is the capabilities, not the uid: nobody with
+    // CAP_PERFMON and CAP_SYSLOG takes a CPU profile ...
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .args(["--inh-caps=+perfmon,+syslog", "--ambient-caps=+perfmon,+syslog"])
+        .args([env!("CARGO_BIN_EXE_fsscale"), "run", "stat", "-j", "1", "-n", "1", "--duration", "0.05"])
+        .args(["--warmup-runs", "0", "--profile", "cpu", "--dir"])
+        .arg(&env.dir)
+        .arg("-o")
+        .arg(&env.output)
+        .output()
+        .unwrap();
+    assert_success(&out);
+    assert!(env.results().points[0].cpu_profile().is_some(), "a CPU profile was taken");
+    // ... and root without CAP_SYS_ADMIN is refused the lock profile, named.
+    let out = std::process::Command::new("setpriv")
+        .args(["--bounding-set=-sys_admin", env!("CARGO_BIN_EXE_fsscale"), "run", "stat", "--profile", "locks"])
+        .arg("--dir")
+        .arg(&env.dir)
+        .arg("-o")
+        .arg(env.root.path().join("refused.json"))
+        .output()
+        .unwrap();
+    assert_one_line_error(&out, "needs capabilities this process lacks: CAP_SYS_ADMIN (tracefs); ");
+}
+
+#[test]
+fn tracing_profiles_are_refused_in_a_pid_namespace_of_its_own() {
+    if !can_trace("profiles in a PID namespace") {
+        return;
+    }
+    let env = TestEnv::new();
+    for flags in
+        [&["--profile", "locks,offcpu"][..], &["--profile", "offcpu", "--profile-via", "tracefs"], &["--verify"]]
+    {
+        let out = std::process::Command::new("unshare")
+            .args(["-p", "-f", "--mount-proc", env!("CARGO_BIN_EXE_fsscale"), "run", "creat-unlink", "-j", "2"])
+            .args(flags)
+            .arg("--dir")
+            .arg(&env.dir)
+            .arg("-o")
+            .arg(&env.output)
+            .output()
+            .unwrap();
+        assert_one_line_error(&out, "fsscale runs in a PID namespace of its own");
+        assert!(!env.output.exists(), "nothing ran");
     }
 }
 
