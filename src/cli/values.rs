@@ -165,7 +165,12 @@ pub(super) fn parse_size(text: &str) -> Result<u64, InputError> {
     if value.is_nan() || value <= 0.0 {
         return Err(InputError::Malformed(format!("'{text}' is not a positive size")));
     }
-    Ok((value * (1u64 << shift) as f64) as u64)
+    let bytes = value * (1u64 << shift) as f64;
+    // 2^64 and above (and `inf`) would saturate to u64::MAX: a size nothing has.
+    if bytes >= u64::MAX as f64 {
+        return Err(InputError::Malformed(format!("'{text}' is too large a size (at most 16E bytes)")));
+    }
+    Ok(bytes as u64)
 }
 
 /// `--map-size`: a whole number of pages.

@@ -47,12 +47,14 @@ pub struct RunCgroup {
 impl Containment {
     /// Sets up containment: a cgroup and its guardian where possible, the
     /// subreaper fallback otherwise. Call while the process is single-threaded.
-    pub fn start() -> Containment {
+    /// `inside`: a v2 cgroup to make the tree in (`--memory-limit`'s, so
+    /// that commands are inside both), else below this process's own.
+    pub fn start(inside: Option<&Path>) -> Containment {
         // Either way orphans of commands come to us rather than to init.
         // SAFETY: prctl with plain integer arguments.
         unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
         let fallback = Containment { root: None, guardian: None, runs: 0, _lock: None };
-        let Some(parent) = own_cgroup_dir() else { return fallback };
+        let Some(parent) = inside.map(Path::to_path_buf).or_else(own_cgroup_dir) else { return fallback };
         let root = parent.join(format!("{CGROUP_PREFIX}{}-{}", std::process::id(), sys::random_hex(4)));
         if std::fs::create_dir(&root).is_err() {
             return fallback;
@@ -126,10 +128,36 @@ impl Drop for Containment {
     }
 }
 
+/// `--memory-limit`'s `cgroup.procs`, open for writing, or -1.
+static MEMORY_PROCS_FD: AtomicI32 = AtomicI32::new(-1);
+
+/// Where the run's processes enter `--memory-limit`'s cgroup (`None`: no
+/// limit): its `cgroup.procs`, which the caller keeps open until it sets `None`.
+pub fn set_memory_cgroup(procs: Option<RawFd>) {
+    MEMORY_PROCS_FD.store(procs.unwrap_or(-1), Ordering::Relaxed);
+}
+
+/// Whether the run's processes enter a memory cgroup fsscale itself is not in.
+pub fn memory_limited() -> bool {
+    MEMORY_PROCS_FD.load(Ordering::Relaxed) >= 0
+}
+
+/// In a process just forked to do the run's work (a worker, the host of
+/// thread workers, a command between fork and exec): enters
+/// `--memory-limit`'s cgroup, if there is one. Only async-signal-safe calls.
+pub fn enter_memory_cgroup() {
+    write_zero(MEMORY_PROCS_FD.load(Ordering::Relaxed));
+}
+
 /// For [`super::run`]'s `pre_exec`: moves the calling (forked) process into
-/// the current run's cgroup. Only async-signal-safe calls.
+/// the memory limit's cgroup, then the current run's cgroup (which, where
+/// both are v2, is inside the former). Only async-signal-safe calls.
 pub(super) fn enter_run_cgroup() {
-    let fd: RawFd = PROCS_FD.load(Ordering::Relaxed);
+    enter_memory_cgroup();
+    write_zero(PROCS_FD.load(Ordering::Relaxed));
+}
+
+fn write_zero(fd: RawFd) {
     if fd >= 0 {
         // SAFETY: write(2) of a constant buffer to an open descriptor.
         unsafe { libc::write(fd, b"0".as_ptr().cast(), 1) };
@@ -267,7 +295,7 @@ fn remove_tree(dir: &Path) -> bool {
 
 /// Kills every process in the cgroup `dir` (and below), waits until it is
 /// empty, removes it; returns how many processes were in it.
-fn kill_cgroup(dir: &Path) -> usize {
+pub fn kill_cgroup(dir: &Path) -> usize {
     // Processes a command's own group kill already reached may still be on
     // their way out (more so on a loaded machine): give them a moment, so
     // only what really stayed behind is counted and reported.
@@ -290,10 +318,17 @@ fn kill_cgroup(dir: &Path) -> usize {
         }
         reap_orphans(None);
     }
-    for _ in 0..250 {
+    for attempt in 0..250 {
         reap_orphans(None);
         if remove_tree(dir) {
             break;
+        }
+        // Without cgroup.kill, one that forked between the read and the kill is signalled now.
+        if attempt % 10 == 9 {
+            for pid in procs(dir) {
+                // SAFETY: kill with a pid read from the cgroup.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
         }
         std::thread::sleep(Duration::from_millis(4));
     }

@@ -15,7 +15,10 @@ use std::path::Path;
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-pub use contain::{remove_dead_cgroups, Containment, RunCgroup, CGROUP_PREFIX};
+pub use contain::{
+    enter_memory_cgroup, kill_cgroup, memory_limited, remove_dead_cgroups, set_memory_cgroup, Containment, RunCgroup,
+    CGROUP_PREFIX,
+};
 pub use metric::{Metric, MetricSource};
 pub use words::{sh_quote, split_words, CommandLine, Placeholders};
 

@@ -73,9 +73,7 @@ fn cpu_model(cpuinfo: &str) -> Option<String> {
 }
 
 fn mem_total(meminfo: &str) -> Option<u64> {
-    let line = meminfo.lines().find(|l| l.starts_with("MemTotal:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
+    crate::sys::meminfo_value(meminfo, "MemTotal")
 }
 
 #[cfg(test)]

@@ -4,17 +4,19 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, Context, Result};
 
 use super::cpu::CpuTicks;
 use super::gate::{Gate, TEND_INTERVAL};
 use super::latency::LatencyRegion;
+use super::memory_limit::LimitSwitch;
 use super::shared::{Phase, SharedRegion};
 use super::signals;
+use super::spawn;
 pub(super) use super::timing::{device_io, load_average, Timing};
 use super::watch::Watch;
 use super::window::Window;
-use super::worker::{worker_main, WorkerPlan};
+use super::worker::WorkerPlan;
 use crate::exec::Placeholders;
 use crate::fs::DeviceSnapshot;
 use crate::instruments::RunInstruments;
@@ -38,7 +40,7 @@ pub(super) struct Inputs<'a> {
 }
 
 /// After a failure, how long workers get to leave before they are killed.
-const ABORT_GRACE: Duration = Duration::from_secs(2);
+pub(super) const ABORT_GRACE: Duration = Duration::from_secs(2);
 
 /// One run of one point, as the schedule asks for it.
 #[derive(Clone, Copy)]
@@ -155,6 +157,7 @@ impl Crew<'_> {
 /// Starts `crew`'s workers in `place` and measures them through the window.
 pub(super) fn run_workers(job: RunJob<'_>, place: Place<'_>, crew: Crew<'_>) -> Result<RunRecord> {
     let RunJob { spec, timing, inputs, run, cpus } = job;
+    timing.memory.as_ref().map_or(Ok(()), LimitSwitch::lift)?;
     let region = SharedRegion::new(crew.count).context("mapping shared counters")?;
     let kinds = match spec.workload {
         Workload::Replay => OpKind::ALL.len(),
@@ -182,9 +185,10 @@ pub(super) fn run_workers(job: RunJob<'_>, place: Place<'_>, crew: Crew<'_>) -> 
         processes: spec.mode == Mode::Process,
         region: &region,
     };
-    let mut window = match crew.fork {
-        true => run_processes(&plan, timing, crew.gate)?,
-        false => run_threads(&plan, timing, crew.gate)?,
+    let mut window = match (crew.fork, crate::exec::memory_limited()) {
+        (true, _) => spawn::run_processes(&plan, timing, crew.gate)?,
+        (false, false) => spawn::run_threads(&plan, timing, crew.gate)?,
+        (false, true) => spawn::run_threads_in_host(&plan, timing, crew.gate)?,
     };
     let instruments = std::mem::take(&mut window.instruments);
     let mut record = window.into_record(&region, run, cpus);
@@ -209,117 +213,19 @@ pub(super) fn run_workers(job: RunJob<'_>, place: Place<'_>, crew: Crew<'_>) -> 
     Ok(record)
 }
 
-fn run_threads(plan: &WorkerPlan<'_>, timing: &Timing, gate: Option<&dyn Gate>) -> Result<Window> {
-    std::thread::scope(|scope| {
-        let slots = plan.region.workers();
-        let mut handles = Vec::with_capacity(slots);
-        let mut spawn_error = None;
-        for slot in 0..slots {
-            let index = plan.first + slot;
-            let spawned = std::thread::Builder::new()
-                .name(format!("fsscale-w{index}"))
-                .stack_size(256 * 1024)
-                .spawn_scoped(scope, move || {
-                    signals::block_in_worker_thread();
-                    worker_main(plan, slot)
-                });
-            match spawned {
-                Ok(handle) => handles.push(handle),
-                Err(e) => {
-                    spawn_error = Some(anyhow!("starting worker thread {index} of {}: {e}", plan.workers));
-                    break;
-                }
-            }
-        }
-        let outcome = match spawn_error {
-            Some(e) => Err(e),
-            None => coordinate(plan, handles.len(), None, timing, gate),
-        };
-        if outcome.is_err() {
-            plan.region.set_phase(Phase::Abort);
-        }
-        // Join explicitly: the scope's implicit join only waits for the
-        // closures to return, not for the threads to be gone, and the next
-        // point may fork, which needs a single-threaded process.
-        for handle in handles {
-            let _ = handle.join();
-        }
-        outcome
-    })
-}
-
-fn run_processes(plan: &WorkerPlan<'_>, timing: &Timing, gate: Option<&dyn Gate>) -> Result<Window> {
-    ensure_single_threaded()?;
-    let parent = std::process::id() as libc::pid_t;
-    let slots = plan.region.workers();
-    let mut children = Vec::with_capacity(slots);
-    let mut outcome = Ok(());
-    for index in 0..slots {
-        // SAFETY: this process is single-threaded (checked above), so the child
-        // may run ordinary Rust code; it leaves only through `_exit`, so no
-        // destructor of the parent's state (the scratch directory!) runs in it.
-        let pid = unsafe { libc::fork() };
-        if pid == 0 {
-            signals::detach_worker(parent);
-            worker_main(plan, index);
-            // SAFETY: ends the child without running any parent-owned destructor.
-            unsafe { libc::_exit(0) };
-        }
-        if pid < 0 {
-            let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
-            outcome = Err(anyhow!("fork of worker {index} of {} failed: {}", plan.workers, sys::errno_text(errno)));
-            break;
-        }
-        children.push(pid);
+/// `--memory-limit`, lifted for the workers' setup, set again before they
+/// are measured. What setup wrote is written back first, so that reclaim
+/// can evict it; on a filesystem fsscale made (its device known) a freeze
+/// and thaw also checkpoint the journal, which otherwise pins the metadata
+/// setup wrote (the tree's directories and inodes) until the journal wraps.
+fn set_memory_limit(plan: &WorkerPlan<'_>, timing: &Timing) -> Result<()> {
+    let Some(limit) = &timing.memory else { return Ok(()) };
+    // SAFETY: syncfs on a directory descriptor this run holds open.
+    unsafe { libc::syncfs(plan.scratch_fd) };
+    if timing.device.is_some() {
+        sys::freeze_and_thaw(plan.scratch_fd);
     }
-    let window = outcome.and_then(|()| coordinate(plan, children.len(), Some(&children), timing, gate));
-    if window.is_err() {
-        plan.region.set_phase(Phase::Abort);
-    }
-    let reaped = reap(&children, if window.is_ok() { timing.stall_timeout } else { ABORT_GRACE });
-    let window = window?;
-    reaped?;
-    Ok(window)
-}
-
-/// Forking a multi-threaded process leaves locks held in the child; refuse.
-fn ensure_single_threaded() -> Result<()> {
-    match sys::thread_count() {
-        Some(1) | None => Ok(()),
-        Some(n) => bail!("internal error: cannot fork workers while {n} threads run"),
-    }
-}
-
-/// Waits for every child; kills those that do not leave within `grace`.
-fn reap(children: &[libc::pid_t], grace: Duration) -> Result<()> {
-    let deadline = sys::monotonic_ns() + grace.as_nanos() as u64;
-    let mut problem = None;
-    for (index, &pid) in children.iter().enumerate() {
-        let mut status = 0;
-        let waited = loop {
-            // SAFETY: waiting for our own child.
-            let waited = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
-            if waited != 0 {
-                break waited;
-            }
-            if sys::monotonic_ns() >= deadline {
-                // Still there after the grace period (stuck in a system call, or stopped): kill it.
-                // SAFETY: signalling and then waiting for our own child.
-                unsafe { libc::kill(pid, libc::SIGKILL) };
-                problem.get_or_insert_with(|| format!("worker {index} did not stop within {grace:?} and was killed"));
-                // SAFETY: as above.
-                break unsafe { libc::waitpid(pid, &mut status, 0) };
-            }
-            std::thread::sleep(Duration::from_micros(200));
-        };
-        if waited == pid && libc::WIFSIGNALED(status) && libc::WTERMSIG(status) != libc::SIGKILL {
-            problem.get_or_insert_with(|| format!("worker {index} died ({})", signals::name(libc::WTERMSIG(status))));
-        }
-    }
-    match problem {
-        Some(p) => bail!(p),
-        None => Ok(()),
-    }
+    limit.set()
 }
 
 /// Waits until every worker has set up (the start barrier is then full).
@@ -348,6 +254,7 @@ fn coordinate_fixed_work(
     // it pays for it: both then account for the job's own writes only.
     // SAFETY: syncfs on a directory descriptor this run holds open.
     unsafe { libc::syncfs(plan.scratch_fd) };
+    set_memory_limit(plan, timing)?;
     let cpu_start = CpuTicks::read();
     let load_1m = load_average();
     let device_start = timing.device.as_deref().and_then(DeviceSnapshot::read);
@@ -442,7 +349,7 @@ fn sample_until_done(
 /// Opens the barrier, runs warm-up and window, samples the counters; all
 /// the while watching the workers (`pids` for processes).
 /// With a `gate`, the windows open and close together with other processes' workers.
-fn coordinate(
+pub(super) fn coordinate(
     plan: &WorkerPlan<'_>,
     workers: usize,
     pids: Option<&[libc::pid_t]>,
@@ -457,6 +364,7 @@ fn coordinate(
     let region = plan.region;
     wait_ready(&mut watch, workers)?;
     run_prepare(plan)?;
+    set_memory_limit(plan, timing)?;
     let mut instruments = RunInstruments::arm(&timing.instruments, &region.tids(), plan.workload, &plan.options)?;
     if let Some(gate) = gate {
         gate.start()?;

@@ -1,20 +1,31 @@
-//! `--memory-limit`: the run's processes (this one, its workers and the
-//! commands they start) in a memory cgroup of that size, so that a walk's
-//! metadata or an extraction's data no longer fits in the cache they may use.
+//! `--memory-limit`: the run's workers and the commands they start in a
+//! memory cgroup of that size, so that a walk's metadata or an
+//! extraction's data no longer fits in the cache they may use.
 //!
 //! Linux charges a page (page cache, and the dentries and inodes the kernel
 //! accounts) to the cgroup of the process that brought it into memory, and
-//! reclaims from a cgroup over its limit: what the run reads or writes
+//! reclaims from a cgroup over its limit: what the workers read or write
 //! beyond the limit is evicted and read from the device again. Pages cached
-//! before the run are charged elsewhere and stay: `--cache cold` (or a made
-//! filesystem) starts from nothing. The cgroup is v2's `memory.max` where
-//! the v2 hierarchy has the memory controller, else v1's
-//! `memory.limit_in_bytes`; it is made at the top of its hierarchy (v2 lets
-//! no process sit in a cgroup whose controllers its children use), named
-//! as the commands' cgroups are, `flock`ed while the run lives, and removed
-//! at the end, after a signal, or by `fsscale cleanup` after a `kill -9`.
+//! before the run (the tree fsscale itself laid out) are charged elsewhere
+//! and stay: `--cache cold` (or a made filesystem) starts from nothing.
+//!
+//! fsscale itself stays outside, in the cgroup it was started in: the
+//! limit's OOM killer chooses only among the cgroup's own processes, so a
+//! run whose workers do not fit loses a worker (recorded, named) and never
+//! its coordinator, its results or its cleanup. Every process fsscale
+//! starts for the run (a forked worker, the process that hosts thread
+//! workers, a command) moves itself in between fork and its work.
+//!
+//! The cgroup is v2's `memory.max` where the v2 hierarchy has the memory
+//! controller, else v1's `memory.limit_in_bytes`. It is made below the
+//! cgroup fsscale was started in, so an enclosing limit still holds (a
+//! limit above one is refused: it would record a limit the run never had).
+//! It is named as the commands' cgroups are, `flock`ed while the run lives,
+//! and removed at the end, after a signal, or by `fsscale cleanup` after a
+//! `kill -9`.
 
 use std::fs::File;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
@@ -75,28 +86,36 @@ fn find_hierarchy(mounts: &[sys::Mount], v2_controllers: impl Fn(&Path) -> Strin
     v2.or_else(v1)
 }
 
-/// The memory cgroup this process runs in until dropped.
+/// The memory cgroup the run's processes run in, until dropped.
 pub struct MemoryLimit {
     hierarchy: Hierarchy,
     dir: PathBuf,
     /// The limit the kernel took (a multiple of the page size).
     bytes: u64,
     oom_kills_before: u64,
+    /// Its `cgroup.procs`, which the run's processes write "0" to.
+    _procs: OwnedFd,
     /// `dir`, `flock`ed: `fsscale cleanup` leaves a cgroup whose lock is held.
     _lock: File,
 }
 
 impl MemoryLimit {
-    /// Makes the cgroup, sets its limit and moves this process (every
-    /// thread) into it. Call before anything is forked, so that every
-    /// worker and command starts inside.
-    pub fn enter(bytes: u64) -> Result<MemoryLimit> {
+    /// Makes the cgroup below this process's own and sets its limit; from
+    /// then on every worker and command fsscale starts enters it.
+    pub fn create(bytes: u64) -> Result<MemoryLimit> {
+        let asked = format_size(bytes);
         if bytes < MIN_MEMORY_LIMIT {
             bail!(
-                "--memory-limit {}: below {} this run's own processes do not fit and the kernel would kill them; \
+                "--memory-limit {asked}: below {} the workers themselves do not fit and the kernel would kill them; \
                  give at least 16M",
-                format_size(bytes),
                 format_size(MIN_MEMORY_LIMIT)
+            );
+        }
+        if let Some(total) = sys::total_memory().filter(|&total| bytes > total) {
+            bail!(
+                "--memory-limit {asked} is more than this machine's {} of memory, so it would limit nothing; \
+                 give less, or run without it",
+                format_size(total)
             );
         }
         let own = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
@@ -105,36 +124,75 @@ impl MemoryLimit {
             "--memory-limit: no cgroup memory controller here (neither cgroup v2 with memory nor v1's memory \
              hierarchy is mounted); run without it, or mount one",
         )?;
-        let name = format!("{}{}-{}", crate::exec::CGROUP_PREFIX, std::process::id(), sys::random_hex(4));
-        let dir = hierarchy.mount.join(name);
-        if hierarchy.version == Version::V2 {
-            // The top's children get the controller only when the top hands it down.
+        let home = hierarchy.mount.join(hierarchy.own.trim_start_matches('/'));
+        if let Some((limit, at)) = enclosing_limit(&hierarchy, |p| read_u64(p)) {
+            if limit < bytes {
+                bail!(
+                    "--memory-limit {asked}: fsscale runs in the memory cgroup {}, limited to {}, which would \
+                     stop the run first; give at most {}",
+                    at.display(),
+                    format_size(limit),
+                    format_size(limit)
+                );
+            }
+        }
+        if hierarchy.version == Version::V2 && hierarchy.own != "/" {
+            // A v2 cgroup hands the controller to its children only while it
+            // holds no process itself (the top alone is exempt).
+            std::fs::write(home.join("cgroup.subtree_control"), b"+memory").map_err(|e| {
+                anyhow::anyhow!(
+                    "--memory-limit: cannot make a memory cgroup below fsscale's own, {} ({e}): cgroup v2 lets \
+                     a cgroup with processes in it give no controller to its children; start fsscale in a \
+                     delegated cgroup of its own (e.g. systemd-run --scope -p Delegate=yes fsscale ...)",
+                    home.display()
+                )
+            })?;
+        } else if hierarchy.version == Version::V2 {
             let _ = std::fs::write(hierarchy.mount.join("cgroup.subtree_control"), b"+memory");
         }
+        let name = format!("{}{}-{}", crate::exec::CGROUP_PREFIX, std::process::id(), sys::random_hex(4));
+        let dir = home.join(name);
         std::fs::create_dir(&dir).map_err(|e| {
             anyhow::anyhow!("--memory-limit: cannot make the cgroup {} ({e}); a memory limit needs root", dir.display())
         })?;
         let lock =
             sys::cstring(&dir).ok().and_then(|c| crate::lockfile::lock_if_unheld(libc::AT_FDCWD, &c).ok().flatten());
-        let Some(lock) = lock else {
+        let procs = sys::cstring(&dir.join("cgroup.procs"))
+            .ok()
+            .and_then(|c| sys::open_owned(libc::AT_FDCWD, &c, libc::O_WRONLY | libc::O_CLOEXEC, 0).ok());
+        let (Some(lock), Some(procs)) = (lock, procs) else {
             let _ = std::fs::remove_dir(&dir);
-            bail!("--memory-limit: cannot lock the cgroup {} it made", dir.display());
+            bail!("--memory-limit: cannot lock and open the cgroup {} it made", dir.display());
         };
-        let mut limit = MemoryLimit { bytes, oom_kills_before: 0, hierarchy, dir, _lock: lock };
+        let mut limit = MemoryLimit { bytes, oom_kills_before: 0, hierarchy, dir, _procs: procs, _lock: lock };
         // From here a failure drops `limit`, which removes the cgroup.
-        let version = limit.hierarchy.version;
-        std::fs::write(limit.dir.join(version.limit_file()), bytes.to_string())
-            .with_context(|| format!("--memory-limit: setting {}", limit.dir.join(version.limit_file()).display()))?;
-        limit.bytes = read_u64(&limit.dir.join(version.limit_file())).unwrap_or(bytes);
+        let file = limit.dir.join(limit.hierarchy.version.limit_file());
+        std::fs::write(&file, bytes.to_string())
+            .with_context(|| format!("--memory-limit: setting {}", file.display()))?;
+        limit.bytes = read_u64(&file).unwrap_or(bytes);
         limit.oom_kills_before = limit.oom_kills();
-        std::fs::write(limit.dir.join("cgroup.procs"), std::process::id().to_string())
-            .with_context(|| format!("--memory-limit: moving fsscale into {}", limit.dir.display()))?;
+        crate::exec::set_memory_cgroup(Some(limit._procs.as_raw_fd()));
         Ok(limit)
     }
 
     /// The limit the kernel set.
     pub fn bytes(&self) -> u64 {
         self.bytes
+    }
+
+    /// How runs lift the limit for their setup and set it again.
+    pub fn switch(&self) -> LimitSwitch {
+        let unlimited = match self.hierarchy.version {
+            Version::V1 => "-1",
+            Version::V2 => "max",
+        };
+        LimitSwitch { file: self.dir.join(self.hierarchy.version.limit_file()), bytes: self.bytes, unlimited }
+    }
+
+    /// The cgroup, where it is in the v2 hierarchy: commands' cgroups
+    /// (one cgroup per process there) are made inside it.
+    pub fn v2_dir(&self) -> Option<&Path> {
+        (self.hierarchy.version == Version::V2).then_some(self.dir.as_path())
     }
 
     /// What the results record: the hierarchy and the cgroup.
@@ -157,16 +215,61 @@ impl MemoryLimit {
     }
 }
 
+/// `--memory-limit`'s limit, lifted while a run's workers set up and set
+/// again before its measured work starts. Setup (a worker's copy of the
+/// tree, say) is not what the limit measures, and a small cgroup full of
+/// the metadata a filesystem writes cannot always be reclaimed from inside
+/// the filesystem (`GFP_NOFS`): laid out unlimited, it is then trimmed to
+/// the limit by the kernel's own reclaim (setting a limit below the usage
+/// reclaims down to it), which leaves the most recently used part cached,
+/// as a limit would have. The caller's own cgroups still bound setup.
+#[derive(Clone, Debug)]
+pub struct LimitSwitch {
+    file: PathBuf,
+    bytes: u64,
+    unlimited: &'static str,
+}
+
+impl LimitSwitch {
+    /// No limit of its own until [`LimitSwitch::set`].
+    pub fn lift(&self) -> Result<()> {
+        std::fs::write(&self.file, self.unlimited)
+            .with_context(|| format!("--memory-limit: lifting the limit for setup ({})", self.file.display()))
+    }
+
+    /// The limit again, what setup cached beyond it evicted.
+    pub fn set(&self) -> Result<()> {
+        std::fs::write(&self.file, self.bytes.to_string()).map_err(|e| {
+            anyhow::anyhow!(
+                "--memory-limit {}: the kernel could not evict what the workers' setup left in memory down to \
+                 the limit ({e}); raise it",
+                format_size(self.bytes)
+            )
+        })
+    }
+}
+
 impl Drop for MemoryLimit {
     fn drop(&mut self) {
-        let home = self.hierarchy.mount.join(self.hierarchy.own.trim_start_matches('/'));
-        let _ = std::fs::write(home.join("cgroup.procs"), std::process::id().to_string());
-        // Workers that were just killed may still be leaving.
-        for _ in 0..250 {
-            if std::fs::remove_dir(&self.dir).is_ok() || !self.dir.exists() {
-                return;
+        crate::exec::set_memory_cgroup(None);
+        // What a command daemonised (`setsid -f`) would keep the cgroup alive.
+        crate::exec::kill_cgroup(&self.dir);
+    }
+}
+
+/// The lowest limit of this process's cgroup and those enclosing it, and
+/// where it is set; `None` where none is set (v1's "unlimited" is a huge number).
+fn enclosing_limit(hierarchy: &Hierarchy, read: impl Fn(&Path) -> Option<u64>) -> Option<(u64, PathBuf)> {
+    let mut lowest: Option<(u64, PathBuf)> = None;
+    let mut dir = hierarchy.mount.join(hierarchy.own.trim_start_matches('/'));
+    loop {
+        if let Some(limit) = read(&dir.join(hierarchy.version.limit_file())) {
+            if limit < (1 << 62) && lowest.as_ref().is_none_or(|(l, _)| limit < *l) {
+                lowest = Some((limit, dir.clone()));
             }
-            std::thread::sleep(std::time::Duration::from_millis(4));
+        }
+        if dir == hierarchy.mount || !dir.pop() || !dir.starts_with(&hierarchy.mount) {
+            return lowest;
         }
     }
 }
@@ -234,8 +337,28 @@ mod tests {
     }
 
     #[test]
-    fn a_limit_too_small_for_the_run_is_refused() {
-        let error = MemoryLimit::enter(4 << 20).err().unwrap().to_string();
+    fn a_limit_too_small_or_larger_than_the_machine_is_refused() {
+        let error = MemoryLimit::create(4 << 20).err().unwrap().to_string();
         assert!(error.contains("--memory-limit 4 MiB: below 16 MiB"), "{error}");
+        let error = MemoryLimit::create(1 << 60).err().unwrap().to_string();
+        assert!(error.contains("of memory, so it would limit nothing"), "{error}");
+    }
+
+    #[test]
+    fn the_lowest_enclosing_limit_is_found_up_to_the_top() {
+        let hierarchy = Hierarchy { version: Version::V1, mount: "/sys/fs/cgroup/memory".into(), own: "/a/b/c".into() };
+        let limits = |path: &Path| match path.to_str().unwrap() {
+            "/sys/fs/cgroup/memory/a/b/c/memory.limit_in_bytes" => Some(9223372036854771712),
+            "/sys/fs/cgroup/memory/a/b/memory.limit_in_bytes" => Some(200 << 20),
+            "/sys/fs/cgroup/memory/a/memory.limit_in_bytes" => Some(300 << 20),
+            "/sys/fs/cgroup/memory/memory.limit_in_bytes" => Some(9223372036854771712),
+            other => panic!("read {other}"),
+        };
+        assert_eq!(enclosing_limit(&hierarchy, limits), Some((200 << 20, "/sys/fs/cgroup/memory/a/b".into())));
+        let top = Hierarchy { own: "/".into(), ..hierarchy };
+        assert_eq!(enclosing_limit(&top, |_| Some(u64::MAX)), None);
+        // v2's "max" reads as no number: no limit.
+        let v2 = Hierarchy { version: Version::V2, mount: "/sys/fs/cgroup".into(), own: "/x".into() };
+        assert_eq!(enclosing_limit(&v2, |_| None), None);
     }
 }

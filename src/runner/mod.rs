@@ -24,6 +24,7 @@ mod session;
 mod shared;
 mod signals;
 mod sources;
+mod spawn;
 mod timing;
 mod variant;
 mod watch;
@@ -197,18 +198,10 @@ fn run_with(
         inputs: sources.inputs(config),
         cpus: cpus.as_deref(),
         containment: ready.containment.as_mut(),
+        memory: ready.memory.as_ref(),
         progress,
     };
-    let outcome = session.run(doc, saver);
-    match (outcome, &ready.memory) {
-        (Err(error), Some(limit)) if limit.oom_kills() > 0 => Err(error.context(format!(
-            "the memory limit killed {} process(es) (--memory-limit {}): the workers' own memory did not fit; \
-             raise it",
-            limit.oom_kills(),
-            crate::vocab::format_size(limit.bytes())
-        ))),
-        (outcome, _) => outcome,
-    }
+    session.run(doc, saver)
 }
 
 /// What the preflight set up, held until the run returns.
@@ -217,8 +210,8 @@ struct Ready {
     _registration: Option<RunRegistration>,
     /// Where commands' processes are kept (`--cmd`, `--extract-cmd`).
     containment: Option<Containment>,
-    /// `--memory-limit`'s cgroup, which this process leaves (and removes)
-    /// after the commands' containment has gone: its guardian is inside.
+    /// `--memory-limit`'s cgroup, removed after the commands' containment
+    /// has gone (which, in the v2 hierarchy, is inside it).
     memory: Option<MemoryLimit>,
     /// The instruments as they will run (how each profile is collected).
     instruments: crate::instruments::InstrumentConfig,
@@ -243,11 +236,13 @@ fn preflight(config: &RunConfig, cluster: Option<&Cluster>, progress: &mut dyn P
     }
     signals::install();
     sys::raise_fd_limit();
-    // Entered before anything forks, so that every worker and command starts inside.
-    let memory = config.memory_limit.map(MemoryLimit::enter).transpose()?;
+    // Made before anything forks, so that every worker and command starts inside.
+    let memory = config.memory_limit.map(MemoryLimit::create).transpose()?;
     // Made while the process is single-threaded (it may fork its guardian).
-    let runs_commands = config.command.is_some() || config.macro_options.extract_cmd.is_some();
-    let containment = runs_commands.then(Containment::start);
+    let runs_commands = config.command.is_some()
+        || config.macro_options.extract_cmd.is_some()
+        || config.variants.iter().any(|v| !v.setup.trim().is_empty() || v.teardown.is_some());
+    let containment = runs_commands.then(|| Containment::start(memory.as_ref().and_then(|m| m.v2_dir())));
     if let Some(c) = containment.as_ref().filter(|c| !c.has_cgroup()) {
         progress.warning(&format!("commands are contained by the fallback: {}", c.describe()));
     }

@@ -7,6 +7,8 @@ use crate::fs::{DeviceIo, DeviceSnapshot};
 use crate::instruments::InstrumentConfig;
 use crate::plan::SteadyWarmup;
 
+use super::memory_limit::LimitSwitch;
+
 /// Timing of the run, from the plan.
 #[derive(Clone)]
 pub(super) struct Timing {
@@ -23,6 +25,8 @@ pub(super) struct Timing {
     pub instruments: InstrumentConfig,
     /// A warm-up run of a fixed-time loop: its window lasts until the rate is steady.
     pub until_steady: Option<SteadyWarmup>,
+    /// `--memory-limit`: lifted while the workers set up, set before they are measured.
+    pub memory: Option<LimitSwitch>,
 }
 
 impl Timing {
@@ -37,6 +41,7 @@ impl Timing {
             stall_timeout: config.stall_timeout,
             instruments: config.instruments,
             until_steady: None,
+            memory: None,
         }
     }
 }

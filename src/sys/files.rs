@@ -124,14 +124,48 @@ pub fn fd_path(fd: RawFd) -> io::Result<std::path::PathBuf> {
 
 /// `MemAvailable` from /proc/meminfo, in bytes.
 pub fn available_memory() -> Option<u64> {
+    meminfo("MemAvailable")
+}
+
+/// `MemTotal` from /proc/meminfo, in bytes.
+pub fn total_memory() -> Option<u64> {
+    meminfo("MemTotal")
+}
+
+/// `SwapTotal` from /proc/meminfo, in bytes: 0 means tmpfs's pages cannot be evicted.
+pub fn total_swap() -> Option<u64> {
+    meminfo("SwapTotal")
+}
+
+/// One `key:  N kB` line of /proc/meminfo, in bytes.
+fn meminfo(key: &str) -> Option<u64> {
     let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    meminfo_value(&info, key)
+}
+
+pub fn meminfo_value(info: &str, key: &str) -> Option<u64> {
     let kib: u64 = info
         .lines()
-        .find_map(|l| l.strip_prefix("MemAvailable:"))?
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))?
         .trim()
         .trim_end_matches("kB")
         .trim()
         .parse()
         .ok()?;
-    Some(kib * 1024)
+    kib.checked_mul(1024)
+}
+
+/// Freezes the filesystem of `fd` and thaws it at once (`FIFREEZE`,
+/// `FITHAW`: CAP_SYS_ADMIN): everything is written home and a journaling
+/// filesystem's log checkpointed. Only for filesystems fsscale made: a
+/// freeze stops every writer of the filesystem while it lasts.
+pub fn freeze_and_thaw(fd: RawFd) {
+    const FIFREEZE: libc::c_ulong = 0xC004_5877;
+    const FITHAW: libc::c_ulong = 0xC004_5878;
+    // SAFETY: the ioctls take an int argument they ignore.
+    unsafe {
+        if libc::ioctl(fd, FIFREEZE as _, 0) == 0 {
+            libc::ioctl(fd, FITHAW as _, 0);
+        }
+    }
 }

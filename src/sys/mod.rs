@@ -10,7 +10,8 @@ mod mounts;
 mod process;
 pub mod topology;
 pub use files::{
-    available_memory, ensure_private_dir, fd_path, open_dir_input, open_input, others_can_replace_in, read_input,
+    available_memory, ensure_private_dir, fd_path, freeze_and_thaw, meminfo_value, open_dir_input, open_input,
+    others_can_replace_in, read_input, total_memory, total_swap,
 };
 pub use mounts::{find_mount, mounts, parse_mountinfo, Mount};
 pub use process::*;

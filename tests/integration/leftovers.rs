@@ -132,18 +132,46 @@ fn cleanup_kills_and_removes_a_command_cgroup_whose_guardian_died_too() {
     wait_until("the command killed", || processes_running("sleep 60").is_empty());
 }
 
-/// `--memory-limit` cgroups of `pid`'s run, at the top of v1's memory
-/// hierarchy or of v2's (where fsscale makes them).
-fn memory_cgroups(pid: u32) -> Vec<PathBuf> {
+/// This test process's own cgroup in the memory controller's hierarchy
+/// (v1's memory hierarchy, else v2's), where fsscale, started from here,
+/// makes its `--memory-limit` cgroup.
+fn own_memory_cgroup() -> PathBuf {
     let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
-    let tops = mountinfo.lines().filter_map(|l| {
+    let own = std::fs::read_to_string("/proc/self/cgroup").unwrap();
+    let v1 = own.lines().find_map(|l| {
+        let mut f = l.splitn(3, ':');
+        let (_, controllers, path) = (f.next()?, f.next()?, f.next()?);
+        controllers.split(',').any(|c| c == "memory").then(|| path.to_string())
+    });
+    let mounts = mountinfo.lines().filter_map(|l| {
         let (before, after) = l.split_once(" - ")?;
         let mut fields = after.split_whitespace();
         let (kind, super_options) = (fields.next()?, fields.nth(1)?);
-        let memory = kind == "cgroup2" || (kind == "cgroup" && super_options.split(',').any(|o| o == "memory"));
-        memory.then(|| PathBuf::from(before.split_whitespace().nth(4).unwrap()))
+        let point = PathBuf::from(before.split_whitespace().nth(4)?);
+        Some((kind.to_string(), super_options.to_string(), point))
     });
-    tops.flat_map(|top| named(&top, &format!("fsscale-{pid}-"))).collect()
+    let mounts: Vec<_> = mounts.collect();
+    let v2 = mounts.iter().find(|(kind, _, point)| {
+        kind == "cgroup2"
+            && std::fs::read_to_string(point.join("cgroup.controllers")).unwrap_or_default().contains("memory")
+    });
+    match v2 {
+        Some((_, _, point)) => {
+            point.join(own.lines().find_map(|l| l.strip_prefix("0::")).unwrap().trim_start_matches('/'))
+        }
+        None => {
+            let (_, _, point) = mounts
+                .iter()
+                .find(|(kind, options, _)| kind == "cgroup" && options.split(',').any(|o| o == "memory"))
+                .expect("a memory hierarchy");
+            point.join(v1.expect("a memory cgroup").trim_start_matches('/'))
+        }
+    }
+}
+
+/// `--memory-limit` cgroups of `pid`'s run: below this test's own memory cgroup.
+fn memory_cgroups(pid: u32) -> Vec<PathBuf> {
+    named(&own_memory_cgroup(), &format!("fsscale-{pid}-"))
 }
 
 #[test]
@@ -153,19 +181,26 @@ fn a_memory_limits_cgroup_is_removed_at_ctrl_c_and_by_cleanup_after_kill_9() {
     }
     let env = TestEnv::new();
     let (dir, output) = (env.dir.display().to_string(), env.output.display().to_string());
-    let args =
-        ["run", "stat", "-j", "2", "-n", "1", "--duration", "60", "--memory-limit", "64M", "--force", "--dir", &dir];
-    for signal in [libc::SIGINT, libc::SIGKILL] {
-        let child = spawn_group(&[&args[..], &["-o", &output]].concat());
+    for (signal, mode) in [(libc::SIGINT, "process"), (libc::SIGKILL, "thread")] {
+        let args = ["run", "stat", "-j", "2", "-n", "1", "--duration", "60", "--memory-limit", "64M", "--force"];
+        let child = spawn_group(&[&args[..], &["--mode", mode, "--dir", &dir, "-o", &output]].concat());
         let pid = child.id();
         wait_until("the run's memory cgroup", || !memory_cgroups(pid).is_empty());
         let cgroup = memory_cgroups(pid).remove(0);
         let procs = || std::fs::read_to_string(cgroup.join("cgroup.procs")).unwrap_or_default();
-        wait_until("fsscale inside its memory cgroup", || procs().lines().any(|p| p == pid.to_string()));
-        wait_until("the workers", || workers_of(pid as i32).len() == 2);
-        let inside = std::fs::read_to_string(cgroup.join("cgroup.procs")).unwrap();
+        // Process workers each, thread workers in the one process that hosts them.
+        let expected = if mode == "process" { 2 } else { 1 };
+        wait_until("the workers", || workers_of(pid as i32).len() == expected);
+        wait_until("the workers inside", || procs().lines().count() == expected);
+        let inside = procs();
         for worker in workers_of(pid as i32) {
             assert!(inside.lines().any(|p| p == worker.to_string()), "worker {worker} runs inside: {inside}");
+        }
+        // fsscale itself stays outside: the limit's OOM killer never picks it.
+        assert!(!inside.lines().any(|p| p == pid.to_string()), "fsscale {pid} is outside: {inside}");
+        if mode == "thread" {
+            let threads = std::fs::read_dir(format!("/proc/{}/task", workers_of(pid as i32)[0])).unwrap().count();
+            assert!(threads >= 2, "the host runs the 2 worker threads: {threads}");
         }
         // SAFETY: signalling our own child's process group.
         unsafe { libc::kill(-(pid as i32), signal) };

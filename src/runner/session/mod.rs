@@ -11,6 +11,7 @@ use anyhow::Result;
 use super::document::{finish, new_point};
 use super::eta::{Eta, PointPlan};
 use super::measure::{self, Inputs, Measurer, RunJob, Timing};
+use super::memory_limit::MemoryLimit;
 use super::pool::FsPool;
 use super::schedule::{Layout, PointState, Repetition, Scheduler, Slot};
 use super::signals::{self, Interrupted};
@@ -31,6 +32,8 @@ pub(super) struct Session<'a> {
     pub cpus: Option<&'a [usize]>,
     /// Where the commands' processes are kept and killed after each run.
     pub containment: Option<&'a mut Containment>,
+    /// `--memory-limit`'s cgroup, whose OOM kills a failed run is told of.
+    pub memory: Option<&'a MemoryLimit>,
     pub progress: &'a mut dyn Progress,
 }
 
@@ -294,8 +297,10 @@ impl Session<'_> {
             eta_s: self.remaining_s(schedule),
         });
         let started_at = results::rfc3339_millis(SystemTime::now());
+        let oom_kills_before = self.memory.map_or(0, MemoryLimit::oom_kills);
         let cgroup = self.containment.as_mut().map(|c| c.start_run());
-        let (measurer, inputs, cpus, config) = (self.measurer, self.inputs, self.cpus, self.config);
+        let (measurer, inputs, cpus, config, memory) =
+            (self.measurer, self.inputs, self.cpus, self.config, self.memory);
         let outcome = signals::check().map_err(anyhow::Error::from).and_then(|()| {
             pool.run_on(*fs, slot.point, |dir, device| {
                 let until_steady = config.steady.filter(|_| slot.warmup && !spec.workload.is_fixed_work());
@@ -303,6 +308,7 @@ impl Session<'_> {
                     device,
                     drop_caches: spec.cache == Some(Cache::Cold),
                     until_steady,
+                    memory: memory.map(MemoryLimit::switch),
                     ..schedule.timing.clone()
                 };
                 let Some(variant) = spec.variant.map(|v| &config.variants[v]) else {
@@ -327,6 +333,16 @@ impl Session<'_> {
                 ));
             }
         }
+        let outcome = outcome.map_err(|error| match self.memory {
+            Some(limit) if limit.oom_kills() > oom_kills_before => error.context(format!(
+                "the memory limit killed {} process(es) of this run (--memory-limit {}, in {}): what the \
+                 workers keep in memory did not fit; raise it",
+                limit.oom_kills() - oom_kills_before,
+                crate::vocab::format_size(limit.bytes()),
+                limit.describe()
+            )),
+            _ => error,
+        });
         let (mut record, fs_record) = outcome.map_err(|error| self.run_error(error, doc, spec, slot, run))?;
         self.warn_of_mismatches(&record, spec, run);
         record.started_at = Some(started_at);

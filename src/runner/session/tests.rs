@@ -92,8 +92,15 @@ fn schedule_with(
     let sources = Sources { tree: None, trace: None, walks_only_a_given_tree: false };
     let doc = new_document(config, &sources, None);
     let saver = Saver::create(&config.output, &doc).unwrap();
-    let session =
-        Session { config, measurer: fake, inputs: sources.inputs(config), cpus: None, containment: None, progress };
+    let session = Session {
+        config,
+        measurer: fake,
+        inputs: sources.inputs(config),
+        cpus: None,
+        containment: None,
+        memory: None,
+        progress,
+    };
     let outcome = session.run(doc, saver);
     (outcome, ResultsFile::load(&config.output).unwrap())
 }
@@ -210,6 +217,7 @@ fn variants_go_on_in_lockstep_until_their_paired_ratio_is_precise() {
         inputs: Sources { tree: None, trace: None, walks_only_a_given_tree: false }.inputs(&config),
         cpus: None,
         containment: None,
+        memory: None,
         progress: &mut events,
     };
     let doc = crate::runner::document::reopen(partial.clone());
