@@ -125,7 +125,7 @@ impl MemoryLimit {
              hierarchy is mounted); run without it, or mount one",
         )?;
         let home = hierarchy.mount.join(hierarchy.own.trim_start_matches('/'));
-        if let Some((limit, at)) = enclosing_limit(&hierarchy, |p| read_u64(p)) {
+        if let Some((limit, at)) = enclosing_limit(&hierarchy, read_u64) {
             if limit < bytes {
                 bail!(
                     "--memory-limit {asked}: fsscale runs in the memory cgroup {}, limited to {}, which would \
