@@ -423,7 +423,10 @@ impl FsRecord {
 /// 1.5 GiB, 512 MiB: binary units, as `--fs-size` takes them.
 pub fn format_size(bytes: u64) -> String {
     const GIB: f64 = (1u64 << 30) as f64;
-    if bytes as f64 >= GIB {
+    const TIB: f64 = (1u64 << 40) as f64;
+    if bytes as f64 >= TIB {
+        format!("{:.1} TiB", bytes as f64 / TIB)
+    } else if bytes as f64 >= GIB {
         format!("{:.1} GiB", bytes as f64 / GIB)
     } else {
         format!("{} MiB", bytes >> 20)

@@ -30,8 +30,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
+use crate::plan::RunConfig;
 use crate::sys;
-use crate::vocab::format_size;
+use crate::vocab::{format_size, FsKind};
+use crate::workloads::{Share, Workload};
 
 /// Below this the run's own processes (not the cache) would not fit, and
 /// the kernel would kill them rather than evict anything.
@@ -273,6 +275,78 @@ fn enclosing_limit(hierarchy: &Hierarchy, read: impl Fn(&Path) -> Option<u64>) -
         }
     }
 }
+
+/// What a plan's largest point keeps in memory that no limit can evict,
+/// against `--memory-limit`: mappings and files on a filesystem held in
+/// memory (ramfs; tmpfs where there is no swap), private copies of mapped
+/// pages without swap. Refused before anything runs where it cannot fit, as
+/// the kernel would otherwise kill a worker partway through the plan.
+pub struct Unevictable {
+    /// The machine has swap: tmpfs pages and private copies can go there.
+    pub swap: bool,
+    /// Each filesystem of the plan is held in memory (ramfs, tmpfs, a `--dir` on either).
+    pub in_memory: Vec<bool>,
+    /// Bytes of the tree each untar or traverse worker extracts.
+    pub tree_bytes: u64,
+}
+
+impl Unevictable {
+    /// Bytes `workload` at `workers` keeps on filesystem `fs` beyond eviction, and why.
+    fn bytes(&self, config: &RunConfig, workload: Workload, workers: u64, fs: usize) -> Option<(u64, String)> {
+        let memory_fs = self.in_memory[fs] && (config.filesystems.specs[fs].kind == FsKind::Ramfs || !self.swap);
+        let map = config.options.map_bytes;
+        let copies = |share_same: bool| if share_same { 1 } else { workers };
+        let same = config.shares.iter().all(|s| *s == Share::Same);
+        match workload {
+            Workload::FaultPrivate if !self.swap => {
+                Some((map * workers, format!("{workload} x{workers}: private copies of its mappings (no swap)")))
+            }
+            Workload::FaultShared if memory_fs => Some((
+                map * copies(same),
+                format!("{workload} x{workers}: its mappings' pages, on a filesystem in memory"),
+            )),
+            Workload::Untar | Workload::Traverse if memory_fs => Some((
+                self.tree_bytes * workers,
+                format!("{workload} x{workers}: every worker's copy of the tree, on a filesystem in memory"),
+            )),
+            _ => None,
+        }
+    }
+
+    /// Refuses a plan whose largest point cannot fit under `limit`.
+    pub fn check(&self, config: &RunConfig, limit: u64) -> Result<()> {
+        let workers = config.workers.iter().copied().max().unwrap_or(1) as u64;
+        let worst = (0..config.filesystems.specs.len())
+            .flat_map(|fs| config.workloads.iter().filter_map(move |w| self.bytes(config, *w, workers, fs)))
+            .max_by_key(|(bytes, _)| *bytes);
+        let Some((bytes, what)) = worst else { return Ok(()) };
+        // The workers' own memory (stacks, buffers) on top.
+        let needed = bytes + workers * WORKER_OVERHEAD;
+        if needed > limit {
+            bail!(
+                "--memory-limit {} cannot hold what the plan keeps in memory that the kernel cannot evict: {} \
+                 for {what}; give at least {}, or fewer workers, or a filesystem on a device",
+                format_size(limit),
+                format_size(bytes),
+                format_size(needed.next_multiple_of(1 << 20))
+            );
+        }
+        Ok(())
+    }
+}
+
+/// What a copy of a tree takes on a filesystem held in memory, at most: its
+/// data in whole pages (a file's last page is whole too: a page more for
+/// each file), and an inode and a dentry (about 1 KiB together) for every entry.
+pub fn in_memory_bytes(tree: &crate::archive::ExtractStats) -> u64 {
+    tree.bytes + tree.files * PAGE + tree.entries() * 1024
+}
+
+const PAGE: u64 = 4096;
+
+/// A worker's own memory inside the limit: its stack, buffers, page tables
+/// and the pages of fsscale it touches (seen: 1.2 MiB of anonymous memory).
+const WORKER_OVERHEAD: u64 = 2 << 20;
 
 /// `oom_kill N` in v1's `memory.oom_control` or v2's `memory.events`.
 fn oom_kill_count(text: &str) -> u64 {

@@ -46,7 +46,7 @@ use crate::scratch::{RunRegistration, Scratch};
 use crate::sys;
 use crate::workloads::{Share, Workload};
 use measure::{LocalMachine, Measurer, Timing};
-use memory_limit::MemoryLimit;
+use memory_limit::{MemoryLimit, Unevictable};
 use session::Session;
 use sources::Sources;
 
@@ -171,6 +171,16 @@ fn run_with(
     let mut ready = preflight(config, root.map(|r| r.cluster()), progress)?;
     let config = &RunConfig { instruments: ready.instruments, ..config.clone() };
     let sources = Sources::prepare(config, progress)?;
+    if let Some(limit) = &ready.memory {
+        let in_memory = config.filesystems.specs.iter().map(|spec| match spec.kind {
+            FsKind::Ramfs | FsKind::Tmpfs => true,
+            FsKind::Dir => matches!(crate::results::Target::detect(&config.dir).fs_type.as_str(), "tmpfs" | "ramfs"),
+            _ => false,
+        });
+        let tree_bytes = sources.inputs(config).tree.map_or(0, |t| memory_limit::in_memory_bytes(&t.contents));
+        let swap = sys::total_swap().unwrap_or(0) > 0;
+        Unevictable { swap, in_memory: in_memory.collect(), tree_bytes }.check(config, limit.bytes())?;
+    }
     if let Some(root) = root {
         root.start(Ok(()))?;
     }

@@ -14,6 +14,7 @@ mod interrupt;
 mod layering;
 mod leftovers;
 mod like;
+mod limits;
 mod mdtest;
 mod ministat;
 mod mpi;
