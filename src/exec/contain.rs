@@ -169,10 +169,25 @@ fn write_zero(fd: RawFd) {
 /// name, anywhere in the cgroup v2 hierarchy or v1's memory hierarchy, and
 /// a lock nobody holds (never judged by PID). Returns what it removed.
 pub fn remove_dead_cgroups() -> Vec<String> {
+    let mut removed = Vec::new();
+    for path in dead_cgroups() {
+        let Ok(name) = sys::cstring(&path) else { continue };
+        let Ok(Some(_held)) = crate::lockfile::lock_if_unheld(libc::AT_FDCWD, &name) else { continue };
+        let killed = kill_cgroup(&path);
+        if !path.exists() {
+            removed.push(format!("removed cgroup {} (killed {killed} process(es))", path.display()));
+        }
+    }
+    removed
+}
+
+/// The cgroups of killed fsscale runs (named as fsscale names them, their
+/// lock free), for a warning; [`remove_dead_cgroups`] removes them.
+pub fn dead_cgroups() -> Vec<PathBuf> {
     let hierarchies = crate::sys::mounts().into_iter().filter(|m| {
         m.fs_type == "cgroup2" || (m.fs_type == "cgroup" && m.super_options.split(',').any(|o| o == "memory"))
     });
-    let mut removed = Vec::new();
+    let mut dead = Vec::new();
     let mut pending: Vec<(PathBuf, usize)> = hierarchies.map(|m| (PathBuf::from(m.mount_point), 0)).collect();
     while let Some((dir, depth)) = pending.pop() {
         let Ok(entries) = std::fs::read_dir(&dir) else { continue };
@@ -186,14 +201,12 @@ pub fn remove_dead_cgroups() -> Vec<String> {
                 continue;
             }
             let Ok(name) = sys::cstring(&path) else { continue };
-            let Ok(Some(_held)) = crate::lockfile::lock_if_unheld(libc::AT_FDCWD, &name) else { continue };
-            let killed = kill_cgroup(&path);
-            if !path.exists() {
-                removed.push(format!("removed cgroup {} (killed {killed} process(es))", path.display()));
+            if matches!(crate::lockfile::lock_if_unheld(libc::AT_FDCWD, &name), Ok(Some(_))) {
+                dead.push(path);
             }
         }
     }
-    removed
+    dead
 }
 
 /// `fsscale-<digits>-<8 hex digits>`.

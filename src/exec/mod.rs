@@ -16,7 +16,7 @@ use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 pub use contain::{
-    enter_memory_cgroup, kill_cgroup, memory_limited, remove_dead_cgroups, set_memory_cgroup, Containment, RunCgroup,
+    dead_cgroups, enter_memory_cgroup, kill_cgroup, memory_limited, remove_dead_cgroups, set_memory_cgroup, Containment, RunCgroup,
     CGROUP_PREFIX,
 };
 pub use metric::{Metric, MetricSource};

@@ -275,6 +275,11 @@ fn warn_of_leftovers(config: &RunConfig, progress: &mut dyn Progress) {
             progress.warning(&format!("a killed run left {leftover}; `fsscale cleanup` removes it"));
         }
     }
+    if config.memory_limit.is_some() || config.command.is_some() || !config.variants.is_empty() {
+        for cgroup in crate::exec::dead_cgroups() {
+            progress.warning(&format!("a killed run left the cgroup {}; `fsscale cleanup` removes it", cgroup.display()));
+        }
+    }
     for dead in crate::scratch::dead_scratches(&config.dir).unwrap_or_default() {
         progress.warning(&format!(
             "a killed run left the scratch directory {}; `fsscale cleanup --scratch {}` removes it",

@@ -211,6 +211,11 @@ fn a_memory_limits_cgroup_is_removed_at_ctrl_c_and_by_cleanup_after_kill_9() {
             assert_eq!(env.results().settings.memory_limit.unwrap().bytes, 64 << 20);
         } else {
             assert!(cgroup.exists(), "kill -9 leaves the memory cgroup for cleanup");
+            // The next run names it, as it names every other leftover.
+            let out = env.run(&["stat", "-j", "1", "--memory-limit", "64M"]);
+            assert_success(&out);
+            let warning = format!("a killed run left the cgroup {}; `fsscale cleanup` removes it", cgroup.display());
+            assert!(stderr(&out).contains(&warning), "{}", stderr(&out));
             let out = fsscale().arg("cleanup").output().unwrap();
             assert!(stdout(&out).contains(&format!("removed cgroup {}", cgroup.display())), "{}", stdout(&out));
             assert!(!cgroup.exists());
