@@ -20,6 +20,9 @@ pub struct Cleanup {
     /// Tracing instances, command cgroups and cache temporaries of killed
     /// runs it removed (each held by no live run).
     pub other_removed: Vec<String>,
+    /// Killed runs whose `--variant` setup ran and teardown did not: the
+    /// results file and the variant, for the person to undo by hand.
+    pub variants_in_effect: Vec<(PathBuf, String)>,
 }
 
 /// Takes down filesystems of killed runs, their tracing instances, command
@@ -38,7 +41,13 @@ pub fn cleanup(remove_in: &[PathBuf], cache_dir: &Path) -> Result<Cleanup> {
             }
         }
     }
-    for (entry, dirs) in scratch::dead_runs() {
+    for scratch::DeadRun { entry, dirs, results } in scratch::dead_runs() {
+        // The run's own journal says whether it died with a variant set (its
+        // teardown is not run here: a file's commands never run unasked).
+        let in_effect = results.as_deref().and_then(|r| Some((r, crate::results::ResultsFile::load(r).ok()?)));
+        if let Some((file, variant)) = in_effect.and_then(|(r, doc)| Some((r, doc.variant_in_effect?))) {
+            done.variants_in_effect.push((file.to_path_buf(), variant));
+        }
         let mut left = Vec::new();
         for dir in &dirs {
             left.extend(scratch::dead_scratches(dir).unwrap_or_default());

@@ -347,6 +347,14 @@ pub fn cleanup_command(args: &CleanupArgs) -> Result<(String, usize)> {
             dead.path.display()
         );
     }
+    for (file, variant) in &done.variants_in_effect {
+        text += &format!(
+            "left by a killed run: --variant {}'s setup ran and its teardown did not (results file {}): it may \
+             still be in effect; undo it by hand\n",
+            fsscale::escape::for_terminal(variant),
+            fsscale::escape::for_terminal(&file.display().to_string())
+        );
+    }
     let refused: Vec<&String> = done.filesystems.refused.iter().chain(&done.scratch_refused).collect();
     for line in &refused {
         text += &format!("refused: {line}\n");

@@ -30,9 +30,47 @@ pub fn shell_word(text: &str) -> String {
     out
 }
 
+/// `text` safe to print on a terminal as it is: every control character
+/// (C0, DEL and C1: ESC and CSI begin the sequences that move the cursor,
+/// set the title or write the clipboard) shown as an escape, `\x1b` or
+/// `\u{9b}`; everything else unchanged. For one-line fields: a newline
+/// is shown as `\n` too.
+pub fn for_terminal(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(char::is_control) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x100 && c.is_control() => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// [`for_terminal`], for text with several lines: each line escaped, the
+/// newlines kept.
+pub fn lines_for_terminal(text: &str) -> String {
+    text.split('\n').map(for_terminal).collect::<Vec<_>>().join("\n")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn control_characters_never_reach_a_terminal_raw() {
+        assert_eq!(for_terminal("plain text / ünïcode"), "plain text / ünïcode");
+        let osc = "title\u{1b}]0;owned\u{7}\u{9b}2J\u{7f}";
+        assert_eq!(for_terminal(osc), "title\\x1b]0;owned\\x07\\x9b2J\\x7f");
+        assert_eq!(for_terminal("a\nb\tc"), "a\\nb\\tc");
+        assert_eq!(lines_for_terminal("a\u{1b}\nb"), "a\\x1b\nb");
+        assert!(!for_terminal(osc).chars().any(char::is_control));
+    }
 
     #[test]
     fn words_are_quoted_only_as_much_as_they_need() {

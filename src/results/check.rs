@@ -87,6 +87,12 @@ impl ResultsFile {
             let why = self.error.as_deref().map(|e| format!(": {e}")).unwrap_or_default();
             warnings.push(format!("its run did not complete (status {}){why}", self.status.name()));
         }
+        if let Some(variant) = &self.variant_in_effect {
+            warnings.push(format!(
+                "its run stopped after --variant {variant}'s setup ran and before its teardown did: the setup \
+                 may still be in effect on that machine; undo it by hand"
+            ));
+        }
         let partial: Vec<String> = self
             .points
             .iter()

@@ -9,6 +9,7 @@ pub fn run(run: usize, per_worker: &[u64], elapsed_s: f64) -> RunRecord {
         run,
         position: None,
         started_at: None,
+        setup_stderr: None,
         ops,
         elapsed_s,
         ops_per_s: ops as f64 / elapsed_s,
@@ -76,6 +77,7 @@ pub fn doc(runs: usize, duration_s: f64, points: Vec<Point>) -> ResultsFile {
         status: Status::Complete,
         error: None,
         read_notes: Vec::new(),
+        variant_in_effect: None,
         // A host larger than any fixture's speedup, which would be impossible on fewer CPUs.
         host: Host { online_cpus: 64, usable_cpus: 64, ..Host::default() },
         target: Target::default(),

@@ -52,6 +52,8 @@ enum Line {
     },
     /// Every run of point `point` finished.
     Complete { point: usize },
+    /// A `--variant`'s setup is about to run (`Some`), or its teardown ran (`None`).
+    Variant { in_effect: Option<String> },
     /// How the run ended, when the document itself could not be written
     /// (a full disk, no descriptor left): the journal, already open, says it.
     End { status: Status, error: Option<String>, finished_at: Option<String> },
@@ -155,6 +157,11 @@ impl Saver {
         self.append(doc, &line)
     }
 
+    /// Notes the document's `variant_in_effect`, as it just changed.
+    pub fn variant_changed(&mut self, doc: &ResultsFile) -> Result<()> {
+        self.append(doc, &Line::Variant { in_effect: doc.variant_in_effect.clone() })
+    }
+
     /// Notes that point `index` is complete.
     pub fn point_complete(&mut self, doc: &ResultsFile, index: usize) -> Result<()> {
         self.append(doc, &Line::Complete { point: index })
@@ -202,8 +209,14 @@ impl ResultsFile {
     /// is still going, or was killed). Lines already in the document are skipped.
     pub(super) fn fold_journal(&mut self, document: &Path) -> Result<()> {
         let path = journal_path(document);
-        if std::fs::symlink_metadata(&path).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
-            return Ok(());
+        match std::fs::symlink_metadata(&path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            // A FIFO or a device there is no journal fsscale wrote: the document stands.
+            Ok(meta) if !meta.is_file() => {
+                self.read_notes.push(format!("{} is not a regular file; passed over", path.display()));
+                return Ok(());
+            }
+            _ => {}
         }
         let file =
             sys::open_input(&path, super::MAX_INPUT_BYTES).map_err(|e| anyhow!("reading {}: {e:#}", path.display()))?;
@@ -246,6 +259,7 @@ impl ResultsFile {
                         p.complete = true;
                     }
                 }
+                Line::Variant { in_effect } => self.variant_in_effect = in_effect,
                 Line::End { status, error, finished_at } => {
                     self.status = status;
                     self.error = error;

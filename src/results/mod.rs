@@ -71,6 +71,10 @@ pub struct ResultsFile {
     /// it found (runs at `position` from `first_position` on are its own).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub resumed: Vec<Resumed>,
+    /// The `--variant` whose setup ran and whose teardown has not (yet):
+    /// in a file a killed run left, the setup that may still be in effect.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant_in_effect: Option<String>,
     /// What reading it passed over (a journal line that does not parse);
     /// never written, said with the completeness warnings.
     #[serde(skip)]

@@ -22,6 +22,10 @@ pub struct RunRecord {
     /// When it started, RFC 3339 in UTC to the millisecond.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_at: Option<String>,
+    /// What its `--variant` setup wrote to stderr (the last lines), though
+    /// it exited 0: a setting that may not have taken.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setup_stderr: Option<String>,
     /// Ops completed inside the timed window, all workers together.
     pub ops: u64,
     /// Exact length of the timed window.

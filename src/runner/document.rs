@@ -31,6 +31,7 @@ pub(super) fn new_document(config: &RunConfig, sources: &Sources, contained: Opt
         status: Status::Running,
         error: None,
         read_notes: Vec::new(),
+        variant_in_effect: None,
         host: Host::detect(),
         target: Target::detect(&config.dir),
         settings,

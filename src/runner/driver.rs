@@ -61,6 +61,7 @@ pub(super) fn run_driver(
         run,
         position: None,
         started_at: None,
+        setup_stderr: None,
         ops: 1,
         elapsed_s: wall_s,
         ops_per_s: value,

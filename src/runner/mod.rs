@@ -239,7 +239,7 @@ fn preflight(config: &RunConfig, cluster: Option<&Cluster>, progress: &mut dyn P
     }
     config.filesystems.validate()?;
     warn_of_leftovers(config, progress);
-    let registration = RunRegistration::create(std::slice::from_ref(&config.dir));
+    let registration = RunRegistration::create(std::slice::from_ref(&config.dir), &config.output);
     let (instruments, notes) = config.instruments.prepare()?;
     for note in notes {
         progress.preparing(&note);
@@ -277,7 +277,8 @@ fn warn_of_leftovers(config: &RunConfig, progress: &mut dyn Progress) {
     }
     if config.memory_limit.is_some() || config.command.is_some() || !config.variants.is_empty() {
         for cgroup in crate::exec::dead_cgroups() {
-            progress.warning(&format!("a killed run left the cgroup {}; `fsscale cleanup` removes it", cgroup.display()));
+            progress
+                .warning(&format!("a killed run left the cgroup {}; `fsscale cleanup` removes it", cgroup.display()));
         }
     }
     for dead in crate::scratch::dead_scratches(&config.dir).unwrap_or_default() {

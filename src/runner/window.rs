@@ -81,6 +81,7 @@ impl Window {
             run,
             position: None,
             started_at: None,
+            setup_stderr: None,
             ops,
             elapsed_s,
             ops_per_s,

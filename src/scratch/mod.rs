@@ -20,7 +20,7 @@ use crate::sys::{self, Errno};
 mod runs;
 pub mod warden;
 
-pub use runs::{dead_runs, forget, RunRegistration};
+pub use runs::{dead_runs, forget, DeadRun, RunRegistration};
 
 /// The marker file in every scratch directory.
 pub const MARKER: &str = ".fsscale-scratch";

@@ -21,6 +21,20 @@ struct RunEntry {
     pid: u32,
     /// Where the run makes scratch directories (`--dir`), absolute.
     dirs: Vec<PathBuf>,
+    /// Its results file, absolute: what it says a killed run left set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    results: Option<PathBuf>,
+}
+
+/// A run that is gone, as its entry recorded it.
+#[derive(Debug)]
+pub struct DeadRun {
+    /// The entry itself, for [`forget`].
+    pub entry: PathBuf,
+    /// Where it made scratch directories.
+    pub dirs: Vec<PathBuf>,
+    /// Its results file.
+    pub results: Option<PathBuf>,
 }
 
 /// A live run's entry; removed when dropped.
@@ -37,15 +51,16 @@ fn state_dir() -> Option<PathBuf> {
 }
 
 impl RunRegistration {
-    /// Registers a run that makes scratch directories in `dirs`; `None`
-    /// where there is no state directory to register in.
-    pub fn create(dirs: &[PathBuf]) -> Option<RunRegistration> {
+    /// Registers a run that makes scratch directories in `dirs` and writes
+    /// `results`; `None` where there is no state directory to register in.
+    pub fn create(dirs: &[PathBuf], results: &Path) -> Option<RunRegistration> {
         let state = state_dir()?;
         sys::ensure_private_dir(&state, "state directory").ok()?;
         let path = state.join(format!("{PREFIX}{}-{}.json", std::process::id(), sys::random_hex(4)));
         let mut file = lockfile::create_locked(libc::AT_FDCWD, &sys::cstring(&path).ok()?, 0o600).ok()?;
         let dirs = dirs.iter().filter_map(|d| std::fs::canonicalize(d).ok()).collect();
-        let entry = RunEntry { pid: std::process::id(), dirs };
+        let results = std::path::absolute(results).ok();
+        let entry = RunEntry { pid: std::process::id(), dirs, results };
         if file.write_all(serde_json::to_string(&entry).expect("entry serializes").as_bytes()).is_err() {
             let _ = std::fs::remove_file(&path);
             return None;
@@ -60,9 +75,8 @@ impl Drop for RunRegistration {
     }
 }
 
-/// Runs that are gone: their entry's path and the directories they used.
-/// (A live run's entry is locked and skipped.)
-pub fn dead_runs() -> Vec<(PathBuf, Vec<PathBuf>)> {
+/// Runs that are gone (a live run's entry is locked and skipped).
+pub fn dead_runs() -> Vec<DeadRun> {
     let Some(state) = state_dir() else { return Vec::new() };
     let Ok(listing) = std::fs::read_dir(&state) else { return Vec::new() };
     let mut dead = Vec::new();
@@ -74,7 +88,8 @@ pub fn dead_runs() -> Vec<(PathBuf, Vec<PathBuf>)> {
         let Ok(cpath) = sys::cstring(&path) else { continue };
         let Ok(Some(file)) = lockfile::lock_if_unheld(libc::AT_FDCWD, &cpath) else { continue };
         let entry: Option<RunEntry> = std::io::read_to_string(&file).ok().and_then(|t| serde_json::from_str(&t).ok());
-        dead.push((path, entry.map(|e| e.dirs).unwrap_or_default()));
+        let (dirs, results) = entry.map(|e| (e.dirs, e.results)).unwrap_or_default();
+        dead.push(DeadRun { entry: path, dirs, results });
     }
     dead
 }

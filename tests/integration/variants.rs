@@ -181,3 +181,77 @@ fn ctrl_c_during_a_variants_run_still_runs_its_teardown() {
     assert_eq!(env.results().status, fsscale::results::Status::Interrupted);
     assert_eq!(env.leftovers(), Vec::<String>::new());
 }
+
+#[test]
+fn what_a_variants_setup_or_teardown_daemonises_dies_with_the_run() {
+    let env = TestEnv::new();
+    // A marker in the command line tells this test's daemons from anyone else's.
+    let tag = format!("{}", 371 + std::process::id() % 1000);
+    let (setup, teardown) = (format!("a=setsid -f sleep {tag}"), format!("a=setsid -f sleep 1{tag}"));
+    let mut args = vec!["stat", "-j", "1", "--share", "private", "--max-runs", "2", "--variant", &setup];
+    args.extend(["--variant", "b=true", "--variant-teardown", &teardown]);
+    if is_root() {
+        args.extend(["--memory-limit", "64M"]);
+    }
+    assert_success(&env.run(&args));
+    let doc = env.results();
+    let containment = doc.settings.containment.clone().unwrap_or_default();
+    assert!(!containment.is_empty(), "the run records how its commands were contained");
+    for daemon in [format!("sleep {tag}"), format!("sleep 1{tag}")] {
+        assert!(processes_running(&daemon).is_empty(), "{daemon} outlived the run ({containment})");
+    }
+    if let Some(limit) = doc.settings.memory_limit {
+        let dir = limit.cgroup.rsplit_once(" (").unwrap().1.trim_end_matches(')').to_string();
+        assert!(!std::path::Path::new(&dir).exists(), "the memory limit's cgroup is gone: {dir}");
+    }
+}
+
+#[test]
+fn a_setup_that_fails_after_changing_something_is_torn_down_and_its_stderr_is_shown() {
+    let env = TestEnv::new();
+    let state = env.root.path().join("STATE");
+    let failing = format!("b=touch {}; exit 3", state.display());
+    let undo = format!("b=rm -f {}", state.display());
+    let out = env.run(&["stat", "-j", "1", "--variant", "a=", "--variant", &failing, "--variant-teardown", &undo]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("exited with status 3"), "{}", stderr(&out));
+    assert!(!state.exists(), "the teardown ran after the failed setup");
+    assert_eq!(env.results().variant_in_effect, None, "the teardown succeeded: nothing is left set");
+    // A setup that exits 0 but complains is shown and recorded, not trusted silently.
+    let knob = "b=echo 'sysctl: cannot stat /proc/sys/vm/no_such_knob' >&2; echo set";
+    let out =
+        env.run(&["stat", "-j", "1", "--share", "private", "--max-runs", "2", "--variant", "a=", "--variant", knob]);
+    assert_success(&out);
+    let warning = "--variant b: its setup exited 0 but wrote to stderr (run 1 of stat): sysctl: cannot stat";
+    assert!(stderr(&out).contains(warning), "{}", stderr(&out));
+    let doc = env.results();
+    let recorded: Vec<_> = doc.points.iter().flat_map(|p| &p.runs).filter_map(|r| r.setup_stderr.as_deref()).collect();
+    assert!(!recorded.is_empty() && recorded.iter().all(|s| s.contains("no_such_knob")), "{recorded:?}");
+}
+
+#[test]
+fn a_run_killed_during_a_setup_says_which_variant_may_be_in_effect() {
+    let env = TestEnv::new();
+    let started = env.root.path().join("started");
+    let setup = format!("b=touch {}; sleep 30", started.display());
+    let (dir, output) = (env.dir.display().to_string(), env.output.display().to_string());
+    let args = ["run", "stat", "-j", "1", "--share", "private", "-n", "1", "--warmup-runs", "0", "--duration", "0.05"];
+    let tail = ["--variant", "a=", "--variant", &setup, "--variant-teardown", "b=true", "--dir", &dir, "-o", &output];
+    let child = spawn_group(&[&args[..], &tail[..]].concat());
+    wait_until("b's setup", || started.exists());
+    // SAFETY: kill -9 of our own child's process group.
+    unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+    let _ = child.wait_with_output();
+    let doc = env.results();
+    assert_eq!(doc.status, fsscale::results::Status::Running);
+    assert_eq!(doc.variant_in_effect.as_deref(), Some("b"));
+    let out = fsscale().arg("analyze").arg(&env.output).output().unwrap();
+    let said = "its run stopped after --variant b's setup ran and before its teardown did: the setup may still be in \
+                effect on that machine; undo it by hand";
+    assert!(stderr(&out).contains(said) || stdout(&out).contains(said), "{}{}", stdout(&out), stderr(&out));
+    if is_root() {
+        let out = fsscale().arg("cleanup").output().unwrap();
+        let said = format!("--variant b's setup ran and its teardown did not (results file {})", env.output.display());
+        assert!(stdout(&out).contains(&said), "{}", stdout(&out));
+    }
+}

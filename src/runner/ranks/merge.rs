@@ -36,6 +36,7 @@ pub fn merge(mut records: Vec<RunRecord>, hosts: &[&str], clock_hz: f64) -> Opti
         run: first.run,
         position: None,
         started_at: None,
+        setup_stderr: None,
         ops,
         elapsed_s,
         ops_per_s,

@@ -139,7 +139,7 @@ impl Session<'_> {
         });
         while let Some(slot) = schedule.scheduler.next(&schedule.states) {
             let started = std::time::Instant::now();
-            let (record, fs_record) = self.run_slot(&mut pool, &schedule, slot, doc)?;
+            let (record, fs_record) = self.run_slot(&mut pool, &schedule, slot, doc, saver)?;
             let workload = schedule.plan[slot.point].1.workload;
             schedule.eta.record(slot.point, workload, started.elapsed().as_secs_f64());
             self.keep(doc, &mut schedule, slot, record, fs_record);
@@ -278,7 +278,8 @@ impl Session<'_> {
         pool: &mut FsPool<'_>,
         schedule: &Schedule,
         slot: Slot,
-        doc: &ResultsFile,
+        doc: &mut ResultsFile,
+        saver: &mut Saver,
     ) -> Result<(RunRecord, Option<FsRecord>)> {
         let (fs, spec) = &schedule.plan[slot.point];
         let state = &schedule.states[slot.point];
@@ -298,6 +299,7 @@ impl Session<'_> {
         });
         let started_at = results::rfc3339_millis(SystemTime::now());
         let oom_kills_before = self.memory.map_or(0, MemoryLimit::oom_kills);
+        let mut saver_error = None;
         let cgroup = self.containment.as_mut().map(|c| c.start_run());
         let (measurer, inputs, cpus, config, memory) =
             (self.measurer, self.inputs, self.cpus, self.config, self.memory);
@@ -318,11 +320,23 @@ impl Session<'_> {
                 let command = inputs.command.map(|c| CommandSpec { variant: Some(variant.name.clone()), ..c.clone() });
                 let inputs = Inputs { command: command.as_ref(), ..inputs };
                 let stop = || signals::check().is_err();
-                variant::under(variant, dir, spec.workers, config.stall_timeout, &stop, || {
-                    measurer.run_once(dir, RunJob { spec, timing: &timing, inputs, run, cpus })
-                })
+                // Journaled as it changes: a kill in between leaves a file that says what may be set.
+                let mut in_effect = |set: bool| {
+                    doc.variant_in_effect = set.then(|| variant.name.clone());
+                    saver_error = saver.variant_changed(doc).err().or(saver_error.take());
+                };
+                let applied =
+                    variant::under(variant, dir, spec.workers, config.stall_timeout, &stop, &mut in_effect, || {
+                        measurer.run_once(dir, RunJob { spec, timing: &timing, inputs, run, cpus })
+                    })?;
+                let mut record = applied.value;
+                record.setup_stderr = applied.setup_stderr;
+                Ok(record)
             })
         });
+        if let Some(error) = saver_error {
+            return Err(error);
+        }
         if let (Some(c), Some(cgroup)) = (self.containment.as_mut(), cgroup) {
             let killed = c.end_run(cgroup);
             if killed > 0 {
@@ -344,6 +358,15 @@ impl Session<'_> {
             _ => error,
         });
         let (mut record, fs_record) = outcome.map_err(|error| self.run_error(error, doc, spec, slot, run))?;
+        if let (Some(stderr), Some(v)) = (&record.setup_stderr, spec.variant) {
+            self.progress.warning(&format!(
+                "--variant {}: its setup exited 0 but wrote to stderr (run {} of {}): {}",
+                self.config.variants[v].name,
+                run + 1,
+                spec.workload,
+                crate::escape::for_terminal(stderr)
+            ));
+        }
         self.warn_of_mismatches(&record, spec, run);
         record.started_at = Some(started_at);
         Ok((record, fs_record))
