@@ -22,10 +22,32 @@ impl Dataset {
     /// line split at any of `delimiters`; lines whose fields run out, or
     /// reach a field starting with `#` first, are skipped.
     pub fn parse(name: &str, text: &[u8], column: usize, delimiters: &[u8]) -> Result<Dataset, Failure> {
+        Dataset::read(name, &mut std::io::Cursor::new(text), column, delimiters)
+    }
+
+    /// [`Dataset::parse`] of what `input` gives, read as ministat reads it:
+    /// a line (at most a buffer's worth) at a time, so memory grows with
+    /// the values read, never with a line's length (`/dev/zero` is one
+    /// invalid line, not an endless read).
+    pub fn read(
+        name: &str,
+        input: &mut dyn std::io::BufRead,
+        column: usize,
+        delimiters: &[u8],
+    ) -> Result<Dataset, Failure> {
         let mut points = Vec::new();
         let (mut sum, mut sum_squares) = (0.0, 0.0);
-        for (index, record) in fgets_records(text).enumerate() {
-            let line = trim_trailing_space(record);
+        let mut record = Vec::with_capacity(LINE_BUFFER);
+        let shown = crate::escape::for_terminal(name);
+        let name = shown.as_ref();
+        for index in 0.. {
+            if !next_record(input, &mut record).map_err(|e| Failure {
+                stderr: format!("ministat: reading {name}: {}\n", crate::sys::errno_text_plain(&e)),
+                code: 1,
+            })? {
+                break;
+            }
+            let line = trim_trailing_space(&record);
             let mut fields = line.split(|b| delimiters.contains(b)).filter(|f| !f.is_empty());
             let mut chosen = None;
             for (i, field) in (1..).zip(&mut fields) {
@@ -119,20 +141,31 @@ impl Dataset {
     }
 }
 
-/// Splits like successive `fgets` calls: after each newline, or after
-/// `LINE_BUFFER - 1` bytes.
-fn fgets_records(text: &[u8]) -> impl Iterator<Item = &[u8]> {
-    let mut rest = text;
-    std::iter::from_fn(move || {
-        if rest.is_empty() {
-            return None;
+/// Reads the next record into `record` as `fgets` would: through the next
+/// newline, or `LINE_BUFFER - 1` bytes, whichever comes first; false at the end.
+fn next_record(input: &mut dyn std::io::BufRead, record: &mut Vec<u8>) -> std::io::Result<bool> {
+    record.clear();
+    while record.len() < LINE_BUFFER - 1 {
+        let available = match input.fill_buf() {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if available.is_empty() {
+            break;
         }
-        let limit = rest.len().min(LINE_BUFFER - 1);
-        let end = rest[..limit].iter().position(|&b| b == b'\n').map(|p| p + 1).unwrap_or(limit);
-        let (record, tail) = rest.split_at(end);
-        rest = tail;
-        Some(record)
-    })
+        let room = (LINE_BUFFER - 1 - record.len()).min(available.len());
+        let (take, newline) = match available[..room].iter().position(|&b| b == b'\n') {
+            Some(p) => (p + 1, true),
+            None => (room, false),
+        };
+        record.extend_from_slice(&available[..take]);
+        input.consume(take);
+        if newline {
+            break;
+        }
+    }
+    Ok(!record.is_empty())
 }
 
 /// Removes trailing bytes for which C's `isspace` is true.

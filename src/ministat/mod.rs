@@ -270,18 +270,20 @@ pub fn run(options: &Options, default_width: i64, stdin: &mut dyn Read) -> Resul
     let names: Vec<String> = if options.files.is_empty() { vec!["-".to_string()] } else { options.files.clone() };
     let mut sets = Vec::with_capacity(names.len());
     for name in &names {
-        let (shown, text) = if name == "-" {
-            let mut text = Vec::new();
-            let _ = stdin.read_to_end(&mut text);
-            ("<stdin>".to_string(), text)
+        let set = if name == "-" {
+            Dataset::read("<stdin>", &mut std::io::BufReader::new(&mut *stdin), options.column, &options.delimiters)?
         } else {
-            let text = std::fs::read(name).map_err(|e| Failure {
-                stderr: format!("ministat: Cannot open {name}: {}\n", crate::sys::errno_text_plain(&e)),
+            let file = std::fs::File::open(name).map_err(|e| Failure {
+                stderr: format!(
+                    "ministat: Cannot open {}: {}\n",
+                    crate::escape::for_terminal(name),
+                    crate::sys::errno_text_plain(&e)
+                ),
                 code: 1,
             })?;
-            (name.clone(), text)
+            Dataset::read(name, &mut std::io::BufReader::new(file), options.column, &options.delimiters)?
         };
-        sets.push(Dataset::parse(&shown, &text, options.column, &options.delimiters)?);
+        sets.push(set);
     }
     let width = options.width.unwrap_or(default_width);
     if width > MAX_WIDTH {

@@ -1,6 +1,7 @@
 //! The results document: typed, versioned JSON, rewritten after every
 //! finished run so that a crash or Ctrl-C loses nothing already measured.
 
+pub mod bounds;
 mod check;
 mod host;
 mod journal;
@@ -552,6 +553,7 @@ impl ResultsFile {
             .with_context(|| format!("reading results file {}", path.display()))?;
         let parsed = serde_json::from_str::<ResultsFile>(&text).map_err(anyhow::Error::from).and_then(|mut doc| {
             doc.fold_journal(path)?;
+            doc.bound_profiles();
             doc.check()?;
             // Stored summaries are a cache of the runs: a file edited (or
             // crafted) to disagree with them is read as its runs say.

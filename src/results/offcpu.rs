@@ -104,7 +104,11 @@ impl OffCpuProfile {
                 entry.max_asleep_s = entry.max_asleep_s.max(s.max_asleep_s);
             }
         }
-        total.map(|t| OffCpuProfile { sites: Self::rank(sites.into_values().collect()), ..t })
+        total.map(|mut t| {
+            // Many runs' stacks together stay within what one profile may hold.
+            super::bounds::bound_stacks(&mut t.folded, &mut super::bounds::Uncounted);
+            OffCpuProfile { sites: Self::rank(sites.into_values().collect()), ..t }
+        })
     }
 }
 

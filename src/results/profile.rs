@@ -282,6 +282,10 @@ impl CpuProfile {
                 *t.folded.entry(stack.clone()).or_default() += n;
             }
         }
+        // Many runs' stacks together stay within what one profile may hold.
+        if let Some(t) = &mut total {
+            super::bounds::bound_stacks(&mut t.folded, &mut super::bounds::Uncounted);
+        }
         total
     }
 

@@ -1,0 +1,156 @@
+//! What reading a received results file may cost: a profile's stacks,
+//! frames and sites are capped as the file is read, so that no crafted
+//! file makes a report recurse as deep as it says, work in its square, or
+//! take memory beyond a small multiple of its size. Real profiles are far
+//! inside the caps: perf keeps 127 frames by default, fsscale's own
+//! profiles keep 40 sites per run.
+
+use std::collections::BTreeMap;
+
+use super::profile::MAX_LOCK_OBJECTS;
+use super::{ResultsFile, RunRecord};
+
+/// Frames a stack keeps: the root-most, then one `[N more frames]` frame.
+pub const MAX_FRAMES: usize = 512;
+/// Distinct stacks a profile keeps: the heaviest, then one `[other stacks]`.
+pub const MAX_STACKS: usize = 20_000;
+/// Sites a lock or off-CPU profile keeps (the heaviest; they come ranked).
+pub const MAX_SITES: usize = 400;
+
+/// What capping cut, for the reader's note.
+#[derive(Default)]
+struct Cut {
+    deep_stacks: usize,
+    stacks: usize,
+    sites: usize,
+}
+
+impl ResultsFile {
+    /// Caps every run's profiles (see the module's doc), noting what was cut.
+    pub(super) fn bound_profiles(&mut self) {
+        let mut cut = Cut::default();
+        for point in &mut self.points {
+            for run in point.runs.iter_mut().chain(point.warmup_runs.iter_mut()) {
+                bound_run(run, &mut cut);
+            }
+        }
+        if cut.deep_stacks > 0 {
+            self.read_notes.push(format!(
+                "{} stack(s) deeper than {MAX_FRAMES} frames were cut to their first {MAX_FRAMES}",
+                cut.deep_stacks
+            ));
+        }
+        if cut.stacks > 0 {
+            self.read_notes.push(format!(
+                "{} of a profile's stacks beyond its heaviest {MAX_STACKS} were summed as one",
+                cut.stacks
+            ));
+        }
+        if cut.sites > 0 {
+            self.read_notes.push(format!("{} sites beyond a profile's first {MAX_SITES} were left out", cut.sites));
+        }
+    }
+}
+
+fn bound_run(run: &mut RunRecord, cut: &mut Cut) {
+    if let Some(p) = &mut run.cpu_profile {
+        bound_stacks(&mut p.folded, cut);
+    }
+    if let Some(p) = &mut run.offcpu {
+        bound_stacks(&mut p.folded, cut);
+        cut.sites += p.sites.len().saturating_sub(MAX_SITES);
+        p.sites.truncate(MAX_SITES);
+    }
+    if let Some(p) = &mut run.locks {
+        cut.sites += p.sites.len().saturating_sub(MAX_SITES);
+        p.sites.truncate(MAX_SITES);
+        for site in &mut p.sites {
+            site.objects.truncate(MAX_LOCK_OBJECTS);
+        }
+    }
+}
+
+/// Caps `folded` (`root;...;leaf` → weight) in frames per stack and in stacks.
+pub fn bound_stacks(folded: &mut BTreeMap<String, u64>, cut: &mut impl CutCounter) {
+    if folded.keys().any(|k| k.len() > MAX_FRAMES && k.split(';').nth(MAX_FRAMES).is_some()) {
+        let mut deep = 0;
+        let old = std::mem::take(folded);
+        for (stack, weight) in old {
+            let key = match stack.match_indices(';').nth(MAX_FRAMES - 1) {
+                Some((at, _)) => {
+                    deep += 1;
+                    let more = stack[at + 1..].split(';').count();
+                    format!("{};[{more} more frames]", &stack[..at])
+                }
+                None => stack,
+            };
+            *folded.entry(key).or_default() += weight;
+        }
+        cut.deep(deep);
+    }
+    if folded.len() > MAX_STACKS {
+        let mut by_weight: Vec<(String, u64)> = std::mem::take(folded).into_iter().collect();
+        by_weight.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        let rest: u64 = by_weight[MAX_STACKS - 1..].iter().map(|(_, w)| w).fold(0u64, |a, w| a.saturating_add(*w));
+        cut.stacks(by_weight.len() - (MAX_STACKS - 1));
+        by_weight.truncate(MAX_STACKS - 1);
+        folded.extend(by_weight);
+        *folded.entry("[other stacks]".to_string()).or_default() += rest;
+    }
+}
+
+/// Where [`bound_stacks`] counts what it cut.
+pub trait CutCounter {
+    fn deep(&mut self, stacks: usize);
+    fn stacks(&mut self, stacks: usize);
+}
+
+impl CutCounter for Cut {
+    fn deep(&mut self, stacks: usize) {
+        self.deep_stacks += stacks;
+    }
+    fn stacks(&mut self, stacks: usize) {
+        self.stacks += stacks;
+    }
+}
+
+/// A count nobody reads: profiles summed over runs are capped again, silently.
+pub struct Uncounted;
+
+impl CutCounter for Uncounted {
+    fn deep(&mut self, _: usize) {}
+    fn stacks(&mut self, _: usize) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_deep_stack_keeps_its_first_frames_and_says_how_many_more() {
+        let deep: Vec<String> = (0..MAX_FRAMES + 10).map(|i| format!("f{i}")).collect();
+        let mut folded = BTreeMap::from([(deep.join(";"), 7), ("a;b".to_string(), 3)]);
+        let mut cut = Cut::default();
+        bound_stacks(&mut folded, &mut cut);
+        assert_eq!(cut.deep_stacks, 1);
+        let (key, weight) = folded.iter().find(|(k, _)| k.starts_with("f0;")).unwrap();
+        assert_eq!(*weight, 7);
+        assert_eq!(key.split(';').count(), MAX_FRAMES + 1);
+        assert!(key.ends_with(&format!(";f{};[10 more frames]", MAX_FRAMES - 1)), "{key}");
+        assert_eq!(folded["a;b"], 3);
+    }
+
+    #[test]
+    fn stacks_beyond_the_cap_are_summed_as_one_and_the_total_kept() {
+        let mut folded: BTreeMap<String, u64> = (0..MAX_STACKS as u64 + 50).map(|i| (format!("s{i}"), i + 1)).collect();
+        let total: u64 = folded.values().sum();
+        let mut cut = Cut::default();
+        bound_stacks(&mut folded, &mut cut);
+        assert_eq!(folded.len(), MAX_STACKS);
+        assert_eq!(folded.values().sum::<u64>(), total);
+        assert_eq!(cut.stacks, 51);
+        // The heaviest stay.
+        assert!(folded.contains_key(&format!("s{}", MAX_STACKS + 49)));
+        assert!(!folded.contains_key("s0"));
+    }
+}

@@ -1,0 +1,89 @@
+//! A received results file, or an input, costs no more than its size to
+//! read (no recursion as deep as it says, no work in its square, memory
+//! within a small multiple of it) and cannot drive the terminal it is
+//! shown on.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use crate::util::*;
+
+/// Runs fsscale with `args` under GNU time to its end: its status, stdout,
+/// stderr and peak resident KiB. (wait4's own `ru_maxrss` would count the
+/// test process's memory the child had between fork and exec.)
+fn run_measured(args: &[&std::ffi::OsStr], dir: &Path) -> (std::process::ExitStatus, String, String, i64) {
+    let peak = dir.join("peak");
+    let out = Command::new("/usr/bin/time")
+        .arg("-o")
+        .arg(&peak)
+        .args(["-f", "%M", env!("CARGO_BIN_EXE_fsscale")])
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("GNU time (.ci/run installs it)");
+    let text = std::fs::read_to_string(&peak).unwrap();
+    let kib = text.lines().filter_map(|l| l.trim().parse().ok()).next_back().unwrap_or_else(|| panic!("{text}"));
+    (out.status, stdout(&out), stderr(&out), kib)
+}
+
+fn has_gnu_time(test: &str) -> bool {
+    prerequisite(Path::new("/usr/bin/time").exists(), test, "no /usr/bin/time (Debian's time)")
+}
+
+/// A real run's file with `profile` (a CPU profile's JSON) in its first run.
+fn with_cpu_profile(env: &TestEnv, folded: serde_json::Value, name: &str) -> std::path::PathBuf {
+    let mut doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&env.output).unwrap()).unwrap();
+    doc["points"][0]["runs"][0]["cpu_profile"] = serde_json::json!({
+        "event": "cpu-clock", "frequency_hz": 1000, "samples": 100, "kernel_samples": 50, "lost_samples": 0,
+        "folded": folded,
+    });
+    let path = env.root.path().join(name);
+    std::fs::write(&path, serde_json::to_string(&doc).unwrap()).unwrap();
+    path
+}
+
+#[test]
+fn a_crafted_profile_costs_no_more_than_its_size_to_report_and_compare() {
+    if !has_gnu_time("crafted profiles") {
+        return;
+    }
+    let env = TestEnv::new();
+    assert_success(&env.run(&["stat", "-j", "1", "-n", "2"]));
+    // One stack of 40,000 frames: a report recursing per frame overflowed its stack.
+    let deep: Vec<String> = (0..40_000).map(|i| format!("frame_{i}")).collect();
+    let deep = with_cpu_profile(&env, serde_json::json!({ deep.join(";"): 5, "a;b": 3 }), "deep.json");
+    // 300,000 four-frame stacks: 11 MB of JSON.
+    let wide: serde_json::Map<String, serde_json::Value> =
+        (0..300_000).map(|i| (format!("a{i};b{i};c{i};d{i}"), serde_json::json!(1))).collect();
+    let wide = with_cpu_profile(&env, serde_json::Value::Object(wide), "wide.json");
+    for (file, note) in [
+        (&deep, "1 stack(s) deeper than 512 frames were cut to their first 512"),
+        (&wide, "280001 of a profile's stacks beyond its heaviest 20000 were summed as one"),
+    ] {
+        let size_kib = (std::fs::metadata(file).unwrap().len() / 1024) as i64;
+        let html = env.root.path().join("report.html");
+        let (status, _, err, rss) =
+            run_measured(&["report".as_ref(), file.as_os_str(), "-o".as_ref(), html.as_os_str()], env.root.path());
+        assert!(status.success(), "{status:?}: {err}");
+        assert!(err.contains(note), "the reader is told what was cut: {err}");
+        assert!(std::fs::read_to_string(&html).unwrap().contains("<svg"), "the flame graph is drawn");
+        // fsscale's own footprint (~20 MiB) plus a small multiple of the file.
+        assert!(rss < 40 * 1024 + 8 * size_kib, "report of a {size_kib} KiB file peaked at {rss} KiB");
+        let (status, _, err, rss) =
+            run_measured(&["compare".as_ref(), env.output.as_os_str(), file.as_os_str()], env.root.path());
+        assert!(status.code().is_some(), "compare was killed: {status:?} {err}");
+        assert!(rss < 40 * 1024 + 8 * size_kib, "compare of a {size_kib} KiB file peaked at {rss} KiB");
+    }
+}
+
+#[test]
+fn ministat_reads_an_endless_input_a_line_at_a_time() {
+    if !has_gnu_time("ministat /dev/zero") {
+        return;
+    }
+    let env = TestEnv::new();
+    let (status, _, err, rss) = run_measured(&["ministat".as_ref(), "/dev/zero".as_ref()], env.root.path());
+    assert_eq!(status.code(), Some(2));
+    assert_eq!(err, "ministat: Invalid data on line 1 in /dev/zero\n");
+    assert!(rss < 64 * 1024, "{rss} KiB");
+}
