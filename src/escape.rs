@@ -58,6 +58,50 @@ pub fn lines_for_terminal(text: &str) -> String {
     text.split('\n').map(for_terminal).collect::<Vec<_>>().join("\n")
 }
 
+/// Everything fsscale's binary writes to stdout or stderr passes here, so
+/// that no string it holds (a received file's label, error or frame name; an
+/// argument) can drive the terminal: the control characters fsscale's own
+/// output uses are kept (newline, tab, carriage return, and the CSI
+/// sequences that colour text and erase a line: `ESC [ digits ; m` and
+/// `ESC [ K`); every other one (an OSC that sets the title or writes the
+/// clipboard, a cursor move, C1 controls) is escaped as [`for_terminal`] does.
+pub fn for_output(text: &str) -> std::borrow::Cow<'_, str> {
+    let harmless = |c: char| matches!(c, '\n' | '\t' | '\r') || !c.is_control();
+    if text.chars().all(harmless) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        if c == '\u{1b}' {
+            if let Some(len) = own_sequence(rest) {
+                out.push_str(&rest[..len]);
+                rest = &rest[len..];
+                continue;
+            }
+        }
+        if harmless(c) {
+            out.push(c);
+        } else {
+            out.push_str(&for_terminal(c.encode_utf8(&mut [0; 4])));
+        }
+        rest = &rest[c.len_utf8()..];
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// The length of a colour (`ESC [ 0;32 m`) or erase-line (`ESC [ K`)
+/// sequence at the start of `text`, if one is there.
+fn own_sequence(text: &str) -> Option<usize> {
+    let params = text.strip_prefix("\u{1b}[")?;
+    let digits = params.bytes().take_while(|b| b.is_ascii_digit() || *b == b';').count();
+    match params.as_bytes().get(digits) {
+        Some(b'm') => Some(2 + digits + 1),
+        Some(b'K') if digits == 0 => Some(3),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -70,6 +114,16 @@ mod tests {
         assert_eq!(for_terminal("a\nb\tc"), "a\\nb\\tc");
         assert_eq!(lines_for_terminal("a\u{1b}\nb"), "a\\x1b\nb");
         assert!(!for_terminal(osc).chars().any(char::is_control));
+    }
+
+    #[test]
+    fn output_keeps_fsscales_own_colours_and_escapes_everything_else() {
+        let ours = "\r\u{1b}[K[1/2] stat\tx\n  \u{1b}[32mbetter\u{1b}[0m\n";
+        assert_eq!(for_output(ours), ours);
+        let title = "label \u{1b}]0;pwned\u{7} \u{1b}]52;c;Zm9v\u{1b}\\ \u{1b}[2A \u{9b}31m";
+        let shown = for_output(title);
+        assert_eq!(shown, "label \\x1b]0;pwned\\x07 \\x1b]52;c;Zm9v\\x1b\\ \\x1b[2A \\x9b31m");
+        assert!(!shown.contains('\u{1b}') && !shown.contains('\u{7}') && !shown.contains('\u{9b}'));
     }
 
     #[test]

@@ -3,16 +3,20 @@
 // The standard `eprintln!`/`eprint!` panic when stderr is closed (`2>&1 |
 // true`): a warning would then kill a run and leave its results "running".
 // These shadow them in every module of the binary and drop what cannot be written.
+// They also pass what they write through `escape::for_output`: no string
+// from a received file or an argument can drive the terminal.
 macro_rules! eprintln {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
-        let _ = writeln!(std::io::stderr(), $($arg)*);
+        let text = format!($($arg)*);
+        let _ = writeln!(std::io::stderr(), "{}", fsscale::escape::for_output(&text));
     }};
 }
 macro_rules! eprint {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
-        let _ = write!(std::io::stderr(), $($arg)*);
+        let text = format!($($arg)*);
+        let _ = write!(std::io::stderr(), "{}", fsscale::escape::for_output(&text));
     }};
 }
 
@@ -127,9 +131,11 @@ fn ministat(args: &[String]) -> ExitCode {
     }
 }
 
-/// Writes to stdout; a closed pipe (`fsscale list | head`) is not an error.
+/// Writes to stdout (see `escape::for_output`); a closed pipe (`fsscale
+/// list | head`) is not an error.
 fn print(text: &str) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
+    let text = fsscale::escape::for_output(text);
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
         _ => Ok(()),

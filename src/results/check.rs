@@ -4,6 +4,7 @@
 use anyhow::{bail, Result};
 
 use super::{ResultsFile, Status, SCHEMA_VERSION};
+use crate::plan::variant::{is_valid_name, NAME_RULE};
 
 /// The largest figure a run may carry: 1e8 times what the fastest
 /// syscall loop reaches on one core (about 1e7 ops/s), and far below where
@@ -34,8 +35,27 @@ impl ResultsFile {
                 self.schema_version
             );
         }
+        let names = self.settings.variants.iter().map(|v| v.name.as_str());
+        let points = self.points.iter().filter_map(|p| p.variant.as_deref());
+        if let Some(bad) = names.chain(points).chain(self.variant_in_effect.as_deref()).find(|n| !is_valid_name(n)) {
+            bail!("a variant is named {}, which no run gives ({NAME_RULE})", crate::escape::shell_word(bad));
+        }
         for point in &self.points {
             let name = || format!("{} at {} workers", point.workload, point.workers);
+            if point.workers == 0 {
+                bail!("{}: a point of 0 workers, which no run has", point.workload);
+            }
+            if let Some(run) =
+                point.runs.iter().chain(&point.warmup_runs).find(|r| r.per_worker_ops.len() > point.workers)
+            {
+                bail!(
+                    "{}, run {}: ops of {} workers, which no run of {} workers has",
+                    name(),
+                    run.run + 1,
+                    run.per_worker_ops.len(),
+                    point.workers
+                );
+            }
             for run in &point.runs {
                 for (what, value) in [
                     ("ops_per_s", run.ops_per_s),

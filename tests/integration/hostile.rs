@@ -87,3 +87,76 @@ fn ministat_reads_an_endless_input_a_line_at_a_time() {
     assert_eq!(err, "ministat: Invalid data on line 1 in /dev/zero\n");
     assert!(rss < 64 * 1024, "{rss} KiB");
 }
+
+/// A terminal sequence that sets the window title (OSC 0) and one that
+/// writes the clipboard (OSC 52).
+const OSC: &str = "\u{1b}]0;owned\u{7}\u{1b}]52;c;aGk=\u{7}\u{9b}2J";
+
+/// Whether `text` could drive a terminal: any control character but
+/// newline, tab and fsscale's own colour and erase-line sequences.
+fn drives_a_terminal(text: &str) -> bool {
+    let stripped =
+        text.replace("\u{1b}[K", "").replace("\u{1b}[0m", "").replace("\u{1b}[31m", "").replace("\u{1b}[32m", "");
+    stripped.chars().any(|c| c.is_control() && !matches!(c, '\n' | '\t' | '\r'))
+}
+
+#[test]
+fn strings_from_a_received_file_or_an_argument_cannot_drive_the_terminal() {
+    let env = TestEnv::new();
+    assert_success(&env.run(&["stat", "-j", "1", "-n", "2"]));
+    let mut doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&env.output).unwrap()).unwrap();
+    doc["label"] = format!("label{OSC}").into();
+    doc["note"] = format!("note{OSC}").into();
+    doc["error"] = format!("error{OSC}").into();
+    doc["status"] = "failed".into();
+    doc["host"]["kernel_release"] = format!("6.1{OSC}").into();
+    doc["host"]["cpu_model"] = format!("EPYC{OSC}").into();
+    doc["host"]["hostname"] = format!("host{OSC}").into();
+    doc["points"][0]["runs"][0]["cpu_profile"] = serde_json::json!({
+        "event": "cpu-clock", "frequency_hz": 1000, "samples": 10, "kernel_samples": 5, "lost_samples": 0,
+        "folded": { format!("main;frame{OSC}"): 10 },
+    });
+    let crafted = env.root.path().join("crafted.json");
+    std::fs::write(&crafted, serde_json::to_string(&doc).unwrap()).unwrap();
+    let outputs = [
+        fsscale().arg("analyze").arg(&crafted).output().unwrap(),
+        fsscale().arg("compare").arg(&env.output).arg(&crafted).output().unwrap(),
+        fsscale().arg("compare").arg(&crafted).arg(&env.output).args(["--format", "markdown"]).output().unwrap(),
+        fsscale().arg("export").arg(&crafted).args(["--format", "csv"]).output().unwrap(),
+    ];
+    for out in &outputs {
+        let (o, e) = (stdout(out), stderr(out));
+        assert!(!drives_a_terminal(&o) && !drives_a_terminal(&e), "stdout:\n{o:?}\nstderr:\n{e:?}");
+    }
+    // What the strings said is still there, escaped.
+    let text = stdout(&outputs[0]) + &stderr(&outputs[0]);
+    assert!(text.contains("\\x1b]0;owned\\x07"), "{text}");
+    // A variant name no run gives is refused, and shown escaped.
+    doc["points"][0]["variant"] = format!("a{OSC}").into();
+    std::fs::write(&crafted, serde_json::to_string(&doc).unwrap()).unwrap();
+    let out = fsscale().arg("analyze").arg(&crafted).output().unwrap();
+    assert_one_line_error(&out, "a variant is named $'a\\x1b]0;owned");
+    assert!(!drives_a_terminal(&stderr(&out)));
+    // An argument's control characters are escaped in the error that names it.
+    let out = env.run(&[&format!("stat{OSC}")]);
+    assert!(!out.status.success());
+    assert!(!drives_a_terminal(&stderr(&out)), "{:?}", stderr(&out));
+    assert!(stderr(&out).contains("]0;owned"), "the argument is still named: {}", stderr(&out));
+}
+
+#[test]
+fn a_file_whose_workers_do_not_add_up_is_refused_at_load() {
+    let env = TestEnv::new();
+    assert_success(&env.run(&["stat", "-j", "2", "-n", "2"]));
+    let original: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&env.output).unwrap()).unwrap();
+    let crafted = env.root.path().join("crafted.json");
+    let mut zero = original.clone();
+    zero["points"][0]["workers"] = 0.into();
+    std::fs::write(&crafted, serde_json::to_string(&zero).unwrap()).unwrap();
+    assert_one_line_error(&fsscale().arg("analyze").arg(&crafted).output().unwrap(), "a point of 0 workers");
+    let mut more = original;
+    more["points"][0]["runs"][0]["per_worker_ops"] = serde_json::json!([1, 2, 3, 4]);
+    std::fs::write(&crafted, serde_json::to_string(&more).unwrap()).unwrap();
+    let out = fsscale().arg("analyze").arg(&crafted).output().unwrap();
+    assert_one_line_error(&out, "run 1: ops of 4 workers, which no run of 2 workers has");
+}
