@@ -151,6 +151,16 @@ pub fn compare_command(args: &CompareArgs) -> Result<(String, Option<Regressed>,
     for path in args.new.iter().filter(|_| args.vs.is_empty()) {
         let new = load(path)?;
         let c = compare(&base, &new, &name(&args.base, &base), &name(path, &new), &config);
+        let without_cpu = |u: &String| u.contains("no worker CPU time recorded");
+        if c.rows.is_empty() && !c.unmatched.is_empty() && c.unmatched.iter().all(without_cpu) {
+            bail!(
+                "{} and {} have points in common, but not the workers' CPU time --per-cpu divides by (e.g. {}); \
+                 compare without --per-cpu",
+                label(&args.base),
+                label(path),
+                c.unmatched[0]
+            );
+        }
         if c.rows.is_empty() {
             bail!(
                 "{} and {} have no point in common (same workload, mode, share and workers); nothing to compare",

@@ -420,6 +420,15 @@ impl FsRecord {
     }
 }
 
+/// A number as a person reads it back: `1e-300` and `1e308`, not hundreds of digits.
+pub fn readable_number(value: f64) -> String {
+    if value != 0.0 && (value.abs() < 1e-4 || value.abs() >= 1e15) {
+        format!("{value:e}")
+    } else {
+        format!("{value}")
+    }
+}
+
 /// 1.5 GiB, 512 MiB: binary units, as `--fs-size` takes them.
 pub fn format_size(bytes: u64) -> String {
     const GIB: f64 = (1u64 << 30) as f64;

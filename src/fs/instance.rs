@@ -226,12 +226,19 @@ pub(super) fn undo(entry: &Entry, mounted: bool) -> Result<Vec<String>> {
             Err(e) => drop(first.get_or_insert(e)),
         }
     }
-    // The image as fsscale made it: the inode recorded at creation (or, in an
-    // entry written before it was, the regular file there now).
-    let image_id = entry.image_id.or_else(|| {
-        let image = entry.image.as_ref()?;
-        std::fs::symlink_metadata(image).ok().filter(|m| m.file_type().is_file()).map(|m| (m.dev(), m.ino()))
-    });
+    // The image as fsscale made it: the inode recorded at creation. An entry
+    // without one (cut short, or forged) names a file nobody can prove is
+    // fsscale's: it is left alone, and said so.
+    let image_id = entry.image_id;
+    if let (Some(image), None) = (&entry.image, image_id) {
+        if std::fs::symlink_metadata(image).is_ok() {
+            first.get_or_insert(anyhow!(
+                "not removing {}: its registry entry records no inode, so nothing proves fsscale made it; \
+                 remove it by hand if it is yours",
+                image.display()
+            ));
+        }
+    }
     if let (Some(dev), Some(id)) = (&entry.loop_device, image_id) {
         match loopdev::detach_if_serving(dev, id) {
             Ok(true) => done.push(format!("detached loop device {dev}")),
@@ -242,7 +249,7 @@ pub(super) fn undo(entry: &Entry, mounted: bool) -> Result<Vec<String>> {
     if let Some(image) = &entry.image {
         let ours = image.file_name().is_some_and(|n| n.to_string_lossy().starts_with(super::registry::PREFIX));
         let same = std::fs::symlink_metadata(image)
-            .is_ok_and(|m| m.file_type().is_file() && image_id.is_none_or(|id| id == (m.dev(), m.ino())));
+            .is_ok_and(|m| m.file_type().is_file() && image_id == Some((m.dev(), m.ino())));
         if ours && same {
             match std::fs::remove_file(image) {
                 Ok(()) => done.push(format!("removed image {}", image.display())),

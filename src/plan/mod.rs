@@ -254,11 +254,13 @@ impl RunConfig {
         if self.runs == 0 {
             bail!("--runs must be at least 1");
         }
-        if let Some(pct) = self.until_ci_pct {
-            if !(pct > 0.0 && pct < 100.0) {
+        if let Some(value) = self.until_ci_pct {
+            let pct = crate::vocab::readable_number(value);
+            let pct = pct.as_str();
+            if !(value > 0.0 && value < 100.0) {
                 bail!("--until-ci {pct}: give the half-width of the confidence interval in percent of the mean, e.g. --until-ci 2");
             }
-            if pct < MIN_UNTIL_CI_PCT {
+            if value < MIN_UNTIL_CI_PCT {
                 bail!(
                     "--until-ci {pct}: no run-to-run noise is that small (the clock alone is coarser); \
                      use at least --until-ci {MIN_UNTIL_CI_PCT}"

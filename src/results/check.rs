@@ -13,11 +13,7 @@ pub const MAX_FIGURE: f64 = 1e15;
 
 /// A figure as a person reads it: `1e308`, not 309 digits.
 fn shown(value: f64) -> String {
-    if value.abs() >= MAX_FIGURE {
-        format!("{value:e}")
-    } else {
-        format!("{value}")
-    }
+    crate::vocab::readable_number(value)
 }
 
 impl ResultsFile {

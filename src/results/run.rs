@@ -167,7 +167,9 @@ impl RunRecord {
     /// less with other load than ops/s does. `None` without CPU time.
     pub fn ops_per_cpu_s(&self) -> Option<f64> {
         let cpu = self.worker_cpu.user_s + self.worker_cpu.sys_s;
-        (cpu > 0.0).then(|| self.ops as f64 / cpu)
+        // Below a microsecond no clock measured it: a figure of it would be noise, or infinite.
+        let rate = (cpu >= 1e-6).then(|| self.ops as f64 / cpu)?;
+        (rate.is_finite() && rate <= super::check::MAX_FIGURE).then_some(rate)
     }
 
     /// Each worker's shares of its own window spent runnable but waiting

@@ -160,3 +160,22 @@ fn a_file_whose_workers_do_not_add_up_is_refused_at_load() {
     let out = fsscale().arg("analyze").arg(&crafted).output().unwrap();
     assert_one_line_error(&out, "run 1: ops of 4 workers, which no run of 2 workers has");
 }
+
+#[test]
+fn compare_per_cpu_names_missing_cpu_time_and_survives_a_crafted_tiny_one() {
+    let env = TestEnv::new();
+    assert_success(&env.run(&["stat", "-j", "1", "-n", "3"]));
+    let mut doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&env.output).unwrap()).unwrap();
+    let crafted = env.root.path().join("crafted.json");
+    for cpu in [0.0, 1e-300] {
+        for point in doc["points"].as_array_mut().unwrap() {
+            for run in point["runs"].as_array_mut().unwrap() {
+                run["worker_cpu"]["user_s"] = cpu.into();
+                run["worker_cpu"]["sys_s"] = cpu.into();
+            }
+        }
+        std::fs::write(&crafted, serde_json::to_string(&doc).unwrap()).unwrap();
+        let out = fsscale().arg("compare").arg(&env.output).arg(&crafted).arg("--per-cpu").output().unwrap();
+        assert_one_line_error(&out, "have points in common, but not the workers' CPU time --per-cpu divides by");
+    }
+}

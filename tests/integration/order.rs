@@ -124,7 +124,10 @@ fn until_ci_repeats_a_point_until_precise_or_the_cap() {
     assert!(easy.results().points.iter().all(|p| p.runs.len() == 5));
     // Bad values are refused before anything runs.
     assert_one_line_error(&env.run(&["stat", "--until-ci", "0"]), "--until-ci 0: give the half-width");
-    assert_one_line_error(&env.run(&["stat", "--until-ci", "1e-300"]), "use at least --until-ci 0.01");
+    assert_one_line_error(
+        &env.run(&["stat", "--until-ci", "1e-300"]),
+        "--until-ci 1e-300: no run-to-run noise is that small (the clock alone is coarser); use at least --until-ci 0.01",
+    );
     assert_one_line_error(
         &env.run(&["stat", "-n", "5", "--until-ci", "2", "--max-runs", "3"]),
         "--max-runs 3 is below",

@@ -201,6 +201,17 @@ fn a_forged_registry_entry_cannot_delete_a_file_outside_fsscales_image_directori
     let _ = std::fs::remove_file(&entry);
     assert!(stdout(&out).contains("is not named by its real path"), "{}{}", stdout(&out), stderr(&out));
     victim.assert_untouched();
+    // Named by its real path, but with no inode recorded: nothing proves fsscale made it.
+    let text = format!(
+        r#"{{"pid":1,"mountpoint":"/run/fsscale/mnt-{id}","image":"{}","loop_device":null}}"#,
+        victim.path.display()
+    );
+    std::fs::write(&entry, text).unwrap();
+    let out = fsscale().arg("cleanup").output().unwrap();
+    let _ = std::fs::remove_file(&entry);
+    let said = format!("not removing {}: its registry entry records no inode", victim.path.display());
+    assert!(stdout(&out).contains(&said) || stderr(&out).contains(&said), "{}{}", stdout(&out), stderr(&out));
+    victim.assert_untouched();
 }
 
 #[test]
