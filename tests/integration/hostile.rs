@@ -179,3 +179,19 @@ fn compare_per_cpu_names_missing_cpu_time_and_survives_a_crafted_tiny_one() {
         assert_one_line_error(&out, "have points in common, but not the workers' CPU time --per-cpu divides by");
     }
 }
+
+#[test]
+fn a_fifo_where_the_journal_would_be_is_passed_over() {
+    let env = TestEnv::new();
+    assert_success(&env.run(&["stat", "-j", "1", "-n", "2"]));
+    let journal = env.output.with_extension("json.journal");
+    let c = std::ffi::CString::new(journal.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo with a valid path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let started = std::time::Instant::now();
+    let out = fsscale().arg("analyze").arg(&env.output).output().unwrap();
+    assert_success(&out);
+    assert!(started.elapsed() < std::time::Duration::from_secs(20), "reading never waits on the FIFO");
+    assert!(stderr(&out).contains("is not a regular file; passed over"), "{}", stderr(&out));
+    assert!(stdout(&out).contains("stat"), "the document stands: {}", stdout(&out));
+}
