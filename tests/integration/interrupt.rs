@@ -127,3 +127,91 @@ fn an_interrupted_run_is_resumed_into_its_file_keeping_every_finished_run() {
     let out = fsscale().arg("run").arg("--resume").arg(&env.output).arg("--dir").arg(&env.dir).output().unwrap();
     assert_one_line_error(&out, "its run finished every point: there is nothing to resume");
 }
+
+/// fsscale's cgroups (commands' and `--memory-limit`'s) of process `pid`, anywhere in a cgroup hierarchy.
+fn cgroups_of(pid: u32) -> Vec<String> {
+    let prefix = format!("fsscale-{pid}-");
+    let mut found = Vec::new();
+    let mut pending: Vec<(std::path::PathBuf, usize)> = vec![("/sys/fs/cgroup".into(), 0)];
+    while let Some((dir, depth)) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        for entry in entries.flatten().filter(|e| e.file_type().is_ok_and(|t| t.is_dir())) {
+            if entry.file_name().to_string_lossy().starts_with(&prefix) {
+                found.push(entry.path().display().to_string());
+            } else if depth < 8 {
+                pending.push((entry.path(), depth + 1));
+            }
+        }
+    }
+    found
+}
+
+/// Every catchable signal, and SIGKILL, in each phase of a variant's run
+/// under `--memory-limit` (as root): a catchable signal stops the run, runs
+/// the teardown to its end and leaves nothing; SIGKILL leaves a file that
+/// says which variant may be in effect, and `fsscale cleanup` removes the
+/// rest. Either way nothing is left after cleanup.
+#[test]
+fn every_signal_in_every_phase_of_a_variant_under_a_memory_limit_leaves_nothing_after_cleanup() {
+    let signals =
+        [(libc::SIGINT, 130), (libc::SIGTERM, 143), (libc::SIGHUP, 129), (libc::SIGQUIT, 131), (libc::SIGKILL, -1)];
+    for phase in ["setup", "run", "teardown"] {
+        for (signal, code) in signals {
+            let env = TestEnv::new();
+            let at = |name: &str| env.root.path().join(name);
+            // A sleep only this test starts.
+            let tag = format!("{}.{}", 20 + std::process::id() % 10, signal);
+            let (setup_sleep, duration, teardown_sleep) = match phase {
+                "setup" => (tag.as_str(), "0.05", "0"),
+                "run" => ("0", "20", "0"),
+                _ => ("0", "0.05", "2"),
+            };
+            let setup = format!("b=touch {}; sleep {setup_sleep}", at("set").display());
+            let teardown = format!(
+                "b=touch {}; sleep {teardown_sleep}; rm {}; touch {}",
+                at("tearing").display(),
+                at("set").display(),
+                at("undone").display()
+            );
+            let (dir, output) = (env.dir.display().to_string(), env.output.display().to_string());
+            let mut args = vec!["run", "stat", "-j", "2", "-n", "1", "--warmup-runs", "0", "--duration", duration];
+            // b first: the first round runs the variants in the order named.
+            args.extend(["--variant", &setup, "--variant", "a=", "--variant-teardown", &teardown]);
+            args.extend(["--dir", &dir, "-o", &output]);
+            if is_root() {
+                args.extend(["--memory-limit", "64M"]);
+            }
+            let started = std::time::Instant::now();
+            let child = spawn_group(&args);
+            let (pid, pgid) = (child.id(), child.id() as i32);
+            match phase {
+                "setup" => wait_until("b's setup", || at("set").exists()),
+                "run" => wait_until("b's workers", || at("set").exists() && live_processes_in_group(pgid).len() > 2),
+                _ => wait_until("b's teardown", || at("tearing").exists()),
+            }
+            // SAFETY: signalling the process group of our own child.
+            unsafe { libc::kill(-pgid, signal) };
+            let out = child.wait_with_output().unwrap();
+            let case = format!("{phase}, signal {signal}");
+            let doc = env.results();
+            if code > 0 {
+                assert_eq!(out.status.code(), Some(code), "{case}: {}", stderr(&out));
+                assert!(at("undone").exists() && !at("set").exists(), "{case}: the teardown ran to its end");
+                assert_eq!(doc.variant_in_effect, None, "{case}");
+            } else {
+                assert_eq!(doc.variant_in_effect.as_deref(), Some("b"), "{case}: the file says what may be set");
+            }
+            if is_root() {
+                let cleaned = fsscale().arg("cleanup").arg("--scratch").arg(&env.dir).output().unwrap();
+                if code < 0 {
+                    assert!(stdout(&cleaned).contains("--variant b's setup ran and its teardown did not"), "{case}");
+                }
+                assert_eq!(cgroups_of(pid), Vec::<String>::new(), "{case}: cgroups left");
+            }
+            wait_until("the group's processes gone", || live_processes_in_group(pgid).is_empty());
+            assert!(processes_running(&format!("sleep {tag}")).is_empty(), "{case}: the setup's sleep is gone");
+            assert_eq!(env.leftovers(), Vec::<String>::new(), "{case}: scratch left");
+            assert!(started.elapsed() < std::time::Duration::from_secs(15), "{case}: took {:?}", started.elapsed());
+        }
+    }
+}
