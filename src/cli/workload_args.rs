@@ -52,7 +52,7 @@ pub struct MacroArgs {
     #[arg(long, value_name = "warm|cold", value_delimiter = ',', default_value = "warm", value_parser = choice::<Cache>())]
     pub cache: Vec<Cache>,
 
-    /// Run the workers (and fsscale itself, and commands) in a memory cgroup of this size (e.g. 256M; at least 16M), so that the cache they fill cannot hold more: a walk's metadata beyond it is evicted and read from the device again. What was cached before the run stays: pair it with --cache cold or a made --fs. Needs root and a cgroup memory controller (v2 memory.max or v1).
+    /// Run the workers and the commands they start (not fsscale itself) in a memory cgroup of this size (e.g. 256M; at least 16M), nested in fsscale's own, so that the cache they fill cannot hold more: a walk's metadata beyond it is evicted and read from the device again. The limit holds from the start barrier on; the workers' setup runs without it and is then trimmed to it. What was cached before the run stays: pair it with --cache cold or a made --fs. Needs root and a cgroup memory controller (v2 memory.max or v1).
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub memory_limit: Option<u64>,
 

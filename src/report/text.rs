@@ -175,7 +175,7 @@ fn legends(doc: &ResultsFile, by_workload: &Groups<'_>, unfitted: bool, explain_
     out.push_str(&runs_line(doc));
     if let Some(limit) = &doc.settings.memory_limit {
         out.push_str(&format!(
-            "memory limit: fsscale, its workers and commands ran in a memory cgroup of {} ({}): what they cached \
+            "memory limit: the workers and their commands ran in a memory cgroup of {} ({}): what they cached \
              beyond it was evicted.\n",
             crate::vocab::format_size(limit.bytes),
             limit.cgroup

@@ -243,7 +243,7 @@ fn a_memory_limit_makes_a_warm_walk_read_from_the_device() {
     assert_success(&out);
     assert!(
         stdout(&out)
-            .contains("memory limit: fsscale, its workers and commands ran in a memory cgroup of 32 MiB (cgroup v"),
+            .contains("memory limit: the workers and their commands ran in a memory cgroup of 32 MiB (cgroup v"),
         "{}",
         stdout(&out)
     );
