@@ -420,6 +420,16 @@ impl FsRecord {
     }
 }
 
+/// What a variant's name may be, as its refusal says it.
+pub const VARIANT_NAME_RULE: &str = "a name is 1 to 32 letters, digits and . _ : + -";
+
+/// Whether `name` may name a variant (see [`VARIANT_NAME_RULE`]): a run
+/// refuses any other, and so does reading a results file.
+pub fn is_valid_variant_name(name: &str) -> bool {
+    let valid = |c: char| c.is_ascii_alphanumeric() || "._:+-".contains(c);
+    !name.is_empty() && name.len() <= 32 && name.chars().all(valid)
+}
+
 /// A number as a person reads it back: `1e-300` and `1e308`, not hundreds of digits.
 pub fn readable_number(value: f64) -> String {
     if value != 0.0 && (value.abs() < 1e-4 || value.abs() >= 1e15) {

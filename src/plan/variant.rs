@@ -7,29 +7,21 @@
 
 use anyhow::{bail, Result};
 
+pub use crate::vocab::{
+    is_valid_variant_name, Variant, DEFAULT_PAIRED_CI_PCT, DEFAULT_PAIRED_MAX_ROUNDS, VARIANT_NAME_RULE,
+};
 use crate::vocab::{InputError, Order};
-pub use crate::vocab::{Variant, DEFAULT_PAIRED_CI_PCT, DEFAULT_PAIRED_MAX_ROUNDS};
 
 /// The most variants one run may have (each multiplies every point).
 pub const MAX_VARIANTS: usize = 16;
-
-/// What a variant's name may be, as its refusal says it.
-pub const NAME_RULE: &str = "a name is 1 to 32 letters, digits and . _ : + -";
-
-/// Whether `name` may name a variant (see [`NAME_RULE`]): a run refuses
-/// any other, and so does reading a results file.
-pub fn is_valid_name(name: &str) -> bool {
-    let valid = |c: char| c.is_ascii_alphanumeric() || "._:+-".contains(c);
-    !name.is_empty() && name.len() <= 32 && name.chars().all(valid)
-}
 
 /// Splits `NAME=COMMAND` as `flag` takes it.
 pub fn parse_assignment(flag: &str, text: &str) -> Result<(String, String), InputError> {
     let malformed = |why: &str| InputError::malformed(format!("{flag} {text}: {why}"));
     let (name, command) =
         text.split_once('=').ok_or_else(|| malformed("give NAME=COMMAND, e.g. on='sysctl -w vm.swappiness=10'"))?;
-    if !is_valid_name(name) {
-        return Err(malformed(NAME_RULE));
+    if !is_valid_variant_name(name) {
+        return Err(malformed(VARIANT_NAME_RULE));
     }
     Ok((name.to_string(), command.to_string()))
 }

@@ -4,7 +4,7 @@
 use anyhow::{bail, Result};
 
 use super::{ResultsFile, Status, SCHEMA_VERSION};
-use crate::plan::variant::{is_valid_name, NAME_RULE};
+use crate::vocab::{is_valid_variant_name, VARIANT_NAME_RULE};
 
 /// The largest figure a run may carry: 1e8 times what the fastest
 /// syscall loop reaches on one core (about 1e7 ops/s), and far below where
@@ -33,8 +33,10 @@ impl ResultsFile {
         }
         let names = self.settings.variants.iter().map(|v| v.name.as_str());
         let points = self.points.iter().filter_map(|p| p.variant.as_deref());
-        if let Some(bad) = names.chain(points).chain(self.variant_in_effect.as_deref()).find(|n| !is_valid_name(n)) {
-            bail!("a variant is named {}, which no run gives ({NAME_RULE})", crate::escape::shell_word(bad));
+        if let Some(bad) =
+            names.chain(points).chain(self.variant_in_effect.as_deref()).find(|n| !is_valid_variant_name(n))
+        {
+            bail!("a variant is named {}, which no run gives ({VARIANT_NAME_RULE})", crate::escape::shell_word(bad));
         }
         for point in &self.points {
             let name = || format!("{} at {} workers", point.workload, point.workers);

@@ -8,6 +8,7 @@ mod journal;
 pub mod offcpu;
 pub mod profile;
 mod run;
+mod stacks;
 mod target;
 
 use std::collections::BTreeMap;

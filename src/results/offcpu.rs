@@ -106,7 +106,7 @@ impl OffCpuProfile {
         }
         total.map(|mut t| {
             // Many runs' stacks together stay within what one profile may hold.
-            super::bounds::bound_stacks(&mut t.folded, &mut super::bounds::Uncounted);
+            super::stacks::bound_stacks(&mut t.folded, &mut super::stacks::Uncounted);
             OffCpuProfile { sites: Self::rank(sites.into_values().collect()), ..t }
         })
     }

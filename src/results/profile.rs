@@ -284,7 +284,7 @@ impl CpuProfile {
         }
         // Many runs' stacks together stay within what one profile may hold.
         if let Some(t) = &mut total {
-            super::bounds::bound_stacks(&mut t.folded, &mut super::bounds::Uncounted);
+            super::stacks::bound_stacks(&mut t.folded, &mut super::stacks::Uncounted);
         }
         total
     }

@@ -7,6 +7,7 @@
 //! directories from the filesystem [`pool`] and measures each run through a
 //! [`Measurer`]: this machine's workers, or an MPI job's [`ranks`].
 
+mod coordinate;
 mod cpu;
 mod document;
 mod driver;

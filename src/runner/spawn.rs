@@ -6,14 +6,17 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail, Result};
 
+use super::coordinate::coordinate;
 use super::gate::Gate;
-use super::measure::{coordinate, ABORT_GRACE};
 use super::shared::Phase;
 use super::signals;
 use super::timing::Timing;
 use super::window::Window;
 use super::worker::{worker_main, WorkerPlan};
 use crate::sys;
+
+/// After a failure, how long workers get to leave before they are killed.
+const ABORT_GRACE: Duration = Duration::from_secs(2);
 
 /// Thread workers of this process.
 pub(super) fn run_threads(plan: &WorkerPlan<'_>, timing: &Timing, gate: Option<&dyn Gate>) -> Result<Window> {
@@ -87,11 +90,25 @@ pub(super) fn run_processes(plan: &WorkerPlan<'_>, timing: &Timing, gate: Option
         }
         children.push(pid);
     }
-    let window = outcome.and_then(|()| coordinate(plan, children.len(), Some(&children), timing, gate));
+    coordinate_children(plan, &children, children.len(), outcome, timing, gate)
+}
+
+/// Coordinates `workers` workers in the forked `children` once forking
+/// them (`forked`) succeeded; aborts them on any failure; then reaps them,
+/// killing those that do not leave.
+fn coordinate_children(
+    plan: &WorkerPlan<'_>,
+    children: &[libc::pid_t],
+    workers: usize,
+    forked: Result<()>,
+    timing: &Timing,
+    gate: Option<&dyn Gate>,
+) -> Result<Window> {
+    let window = forked.and_then(|()| coordinate(plan, workers, Some(children), timing, gate));
     if window.is_err() {
         plan.region.set_phase(Phase::Abort);
     }
-    let reaped = reap(&children, if window.is_ok() { timing.stall_timeout } else { ABORT_GRACE });
+    let reaped = reap(children, if window.is_ok() { timing.stall_timeout } else { ABORT_GRACE });
     let window = window?;
     reaped?;
     Ok(window)
@@ -157,14 +174,6 @@ pub(super) fn run_threads_in_host(plan: &WorkerPlan<'_>, timing: &Timing, gate: 
         let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
         bail!("fork of the process hosting {} worker threads failed: {}", plan.workers, sys::errno_text(errno));
     }
-    let host = [pid];
-    let window = coordinate(plan, plan.region.workers(), Some(&host), timing, gate)
-        .map_err(|e| e.context("(the worker threads run in one process, inside --memory-limit's cgroup)"));
-    if window.is_err() {
-        plan.region.set_phase(Phase::Abort);
-    }
-    let reaped = reap(&host, if window.is_ok() { timing.stall_timeout } else { ABORT_GRACE });
-    let window = window?;
-    reaped?;
-    Ok(window)
+    coordinate_children(plan, &[pid], plan.region.workers(), Ok(()), timing, gate)
+        .map_err(|e| e.context("the process hosting the worker threads, inside --memory-limit's cgroup"))
 }

@@ -32,6 +32,20 @@ fn instances_of(pid: u32) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// `fsscale run ARGS --dir DIR -o FILE` started through `wrapper` (setpriv, unshare).
+fn run_through(wrapper: &[&str], args: &[&str], dir: &Path, output: &Path) -> std::process::Output {
+    std::process::Command::new(wrapper[0])
+        .args(&wrapper[1..])
+        .args([env!("CARGO_BIN_EXE_fsscale"), "run"])
+        .args(args)
+        .arg("--dir")
+        .arg(dir)
+        .arg("-o")
+        .arg(output)
+        .output()
+        .unwrap()
+}
+
 fn point<'a>(doc: &'a ResultsFile, workload: Workload, share: &str) -> &'a Point {
     doc.points
         .iter()
@@ -437,27 +451,16 @@ fn without_root_the_instruments_refuse_in_one_line() {
     }
     // What is checked is the capabilities, not the uid: nobody with
     // CAP_PERFMON and CAP_SYSLOG takes a CPU profile ...
-    let out = std::process::Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-        .args(["--inh-caps=+perfmon,+syslog", "--ambient-caps=+perfmon,+syslog"])
-        .args([env!("CARGO_BIN_EXE_fsscale"), "run", "stat", "-j", "1", "-n", "1", "--duration", "0.05"])
-        .args(["--warmup-runs", "0", "--profile", "cpu", "--dir"])
-        .arg(&env.dir)
-        .arg("-o")
-        .arg(&env.output)
-        .output()
-        .unwrap();
+    let nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"];
+    let caps = ["--inh-caps=+perfmon,+syslog", "--ambient-caps=+perfmon,+syslog"];
+    let args = ["stat", "-j", "1", "-n", "1", "--duration", "0.05", "--warmup-runs", "0", "--profile", "cpu"];
+    let out = run_through(&[&nobody[..], &caps].concat(), &args, &env.dir, &env.output);
     assert_success(&out);
     assert!(env.results().points[0].cpu_profile().is_some(), "a CPU profile was taken");
     // ... and root without CAP_SYS_ADMIN is refused the lock profile, named.
-    let out = std::process::Command::new("setpriv")
-        .args(["--bounding-set=-sys_admin", env!("CARGO_BIN_EXE_fsscale"), "run", "stat", "--profile", "locks"])
-        .arg("--dir")
-        .arg(&env.dir)
-        .arg("-o")
-        .arg(env.root.path().join("refused.json"))
-        .output()
-        .unwrap();
+    let refused = env.root.path().join("refused.json");
+    let out =
+        run_through(&["setpriv", "--bounding-set=-sys_admin"], &["stat", "--profile", "locks"], &env.dir, &refused);
     assert_one_line_error(&out, "needs capabilities this process lacks: CAP_SYS_ADMIN (tracefs); ");
 }
 
@@ -470,15 +473,8 @@ fn tracing_profiles_are_refused_in_a_pid_namespace_of_its_own() {
     for flags in
         [&["--profile", "locks,offcpu"][..], &["--profile", "offcpu", "--profile-via", "tracefs"], &["--verify"]]
     {
-        let out = std::process::Command::new("unshare")
-            .args(["-p", "-f", "--mount-proc", env!("CARGO_BIN_EXE_fsscale"), "run", "creat-unlink", "-j", "2"])
-            .args(flags)
-            .arg("--dir")
-            .arg(&env.dir)
-            .arg("-o")
-            .arg(&env.output)
-            .output()
-            .unwrap();
+        let args = [&["creat-unlink", "-j", "2"][..], flags].concat();
+        let out = run_through(&["unshare", "-p", "-f", "--mount-proc"], &args, &env.dir, &env.output);
         assert_one_line_error(&out, "fsscale runs in a PID namespace of its own");
         assert!(!env.output.exists(), "nothing ran");
     }

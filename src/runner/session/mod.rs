@@ -10,7 +10,7 @@ use anyhow::Result;
 
 use super::document::{finish, new_point};
 use super::eta::{Eta, PointPlan};
-use super::measure::{self, Inputs, Measurer, RunJob, Timing};
+use super::measure::{Inputs, Measurer, RunJob, Timing};
 use super::memory_limit::MemoryLimit;
 use super::pool::FsPool;
 use super::schedule::{Layout, PointState, Repetition, Scheduler, Slot};
@@ -86,7 +86,7 @@ impl Session<'_> {
         let points = config.points();
         if points.iter().any(|p| p.cache == Some(Cache::Cold)) {
             // Fail before anything runs rather than at the first point.
-            measure::drop_caches()?;
+            super::coordinate::drop_caches()?;
         }
         let plan: Vec<(usize, PointSpec)> =
             (0..config.filesystems.specs.len()).flat_map(|f| points.iter().map(move |p| (f, *p))).collect();
