@@ -282,7 +282,10 @@ fn warn_of_leftovers(config: &RunConfig, progress: &mut dyn Progress) {
                 .warning(&format!("a killed run left the cgroup {}; `fsscale cleanup` removes it", cgroup.display()));
         }
     }
-    for dead in crate::scratch::dead_scratches(&config.dir).unwrap_or_default() {
+    // One without a marker (pid unknown) may be a live run's, made or
+    // removed this instant: only a marker nobody holds proves a killed run.
+    for dead in crate::scratch::dead_scratches(&config.dir).unwrap_or_default().into_iter().filter(|d| d.pid.is_some())
+    {
         progress.warning(&format!(
             "a killed run left the scratch directory {}; `fsscale cleanup --scratch {}` removes it",
             dead.path.display(),

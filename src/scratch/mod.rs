@@ -126,11 +126,13 @@ impl Scratch {
         if marker.as_deref() != Some(marker_text(self.owner_pid, &self.token).as_str()) {
             bail!("scratch directory {shown} no longer holds fsscale's marker; not removing it");
         }
-        // Closed before the marker is unlinked: NFS and FUSE keep an open
-        // file that is unlinked as a hidden `.nfs*`/`.fuse_hidden*` entry
-        // until its last close, and the directory would not be empty.
-        self.marker_lock = None;
-        remove_proven(self.parent.as_raw_fd(), &self.name, self.fd(), self.mount, &self.path)
+        // Held while the contents go, so that no other run takes this live
+        // directory for a killed run's; closed just before the marker is
+        // unlinked: NFS and FUSE keep an open file that is unlinked as a
+        // hidden `.nfs*`/`.fuse_hidden*` entry until its last close, and the
+        // directory would not be empty.
+        let mut lock = self.marker_lock.take();
+        remove_proven(self.parent.as_raw_fd(), &self.name, self.fd(), self.mount, &self.path, &mut || drop(lock.take()))
     }
 }
 
@@ -298,14 +300,23 @@ pub fn remove_dead(path: &Path) -> Result<()> {
         .map_err(|e| anyhow::anyhow!("opening {}: {}", path.display(), sys::errno_text(e)))?;
     let mount = sys::mount_id(dir.as_raw_fd())
         .map_err(|e| anyhow::anyhow!("statx {}: {}", path.display(), sys::errno_text(e)))?;
-    remove_proven(parent_fd.as_raw_fd(), &name, dir.as_raw_fd(), mount, path)
+    remove_proven(parent_fd.as_raw_fd(), &name, dir.as_raw_fd(), mount, path, &mut || {})
 }
 
 /// Removes scratch directory `name` in `parent` (open as `dir`, on mount
 /// `mount`) once it is proven fsscale's: everything but the marker, never
 /// across a mount; then, if nothing was left alone, the marker, which goes
 /// last so that whatever stays is still provably fsscale's, and the directory.
-fn remove_proven(parent: RawFd, name: &std::ffi::CStr, dir: RawFd, mount: u64, path: &Path) -> Result<()> {
+/// Removes the proven scratch directory `dir` (`name` in `parent`): its
+/// contents (never across a mount), then, after `unlock`, its marker and itself.
+fn remove_proven(
+    parent: RawFd,
+    name: &std::ffi::CStr,
+    dir: RawFd,
+    mount: u64,
+    path: &Path,
+    unlock: &mut dyn FnMut(),
+) -> Result<()> {
     let marker = sys::cname(MARKER);
     let mut mounts = Vec::new();
     remove_contents(dir, mount, path, &mut mounts, Some(&marker))?;
@@ -318,6 +329,7 @@ fn remove_proven(parent: RawFd, name: &std::ffi::CStr, dir: RawFd, mount: u64, p
             parent_path.display()
         );
     }
+    unlock();
     // A stillborn directory (see `stillborn`) has no marker to unlink.
     let unmarked = sys::unlinkat(dir, &marker, 0).or_else(|e| if e == libc::ENOENT { Ok(()) } else { Err(e) });
     unmarked
