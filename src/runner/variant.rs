@@ -50,11 +50,17 @@ pub(super) fn under<T>(
         })?;
         Ok(Some(exec::tail(&finished.stderr, 3)).filter(|t| !t.is_empty()))
     };
-    in_effect(true);
+    // A variant with no setup changes nothing to be left in effect.
+    let sets = !variant.setup.trim().is_empty();
+    if sets {
+        in_effect(true);
+    }
     let never = || false;
     let mut teardown = || -> Result<()> {
         variant.teardown.as_deref().map_or(Ok(None), |t| run("--variant-teardown", t, &never))?;
-        in_effect(false);
+        if sets {
+            in_effect(false);
+        }
         Ok(())
     };
     let undo = |error: anyhow::Error, undone: Result<()>| match undone {
