@@ -309,6 +309,14 @@ impl Unevictable {
                 self.tree_bytes * workers,
                 format!("{workload} x{workers}: every worker's copy of the tree, on a filesystem in memory"),
             )),
+            // `--files N`: each worker's N paths, built in its setup (and, on a
+            // filesystem in memory, its N files' inodes and dentries).
+            Workload::Stat | Workload::OpenClose if config.options.lookup.files > 1 => {
+                let files = config.options.lookup.files as u64;
+                let per_file = PATH_BYTES + if memory_fs { 1024 } else { 0 };
+                let on = if memory_fs { " and files, on a filesystem in memory" } else { "" };
+                Some((files * per_file * workers, format!("{workload} x{workers}: every worker's {files} paths{on}")))
+            }
             _ => None,
         }
     }
@@ -343,6 +351,10 @@ pub fn in_memory_bytes(tree: &crate::archive::ExtractStats) -> u64 {
 }
 
 const PAGE: u64 = 4096;
+
+/// A prebuilt path of `--files` in a worker's memory: the string, its
+/// allocation's overhead, its slot in the list and in the visiting order.
+const PATH_BYTES: u64 = 64;
 
 /// A worker's own memory inside the limit: its stack, buffers, page tables
 /// and the pages of fsscale it touches (seen: 1.2 MiB of anonymous memory).

@@ -95,6 +95,9 @@ fn a_plan_the_limit_cannot_hold_is_refused_before_it_runs() {
     assert!(!env.output.exists(), "nothing ran");
     // One copy fits, and runs.
     assert_success(&env.run(&["untar", "--fs", "ramfs", "-j", "1", "--memory-limit", "32M"]));
+    // Each worker's prebuilt paths of --files are its own memory.
+    let out = env.run(&["stat", "--files", "300000", "-j", "2", "--memory-limit", "16M"]);
+    assert_one_line_error(&out, "for stat x2: every worker's 300000 paths");
 }
 
 #[test]
