@@ -9,6 +9,7 @@ use anyhow::{anyhow, Result};
 
 use super::cpu::CpuTicks;
 use super::gate::{Gate, TEND_INTERVAL};
+use super::memory_limit::LimitSwitch;
 use super::shared::{Phase, SharedRegion};
 use super::signals;
 use super::timing::{device_io, load_average, Timing};
@@ -24,16 +25,13 @@ use crate::stats::steady;
 use crate::sys;
 
 /// `--memory-limit`, lifted for the workers' setup, set again before they
-/// are measured. What setup wrote is written back first, so that reclaim
-/// can evict it; on a filesystem fsscale made (its device known) a freeze
-/// and thaw also checkpoint the journal, which otherwise pins the metadata
-/// setup wrote (the tree's directories and inodes) until the journal wraps.
-fn set_memory_limit(plan: &WorkerPlan<'_>, timing: &Timing) -> Result<()> {
-    let Some(limit) = &timing.memory else { return Ok(()) };
-    // SAFETY: syncfs on a directory descriptor this run holds open.
-    unsafe { libc::syncfs(plan.scratch_fd) };
-    if timing.device.is_some() {
-        sys::freeze_and_thaw(plan.scratch_fd);
+/// are measured. The caller has written what setup wrote back (`syncfs`),
+/// so that reclaim can evict it; on a filesystem fsscale made (`made`) a
+/// freeze and thaw also checkpoint the journal, which otherwise pins the
+/// metadata setup wrote (the tree's directories and inodes) until it wraps.
+fn set_memory_limit(scratch_fd: i32, limit: &LimitSwitch, made: bool) -> Result<()> {
+    if made {
+        sys::freeze_and_thaw(scratch_fd);
     }
     limit.set()
 }
@@ -64,7 +62,9 @@ fn coordinate_fixed_work(
     // it pays for it: both then account for the job's own writes only.
     // SAFETY: syncfs on a directory descriptor this run holds open.
     unsafe { libc::syncfs(plan.scratch_fd) };
-    set_memory_limit(plan, timing)?;
+    if let Some(limit) = &timing.memory {
+        set_memory_limit(plan.scratch_fd, limit, timing.device.is_some())?;
+    }
     let cpu_start = CpuTicks::read();
     let load_1m = load_average();
     let device_start = timing.device.as_deref().and_then(DeviceSnapshot::read);
@@ -174,7 +174,11 @@ pub(super) fn coordinate(
     let region = plan.region;
     wait_ready(&mut watch, workers)?;
     run_prepare(plan)?;
-    set_memory_limit(plan, timing)?;
+    if let Some(limit) = &timing.memory {
+        // SAFETY: syncfs on a directory descriptor this run holds open.
+        unsafe { libc::syncfs(plan.scratch_fd) };
+        set_memory_limit(plan.scratch_fd, limit, timing.device.is_some())?;
+    }
     let mut instruments = RunInstruments::arm(&timing.instruments, &region.tids(), plan.workload, &plan.options)?;
     if let Some(gate) = gate {
         gate.start()?;

@@ -132,43 +132,6 @@ fn cleanup_kills_and_removes_a_command_cgroup_whose_guardian_died_too() {
     wait_until("the command killed", || processes_running("sleep 60").is_empty());
 }
 
-/// This test process's own cgroup in the memory controller's hierarchy
-/// (v1's memory hierarchy, else v2's), where fsscale, started from here,
-/// makes its `--memory-limit` cgroup.
-fn own_memory_cgroup() -> PathBuf {
-    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
-    let own = std::fs::read_to_string("/proc/self/cgroup").unwrap();
-    let v1 = own.lines().find_map(|l| {
-        let mut f = l.splitn(3, ':');
-        let (_, controllers, path) = (f.next()?, f.next()?, f.next()?);
-        controllers.split(',').any(|c| c == "memory").then(|| path.to_string())
-    });
-    let mounts = mountinfo.lines().filter_map(|l| {
-        let (before, after) = l.split_once(" - ")?;
-        let mut fields = after.split_whitespace();
-        let (kind, super_options) = (fields.next()?, fields.nth(1)?);
-        let point = PathBuf::from(before.split_whitespace().nth(4)?);
-        Some((kind.to_string(), super_options.to_string(), point))
-    });
-    let mounts: Vec<_> = mounts.collect();
-    let v2 = mounts.iter().find(|(kind, _, point)| {
-        kind == "cgroup2"
-            && std::fs::read_to_string(point.join("cgroup.controllers")).unwrap_or_default().contains("memory")
-    });
-    match v2 {
-        Some((_, _, point)) => {
-            point.join(own.lines().find_map(|l| l.strip_prefix("0::")).unwrap().trim_start_matches('/'))
-        }
-        None => {
-            let (_, _, point) = mounts
-                .iter()
-                .find(|(kind, options, _)| kind == "cgroup" && options.split(',').any(|o| o == "memory"))
-                .expect("a memory hierarchy");
-            point.join(v1.expect("a memory cgroup").trim_start_matches('/'))
-        }
-    }
-}
-
 /// `--memory-limit` cgroups of `pid`'s run: below this test's own memory cgroup.
 fn memory_cgroups(pid: u32) -> Vec<PathBuf> {
     named(&own_memory_cgroup(), &format!("fsscale-{pid}-"))

@@ -3,25 +3,12 @@
 //! before it runs, and what the limit kills fails its run, saying so, while
 //! fsscale itself survives, keeps its results and leaves nothing behind.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use fsscale::results::Status;
 
 use crate::util::*;
-
-/// This process's cgroup in v1's memory hierarchy, where this machine kind
-/// has the memory controller (None where v2 holds it).
-fn own_v1_memory_cgroup() -> Option<PathBuf> {
-    let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
-    let path = own.lines().find_map(|l| {
-        let mut f = l.splitn(3, ':');
-        let (_, controllers, path) = (f.next()?, f.next()?, f.next()?);
-        controllers.split(',').any(|c| c == "memory").then(|| path.to_string())
-    })?;
-    let top = Path::new("/sys/fs/cgroup/memory");
-    top.join("memory.limit_in_bytes").exists().then(|| top.join(path.trim_start_matches('/')))
-}
 
 #[test]
 fn a_memory_limit_that_limits_nothing_is_refused() {
@@ -46,11 +33,12 @@ fn a_memory_limit_above_the_callers_own_is_refused_and_one_below_nests_in_it() {
     if !needs_root("a memory limit inside a limited cgroup") {
         return;
     }
-    let own = own_v1_memory_cgroup();
-    if !prerequisite(own.is_some(), "a memory limit inside a limited cgroup", "no v1 memory hierarchy here") {
+    // A v1 memory cgroup (this machine kind's) takes `memory.limit_in_bytes`.
+    let own = own_memory_cgroup();
+    let v1 = own.join("memory.limit_in_bytes").exists();
+    if !prerequisite(v1, "a memory limit inside a limited cgroup", "no v1 memory hierarchy here") {
         return;
     }
-    let own = own.unwrap();
     let env = TestEnv::new();
     let caller =
         own.join(format!("limits-test-{}-{}", std::process::id(), env.root.path().display().to_string().len()));
