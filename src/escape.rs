@@ -52,12 +52,6 @@ pub fn for_terminal(text: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
-/// [`for_terminal`], for text with several lines: each line escaped, the
-/// newlines kept.
-pub fn lines_for_terminal(text: &str) -> String {
-    text.split('\n').map(for_terminal).collect::<Vec<_>>().join("\n")
-}
-
 /// Everything fsscale's binary writes to stdout or stderr passes here, so
 /// that no string it holds (a received file's label, error or frame name; an
 /// argument) can drive the terminal: the control characters fsscale's own
@@ -112,7 +106,6 @@ mod tests {
         let osc = "title\u{1b}]0;owned\u{7}\u{9b}2J\u{7f}";
         assert_eq!(for_terminal(osc), "title\\x1b]0;owned\\x07\\x9b2J\\x7f");
         assert_eq!(for_terminal("a\nb\tc"), "a\\nb\\tc");
-        assert_eq!(lines_for_terminal("a\u{1b}\nb"), "a\\x1b\nb");
         assert!(!for_terminal(osc).chars().any(char::is_control));
     }
 

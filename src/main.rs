@@ -64,11 +64,13 @@ fn run(command: cli::Command, argv: Vec<String>) -> anyhow::Result<()> {
         #[cfg(target_os = "linux")]
         cli::Command::ScratchWarden => fsscale::scratch::warden::serve(),
         cli::Command::Completions { shell } => print(&cli::completions(shell)),
-        cli::Command::Manpage { dir: None } => {
+        cli::Command::Help { topic } => print(&cli::help(topic.as_deref())?),
+        cli::Command::Manpage { markdown: true, .. } => print(&cli::reference::markdown()),
+        cli::Command::Manpage { dir: None, .. } => {
             let pages = cli::manpages()?;
             print(&String::from_utf8_lossy(&pages[0].1))
         }
-        cli::Command::Manpage { dir: Some(dir) } => {
+        cli::Command::Manpage { dir: Some(dir), .. } => {
             for (name, page) in cli::manpages()? {
                 fsscale::atomic_file::write(&dir.join(&name), &page)?;
                 eprintln!("wrote {}", dir.join(name).display());

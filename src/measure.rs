@@ -1,7 +1,7 @@
 //! `fsscale run`: the measuring command (Linux only), from its arguments
 //! to the tables on stdout, on one machine or as ranks of an MPI job.
 
-use fsscale::report::render_results_with;
+use fsscale::report::{render_results_with, TextOptions};
 use fsscale::results::ResultsFile;
 use fsscale::runner::{self, Interrupted};
 
@@ -34,7 +34,7 @@ pub fn run_command(args: cli::RunArgs, argv: Vec<String>) -> anyhow::Result<()> 
     // mpirun forwards a rank's stdout and stderr apart, so a line on stderr
     // can land inside a table: under MPI the text's "results:" line follows it on stdout.
     let one_stream = cluster.is_some() && args.output.format == cli::Format::Text;
-    let tables = Tables { format: args.output.format, explain_all, one_stream };
+    let tables = Tables { format: args.output.format, explain_all, legend: !quiet, one_stream };
     let job = cluster.as_ref().map(|c| cli::RankOf { rank: c.rank(), ranks: c.size() });
     let follower = job.is_some_and(|j| j.rank != 0);
     // Rank 0 alone shows the recorded plan (every rank read the same file).
@@ -80,6 +80,8 @@ pub struct QuietFailure(pub u8);
 struct Tables {
     format: cli::Format,
     explain_all: bool,
+    /// What the columns and marks mean (not with `-q`).
+    legend: bool,
     /// The "results:" line goes to stdout after the tables, not to stderr.
     one_stream: bool,
 }
@@ -87,7 +89,9 @@ struct Tables {
 impl Tables {
     fn render(self, doc: &ResultsFile) -> anyhow::Result<String> {
         Ok(match self.format {
-            cli::Format::Text => render_results_with(doc, self.explain_all),
+            cli::Format::Text => {
+                render_results_with(doc, TextOptions { explain_all: self.explain_all, legend: self.legend })
+            }
             cli::Format::Markdown => fsscale::report::export(doc, fsscale::report::ExportFormat::Markdown, false),
             cli::Format::Json => serde_json::to_string_pretty(doc)? + "\n",
         })

@@ -439,6 +439,14 @@ pub fn readable_number(value: f64) -> String {
     }
 }
 
+/// "1 worker", "4 workers".
+pub fn workers(n: usize) -> String {
+    match n {
+        1 => "1 worker".to_string(),
+        n => format!("{n} workers"),
+    }
+}
+
 /// 1.5 GiB, 512 MiB: binary units, as `--fs-size` takes them.
 pub fn format_size(bytes: u64) -> String {
     const GIB: f64 = (1u64 << 30) as f64;

@@ -105,11 +105,18 @@ pub fn analyze_series(label: &str, medians: &[(usize, f64)], observations: &[(f6
         regime: verdict.clone().and_then(Result::ok),
         regime_refused: verdict.and_then(Result::err).map(|why| why.to_string()),
         observed: observed_peak(&points),
-        collapse: collapse(&points),
+        collapse: collapse(&points).map(|c| c.judged_by(|n| relative_sd(observations, n))),
         points,
         fit,
         fit_refused,
     }
+}
+
+/// The relative standard deviation of the observations at `workers`, from two of them on.
+fn relative_sd(observations: &[(f64, f64)], workers: usize) -> Option<f64> {
+    let at: Vec<f64> = observations.iter().filter(|(n, _)| *n == workers as f64).map(|(_, x)| *x).collect();
+    let sample = Sample::new(&at).ok()?;
+    (at.len() >= 2 && sample.mean() > 0.0).then(|| sample.stddev() / sample.mean())
 }
 
 /// Reads "N, throughput" pairs: one per line, separated by a comma,
@@ -194,5 +201,47 @@ mod tests {
         assert_eq!(a.regime, Some(Regime::CoherencyBound));
         assert_eq!(a.collapse, None);
         assert!((a.points[1].speedup.unwrap() - 995.9 / 64.9).abs() < 1e-12);
+    }
+
+    /// Runs of a series that falls from 1000 at 2 workers to 300 at 4,
+    /// each point's runs `spread` apart around its median.
+    fn falling(spread: f64) -> SeriesAnalysis {
+        let medians = [(1, 600.0), (2, 1000.0), (3, 700.0), (4, 300.0)];
+        let runs: Vec<(f64, f64)> = medians
+            .iter()
+            .flat_map(|&(n, x)| [x * (1.0 - spread), x, x * (1.0 + spread)].map(|v| (n as f64, v)))
+            .collect();
+        analyze_series("falling", &medians, &runs)
+    }
+
+    #[test]
+    fn a_collapse_within_the_runs_noise_is_marked_noisy_not_called() {
+        let quiet = falling(0.05);
+        let collapse = quiet.collapse.as_ref().unwrap();
+        assert_eq!((collapse.peak_workers, collapse.last_workers, collapse.noisy_sd), (2, 4, None));
+        let line = crate::report::verdict_line(&quiet);
+        assert!(line.contains("; COLLAPSE: 300.00 ops/s at 4 workers, 30% of the peak at 2"), "{line}");
+        // sd of 70%: as the runs the issue saw.
+        let noisy = falling(0.7);
+        let sd = noisy.collapse.as_ref().unwrap().noisy_sd.unwrap();
+        assert!((sd - 0.7).abs() < 1e-9, "{sd}");
+        let line = crate::report::verdict_line(&noisy);
+        assert!(!line.contains("COLLAPSE"), "{line}");
+        assert!(
+            line.contains(
+                "falls to 30% of its peak at 4 workers, but its runs are too noisy to call a collapse (sd up to 70%"
+            ),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn a_refused_fit_shows_no_parameters() {
+        // Noisy, non-monotone data: the fit exists but supports no regime.
+        let a = falling(0.7);
+        assert!(a.fit.is_some() && a.regime.is_none(), "{a:?}");
+        let text = crate::report::render_analysis(&[a]);
+        assert!(!text.contains("USL: λ") && !text.contains("Amdahl") && !text.contains("serial fraction"), "{text}");
+        assert!(text.contains("no reliable USL fit: "), "{text}");
     }
 }

@@ -2,6 +2,7 @@
 //! arguments turn into a plain configuration for the core: `run`'s in
 //! [`run`] and [`workload_args`], the values of enumerated and structured options in [`values`].
 
+pub mod reference;
 #[cfg(target_os = "linux")]
 mod run;
 mod values;
@@ -41,8 +42,9 @@ use fsscale::vocab::{Cache, Mode, Share, Workload};
         point, and records everything in versioned JSON. It then compares systems point by point with \
         significance tests (`compare`), explains where scaling stops with a Universal Scalability Law \
         fit (`analyze`), and includes a byte-compatible ministat (`ministat`).",
-    after_help = "Quick start: `fsscale run` runs the default suite in the current directory; `fsscale list` shows every workload.",
-    args_override_self = true
+    after_help = "Quick start: `fsscale run` runs the default suite in the current directory; `fsscale list` shows every workload; `fsscale help marks` explains the tables' columns and marks.",
+    args_override_self = true,
+    disable_help_subcommand = true
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -112,8 +114,17 @@ pub enum Command {
     /// Write the man pages (fsscale.1 and fsscale-SUBCOMMAND.1) into DIR, or print fsscale.1.
     Manpage {
         /// Directory to write every page into (e.g. /usr/local/share/man/man1).
-        #[arg(long, value_name = "DIR")]
+        #[arg(long, value_name = "DIR", conflicts_with = "markdown")]
         dir: Option<PathBuf>,
+        /// Print the options reference of every subcommand as Markdown instead (docs/REFERENCE.md is this output).
+        #[arg(long)]
+        markdown: bool,
+    },
+    /// Print the help of a subcommand (`fsscale help run`), or what the tables' columns and marks mean (`fsscale help marks`).
+    Help {
+        /// A subcommand, or `marks`.
+        #[arg(value_name = "SUBCOMMAND|marks")]
+        topic: Option<String>,
     },
     #[cfg(target_os = "linux")]
     /// Internal: outlives rank 0 of an MPI job to remove its scratch if it is killed.
@@ -297,6 +308,30 @@ pub fn completions(shell: clap_complete::Shell) -> String {
     let mut out = Vec::new();
     clap_complete::generate(shell, &mut <Cli as clap::CommandFactory>::command(), "fsscale", &mut out);
     String::from_utf8_lossy(&out).into_owned()
+}
+
+/// `fsscale help [TOPIC]`: the long help of the command or a subcommand, or the marks' meanings.
+pub fn help(topic: Option<&str>) -> Result<String> {
+    let mut command = <Cli as clap::CommandFactory>::command();
+    match topic {
+        Some("marks") => Ok(fsscale::report::marks::MARKS_HELP.to_string()),
+        None => Ok(command.render_long_help().to_string()),
+        Some(name) => {
+            let known: Vec<String> = command
+                .get_subcommands()
+                .filter(|s| !s.is_hide_set())
+                .map(|s| s.get_name().to_string())
+                .chain(["marks".to_string()])
+                .collect();
+            match command.find_subcommand_mut(name).filter(|s| !s.is_hide_set()) {
+                Some(sub) => {
+                    let mut sub = sub.clone().bin_name(format!("fsscale {name}"));
+                    Ok(sub.render_long_help().to_string())
+                }
+                None => anyhow::bail!("no help topic {name:?}; give one of {}", known.join(", ")),
+            }
+        }
+    }
 }
 
 /// The man pages: `fsscale.1`, then `fsscale-SUB.1` for every visible subcommand.

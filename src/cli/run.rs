@@ -270,7 +270,7 @@ impl RunArgs {
             (None, Some(job)) if job.rank != 0 => PathBuf::new(),
             (None, _) => default_output()?,
         };
-        let (grow_bytes, map_bytes) = (macros.grow_size, macros.map_size);
+        let (grow_bytes, map_bytes, walk_stat) = (macros.grow_size, macros.map_size, macros.stat);
         let memory_limit = macros.memory_limit;
         let variants = plan::variant::from_flags(&sweep.variant, &sweep.variant_teardown)?;
         if mpi.is_some() && !variants.is_empty() {
@@ -293,7 +293,13 @@ impl RunArgs {
             command: command.into_spec()?,
             latency: instruments.latency,
             instruments: instruments.config(),
-            options: WorkloadOptions { lookup: lookup.shape(), mdtest: mdtest.options(), grow_bytes, map_bytes },
+            options: WorkloadOptions {
+                lookup: lookup.shape(),
+                mdtest: mdtest.options(),
+                grow_bytes,
+                map_bytes,
+                walk_stat,
+            },
             workers,
             pin: sweep.pin,
             duration: timing.duration,

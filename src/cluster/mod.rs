@@ -177,7 +177,7 @@ impl ClusterInfo {
 const LAUNCHER_SIZE_VARS: [&str; 4] = ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "MPI_LOCALNRANKS"];
 
 /// The job's size when an MPI launcher (mpirun, mpiexec, srun) started this process.
-pub fn launched_ranks() -> Option<(&'static str, usize)> {
+fn launched_ranks() -> Option<(&'static str, usize)> {
     LAUNCHER_SIZE_VARS.iter().find_map(|var| Some((*var, std::env::var(var).ok()?.trim().parse().ok()?)))
 }
 
@@ -194,15 +194,23 @@ pub fn from_launcher(placement: Placement) -> Result<Option<Cluster>> {
     #[cfg(not(feature = "mpi"))]
     {
         let _ = placement;
-        if ranks > 1 {
-            bail!(
-                "an MPI launcher started this fsscale as one of {ranks} ranks ({var}={ranks}), but it was built \
-                 without MPI, so every rank would run the whole sweep on its own: build it with \
-                 `cargo build --release --features mpi`"
-            );
-        }
+        refuse_without_mpi(var, ranks)?;
         Ok(None)
     }
+}
+
+/// A binary built without MPI that a launcher started as one of several
+/// ranks refuses: every rank would run the whole sweep on its own.
+#[cfg_attr(feature = "mpi", allow(dead_code))]
+fn refuse_without_mpi(var: &str, ranks: usize) -> Result<()> {
+    if ranks > 1 {
+        bail!(
+            "an MPI launcher started this fsscale as one of {ranks} ranks ({var}={ranks}), but it was built \
+             without MPI, so every rank would run the whole sweep on its own: build it with \
+             `cargo build --release --features mpi`"
+        );
+    }
+    Ok(())
 }
 
 /// Refuses what cannot run with ranks as workers, with the reason.
@@ -222,4 +230,18 @@ pub fn check_refusals(modes_threads: bool, makes_filesystems: bool, ranks: usize
         bail!("-j {max_workers}: the job has {ranks} ranks, one per worker; start it with `mpirun -np {max_workers}` or use -j up to {ranks}");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_build_without_mpi_refuses_to_be_one_of_many_ranks() {
+        // Checked in every build (CI's has the feature); the real binary's refusal is tested without it.
+        let refused = refuse_without_mpi("OMPI_COMM_WORLD_SIZE", 4).unwrap_err().to_string();
+        assert!(refused.contains("one of 4 ranks (OMPI_COMM_WORLD_SIZE=4), but it was built without MPI"), "{refused}");
+        assert!(refused.contains("--features mpi"), "{refused}");
+        assert!(refuse_without_mpi("PMI_SIZE", 1).is_ok(), "a job of one rank is a run on one machine");
+    }
 }

@@ -26,6 +26,26 @@ pub const CGROUP_PREFIX: &str = "fsscale-";
 /// write "0" to it between fork and exec (async-signal-safe).
 static PROCS_FD: AtomicI32 = AtomicI32::new(-1);
 
+/// The current run's `cpu.stat`, open for reading, or -1: the CPU time of
+/// every process the run's commands started, daemons included.
+static CPU_STAT_FD: AtomicI32 = AtomicI32::new(-1);
+
+/// CPU seconds the current run's cgroup has used so far (cgroup v2's
+/// `cpu.stat` `usage_usec`, always there whatever controllers are on), or
+/// `None` without a run cgroup.
+pub fn run_cgroup_cpu_s() -> Option<f64> {
+    let fd = CPU_STAT_FD.load(Ordering::SeqCst);
+    if fd < 0 {
+        return None;
+    }
+    let mut buf = [0u8; 512];
+    // SAFETY: reading into our own buffer from a descriptor this module owns for the run.
+    let n = unsafe { libc::pread(fd, buf.as_mut_ptr().cast(), buf.len(), 0) };
+    let text = std::str::from_utf8(buf.get(..usize::try_from(n).ok()?)?).ok()?;
+    let usec: u64 = text.lines().find_map(|l| l.strip_prefix("usage_usec "))?.trim().parse().ok()?;
+    Some(usec as f64 / 1e6)
+}
+
 /// How a fsscale process contains the commands it runs.
 pub struct Containment {
     /// This process's cgroup for commands (`.../fsscale-<pid>-<rand>`).
@@ -42,6 +62,7 @@ pub struct Containment {
 pub struct RunCgroup {
     dir: Option<PathBuf>,
     procs: Option<OwnedFd>,
+    cpu_stat: Option<OwnedFd>,
 }
 
 impl Containment {
@@ -87,10 +108,11 @@ impl Containment {
     /// [`Containment::end_run`] goes into it.
     pub fn start_run(&mut self) -> RunCgroup {
         self.runs += 1;
-        let Some(root) = &self.root else { return RunCgroup { dir: None, procs: None } };
+        let none = RunCgroup { dir: None, procs: None, cpu_stat: None };
+        let Some(root) = &self.root else { return none };
         let dir = root.join(format!("run-{}", self.runs));
         if std::fs::create_dir(&dir).is_err() {
-            return RunCgroup { dir: None, procs: None };
+            return none;
         }
         let procs = sys::cstring(&dir.join("cgroup.procs"))
             .ok()
@@ -98,14 +120,22 @@ impl Containment {
         if let Some(fd) = &procs {
             PROCS_FD.store(fd.as_raw_fd(), Ordering::SeqCst);
         }
-        RunCgroup { dir: Some(dir), procs }
+        let cpu_stat = sys::cstring(&dir.join("cpu.stat"))
+            .ok()
+            .and_then(|p| sys::open_owned(libc::AT_FDCWD, &p, libc::O_RDONLY | libc::O_CLOEXEC, 0).ok());
+        if let Some(fd) = &cpu_stat {
+            CPU_STAT_FD.store(fd.as_raw_fd(), Ordering::SeqCst);
+        }
+        RunCgroup { dir: Some(dir), procs, cpu_stat }
     }
 
     /// Kills whatever the run's commands left running; returns how many
     /// processes that was.
     pub fn end_run(&mut self, run: RunCgroup) -> usize {
         PROCS_FD.store(-1, Ordering::SeqCst);
+        CPU_STAT_FD.store(-1, Ordering::SeqCst);
         drop(run.procs);
+        drop(run.cpu_stat);
         match run.dir {
             Some(dir) => kill_cgroup(&dir),
             None => kill_orphans(self.guardian.as_ref().map(|(pid, _)| *pid)),
@@ -116,6 +146,7 @@ impl Containment {
 impl Drop for Containment {
     fn drop(&mut self) {
         PROCS_FD.store(-1, Ordering::SeqCst);
+        CPU_STAT_FD.store(-1, Ordering::SeqCst);
         if let Some(root) = &self.root {
             kill_cgroup(root);
         }

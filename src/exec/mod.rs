@@ -16,8 +16,8 @@ use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 pub use contain::{
-    dead_cgroups, enter_memory_cgroup, kill_cgroup, memory_limited, remove_dead_cgroups, set_memory_cgroup,
-    Containment, RunCgroup, CGROUP_PREFIX,
+    dead_cgroups, enter_memory_cgroup, kill_cgroup, memory_limited, remove_dead_cgroups, run_cgroup_cpu_s,
+    set_memory_cgroup, Containment, RunCgroup, CGROUP_PREFIX,
 };
 pub use metric::{Metric, MetricSource};
 pub use words::{sh_quote, split_words, CommandLine, Placeholders};

@@ -40,7 +40,7 @@ impl FsKind {
     }
 
     /// Whether it is made on a block device (image, loop device or a real one).
-    pub fn on_a_device(self) -> bool {
+    fn on_a_device(self) -> bool {
         self.mkfs().is_some()
     }
 
@@ -54,7 +54,7 @@ impl FsKind {
     }
 
     /// Every kind's name, in words: `dir, tmpfs, ... or f2fs`.
-    pub fn names_in_words(kinds: impl Iterator<Item = FsKind>, and: &str) -> String {
+    fn names_in_words(kinds: impl Iterator<Item = FsKind>, and: &str) -> String {
         let names: Vec<&str> = kinds.map(FsKind::name).collect();
         match names.split_last() {
             Some((last, [])) => last.to_string(),

@@ -23,7 +23,7 @@ impl RawEvent<'_> {
         self.u32_at(4) as i32
     }
 
-    pub fn u16_at(&self, offset: usize) -> u16 {
+    fn u16_at(&self, offset: usize) -> u16 {
         self.data.get(offset..offset + 2).map_or(0, |b| u16::from_ne_bytes([b[0], b[1]]))
     }
 

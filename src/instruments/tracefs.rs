@@ -102,7 +102,7 @@ impl Instance {
     }
 
     /// Opens CPU `cpu`'s raw pages for non-blocking reads.
-    pub fn raw_pipe(&self, cpu: usize) -> Result<RawPipe> {
+    fn raw_pipe(&self, cpu: usize) -> Result<RawPipe> {
         let path = self.path.join(format!("per_cpu/cpu{cpu}/trace_pipe_raw"));
         let file = OpenOptions::new()
             .read(true)

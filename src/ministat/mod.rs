@@ -54,7 +54,7 @@ pub enum Confidence {
 }
 
 impl Confidence {
-    pub fn from_percent(percent: f64) -> Option<Confidence> {
+    fn from_percent(percent: f64) -> Option<Confidence> {
         if !(percent > 0.0 && percent < 100.0) {
             return None;
         }

@@ -225,8 +225,9 @@ impl RunConfig {
             let need = count.saturating_mul(workers).saturating_mul(per_path);
             if let Some(available) = available.filter(|&a| need > a / 2) {
                 bail!(
-                    "{option} {count} at {workers} workers needs about {} MiB for the paths every worker builds \
+                    "{option} {count} at {} needs about {} MiB for the paths every worker builds \
                      before the start, more than half of the {} MiB of memory available; use fewer",
+                    crate::vocab::workers(workers as usize),
                     need >> 20,
                     available >> 20
                 );
@@ -380,16 +381,16 @@ impl RunConfig {
     /// Whether `workload` can run in `mode` at `share` with these options; the error says why not.
     /// The sharing levels `workload` runs at: those asked for, except that
     /// a `traverse` of an existing `--tree` (never copied, so never private)
-    /// defaults to every worker walking all of it (`same`), and together
-    /// (`shared`), unless `--share` was given.
-    pub fn shares_for(&self, workload: Workload) -> Vec<Share> {
+    /// defaults to every worker walking all of it (`same`, N concurrent
+    /// finds) unless `--share` was given (`shared`: walk it together).
+    fn shares_for(&self, workload: Workload) -> Vec<Share> {
         if workload == Workload::Traverse && self.macro_options.tree.is_some() && !self.shares_given {
-            return vec![Share::Same, Share::Shared];
+            return vec![Share::Same];
         }
         self.shares.clone()
     }
 
-    pub fn check_combination(&self, workload: Workload, mode: Mode, share: Share) -> Result<(), InputError> {
+    fn check_combination(&self, workload: Workload, mode: Mode, share: Share) -> Result<(), InputError> {
         workload.check_share(share)?;
         if workload == Workload::Command && self.command.as_ref().is_some_and(|c| c.driver.is_some()) {
             if mode == Mode::Thread {

@@ -16,7 +16,7 @@ use crate::vocab::{InputError, Order};
 pub const MAX_VARIANTS: usize = 16;
 
 /// Splits `NAME=COMMAND` as `flag` takes it.
-pub fn parse_assignment(flag: &str, text: &str) -> Result<(String, String), InputError> {
+fn parse_assignment(flag: &str, text: &str) -> Result<(String, String), InputError> {
     let malformed = |why: &str| InputError::malformed(format!("{flag} {text}: {why}"));
     let (name, command) =
         text.split_once('=').ok_or_else(|| malformed("give NAME=COMMAND, e.g. on='sysctl -w vm.swappiness=10'"))?;

@@ -47,7 +47,8 @@ pub fn fit_line(fit: &UslFit, unit: &str) -> String {
             let n = peak_with_ci(fit).unwrap_or_default();
             let _ = write!(line, "; peak at N* = {n} workers ({} {unit})", format_rate(x));
         }
-        (_, _, Some(s)) if s > 0.0 => {
+        // A fraction: 0 < s < 1, else the fit is not Amdahl's law and says nothing of one.
+        (_, _, Some(s)) if s > 0.0 && s < 1.0 => {
             let _ = write!(line, "; Amdahl: serial fraction {}, speedup limit {}×", sig(s), sig(1.0 / s));
         }
         _ => {}
@@ -76,7 +77,7 @@ pub fn verdict_line(a: &SeriesAnalysis) -> String {
 }
 
 /// The verdict without the fit's figures (for where the fit line stands above it).
-pub fn verdict_words(a: &SeriesAnalysis) -> String {
+fn verdict_words(a: &SeriesAnalysis) -> String {
     let mut line = match (&a.fit, &a.regime) {
         (Some(_), Some(regime)) => regime.words().to_string(),
         (Some(_), None) => {
@@ -84,21 +85,30 @@ pub fn verdict_words(a: &SeriesAnalysis) -> String {
         }
         _ => format!("no USL fit: {}", a.fit_refused.as_deref().unwrap_or("refused")),
     };
-    if let Some(c) = &a.collapse {
+    if let Some(c) = a.collapse.as_ref().filter(|c| c.noisy_sd.is_some()) {
         let _ = write!(
             line,
-            "; COLLAPSE: {} {} at {} workers, {:.0}% of the peak at {}",
+            "; falls to {:.0}% of its peak at {}, but its runs are too noisy to call a collapse (sd up to {:.0}%: \
+             run more)",
+            100.0 * c.last_throughput / c.peak_throughput,
+            crate::vocab::workers(c.last_workers),
+            100.0 * c.noisy_sd.unwrap_or(0.0)
+        );
+    } else if let Some(c) = &a.collapse {
+        let _ = write!(
+            line,
+            "; COLLAPSE: {} {} at {}, {:.0}% of the peak at {}",
             format_rate(c.last_throughput),
             a.unit,
-            c.last_workers,
+            crate::vocab::workers(c.last_workers),
             100.0 * c.last_throughput / c.peak_throughput,
             c.peak_workers
         );
     } else if let Some(o) = a.observed.as_ref().filter(|o| o.falls()) {
         let _ = write!(
             line,
-            "; measured: peaks at {} workers ({} {}), falls to {:.0}% of that at {}",
-            o.peak_workers,
+            "; measured: peaks at {} ({} {}), falls to {:.0}% of that at {}",
+            crate::vocab::workers(o.peak_workers),
             format_rate(o.peak_throughput),
             a.unit,
             100.0 * o.last_of_peak(),
@@ -129,7 +139,8 @@ pub fn render_analysis(series: &[SeriesAnalysis]) -> String {
             ]);
         }
         out.push_str(&table.render());
-        if let Some(fit) = &a.fit {
+        // A fit that supports no regime is refused: its parameters are not figures to read.
+        if let (Some(fit), Some(_)) = (&a.fit, &a.regime) {
             let _ = writeln!(out, "  {}", fit_line(fit, &a.unit));
         }
         let _ = writeln!(out, "  {}\n", verdict_words(a));

@@ -45,14 +45,14 @@ pub const HEIGHT: u32 = 420;
 /// fifth; on a log₂ axis each doubling gets the same room.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum WorkerAxis {
-    Linear { max: f64 },
+    Linear { min: f64, max: f64 },
     Log2 { min: f64, max: f64 },
 }
 
 impl WorkerAxis {
     /// Log₂ when the counts are all powers of two (at least three of them)
     /// or span more than a factor of 8; linear otherwise.
-    pub fn for_counts(counts: impl IntoIterator<Item = f64>) -> WorkerAxis {
+    fn for_counts(counts: impl IntoIterator<Item = f64>) -> WorkerAxis {
         let mut counts: Vec<f64> = counts.into_iter().filter(|n| *n >= 1.0).collect();
         counts.sort_by(f64::total_cmp);
         counts.dedup();
@@ -62,7 +62,7 @@ impl WorkerAxis {
         if powers_of_two || max / min > 8.0 {
             WorkerAxis::Log2 { min, max }
         } else {
-            WorkerAxis::Linear { max }
+            WorkerAxis::Linear { min, max }
         }
     }
 
@@ -80,7 +80,11 @@ impl WorkerAxis {
 
     fn range(self) -> std::ops::Range<f64> {
         match self {
-            WorkerAxis::Linear { max } => 0.0..max * 1.05,
+            // From the fewest workers drawn, not 0: no worker count lies below them.
+            WorkerAxis::Linear { min, max } => {
+                let pad = ((max - min) * 0.05).max(0.25);
+                min - pad..max + pad
+            }
             WorkerAxis::Log2 { min, max } => {
                 let (lo, hi) = (min.log2(), max.log2());
                 let pad = ((hi - lo) * 0.05).max(0.25);
@@ -339,9 +343,13 @@ mod tests {
         assert_eq!(axis(&[1.0, 2.0, 4.0, 8.0, 16.0, 32.0]), WorkerAxis::Log2 { min: 1.0, max: 32.0 });
         assert_eq!(axis(&[1.0, 2.0, 4.0]), WorkerAxis::Log2 { min: 1.0, max: 4.0 });
         assert_eq!(axis(&[1.0, 3.0, 12.0]), WorkerAxis::Log2 { min: 1.0, max: 12.0 }, "more than 8×");
-        assert_eq!(axis(&[1.0, 2.0, 3.0, 4.0]), WorkerAxis::Linear { max: 4.0 });
-        assert_eq!(axis(&[1.0, 2.0]), WorkerAxis::Linear { max: 2.0 }, "two points gain nothing");
-        assert_eq!(axis(&[2.0, 6.0, 16.0]), WorkerAxis::Linear { max: 16.0 });
+        assert_eq!(axis(&[1.0, 2.0, 3.0, 4.0]), WorkerAxis::Linear { min: 1.0, max: 4.0 });
+        assert_eq!(axis(&[1.0, 2.0]), WorkerAxis::Linear { min: 1.0, max: 2.0 }, "two points gain nothing");
+        assert_eq!(axis(&[2.0, 6.0, 16.0]), WorkerAxis::Linear { min: 2.0, max: 16.0 });
+        // -j 1,2 starts at 1, not at 0 workers: its ticks are 1 and 2 alone.
+        let range = axis(&[1.0, 2.0]).range();
+        assert!(range.start > 0.5 && range.start < 1.0 && range.end > 2.0 && range.end < 2.5, "{range:?}");
+        assert_eq!(axis(&[1.0, 2.0]).ticks(), 2);
     }
 
     #[test]

@@ -85,27 +85,20 @@ pub fn differential_flame_graph_svg(
     graph(&tree(new), Some(&tree(base)), title, kind)
 }
 
-/// How a differential graph colours a frame: the change in its share of samples, and the largest change of any frame.
-fn change_colour(change: f64, largest: f64) -> String {
-    let k = (change.abs() / largest.max(1e-12)).min(1.0);
+/// A change of this many points of share (20) gets a differential graph's
+/// deepest colour: on an absolute scale, so a 1.4-point change is pale
+/// whatever else changed, and two graphs' colours compare.
+const FULL_COLOUR_CHANGE: f64 = 0.20;
+
+/// How a differential graph colours a frame: by the change in its share of samples.
+fn change_colour(change: f64) -> String {
+    let k = (change.abs() / FULL_COLOUR_CHANGE).min(1.0);
     let fade = (255.0 * (1.0 - 0.8 * k)).round() as u8;
     match change {
         c if c > 0.0 => format!("rgb(255,{fade},{fade})"),
         c if c < 0.0 => format!("rgb({fade},{fade},255)"),
         _ => "rgb(255,255,255)".into(),
     }
-}
-
-/// The largest change in share of any frame of `new` against `base`.
-fn largest_change(new: &Node, new_total: f64, base: Option<&Node>, base_total: f64) -> f64 {
-    new.children
-        .iter()
-        .map(|(name, child)| {
-            let before = base.and_then(|b| b.children.get(name));
-            let change = child.samples as f64 / new_total - before.map_or(0.0, |b| b.samples as f64 / base_total);
-            change.abs().max(largest_change(child, new_total, before, base_total))
-        })
-        .fold(0.0, f64::max)
 }
 
 fn graph(root: &Node, base: Option<&Node>, title: &str, kind: Kind) -> Html {
@@ -133,22 +126,23 @@ fn graph(root: &Node, base: Option<&Node>, title: &str, kind: Kind) -> Html {
         bottom,
         WIDTH,
         ROW - 1.0,
-        if kind.cool { "rgb(40,120,220)" } else { "rgb(220,120,40)" },
+        // The root is 100% on both sides of a differential graph: unchanged, white.
+        match (base, kind.cool) {
+            (Some(_), _) => change_colour(0.0),
+            (None, true) => "rgb(40,120,220)".to_string(),
+            (None, false) => "rgb(220,120,40)".to_string(),
+        },
         bottom + 11.5
     );
-    let diff = base.map(|b| {
-        let base_total = b.samples.max(1) as f64;
-        Diff { base_total, largest: largest_change(root, total, Some(b), base_total) }
-    });
+    let diff = base.map(|b| Diff { base_total: b.samples.max(1) as f64 });
     draw(&mut out, root, base, diff.as_ref(), Place { x: 0.0, level: 1, total, bottom, kind });
     out.push_static("</svg>");
     out
 }
 
-/// A differential graph's scale: the base's samples and the largest change.
+/// A differential graph's base: its samples.
 struct Diff {
     base_total: f64,
-    largest: f64,
 }
 
 /// Where a node's children go: their left edge, row, and the graph's total and bottom.
@@ -179,7 +173,7 @@ fn draw(out: &mut Html, node: &Node, base: Option<&Node>, diff: Option<&Diff>, p
                     let base_share = before.map_or(0.0, |b| b.samples as f64 / d.base_total);
                     let change = child.samples as f64 / total - base_share;
                     let was = format!("; base {:.1}%, {:+.1} points", 100.0 * base_share, 100.0 * change);
-                    (change_colour(change, d.largest), was)
+                    (change_colour(change), was)
                 }
                 None => (colour(name, kind), String::new()),
             };
@@ -244,13 +238,20 @@ mod tests {
         let new = folded(&[("entry;open;spin", 100), ("entry;open", 100)]);
         let svg = differential_flame_graph_svg(&base, &new, "b vs a", ON_CPU).into_string();
         assert!(svg.contains("<title>spin (100 samples, 50.0%; base 10.0%, +40.0 points)</title>"), "{svg}");
-        // The largest change is spin's: full red. entry and open stayed at 100%: white.
+        // 40 points is past the full scale (20): full red. The root, entry and open stayed at 100%: white.
         assert!(svg.contains("fill=\"rgb(255,51,51)\"/>"), "{svg}");
         assert!(svg.contains("<title>open (200 samples, 100.0%; base 100.0%, +0.0 points)</title>"));
-        assert_eq!(svg.matches("fill=\"rgb(255,255,255)\"").count(), 2, "{svg}");
+        assert_eq!(svg.matches("fill=\"rgb(255,255,255)\"").count(), 3, "{svg}");
+        assert!(svg.contains("<title>all: 200 samples</title><rect x=\"0\" y=\"78\" width=\"1000\" height=\"15\" fill=\"rgb(255,255,255)\""));
         // Reversed, spin shrank: full blue.
         let svg = differential_flame_graph_svg(&new, &base, "a vs b", ON_CPU).into_string();
         assert!(svg.contains("fill=\"rgb(51,51,255)\"/>"), "{svg}");
+        // A small change is pale on the absolute scale, even where it is the largest: 1.4 points is 7% of it.
+        let base = folded(&[("entry;open;spin", 100), ("entry;open", 900)]);
+        let new = folded(&[("entry;open;spin", 86), ("entry;open", 914)]);
+        let svg = differential_flame_graph_svg(&base, &new, "c vs d", ON_CPU).into_string();
+        assert!(svg.contains("<title>spin (86 samples, 8.6%; base 10.0%, -1.4 points)</title>"), "{svg}");
+        assert!(svg.contains("fill=\"rgb(241,241,255)\"/>"), "{svg}");
     }
 
     #[test]

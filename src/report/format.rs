@@ -40,9 +40,30 @@ pub fn format_pct(pct: f64, signed: bool) -> String {
     }
 }
 
+/// 1429 → "1,429": a count as people write it.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn thousands_are_grouped() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(1429), "1,429");
+        assert_eq!(thousands(94131), "94,131");
+        assert_eq!(thousands(1_000_000), "1,000,000");
+    }
 
     #[test]
     fn undefined_percentages_are_a_dash() {

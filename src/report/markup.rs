@@ -60,7 +60,7 @@ impl Html {
 
     /// Appends `format` (a literal) with its `{}`s replaced by `args` in order. Use [`html!`](crate::html).
     #[doc(hidden)]
-    pub fn append_format(&mut self, format: &'static str, args: &[&dyn ToHtml]) {
+    pub(crate) fn append_format(&mut self, format: &'static str, args: &[&dyn ToHtml]) {
         let mut args = args.iter();
         let mut rest = format;
         while let Some(at) = rest.find(['{', '}']) {

@@ -22,7 +22,7 @@ pub const FALLING_EFFICIENCY: f64 = 0.9;
 
 /// Efficiency of each point with a 1-worker point of the same mode and
 /// share (and condition) to compare with, by its index in `points`.
-pub fn efficiencies(points: &[&Point]) -> Vec<Option<f64>> {
+fn efficiencies(points: &[&Point]) -> Vec<Option<f64>> {
     let single: BTreeMap<(Option<String>, Mode, Share), f64> = points
         .iter()
         .filter(|p| p.workers == 1)
@@ -67,6 +67,40 @@ pub fn dominant_site(point: &Point) -> Option<String> {
         if top.kind.starts_with("rw") || top.kind.starts_with("rt") { "an" } else { "a" },
         top.kind,
         top.site
+    ))
+}
+
+/// Below this share of their window waiting for a CPU, workers were not short of CPUs.
+const NOTABLE_RUNQ_SHARE: f64 = 0.10;
+
+/// "the machine ran out of CPUs ...", when `point`'s workers waited for a
+/// CPU (runnable, not running) longer than on kernel locks or asleep: then
+/// that, not a lock, is the first reason it stopped scaling. Medians of the
+/// runs' shares of the workers' windows; `usable_cpus` of the host.
+pub fn out_of_cpus(point: &Point, usable_cpus: usize) -> Option<String> {
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied()
+    };
+    let shares: Vec<crate::results::SchedShares> = point.runs.iter().filter_map(|r| r.sched_shares()).collect();
+    let runq = median(shares.iter().map(|s| s.runqueue).collect())?;
+    let asleep = median(shares.iter().map(|s| s.asleep).collect()).unwrap_or(0.0);
+    let locked = point.lock_profile().map(|(_, share)| share);
+    if runq < NOTABLE_RUNQ_SHARE || runq <= asleep || locked.is_some_and(|l| runq <= l) {
+        return None;
+    }
+    let on_locks = locked.map(|l| format!("on kernel locks ({})", percent(l))).unwrap_or_default();
+    let than = match on_locks.is_empty() {
+        true => format!("more than asleep ({})", percent(asleep)),
+        false => format!("more than {on_locks} or asleep ({})", percent(asleep)),
+    };
+    Some(format!(
+        "the machine ran out of CPUs first: at {} on {} usable CPU{}, the workers waited {} of their window for a \
+         CPU, {than}",
+        crate::vocab::workers(point.workers),
+        usable_cpus,
+        if usable_cpus == 1 { "" } else { "s" },
+        percent(runq),
     ))
 }
 
@@ -257,9 +291,9 @@ pub fn html_series(points: &[&Point], title: &str, widest: f64) -> Html {
     }
     if let Some((point, cpu)) = points.iter().rev().find_map(|p| Some((*p, p.cpu_profile()?))) {
         let caption = format!(
-            "{title}, {} workers: {} {} samples, {} in the kernel; width = share of samples, root at the bottom; \
+            "{title}, {}: {} {} samples, {} in the kernel; width = share of samples, root at the bottom; \
              hover a frame for its name and share.",
-            point.workers,
+            crate::vocab::workers(point.workers),
             cpu.samples,
             cpu.event,
             percent(cpu.kernel_share())
@@ -267,11 +301,15 @@ pub fn html_series(points: &[&Point], title: &str, widest: f64) -> Html {
         let graph_title = format!("{title} x{}: where CPU time went", point.workers);
         flame_figure(&mut out, &cpu.folded, &graph_title, super::flame::ON_CPU, &caption);
     }
-    if let Some((point, (sleeps, share))) = points.iter().rev().find_map(|p| Some((*p, p.offcpu_profile()?))) {
+    // Where the workers slept enough to say anything: no graph of an empty or negligible profile.
+    let slept = |p: &&Point| {
+        p.offcpu_profile().filter(|(s, share)| !s.folded.is_empty() && *share >= super::offcpu::NOTABLE_ASLEEP_SHARE)
+    };
+    if let Some((point, (sleeps, share))) = points.iter().rev().find_map(|p| Some((*p, slept(p)?))) {
         let caption = format!(
-            "{title}, {} workers: {} of their time asleep in {} sleeps (kernel stacks at each switch-out, until woken); \
+            "{title}, {}: {} of their time asleep in {} sleeps (kernel stacks at each switch-out, until woken); \
              width = share of the time asleep, root at the bottom; hover a frame for its name and share.",
-            point.workers,
+            crate::vocab::workers(point.workers),
             percent(share),
             sleeps.sleeps
         );
@@ -427,6 +465,20 @@ mod tests {
     }
 
     #[test]
+    fn the_report_draws_an_off_cpu_graph_only_where_workers_slept() {
+        let slept = sleeping(0.3);
+        assert!(html_series(&[&slept], "fsync", 0.0).into_string().contains("where workers slept"));
+        // A profile with nothing asleep: no graph of nothing.
+        let mut idle = sleeping(0.0);
+        if let Some(o) = idle.runs[0].offcpu.as_mut() {
+            o.folded.clear();
+            o.sites.clear();
+            o.sleeps = 0;
+        }
+        assert!(!html_series(&[&idle], "fsync", 0.0).into_string().contains("where workers slept"));
+    }
+
+    #[test]
     fn a_point_whose_workers_slept_gets_the_off_cpu_table_whatever_its_efficiency() {
         let slept = sleeping(0.3);
         assert_eq!(points_to_explain(&[&slept], false).len(), 1, "asleep 40% of the time");
@@ -447,6 +499,45 @@ mod tests {
         assert!(html.contains("fsync x1: where workers slept"), "{html}");
         assert!(html.contains("40% of their time asleep in 400 sleeps"), "{html}");
     }
+    #[test]
+    fn out_of_cpus_comes_before_the_locks_when_workers_waited_longer_for_a_cpu() {
+        // The README's example: 2.9% on the directory's rwsem, 60% of the window on a runqueue.
+        let mut p = waiting(0.029);
+        p.workers = 4;
+        let sched = |runqueue_s: f64| crate::results::WorkerSched {
+            window_s: 1.0,
+            on_cpu_s: 1.0 - runqueue_s - 0.01,
+            runqueue_s,
+            voluntary_switches: 0,
+            involuntary_switches: 0,
+        };
+        p.runs[0].sched = vec![sched(0.6); 4];
+        assert_eq!(
+            out_of_cpus(&p, 2).unwrap(),
+            "the machine ran out of CPUs first: at 4 workers on 2 usable CPUs, the workers waited 60% of their \
+             window for a CPU, more than on kernel locks (2.9%) or asleep (1.0%)"
+        );
+        // Waiting on the lock longer than for a CPU: the lock is the reason, said as before.
+        p.runs[0].sched = vec![sched(0.02); 4];
+        assert_eq!(out_of_cpus(&p, 2), None);
+        // And the terminal says it first, above the lock tables.
+        p.runs[0].sched = vec![sched(0.6); 4];
+        let mut doc = crate::results::fixtures::doc(1, 1.0, vec![p]);
+        doc.host.usable_cpus = 2;
+        let text = super::super::text::render_results_with(
+            &doc,
+            super::super::TextOptions { explain_all: true, legend: false },
+        );
+        let cpus = text.find("the machine ran out of CPUs first").expect("said");
+        let locks = text.find("where workers waited").expect("the lock table");
+        assert!(cpus < locks, "{text}");
+        // So do the report's findings.
+        let html = super::super::render_html(&[("a".to_string(), doc)], &[]);
+        let finding = html.lines().find(|l| l.contains("ran out of CPUs")).expect("a finding");
+        assert!(finding.contains("ran out of CPUs first: at 4 workers on 2 usable CPUs"), "{finding}");
+        assert!(finding.contains("; then at 4 workers, 2.9% of worker time waiting on an rwsem write"), "{finding}");
+    }
+
     #[test]
     fn percentages_never_print_minus_zero() {
         assert_eq!(percent(0.58), "58%");

@@ -49,8 +49,8 @@ pub(super) fn lines(points: &[&Point]) -> String {
         work.sort_unstable();
         let (min, median, max) = (work[0], work[work.len() / 2], work[work.len() - 1]);
         out.push_str(&format!(
-            "  ranks at {} workers ({}): {nodes}; per rank {min} / {median} / {max} {} (min / median / max)\n",
-            p.workers,
+            "  ranks at {} ({}): {nodes}; per rank {min} / {median} / {max} {} (min / median / max)\n",
+            crate::vocab::workers(p.workers),
             p.share,
             if p.workload.is_fixed_work() { "entries" } else { "ops" }
         ));

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use super::analyze::verdict_line;
 use super::format::sparkline;
 use super::latency::{driver_table, replay_ops_table};
+use super::marks::{self, run_note, Mark};
 use super::view::{self, Column, Layout};
 use crate::analyze::analyze_results;
 use crate::results::{Point, ResultsFile, RunRecord, Settings};
@@ -13,12 +14,21 @@ use crate::vocab::{Share, Workload};
 
 /// Renders every point with a summary, grouped by workload in catalogue order.
 pub fn render_results(doc: &ResultsFile) -> String {
-    render_results_with(doc, false)
+    render_results_with(doc, TextOptions { explain_all: false, legend: true })
 }
 
-/// [`render_results`], with the instruments' tables under every point when
-/// `explain_all` (else only under points whose efficiency falls).
-pub fn render_results_with(doc: &ResultsFile, explain_all: bool) -> String {
+/// How `run` and `show` print the tables.
+#[derive(Clone, Copy, Debug)]
+pub struct TextOptions {
+    /// The instruments' tables under every point, not only under points whose efficiency falls.
+    pub explain_all: bool,
+    /// What the columns and the marks shown mean, under the tables (`-q`: none).
+    pub legend: bool,
+}
+
+/// [`render_results`] with `options`.
+pub fn render_results_with(doc: &ResultsFile, options: TextOptions) -> String {
+    let explain_all = options.explain_all;
     // One table per condition (filesystem configuration, cache state) and
     // workload, in the order they ran in the plan (the order given).
     let by_workload = Groups(crate::results::grouped(
@@ -42,7 +52,7 @@ pub fn render_results_with(doc: &ResultsFile, explain_all: bool) -> String {
         }
         out.push('\n');
     }
-    out.push_str(&legends(doc, &by_workload, unfitted, explain_all));
+    out.push_str(&legends(doc, &by_workload, unfitted, options));
     out
 }
 
@@ -85,6 +95,9 @@ fn group(
         let how = doc.settings.fresh.map(|f| format!(", {}", f.words())).unwrap_or_default();
         out.push_str(&format!("  filesystem: {}{how}\n", made.describe()));
     }
+    if let Some(source) = source_line(&doc.settings, workload) {
+        out.push_str(&format!("  {source}\n"));
+    }
     let missing = |p: &Point| run_note(p, &doc.settings, None);
     let table = match (points[0].metric.is_some(), workload.is_fixed_work()) {
         (true, _) => driver_table(points, missing),
@@ -102,75 +115,80 @@ fn group(
             }
         }
         for p in largest.values() {
-            out.push_str(&format!("  operations at {} workers ({}, {}), all runs:\n", p.workers, p.mode, p.share));
+            out.push_str(&format!(
+                "  operations at {} ({}, {}), all runs:\n",
+                crate::vocab::workers(p.workers),
+                p.mode,
+                p.share
+            ));
             out.push_str(&replay_ops_table(p).render());
         }
     }
     out.push_str(&super::ranks::lines(points));
     for (_, mut series) in crate::results::grouped(points.iter().map(|p| ((p.mode, p.share), *p))) {
         series.sort_by_key(|p| p.workers);
+        // Out of CPUs comes first where it outweighs the locks: a lock that grows then is not why it stopped.
+        let profiled = series.iter().any(|p| p.runs.iter().any(|r| r.locks.is_some() || r.cpu_profile.is_some()));
+        if let Some(cpus) =
+            series.last().filter(|_| profiled).and_then(|p| super::profile::out_of_cpus(p, doc.host.usable_cpus))
+        {
+            out.push_str(&format!("  why at {}/{}: {cpus}\n", series[0].mode, series[0].share));
+        }
         if let Some(growth) = super::profile::fastest_growing_site(&series) {
             out.push_str(&format!("  waits at {}/{}: {growth}\n", series[0].mode, series[0].share));
         }
     }
     for point in super::profile::points_to_explain(points, explain_all) {
+        if let Some(cpus) = super::profile::out_of_cpus(point, doc.host.usable_cpus) {
+            out.push_str(&format!("  {} {} x{}: {cpus}\n", point.mode, point.share, point.workers));
+        }
         out.push_str(&super::profile::explain(point));
     }
     out
 }
 
-/// What the tables' columns and marks mean, each said once under all the tables that have them.
-fn legends(doc: &ResultsFile, by_workload: &Groups<'_>, unfitted: bool, explain_all: bool) -> String {
+/// Which input a macro workload's table ran on: the tree walked or
+/// extracted, or the trace replayed.
+pub(super) fn source_line(settings: &Settings, workload: Workload) -> Option<String> {
+    let size = |entries: u64, bytes: u64| {
+        format!("{} entries, {:.1} MB", super::format::thousands(entries), bytes as f64 / 1e6)
+    };
+    let generated = |u: &crate::results::UntarSettings| match (u.scale, u.seed) {
+        (Some(scale), Some(seed)) => format!("the generated tree, --scale {scale} --seed {seed}"),
+        _ => format!("--tarball {}", u.tarball),
+    };
+    match workload {
+        Workload::Traverse => match (&settings.walked_tree, &settings.untar) {
+            (Some(tree), _) => Some(format!("tree: --tree {}: {}", tree.path, size(tree.entries, tree.bytes))),
+            (None, Some(u)) => Some(format!("tree: {}: {}", generated(u), size(u.entries, u.bytes))),
+            (None, None) => None,
+        },
+        Workload::Untar => settings.untar.as_ref().map(|u| {
+            let with = u.extract_cmd.as_ref().map(|c| format!(", extracted by `{c}`")).unwrap_or_default();
+            format!("tarball: {}: {}{with}", generated(u), size(u.entries, u.bytes))
+        }),
+        Workload::Replay => settings.replay.as_ref().map(|r| {
+            format!(
+                "trace: {}: {} operations, {:.1} MB read and written per pass",
+                r.trace,
+                super::format::thousands(r.ops_per_pass.values().sum()),
+                r.bytes_per_pass as f64 / 1e6
+            )
+        }),
+        _ => None,
+    }
+}
+
+/// Under all the tables: what the run was (its order, limit, variants,
+/// instruments), and unless `-q`, what the columns and the marks shown
+/// mean, each in one line, said once.
+fn legends(doc: &ResultsFile, by_workload: &Groups<'_>, unfitted: bool, options: TextOptions) -> String {
     let mut out = String::new();
-    let is_driver = |p: &&Point| p.metric.is_some();
-    let drivers = by_workload.values().any(|points| points.iter().any(is_driver));
-    let copies = by_workload.iter().any(|((_, w), points)| w.is_fixed_work() && !points.iter().any(is_driver));
-    if copies {
-        out.push_str(FIXED_WORK_LEGEND);
-    }
-    if drivers {
-        out.push_str(
-            "command driver: the figure is the median of the runs; speedup = against the fewest workers (for a \
-             smaller-is-better figure, that one / this one);\nefficiency = speedup over the rise in workers.\n",
-        );
-    }
-    if by_workload.values().flatten().any(|p| p.summary.as_ref().is_some_and(|s| s.latency.is_some())) {
-        out.push_str(
-            "p50 ... max: latency of single ops in every run's window (log-linear histogram, within 6.25%).\n",
-        );
-    }
-    // Said where a table shows the column.
-    if by_workload.values().any(|points| Column::PerCpu.is_shown(Layout::Loops, points)) {
-        out.push_str(
-            "ops/cpu-s = ops per second of the workers' own CPU time (user + system), median of the runs: \
-             it moves far less than ops/s when other work shares the machine (compare --per-cpu).\n",
-        );
-    }
-    if by_workload.values().any(|points| Column::Runq.is_shown(Layout::Loops, points)) {
-        out.push_str(
-            "runq = share of each worker's window spent runnable but waiting for a CPU (not scheduled); asleep = neither \
-             running nor runnable (blocked: a lock, I/O, a child); means over the workers, medians of the runs; - where \
-             workers run a command (command, untar --extract-cmd): they only wait for it.\n",
-        );
+    if options.legend {
+        out.push_str(&column_legend(doc, by_workload, unfitted));
     }
     if by_workload.is_empty() {
         return out;
-    }
-    if unfitted {
-        out.push_str(
-            "scaling: a Universal Scalability Law fit needs at least 4 distinct worker counts; \
-             run more (e.g. -j 1..8) for one (see fsscale analyze).\n",
-        );
-    }
-    if by_workload.keys().any(|(_, w)| !w.is_fixed_work()) {
-        out.push_str(&format!(
-            "ops/s: median of {}{} run{} of {} s each; sd: standard deviation of the runs' ops/s, relative to their mean;\n\
-             efficiency: ops/s per worker against 1 worker of the same mode and share.\n",
-            if doc.settings.until_ci_pct.is_some() { "at least " } else { "" },
-            doc.settings.runs,
-            if doc.settings.runs == 1 { "" } else { "s" },
-            trim_float(doc.settings.duration_s)
-        ));
     }
     out.push_str(&runs_line(doc));
     if let Some(limit) = &doc.settings.memory_limit {
@@ -183,25 +201,92 @@ fn legends(doc: &ResultsFile, by_workload: &Groups<'_>, unfitted: bool, explain_
     }
     out.push_str(&variants_line(&doc.settings));
     out.push_str(&instruments_line(doc));
-    let explained: Vec<&Point> =
-        by_workload.values().flat_map(|points| super::profile::points_to_explain(points, explain_all)).collect();
-    out.push_str(&super::profile::explain_legend(&explained));
-    let impossible =
-        by_workload.values().any(|points| view::views_of(points, doc).iter().any(|v| v.above_cpus().is_some()));
-    if impossible || by_workload.values().flatten().any(|p| !noise_marks(p).is_empty()) {
-        out.push_str(NOISE_LEGEND);
+    if !options.legend {
+        return out;
     }
+    let explained: Vec<&Point> = by_workload
+        .values()
+        .flat_map(|points| super::profile::points_to_explain(points, options.explain_all))
+        .collect();
+    out.push_str(&super::profile::explain_legend(&explained));
+    let mut shown: std::collections::BTreeSet<Mark> =
+        by_workload.values().flatten().flat_map(|p| marks::noise_marks_of(p).into_iter().map(|(m, _)| m)).collect();
+    for points in by_workload.values() {
+        shown.extend(view::views_of(points, doc).iter().filter_map(|v| v.above_cpus()).map(|a| a.as_mark()));
+    }
+    out.push_str(&marks::legend(&shown));
     out
 }
 
-/// What the fixed-work table's columns mean.
-const FIXED_WORK_LEGEND: &str =
-            "fixed work: time = the slowest worker's, median of the runs; entries/s (command: runs/s) and MB/s = all workers' work over \
-             that time;\neff. concurrency = entries/s at N over entries/s at 1 (untar: N x T(1) / T(N); below 1 is \
-             worse than one after another); spread = slowest / fastest worker's time; work share (a walk the workers share) = the smallest and largest share of the entries one worker listed; \
-             user s, sys s = CPU seconds of \
-             all workers and the commands they ran; sync s = a syncfs after the job (untimed; setup's writes were synced before the start): what the job left to write \
-             back; dev MB = written to the device during the job and during that sync; medians of the runs.\n";
+/// What the columns of the tables shown mean, one short line each.
+fn column_legend(doc: &ResultsFile, by_workload: &Groups<'_>, unfitted: bool) -> String {
+    let mut out = String::new();
+    let is_driver = |p: &&Point| p.metric.is_some();
+    let drivers = by_workload.values().any(|points| points.iter().any(is_driver));
+    let copies = by_workload.iter().any(|((_, w), points)| w.is_fixed_work() && !points.iter().any(is_driver));
+    if copies {
+        out.push_str(
+            "fixed work: time = the slowest worker's, median of the runs; eff. concurrency = N x T(1) / T(N) \
+             (a rate: at N over at 1); spread = slowest / fastest worker.\n",
+        );
+    }
+    if drivers {
+        out.push_str(
+            "command driver: the median of the runs' figures; speedup = against the fewest workers; \
+             efficiency = speedup over the rise in workers.\n",
+        );
+    }
+    if by_workload.values().flatten().any(|p| p.summary.as_ref().is_some_and(|s| s.latency.is_some())) {
+        out.push_str(
+            "p50 ... max: latency of single ops in every run's window (log-linear histogram, within 6.25%).\n",
+        );
+    }
+    let per_cpu = by_workload.values().any(|points| Column::PerCpu.is_shown(Layout::Loops, points));
+    let runq = by_workload.values().any(|points| Column::Runq.is_shown(Layout::Loops, points));
+    // "-" in those columns: the workers only waited for the commands they ran.
+    let only_wait = match runq {
+        true if by_workload
+            .values()
+            .any(|points| view::views_of(points, doc).iter().any(|v| v.workers_run_commands())) =>
+        {
+            " (- where workers only wait for a command they ran)"
+        }
+        _ => "",
+    };
+    match (per_cpu, runq) {
+        (true, true) => out.push_str(&format!(
+            "ops/cpu-s = ops per second of the workers' own CPU time; runq, asleep = share of the window \
+             waiting for a CPU, and blocked{only_wait}.\n"
+        )),
+        (true, false) => out.push_str("ops/cpu-s = ops per second of the workers' own CPU time.\n"),
+        (false, true) => out.push_str(&format!(
+            "runq, asleep = share of each worker's window waiting for a CPU, and blocked{only_wait}.\n"
+        )),
+        (false, false) => {}
+    }
+    if by_workload.is_empty() {
+        return out;
+    }
+    if unfitted {
+        out.push_str(
+            "scaling: a Universal Scalability Law fit needs at least 4 distinct worker counts; \
+             run more (e.g. -j 1..8) for one (see fsscale analyze).\n",
+        );
+    }
+    if by_workload.keys().any(|(_, w)| !w.is_fixed_work()) {
+        out.push_str(&format!(
+            "ops/s: median of {}{} run{} of {} s each; sd: of the runs, relative to their mean; efficiency: per \
+             worker against 1 worker (every column and mark: fsscale help marks).\n",
+            if doc.settings.until_ci_pct.is_some() { "at least " } else { "" },
+            doc.settings.runs,
+            if doc.settings.runs == 1 { "" } else { "s" },
+            trim_float(doc.settings.duration_s)
+        ));
+    } else {
+        out.push_str("every column and mark: fsscale help marks.\n");
+    }
+    out
+}
 
 /// Which instruments were on (their cost is in every figure), and what `--verify` found.
 fn instruments_line(doc: &ResultsFile) -> String {
@@ -314,75 +399,6 @@ pub(super) fn steady_clause(doc: &ResultsFile) -> Option<String> {
     ))
 }
 
-/// What a point's row must say about its runs: missing ones (an
-/// interrupted run), or with `--until-ci`, how many it took and whether its
-/// interval got as tight as asked: the mean's, or with variants the paired
-/// ratio's to `paired_base` (the first variant's point, which has no note).
-pub(super) fn run_note(point: &Point, settings: &Settings, paired_base: Option<&Point>) -> String {
-    let (n, runs) = (point.runs.len(), settings.runs);
-    let interval = match paired_base {
-        // The first variant's rounds are judged by the others' ratios to it.
-        Some(base) if std::ptr::eq(base, point) => None,
-        Some(base) => point.paired_interval_pct(base).map(|h| (h, "ratio ")),
-        None => point.mean_interval_pct().map(|h| (h, "")),
-    };
-    let count = if n < runs {
-        format!("({n} of {runs} runs)")
-    } else if let Some(target) = settings.until_ci_pct {
-        match interval {
-            Some((half, what)) if half > target => format!("({n} runs: {what}±{half:.1}%, not ±{target})"),
-            _ if n > runs => format!("({n} runs)"),
-            _ => String::new(),
-        }
-    } else {
-        String::new()
-    };
-    let marks = noise_marks(point);
-    [count, marks].into_iter().filter(|s| !s.is_empty()).collect::<Vec<_>>().join(" ")
-}
-
-/// Short marks for what a point's runs say about the measurement (see [`NOISE_LEGEND`]).
-pub(super) fn noise_marks(point: &Point) -> String {
-    let Some(summary) = &point.summary else { return String::new() };
-    let mut marks = Vec::new();
-    if let Some(d) = &summary.diagnostics {
-        if d.is_drifting() {
-            marks.push("!drift".to_string());
-        }
-        if d.is_bimodal() {
-            marks.push("!2 modes".to_string());
-        }
-        match d.outliers.as_slice() {
-            [] => {}
-            [one] => marks.push(format!("~outlier: run {}", one + 1)),
-            many => marks.push(format!(
-                "~outliers: runs {}",
-                many.iter().map(|i| (i + 1).to_string()).collect::<Vec<_>>().join(",")
-            )),
-        }
-    }
-    if !summary.busy_runs.is_empty() {
-        marks.push(format!("!busy {}/{}", summary.busy_runs.len(), point.runs.len()));
-    }
-    if point.too_short().is_some() {
-        marks.push("!short".to_string());
-    }
-    marks.join(" ")
-}
-
-/// What the marks of [`noise_marks`] mean, said once under the tables that have any.
-pub(super) const NOISE_LEGEND: &str =
-    "!drift: the runs trend with their order (Spearman, p < 0.05); !2 modes: they fall into two \
-groups (bimodality coefficient > 5/9, 10 runs or more); !busy k/n: other work took more than 5% of the machine in k \
-runs; ~outlier: a run beyond Tukey's fences (1.5 IQR); !short: fixed work whose job took under 50 ms, too short to \
-time (the start's skew and a scheduler slice are a large share of it: give it more work); !impossible: a speedup \
-(effective concurrency) over 2% above the CPUs the workers could use while mostly on a CPU, beyond two standard \
-deviations of the runs' noise: a mistimed job or a 1-worker point slowed throughout (a clock still ramping up), not a \
-real scaling figure; ~above CPUs: the same within the noise. compare calls a significant difference between \
-files too noisy, not better or worse, where a side drifts, has two modes, is short or is busy in more than a fifth \
-of its runs; variants and --between are paired by round, which cancels what moves both sides of a round alike, and \
-at busy points of CPU-bound workers compare their ops per CPU-second.\n";
-
 fn trim_float(x: f64) -> String {
     let s = format!("{x:.3}");
     s.trim_end_matches('0').trim_end_matches('.').to_string()
@@ -434,10 +450,12 @@ creat-unlink: openat(O_CREAT|O_WRONLY|O_TRUNC) of a new file, close(), unlinkat(
         1  process  shared  13.00  10.9%         13.00      100.0%  (2 of 3 runs)
 
 scaling: a Universal Scalability Law fit needs at least 4 distinct worker counts; run more (e.g. -j 1..8) for one (see fsscale analyze).
-ops/s: median of 3 runs of 0.5 s each; sd: standard deviation of the runs' ops/s, relative to their mean;
-efficiency: ops/s per worker against 1 worker of the same mode and share.
+ops/s: median of 3 runs of 0.5 s each; sd: of the runs, relative to their mean; efficiency: per worker against 1 worker (every column and mark: fsscale help marks).
 ";
         assert_eq!(render_results(&doc), expected);
+        // -q: the tables without what their columns mean.
+        let quiet = render_results_with(&doc, TextOptions { explain_all: false, legend: false });
+        assert_eq!(quiet, expected.split("\nscaling: ").next().unwrap().to_string() + "\n");
     }
 
     #[test]
@@ -465,9 +483,10 @@ efficiency: ops/s per worker against 1 worker of the same mode and share.
         assert!(!rows[0].contains('!'), "{text}");
         assert!(rows[1].ends_with("!short") && !rows[1].contains("!impossible"), "{text}");
         assert!(rows[2].ends_with("!short !impossible"), "{text}");
-        assert!(text.contains("!short: fixed work whose job took under 50 ms"), "{text}");
-        assert!(text.contains("!impossible: a speedup (effective concurrency) over 2% above the CPUs"), "{text}");
-        assert!(text.contains("; ~above CPUs: the same within the noise. compare"), "{text}");
+        // Each mark shown is explained in a line of its own; the others are not.
+        assert!(text.contains("\n!short: fixed work under 50 ms"), "{text}");
+        assert!(text.contains("\n!impossible: a speedup above the usable CPUs"), "{text}");
+        assert!(!text.contains("~above CPUs:") && !text.contains("!drift:"), "{text}");
         // And compare keeps the short points out of its verdicts.
         let problem = doc.points[1].noise_problem().unwrap();
         assert_eq!(problem, "jobs of 12 ms, too short to time (under 50 ms)");
@@ -513,6 +532,25 @@ efficiency: ops/s per worker against 1 worker of the same mode and share.
             let row = text.lines().find(|l| l.trim_start().starts_with("2 ")).unwrap();
             assert!(row.ends_with(mark), "{spread}: {text}");
         }
+    }
+
+    #[test]
+    fn a_cold_walk_shows_what_it_read_from_the_device() {
+        let with_reads = |run: usize| {
+            let mut r = record(run, &[1000], 0.2);
+            r.device_io = Some(crate::vocab::DeviceIo { read_ios: 40, read_bytes: 5_000_000, ..Default::default() });
+            r
+        };
+        let doc =
+            fixtures::doc(2, 0.0, vec![point(Workload::Traverse, Share::Private, vec![with_reads(0), with_reads(1)])]);
+        let text = render_results(&doc);
+        let header = text.lines().find(|l| l.trim_start().starts_with("workers")).unwrap();
+        assert!(header.contains("dev MB read"), "{text}");
+        let row = text.lines().find(|l| l.trim_start().starts_with("1 ")).unwrap();
+        assert!(row.contains("  5.0  "), "{text}");
+        // Without reads from the device, no such column.
+        let doc = fixtures::doc(2, 0.0, vec![point(Workload::Traverse, Share::Private, vec![record(0, &[1000], 0.2)])]);
+        assert!(!render_results(&doc).contains("dev MB read"));
     }
 
     #[test]

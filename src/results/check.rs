@@ -39,7 +39,7 @@ impl ResultsFile {
             bail!("a variant is named {}, which no run gives ({VARIANT_NAME_RULE})", crate::escape::shell_word(bad));
         }
         for point in &self.points {
-            let name = || format!("{} at {} workers", point.workload, point.workers);
+            let name = || format!("{} at {}", point.workload, crate::vocab::workers(point.workers));
             if point.workers == 0 {
                 bail!("{}: a point of 0 workers, which no run has", point.workload);
             }
@@ -47,11 +47,11 @@ impl ResultsFile {
                 point.runs.iter().chain(&point.warmup_runs).find(|r| r.per_worker_ops.len() > point.workers)
             {
                 bail!(
-                    "{}, run {}: ops of {} workers, which no run of {} workers has",
+                    "{}, run {}: ops of {}, which no run of {} has",
                     name(),
                     run.run + 1,
-                    run.per_worker_ops.len(),
-                    point.workers
+                    crate::vocab::workers(run.per_worker_ops.len()),
+                    crate::vocab::workers(point.workers)
                 );
             }
             for run in &point.runs {

@@ -352,7 +352,7 @@ impl Point {
     }
 
     /// Every run's latency histogram merged, when the runs have them.
-    pub fn merged_latency(&self) -> Option<Histogram> {
+    fn merged_latency(&self) -> Option<Histogram> {
         let mut merged: Option<Histogram> = None;
         for h in self.runs.iter().filter_map(|r| r.latency.as_ref()) {
             merged.get_or_insert_with(Histogram::default).merge(h);
@@ -427,11 +427,10 @@ impl Point {
 
     /// Recomputes the summary from the runs.
     /// Runs during which other work took more than [`BUSY_SHARE`] of the
-    /// machine. Never for a driver: the server it drives is other work.
+    /// machine: besides the workers, what they ran, and a driver's whole
+    /// process tree (a server outside the run, which a driver talks to, is
+    /// other work: start it with `--setup` to count it as the run's).
     fn busy_runs(&self) -> Vec<usize> {
-        if self.metric.is_some() {
-            return Vec::new();
-        }
         let busy = |n: &RunNoise| n.others_cpu > BUSY_SHARE + 2.0 / n.ticks.max(1) as f64;
         self.runs.iter().enumerate().filter(|(_, r)| r.noise.as_ref().is_some_and(busy)).map(|(i, _)| i).collect()
     }
@@ -482,11 +481,6 @@ impl Point {
     pub fn mean_interval_pct(&self) -> Option<f64> {
         let rates: Vec<f64> = self.runs.iter().map(|r| r.ops_per_s).collect();
         Sample::new(&rates).ok().and_then(|s| s.mean_interval_pct(0.95))
-    }
-
-    /// `--until-ci`: whether the runs' mean has a 95% confidence interval within ± `pct`%.
-    pub fn is_precise(&self, pct: f64) -> bool {
-        self.mean_interval_pct().is_some_and(|half| half <= pct)
     }
 
     /// Half the 95% confidence interval of this point's ratio to `base`,
@@ -643,5 +637,20 @@ mod tests {
         assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00Z");
         assert_eq!(rfc3339(UNIX_EPOCH + Duration::from_secs(951_782_400)), "2000-02-29T00:00:00Z");
         assert_eq!(rfc3339(UNIX_EPOCH + Duration::from_secs(1_795_316_763)), "2026-11-22T03:06:03Z");
+    }
+
+    #[test]
+    fn a_drivers_runs_are_busy_where_other_work_took_the_machine() {
+        use crate::vocab::{Share, Workload};
+        let noisy = |run: usize, others_cpu: f64| {
+            let mut r = fixtures::run(run, &[1], 1.0);
+            r.noise = Some(RunNoise { others_cpu, kernel_threads_cpu: 0.0, load_1m: 0.0, ticks: 200 });
+            r
+        };
+        let mut driver =
+            fixtures::point(Workload::Command, Share::Private, 2, vec![noisy(0, 0.01), noisy(1, 0.40), noisy(2, 0.30)]);
+        driver.metric = Some(MetricInfo { name: "events/s".into(), higher_is_better: true });
+        driver.summarize();
+        assert_eq!(driver.summary.unwrap().busy_runs, [1, 2], "the driver's own tree is not in others_cpu");
     }
 }

@@ -50,11 +50,6 @@ impl ProgramCost {
             (a, b) => a.or(b),
         }
     }
-
-    /// Mean time per run, ns.
-    pub fn ns_per_run(&self) -> f64 {
-        1e9 * self.seconds / self.runs.max(1) as f64
-    }
 }
 
 /// One contention site: the lock's entry point and the two callers above it.

@@ -38,7 +38,7 @@ impl Target {
             if unsafe { libc::statfs(c.as_ptr(), &mut st) } == 0 {
                 let magic = st.f_type as u64 & 0xffff_ffff;
                 target.fs_magic = format!("0x{magic:x}");
-                target.fs_type = fs_name(magic).unwrap_or("unknown").to_string();
+                target.fs_type = type_name(magic, None);
                 target.block_size = st.f_bsize as u64;
             }
         }
@@ -47,6 +47,8 @@ impl Target {
             target.mount_point = mount.mount_point.clone();
             target.mount_options = mount.mount_options.clone();
             target.mount_fs_type = mount.fs_type.clone();
+            // The kernel's own name for the mount (ext2, ext3 and ext4 share one magic number).
+            target.fs_type = type_name(target.fs_magic_value(), Some(&mount.fs_type));
             target.mount_source = mount.source.clone();
             target.super_options = mount.super_options.clone();
         }
@@ -54,11 +56,27 @@ impl Target {
     }
 }
 
-/// Names of common `statfs` magic numbers (see `linux/magic.h`).
+impl Target {
+    fn fs_magic_value(&self) -> u64 {
+        u64::from_str_radix(self.fs_magic.trim_start_matches("0x"), 16).unwrap_or(0)
+    }
+}
+
+/// The filesystem's type: mountinfo's, which the kernel names itself, else
+/// the `statfs` magic number's name, else `unknown`.
+fn type_name(magic: u64, from_mountinfo: Option<&str>) -> String {
+    match from_mountinfo.filter(|t| !t.is_empty()) {
+        Some(kind) => kind.to_string(),
+        None => fs_name(magic).unwrap_or("unknown").to_string(),
+    }
+}
+
+/// Names of common `statfs` magic numbers (see `linux/magic.h`), where
+/// mountinfo has no entry; one number serves ext2, ext3 and ext4.
 fn fs_name(magic: u64) -> Option<&'static str> {
     Some(match magic {
         0x0102_1994 => "tmpfs",
-        0xef53 => "ext4",
+        0xef53 => "ext2/3/4",
         0x5846_5342 => "xfs",
         0x9123_683e => "btrfs",
         0xf2f5_2010 => "f2fs",
@@ -88,7 +106,11 @@ mod tests {
     #[test]
     fn names_common_filesystems() {
         assert_eq!(fs_name(0x0102_1994), Some("tmpfs"));
-        assert_eq!(fs_name(0xef53), Some("ext4"));
+        assert_eq!(fs_name(0xef53), Some("ext2/3/4"));
+        // mountinfo's name wins: an ext3 mount is ext3, not the magic number's guess.
+        assert_eq!(type_name(0xef53, Some("ext3")), "ext3");
+        assert_eq!(type_name(0xef53, None), "ext2/3/4");
+        assert_eq!(type_name(0x1234, Some("")), "unknown");
         assert_eq!(fs_name(0x1234), None);
     }
 

@@ -42,10 +42,12 @@ pub(super) fn run_driver(
     let load_1m = load_average();
     let cpu_start = CpuTicks::read();
     let children_start = children_cpu();
+    let tree_start = crate::exec::run_cgroup_cpu_s();
     let device_start = timing.device.as_deref().and_then(DeviceSnapshot::read);
     let outcome = command.run(&command.cmd, &values, true, &stop);
     let cpu_end = CpuTicks::read();
     let children_end = children_cpu();
+    let tree_end = crate::exec::run_cgroup_cpu_s();
     let device_io = device_io(timing, device_start);
     signals::check()?;
     let finished = outcome?;
@@ -71,8 +73,10 @@ pub(super) fn run_driver(
         worker_cpu: WorkerCpu { user_s: children_end.0 - children_start.0, sys_s: children_end.1 - children_start.1 },
         system_cpu: cpu_start.breakdown(&cpu_end),
         noise: Some(RunNoise {
+            // The driver's own process tree is the run's work, not other work: what its waited-for
+            // children used, or where its commands have a cgroup, everything in it (daemons too).
             others_cpu: cpu_start
-                .others_share(&cpu_end, (children_end.0 - children_start.0) + (children_end.1 - children_start.1))
+                .others_share(&cpu_end, own_tree_cpu(children_start, children_end, tree_start, tree_end))
                 .unwrap_or(0.0),
             kernel_threads_cpu: cpu_start.kernel_threads_share(&cpu_end).unwrap_or(0.0),
             load_1m,
@@ -93,6 +97,22 @@ pub(super) fn run_driver(
         nodes: None,
         steady: None,
     })
+}
+
+/// CPU seconds of the driver's whole process tree between two readings:
+/// its run cgroup's where there is one (daemonised descendants included),
+/// never less than what the waited-for children reported.
+fn own_tree_cpu(
+    children_start: (f64, f64),
+    children_end: (f64, f64),
+    tree_start: Option<f64>,
+    tree_end: Option<f64>,
+) -> f64 {
+    let children = (children_end.0 - children_start.0) + (children_end.1 - children_start.1);
+    match (tree_start, tree_end) {
+        (Some(a), Some(b)) => children.max(b - a),
+        _ => children,
+    }
 }
 
 /// User and system CPU seconds of all waited-for children so far.

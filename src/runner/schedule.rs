@@ -52,7 +52,7 @@ pub struct Repetition {
 
 impl Repetition {
     /// Whether `point` needs another measured run.
-    pub fn needs_run(&self, point: &PointState) -> bool {
+    fn needs_run(&self, point: &PointState) -> bool {
         point.runs < self.runs || self.max_runs.is_some_and(|max| !point.precise && point.runs < max)
     }
 

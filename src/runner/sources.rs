@@ -9,7 +9,7 @@ use crate::archive;
 use crate::plan::{MacroOptions, RunConfig};
 use crate::replay::{self, Trace};
 use crate::sys;
-use crate::tree::{write_tar_file, TreeSpec};
+use crate::tree::{write_tar_file_until, TreeSpec};
 use crate::workloads::{TreeSource, Workload};
 
 /// What the workloads read.
@@ -105,7 +105,10 @@ fn generated_tarball(options: &MacroOptions, progress: &mut dyn Progress) -> Res
     let path = options.cache_dir.join(format!("tree-v1-scale{}-seed{}.tar", options.scale, options.seed));
     if !path.is_file() {
         progress.preparing(&format!("generating the scale-{} tree tarball in {}", options.scale, path.display()));
-        if let Err(error) = write_tar_file(&spec, &path) {
+        // A signal stops the writing between entries; the temporary file goes with it.
+        let stop = || super::signals::check().is_err();
+        if let Err(error) = write_tar_file_until(&spec, &path, &stop) {
+            super::signals::check()?;
             // A concurrent run may have made the same tarball first; theirs is as good.
             if !path.is_file() {
                 return Err(error);

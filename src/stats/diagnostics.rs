@@ -163,7 +163,7 @@ fn heap_permutations(items: &mut [f64], k: usize, visit: &mut impl FnMut(&[f64])
     }
     for i in 0..k - 1 {
         heap_permutations(items, k - 1, visit);
-        let j = if k % 2 == 0 { i } else { 0 };
+        let j = if k.is_multiple_of(2) { i } else { 0 };
         items.swap(j, k - 1);
     }
     heap_permutations(items, k - 1, visit);

@@ -44,7 +44,7 @@ pub fn ln_gamma(x: f64) -> f64 {
 }
 
 /// The regularized incomplete beta function I_x(a, b), for a, b > 0 and 0 ≤ x ≤ 1.
-pub fn incomplete_beta(x: f64, a: f64, b: f64) -> f64 {
+fn incomplete_beta(x: f64, a: f64, b: f64) -> f64 {
     if x <= 0.0 {
         return 0.0;
     }

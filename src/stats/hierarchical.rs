@@ -71,7 +71,7 @@ impl Invocations {
 
     /// The mean of the invocations' means: each invocation weighs the same,
     /// however many runs it had (the top level is the unit).
-    pub fn grand_mean(&self) -> f64 {
+    fn grand_mean(&self) -> f64 {
         mean(&self.means())
     }
 

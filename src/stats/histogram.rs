@@ -35,7 +35,7 @@ pub fn bucket_of(ns: u64) -> usize {
 }
 
 /// The smallest and largest value (ns) that fall into `bucket`.
-pub fn bucket_bounds(bucket: usize) -> (u64, u64) {
+fn bucket_bounds(bucket: usize) -> (u64, u64) {
     let b = bucket as u64;
     if b < 2 * SUB {
         return (b, b);

@@ -165,6 +165,26 @@ pub struct Collapse {
     pub peak_throughput: f64,
     pub last_workers: usize,
     pub last_throughput: f64,
+    /// The larger relative standard deviation of the runs at the peak and
+    /// at the end, when it exceeds [`NOISY_COLLAPSE_SD`]: a halving within
+    /// two standard deviations of the runs' noise is not a collapse shown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noisy_sd: Option<f64>,
+}
+
+/// Above this relative standard deviation of the runs (25%), a point's
+/// median may lie half off its true value by two standard deviations, so a
+/// fall to below half the peak is too noisy to call.
+pub const NOISY_COLLAPSE_SD: f64 = 0.25;
+
+impl Collapse {
+    /// Marks the collapse noisy when the runs at its two ends spread more
+    /// than [`NOISY_COLLAPSE_SD`]; `sd_at(workers)` is a point's relative sd.
+    pub fn judged_by(mut self, sd_at: impl Fn(usize) -> Option<f64>) -> Collapse {
+        let worst = [self.peak_workers, self.last_workers].into_iter().filter_map(sd_at).fold(0.0f64, f64::max);
+        self.noisy_sd = (worst > NOISY_COLLAPSE_SD).then_some(worst);
+        self
+    }
 }
 
 pub fn collapse(points: &[ScalingPoint]) -> Option<Collapse> {
@@ -175,6 +195,7 @@ pub fn collapse(points: &[ScalingPoint]) -> Option<Collapse> {
         peak_throughput: peak.throughput,
         last_workers: last.workers,
         last_throughput: last.throughput,
+        noisy_sd: None,
     })
 }
 

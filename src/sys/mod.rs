@@ -62,7 +62,7 @@ pub fn openat(dir: RawFd, name: &CStr, flags: libc::c_int, mode: libc::mode_t) -
 /// `openat` for a relative path of any length: past `PATH_MAX` (a tree
 /// deeper than 4 KiB of names) it walks there piece by piece, each piece a
 /// whole number of components shorter than the limit.
-pub fn openat_long(dir: RawFd, path: &CStr, flags: libc::c_int) -> Result<RawFd, Errno> {
+fn openat_long(dir: RawFd, path: &CStr, flags: libc::c_int) -> Result<RawFd, Errno> {
     const PIECE: usize = 3072;
     let bytes = path.to_bytes();
     if bytes.len() < PIECE {

@@ -16,7 +16,7 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 
-pub use tar_writer::{write_entry_header, write_tar};
+pub use tar_writer::{write_entry_header, write_tar, write_tar_until};
 
 /// Ports at scale 1 (with categories and `files/` directories: ~27,000 directories).
 const PORTS_AT_SCALE_1: f64 = 19_950.0;
@@ -293,12 +293,17 @@ pub fn write_dir(spec: &TreeSpec, dir: &Path) -> Result<TreeStats> {
 /// Writes the tarball to `path` (which must not exist) through a temporary
 /// file, so a half-written tarball never carries the final name.
 pub fn write_tar_file(spec: &TreeSpec, path: &Path) -> Result<TreeStats> {
+    write_tar_file_until(spec, path, &|| false)
+}
+
+/// [`write_tar_file`], asking `stop` before every entry; a stopped one leaves no file.
+pub fn write_tar_file_until(spec: &TreeSpec, path: &Path, stop: &dyn Fn() -> bool) -> Result<TreeStats> {
     if std::fs::symlink_metadata(path).is_ok() {
         bail!("{} exists; remove it or choose another name (fsscale tree never overwrites)", path.display());
     }
     let mut file = crate::atomic_file::AtomicFile::create(path)?;
     let mut out = std::io::BufWriter::with_capacity(1 << 20, file.file());
-    let stats = write_tar(spec, &mut out)
+    let stats = tar_writer::write_tar_until(spec, &mut out, stop)
         .and_then(|stats| out.flush().map(|()| stats))
         .with_context(|| format!("writing {}", path.display()))?;
     drop(out);

@@ -10,9 +10,18 @@ const BLOCK: usize = 512;
 
 /// Writes `spec`'s tree to `out` as a tar archive.
 pub fn write_tar(spec: &TreeSpec, out: &mut dyn Write) -> std::io::Result<TreeStats> {
+    write_tar_until(spec, out, &|| false)
+}
+
+/// [`write_tar`], asking `stop` before every entry: a stop ends it with
+/// `ErrorKind::Interrupted` (a scale-1 tarball is seconds of writing).
+pub fn write_tar_until(spec: &TreeSpec, out: &mut dyn Write, stop: &dyn Fn() -> bool) -> std::io::Result<TreeStats> {
     let mut stats = TreeStats::default();
     let mut buf = vec![0u8; 1 << 20];
     for entry in spec.entries() {
+        if stop() {
+            return Err(std::io::Error::new(std::io::ErrorKind::Interrupted, "stopped"));
+        }
         let (typeflag, size, link) = match &entry.kind {
             EntryKind::Dir => (b'5', 0, ""),
             EntryKind::File { size, .. } => (b'0', *size, ""),

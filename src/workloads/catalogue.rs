@@ -250,6 +250,16 @@ impl Workload {
     /// lookups when that is not the one hot name, and a fault's mapping size.
     pub fn op_words(self, options: &WorkloadOptions) -> String {
         let (op, lookup) = (self.describe().op, &options.lookup);
+        if self == Workload::Traverse {
+            return match options.walk_stat {
+                true => "walk the whole tree, read only: getdents64 of every directory and fstatat() of every \
+                         entry (--stat)"
+                    .to_string(),
+                false => "walk the whole tree, read only: getdents64 of every directory, counting entries \
+                          (no --stat)"
+                    .to_string(),
+            };
+        }
         if self.maps_a_file() {
             return format!("{op} (--map-size {})", crate::vocab::format_size(options.map_bytes));
         }

@@ -156,6 +156,8 @@ pub struct WorkloadOptions {
     pub grow_bytes: u64,
     /// `fault-shared`, `fault-private`: bytes mapped at once (`--map-size`), a multiple of the page.
     pub map_bytes: u64,
+    /// `traverse`: `fstatat` every entry too (`--stat`).
+    pub walk_stat: bool,
 }
 
 impl Default for WorkloadOptions {
@@ -165,6 +167,7 @@ impl Default for WorkloadOptions {
             mdtest: Default::default(),
             grow_bytes: 0,
             map_bytes: mapping::DEFAULT_MAP_BYTES,
+            walk_stat: false,
         }
     }
 }

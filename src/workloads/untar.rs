@@ -13,13 +13,9 @@ use crate::exec;
 pub(super) fn describe() -> Description {
     Description {
         family: "macro (fixed work, timed to completion)",
+        // What the built-in extractor refuses, and why, is in the guide: a header is one line.
         op: "extract every entry of the tarball (--scale tree or --tarball) into the worker's own directory; \
-             built in, or --extract-cmd. The built-in extractor reads ustar, pax and GNU tarballs and creates \
-             files, directories, hard links and symbolic links as GNU tar does (a link's target as it is, \
-             absolute or not: it never follows one); it refuses, before the run, an entry whose path is \
-             absolute or has .., a hard link to such a path or through a symbolic link, an entry under an \
-             earlier symbolic link (writing through it), and devices and FIFOs; --extract-cmd \
-             'tar xf {tarball} -C {dir}' extracts those",
+             built in (never writing outside it), or --extract-cmd",
         private: "worker i extracts into w<i>/",
         shared: Err("every extraction needs a directory of its own"),
         same: Err("every extraction needs a directory of its own"),

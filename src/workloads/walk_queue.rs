@@ -108,7 +108,7 @@ impl WalkQueue {
         let mut spins = 0u32;
         while header.lock.compare_exchange_weak(0, 1, Ordering::Acquire, Ordering::Relaxed).is_err() {
             spins += 1;
-            if spins % 64 == 0 {
+            if spins.is_multiple_of(64) {
                 // The holder may be a descheduled process: let it run.
                 std::thread::yield_now();
             } else {

@@ -190,3 +190,62 @@ fn traverse_walks_a_tree_deeper_than_path_max() {
     // A tree fsscale did not make is only read.
     assert!(tree.join("dd").exists());
 }
+
+#[test]
+fn help_marks_explains_every_mark_and_help_names_a_subcommand() {
+    let out = fsscale().args(["help", "marks"]).output().unwrap();
+    assert_success(&out);
+    let text = stdout(&out);
+    for mark in ["!drift", "!2 modes", "!busy k/n", "~outlier", "!short", "!impossible", "~above CPUs"] {
+        assert!(text.contains(&format!("  {mark}")), "{mark}: {text}");
+    }
+    let out = fsscale().args(["help", "compare"]).output().unwrap();
+    assert_success(&out);
+    assert!(stdout(&out).contains("Usage: fsscale compare"), "{}", stdout(&out));
+    let out = fsscale().args(["help", "nothing"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+    assert!(stderr(&out).contains("no help topic \"nothing\"; give one of list, run,"), "{}", stderr(&out));
+}
+
+#[test]
+fn the_options_reference_is_the_command_definition() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = fsscale().args(["manpage", "--markdown"]).output().unwrap();
+    assert_success(&out);
+    let committed = std::fs::read_to_string(root.join("docs/REFERENCE.md")).unwrap();
+    assert!(
+        committed == stdout(&out),
+        "docs/REFERENCE.md differs from the command definition: run `cargo run -- manpage --markdown > docs/REFERENCE.md`"
+    );
+    // Every option the README and the guide name exists.
+    for doc in ["README.md", "docs/GUIDE.md"] {
+        let text = std::fs::read_to_string(root.join(doc)).unwrap();
+        for option in long_options(&text) {
+            assert!(
+                committed.contains(&format!("--{option}")) || NOT_FSSCALE_OPTIONS.contains(&option.as_str()),
+                "{doc} names --{option}, which no fsscale command has"
+            );
+        }
+    }
+}
+
+/// Options other programs take, as the docs quote their command lines.
+const NOT_FSSCALE_OPTIONS: &[&str] =
+    &["threads", "time", "output-format", "numjobs", "release", "features", "host", "all-targets"];
+
+/// The `--name`s in `text`.
+fn long_options(text: &str) -> std::collections::BTreeSet<String> {
+    let mut found = std::collections::BTreeSet::new();
+    for (at, _) in text.match_indices("--") {
+        if text[..at].ends_with(|c: char| c.is_alphanumeric() || c == '-') {
+            continue;
+        }
+        let name: String = text[at + 2..].chars().take_while(|c| c.is_ascii_lowercase() || *c == '-').collect();
+        let name = name.trim_end_matches('-').to_string();
+        if name.len() > 1 {
+            found.insert(name);
+        }
+    }
+    found
+}

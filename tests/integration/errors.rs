@@ -102,7 +102,7 @@ fn a_failing_syscall_stops_the_run_and_keeps_finished_points() {
     let line = err.lines().last().unwrap();
     assert_eq!(
         line,
-        "fsscale: error: append (process, private, 1 workers), run 1 of 1: worker 0: write(\"w0/f\") failed: No space left on device (ENOSPC)"
+        "fsscale: error: append (process, private, 1 worker), run 1 of 1: worker 0: write(\"w0/f\") failed: No space left on device (ENOSPC)"
     );
     // The finished stat point is in the JSON and on the terminal.
     let doc = env.results();

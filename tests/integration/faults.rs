@@ -431,7 +431,7 @@ fn a_full_filesystem_is_a_clear_error_and_leaves_nothing() {
     let out = env.run_at(&mount.path, &["stat", "untar", "-j", "1", "--scale", "0.01"]);
     assert_eq!(out.status.code(), Some(1));
     let line = error_line(&out);
-    assert!(line.contains("untar (process, private, 1 workers), run 1 of 1: worker 0: entry"), "{line}");
+    assert!(line.contains("untar (process, private, 1 worker), run 1 of 1: worker 0: entry"), "{line}");
     assert!(line.ends_with("No space left on device (ENOSPC)"), "{line}");
     let doc = env.results();
     assert_eq!(doc.status, Status::Failed);

@@ -17,19 +17,78 @@ fn code(path: &Path) -> String {
 /// Names `prefix` is followed by in `text` (`crate::fs::x` → `fs`), the
 /// grouped ones too (`crate::{fs, results::X}` → `fs`, `results`).
 fn mentions(text: &str, prefix: &str) -> BTreeSet<String> {
-    let name = |s: &str| s.chars().take_while(|c| c.is_ascii_lowercase() || *c == '_').collect::<String>();
-    let mut names = BTreeSet::new();
+    paths(text, prefix).into_iter().filter_map(|p| p.into_iter().next()).collect()
+}
+
+/// The module paths `prefix` starts in `text`, up to two names each
+/// (`crate::report::view::X` → `report/view`), a group's items apiece.
+fn paths(text: &str, prefix: &str) -> BTreeSet<Vec<String>> {
+    let ident = |s: &str| {
+        s.chars().take_while(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '_').collect::<String>()
+    };
+    // `a::b::{c, d::E}` → [a, b, c], [a, b, d]
+    fn expand(rest: &str, ident: &dyn Fn(&str) -> String, into: &mut Vec<Vec<String>>, before: Vec<String>) {
+        if let Some(group) = rest.strip_prefix('{') {
+            for item in group_items(group) {
+                expand(item.trim(), ident, into, before.clone());
+            }
+            return;
+        }
+        let name = ident(rest);
+        let mut path = before;
+        if name.is_empty() || name == "self" {
+            into.push(path);
+            return;
+        }
+        path.push(name.clone());
+        match rest[name.len()..].strip_prefix("::") {
+            Some(tail) if path.len() < 2 => expand(tail, ident, into, path),
+            _ => into.push(path),
+        }
+    }
+    let mut found = Vec::new();
     for (at, _) in text.match_indices(prefix) {
-        let rest = &text[at + prefix.len()..];
-        match rest.strip_prefix('{') {
-            Some(group) => names.extend(group_items(group).into_iter().map(|item| name(item.trim()))),
-            None => {
-                names.insert(name(rest));
+        // Only where a path starts: `super::super::x` is read once, from its first `super::`.
+        if text[..at].ends_with("::") || text[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_') {
+            continue;
+        }
+        expand(&text[at + prefix.len()..], &ident, &mut found, Vec::new());
+    }
+    found.into_iter().filter(|p| !p.is_empty()).collect()
+}
+
+/// What a file's `crate::` and `super::`(`super::`...) paths name, made absolute:
+/// `module` is the file's own path (`report/view/column.rs` → `[report, view, column]`,
+/// a `mod.rs` → its folder's).
+fn absolute_imports(text: &str, module: &[String]) -> BTreeSet<Vec<String>> {
+    let mut found: BTreeSet<Vec<String>> = paths(text, "crate::");
+    for (at, _) in text.match_indices("super::") {
+        if text[..at].ends_with("::") || text[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_') {
+            continue;
+        }
+        let mut rest = &text[at..];
+        let mut up = 0;
+        while let Some(tail) = rest.strip_prefix("super::") {
+            up += 1;
+            rest = tail;
+        }
+        let Some(base) = module.len().checked_sub(up) else { continue };
+        let mut relative = Vec::new();
+        // Two names below the crate are all the graph needs.
+        let probe = format!("x::{rest}");
+        for p in paths(&probe, "x::") {
+            relative.push(p);
+        }
+        for tail in relative {
+            let mut abs: Vec<String> = module[..base].to_vec();
+            abs.extend(tail);
+            abs.truncate(2);
+            if !abs.is_empty() {
+                found.insert(abs);
             }
         }
     }
-    names.retain(|n| !n.is_empty() && n != "self");
-    names
+    found
 }
 
 /// The items of a `{...}` group up to its closing brace, split at its own commas.
@@ -120,36 +179,56 @@ fn no_module_depends_on_itself_through_others() {
         }
         let sources = if path.is_dir() { files(&path) } else { vec![path.clone()] };
         let mut deps = BTreeSet::new();
+        let mut inner: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
         for file in &sources {
-            deps.extend(mentions(&code(file), "crate::"));
+            let module = module_of(&src, file);
+            let imports = absolute_imports(&code(file), &module);
+            deps.extend(imports.iter().map(|p| p[0].clone()));
+            // Within a folder: its files (a sub-folder counts as one); its mod.rs is the parent.
+            if path.is_dir() && module.len() > 1 {
+                let sub = module[1].clone();
+                let d = imports.iter().filter(|p| p[0] == name && p.len() > 1).map(|p| p[1].clone());
+                inner.entry(sub.clone()).or_default().extend(d.filter(|d| *d != sub));
+            }
         }
         deps.remove(&name);
         top.insert(name.clone(), deps);
-        // Within a folder: its files (a sub-folder counts as one), parent excluded.
-        if path.is_dir() {
-            let mut inner: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-            for file in &sources {
-                let rel = file.strip_prefix(&path).unwrap();
-                let sub =
-                    rel.components().next().unwrap().as_os_str().to_string_lossy().trim_end_matches(".rs").to_string();
-                if sub == "mod" {
-                    continue;
-                }
-                let text = code(file);
-                let mut d = mentions(&text, "super::");
-                if rel.components().count() == 1 {
-                    d.extend(mentions(&text, &format!("crate::{name}::")));
-                } else {
-                    d = mentions(&text, &format!("crate::{name}::"));
-                }
-                d.remove(&sub);
-                inner.entry(sub).or_default().extend(d);
-            }
-            assert_eq!(circle(&inner), None, "a circle between the files of {name}");
-        }
+        assert_eq!(circle(&inner), None, "a circle between the files of {name}");
     }
     assert!(top.len() > 15, "read the crate's modules: {:?}", top.keys());
     assert_eq!(circle(&top), None, "a circle between top-level modules");
+}
+
+/// The module path of a source file below `src`: `report/view/mod.rs` → `[report, view]`.
+fn module_of(src: &Path, file: &Path) -> Vec<String> {
+    let rel = file.strip_prefix(src).unwrap();
+    let mut parts: Vec<String> = rel.iter().map(|c| c.to_string_lossy().trim_end_matches(".rs").to_string()).collect();
+    if parts.last().is_some_and(|l| l == "mod") {
+        parts.pop();
+    }
+    parts
+}
+
+#[test]
+fn imports_of_every_form_are_read_as_absolute_paths() {
+    let module = |m: &[&str]| m.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let abs = |text: &str, m: &[&str]| {
+        absolute_imports(text, &module(m)).into_iter().map(|p| p.join("::")).collect::<Vec<_>>()
+    };
+    // A file two folders down reaching its grandparent's sibling: the form the old test missed.
+    assert_eq!(abs("let n = super::super::text::run_note(p);", &["report", "view", "column"]), ["report::text"]);
+    assert_eq!(
+        abs("use super::super::{format::X, latency::y};", &["report", "view", "column"]),
+        ["report::format", "report::latency"]
+    );
+    assert_eq!(abs("use super::markup::Html;", &["report", "text"]), ["report::markup"]);
+    assert_eq!(
+        abs("use crate::results::{Point, fixtures::run};", &["report", "text"]),
+        ["results", "results::fixtures"]
+    );
+    assert_eq!(abs("crate::fs::X; crate::results::Y", &["a"]), ["fs", "results"]);
+    // A mod.rs is its folder: `super::` from report/view/mod.rs is report.
+    assert_eq!(abs("use super::text;", &["report", "view"]), ["report::text"]);
 }
 
 #[test]
@@ -244,4 +323,40 @@ fn no_function_returns_a_bare_string_error() {
             );
         }
     }
+}
+
+/// `1.88` → `[1, 88]`, `1.85.0` → `[1, 85, 0]`.
+fn version(text: &str) -> Vec<u32> {
+    text.split('.').map(|n| n.parse().unwrap_or(0)).collect()
+}
+
+#[test]
+fn the_declared_rust_version_is_what_the_locked_dependencies_need() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    let declared = manifest
+        .lines()
+        .find_map(|l| l.strip_prefix("rust-version = \""))
+        .and_then(|v| v.strip_suffix('"'))
+        .expect("Cargo.toml declares a rust-version");
+    let out = std::process::Command::new(env!("CARGO"))
+        .args(["metadata", "--format-version", "1", "--locked", "--offline"])
+        .current_dir(root)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "cargo metadata: {}", String::from_utf8_lossy(&out.stderr));
+    let metadata: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let packages = metadata["packages"].as_array().unwrap();
+    assert!(packages.len() > 20, "read the lockfile's packages");
+    let needs: Vec<(Vec<u32>, String)> = packages
+        .iter()
+        .filter_map(|p| Some((version(p["rust_version"].as_str()?), format!("{} {}", p["name"], p["version"]))))
+        .collect();
+    for (need, package) in &needs {
+        assert!(
+            *need <= version(declared),
+            "{package} needs Rust {need:?}, above Cargo.toml's rust-version {declared}: raise it (and the README's)"
+        );
+    }
+    // That fsscale's own code builds with it is checked by `.ci/run`, which builds with that toolchain.
 }

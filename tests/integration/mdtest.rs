@@ -173,7 +173,7 @@ fn a_lookup_shape_places_and_orders_the_items_as_mdtest_names_them() {
         let timed: Vec<u32> =
             items.iter().filter(|i| i.0 == call && i.1 == worker_dir && i.2 == worker).map(|i| i.3).collect();
         // Untimed setup creates items too; the timed phases touch each once per run.
-        assert!(timed.len() >= 30 && timed.len() % 30 == 0, "{call} in {worker_dir}: {timed:?}");
+        assert!(timed.len() >= 30 && timed.len().is_multiple_of(30), "{call} in {worker_dir}: {timed:?}");
         let first: Vec<u32> = timed.iter().take(30).copied().collect();
         let mut sorted = first.clone();
         sorted.sort_unstable();

@@ -1,5 +1,5 @@
 //! Many clients: real `mpirun` jobs of the binary built with `--features
-//! mpi` (`.ci/run` runs them: `cargo test --features mpi mpi::`), and what a
+//! mpi` (`.ci/run` runs every test in that build), and what a
 //! binary without the feature says when a launcher starts it.
 
 use crate::util::*;

@@ -23,7 +23,17 @@ fn drift_is_marked_and_compare_calls_it_too_noisy() {
     assert_success(&out);
     let text = stdout(&out);
     assert!(text.contains(" !drift"), "{text}");
-    assert!(text.contains("!drift: the runs trend with their order"), "the legend explains it: {text}");
+    assert!(text.contains("\n!drift: the runs trend with their order"), "the legend explains it: {text}");
+    // Only the marks shown, a line each; every line of the legend is short.
+    assert!(!text.contains("!2 modes:") && !text.contains("!short:"), "{text}");
+    let legend = text.split("\n\n").last().unwrap();
+    assert!(legend.lines().all(|l| l.chars().count() <= 200), "{legend}");
+    assert!(legend.len() < 1200, "{} bytes: {legend}", legend.len());
+    // -q: the table and its marks, and no legend.
+    let out = drifting.run(&["command", "--shell", "--cmd", &cmd, "-j", "1", "-n", "5", "-q", "--force"]);
+    assert_success(&out);
+    let quiet = stdout(&out);
+    assert!(quiet.contains(" !drift") && !quiet.contains("!drift:") && !quiet.contains("fixed work:"), "{quiet}");
     let doc = drifting.results();
     let drift = doc.points[0].summary.as_ref().unwrap().diagnostics.as_ref().unwrap().drift.unwrap();
     assert_eq!(drift.rho, -1.0, "every run slower than the one before");
@@ -135,4 +145,20 @@ fn ops_per_cpu_second_hold_where_a_hog_halves_ops_per_second() {
     let text = stdout(&out);
     assert!(text.contains("base mean ops/cpu-s"), "the figure is named: {text}");
     assert!(!text.lines().any(|l| l.ends_with("  too noisy")) && !text.contains("machine busy"), "{text}");
+}
+
+#[test]
+fn a_driver_beside_other_work_is_marked_busy() {
+    // A driver that spins 0.2 s and reports a figure, confined to the CPU a hog spins on.
+    let env = TestEnv::new();
+    let spin = "end=$(( $(date +%s%N) + 200000000 )); while [ $(date +%s%N) -lt $end ]; do :; done; echo 'rate: 7'";
+    let out = beside_a_hog(|| {
+        env.run_on_cpus("0", &["command", "--shell", "--cmd", spin, "--metric", "rate: ([0-9]+)", "-j", "1", "-n", "3"])
+    });
+    assert_success(&out);
+    let text = stdout(&out);
+    let row = text.lines().find(|l| l.trim_start().starts_with("1 ")).unwrap();
+    assert!(row.contains("!busy "), "a driver's runs are judged too: {text}");
+    let doc = env.results();
+    assert!(doc.points[0].runs.iter().all(|r| r.noise.unwrap().others_cpu > 0.10), "{:?}", doc.points[0].runs);
 }

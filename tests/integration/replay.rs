@@ -65,7 +65,7 @@ fn replay_of_a_tiny_trace_matches_its_hand_counted_mix() {
     assert_eq!(run.bytes, Some(io * 4096));
     assert_eq!(run.latency.as_ref().unwrap().count, total);
     let table = stdout(&out);
-    assert!(table.contains("operations at 1 workers (process, private), all runs:"), "{table}");
+    assert!(table.contains("operations at 1 worker (process, private), all runs:"), "{table}");
     assert!(table.contains("QUERY_PATH_INFORMATION") && table.contains("MB/s") && table.contains("p99.9"), "{table}");
     assert_eq!(env.leftovers(), Vec::<String>::new());
 }

@@ -10,7 +10,7 @@ fn workers_sharing_a_cpu_wait_on_its_runqueue() {
     assert_success(&out);
     let text = stdout(&out);
     assert!(text.contains("runq  asleep"), "{text}");
-    assert!(text.contains("runq = share of each worker's window spent runnable but waiting"), "{text}");
+    assert!(text.contains("runq, asleep = share of") && text.contains("waiting for a CPU, and blocked"), "{text}");
     let doc = env.results();
     let run = &doc.points[0].runs[0];
     assert_eq!(run.sched.len(), 4, "one entry per worker: {:?}", run.sched);

@@ -99,6 +99,11 @@ fn walks_a_read_only_tree_with_stat_and_never_writes_it() {
         "thread",
     ]);
     assert_success(&out);
+    // The header says which tree and that every entry was stat'ed.
+    let text = stdout(&out);
+    assert!(text.contains("getdents64 of every directory and fstatat() of every entry (--stat)"), "{text}");
+    let tree_line = format!("\n  tree: --tree {}: {} entries", tree.display(), expected);
+    assert!(text.contains(&tree_line), "{tree_line} in {text}");
     let doc = env.results();
     for point in &doc.points {
         assert_eq!(point.runs[0].ops, expected * if point.share == Share::Same { 2 } else { 1 });
@@ -107,17 +112,19 @@ fn walks_a_read_only_tree_with_stat_and_never_writes_it() {
     let walked = doc.settings.walked_tree.as_ref().expect("settings.walked_tree");
     assert_eq!((walked.path.as_str(), walked.entries), (tree.to_str().unwrap(), expected));
     assert!(doc.settings.untar.is_none());
-    // Without --share, every worker walks all of it (same), and together (shared).
-    let out = env.run(&["traverse", "--tree", tree.to_str().unwrap(), "-j", "2", "--mode", "process,thread"]);
+    // Without --share, every worker walks all of it (same): N concurrent finds.
+    let out = env.run(&["traverse", "--tree", tree.to_str().unwrap(), "-j", "1,2", "--mode", "process,thread"]);
     assert_success(&out);
-    let shares: Vec<(String, Share)> = env.results().points.iter().map(|p| (p.mode.to_string(), p.share)).collect();
+    assert!(stdout(&out).contains("counting entries (no --stat)"), "{}", stdout(&out));
+    let shares: Vec<(String, Share, usize)> =
+        env.results().points.iter().map(|p| (p.mode.to_string(), p.share, p.workers)).collect();
     assert_eq!(
         shares,
         [
-            ("process".into(), Share::Same),
-            ("process".into(), Share::Shared),
-            ("thread".into(), Share::Same),
-            ("thread".into(), Share::Shared)
+            ("process".into(), Share::Same, 1),
+            ("process".into(), Share::Same, 2),
+            ("thread".into(), Share::Same, 1),
+            ("thread".into(), Share::Same, 2),
         ]
     );
     assert_eq!(walk_meta(&tree), before, "--tree is untouched (names, mtimes, sizes)");

@@ -90,10 +90,7 @@ fn external_command_extracts_with_gnu_tar() {
     // The last two figures, before any mark (!busy, ...).
     let cells: Vec<&str> = row.split_whitespace().take_while(|c| !c.starts_with(['!', '~'])).collect();
     assert_eq!(cells[cells.len() - 2..], ["-", "-"], "{text}");
-    assert!(
-        text.contains("- where workers run a command (command, untar --extract-cmd): they only wait for it"),
-        "{text}"
-    );
+    assert!(text.contains("(- where workers only wait for a command they ran)"), "{text}");
     assert_eq!(env.leftovers(), Vec::<String>::new());
 }
 
@@ -103,7 +100,7 @@ fn failing_command_reports_status_and_stderr() {
     let out = env.run(&["untar", "-j", "1", "--scale", "0.005", "--extract-cmd", "tar xf {tarball} -C {dir}/missing"]);
     assert_eq!(out.status.code(), Some(1));
     let err = stderr(&out);
-    assert!(err.contains("untar (process, private, 1 workers), run 1 of 1: worker 0: `tar xf"), "{err}");
+    assert!(err.contains("untar (process, private, 1 worker), run 1 of 1: worker 0: `tar xf"), "{err}");
     assert!(err.contains("exited with status 2: tar:"), "{err}");
     assert_eq!(env.results().status, Status::Failed);
     assert_eq!(env.leftovers(), Vec::<String>::new());

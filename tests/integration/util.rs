@@ -170,7 +170,16 @@ pub fn assert_one_line_error(out: &Output, needle: &str) {
 /// same plan measured again, as two systems (or a re-run) would give.
 pub fn run_each(env: &TestEnv, args: &[&str], outputs: &[&Path]) {
     for output in outputs {
-        let out = fsscale().arg("run").args(args).arg("--dir").arg(&env.dir).arg("-o").arg(output).output().unwrap();
+        // Warm-up runs as long as the window, not until steady (up to 5 s a point), unless `args` say otherwise.
+        let out = fsscale()
+            .args(["run", "--warmup-max", "0"])
+            .args(args)
+            .arg("--dir")
+            .arg(&env.dir)
+            .arg("-o")
+            .arg(output)
+            .output()
+            .unwrap();
         assert_success(&out);
     }
 }

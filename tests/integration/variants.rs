@@ -119,7 +119,7 @@ fn a_failing_variant_command_fails_its_run_named_and_keeps_the_runs_before_it() 
     let lines: Vec<&str> = err.lines().filter(|l| !l.starts_with("fsscale: warning: ") && !is_progress(l)).collect();
     assert_eq!(lines.len(), 2, "{err}");
     assert_eq!(lines[0], format!("results so far: {}", env.output.display()));
-    let named = "fsscale: error: stat (process, private, 1 workers) variant bad, run 2 of 3: --variant bad: `if [ -e";
+    let named = "fsscale: error: stat (process, private, 1 worker) variant bad, run 2 of 3: --variant bad: `if [ -e";
     assert!(lines[1].starts_with(named) && lines[1].ends_with("exited with status 2: no such tunable"), "{err}");
     let doc = env.results();
     let kept: Vec<usize> = doc.points.iter().map(|p| p.runs.len()).collect();

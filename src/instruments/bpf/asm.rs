@@ -162,17 +162,6 @@ impl Asm {
             .push(insn(0, R0, R0, 0, offset))
     }
 
-    /// `dst = imm` for a full 64-bit constant.
-    pub fn load_u64(&mut self, dst: Reg, imm: u64) -> &mut Asm {
-        self.push(insn(LD | IMM | Size::U64 as u8, dst, R0, 0, imm as u32 as i32)).push(insn(
-            0,
-            R0,
-            R0,
-            0,
-            (imm >> 32) as u32 as i32,
-        ))
-    }
-
     /// `if dst <cond> imm goto label`.
     pub fn jump_if(&mut self, cond: Cond, dst: Reg, imm: i32, label: &'static str) -> &mut Asm {
         self.jumps.push((self.insns.len(), label));
@@ -271,12 +260,11 @@ mod tests {
     #[test]
     fn map_references_take_two_instructions() {
         let mut a = Asm::new();
-        a.load_map(R1, 7).load_map_value(R2, 9, 16).load_u64(R3, 0x1_0000_0002);
+        a.load_map(R1, 7).load_map_value(R2, 9, 16);
         let insns = a.finish();
-        assert_eq!(insns.len(), 6);
+        assert_eq!(insns.len(), 4);
         assert_eq!((insns[0].code, insns[0].regs, insns[0].imm), (0x18, 0x11, 7));
         assert_eq!((insns[2].regs, insns[2].imm, insns[3].imm), (0x22, 9, 16));
-        assert_eq!((insns[4].imm, insns[5].imm), (2, 1));
         assert_eq!(encode(&insns[..1]), vec![u64::from_ne_bytes([0x18, 0x11, 0, 0, 7, 0, 0, 0])]);
     }
 

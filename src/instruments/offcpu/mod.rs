@@ -29,7 +29,7 @@ const IDLE: u64 = 0x80;
 /// The states that are sleeps: dead, zombie and parked tasks are not waiting for anything.
 pub(crate) const SLEEPING: u64 = INTERRUPTIBLE | UNINTERRUPTIBLE | STOPPED | TRACED | IDLE;
 
-pub fn state_name(state: u64) -> &'static str {
+fn state_name(state: u64) -> &'static str {
     match state {
         s if s & UNINTERRUPTIBLE != 0 => "uninterruptible",
         s if s & INTERRUPTIBLE != 0 => "interruptible",
@@ -68,7 +68,7 @@ fn is_sleep_internal(name: &str) -> bool {
 }
 
 /// Where a sleep began: the wait call and two callers, `schedule ← jbd2_log_wait_commit ← ext4_sync_file`.
-pub fn sleep_site(frames: &[&str]) -> String {
+fn sleep_site(frames: &[&str]) -> String {
     site_where(frames, is_sleep_internal)
 }
 

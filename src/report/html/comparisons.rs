@@ -78,6 +78,10 @@ fn explain_change(out: &mut Html, c: &Comparison, r: &Row) {
     let flames = [(&why.stacks, super::super::flame::ON_CPU), (&why.sleep_stacks, super::super::flame::OFF_CPU)];
     for (stacks, kind) in flames {
         let Some((base, new)) = stacks else { continue };
+        // Nothing recorded on either side (no worker slept): no graph of nothing.
+        if base.is_empty() && new.is_empty() {
+            continue;
+        }
         let what = r.point_words();
         let widths = kind.widths();
         html!(
@@ -99,7 +103,7 @@ fn explain_change(out: &mut Html, c: &Comparison, r: &Row) {
             widths,
             c.base
         );
-        for (side, folded) in [(&c.base, base), (&c.new, new)] {
+        for (side, folded) in [(&c.base, base), (&c.new, new)].into_iter().filter(|(_, f)| !f.is_empty()) {
             html!(
                 out,
                 "<figure class=\"flame\">{}<figcaption>{}: {} alone, {}.</figcaption></figure>\n",

@@ -9,9 +9,9 @@ use std::collections::BTreeSet;
 use super::analyze::verdict_line;
 use super::chart::{efficiency_chart, scaling_chart, ChartPoint, ChartSeries};
 use super::format::{format_pct, format_rate};
+use super::marks::{self, noise_marks};
 use super::markup::Html;
 use super::profile;
-use super::text::{noise_marks, NOISE_LEGEND};
 use crate::analyze::{analyze_results, SeriesAnalysis};
 use crate::compare::{compare, compare_between, Between, CompareConfig, Comparison, Dimension, Verdict};
 use crate::results::{Point, ResultsFile};
@@ -117,7 +117,11 @@ fn environment(out: &mut Html, files: &[(String, ResultsFile)]) {
         ("CPU", |d| d.host.cpu_model.clone()),
         ("online CPUs", |d| d.host.online_cpus.to_string()),
         ("memory", |d| format!("{:.1} GiB", d.host.memory_bytes as f64 / (1u64 << 30) as f64)),
-        ("target", |d| d.target.path.clone()),
+        // With --fs the runs were on filesystems fsscale made, not in --dir (the current directory by default).
+        ("target", |d| match d.points.iter().any(|p| p.filesystem.is_some()) {
+            true => "filesystems made for the run by --fs (below)".to_string(),
+            false => d.target.path.clone(),
+        }),
         ("filesystem", |d| {
             let made: BTreeSet<String> =
                 d.points.iter().filter_map(|p| p.filesystem.as_ref().map(|f| f.describe())).collect();
@@ -209,7 +213,12 @@ fn findings(
             let peak = a.points.iter().max_by(|x, y| x.throughput.total_cmp(&y.throughput));
             let peak = peak.map(|p| {
                 let speedup = p.speedup.map(|s| format!(" ({s:.2}× of 1 worker)")).unwrap_or_default();
-                format!("peak {} {} at {} workers{speedup}", format_rate(p.throughput), a.unit, p.workers)
+                format!(
+                    "peak {} {} at {}{speedup}",
+                    format_rate(p.throughput),
+                    a.unit,
+                    crate::vocab::workers(p.workers)
+                )
             });
             html!(
                 out,
@@ -225,10 +234,21 @@ fn findings(
         for (workload, _) in crate::results::grouped(doc.points.iter().map(|p| (p.workload, ()))) {
             for ((condition, mode, share), points) in series_of(doc, workload) {
                 // The largest point says most about why the curve bends; the growth across the sweep, where it goes.
-                let Some(dominant) = points.iter().rev().find_map(|p| profile::dominant_site(p)) else { continue };
-                let sentence = match profile::fastest_growing_site(&points) {
-                    Some(growing) => format!("{dominant}; {growing}"),
-                    None => dominant,
+                let profiled =
+                    points.iter().any(|p| p.runs.iter().any(|r| r.locks.is_some() || r.cpu_profile.is_some()));
+                let cpus =
+                    points.last().filter(|_| profiled).and_then(|p| profile::out_of_cpus(p, doc.host.usable_cpus));
+                let locks = points.iter().rev().find_map(|p| profile::dominant_site(p)).map(|dominant| {
+                    match profile::fastest_growing_site(&points) {
+                        Some(growing) => format!("{dominant}; {growing}"),
+                        None => dominant,
+                    }
+                });
+                // Out of CPUs first: the locks come after it, as what else grew.
+                let sentence = match (cpus, locks) {
+                    (Some(cpus), Some(locks)) => format!("{cpus}; then {locks}"),
+                    (Some(one), None) | (None, Some(one)) => one,
+                    (None, None) => continue,
                 };
                 let on = condition.map(|c| format!(" {c}")).unwrap_or_default();
                 html!(
@@ -330,7 +350,8 @@ fn flagged_points(out: &mut Html, files: &[(String, ResultsFile)]) {
             why
         );
     }
-    html!(out, "</ul>\n<p class=\"legend\">{}</p>\n", NOISE_LEGEND.trim_end());
+    let shown = files.iter().flat_map(|(_, doc)| &doc.points).flat_map(marks::noise_marks_of).map(|(m, _)| m).collect();
+    html!(out, "</ul>\n<p class=\"legend\">{}</p>\n", marks::legend(&shown).trim_end());
 }
 
 /// The point's median (what its tables show) and the bar drawn around it:

@@ -44,6 +44,7 @@ crate::vocab::words! {
         UserS => "user_s",
         SysS => "sys_s",
         SyncS => "sync_s",
+        DeviceReadInJob => "device_mb_read_in_job",
         DeviceInJob => "device_mb_in_job",
         DeviceInSync => "device_mb_in_sync",
         Runq => "runq_share",
@@ -98,6 +99,7 @@ impl Column {
             UserS => "user s",
             SysS => "sys s",
             SyncS => "sync s",
+            DeviceReadInJob => "dev MB read",
             DeviceInJob => "dev MB in job",
             DeviceInSync => "dev MB in sync",
             Runq => "runq",
@@ -113,7 +115,7 @@ impl Column {
             Workload | Mode | Share | Filesystem | Cache | Variant | Unit | Note => Align::Left,
             Workers | Runs | Median | Mean | RateSd | PerWorker | Efficiency | PerCpu | MegabytesPerS | P50 | P90
             | P99 | P999 | Max | Time | TimeSd | Rate | Concurrency | Spread | WorkShare | UserS | SysS | SyncS
-            | DeviceInJob | DeviceInSync | Runq | Asleep => Align::Right,
+            | DeviceReadInJob | DeviceInJob | DeviceInSync | Runq | Asleep => Align::Right,
         }
     }
 
@@ -134,6 +136,8 @@ impl Column {
             WorkShare => any(&|p| p.workload == W::Traverse && p.share == Sharing::Shared),
             // Device writes only where there is a device (a made filesystem on one).
             DeviceInJob | DeviceInSync => any(&|p| p.runs.iter().any(|r| r.device_io.is_some())),
+            // Reads where the job read from the device (a cold walk, an extraction past the cache).
+            DeviceReadInJob => any(&|p| p.runs.iter().any(|r| r.device_io.is_some_and(|io| io.read_bytes > 0))),
             Runq | Asleep => any(&|p| p.runs.iter().any(|r| !r.sched.is_empty())),
             Variant => any(&|p| p.variant.is_some()),
             Workload | Mode | Share | Filesystem | Cache | Workers | Unit | Runs | Median | Mean | RateSd
@@ -194,6 +198,11 @@ impl Column {
             UserS => Cell::figure(Some(runs(&|r| r.worker_cpu.user_s)), seconds),
             SysS => Cell::figure(Some(runs(&|r| r.worker_cpu.sys_s)), seconds),
             SyncS => Cell::figure(Some(runs(&|r| r.writeback.map_or(0.0, |w| w.sync_s))), seconds),
+            DeviceReadInJob => {
+                Cell::figure(Some(runs(&|r| r.device_io.map_or(0.0, |io| io.read_bytes as f64 / 1e6))), |mb| {
+                    format!("{mb:.1}")
+                })
+            }
             DeviceInJob => Cell::figure(Some(runs(&|r| written(r.device_io))), |mb| format!("{mb:.1}")),
             DeviceInSync => {
                 Cell::figure(Some(runs(&|r| written(r.writeback.and_then(|w| w.device_io)))), |mb| format!("{mb:.1}"))
@@ -203,7 +212,7 @@ impl Column {
             Runq => sched_share(p, |s| s.runqueue),
             Asleep => sched_share(p, |s| s.asleep),
             Note => {
-                let note = super::super::text::run_note(p, view.settings, view.paired_base);
+                let note = super::super::marks::run_note(p, view.settings, view.paired_base);
                 let impossible = view.above_cpus().map(|a| a.mark());
                 Cell::Text(
                     [Some(note.as_str()), impossible]

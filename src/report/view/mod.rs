@@ -79,9 +79,13 @@ pub enum AboveCpus {
 
 impl AboveCpus {
     pub fn mark(self) -> &'static str {
+        self.as_mark().tag()
+    }
+
+    pub fn as_mark(self) -> super::marks::Mark {
         match self {
-            AboveCpus::Impossible => "!impossible",
-            AboveCpus::WithinNoise => "~above CPUs",
+            AboveCpus::Impossible => super::marks::Mark::Impossible,
+            AboveCpus::WithinNoise => super::marks::Mark::AboveCpus,
         }
     }
 }
@@ -179,6 +183,7 @@ impl Layout {
                 UserS,
                 SysS,
                 SyncS,
+                DeviceReadInJob,
                 DeviceInJob,
                 DeviceInSync,
                 Runq,

@@ -393,8 +393,11 @@ impl Session<'_> {
             false => format!("run {} of {}", run + 1, config.runs.max(run + 1)),
         };
         error.context(format!(
-            "{} ({}, {}, {} workers){on}, {which}",
-            spec.workload, spec.mode, spec.share, spec.workers
+            "{} ({}, {}, {}){on}, {which}",
+            spec.workload,
+            spec.mode,
+            spec.share,
+            crate::vocab::workers(spec.workers)
         ))
     }
 

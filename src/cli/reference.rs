@@ -1,0 +1,144 @@
+//! The options reference in Markdown (docs/REFERENCE.md), generated from the
+//! same command definition as `--help` and the man pages, so it cannot drift:
+//! a test compares the committed file with [`markdown`].
+
+use std::fmt::Write as _;
+
+use clap::{Arg, Command};
+
+/// Every visible subcommand's usage and options, one table per help heading.
+pub fn markdown() -> String {
+    let mut command = <super::Cli as clap::CommandFactory>::command();
+    // Value names and defaults are filled in when the definition is built.
+    command.build();
+    let mut out = String::from(
+        "# fsscale command-line reference\n\n\
+         Generated from fsscale's command definition by `fsscale manpage --markdown`; a test fails when \
+         this file and the definition differ. `fsscale help SUBCOMMAND` prints the same, and \
+         `fsscale help marks` what the tables' columns and marks mean.\n\n",
+    );
+    let subcommands: Vec<&Command> = command.get_subcommands().filter(|s| !s.is_hide_set()).collect();
+    for sub in &subcommands {
+        let name = sub.get_name();
+        let _ = writeln!(out, "- [`fsscale {name}`](#fsscale-{name}): {}", one_line(sub.get_about()));
+    }
+    out.push('\n');
+    for sub in subcommands {
+        out.push_str(&subcommand(sub));
+    }
+    out
+}
+
+fn subcommand(sub: &Command) -> String {
+    let name = sub.get_name();
+    let mut out = format!("## fsscale {name}\n\n");
+    let about = sub.get_long_about().or(sub.get_about()).map(|a| a.to_string()).unwrap_or_default();
+    if !about.is_empty() {
+        let _ = writeln!(out, "{}\n", about.trim());
+    }
+    let usage = sub.clone().bin_name(format!("fsscale {name}")).render_usage().to_string();
+    let _ = writeln!(out, "```\n{}\n```\n", usage.trim().trim_start_matches("Usage: "));
+    // Options in the order they are defined, grouped by their heading, the ungrouped first.
+    let args: Vec<&Arg> = sub
+        .get_arguments()
+        .filter(|a| !a.is_hide_set() && !["help", "version"].contains(&a.get_id().as_str()))
+        .collect();
+    let mut headings: Vec<Option<&str>> = Vec::new();
+    for arg in &args {
+        if !headings.contains(&arg.get_help_heading()) {
+            headings.push(arg.get_help_heading());
+        }
+    }
+    headings.sort_by_key(|h| h.is_some());
+    for heading in headings {
+        if let Some(h) = heading {
+            let _ = writeln!(out, "### {h}\n");
+        }
+        out.push_str("| option | meaning | default |\n|---|---|---|\n");
+        for arg in args.iter().filter(|a| a.get_help_heading() == heading) {
+            let _ = writeln!(out, "| `{}` | {} | {} |", spelling(arg), cell(&meaning(arg)), cell(&default(arg)));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// How the option is written: `-j, --workers <LIST>`, or `[WORKLOAD]...` for a positional one.
+fn spelling(arg: &Arg) -> String {
+    let value = || {
+        let names: Vec<String> = arg.get_value_names().unwrap_or_default().iter().map(|n| n.to_string()).collect();
+        match names.as_slice() {
+            [] => arg.get_id().as_str().to_uppercase(),
+            some => some.join(" "),
+        }
+    };
+    if arg.is_positional() {
+        let many = arg.get_num_args().is_some_and(|n| n.max_values() > 1);
+        let dots = if many { "..." } else { "" };
+        return if arg.is_required_set() { format!("<{}>{dots}", value()) } else { format!("[{}]{dots}", value()) };
+    }
+    let mut names = Vec::new();
+    if let Some(c) = arg.get_short() {
+        names.push(format!("-{c}"));
+    }
+    if let Some(l) = arg.get_long() {
+        names.push(format!("--{l}"));
+    }
+    let takes_value = arg.get_num_args().is_some_and(|n| n.takes_values());
+    match takes_value {
+        true => format!("{} <{}>", names.join(", "), value()),
+        false => names.join(", "),
+    }
+}
+
+/// The option's help, and its possible values where its help does not list them.
+fn meaning(arg: &Arg) -> String {
+    let help = arg.get_long_help().or(arg.get_help()).map(|h| h.to_string()).unwrap_or_default();
+    if !arg.get_num_args().is_some_and(|n| n.takes_values()) {
+        return help;
+    }
+    let values: Vec<String> =
+        arg.get_possible_values().iter().filter(|v| !v.is_hide_set()).map(|v| v.get_name().to_string()).collect();
+    match values.is_empty() || values.iter().all(|v| help.contains(v.as_str())) {
+        true => help,
+        false => format!("{} (one of: {})", help.trim_end_matches('.'), values.join(", ")),
+    }
+}
+
+fn default(arg: &Arg) -> String {
+    if !arg.get_num_args().is_some_and(|n| n.takes_values()) {
+        return String::new();
+    }
+    arg.get_default_values().iter().map(|v| format!("`{}`", v.to_string_lossy())).collect::<Vec<_>>().join(", ")
+}
+
+/// A Markdown table cell: one line, its pipes escaped.
+fn cell(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ").replace('|', "\\|")
+}
+
+fn one_line(text: Option<&clap::builder::StyledStr>) -> String {
+    text.map(|t| cell(&t.to_string())).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_visible_option_of_run_is_in_the_reference_with_its_default() {
+        let text = markdown();
+        let run = text.split("## fsscale run\n").nth(1).unwrap().split("\n## ").next().unwrap();
+        assert!(run.contains("| `-j, --workers <LIST>` |"), "{run}");
+        assert!(run.contains("| `--items <N>` |"), "{run}");
+        let items = run.lines().find(|l| l.starts_with("| `--items <N>`")).unwrap();
+        assert!(items.ends_with("| `50000` |"), "{items}");
+        assert!(text.contains("## fsscale compare\n"));
+        assert!(!text.contains("scratch-warden"), "hidden subcommands stay out");
+    }
+
+    #[test]
+    fn a_cell_is_one_line_with_its_pipes_escaped() {
+        assert_eq!(cell("a |b\n\n  c"), "a \\|b c");
+    }
+}
