@@ -16,13 +16,13 @@ pub mod compare;
 pub mod escape;
 pub(crate) mod lockfile;
 pub mod ministat;
-pub(crate) mod panics;
 pub mod report;
 pub mod results;
 pub mod stats;
 pub mod sys;
 pub mod vocab;
 
+// A worker's panic caught and reported: the runner's (Linux only).
 #[cfg(target_os = "linux")]
 pub mod archive;
 #[cfg(target_os = "linux")]
@@ -33,6 +33,8 @@ pub mod exec;
 pub mod fs;
 #[cfg(target_os = "linux")]
 pub mod instruments;
+#[cfg(target_os = "linux")]
+pub(crate) mod panics;
 #[cfg(target_os = "linux")]
 pub mod plan;
 #[cfg(target_os = "linux")]

@@ -150,9 +150,8 @@ fn group(
 /// Which input a macro workload's table ran on: the tree walked or
 /// extracted, or the trace replayed.
 pub(super) fn source_line(settings: &Settings, workload: Workload) -> Option<String> {
-    let size = |entries: u64, bytes: u64| {
-        format!("{} entries, {:.1} MB", super::format::thousands(entries), bytes as f64 / 1e6)
-    };
+    let size =
+        |entries: u64, bytes: u64| format!("{} entries, {}", super::format::thousands(entries), megabytes(bytes));
     let generated = |u: &crate::results::UntarSettings| match (u.scale, u.seed) {
         (Some(scale), Some(seed)) => format!("the generated tree, --scale {scale} --seed {seed}"),
         _ => format!("--tarball {}", u.tarball),
@@ -169,13 +168,21 @@ pub(super) fn source_line(settings: &Settings, workload: Workload) -> Option<Str
         }),
         Workload::Replay => settings.replay.as_ref().map(|r| {
             format!(
-                "trace: {}: {} operations, {:.1} MB read and written per pass",
+                "trace: {}: {} operations, {} read and written per pass",
                 r.trace,
                 super::format::thousands(r.ops_per_pass.values().sum()),
-                r.bytes_per_pass as f64 / 1e6
+                megabytes(r.bytes_per_pass)
             )
         }),
         _ => None,
+    }
+}
+
+/// 2.8 MB, 12.3 kB: decimal units, as the tables' MB/s.
+fn megabytes(bytes: u64) -> String {
+    match bytes {
+        b if b < 1_000_000 => format!("{:.1} kB", b as f64 / 1e3),
+        b => format!("{:.1} MB", b as f64 / 1e6),
     }
 }
 

@@ -66,6 +66,9 @@ fn replay_of_a_tiny_trace_matches_its_hand_counted_mix() {
     assert_eq!(run.latency.as_ref().unwrap().count, total);
     let table = stdout(&out);
     assert!(table.contains("operations at 1 worker (process, private), all runs:"), "{table}");
+    // The header says which trace ran.
+    let trace_line = format!("\n  trace: {}: 14 operations, 12.3 kB read and written per pass\n", trace.display());
+    assert!(table.contains(&trace_line), "{trace_line} in {table}");
     assert!(table.contains("QUERY_PATH_INFORMATION") && table.contains("MB/s") && table.contains("p99.9"), "{table}");
     assert_eq!(env.leftovers(), Vec::<String>::new());
 }

@@ -70,6 +70,12 @@ fn every_worker_extracts_every_entry_in_both_modes() {
     }
     let table = stdout(&out);
     assert!(table.contains("eff. concurrency"), "{table}");
+    // A header of one short line, then which tarball it was.
+    let lines: Vec<&str> = table.lines().collect();
+    let header = lines.iter().position(|l| l.starts_with("untar")).unwrap();
+    assert!(lines[header].len() < 200, "{}", lines[header]);
+    let tarball = format!("  tarball: the generated tree, --scale 0.005 --seed 1: {} entries", untar.entries);
+    assert!(lines[header + 1].starts_with(&tarball), "{table}");
     assert!(table.lines().any(|l| l.trim_start().starts_with("1  process  private") && l.contains("1.00")), "{table}");
     assert_eq!(env.leftovers(), Vec::<String>::new());
 }

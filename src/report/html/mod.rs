@@ -550,6 +550,28 @@ mod tests {
     }
 
     #[test]
+    fn the_target_of_a_run_on_filesystems_it_made_is_those_not_the_directory() {
+        let mut file = doc(2, 1.0, vec![point(Workload::Stat, Share::Private, 1, vec![run(0, &[1000], 1.0)])]);
+        file.target.path = "/home/someone/where-fsscale-was-started".into();
+        let html = render_html(&[("a".to_string(), file.clone())], &[]);
+        assert!(html.contains("<th>target</th><td>/home/someone/where-fsscale-was-started</td>"), "{html}");
+        file.points[0].filesystem = Some(crate::vocab::FsRecord {
+            label: "ext4".into(),
+            kind: crate::vocab::FsKind::Ext4,
+            mkfs_command: None,
+            mkfs_version: None,
+            mount_options: "rw".into(),
+            super_options: "rw".into(),
+            device: Some("/dev/loop0".into()),
+            backing: "ram".into(),
+            size_bytes: 1 << 30,
+        });
+        let html = render_html(&[("a".to_string(), file)], &[]);
+        assert!(!html.contains("where-fsscale-was-started"), "{html}");
+        assert!(html.contains("<th>target</th><td>filesystems made for the run by --fs (below)</td>"), "{html}");
+    }
+
+    #[test]
     fn flagged_points_are_listed_with_why() {
         // Five runs each slower than the last: drift, and compare will not call it.
         let runs = (0..5).map(|i| run(i, &[1000 - 100 * i as u64], 1.0)).collect();
@@ -606,5 +628,28 @@ mod change_tests {
         assert!(html.contains("<title>spin (180 samples, 60.0%; base 10.0%, +50.0 points)</title>"), "{html}");
         assert!(html.contains("<pre class=\"why\">"), "{html}");
         assert!(!html.contains("<script"), "readable without script");
+        // Off-CPU profiles on both sides in which no worker slept: no graph of nothing.
+        let slept_nowhere = |mut file: ResultsFile| {
+            for r in &mut file.points[0].runs {
+                r.offcpu = Some(crate::results::OffCpuProfile {
+                    method: crate::vocab::Collector::Bpf,
+                    programs: None,
+                    sleeps: 0,
+                    asleep_s: 0.0,
+                    wake_to_run_s: 0.0,
+                    lost_events: 0,
+                    sites: Vec::new(),
+                    folded: Default::default(),
+                });
+            }
+            file
+        };
+        let files = vec![
+            ("a".to_string(), slept_nowhere(profiled(1000, 0.01, 10))),
+            ("b".to_string(), slept_nowhere(profiled(800, 0.2, 60))),
+        ];
+        let html = render_html(&files, &[]);
+        assert!(html.contains("b against a, differential:"), "the CPU graph is drawn: {html}");
+        assert!(!html.contains("where workers slept") && !html.contains("of the time asleep than in"), "{html}");
     }
 }
