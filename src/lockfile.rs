@@ -11,7 +11,7 @@ use crate::sys::{self, Errno};
 
 /// Creates `name` in `dir` exclusively (`O_EXCL | O_NOFOLLOW`, so nothing
 /// planted there is reused) and locks it for as long as the file is open.
-pub fn create_locked(dir: RawFd, name: &CStr, mode: libc::mode_t) -> Result<File, Errno> {
+pub(crate) fn create_locked(dir: RawFd, name: &CStr, mode: libc::mode_t) -> Result<File, Errno> {
     let flags = libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_RDWR;
     let file = sys::open_owned(dir, name, flags, mode)?;
     let file = File::from(file);
@@ -27,7 +27,7 @@ pub fn create_locked(dir: RawFd, name: &CStr, mode: libc::mode_t) -> Result<File
 /// Opens `name` in `dir` (never through a link) and takes its lock if no
 /// live run holds it: `Some(file)`, holding the lock until dropped; `None`
 /// when it is held (its run is alive).
-pub fn lock_if_unheld(dir: RawFd, name: &CStr) -> Result<Option<File>, Errno> {
+pub(crate) fn lock_if_unheld(dir: RawFd, name: &CStr) -> Result<Option<File>, Errno> {
     let file = sys::open_owned(dir, name, libc::O_RDONLY | libc::O_NOFOLLOW, 0)?;
     let file = File::from(file);
     // SAFETY: flock on our own descriptor; EWOULDBLOCK means a live run holds it.

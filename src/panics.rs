@@ -20,7 +20,7 @@ pub struct Panicked(pub String);
 
 /// Runs `body`; a panic inside it comes back as its message and location
 /// (nothing printed). Panics elsewhere still reach the previous hook.
-pub fn catch<T>(body: impl FnOnce() -> T) -> Result<T, Panicked> {
+pub(crate) fn catch<T>(body: impl FnOnce() -> T) -> Result<T, Panicked> {
     HOOK.call_once(|| {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {

@@ -197,7 +197,7 @@ impl Workload {
 
     /// What kind of work it is, what it reads and what shapes it: one
     /// exhaustive match, so a new workload must say all of it here.
-    pub fn traits(self) -> Traits {
+    pub(crate) fn traits(self) -> Traits {
         use Lookups::{Files, Items, Own};
         use Workload::*;
         let (fixed_work, lookups, tree) = match self {
@@ -219,24 +219,24 @@ impl Workload {
     }
 
     /// `fault-shared` or `fault-private`: `--map-size` defines its op.
-    pub fn maps_a_file(self) -> bool {
+    pub(crate) fn maps_a_file(self) -> bool {
         matches!(self, Workload::FaultShared | Workload::FaultPrivate)
     }
 
     /// One of mdtest's phases (`mdtest-create`, ...).
-    pub fn is_mdtest(self) -> bool {
+    pub(crate) fn is_mdtest(self) -> bool {
         self.traits().lookups == Lookups::Items
     }
 
     /// Whether `--depth`, `--path` and `--random` place and order what it
     /// names (`--files` only sizes `stat`'s and `open-close`'s working set;
     /// the mdtest phases have `--items`).
-    pub fn takes_lookup_shape(self) -> bool {
+    pub(crate) fn takes_lookup_shape(self) -> bool {
         self.traits().lookups != Lookups::Own
     }
 
     /// Whether it extracts or walks the generated tree (`untar`, `traverse`).
-    pub fn needs_tree(self) -> bool {
+    pub(crate) fn needs_tree(self) -> bool {
         self.traits().tree
     }
 
@@ -431,7 +431,7 @@ pub fn is_valid_variant_name(name: &str) -> bool {
 }
 
 /// A number as a person reads it back: `1e-300` and `1e308`, not hundreds of digits.
-pub fn readable_number(value: f64) -> String {
+pub(crate) fn readable_number(value: f64) -> String {
     if value != 0.0 && (value.abs() < 1e-4 || value.abs() >= 1e15) {
         format!("{value:e}")
     } else {
@@ -515,7 +515,7 @@ impl InstrumentConfig {
     }
 
     /// Whether a tracepoint profile (collected by BPF or tracefs) is on.
-    pub fn traces(&self) -> bool {
+    pub(crate) fn traces(&self) -> bool {
         self.locks || self.offcpu
     }
 
@@ -553,7 +553,7 @@ impl Default for LookupShape {
 }
 
 impl LookupShape {
-    pub fn is_default(&self) -> bool {
+    pub(crate) fn is_default(&self) -> bool {
         *self == LookupShape::default()
     }
 
@@ -573,7 +573,7 @@ impl LookupShape {
     /// `2 deep, absolute path, random order` for items that have their own
     /// count (the mdtest phases'); `None` when they sit in the worker's
     /// directory, named relative to it, in order.
-    pub fn describe_placement(&self) -> Option<String> {
+    pub(crate) fn describe_placement(&self) -> Option<String> {
         let mut words = Vec::new();
         if self.depth > 1 {
             words.push(format!("{} deep", self.depth));

@@ -87,7 +87,7 @@ pub fn analyze_results(doc: &ResultsFile) -> Vec<SeriesAnalysis> {
 
 /// `medians`: one throughput per worker count (for speedup and collapse);
 /// `observations`: every measurement, which the fit uses.
-pub fn analyze_series(label: &str, medians: &[(usize, f64)], observations: &[(f64, f64)]) -> SeriesAnalysis {
+pub(crate) fn analyze_series(label: &str, medians: &[(usize, f64)], observations: &[(f64, f64)]) -> SeriesAnalysis {
     let points = scaling_points(medians);
     let max_workers = points.iter().map(|p| p.workers).max().unwrap_or(1) as f64;
     let (fit, fit_refused) = match fit(observations) {

@@ -58,7 +58,7 @@ impl<'a> Input<'a> {
     }
 
     /// Reads one 512-byte header block; false at a clean end of file.
-    pub fn read_block(&mut self, out: &mut [u8; 512]) -> Result<bool> {
+    pub(crate) fn read_block(&mut self, out: &mut [u8; 512]) -> Result<bool> {
         let mut got = 0;
         while got < out.len() {
             if !self.fill()? {
@@ -105,12 +105,12 @@ impl<'a> Input<'a> {
         Ok(())
     }
 
-    pub fn skip_data(&mut self, size: u64, header_offset: u64, name: &str) -> Result<()> {
+    pub(crate) fn skip_data(&mut self, size: u64, header_offset: u64, name: &str) -> Result<()> {
         self.consume(size, header_offset, name, |_| Ok(()))
     }
 
     /// Reads a small metadata entry (pax header, GNU long name) whole.
-    pub fn read_data(&mut self, size: u64, header_offset: u64, name: &str) -> Result<Vec<u8>> {
+    pub(crate) fn read_data(&mut self, size: u64, header_offset: u64, name: &str) -> Result<Vec<u8>> {
         if size > MAX_METADATA {
             bail!("corrupt tarball: metadata entry of {size} bytes at byte offset {header_offset}");
         }
@@ -123,7 +123,7 @@ impl<'a> Input<'a> {
     }
 
     /// Writes `size` bytes of entry data to `fd`.
-    pub fn copy_data(&mut self, size: u64, fd: RawFd, header_offset: u64, name: &str) -> Result<()> {
+    pub(crate) fn copy_data(&mut self, size: u64, fd: RawFd, header_offset: u64, name: &str) -> Result<()> {
         self.consume(size, header_offset, name, |mut piece| {
             while !piece.is_empty() {
                 let n = sys::write(fd, piece).map_err(|e| {

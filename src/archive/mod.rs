@@ -190,7 +190,7 @@ pub struct Scanned {
 /// Counts what an archive holds without extracting it (and so reads it
 /// once, which also brings it into the page cache), and finds the first
 /// entry [`extract`] would refuse, so a run can say so before it starts.
-pub fn scan(input: &mut dyn Read) -> Result<Scanned> {
+pub(crate) fn scan(input: &mut dyn Read) -> Result<Scanned> {
     let mut input = Input::new(input);
     let mut stats = ExtractStats::default();
     let mut pending = Pending::default();

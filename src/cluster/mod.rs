@@ -83,20 +83,20 @@ impl Cluster {
     }
 
     /// The ranks serving a point of `workers` workers: worker i is rank `[i]`.
-    pub fn ranks_for(&self, workers: usize) -> Vec<usize> {
+    pub(crate) fn ranks_for(&self, workers: usize) -> Vec<usize> {
         let mut order = self.placement.order(&self.hosts);
         order.truncate(workers);
         order
     }
 
     /// This rank's position among its node's ranks (for `--pin`).
-    pub fn local_index(&self) -> usize {
+    pub(crate) fn local_index(&self) -> usize {
         let me = self.rank();
         self.hosts[..me].iter().filter(|h| **h == self.hosts[me]).count()
     }
 
     /// What the results record of the job.
-    pub fn info(&self) -> ClusterInfo {
+    pub(crate) fn info(&self) -> ClusterInfo {
         ClusterInfo {
             library: self.comm.library(),
             ranks: self.size(),
@@ -106,23 +106,23 @@ impl Cluster {
     }
 
     /// Sends `bytes` to `to` at once; see [`Comm::send`].
-    pub fn send(&self, to: usize, tag: u16, bytes: &[u8]) -> Result<()> {
+    pub(crate) fn send(&self, to: usize, tag: u16, bytes: &[u8]) -> Result<()> {
         self.comm.send(to, tag, bytes)
     }
 
     /// A message with `tag` from anyone, if one has arrived.
-    pub fn receive(&self, tag: u16) -> Option<(usize, Vec<u8>)> {
+    pub(crate) fn receive(&self, tag: u16) -> Option<(usize, Vec<u8>)> {
         self.comm.receive(tag)
     }
 
     /// Every rank's `value`, in rank order, on every rank.
-    pub fn exchange<T: Serialize + DeserializeOwned>(&self, value: &T, idle: Idle<'_>) -> Result<Vec<T>> {
+    pub(crate) fn exchange<T: Serialize + DeserializeOwned>(&self, value: &T, idle: Idle<'_>) -> Result<Vec<T>> {
         let bytes = serde_json::to_vec(value).context("encoding a message to the other ranks")?;
         self.comm.all_gather(&bytes, idle)?.iter().map(|b| decode(b)).collect()
     }
 
     /// Every rank's `value` on rank 0 (`None` elsewhere).
-    pub fn gather<T: Serialize + DeserializeOwned>(&self, value: &T, idle: Idle<'_>) -> Result<Option<Vec<T>>> {
+    pub(crate) fn gather<T: Serialize + DeserializeOwned>(&self, value: &T, idle: Idle<'_>) -> Result<Option<Vec<T>>> {
         let bytes = serde_json::to_vec(value).context("encoding a message to rank 0")?;
         let all = self.comm.gather(&bytes, idle)?;
         if !self.is_root() {
@@ -132,7 +132,7 @@ impl Cluster {
     }
 
     /// Rank 0's `value` on every rank (`None` is what the others pass).
-    pub fn broadcast<T: Serialize + DeserializeOwned>(&self, value: Option<&T>, idle: Idle<'_>) -> Result<T> {
+    pub(crate) fn broadcast<T: Serialize + DeserializeOwned>(&self, value: Option<&T>, idle: Idle<'_>) -> Result<T> {
         let bytes = match value {
             Some(v) => serde_json::to_vec(v).context("encoding a message to the other ranks")?,
             None => Vec::new(),
@@ -140,11 +140,11 @@ impl Cluster {
         decode(&self.comm.broadcast(&bytes, idle)?)
     }
 
-    pub fn finalize(self) {
+    pub(crate) fn finalize(self) {
         self.comm.finalize();
     }
 
-    pub fn abandon(self) {
+    pub(crate) fn abandon(self) {
         self.comm.abandon();
     }
 }
@@ -214,7 +214,12 @@ fn refuse_without_mpi(var: &str, ranks: usize) -> Result<()> {
 }
 
 /// Refuses what cannot run with ranks as workers, with the reason.
-pub fn check_refusals(modes_threads: bool, makes_filesystems: bool, ranks: usize, max_workers: usize) -> Result<()> {
+pub(crate) fn check_refusals(
+    modes_threads: bool,
+    makes_filesystems: bool,
+    ranks: usize,
+    max_workers: usize,
+) -> Result<()> {
     if modes_threads {
         bail!(
             "--mode thread: under MPI every worker is a rank, a process of its own; use --mode process (the default)"

@@ -54,7 +54,7 @@ impl Attribution {
     /// worker time grew or shrank most, else the CPU function, as "+9.1
     /// points of worker time waiting in SITE" / "... asleep in SITE" /
     /// "+3.2 points of CPU samples in FUNCTION".
-    pub fn headline(&self) -> Option<String> {
+    pub(crate) fn headline(&self) -> Option<String> {
         let pts = |c: f64| format!("{:+.1} points", 100.0 * c);
         let lock = self.locks.first().map(|s| (s, "waiting in"));
         let sleep = self.sleeps.first().map(|s| (s, "asleep in"));

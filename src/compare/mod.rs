@@ -206,19 +206,19 @@ pub struct Compared {
 
 impl Compared {
     /// `private→shared`: what a cell of the compared dimension shows.
-    pub fn arrow(&self) -> String {
+    pub(crate) fn arrow(&self) -> String {
         format!("{}→{}", self.base, self.new)
     }
 }
 
 impl Row {
     /// The mode as a cell shows it: `process→thread` where it was compared.
-    pub fn mode_text(&self) -> String {
+    pub(crate) fn mode_text(&self) -> String {
         self.compared_as("mode").unwrap_or_else(|| self.mode.to_string())
     }
 
     /// The sharing level as a cell shows it: `private→shared` where it was compared.
-    pub fn share_text(&self) -> String {
+    pub(crate) fn share_text(&self) -> String {
         self.compared_as("share").unwrap_or_else(|| self.share.to_string())
     }
 
@@ -291,7 +291,7 @@ pub struct Comparison {
 
 impl Comparison {
     /// What "within noise" means, when one of `rows` (of this comparison) is.
-    pub fn within_noise_note<'a>(&self, rows: impl IntoIterator<Item = &'a Row>) -> Option<String> {
+    pub(crate) fn within_noise_note<'a>(&self, rows: impl IntoIterator<Item = &'a Row>) -> Option<String> {
         rows.into_iter().any(|r| r.verdict == Verdict::WithinNoise).then(|| {
             format!(
                 "within noise: significant, but its interval reaches inside ±{}%, which two invocations of one \

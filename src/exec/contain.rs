@@ -90,7 +90,7 @@ impl Containment {
     }
 
     /// Whether a cgroup contains the commands (else the subreaper fallback).
-    pub fn has_cgroup(&self) -> bool {
+    pub(crate) fn has_cgroup(&self) -> bool {
         self.root.is_some()
     }
 
@@ -106,7 +106,7 @@ impl Containment {
 
     /// Makes the cgroup of the next run; every command started until
     /// [`Containment::end_run`] goes into it.
-    pub fn start_run(&mut self) -> RunCgroup {
+    pub(crate) fn start_run(&mut self) -> RunCgroup {
         self.runs += 1;
         let none = RunCgroup { dir: None, procs: None, cpu_stat: None };
         let Some(root) = &self.root else { return none };
@@ -131,7 +131,7 @@ impl Containment {
 
     /// Kills whatever the run's commands left running; returns how many
     /// processes that was.
-    pub fn end_run(&mut self, run: RunCgroup) -> usize {
+    pub(crate) fn end_run(&mut self, run: RunCgroup) -> usize {
         PROCS_FD.store(-1, Ordering::SeqCst);
         CPU_STAT_FD.store(-1, Ordering::SeqCst);
         drop(run.procs);

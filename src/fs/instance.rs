@@ -174,7 +174,7 @@ impl FsInstance {
     }
 
     /// The block device's name in /sys/class/block (`loop3`), if any.
-    pub fn block_name(&self) -> Option<String> {
+    pub(crate) fn block_name(&self) -> Option<String> {
         let dev = self.record.device.as_ref()?;
         let canonical = std::fs::canonicalize(dev).ok()?;
         canonical.file_name().map(|n| n.to_string_lossy().into_owned())
@@ -327,7 +327,7 @@ impl DeviceSnapshot {
         })
     }
 
-    pub fn delta(&self, later: &DeviceSnapshot) -> DeviceIo {
+    pub(crate) fn delta(&self, later: &DeviceSnapshot) -> DeviceIo {
         DeviceIo {
             read_ios: later.read_ios.saturating_sub(self.read_ios),
             read_bytes: later.read_sectors.saturating_sub(self.read_sectors) * 512,

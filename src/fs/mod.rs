@@ -92,7 +92,7 @@ impl FsSpec {
     }
 
     /// The label of a filesystem `--fs` makes; `None` for `--dir`'s own.
-    pub fn made_label(&self) -> Option<String> {
+    pub(crate) fn made_label(&self) -> Option<String> {
         (self.kind != FsKind::Dir).then(|| self.label())
     }
 
@@ -144,8 +144,9 @@ pub struct FsOptions {
 }
 
 impl FsOptions {
-    /// Only `--dir`: nothing is made.
-    pub fn existing_dir() -> FsOptions {
+    /// Only `--dir`: nothing is made (the tests' plans).
+    #[cfg(test)]
+    pub(crate) fn existing_dir() -> FsOptions {
         FsOptions {
             specs: vec![FsSpec { kind: FsKind::Dir, mount_options: None }],
             backing: Backing::Ram,
@@ -156,7 +157,7 @@ impl FsOptions {
         }
     }
 
-    pub fn makes_filesystems(&self) -> bool {
+    pub(crate) fn makes_filesystems(&self) -> bool {
         self.specs.iter().any(|s| s.kind != FsKind::Dir)
     }
 
@@ -210,7 +211,7 @@ impl FsOptions {
     /// inodes: ext4 makes one inode per 16 KiB, so [`BYTES_PER_ENTRY`] per
     /// entry keeps half of them free (xfs and btrfs allocate inodes as
     /// needed; the same room covers their metadata).
-    pub fn size_for(&self, spec: &FsSpec, data_bytes: u64, entries: u64) -> u64 {
+    pub(crate) fn size_for(&self, spec: &FsSpec, data_bytes: u64, entries: u64) -> u64 {
         self.size
             .unwrap_or_else(|| {
                 (1u64 << 30).max(data_bytes.saturating_mul(3)).max(entries.saturating_mul(BYTES_PER_ENTRY))

@@ -42,7 +42,7 @@ const PATH_OPTIONS: &[&str] =
 
 /// Checks `KIND:OPTS`'s options: comma-separated words that neither name a
 /// path nor ask mount(8) to act on one.
-pub fn check_mount_options(options: &str) -> Result<(), InputError> {
+pub(crate) fn check_mount_options(options: &str) -> Result<(), InputError> {
     for option in options.split(',') {
         let name = option.split('=').next().unwrap_or_default();
         let refusal = if option.contains('/') {

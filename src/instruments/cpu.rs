@@ -75,7 +75,7 @@ pub struct CpuSampler {
 }
 
 impl CpuSampler {
-    pub fn arm(tasks: &[i32]) -> Result<CpuSampler> {
+    pub(crate) fn arm(tasks: &[i32]) -> Result<CpuSampler> {
         let cpus = crate::sys::online_cpu_ids();
         let mut events = Vec::with_capacity(cpus.len());
         let mut source = Source::Cycles;
@@ -115,7 +115,7 @@ impl CpuSampler {
         self.events.iter().try_for_each(PerfEvent::disable)
     }
 
-    pub fn drain(&mut self) {
+    pub(crate) fn drain(&mut self) {
         let mut samples = Vec::new();
         let mut forks = Vec::new();
         let mut lost = 0;

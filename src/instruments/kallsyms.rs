@@ -67,7 +67,7 @@ impl KernelSymbols {
     /// `DEFINE_SPINLOCK` and the like), as `name` or `name+0x10`; `None` for
     /// a lock in allocated memory, or where kallsyms lists no data (a kernel
     /// without `CONFIG_KALLSYMS_ALL`).
-    pub fn variable(&self, address: u64) -> Option<String> {
+    pub(crate) fn variable(&self, address: u64) -> Option<String> {
         let (start, name, code) = self.nearest(address)?;
         let offset = address - start;
         // A lock sits inside its variable, within a few KiB of its start.

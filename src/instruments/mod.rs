@@ -204,7 +204,7 @@ pub struct RunInstruments {
 
 impl RunInstruments {
     /// Arms what `config` asks for on `tasks` (the workers' task ids), off until [`RunInstruments::start`].
-    pub fn arm(
+    pub(crate) fn arm(
         config: &InstrumentConfig,
         tasks: &[i32],
         workload: Workload,
@@ -248,7 +248,7 @@ impl RunInstruments {
     }
 
     /// Empties the buffers during the window so they do not overflow.
-    pub fn drain(&mut self) -> Result<()> {
+    pub(crate) fn drain(&mut self) -> Result<()> {
         if let Some(c) = &mut self.cpu {
             c.drain();
         }

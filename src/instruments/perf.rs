@@ -11,7 +11,7 @@ use perf_event_open_sys as sys;
 pub use sys::bindings::perf_event_attr as Attr;
 
 /// A fresh attribute block of the kernel's size, disabled until enabled.
-pub fn attr(kind: u32, config: u64) -> Attr {
+pub(crate) fn attr(kind: u32, config: u64) -> Attr {
     let mut attr = Attr { type_: kind, config, size: std::mem::size_of::<Attr>() as u32, ..Attr::default() };
     attr.set_disabled(1);
     attr.set_exclude_hv(1);
@@ -32,7 +32,7 @@ impl PerfEvent {
 
     /// [`PerfEvent::open`] as a member of `leader`'s group: it counts exactly
     /// while the leader does (open it enabled; the leader turns it on and off).
-    pub fn open_in_group(
+    pub(crate) fn open_in_group(
         attr: &mut Attr,
         pid: i32,
         cpu: i32,
@@ -69,19 +69,19 @@ impl PerfEvent {
     }
 
     /// Runs BPF program `prog_fd` at each of this tracepoint event's hits.
-    pub fn set_bpf(&self, prog_fd: i32) -> Result<()> {
+    pub(crate) fn set_bpf(&self, prog_fd: i32) -> Result<()> {
         // SAFETY: an ioctl on our own perf descriptor with a program's descriptor.
         self.ioctl(unsafe { sys::ioctls::SET_BPF(self.fd.as_raw_fd(), prog_fd as u32) }, "attach a BPF program to")
     }
 
     /// Turns the group this event leads on (all its members with it).
-    pub fn enable_group(&self) -> Result<()> {
+    pub(crate) fn enable_group(&self) -> Result<()> {
         // SAFETY: an ioctl on our own perf descriptor.
         let flag = sys::bindings::PERF_IOC_FLAG_GROUP;
         self.ioctl(unsafe { sys::ioctls::ENABLE(self.fd.as_raw_fd(), flag) }, "enable")
     }
 
-    pub fn disable_group(&self) -> Result<()> {
+    pub(crate) fn disable_group(&self) -> Result<()> {
         // SAFETY: as above.
         let flag = sys::bindings::PERF_IOC_FLAG_GROUP;
         self.ioctl(unsafe { sys::ioctls::DISABLE(self.fd.as_raw_fd(), flag) }, "disable")
@@ -106,13 +106,13 @@ impl PerfEvent {
     }
 
     /// Maps a ring buffer of `pages` data pages (a power of two) for samples.
-    pub fn map_ring(&mut self, pages: usize) -> Result<()> {
+    pub(crate) fn map_ring(&mut self, pages: usize) -> Result<()> {
         self.ring = Some(Ring::map(self.fd.as_raw_fd(), pages)?);
         Ok(())
     }
 
     /// Hands every record in the ring to `each(type, body)` and frees its room.
-    pub fn drain(&mut self, each: impl FnMut(u32, &[u8])) {
+    pub(crate) fn drain(&mut self, each: impl FnMut(u32, &[u8])) {
         if let Some(ring) = &mut self.ring {
             ring.drain(each);
         }

@@ -27,11 +27,11 @@ impl RawEvent<'_> {
         self.data.get(offset..offset + 2).map_or(0, |b| u16::from_ne_bytes([b[0], b[1]]))
     }
 
-    pub fn u32_at(&self, offset: usize) -> u32 {
+    pub(crate) fn u32_at(&self, offset: usize) -> u32 {
         super::u32_at(self.data, offset)
     }
 
-    pub fn u64_at(&self, offset: usize) -> u64 {
+    pub(crate) fn u64_at(&self, offset: usize) -> u64 {
         super::u64_at(self.data, offset)
     }
 }
@@ -49,7 +49,7 @@ const MISSED_EVENTS: u64 = 1 << 31;
 const ABSOLUTE_MASK: u64 = (1 << 59) - 1;
 
 /// The events of one page, in order, and whether events were lost before it.
-pub fn page_events<'a>(page: &'a [u8], mut each: impl FnMut(RawEvent<'a>)) -> bool {
+pub(crate) fn page_events<'a>(page: &'a [u8], mut each: impl FnMut(RawEvent<'a>)) -> bool {
     if page.len() < HEADER {
         return false;
     }

@@ -23,7 +23,7 @@ const PREFIX: &str = "fsscale-";
 /// Makes sure tracefs is mounted at [`TRACEFS`], mounting it if not (root
 /// only). Returns whether it mounted it, which the caller reports; it stays
 /// mounted, as other tools expect it there.
-pub fn ensure_mounted() -> Result<bool> {
+pub(crate) fn ensure_mounted() -> Result<bool> {
     if is_tracefs(Path::new(TRACEFS)) {
         return Ok(false);
     }
@@ -144,7 +144,7 @@ pub struct Recording {
 
 impl Recording {
     /// An instance, off, filtered to `tasks`, with what `events` enables in it.
-    pub fn of_tasks(tasks: &[i32], events: impl FnOnce(&Instance) -> Result<()>) -> Result<Recording> {
+    pub(crate) fn of_tasks(tasks: &[i32], events: impl FnOnce(&Instance) -> Result<()>) -> Result<Recording> {
         let instance = Instance::create()?;
         instance.write("tracing_on", "0")?;
         // CLOCK_MONOTONIC, so that a drain can tell which events it may not have from every CPU yet.
@@ -170,7 +170,7 @@ impl Recording {
     /// are read one after another, so a later event on a CPU read earlier
     /// is not in hand yet, and a task's wait may begin on one CPU and end
     /// on another. The rest wait for the next drain; `last` hands out everything.
-    pub fn drain(&mut self, last: bool, mut each: impl FnMut(RawEvent<'_>)) -> Result<()> {
+    pub(crate) fn drain(&mut self, last: bool, mut each: impl FnMut(RawEvent<'_>)) -> Result<()> {
         let watermark = if last { u64::MAX } else { monotonic_ns() };
         let mut pages: Vec<Vec<u8>> = std::mem::take(&mut self.held);
         // Pages from here on are new.
@@ -217,7 +217,7 @@ impl Recording {
 
 /// The id the kernel gave an event: `events/<system>/<name>/id`, or the
 /// `ID:` line of its `format` (the ftrace-internal ones, e.g. `kernel_stack`).
-pub fn event_id(system: &str, name: &str) -> Result<u16> {
+pub(crate) fn event_id(system: &str, name: &str) -> Result<u16> {
     let dir = Path::new(TRACEFS).join("events").join(system).join(name);
     let text = std::fs::read_to_string(dir.join("id"))
         .or_else(|_| std::fs::read_to_string(dir.join("format")))
@@ -270,7 +270,7 @@ fn lock_dir(path: &Path) -> Result<Option<File>> {
 /// on, with its buffers and events): fsscale's whose lock nobody holds,
 /// never by PID, which another PID namespace or a reused PID would fool.
 /// Returns what it removed; `fsscale cleanup` calls it too.
-pub fn remove_dead() -> Vec<String> {
+pub(crate) fn remove_dead() -> Vec<String> {
     let Ok(entries) = std::fs::read_dir(Path::new(TRACEFS).join("instances")) else { return Vec::new() };
     let mut removed = Vec::new();
     for entry in entries.flatten() {
@@ -309,7 +309,7 @@ pub struct RawPipe {
 
 impl RawPipe {
     /// Reads every page there is now, handing each to `each`.
-    pub fn drain(&mut self, mut each: impl FnMut(&[u8])) -> Result<()> {
+    pub(crate) fn drain(&mut self, mut each: impl FnMut(&[u8])) -> Result<()> {
         let mut page = vec![0u8; self.page_size];
         loop {
             match self.file.read(&mut page) {

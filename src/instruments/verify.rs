@@ -15,7 +15,7 @@ use crate::workloads::{Workload, WorkloadOptions};
 /// The calls `--verify` counts for `workload`, with calls per op: fixed for
 /// the op loops; for `replay`, the calls one kind alone makes (per op 0:
 /// the expectation comes from the run's ops of each kind).
-pub fn verified_calls(workload: Workload, options: &WorkloadOptions) -> Option<Vec<(&'static str, f64)>> {
+pub(crate) fn verified_calls(workload: Workload, options: &WorkloadOptions) -> Option<Vec<(&'static str, f64)>> {
     if workload != Workload::Replay {
         return workload.syscalls_per_op(options);
     }
@@ -42,7 +42,7 @@ pub struct SyscallCounter {
 }
 
 impl SyscallCounter {
-    pub fn arm(tasks: &[i32], per_op: &[(&'static str, f64)]) -> Result<SyscallCounter> {
+    pub(crate) fn arm(tasks: &[i32], per_op: &[(&'static str, f64)]) -> Result<SyscallCounter> {
         let mut ids = vec![("raw_syscalls:sys_enter".to_string(), event_id("raw_syscalls", "sys_enter")?)];
         for (name, _) in per_op {
             ids.push((format!("syscalls:sys_enter_{name}"), event_id("syscalls", &format!("sys_enter_{name}"))?));

@@ -30,7 +30,7 @@ pub fn g(value: f64, precision: usize) -> String {
 }
 
 /// `printf("%{width}.{precision}g", value)`: right-aligned.
-pub fn g_width(value: f64, width: usize, precision: usize) -> String {
+pub(crate) fn g_width(value: f64, width: usize, precision: usize) -> String {
     format!("{:>width$}", g(value, precision))
 }
 
@@ -62,7 +62,7 @@ fn strip_zeros(text: &str) -> &str {
 /// leading white space) is a number, as ministat requires. Accepts what
 /// glibc accepts: decimal and hexadecimal floats, `inf`, `infinity`, `nan`
 /// and `nan(chars)`, with an optional sign.
-pub fn parse_c_double(token: &str) -> Option<f64> {
+pub(crate) fn parse_c_double(token: &str) -> Option<f64> {
     let t = token.trim_start_matches([' ', '\t', '\n', '\x0b', '\x0c', '\r']);
     let (negative, body) = match t.as_bytes().first() {
         Some(b'-') => (true, &t[1..]),

@@ -86,7 +86,7 @@ impl Dataset {
     }
 
     /// A data set from values already in hand (at least one).
-    pub fn from_values(name: &str, values: &[f64]) -> Dataset {
+    pub(crate) fn from_values(name: &str, values: &[f64]) -> Dataset {
         assert!(!values.is_empty(), "a data set needs a value");
         let mut points = values.to_vec();
         points.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
@@ -114,7 +114,7 @@ impl Dataset {
     }
 
     /// The sum in input order over n, exactly as ministat computes it.
-    pub fn avg(&self) -> f64 {
+    pub(crate) fn avg(&self) -> f64 {
         self.sum / self.n() as f64
     }
 
@@ -136,7 +136,7 @@ impl Dataset {
         }
     }
 
-    pub fn stddev(&self) -> f64 {
+    pub(crate) fn stddev(&self) -> f64 {
         self.var().sqrt()
     }
 }

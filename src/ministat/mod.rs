@@ -67,7 +67,7 @@ impl Confidence {
         }
     }
 
-    pub fn t_value(&self, df: usize) -> f64 {
+    pub(crate) fn t_value(&self, df: usize) -> f64 {
         match *self {
             Confidence::Table(p) => {
                 let exact = if df > TABLE_ROWS {

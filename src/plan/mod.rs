@@ -178,7 +178,7 @@ impl RunConfig {
     /// again) would otherwise lose a finished baseline without a word. An
     /// empty file holds nothing to lose (a default `-o` is made so), and
     /// what is not a regular file is refused later, as what it is.
-    pub fn check_not_replacing(&self) -> Result<()> {
+    pub(crate) fn check_not_replacing(&self) -> Result<()> {
         let shown = || crate::escape::shell_word(&self.output.display().to_string());
         let Ok(meta) = std::fs::symlink_metadata(&self.output) else { return Ok(()) };
         if self.replace_output || !meta.is_file() || meta.len() == 0 || self.output_is_being_written() {

@@ -76,7 +76,7 @@ pub(super) fn check(variants: &[Variant], order: Order) -> Result<()> {
 /// interleaved run: rotated by one each round, so that over `variants`
 /// rounds each goes first, second, ... equally often (a cyclic Latin square)
 /// and no variant always runs right after another's setup.
-pub fn rotation(variants: usize, round: usize, variant: usize) -> usize {
+pub(crate) fn rotation(variants: usize, round: usize, variant: usize) -> usize {
     (variant + variants - round % variants.max(1)) % variants.max(1)
 }
 

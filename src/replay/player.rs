@@ -1,5 +1,5 @@
 //! Replays a parsed trace in one client's directory, one operation per
-//! call, looping at the end; POSIX mapping as [`OpKind::posix`] lists.
+//! call, looping at the end (the POSIX call each operation maps to: the guide's "Trace replay").
 //!
 //! The semantics are dbench's own (its `fileio` backend), so that dbench's
 //! loadfiles replay as dbench replays them: a recorded status is enforced
@@ -47,7 +47,7 @@ impl<'a> Player<'a> {
 
     /// Performs the next operation; returns its kind and the bytes it moved.
     #[inline]
-    pub fn step(&mut self) -> Result<(OpKind, u64), ReplayError> {
+    pub(crate) fn step(&mut self) -> Result<(OpKind, u64), ReplayError> {
         let index = self.next;
         self.next = if index + 1 == self.trace.ops.len() { 0 } else { index + 1 };
         let op = &self.trace.ops[index];

@@ -17,7 +17,7 @@ impl OpKind {
     /// The system call that this kind, and no other, makes exactly once
     /// (`--verify` counts those); `None` for kinds whose calls vary (name
     /// resolution, directory scans) or that other kinds make too.
-    pub fn exact_syscall(self) -> Option<&'static str> {
+    pub(crate) fn exact_syscall(self) -> Option<&'static str> {
         match self {
             OpKind::ReadX => Some("pread64"),
             OpKind::WriteX => Some("pwrite64"),
@@ -27,29 +27,6 @@ impl OpKind {
             OpKind::SetFileInfo => Some("utimensat"),
             OpKind::LockX | OpKind::UnlockX => Some("fcntl"),
             _ => None,
-        }
-    }
-
-    /// The POSIX calls it maps to, for the catalogue and docs.
-    pub fn posix(self) -> &'static str {
-        match self {
-            OpKind::NTCreateX => "openat (O_CREAT for create, O_CREAT|O_TRUNC for overwrite(-if), as dbench; mkdirat first for a directory)",
-            OpKind::Close => "close",
-            OpKind::ReadX => "pread",
-            OpKind::WriteX => "pwrite",
-            OpKind::Rename => "renameat",
-            OpKind::Unlink => "unlinkat",
-            OpKind::Mkdir => "mkdirat (an existing directory is fine, as in dbench)",
-            OpKind::Rmdir => "unlinkat(AT_REMOVEDIR)",
-            OpKind::Deltree => "recursive getdents64 + unlinkat of every file (directories stay, as in dbench)",
-            OpKind::Flush => "fsync",
-            OpKind::FindFirst => "name lookup; with a wildcard, openat(O_DIRECTORY) + getdents64 of up to max-count entries + close",
-            OpKind::QueryPath => "fstatat (when missing: a case-insensitive search of its directory, as dbench)",
-            OpKind::QueryFile => "fstat",
-            OpKind::QueryFs => "fstatfs",
-            OpKind::SetFileInfo => "futimens",
-            OpKind::LockX => "fcntl(F_SETLK, F_WRLCK)",
-            OpKind::UnlockX => "fcntl(F_SETLK, F_UNLCK)",
         }
     }
 

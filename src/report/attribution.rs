@@ -89,7 +89,7 @@ fn cpu_lines(a: &Attribution) -> Vec<String> {
 }
 
 /// When a change was found and no profile explains it: how to record them.
-pub fn hint_lines(c: &Comparison) -> Vec<String> {
+pub(crate) fn hint_lines(c: &Comparison) -> Vec<String> {
     let Some((base, new)) = &c.profile_hint else { return Vec::new() };
     let mut out =
         vec!["why: neither side recorded a profile; these record where the workers wait and spend CPU:".into()];

@@ -167,7 +167,7 @@ pub fn scaling_chart(title: &str, y_label: &str, series: &[ChartSeries], ideal: 
 }
 
 /// Efficiency (speedup per worker, percent) against workers, with the 100% line.
-pub fn efficiency_chart(title: &str, series: &[ChartSeries]) -> String {
+pub(crate) fn efficiency_chart(title: &str, series: &[ChartSeries]) -> String {
     let axis = WorkerAxis::of_series(series);
     let max_y = series.iter().flat_map(|s| s.points.iter().map(|p| p.value)).fold(100.0, f64::max) * 1.1;
     draw(title, axis, "efficiency (%)", max_y, &legend(series), |chart| {

@@ -67,7 +67,7 @@ fn tree(folded: &BTreeMap<String, u64>) -> Node {
 }
 
 /// The flame graph of `folded` (`root;...;leaf` → samples, or µs asleep for [`OFF_CPU`]).
-pub fn flame_graph_svg(folded: &BTreeMap<String, u64>, title: &str, kind: Kind) -> Html {
+pub(crate) fn flame_graph_svg(folded: &BTreeMap<String, u64>, title: &str, kind: Kind) -> Html {
     graph(&tree(folded), None, title, kind)
 }
 
@@ -76,7 +76,7 @@ pub fn flame_graph_svg(folded: &BTreeMap<String, u64>, title: &str, kind: Kind) 
 /// red where it grew, blue where it shrank, the deeper the larger the
 /// change; white where it stayed. Shares, not counts, so a side that took
 /// more samples does not look grown everywhere.
-pub fn differential_flame_graph_svg(
+pub(crate) fn differential_flame_graph_svg(
     base: &BTreeMap<String, u64>,
     new: &BTreeMap<String, u64>,
     title: &str,

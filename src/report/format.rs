@@ -23,7 +23,7 @@ pub fn format_rate(rate: f64) -> String {
 
 /// The runs' standard deviation relative to their mean, `-` for one run
 /// or a mean of 0 (runs that did no op), where it is not defined.
-pub fn format_sd(summary: &crate::stats::Summary) -> String {
+pub(crate) fn format_sd(summary: &crate::stats::Summary) -> String {
     match summary.n {
         1 => "-".to_string(),
         _ => format_pct(summary.relative_stddev_pct(), false),
@@ -32,7 +32,7 @@ pub fn format_sd(summary: &crate::stats::Summary) -> String {
 
 /// A percentage (`+4.2%` with `signed`), or `-` where it is not defined:
 /// a change against a base of 0 (infinite), a spread of runs whose mean is 0.
-pub fn format_pct(pct: f64, signed: bool) -> String {
+pub(crate) fn format_pct(pct: f64, signed: bool) -> String {
     match (pct.is_finite(), signed) {
         (false, _) => "-".to_string(),
         (true, true) => format!("{pct:+.1}%"),
@@ -41,7 +41,7 @@ pub fn format_pct(pct: f64, signed: bool) -> String {
 }
 
 /// 1429 → "1,429": a count as people write it.
-pub fn thousands(n: u64) -> String {
+pub(crate) fn thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {

@@ -27,7 +27,7 @@ pub fn format_ns(ns: f64) -> String {
 
 /// `replay`: every operation kind of `point`, all runs merged: count, share
 /// of the ops, mean and p50/p99/max latency (dbench's per-op table).
-pub fn replay_ops_table(point: &Point) -> Table {
+pub(crate) fn replay_ops_table(point: &Point) -> Table {
     let mut table = Table::new(&[
         ("operation", Align::Left),
         ("count", Align::Right),
@@ -56,7 +56,7 @@ pub fn replay_ops_table(point: &Point) -> Table {
 /// `command` drivers: the figure at each worker count, its spread, and how it
 /// compares with the fewest workers (direction-aware: for a smaller-is-better
 /// figure the speedup is first / this).
-pub fn driver_table(points: &[&Point], missing: impl Fn(&Point) -> String) -> Table {
+pub(crate) fn driver_table(points: &[&Point], missing: impl Fn(&Point) -> String) -> Table {
     let name = points[0].metric.as_ref().map_or("value", |m| m.name.as_str());
     let mut table = Table::new(&[
         ("workers", Align::Right),

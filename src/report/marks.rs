@@ -54,7 +54,7 @@ impl Mark {
 }
 
 /// The noise marks of a point's runs (not `!impossible`, which needs the host: see `PointView::above_cpus`).
-pub fn noise_marks_of(point: &Point) -> Vec<(Mark, String)> {
+pub(crate) fn noise_marks_of(point: &Point) -> Vec<(Mark, String)> {
     let Some(summary) = &point.summary else { return Vec::new() };
     let mut marks = Vec::new();
     if let Some(d) = &summary.diagnostics {
@@ -83,7 +83,7 @@ pub fn noise_marks_of(point: &Point) -> Vec<(Mark, String)> {
 }
 
 /// The noise marks of a point, as its row shows them.
-pub fn noise_marks(point: &Point) -> String {
+pub(crate) fn noise_marks(point: &Point) -> String {
     noise_marks_of(point).into_iter().map(|(_, shown)| shown).collect::<Vec<_>>().join(" ")
 }
 

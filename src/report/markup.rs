@@ -20,7 +20,7 @@ impl Html {
     }
 
     /// Markup written in the program itself: a literal can hold no user data.
-    pub fn from_static(markup: &'static str) -> Html {
+    pub(crate) fn from_static(markup: &'static str) -> Html {
         Html(markup.to_string())
     }
 
@@ -33,12 +33,12 @@ impl Html {
 
     /// An SVG drawn by plotters, whose SVG backend escapes every text and
     /// attribute it writes (`SVGBackend::escape_and_push`).
-    pub fn from_plotters_svg(svg: String) -> Html {
+    pub(crate) fn from_plotters_svg(svg: String) -> Html {
         Html(svg)
     }
 
     /// Appends literal markup.
-    pub fn push_static(&mut self, markup: &'static str) {
+    pub(crate) fn push_static(&mut self, markup: &'static str) {
         self.0.push_str(markup);
     }
 

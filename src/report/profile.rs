@@ -110,7 +110,7 @@ pub fn out_of_cpus(point: &Point, usable_cpus: usize) -> Option<String> {
 /// filename_create (rwsem write) grows most: 0.30% of worker time at 1
 /// worker, 25% at 4". `None` without two such points or a site that grew
 /// by at least [`NOTABLE_WAIT_SHARE`].
-pub fn fastest_growing_site(points: &[&Point]) -> Option<String> {
+pub(crate) fn fastest_growing_site(points: &[&Point]) -> Option<String> {
     let mut profiled = points.iter().filter(|p| p.runs.iter().any(|r| r.locks.is_some()));
     let (fewest, most) = (profiled.next()?, profiled.next_back()?);
     let why = crate::compare::attribute(fewest, most)?;
@@ -230,7 +230,7 @@ fn sites_table(sites: &[LockSite], total_s: f64) -> Table {
 /// else those whose efficiency falls below [`FALLING_EFFICIENCY`] (and
 /// all where no 1-worker point tells), and those whose workers slept at
 /// least [`super::offcpu::NOTABLE_ASLEEP_SHARE`] of their time.
-pub fn points_to_explain<'a>(points: &[&'a Point], all: bool) -> Vec<&'a Point> {
+pub(crate) fn points_to_explain<'a>(points: &[&'a Point], all: bool) -> Vec<&'a Point> {
     let efficiency = efficiencies(points);
     let slept = |p: &Point| p.offcpu_profile().is_some_and(|(_, share)| share >= super::offcpu::NOTABLE_ASLEEP_SHARE);
     points
@@ -253,7 +253,7 @@ const CPU_LEGEND: &str = "where CPU time went: sampled stacks (--profile cpu); s
 
 /// The legends of the tables [`explain`] printed for `explained`: each
 /// instrument's only where a point has its profile.
-pub fn explain_legend(explained: &[&Point]) -> String {
+pub(crate) fn explain_legend(explained: &[&Point]) -> String {
     let mut out = String::new();
     if explained.iter().any(|p| p.runs.iter().any(|r| r.locks.is_some())) {
         out.push_str(LOCKS_LEGEND);
@@ -273,7 +273,7 @@ const OTHER_COLOUR: &str = "#aab7b8";
 
 /// The largest share of worker time spent waiting among `points`: the
 /// common scale of a workload's wait bars, so that series compare by eye.
-pub fn widest_wait_share<'a>(points: impl IntoIterator<Item = &'a Point>) -> f64 {
+pub(crate) fn widest_wait_share<'a>(points: impl IntoIterator<Item = &'a Point>) -> f64 {
     points.into_iter().filter_map(|p| p.lock_profile()).map(|(_, share)| share).fold(0.0, f64::max)
 }
 
@@ -282,7 +282,7 @@ pub fn widest_wait_share<'a>(points: impl IntoIterator<Item = &'a Point>) -> f64
 /// stacked by the series' top sites, as an SVG drawn to `widest` (see
 /// [`widest_wait_share`]); and flame graphs of the largest point with a
 /// CPU profile and of the largest with an off-CPU profile.
-pub fn html_series(points: &[&Point], title: &str, widest: f64) -> Html {
+pub(crate) fn html_series(points: &[&Point], title: &str, widest: f64) -> Html {
     let mut out = Html::new();
     let locked: Vec<(&Point, LockProfile, f64)> =
         points.iter().filter_map(|p| p.lock_profile().map(|(l, s)| (*p, l, s))).collect();

@@ -18,7 +18,7 @@ impl Table {
     }
 
     /// Spaces before every line (2 unless set).
-    pub fn indented(mut self, indent: usize) -> Table {
+    pub(crate) fn indented(mut self, indent: usize) -> Table {
         self.indent = indent;
         self
     }

@@ -117,7 +117,7 @@ pub fn doc(runs: usize, duration_s: f64, points: Vec<Point>) -> ResultsFile {
 }
 
 /// A write-locked rwsem site: `count` waits of `wait_s` in all.
-pub fn rwsem_site(site: &str, count: u64, wait_s: f64) -> LockSite {
+pub(crate) fn rwsem_site(site: &str, count: u64, wait_s: f64) -> LockSite {
     LockSite {
         site: site.into(),
         kind: "rwsem write".into(),

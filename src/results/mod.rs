@@ -361,7 +361,7 @@ impl Point {
     }
 
     /// `replay`: each kind's histogram over every run.
-    pub fn merged_replay_ops(&self) -> BTreeMap<OpKind, Histogram> {
+    pub(crate) fn merged_replay_ops(&self) -> BTreeMap<OpKind, Histogram> {
         let mut merged: BTreeMap<OpKind, Histogram> = BTreeMap::new();
         for ops in self.runs.iter().filter_map(|r| r.replay_ops.as_ref()) {
             for (kind, h) in ops {
@@ -390,7 +390,7 @@ impl Point {
 
     /// A figure as a throughput for scaling analyses: itself, or its
     /// reciprocal for a smaller-is-better figure (a time per run becomes runs per second).
-    pub fn as_throughput(&self, value: f64) -> f64 {
+    pub(crate) fn as_throughput(&self, value: f64) -> f64 {
         if self.higher_is_better() {
             value
         } else {
@@ -412,7 +412,7 @@ impl Point {
 
     /// The unit of [`Point::as_throughput`]: the unit, or its reciprocal
     /// for a smaller-is-better figure.
-    pub fn throughput_unit(&self) -> String {
+    pub(crate) fn throughput_unit(&self) -> String {
         if self.higher_is_better() {
             self.unit()
         } else {
@@ -460,7 +460,7 @@ impl Point {
     /// [`Point::noise_problem`] of the ops per worker CPU-second: drift or
     /// two modes in them; other work's load does not count, since it takes
     /// CPUs, not the workers' CPU time.
-    pub fn cpu_noise_problem(&self) -> Option<String> {
+    pub(crate) fn cpu_noise_problem(&self) -> Option<String> {
         let mut problems = diagnosed_problems(diagnose(&self.ops_per_cpu_s()?).as_ref());
         problems.extend(self.too_short().map(short_problem));
         (!problems.is_empty()).then(|| problems.join(", "))
@@ -468,7 +468,7 @@ impl Point {
 
     /// Fixed work timed by fsscale whose median job took under
     /// [`MIN_FIXED_WORK_S`]: that median, in seconds.
-    pub fn too_short(&self) -> Option<f64> {
+    pub(crate) fn too_short(&self) -> Option<f64> {
         if !self.workload.is_fixed_work() || self.metric.is_some() || self.runs.is_empty() {
             return None;
         }
@@ -478,7 +478,7 @@ impl Point {
     }
 
     /// Half the 95% confidence interval of the runs' mean, in percent of it (below 2 runs: none).
-    pub fn mean_interval_pct(&self) -> Option<f64> {
+    pub(crate) fn mean_interval_pct(&self) -> Option<f64> {
         let rates: Vec<f64> = self.runs.iter().map(|r| r.ops_per_s).collect();
         Sample::new(&rates).ok().and_then(|s| s.mean_interval_pct(0.95))
     }
@@ -534,7 +534,7 @@ fn short_problem(median_s: f64) -> String {
 pub const MAX_INPUT_BYTES: u64 = 4 << 30;
 
 impl ResultsFile {
-    pub fn to_json(&self) -> String {
+    pub(crate) fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("results serialize") + "\n"
     }
 
@@ -594,7 +594,7 @@ pub fn rfc3339(time: std::time::SystemTime) -> String {
 }
 
 /// [`rfc3339`] to the millisecond: `2026-11-23T10:04:05.123Z`.
-pub fn rfc3339_millis(time: std::time::SystemTime) -> String {
+pub(crate) fn rfc3339_millis(time: std::time::SystemTime) -> String {
     let millis = time.duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_millis()).unwrap_or(0);
     let whole = rfc3339(time);
     format!("{}.{millis:03}Z", &whole[..whole.len() - 1])

@@ -52,7 +52,7 @@ pub struct SleepSite {
 }
 
 impl SleepSite {
-    pub fn mean_asleep_s(&self) -> f64 {
+    pub(crate) fn mean_asleep_s(&self) -> f64 {
         self.asleep_s / self.count.max(1) as f64
     }
 }

@@ -135,14 +135,14 @@ impl LockSite {
         }
     }
 
-    pub fn mean_wait_s(&self) -> f64 {
+    pub(crate) fn mean_wait_s(&self) -> f64 {
         self.wait_s / self.count.max(1) as f64
     }
 }
 
 impl LockProfile {
     /// Ranks `sites` by wait and keeps the top [`MAX_LOCK_SITES`], summing the rest.
-    pub fn from_sites(contentions: u64, lost_events: u64, mut sites: Vec<LockSite>) -> LockProfile {
+    pub(crate) fn from_sites(contentions: u64, lost_events: u64, mut sites: Vec<LockSite>) -> LockProfile {
         sites.sort_by(|a, b| b.wait_s.total_cmp(&a.wait_s).then_with(|| a.site.cmp(&b.site)));
         // A fold from +0: an empty sum is -0.0, which would print as "-0.00".
         let wait_s = sites.iter().map(|s| s.wait_s).fold(0.0, |a, b| a + b);
@@ -237,7 +237,7 @@ pub struct FunctionShare {
 impl super::RunRecord {
     /// The seconds the run's workers spent in its window, all together: each
     /// worker's own time for fixed work, the window times the workers otherwise.
-    pub fn worker_seconds(&self) -> f64 {
+    pub(crate) fn worker_seconds(&self) -> f64 {
         match &self.completion_s {
             Some(times) => times.iter().sum(),
             None => self.elapsed_s * self.per_worker_ops.len() as f64,
@@ -247,7 +247,7 @@ impl super::RunRecord {
 
 impl super::Point {
     /// The lock profile over the point's runs, and the share of its workers' time spent waiting.
-    pub fn lock_profile(&self) -> Option<(LockProfile, f64)> {
+    pub(crate) fn lock_profile(&self) -> Option<(LockProfile, f64)> {
         let profile = LockProfile::sum(self.runs.iter().filter_map(|r| r.locks.as_ref()))?;
         let seconds: f64 = self.runs.iter().filter(|r| r.locks.is_some()).map(|r| r.worker_seconds()).sum();
         let share = if seconds > 0.0 { profile.wait_s / seconds } else { 0.0 };
@@ -358,7 +358,7 @@ impl SyscallCheck {
     /// The counts beyond [`TOLERANCE`] of what the ops allow: at least the ops
     /// surely inside the counted span, at most those possibly inside it (see
     /// [`SyscallCheck::ops_counted`]), give or take an op per worker at each edge.
-    pub fn mismatches(&self, workers: usize) -> Vec<&SyscallCount> {
+    pub(crate) fn mismatches(&self, workers: usize) -> Vec<&SyscallCount> {
         self.calls.iter().filter(|c| !self.allows(c, workers)).collect()
     }
 

@@ -9,7 +9,7 @@ pub const MAX_FRAMES: usize = 512;
 pub const MAX_STACKS: usize = 20_000;
 
 /// Caps `folded` (`root;...;leaf` → weight) in frames per stack and in stacks.
-pub fn bound_stacks(folded: &mut BTreeMap<String, u64>, cut: &mut impl CutCounter) {
+pub(crate) fn bound_stacks(folded: &mut BTreeMap<String, u64>, cut: &mut impl CutCounter) {
     if folded.keys().any(|k| k.len() > MAX_FRAMES && k.split(';').nth(MAX_FRAMES).is_some()) {
         let mut deep = 0;
         let old = std::mem::take(folded);

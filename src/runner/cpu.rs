@@ -43,14 +43,14 @@ impl CpuTicks {
     /// kernel threads used, since those mostly work for the run (RCU freeing
     /// what creat-unlink removed, writeback, kworkers). `None` without
     /// readable ticks.
-    pub fn others_share(&self, later: &CpuTicks, own_s: f64) -> Option<f64> {
+    pub(crate) fn others_share(&self, later: &CpuTicks, own_s: f64) -> Option<f64> {
         let (total, busy) = self.total_and_busy(later)?;
         let kernel = later.kernel_threads.saturating_sub(self.kernel_threads) as f64;
         Some(((busy - kernel) / clock_hz() - own_s).max(0.0) / (total / clock_hz())).map(|s| s.min(1.0))
     }
 
     /// The share of all CPU time between `self` and `later` that kernel threads used.
-    pub fn kernel_threads_share(&self, later: &CpuTicks) -> Option<f64> {
+    pub(crate) fn kernel_threads_share(&self, later: &CpuTicks) -> Option<f64> {
         let (total, _) = self.total_and_busy(later)?;
         Some((later.kernel_threads.saturating_sub(self.kernel_threads) as f64 / total).min(1.0))
     }
@@ -96,7 +96,7 @@ static KERNEL_THREADS: Mutex<Vec<File>> = Mutex::new(Vec::new());
 /// Finds the kernel threads now, before a run's warm-up, so that
 /// [`CpuTicks::read`] is quick at the window's edges. Kernel threads live
 /// long; one that starts inside a window is missed (its ticks count as others').
-pub fn find_kernel_threads() {
+pub(crate) fn find_kernel_threads() {
     let Ok(dir) = std::fs::read_dir("/proc") else { return };
     let found: Vec<File> = dir
         .flatten()

@@ -38,7 +38,7 @@ impl Eta {
 
     /// Seconds left for `points` (index, plan), or `None` while a point
     /// with runs left has nothing to go by (fixed work not yet timed).
-    pub fn remaining_s(&self, points: impl IntoIterator<Item = (usize, PointPlan)>) -> Option<f64> {
+    pub(crate) fn remaining_s(&self, points: impl IntoIterator<Item = (usize, PointPlan)>) -> Option<f64> {
         let mut total = 0.0;
         for (index, plan) in points {
             if plan.runs_left == 0 {

@@ -44,7 +44,7 @@ impl LatencyRegion {
     }
 
     /// Worker `worker`'s recorder.
-    pub fn recorder(&self, worker: usize) -> Recorder<'_> {
+    pub(crate) fn recorder(&self, worker: usize) -> Recorder<'_> {
         assert!(worker < self.workers);
         // SAFETY: in bounds of the mapping; AtomicU64 has the alignment of the page-aligned mapping.
         let words =

@@ -193,7 +193,7 @@ impl MemoryLimit {
 
     /// The cgroup, where it is in the v2 hierarchy: commands' cgroups
     /// (one cgroup per process there) are made inside it.
-    pub fn v2_dir(&self) -> Option<&Path> {
+    pub(crate) fn v2_dir(&self) -> Option<&Path> {
         (self.hierarchy.version == Version::V2).then_some(self.dir.as_path())
     }
 
@@ -207,7 +207,7 @@ impl MemoryLimit {
     }
 
     /// Processes the kernel killed for the limit since the cgroup was made.
-    pub fn oom_kills(&self) -> u64 {
+    pub(crate) fn oom_kills(&self) -> u64 {
         let file = match self.hierarchy.version {
             Version::V1 => "memory.oom_control",
             Version::V2 => "memory.events",
@@ -234,7 +234,7 @@ pub struct LimitSwitch {
 
 impl LimitSwitch {
     /// No limit of its own until [`LimitSwitch::set`].
-    pub fn lift(&self) -> Result<()> {
+    pub(crate) fn lift(&self) -> Result<()> {
         std::fs::write(&self.file, self.unlimited)
             .with_context(|| format!("--memory-limit: lifting the limit for setup ({})", self.file.display()))
     }
@@ -346,7 +346,7 @@ impl Unevictable {
 /// What a copy of a tree takes on a filesystem held in memory, at most: its
 /// data in whole pages (a file's last page is whole too: a page more for
 /// each file), and an inode and a dentry (about 1 KiB together) for every entry.
-pub fn in_memory_bytes(tree: &crate::archive::ExtractStats) -> u64 {
+pub(crate) fn in_memory_bytes(tree: &crate::archive::ExtractStats) -> u64 {
     tree.bytes + tree.files * PAGE + tree.entries() * 1024
 }
 

@@ -61,7 +61,7 @@ impl Repetition {
     }
 
     /// Whether `point` is done: no warm-up and no measured run left.
-    pub fn is_done(&self, point: &PointState) -> bool {
+    pub(crate) fn is_done(&self, point: &PointState) -> bool {
         !self.needs_warmup(point) && !self.needs_run(point)
     }
 }
@@ -109,7 +109,7 @@ impl Scheduler {
     /// (a resumed run's), so that the next slot is the one the first
     /// invocation would have run next: rounds, rotations and the shuffled
     /// order's random draws all go on where they stopped.
-    pub fn fast_forward(&mut self, done: &[PointState]) {
+    pub(crate) fn fast_forward(&mut self, done: &[PointState]) {
         let mut replayed = vec![PointState::default(); done.len()];
         loop {
             let Some(slot) = self.next(&replayed) else { return };

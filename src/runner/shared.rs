@@ -109,7 +109,7 @@ pub struct WorkerReport {
 }
 
 impl WorkerReport {
-    pub fn stage(&self) -> Stage {
+    pub(crate) fn stage(&self) -> Stage {
         match self.stage.load(Ordering::Acquire) {
             0 => Stage::Working,
             1 => Stage::Ready,
@@ -120,13 +120,13 @@ impl WorkerReport {
 
     /// Notes progress outside the counter (see `heartbeat`).
     #[inline]
-    pub fn beat(&self) {
+    pub(crate) fn beat(&self) {
         self.heartbeat.store(self.heartbeat.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
     }
 
     /// Stores an error message; a longer one than the report holds is
     /// shortened in the middle, so its cause (the errno at the end) stays.
-    pub fn set_error(&self, message: &str) {
+    pub(crate) fn set_error(&self, message: &str) {
         let message = crate::sys::shorten_middle(message, ERROR_CAPACITY);
         let bytes = message.as_bytes();
         let len = bytes.len().min(ERROR_CAPACITY);
@@ -205,7 +205,7 @@ impl SharedRegion {
     }
 
     #[inline(always)]
-    pub fn phase_word(&self) -> &AtomicU32 {
+    pub(crate) fn phase_word(&self) -> &AtomicU32 {
         &self.control().phase
     }
 
@@ -214,18 +214,18 @@ impl SharedRegion {
     }
 
     /// Moves every worker to `phase` and wakes those waiting at the barrier.
-    pub fn set_phase(&self, phase: Phase) {
+    pub(crate) fn set_phase(&self, phase: Phase) {
         self.control().phase.store(phase as u32, Ordering::Release);
         futex_wake_all(&self.control().phase);
     }
 
     /// Blocks until the phase leaves `Setup` (the start barrier).
-    pub fn wait_for_start(&self) -> Phase {
+    pub(crate) fn wait_for_start(&self) -> Phase {
         self.wait_while(Phase::Setup)
     }
 
     /// Blocks while the phase is `phase`; returns the next one.
-    pub fn wait_while(&self, phase: Phase) -> Phase {
+    pub(crate) fn wait_while(&self, phase: Phase) -> Phase {
         loop {
             let now = self.control().phase.load(Ordering::Acquire);
             if now != phase as u32 {
@@ -242,7 +242,7 @@ impl SharedRegion {
     }
 
     /// The word a signal handler bumps to wake the coordinator.
-    pub fn events_word(&self) -> &AtomicU32 {
+    pub(crate) fn events_word(&self) -> &AtomicU32 {
         &self.control().events
     }
 
@@ -254,7 +254,7 @@ impl SharedRegion {
     /// Sleeps up to `timeout` unless an event happened since `seen` was read.
     /// Sleeping rather than polling keeps the coordinator off the CPUs the
     /// workers measure on.
-    pub fn wait_for_event(&self, seen: u32, timeout: std::time::Duration) {
+    pub(crate) fn wait_for_event(&self, seen: u32, timeout: std::time::Duration) {
         // Returns at once if the word is no longer `seen`.
         futex_wait(&self.control().events, seen, Some(timeout));
     }
@@ -264,7 +264,7 @@ impl SharedRegion {
     }
 
     /// Fixed work: counts a worker's job as done and wakes the coordinator.
-    pub fn mark_completed(&self, worker: usize) {
+    pub(crate) fn mark_completed(&self, worker: usize) {
         self.set_stage(worker, Stage::Completed);
         self.control().completed.fetch_add(1, Ordering::AcqRel);
         self.notify();
@@ -274,7 +274,7 @@ impl SharedRegion {
         self.control().completed.load(Ordering::Acquire)
     }
 
-    pub fn mark_ready(&self, worker: usize) {
+    pub(crate) fn mark_ready(&self, worker: usize) {
         self.report(worker).tid.store(crate::sys::gettid(), Ordering::Relaxed);
         self.set_stage(worker, Stage::Ready);
         self.control().ready.fetch_add(1, Ordering::AcqRel);
@@ -282,12 +282,12 @@ impl SharedRegion {
     }
 
     /// A worker that was ready is working again (it saw the barrier open).
-    pub fn mark_working(&self, worker: usize) {
+    pub(crate) fn mark_working(&self, worker: usize) {
         self.set_stage(worker, Stage::Working);
     }
 
     /// The workers' task ids (all set once every worker is ready).
-    pub fn tids(&self) -> Vec<i32> {
+    pub(crate) fn tids(&self) -> Vec<i32> {
         (0..self.workers()).map(|i| self.report(i).tid.load(Ordering::Relaxed)).collect()
     }
 
@@ -296,7 +296,7 @@ impl SharedRegion {
     }
 
     /// Records `worker`'s failure, tells every other worker to stop, and wakes the coordinator.
-    pub fn mark_failed(&self, worker: usize) {
+    pub(crate) fn mark_failed(&self, worker: usize) {
         let _ = self.control().first_failed.compare_exchange(0, worker as u32 + 1, Ordering::AcqRel, Ordering::Acquire);
         self.control().failed.fetch_add(1, Ordering::AcqRel);
         self.set_phase(Phase::Abort);
@@ -308,12 +308,12 @@ impl SharedRegion {
     }
 
     /// The worker whose failure came first, once one has failed.
-    pub fn first_failed(&self) -> Option<usize> {
+    pub(crate) fn first_failed(&self) -> Option<usize> {
         self.control().first_failed.load(Ordering::Acquire).checked_sub(1).map(|w| w as usize)
     }
 
     /// Counts a worker out, waking the coordinator.
-    pub fn mark_exited(&self, worker: usize) {
+    pub(crate) fn mark_exited(&self, worker: usize) {
         self.set_stage(worker, Stage::Exited);
         self.control().exited.fetch_add(1, Ordering::AcqRel);
         self.notify();
@@ -325,11 +325,11 @@ impl SharedRegion {
 
     /// Every worker's counter, read once each.
     /// All workers' ops so far.
-    pub fn total_ops(&self) -> u64 {
+    pub(crate) fn total_ops(&self) -> u64 {
         (0..self.workers).map(|i| self.counter(i).ops.load(Ordering::Relaxed)).sum()
     }
 
-    pub fn read_counters(&self, into: &mut Vec<u64>) {
+    pub(crate) fn read_counters(&self, into: &mut Vec<u64>) {
         into.clear();
         into.extend((0..self.workers).map(|i| self.counter(i).ops.load(Ordering::Relaxed)));
     }

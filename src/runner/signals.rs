@@ -147,7 +147,7 @@ pub fn name(signal: i32) -> String {
 }
 
 /// In a forked worker: leave signals to the coordinator, and die with it.
-pub fn detach_worker(parent: libc::pid_t) {
+pub(crate) fn detach_worker(parent: libc::pid_t) {
     // SAFETY: plain syscalls with valid arguments.
     unsafe {
         libc::signal(libc::SIGINT, libc::SIG_IGN);
@@ -165,7 +165,7 @@ pub fn detach_worker(parent: libc::pid_t) {
 
 /// In a worker thread: block the signals, so the kernel delivers them to the
 /// coordinator thread, whose sleep they interrupt.
-pub fn block_in_worker_thread() {
+pub(crate) fn block_in_worker_thread() {
     // SAFETY: sigset_t is plain data; pthread_sigmask only affects this thread.
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();

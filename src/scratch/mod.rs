@@ -103,7 +103,7 @@ impl Scratch {
 
     /// The random token its marker holds: another process that finds it
     /// there (an MPI rank on another node) knows the directory is this one.
-    pub fn token(&self) -> &str {
+    pub(crate) fn token(&self) -> &str {
         &self.token
     }
 
@@ -196,7 +196,7 @@ fn dir_error(dir: &Path, errno: Errno) -> anyhow::Error {
 /// one of them and writable by nobody else unless sticky (as /tmp). Absolute
 /// lookups walk that path from `/` on every op; this is what keeps them in
 /// the scratch directory fsscale made.
-pub fn check_trusted_path(dir: &Path) -> Result<()> {
+pub(crate) fn check_trusted_path(dir: &Path) -> Result<()> {
     let real = std::fs::canonicalize(dir).map_err(|e| anyhow::anyhow!("--dir {}: {e}", dir.display()))?;
     for component in real.ancestors() {
         let meta = std::fs::metadata(component).map_err(|e| anyhow::anyhow!("{}: {e}", component.display()))?;
@@ -221,7 +221,7 @@ pub struct DeadScratch {
 
 /// Scratch directories in `parent` that no live run holds: named like
 /// fsscale's, a real directory, and a marker of fsscale's whose lock is free.
-pub fn dead_scratches(parent: &Path) -> Result<Vec<DeadScratch>> {
+pub(crate) fn dead_scratches(parent: &Path) -> Result<Vec<DeadScratch>> {
     let entries = std::fs::read_dir(parent).with_context(|| format!("reading {}", parent.display()))?;
     let mut dead = Vec::new();
     for entry in entries.flatten() {
@@ -286,7 +286,7 @@ fn stillborn(dir: &OwnedFd, name: &str, marker: bool) -> bool {
 /// Removes a scratch directory of a killed run, after proving again that
 /// it is one (fsscale's name, its marker, nobody holding it), through the
 /// same checked removal a run uses: never across a mount.
-pub fn remove_dead(path: &Path) -> Result<()> {
+pub(crate) fn remove_dead(path: &Path) -> Result<()> {
     if probe_dead(path)?.is_none() {
         bail!("{} belongs to a run that is still going; not removing it", path.display());
     }

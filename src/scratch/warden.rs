@@ -60,7 +60,7 @@ impl Warden {
     }
 
     /// `path` is in use: remove it if rank 0 dies.
-    pub fn watch(&mut self, path: &Path) {
+    pub(crate) fn watch(&mut self, path: &Path) {
         self.say('+', path);
     }
 
@@ -75,7 +75,7 @@ impl Warden {
     }
 
     /// Rank 0 ends normally: the warden leaves without removing anything.
-    pub fn dismiss(mut self) {
+    pub(crate) fn dismiss(mut self) {
         let _ = self.pipe.write_all(b"done\n");
     }
 

@@ -38,17 +38,17 @@ pub struct Drift {
 }
 
 impl Diagnostics {
-    pub fn is_bimodal(&self) -> bool {
+    pub(crate) fn is_bimodal(&self) -> bool {
         self.bimodality.is_some_and(|b| b > BIMODALITY_THRESHOLD)
     }
 
-    pub fn is_drifting(&self) -> bool {
+    pub(crate) fn is_drifting(&self) -> bool {
         self.drift.is_some_and(|d| d.p_value < DRIFT_ALPHA)
     }
 }
 
 /// Diagnoses `values`, given in the order the runs ran; `None` when empty or not finite.
-pub fn diagnose(values: &[f64]) -> Option<Diagnostics> {
+pub(crate) fn diagnose(values: &[f64]) -> Option<Diagnostics> {
     let sample = Sample::new(values).ok()?;
     let mean = sample.mean();
     Some(Diagnostics {

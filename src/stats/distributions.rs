@@ -15,7 +15,7 @@
 use std::f64::consts::PI;
 
 /// ln Γ(x) for x > 0.
-pub fn ln_gamma(x: f64) -> f64 {
+pub(crate) fn ln_gamma(x: f64) -> f64 {
     const G: f64 = 7.0;
     // The published coefficients, digit for digit, so they can be checked against the source.
     #[allow(clippy::excessive_precision)]
@@ -98,7 +98,7 @@ fn beta_fraction(x: f64, a: f64, b: f64) -> f64 {
 }
 
 /// Two-sided tail probability P(|T| ≥ |t|) of Student's t with `df` degrees of freedom.
-pub fn t_two_sided_p(t: f64, df: f64) -> f64 {
+pub(crate) fn t_two_sided_p(t: f64, df: f64) -> f64 {
     if t.is_nan() {
         return f64::NAN;
     }
@@ -109,7 +109,7 @@ pub fn t_two_sided_p(t: f64, df: f64) -> f64 {
 }
 
 /// The t such that P(|T| ≤ t) = `confidence` (e.g. 0.95 → 2.228 for df = 10).
-pub fn t_quantile_two_sided(confidence: f64, df: f64) -> f64 {
+pub(crate) fn t_quantile_two_sided(confidence: f64, df: f64) -> f64 {
     assert!(confidence > 0.0 && confidence < 1.0 && df > 0.0, "confidence in (0,1), df > 0");
     let alpha = 1.0 - confidence;
     // I_x(df/2, 1/2) rises from 0 to 1 with x = df/(df+t²), so bisect on x.
@@ -179,7 +179,7 @@ fn gamma_q(a: f64, x: f64) -> f64 {
 }
 
 /// P(Z ≤ z) for the standard normal distribution.
-pub fn normal_cdf(z: f64) -> f64 {
+pub(crate) fn normal_cdf(z: f64) -> f64 {
     let tail = 0.5 * gamma_q(0.5, z * z / 2.0);
     if z >= 0.0 {
         1.0 - tail
@@ -189,7 +189,7 @@ pub fn normal_cdf(z: f64) -> f64 {
 }
 
 /// The z with P(Z ≤ z) = p, for 0 < p < 1.
-pub fn normal_quantile(p: f64) -> f64 {
+pub(crate) fn normal_quantile(p: f64) -> f64 {
     assert!(p > 0.0 && p < 1.0, "p in (0,1)");
     // Acklam's coefficients, as published.
     #[allow(clippy::excessive_precision)]

@@ -11,10 +11,12 @@
 //! resampled invocation with replacement. With few invocations that
 //! interval is far too narrow (three invocations resample into only ten
 //! multisets), so `compare` takes Fieller's interval on the invocation means
-//! for its verdicts and [`bootstrap_ratio`] stays here for the simulation
-//! that measures the difference (docs/STATISTICS.md).
+//! for its verdicts; the bootstrap (`bootstrap_ratio`, built for the tests)
+//! stays here for the simulation that measures the difference
+//! (docs/STATISTICS.md).
 
 use super::distributions::t_quantile_two_sided;
+#[cfg(test)]
 use super::random::SplitMix64;
 use serde::{Deserialize, Serialize};
 
@@ -71,6 +73,7 @@ impl Invocations {
 
     /// The mean of the invocations' means: each invocation weighs the same,
     /// however many runs it had (the top level is the unit).
+    #[cfg(test)]
     fn grand_mean(&self) -> f64 {
         mean(&self.means())
     }
@@ -103,6 +106,7 @@ impl Invocations {
     }
 
     /// One hierarchical resample's grand mean.
+    #[cfg(test)]
     fn resampled_mean(&self, rng: &mut SplitMix64) -> f64 {
         let n = self.0.len();
         let mut sum = 0.0;
@@ -139,8 +143,10 @@ pub struct RatioInterval {
 
 /// The ratio of `new`'s grand mean to `base`'s, with the percentile
 /// interval of `resamples` hierarchical bootstrap resamples (seeded: the
-/// same data give the same interval).
-pub fn bootstrap_ratio(
+/// same data give the same interval). The simulation's, in the tests:
+/// `compare` judges by Fieller's interval on the invocation means.
+#[cfg(test)]
+pub(crate) fn bootstrap_ratio(
     base: &Invocations,
     new: &Invocations,
     confidence: f64,
@@ -169,7 +175,7 @@ pub fn bootstrap_ratio(
 /// and `runs` runs of each by `within_rel_sd`: the least n with
 /// t(2n−2) · √(2 (σb² + σw²/r) / n) < |change| (the interval of the log
 /// ratio of two sides of n invocations each). `None` beyond 1000 or for no change.
-pub fn invocations_needed(
+pub(crate) fn invocations_needed(
     change: f64,
     between_rel_sd: f64,
     within_rel_sd: f64,
@@ -198,7 +204,7 @@ fn per_invocation(between_rel_sd: f64, within_rel_sd: f64, runs: usize) -> f64 {
 /// (t(1−α/2) + t(power)) · √(2 (σb² + σw²/r) / n) on the log scale, with
 /// 2n−2 degrees of freedom (the two-sample t test's power, Cohen 1988, ch. 2,
 /// with t quantiles for the small n invocations have). `None` below 2.
-pub fn detectable_change(
+pub(crate) fn detectable_change(
     between_rel_sd: f64,
     within_rel_sd: f64,
     runs: usize,
@@ -219,7 +225,7 @@ pub fn detectable_change(
 /// Invocations per side for `change` (relative) to be found at
 /// `confidence` with probability `power` (see [`detectable_change`]):
 /// the least n whose detectable change is at most |change|. `None` beyond 1000.
-pub fn invocations_to_detect(
+pub(crate) fn invocations_to_detect(
     change: f64,
     between_rel_sd: f64,
     within_rel_sd: f64,

@@ -27,8 +27,8 @@ pub enum TestKind {
     /// t test on the rounds' log ratios ([`paired_log_ratio`] of [`Pairs`]).
     Paired,
     /// Runs nested in invocations (several results files per side): the
-    /// ratio of the invocations' grand means with a hierarchical bootstrap
-    /// interval ([`super::hierarchical::bootstrap_ratio`]).
+    /// ratio of the invocations' grand means, with Fieller's interval on the
+    /// invocation means ([`super::hierarchical`]).
     Hierarchical,
 }
 
@@ -157,7 +157,7 @@ impl Pairs {
 /// machine warming up over the rounds, an invocation's offset) cancels, as
 /// a ratio's logarithm makes a multiplicative effect additive. The interval
 /// is of the geometric mean ratio.
-pub fn paired_log_ratio(pairs: &Pairs, confidence: f64) -> Result<PairedRatio, StatsError> {
+pub(crate) fn paired_log_ratio(pairs: &Pairs, confidence: f64) -> Result<PairedRatio, StatsError> {
     let diffs = Sample::new(&pairs.log_ratios())?;
     let n = pairs.len();
     let df = (n - 1) as f64;
@@ -185,7 +185,7 @@ pub struct MannWhitney {
 /// Largest sample size for which the exact distribution of U is computed.
 const EXACT_LIMIT: usize = 50;
 
-pub fn mann_whitney(base: &Sample, new: &Sample) -> Result<MannWhitney, StatsError> {
+pub(crate) fn mann_whitney(base: &Sample, new: &Sample) -> Result<MannWhitney, StatsError> {
     need_two(base, new)?;
     let (n1, n2) = (base.len(), new.len());
     // Midranks of the pooled sample.
@@ -253,7 +253,7 @@ fn exact_u_p(u: usize, n1: usize, n2: usize) -> f64 {
 /// Fieller's confidence interval for mean(new) / mean(base), independent
 /// samples; `None` when the base mean is not clearly away from zero (the
 /// interval is then unbounded).
-pub fn ratio_interval(base: &Sample, new: &Sample, critical_t: f64) -> Option<(f64, f64)> {
+pub(crate) fn ratio_interval(base: &Sample, new: &Sample, critical_t: f64) -> Option<(f64, f64)> {
     let (mb, mn) = (base.mean(), new.mean());
     if mb == 0.0 {
         return None;

@@ -84,7 +84,7 @@ impl Sample {
     /// *Practical Nonparametric Statistics*, 3rd ed., §3.2; Hollander & Wolfe,
     /// *Nonparametric Statistical Methods*, §3.6). `None` when even the range
     /// of the sample covers less: below 6 measurements for 95%.
-    pub fn median_interval(&self, confidence: f64) -> Option<(f64, f64)> {
+    pub(crate) fn median_interval(&self, confidence: f64) -> Option<(f64, f64)> {
         let n = self.sorted.len();
         let tail = (1.0 - confidence) / 2.0;
         let k = median_rank(n, tail)?;
@@ -94,7 +94,7 @@ impl Sample {
     /// Half the width of the mean's Student's t confidence interval,
     /// relative to the mean, in percent (`--until-ci`'s criterion);
     /// `None` below 2 measurements or for a mean of 0.
-    pub fn mean_interval_pct(&self, confidence: f64) -> Option<f64> {
+    pub(crate) fn mean_interval_pct(&self, confidence: f64) -> Option<f64> {
         let n = self.sorted.len();
         let mean = self.mean();
         if n < 2 || mean == 0.0 {
@@ -131,7 +131,7 @@ impl Sample {
         self.mean_and_m2().1 / (n - 1) as f64
     }
 
-    pub fn stddev(&self) -> f64 {
+    pub(crate) fn stddev(&self) -> f64 {
         self.variance().sqrt()
     }
 }
@@ -173,7 +173,7 @@ impl Summary {
     }
 
     /// Standard deviation relative to the mean, in percent (0 when the mean is 0).
-    pub fn relative_stddev_pct(&self) -> f64 {
+    pub(crate) fn relative_stddev_pct(&self) -> f64 {
         if self.mean == 0.0 {
             0.0
         } else {

@@ -20,7 +20,7 @@ pub struct ScalingPoint {
 }
 
 /// Speedup and efficiency against the 1-worker point, sorted by worker count.
-pub fn scaling_points(series: &[(usize, f64)]) -> Vec<ScalingPoint> {
+pub(crate) fn scaling_points(series: &[(usize, f64)]) -> Vec<ScalingPoint> {
     let mut sorted = series.to_vec();
     sorted.sort_by_key(|p| p.0);
     let single = sorted.iter().find(|p| p.0 == 1).map(|p| p.1).filter(|&x| x > 0.0);
@@ -37,13 +37,6 @@ pub fn scaling_points(series: &[(usize, f64)]) -> Vec<ScalingPoint> {
             }
         })
         .collect()
-}
-
-/// Effective concurrency of a fixed amount of work done N times at once:
-/// N·T(1)/T(N). 12 extractions taking 5.69× one extraction give 2.11; a
-/// value below 1 is worse than running them one after another.
-pub fn effective_concurrency(workers: usize, single_time: f64, concurrent_time: f64) -> f64 {
-    workers as f64 * single_time / concurrent_time
 }
 
 /// Where the series stops scaling, from its fit.
@@ -132,7 +125,7 @@ pub struct ObservedPeak {
 
 impl ObservedPeak {
     /// The largest worker count's throughput as a fraction of the peak's.
-    pub fn last_of_peak(&self) -> f64 {
+    pub(crate) fn last_of_peak(&self) -> f64 {
         self.last_throughput / self.peak_throughput
     }
 
@@ -147,7 +140,7 @@ impl ObservedPeak {
 /// plateau show, and is not reported.
 pub const FALL: f64 = 0.10;
 
-pub fn observed_peak(points: &[ScalingPoint]) -> Option<ObservedPeak> {
+pub(crate) fn observed_peak(points: &[ScalingPoint]) -> Option<ObservedPeak> {
     let peak = points.iter().max_by(|a, b| a.throughput.total_cmp(&b.throughput))?;
     let last = points.iter().max_by_key(|p| p.workers)?;
     Some(ObservedPeak {
@@ -180,7 +173,7 @@ pub const NOISY_COLLAPSE_SD: f64 = 0.25;
 impl Collapse {
     /// Marks the collapse noisy when the runs at its two ends spread more
     /// than [`NOISY_COLLAPSE_SD`]; `sd_at(workers)` is a point's relative sd.
-    pub fn judged_by(mut self, sd_at: impl Fn(usize) -> Option<f64>) -> Collapse {
+    pub(crate) fn judged_by(mut self, sd_at: impl Fn(usize) -> Option<f64>) -> Collapse {
         let worst = [self.peak_workers, self.last_workers].into_iter().filter_map(sd_at).fold(0.0f64, f64::max);
         self.noisy_sd = (worst > NOISY_COLLAPSE_SD).then_some(worst);
         self
@@ -212,13 +205,6 @@ mod tests {
         assert_eq!(points[2].efficiency, Some(0.75));
         assert_eq!(points[2].per_worker, 75.0);
         assert_eq!(scaling_points(&[(2, 10.0)])[0].speedup, None);
-    }
-
-    #[test]
-    fn effective_concurrency_of_the_classic_example() {
-        // 12 concurrent extractions took 5.69 times as long as one.
-        let value = effective_concurrency(12, 1.0, 5.69);
-        assert_eq!(format!("{value:.2}"), "2.11");
     }
 
     #[test]

@@ -74,7 +74,7 @@ impl std::fmt::Display for UslError {
 impl std::error::Error for UslError {}
 
 /// Throughput predicted by the law.
-pub fn predict(lambda: f64, sigma: f64, kappa: f64, n: f64) -> f64 {
+pub(crate) fn predict(lambda: f64, sigma: f64, kappa: f64, n: f64) -> f64 {
     lambda * n / (1.0 + sigma * (n - 1.0) + kappa * n * (n - 1.0))
 }
 

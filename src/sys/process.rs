@@ -21,7 +21,7 @@ pub fn online_cpus() -> usize {
 
 /// The online CPUs' numbers (`/sys/devices/system/cpu/online`: `0-3,6`);
 /// per-CPU kernel objects (perf events) are made for these.
-pub fn online_cpu_ids() -> Vec<usize> {
+pub(crate) fn online_cpu_ids() -> Vec<usize> {
     let text = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_else(|_| "0".into());
     let mut cpus = Vec::new();
     for part in text.trim().split(',') {
@@ -65,7 +65,7 @@ pub fn allowed_cpus() -> Vec<usize> {
 
 /// The CPU bandwidth limit of this process's cgroup and its ancestors, in
 /// CPUs (cgroup v2 `cpu.max`, or v1 `cpu.cfs_quota_us` / `cpu.cfs_period_us`).
-pub fn cgroup_cpu_limit() -> Option<f64> {
+pub(crate) fn cgroup_cpu_limit() -> Option<f64> {
     let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
     let mounts = mounts();
     let mut limit: Option<f64> = None;
@@ -121,7 +121,7 @@ pub fn usable_cpus() -> usize {
 
 #[cfg(target_os = "linux")]
 /// Binds the calling thread (or single-threaded process) to one CPU.
-pub fn pin_to_cpu(cpu: usize) -> Result<(), Errno> {
+pub(crate) fn pin_to_cpu(cpu: usize) -> Result<(), Errno> {
     // SAFETY: cpu_set_t is plain data; CPU_SET stays within it for cpu < CPU_SETSIZE.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
@@ -139,7 +139,7 @@ pub fn pin_to_cpu(cpu: usize) -> Result<(), Errno> {
 /// preempted) from `getrusage(RUSAGE_THREAD)`, and nanoseconds on a CPU and
 /// runnable but waiting on a runqueue from `/proc/thread-self/schedstat`
 /// (0 where the kernel has no schedstat), and CLOCK_MONOTONIC ns.
-pub fn thread_sched() -> [u64; ThreadSched::FIELDS] {
+pub(crate) fn thread_sched() -> [u64; ThreadSched::FIELDS] {
     let usage = rusage(libc::RUSAGE_THREAD);
     let (on_cpu, waiting) = std::fs::read_to_string("/proc/thread-self/schedstat")
         .ok()
@@ -171,7 +171,7 @@ impl ThreadSched {
     pub const FIELDS: usize = 7;
 
     /// `/proc/<tid>/schedstat`: "on-CPU ns, runqueue wait ns, timeslices".
-    pub fn parse_schedstat(text: &str) -> Option<(u64, u64)> {
+    pub(crate) fn parse_schedstat(text: &str) -> Option<(u64, u64)> {
         let mut fields = text.split_whitespace().map(|f| f.parse::<u64>().ok());
         Some((fields.next()??, fields.next()??))
     }
@@ -179,7 +179,7 @@ impl ThreadSched {
 
 /// User and system CPU microseconds of this process's children that were
 /// waited for (`RUSAGE_CHILDREN`): commands a worker ran, and theirs.
-pub fn children_cpu_micros() -> (u64, u64) {
+pub(crate) fn children_cpu_micros() -> (u64, u64) {
     let usage = rusage(libc::RUSAGE_CHILDREN);
     (micros(usage.ru_utime), micros(usage.ru_stime))
 }
@@ -199,7 +199,7 @@ fn micros(tv: libc::timeval) -> u64 {
 
 /// Raises the soft open-file limit to the hard limit: 1024 threaded workers
 /// each holding a few descriptors exceed the usual soft limit of 1024.
-pub fn raise_fd_limit() {
+pub(crate) fn raise_fd_limit() {
     // SAFETY: rlimit is plain data.
     unsafe {
         let mut lim: libc::rlimit = std::mem::zeroed();
@@ -211,7 +211,7 @@ pub fn raise_fd_limit() {
 }
 
 /// How many threads this process has (`/proc/self/status`), where it says.
-pub fn thread_count() -> Option<usize> {
+pub(crate) fn thread_count() -> Option<usize> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     status.lines().find_map(|l| l.strip_prefix("Threads:")).and_then(|n| n.trim().parse().ok())
 }
@@ -223,7 +223,7 @@ const INITIAL_PID_NAMESPACE: &str = "pid:[4026531836]";
 /// Whether this process's PIDs are the kernel's global ones (which
 /// tracepoints and tracefs's pid filters use): false in a PID namespace of
 /// its own (a container, `unshare -p`); None where /proc cannot say.
-pub fn in_initial_pid_namespace() -> Option<bool> {
+pub(crate) fn in_initial_pid_namespace() -> Option<bool> {
     let link = std::fs::read_link("/proc/self/ns/pid").ok()?;
     Some(link.as_os_str() == INITIAL_PID_NAMESPACE)
 }
@@ -250,7 +250,7 @@ pub mod cap {
 }
 
 /// This process's effective capabilities (`CapEff` in `/proc/self/status`).
-pub fn effective_capabilities() -> Option<u64> {
+pub(crate) fn effective_capabilities() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     parse_capabilities(&status)
 }

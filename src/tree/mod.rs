@@ -92,7 +92,7 @@ impl Rng {
         Rng(crate::stats::random::SplitMix64::new(seed))
     }
 
-    pub fn next_u64(&mut self) -> u64 {
+    pub(crate) fn next_u64(&mut self) -> u64 {
         self.0.next_u64()
     }
 
@@ -102,7 +102,7 @@ impl Rng {
     }
 
     /// Fisher–Yates (Knuth, TAOCP vol. 2, 3.4.2, algorithm P).
-    pub fn shuffle<T>(&mut self, items: &mut [T]) {
+    pub(crate) fn shuffle<T>(&mut self, items: &mut [T]) {
         for i in (1..items.len()).rev() {
             let j = (self.next_u64() % (i as u64 + 1)) as usize;
             items.swap(i, j);
@@ -226,7 +226,7 @@ impl TreeSpec {
 /// Fills `buf` with the bytes of a file at `offset`: printable text whose
 /// every 8-byte block derives from (content_seed, block index), so any
 /// range is generated without the bytes before it.
-pub fn fill_content(content_seed: u64, offset: u64, buf: &mut [u8]) {
+pub(crate) fn fill_content(content_seed: u64, offset: u64, buf: &mut [u8]) {
     const ALPHABET: &[u8; 64] = b"abcdefghijklmnopqrstuvwxyz ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789\n";
     let mut pos = 0;
     while pos < buf.len() {
@@ -297,7 +297,7 @@ pub fn write_tar_file(spec: &TreeSpec, path: &Path) -> Result<TreeStats> {
 }
 
 /// [`write_tar_file`], asking `stop` before every entry; a stopped one leaves no file.
-pub fn write_tar_file_until(spec: &TreeSpec, path: &Path, stop: &dyn Fn() -> bool) -> Result<TreeStats> {
+pub(crate) fn write_tar_file_until(spec: &TreeSpec, path: &Path, stop: &dyn Fn() -> bool) -> Result<TreeStats> {
     if std::fs::symlink_metadata(path).is_ok() {
         bail!("{} exists; remove it or choose another name (fsscale tree never overwrites)", path.display());
     }

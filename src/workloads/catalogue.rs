@@ -69,7 +69,7 @@ impl Workload {
 
     /// The system calls one counted op makes, by name, and how many of each
     /// (`--verify`); `None` where they vary (replay's kinds, commands, jobs).
-    pub fn syscalls_per_op(self, options: &WorkloadOptions) -> Option<Vec<(&'static str, f64)>> {
+    pub(crate) fn syscalls_per_op(self, options: &WorkloadOptions) -> Option<Vec<(&'static str, f64)>> {
         let calls = match self {
             Workload::Stat | Workload::StatDeep => vec![("newfstatat", 1.0)],
             Workload::OpenClose => vec![("openat", 1.0), ("close", 1.0)],
@@ -248,7 +248,7 @@ pub fn start<'a, R>(env: &WorkerEnv<'a>, drive: impl OpDriver<R>) -> Result<Star
 impl Workload {
     /// The op's words for a point: the catalogue's, with the shape of its
     /// lookups when that is not the one hot name, and a fault's mapping size.
-    pub fn op_words(self, options: &WorkloadOptions) -> String {
+    pub(crate) fn op_words(self, options: &WorkloadOptions) -> String {
         let (op, lookup) = (self.describe().op, &options.lookup);
         if self == Workload::Traverse {
             return match options.walk_stat {

@@ -45,7 +45,7 @@ pub struct CommandSpec {
 
 impl CommandSpec {
     /// Every template with its flag name, for checking.
-    pub fn templates(&self) -> Vec<(&'static str, &str)> {
+    pub(crate) fn templates(&self) -> Vec<(&'static str, &str)> {
         let mut all = vec![("--cmd", self.cmd.as_str())];
         all.extend(self.setup.as_deref().map(|t| ("--setup", t)));
         all.extend(self.cleanup.as_deref().map(|t| ("--cleanup", t)));
@@ -92,7 +92,7 @@ impl CommandSpec {
 impl CommandSpec {
     /// Runs the untimed `template` of `flag` (`--setup`, `--cleanup`,
     /// `--prepare`) when it was given; its error names the flag.
-    pub fn run_untimed(
+    pub(crate) fn run_untimed(
         &self,
         flag: &str,
         template: Option<&str>,

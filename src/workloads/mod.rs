@@ -206,13 +206,13 @@ pub trait Job {
 
 impl WorkerEnv<'_> {
     /// The worker's directory as a path.
-    pub fn dir_path(&self) -> std::path::PathBuf {
+    pub(crate) fn dir_path(&self) -> std::path::PathBuf {
         self.scratch_path.join(self.dir_label)
     }
 
     /// The name of this worker's own entry called `base`: `base` in a private
     /// directory, `base<i>` in the shared one, `base` itself at `--share same`.
-    pub fn own_name(&self, base: &str) -> CString {
+    pub(crate) fn own_name(&self, base: &str) -> CString {
         match self.share {
             Share::Shared => sys::cname(&format!("{base}{}", self.index)),
             Share::Private | Share::Same => sys::cname(base),
@@ -221,12 +221,12 @@ impl WorkerEnv<'_> {
 
     /// Whether the worker makes its own objects (false at `--share same`,
     /// where the coordinator made the one object everybody uses).
-    pub fn makes_own_objects(&self) -> bool {
+    pub(crate) fn makes_own_objects(&self) -> bool {
         self.share != Share::Same
     }
 
     /// Turns a setup failure into a message naming the workload and path.
-    pub fn setup_error(&self, call: &str, name: &CStr, errno: Errno) -> anyhow::Error {
+    pub(crate) fn setup_error(&self, call: &str, name: &CStr, errno: Errno) -> anyhow::Error {
         anyhow::anyhow!(
             "setup: {call}(\"{}/{}\") failed: {}",
             self.dir_label,
@@ -236,7 +236,7 @@ impl WorkerEnv<'_> {
     }
 
     /// Creates (or truncates) a regular file of `len` bytes, untimed setup.
-    pub fn create_file(&self, name: &CStr, len: u64) -> Result<()> {
+    pub(crate) fn create_file(&self, name: &CStr, len: u64) -> Result<()> {
         create_file(self.dir, name, len).map_err(|(call, errno)| self.setup_error(call, name, errno))
     }
 

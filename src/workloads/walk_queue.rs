@@ -63,14 +63,14 @@ impl WalkQueue {
     }
 
     /// From now on the walk ends by [`WalkQueue::finish`] alone.
-    pub fn cooperate(&self) {
+    pub(crate) fn cooperate(&self) {
         self.header().cooperating.store(1, Ordering::Release);
     }
 
     /// How many paths a worker keeps on the stack for others (it keeps the
     /// rest to itself): a few per worker in memory; more when other ranks
     /// take them in batches of messages.
-    pub fn target_len(&self, workers: usize) -> usize {
+    pub(crate) fn target_len(&self, workers: usize) -> usize {
         match self.header().cooperating.load(Ordering::Relaxed) {
             0 => 2 * workers,
             _ => 32 * workers,
@@ -83,7 +83,7 @@ impl WalkQueue {
     }
 
     /// `n` popped directories went to another process: no longer pending here.
-    pub fn handed_off(&self, n: usize) {
+    pub(crate) fn handed_off(&self, n: usize) {
         self.header().pending.fetch_sub(n as u64, Ordering::AcqRel);
     }
 

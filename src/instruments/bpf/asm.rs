@@ -106,16 +106,16 @@ impl Asm {
     }
 
     /// `dst = imm` (sign-extended).
-    pub fn mov_imm(&mut self, dst: Reg, imm: i32) -> &mut Asm {
+    pub(crate) fn mov_imm(&mut self, dst: Reg, imm: i32) -> &mut Asm {
         self.push(insn(ALU64 | MOV | IMM, dst, R0, 0, imm))
     }
 
     /// `dst = src`.
-    pub fn mov(&mut self, dst: Reg, src: Reg) -> &mut Asm {
+    pub(crate) fn mov(&mut self, dst: Reg, src: Reg) -> &mut Asm {
         self.push(insn(ALU64 | MOV | SRC_REG, dst, src, 0, 0))
     }
 
-    pub fn add_imm(&mut self, dst: Reg, imm: i32) -> &mut Asm {
+    pub(crate) fn add_imm(&mut self, dst: Reg, imm: i32) -> &mut Asm {
         self.push(insn(ALU64 | ADD | IMM, dst, R0, 0, imm))
     }
 
@@ -127,7 +127,7 @@ impl Asm {
         self.push(insn(ALU64 | ADD | SRC_REG, dst, src, 0, 0))
     }
 
-    pub fn and_imm(&mut self, dst: Reg, imm: i32) -> &mut Asm {
+    pub(crate) fn and_imm(&mut self, dst: Reg, imm: i32) -> &mut Asm {
         self.push(insn(ALU64 | AND | IMM, dst, R0, 0, imm))
     }
 
@@ -142,39 +142,39 @@ impl Asm {
     }
 
     /// `*(size *)(dst + off) = imm`.
-    pub fn store_imm(&mut self, size: Size, dst: Reg, off: i16, imm: i32) -> &mut Asm {
+    pub(crate) fn store_imm(&mut self, size: Size, dst: Reg, off: i16, imm: i32) -> &mut Asm {
         self.push(insn(ST | MEM | size as u8, dst, R0, off, imm))
     }
 
     /// `*(u64 *)(dst + off) += src`, atomically: counters other CPUs add to at once.
-    pub fn atomic_add(&mut self, dst: Reg, off: i16, src: Reg) -> &mut Asm {
+    pub(crate) fn atomic_add(&mut self, dst: Reg, off: i16, src: Reg) -> &mut Asm {
         self.push(insn(STX | ATOMIC | Size::U64 as u8, dst, src, off, ADD as i32))
     }
 
     /// `dst = the map` (its descriptor, which the kernel turns into its address).
-    pub fn load_map(&mut self, dst: Reg, map_fd: i32) -> &mut Asm {
+    pub(crate) fn load_map(&mut self, dst: Reg, map_fd: i32) -> &mut Asm {
         self.push(insn(LD | IMM | Size::U64 as u8, dst, Reg(PSEUDO_MAP_FD), 0, map_fd)).push(insn(0, R0, R0, 0, 0))
     }
 
     /// `dst = &value[offset]` of a one-entry array map: a global variable, without a lookup call.
-    pub fn load_map_value(&mut self, dst: Reg, map_fd: i32, offset: i32) -> &mut Asm {
+    pub(crate) fn load_map_value(&mut self, dst: Reg, map_fd: i32, offset: i32) -> &mut Asm {
         self.push(insn(LD | IMM | Size::U64 as u8, dst, Reg(PSEUDO_MAP_VALUE), 0, map_fd))
             .push(insn(0, R0, R0, 0, offset))
     }
 
     /// `if dst <cond> imm goto label`.
-    pub fn jump_if(&mut self, cond: Cond, dst: Reg, imm: i32, label: &'static str) -> &mut Asm {
+    pub(crate) fn jump_if(&mut self, cond: Cond, dst: Reg, imm: i32, label: &'static str) -> &mut Asm {
         self.jumps.push((self.insns.len(), label));
         self.push(insn(JMP | cond as u8 | IMM, dst, R0, 0, imm))
     }
 
     /// `if dst <cond> src goto label`.
-    pub fn jump_if_reg(&mut self, cond: Cond, dst: Reg, src: Reg, label: &'static str) -> &mut Asm {
+    pub(crate) fn jump_if_reg(&mut self, cond: Cond, dst: Reg, src: Reg, label: &'static str) -> &mut Asm {
         self.jumps.push((self.insns.len(), label));
         self.push(insn(JMP | cond as u8 | SRC_REG, dst, src, 0, 0))
     }
 
-    pub fn jump(&mut self, label: &'static str) -> &mut Asm {
+    pub(crate) fn jump(&mut self, label: &'static str) -> &mut Asm {
         self.jumps.push((self.insns.len(), label));
         self.push(insn(JMP, R0, R0, 0, 0))
     }
@@ -199,7 +199,7 @@ impl Asm {
     /// perf consumer of the tracepoint on that CPU (`perf_trace_run_bpf_submit`),
     /// so another tool's `perf stat -e lock:contention_begin` would count
     /// nothing; 1 passes it on, as bpftrace's programs do.
-    pub fn pass_on(&mut self) -> &mut Asm {
+    pub(crate) fn pass_on(&mut self) -> &mut Asm {
         self.mov_imm(R0, 1).exit()
     }
 
@@ -216,7 +216,7 @@ impl Asm {
 }
 
 /// The instructions as the kernel reads them.
-pub fn encode(insns: &[Insn]) -> Vec<u64> {
+pub(crate) fn encode(insns: &[Insn]) -> Vec<u64> {
     insns
         .iter()
         .map(|i| {

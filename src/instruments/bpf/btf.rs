@@ -133,7 +133,7 @@ impl Btf {
     }
 
     /// The first of `paths` struct `strukt` has (fields renamed across kernels).
-    pub fn offset_of_any(&self, strukt: &str, paths: &[&str]) -> Result<u32> {
+    pub(crate) fn offset_of_any(&self, strukt: &str, paths: &[&str]) -> Result<u32> {
         paths
             .iter()
             .find_map(|p| self.offset(strukt, p).ok())

@@ -89,7 +89,7 @@ impl Counters {
 }
 
 /// `if counters.ON == 0 return 0` (uses r1).
-pub fn exit_unless_on(a: &mut Asm, counters: &Counters) {
+pub(crate) fn exit_unless_on(a: &mut Asm, counters: &Counters) {
     a.load_map_value(R1, counters.fd(), Counters::ON * 8).load(Size::U64, R1, R1, 0).jump_if(Cond::Eq, R1, 0, "out");
 }
 
@@ -228,7 +228,7 @@ pub struct Totals {
 
 impl Collection {
     /// Loads and attaches `programs`, which fill `open` and `totals` from `base`'s maps.
-    pub fn attach(base: Base, open: Map, totals: Map, programs: Vec<Attachment>) -> Result<Collection> {
+    pub(crate) fn attach(base: Base, open: Map, totals: Map, programs: Vec<Attachment>) -> Result<Collection> {
         let mut loaded = Vec::new();
         let mut events = Vec::new();
         for p in programs {

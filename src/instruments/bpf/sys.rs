@@ -264,7 +264,7 @@ impl Program {
     }
 
     /// Runs it at every hit of tracepoint `id` (on every CPU), until the returned event is dropped.
-    pub fn attach(&self, tracepoint_id: u16, what: &str) -> Result<PerfEvent> {
+    pub(crate) fn attach(&self, tracepoint_id: u16, what: &str) -> Result<PerfEvent> {
         let mut attr = attr(perf_event_open_sys::bindings::PERF_TYPE_TRACEPOINT, tracepoint_id as u64);
         // The program passes each event on (see `Asm::pass_on`), which
         // counts it on this event too: a period it never reaches keeps that a

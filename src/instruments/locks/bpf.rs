@@ -27,7 +27,7 @@ pub struct BpfLocks {
 }
 
 impl BpfLocks {
-    pub fn arm(tasks: &[i32]) -> Result<BpfLocks> {
+    pub(crate) fn arm(tasks: &[i32]) -> Result<BpfLocks> {
         let base = Base::new(tasks)?;
         // Per (task, level): start (ns), lock, stack id, flags.
         let pending = Map::create(MapKind::Hash, "fsscale_waits", 8, 24, 64 * 1024)?;

@@ -91,7 +91,7 @@ fn inode_around(a: &mut Asm, layout: &Layout, key: i16, field: i32, scratch: i16
 /// number at +24, device at +32, mode and kind at +36) from the lock at
 /// `key` (+0) with flags at `key + 12`; leaves them zero when the lock is
 /// no known object's. Uses r1–r3, r7, r9 and 8 bytes of stack at `scratch`.
-pub fn emit(a: &mut Asm, layout: &Layout, key: i16, value: i16, scratch: i16) {
+pub(crate) fn emit(a: &mut Asm, layout: &Layout, key: i16, value: i16, scratch: i16) {
     let (ino, dev, mode) = (value + 24, value + 32, value + 36);
     a.load(Size::U32, R9, FP, key + 12);
     // A plain spinlock may be a dentry's; an rwsem (no other flag) an inode's.

@@ -21,7 +21,7 @@ pub(crate) const PERCPU: u32 = 1 << 4;
 pub(crate) const MUTEX: u32 = 1 << 5;
 
 /// The lock's kind as the flags tell it.
-pub fn lock_kind(flags: u32) -> &'static str {
+pub(crate) fn lock_kind(flags: u32) -> &'static str {
     match flags {
         f if f & MUTEX != 0 && f & SPIN != 0 => "mutex (spinning)",
         f if f & MUTEX != 0 => "mutex",
@@ -83,7 +83,7 @@ pub(crate) fn is_lock_internal(name: &str) -> bool {
 
 /// The contention site of a stack (innermost first): the call that took
 /// the lock and the two callers above it, `down_write ← filename_create ← do_mkdirat`.
-pub fn site_of(frames: &[&str]) -> String {
+pub(crate) fn site_of(frames: &[&str]) -> String {
     site_where(frames, is_lock_internal)
 }
 

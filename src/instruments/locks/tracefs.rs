@@ -32,7 +32,7 @@ pub struct TracefsLocks {
 impl TracefsLocks {
     /// A private instance that will record the contentions of `tasks` and
     /// of every task they start, once [`Collect::switch`] turns it on.
-    pub fn arm(tasks: &[i32]) -> Result<TracefsLocks> {
+    pub(crate) fn arm(tasks: &[i32]) -> Result<TracefsLocks> {
         let ids = Ids {
             begin: event_id("lock", "contention_begin")?,
             end: event_id("lock", "contention_end")?,

@@ -22,7 +22,7 @@ pub struct BpfSleeps {
 }
 
 impl BpfSleeps {
-    pub fn arm(tasks: &[i32]) -> Result<BpfSleeps> {
+    pub(crate) fn arm(tasks: &[i32]) -> Result<BpfSleeps> {
         let base = Base::new(tasks)?;
         // Per task: switched out (ns), woken (ns, 0 until then), stack id, state.
         let sleeping = Map::create(MapKind::Hash, "fsscale_asleep", 4, 24, 64 * 1024)?;

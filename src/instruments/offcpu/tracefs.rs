@@ -53,7 +53,7 @@ pub struct TracefsSleeps {
 }
 
 impl TracefsSleeps {
-    pub fn arm(tasks: &[i32]) -> Result<TracefsSleeps> {
+    pub(crate) fn arm(tasks: &[i32]) -> Result<TracefsSleeps> {
         let layout = Layout::read()?;
         let recording = Recording::of_tasks(tasks, |instance| {
             // Only a switch-out asleep needs its stack (the filter runs after the pid filter).

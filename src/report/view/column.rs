@@ -121,7 +121,7 @@ impl Column {
 
     /// Whether a table of `layout` shows it for `points`: what only some
     /// runs measure (latency, device I/O, scheduler shares...) only where one did.
-    pub fn is_shown(self, layout: Layout, points: &[&Point]) -> bool {
+    pub(crate) fn is_shown(self, layout: Layout, points: &[&Point]) -> bool {
         use Column::*;
         let any = |f: &dyn Fn(&Point) -> bool| points.iter().any(|p| f(p));
         match self {

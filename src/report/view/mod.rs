@@ -41,7 +41,7 @@ pub struct PointView<'a> {
 impl PointView<'_> {
     /// Whether each worker ran a command and waited for it (`command`
     /// copies, `untar --extract-cmd`) rather than doing the work itself.
-    pub fn workers_run_commands(&self) -> bool {
+    pub(crate) fn workers_run_commands(&self) -> bool {
         match self.point.workload {
             crate::vocab::Workload::Command => true,
             crate::vocab::Workload::Untar => self.settings.untar.as_ref().is_some_and(|u| u.extract_cmd.is_some()),
@@ -57,7 +57,7 @@ impl PointView<'_> {
     /// 1-worker point that ran slow does ([`AboveCpus::WithinNoise`]).
     /// Workers that mostly sleep (on I/O, on a lock held elsewhere) can
     /// overlap beyond the CPUs, so they are not flagged.
-    pub fn above_cpus(&self) -> Option<AboveCpus> {
+    pub(crate) fn above_cpus(&self) -> Option<AboveCpus> {
         let mut asleep: Vec<f64> = self.point.runs.iter().filter_map(|r| r.sched_shares()).map(|s| s.asleep).collect();
         asleep.sort_by(f64::total_cmp);
         let mostly_asleep = asleep.get(asleep.len() / 2).is_some_and(|&a| a >= 0.5);
@@ -82,7 +82,7 @@ impl AboveCpus {
         self.as_mark().tag()
     }
 
-    pub fn as_mark(self) -> super::marks::Mark {
+    pub(crate) fn as_mark(self) -> super::marks::Mark {
         match self {
             AboveCpus::Impossible => super::marks::Mark::Impossible,
             AboveCpus::WithinNoise => super::marks::Mark::AboveCpus,
@@ -206,7 +206,7 @@ impl Layout {
 }
 
 /// Every point of `doc` that has runs, in document order, in view.
-pub fn views(doc: &ResultsFile) -> Vec<PointView<'_>> {
+pub(crate) fn views(doc: &ResultsFile) -> Vec<PointView<'_>> {
     let points: Vec<&Point> = doc.points.iter().filter(|p| p.summary.is_some()).collect();
     views_of(&points, doc)
 }
@@ -222,7 +222,7 @@ fn paired_base<'a>(doc: &'a ResultsFile, point: &Point) -> Option<&'a Point> {
 }
 
 /// `points` (each with a summary) of `doc`, in view, in their order.
-pub fn views_of<'a>(points: &[&'a Point], doc: &'a ResultsFile) -> Vec<PointView<'a>> {
+pub(crate) fn views_of<'a>(points: &[&'a Point], doc: &'a ResultsFile) -> Vec<PointView<'a>> {
     // A series: one condition, workload, mode and sharing level, as `analyze` groups them.
     let mut series: BTreeMap<_, Vec<(usize, f64)>> = BTreeMap::new();
     for p in points {

@@ -13,7 +13,7 @@ use crate::vocab::OpKind;
 /// machine; a fixed-time run's rate is the sum of each rank's rate over its
 /// own window (the windows open together and last the same), its time the
 /// longest window.
-pub fn merge(mut records: Vec<RunRecord>, hosts: &[&str], clock_hz: f64) -> Option<RunRecord> {
+pub(crate) fn merge(mut records: Vec<RunRecord>, hosts: &[&str], clock_hz: f64) -> Option<RunRecord> {
     discount_neighbours(&mut records, hosts, clock_hz);
     let first = records.first()?.clone();
     let workers = records.len();
