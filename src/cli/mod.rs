@@ -347,7 +347,11 @@ pub fn manpages() -> Result<Vec<(String, Vec<u8>)>> {
     render("fsscale".into(), command.clone())?;
     for sub in command.get_subcommands().filter(|s| !s.is_hide_set()) {
         let name = format!("fsscale-{}", sub.get_name());
-        let page = sub.clone().display_name(name.clone()).bin_name(format!("fsscale {}", sub.get_name()));
+        let mut page = sub.clone().display_name(name.clone()).bin_name(format!("fsscale {}", sub.get_name()));
+        // What the tables' marks and columns mean, as `fsscale help marks` says it, closes run's page.
+        if sub.get_name() == "run" {
+            page = page.after_long_help(fsscale::report::marks::MARKS_HELP);
+        }
         // The version heads the page; the subcommand itself takes no -V.
         render(name, page.version(env!("CARGO_PKG_VERSION")).disable_version_flag(true))?;
     }
@@ -398,6 +402,12 @@ mod tests {
             }
             assert!(page("fsscale.1").contains(sub.get_name()), "fsscale.1 lists {}", sub.get_name());
         }
+        // run's page ends with what every mark and column means, as `fsscale help marks` says it.
+        #[cfg(target_os = "linux")]
+        for mark in ["!drift", "!2 modes", "~outlier", "!impossible", "eff. concurrency"] {
+            assert!(page("fsscale-run.1").contains(mark), "fsscale-run.1 explains {mark}");
+        }
+        assert!(!Cli::command().find_subcommand("run").is_some_and(|r| r.get_after_long_help().is_some()), "not in --help");
         // The enumerated options list their values for completion.
         assert!(completions(clap_complete::Shell::Fish).contains("process"), "--mode's values");
     }
