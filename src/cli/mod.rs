@@ -407,7 +407,10 @@ mod tests {
         for mark in ["!drift", "!2 modes", "~outlier", "!impossible", "eff. concurrency"] {
             assert!(page("fsscale-run.1").contains(mark), "fsscale-run.1 explains {mark}");
         }
-        assert!(!Cli::command().find_subcommand("run").is_some_and(|r| r.get_after_long_help().is_some()), "not in --help");
+        assert!(
+            !Cli::command().find_subcommand("run").is_some_and(|r| r.get_after_long_help().is_some()),
+            "not in --help"
+        );
         // The enumerated options list their values for completion.
         assert!(completions(clap_complete::Shell::Fish).contains("process"), "--mode's values");
     }
