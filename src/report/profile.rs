@@ -104,6 +104,13 @@ pub fn out_of_cpus(point: &Point, usable_cpus: usize) -> Option<String> {
     ))
 }
 
+/// [`out_of_cpus`] at the largest point of a series with profiles (`points`
+/// by worker count): said before what the profiles show of it.
+pub fn series_out_of_cpus(points: &[&Point], usable_cpus: usize) -> Option<String> {
+    let profiled = points.iter().any(|p| p.runs.iter().any(|r| r.locks.is_some() || r.cpu_profile.is_some()));
+    out_of_cpus(points.last().filter(|_| profiled)?, usable_cpus)
+}
+
 /// Across a series (`points` of one workload, mode and share, fewest
 /// workers first), the lock site whose share of worker time grew most from
 /// the fewest workers with a lock profile to the most: "down_write ←
@@ -529,6 +536,7 @@ mod tests {
             super::super::TextOptions { explain_all: true, legend: false },
         );
         let cpus = text.find("the machine ran out of CPUs first").expect("said");
+        assert_eq!(text.matches("ran out of CPUs").count(), 1, "said once: {text}");
         let locks = text.find("where workers waited").expect("the lock table");
         assert!(cpus < locks, "{text}");
         // So do the report's findings.

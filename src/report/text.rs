@@ -125,21 +125,22 @@ fn group(
         }
     }
     out.push_str(&super::ranks::lines(points));
+    // Said once per point: at a series' largest point above its waits, at another explained one above its tables.
+    let mut said_cpus: Vec<&Point> = Vec::new();
     for (_, mut series) in crate::results::grouped(points.iter().map(|p| ((p.mode, p.share), *p))) {
         series.sort_by_key(|p| p.workers);
         // Out of CPUs comes first where it outweighs the locks: a lock that grows then is not why it stopped.
-        let profiled = series.iter().any(|p| p.runs.iter().any(|r| r.locks.is_some() || r.cpu_profile.is_some()));
-        if let Some(cpus) =
-            series.last().filter(|_| profiled).and_then(|p| super::profile::out_of_cpus(p, doc.host.usable_cpus))
-        {
+        if let Some(cpus) = super::profile::series_out_of_cpus(&series, doc.host.usable_cpus) {
             out.push_str(&format!("  why at {}/{}: {cpus}\n", series[0].mode, series[0].share));
+            said_cpus.extend(series.last());
         }
         if let Some(growth) = super::profile::fastest_growing_site(&series) {
             out.push_str(&format!("  waits at {}/{}: {growth}\n", series[0].mode, series[0].share));
         }
     }
     for point in super::profile::points_to_explain(points, explain_all) {
-        if let Some(cpus) = super::profile::out_of_cpus(point, doc.host.usable_cpus) {
+        let said = said_cpus.iter().any(|p| std::ptr::eq(*p, point));
+        if let Some(cpus) = super::profile::out_of_cpus(point, doc.host.usable_cpus).filter(|_| !said) {
             out.push_str(&format!("  {} {} x{}: {cpus}\n", point.mode, point.share, point.workers));
         }
         out.push_str(&super::profile::explain(point));

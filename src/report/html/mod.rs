@@ -234,10 +234,7 @@ fn findings(
         for (workload, _) in crate::results::grouped(doc.points.iter().map(|p| (p.workload, ()))) {
             for ((condition, mode, share), points) in series_of(doc, workload) {
                 // The largest point says most about why the curve bends; the growth across the sweep, where it goes.
-                let profiled =
-                    points.iter().any(|p| p.runs.iter().any(|r| r.locks.is_some() || r.cpu_profile.is_some()));
-                let cpus =
-                    points.last().filter(|_| profiled).and_then(|p| profile::out_of_cpus(p, doc.host.usable_cpus));
+                let cpus = profile::series_out_of_cpus(&points, doc.host.usable_cpus);
                 let locks = points.iter().rev().find_map(|p| profile::dominant_site(p)).map(|dominant| {
                     match profile::fastest_growing_site(&points) {
                         Some(growing) => format!("{dominant}; {growing}"),
