@@ -138,11 +138,13 @@ fn a_compared_point_is_explained_with_a_differential_flame_graph_in_a_real_brows
     assert!(page.contains("<figcaption>creat-unlink process private→shared x2: "), "{page}");
     assert!(page.contains(" share=private, differential: widths are "), "{page}");
     assert!(page.contains("<pre class=\"why\">"), "{page}");
-    // What grew from private to shared directories: the directory's rwsem on the create or unlink path.
+    // What grew from private to shared directories: the directory's rwsem on the create or unlink path,
+    // which private directories never wait on. Whether it grew most depends on how busy the machine is
+    // (beside a build, a dentry spinlock once grew more), so it is not asserted: the guide shows it quiet.
     let why = &page[page.find("<pre class=\"why\">").unwrap()..];
     let why = &why[..why.find("</pre>").unwrap()];
-    let grew = why.lines().find(|l| l.trim_start().starts_with('+')).unwrap_or_else(|| panic!("{why}"));
-    assert!(grew.contains("down_write ← ") && grew.contains("(rwsem write)"), "{why}");
+    let grew: Vec<&str> = why.lines().filter(|l| l.trim_start().starts_with('+')).collect();
+    assert!(grew.iter().any(|l| l.contains("down_write ← ") && l.contains("(rwsem write): 0% → ")), "{why}");
     assert!(why.contains("asleep: "), "the sleep sites too: {why}");
     // The differential flame graphs, of CPU samples and of time asleep: the rwsem's slow path grew.
     assert!(page.contains("'s samples; red frames"), "{page}");
