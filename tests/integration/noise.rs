@@ -130,12 +130,14 @@ fn ops_per_cpu_second_hold_where_a_hog_halves_ops_per_second() {
     assert!(q_cpu > 0.0 && b_cpu > 0.0, "{q_cpu} {b_cpu}");
     // compare on ops/s never blames the hog's slowdown on the change: the busy
     // side vetoes it (too noisy), or, where other work made the quiet side busy
-    // too (a build beside the tests), the runs' spread leaves it unproven.
+    // too (a build beside the tests), the runs' spread leaves it unproven or within noise.
     // On ops per CPU-second it judges.
     let out = fsscale().arg("compare").arg(&quiet.output).arg(&busy.output).output().unwrap();
     let text = stdout(&out);
     assert!(text.contains("new: machine busy"), "{text}");
-    assert!(text.lines().any(|l| l.ends_with("  too noisy") || l.ends_with("  no difference proven")), "{text}");
+    // Beside a build both sides can be busy; a significant change inside ±2% is "within noise".
+    let unjudged = ["  too noisy", "  no difference proven", "  within noise"];
+    assert!(text.lines().any(|l| unjudged.iter().any(|u| l.ends_with(u))), "{text}");
     assert!(!text.contains("  worse\n") && !text.contains("  better\n"), "{text}");
     let out = fsscale().arg("compare").arg("--per-cpu").arg(&quiet.output).arg(&busy.output).output().unwrap();
     assert_success(&out);
