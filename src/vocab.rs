@@ -484,8 +484,18 @@ pub struct InstrumentConfig {
     pub cpu: bool,
     #[serde(default)]
     pub offcpu: bool,
+    /// Sleeps shorter than this (to the wakeup) are left out of the off-CPU profile, microseconds.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub min_sleep_us: u64,
+    /// Each system call's time in the kernel, as log2 histograms (`--profile latency`).
+    #[serde(default)]
+    pub latency: bool,
     #[serde(default)]
     pub verify: bool,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// How a tracepoint profile was collected: BPF programs that pair and sum
@@ -511,7 +521,7 @@ impl Collector {
 
 impl InstrumentConfig {
     pub fn any(&self) -> bool {
-        self.locks || self.cpu || self.offcpu || self.verify
+        self.locks || self.cpu || self.offcpu || self.latency || self.verify
     }
 
     /// Whether a tracepoint profile (collected by BPF or tracefs) is on.
@@ -519,9 +529,15 @@ impl InstrumentConfig {
         self.locks || self.offcpu
     }
 
-    /// `locks`, `cpu`, `offcpu`, `verify`: as the tables mark them.
+    /// `locks`, `cpu`, `offcpu`, `latency`, `verify`: as the tables mark them.
     pub fn names(&self) -> Vec<&'static str> {
-        [(self.locks, "locks"), (self.cpu, "cpu"), (self.offcpu, "offcpu"), (self.verify, "verify")]
+        [
+            (self.locks, "locks"),
+            (self.cpu, "cpu"),
+            (self.offcpu, "offcpu"),
+            (self.latency, "latency"),
+            (self.verify, "verify"),
+        ]
             .into_iter()
             .filter_map(|(on, name)| on.then_some(name))
             .collect()

@@ -144,9 +144,13 @@ pub struct InstrumentArgs {
     #[arg(long)]
     pub latency: bool,
 
-    /// Explain every run with instruments, exactly over its window: locks (where workers wait on kernel locks: lock:contention_* tracepoints, root), cpu (where their CPU time goes: sampled kernel and user stacks, root), offcpu (where they sleep: each switch-out asleep with its kernel stack until woken, root); e.g. --profile locks,cpu,offcpu. Their cost is in the figures, which are marked.
-    #[arg(long, value_name = "locks|cpu|offcpu", value_delimiter = ',', value_parser = choice::<Profile>())]
+    /// Explain every run with instruments, exactly over its window: locks (where workers wait on kernel locks: lock:contention_* tracepoints, root), cpu (where their CPU time goes: sampled kernel and user stacks, root), offcpu (where they sleep: each switch-out asleep with its kernel stack until woken, root), latency (each system call's time in the kernel, as log2 histograms with p50/p99: BPF, root); e.g. --profile locks,cpu,offcpu. Their cost is in the figures, which are marked.
+    #[arg(long, value_name = "locks|cpu|offcpu|latency", value_delimiter = ',', value_parser = choice::<Profile>())]
     pub profile: Vec<Profile>,
+
+    /// --profile offcpu: leave out sleeps shorter than this (to their wakeup), as bcc's --min-block-time does; e.g. 100us. The results state it.
+    #[arg(long, value_name = "TIME", value_parser = parse_duration)]
+    pub min_sleep: Option<std::time::Duration>,
 
     /// How --profile locks and offcpu collect: bpf (programs pair and sum events in the kernel, the least disturbance), tracefs (a trace buffer read by fsscale; each wait's stack costs the waiter tens of µs). Default: bpf where the kernel allows it, else tracefs; the results record which.
     #[arg(long, value_name = "bpf|tracefs", value_parser = choice::<Collector>())]
@@ -391,6 +395,8 @@ impl InstrumentArgs {
             locks: self.profile.contains(&Profile::Locks),
             cpu: self.profile.contains(&Profile::Cpu),
             offcpu: self.profile.contains(&Profile::Offcpu),
+            min_sleep_us: self.min_sleep.map_or(0, |d| d.as_micros() as u64),
+            latency: self.profile.contains(&Profile::Latency),
             verify: self.verify,
             via: self.profile_via.map(|c| match c {
                 Collector::Bpf => fsscale::results::Collector::Bpf,

@@ -55,10 +55,11 @@ pub enum Profile {
     Locks,
     Cpu,
     Offcpu,
+    Latency,
 }
 
 #[cfg(target_os = "linux")]
-fsscale::choice!(Profile { Locks => "locks", Cpu => "cpu", Offcpu => "offcpu" });
+fsscale::choice!(Profile { Locks => "locks", Cpu => "cpu", Offcpu => "offcpu", Latency => "latency" });
 
 /// `--profile-via`: how the tracepoint profiles are collected.
 #[cfg(target_os = "linux")]

@@ -169,11 +169,11 @@ impl CpuSampler {
         self.drain();
         // The last samples' fork records are in by now too.
         self.drain();
-        let kernel = KernelSymbols::get()?;
+        let kernel = KernelSymbols::now()?;
         let user = UserSymbols::load();
         let mut folded = BTreeMap::new();
         for (chain, n) in &self.folded {
-            *folded.entry(fold(chain, kernel, &user)).or_default() += n;
+            *folded.entry(fold(chain, &kernel, &user)).or_default() += n;
         }
         Ok(CpuProfile {
             event: self.event.to_string(),

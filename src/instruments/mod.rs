@@ -14,6 +14,7 @@ pub use crate::vocab::{Collector, InstrumentConfig};
 pub mod bpf;
 pub mod cpu;
 pub mod kallsyms;
+pub mod latency;
 pub mod locks;
 pub mod offcpu;
 pub mod perf;
@@ -89,9 +90,18 @@ impl InstrumentConfig {
                 tracefs::event_id("raw_syscalls", "sys_enter").map_err(|e| anyhow::anyhow!("--verify: {e:#}"))?;
             }
         }
+        if self.min_sleep_us > 0 && !self.offcpu {
+            bail!("--min-sleep chooses which sleeps --profile offcpu counts; add --profile offcpu, or drop it");
+        }
+        if self.latency {
+            // Loaded and attached once, for no task: a kernel that will not run it is found now, not in a run.
+            if let Some(why) = bpf::unavailable().or_else(|| latency::BpfLatency::arm(&[]).err().map(|e| format!("{e:#}"))) {
+                bail!("--profile latency needs BPF, which this kernel will not run: {why}");
+            }
+        }
         resolved.via = if self.traces() { Some(self.collector(&mut notes)?) } else { None };
         if self.traces() || self.cpu {
-            kallsyms::KernelSymbols::get()?;
+            kallsyms::KernelSymbols::now()?;
         }
         Ok((resolved, notes))
     }
@@ -107,7 +117,7 @@ impl InstrumentConfig {
     fn bpf_refused(&self) -> Option<String> {
         bpf::unavailable()
             .or_else(|| self.locks.then(|| locks::bpf::BpfLocks::arm(&[]).err()).flatten().map(|e| format!("{e:#}")))
-            .or_else(|| self.offcpu.then(|| offcpu::bpf::BpfSleeps::arm(&[]).err()).flatten().map(|e| format!("{e:#}")))
+            .or_else(|| self.offcpu.then(|| offcpu::bpf::BpfSleeps::arm(&[], 0).err()).flatten().map(|e| format!("{e:#}")))
     }
 
     /// The capabilities (of `have`, a `CapEff` mask) the instruments asked
@@ -122,10 +132,10 @@ impl InstrumentConfig {
         if self.traces() || self.verify {
             needs.extend([(cap::SYS_ADMIN, "tracefs"), (cap::DAC_OVERRIDE, "tracefs's files")]);
         }
-        if self.traces() && self.via == Some(Collector::Bpf) {
+        if (self.traces() && self.via == Some(Collector::Bpf)) || self.latency {
             needs.push((cap::BPF, "BPF programs"));
         }
-        if self.traces() || self.cpu {
+        if self.traces() || self.cpu || self.latency {
             needs.extend([(cap::PERFMON, "perf events of every CPU"), (cap::SYSLOG, "kernel symbols")]);
         }
         needs.into_iter().filter(|(c, _)| !has(*c)).map(|(c, why)| format!("{} ({why})", cap::name(c))).collect()
@@ -133,7 +143,7 @@ impl InstrumentConfig {
 
     fn flags(&self) -> String {
         let mut flags: Vec<String> = Vec::new();
-        if self.locks || self.cpu || self.offcpu {
+        if self.locks || self.cpu || self.offcpu || self.latency {
             let what: Vec<&str> = self.names().into_iter().filter(|n| *n != "verify").collect();
             flags.push(format!("--profile {}", what.join(",")));
         }
@@ -199,6 +209,7 @@ pub struct RunInstruments {
     locks: Option<Box<dyn Collect<crate::results::LockProfile>>>,
     offcpu: Option<Box<dyn Collect<crate::results::OffCpuProfile>>>,
     cpu: Option<cpu::CpuSampler>,
+    latency: Option<latency::BpfLatency>,
     verify: Option<verify::SyscallCounter>,
 }
 
@@ -216,11 +227,18 @@ impl RunInstruments {
             armed.locks = Some(collector(config.via.unwrap_or_default(), bpf, tracefs)?);
         }
         if config.offcpu {
-            let (bpf, tracefs) = (|| offcpu::bpf::BpfSleeps::arm(tasks), || offcpu::tracefs::TracefsSleeps::arm(tasks));
+            let min_sleep_ns = config.min_sleep_us * 1000;
+            let (bpf, tracefs) = (
+                || offcpu::bpf::BpfSleeps::arm(tasks, min_sleep_ns),
+                || offcpu::tracefs::TracefsSleeps::arm(tasks, min_sleep_ns),
+            );
             armed.offcpu = Some(collector(config.via.unwrap_or_default(), bpf, tracefs)?);
         }
         if config.cpu {
             armed.cpu = Some(cpu::CpuSampler::arm(tasks)?);
+        }
+        if config.latency {
+            armed.latency = Some(latency::BpfLatency::arm(tasks)?);
         }
         if let (true, Some(calls)) = (config.verify, verify::verified_calls(workload, options)) {
             armed.verify = Some(verify::SyscallCounter::arm(tasks, &calls)?);
@@ -237,6 +255,9 @@ impl RunInstruments {
         }
         if let Some(o) = &mut self.offcpu {
             o.switch(true)?;
+        }
+        if let Some(l) = &mut self.latency {
+            l.switch(true)?;
         }
         if let Some(c) = &mut self.cpu {
             c.start()?;
@@ -269,6 +290,9 @@ impl RunInstruments {
         if let Some(c) = &mut self.cpu {
             c.stop()?;
         }
+        if let Some(l) = &mut self.latency {
+            l.switch(false)?;
+        }
         if let Some(o) = &mut self.offcpu {
             o.switch(false)?;
         }
@@ -288,6 +312,9 @@ impl RunInstruments {
         }
         if let Some(c) = self.cpu {
             record.cpu_profile = Some(c.finish()?);
+        }
+        if let Some(l) = self.latency {
+            record.kernel_latency = Some(l.finish()?);
         }
         if let Some(v) = self.verify {
             let per_kind = record.replay_ops.as_ref().map(|kinds| kinds.iter().map(|(k, h)| (*k, h.count)).collect());

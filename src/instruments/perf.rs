@@ -68,12 +68,6 @@ impl PerfEvent {
         self.ioctl(unsafe { sys::ioctls::DISABLE(self.fd.as_raw_fd(), 0) }, "disable")
     }
 
-    /// Runs BPF program `prog_fd` at each of this tracepoint event's hits.
-    pub(crate) fn set_bpf(&self, prog_fd: i32) -> Result<()> {
-        // SAFETY: an ioctl on our own perf descriptor with a program's descriptor.
-        self.ioctl(unsafe { sys::ioctls::SET_BPF(self.fd.as_raw_fd(), prog_fd as u32) }, "attach a BPF program to")
-    }
-
     /// Turns the group this event leads on (all its members with it).
     pub(crate) fn enable_group(&self) -> Result<()> {
         // SAFETY: an ioctl on our own perf descriptor.

@@ -227,17 +227,27 @@ pub(crate) fn event_id(system: &str, name: &str) -> Result<u16> {
 }
 
 /// Where field `name` of event `system:event` sits in its record (the
-/// `offset:` of its line in the event's `format`), as programs read it.
-pub fn field(system: &str, event: &str, name: &str) -> Result<i16> {
+/// `offset:` of its line in the event's `format`), checked to be `size`
+/// bytes as the reader takes it: a kernel whose field differs is refused,
+/// not misread.
+pub(crate) fn field(system: &str, event: &str, name: &str, size: usize) -> Result<usize> {
     let path = Path::new(TRACEFS).join("events").join(system).join(event).join("format");
     let text = std::fs::read_to_string(&path)
         .map_err(|e| anyhow!("this kernel has no {system}:{event} tracepoint ({}: {e})", path.display()))?;
-    field_offset(&text, name)
-        .ok_or_else(|| anyhow!("{system}:{event} has no field {name} on this kernel ({})", path.display()))
+    let (offset, found) = field_offset(&text, name)
+        .ok_or_else(|| anyhow!("{system}:{event} has no field {name} on this kernel ({})", path.display()))?;
+    if found != size {
+        bail!(
+            "{system}:{event}'s field {name} is {found} bytes on this kernel, where fsscale reads {size} ({}); \
+             use --profile-via bpf, whose programs find it by its type",
+            path.display()
+        );
+    }
+    Ok(offset)
 }
 
-/// The offset of field `name` in a `format` file's text.
-fn field_offset(format: &str, name: &str) -> Option<i16> {
+/// The offset and size of field `name` in a `format` file's text.
+fn field_offset(format: &str, name: &str) -> Option<(usize, usize)> {
     format.lines().find_map(|line| {
         let mut parts = line.trim().split(';').map(str::trim);
         let declaration = parts.next()?.strip_prefix("field:")?;
@@ -246,7 +256,9 @@ fn field_offset(format: &str, name: &str) -> Option<i16> {
         if last.split('[').next()? != name {
             return None;
         }
-        parts.find_map(|p| p.strip_prefix("offset:"))?.parse().ok()
+        let rest: Vec<&str> = parts.collect();
+        let number = |key: &str| rest.iter().find_map(|p| p.strip_prefix(key))?.parse().ok();
+        Some((number("offset:")?, number("size:")?))
     })
 }
 
@@ -350,9 +362,9 @@ mod tests {
                       \tfield:char prev_comm[16];\toffset:8;\tsize:16;\tsigned:0;\n\
                       \tfield:pid_t prev_pid;\toffset:24;\tsize:4;\tsigned:1;\n\
                       \tfield:long prev_state;\toffset:32;\tsize:8;\tsigned:1;\n";
-        assert_eq!(field_offset(format, "prev_pid"), Some(24));
-        assert_eq!(field_offset(format, "prev_state"), Some(32));
-        assert_eq!(field_offset(format, "prev_comm"), Some(8));
+        assert_eq!(field_offset(format, "prev_pid"), Some((24, 4)));
+        assert_eq!(field_offset(format, "prev_state"), Some((32, 8)));
+        assert_eq!(field_offset(format, "prev_comm"), Some((8, 16)));
         assert_eq!(field_offset(format, "next_pid"), None);
         assert_eq!(field_offset(format, "pid"), None);
     }

@@ -56,6 +56,9 @@ fn bound_run(run: &mut RunRecord, cut: &mut Cut) {
         cut.sites += p.sites.len().saturating_sub(MAX_SITES);
         p.sites.truncate(MAX_SITES);
     }
+    if let Some(p) = &mut run.kernel_latency {
+        cut.sites += p.bound();
+    }
     if let Some(p) = &mut run.locks {
         cut.sites += p.sites.len().saturating_sub(MAX_SITES);
         p.sites.truncate(MAX_SITES);

@@ -5,6 +5,7 @@ pub mod bounds;
 mod check;
 mod host;
 mod journal;
+pub mod kernel_latency;
 pub mod offcpu;
 pub mod profile;
 mod run;
@@ -20,6 +21,7 @@ use serde::{Deserialize, Serialize};
 pub use crate::sys::{mounts, Mount};
 pub use host::Host;
 pub use journal::{journal_path, Saver};
+pub use kernel_latency::{CallLatency, KernelLatency};
 pub use offcpu::{OffCpuProfile, SleepSite};
 pub use profile::{
     Collector, CpuProfile, FunctionShare, LockObject, LockProfile, LockSite, ProgramCost, SyscallCheck, SyscallCount,

@@ -31,11 +31,18 @@ pub struct OffCpuProfile {
     /// Events not recorded (full buffers or maps): the figures are then low.
     #[serde(default)]
     pub lost_events: u64,
+    /// Sleeps shorter than this (to their wakeup) were left out (`--min-sleep`), seconds.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub min_sleep_s: f64,
     /// Sites ranked by time asleep.
     pub sites: Vec<SleepSite>,
     /// Folded kernel stacks (root first, frames joined by `;`): microseconds
     /// asleep on each. The off-CPU flame graph's input.
     pub folded: BTreeMap<String, u64>,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 /// Where a sleep began: the wait call and the two callers above it, as a lock site is named.
@@ -88,6 +95,7 @@ impl OffCpuProfile {
             t.asleep_s += p.asleep_s;
             t.wake_to_run_s += p.wake_to_run_s;
             t.lost_events += p.lost_events;
+            t.min_sleep_s = t.min_sleep_s.max(p.min_sleep_s);
             t.programs = ProgramCost::add(t.programs, p.programs);
             for (stack, us) in &p.folded {
                 *t.folded.entry(stack.clone()).or_default() += us;

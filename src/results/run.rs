@@ -67,6 +67,9 @@ pub struct RunRecord {
     /// `--profile offcpu`: where the workers slept in the window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offcpu: Option<OffCpuProfile>,
+    /// `--profile latency`: the workers' system calls' time in the kernel.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_latency: Option<super::KernelLatency>,
     /// `--profile cpu`: the workers' sampled call stacks in the window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_profile: Option<CpuProfile>,

@@ -106,6 +106,7 @@ impl Window {
             sched: if sched.iter().all(|w| w.on_cpu_s == 0.0) { Vec::new() } else { sched },
             locks: None,
             offcpu: None,
+            kernel_latency: None,
             cpu_profile: None,
             syscalls: None,
             nodes: None,

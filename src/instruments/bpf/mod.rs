@@ -1,175 +1,248 @@
-//! In-kernel aggregation for the profiles: BPF programs on the lock and
-//! scheduler tracepoints that pair events and sum them per stack in maps,
-//! as `perf lock contention -b` and bcc's `offcputime` do, so no event or
-//! stack is copied to user space while the workers run. Read once after
-//! the window.
+//! In-kernel aggregation for the profiles: BPF programs written in C with
+//! CO-RE (`bpf/*.bpf.c`), compiled by clang into the objects in `bpf/out`
+//! that the binary embeds, and loaded by aya. They pair events and sum
+//! them per stack in maps, as `perf lock contention -b` and libbpf-tools'
+//! `offcputime` do, so nothing is copied to user space while the workers
+//! run; the maps are read once after the window.
 //!
-//! The pieces every such profile shares live here: the set of traced tasks
-//! (the workers, and every task they start), the switch that confines the
-//! programs to the window, the stack map, and the counters of what could
-//! not be recorded.
+//! Each program comes in two forms: on the BTF raw tracepoint (`tp_btf`),
+//! where the kernel builds no trace record per event, and on the classic
+//! tracepoint, used where the first will not attach (a kernel older than
+//! the event's arguments). Where neither loads, the profiles fall back to
+//! tracefs (the caller's choice).
+//!
+//! What every object shares (`bpf/common.bpf.h`): the `window` switch, the
+//! `tasks` traced (the workers, and every task they start), the `stacks`
+//! map and the per-CPU `lost` counts.
 
-pub mod asm;
-pub mod btf;
-pub mod sys;
+pub(crate) mod shared;
 
 use std::collections::HashMap;
+use std::os::fd::OwnedFd;
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
+use aya::maps::{Array, HashMap as BpfHash, MapData, PerCpuArray, PerCpuHashMap, StackTraceMap};
+use aya::programs::{BtfTracePoint, Program, TracePoint};
+use aya::{Btf, Ebpf, EbpfLoader, Pod};
 
-use asm::{Asm, Cond, Helper, Size, FP, R0, R1, R2, R3, R4, R6};
-use sys::{Map, MapKind, Program, RunStats};
-
-use super::perf::PerfEvent;
-use super::tracefs::{event_id, field};
 use crate::results::ProgramCost;
 
-/// Frames kept per stack: far more than the few a site names, and the
-/// flame graphs' depth; bounded by `kernel.perf_event_max_stack` (127).
-pub const STACK_DEPTH: usize = 64;
-/// Distinct stacks a run can hold. Two stacks that hash alike lose the
-/// later one's frames: its events count under `[no stack]`.
-const STACKS: u32 = 16 * 1024;
-/// The workers and the tasks they start: room for 1024 workers with many children each.
-const TASKS: u32 = 64 * 1024;
+/// The compiled programs (`bpf/build` makes them from `bpf/*.bpf.c`).
+pub(crate) mod objects {
+    pub(crate) const LOCKS: &[u8] = aya::include_bytes_aligned!("../../../bpf/out/locks.bpf.o");
+    pub(crate) const OFFCPU: &[u8] = aya::include_bytes_aligned!("../../../bpf/out/offcpu.bpf.o");
+    pub(crate) const LATENCY: &[u8] = aya::include_bytes_aligned!("../../../bpf/out/latency.bpf.o");
+}
 
-/// Whether BPF programs can be loaded here (root, a kernel with BPF):
-/// `None` if so, else why not.
+/// Whether BPF programs can be loaded here: `None` if so, else why not.
 pub fn unavailable() -> Option<String> {
-    match Map::create(MapKind::Array, "fsscale_probe", 4, 4, 1) {
-        Ok(_) => None,
-        Err(e) => Some(format!("{e:#}")),
-    }
+    Btf::from_sys_fs()
+        .err()
+        .map(|e| format!("the kernel has no BTF type information (/sys/kernel/btf/vmlinux: {e}), which CO-RE needs"))
 }
 
-/// A one-entry array of `u64`s the programs reach without a lookup call:
-/// slot 0 is the switch (non-zero inside the window), the rest are counters.
-pub struct Counters {
-    map: Map,
+/// How the programs were attached.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Hook {
+    /// BTF raw tracepoints: the arguments as the kernel passes them.
+    Btf,
+    /// Classic tracepoints: a trace record built per event.
+    Tracepoint,
 }
 
-impl Counters {
-    /// Slot of the switch.
-    pub const ON: i32 = 0;
-    /// Events dropped because a map was full.
-    pub const FULL: i32 = 1;
-    /// Lock waits begun inside two others of the same task: not paired.
-    pub const NESTED: i32 = 2;
-    const SLOTS: usize = 3;
-
-    pub fn new() -> Result<Counters> {
-        Ok(Counters { map: Map::create(MapKind::Array, "fsscale_count", 4, 8 * Self::SLOTS, 1)? })
-    }
-
-    pub fn fd(&self) -> i32 {
-        self.map.fd()
-    }
-
-    fn slots(&self) -> Result<Vec<u64>> {
-        let value = self.map.get(&0u32.to_ne_bytes())?.unwrap_or_default();
-        Ok(value.chunks_exact(8).map(|c| u64::from_ne_bytes(c.try_into().expect("8 bytes"))).collect())
-    }
-
-    /// Turns the programs on or off.
-    pub fn switch(&self, on: bool) -> Result<()> {
-        let mut slots = self.slots()?;
-        slots[Self::ON as usize] = on as u64;
-        let bytes: Vec<u8> = slots.iter().flat_map(|s| s.to_ne_bytes()).collect();
-        self.map.set(&0u32.to_ne_bytes(), &bytes)
-    }
-
-    /// Events not recorded (a stack that could not be kept still counts its event, without frames).
-    pub fn lost(&self) -> Result<u64> {
-        Ok(self.get(Self::FULL)? + self.get(Self::NESTED)?)
-    }
-
-    pub fn get(&self, slot: i32) -> Result<u64> {
-        Ok(self.slots()?.get(slot as usize).copied().unwrap_or(0))
-    }
+/// A global a program reads as `const volatile`, set before it loads.
+pub(crate) enum Global {
+    U8(u8),
+    U64(u64),
 }
 
-/// `if counters.ON == 0 return 0` (uses r1).
-pub(crate) fn exit_unless_on(a: &mut Asm, counters: &Counters) {
-    a.load_map_value(R1, counters.fd(), Counters::ON * 8).load(Size::U64, R1, R1, 0).jump_if(Cond::Eq, R1, 0, "out");
+/// One in-kernel profile: its object's maps, its programs attached (each
+/// event's, and the fork follower), and the meter of their cost.
+pub(crate) struct Loaded {
+    // Dropping it detaches and unloads everything, on every path.
+    ebpf: Ebpf,
+    programs: Vec<String>,
+    pub(crate) hook: Hook,
+    meter: Meter,
+    stacks: HashMap<i32, Vec<u64>>,
 }
 
-/// `counters[slot] += 1` (uses r1, r2).
-pub fn count(a: &mut Asm, counters: &Counters, slot: i32) {
-    a.load_map_value(R1, counters.fd(), slot * 8).mov_imm(R2, 1).atomic_add(R1, 0, R2);
-}
-
-/// Looks `key` (on the stack at `fp + key_at`) up in `map`, leaving the
-/// value's address in r0; to `missing` if there is none (uses r1, r2).
-pub fn lookup(a: &mut Asm, map: &Map, key_at: i16, missing: &'static str) {
-    a.load_map(R1, map.fd()).mov(R2, FP).add_imm(R2, key_at.into()).call(Helper::MapLookup);
-    a.jump_if(Cond::Eq, R0, 0, missing);
-}
-
-/// `map[fp + key_at] = fp + value_at` with `flags` (0: any, 1: only if new); r0 is the result.
-pub fn update(a: &mut Asm, map: &Map, key_at: i16, value_at: i16, flags: i32) {
-    a.load_map(R1, map.fd())
-        .mov(R2, FP)
-        .add_imm(R2, key_at.into())
-        .mov(R3, FP)
-        .add_imm(R3, value_at.into())
-        .mov_imm(R4, flags)
-        .call(Helper::MapUpdate);
-}
-
-/// The tasks traced: the workers, and (by a program on
-/// `sched:sched_process_fork`) every task one of them starts, as the
-/// tracefs path's `event-fork` option does.
-pub struct Tasks {
-    pub map: Map,
-    _fork: PerfEvent,
-    pub program: Program,
-}
-
-impl Tasks {
-    pub fn new(tasks: &[i32]) -> Result<Tasks> {
-        let map = Map::create(MapKind::Hash, "fsscale_tasks", 4, 4, TASKS)?;
-        for &t in tasks {
-            map.set(&(t as u32).to_ne_bytes(), &1u32.to_ne_bytes())?;
+impl Loaded {
+    /// Loads `object` with `globals`, traces `tasks` and attaches a program
+    /// to each of `events` (`system`, `event`): BTF raw tracepoints, else
+    /// classic ones. Off until [`Loaded::switch`]; `what` names it in errors.
+    pub(crate) fn load(
+        what: &str,
+        object: &[u8],
+        globals: &[(&str, Global)],
+        events: &[(&str, &str)],
+        tasks: &[i32],
+    ) -> Result<Loaded> {
+        let btf = Btf::from_sys_fs().map_err(|e| anyhow!("{what}: reading the kernel's BTF: {e}"))?;
+        let values: Vec<(&str, Vec<u8>)> = globals
+            .iter()
+            .map(|(name, value)| match value {
+                Global::U8(v) => (*name, vec![*v]),
+                Global::U64(v) => (*name, v.to_ne_bytes().to_vec()),
+            })
+            .collect();
+        let all: Vec<(&str, &str)> = [("sched", "sched_process_fork")].into_iter().chain(events.iter().copied()).collect();
+        let mut refusals = Vec::new();
+        for hook in [Hook::Btf, Hook::Tracepoint] {
+            let mut loader = EbpfLoader::new();
+            loader.btf(Some(&btf));
+            for (name, value) in &values {
+                loader.override_global(name, value.as_slice(), true);
+            }
+            let mut ebpf = loader.load(object).map_err(|e| anyhow!("{what}: loading its BPF object: {e:#}"))?;
+            trace_tasks(&mut ebpf, tasks).with_context(|| what.to_string())?;
+            let attached: Result<Vec<String>> = all.iter().map(|&event| attach(&mut ebpf, hook, event, &btf)).collect();
+            match attached {
+                Ok(programs) => {
+                    return Ok(Loaded { ebpf, programs, hook, meter: Meter::default(), stacks: HashMap::new() });
+                }
+                // Dropping `ebpf` detaches what did attach; the next hook starts afresh.
+                Err(e) => refusals.push(e),
+            }
         }
-        let parent = field("sched", "sched_process_fork", "parent_pid")?;
-        let child = field("sched", "sched_process_fork", "child_pid")?;
-        let mut program = Asm::new();
-        program.mov(R6, R1);
-        program.load(Size::U32, R1, R6, parent).store(Size::U32, FP, -4, R1);
-        lookup(&mut program, &map, -4, "out");
-        program.load(Size::U32, R1, R6, child).store(Size::U32, FP, -4, R1);
-        program.mov_imm(R1, 1).store(Size::U32, FP, -8, R1);
-        update(&mut program, &map, -4, -8, 0);
-        program.label("out").pass_on();
-        let program = Program::load("fsscale_fork", &program.finish())?;
-        let fork = program.attach(event_id("sched", "sched_process_fork")?, "sched:sched_process_fork")?;
-        Ok(Tasks { map, _fork: fork, program })
+        let [btf_error, tracepoint_error] = <[anyhow::Error; 2]>::try_from(refusals).expect("one per hook");
+        bail!("{what}: {tracepoint_error:#} (and as a BTF raw tracepoint: {btf_error:#})")
+    }
+
+    /// Turns the programs on for the window, or off.
+    pub(crate) fn switch(&mut self, on: bool) -> Result<()> {
+        let mut window: Array<&mut MapData, u32> = typed(&mut self.ebpf, "window")?;
+        window.set(0, u32::from(on), 0).context("switching the BPF programs")?;
+        let total = self.run_totals();
+        self.meter.mark(on, total);
+        Ok(())
+    }
+
+    /// The kernel's count of the programs' runs and run time, if it keeps one.
+    fn run_totals(&self) -> Option<(u64, u64)> {
+        self.meter.stats.as_ref()?;
+        self.programs.iter().try_fold((0, 0), |(runs, ns), name| {
+            let info = self.ebpf.program(name)?.info().ok()?;
+            Some((runs + info.run_count(), ns + info.run_time().as_nanos() as u64))
+        })
+    }
+
+    pub(crate) fn cost(&self) -> Option<ProgramCost> {
+        self.meter.during
+    }
+
+    /// Events the programs could not record (full maps, waits nested too deep), all CPUs.
+    pub(crate) fn lost(&mut self) -> Result<u64> {
+        let lost: PerCpuArray<&mut MapData, shared::Lost> = typed(&mut self.ebpf, "lost")?;
+        let per_cpu = lost.get(&0, 0).context("reading the lost counts")?;
+        Ok(per_cpu.iter().map(|l| l.full + l.nested).sum())
+    }
+
+    /// Every entry of the hash map `name`.
+    pub(crate) fn entries<K: Pod, V: Pod>(&mut self, name: &str) -> Result<Vec<(K, V)>> {
+        let map: BpfHash<&mut MapData, K, V> = typed(&mut self.ebpf, name)?;
+        map.iter().map(|e| e.with_context(|| format!("reading map {name}"))).collect()
+    }
+
+    /// Every entry of the per-CPU hash map `name`, with one value per CPU.
+    pub(crate) fn per_cpu_entries<K: Pod, V: Pod>(&mut self, name: &str) -> Result<Vec<(K, Vec<V>)>> {
+        let map: PerCpuHashMap<&mut MapData, K, V> = typed(&mut self.ebpf, name)?;
+        map.iter()
+            .map(|e| e.map(|(k, values)| (k, values.iter().copied().collect())))
+            .map(|e| e.with_context(|| format!("reading map {name}")))
+            .collect()
+    }
+
+    /// The addresses of stack `id` (innermost first); none for a failed id (negative, as the helper returns them).
+    pub(crate) fn frames(&mut self, id: i32) -> Result<&[u64]> {
+        if !self.stacks.contains_key(&id) {
+            let frames = if id < 0 {
+                Vec::new()
+            } else {
+                let map: StackTraceMap<&mut MapData> = typed(&mut self.ebpf, "stacks")?;
+                match map.get(&(id as u32), 0) {
+                    Ok(stack) => stack.frames().iter().map(|f| f.ip).take_while(|&ip| ip != 0).collect(),
+                    Err(aya::maps::MapError::KeyNotFound) => Vec::new(),
+                    Err(e) => return Err(e).context("reading a stack"),
+                }
+            };
+            self.stacks.insert(id, frames);
+        }
+        self.stacks.get(&id).map(Vec::as_slice).ok_or_else(|| anyhow!("stack {id} vanished"))
+    }
+}
+
+/// Map `name` of `ebpf` as the type its reader expects.
+fn typed<'a, M>(ebpf: &'a mut Ebpf, name: &str) -> Result<M>
+where
+    M: TryFrom<&'a mut aya::maps::Map, Error = aya::maps::MapError>,
+{
+    let map = ebpf.map_mut(name).ok_or_else(|| anyhow!("the BPF object has no map {name}"))?;
+    M::try_from(map).with_context(|| format!("map {name} is not what its reader expects"))
+}
+
+/// Seeds the `tasks` map with the workers.
+fn trace_tasks(ebpf: &mut Ebpf, tasks: &[i32]) -> Result<()> {
+    let mut traced: BpfHash<&mut MapData, u32, u8> = typed(ebpf, "tasks")?;
+    for &t in tasks {
+        traced.insert(t as u32, 1, 0).with_context(|| format!("tracing task {t}"))?;
+    }
+    Ok(())
+}
+
+/// Loads and attaches the program of `event` for `hook` (`{event}_btf` or
+/// `{event}_tp`; `fork_*` for `sched_process_fork`), returning its name.
+fn attach(ebpf: &mut Ebpf, hook: Hook, (system, event): (&str, &str), btf: &Btf) -> Result<String> {
+    let short = if event == "sched_process_fork" { "fork" } else { event };
+    let name = match hook {
+        Hook::Btf => format!("{short}_btf"),
+        Hook::Tracepoint => format!("{short}_tp"),
+    };
+    let program: &mut Program = ebpf.program_mut(&name).ok_or_else(|| anyhow!("the BPF object has no program {name}"))?;
+    let failed = |e: aya::programs::ProgramError| anyhow!("{system}:{event}: {}", program_error(e));
+    match hook {
+        Hook::Btf => {
+            let p: &mut BtfTracePoint = program.try_into()?;
+            p.load(event, btf).map_err(failed)?;
+            p.attach().map_err(failed)?;
+        }
+        Hook::Tracepoint => {
+            let p: &mut TracePoint = program.try_into()?;
+            p.load().map_err(failed)?;
+            p.attach(system, event).map_err(failed)?;
+        }
+    }
+    Ok(name)
+}
+
+/// A load error with the verifier's log, whose lines name the C source (`@ locks.bpf.c:51`).
+pub(crate) fn program_error(e: aya::programs::ProgramError) -> String {
+    match e {
+        aya::programs::ProgramError::LoadError { io_error, verifier_log } => {
+            format!("the kernel refused the program ({io_error}); its verifier said:\n{verifier_log}")
+        }
+        other => format!("{other:#}"),
     }
 }
 
 /// What a profile's programs cost in the window, in the kernel's own count
 /// of their runs and run time (none where the kernel cannot count them, before 5.8).
-pub struct Meter {
-    _stats: Option<RunStats>,
+struct Meter {
+    /// Run-time statistics stay on while this is open.
+    stats: Option<OwnedFd>,
     at_start: Option<(u64, u64)>,
     during: Option<ProgramCost>,
 }
 
 impl Default for Meter {
     fn default() -> Meter {
-        Meter { _stats: RunStats::enable().ok(), at_start: None, during: None }
+        Meter { stats: aya::sys::enable_stats(aya::sys::Stats::RunTime).ok(), at_start: None, during: None }
     }
 }
 
 impl Meter {
-    fn total(&self, programs: &[&Program]) -> Option<(u64, u64)> {
-        self._stats.as_ref()?;
-        programs.iter().try_fold((0, 0), |(runs, ns), p| p.runs().ok().map(|(r, n)| (runs + r, ns + n)))
-    }
-
-    /// The window opens (`on`) or closes.
-    pub fn mark(&mut self, on: bool, programs: &[&Program]) {
-        let now = self.total(programs);
+    /// The window opens (`on`) or closes, with the programs' totals `now`.
+    fn mark(&mut self, on: bool, now: Option<(u64, u64)>) {
         match (on, self.at_start, now) {
             (true, _, _) => self.at_start = now,
             (false, Some((runs0, ns0)), Some((runs, ns))) => {
@@ -177,118 +250,5 @@ impl Meter {
             }
             _ => {}
         }
-    }
-
-    pub fn cost(&self) -> Option<ProgramCost> {
-        self.during
-    }
-}
-
-/// The maps every in-kernel profile starts from: the tasks it follows,
-/// its switch and counters, and the stack map.
-pub struct Base {
-    pub tasks: Tasks,
-    pub counters: Counters,
-    pub stacks: Stacks,
-}
-
-impl Base {
-    pub fn new(tasks: &[i32]) -> Result<Base> {
-        Ok(Base { tasks: Tasks::new(tasks)?, counters: Counters::new()?, stacks: Stacks::new()? })
-    }
-}
-
-/// A program to load, and the tracepoint (`system`, `event`) it runs at.
-pub struct Attachment {
-    pub name: &'static str,
-    pub insns: Vec<asm::Insn>,
-    pub tracepoint: (&'static str, &'static str),
-}
-
-/// An in-kernel profile running: its programs attached, the maps they
-/// fill, and the meter of their cost.
-pub struct Collection {
-    // The attachments go first, so nothing runs while the maps are read or closed.
-    _events: Vec<PerfEvent>,
-    programs: Vec<Program>,
-    base: Base,
-    meter: Meter,
-    /// Each task's open wait or sleep.
-    _open: Map,
-    totals: Map,
-}
-
-/// What a collection's programs summed, once they stopped.
-pub struct Totals {
-    pub entries: Vec<(Vec<u8>, Vec<u8>)>,
-    /// Events not recorded (full maps, waits nested too deep).
-    pub lost: u64,
-    pub cost: Option<ProgramCost>,
-}
-
-impl Collection {
-    /// Loads and attaches `programs`, which fill `open` and `totals` from `base`'s maps.
-    pub(crate) fn attach(base: Base, open: Map, totals: Map, programs: Vec<Attachment>) -> Result<Collection> {
-        let mut loaded = Vec::new();
-        let mut events = Vec::new();
-        for p in programs {
-            let program = Program::load(p.name, &p.insns)?;
-            let (system, event) = p.tracepoint;
-            events.push(program.attach(event_id(system, event)?, &format!("{system}:{event}"))?);
-            loaded.push(program);
-        }
-        Ok(Collection { _events: events, programs: loaded, base, meter: Meter::default(), _open: open, totals })
-    }
-
-    /// Turns the programs on for the window, or off.
-    pub fn switch(&mut self, on: bool) -> Result<()> {
-        self.base.counters.switch(on)?;
-        let programs: Vec<&Program> = self.programs.iter().chain([&self.base.tasks.program]).collect();
-        self.meter.mark(on, &programs);
-        Ok(())
-    }
-
-    /// Turns them off for good and reads what they summed.
-    pub fn read(&mut self) -> Result<Totals> {
-        self.base.counters.switch(false)?;
-        Ok(Totals { entries: self.totals.entries()?, lost: self.base.counters.lost()?, cost: self.meter.cost() })
-    }
-
-    /// The stacks the totals refer to.
-    pub fn stacks(&mut self) -> &mut Stacks {
-        &mut self.base.stacks
-    }
-}
-
-/// The stack map, and its stacks read back.
-pub struct Stacks {
-    pub map: Map,
-    read: HashMap<u32, Vec<u64>>,
-}
-
-impl Stacks {
-    pub fn new() -> Result<Stacks> {
-        Ok(Stacks {
-            map: Map::create(MapKind::StackTrace, "fsscale_stacks", 4, 8 * STACK_DEPTH, STACKS)?,
-            read: HashMap::new(),
-        })
-    }
-
-    /// The addresses of stack `id` (innermost first); none for a failed id (negative, as the helper returns them).
-    pub fn frames(&mut self, id: u32) -> Result<&[u64]> {
-        if !self.read.contains_key(&id) {
-            let frames = if (id as i32) < 0 {
-                Vec::new()
-            } else {
-                let value = self.map.get(&id.to_ne_bytes()).context("reading a stack")?.unwrap_or_default();
-                value
-                    .chunks_exact(8)
-                    .map(|c| u64::from_ne_bytes(c.try_into().expect("8 bytes")))
-                    .take_while(|&a| a != 0)
-                    .collect()
-            };
-            self.read.insert(id, frames);
-        }
-        self.read.get(&id).map(Vec::as_slice).ok_or_else(|| anyhow!("stack {id} vanished"))
     }
 }

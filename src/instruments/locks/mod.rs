@@ -13,12 +13,10 @@ use std::collections::HashMap;
 use crate::results::{Collector, LockObject, LockProfile, LockSite};
 
 /// The tracepoints' flags (include/trace/events/lock.h, `LCB_F_*`).
-pub(crate) const SPIN: u32 = 1;
-pub(crate) const READ: u32 = 1 << 1;
-pub(crate) const WRITE: u32 = 1 << 2;
-pub(crate) const RT: u32 = 1 << 3;
-pub(crate) const PERCPU: u32 = 1 << 4;
-pub(crate) const MUTEX: u32 = 1 << 5;
+pub(crate) use crate::instruments::bpf::shared::{
+    LCB_F_MUTEX as MUTEX, LCB_F_PERCPU as PERCPU, LCB_F_READ as READ, LCB_F_RT as RT, LCB_F_SPIN as SPIN,
+    LCB_F_WRITE as WRITE,
+};
 
 /// The lock's kind as the flags tell it.
 pub(crate) fn lock_kind(flags: u32) -> &'static str {
@@ -42,6 +40,17 @@ pub(crate) fn is_tracing(name: &str) -> bool {
     ["trace_event_raw_event_", "perf_trace_", "__traceiter_", "__trace_", "trace_contention", "trace_call_bpf", "bpf_"]
         .iter()
         .any(|p| name.starts_with(p))
+}
+
+/// A stack (innermost first) without the tracer's frames on top: through
+/// the last tracing frame among the first few, and whatever is above it
+/// (a BPF program's own frame, which kallsyms may not name).
+pub(crate) fn below_tracer<'a, 'b>(frames: &'b [&'a str]) -> &'b [&'a str] {
+    const TOP: usize = 8;
+    match frames.iter().take(TOP).rposition(|f| is_tracing(f)) {
+        Some(last) => &frames[last + 1..],
+        None => frames,
+    }
 }
 
 /// Frames inside a lock's implementation, below the call that took it.
@@ -91,7 +100,7 @@ pub(crate) fn site_of(frames: &[&str]) -> String {
 /// (a lock's or the scheduler's own): the last of them, where the caller's
 /// code asked for it, and the two callers above.
 pub(crate) fn site_where(frames: &[&str], internal: impl Fn(&str) -> bool) -> String {
-    let frames: Vec<&str> = frames.iter().copied().skip_while(|f| is_tracing(f)).collect();
+    let frames = below_tracer(frames);
     let outside = frames.iter().position(|f| !internal(f)).unwrap_or(frames.len());
     let from = outside.saturating_sub(1);
     let site: Vec<&str> = frames.iter().skip(from).take(3).copied().collect();
@@ -188,6 +197,9 @@ mod tests {
         assert_eq!(site_of(&spin), "_raw_spin_lock ← d_alloc_parallel ← lookup_open");
         // No lock frames at all: the top three.
         assert_eq!(site_of(&["a", "b", "c", "d"]), "a ← b ← c");
+        // A BPF raw tracepoint's stack: the program (unnamed), its runner, then the kernel.
+        let btf = ["[unknown]", "bpf_trace_run2", "__pv_queued_spin_lock_slowpath", "_raw_spin_lock", "d_alloc", "lookup"];
+        assert_eq!(site_of(&btf), "_raw_spin_lock ← d_alloc ← lookup");
         assert_eq!(site_of(&[]), "[no stack]");
     }
 }

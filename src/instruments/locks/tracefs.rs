@@ -11,16 +11,19 @@ use anyhow::{Context, Result};
 use super::{lock_kind, site_of, Sums, Where};
 use crate::instruments::kallsyms::KernelSymbols;
 use crate::instruments::ringbuf::RawEvent;
-use crate::instruments::tracefs::{event_id, Recording};
+use crate::instruments::tracefs::{event_id, field, Recording};
 use crate::instruments::Collect;
 use crate::results::{Collector, LockProfile};
 
-/// The ids of the events read (their fields sit at fixed offsets, see `Pairing::event`).
+/// The ids of the events read, and where their fields sit.
 #[derive(Clone, Copy)]
 struct Ids {
     begin: u16,
     end: u16,
     stack: u16,
+    /// `lock_addr` in both events, and `flags` in the begin.
+    lock_at: usize,
+    flags_at: usize,
 }
 
 /// One run's lock tracing: armed before the window, on in it, read after.
@@ -33,19 +36,24 @@ impl TracefsLocks {
     /// A private instance that will record the contentions of `tasks` and
     /// of every task they start, once [`Collect::switch`] turns it on.
     pub(crate) fn arm(tasks: &[i32]) -> Result<TracefsLocks> {
+        let lock_at = field("lock", "contention_begin", "lock_addr", 8)?;
+        if field("lock", "contention_end", "lock_addr", 8)? != lock_at {
+            anyhow::bail!("lock:contention_begin and contention_end keep lock_addr at different offsets on this kernel");
+        }
         let ids = Ids {
             begin: event_id("lock", "contention_begin")?,
             end: event_id("lock", "contention_end")?,
             stack: event_id("ftrace", "kernel_stack")?,
+            lock_at,
+            flags_at: field("lock", "contention_begin", "flags", 4)?,
         };
-        let symbols = KernelSymbols::get()?;
         let recording = Recording::of_tasks(tasks, |instance| {
             // A condition makes the trigger run after the pid filter, not before it.
             instance.write("events/lock/contention_begin/trigger", "stacktrace if flags < 4096")?;
             instance.write("events/lock/contention_begin/enable", "1")?;
             instance.write("events/lock/contention_end/enable", "1")
         })?;
-        Ok(TracefsLocks { recording, pairing: Pairing::new(ids, symbols) })
+        Ok(TracefsLocks { recording, pairing: Pairing::new(ids) })
     }
 }
 
@@ -65,7 +73,8 @@ impl Collect<LockProfile> for TracefsLocks {
         let pairing = &mut self.pairing;
         self.recording.drain(true, |e| pairing.event(e))?;
         let lost = self.recording.lost().context("reading the trace buffers' statistics")?;
-        Ok(self.pairing.profile(lost))
+        // Named now, not before the run: a module loaded since (a filesystem's) has its names.
+        Ok(self.pairing.profile(lost, &*KernelSymbols::now()?))
     }
 }
 
@@ -80,26 +89,27 @@ struct Pending {
     stack: Option<Vec<u64>>,
 }
 
-/// Begin/stack/end events to waits, summed by (site, kind, lock name).
+/// A (stack, lock, flags)'s waits: count, total and longest wait (ns).
+type RawTotals = (u64, u64, u64);
+
+/// Begin/stack/end events to waits, summed by (stack, lock, flags) and
+/// named by site once read.
 struct Pairing {
     ids: Ids,
-    symbols: &'static KernelSymbols,
     pending: HashMap<i32, Vec<Pending>>,
-    /// Stack addresses to site names, so each distinct stack is symbolised once.
-    sites_of_stacks: HashMap<Vec<u64>, String>,
-    sums: Sums,
+    totals: HashMap<(Vec<u64>, u64, u32), RawTotals>,
 }
 
 impl Pairing {
-    fn new(ids: Ids, symbols: &'static KernelSymbols) -> Pairing {
-        Pairing { ids, symbols, pending: HashMap::new(), sites_of_stacks: HashMap::new(), sums: Sums::default() }
+    fn new(ids: Ids) -> Pairing {
+        Pairing { ids, pending: HashMap::new(), totals: HashMap::new() }
     }
 
     fn event(&mut self, e: RawEvent<'_>) {
         let kind = e.kind();
         let pid = e.pid();
         if kind == self.ids.begin {
-            let (lock, flags) = (e.u64_at(8), e.u32_at(16));
+            let (lock, flags) = (e.u64_at(self.ids.lock_at), e.u32_at(self.ids.flags_at));
             let waits = self.pending.entry(pid).or_default();
             match waits.last_mut() {
                 // The same lock again (a mutex that spun, then sleeps): one wait, of the later kind.
@@ -113,7 +123,7 @@ impl Pairing {
                 top.stack = Some(stack_frames(&e));
             }
         } else if kind == self.ids.end {
-            let lock = e.u64_at(8);
+            let lock = e.u64_at(self.ids.lock_at);
             let Some(waits) = self.pending.get_mut(&pid) else { return };
             let Some(at) = waits.iter().rposition(|w| w.lock == lock) else { return };
             // Waits above it lost their end (a buffer was full): drop them too.
@@ -124,21 +134,27 @@ impl Pairing {
     }
 
     fn record(&mut self, wait: Pending, ns: u64) {
-        let symbols = self.symbols;
-        let site = self
-            .sites_of_stacks
-            .entry(wait.stack.unwrap_or_default())
-            .or_insert_with_key(|stack| {
-                let names: Vec<&str> = stack.iter().map(|&a| symbols.function(a).unwrap_or("[unknown]")).collect();
-                site_of(&names)
-            })
-            .clone();
-        let at = Where { site, kind: lock_kind(wait.flags), lock: self.symbols.variable(wait.lock), object: None };
-        self.sums.add(at, 1, ns, ns);
+        let t = self.totals.entry((wait.stack.unwrap_or_default(), wait.lock, wait.flags)).or_default();
+        t.0 += 1;
+        t.1 += ns;
+        t.2 = t.2.max(ns);
     }
 
-    fn profile(self, lost: u64) -> LockProfile {
-        self.sums.profile(lost, Collector::Tracefs)
+    fn profile(self, lost: u64, symbols: &KernelSymbols) -> LockProfile {
+        let mut sites_of_stacks: HashMap<Vec<u64>, String> = HashMap::new();
+        let mut sums = Sums::default();
+        for ((stack, lock, flags), (count, ns, max_ns)) in self.totals {
+            let site = sites_of_stacks
+                .entry(stack)
+                .or_insert_with_key(|stack| {
+                    let names: Vec<&str> = stack.iter().map(|&a| symbols.function(a).unwrap_or("[unknown]")).collect();
+                    site_of(&names)
+                })
+                .clone();
+            let at = Where { site, kind: lock_kind(flags), lock: symbols.variable(lock), object: None };
+            sums.add(at, count, ns, max_ns);
+        }
+        sums.profile(lost, Collector::Tracefs)
     }
 }
 
@@ -159,11 +175,11 @@ mod tests {
     use crate::instruments::ringbuf::page_events;
     use crate::instruments::ringbuf::tests::{payload, PageBuilder};
 
-    fn symbols() -> &'static KernelSymbols {
+    fn symbols() -> KernelSymbols {
         let text = "ffffffff81000000 T _stext\nffffffff81000100 t rwsem_down_write_slowpath\n\
                     ffffffff81000200 T down_write\nffffffff81000300 T filename_create\n\
                     ffffffff81000400 T do_mkdirat\nffffffff82000000 D rename_lock\n";
-        Box::leak(Box::new(KernelSymbols::parse(text).unwrap()))
+        KernelSymbols::parse(text).unwrap()
     }
 
     fn begin(lock: u64, flags: u32) -> Vec<u8> {
@@ -183,8 +199,8 @@ mod tests {
 
     #[test]
     fn begin_stack_end_pair_into_waits_per_site() {
-        let ids = Ids { begin: 408, end: 407, stack: 4 };
-        let mut pairing = Pairing::new(ids, symbols());
+        let ids = Ids { begin: 408, end: 407, stack: 4, lock_at: 8, flags_at: 16 };
+        let mut pairing = Pairing::new(ids);
         let frames = [0xffffffff81000110, 0xffffffff81000210, 0xffffffff81000310, 0xffffffff81000410];
         let inode_lock = 0xffff888100000000u64;
         let mut page = PageBuilder::new(0);
@@ -198,7 +214,7 @@ mod tests {
             // An end without a begin (began before the window) is ignored.
             .event(5_000, &payload(407, 9, &inode_lock.to_ne_bytes()));
         page_events(&page.build(false), |e| pairing.event(e));
-        let profile = pairing.profile(0);
+        let profile = pairing.profile(0, &symbols());
         assert_eq!(profile.contentions, 2);
         let top = &profile.sites[0];
         assert_eq!(top.site, "down_write ← filename_create ← do_mkdirat");
@@ -212,14 +228,14 @@ mod tests {
 
     #[test]
     fn a_mutex_that_spins_then_sleeps_is_one_wait() {
-        let ids = Ids { begin: 408, end: 407, stack: 4 };
-        let mut pairing = Pairing::new(ids, symbols());
+        let ids = Ids { begin: 408, end: 407, stack: 4, lock_at: 8, flags_at: 16 };
+        let mut pairing = Pairing::new(ids);
         let mut page = PageBuilder::new(0);
         page.event(10, &payload(408, 3, &begin(0x10, MUTEX | SPIN)))
             .event(20, &payload(408, 3, &begin(0x10, MUTEX)))
             .event(110, &payload(407, 3, &0x10u64.to_ne_bytes()));
         page_events(&page.build(false), |e| pairing.event(e));
-        let profile = pairing.profile(0);
+        let profile = pairing.profile(0, &symbols());
         assert_eq!(profile.contentions, 1);
         assert_eq!(profile.sites[0].kind, "mutex");
         assert!((profile.sites[0].wait_s - 100e-9).abs() < 1e-15);

@@ -15,17 +15,18 @@ pub mod tracefs;
 
 use std::collections::{BTreeMap, HashMap};
 
+use super::bpf::shared;
 use super::kallsyms::KernelSymbols;
-use super::locks::{is_lock_internal, is_tracing, site_where};
+use super::locks::{below_tracer, is_lock_internal, is_tracing, site_where};
 use crate::results::{Collector, OffCpuProfile, SleepSite};
 
 /// `prev_state` bits of `sched_switch` (`TASK_REPORT` states, each as a
 /// bit; a preempted task reports `TASK_REPORT_MAX`, 0x100, which is no sleep).
-const INTERRUPTIBLE: u64 = 0x1;
-const UNINTERRUPTIBLE: u64 = 0x2;
-const STOPPED: u64 = 0x4;
-const TRACED: u64 = 0x8;
-const IDLE: u64 = 0x80;
+const INTERRUPTIBLE: u64 = shared::STATE_INTERRUPTIBLE as u64;
+const UNINTERRUPTIBLE: u64 = shared::STATE_UNINTERRUPTIBLE as u64;
+const STOPPED: u64 = shared::STATE_STOPPED as u64;
+const TRACED: u64 = shared::STATE_TRACED as u64;
+const IDLE: u64 = shared::STATE_IDLE as u64;
 /// The states that are sleeps: dead, zombie and parked tasks are not waiting for anything.
 pub(crate) const SLEEPING: u64 = INTERRUPTIBLE | UNINTERRUPTIBLE | STOPPED | TRACED | IDLE;
 
@@ -123,7 +124,7 @@ impl Sleeps {
             site.count += t.count;
             site.asleep_s += t.asleep_ns as f64 / 1e9;
             site.max_asleep_s = site.max_asleep_s.max(t.max_ns as f64 / 1e9);
-            let mut root_first: Vec<&str> = names.into_iter().filter(|n| !is_tracing(n)).rev().collect();
+            let mut root_first: Vec<&str> = below_tracer(&names).iter().copied().filter(|n| !is_tracing(n)).rev().collect();
             if root_first.is_empty() {
                 root_first.push("[no stack]");
             }
@@ -136,6 +137,7 @@ impl Sleeps {
             asleep_s: asleep_ns as f64 / 1e9,
             wake_to_run_s: wake_ns as f64 / 1e9,
             lost_events: lost,
+            min_sleep_s: 0.0,
             sites: OffCpuProfile::rank(sites.into_values().collect()),
             folded,
         }

@@ -31,7 +31,8 @@ struct Layout {
 
 impl Layout {
     fn read() -> Result<Layout> {
-        let at = |event: &str, name: &str| field("sched", event, name).map(|o| o as usize);
+        // pids are 4 bytes, prev_state a long: as `Pairing::event` reads them.
+        let at = |event: &str, name: &str| field("sched", event, name, if name == "prev_state" { 8 } else { 4 });
         Ok(Layout {
             switch: event_id("sched", "sched_switch")?,
             wakeup: event_id("sched", "sched_wakeup")?,
@@ -53,7 +54,8 @@ pub struct TracefsSleeps {
 }
 
 impl TracefsSleeps {
-    pub(crate) fn arm(tasks: &[i32]) -> Result<TracefsSleeps> {
+    /// Follows `tasks`' sleeps of at least `min_sleep_ns` (to their wakeup).
+    pub(crate) fn arm(tasks: &[i32], min_sleep_ns: u64) -> Result<TracefsSleeps> {
         let layout = Layout::read()?;
         let recording = Recording::of_tasks(tasks, |instance| {
             // Only a switch-out asleep needs its stack (the filter runs after the pid filter).
@@ -63,7 +65,7 @@ impl TracefsSleeps {
             }
             Ok(())
         })?;
-        Ok(TracefsSleeps { recording, pairing: Pairing::new(layout, tasks) })
+        Ok(TracefsSleeps { recording, pairing: Pairing::new(layout, tasks, min_sleep_ns) })
     }
 }
 
@@ -81,7 +83,9 @@ impl Collect<OffCpuProfile> for TracefsSleeps {
         let pairing = &mut self.pairing;
         self.recording.drain(true, |e| pairing.event(e))?;
         let lost = self.recording.lost().context("reading the trace buffers' statistics")?;
-        Ok(self.pairing.sleeps.profile(KernelSymbols::get()?, lost, Collector::Tracefs))
+        let min_sleep_s = self.pairing.min_sleep_ns as f64 / 1e9;
+        let profile = self.pairing.sleeps.profile(&*KernelSymbols::now()?, lost, Collector::Tracefs);
+        Ok(OffCpuProfile { min_sleep_s, ..profile })
     }
 }
 
@@ -100,11 +104,20 @@ struct Pairing {
     tasks: HashSet<i32>,
     asleep: HashMap<i32, Asleep>,
     sleeps: Sleeps,
+    /// Shorter sleeps are left out.
+    min_sleep_ns: u64,
 }
 
 impl Pairing {
-    fn new(layout: Layout, tasks: &[i32]) -> Pairing {
-        Pairing { layout, tasks: tasks.iter().copied().collect(), asleep: HashMap::new(), sleeps: Sleeps::default() }
+    fn new(layout: Layout, tasks: &[i32], min_sleep_ns: u64) -> Pairing {
+        let tasks = tasks.iter().copied().collect();
+        Pairing { layout, tasks, asleep: HashMap::new(), sleeps: Sleeps::default(), min_sleep_ns }
+    }
+
+    fn add(&mut self, sleep: Asleep, asleep: u64, wake_to_run: u64) {
+        if asleep >= self.min_sleep_ns {
+            self.sleeps.add(&sleep.stack.unwrap_or_default(), sleep.state, 1, asleep, wake_to_run, asleep);
+        }
     }
 
     fn event(&mut self, e: RawEvent<'_>) {
@@ -120,7 +133,7 @@ impl Pairing {
                 if let Some(sleep) = self.asleep.remove(&prev) {
                     if let Some(woken) = sleep.woken {
                         let asleep = woken.saturating_sub(sleep.since);
-                        self.sleeps.add(&sleep.stack.unwrap_or_default(), sleep.state, 1, asleep, 0, asleep);
+                        self.add(sleep, asleep, 0);
                     }
                 }
                 if state != 0 {
@@ -132,7 +145,7 @@ impl Pairing {
                 let woken = sleep.woken.unwrap_or(e.timestamp);
                 let asleep = woken.saturating_sub(sleep.since);
                 let wake_to_run = e.timestamp.saturating_sub(woken);
-                self.sleeps.add(&sleep.stack.unwrap_or_default(), sleep.state, 1, asleep, wake_to_run, asleep);
+                self.add(sleep, asleep, wake_to_run);
             }
         } else if kind == l.stack {
             // Taken in the task going out, right after its switch event.
@@ -194,7 +207,7 @@ mod tests {
 
     #[test]
     fn a_workers_sleep_runs_from_its_switch_out_to_its_wakeup() {
-        let mut pairing = Pairing::new(layout(), &[7]);
+        let mut pairing = Pairing::new(layout(), &[7], 0);
         let mut stack = 2u32.to_ne_bytes().to_vec();
         stack.extend_from_slice(&[0; 4]);
         stack.extend_from_slice(&0xffffffff81000110u64.to_ne_bytes());

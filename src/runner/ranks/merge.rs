@@ -70,6 +70,7 @@ pub(crate) fn merge(mut records: Vec<RunRecord>, hosts: &[&str], clock_hz: f64) 
         },
         locks: LockProfile::sum(records.iter().filter_map(|r| r.locks.as_ref())),
         offcpu: crate::results::OffCpuProfile::sum(records.iter().filter_map(|r| r.offcpu.as_ref())),
+        kernel_latency: crate::results::KernelLatency::sum(records.iter().filter_map(|r| r.kernel_latency.as_ref())),
         cpu_profile: CpuProfile::sum(records.iter().filter_map(|r| r.cpu_profile.as_ref())),
         syscalls: sum_syscalls(records.iter().filter_map(|r| r.syscalls.as_ref())),
         latency: merge_latency(&records),

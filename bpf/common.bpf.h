@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: (MIT OR Apache-2.0) OR GPL-2.0 */
+/*
+ * What every fsscale profile shares: the switch that confines the programs
+ * to the measured window, the set of traced tasks (the workers, and every
+ * task they start), the stack map, and the per-CPU count of what could not
+ * be recorded. Each object includes it and gets its own copies.
+ */
+#ifndef FSSCALE_COMMON_BPF_H
+#define FSSCALE_COMMON_BPF_H
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "fsscale.h"
+
+/* Non-zero inside the window. Its own map: user space writes it, programs only read it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} window SEC(".maps");
+
+/* The traced tasks, by thread id: seeded by user space, grown at each fork. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, TASKS);
+	__type(key, __u32);
+	__type(value, __u8);
+} tasks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(max_entries, STACKS);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, STACK_DEPTH * sizeof(__u64));
+} stacks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lost);
+} lost SEC(".maps");
+
+static __always_inline bool window_open(void)
+{
+	__u32 zero = 0;
+	__u32 *on = bpf_map_lookup_elem(&window, &zero);
+
+	return on && *on;
+}
+
+static __always_inline bool traced(__u32 tid)
+{
+	return bpf_map_lookup_elem(&tasks, &tid) != NULL;
+}
+
+/* Only this CPU writes its slot: no atomic needed. */
+static __always_inline void count_full(void)
+{
+	__u32 zero = 0;
+	struct lost *l = bpf_map_lookup_elem(&lost, &zero);
+
+	if (l)
+		l->full++;
+}
+
+static __always_inline void count_nested(void)
+{
+	__u32 zero = 0;
+	struct lost *l = bpf_map_lookup_elem(&lost, &zero);
+
+	if (l)
+		l->nested++;
+}
+
+/* A traced task's child is traced too (a command's processes, a worker's threads). */
+static __always_inline void follow_fork(__u32 parent, __u32 child)
+{
+	__u8 yes = 1;
+
+	if (!traced(parent))
+		return;
+	if (bpf_map_update_elem(&tasks, &child, &yes, BPF_ANY))
+		count_full();
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(fork_btf, struct task_struct *parent, struct task_struct *child)
+{
+	follow_fork(parent->pid, child->pid);
+	return 0;
+}
+
+SEC("tracepoint/sched/sched_process_fork")
+int fork_tp(struct trace_event_raw_sched_process_fork *ctx)
+{
+	follow_fork(ctx->parent_pid, ctx->child_pid);
+	return 0;
+}
+
+/*
+ * The programs call GPL-only helpers (bpf_get_stackid, bpf_probe_read_kernel);
+ * a dual licence is one the kernel accepts, and fsscale's own still holds for the rest.
+ */
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
+
+#endif

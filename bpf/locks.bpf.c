@@ -1,0 +1,218 @@
+// SPDX-License-Identifier: (MIT OR Apache-2.0) OR GPL-2.0
+/*
+ * --profile locks: on lock:contention_begin a traced task's wait opens,
+ * keyed by (task, level), with its kernel stack; on contention_end it is
+ * closed and added to the totals of its (lock, stack, flags), as
+ * `perf lock contention -b` does. The waiter pays a stack walk into a map,
+ * not a copy to user space.
+ */
+#include "common.bpf.h"
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, OPEN);
+	__type(key, struct wait_key);
+	__type(value, struct wait);
+} waits SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, SITES);
+	__type(key, struct lock_site_key);
+	__type(value, struct lock_site);
+} sites SEC(".maps");
+
+/* Whether to name the object a lock belongs to (needs the kernel's BTF for the layouts). */
+const volatile __u8 identify_objects = 1;
+
+/*
+ * A task has at most LOCK_LEVELS waits open: its own, and one begun inside
+ * it (an interrupt's spinlock while it spins for a mutex); deeper ones are
+ * counted as lost.
+ */
+static __always_inline void begin(__u64 lock, __u32 flags, void *ctx)
+{
+	struct wait_key key = { .tid = (__u32)bpf_get_current_pid_tgid() };
+	struct wait *open;
+	int level;
+
+	if (!window_open() || !traced(key.tid))
+		return;
+	for (level = 0; level < LOCK_LEVELS; level++) {
+		key.level = level;
+		open = bpf_map_lookup_elem(&waits, &key);
+		if (!open)
+			break;
+		/* The same lock again (a mutex that spun, now sleeps): one wait, of the later kind. */
+		if (open->lock == lock) {
+			open->flags = flags;
+			return;
+		}
+	}
+	if (level == LOCK_LEVELS) {
+		count_nested();
+		return;
+	}
+	struct wait w = {
+		.lock = lock,
+		.flags = flags,
+		/* A stack the map cannot take (a negative id) is kept as `[no stack]`. */
+		.stack = bpf_get_stackid(ctx, &stacks, 0),
+	};
+	/* Started after the stack walk, so that the walk is not counted as waiting. */
+	w.start_ns = bpf_ktime_get_ns();
+	if (bpf_map_update_elem(&waits, &key, &w, BPF_ANY))
+		count_full();
+}
+
+/*
+ * The inode whose member at `offset` the lock would be, if it is one:
+ * every inode's i_mapping points at its own i_data, which memory that is
+ * not an inode almost never does.
+ */
+static __always_inline struct inode *inode_around(__u64 lock, __u64 offset)
+{
+	struct inode *inode = (void *)(lock - offset);
+	struct address_space *mapping = NULL;
+
+	if (bpf_core_read(&mapping, sizeof(mapping), &inode->i_mapping))
+		return NULL;
+	return (void *)mapping == (void *)&inode->i_data ? inode : NULL;
+}
+
+static __always_inline void *dentry_inline_name(struct dentry *d)
+{
+	if (bpf_core_field_exists(d->d_shortname))
+		return (void *)&d->d_shortname;
+	return (void *)&((struct dentry___pre_6_14 *)d)->d_iname;
+}
+
+/*
+ * Which object a contended lock belongs to, read once per (lock, stack):
+ * a directory's i_rwsem (creates and unlinks in it), a dentry's d_lock,
+ * an inode's i_lock, or a super block's s_inode_list_lock. Each candidate
+ * is checked for a member that points into the object itself before
+ * anything else of it is read.
+ */
+static __always_inline void identify(struct lock_site *site, __u64 lock, __u32 flags)
+{
+	struct inode *inode = NULL;
+	__u32 kind = 0;
+
+	if (flags == LCB_F_SPIN) {
+		/* A short-named dentry's d_name.name is its own inline name. */
+		struct dentry *d = (void *)(lock - bpf_core_field_offset(struct dentry, d_lockref.lock));
+		const unsigned char *name = NULL;
+
+		if (!bpf_core_read(&name, sizeof(name), &d->d_name.name) && (void *)name == dentry_inline_name(d)) {
+			kind = OBJECT_DENTRY;
+			/* The dentry's inode, if it has one, stands for it. */
+			bpf_core_read(&inode, sizeof(inode), &d->d_inode);
+			if (!inode) {
+				site->mode_kind = kind << 16;
+				return;
+			}
+		} else if ((inode = inode_around(lock, bpf_core_field_offset(struct inode, i_lock)))) {
+			kind = OBJECT_INODE;
+		} else {
+			/* A super block's inode list lock? Its root dentry points back to it. */
+			struct super_block *sb = (void *)(lock - bpf_core_field_offset(struct super_block, s_inode_list_lock));
+			struct super_block *back = NULL;
+			struct dentry *root = NULL;
+
+			if (bpf_core_read(&root, sizeof(root), &sb->s_root) || !root ||
+			    bpf_core_read(&back, sizeof(back), &root->d_sb) || back != sb)
+				return;
+			site->mode_kind = OBJECT_SUPER << 16;
+			bpf_core_read(&site->dev, sizeof(site->dev), &sb->s_dev);
+			return;
+		}
+	} else if (!(flags & (LCB_F_SPIN | LCB_F_MUTEX | LCB_F_PERCPU | LCB_F_RT)) && (flags & (LCB_F_READ | LCB_F_WRITE))) {
+		/* A plain rwsem may be an inode's i_rwsem. */
+		inode = inode_around(lock, bpf_core_field_offset(struct inode, i_rwsem));
+		if (!inode)
+			return;
+		kind = OBJECT_INODE;
+	} else {
+		return;
+	}
+	__u16 mode = 0;
+	struct super_block *sb = NULL;
+
+	site->ino = BPF_CORE_READ(inode, i_ino);
+	bpf_core_read(&mode, sizeof(mode), &inode->i_mode);
+	site->mode_kind = (kind << 16) | mode;
+	if (!bpf_core_read(&sb, sizeof(sb), &inode->i_sb) && sb)
+		bpf_core_read(&site->dev, sizeof(site->dev), &sb->s_dev);
+}
+
+static __always_inline void end(__u64 lock)
+{
+	struct wait_key key = { .tid = (__u32)bpf_get_current_pid_tgid() };
+	struct wait *open = NULL;
+	int level;
+
+	if (!window_open())
+		return;
+	/* The innermost open wait on this lock; another lock's end leaves it open. */
+	for (level = LOCK_LEVELS - 1; level >= 0; level--) {
+		key.level = level;
+		open = bpf_map_lookup_elem(&waits, &key);
+		if (open && open->lock == lock)
+			break;
+		open = NULL;
+	}
+	if (!open)
+		return;
+	__u64 waited = bpf_ktime_get_ns() - open->start_ns;
+	struct lock_site_key at = { .lock = open->lock, .stack = open->stack, .flags = open->flags };
+
+	bpf_map_delete_elem(&waits, &key);
+	struct lock_site *site = bpf_map_lookup_elem(&sites, &at);
+
+	if (!site) {
+		struct lock_site fresh = {};
+
+		if (identify_objects)
+			identify(&fresh, at.lock, at.flags);
+		/* Only if still new: another CPU may have added it meanwhile. */
+		bpf_map_update_elem(&sites, &at, &fresh, BPF_NOEXIST);
+		site = bpf_map_lookup_elem(&sites, &at);
+		if (!site) {
+			count_full();
+			return;
+		}
+	}
+	__sync_fetch_and_add(&site->count, 1);
+	__sync_fetch_and_add(&site->wait_ns, waited);
+	if (site->max_ns < waited)
+		site->max_ns = waited;
+}
+
+SEC("tp_btf/contention_begin")
+int BPF_PROG(contention_begin_btf, void *lock, unsigned int flags)
+{
+	begin((__u64)lock, flags, ctx);
+	return 0;
+}
+
+SEC("tp_btf/contention_end")
+int BPF_PROG(contention_end_btf, void *lock, int ret)
+{
+	end((__u64)lock);
+	return 0;
+}
+
+SEC("tracepoint/lock/contention_begin")
+int contention_begin_tp(struct trace_event_raw_contention_begin *ctx)
+{
+	begin((__u64)ctx->lock_addr, ctx->flags, ctx);
+	return 0;
+}
+
+SEC("tracepoint/lock/contention_end")
+int contention_end_tp(struct trace_event_raw_contention_end *ctx)
+{
+	end((__u64)ctx->lock_addr);
+	return 0;
+}

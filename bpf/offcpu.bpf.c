@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: (MIT OR Apache-2.0) OR GPL-2.0
+/*
+ * --profile offcpu: at sched_switch a traced task going to sleep is kept,
+ * with its kernel stack and state; sched_wakeup stamps its wakeup; when it
+ * is switched in again the sleep is added to the totals of its (stack,
+ * state), as libbpf-tools' offcputime does. Time asleep runs to the wakeup;
+ * the wait for a CPU after it is kept apart.
+ */
+#include "common.bpf.h"
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, OPEN);
+	__type(key, __u32);
+	__type(value, struct sleep);
+} asleep SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, SITES);
+	__type(key, struct sleep_key);
+	__type(value, struct sleep_site);
+} sites SEC(".maps");
+
+/* Sleeps shorter than this (to the wakeup) are not counted (bcc's --min-block-time). */
+const volatile __u64 min_sleep_ns = 0;
+
+/* The kernel's raw task states that the switch tracepoint reports. */
+#define TASK_REPORT 0x7f
+#define TASK_NOLOAD 0x400
+#define TASK_RTLOCK_WAIT 0x1000
+
+/*
+ * A raw task state as the classic tracepoint's prev_state reports it
+ * (its highest TASK_REPORT bit; TASK_IDLE as STATE_IDLE), so both ways in
+ * agree; 0 for a task that is not asleep.
+ */
+static __always_inline __u32 reported(__u32 raw)
+{
+	__u32 bits = raw & TASK_REPORT;
+
+	if (raw == (STATE_UNINTERRUPTIBLE | TASK_NOLOAD))
+		return STATE_IDLE;
+	if (raw == TASK_RTLOCK_WAIT)
+		return STATE_UNINTERRUPTIBLE;
+	/* The highest bit: at most 0x40. */
+	for (__u32 bit = 0x40; bit; bit >>= 1)
+		if (bits & bit)
+			return bit;
+	return 0;
+}
+
+static __always_inline void switch_out(void *ctx, __u32 tid, __u32 state)
+{
+	if (!(state & (STATE_INTERRUPTIBLE | STATE_UNINTERRUPTIBLE | STATE_STOPPED | STATE_TRACED | STATE_IDLE)))
+		return;
+	if (!traced(tid))
+		return;
+	/* Off the CPU from here: the stack walk is the scheduler's time, not the task's. */
+	struct sleep s = { .start_ns = bpf_ktime_get_ns(), .state = state };
+
+	/* The stack is the task's own: the program runs in it, before the switch. */
+	s.stack = bpf_get_stackid(ctx, &stacks, 0);
+	if (bpf_map_update_elem(&asleep, &tid, &s, BPF_ANY))
+		count_full();
+}
+
+static __always_inline void switch_in(__u32 tid)
+{
+	struct sleep *s = bpf_map_lookup_elem(&asleep, &tid);
+
+	if (!s)
+		return;
+	__u64 now = bpf_ktime_get_ns();
+	/* Never woken (stopped, or woken before the window): all of it asleep. */
+	__u64 woken = s->woken_ns ? s->woken_ns : now;
+	__u64 slept = woken - s->start_ns;
+	__u64 to_run = now - woken;
+	struct sleep_key key = { .stack = s->stack, .state = s->state };
+
+	bpf_map_delete_elem(&asleep, &tid);
+	if (slept < min_sleep_ns)
+		return;
+	struct sleep_site *site = bpf_map_lookup_elem(&sites, &key);
+
+	if (!site) {
+		struct sleep_site fresh = {};
+
+		bpf_map_update_elem(&sites, &key, &fresh, BPF_NOEXIST);
+		site = bpf_map_lookup_elem(&sites, &key);
+		if (!site) {
+			count_full();
+			return;
+		}
+	}
+	__sync_fetch_and_add(&site->count, 1);
+	__sync_fetch_and_add(&site->asleep_ns, slept);
+	__sync_fetch_and_add(&site->wake_to_run_ns, to_run);
+	if (site->max_ns < slept)
+		site->max_ns = slept;
+}
+
+static __always_inline void wakeup(__u32 tid)
+{
+	struct sleep *s;
+
+	if (!window_open())
+		return;
+	s = bpf_map_lookup_elem(&asleep, &tid);
+	if (s && !s->woken_ns)
+		s->woken_ns = bpf_ktime_get_ns();
+}
+
+/* Linux 5.18 and later pass the state the task had as it was switched out. */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(sched_switch_btf, bool preempt, struct task_struct *prev, struct task_struct *next, unsigned int prev_state)
+{
+	if (!window_open())
+		return 0;
+	if (!preempt)
+		switch_out(ctx, prev->pid, reported(prev_state));
+	switch_in(next->pid);
+	return 0;
+}
+
+SEC("tracepoint/sched/sched_switch")
+int sched_switch_tp(struct trace_event_raw_sched_switch *ctx)
+{
+	if (!window_open())
+		return 0;
+	switch_out(ctx, ctx->prev_pid, ctx->prev_state);
+	switch_in(ctx->next_pid);
+	return 0;
+}
+
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(sched_wakeup_btf, struct task_struct *p)
+{
+	wakeup(p->pid);
+	return 0;
+}
+
+SEC("tracepoint/sched/sched_wakeup")
+int sched_wakeup_tp(struct trace_event_raw_sched_wakeup_template *ctx)
+{
+	wakeup(ctx->pid);
+	return 0;
+}

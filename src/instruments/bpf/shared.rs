@@ -1,0 +1,170 @@
+//! What the BPF programs and their reader share: the constants and map
+//! value layouts, defined once here. The same definitions are written out
+//! as C in `bpf/fsscale.h`, which the programs include; a test fails when
+//! that header is not what [`C_HEADER`] says, so the two cannot drift.
+//! (aya also refuses a map whose value size differs from the Rust type's.)
+
+/// Defines `#[repr(C)]` structs and constants, and [`C_HEADER`], their C text.
+macro_rules! shared {
+    (
+        $( const $cname:ident : $cty:ty = $cval:literal ; )*
+        $(
+            $(#[doc = $doc:literal])*
+            struct $rust:ident as $c:ident {
+                $( $(#[doc = $fdoc:literal])* $field:ident : $ty:tt ),* $(,)?
+            }
+        )*
+    ) => {
+        // Some are for the programs only (map sizes).
+        $( #[allow(dead_code)] pub(crate) const $cname: $cty = $cval; )*
+        $(
+            $(#[doc = $doc])*
+            #[repr(C)]
+            #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+            #[allow(dead_code)] // Some only the programs use (their open events).
+            pub(crate) struct $rust { $( $(#[doc = $fdoc])* pub(crate) $field: $ty ),* }
+            // SAFETY: plain integers (and arrays of them) with no padding, checked by `no_padding`.
+            unsafe impl aya::Pod for $rust {}
+        )*
+        /// The header the programs include (`bpf/fsscale.h`).
+        pub(crate) const C_HEADER: &str = concat!(
+            "/* SPDX-License-Identifier: (MIT OR Apache-2.0) OR GPL-2.0 */\n",
+            "/* Generated from the Rust definitions in fsscale's instruments::bpf::shared: do not edit.\n",
+            " * Regenerate with FSSCALE_BLESS=1 cargo test the_c_header_is_the_rust_definition. */\n",
+            "#ifndef FSSCALE_H\n#define FSSCALE_H\n\n",
+            $( "#define ", stringify!($cname), " ", stringify!($cval), "\n", )*
+            $(
+                "\n", $( "/*", $doc, " */\n", )*
+                "struct ", stringify!($c), " {\n",
+                $( $( "\t/*", $fdoc, " */\n", )* "\t", c_type!($ty), " ", stringify!($field), c_extent!($ty), ";\n", )*
+                "};\n",
+            )*
+            "\n#endif\n"
+        );
+        #[cfg(test)]
+        const SIZES: &[(&str, usize, usize)] = &[
+            $( (stringify!($rust), std::mem::size_of::<$rust>(), 0 $( + std::mem::size_of::<$ty>() )*), )*
+        ];
+    };
+}
+
+macro_rules! c_type {
+    (u64) => { "__u64" };
+    (u32) => { "__u32" };
+    (i32) => { "__s32" };
+    ([$t:tt; $n:ident]) => { c_type!($t) };
+}
+
+macro_rules! c_extent {
+    ([$t:tt; $n:ident]) => { concat!("[", stringify!($n), "]") };
+    ($t:tt) => { "" };
+}
+
+shared! {
+    const STACK_DEPTH: usize = 64;
+    const STACKS: u32 = 16384;
+    const TASKS: u32 = 65536;
+    const OPEN: u32 = 65536;
+    const SITES: u32 = 16384;
+    const LOCK_LEVELS: u32 = 2;
+    const SYSCALLS: u32 = 128;
+    const LOG2_SLOTS: usize = 40;
+    const LCB_F_SPIN: u32 = 1;
+    const LCB_F_READ: u32 = 2;
+    const LCB_F_WRITE: u32 = 4;
+    const LCB_F_RT: u32 = 8;
+    const LCB_F_PERCPU: u32 = 16;
+    const LCB_F_MUTEX: u32 = 32;
+    const OBJECT_INODE: u32 = 1;
+    const OBJECT_DENTRY: u32 = 2;
+    const OBJECT_SUPER: u32 = 3;
+    const STATE_INTERRUPTIBLE: u32 = 1;
+    const STATE_UNINTERRUPTIBLE: u32 = 2;
+    const STATE_STOPPED: u32 = 4;
+    const STATE_TRACED: u32 = 8;
+    const STATE_IDLE: u32 = 128;
+
+    /// Counts of what the programs could not record, per CPU.
+    struct Lost as lost {
+        /// Events dropped because a map was full.
+        full: u64,
+        /// Lock waits begun inside two others of the same task: not paired.
+        nested: u64,
+    }
+
+    /// A task's open lock wait, per (task, nesting level).
+    struct WaitKey as wait_key { tid: u32, level: u32 }
+
+    struct Wait as wait {
+        start_ns: u64,
+        lock: u64,
+        /// The kernel stack's id in the stack map; negative if it could not be kept.
+        stack: i32,
+        /// The tracepoint's `LCB_F_*` flags.
+        flags: u32,
+    }
+
+    /// Lock waits are summed per (lock, stack, flags).
+    struct LockSiteKey as lock_site_key { lock: u64, stack: i32, flags: u32 }
+
+    struct LockSite as lock_site {
+        count: u64,
+        wait_ns: u64,
+        max_ns: u64,
+        /// What the lock belongs to, where known: its inode's number, device and
+        /// mode, with the object's kind (`OBJECT_*`) in the mode word's top half.
+        ino: u64,
+        dev: u32,
+        mode_kind: u32,
+    }
+
+    /// A traced task asleep, from its switch-out.
+    struct Sleep as sleep {
+        start_ns: u64,
+        /// Its first wakeup, 0 until then.
+        woken_ns: u64,
+        stack: i32,
+        /// The sleep's `STATE_*` bit.
+        state: u32,
+    }
+
+    /// Sleeps are summed per (stack, state).
+    struct SleepKey as sleep_key { stack: i32, state: u32 }
+
+    struct SleepSite as sleep_site { count: u64, asleep_ns: u64, wake_to_run_ns: u64, max_ns: u64 }
+
+    /// A traced task inside a system call.
+    struct Call as call { start_ns: u64, nr: u64 }
+
+    /// One system call's time in the kernel, per CPU: slot `i` counts calls
+    /// of `2^i` to `2^(i+1) - 1` nanoseconds (the last slot, all longer).
+    struct CallLatency as call_latency { count: u64, total_ns: u64, slots: [u64; LOG2_SLOTS] }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_c_header_is_the_rust_definition() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("bpf/fsscale.h");
+        if std::env::var_os("FSSCALE_BLESS").is_some() {
+            std::fs::write(&path, C_HEADER).unwrap();
+        }
+        let written = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            written == C_HEADER,
+            "bpf/fsscale.h is not what instruments::bpf::shared defines; regenerate it with \
+             FSSCALE_BLESS=1 cargo test the_c_header_is_the_rust_definition, then rebuild the programs with bpf/build"
+        );
+    }
+
+    #[test]
+    fn no_padding() {
+        // C and Rust agree on a layout without padding; with padding, the
+        // kernel could leave bytes the reader takes for a field.
+        for (name, size, fields) in SIZES {
+            assert_eq!(size, fields, "{name} has padding");
+        }
+    }
+}

@@ -1,0 +1,171 @@
+//! `--profile latency`: each system call's time in the kernel, measured
+//! from `raw_syscalls:sys_enter` to `sys_exit` for the run's workers and
+//! kept as log2 histograms of nanoseconds, as bcc's `syscount -L` and
+//! `funclatency` keep them.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::profile::ProgramCost;
+use super::Point;
+
+/// Histogram slots kept: `2^0` to `2^63` ns and beyond.
+pub const MAX_SLOTS: usize = 64;
+/// System calls a profile keeps (a workload makes a handful).
+pub const MAX_CALLS: usize = 512;
+
+/// The workers' system calls in the window, with their time in the kernel.
+#[derive(Serialize, Deserialize, Debug, Clone, Default, PartialEq)]
+pub struct KernelLatency {
+    /// What collecting it cost, in the kernel's own count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub programs: Option<ProgramCost>,
+    /// Calls not recorded (full maps): the counts are then low.
+    #[serde(default)]
+    pub lost_events: u64,
+    /// Per call, most made first.
+    pub calls: Vec<CallLatency>,
+}
+
+/// One system call's calls and their time in the kernel.
+#[derive(Serialize, Deserialize, Debug, Clone, Default, PartialEq)]
+pub struct CallLatency {
+    /// `openat`, or `syscall 457` for a number fsscale has no name for.
+    pub call: String,
+    pub count: u64,
+    /// Their time in the kernel, all together, seconds.
+    pub total_s: f64,
+    /// `log2_ns[i]`: calls that took `2^i` to `2^(i+1) - 1` ns (slot 0 also
+    /// holds 0 ns); the last slot kept holds every longer one.
+    pub log2_ns: Vec<u64>,
+}
+
+impl CallLatency {
+    pub fn mean_s(&self) -> f64 {
+        self.total_s / self.count.max(1) as f64
+    }
+
+    /// The `q` quantile (0 < q < 1), seconds: within its slot, linearly
+    /// between the slot's bounds by rank (a log2 histogram says no more).
+    /// `None` without calls.
+    pub fn quantile_s(&self, q: f64) -> Option<f64> {
+        let total: u64 = self.log2_ns.iter().sum();
+        if total == 0 {
+            return None;
+        }
+        let rank = (q.clamp(0.0, 1.0) * total as f64).max(1.0);
+        let mut below = 0u64;
+        for (i, &n) in self.log2_ns.iter().enumerate() {
+            if n > 0 && (below + n) as f64 >= rank {
+                let (low, high) = slot_bounds_ns(i);
+                let within = (rank - below as f64) / n as f64;
+                return Some((low + within * (high - low)) / 1e9);
+            }
+            below += n;
+        }
+        let last = self.log2_ns.len() - 1;
+        Some(slot_bounds_ns(last).1 / 1e9)
+    }
+}
+
+/// Slot `i`'s range of nanoseconds, `[2^i, 2^(i+1))` (slot 0 from 0).
+fn slot_bounds_ns(i: usize) -> (f64, f64) {
+    let low = if i == 0 { 0.0 } else { (1u64 << i.min(63)) as f64 };
+    (low, 2f64.powi(i as i32 + 1))
+}
+
+impl KernelLatency {
+    /// Orders calls most made first (then by name) and keeps [`MAX_CALLS`].
+    pub fn ranked(mut calls: Vec<CallLatency>) -> Vec<CallLatency> {
+        calls.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.call.cmp(&b.call)));
+        calls.truncate(MAX_CALLS);
+        calls
+    }
+
+    /// The runs' profiles summed, call by call: a point's view.
+    pub fn sum<'a>(profiles: impl IntoIterator<Item = &'a KernelLatency>) -> Option<KernelLatency> {
+        let mut total: Option<KernelLatency> = None;
+        let mut calls: BTreeMap<String, CallLatency> = BTreeMap::new();
+        for p in profiles {
+            let t = total.get_or_insert_with(KernelLatency::default);
+            t.lost_events += p.lost_events;
+            t.programs = ProgramCost::add(t.programs, p.programs);
+            for c in &p.calls {
+                let sum = calls.entry(c.call.clone()).or_insert_with(|| CallLatency { call: c.call.clone(), ..Default::default() });
+                sum.count += c.count;
+                sum.total_s += c.total_s;
+                if sum.log2_ns.len() < c.log2_ns.len() {
+                    sum.log2_ns.resize(c.log2_ns.len(), 0);
+                }
+                for (s, n) in sum.log2_ns.iter_mut().zip(&c.log2_ns) {
+                    *s += n;
+                }
+            }
+        }
+        total.map(|t| KernelLatency { calls: Self::ranked(calls.into_values().collect()), ..t })
+    }
+
+    /// Caps what a received file holds (see `bounds`): returns how many calls were cut.
+    pub(crate) fn bound(&mut self) -> usize {
+        let cut = self.calls.len().saturating_sub(MAX_CALLS);
+        self.calls.truncate(MAX_CALLS);
+        for c in &mut self.calls {
+            c.log2_ns.truncate(MAX_SLOTS);
+        }
+        cut
+    }
+}
+
+impl Point {
+    /// The kernel latency profile over the point's runs.
+    pub fn kernel_latency(&self) -> Option<KernelLatency> {
+        KernelLatency::sum(self.runs.iter().filter_map(|r| r.kernel_latency.as_ref()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(name: &str, slots: &[(usize, u64)]) -> CallLatency {
+        let mut log2_ns = vec![0; 40];
+        for &(i, n) in slots {
+            log2_ns[i] = n;
+        }
+        let count = slots.iter().map(|s| s.1).sum();
+        CallLatency { call: name.into(), count, total_s: 0.0, log2_ns }
+    }
+
+    #[test]
+    fn quantiles_fall_inside_their_slot_by_rank() {
+        // 100 calls of 1024–2047 ns: the median is half way through the slot.
+        let c = call("openat", &[(10, 100)]);
+        let p50 = c.quantile_s(0.5).unwrap() * 1e9;
+        assert!((p50 - 1536.0).abs() < 1e-6, "{p50}");
+        // 99 fast and 1 slow: p99 is the fast slot's top, p99.9 in the slow one.
+        let c = call("fsync", &[(10, 99), (20, 1)]);
+        assert!((c.quantile_s(0.99).unwrap() * 1e9 - 2048.0).abs() < 1e-6);
+        let slow = c.quantile_s(0.999).unwrap() * 1e9;
+        assert!(((1 << 20) as f64..(1 << 21) as f64).contains(&slow), "{slow}");
+        assert_eq!(CallLatency::default().quantile_s(0.5), None);
+    }
+
+    #[test]
+    fn runs_sum_call_by_call_most_made_first() {
+        let a = KernelLatency {
+            programs: Some(ProgramCost { runs: 4, seconds: 0.1 }),
+            lost_events: 1,
+            calls: vec![call("close", &[(8, 5)]), call("openat", &[(10, 3)])],
+        };
+        let b = KernelLatency { programs: None, lost_events: 2, calls: vec![call("openat", &[(10, 4), (11, 1)])] };
+        let sum = KernelLatency::sum([&a, &b]).unwrap();
+        assert_eq!(sum.lost_events, 3);
+        assert_eq!(sum.programs.unwrap().runs, 4);
+        let names: Vec<(&str, u64)> = sum.calls.iter().map(|c| (c.call.as_str(), c.count)).collect();
+        assert_eq!(names, [("openat", 8), ("close", 5)]);
+        assert_eq!(sum.calls[0].log2_ns[10], 7);
+        assert_eq!(sum.calls[0].log2_ns[11], 1);
+        assert!(KernelLatency::sum([]).is_none());
+    }
+}
