@@ -76,6 +76,9 @@ pub struct Variant {
     pub setup: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub teardown: Option<String>,
+    /// Its runs have no instruments on (`--profile-cost`'s baseline).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unprofiled: bool,
 }
 
 /// `--until-ci` of a run with variants unless it says otherwise: rounds go

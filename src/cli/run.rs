@@ -160,6 +160,10 @@ pub struct InstrumentArgs {
     #[arg(long)]
     pub verify: bool,
 
+    /// Measure what the instruments cost: every point runs with them off (variant unprofiled) and on (profiled) in alternating, paired rounds, until the ratio's 95% interval is within ±2% (as --variant does); the run prints profiled against unprofiled.
+    #[arg(long)]
+    pub profile_cost: bool,
+
     /// Print the instruments' tables under every point, not only under those whose efficiency falls.
     #[arg(long)]
     pub explain_all: bool,
@@ -276,7 +280,16 @@ impl RunArgs {
         };
         let (grow_bytes, map_bytes, walk_stat) = (macros.grow_size, macros.map_size, macros.stat);
         let memory_limit = macros.memory_limit;
-        let variants = plan::variant::from_flags(&sweep.variant, &sweep.variant_teardown)?;
+        let mut variants = plan::variant::from_flags(&sweep.variant, &sweep.variant_teardown)?;
+        if instruments.profile_cost {
+            if !instruments.config().any() {
+                bail!("--profile-cost measures what --profile or --verify costs; add one of them");
+            }
+            if !variants.is_empty() {
+                bail!("--profile-cost pairs runs with the instruments off and on as its own two variants; drop --variant, or run it separately");
+            }
+            variants = plan::variant::profile_cost();
+        }
         if mpi.is_some() && !variants.is_empty() {
             bail!("--variant runs its commands on this machine only: under MPI, run one job per variant and compare them with fsscale compare");
         }

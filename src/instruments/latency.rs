@@ -78,7 +78,7 @@ const COMMON: &[(i64, &str)] = numbers![
     SYS_ioctl, SYS_pipe2, SYS_dup, SYS_dup3, SYS_ppoll, SYS_pselect6, SYS_epoll_pwait, SYS_mprotect,
     SYS_io_uring_enter, SYS_io_submit, SYS_io_getevents, SYS_copy_file_range, SYS_splice, SYS_sendfile,
     SYS_getrandom, SYS_prlimit64, SYS_set_robust_list, SYS_rseq, SYS_close_range, SYS_sched_getaffinity,
-    SYS_sched_setaffinity, SYS_perf_event_open, SYS_bpf, SYS_mount, SYS_umount2, SYS_readahead,
+    SYS_sched_setaffinity, SYS_getrusage, SYS_perf_event_open, SYS_bpf, SYS_mount, SYS_umount2, SYS_readahead,
 ];
 
 /// The older calls x86-64 keeps beside their `*at` forms.

@@ -36,7 +36,7 @@ pub fn from_flags(setups: &[String], teardowns: &[String]) -> Result<Vec<Variant
                 "--variant {text}: {name} is named twice; give each variant once"
             )));
         }
-        variants.push(Variant { name, setup, teardown: None });
+        variants.push(Variant { name, setup, teardown: None, unprofiled: false });
     }
     for text in teardowns {
         let (name, teardown) = parse_assignment("--variant-teardown", text)?;
@@ -50,6 +50,14 @@ pub fn from_flags(setups: &[String], teardowns: &[String]) -> Result<Vec<Variant
         variant.teardown = Some(teardown);
     }
     Ok(variants)
+}
+
+/// `--profile-cost`: the same point with its instruments off and on, as
+/// two variants paired round by round, so that what profiling costs is a
+/// ratio with its interval from one invocation (the first is the baseline).
+pub fn profile_cost() -> Vec<Variant> {
+    let variant = |name: &str, unprofiled| Variant { name: name.into(), setup: String::new(), teardown: None, unprofiled };
+    vec![variant("unprofiled", true), variant("profiled", false)]
 }
 
 /// What the rest of the plan must be for variants to pair.
@@ -94,11 +102,12 @@ mod tests {
         assert_eq!(
             v,
             [
-                Variant { name: "off".into(), setup: "".into(), teardown: None },
+                Variant { name: "off".into(), setup: "".into(), teardown: None, unprofiled: false },
                 Variant {
                     name: "on".into(),
                     setup: "sysctl -w vm.x=1".into(),
-                    teardown: Some("sysctl -w vm.x=0".into())
+                    teardown: Some("sysctl -w vm.x=0".into()),
+                    unprofiled: false
                 },
             ]
         );

@@ -24,8 +24,13 @@ pub fn cost(programs: Option<ProgramCost>, point: &Point, profiled: impl Fn(&Run
     let Some(p) = programs else { return String::new() };
     let worker_s: f64 = point.runs.iter().filter(|r| profiled(r)).map(|r| r.worker_seconds()).sum();
     let share = if worker_s > 0.0 { p.seconds / worker_s } else { 0.0 };
+    let on = match p.attached {
+        Some(crate::results::Attach::BtfRaw) => " (on BTF raw tracepoints)",
+        Some(crate::results::Attach::Classic) => " (on classic tracepoints)",
+        None => "",
+    };
     format!(
-        "; its BPF programs ran {} times for {} ({} of the workers' time)",
+        "; its BPF programs{on} ran {} times for {} ({} of the workers' time)",
         p.runs,
         format_ns(p.seconds * 1e9),
         percent(share)

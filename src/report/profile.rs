@@ -15,7 +15,7 @@ use crate::vocab::Share;
 use crate::{html, html_of};
 
 /// Rows of the terminal's tables.
-const TOP: usize = 5;
+pub(crate) const TOP: usize = 5;
 /// Below this efficiency (ops/s per worker against 1 worker) a point is
 /// explained without being asked to.
 pub const FALLING_EFFICIENCY: f64 = 0.9;
@@ -166,6 +166,19 @@ pub fn explain(point: &Point) -> String {
     {
         out.push_str(&super::offcpu::slept(point, &what, &profile, share));
     }
+    if let Some(latency) = point.kernel_latency() {
+        let calls: u64 = latency.calls.iter().map(|c| c.count).sum();
+        out.push_str(&format!(
+            "  time in the kernel per system call, {what}: {} call{}{}{}\n",
+            calls,
+            if calls == 1 { "" } else { "s" },
+            lost(latency.lost_events, crate::results::Collector::Bpf),
+            cost(latency.programs, point, |r| r.kernel_latency.is_some())
+        ));
+        if !latency.calls.is_empty() {
+            out.push_str(&super::latency::kernel_latency_table(point, &latency).render());
+        }
+    }
     if let Some(cpu) = point.cpu_profile() {
         out.push_str(&format!(
             "  where CPU time went, {what}: {} {} samples, {} in the kernel{}\n",
@@ -236,15 +249,19 @@ fn sites_table(sites: &[LockSite], total_s: f64) -> Table {
 /// Which points of a workload's table get [`explain`]ed: all with `all`,
 /// else those whose efficiency falls below [`FALLING_EFFICIENCY`] (and
 /// all where no 1-worker point tells), and those whose workers slept at
-/// least [`super::offcpu::NOTABLE_ASLEEP_SHARE`] of their time.
+/// least [`super::offcpu::NOTABLE_ASLEEP_SHARE`] of their time; and every
+/// point with `--profile latency`, which is a measurement, not an explanation.
 pub(crate) fn points_to_explain<'a>(points: &[&'a Point], all: bool) -> Vec<&'a Point> {
     let efficiency = efficiencies(points);
     let slept = |p: &Point| p.offcpu_profile().is_some_and(|(_, share)| share >= super::offcpu::NOTABLE_ASLEEP_SHARE);
+    let timed = |p: &Point| p.runs.iter().any(|r| r.kernel_latency.is_some());
     points
         .iter()
         .zip(efficiency)
-        .filter(|(p, _)| p.runs.iter().any(|r| r.locks.is_some() || r.cpu_profile.is_some() || r.offcpu.is_some()))
-        .filter(|(p, e)| all || e.is_none_or(|e| e < FALLING_EFFICIENCY) || slept(p))
+        .filter(|(p, _)| {
+            timed(p) || p.runs.iter().any(|r| r.locks.is_some() || r.cpu_profile.is_some() || r.offcpu.is_some())
+        })
+        .filter(|(p, e)| all || e.is_none_or(|e| e < FALLING_EFFICIENCY) || slept(p) || timed(p))
         .map(|(p, _)| *p)
         .collect()
 }
@@ -253,6 +270,11 @@ pub(crate) fn points_to_explain<'a>(points: &[&'a Point], all: bool) -> Vec<&'a 
 const LOCKS_LEGEND: &str = "where workers waited: kernel lock contentions of the workers in the runs' windows \
      (--profile locks), by site (the lock call ← its callers); wait = total of all workers; of all = share of all \
      waits; a site's time over the workers' time is what they lost there.\n";
+
+/// What the kernel latency tables under [`explain`] mean.
+const LATENCY_LEGEND: &str = "time in the kernel per system call: each call of the workers in the runs' windows, \
+     from entry to exit (--profile latency); p50, p99 from log2 histograms (within a factor of two, placed by \
+     rank inside it); op p50, op p99 = replay's own timing of the operation that makes that call, from user space.\n";
 
 /// What the CPU tables under [`explain`] mean.
 const CPU_LEGEND: &str = "where CPU time went: sampled stacks (--profile cpu); self = share of samples in the \
@@ -267,6 +289,9 @@ pub(crate) fn explain_legend(explained: &[&Point]) -> String {
     }
     if explained.iter().any(|p| p.offcpu_profile().is_some_and(|(_, s)| s >= super::offcpu::NOTABLE_ASLEEP_SHARE)) {
         out.push_str(super::offcpu::OFFCPU_LEGEND);
+    }
+    if explained.iter().any(|p| p.runs.iter().any(|r| r.kernel_latency.is_some())) {
+        out.push_str(LATENCY_LEGEND);
     }
     if explained.iter().any(|p| p.runs.iter().any(|r| r.cpu_profile.is_some())) {
         out.push_str(CPU_LEGEND);
@@ -457,7 +482,7 @@ mod tests {
         };
         r.offcpu = Some(OffCpuProfile {
             method: Collector::Bpf,
-            programs: Some(ProgramCost { runs: 1000, seconds: 0.002 }),
+            programs: Some(ProgramCost { runs: 1000, seconds: 0.002, attached: None }),
             sleeps: 400,
             asleep_s: asleep_s * 4.0 / 3.0,
             wake_to_run_s: 0.05,

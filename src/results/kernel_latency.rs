@@ -154,7 +154,7 @@ mod tests {
     #[test]
     fn runs_sum_call_by_call_most_made_first() {
         let a = KernelLatency {
-            programs: Some(ProgramCost { runs: 4, seconds: 0.1 }),
+            programs: Some(ProgramCost { runs: 4, seconds: 0.1, attached: None }),
             lost_events: 1,
             calls: vec![call("close", &[(8, 5)]), call("openat", &[(10, 3)])],
         };

@@ -143,7 +143,7 @@ mod tests {
     fn runs_sum_into_a_points_profile_by_site_and_state() {
         let a = OffCpuProfile {
             method: Collector::Bpf,
-            programs: Some(ProgramCost { runs: 10, seconds: 0.5 }),
+            programs: Some(ProgramCost { runs: 10, seconds: 0.5, attached: None }),
             sleeps: 3,
             asleep_s: 0.3,
             wake_to_run_s: 0.01,
@@ -162,7 +162,7 @@ mod tests {
         assert_eq!((sum.sleeps, sum.lost_events, sum.method), (4, 2, Collector::Bpf));
         let traced = OffCpuProfile { method: Collector::Tracefs, ..b.clone() };
         assert_eq!(OffCpuProfile::sum([&a, &traced]).unwrap().method, Collector::Tracefs, "BPF only if every run was");
-        assert_eq!(sum.programs, Some(ProgramCost { runs: 20, seconds: 1.0 }));
+        assert_eq!(sum.programs, Some(ProgramCost { runs: 20, seconds: 1.0, attached: None }));
         assert!((sum.asleep_s - 0.8).abs() < 1e-12);
         assert_eq!(sum.sites[0].site, "y");
         assert_eq!(sum.sites[0].count, 2);

@@ -40,13 +40,30 @@ pub struct LockProfile {
 pub struct ProgramCost {
     pub runs: u64,
     pub seconds: f64,
+    /// How the programs were attached: `tp_btf` (BTF raw tracepoints, no
+    /// trace record built per event) or `tracepoint` (classic ones).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attached: Option<Attach>,
+}
+
+/// How BPF programs were attached to their tracepoints.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Attach {
+    #[serde(rename = "tp_btf")]
+    BtfRaw,
+    #[serde(rename = "tracepoint")]
+    Classic,
 }
 
 impl ProgramCost {
     /// Two runs' costs together; none where neither counted.
     pub fn add(a: Option<ProgramCost>, b: Option<ProgramCost>) -> Option<ProgramCost> {
         match (a, b) {
-            (Some(a), Some(b)) => Some(ProgramCost { runs: a.runs + b.runs, seconds: a.seconds + b.seconds }),
+            (Some(a), Some(b)) => Some(ProgramCost {
+                runs: a.runs + b.runs,
+                seconds: a.seconds + b.seconds,
+                attached: if a.attached == b.attached { a.attached } else { None },
+            }),
             (a, b) => a.or(b),
         }
     }
@@ -513,11 +530,11 @@ mod tests {
     fn runs_sum_per_site() {
         let mut a = LockProfile::from_sites(3, 1, vec![site("x", 1.0, 2), site("y", 0.5, 1)]);
         let mut b = LockProfile::from_sites(1, 0, vec![site("x", 2.0, 1)]);
-        a.programs = Some(ProgramCost { runs: 10, seconds: 0.25 });
-        b.programs = Some(ProgramCost { runs: 30, seconds: 0.5 });
+        a.programs = Some(ProgramCost { runs: 10, seconds: 0.25, attached: None });
+        b.programs = Some(ProgramCost { runs: 30, seconds: 0.5, attached: None });
         let s = LockProfile::sum([&a, &b]).unwrap();
         assert_eq!((s.contentions, s.lost_events), (4, 1));
-        assert_eq!(s.programs, Some(ProgramCost { runs: 40, seconds: 0.75 }));
+        assert_eq!(s.programs, Some(ProgramCost { runs: 40, seconds: 0.75, attached: None }));
         assert_eq!(s.sites[0].site, "x");
         assert_eq!((s.sites[0].count, s.sites[0].wait_s, s.sites[0].max_wait_s), (3, 3.0, 1.0));
         assert!(LockProfile::sum([]).is_none());

@@ -86,7 +86,7 @@ mod tests {
     use super::*;
 
     fn variant(setup: &str, teardown: Option<&str>) -> Variant {
-        Variant { name: "on".into(), setup: setup.into(), teardown: teardown.map(str::to_string) }
+        Variant { name: "on".into(), setup: setup.into(), teardown: teardown.map(str::to_string), unprofiled: false }
     }
 
     const TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);

@@ -41,14 +41,9 @@ pub fn unavailable() -> Option<String> {
         .map(|e| format!("the kernel has no BTF type information (/sys/kernel/btf/vmlinux: {e}), which CO-RE needs"))
 }
 
-/// How the programs were attached.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Hook {
-    /// BTF raw tracepoints: the arguments as the kernel passes them.
-    Btf,
-    /// Classic tracepoints: a trace record built per event.
-    Tracepoint,
-}
+/// How the programs were attached: BTF raw tracepoints (the arguments as
+/// the kernel passes them), else classic ones (a trace record built per event).
+use crate::results::Attach as Hook;
 
 /// A global a program reads as `const volatile`, set before it loads.
 pub(crate) enum Global {
@@ -62,7 +57,7 @@ pub(crate) struct Loaded {
     // Dropping it detaches and unloads everything, on every path.
     ebpf: Ebpf,
     programs: Vec<String>,
-    pub(crate) hook: Hook,
+    hook: Hook,
     meter: Meter,
     stacks: HashMap<i32, Vec<u64>>,
 }
@@ -88,7 +83,7 @@ impl Loaded {
             .collect();
         let all: Vec<(&str, &str)> = [("sched", "sched_process_fork")].into_iter().chain(events.iter().copied()).collect();
         let mut refusals = Vec::new();
-        for hook in [Hook::Btf, Hook::Tracepoint] {
+        for hook in [Hook::BtfRaw, Hook::Classic] {
             let mut loader = EbpfLoader::new();
             loader.btf(Some(&btf));
             for (name, value) in &values {
@@ -128,7 +123,7 @@ impl Loaded {
     }
 
     pub(crate) fn cost(&self) -> Option<ProgramCost> {
-        self.meter.during
+        self.meter.during.map(|cost| ProgramCost { attached: Some(self.hook), ..cost })
     }
 
     /// Events the programs could not record (full maps, waits nested too deep), all CPUs.
@@ -195,18 +190,18 @@ fn trace_tasks(ebpf: &mut Ebpf, tasks: &[i32]) -> Result<()> {
 fn attach(ebpf: &mut Ebpf, hook: Hook, (system, event): (&str, &str), btf: &Btf) -> Result<String> {
     let short = if event == "sched_process_fork" { "fork" } else { event };
     let name = match hook {
-        Hook::Btf => format!("{short}_btf"),
-        Hook::Tracepoint => format!("{short}_tp"),
+        Hook::BtfRaw => format!("{short}_btf"),
+        Hook::Classic => format!("{short}_tp"),
     };
     let program: &mut Program = ebpf.program_mut(&name).ok_or_else(|| anyhow!("the BPF object has no program {name}"))?;
     let failed = |e: aya::programs::ProgramError| anyhow!("{system}:{event}: {}", program_error(e));
     match hook {
-        Hook::Btf => {
+        Hook::BtfRaw => {
             let p: &mut BtfTracePoint = program.try_into()?;
             p.load(event, btf).map_err(failed)?;
             p.attach().map_err(failed)?;
         }
-        Hook::Tracepoint => {
+        Hook::Classic => {
             let p: &mut TracePoint = program.try_into()?;
             p.load().map_err(failed)?;
             p.attach(system, event).map_err(failed)?;
@@ -246,7 +241,7 @@ impl Meter {
         match (on, self.at_start, now) {
             (true, _, _) => self.at_start = now,
             (false, Some((runs0, ns0)), Some((runs, ns))) => {
-                self.during = Some(ProgramCost { runs: runs - runs0, seconds: (ns - ns0) as f64 / 1e9 })
+                self.during = Some(ProgramCost { runs: runs - runs0, seconds: (ns - ns0) as f64 / 1e9, attached: None })
             }
             _ => {}
         }

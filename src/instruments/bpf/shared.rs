@@ -26,7 +26,8 @@ macro_rules! shared {
             // SAFETY: plain integers (and arrays of them) with no padding, checked by `no_padding`.
             unsafe impl aya::Pod for $rust {}
         )*
-        /// The header the programs include (`bpf/fsscale.h`).
+        /// The header the programs include (`bpf/fsscale.h`), checked by a test.
+        #[cfg_attr(not(test), allow(dead_code))]
         pub(crate) const C_HEADER: &str = concat!(
             "/* SPDX-License-Identifier: (MIT OR Apache-2.0) OR GPL-2.0 */\n",
             "/* Generated from the Rust definitions in fsscale's instruments::bpf::shared: do not edit.\n",

@@ -306,11 +306,14 @@ impl Session<'_> {
         let outcome = signals::check().map_err(anyhow::Error::from).and_then(|()| {
             pool.run_on(*fs, slot.point, |dir, device| {
                 let until_steady = config.steady.filter(|_| slot.warmup && !spec.workload.is_fixed_work());
+                // `--profile-cost`'s baseline runs without the instruments.
+                let unprofiled = spec.variant.is_some_and(|v| config.variants[v].unprofiled);
                 let timing = Timing {
                     device,
                     drop_caches: spec.cache == Some(Cache::Cold),
                     until_steady,
                     memory: memory.map(MemoryLimit::switch),
+                    instruments: if unprofiled { Default::default() } else { schedule.timing.instruments },
                     ..schedule.timing.clone()
                 };
                 let Some(variant) = spec.variant.map(|v| &config.variants[v]) else {
