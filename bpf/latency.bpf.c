@@ -7,6 +7,27 @@
  */
 #include "common.bpf.h"
 
+/*
+ * On BTF raw tracepoints each task's state is in its own storage: whether
+ * it is traced (looked up in `tasks` once, at its first call in the
+ * window), and its open call. Every task on the machine enters the
+ * program at every call; after its first, one that is not traced costs a
+ * pointer test.
+ */
+struct task_calls {
+	__u32 traced; /* 1: traced; 2: not */
+	__u32 open;
+	struct call call;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct task_calls);
+} calls_of_task SEC(".maps");
+
+/* The classic tracepoints' open calls: user space shrinks it to one entry for tp_btf. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, OPEN);
@@ -21,7 +42,7 @@ struct {
 	__type(value, struct call_latency);
 } latency SEC(".maps");
 
-static __always_inline void enter(long nr)
+static __always_inline void enter_by_pid(long nr)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 
@@ -31,6 +52,28 @@ static __always_inline void enter(long nr)
 
 	if (bpf_map_update_elem(&calls, &tid, &c, BPF_ANY))
 		count_full();
+}
+
+static __always_inline void enter_in_task(long nr)
+{
+	struct task_struct *task;
+	struct task_calls *t;
+
+	if (!window_open())
+		return;
+	task = bpf_get_current_task_btf();
+	t = bpf_task_storage_get(&calls_of_task, task, NULL, 0);
+	if (!t) {
+		t = bpf_task_storage_get(&calls_of_task, task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (!t)
+			return;
+		t->traced = traced(task->pid) ? 1 : 2;
+	}
+	if (t->traced != 1)
+		return;
+	t->call.nr = nr;
+	t->open = 1;
+	t->call.start_ns = bpf_ktime_get_ns();
 }
 
 /* floor(log2(v)) for v > 0, as bcc's log2l. */
@@ -47,17 +90,9 @@ static __always_inline __u32 log2_of(__u64 v)
 	return r;
 }
 
-static __always_inline void leave(void)
+/* Adds a call of `took` ns to its number's per-CPU histogram. */
+static __always_inline void count_call(__u32 nr, __u64 took)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct call *c = bpf_map_lookup_elem(&calls, &tid);
-
-	if (!c)
-		return;
-	__u64 took = bpf_ktime_get_ns() - c->start_ns;
-	__u32 nr = c->nr;
-
-	bpf_map_delete_elem(&calls, &tid);
 	struct call_latency *l = bpf_map_lookup_elem(&latency, &nr);
 
 	if (!l) {
@@ -79,30 +114,54 @@ static __always_inline void leave(void)
 	l->slots[slot]++;
 }
 
+static __always_inline void leave_by_pid(void)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct call *c = bpf_map_lookup_elem(&calls, &tid);
+
+	if (!c)
+		return;
+	__u64 took = bpf_ktime_get_ns() - c->start_ns;
+	__u32 nr = c->nr;
+
+	bpf_map_delete_elem(&calls, &tid);
+	count_call(nr, took);
+}
+
+static __always_inline void leave_in_task(void)
+{
+	struct task_calls *t = bpf_task_storage_get(&calls_of_task, bpf_get_current_task_btf(), NULL, 0);
+
+	if (!t || !t->open)
+		return;
+	t->open = 0;
+	count_call(t->call.nr, bpf_ktime_get_ns() - t->call.start_ns);
+}
+
 SEC("tp_btf/sys_enter")
 int BPF_PROG(sys_enter_btf, struct pt_regs *regs, long id)
 {
-	enter(id);
+	enter_in_task(id);
 	return 0;
 }
 
 SEC("tp_btf/sys_exit")
 int BPF_PROG(sys_exit_btf, struct pt_regs *regs, long ret)
 {
-	leave();
+	leave_in_task();
 	return 0;
 }
 
 SEC("tracepoint/raw_syscalls/sys_enter")
 int sys_enter_tp(struct trace_event_raw_sys_enter *ctx)
 {
-	enter(ctx->id);
+	enter_by_pid(ctx->id);
 	return 0;
 }
 
 SEC("tracepoint/raw_syscalls/sys_exit")
 int sys_exit_tp(struct trace_event_raw_sys_exit *ctx)
 {
-	leave();
+	leave_by_pid();
 	return 0;
 }

@@ -8,6 +8,7 @@
  */
 #include "common.bpf.h"
 
+/* The classic tracepoints' open waits: user space shrinks it to one entry for tp_btf. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, OPEN);
@@ -28,9 +29,57 @@ const volatile __u8 identify_objects = 1;
 /*
  * A task has at most LOCK_LEVELS waits open: its own, and one begun inside
  * it (an interrupt's spinlock while it spins for a mutex); deeper ones are
- * counted as lost.
+ * counted as lost. On BTF raw tracepoints they live in the task's own
+ * storage; the classic tracepoints keep them in `waits` by (task, level).
  */
-static __always_inline void begin(__u64 lock, __u32 flags, void *ctx)
+struct task_waits {
+	struct wait level[LOCK_LEVELS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct task_waits);
+} waits_of_task SEC(".maps");
+
+/* A new wait into `w`: its stack, then its start (so the walk is not counted as waiting). */
+static __always_inline void open_wait(struct wait *w, __u64 lock, __u32 flags, void *ctx)
+{
+	w->lock = lock;
+	w->flags = flags;
+	/* A stack the map cannot take (a negative id) is kept as `[no stack]`. */
+	w->stack = bpf_get_stackid(ctx, &stacks, 0);
+	w->start_ns = bpf_ktime_get_ns();
+}
+
+static __always_inline void begin_in_task(__u64 lock, __u32 flags, void *ctx)
+{
+	struct task_waits *open;
+	int level;
+
+	if (!window_open() || !traced((__u32)bpf_get_current_pid_tgid()))
+		return;
+	open = bpf_task_storage_get(&waits_of_task, bpf_get_current_task_btf(), NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!open) {
+		count_full();
+		return;
+	}
+	for (level = 0; level < LOCK_LEVELS; level++) {
+		if (!open->level[level].lock) {
+			open_wait(&open->level[level], lock, flags, ctx);
+			return;
+		}
+		/* The same lock again (a mutex that spun, now sleeps): one wait, of the later kind. */
+		if (open->level[level].lock == lock) {
+			open->level[level].flags = flags;
+			return;
+		}
+	}
+	count_nested();
+}
+
+static __always_inline void begin_by_pid(__u64 lock, __u32 flags, void *ctx)
 {
 	struct wait_key key = { .tid = (__u32)bpf_get_current_pid_tgid() };
 	struct wait *open;
@@ -43,7 +92,6 @@ static __always_inline void begin(__u64 lock, __u32 flags, void *ctx)
 		open = bpf_map_lookup_elem(&waits, &key);
 		if (!open)
 			break;
-		/* The same lock again (a mutex that spun, now sleeps): one wait, of the later kind. */
 		if (open->lock == lock) {
 			open->flags = flags;
 			return;
@@ -53,14 +101,9 @@ static __always_inline void begin(__u64 lock, __u32 flags, void *ctx)
 		count_nested();
 		return;
 	}
-	struct wait w = {
-		.lock = lock,
-		.flags = flags,
-		/* A stack the map cannot take (a negative id) is kept as `[no stack]`. */
-		.stack = bpf_get_stackid(ctx, &stacks, 0),
-	};
-	/* Started after the stack walk, so that the walk is not counted as waiting. */
-	w.start_ns = bpf_ktime_get_ns();
+	struct wait w = {};
+
+	open_wait(&w, lock, flags, ctx);
 	if (bpf_map_update_elem(&waits, &key, &w, BPF_ANY))
 		count_full();
 }
@@ -146,28 +189,11 @@ static __always_inline void identify(struct lock_site *site, __u64 lock, __u32 f
 		bpf_core_read(&site->dev, sizeof(site->dev), &sb->s_dev);
 }
 
-static __always_inline void end(__u64 lock)
+/* Adds the ended wait `w` to the totals of its (lock, stack, flags). */
+static __always_inline void close_wait(struct wait *w)
 {
-	struct wait_key key = { .tid = (__u32)bpf_get_current_pid_tgid() };
-	struct wait *open = NULL;
-	int level;
-
-	if (!window_open())
-		return;
-	/* The innermost open wait on this lock; another lock's end leaves it open. */
-	for (level = LOCK_LEVELS - 1; level >= 0; level--) {
-		key.level = level;
-		open = bpf_map_lookup_elem(&waits, &key);
-		if (open && open->lock == lock)
-			break;
-		open = NULL;
-	}
-	if (!open)
-		return;
-	__u64 waited = bpf_ktime_get_ns() - open->start_ns;
-	struct lock_site_key at = { .lock = open->lock, .stack = open->stack, .flags = open->flags };
-
-	bpf_map_delete_elem(&waits, &key);
+	__u64 waited = bpf_ktime_get_ns() - w->start_ns;
+	struct lock_site_key at = { .lock = w->lock, .stack = w->stack, .flags = w->flags };
 	struct lock_site *site = bpf_map_lookup_elem(&sites, &at);
 
 	if (!site) {
@@ -189,30 +215,69 @@ static __always_inline void end(__u64 lock)
 		site->max_ns = waited;
 }
 
+/* The innermost open wait on this lock ends; another lock's end leaves it open. */
+static __always_inline void end_in_task(__u64 lock)
+{
+	struct task_waits *open;
+	int level;
+
+	if (!window_open())
+		return;
+	open = bpf_task_storage_get(&waits_of_task, bpf_get_current_task_btf(), NULL, 0);
+	if (!open)
+		return;
+	for (level = LOCK_LEVELS - 1; level >= 0; level--) {
+		if (open->level[level].lock == lock) {
+			close_wait(&open->level[level]);
+			open->level[level].lock = 0;
+			return;
+		}
+	}
+}
+
+static __always_inline void end_by_pid(__u64 lock)
+{
+	struct wait_key key = { .tid = (__u32)bpf_get_current_pid_tgid() };
+	struct wait *open;
+	int level;
+
+	if (!window_open())
+		return;
+	for (level = LOCK_LEVELS - 1; level >= 0; level--) {
+		key.level = level;
+		open = bpf_map_lookup_elem(&waits, &key);
+		if (open && open->lock == lock) {
+			close_wait(open);
+			bpf_map_delete_elem(&waits, &key);
+			return;
+		}
+	}
+}
+
 SEC("tp_btf/contention_begin")
 int BPF_PROG(contention_begin_btf, void *lock, unsigned int flags)
 {
-	begin((__u64)lock, flags, ctx);
+	begin_in_task((__u64)lock, flags, ctx);
 	return 0;
 }
 
 SEC("tp_btf/contention_end")
 int BPF_PROG(contention_end_btf, void *lock, int ret)
 {
-	end((__u64)lock);
+	end_in_task((__u64)lock);
 	return 0;
 }
 
 SEC("tracepoint/lock/contention_begin")
 int contention_begin_tp(struct trace_event_raw_contention_begin *ctx)
 {
-	begin((__u64)ctx->lock_addr, ctx->flags, ctx);
+	begin_by_pid((__u64)ctx->lock_addr, ctx->flags, ctx);
 	return 0;
 }
 
 SEC("tracepoint/lock/contention_end")
 int contention_end_tp(struct trace_event_raw_contention_end *ctx)
 {
-	end((__u64)ctx->lock_addr);
+	end_by_pid((__u64)ctx->lock_addr);
 	return 0;
 }

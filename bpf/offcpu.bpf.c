@@ -5,9 +5,21 @@
  * is switched in again the sleep is added to the totals of its (stack,
  * state), as libbpf-tools' offcputime does. Time asleep runs to the wakeup;
  * the wait for a CPU after it is kept apart.
+ *
+ * On BTF raw tracepoints the open sleep lives in the task's own storage:
+ * a switch-in or wakeup of a task never traced costs one pointer test, not
+ * a hash lookup. The classic tracepoints give only pids: a hash by pid.
  */
 #include "common.bpf.h"
 
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct sleep);
+} sleep_of_task SEC(".maps");
+
+/* The classic tracepoints' way: user space shrinks it to one entry for tp_btf. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, OPEN);
@@ -29,6 +41,7 @@ const volatile __u64 min_sleep_ns = 0;
 #define TASK_REPORT 0x7f
 #define TASK_NOLOAD 0x400
 #define TASK_RTLOCK_WAIT 0x1000
+#define SLEEPS (STATE_INTERRUPTIBLE | STATE_UNINTERRUPTIBLE | STATE_STOPPED | STATE_TRACED | STATE_IDLE)
 
 /*
  * A raw task state as the classic tracepoint's prev_state reports it
@@ -50,27 +63,19 @@ static __always_inline __u32 reported(__u32 raw)
 	return 0;
 }
 
-static __always_inline void switch_out(void *ctx, __u32 tid, __u32 state)
+/* Fills a new sleep: off the CPU from now (the stack walk is the scheduler's time, not the task's). */
+static __always_inline void begin_sleep(void *ctx, struct sleep *s, __u32 state)
 {
-	if (!(state & (STATE_INTERRUPTIBLE | STATE_UNINTERRUPTIBLE | STATE_STOPPED | STATE_TRACED | STATE_IDLE)))
-		return;
-	if (!traced(tid))
-		return;
-	/* Off the CPU from here: the stack walk is the scheduler's time, not the task's. */
-	struct sleep s = { .start_ns = bpf_ktime_get_ns(), .state = state };
-
+	s->start_ns = bpf_ktime_get_ns();
+	s->woken_ns = 0;
+	s->state = state;
 	/* The stack is the task's own: the program runs in it, before the switch. */
-	s.stack = bpf_get_stackid(ctx, &stacks, 0);
-	if (bpf_map_update_elem(&asleep, &tid, &s, BPF_ANY))
-		count_full();
+	s->stack = bpf_get_stackid(ctx, &stacks, 0);
 }
 
-static __always_inline void switch_in(__u32 tid)
+/* Adds an ended sleep to its site's totals. */
+static __always_inline void end_sleep(struct sleep *s)
 {
-	struct sleep *s = bpf_map_lookup_elem(&asleep, &tid);
-
-	if (!s)
-		return;
 	__u64 now = bpf_ktime_get_ns();
 	/* Never woken (stopped, or woken before the window): all of it asleep. */
 	__u64 woken = s->woken_ns ? s->woken_ns : now;
@@ -78,7 +83,6 @@ static __always_inline void switch_in(__u32 tid)
 	__u64 to_run = now - woken;
 	struct sleep_key key = { .stack = s->stack, .state = s->state };
 
-	bpf_map_delete_elem(&asleep, &tid);
 	if (slept < min_sleep_ns)
 		return;
 	struct sleep_site *site = bpf_map_lookup_elem(&sites, &key);
@@ -100,49 +104,75 @@ static __always_inline void switch_in(__u32 tid)
 		site->max_ns = slept;
 }
 
-static __always_inline void wakeup(__u32 tid)
-{
-	struct sleep *s;
-
-	if (!window_open())
-		return;
-	s = bpf_map_lookup_elem(&asleep, &tid);
-	if (s && !s->woken_ns)
-		s->woken_ns = bpf_ktime_get_ns();
-}
-
 /* Linux 5.18 and later pass the state the task had as it was switched out. */
 SEC("tp_btf/sched_switch")
 int BPF_PROG(sched_switch_btf, bool preempt, struct task_struct *prev, struct task_struct *next, unsigned int prev_state)
 {
-	if (!window_open())
-		return 0;
-	if (!preempt)
-		switch_out(ctx, prev->pid, reported(prev_state));
-	switch_in(next->pid);
-	return 0;
-}
+	struct sleep *s;
+	__u32 state;
 
-SEC("tracepoint/sched/sched_switch")
-int sched_switch_tp(struct trace_event_raw_sched_switch *ctx)
-{
 	if (!window_open())
 		return 0;
-	switch_out(ctx, ctx->prev_pid, ctx->prev_state);
-	switch_in(ctx->next_pid);
+	state = preempt ? 0 : reported(prev_state);
+	if ((state & SLEEPS) && traced(prev->pid)) {
+		s = bpf_task_storage_get(&sleep_of_task, prev, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (s)
+			begin_sleep(ctx, s, state);
+		else
+			count_full();
+	}
+	/* A task that never slept traced has no storage: no lookup, no allocation. */
+	s = bpf_task_storage_get(&sleep_of_task, next, NULL, 0);
+	if (s && s->start_ns) {
+		end_sleep(s);
+		s->start_ns = 0;
+	}
 	return 0;
 }
 
 SEC("tp_btf/sched_wakeup")
 int BPF_PROG(sched_wakeup_btf, struct task_struct *p)
 {
-	wakeup(p->pid);
+	struct sleep *s = bpf_task_storage_get(&sleep_of_task, p, NULL, 0);
+
+	if (s && s->start_ns && !s->woken_ns)
+		s->woken_ns = bpf_ktime_get_ns();
+	return 0;
+}
+
+SEC("tracepoint/sched/sched_switch")
+int sched_switch_tp(struct trace_event_raw_sched_switch *ctx)
+{
+	__u32 prev = ctx->prev_pid, next = ctx->next_pid;
+	struct sleep *s;
+
+	if (!window_open())
+		return 0;
+	if ((ctx->prev_state & SLEEPS) && traced(prev)) {
+		struct sleep fresh = {};
+
+		begin_sleep(ctx, &fresh, ctx->prev_state);
+		if (bpf_map_update_elem(&asleep, &prev, &fresh, BPF_ANY))
+			count_full();
+	}
+	s = bpf_map_lookup_elem(&asleep, &next);
+	if (s) {
+		end_sleep(s);
+		bpf_map_delete_elem(&asleep, &next);
+	}
 	return 0;
 }
 
 SEC("tracepoint/sched/sched_wakeup")
 int sched_wakeup_tp(struct trace_event_raw_sched_wakeup_template *ctx)
 {
-	wakeup(ctx->pid);
+	__u32 pid = ctx->pid;
+	struct sleep *s;
+
+	if (!window_open())
+		return 0;
+	s = bpf_map_lookup_elem(&asleep, &pid);
+	if (s && !s->woken_ns)
+		s->woken_ns = bpf_ktime_get_ns();
 	return 0;
 }

@@ -541,9 +541,9 @@ impl InstrumentConfig {
             (self.latency, "latency"),
             (self.verify, "verify"),
         ]
-            .into_iter()
-            .filter_map(|(on, name)| on.then_some(name))
-            .collect()
+        .into_iter()
+        .filter_map(|(on, name)| on.then_some(name))
+        .collect()
     }
 }
 

@@ -7,7 +7,7 @@
 #include "../common.bpf.h"
 
 SEC("tp_btf/sched_wakeup")
-int BPF_PROG(refused_btf, struct task_struct *p)
+int BPF_PROG(sched_wakeup_btf, struct task_struct *p)
 {
 	__u32 tid = p->pid;
 	__u8 *seen = bpf_map_lookup_elem(&tasks, &tid);

@@ -95,7 +95,9 @@ impl InstrumentConfig {
         }
         if self.latency {
             // Loaded and attached once, for no task: a kernel that will not run it is found now, not in a run.
-            if let Some(why) = bpf::unavailable().or_else(|| latency::BpfLatency::arm(&[]).err().map(|e| format!("{e:#}"))) {
+            if let Some(why) =
+                bpf::unavailable().or_else(|| latency::BpfLatency::arm(&[]).err().map(|e| format!("{e:#}")))
+            {
                 bail!("--profile latency needs BPF, which this kernel will not run: {why}");
             }
         }
@@ -117,7 +119,9 @@ impl InstrumentConfig {
     fn bpf_refused(&self) -> Option<String> {
         bpf::unavailable()
             .or_else(|| self.locks.then(|| locks::bpf::BpfLocks::arm(&[]).err()).flatten().map(|e| format!("{e:#}")))
-            .or_else(|| self.offcpu.then(|| offcpu::bpf::BpfSleeps::arm(&[], 0).err()).flatten().map(|e| format!("{e:#}")))
+            .or_else(|| {
+                self.offcpu.then(|| offcpu::bpf::BpfSleeps::arm(&[], 0).err()).flatten().map(|e| format!("{e:#}"))
+            })
     }
 
     /// The capabilities (of `have`, a `CapEff` mask) the instruments asked

@@ -56,7 +56,8 @@ pub fn from_flags(setups: &[String], teardowns: &[String]) -> Result<Vec<Variant
 /// two variants paired round by round, so that what profiling costs is a
 /// ratio with its interval from one invocation (the first is the baseline).
 pub fn profile_cost() -> Vec<Variant> {
-    let variant = |name: &str, unprofiled| Variant { name: name.into(), setup: String::new(), teardown: None, unprofiled };
+    let variant =
+        |name: &str, unprofiled| Variant { name: name.into(), setup: String::new(), teardown: None, unprofiled };
     vec![variant("unprofiled", true), variant("profiled", false)]
 }
 

@@ -487,6 +487,7 @@ mod tests {
             asleep_s: asleep_s * 4.0 / 3.0,
             wake_to_run_s: 0.05,
             lost_events: 0,
+            min_sleep_s: 0.0,
             sites: vec![
                 site("wait_for_completion_io_timeout ← submit_bio_wait ← blkdev_issue_flush", 300, asleep_s),
                 site("folio_wait_bit ← folio_wait_writeback ← __filemap_fdatawait_range", 100, asleep_s / 3.0),

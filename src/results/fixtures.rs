@@ -29,7 +29,7 @@ pub fn run(run: usize, per_worker: &[u64], elapsed_s: f64) -> RunRecord {
         sched: Vec::new(),
         locks: None,
         offcpu: None,
-            kernel_latency: None,
+        kernel_latency: None,
         cpu_profile: None,
         syscalls: None,
         nodes: None,

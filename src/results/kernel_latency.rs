@@ -92,7 +92,9 @@ impl KernelLatency {
             t.lost_events += p.lost_events;
             t.programs = ProgramCost::add(t.programs, p.programs);
             for c in &p.calls {
-                let sum = calls.entry(c.call.clone()).or_insert_with(|| CallLatency { call: c.call.clone(), ..Default::default() });
+                let sum = calls
+                    .entry(c.call.clone())
+                    .or_insert_with(|| CallLatency { call: c.call.clone(), ..Default::default() });
                 sum.count += c.count;
                 sum.total_s += c.total_s;
                 if sum.log2_ns.len() < c.log2_ns.len() {

@@ -24,7 +24,8 @@ pub use journal::{journal_path, Saver};
 pub use kernel_latency::{CallLatency, KernelLatency};
 pub use offcpu::{OffCpuProfile, SleepSite};
 pub use profile::{
-    Attach, Collector, CpuProfile, FunctionShare, LockObject, LockProfile, LockSite, ProgramCost, SyscallCheck, SyscallCount,
+    Attach, Collector, CpuProfile, FunctionShare, LockObject, LockProfile, LockSite, ProgramCost, SyscallCheck,
+    SyscallCount,
 };
 pub use run::{
     NodeOps, RunFigure, RunNoise, RunRecord, SchedShares, SteadyOutcome, SystemCpu, Timeline, WorkerCpu, WorkerSched,

@@ -148,6 +148,7 @@ mod tests {
             asleep_s: 0.3,
             wake_to_run_s: 0.01,
             lost_events: 1,
+            min_sleep_s: 0.0,
             sites: vec![site("x", "uninterruptible", 0.2, 2), site("y", "interruptible", 0.1, 1)],
             folded: [("a;b".to_string(), 200_000u64), ("a;c".to_string(), 100_000)].into(),
         };

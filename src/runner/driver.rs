@@ -92,7 +92,7 @@ pub(super) fn run_driver(
         sched: Vec::new(),
         locks: None,
         offcpu: None,
-            kernel_latency: None,
+        kernel_latency: None,
         cpu_profile: None,
         syscalls: None,
         nodes: None,

@@ -65,12 +65,15 @@ pub(crate) struct Loaded {
 impl Loaded {
     /// Loads `object` with `globals`, traces `tasks` and attaches a program
     /// to each of `events` (`system`, `event`): BTF raw tracepoints, else
-    /// classic ones. Off until [`Loaded::switch`]; `what` names it in errors.
+    /// classic ones. The maps in `classic_only` only the classic programs
+    /// use; on BTF raw tracepoints they are made with one entry. Off until
+    /// [`Loaded::switch`]; `what` names it in errors.
     pub(crate) fn load(
         what: &str,
         object: &[u8],
         globals: &[(&str, Global)],
         events: &[(&str, &str)],
+        classic_only: &[&str],
         tasks: &[i32],
     ) -> Result<Loaded> {
         let btf = Btf::from_sys_fs().map_err(|e| anyhow!("{what}: reading the kernel's BTF: {e}"))?;
@@ -81,13 +84,20 @@ impl Loaded {
                 Global::U64(v) => (*name, v.to_ne_bytes().to_vec()),
             })
             .collect();
-        let all: Vec<(&str, &str)> = [("sched", "sched_process_fork")].into_iter().chain(events.iter().copied()).collect();
+        let all: Vec<(&str, &str)> =
+            [("sched", "sched_process_fork")].into_iter().chain(events.iter().copied()).collect();
         let mut refusals = Vec::new();
         for hook in [Hook::BtfRaw, Hook::Classic] {
             let mut loader = EbpfLoader::new();
-            loader.btf(Some(&btf));
+            // Task storage (the programs' per-task state) has no typed map in aya; the programs alone use it.
+            loader.btf(Some(&btf)).allow_unsupported_maps();
             for (name, value) in &values {
                 loader.override_global(name, value.as_slice(), true);
+            }
+            if hook == Hook::BtfRaw {
+                for name in classic_only {
+                    loader.map_max_entries(name, 1);
+                }
             }
             let mut ebpf = loader.load(object).map_err(|e| anyhow!("{what}: loading its BPF object: {e:#}"))?;
             trace_tasks(&mut ebpf, tasks).with_context(|| what.to_string())?;
@@ -193,7 +203,8 @@ fn attach(ebpf: &mut Ebpf, hook: Hook, (system, event): (&str, &str), btf: &Btf)
         Hook::BtfRaw => format!("{short}_btf"),
         Hook::Classic => format!("{short}_tp"),
     };
-    let program: &mut Program = ebpf.program_mut(&name).ok_or_else(|| anyhow!("the BPF object has no program {name}"))?;
+    let program: &mut Program =
+        ebpf.program_mut(&name).ok_or_else(|| anyhow!("the BPF object has no program {name}"))?;
     let failed = |e: aya::programs::ProgramError| anyhow!("{system}:{event}: {}", program_error(e));
     match hook {
         Hook::BtfRaw => {
@@ -245,5 +256,102 @@ impl Meter {
             }
             _ => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shared::{SleepKey, SleepSite, STATE_INTERRUPTIBLE};
+    use super::*;
+
+    /// Root and a kernel with BTF, or a visible skip (a failure under CI, which has both).
+    fn can_load(test: &str) -> bool {
+        // SAFETY: geteuid has no preconditions.
+        let missing = if unsafe { libc::geteuid() } != 0 { Some("needs root".to_string()) } else { unavailable() };
+        let Some(missing) = missing else { return true };
+        assert!(std::env::var_os("CI").is_none(), "{test}: {missing}; under CI it must run");
+        eprintln!("SKIPPED {test}: {missing}");
+        false
+    }
+
+    fn this_thread() -> i32 {
+        // SAFETY: gettid has no preconditions.
+        unsafe { libc::gettid() }
+    }
+
+    #[test]
+    fn the_latency_program_times_this_threads_calls_on_btf_raw_tracepoints() {
+        if !can_load("latency program") {
+            return;
+        }
+        let events = [("raw_syscalls", "sys_enter"), ("raw_syscalls", "sys_exit")];
+        let mut loaded = Loaded::load("test", objects::LATENCY, &[], &events, &["calls"], &[this_thread()]).unwrap();
+        assert_eq!(loaded.hook, Hook::BtfRaw, "this kernel has BTF raw tracepoints");
+        // Calls before the window are not counted.
+        for _ in 0..100 {
+            // SAFETY: getppid has no preconditions.
+            unsafe { libc::syscall(libc::SYS_getppid) };
+        }
+        loaded.switch(true).unwrap();
+        for _ in 0..1000 {
+            // SAFETY: as above.
+            unsafe { libc::syscall(libc::SYS_getppid) };
+        }
+        loaded.switch(false).unwrap();
+        let entries: Vec<(u32, Vec<shared::CallLatency>)> = loaded.per_cpu_entries("latency").unwrap();
+        let getppid: u64 = entries
+            .iter()
+            .filter(|(nr, _)| i64::from(*nr) == libc::SYS_getppid)
+            .flat_map(|(_, cpus)| cpus.iter().map(|c| c.count))
+            .sum();
+        assert_eq!(getppid, 1000, "exactly the window's calls of this thread");
+        let cost = loaded.cost().expect("the kernel counts the programs' runs");
+        assert!(cost.runs >= 2000, "{cost:?}");
+        assert_eq!(cost.attached, Some(Hook::BtfRaw));
+    }
+
+    #[test]
+    fn the_offcpu_program_sums_this_threads_sleeps_by_stack_and_state() {
+        if !can_load("offcpu program") {
+            return;
+        }
+        let events = [("sched", "sched_switch"), ("sched", "sched_wakeup")];
+        let globals = [("min_sleep_ns", Global::U64(0))];
+        let mut loaded =
+            Loaded::load("test", objects::OFFCPU, &globals, &events, &["asleep"], &[this_thread()]).unwrap();
+        assert_eq!(loaded.hook, Hook::BtfRaw);
+        loaded.switch(true).unwrap();
+        for _ in 0..20 {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        loaded.switch(false).unwrap();
+        let sites: Vec<(SleepKey, SleepSite)> = loaded.entries("sites").unwrap();
+        let (key, site) = sites.iter().max_by_key(|(_, s)| s.count).expect("the sleeps were summed");
+        assert_eq!(key.state, STATE_INTERRUPTIBLE, "nanosleep sleeps interruptibly");
+        assert!((20..=22).contains(&site.count), "{site:?}");
+        // At least the 2 ms asked for each, to the wakeup.
+        assert!(site.asleep_ns >= 40_000_000, "{site:?}");
+        assert!(!loaded.frames(key.stack).unwrap().is_empty(), "with its kernel stack");
+        assert_eq!(loaded.lost().unwrap(), 0);
+    }
+
+    #[test]
+    fn a_refused_program_names_its_c_line() {
+        if !can_load("refused program") {
+            return;
+        }
+        const REFUSED: &[u8] = aya::include_bytes_aligned!("../../../bpf/out/tests/refused.bpf.o");
+        let source = include_str!("../../../bpf/tests/refused.bpf.c");
+        let line = 1 + source.lines().position(|l| l.contains("refused: seen may be NULL")).unwrap();
+        let btf = Btf::from_sys_fs().unwrap();
+        let mut ebpf = EbpfLoader::new().btf(Some(&btf)).load(REFUSED).unwrap();
+        let error =
+            attach(&mut ebpf, Hook::BtfRaw, ("sched", "sched_wakeup"), &btf).map(|_| ()).unwrap_err().to_string();
+        // `refused_btf` is named as `attach` names programs: {event}_btf.
+        assert!(error.contains("its verifier said"), "{error}");
+        assert!(
+            error.contains(&format!("refused.bpf.c:{line}")),
+            "the verifier's log names the C line {line}: {error}"
+        );
     }
 }

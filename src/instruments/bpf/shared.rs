@@ -50,15 +50,27 @@ macro_rules! shared {
 }
 
 macro_rules! c_type {
-    (u64) => { "__u64" };
-    (u32) => { "__u32" };
-    (i32) => { "__s32" };
-    ([$t:tt; $n:ident]) => { c_type!($t) };
+    (u64) => {
+        "__u64"
+    };
+    (u32) => {
+        "__u32"
+    };
+    (i32) => {
+        "__s32"
+    };
+    ([$t:tt; $n:ident]) => {
+        c_type!($t)
+    };
 }
 
 macro_rules! c_extent {
-    ([$t:tt; $n:ident]) => { concat!("[", stringify!($n), "]") };
-    ($t:tt) => { "" };
+    ([$t:tt; $n:ident]) => {
+        concat!("[", stringify!($n), "]")
+    };
+    ($t:tt) => {
+        ""
+    };
 }
 
 shared! {

@@ -24,7 +24,7 @@ impl BpfLocks {
     pub(crate) fn arm(tasks: &[i32]) -> Result<BpfLocks> {
         let events = [("lock", "contention_begin"), ("lock", "contention_end")];
         let globals = [("identify_objects", Global::U8(1))];
-        Ok(BpfLocks { loaded: Loaded::load("--profile locks", objects::LOCKS, &globals, &events, tasks)? })
+        Ok(BpfLocks { loaded: Loaded::load("--profile locks", objects::LOCKS, &globals, &events, &["waits"], tasks)? })
     }
 }
 

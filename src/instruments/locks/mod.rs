@@ -198,7 +198,8 @@ mod tests {
         // No lock frames at all: the top three.
         assert_eq!(site_of(&["a", "b", "c", "d"]), "a ← b ← c");
         // A BPF raw tracepoint's stack: the program (unnamed), its runner, then the kernel.
-        let btf = ["[unknown]", "bpf_trace_run2", "__pv_queued_spin_lock_slowpath", "_raw_spin_lock", "d_alloc", "lookup"];
+        let btf =
+            ["[unknown]", "bpf_trace_run2", "__pv_queued_spin_lock_slowpath", "_raw_spin_lock", "d_alloc", "lookup"];
         assert_eq!(site_of(&btf), "_raw_spin_lock ← d_alloc ← lookup");
         assert_eq!(site_of(&[]), "[no stack]");
     }

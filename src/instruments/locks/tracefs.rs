@@ -38,7 +38,9 @@ impl TracefsLocks {
     pub(crate) fn arm(tasks: &[i32]) -> Result<TracefsLocks> {
         let lock_at = field("lock", "contention_begin", "lock_addr", 8)?;
         if field("lock", "contention_end", "lock_addr", 8)? != lock_at {
-            anyhow::bail!("lock:contention_begin and contention_end keep lock_addr at different offsets on this kernel");
+            anyhow::bail!(
+                "lock:contention_begin and contention_end keep lock_addr at different offsets on this kernel"
+            );
         }
         let ids = Ids {
             begin: event_id("lock", "contention_begin")?,

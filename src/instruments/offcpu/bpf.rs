@@ -22,7 +22,7 @@ impl BpfSleeps {
     pub(crate) fn arm(tasks: &[i32], min_sleep_ns: u64) -> Result<BpfSleeps> {
         let events = [("sched", "sched_switch"), ("sched", "sched_wakeup")];
         let globals = [("min_sleep_ns", Global::U64(min_sleep_ns))];
-        let loaded = Loaded::load("--profile offcpu", objects::OFFCPU, &globals, &events, tasks)?;
+        let loaded = Loaded::load("--profile offcpu", objects::OFFCPU, &globals, &events, &["asleep"], tasks)?;
         Ok(BpfSleeps { loaded, min_sleep_ns })
     }
 }

@@ -124,7 +124,8 @@ impl Sleeps {
             site.count += t.count;
             site.asleep_s += t.asleep_ns as f64 / 1e9;
             site.max_asleep_s = site.max_asleep_s.max(t.max_ns as f64 / 1e9);
-            let mut root_first: Vec<&str> = below_tracer(&names).iter().copied().filter(|n| !is_tracing(n)).rev().collect();
+            let mut root_first: Vec<&str> =
+                below_tracer(&names).iter().copied().filter(|n| !is_tracing(n)).rev().collect();
             if root_first.is_empty() {
                 root_first.push("[no stack]");
             }

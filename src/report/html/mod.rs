@@ -635,6 +635,7 @@ mod change_tests {
                     asleep_s: 0.0,
                     wake_to_run_s: 0.0,
                     lost_events: 0,
+                    min_sleep_s: 0.0,
                     sites: Vec::new(),
                     folded: Default::default(),
                 });

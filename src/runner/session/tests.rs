@@ -172,7 +172,12 @@ fn until_ci_stops_a_steady_point_early_and_runs_a_noisy_one_to_the_cap() {
 #[test]
 fn variants_go_on_in_lockstep_until_their_paired_ratio_is_precise() {
     let dir = tempfile::tempdir().unwrap();
-    let variant = |name: &str| crate::vocab::Variant { name: name.into(), setup: String::new(), teardown: None, unprofiled: false };
+    let variant = |name: &str| crate::vocab::Variant {
+        name: name.into(),
+        setup: String::new(),
+        teardown: None,
+        unprofiled: false,
+    };
     let config = RunConfig {
         runs: 3,
         warmup_runs: 0,
