@@ -52,6 +52,9 @@ impl InstrumentConfig {
                 via.name()
             );
         }
+        if self.min_sleep_us > 0 && !self.offcpu {
+            bail!("--min-sleep chooses which sleeps --profile offcpu counts; add --profile offcpu, or drop it");
+        }
         if !self.any() {
             return Ok((resolved, notes));
         }
@@ -89,9 +92,6 @@ impl InstrumentConfig {
             if self.verify {
                 tracefs::event_id("raw_syscalls", "sys_enter").map_err(|e| anyhow::anyhow!("--verify: {e:#}"))?;
             }
-        }
-        if self.min_sleep_us > 0 && !self.offcpu {
-            bail!("--min-sleep chooses which sleeps --profile offcpu counts; add --profile offcpu, or drop it");
         }
         if self.latency {
             // Loaded and attached once, for no task: a kernel that will not run it is found now, not in a run.

@@ -590,3 +590,89 @@ fn another_tools_perf_stat_counts_the_tracepoints_fsscale_profiles() {
     let profile = env.results().points[0].offcpu_profile().map(|(p, _)| p.sleeps);
     assert!(profile.is_some_and(|s| s > 0), "fsscale's own profile still counts: {profile:?}");
 }
+
+#[test]
+fn the_kernel_times_each_system_call_of_the_workers() {
+    if !can_trace("latency profile of open-close") {
+        return;
+    }
+    let env = TestEnv::new();
+    let out = env.run(&["open-close", "-j", "2", "-n", "2", "--duration", "0.2", "--profile", "latency"]);
+    assert_success(&out);
+    let doc = env.results();
+    for p in &doc.points {
+        for run in &p.runs {
+            let profile = run.kernel_latency.as_ref().expect("every run has its latency profile");
+            let count = |name: &str| profile.calls.iter().find(|c| c.call == name).map_or(0, |c| c.count);
+            // Each op is one openat and one close; the window's edges may cut an op per worker.
+            for call in ["openat", "close"] {
+                let n = count(call);
+                assert!(n.abs_diff(run.ops) <= 4 + run.ops / 1000, "{call}: {n} calls, {} ops", run.ops);
+            }
+            let openat = profile.calls.iter().find(|c| c.call == "openat").unwrap();
+            assert_eq!(openat.log2_ns.iter().sum::<u64>(), openat.count, "every call is in a slot");
+            let p50 = openat.quantile_s(0.5).unwrap();
+            assert!((1e-8..1e-3).contains(&p50), "an openat of a cached file takes about a microsecond: {p50}");
+            assert_eq!(profile.programs.and_then(|c| c.attached), Some(fsscale::results::Attach::BtfRaw));
+        }
+    }
+    let text = stdout(&out);
+    assert!(text.contains("time in the kernel per system call, process private x2 (2 runs): "), "{text}");
+    assert!(text.lines().any(|l| l.trim_start().starts_with("openat ")), "an openat row: {text}");
+    assert!(text.contains("its BPF programs (on BTF raw tracepoints) ran "), "{text}");
+}
+
+#[test]
+fn short_sleeps_are_left_out_as_asked_and_the_results_say_so() {
+    if !can_trace("off-CPU profile with --min-sleep") {
+        return;
+    }
+    let env = TestEnv::new();
+    let args = ["fsync", "--fs", "ext4", "-j", "2", "-n", "1", "--duration", "0.3", "--profile", "offcpu"];
+    let out = env.run(&[&args[..], &["--min-sleep", "100us"]].concat());
+    assert_success(&out);
+    let doc = env.results();
+    assert_eq!(doc.settings.instruments.via.map(|c| c.name()), Some("bpf"), "BPF by default on this kernel");
+    let (profile, _) = doc.points[0].offcpu_profile().unwrap();
+    assert!((profile.min_sleep_s - 1e-4).abs() < 1e-12, "{}", profile.min_sleep_s);
+    assert!(profile.sleeps > 0);
+    for site in &profile.sites {
+        assert!(site.asleep_s / site.count as f64 >= 1e-4, "{}: {} sleeps, {} s", site.site, site.count, site.asleep_s);
+    }
+}
+
+#[test]
+fn profile_cost_pairs_runs_with_the_instruments_off_and_on() {
+    if !can_trace("--profile-cost") {
+        return;
+    }
+    let env = TestEnv::new();
+    let args = ["stat", "-j", "1", "-n", "2", "--max-runs", "2", "--duration", "0.1", "--share", "private"];
+    let out = env.run(&[&args[..], &["--profile", "latency", "--profile-cost"]].concat());
+    assert_success(&out);
+    let doc = env.results();
+    let names: Vec<&str> = doc.settings.variants.iter().map(|v| v.name.as_str()).collect();
+    assert_eq!(names, ["unprofiled", "profiled"]);
+    for p in &doc.points {
+        let profiled = p.variant.as_deref() == Some("profiled");
+        assert_eq!(p.runs.len(), 2);
+        assert!(p.runs.iter().all(|r| r.kernel_latency.is_some() == profiled), "{:?}", p.variant);
+    }
+    let compare = fsscale().arg("compare").arg(&env.output).args(["--between", "variant=unprofiled,profiled"]).output();
+    let compare = compare.unwrap();
+    assert_success(&compare);
+    assert!(stdout(&compare).contains("stat variant unprofiled→profiled"), "{}", stdout(&compare));
+    // Without an instrument there is nothing to cost; with --variant it would be two designs in one.
+    let refused = env.run(&["stat", "-j", "1", "--profile-cost"]);
+    assert!(
+        stderr(&refused).contains("--profile-cost measures what --profile or --verify costs; add one of them"),
+        "{}",
+        stderr(&refused)
+    );
+    let refused = env.run(&["stat", "-j", "1", "--min-sleep", "1ms"]);
+    assert!(
+        stderr(&refused).contains("--min-sleep chooses which sleeps --profile offcpu counts"),
+        "{}",
+        stderr(&refused)
+    );
+}
