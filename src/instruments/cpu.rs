@@ -9,7 +9,7 @@ use perf_event_open_sys::bindings as b;
 
 use super::kallsyms::KernelSymbols;
 use super::perf::{attr, PerfEvent};
-use super::usersyms::UserSymbols;
+use super::usersyms::{Mapping, ProcessMaps, UserSymbols};
 use super::{u32_at, u64_at};
 use crate::results::CpuProfile;
 
@@ -53,8 +53,9 @@ impl Source {
     }
 }
 
-/// A sample: the task and its call chain (context markers included).
+/// A sample: the task (its process and thread) and its call chain (context markers included).
 struct Sample {
+    pid: i32,
     tid: i32,
     chain: Vec<u64>,
 }
@@ -68,7 +69,10 @@ pub struct CpuSampler {
     /// The last drain's samples of tasks not (yet) known to be members: a
     /// fork record may be read a drain after its child's first samples.
     unknown: Vec<Sample>,
-    folded: HashMap<Vec<u64>, u64>,
+    /// Per (process, chain): user frames are named from each process's own files.
+    folded: HashMap<(i32, Vec<u64>), u64>,
+    /// The executable mappings of the processes sampled.
+    maps: ProcessMaps,
     samples: u64,
     kernel_samples: u64,
     lost: u64,
@@ -84,6 +88,9 @@ impl CpuSampler {
                 let mut attr = source.attr();
                 attr.sample_type = (b::PERF_SAMPLE_TID | b::PERF_SAMPLE_CALLCHAIN) as u64;
                 attr.set_task(1); // fork records: which tasks the workers start
+                                  // mmap records of executable mappings: the files a started command's frames are in.
+                attr.set_mmap(1);
+                attr.set_mmap2(1);
                 let what = format!("{} sampling on CPU {cpu}", source.name());
                 match PerfEvent::open(&mut attr, -1, cpu as i32, &what) {
                     Ok(event) => break event,
@@ -95,12 +102,18 @@ impl CpuSampler {
             event.map_ring(RING_PAGES)?;
             events.push(event);
         }
+        let mut maps = ProcessMaps::default();
+        // The workers' processes as they are now; what they map from here on comes as records.
+        for &task in tasks {
+            maps.snapshot(process_of(task));
+        }
         Ok(CpuSampler {
             event: source.name(),
             events,
             members: tasks.iter().copied().collect(),
             unknown: Vec::new(),
             folded: HashMap::new(),
+            maps,
             samples: 0,
             kernel_samples: 0,
             lost: 0,
@@ -118,9 +131,11 @@ impl CpuSampler {
     pub(crate) fn drain(&mut self) {
         let mut samples = Vec::new();
         let mut forks = Vec::new();
+        let mut mappings = Vec::new();
         let mut lost = 0;
         for event in &mut self.events {
             event.drain(|kind, body| match kind {
+                b::PERF_RECORD_MMAP2 => mappings.extend(mapping_of(body)),
                 b::PERF_RECORD_SAMPLE => {
                     if let Some(sample) = parse_sample(body) {
                         samples.push(sample);
@@ -133,6 +148,9 @@ impl CpuSampler {
             });
         }
         self.lost += lost;
+        for (pid, mapping) in mappings {
+            self.maps.record(pid, mapping);
+        }
         for (tid, parent) in forks {
             if self.members.contains(&parent) {
                 self.members.insert(tid);
@@ -143,25 +161,27 @@ impl CpuSampler {
         // another task's (the sampling is system-wide) and dropped.
         for sample in std::mem::take(&mut self.unknown) {
             if self.members.contains(&sample.tid) {
-                self.add(sample.chain);
+                self.add(sample);
             }
         }
         for sample in samples {
             if self.members.contains(&sample.tid) {
-                self.add(sample.chain);
+                self.add(sample);
             } else if sample.tid != 0 {
                 self.unknown.push(sample);
             }
         }
     }
 
-    fn add(&mut self, chain: Vec<u64>) {
+    fn add(&mut self, sample: Sample) {
         self.samples += 1;
         // The first context marker tells where the sample hit.
-        if chain.first() == Some(&b::PERF_CONTEXT_KERNEL) {
+        if sample.chain.first() == Some(&b::PERF_CONTEXT_KERNEL) {
             self.kernel_samples += 1;
         }
-        *self.folded.entry(chain).or_default() += 1;
+        // A process first seen now (a command's child) is read while it lives.
+        self.maps.snapshot(sample.pid);
+        *self.folded.entry((sample.pid, sample.chain)).or_default() += 1;
     }
 
     /// The window's samples, symbolised and folded.
@@ -169,11 +189,12 @@ impl CpuSampler {
         self.drain();
         // The last samples' fork records are in by now too.
         self.drain();
+        // Read now, not before the run: a module loaded since (a filesystem's) has its names.
         let kernel = KernelSymbols::now()?;
-        let user = UserSymbols::load();
+        let user = UserSymbols::of(std::mem::take(&mut self.maps));
         let mut folded = BTreeMap::new();
-        for (chain, n) in &self.folded {
-            *folded.entry(fold(chain, &kernel, &user)).or_default() += n;
+        for ((pid, chain), n) in &self.folded {
+            *folded.entry(fold(chain, &kernel, &user, *pid)).or_default() += n;
         }
         Ok(CpuProfile {
             event: self.event.to_string(),
@@ -186,9 +207,9 @@ impl CpuSampler {
     }
 }
 
-/// A call chain (leaf first, with context markers) as a folded stack, root
-/// first: user frames, then kernel frames.
-fn fold(chain: &[u64], kernel: &KernelSymbols, user: &UserSymbols) -> String {
+/// A call chain (leaf first, with context markers) of process `pid` as a
+/// folded stack, root first: user frames, then kernel frames.
+fn fold(chain: &[u64], kernel: &KernelSymbols, user: &UserSymbols, pid: i32) -> String {
     let mut in_kernel = false;
     let mut frames: Vec<String> = Vec::with_capacity(chain.len());
     for &address in chain {
@@ -196,7 +217,7 @@ fn fold(chain: &[u64], kernel: &KernelSymbols, user: &UserSymbols) -> String {
             in_kernel = address == b::PERF_CONTEXT_KERNEL;
             continue;
         }
-        let name = if in_kernel { kernel.function(address) } else { user.function(address) };
+        let name = if in_kernel { kernel.function(address) } else { user.function(pid, address) };
         let name = name.unwrap_or("[unknown]");
         // Consecutive unknown frames say nothing more than one.
         if name == "[unknown]" && frames.last().is_some_and(|f| f == name) {
@@ -220,12 +241,29 @@ fn fork_of(body: &[u8]) -> (i32, i32) {
     (u32_at(body, 8) as i32, u32_at(body, 12) as i32)
 }
 
+/// The process a task belongs to (its thread group), from `/proc`; the task itself if that cannot be read.
+fn process_of(task: i32) -> i32 {
+    let status = std::fs::read_to_string(format!("/proc/{task}/status")).unwrap_or_default();
+    status.lines().find_map(|l| l.strip_prefix("Tgid:")).and_then(|v| v.trim().parse().ok()).unwrap_or(task)
+}
+
+/// An mmap2 record's process and executable mapping: pid, tid, addr, len,
+/// pgoff (u32, u32, u64 each), 24 bytes of device and inode, prot, flags
+/// (u32 each), then the file's name, NUL-terminated.
+fn mapping_of(body: &[u8]) -> Option<(i32, Mapping)> {
+    let (pid, start, len, offset) = (u32_at(body, 0) as i32, u64_at(body, 8), u64_at(body, 16), u64_at(body, 24));
+    let name = body.get(64..)?;
+    let path = String::from_utf8_lossy(name.split(|&c| c == 0).next()?).into_owned();
+    path.starts_with('/').then_some((pid, Mapping { start, end: start.checked_add(len)?, offset, path }))
+}
+
 /// `PERF_SAMPLE_TID | PERF_SAMPLE_CALLCHAIN`: pid, tid, nr, `ips[nr]`.
 fn parse_sample(body: &[u8]) -> Option<Sample> {
+    let pid = u32_at(body, 0) as i32;
     let tid = u32_at(body, 4) as i32;
     let nr = u64_at(body, 8) as usize;
     let chain = (0..nr).map(|i| u64_at(body, 16 + 8 * i)).collect::<Vec<_>>();
-    (body.len() >= 16 + 8 * nr).then_some(Sample { tid, chain })
+    (body.len() >= 16 + 8 * nr).then_some(Sample { pid, tid, chain })
 }
 
 #[cfg(test)]
@@ -238,7 +276,8 @@ mod tests {
             "ffffffff81000000 T entry_SYSCALL_64\nffffffff81000100 T do_syscall_64\nffffffff81000200 T vfs_statx\n",
         )
         .unwrap();
-        let user = UserSymbols::load();
+        let user = UserSymbols::of_this_process();
+        let pid = std::process::id() as i32;
         let here = chains_fold_root_first_with_user_below_kernel as *const () as usize as u64;
         let chain = [
             b::PERF_CONTEXT_KERNEL,
@@ -250,15 +289,15 @@ mod tests {
             9,
             here,
         ];
-        let folded = fold(&chain, &kernel, &user);
+        let folded = fold(&chain, &kernel, &user, pid);
         let frames: Vec<&str> = folded.split(';').collect();
         assert!(frames[0].contains("chains_fold_root_first"), "{folded}");
         assert_eq!(&frames[1..], ["[unknown]", "entry_SYSCALL_64", "do_syscall_64", "vfs_statx"]);
         // Past the last frame pointer the unwinder reads chance addresses: no unknown root.
         let read_past = [b::PERF_CONTEXT_USER, here, 8, 9];
-        let folded = fold(&read_past, &kernel, &user);
+        let folded = fold(&read_past, &kernel, &user, pid);
         assert!(!folded.contains("[unknown]") && folded.contains("chains_fold_root_first"), "{folded}");
-        assert_eq!(fold(&[b::PERF_CONTEXT_USER, 8, 9], &kernel, &user), "[unknown]");
+        assert_eq!(fold(&[b::PERF_CONTEXT_USER, 8, 9], &kernel, &user, pid), "[unknown]");
     }
 
     #[test]
@@ -269,8 +308,27 @@ mod tests {
         body.extend_from_slice(&b::PERF_CONTEXT_KERNEL.to_ne_bytes());
         body.extend_from_slice(&0xffffffff81000000u64.to_ne_bytes());
         let sample = parse_sample(&body).unwrap();
-        assert_eq!((sample.tid, sample.chain.len()), (6, 2));
+        assert_eq!((sample.pid, sample.tid, sample.chain.len()), (5, 6, 2));
         assert!(parse_sample(&body[..20]).is_none());
+    }
+
+    #[test]
+    fn an_mmap2_record_gives_the_process_and_its_file_mapping() {
+        let mut body: Vec<u8> = [700u32, 701].iter().flat_map(|v| v.to_ne_bytes()).collect();
+        for v in [0x55d0c0a10000u64, 0x10000, 0x2000] {
+            body.extend_from_slice(&v.to_ne_bytes());
+        }
+        body.extend_from_slice(&[0; 24 + 8]);
+        body.extend_from_slice(b"/usr/bin/spin\0\0\0");
+        let (pid, mapping) = mapping_of(&body).unwrap();
+        assert_eq!(pid, 700);
+        assert_eq!(
+            mapping,
+            Mapping { start: 0x55d0c0a10000, end: 0x55d0c0a20000, offset: 0x2000, path: "/usr/bin/spin".into() }
+        );
+        // Anonymous memory ("//anon") and the vdso ("[vdso]") are no files.
+        let anon: Vec<u8> = body[..64].iter().copied().chain(*b"[vdso]\0").collect();
+        assert!(mapping_of(&anon).is_none());
     }
 
     #[test]

@@ -1,54 +1,114 @@
-//! User-space addresses of this process (the workers are its forks or
-//! threads, so they share its mappings) to function names, from the ELF
-//! symbol tables of the mapped executable files.
+//! User-space addresses to function names, process by process: each
+//! process's executable mappings (its `/proc/PID/maps` while it lives, and
+//! the kernel's mmap records of what it maps during the window), and the
+//! symbol tables of the ELF files mapped, read with the `object` crate. A
+//! command's processes (`command`, `--extract-cmd`) are named from their
+//! own files, not from fsscale's.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
-/// The executable mappings of this process and the functions of their files.
+use object::{Object, ObjectSegment, ObjectSymbol, SegmentFlags, SymbolKind};
+
+/// One executable mapping: `[start, end)` of a process's addresses, mapped
+/// from `path` at file offset `offset`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mapping {
+    pub start: u64,
+    pub end: u64,
+    pub offset: u64,
+    pub path: String,
+}
+
+/// The executable mappings of the processes a profile saw.
+#[derive(Default)]
+pub struct ProcessMaps {
+    by_pid: HashMap<i32, Vec<Mapping>>,
+    /// Processes whose `/proc/PID/maps` was read (or tried).
+    read: HashSet<i32>,
+}
+
+impl ProcessMaps {
+    /// Reads `/proc/PID/maps` of `pid` once, while it lives (a process
+    /// gone by then keeps what its mmap records said).
+    pub fn snapshot(&mut self, pid: i32) {
+        if pid <= 0 || !self.read.insert(pid) {
+            return;
+        }
+        if let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/maps")) {
+            self.by_pid.entry(pid).or_default().extend(parse_maps(&text));
+        }
+    }
+
+    /// A mapping the kernel reported as it was made.
+    pub fn record(&mut self, pid: i32, mapping: Mapping) {
+        self.by_pid.entry(pid).or_default().push(mapping);
+    }
+
+    /// The mapping of `pid` holding `address`: the latest made, where an
+    /// `exec` reused the addresses.
+    fn find(&self, pid: i32, address: u64) -> Option<&Mapping> {
+        self.by_pid.get(&pid)?.iter().rev().find(|m| m.start <= address && address < m.end)
+    }
+}
+
+/// The executable mappings in `/proc/PID/maps` text: `start-end perms offset dev inode path`.
+pub fn parse_maps(text: &str) -> Vec<Mapping> {
+    text.lines()
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.splitn(6, ' ').collect();
+            let [range, perms, offset, _, _, path] = fields.as_slice() else { return None };
+            let path = path.trim_start();
+            if !perms.contains('x') || !path.starts_with('/') {
+                return None;
+            }
+            let (start, end) = range.split_once('-')?;
+            Some(Mapping {
+                start: u64::from_str_radix(start, 16).ok()?,
+                end: u64::from_str_radix(end, 16).ok()?,
+                offset: u64::from_str_radix(offset, 16).ok()?,
+                path: path.to_string(),
+            })
+        })
+        .collect()
+}
+
+/// Every mapped file's functions, for the processes of `maps`.
 pub struct UserSymbols {
-    /// (start, end, index into `files`, file offset of start).
-    mappings: Vec<(u64, u64, usize, u64)>,
-    files: Vec<ElfFunctions>,
+    maps: ProcessMaps,
+    files: HashMap<String, ElfFunctions>,
 }
 
 impl UserSymbols {
-    /// Reads `/proc/self/maps` and every executable file mapped.
-    pub fn load() -> UserSymbols {
-        let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
-        let mut by_path: HashMap<String, usize> = HashMap::new();
-        let mut files = Vec::new();
-        let mut mappings = Vec::new();
-        for line in maps.lines() {
-            let fields: Vec<&str> = line.split_whitespace().collect();
-            let [range, perms, offset, _, _, path, ..] = fields.as_slice() else { continue };
-            if !perms.contains('x') || !path.starts_with('/') {
-                continue;
+    /// Reads the symbol tables of every file `maps` maps (each once).
+    pub fn of(maps: ProcessMaps) -> UserSymbols {
+        let mut files = HashMap::new();
+        for mapping in maps.by_pid.values().flatten() {
+            if !files.contains_key(&mapping.path) {
+                let functions = ElfFunctions::read(Path::new(&mapping.path)).unwrap_or_default();
+                files.insert(mapping.path.clone(), functions);
             }
-            let Some((start, end)) = range.split_once('-') else { continue };
-            let (Ok(start), Ok(end), Ok(offset)) =
-                (u64::from_str_radix(start, 16), u64::from_str_radix(end, 16), u64::from_str_radix(offset, 16))
-            else {
-                continue;
-            };
-            let index = *by_path.entry(path.to_string()).or_insert_with(|| {
-                files.push(ElfFunctions::read(Path::new(path)).unwrap_or_default());
-                files.len() - 1
-            });
-            mappings.push((start, end, index, offset));
         }
-        UserSymbols { mappings, files }
+        UserSymbols { maps, files }
     }
 
-    /// The function at `address`, demangled, if a mapped file names it.
-    pub fn function(&self, address: u64) -> Option<&str> {
-        let &(start, _, file, offset) = self.mappings.iter().find(|m| m.0 <= address && address < m.1)?;
-        self.files[file].at_file_offset(address - start + offset)
+    /// This process's own (its threads are the workers of thread mode).
+    #[cfg(test)]
+    pub fn of_this_process() -> UserSymbols {
+        let mut maps = ProcessMaps::default();
+        maps.snapshot(std::process::id() as i32);
+        UserSymbols::of(maps)
+    }
+
+    /// The function at `address` of process `pid`, demangled, if a file it maps names it.
+    pub fn function(&self, pid: i32, address: u64) -> Option<&str> {
+        let mapping = self.maps.find(pid, address)?;
+        self.files.get(&mapping.path)?.at_file_offset(address - mapping.start + mapping.offset)
     }
 }
 
-/// A file's functions: (virtual address, size, name), sorted, and the
-/// executable segments' (file offset, virtual address).
+/// A file's functions: (virtual address, size, name), sorted, and its
+/// executable segments' (file offset, virtual address, size).
 #[derive(Default)]
 struct ElfFunctions {
     functions: Vec<(u64, u64, String)>,
@@ -64,61 +124,32 @@ impl ElfFunctions {
         (address < start + (*size).max(1)).then_some(name.as_str())
     }
 
-    /// Parses a 64-bit little-endian ELF file's `.symtab` (or `.dynsym`).
+    /// The functions of an ELF file's symbol table (or, stripped, its dynamic one).
     fn read(path: &Path) -> Option<ElfFunctions> {
         let bytes = std::fs::read(path).ok()?;
-        let b = Bytes(&bytes);
-        if bytes.get(0..4)? != b"\x7fELF" || bytes[4] != 2 || bytes[5] != 1 {
-            return None;
+        let file = object::File::parse(bytes.as_slice()).ok()?;
+        let segments = file
+            .segments()
+            .filter(|s| matches!(s.flags(), SegmentFlags::Elf { p_flags } if p_flags & object::elf::PF_X != 0))
+            .map(|s| {
+                let (offset, size) = s.file_range();
+                (offset, s.address(), size)
+            })
+            .collect();
+        fn text<'data>(symbol: object::Symbol<'data, '_>) -> Option<(u64, u64, &'data str)> {
+            let function = symbol.kind() == SymbolKind::Text && symbol.address() != 0;
+            function.then(|| Some((symbol.address(), symbol.size(), symbol.name().ok()?))).flatten()
         }
-        let (phoff, shoff) = (b.u64(0x20)? as usize, b.u64(0x28)? as usize);
-        let (phentsize, phnum) = (b.u16(0x36)? as usize, b.u16(0x38)? as usize);
-        let (shentsize, shnum) = (b.u16(0x3a)? as usize, b.u16(0x3c)? as usize);
-        let mut segments = Vec::new();
-        for i in 0..phnum {
-            let at = phoff + i * phentsize;
-            // PT_LOAD with PF_X.
-            if b.u32(at)? == 1 && b.u32(at + 4)? & 1 != 0 {
-                segments.push((b.u64(at + 8)?, b.u64(at + 16)?, b.u64(at + 32)?));
-            }
+        let mut raw: Vec<(u64, u64, &str)> = file.symbols().filter_map(text).collect();
+        if raw.is_empty() {
+            raw = file.dynamic_symbols().filter_map(text).collect();
         }
-        let section = |i: usize| -> Option<(u32, u64, u64, u32, u64)> {
-            let at = shoff + i * shentsize;
-            Some((b.u32(at + 4)?, b.u64(at + 24)?, b.u64(at + 32)?, b.u32(at + 40)?, b.u64(at + 56)?))
-        };
-        // SHT_SYMTAB (2), else SHT_DYNSYM (11).
-        let table = [2u32, 11].iter().find_map(|&t| (0..shnum).find(|&i| section(i).is_some_and(|s| s.0 == t)))?;
-        let (_, offset, size, link, entsize) = section(table)?;
-        let (_, str_offset, str_size, _, _) = section(link as usize)?;
-        let strings = bytes.get(str_offset as usize..(str_offset + str_size) as usize)?;
-        let mut functions = Vec::new();
-        for i in 0..(size / entsize.max(1)) as usize {
-            let at = offset as usize + i * entsize as usize;
-            let (name, info, value, sym_size) = (b.u32(at)?, *bytes.get(at + 4)?, b.u64(at + 8)?, b.u64(at + 16)?);
-            // STT_FUNC with an address.
-            if info & 0xf != 2 || value == 0 {
-                continue;
-            }
-            let raw = strings.get(name as usize..)?.split(|&c| c == 0).next()?;
-            let raw = String::from_utf8_lossy(raw);
-            functions.push((value, sym_size, format!("{:#}", rustc_demangle::demangle(&raw))));
-        }
+        let mut functions: Vec<(u64, u64, String)> = raw
+            .into_iter()
+            .map(|(address, size, name)| (address, size, format!("{:#}", rustc_demangle::demangle(name))))
+            .collect();
         functions.sort_by_key(|f| f.0);
         Some(ElfFunctions { functions, segments })
-    }
-}
-
-struct Bytes<'a>(&'a [u8]);
-
-impl Bytes<'_> {
-    fn u16(&self, at: usize) -> Option<u16> {
-        Some(u16::from_le_bytes(self.0.get(at..at + 2)?.try_into().ok()?))
-    }
-    fn u32(&self, at: usize) -> Option<u32> {
-        Some(u32::from_le_bytes(self.0.get(at..at + 4)?.try_into().ok()?))
-    }
-    fn u64(&self, at: usize) -> Option<u64> {
-        Some(u64::from_le_bytes(self.0.get(at..at + 8)?.try_into().ok()?))
     }
 }
 
@@ -133,10 +164,34 @@ mod tests {
 
     #[test]
     fn this_process_names_its_own_functions() {
-        let symbols = UserSymbols::load();
+        let symbols = UserSymbols::of_this_process();
+        let pid = std::process::id() as i32;
         let address = a_function_to_find as *const () as usize as u64;
-        let name = symbols.function(address).expect("the test binary has a symbol table");
+        let name = symbols.function(pid, address).expect("the test binary has a symbol table");
         assert!(name.contains("a_function_to_find"), "{name}");
-        assert_eq!(symbols.function(8), None);
+        assert_eq!(symbols.function(pid, 8), None);
+        // Another process's addresses are not looked up in this one's files.
+        assert_eq!(symbols.function(pid + 1_000_000, address), None);
+    }
+
+    #[test]
+    fn maps_lines_give_the_executable_file_mappings() {
+        let text = "55d0c0a00000-55d0c0a10000 r--p 00000000 08:01 131 /usr/bin/spin\n\
+                    55d0c0a10000-55d0c0a20000 r-xp 00010000 08:01 131 /usr/bin/spin\n\
+                    7f0000000000-7f0000001000 r-xp 00000000 00:00 0 \n\
+                    7ffd00000000-7ffd00001000 r-xp 00000000 00:00 0                          [vdso]\n\
+                    7f1000000000-7f1000100000 r-xp 00028000 08:01 77 /usr/lib/with space.so\n";
+        let maps = parse_maps(text);
+        let spin =
+            Mapping { start: 0x55d0c0a10000, end: 0x55d0c0a20000, offset: 0x10000, path: "/usr/bin/spin".into() };
+        assert_eq!(maps[0], spin);
+        assert_eq!(maps.len(), 2, "{maps:?}");
+        assert_eq!(maps[1].path, "/usr/lib/with space.so");
+        // The latest mapping of an address wins (an exec reused it).
+        let mut all = ProcessMaps::default();
+        all.record(7, spin.clone());
+        all.record(7, Mapping { path: "/usr/bin/other".into(), ..spin });
+        assert_eq!(all.find(7, 0x55d0c0a10010).unwrap().path, "/usr/bin/other");
+        assert!(all.find(8, 0x55d0c0a10010).is_none());
     }
 }

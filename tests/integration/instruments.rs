@@ -676,3 +676,52 @@ fn profile_cost_pairs_runs_with_the_instruments_off_and_on() {
         stderr(&refused)
     );
 }
+
+#[test]
+fn a_commands_own_functions_are_named_from_its_own_file() {
+    if !needs_root("cpu profile of a C program") {
+        return;
+    }
+    let env = TestEnv::new();
+    // A program of its own, with frame pointers, whose hot function fsscale's binary does not have.
+    let source = env.root.path().join("spin.c");
+    std::fs::write(
+        &source,
+        "#include <stdlib.h>\n\
+         __attribute__((noinline)) unsigned long fsscale_test_spin_inner(unsigned long n) {\n\
+         \tvolatile unsigned long x = 0; for (unsigned long i = 0; i < n; i++) x += i; return x; }\n\
+         __attribute__((noinline)) unsigned long fsscale_test_spin_outer(unsigned long n) {\n\
+         \treturn fsscale_test_spin_inner(n) + 1; }\n\
+         int main(void) { return fsscale_test_spin_outer(150000000UL) == 0; }\n",
+    )
+    .unwrap();
+    let program = env.root.path().join("spin");
+    let built = std::process::Command::new("cc")
+        .args(["-O1", "-fno-omit-frame-pointer", "-o"])
+        .arg(&program)
+        .arg(&source)
+        .status();
+    if !prerequisite(built.is_ok_and(|s| s.success()), "cpu profile of a C program", "cc cannot build a C program") {
+        return;
+    }
+    let cmd = program.to_str().unwrap();
+    let out = env.run(&["command", "--cmd", cmd, "-j", "1", "-n", "1", "--profile", "cpu"]);
+    assert_success(&out);
+    let doc = env.results();
+    let profile = doc.points[0].runs[0].cpu_profile.as_ref().expect("a cpu profile");
+    assert!(profile.samples >= 20, "the program ran for a tenth of a second or more: {} samples", profile.samples);
+    let inner: u64 =
+        profile.folded.iter().filter(|(stack, _)| stack.ends_with("fsscale_test_spin_inner")).map(|(_, n)| n).sum();
+    assert!(
+        inner * 2 >= profile.samples,
+        "most samples are in the program's own hot function, named: {inner} of {}; {:?}",
+        profile.samples,
+        profile.folded.iter().max_by_key(|(_, n)| **n)
+    );
+    // Its callers too, root first: main, then the outer function, then the inner.
+    assert!(
+        profile.folded.keys().any(|s| s.contains("main;fsscale_test_spin_outer;fsscale_test_spin_inner")),
+        "{:?}",
+        profile.folded.keys().take(5).collect::<Vec<_>>()
+    );
+}
