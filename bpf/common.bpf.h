@@ -76,6 +76,14 @@ static __always_inline void count_nested(void)
 		l->nested++;
 }
 
+/*
+ * What a classic tracepoint program returns: non-zero lets the kernel go on
+ * to the tracepoint's other perf events on this CPU (another tool's
+ * `perf stat -e lock:contention_begin`); 0 would drop the event for them.
+ * BTF raw tracepoints have no such say: they return 0.
+ */
+#define PASS_ON 1
+
 /* A traced task's child is traced too (a command's processes, a worker's threads). */
 static __always_inline void follow_fork(__u32 parent, __u32 child)
 {
@@ -98,7 +106,7 @@ SEC("tracepoint/sched/sched_process_fork")
 int fork_tp(struct trace_event_raw_sched_process_fork *ctx)
 {
 	follow_fork(ctx->parent_pid, ctx->child_pid);
-	return 0;
+	return PASS_ON;
 }
 
 /*

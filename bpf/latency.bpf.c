@@ -156,12 +156,12 @@ SEC("tracepoint/raw_syscalls/sys_enter")
 int sys_enter_tp(struct trace_event_raw_sys_enter *ctx)
 {
 	enter_by_pid(ctx->id);
-	return 0;
+	return PASS_ON;
 }
 
 SEC("tracepoint/raw_syscalls/sys_exit")
 int sys_exit_tp(struct trace_event_raw_sys_exit *ctx)
 {
 	leave_by_pid();
-	return 0;
+	return PASS_ON;
 }

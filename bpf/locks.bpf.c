@@ -272,12 +272,12 @@ SEC("tracepoint/lock/contention_begin")
 int contention_begin_tp(struct trace_event_raw_contention_begin *ctx)
 {
 	begin_by_pid((__u64)ctx->lock_addr, ctx->flags, ctx);
-	return 0;
+	return PASS_ON;
 }
 
 SEC("tracepoint/lock/contention_end")
 int contention_end_tp(struct trace_event_raw_contention_end *ctx)
 {
 	end_by_pid((__u64)ctx->lock_addr);
-	return 0;
+	return PASS_ON;
 }

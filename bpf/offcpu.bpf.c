@@ -147,7 +147,7 @@ int sched_switch_tp(struct trace_event_raw_sched_switch *ctx)
 	struct sleep *s;
 
 	if (!window_open())
-		return 0;
+		return PASS_ON;
 	if ((ctx->prev_state & SLEEPS) && traced(prev)) {
 		struct sleep fresh = {};
 
@@ -160,7 +160,7 @@ int sched_switch_tp(struct trace_event_raw_sched_switch *ctx)
 		end_sleep(s);
 		bpf_map_delete_elem(&asleep, &next);
 	}
-	return 0;
+	return PASS_ON;
 }
 
 SEC("tracepoint/sched/sched_wakeup")
@@ -170,9 +170,9 @@ int sched_wakeup_tp(struct trace_event_raw_sched_wakeup_template *ctx)
 	struct sleep *s;
 
 	if (!window_open())
-		return 0;
+		return PASS_ON;
 	s = bpf_map_lookup_elem(&asleep, &pid);
 	if (s && !s->woken_ns)
 		s->woken_ns = bpf_ktime_get_ns();
-	return 0;
+	return PASS_ON;
 }

@@ -76,6 +76,19 @@ impl Loaded {
         classic_only: &[&str],
         tasks: &[i32],
     ) -> Result<Loaded> {
+        Self::load_on(&[Hook::BtfRaw, Hook::Classic], what, object, globals, events, classic_only, tasks)
+    }
+
+    /// [`Loaded::load`] trying `hooks` in turn.
+    fn load_on(
+        hooks: &[Hook],
+        what: &str,
+        object: &[u8],
+        globals: &[(&str, Global)],
+        events: &[(&str, &str)],
+        classic_only: &[&str],
+        tasks: &[i32],
+    ) -> Result<Loaded> {
         let btf = Btf::from_sys_fs().map_err(|e| anyhow!("{what}: reading the kernel's BTF: {e}"))?;
         let values: Vec<(&str, Vec<u8>)> = globals
             .iter()
@@ -87,7 +100,7 @@ impl Loaded {
         let all: Vec<(&str, &str)> =
             [("sched", "sched_process_fork")].into_iter().chain(events.iter().copied()).collect();
         let mut refusals = Vec::new();
-        for hook in [Hook::BtfRaw, Hook::Classic] {
+        for &hook in hooks {
             let mut loader = EbpfLoader::new();
             // Task storage (the programs' per-task state) has no typed map in aya; the programs alone use it.
             loader.btf(Some(&btf)).allow_unsupported_maps();
@@ -110,8 +123,12 @@ impl Loaded {
                 Err(e) => refusals.push(e),
             }
         }
-        let [btf_error, tracepoint_error] = <[anyhow::Error; 2]>::try_from(refusals).expect("one per hook");
-        bail!("{what}: {tracepoint_error:#} (and as a BTF raw tracepoint: {btf_error:#})")
+        match <[anyhow::Error; 2]>::try_from(refusals) {
+            Ok([btf_error, classic_error]) => {
+                bail!("{what}: {classic_error:#} (and as a BTF raw tracepoint: {btf_error:#})")
+            }
+            Err(mut one) => bail!("{what}: {:#}", one.pop().expect("a hook was tried")),
+        }
     }
 
     /// Turns the programs on for the window, or off.
@@ -311,15 +328,46 @@ mod tests {
     }
 
     #[test]
-    fn the_offcpu_program_sums_this_threads_sleeps_by_stack_and_state() {
-        if !can_load("offcpu program") {
+    fn the_latency_program_counts_the_same_on_classic_tracepoints() {
+        if !can_load("latency program on classic tracepoints") {
             return;
         }
-        let events = [("sched", "sched_switch"), ("sched", "sched_wakeup")];
-        let globals = [("min_sleep_ns", Global::U64(0))];
+        let events = [("raw_syscalls", "sys_enter"), ("raw_syscalls", "sys_exit")];
         let mut loaded =
-            Loaded::load("test", objects::OFFCPU, &globals, &events, &["asleep"], &[this_thread()]).unwrap();
-        assert_eq!(loaded.hook, Hook::BtfRaw);
+            Loaded::load_on(&[Hook::Classic], "test", objects::LATENCY, &[], &events, &["calls"], &[this_thread()])
+                .unwrap();
+        loaded.switch(true).unwrap();
+        for _ in 0..1000 {
+            // SAFETY: getppid has no preconditions.
+            unsafe { libc::syscall(libc::SYS_getppid) };
+        }
+        loaded.switch(false).unwrap();
+        let entries: Vec<(u32, Vec<shared::CallLatency>)> = loaded.per_cpu_entries("latency").unwrap();
+        let getppid: u64 = entries
+            .iter()
+            .filter(|(nr, _)| i64::from(*nr) == libc::SYS_getppid)
+            .flat_map(|(_, cpus)| cpus.iter().map(|c| c.count))
+            .sum();
+        assert_eq!(getppid, 1000);
+        assert_eq!(loaded.cost().and_then(|c| c.attached), Some(Hook::Classic));
+    }
+
+    #[test]
+    fn the_offcpu_program_sums_this_threads_sleeps_by_stack_and_state() {
+        for hook in [Hook::BtfRaw, Hook::Classic] {
+            if !can_load("offcpu program") {
+                return;
+            }
+            let events = [("sched", "sched_switch"), ("sched", "sched_wakeup")];
+            let globals = [("min_sleep_ns", Global::U64(0))];
+            let tasks = [this_thread()];
+            let loaded = Loaded::load_on(&[hook], "test", objects::OFFCPU, &globals, &events, &["asleep"], &tasks);
+            sums_sleeps(loaded.unwrap(), hook);
+        }
+    }
+
+    fn sums_sleeps(mut loaded: Loaded, hook: Hook) {
+        assert_eq!(loaded.hook, hook);
         loaded.switch(true).unwrap();
         for _ in 0..20 {
             std::thread::sleep(std::time::Duration::from_millis(2));
