@@ -30,11 +30,20 @@ struct {
 	__type(value, __u8);
 } tasks SEC(".maps");
 
+/*
+ * The kernel walks at most a stack map value's frames: an object that needs
+ * fewer (a lock's site is the lock call and two callers) defines
+ * STACK_FRAMES before including this, and pays for a shorter walk.
+ */
+#ifndef STACK_FRAMES
+#define STACK_FRAMES STACK_DEPTH
+#endif
+
 struct {
 	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
 	__uint(max_entries, STACKS);
 	__uint(key_size, sizeof(__u32));
-	__uint(value_size, STACK_DEPTH * sizeof(__u64));
+	__uint(value_size, STACK_FRAMES * sizeof(__u64));
 } stacks SEC(".maps");
 
 struct {

@@ -5,6 +5,7 @@
 #define FSSCALE_H
 
 #define STACK_DEPTH 64
+#define LOCK_STACK_DEPTH 16
 #define STACKS 16384
 #define TASKS 65536
 #define OPEN 65536

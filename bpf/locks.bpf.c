@@ -5,7 +5,14 @@
  * closed and added to the totals of its (lock, stack, flags), as
  * `perf lock contention -b` does. The waiter pays a stack walk into a map,
  * not a copy to user space.
+ *
+ * A lock's site needs the frames above the tracer and the lock's own code,
+ * and three more; the kernel walks at most LOCK_STACK_DEPTH (perf lock
+ * contention walks 8), not the off-CPU flame graph's STACK_DEPTH.
  */
+#include "vmlinux.h"
+#include "fsscale.h"
+#define STACK_FRAMES LOCK_STACK_DEPTH
 #include "common.bpf.h"
 
 /* The classic tracepoints' open waits: user space shrinks it to one entry for tp_btf. */

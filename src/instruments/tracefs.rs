@@ -234,14 +234,17 @@ pub(crate) fn field(system: &str, event: &str, name: &str, size: usize) -> Resul
     let path = Path::new(TRACEFS).join("events").join(system).join(event).join("format");
     let text = std::fs::read_to_string(&path)
         .map_err(|e| anyhow!("this kernel has no {system}:{event} tracepoint ({}: {e})", path.display()))?;
-    let (offset, found) = field_offset(&text, name)
-        .ok_or_else(|| anyhow!("{system}:{event} has no field {name} on this kernel ({})", path.display()))?;
+    checked_field(&text, name, size).map_err(|why| anyhow!("{system}:{event}{why} ({})", path.display()))
+}
+
+/// The offset of field `name` in `format`, if it is `size` bytes; else why not.
+fn checked_field(format: &str, name: &str, size: usize) -> Result<usize, String> {
+    let (offset, found) = field_offset(format, name).ok_or_else(|| format!(" has no field {name} on this kernel"))?;
     if found != size {
-        bail!(
-            "{system}:{event}'s field {name} is {found} bytes on this kernel, where fsscale reads {size} ({}); \
-             use --profile-via bpf, whose programs find it by its type",
-            path.display()
-        );
+        return Err(format!(
+            "'s field {name} is {found} bytes on this kernel, where fsscale reads {size}; use --profile-via bpf, \
+             whose programs find it by its type"
+        ));
     }
     Ok(offset)
 }
@@ -337,7 +340,7 @@ impl RawPipe {
 
 #[cfg(test)]
 mod tests {
-    use super::{field_offset, is_ours};
+    use super::{checked_field, field_offset, is_ours};
 
     #[test]
     fn only_instances_named_as_fsscale_names_them_are_its_own() {
@@ -366,6 +369,10 @@ mod tests {
         assert_eq!(field_offset(format, "prev_state"), Some((32, 8)));
         assert_eq!(field_offset(format, "prev_comm"), Some((8, 16)));
         assert_eq!(field_offset(format, "next_pid"), None);
+        // Read as the reader takes it, or refused with the reason.
+        assert_eq!(checked_field(format, "prev_state", 8), Ok(32));
+        let refused = checked_field(format, "prev_state", 4).unwrap_err();
+        assert!(refused.contains("field prev_state is 8 bytes on this kernel, where fsscale reads 4"), "{refused}");
         assert_eq!(field_offset(format, "pid"), None);
     }
 }

@@ -75,6 +75,7 @@ macro_rules! c_extent {
 
 shared! {
     const STACK_DEPTH: usize = 64;
+    const LOCK_STACK_DEPTH: usize = 16;
     const STACKS: u32 = 16384;
     const TASKS: u32 = 65536;
     const OPEN: u32 = 65536;
