@@ -307,6 +307,25 @@ words! {
     }
 }
 
+impl OpKind {
+    /// The system call that this kind, and no other, makes exactly once
+    /// (`--verify` counts those, and `--profile latency` shows its time
+    /// beside the op's); `None` for kinds whose calls vary (name
+    /// resolution, directory scans) or that other kinds make too.
+    pub(crate) fn exact_syscall(self) -> Option<&'static str> {
+        match self {
+            OpKind::ReadX => Some("pread64"),
+            OpKind::WriteX => Some("pwrite64"),
+            OpKind::Rename => Some("renameat"),
+            OpKind::Flush => Some("fsync"),
+            OpKind::QueryFs => Some("fstatfs"),
+            OpKind::SetFileInfo => Some("utimensat"),
+            OpKind::LockX | OpKind::UnlockX => Some("fcntl"),
+            _ => None,
+        }
+    }
+}
+
 /// How workers are made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -14,22 +14,6 @@ use crate::vocab::InputError;
 pub use crate::vocab::OpKind;
 
 impl OpKind {
-    /// The system call that this kind, and no other, makes exactly once
-    /// (`--verify` counts those); `None` for kinds whose calls vary (name
-    /// resolution, directory scans) or that other kinds make too.
-    pub(crate) fn exact_syscall(self) -> Option<&'static str> {
-        match self {
-            OpKind::ReadX => Some("pread64"),
-            OpKind::WriteX => Some("pwrite64"),
-            OpKind::Rename => Some("renameat"),
-            OpKind::Flush => Some("fsync"),
-            OpKind::QueryFs => Some("fstatfs"),
-            OpKind::SetFileInfo => Some("utimensat"),
-            OpKind::LockX | OpKind::UnlockX => Some("fcntl"),
-            _ => None,
-        }
-    }
-
     fn from_name(name: &str) -> Option<OpKind> {
         OpKind::ALL.into_iter().find(|k| k.name() == name)
     }
