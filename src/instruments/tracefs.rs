@@ -234,17 +234,17 @@ pub(crate) fn field(system: &str, event: &str, name: &str, size: usize) -> Resul
     let path = Path::new(TRACEFS).join("events").join(system).join(event).join("format");
     let text = std::fs::read_to_string(&path)
         .map_err(|e| anyhow!("this kernel has no {system}:{event} tracepoint ({}: {e})", path.display()))?;
-    checked_field(&text, name, size).map_err(|why| anyhow!("{system}:{event}{why} ({})", path.display()))
+    checked_field(&text, name, size).map_err(|e| anyhow!("{system}:{event}: {e:#} ({})", path.display()))
 }
 
 /// The offset of field `name` in `format`, if it is `size` bytes; else why not.
-fn checked_field(format: &str, name: &str, size: usize) -> Result<usize, String> {
-    let (offset, found) = field_offset(format, name).ok_or_else(|| format!(" has no field {name} on this kernel"))?;
+fn checked_field(format: &str, name: &str, size: usize) -> Result<usize> {
+    let (offset, found) = field_offset(format, name).ok_or_else(|| anyhow!("no field {name} on this kernel"))?;
     if found != size {
-        return Err(format!(
-            "'s field {name} is {found} bytes on this kernel, where fsscale reads {size}; use --profile-via bpf, \
+        bail!(
+            "its field {name} is {found} bytes on this kernel, where fsscale reads {size}; use --profile-via bpf, \
              whose programs find it by its type"
-        ));
+        );
     }
     Ok(offset)
 }
@@ -370,8 +370,8 @@ mod tests {
         assert_eq!(field_offset(format, "prev_comm"), Some((8, 16)));
         assert_eq!(field_offset(format, "next_pid"), None);
         // Read as the reader takes it, or refused with the reason.
-        assert_eq!(checked_field(format, "prev_state", 8), Ok(32));
-        let refused = checked_field(format, "prev_state", 4).unwrap_err();
+        assert_eq!(checked_field(format, "prev_state", 8).unwrap(), 32);
+        let refused = checked_field(format, "prev_state", 4).unwrap_err().to_string();
         assert!(refused.contains("field prev_state is 8 bytes on this kernel, where fsscale reads 4"), "{refused}");
         assert_eq!(field_offset(format, "pid"), None);
     }

@@ -53,6 +53,9 @@ pub(crate) fn replay_ops_table(point: &Point) -> Table {
     table
 }
 
+/// System calls a point's latency table shows: a workload makes a handful.
+const CALLS_SHOWN: usize = 8;
+
 /// `--profile latency`: each system call of `point` (all runs) with its
 /// time in the kernel (mean, p50, p99 from the log2 histograms) and, for
 /// `replay`, the user-space latency of the operation that makes exactly
@@ -73,7 +76,7 @@ pub(crate) fn kernel_latency_table(point: &Point, profile: &KernelLatency) -> Ta
     }
     let mut table = Table::new(&columns).indented(4);
     let in_ns = |s: Option<f64>| s.map_or_else(|| "-".to_string(), |s| format_ns(s * 1e9));
-    for call in profile.calls.iter().take(super::profile::TOP) {
+    for call in profile.calls.iter().take(CALLS_SHOWN) {
         let mut row = vec![
             call.call.clone(),
             call.count.to_string(),

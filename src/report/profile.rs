@@ -15,7 +15,7 @@ use crate::vocab::Share;
 use crate::{html, html_of};
 
 /// Rows of the terminal's tables.
-pub(crate) const TOP: usize = 5;
+const TOP: usize = 5;
 /// Below this efficiency (ops/s per worker against 1 worker) a point is
 /// explained without being asked to.
 pub const FALLING_EFFICIENCY: f64 = 0.9;
