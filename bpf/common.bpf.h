@@ -86,6 +86,24 @@ static __always_inline void count_nested(void)
 }
 
 /*
+ * The value at `key`, made from `init` if it is not there yet (libbpf-tools'
+ * bpf_map_lookup_or_try_init); NULL, counted as lost, if the map is full.
+ */
+static __always_inline void *lookup_or_init(void *map, const void *key, const void *init)
+{
+	void *value = bpf_map_lookup_elem(map, key);
+
+	if (value)
+		return value;
+	/* Only if still new: another CPU may have added it meanwhile. */
+	bpf_map_update_elem(map, key, init, BPF_NOEXIST);
+	value = bpf_map_lookup_elem(map, key);
+	if (!value)
+		count_full();
+	return value;
+}
+
+/*
  * What a classic tracepoint program returns: non-zero lets the kernel go on
  * to the tracepoint's other perf events on this CPU (another tool's
  * `perf stat -e lock:contention_begin`); 0 would drop the event for them.

@@ -93,18 +93,11 @@ static __always_inline __u32 log2_of(__u64 v)
 /* Adds a call of `took` ns to its number's per-CPU histogram. */
 static __always_inline void count_call(__u32 nr, __u64 took)
 {
-	struct call_latency *l = bpf_map_lookup_elem(&latency, &nr);
+	struct call_latency fresh = {};
+	struct call_latency *l = lookup_or_init(&latency, &nr, &fresh);
 
-	if (!l) {
-		struct call_latency fresh = {};
-
-		bpf_map_update_elem(&latency, &nr, &fresh, BPF_NOEXIST);
-		l = bpf_map_lookup_elem(&latency, &nr);
-		if (!l) {
-			count_full();
-			return;
-		}
-	}
+	if (!l)
+		return;
 	__u32 slot = took ? log2_of(took) : 0;
 
 	if (slot >= LOG2_SLOTS)

@@ -204,17 +204,14 @@ static __always_inline void close_wait(struct wait *w)
 	struct lock_site *site = bpf_map_lookup_elem(&sites, &at);
 
 	if (!site) {
+		/* Once per (lock, stack): what the lock belongs to. */
 		struct lock_site fresh = {};
 
 		if (identify_objects)
 			identify(&fresh, at.lock, at.flags);
-		/* Only if still new: another CPU may have added it meanwhile. */
-		bpf_map_update_elem(&sites, &at, &fresh, BPF_NOEXIST);
-		site = bpf_map_lookup_elem(&sites, &at);
-		if (!site) {
-			count_full();
+		site = lookup_or_init(&sites, &at, &fresh);
+		if (!site)
 			return;
-		}
 	}
 	__sync_fetch_and_add(&site->count, 1);
 	__sync_fetch_and_add(&site->wait_ns, waited);

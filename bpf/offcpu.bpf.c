@@ -85,18 +85,11 @@ static __always_inline void end_sleep(struct sleep *s)
 
 	if (slept < min_sleep_ns)
 		return;
-	struct sleep_site *site = bpf_map_lookup_elem(&sites, &key);
+	struct sleep_site fresh = {};
+	struct sleep_site *site = lookup_or_init(&sites, &key, &fresh);
 
-	if (!site) {
-		struct sleep_site fresh = {};
-
-		bpf_map_update_elem(&sites, &key, &fresh, BPF_NOEXIST);
-		site = bpf_map_lookup_elem(&sites, &key);
-		if (!site) {
-			count_full();
-			return;
-		}
-	}
+	if (!site)
+		return;
 	__sync_fetch_and_add(&site->count, 1);
 	__sync_fetch_and_add(&site->asleep_ns, slept);
 	__sync_fetch_and_add(&site->wake_to_run_ns, to_run);
