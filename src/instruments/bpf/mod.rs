@@ -375,6 +375,25 @@ mod tests {
     }
 
     #[test]
+    fn the_verifier_accepts_the_lock_programs_on_both_hooks() {
+        if !can_load("lock programs") {
+            return;
+        }
+        // Counting needs contention, which the integration tests make; here, that both forms verify and attach.
+        let events = [("lock", "contention_begin"), ("lock", "contention_end")];
+        let globals = [("identify_objects", Global::U8(1))];
+        for hook in [Hook::BtfRaw, Hook::Classic] {
+            let mut loaded =
+                Loaded::load_on(&[hook], "test", objects::LOCKS, &globals, &events, &["waits"], &[this_thread()])
+                    .unwrap_or_else(|e| panic!("{hook:?}: {e:#}"));
+            assert_eq!(loaded.hook, hook);
+            loaded.switch(true).unwrap();
+            loaded.switch(false).unwrap();
+            assert_eq!(loaded.lost().unwrap(), 0);
+        }
+    }
+
+    #[test]
     fn a_refused_program_names_its_c_line() {
         if !can_load("refused program") {
             return;
