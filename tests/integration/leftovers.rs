@@ -128,8 +128,12 @@ fn cleanup_kills_and_removes_a_command_cgroup_whose_guardian_died_too() {
     let _ = child.wait_with_output();
     assert!(cgroup.exists(), "with its guardian dead, nothing removed the cgroup");
     let out = fsscale().arg("cleanup").output().unwrap();
-    assert!(stdout(&out).contains(&format!("removed cgroup {}", cgroup.display())), "{}", stdout(&out));
-    assert!(!cgroup.exists());
+    assert_success(&out);
+    // It existed just before, and only a cleanup removes it: this one
+    // ("removed cgroup ..."), or another test's run at the same moment (any
+    // cleanup removes what killed runs left; seen once in CI). What matters
+    // is that it is gone and what was in it killed.
+    assert!(!cgroup.exists(), "{}", stdout(&out));
     wait_until("the command killed", || processes_running(&sleep).is_empty());
 }
 
