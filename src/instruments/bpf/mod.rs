@@ -36,9 +36,16 @@ pub(crate) mod objects {
 
 /// Whether BPF programs can be loaded here: `None` if so, else why not.
 pub fn unavailable() -> Option<String> {
-    Btf::from_sys_fs()
+    kernel_btf()
         .err()
         .map(|e| format!("the kernel has no BTF type information (/sys/kernel/btf/vmlinux: {e}), which CO-RE needs"))
+}
+
+/// The running kernel's BTF, parsed once per process (about 5 MB): every
+/// profile of every run relocates against it.
+fn kernel_btf() -> Result<&'static Btf, String> {
+    static BTF: std::sync::OnceLock<Result<Btf, String>> = std::sync::OnceLock::new();
+    BTF.get_or_init(|| Btf::from_sys_fs().map_err(|e| e.to_string())).as_ref().map_err(Clone::clone)
 }
 
 /// How the programs were attached: BTF raw tracepoints (the arguments as
@@ -89,7 +96,7 @@ impl Loaded {
         classic_only: &[&str],
         tasks: &[i32],
     ) -> Result<Loaded> {
-        let btf = Btf::from_sys_fs().map_err(|e| anyhow!("{what}: reading the kernel's BTF: {e}"))?;
+        let btf = kernel_btf().map_err(|e| anyhow!("{what}: reading the kernel's BTF: {e}"))?;
         let values: Vec<(&str, Vec<u8>)> = globals
             .iter()
             .map(|(name, value)| match value {
@@ -103,7 +110,7 @@ impl Loaded {
         for &hook in hooks {
             let mut loader = EbpfLoader::new();
             // Task storage (the programs' per-task state) has no typed map in aya; the programs alone use it.
-            loader.btf(Some(&btf)).allow_unsupported_maps();
+            loader.btf(Some(btf)).allow_unsupported_maps();
             for (name, value) in &values {
                 loader.override_global(name, value.as_slice(), true);
             }
@@ -114,7 +121,7 @@ impl Loaded {
             }
             let mut ebpf = loader.load(object).map_err(|e| anyhow!("{what}: loading its BPF object: {e:#}"))?;
             trace_tasks(&mut ebpf, tasks).with_context(|| what.to_string())?;
-            let attached: Result<Vec<String>> = all.iter().map(|&event| attach(&mut ebpf, hook, event, &btf)).collect();
+            let attached: Result<Vec<String>> = all.iter().map(|&event| attach(&mut ebpf, hook, event, btf)).collect();
             match attached {
                 Ok(programs) => {
                     return Ok(Loaded { ebpf, programs, hook, meter: Meter::default(), stacks: HashMap::new() });
@@ -264,9 +271,11 @@ impl Default for Meter {
 }
 
 impl Meter {
-    /// The window opens (`on`) or closes, with the programs' totals `now`.
+    /// The window opens (`on`) or closes, with the programs' totals `now`;
+    /// only the first close after an open counts (turning off again, when
+    /// the profile is read, must not add the runs since).
     fn mark(&mut self, on: bool, now: Option<(u64, u64)>) {
-        match (on, self.at_start, now) {
+        match (on, self.at_start.take(), now) {
             (true, _, _) => self.at_start = now,
             (false, Some((runs0, ns0)), Some((runs, ns))) => {
                 self.during = Some(ProgramCost { runs: runs - runs0, seconds: (ns - ns0) as f64 / 1e9, attached: None })
@@ -375,6 +384,18 @@ mod tests {
     }
 
     #[test]
+    fn the_meter_counts_the_window_only_however_often_it_is_closed() {
+        let mut meter = Meter { stats: None, at_start: None, during: None };
+        meter.mark(true, Some((10, 1_000)));
+        meter.mark(false, Some((15, 3_000)));
+        // Turned off again when the profile is read: the runs since are not the window's.
+        meter.mark(false, Some((40, 9_000)));
+        let cost = meter.during.unwrap();
+        assert_eq!(cost.runs, 5);
+        assert!((cost.seconds - 2e-6).abs() < 1e-15, "{}", cost.seconds);
+    }
+
+    #[test]
     fn the_verifier_accepts_the_lock_programs_on_both_hooks() {
         if !can_load("lock programs") {
             return;
@@ -401,10 +422,10 @@ mod tests {
         const REFUSED: &[u8] = aya::include_bytes_aligned!("../../../bpf/out/tests/refused.bpf.o");
         let source = include_str!("../../../bpf/tests/refused.bpf.c");
         let line = 1 + source.lines().position(|l| l.contains("refused: seen may be NULL")).unwrap();
-        let btf = Btf::from_sys_fs().unwrap();
-        let mut ebpf = EbpfLoader::new().btf(Some(&btf)).load(REFUSED).unwrap();
+        let btf = kernel_btf().unwrap();
+        let mut ebpf = EbpfLoader::new().btf(Some(btf)).load(REFUSED).unwrap();
         let error =
-            attach(&mut ebpf, Hook::BtfRaw, ("sched", "sched_wakeup"), &btf).map(|_| ()).unwrap_err().to_string();
+            attach(&mut ebpf, Hook::BtfRaw, ("sched", "sched_wakeup"), btf).map(|_| ()).unwrap_err().to_string();
         // `refused_btf` is named as `attach` names programs: {event}_btf.
         assert!(error.contains("its verifier said"), "{error}");
         assert!(
