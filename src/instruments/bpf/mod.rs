@@ -43,9 +43,9 @@ pub fn unavailable() -> Option<String> {
 
 /// The running kernel's BTF, parsed once per process (about 5 MB): every
 /// profile of every run relocates against it.
-fn kernel_btf() -> Result<&'static Btf, String> {
-    static BTF: std::sync::OnceLock<Result<Btf, String>> = std::sync::OnceLock::new();
-    BTF.get_or_init(|| Btf::from_sys_fs().map_err(|e| e.to_string())).as_ref().map_err(Clone::clone)
+fn kernel_btf() -> Result<&'static Btf, &'static aya::BtfError> {
+    static BTF: std::sync::OnceLock<Result<Btf, aya::BtfError>> = std::sync::OnceLock::new();
+    BTF.get_or_init(Btf::from_sys_fs).as_ref()
 }
 
 /// How the programs were attached: BTF raw tracepoints (the arguments as
