@@ -280,6 +280,20 @@ fn load_all<'a>(paths: impl IntoIterator<Item = &'a PathBuf>) -> Result<Vec<(Str
 
 /// `fsscale report`: writes the HTML file, returns the line saying where.
 pub fn report_command(args: &ReportArgs) -> Result<String> {
+    if args.history {
+        let filter = fsscale::history::SeriesFilter {
+            workloads: crate::history_command::workload_names(args.workload.as_ref()),
+            workers: args.workers,
+            host: args.host.clone(),
+            ..Default::default()
+        };
+        let html = crate::history_command::history_report(&args.store, filter, args.last as usize)?;
+        fsscale::atomic_file::write(&args.output, html.as_bytes())?;
+        return Ok(format!("report: {}\n", args.output.display()));
+    }
+    if args.store.history_db.is_some() {
+        bail!("--history-db names the store `report --history` draws; add --history, or drop --history-db");
+    }
     let files = load_all(&args.results)?;
     let between: Vec<Between> = args.between.iter().map(|b| Between::parse(b)).collect::<Result<_, _>>()?;
     let html = fsscale::report::render_html(&files, &between);

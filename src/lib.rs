@@ -18,6 +18,7 @@ pub mod atomic_file;
 pub mod cluster;
 pub mod compare;
 pub mod escape;
+pub mod history;
 pub(crate) mod lockfile;
 pub mod ministat;
 pub mod report;

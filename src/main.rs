@@ -22,6 +22,7 @@ macro_rules! eprint {
 
 mod cli;
 mod commands;
+mod history_command;
 #[cfg(target_os = "linux")]
 mod measure;
 mod terminal;
@@ -41,6 +42,13 @@ fn main() -> ExitCode {
             #[cfg(target_os = "linux")]
             if let Some(measure::QuietFailure(code)) = error.downcast_ref::<measure::QuietFailure>() {
                 return ExitCode::from(*code);
+            }
+            if let Some(GateVerdictExit(code)) = error.downcast_ref::<GateVerdictExit>() {
+                return ExitCode::from(*code);
+            }
+            if let Some(GateFailed(why)) = error.downcast_ref::<GateFailed>() {
+                eprintln!("fsscale: error: {why}; the bisection stops (exit {})", cli::GATE_ERROR);
+                return ExitCode::from(cli::GATE_ERROR as u8);
             }
             if let Some(regressed) = error.downcast_ref::<commands::Regressed>() {
                 eprintln!("fsscale: {regressed}");
@@ -86,6 +94,19 @@ fn run(command: cli::Command, argv: Vec<String>) -> anyhow::Result<()> {
             }
             regressed.map_or(Ok(()), |r| Err(r.into()))
         }
+        cli::Command::History(args) => print(&match &args.command {
+            cli::HistoryCommand::Add(add) => history_command::add_command(add)?,
+            cli::HistoryCommand::Show(query) => history_command::query_command(query, false)?,
+            cli::HistoryCommand::Changes(query) => history_command::query_command(query, true)?,
+        }),
+        cli::Command::Gate(args) => {
+            let (verdict, text) = history_command::gate_command(&args).map_err(|e| GateFailed(format!("{e:#}")))?;
+            eprint!("{text}");
+            match verdict.exit_code() {
+                0 => Ok(()),
+                code => Err(GateVerdictExit(code).into()),
+            }
+        }
         cli::Command::Analyze(args) => print(&commands::analyze_command(&args)?),
         cli::Command::Export(args) => print(&commands::export_command(&args)?),
         #[cfg(target_os = "linux")]
@@ -107,6 +128,16 @@ fn run(command: cli::Command, argv: Vec<String>) -> anyhow::Result<()> {
         cli::Command::Run(args) => measure::run_command(*args, argv),
     }
 }
+
+/// `fsscale gate`'s verdict, as its exit status (0 included: it is not an error).
+#[derive(Debug, thiserror::Error)]
+#[error("gate verdict {0}")]
+struct GateVerdictExit(u8);
+
+/// `fsscale gate` could not judge: `git bisect run` must stop, not call the revision bad.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct GateFailed(String);
 
 /// `fsscale ministat`: a drop-in, so its failures print exactly ministat's
 /// text and exit codes rather than fsscale's error line.

@@ -29,6 +29,8 @@ pub fn run_command(args: cli::RunArgs, argv: Vec<String>) -> anyhow::Result<()> 
         );
     }
     let named_output = args.output.output.is_some();
+    // `--history [--history-db PATH]`: where the finished run is recorded.
+    let history = args.output.history.then(|| args.output.history_db.clone());
     let quiet = args.output.quiet;
     let explain_all = args.instruments.explain_all;
     // mpirun forwards a rank's stdout and stderr apart, so a line on stderr
@@ -54,7 +56,7 @@ pub fn run_command(args: cli::RunArgs, argv: Vec<String>) -> anyhow::Result<()> 
             Some(doc) => runner::resume(&config, doc, &mut progress),
             None => runner::run(&config, &mut progress),
         };
-        return show_run(outcome, &config, named_output, tables, progress);
+        return show_run(outcome, &config, named_output, tables, progress, history.as_ref());
     };
     if !cluster.is_root() {
         // Only rank 0 speaks: it reports every rank's failure, and the job's exit
@@ -67,7 +69,7 @@ pub fn run_command(args: cli::RunArgs, argv: Vec<String>) -> anyhow::Result<()> 
     let mut progress = terminal::TerminalProgress::new(quiet);
     let outcome = runner::run_on_ranks(&config, cluster, &mut progress)
         .and_then(|doc| doc.ok_or_else(|| anyhow::anyhow!("rank 0 returned no results (internal error)")));
-    show_run(outcome, &config, named_output, tables, progress)
+    show_run(outcome, &config, named_output, tables, progress, history.as_ref())
 }
 
 /// A rank other than 0 failed: rank 0 says why; this one only exits, with status 0 unless a signal ended it.
@@ -119,10 +121,21 @@ fn show_run(
     named_output: bool,
     tables: Tables,
     mut progress: terminal::TerminalProgress,
+    history: Option<&Option<std::path::PathBuf>>,
 ) -> anyhow::Result<()> {
     progress.clear();
+    // The results are on disk before the history is written: a failure there loses nothing.
+    let record = |doc: &ResultsFile| -> anyhow::Result<()> {
+        if let Some(db) = history {
+            eprintln!("{}", crate::history_command::add_run(doc, &config.output, db.as_deref())?);
+        }
+        Ok(())
+    };
     match outcome {
-        Ok(doc) => tables.show(&doc, "results", &config.output),
+        Ok(doc) => {
+            tables.show(&doc, "results", &config.output)?;
+            record(&doc)
+        }
         Err(error) => {
             // The default results file is made (empty, exclusively) before the
             // run; a run that failed before saving anything leaves none behind.
@@ -138,6 +151,10 @@ fn show_run(
             if let Some(doc) = ours {
                 if doc.points.iter().any(|p| !p.runs.is_empty()) {
                     tables.show(&doc, "results so far", &config.output)?;
+                    // What finished is data: recorded with its status, the error still reported.
+                    if let Err(e) = record(&doc) {
+                        eprintln!("fsscale: error: {e:#}");
+                    }
                 }
             }
             Err(error)

@@ -2,6 +2,7 @@
 //! arguments turn into a plain configuration for the core: `run`'s in
 //! [`run`] and [`workload_args`], the values of enumerated and structured options in [`values`].
 
+mod history;
 pub mod reference;
 #[cfg(target_os = "linux")]
 mod run;
@@ -13,6 +14,7 @@ mod workload_args;
 pub mod like;
 #[cfg(target_os = "linux")]
 mod recorded;
+pub use history::{GateArgs, HistoryAddArgs, HistoryArgs, HistoryCommand, HistoryQueryArgs, StoreArg};
 #[cfg(target_os = "linux")]
 pub use run::{RankOf, RunArgs};
 #[cfg(target_os = "linux")]
@@ -60,10 +62,17 @@ pub fn parse() -> Cli {
         Err(error) if !error.use_stderr() => error.exit(),
         Err(error) => {
             eprintln!("fsscale: {}", one_line(&error.render().to_string()));
-            std::process::exit(2);
+            // `git bisect run` takes 1 to 127 as "bad": a gate that cannot
+            // judge must end the bisection instead (128).
+            let gate = std::env::args().nth(1).is_some_and(|a| a == "gate");
+            std::process::exit(if gate { GATE_ERROR } else { 2 });
         }
     }
 }
+
+/// What `fsscale gate` exits with when it cannot judge (a missing file, a
+/// wrong argument): `git bisect run` stops on it rather than calling the revision bad.
+pub const GATE_ERROR: i32 = 128;
 
 /// Clap's message without its usage and the "For more information" line,
 /// folded into one line: `error: invalid value 'x' for '--mode <MODE>'
@@ -135,6 +144,10 @@ pub enum Command {
     Tree(TreeArgs),
     /// Compare results files point by point: change, confidence interval, test, verdict.
     Compare(CompareArgs),
+    /// The results history: record results (`add`), print series (`show`), find where they stepped and why (`changes`).
+    History(HistoryArgs),
+    /// Judge a revision for `git bisect run`: exit 0 if its results are like the good ones, 1 if worse, 125 if too noisy to say (128: the gate itself failed, which ends the bisection).
+    Gate(GateArgs),
     /// Scaling analysis: speedup, efficiency, Universal Scalability Law fit, collapse.
     Analyze(AnalyzeArgs),
     /// Print one point's per-run figures, one a line: input for `fsscale ministat` or any other tool.
@@ -169,8 +182,25 @@ pub struct TreeArgs {
 #[derive(Args, Debug)]
 pub struct ReportArgs {
     /// Results files; the first is the base that the others are compared with.
-    #[arg(value_name = "RESULTS.json", required = true)]
+    #[arg(value_name = "RESULTS.json", required_unless_present = "history", conflicts_with = "history")]
     pub results: Vec<PathBuf>,
+    /// Draw the history instead: each series (as `history show` filters them) with its steps marked and, under each step, why, with differential flame graphs.
+    #[arg(long)]
+    pub history: bool,
+    /// With --history: only this workload's series (or a group's).
+    #[arg(short = 'w', long, value_name = "WORKLOAD", value_parser = parse_workload_arg, requires = "history")]
+    pub workload: Option<WorkloadArg>,
+    /// With --history: only series at this worker count.
+    #[arg(short = 'j', long, value_name = "N", requires = "history")]
+    pub workers: Option<usize>,
+    /// With --history: only this host's series.
+    #[arg(long, value_name = "NAME", requires = "history")]
+    pub host: Option<String>,
+    /// With --history: each series' most recent N results.
+    #[arg(long, value_name = "N", default_value_t = 200, value_parser = clap::value_parser!(u64).range(2..=100_000))]
+    pub last: u64,
+    #[command(flatten)]
+    pub store: StoreArg,
     /// The HTML file to write.
     #[arg(short, long, value_name = "FILE", default_value = "fsscale-report.html")]
     pub output: PathBuf,

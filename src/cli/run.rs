@@ -234,6 +234,18 @@ pub struct OutputArgs {
     #[arg(long, value_name = "TEXT", value_parser = parse_note)]
     pub note: Option<String>,
 
+    /// The revision measured (a commit, a kernel version, a build): kept in the results, and what the history names the result by, e.g. --rev v6.12-rc3 or --rev $(git rev-parse --short HEAD).
+    #[arg(long, value_name = "REV", value_parser = parse_rev)]
+    pub rev: Option<String>,
+
+    /// When the run ends (complete, interrupted or failed), add its results to the history store (see `fsscale history`).
+    #[arg(long)]
+    pub history: bool,
+
+    /// The history store: an SQLite file, made if missing (default: $XDG_DATA_HOME/fsscale/history.sqlite, else ~/.local/share/fsscale/history.sqlite).
+    #[arg(long, value_name = "PATH", requires = "history")]
+    pub history_db: Option<PathBuf>,
+
     /// No progress: neither the plan's size and estimated time, nor the progress line (on a terminal) or a progress line every 30 s (otherwise, as in a log). Warnings and errors still show.
     #[arg(short, long)]
     pub quiet: bool,
@@ -271,7 +283,7 @@ impl RunArgs {
         };
         let workloads = chosen_workloads(&asked, command.cmd.is_some(), macros.trace.is_some());
         let sample_interval = timing.sample_interval()?;
-        let (label, note, replace_output) = (output.label, output.note, output.force);
+        let (label, note, rev, replace_output) = (output.label, output.note, output.rev, output.force);
         let output = match (output.output, mpi) {
             (Some(path), _) => path,
             // Rank 0 alone writes the results.
@@ -344,6 +356,7 @@ impl RunArgs {
             command_line: argv,
             label,
             note,
+            rev,
             replace_output,
         })
     }

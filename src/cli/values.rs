@@ -241,6 +241,17 @@ pub(super) fn parse_label(text: &str) -> Result<String, InputError> {
     Ok(text.to_string())
 }
 
+/// `--rev`: a revision's name, one line.
+pub(super) fn parse_rev(text: &str) -> Result<String, InputError> {
+    let text = text.trim();
+    if text.is_empty() || text.chars().count() > 128 || text.chars().any(char::is_control) {
+        return Err(InputError::malformed(format!(
+            "--rev {text:?}: give a revision of 1 to 128 characters on one line, e.g. --rev v6.12-rc3 or --rev $(git rev-parse --short HEAD)"
+        )));
+    }
+    Ok(text.to_string())
+}
+
 #[cfg(target_os = "linux")]
 /// `--note`: free text kept with the results, one paragraph.
 pub(super) fn parse_note(text: &str) -> Result<String, InputError> {

@@ -19,13 +19,17 @@ const CPU_BOUND_ASLEEP: f64 = 0.10;
 /// does not cancel. Workers that sleep (on locks, on I/O) would hide a
 /// change in their sleep from it, and a side that got less CPU time (a CPU
 /// limit as the variant) changed what ops/s measure, not what an op costs.
+/// Whether a point's workers were CPU-bound: asleep for at most
+/// [`CPU_BOUND_ASLEEP`] of their windows in the median run (every run
+/// with its scheduler figures).
+pub(crate) fn cpu_bound(p: &Point) -> bool {
+    let mut asleep: Vec<f64> = p.runs.iter().filter_map(|r| r.sched_shares().map(|s| s.asleep)).collect();
+    asleep.sort_by(f64::total_cmp);
+    !asleep.is_empty() && asleep.len() == p.runs.len() && asleep[asleep.len() / 2] <= CPU_BOUND_ASLEEP
+}
+
 pub(super) fn per_cpu_fits(b: &Point, n: &Point) -> bool {
     let busy = |p: &Point| p.summary.as_ref().is_some_and(|s| s.busy_runs.len() * 5 > p.runs.len());
-    let cpu_bound = |p: &Point| {
-        let mut asleep: Vec<f64> = p.runs.iter().filter_map(|r| r.sched_shares().map(|s| s.asleep)).collect();
-        asleep.sort_by(f64::total_cmp);
-        !asleep.is_empty() && asleep.len() == p.runs.len() && asleep[asleep.len() / 2] <= CPU_BOUND_ASLEEP
-    };
     (busy(b) || busy(n))
         && cpu_bound(b)
         && cpu_bound(n)

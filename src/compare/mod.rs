@@ -23,6 +23,7 @@ pub use between::{compare_between, Between, Dimension};
 pub use change::FigureKind;
 pub use differences::{differences, Difference};
 pub use invocations::{compare_invocations, Detectable, InvocationStats, DETECT_POWER};
+pub(crate) use judging::cpu_bound;
 
 use serde::{Deserialize, Serialize};
 
@@ -581,4 +582,4 @@ pub fn regressions(comparison: &Comparison, threshold_pct: f64) -> Vec<&Row> {
 mod simulation;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -45,6 +45,7 @@ pub fn config(workloads: Vec<Workload>, caches: Vec<Cache>) -> RunConfig {
         memory_limit: None,
         label: None,
         note: None,
+        rev: None,
         replace_output: false,
     }
 }

@@ -97,6 +97,8 @@ pub struct RunConfig {
     /// `--label` and `--note`, recorded in the results.
     pub label: Option<String>,
     pub note: Option<String>,
+    /// `--rev`: the revision measured, recorded in the results.
+    pub rev: Option<String>,
     /// `--force` (and `--resume`, which continues the file at `output`):
     /// an existing results file at `output` may be replaced.
     pub replace_output: bool,

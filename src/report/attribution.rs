@@ -27,12 +27,18 @@ fn mean_wait(seconds: f64) -> String {
 /// indented for the terminal, plain for Markdown (which indents them as a list).
 pub fn lines(row: &Row) -> Vec<String> {
     let Some(a) = &row.attribution else { return Vec::new() };
-    let mut out = vec![format!(
+    let heading = format!(
         "why at {} {} x{}, from the profiles (base → new; change in points of percent):",
         row.mode_text(),
         row.share_text(),
         row.workers
-    )];
+    );
+    attribution_lines(a, heading)
+}
+
+/// `heading`, then what moved: lock sites, sleep sites, CPU functions.
+pub(crate) fn attribution_lines(a: &Attribution, heading: String) -> Vec<String> {
+    let mut out = vec![heading];
     out.extend(lock_lines(a));
     out.extend(sleep_lines(a));
     out.extend(cpu_lines(a));

@@ -73,6 +73,7 @@ pub fn doc(runs: usize, duration_s: f64, points: Vec<Point>) -> ResultsFile {
         command_line: vec![],
         label: None,
         note: None,
+        rev: None,
         started_at: "2026-11-22T00:00:00Z".into(),
         finished_at: None,
         status: Status::Complete,

@@ -65,6 +65,10 @@ pub struct ResultsFile {
     /// `--note`: what the person who ran it wanted to remember of it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// `--rev`: the revision measured (a commit, a kernel version), by
+    /// which the history names the result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rev: Option<String>,
     /// A random name for the run that wrote this document; its journal
     /// carries it, so a journal of another run at the same path is never folded in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -549,18 +553,30 @@ impl ResultsFile {
         }
         let text = crate::sys::read_input(path, MAX_INPUT_BYTES)
             .with_context(|| format!("reading results file {}", path.display()))?;
-        let parsed = serde_json::from_str::<ResultsFile>(&text).map_err(anyhow::Error::from).and_then(|mut doc| {
+        ResultsFile::from_json(&text, Some(path))
+            .with_context(|| format!("{} is not an fsscale results file", path.display()))
+    }
+
+    /// A document from its JSON (with the journal beside `path` folded in,
+    /// when it was read from a file), checked as every input is.
+    pub fn from_json(text: &str, path: Option<&Path>) -> Result<ResultsFile> {
+        let mut doc = serde_json::from_str::<ResultsFile>(text)?;
+        if let Some(path) = path {
             doc.fold_journal(path)?;
-            doc.bound_profiles();
-            doc.check()?;
-            // Stored summaries are a cache of the runs: a file edited (or
-            // crafted) to disagree with them is read as its runs say.
-            for point in &mut doc.points {
-                point.summarize();
-            }
-            Ok(doc)
-        });
-        parsed.with_context(|| format!("{} is not an fsscale results file", path.display()))
+        }
+        doc.bound_profiles();
+        doc.check()?;
+        // Stored summaries are a cache of the runs: a file edited (or
+        // crafted) to disagree with them is read as its runs say.
+        for point in &mut doc.points {
+            point.summarize();
+        }
+        Ok(doc)
+    }
+
+    /// The document as one line of JSON, as the history keeps it.
+    pub fn to_compact_json(&self) -> String {
+        serde_json::to_string(self).expect("results serialize")
     }
 
     /// Writes the document atomically (a temporary file of this process's

@@ -26,6 +26,7 @@ pub(super) fn new_document(config: &RunConfig, sources: &Sources, contained: Opt
         command_line: config.command_line.clone(),
         label: config.label.clone(),
         note: config.note.clone(),
+        rev: config.rev.clone(),
         started_at: results::rfc3339(SystemTime::now()),
         finished_at: None,
         status: Status::Running,

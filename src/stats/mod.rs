@@ -1,6 +1,7 @@
 //! Pure statistics: no I/O, no printing. Invariants are checked once, when a
 //! [`Sample`] is built; everything after that can rely on them.
 
+pub mod changepoint;
 pub mod diagnostics;
 pub mod distributions;
 pub mod hierarchical;

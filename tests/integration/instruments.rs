@@ -164,8 +164,15 @@ fn an_fsync_loop_sleeps_in_the_cache_flush_writeback_or_journal() {
         assert_eq!(profile.method.name(), via);
         let switches: u64 = p.runs.iter().flat_map(|r| &r.sched).map(|w| w.voluntary_switches).sum();
         assert!(profile.sleeps > 100, "{via}: {} sleeps", profile.sleeps);
-        // Every voluntary switch of a worker is a sleep; the window's edges may cut a few.
-        assert!(profile.sleeps <= switches + 4, "{via}: {} sleeps, {switches} voluntary switches", profile.sleeps);
+        // Every voluntary switch of a worker is a sleep. The edges differ by
+        // what a worker does before it sees the window open (the profile is
+        // on, its own count not yet taken): a few sleeps on a quiet machine,
+        // more the longer a busy one keeps it from running (17 of 2,000 seen).
+        assert!(
+            profile.sleeps <= switches + switches / 20 + 4,
+            "{via}: {} sleeps, {switches} voluntary switches",
+            profile.sleeps
+        );
         assert!(share > 0.05, "{via}: asleep {share}");
         let top = &profile.sites[0];
         let waits = ["blkdev_issue_flush", "folio_wait_writeback", "jbd2_log_wait_commit", "submit_bio_wait"];

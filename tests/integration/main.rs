@@ -9,6 +9,7 @@ mod edges;
 mod errors;
 mod faults;
 mod filesystems;
+mod history;
 mod hostile;
 mod instruments;
 mod interrupt;

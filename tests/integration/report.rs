@@ -79,7 +79,7 @@ fn plot_writes_svg_and_png() {
 
 /// Loads `html` in headless Chromium: the screenshot, after asserting the
 /// page logged no console error. `None` (said visibly) without Chromium.
-fn load_in_chromium(env: &TestEnv, html: &Path) -> Option<Vec<u8>> {
+pub(crate) fn load_in_chromium(env: &TestEnv, html: &Path) -> Option<Vec<u8>> {
     let Some(chromium) = ["chromium", "chromium-browser", "google-chrome"]
         .into_iter()
         .find(|c| std::process::Command::new(c).arg("--version").output().map(|o| o.status.success()).unwrap_or(false))

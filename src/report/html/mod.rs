@@ -2,7 +2,10 @@
 //! no network; it opens from file:// and prints cleanly.
 
 mod comparisons;
+mod history;
 mod tables;
+
+pub use history::render_history_html;
 
 use std::collections::BTreeSet;
 

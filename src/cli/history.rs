@@ -1,0 +1,100 @@
+//! `fsscale history ...` and `fsscale gate`: their arguments.
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+
+use super::values::*;
+use fsscale::vocab::{Mode, Share};
+
+#[derive(Args, Debug)]
+pub struct HistoryArgs {
+    #[command(subcommand)]
+    pub command: HistoryCommand,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum HistoryCommand {
+    /// Record results files in the history (a file already recorded, by its run id, is left as it is).
+    Add(HistoryAddArgs),
+    /// Print each matching series: a sparkline, then a row per result, marking the steps `changes` finds.
+    Show(HistoryQueryArgs),
+    /// Find where each matching series' level stepped (E-Divisive means with a permutation test): the first result after each step, the levels before and after, their ratio with its 95% interval, and why, from the profiles both sides recorded.
+    Changes(HistoryQueryArgs),
+}
+
+/// Where the store is.
+#[derive(Args, Debug, Clone)]
+pub struct StoreArg {
+    /// The history store: an SQLite file, made if missing (default: $XDG_DATA_HOME/fsscale/history.sqlite, else ~/.local/share/fsscale/history.sqlite).
+    #[arg(long, value_name = "PATH")]
+    pub history_db: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct HistoryAddArgs {
+    /// Results files from `fsscale run` (from any host: series are kept apart by host).
+    #[arg(value_name = "RESULTS.json", required = true)]
+    pub results: Vec<PathBuf>,
+    /// The revision the files measured, for files that do not record one (`run --rev`); a file's own is kept otherwise.
+    #[arg(long, value_name = "REV", value_parser = parse_rev)]
+    pub rev: Option<String>,
+    #[command(flatten)]
+    pub store: StoreArg,
+}
+
+#[derive(Args, Debug)]
+pub struct HistoryQueryArgs {
+    /// Only this workload's series (or a group's: mdtest, mdtest-dirs).
+    #[arg(short = 'w', long, value_name = "WORKLOAD", value_parser = parse_workload_arg)]
+    pub workload: Option<WorkloadArg>,
+    /// Only series at this worker count.
+    #[arg(short = 'j', long, value_name = "N")]
+    pub workers: Option<usize>,
+    /// Only series of this host (as results record its hostname).
+    #[arg(long, value_name = "NAME")]
+    pub host: Option<String>,
+    /// Only series of this mode.
+    #[arg(long, value_parser = choice::<Mode>())]
+    pub mode: Option<Mode>,
+    /// Only series of this sharing level.
+    #[arg(long, value_parser = choice::<Share>())]
+    pub share: Option<Share>,
+    /// Only series on this filesystem configuration (`--fs` label, e.g. ext4:noatime).
+    #[arg(long, value_name = "FS")]
+    pub fs: Option<String>,
+    /// Only series of this --variant.
+    #[arg(long, value_name = "NAME")]
+    pub variant: Option<String>,
+    /// Each series' most recent N results (the search for steps is quadratic in them).
+    #[arg(long, value_name = "N", default_value_t = 200, value_parser = clap::value_parser!(u64).range(2..=100_000))]
+    pub last: u64,
+    /// Output format: text or json.
+    #[arg(long, default_value = "text", value_parser = choice::<AnalyzeFormat>())]
+    pub format: AnalyzeFormat,
+    #[command(flatten)]
+    pub store: StoreArg,
+}
+
+#[derive(Args, Debug)]
+#[command(group(clap::ArgGroup::new("current").required(true).args(["results", "run"])))]
+pub struct GateArgs {
+    /// Results of a revision known to be good (before the change).
+    #[arg(long, value_name = "GOOD.json")]
+    pub good: PathBuf,
+    /// Results of a revision known to be bad (with the change): a revision is then good only if it is clearly faster than these.
+    #[arg(long, value_name = "BAD.json")]
+    pub bad: Option<PathBuf>,
+    /// This revision's results, already measured.
+    #[arg(long, value_name = "RESULTS.json")]
+    pub results: Option<PathBuf>,
+    /// Measure this revision first: the arguments of `fsscale run` (after --), e.g. `-- --like GOOD.json`. A run that fails skips the revision (125).
+    #[arg(last = true, value_name = "RUN-ARGS", num_args = 1.., allow_hyphen_values = true)]
+    pub run: Vec<String>,
+    /// Call a point worse only when its whole confidence interval lies beyond ±PCT percent, as compare does (default 2).
+    #[arg(long, value_name = "PCT")]
+    pub noise_threshold: Option<f64>,
+    /// Confidence level in percent.
+    #[arg(short = 'c', long, value_name = "PCT", default_value_t = 95.0)]
+    pub confidence: f64,
+}

@@ -1,0 +1,279 @@
+//! Where a series' level stepped, by how much, and why.
+//!
+//! The figures are the ones compare's verdicts use: each result's mean
+//! ops/s, or its ops per worker CPU-second for a series in which the
+//! machine was busy in some result (other work moves ops/s, not the
+//! workers' own CPU time; docs/STATISTICS.md). Steps are found on their
+//! logarithms by E-Divisive means ([`crate::stats::changepoint`]); each
+//! found step's levels are the means of the results between it and its
+//! neighbouring steps, their ratio with Fieller's 95% interval, as compare gives it.
+
+use serde::Serialize;
+
+use super::store::{Entry, Series, Store};
+use crate::compare::{attribute, Attribution};
+use crate::stats::changepoint::{e_divisive, ChangePointConfig};
+use crate::stats::distributions::t_quantile_two_sided;
+use crate::stats::hypothesis::{ratio_interval, welch};
+use crate::stats::Sample;
+
+/// How `history changes` searches.
+#[derive(Clone, Copy, Debug)]
+pub struct ChangeConfig {
+    pub detector: ChangePointConfig,
+    /// Only the most recent results of each series (the search is quadratic in them).
+    pub last: usize,
+    /// Of the levels' ratio interval, in (0, 1).
+    pub confidence: f64,
+}
+
+impl ChangeConfig {
+    pub const DEFAULT: ChangeConfig =
+        ChangeConfig { detector: ChangePointConfig::DEFAULT, last: 200, confidence: 0.95 };
+}
+
+/// Which figure of each result a series is judged on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SeriesFigure {
+    /// The mean of the runs' figure (ops/s, or a driver's metric).
+    Rate,
+    /// The mean of the runs' ops per worker CPU-second.
+    PerCpu,
+}
+
+/// One side of a step: the results between it and the neighbouring step.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Level {
+    pub mean: f64,
+    pub results: usize,
+    /// Of them, results whose runs cannot support a verdict on their own (drift, two modes, busy).
+    pub noisy: usize,
+}
+
+/// A step in a series.
+#[derive(Clone, Debug, Serialize)]
+pub struct Change {
+    /// The index (in the series as searched) of the first result after the step.
+    pub index: usize,
+    pub before: Level,
+    pub after: Level,
+    /// after / before, and its interval at the configured confidence
+    /// (`None` when a side has one result, or the base is not clear of 0).
+    pub ratio: f64,
+    pub interval: Option<(f64, f64)>,
+    /// The permutation test's p-value.
+    pub p_value: f64,
+    /// Whether the figure got better (higher, or lower for a smaller-is-better metric).
+    pub improved: bool,
+    /// Why, from the profiles of the nearest results on both sides that recorded one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attribution: Option<Attributed>,
+}
+
+impl Change {
+    /// The change in percent, `(ratio − 1)·100`.
+    pub fn pct(&self) -> f64 {
+        (self.ratio - 1.0) * 100.0
+    }
+}
+
+/// A change's attribution and the two results it compares.
+#[derive(Clone, Debug, Serialize)]
+pub struct Attributed {
+    pub before: String,
+    pub after: String,
+    pub attribution: Attribution,
+}
+
+/// A series with its steps.
+#[derive(Clone, Debug, Serialize)]
+pub struct SeriesChanges {
+    pub host: String,
+    pub point: String,
+    #[serde(skip)]
+    pub series: Option<Series>,
+    pub figure: SeriesFigure,
+    pub unit: String,
+    #[serde(skip)]
+    pub entries: Vec<Entry>,
+    /// The figure of every result searched, in order.
+    pub values: Vec<f64>,
+    pub changes: Vec<Change>,
+}
+
+/// The figure a series is judged on: per CPU-second where the machine was
+/// busy in some result and every result has that figure with its workers
+/// CPU-bound (a sleeping worker's CPU time would hide a change in its sleep).
+pub fn series_figure(entries: &[Entry]) -> SeriesFigure {
+    let busy = entries.iter().any(|e| e.figure.busy);
+    match busy && entries.iter().all(|e| e.figure.per_cpu.is_some() && e.figure.cpu_bound) {
+        true => SeriesFigure::PerCpu,
+        false => SeriesFigure::Rate,
+    }
+}
+
+/// The steps of one series (`entries` in order), without attribution.
+pub fn find_changes(entries: &[Entry], config: &ChangeConfig) -> (SeriesFigure, Vec<f64>, Vec<Change>) {
+    let figure = series_figure(entries);
+    let values: Vec<f64> = entries
+        .iter()
+        .map(|e| match figure {
+            SeriesFigure::Rate => e.figure.mean,
+            SeriesFigure::PerCpu => e.figure.per_cpu.unwrap_or(f64::NAN),
+        })
+        .collect();
+    // Logarithms: a step of 5% is one size at every level; a figure of 0 cannot be placed.
+    if values.iter().any(|v| !(v.is_finite() && *v > 0.0)) {
+        return (figure, values, Vec::new());
+    }
+    let logs: Vec<f64> = values.iter().map(|v| v.ln()).collect();
+    let outlying = outliers_of(&values);
+    // The search and the levels leave outliers out: one disturbed
+    // invocation is not a level, and would pull a step's place towards it.
+    let kept: Vec<usize> = (0..values.len()).filter(|&i| !outlying[i]).collect();
+    let kept_logs: Vec<f64> = kept.iter().map(|&i| logs[i]).collect();
+    let found = e_divisive(&kept_logs, &config.detector);
+    let mut bounds: Vec<usize> = vec![0];
+    bounds.extend(found.iter().map(|c| c.index));
+    bounds.push(kept.len());
+    let higher_is_better = entries.first().is_none_or(|e| e.figure.higher_is_better);
+    let changes = found
+        .iter()
+        .enumerate()
+        .map(|(k, c)| {
+            // The kept results on each side, as figures.
+            let side = |from: usize, to: usize| -> Vec<usize> { kept[from..to].to_vec() };
+            let (before, after) = (side(bounds[k], bounds[k + 1]), side(bounds[k + 1], bounds[k + 2]));
+            let figures = |at: &[usize]| at.iter().map(|&i| values[i]).collect::<Vec<f64>>();
+            let (bv, av) = (figures(&before), figures(&after));
+            let level = |at: &[usize], v: &[f64]| Level {
+                mean: v.iter().sum::<f64>() / v.len() as f64,
+                results: at.len(),
+                noisy: at.iter().filter(|&&i| entries[i].figure.noise.is_some()).count(),
+            };
+            let (b, a) = (level(&before, &bv), level(&after, &av));
+            let ratio = a.mean / b.mean;
+            let interval = Sample::new(&bv).ok().zip(Sample::new(&av).ok()).and_then(|(b, a)| {
+                let df = welch(&b, &a, config.confidence).ok()?.df;
+                ratio_interval(&b, &a, t_quantile_two_sided(config.confidence, df))
+            });
+            Change {
+                // Right after the last result before it: outliers between
+                // the two sides belong to neither, and start the new level.
+                index: kept[c.index - 1] + 1,
+                improved: (ratio > 1.0) == higher_is_better,
+                before: b,
+                after: a,
+                ratio,
+                interval,
+                p_value: c.p_value,
+                attribution: None,
+            }
+        })
+        .collect();
+    (figure, values, changes)
+}
+
+/// The steps of every series in `series`, each attributed from the
+/// nearest profiled results on both sides where there are such.
+pub fn changes(store: &Store, series: &[Series], config: &ChangeConfig) -> anyhow::Result<Vec<SeriesChanges>> {
+    let mut out = Vec::new();
+    for s in series {
+        let entries = store.entries(s.id, Some(config.last))?;
+        let (figure, values, mut changes) = find_changes(&entries, config);
+        for change in &mut changes {
+            change.attribution = attribution(store, &entries, change.index)?;
+        }
+        out.push(SeriesChanges {
+            host: s.host.clone(),
+            point: s.identity.describe(),
+            series: Some(s.clone()),
+            figure,
+            unit: match figure {
+                SeriesFigure::Rate => entries.last().map_or_else(String::new, |e| e.figure.unit.clone()),
+                SeriesFigure::PerCpu => "ops/cpu-s".to_string(),
+            },
+            entries,
+            values,
+            changes,
+        });
+    }
+    Ok(out)
+}
+
+/// The last result before `index` and the first from it on that recorded a
+/// profile of a kind both have, compared as compare compares two files' points.
+fn attribution(store: &Store, entries: &[Entry], index: usize) -> anyhow::Result<Option<Attributed>> {
+    for after in entries[index..].iter().filter(|e| !e.figure.profiles.is_empty()) {
+        let shared = |e: &&Entry| e.figure.profiles.iter().any(|p| after.figure.profiles.contains(p));
+        let Some(before) = entries[..index].iter().rev().find(shared) else { continue };
+        let (b, a) = (store.document(before.result)?, store.document(after.result)?);
+        let (Some(bp), Some(ap)) = (b.points.get(before.point_index), a.points.get(after.point_index)) else {
+            continue;
+        };
+        if let Some(attribution) = attribute(bp, ap) {
+            return Ok(Some(Attributed {
+                before: before.name().to_string(),
+                after: after.name().to_string(),
+                attribution,
+            }));
+        }
+    }
+    Ok(None)
+}
+
+/// Which of a series' figures are outliers (see [`outliers`]), on their
+/// logarithms; none where a figure is not positive.
+pub fn outliers_of(values: &[f64]) -> Vec<bool> {
+    match values.iter().all(|v| v.is_finite() && *v > 0.0) {
+        true => outliers(&values.iter().map(|v| v.ln()).collect::<Vec<f64>>()),
+        false => vec![false; values.len()],
+    }
+}
+
+/// Results far from their neighbours on both sides: more than
+/// [`OUTLIER_SIGMAS`] robust standard deviations from the median of the
+/// three results before them and from that of the three after (at either
+/// end, the side there is). A Hampel filter (Pearson, "Outliers in process
+/// modeling and identification", IEEE TCST 10(1), 2002) with its window
+/// split in two, so that a result beside a step, which is close to the
+/// results on its own side, is never taken for an outlier. The deviation is
+/// estimated from successive differences (their MAD / √2), which a step
+/// moves only once.
+fn outliers(values: &[f64]) -> Vec<bool> {
+    let n = values.len();
+    let mut out = vec![false; n];
+    if n < 7 {
+        return out;
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        let m = v.len() / 2;
+        if v.len() % 2 == 1 {
+            v[m]
+        } else {
+            (v[m - 1] + v[m]) / 2.0
+        }
+    };
+    let mut diffs: Vec<f64> = values.windows(2).map(|w| (w[1] - w[0]).abs()).collect();
+    let sigma = 1.4826 * median(&mut diffs) / std::f64::consts::SQRT_2;
+    if sigma <= 0.0 {
+        return out;
+    }
+    let far = |i: usize, side: &[f64]| (values[i] - median(&mut side.to_vec())).abs() > OUTLIER_SIGMAS * sigma;
+    for (i, flag) in out.iter_mut().enumerate() {
+        let before = &values[i.saturating_sub(3)..i];
+        let after = &values[i + 1..(i + 4).min(n)];
+        *flag = match (before.len() >= 2, after.len() >= 2) {
+            (true, true) => far(i, before) && far(i, after),
+            (true, false) => far(i, before),
+            (false, true) => far(i, after),
+            (false, false) => false,
+        };
+    }
+    out
+}
+
+/// How far from its neighbours a result is an outlier, in robust standard deviations.
+pub const OUTLIER_SIGMAS: f64 = 4.0;

@@ -1,0 +1,22 @@
+//! The results history: every recorded result in one store, as series of
+//! each point's figure on each host, where the level stepped and why, and
+//! a gate for `git bisect run`.
+//!
+//! Results files are the interchange: [`Store::add`] keeps each one's full
+//! document, idempotently by run id; the series are read back from it.
+
+mod changes;
+mod gate;
+mod point;
+mod schema;
+mod store;
+#[cfg(test)]
+mod tests;
+
+pub use changes::{
+    changes, find_changes, outliers_of, series_figure, Attributed, Change, ChangeConfig, Level, SeriesChanges,
+    SeriesFigure, OUTLIER_SIGMAS,
+};
+pub use gate::{judge, GateDecision, GateVerdict};
+pub use point::{figures, Figure, Identity};
+pub use store::{Added, Entry, Series, SeriesFilter, Store, BUSY_TIMEOUT};

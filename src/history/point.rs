@@ -1,0 +1,119 @@
+//! What a history series is keyed by, and the figure each result adds to it.
+
+use serde::{Deserialize, Serialize};
+
+use crate::results::{Point, ResultsFile};
+
+/// A point's identity across results: two results' points with equal
+/// identities on one host measured the same thing, and form a series.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Identity {
+    pub workload: String,
+    /// Exactly what one counted op is.
+    pub op: String,
+    pub mode: String,
+    pub share: String,
+    pub workers: usize,
+    /// The `--fs` configuration with its mount options (`ext4:noatime`), as
+    /// asked for: what the kernel reports by default may change with the
+    /// kernel under test, which must not split its series.
+    pub fs: Option<String>,
+    /// `cold` when caches were dropped before each run.
+    pub cache: Option<String>,
+    pub variant: Option<String>,
+    /// `--memory-limit`, in bytes as the kernel took it.
+    pub memory_limit: Option<u64>,
+}
+
+impl Identity {
+    pub fn of(doc: &ResultsFile, point: &Point) -> Identity {
+        Identity {
+            workload: point.workload.to_string(),
+            op: point.op.clone(),
+            mode: point.mode.to_string(),
+            share: point.share.to_string(),
+            workers: point.workers,
+            fs: point.fs.clone(),
+            cache: point.cache.map(|c| c.to_string()),
+            variant: point.variant.clone(),
+            memory_limit: doc.settings.memory_limit.as_ref().map(|m| m.bytes),
+        }
+    }
+
+    /// `stat process private x2`, then what else sets it apart: `on ext4,
+    /// cold cache, variant on, memory limit 256 MiB`.
+    pub fn describe(&self) -> String {
+        let mut words = format!("{} {} {} x{}", self.workload, self.mode, self.share, self.workers);
+        let extra: Vec<String> = [
+            self.fs.as_ref().map(|f| format!("on {f}")),
+            self.cache.as_ref().filter(|c| *c == "cold").map(|_| "cold cache".to_string()),
+            self.variant.as_ref().map(|v| format!("variant {v}")),
+            self.memory_limit.map(|b| format!("memory limit {}", crate::vocab::format_size(b))),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        if !extra.is_empty() {
+            words.push_str(", ");
+            words.push_str(&extra.join(", "));
+        }
+        words
+    }
+
+    /// One line of text that is equal exactly when the identities are: the store's key.
+    pub fn key(&self) -> String {
+        serde_json::to_string(self).expect("plain data")
+    }
+}
+
+/// What one result adds to a point's series.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Figure {
+    /// The mean of the runs' figures (ops/s, or a driver's metric), as
+    /// compare's verdicts take it.
+    pub mean: f64,
+    /// The mean of the runs' ops per worker CPU-second, when every run has one.
+    pub per_cpu: Option<f64>,
+    pub runs: usize,
+    /// Other work took the machine in more than a fifth of the runs.
+    pub busy: bool,
+    /// The workers were CPU-bound (compare's rule): only then does ops per
+    /// CPU-second measure what an op costs, where other work took the machine.
+    pub cpu_bound: bool,
+    /// Why the runs cannot support a verdict (drift, two modes, busy), as compare says it.
+    pub noise: Option<String>,
+    /// Which profiles the point recorded (`locks`, `offcpu`, `cpu`): what a change can be attributed from.
+    pub profiles: Vec<String>,
+    pub unit: String,
+    pub higher_is_better: bool,
+}
+
+impl Figure {
+    /// The point's figure, or `None` while it has no finished run.
+    pub fn of(point: &Point) -> Option<Figure> {
+        let summary = point.summary.as_ref()?;
+        let per_cpu = point.ops_per_cpu_s().filter(|v| !v.is_empty()).map(|v| v.iter().sum::<f64>() / v.len() as f64);
+        let profiles = [
+            ("locks", point.lock_profile().is_some()),
+            ("offcpu", point.offcpu_profile().is_some()),
+            ("cpu", point.cpu_profile().is_some()),
+        ];
+        Some(Figure {
+            mean: summary.ops_per_s.mean,
+            per_cpu: per_cpu.filter(|v| v.is_finite() && *v > 0.0),
+            runs: point.runs.len(),
+            busy: summary.busy_runs.len() * 5 > point.runs.len(),
+            cpu_bound: crate::compare::cpu_bound(point),
+            noise: point.noise_problem(),
+            profiles: profiles.iter().filter(|p| p.1).map(|p| p.0.to_string()).collect(),
+            unit: point.unit(),
+            higher_is_better: point.higher_is_better(),
+        })
+        .filter(|f| f.mean.is_finite())
+    }
+}
+
+/// Every point of `doc` with a finished run: its identity, its figure, and its index in the document.
+pub fn figures(doc: &ResultsFile) -> Vec<(Identity, Figure, usize)> {
+    doc.points.iter().enumerate().filter_map(|(i, p)| Some((Identity::of(doc, p), Figure::of(p)?, i))).collect()
+}

@@ -1,0 +1,320 @@
+//! The history store: one SQLite file, written by any number of processes.
+//!
+//! WAL lets readers go on while one process writes; a writer takes the
+//! write lock at the start of its transaction (`BEGIN IMMEDIATE`) and waits
+//! up to [`BUSY_TIMEOUT`] for another's, so runs finishing at once queue
+//! instead of failing with "database is locked".
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context, Result};
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
+use sha2::Digest;
+
+use super::point::{figures, Figure, Identity};
+use super::schema;
+use crate::results::ResultsFile;
+
+/// How long a writer waits for another's transaction before giving up.
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// An open history store.
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+}
+
+/// What adding a results file did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Added {
+    /// Recorded, with its figures in this many series.
+    New { series: usize },
+    /// A result with its run id was already recorded: nothing changed.
+    Already,
+}
+
+/// One series: a point's results on one host.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Series {
+    pub id: i64,
+    pub host: String,
+    pub identity: Identity,
+}
+
+/// One result in a series.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Entry {
+    /// The store's id of the result (its document: [`Store::document`]).
+    pub result: i64,
+    pub run_id: String,
+    pub rev: Option<String>,
+    pub label: Option<String>,
+    pub note: Option<String>,
+    pub kernel: String,
+    /// RFC 3339, UTC: series are in this order.
+    pub started_at: String,
+    /// The point's index in its document.
+    pub point_index: usize,
+    pub figure: Figure,
+}
+
+impl Entry {
+    /// What the result is called: its revision, else its label, else its start.
+    pub fn name(&self) -> &str {
+        self.rev.as_deref().or(self.label.as_deref()).unwrap_or(&self.started_at)
+    }
+}
+
+/// Which series a query wants; `None` matches any.
+#[derive(Clone, Debug, Default)]
+pub struct SeriesFilter {
+    /// Workload names (a group's members, already expanded).
+    pub workloads: Option<Vec<String>>,
+    pub workers: Option<usize>,
+    pub host: Option<String>,
+    pub mode: Option<String>,
+    pub share: Option<String>,
+    pub fs: Option<String>,
+    pub variant: Option<String>,
+}
+
+impl SeriesFilter {
+    fn admits(&self, host: &str, id: &Identity) -> bool {
+        let is = |want: &Option<String>, have: Option<&str>| want.as_deref().is_none_or(|w| Some(w) == have);
+        self.workloads.as_ref().is_none_or(|w| w.contains(&id.workload))
+            && self.workers.is_none_or(|w| w == id.workers)
+            && is(&self.host, Some(host))
+            && is(&self.mode, Some(&id.mode))
+            && is(&self.share, Some(&id.share))
+            && is(&self.fs, id.fs.as_deref())
+            && is(&self.variant, id.variant.as_deref())
+    }
+}
+
+impl Store {
+    /// Where the store is when `--history-db` is not given:
+    /// `$XDG_DATA_HOME/fsscale/history.sqlite`, else `~/.local/share/fsscale/history.sqlite`.
+    pub fn default_path() -> Result<PathBuf> {
+        let data = match (std::env::var_os("XDG_DATA_HOME"), std::env::var_os("HOME")) {
+            (Some(d), _) if Path::new(&d).is_absolute() => PathBuf::from(d),
+            (_, Some(home)) if Path::new(&home).is_absolute() => Path::new(&home).join(".local/share"),
+            _ => bail!(
+                "no data directory for the history (neither XDG_DATA_HOME nor HOME is set); give --history-db PATH"
+            ),
+        };
+        Ok(data.join("fsscale").join("history.sqlite"))
+    }
+
+    /// Opens the store at `path`, making it (and its directory, mode 0700) if
+    /// it does not exist, and migrating it to this fsscale's schema.
+    pub fn open(path: &Path) -> Result<Store> {
+        Store::open_at(path, schema::CURRENT)
+    }
+
+    /// [`Store::open`], migrating only to schema version `version` (tests
+    /// make old stores with it).
+    pub(crate) fn open_at(path: &Path, version: usize) -> Result<Store> {
+        let what = || format!("history store {}", path.display());
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty() && !d.exists()) {
+            use std::os::unix::fs::DirBuilderExt;
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+                .with_context(|| format!("making the directory of the {}", what()))?;
+        }
+        if path.exists() && !path.is_file() {
+            bail!("{} is not a file; give --history-db a file path", what());
+        }
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let mut conn = Connection::open_with_flags(path, flags).with_context(what)?;
+        conn.busy_timeout(BUSY_TIMEOUT).with_context(what)?;
+        set_wal(&conn).map_err(|e| not_a_store(e, path))?;
+        conn.pragma_update(None, "synchronous", "NORMAL").with_context(what)?;
+        conn.pragma_update(None, "foreign_keys", true).with_context(what)?;
+        schema::migrate(&mut conn, version).with_context(what)?;
+        Ok(Store { conn, path: path.to_path_buf() })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Records `doc` (with `rev` instead of its own revision, when given),
+    /// or nothing if a result with its run id is recorded already. One
+    /// transaction: a crash keeps all of it or none.
+    pub fn add(&mut self, doc: &ResultsFile, rev: Option<&str>) -> Result<Added> {
+        let json = doc.to_compact_json();
+        // A file from before run ids were written: its content is its identity.
+        let run_id =
+            doc.run_id.clone().unwrap_or_else(|| format!("sha256:{:x}", sha2::Sha256::digest(json.as_bytes())));
+        let rev = rev.map(str::to_string).or_else(|| doc.rev.clone());
+        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let inserted = tx.execute(
+            "INSERT INTO results (run_id, host, kernel, rev, label, note, started_at, status, added_at, document)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) ON CONFLICT (run_id) DO NOTHING",
+            params![
+                run_id,
+                doc.host.hostname,
+                doc.host.kernel_release,
+                rev,
+                doc.label,
+                doc.note,
+                doc.started_at,
+                doc.status.name(),
+                crate::results::rfc3339(std::time::SystemTime::now()),
+                json
+            ],
+        )?;
+        if inserted == 0 {
+            return Ok(Added::Already);
+        }
+        let result = tx.last_insert_rowid();
+        let mut series = 0;
+        for (identity, figure, index) in figures(doc) {
+            let key = identity.key();
+            tx.execute(
+                "INSERT INTO series (host, identity, workload, workers, description) VALUES (?1, ?2, ?3, ?4, ?5)
+                 ON CONFLICT (host, identity) DO NOTHING",
+                params![doc.host.hostname, key, identity.workload, identity.workers as i64, identity.describe()],
+            )?;
+            let id: i64 = tx.query_row(
+                "SELECT id FROM series WHERE host = ?1 AND identity = ?2",
+                params![doc.host.hostname, key],
+                |r| r.get(0),
+            )?;
+            tx.execute(
+                "INSERT INTO figures (series_id, result_id, point_index, mean, per_cpu, runs, busy, cpu_bound, noise, profiles, unit, higher_is_better)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                params![
+                    id,
+                    result,
+                    index as i64,
+                    figure.mean,
+                    figure.per_cpu,
+                    figure.runs as i64,
+                    figure.busy,
+                    figure.cpu_bound,
+                    figure.noise,
+                    figure.profiles.join(","),
+                    figure.unit,
+                    figure.higher_is_better
+                ],
+            )?;
+            series += 1;
+        }
+        tx.commit()?;
+        Ok(Added::New { series })
+    }
+
+    /// The series `filter` admits, by host, workload and workers.
+    pub fn series(&self, filter: &SeriesFilter) -> Result<Vec<Series>> {
+        let mut query = self.conn.prepare_cached(
+            "SELECT id, host, identity FROM series WHERE (?1 IS NULL OR workers = ?1) ORDER BY host, workload, workers, id",
+        )?;
+        let rows = query.query_map(params![filter.workers.map(|w| w as i64)], |r| {
+            Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (id, host, identity) = row?;
+            let identity: Identity =
+                serde_json::from_str(&identity).with_context(|| format!("series {id} of {}", self.path.display()))?;
+            if filter.admits(&host, &identity) {
+                out.push(Series { id, host, identity });
+            }
+        }
+        Ok(out)
+    }
+
+    /// The results of a series in the order they started, the last `last` of them when given.
+    pub fn entries(&self, series: i64, last: Option<usize>) -> Result<Vec<Entry>> {
+        let mut query = self.conn.prepare_cached(
+            "SELECT r.id, r.run_id, r.rev, r.label, r.note, r.kernel, r.started_at, f.point_index, f.mean, f.per_cpu,
+                    f.runs, f.busy, f.cpu_bound, f.noise, f.profiles, f.unit, f.higher_is_better
+             FROM figures f JOIN results r ON r.id = f.result_id
+             WHERE f.series_id = ?1 ORDER BY r.started_at DESC, r.id DESC LIMIT ?2",
+        )?;
+        let limit = last.map_or(-1, |n| n as i64);
+        let rows = query.query_map(params![series, limit], |r| {
+            Ok(Entry {
+                result: r.get(0)?,
+                run_id: r.get(1)?,
+                rev: r.get(2)?,
+                label: r.get(3)?,
+                note: r.get(4)?,
+                kernel: r.get(5)?,
+                started_at: r.get(6)?,
+                point_index: r.get::<_, i64>(7)? as usize,
+                figure: Figure {
+                    mean: r.get(8)?,
+                    per_cpu: r.get(9)?,
+                    runs: r.get::<_, i64>(10)? as usize,
+                    busy: r.get(11)?,
+                    cpu_bound: r.get(12)?,
+                    noise: r.get(13)?,
+                    profiles: r
+                        .get::<_, String>(14)?
+                        .split(',')
+                        .filter(|p| !p.is_empty())
+                        .map(str::to_string)
+                        .collect(),
+                    unit: r.get(15)?,
+                    higher_is_better: r.get(16)?,
+                },
+            })
+        })?;
+        let mut entries = rows.collect::<rusqlite::Result<Vec<Entry>>>()?;
+        entries.reverse();
+        Ok(entries)
+    }
+
+    /// The results file recorded as `result`, read as any received file is.
+    pub fn document(&self, result: i64) -> Result<ResultsFile> {
+        let text: String = self
+            .conn
+            .query_row("SELECT document FROM results WHERE id = ?1", [result], |r| r.get(0))
+            .optional()?
+            .ok_or_else(|| anyhow!("result {result} is not in {}", self.path.display()))?;
+        ResultsFile::from_json(&text, None)
+            .with_context(|| format!("result {result} of {} is not an fsscale results file", self.path.display()))
+    }
+
+    /// How many results are recorded.
+    pub fn len(&self) -> Result<usize> {
+        Ok(self.conn.query_row("SELECT COUNT(*) FROM results", [], |r| r.get::<_, i64>(0))? as usize)
+    }
+
+    pub fn is_empty(&self) -> Result<bool> {
+        Ok(self.len()? == 0)
+    }
+}
+
+/// WAL, set once per store: switching needs a moment with no other
+/// connection, which the busy handler does not wait for, so it is retried.
+fn set_wal(conn: &Connection) -> rusqlite::Result<()> {
+    let started = std::time::Instant::now();
+    loop {
+        match conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get::<_, String>(0)) {
+            Ok(_) => return Ok(()),
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy && started.elapsed() < BUSY_TIMEOUT =>
+            {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// "file is not a database" as one line that names the file and the fix.
+fn not_a_store(error: rusqlite::Error, path: &Path) -> anyhow::Error {
+    match &error {
+        rusqlite::Error::SqliteFailure(e, _) if e.code == rusqlite::ErrorCode::NotADatabase => anyhow!(
+            "{} is not a history store (not an SQLite database); give --history-db another path",
+            path.display()
+        ),
+        _ => anyhow::Error::from(error).context(format!("history store {}", path.display())),
+    }
+}

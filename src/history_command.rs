@@ -1,0 +1,191 @@
+//! What `fsscale history ...`, `fsscale gate` and `run --history` do
+//! between parsing and printing.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+
+use crate::cli::AnalyzeFormat;
+use crate::cli::{GateArgs, HistoryAddArgs, HistoryQueryArgs, StoreArg, WorkloadArg};
+use fsscale::compare::{CompareConfig, DEFAULT_NOISE_THRESHOLD_PCT};
+use fsscale::history::{changes, judge, Added, ChangeConfig, GateVerdict, SeriesFilter, Store};
+use fsscale::results::ResultsFile;
+
+fn store_path(arg: &StoreArg) -> Result<PathBuf> {
+    match &arg.history_db {
+        Some(path) => Ok(path.clone()),
+        None => Store::default_path(),
+    }
+}
+
+/// The workload names a filter admits: `None` for all.
+pub fn workload_names(arg: Option<&WorkloadArg>) -> Option<Vec<String>> {
+    match arg? {
+        WorkloadArg::All => None,
+        WorkloadArg::One(w) => Some(vec![w.to_string()]),
+        WorkloadArg::Group(phases) => Some(phases.iter().map(|w| w.to_string()).collect()),
+    }
+}
+
+/// `history add`: a line per file, then how many were recorded.
+pub fn add_command(args: &HistoryAddArgs) -> Result<String> {
+    let path = store_path(&args.store)?;
+    let mut store = Store::open(&path)?;
+    let mut out = String::new();
+    let (mut new, mut already) = (0, 0);
+    for file in &args.results {
+        let doc = ResultsFile::load(file)?;
+        match store.add(&doc, args.rev.as_deref()).with_context(|| format!("recording {}", file.display()))? {
+            Added::New { series } => {
+                new += 1;
+                out.push_str(&format!("recorded {} ({series} series)\n", file.display()));
+            }
+            Added::Already => {
+                already += 1;
+                out.push_str(&format!("already recorded {} (its run id is in the store)\n", file.display()));
+            }
+        }
+    }
+    out.push_str(&format!(
+        "{new} recorded, {already} already there; {} results in {}\n",
+        store.len()?,
+        store.path().display()
+    ));
+    Ok(out)
+}
+
+/// `run --history`: records the run's document, saying where.
+pub fn add_run(doc: &ResultsFile, results: &Path, db: Option<&Path>) -> Result<String> {
+    let path = match db {
+        Some(p) => p.to_path_buf(),
+        None => Store::default_path()?,
+    };
+    let recorded = Store::open(&path).and_then(|mut store| store.add(doc, None));
+    match recorded {
+        Ok(Added::New { series }) => Ok(format!("history: recorded in {} ({series} series)", path.display())),
+        Ok(Added::Already) => Ok(format!("history: already in {}", path.display())),
+        Err(e) => Err(e.context(format!(
+            "the results are saved in {}, but recording them in the history failed; record them with `fsscale history add {}`",
+            results.display(),
+            results.display()
+        ))),
+    }
+}
+
+fn filter(args: &HistoryQueryArgs) -> SeriesFilter {
+    SeriesFilter {
+        workloads: workload_names(args.workload.as_ref()),
+        workers: args.workers,
+        host: args.host.clone(),
+        mode: args.mode.map(|m| m.to_string()),
+        share: args.share.map(|s| s.to_string()),
+        fs: args.fs.clone(),
+        variant: args.variant.clone(),
+    }
+}
+
+/// `history show` and `history changes`.
+pub fn query_command(args: &HistoryQueryArgs, steps_only: bool) -> Result<String> {
+    let path = store_path(&args.store)?;
+    if !path.exists() {
+        bail!(
+            "no history store at {}; record results with `fsscale history add FILE...` or `fsscale run --history`, or give --history-db",
+            path.display()
+        );
+    }
+    let store = Store::open(&path)?;
+    let series = store.series(&filter(args))?;
+    let config = ChangeConfig { last: args.last as usize, ..ChangeConfig::DEFAULT };
+    let found = changes(&store, &series, &config)?;
+    Ok(match (args.format, steps_only) {
+        (AnalyzeFormat::Json, true) => serde_json::to_string_pretty(&found)? + "\n",
+        (AnalyzeFormat::Json, false) => serde_json::to_string_pretty(&fsscale::report::series_json(&found))? + "\n",
+        (AnalyzeFormat::Text, true) => fsscale::report::render_changes(&found, config.confidence),
+        (AnalyzeFormat::Text, false) => fsscale::report::render_series(&found),
+    })
+}
+
+/// `report --history`: the page of every matching series.
+pub fn history_report(store: &StoreArg, filter: SeriesFilter, last: usize) -> Result<String> {
+    let path = store_path(store)?;
+    if !path.exists() {
+        bail!(
+            "no history store at {}; record results first (`fsscale history add FILE...`), or give --history-db",
+            path.display()
+        );
+    }
+    let store = Store::open(&path)?;
+    let series = store.series(&filter)?;
+    let config = ChangeConfig { last, ..ChangeConfig::DEFAULT };
+    Ok(fsscale::report::render_history_html(&changes(&store, &series, &config)?, config.confidence))
+}
+
+/// `fsscale gate`: the verdict and why, a line per point.
+pub fn gate_command(args: &GateArgs) -> Result<(GateVerdict, String)> {
+    let good = ResultsFile::load(&args.good)?;
+    let bad = args.bad.as_deref().map(ResultsFile::load).transpose()?;
+    let threshold = args.noise_threshold.unwrap_or(DEFAULT_NOISE_THRESHOLD_PCT);
+    if !((0.0..100.0).contains(&threshold) && args.confidence > 50.0 && args.confidence < 100.0) {
+        bail!("give --noise-threshold in [0, 100) and -c in (50, 100), e.g. --noise-threshold 2 -c 95");
+    }
+    let config =
+        CompareConfig { confidence: args.confidence / 100.0, noise_threshold_pct: threshold, ..CompareConfig::DEFAULT };
+    let current = match &args.results {
+        Some(path) => ResultsFile::load(path)?,
+        None => match measure(&args.run)? {
+            Some(doc) => doc,
+            None => return Ok((GateVerdict::Skip, "the run failed: this revision cannot be measured\n".into())),
+        },
+    };
+    let decision = judge(&current, &good, bad.as_ref(), &config)?;
+    let mut text = decision.points.join("\n");
+    text.push_str(&format!("\nthis revision: {}\n", decision.verdict.word()));
+    Ok((decision.verdict, text))
+}
+
+/// Runs `fsscale run ARGS -o TMP` and reads its results; `None` if the run failed.
+fn measure(run_args: &[String]) -> Result<Option<ResultsFile>> {
+    if run_args.iter().any(|a| a == "-o" || a.starts_with("--output") || a == "--format") {
+        bail!("the gate keeps the run's results itself: drop -o and --format from the run's arguments (add --history to keep them)");
+    }
+    let dir = GateDir::new()?;
+    let output = dir.0.join("results.json");
+    let exe = std::env::current_exe().context("finding fsscale's own binary")?;
+    let status = std::process::Command::new(exe)
+        .arg("run")
+        .args(run_args)
+        .arg("-o")
+        .arg(&output)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .context("starting fsscale run")?;
+    match status.code() {
+        Some(0) => Ok(Some(ResultsFile::load(&output)?)),
+        // Ctrl-C: stop the bisection, not skip the revision.
+        Some(130) | None => bail!("the run was interrupted"),
+        Some(_) => Ok(None),
+    }
+}
+
+/// A directory of the gate's own (unique name, mode 0700) for the run's
+/// results; what it holds is removed with it, by name.
+struct GateDir(PathBuf);
+
+impl GateDir {
+    fn new() -> Result<GateDir> {
+        use std::os::unix::fs::DirBuilderExt;
+        let name = format!("fsscale-gate-{}-{}", std::process::id(), fsscale::sys::random_hex(4));
+        let dir = std::env::temp_dir().join(name);
+        std::fs::DirBuilder::new().mode(0o700).create(&dir).with_context(|| format!("making {}", dir.display()))?;
+        Ok(GateDir(dir))
+    }
+}
+
+impl Drop for GateDir {
+    fn drop(&mut self) {
+        let results = self.0.join("results.json");
+        let _ = std::fs::remove_file(fsscale::results::journal_path(&results));
+        let _ = std::fs::remove_file(&results);
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}

@@ -1,0 +1,215 @@
+//! The history: runs recorded as they end, a planted step found with its
+//! revision and cause, concurrent writers, and `git bisect run` with the gate.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::report::load_in_chromium;
+use crate::util::*;
+
+fn history(db: &Path, args: &[&str]) -> std::process::Output {
+    fsscale().arg("history").args(args).arg("--history-db").arg(db).output().unwrap()
+}
+
+#[test]
+fn runs_with_a_planted_slowdown_are_found_at_its_revision_with_the_cause() {
+    if !needs_root("the history of profiled runs") {
+        return;
+    }
+    let env = TestEnv::new();
+    let db = env.root.path().join("history.sqlite");
+    // Twelve revisions of a program; from r7 on it sleeps 250 ms instead of
+    // 100: a step no load on the machine makes or hides.
+    let program = env.root.path().join("work.sh");
+    let cmd = format!("sh {}", program.display());
+    for rev in 1..=12 {
+        std::fs::write(&program, if rev >= 7 { "sleep 0.25\n" } else { "sleep 0.1\n" }).unwrap();
+        let out = env.run(&[
+            "command",
+            "--cmd",
+            &cmd,
+            "-j",
+            "1",
+            "-n",
+            "3",
+            "--profile",
+            "offcpu",
+            "--rev",
+            &format!("r{rev}"),
+            "--history",
+            "--history-db",
+            db.to_str().unwrap(),
+        ]);
+        assert_success(&out);
+        assert!(
+            stderr(&out).contains(&format!("history: recorded in {} (1 series)", db.display())),
+            "{}",
+            stderr(&out)
+        );
+    }
+    let out = history(&db, &["changes"]);
+    assert_success(&out);
+    let text = stdout(&out);
+    assert!(text.contains("command process private x1: -"), "{text}");
+    assert!(text.contains("(worse) from result 7 on: rev r7, kernel "), "{text}");
+    assert!(text.contains("  before: ") && text.contains(" over 6 results; after: "), "{text}");
+    assert!(text.contains("(95% interval of the ratio), p = 0.00"), "{text}");
+    assert!(text.contains("why, from the profiles of r6 and r7 (before → after"), "{text}");
+    assert!(text.contains("  asleep: ") && text.contains("nanosleep"), "{text}");
+    assert!(text.contains("1 step in 1 series: 1 worse, 0 better"), "{text}");
+    // The series, with its step where `changes` put it.
+    let out = history(&db, &["show", "-w", "command"]);
+    assert_success(&out);
+    let text = stdout(&out);
+    assert!(text.contains("command process private x1 on "), "{text}");
+    let row7 = text.lines().find(|l| l.trim_start().starts_with("7 ")).unwrap_or_else(|| panic!("{text}"));
+    assert!(row7.contains(" r7 ") && row7.contains("step -"), "{row7}");
+    assert_eq!(text.lines().filter(|l| l.contains("step ")).count(), 1, "{text}");
+    // JSON carries the same step.
+    let out = history(&db, &["changes", "--format", "json"]);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json[0]["changes"][0]["index"], 6);
+    assert_eq!(json[0]["changes"][0]["improved"], false);
+    // The report draws it, with the differential flame graph under the step.
+    let page = env.root.path().join("history.html");
+    let out = fsscale().args(["report", "--history", "--history-db"]).arg(&db).arg("-o").arg(&page).output().unwrap();
+    assert_success(&out);
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("<h2 id=\"series-1\">command process private x1 on "), "series heading");
+    assert!(html.contains("stroke-dasharray=\"5,4\"") && html.contains(">step 1: -"), "the step drawn");
+    assert!(html.contains("r7 against r6, differential"), "the differential flame graph");
+    load_in_chromium(&env, &page);
+}
+
+/// `n` copies of the results file at `template`, each its own run (id and start).
+fn copies(template: &Path, dir: &Path, n: usize) -> Vec<PathBuf> {
+    let text = std::fs::read_to_string(template).unwrap();
+    (0..n)
+        .map(|i| {
+            let mut doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+            doc["run_id"] = format!("copy-{i:04}").into();
+            doc["started_at"] = format!("2026-11-{:02}T{:02}:{:02}:00Z", 1 + i / 1440, i / 60 % 24, i % 60).into();
+            let path = dir.join(format!("copy-{i:04}.json"));
+            std::fs::write(&path, doc.to_string()).unwrap();
+            path
+        })
+        .collect()
+}
+
+#[test]
+fn writers_adding_at_once_lose_nothing_and_never_see_a_lock() {
+    let env = TestEnv::new();
+    assert_success(&env.run(&["stat", "-j", "1", "--share", "private", "-n", "2"]));
+    let files = copies(&env.output, env.root.path(), 160);
+    let db = env.root.path().join("shared.sqlite");
+    // Eight writers of 20 files each, and two more adding the first 40 again.
+    let mut children: Vec<_> = files
+        .chunks(20)
+        .chain([&files[..40], &files[..40]])
+        .map(|chunk| {
+            fsscale()
+                .args(["history", "add", "--history-db"])
+                .arg(&db)
+                .args(chunk)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let outputs: Vec<_> = children.drain(..).map(|c| c.wait_with_output().unwrap()).collect();
+    let mut recorded = 0;
+    for out in &outputs {
+        assert_success(out);
+        assert!(!stderr(out).contains("locked"), "{}", stderr(out));
+        recorded += stdout(out).lines().filter(|l| l.starts_with("recorded ")).count();
+    }
+    assert_eq!(recorded, 160, "each file recorded exactly once");
+    let out = history(&db, &["show", "--format", "json", "--last", "1000"]);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json[0]["results"].as_array().unwrap().len(), 160);
+}
+
+#[test]
+fn bad_history_input_is_one_line_naming_the_fix() {
+    let env = TestEnv::new();
+    let missing = env.root.path().join("none.sqlite");
+    let out = history(&missing, &["show"]);
+    assert_one_line_error(&out, "no history store at");
+    assert!(!missing.exists(), "a query makes no store");
+    let json = env.root.path().join("results.json");
+    std::fs::write(&json, "{\"not\": \"a store\"}\n".repeat(20)).unwrap();
+    let out = history(&json, &["changes"]);
+    assert_one_line_error(&out, "is not a history store (not an SQLite database); give --history-db another path");
+    let db = env.root.path().join("h.sqlite");
+    let out = history(&db, &["add", json.to_str().unwrap()]);
+    assert_one_line_error(&out, "is not an fsscale results file");
+    // The gate that cannot judge stops the bisection (128), never says "bad".
+    let out = fsscale().args(["gate", "--good"]).arg(&missing).args(["--results"]).arg(&json).output().unwrap();
+    assert_eq!(out.status.code(), Some(128), "{}", stderr(&out));
+    assert!(stderr(&out).contains("the bisection stops"), "{}", stderr(&out));
+    let out = fsscale().args(["gate", "--good", "x.json"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(128), "a usage error: {}", stderr(&out));
+}
+
+fn git(repo: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.org", "-c", "init.defaultBranch=main"])
+        .args(args)
+        .current_dir(repo)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn git_bisect_run_with_the_gate_names_the_commit_that_slowed_down() {
+    let has_git = Command::new("git").arg("--version").output().is_ok_and(|o| o.status.success());
+    if !prerequisite(has_git, "git bisect with the gate", "no git (.ci/run installs it)") {
+        return;
+    }
+    let env = TestEnv::new();
+    let repo = env.root.path().join("repo");
+    std::fs::create_dir(&repo).unwrap();
+    git(&repo, &["init", "-q"]);
+    // Sixteen commits; the eleventh triples the sleep in the program measured:
+    // a slowdown that no CPU contention makes or hides.
+    let mut commits = Vec::new();
+    for n in 1..=16 {
+        let sleep = if n >= 11 { "0.3" } else { "0.1" };
+        std::fs::write(repo.join("work.sh"), format!("sleep {sleep}\n")).unwrap();
+        std::fs::write(repo.join("n"), format!("{n}\n")).unwrap();
+        git(&repo, &["add", "."]);
+        git(&repo, &["commit", "-q", "-m", &format!("commit {n}")]);
+        commits.push(git(&repo, &["rev-parse", "HEAD"]).trim().to_string());
+    }
+    let cmd = format!("sh {}", repo.join("work.sh").display());
+    let dir = env.dir.to_str().unwrap().to_string();
+    let run_args = ["command", "--cmd", &cmd, "-j", "1", "-n", "5", "--warmup-runs", "0", "-q", "--dir", &dir];
+    let measure = |commit: &str, output: &Path| {
+        git(&repo, &["checkout", "-q", commit]);
+        let out = fsscale().arg("run").args(run_args).arg("-o").arg(output).output().unwrap();
+        assert_success(&out);
+    };
+    let (good, bad) = (env.root.path().join("good.json"), env.root.path().join("bad.json"));
+    measure(&commits[0], &good);
+    measure(&commits[15], &bad);
+    git(&repo, &["bisect", "start", &commits[15], &commits[0]]);
+    let out = Command::new("git")
+        .args(["bisect", "run", env!("CARGO_BIN_EXE_fsscale"), "gate", "--good"])
+        .arg(&good)
+        .arg("--bad")
+        .arg(&bad)
+        .arg("--")
+        .args(run_args)
+        .current_dir(&repo)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}\n{}", stderr(&out));
+    assert!(text.contains(&format!("{} is the first bad commit", commits[10])), "{text}\n{}", stderr(&out));
+    assert!(stderr(&out).contains("this revision: bad") && stderr(&out).contains("this revision: good"));
+    git(&repo, &["bisect", "reset"]);
+    assert!(env.leftovers().is_empty(), "{:?}", env.leftovers());
+}
