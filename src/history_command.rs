@@ -1,7 +1,7 @@
 //! What `fsscale history ...`, `fsscale gate` and `run --history` do
 //! between parsing and printing.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 
@@ -55,7 +55,8 @@ pub fn add_command(args: &HistoryAddArgs) -> Result<String> {
 }
 
 /// `run --history`: records the run's document, saying where.
-pub fn add_run(doc: &ResultsFile, results: &Path, db: Option<&Path>) -> Result<String> {
+#[cfg(target_os = "linux")]
+pub fn add_run(doc: &ResultsFile, results: &std::path::Path, db: Option<&std::path::Path>) -> Result<String> {
     let path = match db {
         Some(p) => p.to_path_buf(),
         None => Store::default_path()?,

@@ -65,7 +65,8 @@ enum Kind {
 
 fn kind(given: &Given) -> Kind {
     match given.id.as_str() {
-        "output" | "label" | "note" | "quiet" | "format" | "force" | "trust_recorded" | "help" => Kind::Own,
+        "output" | "label" | "note" | "rev" | "history" | "history_db" | "quiet" | "format" | "force"
+        | "trust_recorded" | "help" => Kind::Own,
         "like" | "resume" => Kind::Nested,
         "variant"
         | "variant_teardown"
@@ -96,13 +97,13 @@ pub fn expand(file: &Path, argv: &[String], used: Use) -> Result<Expanded> {
         let allowed = match (kind(g), used) {
             (Kind::Trusted, _) | (Kind::Nested, _) => true,
             (Kind::Own, Use::Like) => true,
-            (Kind::Own, Use::Resume) => !matches!(g.id.as_str(), "output" | "label" | "note"),
+            (Kind::Own, Use::Resume) => !matches!(g.id.as_str(), "output" | "label" | "note" | "rev"),
             (Kind::Measurement, _) => false,
         };
         if !allowed {
             bail!(
-                "{}: {} would change the plan it records; besides it, give only -o, --label, --note, -q, \
-                 --format, --force, --trust-recorded, or the commands and places it records (run without {} to \
+                "{}: {} would change the plan it records; besides it, give only -o, --label, --note, --rev, \
+                 --history, --history-db, -q, --format, --force, --trust-recorded, or the commands and places it records (run without {} to \
                  change the plan)",
                 context(),
                 g.shown(),

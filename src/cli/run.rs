@@ -210,12 +210,12 @@ pub struct OutputArgs {
     #[arg(long, default_value = "text", value_parser = choice::<Format>())]
     pub format: Format,
 
-    /// Run again the plan RESULTS.json records, read as data: its workloads, sweep, timing and order seed, with its --tarball or --tree as they were then (compared by content hash). Its plan is printed first. Commands (--variant, --cmd, --extract-cmd, ...) and places (--dir, --backing, --fs mount options, --mkfs-opts, --destroy-device-data) it records are never taken unless given again here or accepted with --trust-recorded. Besides those, only -o, --label, --note, -q, --format and --force may be given. The other side of an A/B, after a reboot, in one command.
+    /// Run again the plan RESULTS.json records, read as data: its workloads, sweep, timing and order seed, with its --tarball or --tree as they were then (compared by content hash). Its plan is printed first. Commands (--variant, --cmd, --extract-cmd, ...) and places (--dir, --backing, --fs mount options, --mkfs-opts, --destroy-device-data) it records are never taken unless given again here or accepted with --trust-recorded. Besides those, only -o, --label, --note, --rev, --history, --history-db, -q, --format and --force may be given. The other side of an A/B, after a reboot, in one command.
     #[arg(long, value_name = "RESULTS.json", conflicts_with = "resume")]
     pub like: Option<PathBuf>,
 
     /// Continue the interrupted or failed run RESULTS.json records, into that file: the same points, order seed and settings, keeping every finished run (the recorded plan is read as --like reads it).
-    #[arg(long, value_name = "RESULTS.json", conflicts_with_all = ["output", "label", "note"])]
+    #[arg(long, value_name = "RESULTS.json", conflicts_with_all = ["output", "label", "note", "rev"])]
     pub resume: Option<PathBuf>,
 
     /// With --like or --resume: take the commands and places the file records (listed in the refusal without it).

@@ -47,17 +47,19 @@ pub fn render_series(all: &[SeriesChanges]) -> String {
         out.push('\n');
         out.push_str(&format!("  {}\n", sparkline_between(&s.values)));
         let unit = figure_words(s);
-        let mut table = Table::new(&[
-            ("#", Align::Right),
-            ("started", Align::Left),
-            ("rev", Align::Left),
-            ("label", Align::Left),
+        // A label column only where some result has one.
+        let labels = s.entries.iter().any(|e| e.label.is_some());
+        let mut columns = vec![("#", Align::Right), ("started", Align::Left), ("rev", Align::Left)];
+        if labels {
+            columns.push(("label", Align::Left));
+        }
+        columns.extend([
             ("kernel", Align::Left),
-            (&unit, Align::Right),
+            (unit.as_str(), Align::Right),
             ("runs", Align::Right),
             ("marks", Align::Left),
-        ])
-        .indented(2);
+        ]);
+        let mut table = Table::new(&columns).indented(2);
         let outlying = outliers_of(&s.values);
         for (i, (e, v)) in s.entries.iter().zip(&s.values).enumerate() {
             let mut marks: Vec<String> = Vec::new();
@@ -68,16 +70,12 @@ pub fn render_series(all: &[SeriesChanges]) -> String {
                 marks.push("~outlier (left out)".into());
             }
             marks.extend(e.figure.noise.iter().map(|n| format!("!{n}")));
-            table.row(vec![
-                (i + 1).to_string(),
-                e.started_at.clone(),
-                e.rev.clone().unwrap_or_default(),
-                e.label.clone().unwrap_or_default(),
-                e.kernel.clone(),
-                format_rate(*v),
-                e.figure.runs.to_string(),
-                marks.join(", "),
-            ]);
+            let mut cells = vec![(i + 1).to_string(), e.started_at.clone(), e.rev.clone().unwrap_or_default()];
+            if labels {
+                cells.push(e.label.clone().unwrap_or_default());
+            }
+            cells.extend([e.kernel.clone(), format_rate(*v), e.figure.runs.to_string(), marks.join(", ")]);
+            table.row(cells);
         }
         out.push_str(&table.render());
         out.push('\n');
