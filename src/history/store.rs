@@ -145,6 +145,11 @@ impl Store {
     /// or nothing if a result with its run id is recorded already. One
     /// transaction: a crash keeps all of it or none.
     pub fn add(&mut self, doc: &ResultsFile, rev: Option<&str>) -> Result<Added> {
+        let added = self.add_document(doc, rev);
+        self.one_line(added)
+    }
+
+    fn add_document(&mut self, doc: &ResultsFile, rev: Option<&str>) -> Result<Added> {
         let json = doc.to_compact_json();
         // A file from before run ids were written: its content is its identity.
         let run_id =
@@ -210,6 +215,10 @@ impl Store {
 
     /// The series `filter` admits, by host, workload and workers.
     pub fn series(&self, filter: &SeriesFilter) -> Result<Vec<Series>> {
+        self.one_line(self.series_rows(filter))
+    }
+
+    fn series_rows(&self, filter: &SeriesFilter) -> Result<Vec<Series>> {
         let mut query = self.conn.prepare_cached(
             "SELECT id, host, identity FROM series WHERE (?1 IS NULL OR workers = ?1) ORDER BY host, workload, workers, id",
         )?;
@@ -230,6 +239,10 @@ impl Store {
 
     /// The results of a series in the order they started, the last `last` of them when given.
     pub fn entries(&self, series: i64, last: Option<usize>) -> Result<Vec<Entry>> {
+        self.one_line(self.entry_rows(series, last))
+    }
+
+    fn entry_rows(&self, series: i64, last: Option<usize>) -> Result<Vec<Entry>> {
         let mut query = self.conn.prepare_cached(
             "SELECT r.id, r.run_id, r.rev, r.label, r.note, r.kernel, r.started_at, f.point_index, f.mean, f.per_cpu,
                     f.runs, f.busy, f.cpu_bound, f.noise, f.profiles, f.unit, f.higher_is_better
@@ -283,7 +296,26 @@ impl Store {
 
     /// How many results are recorded.
     pub fn len(&self) -> Result<usize> {
-        Ok(self.conn.query_row("SELECT COUNT(*) FROM results", [], |r| r.get::<_, i64>(0))? as usize)
+        let count = self.conn.query_row("SELECT COUNT(*) FROM results", [], |r| r.get::<_, i64>(0));
+        self.one_line(count.map(|n| n as usize).map_err(anyhow::Error::from))
+    }
+
+    /// An SQL error as one line that names the store: its tables are not
+    /// what this schema version makes (a damaged store, or another program's).
+    fn one_line<T>(&self, result: Result<T>) -> Result<T> {
+        result.map_err(|e| match e.downcast_ref::<rusqlite::Error>() {
+            Some(sql) => {
+                let what = match sql {
+                    rusqlite::Error::SqlInputError { msg, .. } => msg.clone(),
+                    other => other.to_string().split_whitespace().collect::<Vec<_>>().join(" "),
+                };
+                anyhow!(
+                    "history store {}: {what}; it is damaged or not fsscale's: give --history-db another path",
+                    self.path.display()
+                )
+            }
+            None => e,
+        })
     }
 
     pub fn is_empty(&self) -> Result<bool> {

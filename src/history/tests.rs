@@ -86,6 +86,19 @@ fn a_file_that_is_not_a_store_is_named_with_the_fix() {
     assert!(std::fs::read_to_string(&path).unwrap().starts_with("{\"schema_version\""), "left as it was");
 }
 
+#[test]
+fn a_store_with_other_tables_is_one_line_naming_the_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("other.sqlite");
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch("CREATE TABLE results (id INTEGER PRIMARY KEY, x TEXT);").unwrap();
+    conn.pragma_update(None, "user_version", schema::CURRENT as i64).unwrap();
+    let store = Store::open(&path).unwrap();
+    let error = format!("{:#}", store.series(&SeriesFilter::default()).unwrap_err());
+    assert!(!error.contains('\n'), "{error}");
+    assert!(error.ends_with("no such table: series; it is damaged or not fsscale's: give --history-db another path"), "{error}");
+}
+
 /// How a simulated series' results are drawn. Every result is its own
 /// invocation, so each carries the invocation's offset: 1–2% on this VM
 /// when quiet (docs/STATISTICS.md), taken as 1.5%; its ten runs' own

@@ -18,12 +18,14 @@ fn runs_with_a_planted_slowdown_are_found_at_its_revision_with_the_cause() {
     }
     let env = TestEnv::new();
     let db = env.root.path().join("history.sqlite");
-    // Twelve revisions of a program; from r7 on it sleeps 250 ms instead of
-    // 100: a step no load on the machine makes or hides.
+    // Sixteen revisions of a program; from r9 on it sleeps 150 ms instead of
+    // 60: a step no load on the machine makes or hides. (Eight a side: the
+    // permutation test of a perfect split of 6 and 6 is at p = 0.002, which
+    // 199 permutations put above 0.01 once in 14; 8 and 8, once in 2,000.)
     let program = env.root.path().join("work.sh");
     let cmd = format!("sh {}", program.display());
-    for rev in 1..=12 {
-        std::fs::write(&program, if rev >= 7 { "sleep 0.25\n" } else { "sleep 0.1\n" }).unwrap();
+    for rev in 1..=16 {
+        std::fs::write(&program, if rev >= 9 { "sleep 0.15\n" } else { "sleep 0.06\n" }).unwrap();
         let out = env.run(&[
             "command",
             "--cmd",
@@ -51,10 +53,10 @@ fn runs_with_a_planted_slowdown_are_found_at_its_revision_with_the_cause() {
     assert_success(&out);
     let text = stdout(&out);
     assert!(text.contains("command process private x1: -"), "{text}");
-    assert!(text.contains("(worse) from result 7 on: rev r7, kernel "), "{text}");
-    assert!(text.contains("  before: ") && text.contains(" over 6 results; after: "), "{text}");
-    assert!(text.contains("(95% interval of the ratio), p = 0.00"), "{text}");
-    assert!(text.contains("why, from the profiles of r6 and r7 (before → after"), "{text}");
+    assert!(text.contains("(worse) from result 9 on: rev r9, kernel "), "{text}");
+    assert!(text.contains("  before: ") && text.contains(" results; after: "), "{text}");
+    assert!(text.contains("(95% interval of the ratio), p = 0.0"), "{text}");
+    assert!(text.contains("why, from the profiles of r8 and r9 (before → after"), "{text}");
     assert!(text.contains("  asleep: ") && text.contains("nanosleep"), "{text}");
     assert!(text.contains("1 step in 1 series: 1 worse, 0 better"), "{text}");
     // The series, with its step where `changes` put it.
@@ -62,13 +64,13 @@ fn runs_with_a_planted_slowdown_are_found_at_its_revision_with_the_cause() {
     assert_success(&out);
     let text = stdout(&out);
     assert!(text.contains("command process private x1 on "), "{text}");
-    let row7 = text.lines().find(|l| l.trim_start().starts_with("7 ")).unwrap_or_else(|| panic!("{text}"));
-    assert!(row7.contains(" r7 ") && row7.contains("step -"), "{row7}");
+    let row9 = text.lines().find(|l| l.trim_start().starts_with("9 ")).unwrap_or_else(|| panic!("{text}"));
+    assert!(row9.contains(" r9 ") && row9.contains("step -"), "{row9}");
     assert_eq!(text.lines().filter(|l| l.contains("step ")).count(), 1, "{text}");
     // JSON carries the same step.
     let out = history(&db, &["changes", "--format", "json"]);
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(json[0]["changes"][0]["index"], 6);
+    assert_eq!(json[0]["changes"][0]["index"], 8);
     assert_eq!(json[0]["changes"][0]["improved"], false);
     // The report draws it, with the differential flame graph under the step.
     let page = env.root.path().join("history.html");
@@ -77,7 +79,7 @@ fn runs_with_a_planted_slowdown_are_found_at_its_revision_with_the_cause() {
     let html = std::fs::read_to_string(&page).unwrap();
     assert!(html.contains("<h2 id=\"series-1\">command process private x1 on "), "series heading");
     assert!(html.contains("stroke-dasharray=\"5,4\"") && html.contains(">step 1: -"), "the step drawn");
-    assert!(html.contains("r7 against r6, differential"), "the differential flame graph");
+    assert!(html.contains("r9 against r8, differential"), "the differential flame graph");
     load_in_chromium(&env, &page);
 }
 
