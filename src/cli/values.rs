@@ -232,10 +232,16 @@ pub(super) fn parse_duration(text: &str) -> Result<std::time::Duration, InputErr
 #[cfg(target_os = "linux")]
 /// `--label`: a short name, shown where a file's path would be.
 pub(super) fn parse_label(text: &str) -> Result<String, InputError> {
+    one_line_name(text, 64, "--label", "a name", "--label pool-of-threads")
+}
+
+/// `text` trimmed, if it is 1 to `max` characters on one line; else an
+/// error naming `flag`, what it takes (`what`) and an `example`.
+fn one_line_name(text: &str, max: usize, flag: &str, what: &str, example: &str) -> Result<String, InputError> {
     let text = text.trim();
-    if text.is_empty() || text.chars().count() > 64 || text.chars().any(char::is_control) {
+    if text.is_empty() || text.chars().count() > max || text.chars().any(char::is_control) {
         return Err(InputError::malformed(format!(
-            "--label {text:?}: give a name of 1 to 64 characters on one line, e.g. --label pool-of-threads"
+            "{flag} {text:?}: give {what} of 1 to {max} characters on one line, e.g. {example}"
         )));
     }
     Ok(text.to_string())
@@ -243,13 +249,7 @@ pub(super) fn parse_label(text: &str) -> Result<String, InputError> {
 
 /// `--rev`: a revision's name, one line.
 pub(super) fn parse_rev(text: &str) -> Result<String, InputError> {
-    let text = text.trim();
-    if text.is_empty() || text.chars().count() > 128 || text.chars().any(char::is_control) {
-        return Err(InputError::malformed(format!(
-            "--rev {text:?}: give a revision of 1 to 128 characters on one line, e.g. --rev v6.12-rc3 or --rev $(git rev-parse --short HEAD)"
-        )));
-    }
-    Ok(text.to_string())
+    one_line_name(text, 128, "--rev", "a revision", "--rev v6.12-rc3 or --rev $(git rev-parse --short HEAD)")
 }
 
 #[cfg(target_os = "linux")]
