@@ -66,7 +66,7 @@ pub struct HistoryQueryArgs {
     /// Only series of this --variant.
     #[arg(long, value_name = "NAME")]
     pub variant: Option<String>,
-    /// Each series' most recent N results (the search for steps is quadratic in them).
+    /// Each series' most recent N results (steps are searched in the last 1,000 of them at most: the search is quadratic).
     #[arg(long, value_name = "N", default_value_t = 200, value_parser = clap::value_parser!(u64).range(2..=100_000))]
     pub last: u64,
     /// Output format: text or json.

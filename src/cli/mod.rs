@@ -196,7 +196,7 @@ pub struct ReportArgs {
     /// With --history: only this host's series.
     #[arg(long, value_name = "NAME", requires = "history")]
     pub host: Option<String>,
-    /// With --history: each series' most recent N results.
+    /// With --history: each series' most recent N results (steps searched in the last 1,000 at most).
     #[arg(long, value_name = "N", default_value_t = 200, value_parser = clap::value_parser!(u64).range(2..=100_000))]
     pub last: u64,
     #[command(flatten)]

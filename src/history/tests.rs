@@ -96,7 +96,10 @@ fn a_store_with_other_tables_is_one_line_naming_the_fix() {
     let store = Store::open(&path).unwrap();
     let error = format!("{:#}", store.series(&SeriesFilter::default()).unwrap_err());
     assert!(!error.contains('\n'), "{error}");
-    assert!(error.ends_with("no such table: series; it is damaged or not fsscale's: give --history-db another path"), "{error}");
+    assert!(
+        error.ends_with("no such table: series; it is damaged or not fsscale's: give --history-db another path"),
+        "{error}"
+    );
 }
 
 /// How a simulated series' results are drawn. Every result is its own
