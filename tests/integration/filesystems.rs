@@ -434,7 +434,9 @@ fn o_direct_runs_where_the_filesystem_has_it_and_is_refused_clearly_where_not() 
     let env = TestEnv::new();
     let spawn = |fs: &str| {
         fsscale()
-            .args(["run", "read-direct", "write-direct", "-j", "1", "-n", "1", "--duration", "0.05"])
+            // A direct write goes through the loop device to the disk: a
+            // 50 ms window beside other tests once held not one.
+            .args(["run", "read-direct", "write-direct", "-j", "1", "-n", "1", "--duration", "0.3"])
             .args(["--warmup-runs", "0", "--share", "private", "--fs", fs, "--verify", "-o"])
             .arg(&env.output)
             .arg("--force")
