@@ -40,6 +40,13 @@ pub fn add_command(args: &HistoryAddArgs) -> Result<String> {
                 new += 1;
                 out.push_str(&format!("recorded {} ({series} series)\n", file.display()));
             }
+            Added::Updated { series } => {
+                new += 1;
+                out.push_str(&format!(
+                    "updated {} (recorded before with fewer runs; {series} series)\n",
+                    file.display()
+                ));
+            }
             Added::Already => {
                 already += 1;
                 out.push_str(&format!("already recorded {} (its run id is in the store)\n", file.display()));
@@ -64,6 +71,9 @@ pub fn add_run(doc: &ResultsFile, results: &std::path::Path, db: Option<&std::pa
     let recorded = Store::open(&path).and_then(|mut store| store.add(doc, None));
     match recorded {
         Ok(Added::New { series }) => Ok(format!("history: recorded in {} ({series} series)", path.display())),
+        Ok(Added::Updated { series }) => {
+            Ok(format!("history: updated in {} (the run had been recorded unfinished; {series} series)", path.display()))
+        }
         Ok(Added::Already) => Ok(format!("history: already in {}", path.display())),
         Err(e) => Err(e.context(format!(
             "the results are saved in {}, but recording them in the history failed; record them with `fsscale history add {}`",

@@ -30,8 +30,10 @@ pub struct Store {
 pub enum Added {
     /// Recorded, with its figures in this many series.
     New { series: usize },
-    /// A result with its run id was already recorded: nothing changed.
+    /// A result with its run id was already recorded, with as many runs: nothing changed.
     Already,
+    /// Recorded before with fewer runs (an unfinished run since resumed): its record replaced.
+    Updated { series: usize },
 }
 
 /// One series: a point's results on one host.
@@ -172,10 +174,31 @@ impl Store {
                 json
             ],
         )?;
-        if inserted == 0 {
-            return Ok(Added::Already);
-        }
-        let result = tx.last_insert_rowid();
+        let result = if inserted == 1 {
+            tx.last_insert_rowid()
+        } else {
+            // Recorded already. The same run again (a file added twice, a
+            // run recorded with --history and then added) changes nothing;
+            // but a run recorded while it was unfinished and since continued
+            // (`run --resume`, which keeps its run id) has more runs now,
+            // and its record is the later document's.
+            let (id, had): (i64, i64) = tx.query_row(
+                "SELECT r.id, COALESCE((SELECT SUM(f.runs) FROM figures f WHERE f.result_id = r.id), 0)
+                 FROM results r WHERE r.run_id = ?1",
+                [&run_id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )?;
+            let has: usize = doc.points.iter().map(|p| p.runs.len()).sum();
+            if has as i64 <= had {
+                return Ok(Added::Already);
+            }
+            tx.execute("DELETE FROM figures WHERE result_id = ?1", [id])?;
+            tx.execute(
+                "UPDATE results SET rev = COALESCE(?2, rev), status = ?3, document = ?4 WHERE id = ?1",
+                params![id, rev, doc.status.name(), json],
+            )?;
+            id
+        };
         let mut series = 0;
         for (identity, figure, index) in figures(doc) {
             let key = identity.key();
@@ -210,7 +233,10 @@ impl Store {
             series += 1;
         }
         tx.commit()?;
-        Ok(Added::New { series })
+        Ok(match inserted {
+            1 => Added::New { series },
+            _ => Added::Updated { series },
+        })
     }
 
     /// The series `filter` admits, by host, workload and workers.

@@ -25,11 +25,20 @@ fn adding_is_idempotent_by_run_id_and_series_are_kept_by_point_and_host() {
     let mut store = Store::open(&dir.path().join("h.sqlite")).unwrap();
     assert_eq!(store.add(&result(1, 100.0, "a"), None).unwrap(), Added::New { series: 2 });
     assert_eq!(store.add(&result(1, 100.0, "a"), None).unwrap(), Added::Already);
+    // The same run recorded unfinished, then resumed: its record becomes the later document.
+    let mut unfinished = result(9, 70.0, "z");
+    unfinished.points.truncate(1);
+    assert_eq!(store.add(&unfinished, None).unwrap(), Added::New { series: 1 });
+    assert_eq!(store.add(&result(9, 70.0, "z"), None).unwrap(), Added::Updated { series: 2 });
+    assert_eq!(store.add(&result(9, 70.0, "z"), None).unwrap(), Added::Already);
+    assert_eq!(store.len().unwrap(), 2);
+    let resumed = store.series(&SeriesFilter { workers: Some(2), ..Default::default() }).unwrap();
+    assert_eq!(store.entries(resumed[0].id, None).unwrap().len(), 2, "the x2 point of run 9 is there now");
     assert_eq!(store.add(&result(2, 90.0, "b"), Some("b2")).unwrap(), Added::New { series: 2 });
     let mut other_host = result(3, 50.0, "c");
     other_host.host.hostname = "lab2".into();
     store.add(&other_host, None).unwrap();
-    assert_eq!(store.len().unwrap(), 3);
+    assert_eq!(store.len().unwrap(), 4);
     let all = store.series(&SeriesFilter::default()).unwrap();
     assert_eq!(all.len(), 4, "{all:?}");
     let lab1_x1 =
@@ -37,7 +46,7 @@ fn adding_is_idempotent_by_run_id_and_series_are_kept_by_point_and_host() {
     assert_eq!(lab1_x1.len(), 1);
     assert_eq!(lab1_x1[0].identity.describe(), "stat process private x1");
     let entries = store.entries(lab1_x1[0].id, None).unwrap();
-    assert_eq!(entries.iter().map(Entry::name).collect::<Vec<_>>(), ["a", "b2"]);
+    assert_eq!(entries.iter().map(Entry::name).collect::<Vec<_>>(), ["a", "b2", "z"]);
     assert!((entries[1].figure.mean - 90.18).abs() < 1e-9, "{:?}", entries[1].figure);
     assert_eq!(store.entries(lab1_x1[0].id, Some(1)).unwrap().len(), 1);
     // The full document is kept, and read back as any received file is.
