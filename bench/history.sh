@@ -17,7 +17,8 @@ mkdir "$work/files" "$work/dir"
 echo "one real run of the default suite (10 runs a point, 50 ms each)..." >&2
 "$fsscale" run -n 10 --duration 0.05 --warmup 0 --warmup-runs 0 -q --dir "$work/dir" -o "$work/base.json" >/dev/null
 
-# 100 variants of it, each run's figures moved by one offset (1.5%
+# 100 variants of it, each run's figures (ops/s, and the workers' CPU
+# time inversely) moved by one offset (1.5%
 # relative, as invocations differ here), then N files drawn from them with
 # their own run id, start and revision; in the last 100, every figure is
 # 5% lower (a step for `history changes` to find in every series).
@@ -34,6 +35,9 @@ for v in range(100):
         for p in doc["points"]:
             for r in p["runs"]:
                 r["ops_per_s"] *= offset * step
+                # ops per CPU-second step too (series judged on them where busy)
+                for k in ("user_s", "sys_s"):
+                    r["worker_cpu"][k] /= offset * step
         doc["run_id"] = "RUNID"
         doc["started_at"] = "STARTED"
         doc["rev"] = "REVISION"

@@ -92,6 +92,7 @@ fn copies(template: &Path, dir: &Path, n: usize) -> Vec<PathBuf> {
 
 #[test]
 fn writers_adding_at_once_lose_nothing_and_never_see_a_lock() {
+    // The template's point (stat process private x1) is the runs' own point too: one series.
     let env = TestEnv::new();
     assert_success(&env.run(&["stat", "-j", "1", "--share", "private", "-n", "2"]));
     let files = copies(&env.output, env.root.path(), 160);
@@ -111,17 +112,46 @@ fn writers_adding_at_once_lose_nothing_and_never_see_a_lock() {
                 .unwrap()
         })
         .collect();
+    // And three runs finishing at about the same time, each recording itself.
+    children.extend((0..3).map(|i| {
+        fsscale()
+            .args([
+                "run",
+                "stat",
+                "-j",
+                "1",
+                "--share",
+                "private",
+                "-n",
+                "1",
+                "--duration",
+                "0.05",
+                "--warmup-runs",
+                "0",
+            ])
+            .args(["--history", "--history-db"])
+            .arg(&db)
+            .arg("--dir")
+            .arg(&env.dir)
+            .arg("-o")
+            .arg(env.root.path().join(format!("run-{i}.json")))
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    }));
     let outputs: Vec<_> = children.drain(..).map(|c| c.wait_with_output().unwrap()).collect();
     let mut recorded = 0;
     for out in &outputs {
         assert_success(out);
         assert!(!stderr(out).contains("locked"), "{}", stderr(out));
         recorded += stdout(out).lines().filter(|l| l.starts_with("recorded ")).count();
+        recorded += stderr(out).lines().filter(|l| l.starts_with("history: recorded in ")).count();
     }
-    assert_eq!(recorded, 160, "each file recorded exactly once");
+    assert_eq!(recorded, 163, "each file and run recorded exactly once");
     let out = history(&db, &["show", "--format", "json", "--last", "1000"]);
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(json[0]["results"].as_array().unwrap().len(), 160);
+    assert_eq!(json[0]["results"].as_array().unwrap().len(), 163);
 }
 
 #[test]
