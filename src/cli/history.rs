@@ -15,7 +15,7 @@ pub struct HistoryArgs {
 
 #[derive(Subcommand, Debug)]
 pub enum HistoryCommand {
-    /// Record results files in the history (a file already recorded, by its run id, is left as it is).
+    /// Record results files in the history (a run already recorded, by its run id, is left as it is, unless the file has more runs now: a run recorded unfinished and since resumed).
     Add(HistoryAddArgs),
     /// Print each matching series: a sparkline, then a row per result, marking the steps `changes` finds.
     Show(HistoryQueryArgs),

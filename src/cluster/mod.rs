@@ -10,6 +10,7 @@
 #[cfg(feature = "mpi")]
 mod mpi;
 mod placement;
+pub mod steal;
 
 use anyhow::{anyhow, bail, Context, Result};
 use serde::de::DeserializeOwned;
