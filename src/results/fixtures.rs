@@ -33,6 +33,7 @@ pub fn run(run: usize, per_worker: &[u64], elapsed_s: f64) -> RunRecord {
         cpu_profile: None,
         syscalls: None,
         nodes: None,
+        walk_messages: Vec::new(),
         steady: None,
     }
 }

@@ -85,6 +85,11 @@ pub struct RunRecord {
     /// Under MPI: the work of each node's ranks, nodes in order of their lowest rank.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nodes: Option<Vec<NodeOps>>,
+    /// A walk shared by MPI ranks (`traverse --share shared`): the messages
+    /// each walking rank sent and received, in worker order. No hub: the
+    /// busiest is within about twice the mean.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub walk_messages: Vec<u64>,
     /// A warm-up run that lasted until its rate was steady: how it ended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steady: Option<SteadyOutcome>,

@@ -96,6 +96,7 @@ pub(super) fn run_driver(
         cpu_profile: None,
         syscalls: None,
         nodes: None,
+        walk_messages: Vec::new(),
         steady: None,
     })
 }

@@ -110,6 +110,7 @@ impl Window {
             cpu_profile: None,
             syscalls: None,
             nodes: None,
+            walk_messages: Vec::new(),
             steady: self.steady,
         }
     }

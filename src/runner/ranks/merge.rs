@@ -76,6 +76,7 @@ pub(crate) fn merge(mut records: Vec<RunRecord>, hosts: &[&str], clock_hz: f64) 
         latency: merge_latency(&records),
         replay_ops: merge_replay_ops(&records),
         nodes: Some(nodes),
+        walk_messages: records.iter().flat_map(|r| r.walk_messages.iter().copied()).collect(),
         steady: None,
     })
 }

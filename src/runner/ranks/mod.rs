@@ -386,6 +386,15 @@ fn serve(
         }
         None => gate.start().and_then(|()| gate.end()).map(|()| None),
     };
+    // Each walking rank's messages, for the record (merged in worker order).
+    let outcome = outcome.map(|record| {
+        record.map(|mut r| {
+            if let Some(walk) = &gate.walk {
+                r.walk_messages = vec![walk.borrow().traffic().total()];
+            }
+            r
+        })
+    });
     if let Err(error) = &outcome {
         if let Some(walk) = &gate.walk {
             // The other walkers must not wait for this rank's requests.
