@@ -67,6 +67,9 @@ pub struct Change {
     pub interval: Option<(f64, f64)>,
     /// The permutation test's p-value.
     pub p_value: f64,
+    /// Outliers just before `index`, between the last result at the old
+    /// level and the first at the new: the step may be at any of them.
+    pub unplaced: usize,
     /// Whether the figure got better (higher, or lower for a smaller-is-better metric).
     pub improved: bool,
     /// Why, from the profiles of the nearest results on both sides that recorded one.
@@ -156,9 +159,10 @@ pub fn find_changes(entries: &[Entry], config: &ChangeConfig) -> (SeriesFigure, 
                 ratio_interval(&b, &a, t_quantile_two_sided(config.confidence, df))
             });
             Change {
-                // Right after the last result before it: outliers between
-                // the two sides belong to neither, and start the new level.
-                index: kept[c.index - 1] + 1,
+                // The first result at the new level; outliers between the
+                // two sides could belong to either (`unplaced` counts them).
+                index: kept[c.index],
+                unplaced: kept[c.index] - kept[c.index - 1] - 1,
                 improved: (ratio > 1.0) == higher_is_better,
                 before: b,
                 after: a,

@@ -126,7 +126,16 @@ pub(crate) fn change_lines(s: &SeriesChanges, k: usize, c: &Change, confidence: 
             c.index + 1,
             where_.join(", ")
         ),
-        format!("  host {}; step {} of the series", s.host, k + 1),
+        format!(
+            "  host {}; step {} of the series{}",
+            s.host,
+            k + 1,
+            match c.unplaced {
+                0 => String::new(),
+                1 => format!("; result {}, an outlier, may be on either side", c.index),
+                n => format!("; results {}–{}, outliers, may be on either side", c.index + 1 - n, c.index),
+            }
+        ),
         format!(
             "  before: {} {unit} over {} results; after: {} {unit} over {} results",
             format_rate(c.before.mean),

@@ -30,7 +30,7 @@ fn runs_with_a_planted_slowdown_are_found_at_its_revision_with_the_cause() {
         let mut args = vec!["command", "--cmd", &cmd, "-j", "1", "-n", "3", "--rev", &rev_name, "--history"];
         args.extend(["--history-db", db.to_str().unwrap()]);
         // Profiled around the step only (loading the programs is most of a run here).
-        if (5..=12).contains(&rev) {
+        if (7..=10).contains(&rev) {
             args.extend(["--profile", "offcpu"]);
         }
         let out = env.run(&args);
