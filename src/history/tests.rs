@@ -261,7 +261,3 @@ fn history_power_table() {
         }
     }
 }
-#[test]
-fn zz_counts() {
-    eprintln!("COUNTS {:?} {:?} {:?} {:?} {:?}", count(1, 20, 0.95, MEASURED), count(2, 500, 0.95, MEASURED), count(3, 100, 1.05, MEASURED), count(4, 20, 1.0, MEASURED), count(5, 500, 1.0, MEASURED));
-}
