@@ -95,16 +95,21 @@ fn filter(args: &HistoryQueryArgs) -> SeriesFilter {
     }
 }
 
-/// `history show` and `history changes`.
-pub fn query_command(args: &HistoryQueryArgs, steps_only: bool) -> Result<String> {
-    let path = store_path(&args.store)?;
+/// The store a query reads: it must exist (a query never makes one).
+fn existing_store(arg: &StoreArg) -> Result<Store> {
+    let path = store_path(arg)?;
     if !path.exists() {
         bail!(
             "no history store at {}; record results with `fsscale history add FILE...` or `fsscale run --history`, or give --history-db",
             path.display()
         );
     }
-    let store = Store::open(&path)?;
+    Store::open(&path)
+}
+
+/// `history show` and `history changes`.
+pub fn query_command(args: &HistoryQueryArgs, steps_only: bool) -> Result<String> {
+    let store = existing_store(&args.store)?;
     let series = store.series(&filter(args))?;
     let config = ChangeConfig { last: args.last as usize, ..ChangeConfig::DEFAULT };
     let found = changes(&store, &series, &config)?;
@@ -118,14 +123,7 @@ pub fn query_command(args: &HistoryQueryArgs, steps_only: bool) -> Result<String
 
 /// `report --history`: the page of every matching series.
 pub fn history_report(store: &StoreArg, filter: SeriesFilter, last: usize) -> Result<String> {
-    let path = store_path(store)?;
-    if !path.exists() {
-        bail!(
-            "no history store at {}; record results first (`fsscale history add FILE...`), or give --history-db",
-            path.display()
-        );
-    }
-    let store = Store::open(&path)?;
+    let store = existing_store(store)?;
     let series = store.series(&filter)?;
     let config = ChangeConfig { last, ..ChangeConfig::DEFAULT };
     Ok(fsscale::report::render_history_html(&changes(&store, &series, &config)?, config.confidence))

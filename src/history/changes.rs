@@ -97,14 +97,14 @@ pub struct Attributed {
 pub struct SeriesChanges {
     pub host: String,
     pub point: String,
-    #[serde(skip)]
-    pub series: Option<Series>,
     pub figure: SeriesFigure,
     pub unit: String,
     #[serde(skip)]
     pub entries: Vec<Entry>,
-    /// The figure of every result searched, in order.
+    /// The figure of every result, in order.
     pub values: Vec<f64>,
+    /// Which of them are outliers, left out of the search and the levels.
+    pub outliers: Vec<bool>,
     pub changes: Vec<Change>,
 }
 
@@ -128,7 +128,7 @@ pub fn find_changes(entries: &[Entry], config: &ChangeConfig) -> (SeriesFigure, 
         return (figure, values, Vec::new());
     }
     let logs: Vec<f64> = values.iter().map(|v| v.ln()).collect();
-    let outlying = outliers_of(&values);
+    let outlying = outliers(&logs);
     // The search and the levels leave outliers out: one disturbed
     // invocation is not a level, and would pull a step's place towards it.
     let kept: Vec<usize> = (0..values.len()).filter(|&i| !outlying[i]).collect();
@@ -143,16 +143,15 @@ pub fn find_changes(entries: &[Entry], config: &ChangeConfig) -> (SeriesFigure, 
         .enumerate()
         .map(|(k, c)| {
             // The kept results on each side, as figures.
-            let side = |from: usize, to: usize| -> Vec<usize> { kept[from..to].to_vec() };
-            let (before, after) = (side(bounds[k], bounds[k + 1]), side(bounds[k + 1], bounds[k + 2]));
+            let (before, after) = (&kept[bounds[k]..bounds[k + 1]], &kept[bounds[k + 1]..bounds[k + 2]]);
             let figures = |at: &[usize]| at.iter().map(|&i| values[i]).collect::<Vec<f64>>();
-            let (bv, av) = (figures(&before), figures(&after));
+            let (bv, av) = (figures(before), figures(after));
             let level = |at: &[usize], v: &[f64]| Level {
                 mean: v.iter().sum::<f64>() / v.len() as f64,
                 results: at.len(),
                 noisy: at.iter().filter(|&&i| entries[i].figure.noise.is_some()).count(),
             };
-            let (b, a) = (level(&before, &bv), level(&after, &av));
+            let (b, a) = (level(before, &bv), level(after, &av));
             let ratio = a.mean / b.mean;
             let interval = Sample::new(&bv).ok().zip(Sample::new(&av).ok()).and_then(|(b, a)| {
                 let df = welch(&b, &a, config.confidence).ok()?.df;
@@ -198,16 +197,14 @@ pub fn changes(store: &Store, series: &[Series], config: &ChangeConfig) -> anyho
         let (figure, _, mut changes) = find_changes(&entries[from..], config);
         for change in &mut changes {
             change.index += from;
-        }
-        let values = figure_values(&entries, figure);
-        for change in &mut changes {
             change.attribution = attribution(store, &entries, change.index)?;
         }
+        let values = figure_values(&entries, figure);
         out.push(SeriesChanges {
             host: s.host.clone(),
             point: s.identity.describe(),
-            series: Some(s.clone()),
             figure,
+            outliers: outliers_of(&values),
             unit: match figure {
                 SeriesFigure::Rate => entries.last().map_or_else(String::new, |e| e.figure.unit.clone()),
                 SeriesFigure::PerCpu => "ops/cpu-s".to_string(),

@@ -92,7 +92,6 @@ impl Figure {
     /// The point's figure, or `None` while it has no finished run.
     pub fn of(point: &Point) -> Option<Figure> {
         let summary = point.summary.as_ref()?;
-        let per_cpu = point.ops_per_cpu_s().filter(|v| !v.is_empty()).map(|v| v.iter().sum::<f64>() / v.len() as f64);
         let profiles = [
             ("locks", point.lock_profile().is_some()),
             ("offcpu", point.offcpu_profile().is_some()),
@@ -100,7 +99,7 @@ impl Figure {
         ];
         Some(Figure {
             mean: summary.ops_per_s.mean,
-            per_cpu: per_cpu.filter(|v| v.is_finite() && *v > 0.0),
+            per_cpu: summary.ops_per_cpu_s.as_ref().map(|s| s.mean).filter(|v| v.is_finite() && *v > 0.0),
             runs: point.runs.len(),
             busy: summary.busy_runs.len() * 5 > point.runs.len(),
             cpu_bound: crate::compare::cpu_bound(point),

@@ -4,7 +4,7 @@
 
 use super::format::{format_pct, format_rate};
 use super::table::{Align, Table};
-use crate::history::{outliers_of, Change, SeriesChanges, SeriesFigure};
+use crate::history::{Change, SeriesChanges, SeriesFigure};
 
 /// Eight heights, the series' own minimum to its maximum: a 5% step shows.
 pub fn sparkline_between(values: &[f64]) -> String {
@@ -19,20 +19,12 @@ pub fn sparkline_between(values: &[f64]) -> String {
         .collect()
 }
 
-/// What a series is judged on, as a table's column heading says it.
-fn figure_words(s: &SeriesChanges) -> String {
-    match s.figure {
-        SeriesFigure::Rate => s.unit.clone(),
-        SeriesFigure::PerCpu => "ops/cpu-s".into(),
-    }
-}
-
 fn heading(s: &SeriesChanges) -> String {
     let why = match s.figure {
         SeriesFigure::PerCpu => ", judged per CPU-second: the machine was busy in some results",
         SeriesFigure::Rate => "",
     };
-    format!("{} on {} ({}, {} results{why})", s.point, s.host, figure_words(s), s.values.len())
+    format!("{} on {} ({}, {} results{why})", s.point, s.host, s.unit, s.values.len())
 }
 
 /// `history show`: each series as a sparkline, then a row per result, the
@@ -46,7 +38,7 @@ pub fn render_series(all: &[SeriesChanges]) -> String {
         out.push_str(&heading(s));
         out.push('\n');
         out.push_str(&format!("  {}\n", sparkline_between(&s.values)));
-        let unit = figure_words(s);
+        let unit = &s.unit;
         // A label column only where some result has one.
         let labels = s.entries.iter().any(|e| e.label.is_some());
         let mut columns = vec![("#", Align::Right), ("started", Align::Left), ("rev", Align::Left)];
@@ -60,7 +52,7 @@ pub fn render_series(all: &[SeriesChanges]) -> String {
             ("marks", Align::Left),
         ]);
         let mut table = Table::new(&columns).indented(2);
-        let outlying = outliers_of(&s.values);
+        let outlying = &s.outliers;
         for (i, (e, v)) in s.entries.iter().zip(&s.values).enumerate() {
             let mut marks: Vec<String> = Vec::new();
             if let Some(c) = s.changes.iter().find(|c| c.index == i) {
@@ -110,7 +102,7 @@ pub fn render_changes(all: &[SeriesChanges], confidence: f64) -> String {
 
 pub(crate) fn change_lines(s: &SeriesChanges, k: usize, c: &Change, confidence: f64) -> Vec<String> {
     let first = &s.entries[c.index];
-    let unit = figure_words(s);
+    let unit = &s.unit;
     let mut where_ = vec![format!("rev {}", first.rev.as_deref().unwrap_or("(none)"))];
     if let Some(label) = &first.label {
         where_.push(format!("label {label}"));
@@ -197,7 +189,7 @@ pub(crate) fn change_lines(s: &SeriesChanges, k: usize, c: &Change, confidence: 
 /// `history show --format json`: each series with its results, the steps marked on them.
 pub fn series_json(all: &[SeriesChanges]) -> serde_json::Value {
     let series = all.iter().map(|s| {
-        let outlying = outliers_of(&s.values);
+        let outlying = &s.outliers;
         let results: Vec<serde_json::Value> = s
             .entries
             .iter()
@@ -218,7 +210,7 @@ pub fn series_json(all: &[SeriesChanges]) -> serde_json::Value {
                 })
             })
             .collect();
-        serde_json::json!({ "host": s.host, "point": s.point, "figure": s.figure, "unit": figure_words(s), "results": results })
+        serde_json::json!({ "host": s.host, "point": s.point, "figure": s.figure, "unit": s.unit, "results": results })
     });
     serde_json::Value::Array(series.collect())
 }

@@ -3,7 +3,7 @@
 //! profiles, and differential flame graphs), in the report's own style.
 
 use super::STYLE;
-use crate::history::{outliers_of, SeriesChanges};
+use crate::history::SeriesChanges;
 use crate::html;
 use crate::report::flame::{differential_flame_graph_svg, OFF_CPU, ON_CPU};
 use crate::report::format::{format_pct, format_rate};
@@ -189,7 +189,7 @@ fn chart(s: &SeriesChanges) -> Html {
     let points: Vec<String> =
         s.values.iter().enumerate().map(|(i, v)| format!("{},{}", fmt(x(i as f64)), fmt(y(*v)))).collect();
     html!(out, "<polyline fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"1.2\" points=\"{}\"/>", points.join(" "));
-    let outlying = outliers_of(&s.values);
+    let outlying = &s.outliers;
     for (i, (e, v)) in s.entries.iter().zip(&s.values).enumerate() {
         let colour = if e.figure.noise.is_some() { "#ff7f0e" } else { "#1f77b4" };
         let fill = if outlying[i] { "white" } else { colour };
