@@ -9,7 +9,11 @@
 //! - with a bad result given, the two comparisons taken without the veto
 //!   and required to agree: worse than good and no better than bad is bad;
 //!   no worse than good and better than bad is good. A busy machine can
-//!   make one comparison significant, not both in agreement;
+//!   make one comparison significant, not both in agreement. Where both
+//!   are significant (worse than good, better than bad), the revision is
+//!   placed on the logarithmic scale between the two references: within
+//!   the quarter nearest one of them, it is that one (a busy machine's few
+//!   percent beside the slowdown bisected); in the middle half, skip;
 //! - without a bad result, anything not worse than good is good;
 //! - anything else (too noisy, too few runs, like neither side): skip.
 
@@ -86,6 +90,9 @@ pub fn judge(
             (Verdict::TooFewRuns, _, _) => GateVerdict::Skip,
             (_, Verdict::Worse, Some(b)) if not_better(b) => GateVerdict::Bad,
             (_, g, Some(Verdict::Better)) if not_worse(g) => GateVerdict::Good,
+            (_, Verdict::Worse, Some(Verdict::Better)) => {
+                against_bad.map_or(GateVerdict::Skip, |b| by_position(row.change_pct, b.change_pct))
+            }
             (v, _, None) if bad.is_none() && not_worse(v) => GateVerdict::Good,
             _ => GateVerdict::Skip,
         };
@@ -108,6 +115,22 @@ pub fn judge(
         GateVerdict::Skip
     };
     Ok(GateDecision { verdict, points })
+}
+
+/// Where a revision worse than good and better than bad lies between them,
+/// from its changes against each (percent): `log(current/good) /
+/// log(bad/good)`, 0 at good and 1 at bad.
+fn by_position(against_good_pct: f64, against_bad_pct: f64) -> GateVerdict {
+    let (from_good, from_bad) = ((1.0 + against_good_pct / 100.0).ln(), (1.0 + against_bad_pct / 100.0).ln());
+    let span = from_good - from_bad;
+    if !(from_good.is_finite() && from_bad.is_finite()) || span == 0.0 {
+        return GateVerdict::Skip;
+    }
+    match from_good / span {
+        p if p < 0.25 => GateVerdict::Good,
+        p if p > 0.75 => GateVerdict::Bad,
+        _ => GateVerdict::Skip,
+    }
 }
 
 #[cfg(test)]
@@ -158,6 +181,12 @@ mod tests {
         assert_eq!(judge(&busy(100.0), &good, Some(&bad), &config).unwrap().verdict, GateVerdict::Good);
         // Between the two, on a busy machine: neither agrees.
         assert_eq!(judge(&busy(75.0), &good, Some(&bad), &config).unwrap().verdict, GateVerdict::Skip);
+        // Both comparisons significant and contrary (the busy machine slowed
+        // this revision's runs a little, bad is far slower): nearest wins.
+        assert_eq!(judge(&busy(93.0), &good, Some(&bad), &config).unwrap().verdict, GateVerdict::Good);
+        assert_eq!(judge(&busy(53.0), &good, Some(&bad), &config).unwrap().verdict, GateVerdict::Bad);
+        assert_eq!(judge(&busy(70.0), &good, Some(&bad), &config).unwrap().verdict, GateVerdict::Skip);
+        assert_eq!(by_position(-6.9, 160.9), GateVerdict::Good, "the case seen in a bisection beside other tests");
         // Without a bad reference nothing resolves the noise.
         assert_eq!(judge(&busy(50.0), &good, None, &config).unwrap().verdict, GateVerdict::Skip);
     }
