@@ -43,7 +43,9 @@ fn walk(dir: RawFd, mut digest: Option<&mut Sha256>) -> Result<ExtractStats> {
                 break;
             }
             names.extend(
-                sys::dirents(&buf, filled).map(|(name, _)| name.to_vec()).filter(|name| name != b"." && name != b".."),
+                sys::dirents(&buf, filled)
+                    .map(|(name, _)| name.to_bytes().to_vec())
+                    .filter(|name| name != b"." && name != b".."),
             );
         }
         if digest.is_some() {

@@ -11,23 +11,38 @@ use crate::results::{CallLatency, KernelLatency};
 
 pub struct BpfLatency {
     loaded: Loaded,
+    /// The workers' ops just before and after the programs went on, and off.
+    ops_at: [u64; 4],
 }
 
 impl BpfLatency {
     pub(crate) fn arm(tasks: &[i32]) -> Result<BpfLatency> {
         let events = [("raw_syscalls", "sys_enter"), ("raw_syscalls", "sys_exit")];
-        Ok(BpfLatency { loaded: Loaded::load("--profile latency", objects::LATENCY, &[], &events, &["calls"], tasks)? })
+        let loaded = Loaded::load("--profile latency", objects::LATENCY, &[], &events, &["calls"], tasks)?;
+        Ok(BpfLatency { loaded, ops_at: [0; 4] })
     }
 
-    pub fn switch(&mut self, on: bool) -> Result<()> {
-        self.loaded.switch(on)
+    /// Turns the programs on (`on`) or off, reading `ops` (the workers' op
+    /// counters) on both sides: a coordinator that waits for a CPU between
+    /// the switch and the window's own count would otherwise make the
+    /// calls look more than the ops.
+    pub fn switch(&mut self, on: bool, ops: &dyn Fn() -> u64) -> Result<()> {
+        let at = if on { 0 } else { 2 };
+        self.ops_at[at] = ops();
+        self.loaded.switch(on)?;
+        self.ops_at[at + 1] = ops();
+        Ok(())
     }
 
     pub fn finish(mut self) -> Result<KernelLatency> {
         self.loaded.switch(false)?;
         let entries: Vec<(u32, Vec<Slots>)> = self.loaded.per_cpu_entries("latency")?;
         let calls = entries.into_iter().map(|(nr, per_cpu)| summed(nr, &per_cpu)).collect();
+        let [on_before, on_after, off_before, off_after] = self.ops_at;
         Ok(KernelLatency {
+            // Fixed work counts no ops while it runs: no bracket.
+            ops_counted: (off_after > 0)
+                .then(|| [off_before.saturating_sub(on_after), off_after.saturating_sub(on_before)]),
             programs: self.loaded.cost(),
             lost_events: self.loaded.lost()?,
             calls: KernelLatency::ranked(calls),

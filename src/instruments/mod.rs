@@ -261,13 +261,13 @@ impl RunInstruments {
             o.switch(true)?;
         }
         if let Some(l) = &mut self.latency {
-            l.switch(true)?;
+            l.switch(true, &ops)?;
         }
         if let Some(c) = &mut self.cpu {
             c.start()?;
         }
         if let Some(v) = &mut self.verify {
-            v.start(ops)?;
+            v.start(&ops)?;
         }
         Ok(())
     }
@@ -289,13 +289,13 @@ impl RunInstruments {
     /// Turns everything off, the system call counters first (`ops` as for [`RunInstruments::start`]).
     pub fn stop(&mut self, ops: impl Fn() -> u64) -> Result<()> {
         if let Some(v) = &mut self.verify {
-            v.stop(ops)?;
+            v.stop(&ops)?;
         }
         if let Some(c) = &mut self.cpu {
             c.stop()?;
         }
         if let Some(l) = &mut self.latency {
-            l.switch(false)?;
+            l.switch(false, &ops)?;
         }
         if let Some(o) = &mut self.offcpu {
             o.switch(false)?;

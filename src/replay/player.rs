@@ -236,7 +236,7 @@ fn scan_dir(base: RawFd, dir: &CStr, buf: &mut [u8], mut each: impl FnMut(&[u8],
             break;
         }
         for (name, d_type) in sys::dirents(buf, filled) {
-            if !each(name, d_type) {
+            if !each(name.to_bytes(), d_type) {
                 break 'reading;
             }
         }

@@ -21,6 +21,7 @@ mod ranks;
 mod table;
 mod text;
 pub mod view;
+mod walk;
 
 pub use analyze::{fit_line, render_analysis, verdict_line};
 #[cfg(target_os = "linux")]

@@ -125,6 +125,7 @@ fn group(
         }
     }
     out.push_str(&super::ranks::lines(points));
+    out.push_str(&super::walk::lines(points));
     // Said once per point: at a series' largest point above its waits, at another explained one above its tables.
     let mut said_cpus: Vec<&Point> = Vec::new();
     for (_, mut series) in crate::results::grouped(points.iter().map(|p| ((p.mode, p.share), *p))) {

@@ -34,6 +34,7 @@ pub fn run(run: usize, per_worker: &[u64], elapsed_s: f64) -> RunRecord {
         syscalls: None,
         nodes: None,
         walk_messages: Vec::new(),
+        walk: Vec::new(),
         steady: None,
     }
 }

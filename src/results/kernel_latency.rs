@@ -24,6 +24,11 @@ pub struct KernelLatency {
     /// Calls not recorded (full maps): the counts are then low.
     #[serde(default)]
     pub lost_events: u64,
+    /// All workers' ops surely inside the span the programs counted, and
+    /// those possibly inside it: a call each op makes once is counted
+    /// between the two (give or take an op per worker at each edge).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ops_counted: Option<[u64; 2]>,
     /// Per call, most made first.
     pub calls: Vec<CallLatency>,
 }
@@ -88,7 +93,13 @@ impl KernelLatency {
         let mut total: Option<KernelLatency> = None;
         let mut calls: BTreeMap<String, CallLatency> = BTreeMap::new();
         for p in profiles {
+            // Every run's bracket, or none: a sum of some runs' would bracket nothing.
+            let bracket = match &total {
+                None => p.ops_counted,
+                Some(t) => t.ops_counted.zip(p.ops_counted).map(|(a, b)| [a[0] + b[0], a[1] + b[1]]),
+            };
             let t = total.get_or_insert_with(KernelLatency::default);
+            t.ops_counted = bracket;
             t.lost_events += p.lost_events;
             t.programs = ProgramCost::add(t.programs, p.programs);
             for c in &p.calls {
@@ -158,11 +169,20 @@ mod tests {
         let a = KernelLatency {
             programs: Some(ProgramCost { runs: 4, seconds: 0.1, attached: None }),
             lost_events: 1,
+            ops_counted: Some([10, 12]),
             calls: vec![call("close", &[(8, 5)]), call("openat", &[(10, 3)])],
         };
-        let b = KernelLatency { programs: None, lost_events: 2, calls: vec![call("openat", &[(10, 4), (11, 1)])] };
+        let b = KernelLatency {
+            programs: None,
+            lost_events: 2,
+            ops_counted: Some([5, 5]),
+            calls: vec![call("openat", &[(10, 4), (11, 1)])],
+        };
         let sum = KernelLatency::sum([&a, &b]).unwrap();
         assert_eq!(sum.lost_events, 3);
+        assert_eq!(sum.ops_counted, Some([15, 17]));
+        let unbracketed = KernelLatency { ops_counted: None, ..b.clone() };
+        assert_eq!(KernelLatency::sum([&a, &unbracketed]).unwrap().ops_counted, None, "a bracket of some runs is none");
         assert_eq!(sum.programs.unwrap().runs, 4);
         let names: Vec<(&str, u64)> = sum.calls.iter().map(|c| (c.call.as_str(), c.count)).collect();
         assert_eq!(names, [("openat", 8), ("close", 5)]);

@@ -28,8 +28,8 @@ pub use profile::{
     SyscallCount,
 };
 pub use run::{
-    NodeOps, RunFigure, RunNoise, RunRecord, SchedShares, SteadyOutcome, SystemCpu, Timeline, WorkerCpu, WorkerSched,
-    Writeback,
+    NodeOps, RunFigure, RunNoise, RunRecord, SchedShares, SteadyOutcome, SystemCpu, Timeline, WalkRecord, WorkerCpu,
+    WorkerSched, Writeback,
 };
 pub use target::Target;
 

@@ -90,9 +90,30 @@ pub struct RunRecord {
     /// busiest is within about twice the mean.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub walk_messages: Vec<u64>,
+    /// A walk shared through a queue (`traverse --share shared`): what each
+    /// walker did with it, in worker order. Why a second walker is or is
+    /// not faster: the work it stole, how long it waited for work, how
+    /// often it found the queue locked.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub walk: Vec<WalkRecord>,
     /// A warm-up run that lasted until its rate was steady: how it ended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steady: Option<SteadyOutcome>,
+}
+
+/// One walker's part of a shared walk (see [`RunRecord::walk`]).
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Default)]
+pub struct WalkRecord {
+    /// Directories it listed.
+    pub dirs: u64,
+    /// Directories it took from the queue that another walker (or rank) had put there.
+    pub stolen: u64,
+    /// Directories it put on the queue for others.
+    pub given: u64,
+    /// Seconds it waited with nothing to list.
+    pub idle_s: f64,
+    /// Times it found the queue's lock held.
+    pub lock_waits: u64,
 }
 
 /// How a warm-up run that ran until steady ended (see [`crate::stats::steady::SteadyRule`]).

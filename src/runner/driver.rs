@@ -97,6 +97,7 @@ pub(super) fn run_driver(
         syscalls: None,
         nodes: None,
         walk_messages: Vec::new(),
+        walk: Vec::new(),
         steady: None,
     })
 }

@@ -99,6 +99,9 @@ pub struct WorkerReport {
     /// Fixed work: when the worker finished (CLOCK_MONOTONIC ns), and the bytes it wrote.
     pub completed_ns: AtomicU64,
     pub bytes: AtomicU64,
+    /// A shared walk: 1, then the worker's [`crate::workloads::WalkTally`]
+    /// (dirs, stolen, given, idle ns, lock waits); all zero for other work.
+    pub walk: [AtomicU64; 6],
     /// Advanced by fixed work whenever it checks for a stop (per tar entry,
     /// per directory, every few ms while a command runs): progress the
     /// counter does not show. Single writer.
@@ -109,6 +112,25 @@ pub struct WorkerReport {
 }
 
 impl WorkerReport {
+    pub(crate) fn set_walk(&self, t: &crate::workloads::WalkTally) {
+        for (slot, value) in self.walk.iter().zip([1, t.dirs, t.stolen, t.given, t.idle_ns, t.lock_waits]) {
+            slot.store(value, Ordering::Relaxed);
+        }
+    }
+
+    /// The walk's tally as the results keep it; `None` when the worker walked no shared tree.
+    pub(crate) fn walk_record(&self) -> Option<crate::results::WalkRecord> {
+        let [walked, dirs, stolen, given, idle_ns, lock_waits] =
+            self.walk.each_ref().map(|v| v.load(Ordering::Relaxed));
+        (walked == 1).then_some(crate::results::WalkRecord {
+            dirs,
+            stolen,
+            given,
+            idle_s: idle_ns as f64 / 1e9,
+            lock_waits,
+        })
+    }
+
     pub(crate) fn stage(&self) -> Stage {
         match self.stage.load(Ordering::Acquire) {
             0 => Stage::Working,

@@ -111,6 +111,10 @@ impl Window {
             syscalls: None,
             nodes: None,
             walk_messages: Vec::new(),
+            walk: (0..region.workers())
+                .map(|i| region.report(i).walk_record())
+                .collect::<Option<Vec<_>>>()
+                .unwrap_or_default(),
             steady: self.steady,
         }
     }

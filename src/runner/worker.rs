@@ -135,6 +135,9 @@ fn run_job(mut job: Box<dyn Job + '_>, region: &SharedRegion, slot: usize, proce
     let completed = sys::monotonic_ns();
     counter.store(output.entries, Ordering::Relaxed);
     report.bytes.store(output.bytes, Ordering::Relaxed);
+    if let Some(walk) = &output.walk {
+        report.set_walk(walk);
+    }
     record_sched(&report.sched_at_window_end);
     if processes {
         record(&report.children_at_window_end, <[u64; 2]>::from(sys::children_cpu_micros()));

@@ -356,8 +356,8 @@ fn list(dir: RawFd) -> Result<Vec<(CString, u8)>, Errno> {
             return Ok(entries);
         }
         for (name, d_type) in sys::dirents(&buf, filled) {
-            if name != b"." && name != b".." {
-                entries.push((CString::new(name).expect("no NUL before end"), d_type));
+            if name != c"." && name != c".." {
+                entries.push((name.to_owned(), d_type));
             }
         }
     }

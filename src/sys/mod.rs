@@ -234,10 +234,11 @@ pub fn getdents64(fd: RawFd, buf: &mut [u8]) -> Result<usize, Errno> {
     }
 }
 
-/// The records a `getdents64` call put in `buf[..filled]`, as (name, d_type),
-/// `.` and `..` included. linux_dirent64 is d_ino u64, d_off i64,
-/// d_reclen u16, d_type u8, then the NUL-terminated name.
-pub(crate) fn dirents(buf: &[u8], filled: usize) -> impl Iterator<Item = (&[u8], u8)> {
+/// The records a `getdents64` call put in `buf[..filled]`, as (name,
+/// d_type), `.` and `..` included. linux_dirent64 is d_ino u64, d_off i64,
+/// d_reclen u16, d_type u8, then the NUL-terminated name: each name is
+/// read in place as a C string, nothing allocated.
+pub(crate) fn dirents(buf: &[u8], filled: usize) -> impl Iterator<Item = (&CStr, u8)> {
     let mut offset = 0;
     std::iter::from_fn(move || {
         if offset >= filled {
@@ -245,10 +246,10 @@ pub(crate) fn dirents(buf: &[u8], filled: usize) -> impl Iterator<Item = (&[u8],
         }
         let reclen = u16::from_ne_bytes([buf[offset + 16], buf[offset + 17]]) as usize;
         let d_type = buf[offset + 18];
-        let name = &buf[offset + 19..offset + reclen];
-        let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+        let record = &buf[offset + 19..offset + reclen];
         offset += reclen.max(1);
-        Some((&name[..end], d_type))
+        // A record without its NUL would be a kernel bug: read as an empty name.
+        Some((CStr::from_bytes_until_nul(record).unwrap_or(c""), d_type))
     })
 }
 

@@ -152,7 +152,7 @@ impl Job for CommandCopy<'_> {
     fn run(&mut self, ctx: &JobContext<'_>) -> anyhow::Result<JobOutput> {
         self.spec.run(&self.spec.cmd, &self.values(), false, ctx.stop)?;
         (ctx.progress)(1);
-        Ok(JobOutput { entries: 1, bytes: 0 })
+        Ok(JobOutput { entries: 1, bytes: 0, walk: None })
     }
 
     fn finish(&mut self, ctx: &JobContext<'_>) -> anyhow::Result<()> {

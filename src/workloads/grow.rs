@@ -54,6 +54,6 @@ impl Job for AppendGrow {
             }
         }
         (ctx.progress)(self.blocks);
-        Ok(JobOutput { entries: self.blocks, bytes: self.blocks * DATA_BLOCK as u64 })
+        Ok(JobOutput { entries: self.blocks, bytes: self.blocks * DATA_BLOCK as u64, walk: None })
     }
 }

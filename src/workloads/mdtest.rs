@@ -237,7 +237,7 @@ impl Job for Mdtest {
             }
         }
         (ctx.progress)(self.done as u64);
-        Ok(JobOutput { entries: self.done as u64, bytes })
+        Ok(JobOutput { entries: self.done as u64, bytes, walk: None })
     }
 
     /// Removes every item there is, stonewalled ones too, untimed.

@@ -41,7 +41,7 @@ pub use mapping::{DEFAULT_MAP_BYTES, PAGE as MAP_PAGE};
 pub use mdtest::{MdtestOptions, DEFAULT_ITEMS as DEFAULT_MDTEST_ITEMS};
 pub use traverse::TREE_DIR;
 pub use untar::TreeSource;
-pub use walk_queue::WalkQueue;
+pub use walk_queue::{Pusher, WalkQueue, WalkTally, FROM_ANOTHER_RANK};
 
 /// The catalogue entry shown by `fsscale list`.
 pub struct Description {
@@ -178,6 +178,8 @@ pub struct JobOutput {
     /// Entries created or visited.
     pub entries: u64,
     pub bytes: u64,
+    /// A walk shared through the queue: what this walker did with it.
+    pub walk: Option<WalkTally>,
 }
 
 /// What a job may ask while it runs.

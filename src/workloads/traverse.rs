@@ -10,6 +10,7 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 use anyhow::{Context, Result};
 
+use super::walk_queue::{Pusher, WalkTally};
 use super::{Description, Job, JobContext, JobOutput, Share, WalkQueue, WorkerEnv};
 use crate::archive;
 use crate::sys;
@@ -36,6 +37,8 @@ pub(super) struct Traverse<'a> {
     stat: bool,
     queue: Option<&'a WalkQueue>,
     workers: usize,
+    /// This worker's index, as the paths it pushes carry it.
+    index: Pusher,
     buf: Vec<u8>,
 }
 
@@ -59,6 +62,7 @@ impl<'a> Traverse<'a> {
             stat: source.stat,
             queue: if env.share == Share::Shared { env.point.walk_queue.as_ref() } else { None },
             workers: env.workers,
+            index: env.index as Pusher,
             buf: vec![0u8; 64 * 1024],
         })
     }
@@ -97,6 +101,7 @@ impl Job for Traverse<'_> {
             .ok_or_else(|| anyhow::anyhow!("traverse: no tree to walk (internal error: not prepared)"))?
             .as_raw_fd();
         let mut entries = 0u64;
+        let mut tally = WalkTally::default();
         let mut local: Vec<CString> = Vec::new();
         if self.queue.is_none() {
             local.push(CString::from(c"."));
@@ -107,7 +112,7 @@ impl Job for Traverse<'_> {
                 Some(dir) => dir,
                 None => match self.queue {
                     None => break,
-                    Some(queue) => match queue.take(ctx.stop) {
+                    Some(queue) => match queue.take(self.index, ctx.stop, &mut tally) {
                         Some(dir) => dir,
                         None => break,
                     },
@@ -118,6 +123,7 @@ impl Job for Traverse<'_> {
             }
             found.clear();
             entries += list(root, &dir, self.stat, &mut self.buf, &mut found)?;
+            tally.dirs += 1;
             (ctx.progress)(entries);
             match self.queue {
                 None => local.append(&mut found),
@@ -127,7 +133,7 @@ impl Job for Traverse<'_> {
                     // what does not fit in it stays here.
                     while queue.len() < queue.target_len(self.workers) {
                         match found.pop() {
-                            Some(d) if queue.push(&d) => {}
+                            Some(d) if queue.push(&d, self.index, &mut tally) => {}
                             Some(d) => {
                                 found.push(d);
                                 break;
@@ -141,11 +147,13 @@ impl Job for Traverse<'_> {
                 }
             }
         }
-        Ok(JobOutput { entries, bytes: 0 })
+        Ok(JobOutput { entries, bytes: 0, walk: self.queue.map(|_| tally) })
     }
 }
 
 /// Lists one directory: counts its entries, pushes its subdirectories' paths.
+/// Per entry, nothing is allocated: names are read where the kernel wrote
+/// them (NUL-terminated); only a subdirectory's path is made.
 fn list(root: RawFd, dir: &CStr, stat: bool, buf: &mut [u8], subdirs: &mut Vec<CString>) -> Result<u64> {
     let shown = || dir.to_string_lossy().into_owned();
     let fd = sys::open_long_owned(root, dir, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW)
@@ -161,24 +169,27 @@ fn list(root: RawFd, dir: &CStr, stat: bool, buf: &mut [u8], subdirs: &mut Vec<C
             return Ok(count);
         }
         for (name, d_type) in sys::dirents(buf, filled) {
-            if name == b"." || name == b".." {
+            let bytes = name.to_bytes();
+            if bytes == b"." || bytes == b".." {
                 continue;
             }
             count += 1;
-            let name_c = CString::new(name).expect("no NUL before the end");
             let mut is_dir = d_type == libc::DT_DIR;
             if stat || d_type == libc::DT_UNKNOWN {
-                sys::fstatat(fd.as_raw_fd(), &name_c, &mut st, libc::AT_SYMLINK_NOFOLLOW).map_err(|e| {
-                    let path = format!("{}/{}", shown(), name_c.to_string_lossy());
+                sys::fstatat(fd.as_raw_fd(), name, &mut st, libc::AT_SYMLINK_NOFOLLOW).map_err(|e| {
+                    let path = format!("{}/{}", shown(), name.to_string_lossy());
                     anyhow::anyhow!("fstatat(\"{}\"): {}", sys::shorten_middle(&path, 160), sys::errno_text(e))
                 })?;
                 is_dir = st.st_mode & libc::S_IFMT == libc::S_IFDIR;
             }
             if is_dir {
-                let mut path = dir.to_bytes().to_vec();
+                let parent = dir.to_bytes();
+                let mut path = Vec::with_capacity(parent.len() + bytes.len() + 2);
+                path.extend_from_slice(parent);
                 path.push(b'/');
-                path.extend_from_slice(name);
-                subdirs.push(CString::new(path).expect("no NUL"));
+                path.extend_from_slice(bytes);
+                // SAFETY: two NUL-free byte strings and a slash; with_capacity left room for the NUL.
+                subdirs.push(unsafe { CString::from_vec_unchecked(path) });
             }
         }
     }

@@ -80,7 +80,7 @@ impl Job for Untar {
             Untar::Builtin { file, dir } => {
                 let mut reader: &mut dyn Read = file;
                 let stats = archive::extract(&mut reader, *dir, ctx.stop, ctx.progress)?;
-                Ok(JobOutput { entries: stats.entries(), bytes: stats.bytes })
+                Ok(JobOutput { entries: stats.entries(), bytes: stats.bytes, walk: None })
             }
             Untar::External { command, env, contents, .. } => {
                 let options = exec::RunOptions {
@@ -93,7 +93,7 @@ impl Job for Untar {
                 };
                 exec::run(command, &options)?;
                 (ctx.progress)(contents.entries());
-                Ok(JobOutput { entries: contents.entries(), bytes: contents.bytes })
+                Ok(JobOutput { entries: contents.entries(), bytes: contents.bytes, walk: None })
             }
         }
     }

@@ -6,6 +6,11 @@
 //! worker keeps most subdirectories for itself and pushes some here while
 //! the stack is short; an idle worker pops, or sleeps on a futex until
 //! something is pushed or the walk is over (no directory pending anywhere).
+//!
+//! Each path on the stack carries the worker that pushed it, so a walker's
+//! [`WalkTally`] can tell the directories it took from others (steals) from
+//! its own taken back, and says how long it waited for work and how often
+//! it found the queue's lock held: why a second walker is or is not faster.
 
 use std::ffi::CString;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -28,7 +33,7 @@ struct Header {
     pending: AtomicU64,
     /// Paths on the stack.
     count: AtomicU64,
-    /// Bytes of the arena in use: each path, then its length as a u32.
+    /// Bytes of the arena in use: each path, then its pusher and its length as u32s.
     top: AtomicU64,
     /// 1: other processes' workers walk the tree too (the ranks of an MPI
     /// job), so nothing pending here does not end the walk; [`WalkQueue::finish`] does.
@@ -42,6 +47,30 @@ pub struct WalkQueue {
     len: usize,
 }
 
+/// Who pushed a path: a worker's index, or [`FROM_ANOTHER_RANK`].
+pub type Pusher = u32;
+
+/// The pusher of paths handed over by another MPI rank.
+pub const FROM_ANOTHER_RANK: Pusher = u32::MAX;
+
+/// What one walker did, counted outside its hot path (plain fields, its own).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WalkTally {
+    /// Directories it listed.
+    pub dirs: u64,
+    /// Directories it took from the shared queue that another worker (or
+    /// rank) had pushed: work stolen.
+    pub stolen: u64,
+    /// Directories it pushed to the shared queue for others.
+    pub given: u64,
+    /// Nanoseconds it waited with nothing to list.
+    pub idle_ns: u64,
+    /// Times it found the queue's lock held and had to wait for it.
+    pub lock_waits: u64,
+}
+
+const RECORD_TAIL: usize = 8;
+
 // SAFETY: the header is atomics; the arena is touched only under `lock`.
 unsafe impl Send for WalkQueue {}
 // SAFETY: as above.
@@ -52,7 +81,7 @@ impl WalkQueue {
     pub fn new() -> std::io::Result<WalkQueue> {
         let queue = WalkQueue::empty()?;
         queue.header().pending.store(1, Ordering::Relaxed);
-        assert!(queue.push(c"."), "an empty stack has room");
+        assert!(queue.push(c".", 0, &mut WalkTally::default()), "an empty stack has room");
         Ok(queue)
     }
 
@@ -103,10 +132,13 @@ impl WalkQueue {
         unsafe { self.base.add(size_of::<Header>()) }
     }
 
-    fn locked<R>(&self, body: impl FnOnce(&Header) -> R) -> R {
+    fn locked<R>(&self, tally: &mut WalkTally, body: impl FnOnce(&Header) -> R) -> R {
         let header = self.header();
         let mut spins = 0u32;
         while header.lock.compare_exchange_weak(0, 1, Ordering::Acquire, Ordering::Relaxed).is_err() {
+            if spins == 0 {
+                tally.lock_waits += 1;
+            }
             spins += 1;
             if spins.is_multiple_of(64) {
                 // The holder may be a descheduled process: let it run.
@@ -129,47 +161,52 @@ impl WalkQueue {
         self.len() == 0
     }
 
-    /// Pushes `path` and wakes idle workers; false (nothing pushed) when the arena is full.
-    pub fn push(&self, path: &std::ffi::CStr) -> bool {
+    /// Pushes `path` for `pusher` and wakes idle workers; false (nothing
+    /// pushed) when the arena is full.
+    pub fn push(&self, path: &std::ffi::CStr, pusher: Pusher, tally: &mut WalkTally) -> bool {
         let bytes = path.to_bytes();
-        let pushed = self.locked(|h| {
+        let pushed = self.locked(tally, |h| {
             let top = h.top.load(Ordering::Relaxed) as usize;
-            if top + bytes.len() + 4 > ARENA {
+            if top + bytes.len() + RECORD_TAIL > ARENA {
                 return false;
             }
-            // SAFETY: top + len + 4 is within the arena; we hold the lock.
+            // SAFETY: top + len + RECORD_TAIL is within the arena; we hold the lock.
             unsafe {
                 let at = self.arena().add(top);
                 std::ptr::copy_nonoverlapping(bytes.as_ptr(), at, bytes.len());
-                std::ptr::write_unaligned(at.add(bytes.len()).cast::<u32>(), bytes.len() as u32);
+                std::ptr::write_unaligned(at.add(bytes.len()).cast::<u32>(), pusher);
+                std::ptr::write_unaligned(at.add(bytes.len() + 4).cast::<u32>(), bytes.len() as u32);
             }
-            h.top.store((top + bytes.len() + 4) as u64, Ordering::Relaxed);
+            h.top.store((top + bytes.len() + RECORD_TAIL) as u64, Ordering::Relaxed);
             h.count.fetch_add(1, Ordering::Relaxed);
             true
         });
         if pushed {
+            tally.given += 1;
             self.wake_all();
         }
         pushed
     }
 
-    /// Pops the most recently pushed path.
-    pub fn pop(&self) -> Option<CString> {
-        self.locked(|h| {
+    /// Pops the most recently pushed path, with who pushed it.
+    pub fn pop(&self, tally: &mut WalkTally) -> Option<(CString, Pusher)> {
+        self.locked(tally, |h| {
             let top = h.top.load(Ordering::Relaxed) as usize;
             if top == 0 {
                 return None;
             }
             // SAFETY: the stack holds whole records below `top`; we hold the lock.
-            let bytes = unsafe {
-                let len = std::ptr::read_unaligned(self.arena().add(top - 4).cast::<u32>()) as usize;
-                let start = top - 4 - len;
+            let (bytes, pusher) = unsafe {
+                let tail = self.arena().add(top - RECORD_TAIL);
+                let pusher = std::ptr::read_unaligned(tail.cast::<u32>());
+                let len = std::ptr::read_unaligned(tail.add(4).cast::<u32>()) as usize;
+                let start = top - RECORD_TAIL - len;
                 let bytes = std::slice::from_raw_parts(self.arena().add(start), len).to_vec();
                 h.top.store(start as u64, Ordering::Relaxed);
-                bytes
+                (bytes, pusher)
             };
             h.count.fetch_sub(1, Ordering::Relaxed);
-            Some(CString::new(bytes).expect("paths hold no NUL"))
+            Some((CString::new(bytes).expect("paths hold no NUL"), pusher))
         })
     }
 
@@ -185,12 +222,19 @@ impl WalkQueue {
         }
     }
 
-    /// The next directory, waiting while others may still find some; `None`
-    /// when the walk is over or `stop` says so.
-    pub fn take(&self, stop: &dyn Fn() -> bool) -> Option<CString> {
+    /// The next directory for worker `taker`, waiting while others may
+    /// still find some; `None` when the walk is over or `stop` says so.
+    pub fn take(&self, taker: Pusher, stop: &dyn Fn() -> bool, tally: &mut WalkTally) -> Option<CString> {
+        let mut waiting_since = None;
+        // The clock is read only once the queue is found empty.
+        let waited = |since: Option<u64>| since.map_or(0, |s| sys::monotonic_ns().saturating_sub(s));
         loop {
             let seen = self.header().wake.load(Ordering::Acquire);
-            if let Some(dir) = self.pop() {
+            if let Some((dir, pusher)) = self.pop(tally) {
+                tally.idle_ns += waited(waiting_since);
+                if pusher != taker {
+                    tally.stolen += 1;
+                }
                 return Some(dir);
             }
             let header = self.header();
@@ -199,8 +243,10 @@ impl WalkQueue {
                 _ => header.done.load(Ordering::Acquire) == 1,
             };
             if over || stop() {
+                tally.idle_ns += waited(waiting_since);
                 return None;
             }
+            waiting_since.get_or_insert_with(sys::monotonic_ns);
             sys::futex_wait(&self.header().wake, seen, Some(Duration::from_millis(5)));
         }
     }
@@ -222,40 +268,84 @@ impl Drop for WalkQueue {
 mod tests {
     use super::*;
 
+    fn path(popped: Option<(CString, Pusher)>) -> Option<CString> {
+        popped.map(|(p, _)| p)
+    }
+
     #[test]
-    fn a_stack_of_paths_of_any_length() {
+    fn a_stack_of_paths_of_any_length_with_their_pushers() {
         let q = WalkQueue::new().unwrap();
-        assert_eq!(q.pop().as_deref(), Some(c"."));
+        let mut t = WalkTally::default();
+        assert_eq!(q.pop(&mut t), Some((CString::from(c"."), 0)));
         let long = CString::new("d/".repeat(2000)).unwrap();
-        assert!(q.push(c"a") && q.push(&long) && q.push(c"b/c"));
+        assert!(q.push(c"a", 1, &mut t) && q.push(&long, 2, &mut t) && q.push(c"b/c", FROM_ANOTHER_RANK, &mut t));
         assert_eq!(q.len(), 3);
-        assert_eq!(q.pop().as_deref(), Some(c"b/c"));
-        assert_eq!(q.pop().as_deref(), Some(long.as_c_str()));
-        assert_eq!(q.pop().as_deref(), Some(c"a"));
-        assert!(q.pop().is_none() && q.is_empty());
+        assert_eq!(q.pop(&mut t), Some((CString::from(c"b/c"), FROM_ANOTHER_RANK)));
+        assert_eq!(q.pop(&mut t), Some((long, 2)));
+        assert_eq!(q.pop(&mut t), Some((CString::from(c"a"), 1)));
+        assert!(q.pop(&mut t).is_none() && q.is_empty());
+        assert_eq!(t, WalkTally { given: 3, ..WalkTally::default() }, "pushes alone are counted; no lock was held");
+    }
+
+    #[test]
+    fn a_walker_counts_what_it_stole_and_how_long_it_waited() {
+        let q = WalkQueue::new().unwrap();
+        let mut mine = WalkTally::default();
+        assert!(q.take(0, &|| false, &mut mine).is_some(), "the top, pushed as worker 0's");
+        q.found(2);
+        assert!(q.push(c"./own", 0, &mut mine) && q.push(c"./theirs", 1, &mut mine));
+        assert_eq!(q.take(0, &|| false, &mut mine).as_deref(), Some(c"./theirs"));
+        assert_eq!(q.take(0, &|| false, &mut mine).as_deref(), Some(c"./own"));
+        assert_eq!((mine.stolen, mine.given, mine.idle_ns), (1, 2, 0), "one steal, no wait");
+        // Waiting: another thread pushes after 30 ms.
+        std::thread::scope(|s| {
+            let taker = s.spawn(|| {
+                let mut t = WalkTally::default();
+                (q.take(0, &|| false, &mut t), t)
+            });
+            std::thread::sleep(Duration::from_millis(30));
+            q.found(1);
+            assert!(q.push(c"./late", 1, &mut WalkTally::default()));
+            let (got, t) = taker.join().unwrap();
+            assert_eq!(got.as_deref(), Some(c"./late"));
+            assert_eq!(t.stolen, 1);
+            assert!(t.idle_ns >= 25_000_000, "waited {} ns", t.idle_ns);
+        });
+        // The lock found held is counted once per acquisition.
+        q.header().lock.store(1, Ordering::Release);
+        std::thread::scope(|s| {
+            let popper = s.spawn(|| {
+                let mut t = WalkTally::default();
+                (path(q.pop(&mut t)), t.lock_waits)
+            });
+            std::thread::sleep(Duration::from_millis(10));
+            q.header().lock.store(0, Ordering::Release);
+            assert_eq!(popper.join().unwrap(), (None, 1));
+        });
     }
 
     #[test]
     fn a_cooperating_walk_ends_when_finished_not_when_idle() {
         let q = WalkQueue::empty().unwrap();
+        let t = &mut WalkTally::default();
         q.cooperate();
         assert!(q.idle());
         std::thread::scope(|s| {
-            let taker = s.spawn(|| q.take(&|| false));
+            let taker = s.spawn(|| q.take(0, &|| false, &mut WalkTally::default()));
             std::thread::sleep(Duration::from_millis(20));
             assert!(!taker.is_finished(), "idle, but not over");
             q.found(1);
-            assert!(q.push(c"./from-another-rank"));
+            assert!(q.push(c"./from-another-rank", FROM_ANOTHER_RANK, &mut WalkTally::default()));
             assert_eq!(taker.join().unwrap().as_deref(), Some(c"./from-another-rank"));
         });
         q.listed();
         assert!(q.idle());
         q.finish();
-        assert!(q.take(&|| false).is_none());
+        assert!(q.take(0, &|| false, t).is_none());
         // Handing off popped work leaves nothing pending here.
         q.found(2);
-        assert!(q.push(c"a") && q.push(c"b"));
-        assert!(q.pop().is_some() && q.pop().is_some());
+        assert!(q.push(c"a", 0, t) && q.push(c"b", 0, t));
+        assert!(q.pop(t).is_some() && q.pop(t).is_some());
         q.handed_off(2);
         assert!(q.idle());
     }
@@ -263,31 +353,32 @@ mod tests {
     #[test]
     fn the_walk_ends_when_nothing_is_pending() {
         let q = WalkQueue::new().unwrap();
+        let t = &mut WalkTally::default();
         let stop = || false;
-        let top = q.take(&stop).unwrap();
+        let top = q.take(0, &stop, t).unwrap();
         assert_eq!(top.as_c_str(), c".");
         q.found(1);
-        assert!(q.push(c"./x"));
+        assert!(q.push(c"./x", 0, t));
         q.listed();
-        assert_eq!(q.take(&stop).as_deref(), Some(c"./x"));
+        assert_eq!(q.take(0, &stop, t).as_deref(), Some(c"./x"));
         q.listed();
-        assert!(q.take(&stop).is_none(), "nothing pending: over");
+        assert!(q.take(0, &stop, t).is_none(), "nothing pending: over");
     }
 
     #[test]
     fn forked_processes_share_it() {
         let q = WalkQueue::new().unwrap();
-        q.pop();
+        q.pop(&mut WalkTally::default());
         // SAFETY: the child only pushes and exits.
         let pid = unsafe { libc::fork() };
         if pid == 0 {
-            let ok = q.push(c"from-the-child");
+            let ok = q.push(c"from-the-child", 7, &mut WalkTally::default());
             // SAFETY: leave without running the parent's destructors.
             unsafe { libc::_exit(if ok { 0 } else { 1 }) };
         }
         let mut status = 0;
         // SAFETY: waiting for our own child.
         unsafe { libc::waitpid(pid, &mut status, 0) };
-        assert_eq!(q.pop().as_deref(), Some(c"from-the-child"));
+        assert_eq!(q.pop(&mut WalkTally::default()), Some((CString::from(c"from-the-child"), 7)));
     }
 }

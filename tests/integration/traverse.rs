@@ -21,6 +21,16 @@ fn count_entries(dir: &std::path::Path) -> u64 {
     n
 }
 
+/// The directories below `dir`.
+fn walkdir_dirs(dir: &std::path::Path) -> u64 {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .filter(|e| e.file_type().unwrap().is_dir())
+        .map(|e| 1 + walkdir_dirs(&e.path()))
+        .sum()
+}
+
 #[test]
 fn walks_count_every_entry_at_every_sharing_level() {
     let env = TestEnv::new();
@@ -68,13 +78,27 @@ fn a_cooperative_walk_counts_each_entry_once_at_every_worker_count() {
     assert_success(&out);
     let doc = env.results();
     let entries = doc.settings.untar.as_ref().unwrap().entries;
+    // The same tree, written here to count its directories (with its top).
+    let tree = env.root.path().join("same-tree");
+    assert_success(&fsscale().args(["tree", "--scale", "0.02", "--dir"]).arg(&tree).output().unwrap());
+    let dirs = 1 + walkdir_dirs(&tree);
     assert_eq!(doc.points.len(), 4);
     for point in &doc.points {
         for run in &point.runs {
             assert_eq!((run.ops, run.per_worker_ops.iter().sum::<u64>()), (entries, entries), "x{}", point.workers);
             assert_eq!(run.per_worker_ops.len(), point.workers);
+            // Each walker's tally: every directory listed once, by one of them.
+            assert_eq!(run.walk.len(), point.workers, "x{}", point.workers);
+            assert_eq!(run.walk.iter().map(|w| w.dirs).sum::<u64>(), dirs, "x{}", point.workers);
+            let (stolen, given) = run.walk.iter().fold((0, 0), |(s, g), w| (s + w.stolen, g + w.given));
+            assert!(stolen <= given, "no walker takes from others more than they gave: {stolen} > {given}");
+            if point.workers == 1 {
+                assert_eq!(stolen, 0, "alone, a walker steals nothing");
+            }
         }
     }
+    let text = stdout(&out);
+    assert!(text.contains("walkers at 8 workers (process): listed "), "{text}");
     assert_eq!(env.leftovers(), Vec::<String>::new());
 }
 

@@ -77,6 +77,7 @@ pub(crate) fn merge(mut records: Vec<RunRecord>, hosts: &[&str], clock_hz: f64) 
         replay_ops: merge_replay_ops(&records),
         nodes: Some(nodes),
         walk_messages: records.iter().flat_map(|r| r.walk_messages.iter().copied()).collect(),
+        walk: records.iter().flat_map(|r| r.walk.iter().copied()).collect(),
         steady: None,
     })
 }

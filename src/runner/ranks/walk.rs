@@ -14,7 +14,7 @@ use anyhow::{anyhow, Result};
 
 use crate::cluster::steal::{Local, Message, Stealer, Traffic};
 use crate::cluster::Cluster;
-use crate::workloads::WalkQueue;
+use crate::workloads::{WalkQueue, WalkTally, FROM_ANOTHER_RANK};
 
 /// The tags of the walk's messages: one per run (a failed run's stray
 /// messages never match a later run's), clear of any the collectives use.
@@ -96,7 +96,8 @@ impl Local<CString> for Queue<'_> {
     }
 
     fn take(&mut self, n: usize) -> Vec<CString> {
-        let batch = take_batch(|| self.queue.pop(), n.min(BATCH));
+        // The agent is no walker: what it does to the queue is not a walker's tally.
+        let batch = take_batch(|| self.queue.pop(&mut WalkTally::default()).map(|(path, _)| path), n.min(BATCH));
         self.queue.handed_off(batch.len());
         batch
     }
@@ -104,7 +105,7 @@ impl Local<CString> for Queue<'_> {
     fn give(&mut self, items: Vec<CString>) {
         self.queue.found(items.len());
         self.overflow.extend(items);
-        self.overflow.retain(|path| !self.queue.push(path));
+        self.overflow.retain(|path| !self.queue.push(path, FROM_ANOTHER_RANK, &mut WalkTally::default()));
     }
 
     fn idle(&self) -> bool {
@@ -155,7 +156,7 @@ impl<'a> WalkAgent<'a> {
                 return Err(anyhow!("rank {} failed during the cooperative walk", self.ranks[failed]));
             }
         }
-        local.overflow.retain(|path| !local.queue.push(path));
+        local.overflow.retain(|path| !local.queue.push(path, FROM_ANOTHER_RANK, &mut WalkTally::default()));
         self.stealer.tick(now, &mut local, &mut out);
         self.send_all(out)?;
         if self.stealer.finished() {
