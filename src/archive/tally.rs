@@ -42,11 +42,7 @@ fn walk(dir: RawFd, mut digest: Option<&mut Sha256>) -> Result<ExtractStats> {
             if filled == 0 {
                 break;
             }
-            names.extend(
-                sys::dirents(&buf, filled)
-                    .map(|(name, _)| name.to_bytes().to_vec())
-                    .filter(|name| name != b"." && name != b".."),
-            );
+            names.extend(sys::dirents(&buf, filled).filter(|e| !e.is_dot()).map(|e| e.name().to_bytes().to_vec()));
         }
         if digest.is_some() {
             // The kernel's order is the directory's own; the digest's is the names'.

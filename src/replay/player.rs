@@ -235,8 +235,8 @@ fn scan_dir(base: RawFd, dir: &CStr, buf: &mut [u8], mut each: impl FnMut(&[u8],
         if filled == 0 {
             break;
         }
-        for (name, d_type) in sys::dirents(buf, filled) {
-            if !each(name.to_bytes(), d_type) {
+        for entry in sys::dirents(buf, filled) {
+            if !each(entry.name().to_bytes(), entry.d_type) {
                 break 'reading;
             }
         }

@@ -355,9 +355,9 @@ fn list(dir: RawFd) -> Result<Vec<(CString, u8)>, Errno> {
         if filled == 0 {
             return Ok(entries);
         }
-        for (name, d_type) in sys::dirents(&buf, filled) {
-            if name != c"." && name != c".." {
-                entries.push((name.to_owned(), d_type));
+        for entry in sys::dirents(&buf, filled) {
+            if !entry.is_dot() {
+                entries.push((entry.name().to_owned(), entry.d_type));
             }
         }
     }

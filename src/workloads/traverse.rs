@@ -5,7 +5,7 @@
 //! tree; shared: the workers walk the one tree together, handing
 //! directories to each other through a queue (like a parallel find).
 
-use std::ffi::{CStr, CString};
+use std::ffi::CStr;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 use anyhow::{Context, Result};
@@ -102,59 +102,140 @@ impl Job for Traverse<'_> {
             .as_raw_fd();
         let mut entries = 0u64;
         let mut tally = WalkTally::default();
-        let mut local: Vec<CString> = Vec::new();
+        let mut local = PathStack::default();
         if self.queue.is_none() {
-            local.push(CString::from(c"."));
+            local.push(c".");
         }
-        let mut found = Vec::new();
+        let mut dir = Vec::new();
+        let (index, target) = (self.index, self.queue.map_or(0, |q| q.target_len(self.workers)));
         loop {
-            let dir = match local.pop() {
-                Some(dir) => dir,
-                None => match self.queue {
-                    None => break,
-                    Some(queue) => match queue.take(self.index, ctx.stop, &mut tally) {
-                        Some(dir) => dir,
-                        None => break,
-                    },
-                },
-            };
+            if !local.pop_into(&mut dir) {
+                let Some(taken) = self.queue.and_then(|q| q.take(index, ctx.stop, &mut tally)) else { break };
+                dir = taken.into_bytes_with_nul();
+            }
             if (ctx.stop)() {
                 return Err(anyhow::anyhow!("stopped"));
             }
-            found.clear();
-            entries += list(root, &dir, self.stat, &mut self.buf, &mut found)?;
+            // What the stack held before this listing is pending already, and
+            // may go to the queue while a large directory is read.
+            let mut counted = local.len();
+            let path = CStr::from_bytes_until_nul(&dir).expect("a path ends with its NUL");
+            let mut between_reads = |local: &mut PathStack| {
+                if let Some(queue) = self.queue.filter(|q| q.is_empty()) {
+                    counted -= feed(queue, local, counted, target, index, &mut tally);
+                }
+            };
+            entries += list(root, path, self.stat, &mut self.buf, &mut local, &mut between_reads)?;
             tally.dirs += 1;
             (ctx.progress)(entries);
-            match self.queue {
-                None => local.append(&mut found),
-                Some(queue) => {
-                    queue.found(found.len());
-                    // Keep work local, but feed the queue while others may be idle;
-                    // what does not fit in it stays here.
-                    while queue.len() < queue.target_len(self.workers) {
-                        match found.pop() {
-                            Some(d) if queue.push(&d, self.index, &mut tally) => {}
-                            Some(d) => {
-                                found.push(d);
-                                break;
-                            }
-                            None => break,
-                        }
-                    }
-                    local.append(&mut found);
-                    // This directory is listed; its subdirectories are counted as pending.
-                    queue.listed();
-                }
+            if let Some(queue) = self.queue {
+                // This directory is listed; its subdirectories are pending before any is pushed.
+                queue.listed_finding(local.len() - counted);
+                // Keep one directory, and feed the queue while others may be idle.
+                let all_but_one = local.len().saturating_sub(1);
+                feed(queue, &mut local, all_but_one, target, index, &mut tally);
             }
         }
         Ok(JobOutput { entries, bytes: 0, walk: self.queue.map(|_| tally) })
     }
 }
 
+/// Moves up to `most` directories from the bottom of `local` (the oldest,
+/// nearest the top of the tree: the largest pieces of work) to the queue
+/// while it is shorter than `target`; returns how many moved.
+fn feed(
+    queue: &WalkQueue,
+    local: &mut PathStack,
+    most: usize,
+    target: usize,
+    index: Pusher,
+    t: &mut WalkTally,
+) -> usize {
+    let mut moved = 0;
+    while moved < most && queue.len() < target {
+        if !queue.push(local.bottom(), index, t) {
+            break;
+        }
+        local.drop_bottom();
+        moved += 1;
+    }
+    moved
+}
+
+/// A walker's own directories still to list: NUL-terminated paths end to
+/// end in one buffer, so that the walk allocates only while the stack grows
+/// past its largest yet, never per directory or per entry. The walker
+/// lists from the top (depth first) and gives from the bottom.
+#[derive(Default)]
+struct PathStack {
+    bytes: Vec<u8>,
+    /// Where each path starts in `bytes`, bottom first.
+    starts: std::collections::VecDeque<usize>,
+}
+
+impl PathStack {
+    fn len(&self) -> usize {
+        self.starts.len()
+    }
+
+    fn push(&mut self, path: &CStr) {
+        self.starts.push_back(self.bytes.len());
+        self.bytes.extend_from_slice(path.to_bytes_with_nul());
+    }
+
+    /// The oldest path; the stack must not be empty.
+    fn bottom(&self) -> &CStr {
+        let start = *self.starts.front().expect("a path on the stack");
+        CStr::from_bytes_until_nul(&self.bytes[start..]).expect("every path ends with its NUL")
+    }
+
+    /// Drops the oldest path; its bytes are reclaimed when the stack empties
+    /// or they are most of the buffer.
+    fn drop_bottom(&mut self) {
+        self.starts.pop_front();
+        match self.starts.front() {
+            None => self.bytes.clear(),
+            Some(&live) if live > self.bytes.len() / 2 && live > 1 << 16 => {
+                self.bytes.drain(..live);
+                self.starts.iter_mut().for_each(|s| *s -= live);
+            }
+            Some(_) => {}
+        }
+    }
+
+    /// Pushes `parent/name`.
+    fn push_joined(&mut self, parent: &[u8], name: &[u8]) {
+        self.starts.push_back(self.bytes.len());
+        self.bytes.extend_from_slice(parent);
+        self.bytes.push(b'/');
+        self.bytes.extend_from_slice(name);
+        self.bytes.push(0);
+    }
+
+    /// Moves the path on top into `out` (with its NUL); false when empty.
+    fn pop_into(&mut self, out: &mut Vec<u8>) -> bool {
+        let Some(start) = self.starts.pop_back() else { return false };
+        out.clear();
+        out.extend_from_slice(&self.bytes[start..]);
+        // Empty, it also lets go of what was given from the bottom.
+        self.bytes.truncate(if self.starts.is_empty() { 0 } else { start });
+        true
+    }
+}
+
 /// Lists one directory: counts its entries, pushes its subdirectories' paths.
-/// Per entry, nothing is allocated: names are read where the kernel wrote
-/// them (NUL-terminated); only a subdirectory's path is made.
-fn list(root: RawFd, dir: &CStr, stat: bool, buf: &mut [u8], subdirs: &mut Vec<CString>) -> Result<u64> {
+/// Per entry, nothing is allocated or copied: records are read where the
+/// kernel wrote them, and a name is measured only for a subdirectory (or to
+/// stat it).
+/// `between_reads` is called after each full buffer (a large directory).
+fn list(
+    root: RawFd,
+    dir: &CStr,
+    stat: bool,
+    buf: &mut [u8],
+    subdirs: &mut PathStack,
+    between_reads: &mut dyn FnMut(&mut PathStack),
+) -> Result<u64> {
     let shown = || dir.to_string_lossy().into_owned();
     let fd = sys::open_long_owned(root, dir, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW)
         .map_err(|e| anyhow::anyhow!("openat(\"{}\"): {}", sys::shorten_middle(&shown(), 160), sys::errno_text(e)))?;
@@ -168,14 +249,14 @@ fn list(root: RawFd, dir: &CStr, stat: bool, buf: &mut [u8], subdirs: &mut Vec<C
         if filled == 0 {
             return Ok(count);
         }
-        for (name, d_type) in sys::dirents(buf, filled) {
-            let bytes = name.to_bytes();
-            if bytes == b"." || bytes == b".." {
+        for entry in sys::dirents(buf, filled) {
+            if entry.is_dot() {
                 continue;
             }
             count += 1;
-            let mut is_dir = d_type == libc::DT_DIR;
-            if stat || d_type == libc::DT_UNKNOWN {
+            let mut is_dir = entry.d_type == libc::DT_DIR;
+            if stat || entry.d_type == libc::DT_UNKNOWN {
+                let name = entry.name();
                 sys::fstatat(fd.as_raw_fd(), name, &mut st, libc::AT_SYMLINK_NOFOLLOW).map_err(|e| {
                     let path = format!("{}/{}", shown(), name.to_string_lossy());
                     anyhow::anyhow!("fstatat(\"{}\"): {}", sys::shorten_middle(&path, 160), sys::errno_text(e))
@@ -183,14 +264,54 @@ fn list(root: RawFd, dir: &CStr, stat: bool, buf: &mut [u8], subdirs: &mut Vec<C
                 is_dir = st.st_mode & libc::S_IFMT == libc::S_IFDIR;
             }
             if is_dir {
-                let parent = dir.to_bytes();
-                let mut path = Vec::with_capacity(parent.len() + bytes.len() + 2);
-                path.extend_from_slice(parent);
-                path.push(b'/');
-                path.extend_from_slice(bytes);
-                // SAFETY: two NUL-free byte strings and a slash; with_capacity left room for the NUL.
-                subdirs.push(unsafe { CString::from_vec_unchecked(path) });
+                subdirs.push_joined(dir.to_bytes(), entry.name().to_bytes());
             }
         }
+        between_reads(subdirs);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn popped(stack: &mut PathStack) -> Option<String> {
+        let mut out = Vec::new();
+        stack.pop_into(&mut out).then(|| CStr::from_bytes_with_nul(&out).unwrap().to_str().unwrap().to_string())
+    }
+
+    #[test]
+    fn a_path_stack_lists_from_the_top_and_gives_from_the_bottom() {
+        let mut s = PathStack::default();
+        s.push(c".");
+        s.push_joined(b".", b"a");
+        s.push_joined(b"./a", b"b");
+        assert_eq!((s.len(), s.bottom()), (3, c"."));
+        s.drop_bottom();
+        assert_eq!(s.bottom(), c"./a");
+        assert_eq!(popped(&mut s).as_deref(), Some("./a/b"));
+        assert_eq!(popped(&mut s).as_deref(), Some("./a"));
+        assert_eq!(popped(&mut s), None);
+        assert!(s.bytes.is_empty(), "an empty stack holds no bytes");
+    }
+
+    #[test]
+    fn a_path_stack_reclaims_what_it_gave_from_the_bottom() {
+        let mut s = PathStack::default();
+        let long = "d".repeat(1000);
+        for _ in 0..200 {
+            s.push_joined(b".", long.as_bytes());
+        }
+        for _ in 0..150 {
+            s.drop_bottom();
+        }
+        assert_eq!(s.len(), 50);
+        assert!(s.bytes.len() < 100 * 1002, "given paths' bytes are reclaimed: {}", s.bytes.len());
+        let mut left = 0;
+        while let Some(path) = popped(&mut s) {
+            assert_eq!(path.len(), 1002);
+            left += 1;
+        }
+        assert_eq!(left, 50);
     }
 }
