@@ -126,7 +126,7 @@ impl<'a> Input<'a> {
     pub(crate) fn copy_data(&mut self, size: u64, fd: RawFd, header_offset: u64, name: &str) -> Result<()> {
         self.consume(size, header_offset, name, |mut piece| {
             while !piece.is_empty() {
-                let n = sys::write(fd, piece).map_err(|e| {
+                let n = sys::write_bare(fd, piece).map_err(|e| {
                     anyhow!("entry \"{name}\" at byte offset {header_offset}: writing: {}", sys::errno_text(e))
                 })?;
                 piece = &piece[n..];

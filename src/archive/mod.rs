@@ -30,7 +30,7 @@ pub use digest::{file_sha256, hex, HashingReader};
 pub use tally::{tally, tally_with_digest};
 
 use std::collections::HashSet;
-use std::ffi::CString;
+use std::ffi::{CStr, CString};
 use std::io::Read;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
@@ -80,7 +80,9 @@ pub fn extract(
     let mut dirs = DirStack::new(root);
     let mut stats = ExtractStats::default();
     let mut pending = Pending::default();
-    let mut dir_fixups: Vec<(Vec<String>, u32, i64)> = Vec::new();
+    let mut dir_fixups: Vec<DirFixup> = Vec::new();
+    // The entry's own name as a C string, made here with no allocation.
+    let mut leaf_buf: Vec<u8> = Vec::with_capacity(256);
     loop {
         if stop() {
             bail!("stopped");
@@ -92,7 +94,11 @@ pub fn extract(
         let at = |what: String| anyhow!("entry \"{name}\" at byte offset {offset}: {what}");
         let mode = parse_octal(&header[100..108]).unwrap_or(0o644) as u32 & 0o1777;
         let mtime = pending.mtime.take().unwrap_or_else(|| parse_octal(&header[136..148]).unwrap_or(0) as i64);
-        let link = pending.link.take().unwrap_or_else(|| field(&header[157..257]));
+        // Only links read the link field.
+        let link = pending.link.take().unwrap_or_else(|| match typeflag {
+            b'1' | b'2' => field(&header[157..257]),
+            _ => String::new(),
+        });
         let parts = components(&name).map_err(|e| at(format!("{e:#}")))?;
         let Some((leaf, parents)) = parts.split_last() else {
             // "./": the extraction directory itself.
@@ -100,10 +106,13 @@ pub fn extract(
             continue;
         };
         let parent = dirs.open(parents).map_err(|e| at(format!("{e:#}")))?;
-        let leaf_c = sys::cname(leaf);
+        leaf_buf.clear();
+        leaf_buf.extend_from_slice(leaf.as_bytes());
+        leaf_buf.push(0);
+        let leaf_c = CStr::from_bytes_with_nul(&leaf_buf).map_err(|_| at("a name holds a NUL byte".into()))?;
         match typeflag {
             b'0' | 0 | b'7' => {
-                let fd = create_file(parent, &leaf_c, mode)
+                let fd = create_file(parent, leaf_c, mode)
                     .map_err(|e| at(format!("creating file: {}", sys::errno_text(e))))?;
                 input.copy_data(size, fd.as_raw_fd(), offset, &name)?;
                 set_mtime_fd(fd.as_raw_fd(), mtime);
@@ -112,27 +121,29 @@ pub fn extract(
             }
             b'5' => {
                 input.skip_data(size, offset, &name)?;
-                match sys::mkdirat(parent, &leaf_c, 0o700) {
-                    Ok(()) | Err(libc::EEXIST) => {}
-                    Err(e) => return Err(at(format!("creating directory: {}", sys::errno_text(e)))),
-                }
-                dir_fixups.push((parts.iter().map(|c| c.to_string()).collect(), mode, mtime));
+                // Made with its own mode where that lets the owner write in
+                // it (the common 0755), so that most need no chmod later.
+                let made = (mode | 0o700) & 0o777;
+                let fresh = make_directory(parent, leaf_c, made)
+                    .map_err(|e| at(format!("creating directory: {}", sys::errno_text(e))))?;
+                let chmod = !fresh || mode & 0o1777 != made & !umask();
+                dir_fixups.push(DirFixup { path: sys::cname(&parts.join("/")), mode: chmod.then_some(mode), mtime });
                 stats.dirs += 1;
             }
             b'2' => {
                 input.skip_data(size, offset, &name)?;
                 let target = CString::new(link.as_str()).map_err(|_| at("link target holds a NUL byte".into()))?;
-                replace(parent, &leaf_c, |p, n| {
+                replace(parent, leaf_c, |p, n| {
                     // SAFETY: valid C strings and directory fd.
                     sys::status(unsafe { libc::symlinkat(target.as_ptr(), p, n.as_ptr()) })
                 })
                 .map_err(|e| at(format!("creating symbolic link: {}", sys::errno_text(e))))?;
-                set_mtime_at(parent, &leaf_c, mtime);
+                set_mtime_at(parent, leaf_c, mtime);
                 stats.symlinks += 1;
             }
             b'1' => {
                 input.skip_data(size, offset, &name)?;
-                hard_link(&mut dirs, parents, &leaf_c, &link).map_err(|e| at(format!("{e:#}")))?;
+                hard_link(&mut dirs, parents, leaf_c, &link).map_err(|e| at(format!("{e:#}")))?;
                 stats.hardlinks += 1;
             }
             other => {
@@ -150,7 +161,7 @@ pub fn extract(
 
 /// Links `parents/leaf` to the archive's earlier entry `link`, both inside
 /// the extraction directory; the error says what failed.
-fn hard_link(dirs: &mut DirStack, parents: &[&str], leaf: &CString, link: &str) -> Result<()> {
+fn hard_link(dirs: &mut DirStack, parents: &[&str], leaf: &CStr, link: &str) -> Result<()> {
     let target = components(link).map_err(|why| anyhow!("hard link to \"{link}\": {why:#}"))?;
     let Some((target_leaf, target_parents)) = target.split_last() else {
         bail!("hard link to the extraction directory itself");
@@ -165,16 +176,50 @@ fn hard_link(dirs: &mut DirStack, parents: &[&str], leaf: &CString, link: &str) 
     .map_err(|e| anyhow!("creating hard link to \"{link}\": {}", sys::errno_text(e)))
 }
 
-/// Directories last, deepest first: their contents are written, so modes
-/// like 0555 and the archive's mtimes can now be applied.
-fn fix_directories(root: RawFd, fixups: Vec<(Vec<String>, u32, i64)>) {
-    for (path, mode, mtime) in fixups.into_iter().rev() {
-        let parts: Vec<&str> = path.iter().map(String::as_str).collect();
-        if let Ok(fd) = open_path(root, &parts) {
-            // SAFETY: plain syscalls on a directory fd we own.
-            unsafe { libc::fchmod(fd.as_raw_fd(), mode as libc::mode_t) };
-            set_mtime_fd(fd.as_raw_fd(), mtime);
+/// Makes directory `name` in `parent` with `mode`; true if made, false if
+/// one was there. Anything else there (an earlier entry's file or link) is
+/// replaced, as GNU tar does: a directory fixup must never reach through a
+/// link by its path.
+fn make_directory(parent: RawFd, name: &CStr, mode: u32) -> Result<bool, Errno> {
+    match sys::mkdirat(parent, name, mode as libc::mode_t) {
+        Ok(()) => Ok(true),
+        Err(libc::EEXIST) => {
+            // SAFETY: stat is plain data.
+            let mut st: libc::stat = unsafe { std::mem::zeroed() };
+            sys::fstatat(parent, name, &mut st, libc::AT_SYMLINK_NOFOLLOW)?;
+            if st.st_mode & libc::S_IFMT == libc::S_IFDIR {
+                return Ok(false);
+            }
+            sys::unlinkat(parent, name, 0)?;
+            sys::mkdirat(parent, name, mode as libc::mode_t).map(|()| true)
         }
+        Err(e) => Err(e),
+    }
+}
+
+/// What a directory still needs once everything in it is written.
+struct DirFixup {
+    /// Its path under the extraction directory.
+    path: CString,
+    /// The archive's mode, where the one it was made with differs.
+    mode: Option<u32>,
+    mtime: i64,
+}
+
+/// Directories last, deepest first: their contents are written, so modes
+/// like 0555 and the archive's mtimes can now be applied. By path from the
+/// extraction directory, with no descriptor opened: every directory on a
+/// fixup's path was made (or found a directory) by this extraction, under
+/// [`DirStack`]'s `O_NOFOLLOW`, and no entry can turn a directory into a
+/// link (a link or file over one fails with `EISDIR`), so the path names
+/// what was made. The last component is never followed either way.
+fn fix_directories(root: RawFd, fixups: Vec<DirFixup>) {
+    for fixup in fixups.into_iter().rev() {
+        if let Some(mode) = fixup.mode {
+            // SAFETY: valid fd and C string; a directory's mode, not a link's.
+            unsafe { libc::fchmodat(root, fixup.path.as_ptr(), mode as libc::mode_t, 0) };
+        }
+        set_mtime_at(root, &fixup.path, fixup.mtime);
     }
 }
 
@@ -365,9 +410,9 @@ fn open_path(root: RawFd, parts: &[&str]) -> Result<OwnedFd> {
     }
 }
 
-fn create_file(parent: RawFd, name: &CString, mode: u32) -> Result<OwnedFd, Errno> {
+fn create_file(parent: RawFd, name: &CStr, mode: u32) -> Result<sys::BareFd, Errno> {
     let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW;
-    let create = || sys::open_owned(parent, name, flags, (mode & 0o777) as libc::mode_t);
+    let create = || sys::open_bare(parent, name, flags, (mode & 0o777) as libc::mode_t);
     let fd = match create() {
         // An earlier entry of the same name is replaced, as tar does.
         Err(libc::EEXIST) => {
@@ -398,7 +443,7 @@ fn umask() -> u32 {
 }
 
 /// Creates with `make`, replacing an existing non-directory entry once.
-fn replace(parent: RawFd, name: &CString, make: impl Fn(RawFd, &CString) -> Result<(), Errno>) -> Result<(), Errno> {
+fn replace(parent: RawFd, name: &CStr, make: impl Fn(RawFd, &CStr) -> Result<(), Errno>) -> Result<(), Errno> {
     match make(parent, name) {
         Err(libc::EEXIST) => {
             sys::unlinkat(parent, name, 0)?;
@@ -417,7 +462,7 @@ fn set_mtime_fd(fd: RawFd, mtime: i64) {
     unsafe { libc::futimens(fd, times(mtime).as_ptr()) };
 }
 
-fn set_mtime_at(parent: RawFd, name: &CString, mtime: i64) {
+fn set_mtime_at(parent: RawFd, name: &CStr, mtime: i64) {
     // SAFETY: valid fd, C string and timespec array.
     unsafe { libc::utimensat(parent, name.as_ptr(), times(mtime).as_ptr(), libc::AT_SYMLINK_NOFOLLOW) };
 }
@@ -441,25 +486,28 @@ fn components(path: &str) -> Result<Vec<&str>> {
 
 fn verify_checksum(header: &[u8; BLOCK], offset: u64) -> Result<()> {
     let stored = parse_octal(&header[148..156]);
-    let unsigned: u64 =
-        header.iter().enumerate().map(|(i, &b)| if (148..156).contains(&i) { 32 } else { u64::from(b) }).sum();
-    let signed: i64 =
-        header.iter().enumerate().map(|(i, &b)| if (148..156).contains(&i) { 32 } else { i64::from(b as i8) }).sum();
+    // The checksum field counts as eight spaces. The signed sum (of some
+    // old tars) only when the unsigned one, the standard's, does not match.
+    let field = &header[148..156];
+    let sum = |byte: fn(u8) -> i64| {
+        header.iter().map(|&b| byte(b)).sum::<i64>() - field.iter().map(|&b| byte(b)).sum::<i64>() + 8 * 32
+    };
+    let unsigned = sum(i64::from);
     match stored {
-        Some(s) if s == unsigned || s as i64 == signed => Ok(()),
+        Some(s) if s as i64 == unsigned || s as i64 == sum(|b| i64::from(b as i8)) => Ok(()),
         _ => bail!("corrupt tarball: bad header checksum at byte offset {offset} (not a tar header)"),
     }
 }
 
 /// Octal digits, after optional leading spaces, up to a space or NUL.
 fn parse_octal(field: &[u8]) -> Option<u64> {
-    let trimmed: Vec<u8> =
-        field.iter().copied().skip_while(|&b| b == b' ' || b == 0).take_while(|&b| b != b' ' && b != 0).collect();
-    if trimmed.is_empty() {
-        return Some(0);
-    }
-    let text = std::str::from_utf8(&trimmed).ok()?;
-    u64::from_str_radix(text, 8).ok()
+    let start = field.iter().position(|&b| b != b' ' && b != 0).unwrap_or(field.len());
+    let digits = &field[start..];
+    let end = digits.iter().position(|&b| b == b' ' || b == 0).unwrap_or(digits.len());
+    digits[..end].iter().try_fold(0u64, |value, &b| match b {
+        b'0'..=b'7' => value.checked_mul(8).map(|v| v + u64::from(b - b'0')),
+        _ => None,
+    })
 }
 
 fn parse_size(field: &[u8], offset: u64) -> Result<u64> {

@@ -302,3 +302,49 @@ fn refuses_sizes_that_would_wrap() {
     pax.extend_from_slice(&craft(&[("big", b'0', "", b"")]));
     refused(&pax, "is impossibly large");
 }
+
+#[test]
+fn a_directory_entry_over_a_link_replaces_the_link_and_never_touches_its_target() {
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(outside.path(), std::fs::Permissions::from_mode(0o751)).unwrap();
+    let before = std::fs::metadata(outside.path()).unwrap();
+    let target = outside.path().to_str().unwrap();
+    // A link, then a directory of the same name with another mode and mtime:
+    // its fixup, by path, must reach the new directory, not the link's target.
+    let mut tar = craft(&[("l", b'2', target, b"")]);
+    tar.truncate(tar.len() - 1024);
+    write_entry_header(&mut tar, "l/", 0o555, 0, 1_500_000_000, b'5', "").unwrap();
+    tar.extend_from_slice(&[0u8; 1024]);
+    let dir = tempfile::tempdir().unwrap();
+    let got = extract_bytes(&tar, dir.path()).unwrap();
+    assert_eq!((got.symlinks, got.dirs), (1, 1));
+    let made = std::fs::symlink_metadata(dir.path().join("l")).unwrap();
+    assert!(made.is_dir(), "the link was replaced by the directory");
+    assert_eq!((made.permissions().mode() & 0o7777, made.mtime()), (0o555, 1_500_000_000));
+    let after = std::fs::metadata(outside.path()).unwrap();
+    assert_eq!((after.permissions().mode(), after.mtime()), (before.permissions().mode(), before.mtime()));
+}
+
+#[test]
+fn directories_get_their_modes_and_times_with_or_without_a_chmod() {
+    // 0755 is made as it is; 0555 and 0700-less modes are fixed at the end,
+    // after the entries inside them are written.
+    let mut tar = Vec::new();
+    for (name, mode, mtime) in
+        [("a/", 0o755, 1_400_000_000), ("a/ro/", 0o555, 1_400_000_001), ("a/x/", 0o1777, 1_400_000_002)]
+    {
+        write_entry_header(&mut tar, name, mode, 0, mtime, b'5', "").unwrap();
+    }
+    write_entry_header(&mut tar, "a/ro/f", 0o644, 1, 1_400_000_003, b'0', "").unwrap();
+    tar.extend_from_slice(b"1");
+    tar.resize(tar.len().div_ceil(512) * 512, 0);
+    tar.extend_from_slice(&[0u8; 1024]);
+    let dir = tempfile::tempdir().unwrap();
+    extract_bytes(&tar, dir.path()).unwrap();
+    let meta = |p: &str| std::fs::symlink_metadata(dir.path().join(p)).unwrap();
+    assert_eq!((meta("a").permissions().mode() & 0o7777, meta("a").mtime()), (0o755, 1_400_000_000));
+    assert_eq!((meta("a/ro").permissions().mode() & 0o7777, meta("a/ro").mtime()), (0o555, 1_400_000_001));
+    assert_eq!((meta("a/x").permissions().mode() & 0o7777, meta("a/x").mtime()), (0o1777, 1_400_000_002));
+    assert_eq!(std::fs::read(dir.path().join("a/ro/f")).unwrap(), b"1");
+    std::fs::set_permissions(dir.path().join("a/ro"), std::fs::Permissions::from_mode(0o755)).unwrap();
+}

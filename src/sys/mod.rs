@@ -108,10 +108,11 @@ pub(crate) fn open_long_owned(dir: RawFd, path: &CStr, flags: libc::c_int) -> Re
     openat_long(dir, path, flags).map(BareFd)
 }
 
-/// A descriptor opened and closed by bare system calls. libc's `openat`
-/// and `close` are cancellation points, which cost every call two more
-/// calls around it: 1.5% of a warm walk's time, where the kernel's work is
-/// what is measured. fsscale cancels no thread.
+/// A descriptor opened and closed by bare system calls. libc's `openat`,
+/// `write` and `close` are cancellation points, which cost every call two
+/// more calls around it: 1.5% of a warm walk's time, and as much of an
+/// extraction's, where the kernel's work is what is measured. fsscale
+/// cancels no thread.
 pub(crate) struct BareFd(RawFd);
 
 impl BareFd {
@@ -127,9 +128,29 @@ impl Drop for BareFd {
     }
 }
 
+/// `openat` by the bare system call, owned (see [`BareFd`]).
+pub(crate) fn open_bare(dir: RawFd, name: &CStr, flags: libc::c_int, mode: libc::mode_t) -> Result<BareFd, Errno> {
+    openat_bare_mode(dir, name, flags, mode).map(BareFd)
+}
+
+/// `write` by the bare system call (see [`BareFd`]).
+pub(crate) fn write_bare(fd: RawFd, buf: &[u8]) -> Result<usize, Errno> {
+    // SAFETY: the buffer is valid for `buf.len()` bytes.
+    let ret = unsafe { libc::syscall(libc::SYS_write, fd, buf.as_ptr(), buf.len()) };
+    if ret < 0 {
+        Err(last_errno())
+    } else {
+        Ok(ret as usize)
+    }
+}
+
 fn openat_bare(dir: RawFd, name: &CStr, flags: libc::c_int) -> Result<RawFd, Errno> {
+    openat_bare_mode(dir, name, flags, 0)
+}
+
+fn openat_bare_mode(dir: RawFd, name: &CStr, flags: libc::c_int, mode: libc::mode_t) -> Result<RawFd, Errno> {
     // SAFETY: `name` is a valid NUL-terminated string for the duration of the call.
-    let ret = unsafe { libc::syscall(libc::SYS_openat, dir, name.as_ptr(), flags | libc::O_CLOEXEC, 0) };
+    let ret = unsafe { libc::syscall(libc::SYS_openat, dir, name.as_ptr(), flags | libc::O_CLOEXEC, mode) };
     if ret < 0 {
         Err(last_errno())
     } else {
