@@ -343,47 +343,98 @@ fn next_entry(input: &mut Input<'_>, pending: &mut Pending) -> Result<Option<Ent
     }
 }
 
-/// Open directories from the root to the current entry's parent.
+/// Open directories from the root to the current entry's parent, and the
+/// last ones left, by path: archives that go round their top directories
+/// (as the generated tree does, and `tar` of several trees) would otherwise
+/// open the same directory again at every turn.
 struct DirStack {
     root: RawFd,
     stack: Vec<(String, OwnedFd)>,
+    /// Directories left, by their path from the root, oldest first.
+    left: std::collections::VecDeque<(String, OwnedFd)>,
 }
+
+/// Directories [`DirStack`] keeps open after leaving them: enough for an
+/// archive that goes round 64 top directories, few enough for many
+/// extracting threads within the descriptor limit (it is emptied if the
+/// limit is reached anyway).
+const KEPT_OPEN: usize = 64;
 
 impl DirStack {
     fn new(root: RawFd) -> DirStack {
-        DirStack { root, stack: Vec::new() }
+        DirStack { root, stack: Vec::new(), left: std::collections::VecDeque::new() }
+    }
+
+    fn path_to(&self, depth: usize, name: &str) -> String {
+        let mut path = String::new();
+        for (part, _) in &self.stack[..depth] {
+            path.push_str(part);
+            path.push('/');
+        }
+        path.push_str(name);
+        path
     }
 
     /// The directory `parents` (made if missing), never through a symbolic link.
     fn open(&mut self, parents: &[&str]) -> Result<RawFd> {
         let common = self.stack.iter().zip(parents).take_while(|(open, want)| open.0 == **want).count();
-        self.stack.truncate(common);
+        while self.stack.len() > common {
+            let (name, fd) = self.stack.pop().expect("deeper than common");
+            let path = self.path_to(self.stack.len(), &name);
+            if self.left.len() == KEPT_OPEN {
+                // The deepest goes first (the oldest of those): the top
+                // directories are the ones an archive goes round.
+                let depth = |p: &str| p.bytes().filter(|&b| b == b'/').count();
+                let deepest = (0..self.left.len()).rev().max_by_key(|&i| depth(&self.left[i].0)).expect("full");
+                self.left.remove(deepest);
+            }
+            self.left.push_back((path, fd));
+        }
         for component in &parents[common..] {
-            let at = self.stack.last().map_or(self.root, |d| d.1.as_raw_fd());
-            let fd = open_dir(at, component).map_err(|e| {
-                let path: Vec<&str> = self.stack.iter().map(|d| d.0.as_str()).chain([*component]).collect();
-                anyhow!("directory \"{}\": {e:#}", path.join("/"))
-            })?;
+            let path = self.path_to(self.stack.len(), component);
+            let fd = match self.left.iter().position(|(p, _)| *p == path) {
+                Some(i) => self.left.remove(i).expect("found").1,
+                None => {
+                    let at = self.stack.last().map_or(self.root, |d| d.1.as_raw_fd());
+                    let mut opened = open_dir(at, component);
+                    if matches!(&opened, Err(e) if e.downcast_ref::<DescriptorsExhausted>().is_some())
+                        && !self.left.is_empty()
+                    {
+                        self.left.clear();
+                        opened = open_dir(at, component);
+                    }
+                    opened.map_err(|e| anyhow!("directory \"{path}\": {e:#}"))?
+                }
+            };
             self.stack.push((component.to_string(), fd));
         }
         Ok(self.stack.last().map_or(self.root, |d| d.1.as_raw_fd()))
     }
 }
 
+/// `EMFILE`: the process's descriptors are all in use.
+#[derive(Debug, thiserror::Error)]
+#[error("too many open files (EMFILE)")]
+struct DescriptorsExhausted;
+
 /// Opens (making if missing) directory `name` under `at`, refusing symbolic links.
 fn open_dir(at: RawFd, name: &str) -> Result<OwnedFd> {
     let c = sys::cname(name);
     let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW;
+    let errno = |e: Errno| match e {
+        libc::EMFILE => anyhow::Error::new(DescriptorsExhausted),
+        e => sys::errno_error(e),
+    };
     match sys::open_owned(at, &c, flags, 0) {
         Ok(fd) => Ok(fd),
         Err(libc::ENOENT) => {
             sys::mkdirat(at, &c, 0o755).map_err(sys::errno_error)?;
-            sys::open_owned(at, &c, flags, 0).map_err(sys::errno_error)
+            sys::open_owned(at, &c, flags, 0).map_err(errno)
         }
         Err(libc::ELOOP) | Err(libc::ENOTDIR) => {
             bail!("is a symbolic link or not a directory; refusing to write through it")
         }
-        Err(e) => Err(sys::errno_error(e)),
+        Err(e) => Err(errno(e)),
     }
 }
 
