@@ -336,6 +336,62 @@ mod jobs {
         assert!(tmp.is_empty(), "{tmp:?}");
     }
 
+    /// Whether process `pid` holds a directory of the walked tree open (its walker is listing one).
+    fn lists_a_tree_directory(pid: i32, dir: &Path) -> bool {
+        let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else { return false };
+        fds.filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
+            .any(|target| target.starts_with(dir) && target.components().any(|c| c.as_os_str() == "tree"))
+    }
+
+    #[test]
+    fn a_rank_killed_mid_walk_fails_the_job_and_leaves_nothing() {
+        if !has_mpirun("a_rank_killed_mid_walk_fails_the_job_and_leaves_nothing") {
+            return;
+        }
+        let _job = one_job_at_a_time();
+        let env = TestEnv::new();
+        let args = ["traverse", "-j", "4", "--share", "shared", "--stat", "--scale", "0.05"];
+        let args = [&args[..], &["-n", "400", "--stall-timeout", "5"]].concat();
+        let mut job = mpirun(&env, 4, None, &args).stdout(std::process::Stdio::null()).spawn().unwrap();
+        wait_until("a finished run", || {
+            ResultsFile::load(&env.output).is_ok_and(|d| d.points.iter().any(|p| !p.runs.is_empty()))
+        });
+        let rank1 = rank_pid(1).expect("rank 1 runs");
+        // Catch rank 1 inside a walk: stopped while its walker holds one of
+        // the tree's directories open. Then kill it there.
+        let started = std::time::Instant::now();
+        let caught = loop {
+            // SAFETY: signalling a process of this test's job.
+            unsafe { libc::kill(rank1, libc::SIGSTOP) };
+            std::thread::sleep(std::time::Duration::from_millis(2));
+            if lists_a_tree_directory(rank1, &env.dir) {
+                break true;
+            }
+            // SAFETY: as above.
+            unsafe { libc::kill(rank1, libc::SIGCONT) };
+            if started.elapsed() > std::time::Duration::from_secs(60) || job.try_wait().unwrap().is_some() {
+                break false;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(3));
+        };
+        assert!(caught, "rank 1 was never seen listing a directory of the tree");
+        // SAFETY: as above.
+        unsafe { libc::kill(rank1, libc::SIGKILL) };
+        let status = job.wait().unwrap();
+        assert!(!status.success(), "a rank killed mid-walk fails the job");
+        let doc = ResultsFile::load(&env.output).expect("the results survive");
+        assert!(!doc.points[0].runs.is_empty(), "finished runs are on disk");
+        for run in &doc.points[0].runs {
+            assert_eq!(
+                run.ops,
+                doc.settings.untar.as_ref().unwrap().entries,
+                "a finished walk counted every entry once"
+            );
+        }
+        wait_until("the scratch removed", || env.leftovers().is_empty());
+        wait_until("no warden left", || processes_running("fsscale scratch-warden").is_empty());
+    }
+
     #[test]
     fn ranks_with_another_plan_are_refused_before_anything_runs() {
         if !has_mpirun("ranks_with_another_plan_are_refused_before_anything_runs") {
