@@ -343,19 +343,23 @@ mod tests {
         assert_eq!(q.take(0, &|| false, &mut mine).as_deref(), Some(c"./theirs"));
         assert_eq!(q.take(0, &|| false, &mut mine).as_deref(), Some(c"./own"));
         assert_eq!((mine.stolen, mine.given, mine.idle_ns), (1, 2, 0), "one steal, no wait");
-        // Waiting: another thread pushes after 30 ms.
+        // Waiting: once the taker sleeps (so it found the queue empty
+        // before), another thread pushes 30 ms later.
         std::thread::scope(|s| {
             let taker = s.spawn(|| {
                 let mut t = WalkTally::default();
                 (q.take(0, &|| false, &mut t), t)
             });
+            while q.header().sleepers.load(Ordering::SeqCst) == 0 {
+                std::thread::sleep(Duration::from_millis(1));
+            }
             std::thread::sleep(Duration::from_millis(30));
             q.found(1);
             assert!(q.push(c"./late", 1, &mut WalkTally::default()));
             let (got, t) = taker.join().unwrap();
             assert_eq!(got.as_deref(), Some(c"./late"));
             assert_eq!(t.stolen, 1);
-            assert!(t.idle_ns >= 25_000_000, "waited {} ns", t.idle_ns);
+            assert!(t.idle_ns >= 30_000_000, "waited {} ns", t.idle_ns);
         });
         // The lock found held is counted once per acquisition.
         q.header().lock.store(1, Ordering::Release);
