@@ -363,12 +363,18 @@ mod tests {
         });
         // The lock found held is counted once per acquisition.
         q.header().lock.store(1, Ordering::Release);
+        let started = std::sync::atomic::AtomicBool::new(false);
         std::thread::scope(|s| {
             let popper = s.spawn(|| {
+                started.store(true, Ordering::Release);
                 let mut t = WalkTally::default();
                 (path(q.pop(&mut t)), t.lock_waits)
             });
-            std::thread::sleep(Duration::from_millis(10));
+            // Held well past the popper's start: it finds the lock held.
+            while !started.load(Ordering::Acquire) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            std::thread::sleep(Duration::from_millis(50));
             q.header().lock.store(0, Ordering::Release);
             assert_eq!(popper.join().unwrap(), (None, 1));
         });
