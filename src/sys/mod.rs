@@ -124,7 +124,13 @@ impl BareFd {
 impl Drop for BareFd {
     fn drop(&mut self) {
         // SAFETY: closing the descriptor this value owns, once.
-        unsafe { libc::syscall(libc::SYS_close, self.0) };
+        #[cfg(target_os = "linux")]
+        unsafe {
+            libc::syscall(libc::SYS_close, self.0)
+        };
+        // Elsewhere (the analysis half's builds) libc's own.
+        #[cfg(not(target_os = "linux"))]
+        let _ = close(self.0);
     }
 }
 
@@ -135,13 +141,18 @@ pub(crate) fn open_bare(dir: RawFd, name: &CStr, flags: libc::c_int, mode: libc:
 
 /// `write` by the bare system call (see [`BareFd`]).
 pub(crate) fn write_bare(fd: RawFd, buf: &[u8]) -> Result<usize, Errno> {
-    // SAFETY: the buffer is valid for `buf.len()` bytes.
-    let ret = unsafe { libc::syscall(libc::SYS_write, fd, buf.as_ptr(), buf.len()) };
-    if ret < 0 {
-        Err(last_errno())
-    } else {
-        Ok(ret as usize)
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: the buffer is valid for `buf.len()` bytes.
+        let ret = unsafe { libc::syscall(libc::SYS_write, fd, buf.as_ptr(), buf.len()) };
+        if ret < 0 {
+            Err(last_errno())
+        } else {
+            Ok(ret as usize)
+        }
     }
+    #[cfg(not(target_os = "linux"))]
+    write(fd, buf)
 }
 
 fn openat_bare(dir: RawFd, name: &CStr, flags: libc::c_int) -> Result<RawFd, Errno> {
@@ -149,13 +160,18 @@ fn openat_bare(dir: RawFd, name: &CStr, flags: libc::c_int) -> Result<RawFd, Err
 }
 
 fn openat_bare_mode(dir: RawFd, name: &CStr, flags: libc::c_int, mode: libc::mode_t) -> Result<RawFd, Errno> {
-    // SAFETY: `name` is a valid NUL-terminated string for the duration of the call.
-    let ret = unsafe { libc::syscall(libc::SYS_openat, dir, name.as_ptr(), flags | libc::O_CLOEXEC, mode) };
-    if ret < 0 {
-        Err(last_errno())
-    } else {
-        Ok(ret as RawFd)
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: `name` is a valid NUL-terminated string for the duration of the call.
+        let ret = unsafe { libc::syscall(libc::SYS_openat, dir, name.as_ptr(), flags | libc::O_CLOEXEC, mode) };
+        if ret < 0 {
+            Err(last_errno())
+        } else {
+            Ok(ret as RawFd)
+        }
     }
+    #[cfg(not(target_os = "linux"))]
+    openat(dir, name, flags, mode)
 }
 
 /// A pipe, close-on-exec: (read end, write end).
@@ -527,6 +543,7 @@ pub(crate) fn monotonic_ns() -> u64 {
 #[cfg(test)]
 mod tests {
 
+    #[cfg(target_os = "linux")]
     #[test]
     fn dirents_are_read_in_place_and_dots_told_apart() {
         let dir = tempfile::tempdir().unwrap();
