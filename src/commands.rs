@@ -184,7 +184,13 @@ pub fn compare_command(args: &CompareArgs) -> Result<(String, Option<Regressed>,
             }
         }
     }
-    let text = render_comparisons(&comparisons, args.format, args.plot, use_color(args.no_color));
+    // Escaped for the terminal here, then painted: the colours are the only
+    // escape sequences in what is printed (main prints it as it is).
+    let text = fsscale::escape::for_output(&render_comparisons(&comparisons, args.format, args.plot)).into_owned();
+    let text = match args.format == fsscale::report::CompareFormat::Text && use_color(args.no_color) {
+        true => fsscale::escape::paint_verdicts(&text),
+        false => text,
+    };
     let regressed = args.fail_if_worse.and_then(|pct| regressed(&comparisons, pct));
     let warnings = args.fail_if_worse.map(|pct| too_noisy_to_gate(&comparisons, pct)).unwrap_or_default();
     Ok((text, regressed, warnings))
@@ -235,8 +241,9 @@ fn too_noisy_to_gate(comparisons: &[fsscale::compare::Comparison], pct: f64) -> 
 pub fn analyze_command(args: &AnalyzeArgs) -> Result<String> {
     let series = match &args.csv {
         Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| anyhow::anyhow!("reading {}: {}", path.display(), fsscale::sys::errno_text_plain(&e)))?;
+            // A regular file of bounded size, never waited on: as every input is read.
+            let text = fsscale::sys::read_input(path, fsscale::analyze::MAX_PAIRS_BYTES)
+                .map_err(|e| anyhow::anyhow!("reading {}: {e:#}", path.display()))?;
             let pairs = fsscale::analyze::parse_pairs(&text, &label(path))?;
             vec![analyze_pairs(&label(path), &pairs)]
         }
@@ -256,7 +263,7 @@ pub fn analyze_command(args: &AnalyzeArgs) -> Result<String> {
         }
     };
     Ok(match args.format {
-        AnalyzeFormat::Json => serde_json::to_string_pretty(&series)? + "\n",
+        AnalyzeFormat::Json => fsscale::escape::json_pretty(&series)? + "\n",
         AnalyzeFormat::Text => render_analysis(&series),
     })
 }

@@ -54,46 +54,139 @@ pub fn for_terminal(text: &str) -> std::borrow::Cow<'_, str> {
 
 /// Everything fsscale's binary writes to stdout or stderr passes here, so
 /// that no string it holds (a received file's label, error or frame name; an
-/// argument) can drive the terminal: the control characters fsscale's own
-/// output uses are kept (newline, tab, carriage return, and the CSI
-/// sequences that colour text and erase a line: `ESC [ digits ; m` and
-/// `ESC [ K`); every other one (an OSC that sets the title or writes the
-/// clipboard, a cursor move, C1 controls) is escaped as [`for_terminal`] does.
+/// argument; a tar member's name) can drive the terminal: only newline and
+/// tab pass, and every other control character (a carriage return, the
+/// ESC that begins a colour, an erase-line, a cursor move or an OSC that
+/// sets the title or writes the clipboard, C1 controls) is escaped as
+/// [`for_terminal`] does. fsscale's own sequences (the progress line's
+/// carriage return and erase, the verdicts' colours) are added after this,
+/// by the binary, to text already passed through it: [`paint_verdicts`].
 pub fn for_output(text: &str) -> std::borrow::Cow<'_, str> {
-    let harmless = |c: char| matches!(c, '\n' | '\t' | '\r') || !c.is_control();
+    let harmless = |c: char| matches!(c, '\n' | '\t') || !c.is_control();
     if text.chars().all(harmless) {
         return std::borrow::Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 16);
-    let mut rest = text;
-    while let Some(c) = rest.chars().next() {
-        if c == '\u{1b}' {
-            if let Some(len) = own_sequence(rest) {
-                out.push_str(&rest[..len]);
-                rest = &rest[len..];
-                continue;
-            }
-        }
+    for c in text.chars() {
         if harmless(c) {
             out.push(c);
         } else {
             out.push_str(&for_terminal(c.encode_utf8(&mut [0; 4])));
         }
-        rest = &rest[c.len_utf8()..];
     }
     std::borrow::Cow::Owned(out)
 }
 
-/// The length of a colour (`ESC [ 0;32 m`) or erase-line (`ESC [ K`)
-/// sequence at the start of `text`, if one is there.
-fn own_sequence(text: &str) -> Option<usize> {
-    let params = text.strip_prefix("\u{1b}[")?;
-    let digits = params.bytes().take_while(|b| b.is_ascii_digit() || *b == b';').count();
-    match params.as_bytes().get(digits) {
-        Some(b'm') => Some(2 + digits + 1),
-        Some(b'K') if digits == 0 => Some(3),
-        _ => None,
+/// ANSI green for "better", red for "worse", at the end of a comparison
+/// table's lines (after alignment, so the columns stay straight). Takes text
+/// already passed through [`for_output`], so these are the only escape
+/// sequences in what it returns; a label that ends in "  better" is only coloured.
+pub fn paint_verdicts(text: &str) -> String {
+    text.split_inclusive('\n')
+        .map(|line| {
+            let (body, end) = line.strip_suffix('\n').map_or((line, ""), |b| (b, "\n"));
+            if let Some(head) = body.strip_suffix("  better") {
+                format!("{head}  \x1b[32mbetter\x1b[0m{end}")
+            } else if let Some(head) = body.strip_suffix("  worse") {
+                format!("{head}  \x1b[31mworse\x1b[0m{end}")
+            } else {
+                line.to_string()
+            }
+        })
+        .collect()
+}
+
+/// `value` as pretty JSON that is safe on a terminal and valid wherever it
+/// goes: serde_json escapes C0 controls; DEL and the C1 controls (U+007F to
+/// U+009F, which a terminal takes as CSI and its kin) are escaped here too,
+/// as `\u007f` … `\u009f`, and so are U+2028 and U+2029 (line breaks to
+/// JavaScript). The result parses to the same value.
+pub fn json_pretty<T: serde::Serialize + ?Sized>(value: &T) -> serde_json::Result<String> {
+    let mut out = Vec::with_capacity(4096);
+    let mut serializer =
+        serde_json::Serializer::with_formatter(&mut out, SafeJson(serde_json::ser::PrettyFormatter::new()));
+    value.serialize(&mut serializer)?;
+    Ok(String::from_utf8(out).expect("serde_json writes UTF-8"))
+}
+
+/// [`json_pretty`] on one line.
+pub fn json_compact<T: serde::Serialize + ?Sized>(value: &T) -> serde_json::Result<String> {
+    let mut out = Vec::with_capacity(4096);
+    let mut serializer = serde_json::Serializer::with_formatter(&mut out, SafeJson(serde_json::ser::CompactFormatter));
+    value.serialize(&mut serializer)?;
+    Ok(String::from_utf8(out).expect("serde_json writes UTF-8"))
+}
+
+/// A formatter that writes string contents with DEL, C1, U+2028 and U+2029 as `\uXXXX`.
+struct SafeJson<F>(F);
+
+impl<F: serde_json::ser::Formatter> serde_json::ser::Formatter for SafeJson<F> {
+    fn write_string_fragment<W: ?Sized + std::io::Write>(
+        &mut self,
+        writer: &mut W,
+        fragment: &str,
+    ) -> std::io::Result<()> {
+        let risky = |c: char| matches!(c as u32, 0x7f..=0x9f | 0x2028 | 0x2029);
+        let mut rest = fragment;
+        while let Some(at) = rest.find(risky) {
+            writer.write_all(rest[..at].as_bytes())?;
+            let c = rest[at..].chars().next().expect("found at a char boundary");
+            write!(writer, "\\u{:04x}", c as u32)?;
+            rest = &rest[at + c.len_utf8()..];
+        }
+        writer.write_all(rest.as_bytes())
     }
+
+    // The rest as the inner formatter writes it.
+    fn begin_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.begin_array(w)
+    }
+    fn end_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_array(w)
+    }
+    fn begin_array_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W, first: bool) -> std::io::Result<()> {
+        self.0.begin_array_value(w, first)
+    }
+    fn end_array_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_array_value(w)
+    }
+    fn begin_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.begin_object(w)
+    }
+    fn end_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_object(w)
+    }
+    fn begin_object_key<W: ?Sized + std::io::Write>(&mut self, w: &mut W, first: bool) -> std::io::Result<()> {
+        self.0.begin_object_key(w, first)
+    }
+    fn begin_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.begin_object_value(w)
+    }
+    fn end_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_object_value(w)
+    }
+}
+
+/// `text` as one cell or line of Markdown that renders as the text itself:
+/// the backslash, backtick and `| * _ [ ] #` backslash-escaped, `< > &` as entities (no raw HTML),
+/// and line breaks and other control characters shown as escapes, so a
+/// string cannot end its cell, its row, or the code span it stands in.
+pub fn markdown_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\\' | '|' | '`' | '*' | '_' | '[' | ']' | '#' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            c if c.is_control() => out.push_str(&for_terminal(c.encode_utf8(&mut [0; 4])).replace('\\', "\\\\")),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -110,13 +203,43 @@ mod tests {
     }
 
     #[test]
-    fn output_keeps_fsscales_own_colours_and_escapes_everything_else() {
-        let ours = "\r\u{1b}[K[1/2] stat\tx\n  \u{1b}[32mbetter\u{1b}[0m\n";
-        assert_eq!(for_output(ours), ours);
+    fn output_passes_only_newline_and_tab_and_escapes_every_sequence() {
+        assert_eq!(for_output("[1/2] stat\tx\n"), "[1/2] stat\tx\n");
         let title = "label \u{1b}]0;pwned\u{7} \u{1b}]52;c;Zm9v\u{1b}\\ \u{1b}[2A \u{9b}31m";
         let shown = for_output(title);
         assert_eq!(shown, "label \\x1b]0;pwned\\x07 \\x1b]52;c;Zm9v\\x1b\\ \\x1b[2A \\x9b31m");
-        assert!(!shown.contains('\u{1b}') && !shown.contains('\u{7}') && !shown.contains('\u{9b}'));
+        // What a received label once used to erase an error line and hide a row.
+        let erase = "r1\r\u{1b}[Kplan checked \u{1b}[8mhidden\u{1b}[0m";
+        assert_eq!(for_output(erase), "r1\\x0d\\x1b[Kplan checked \\x1b[8mhidden\\x1b[0m");
+    }
+
+    #[test]
+    fn verdicts_are_painted_after_escaping_and_nothing_else_is() {
+        let table = "stat  1  +5%  better\nopen  1  -5%  worse\nx  \u{1b}[31mworse\n";
+        let painted = paint_verdicts(&for_output(table));
+        assert_eq!(
+            painted,
+            "stat  1  +5%  \u{1b}[32mbetter\u{1b}[0m\nopen  1  -5%  \u{1b}[31mworse\u{1b}[0m\nx  \\x1b[31mworse\n"
+        );
+    }
+
+    #[test]
+    fn json_escapes_del_and_c1_and_still_parses_to_the_same_value() {
+        let label = "a\u{7f}b\u{9b}31mc\u{1b}d\u{2028}e\"f";
+        let json = json_pretty(&serde_json::json!({ "label": label })).unwrap();
+        assert!(!json.chars().any(|c| c.is_control() && c != '\n'), "{json}");
+        assert!(json.contains("\\u007f") && json.contains("\\u009b") && json.contains("\\u001b"), "{json}");
+        let back: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(back["label"], label);
+        assert_eq!(for_output(&json), json, "the terminal filter changes nothing in it");
+        let compact = json_compact(&vec![label]).unwrap();
+        assert_eq!(serde_json::from_str::<Vec<String>>(&compact).unwrap(), vec![label.to_string()]);
+    }
+
+    #[test]
+    fn markdown_text_cannot_end_its_cell_or_open_html() {
+        assert_eq!(markdown_text("a|b\nc<script>`x`"), "a\\|b\\\\nc&lt;script&gt;\\`x\\`");
+        assert!(!markdown_text("x\r\ny\u{1b}").contains(['\n', '\r', '\u{1b}']));
     }
 
     #[test]
@@ -134,6 +257,11 @@ mod tests {
         #[test]
         fn nothing_shown_holds_a_control_character(text in ".*") {
             proptest::prop_assert!(!shell_word(&text).chars().any(char::is_control));
+            proptest::prop_assert!(!for_output(&text).chars().any(|c| c.is_control() && c != '\n' && c != '\t'));
+            proptest::prop_assert!(!markdown_text(&text).chars().any(char::is_control));
+            let json = json_compact(&text).unwrap();
+            proptest::prop_assert!(!json.chars().any(char::is_control));
+            proptest::prop_assert_eq!(serde_json::from_str::<String>(&json).unwrap(), text);
         }
     }
 }

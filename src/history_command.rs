@@ -114,8 +114,8 @@ pub fn query_command(args: &HistoryQueryArgs, steps_only: bool) -> Result<String
     let config = ChangeConfig { last: args.last as usize, ..ChangeConfig::DEFAULT };
     let found = changes(&store, &series, &config)?;
     Ok(match (args.format, steps_only) {
-        (AnalyzeFormat::Json, true) => serde_json::to_string_pretty(&found)? + "\n",
-        (AnalyzeFormat::Json, false) => serde_json::to_string_pretty(&fsscale::report::series_json(&found))? + "\n",
+        (AnalyzeFormat::Json, true) => fsscale::escape::json_pretty(&found)? + "\n",
+        (AnalyzeFormat::Json, false) => fsscale::escape::json_pretty(&fsscale::report::series_json(&found))? + "\n",
         (AnalyzeFormat::Text, true) => fsscale::report::render_changes(&found, config.confidence),
         (AnalyzeFormat::Text, false) => fsscale::report::render_series(&found),
     })
@@ -143,7 +143,12 @@ pub fn gate_command(args: &GateArgs) -> Result<(GateVerdict, String)> {
         Some(path) => ResultsFile::load(path)?,
         None => match measure(&args.run)? {
             Some(doc) => doc,
-            None => return Ok((GateVerdict::Skip, "the run failed: this revision cannot be measured\n".into())),
+            None => {
+                return Ok((
+                    GateVerdict::Skip,
+                    "the run failed after it began measuring: this revision cannot be measured\n".into(),
+                ))
+            }
         },
     };
     let decision = judge(&current, &good, bad.as_ref(), &config)?;
@@ -152,27 +157,113 @@ pub fn gate_command(args: &GateArgs) -> Result<(GateVerdict, String)> {
     Ok((decision.verdict, text))
 }
 
-/// Runs `fsscale run ARGS -o TMP` and reads its results; `None` if the run failed.
+/// Runs `fsscale run ARGS -o TMP` and reads its results; `None` if the
+/// revision ran but could not be measured through (125: skip it). What is
+/// the gate's own failure ends the bisection (an error, 128): a run that
+/// failed before its first measurement (a usage error, a refused plan, a
+/// missing `--dir`), and a signal, whether the run or the gate got it. A
+/// signal to the gate is passed on to the run, which cleans up; the gate
+/// waits for it and removes its directory.
 fn measure(run_args: &[String]) -> Result<Option<ResultsFile>> {
     if run_args.iter().any(|a| a == "-o" || a.starts_with("--output") || a == "--format") {
         bail!("the gate keeps the run's results itself: drop -o and --format from the run's arguments (add --history to keep them)");
     }
+    gate_signals::install();
     let dir = GateDir::new()?;
     let output = dir.0.join("results.json");
     let exe = std::env::current_exe().context("finding fsscale's own binary")?;
-    let status = std::process::Command::new(exe)
-        .arg("run")
-        .args(run_args)
-        .arg("-o")
-        .arg(&output)
-        .stdout(std::process::Stdio::null())
-        .status()
-        .context("starting fsscale run")?;
-    match status.code() {
-        Some(0) => Ok(Some(ResultsFile::load(&output)?)),
-        // Ctrl-C: stop the bisection, not skip the revision.
-        Some(130) | None => bail!("the run was interrupted"),
-        Some(_) => Ok(None),
+    let mut command = std::process::Command::new(exe);
+    command.arg("run").args(run_args).arg("-o").arg(&output).stdout(std::process::Stdio::null());
+    gate_signals::die_with_parent(&mut command);
+    let mut child = command.spawn().context("starting fsscale run")?;
+    let status = gate_signals::wait_passing_signals(&mut child).context("waiting for fsscale run")?;
+    if let Some(signal) = gate_signals::received() {
+        bail!("the gate was stopped by signal {signal}; the run was stopped with it");
+    }
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(0), _) => Ok(Some(ResultsFile::load(&output)?)),
+        // Ctrl-C and its kin (128 + SIGHUP, SIGINT, SIGQUIT, SIGTERM), or a
+        // signal that killed it: stop the bisection, not skip the revision.
+        (Some(code @ (129 | 130 | 131 | 143)), _) => bail!("the run was interrupted (exit {code})"),
+        (None, signal) => bail!("the run was killed by signal {}", signal.unwrap_or(0)),
+        (Some(code), _) => {
+            let measured = ResultsFile::load(&output).is_ok_and(|doc| doc.points.iter().any(|p| !p.runs.is_empty()));
+            if measured {
+                Ok(None)
+            } else {
+                bail!("the run failed (exit {code}) before its first measurement: its error is above; mend the run's arguments, which fail the same way at every revision")
+            }
+        }
+    }
+}
+
+/// The gate's signals: SIGINT, SIGTERM and SIGHUP are recorded (the
+/// handler only stores the number), passed on to the measuring run, and end
+/// the gate with 128 once the run has cleaned up.
+mod gate_signals {
+    use std::sync::atomic::{AtomicI32, Ordering};
+
+    static RECEIVED: AtomicI32 = AtomicI32::new(0);
+
+    extern "C" fn record(signal: libc::c_int) {
+        RECEIVED.store(signal, Ordering::SeqCst);
+    }
+
+    pub fn install() {
+        for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+            unsafe {
+                let mut action: libc::sigaction = std::mem::zeroed();
+                action.sa_sigaction = record as *const () as libc::sighandler_t;
+                libc::sigemptyset(&mut action.sa_mask);
+                libc::sigaction(signal, &action, std::ptr::null_mut());
+            }
+        }
+    }
+
+    pub fn received() -> Option<i32> {
+        match RECEIVED.load(Ordering::SeqCst) {
+            0 => None,
+            signal => Some(signal),
+        }
+    }
+
+    /// The run gets SIGTERM if the gate dies (SIGKILL included), so it never outlives it.
+    pub fn die_with_parent(command: &mut std::process::Command) {
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::unix::process::CommandExt;
+            let parent = std::process::id() as libc::pid_t;
+            // SAFETY: prctl and getppid are async-signal-safe.
+            unsafe {
+                command.pre_exec(move || {
+                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+                    if libc::getppid() != parent {
+                        libc::_exit(128);
+                    }
+                    Ok(())
+                });
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = command;
+    }
+
+    /// Waits for `child`, passing on the first signal the gate gets (once).
+    pub fn wait_passing_signals(child: &mut std::process::Child) -> std::io::Result<std::process::ExitStatus> {
+        let mut passed = false;
+        loop {
+            if let Some(status) = child.try_wait()? {
+                return Ok(status);
+            }
+            if let (Some(signal), false) = (received(), passed) {
+                // SAFETY: kill with the child's pid, which is not yet reaped.
+                unsafe { libc::kill(child.id() as libc::pid_t, signal) };
+                passed = true;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
     }
 }
 

@@ -27,9 +27,15 @@ pub(crate) fn create_locked(dir: RawFd, name: &CStr, mode: libc::mode_t) -> Resu
 /// Opens `name` in `dir` (never through a link) and takes its lock if no
 /// live run holds it: `Some(file)`, holding the lock until dropped; `None`
 /// when it is held (its run is alive).
+/// Never blocks: a FIFO or device planted at the name (in a sticky shared
+/// directory, say) is opened without waiting and refused as
+/// [`sys::NOT_REGULAR`].
 pub(crate) fn lock_if_unheld(dir: RawFd, name: &CStr) -> Result<Option<File>, Errno> {
-    let file = sys::open_owned(dir, name, libc::O_RDONLY | libc::O_NOFOLLOW, 0)?;
+    let file = sys::open_owned(dir, name, libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK, 0)?;
     let file = File::from(file);
+    if !file.metadata().map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?.is_file() {
+        return Err(sys::NOT_REGULAR);
+    }
     // SAFETY: flock on our own descriptor; EWOULDBLOCK means a live run holds it.
     if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
         return match sys::last_errno() {

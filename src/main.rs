@@ -88,7 +88,7 @@ fn run(command: cli::Command, argv: Vec<String>) -> anyhow::Result<()> {
         cli::Command::Ministat { .. } => unreachable!("handled in main"),
         cli::Command::Compare(args) => {
             let (text, regressed, warnings) = commands::compare_command(&args)?;
-            print(&text)?;
+            print_escaped(&text)?;
             for warning in warnings {
                 eprintln!("fsscale: warning: {warning}");
             }
@@ -167,8 +167,13 @@ fn ministat(args: &[String]) -> ExitCode {
 /// Writes to stdout (see `escape::for_output`); a closed pipe (`fsscale
 /// list | head`) is not an error.
 fn print(text: &str) -> anyhow::Result<()> {
+    print_escaped(&fsscale::escape::for_output(text))
+}
+
+/// [`print`] for text already passed through `escape::for_output` (and
+/// then given fsscale's own colours).
+fn print_escaped(text: &str) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
-    let text = fsscale::escape::for_output(text);
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
         _ => Ok(()),

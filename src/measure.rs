@@ -46,6 +46,15 @@ pub fn run_command(args: cli::RunArgs, argv: Vec<String>) -> anyhow::Result<()> 
     if resumed.is_some() && cluster.is_some() {
         anyhow::bail!("--resume continues a run of one machine; under MPI, run the job again with another -o");
     }
+    // A run continues on the machine it began on: figures from two
+    // machines in one document would pass for one machine's.
+    if let (Some(doc), false) = (&resumed, args.output.force) {
+        if let Some(how) = doc.host.differs_from(&fsscale::results::Host::detect()) {
+            anyhow::bail!(
+                "--resume: that run began on {how}; continue it there, run its plan here with --like FILE -o NEW, or give --force to continue here (the resumption records this machine)"
+            );
+        }
+    }
     // Every rank finds the same fault in the same arguments: rank 0 says it.
     let mut config = args.into_config(argv, job).map_err(|e| if follower { QuietFailure(0).into() } else { e })?;
     // `--resume` continues the file it names, which is `-o`.
@@ -95,7 +104,7 @@ impl Tables {
                 render_results_with(doc, TextOptions { explain_all: self.explain_all, legend: self.legend })
             }
             cli::Format::Markdown => fsscale::report::export(doc, fsscale::report::ExportFormat::Markdown, false),
-            cli::Format::Json => serde_json::to_string_pretty(doc)? + "\n",
+            cli::Format::Json => fsscale::escape::json_pretty(doc)? + "\n",
         })
     }
 

@@ -15,6 +15,16 @@ mod progress {
     use fsscale::results::Point;
     use fsscale::runner::{human_duration, PlanSummary, Progress, RunStart};
 
+    /// Overwrites the terminal's current line with `text`: the carriage
+    /// return and erase-line are fsscale's own, written here as they are;
+    /// `text` (a point's name, a workload's label) is escaped, so nothing
+    /// in it can move the cursor or erase another line.
+    fn rewrite_line(text: &str) {
+        let mut err = std::io::stderr().lock();
+        let _ = write!(err, "\r\x1b[K{}", fsscale::escape::for_output(text));
+        let _ = err.flush();
+    }
+
     /// How often a log (stderr not a terminal) gets a progress line.
     const LOG_INTERVAL: Duration = Duration::from_secs(30);
 
@@ -61,8 +71,7 @@ mod progress {
         /// Clears the progress line so that what follows starts on a clean line.
         pub fn clear(&mut self) {
             if self.mode == Mode::Terminal && self.dirty {
-                eprint!("\r\x1b[K");
-                let _ = std::io::stderr().flush();
+                rewrite_line("");
                 self.dirty = false;
             }
         }
@@ -144,14 +153,13 @@ mod progress {
                         .as_ref()
                         .map(|(r, unit)| format!("  last: {} {unit}", format_rate(*r)))
                         .unwrap_or_default();
-                    eprint!(
-                        "\r\x1b[K{}{last}  ({}/{} runs, {})",
+                    rewrite_line(&format!(
+                        "{}{last}  ({}/{} runs, {})",
                         describe(run, points, self.runs_per_point),
                         run.done,
                         run.total,
                         left(run.eta_s)
-                    );
-                    let _ = std::io::stderr().flush();
+                    ));
                     self.dirty = true;
                 }
                 Mode::Log => {
@@ -187,8 +195,7 @@ mod progress {
         fn preparing(&mut self, what: &str) {
             match self.mode {
                 Mode::Terminal => {
-                    eprint!("\r\x1b[K{what}...");
-                    let _ = std::io::stderr().flush();
+                    rewrite_line(&format!("{what}..."));
                     self.dirty = true;
                 }
                 Mode::Log => eprintln!("fsscale: {what}..."),

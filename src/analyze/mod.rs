@@ -3,6 +3,9 @@
 //! Universal Scalability Law fit over every run, the regime in words and a
 //! collapse flag. Also fits two-column (N, throughput) data from other tools.
 
+/// The most `analyze --csv` reads: a million `N,X` lines are about 20 MiB.
+pub const MAX_PAIRS_BYTES: u64 = 64 << 20;
+
 use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
 

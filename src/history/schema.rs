@@ -65,11 +65,16 @@ pub(crate) const CURRENT: usize = MIGRATIONS.len();
 pub(crate) fn migrate(conn: &mut Connection, to: usize) -> Result<()> {
     loop {
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let version: usize = tx.query_row("PRAGMA user_version", [], |r| r.get::<_, i64>(0))?.try_into()?;
+        let version = version_of(&tx)?;
         if version > CURRENT {
             bail!(
                 "its schema is version {version}, newer than this fsscale knows ({CURRENT}); use the fsscale that wrote it, or another --history-db"
             );
+        }
+        // Read in the transaction that migrates: another process may have
+        // migrated since the store was opened.
+        if let Some(why) = unexpected_objects(&tx, version)? {
+            bail!("{why}; it is not fsscale's: give --history-db another path");
         }
         if version >= to {
             return Ok(());
@@ -79,4 +84,61 @@ pub(crate) fn migrate(conn: &mut Connection, to: usize) -> Result<()> {
         tx.pragma_update(None, "user_version", (version + 1) as i64)?;
         tx.commit()?;
     }
+}
+
+/// The schema version a store says it has, refused in one line when no
+/// fsscale writes it (negative).
+fn version_of(conn: &Connection) -> Result<usize> {
+    let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    usize::try_from(version).map_err(|_| anyhow::anyhow!("its schema version is {version}, which no fsscale writes; it is not fsscale's: give --history-db another path"))
+}
+
+/// Why the store at `conn` is not one fsscale made, before anything else
+/// reads it: `Ok(None)` when its schema is exactly what fsscale's
+/// migrations make at its version (nothing else: no table, index, view or
+/// trigger fsscale did not make, since a trigger runs inside fsscale's own
+/// writes). SQLite errors (not a database) pass through for the caller.
+pub(crate) fn check_foreign(conn: &Connection) -> rusqlite::Result<Option<String>> {
+    let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    if version < 0 || version as usize > CURRENT {
+        // Said by migrate, which knows the fix for a newer store.
+        return Ok(if version < 0 {
+            Some(format!("has schema version {version}, which no fsscale writes"))
+        } else {
+            None
+        });
+    }
+    unexpected_objects(conn, version as usize)
+}
+
+/// What the schema of `conn` has that fsscale's first `version` migrations
+/// do not make, or lacks of what they make, as words; `None` when it is
+/// exactly theirs. A store at version 0 must be empty: only an empty
+/// database is ever migrated.
+fn unexpected_objects(conn: &Connection, version: usize) -> rusqlite::Result<Option<String>> {
+    let have = schema_objects(conn)?;
+    let reference = Connection::open_in_memory()?;
+    for migration in &MIGRATIONS[..version] {
+        reference.execute_batch(migration)?;
+    }
+    let want = schema_objects(&reference)?;
+    if let Some((kind, name, _)) = have.iter().find(|o| !want.contains(o)) {
+        let name = crate::escape::for_terminal(name);
+        return Ok(Some(if version == 0 {
+            format!("has a {kind} {name} but no fsscale schema version")
+        } else {
+            format!("has a {kind} {name} that fsscale's schema version {version} does not make")
+        }));
+    }
+    if let Some((kind, name, _)) = want.iter().find(|o| !have.contains(o)) {
+        return Ok(Some(format!("lacks the {kind} {name} of fsscale's schema version {version}")));
+    }
+    Ok(None)
+}
+
+/// Every object of a schema: its kind, name and the SQL that made it.
+fn schema_objects(conn: &Connection) -> rusqlite::Result<Vec<(String, String, Option<String>)>> {
+    let mut query = conn.prepare("SELECT type, name, sql FROM sqlite_master ORDER BY type, name")?;
+    let rows = query.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+    rows.collect()
 }

@@ -117,8 +117,12 @@ impl Store {
     /// [`Store::open`], migrating only to schema version `version` (tests
     /// make old stores with it).
     pub(crate) fn open_at(path: &Path, version: usize) -> Result<Store> {
-        let what = || format!("history store {}", path.display());
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty() && !d.exists()) {
+        let what = || format!("history store {}", crate::escape::for_terminal(&path.to_string_lossy()));
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        if !dir.exists() {
             use std::os::unix::fs::DirBuilderExt;
             std::fs::DirBuilder::new()
                 .recursive(true)
@@ -126,16 +130,35 @@ impl Store {
                 .create(dir)
                 .with_context(|| format!("making the directory of the {}", what()))?;
         }
-        if path.exists() && !path.is_file() {
-            bail!("{} is not a file; give --history-db a file path", what());
+        // Root writes the store: nobody else may be able to plant a link, a
+        // FIFO or another program's database at its name, or beside it as
+        // its `-wal` and `-shm` files.
+        crate::sys::check_private_dir(dir, "directory of the history store")?;
+        for (file, what) in [
+            (path.to_path_buf(), "history store"),
+            (side_file(path, "-wal"), "store's log"),
+            (side_file(path, "-shm"), "store's shared memory"),
+        ] {
+            crate::sys::check_own_file(&file, what)?;
         }
-        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_NOFOLLOW;
         let mut conn = Connection::open_with_flags(path, flags).with_context(what)?;
+        // Nothing in a store's schema runs as fsscale: its SQL functions are
+        // off for views and triggers, and the schema itself is checked
+        // against the one fsscale makes before anything is read or written.
+        conn.pragma_update(None, "trusted_schema", false).with_context(what)?;
+        conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_DEFENSIVE, true).with_context(what)?;
         conn.busy_timeout(BUSY_TIMEOUT).with_context(what)?;
+        schema::check_foreign(&conn).map_err(|e| not_a_store(e, path))?.map_or(Ok(()), |why| {
+            Err(anyhow!("{} {why}; it is not fsscale's: give --history-db another path", what()))
+        })?;
         set_wal(&conn).map_err(|e| not_a_store(e, path))?;
         conn.pragma_update(None, "synchronous", "NORMAL").with_context(what)?;
         conn.pragma_update(None, "foreign_keys", true).with_context(what)?;
-        schema::migrate(&mut conn, version).with_context(what)?;
+        schema::migrate(&mut conn, version).map_err(|e| anyhow!("{}: {e:#}", what()))?;
         Ok(Store { conn, path: path.to_path_buf() })
     }
 
@@ -191,6 +214,18 @@ impl Store {
             let has: usize = doc.points.iter().map(|p| p.runs.len()).sum();
             if has as i64 <= had {
                 return Ok(Added::Already);
+            }
+            // Only the same run, continued, may replace its record: a file
+            // that merely carries its run id (copied, edited, or another
+            // host's) would move its figures into another series.
+            let stored: String = tx.query_row("SELECT document FROM results WHERE id = ?1", [id], |r| r.get(0))?;
+            let stored = ResultsFile::from_json(&stored, None)
+                .with_context(|| format!("result {id} of {} is not an fsscale results file", self.path.display()))?;
+            if let Some(why) = not_a_continuation(&stored, doc) {
+                bail!(
+                    "its run id {} is recorded already, and this is not that run continued ({why}); not recorded: a run keeps its own id, so this file was copied or edited",
+                    crate::escape::for_terminal(&run_id)
+                );
             }
             tx.execute("DELETE FROM figures WHERE result_id = ?1", [id])?;
             tx.execute(
@@ -347,6 +382,39 @@ impl Store {
     pub fn is_empty(&self) -> Result<bool> {
         Ok(self.len()? == 0)
     }
+}
+
+/// Why `later` is not the run `stored` records, continued (`run --resume`):
+/// the same host, start and command line, the points `stored` holds first
+/// (a run adds its points as it reaches them), and every run `stored` holds
+/// still first in its point. `None` when it is.
+fn not_a_continuation(stored: &ResultsFile, later: &ResultsFile) -> Option<&'static str> {
+    let same_point = |a: &crate::results::Point, b: &crate::results::Point| {
+        (&a.workload, &a.op, a.mode, a.share, a.workers, &a.fs, a.cache, &a.variant)
+            == (&b.workload, &b.op, b.mode, b.share, b.workers, &b.fs, b.cache, &b.variant)
+    };
+    if stored.host.hostname != later.host.hostname {
+        Some("another host")
+    } else if stored.started_at != later.started_at {
+        Some("another start")
+    } else if stored.command_line != later.command_line {
+        Some("another command line")
+    } else if stored.points.len() > later.points.len()
+        || stored.points.iter().zip(&later.points).any(|(a, b)| !same_point(a, b))
+    {
+        Some("other points")
+    } else if stored.points.iter().zip(&later.points).any(|(a, b)| !b.runs.starts_with(&a.runs)) {
+        Some("the recorded runs are not its first ones")
+    } else {
+        None
+    }
+}
+
+/// SQLite's file beside the store: `PATH-wal`, `PATH-shm`.
+fn side_file(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
 }
 
 /// WAL, set once per store: switching needs a moment with no other

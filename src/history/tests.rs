@@ -102,13 +102,90 @@ fn a_store_with_other_tables_is_one_line_naming_the_fix() {
     let conn = rusqlite::Connection::open(&path).unwrap();
     conn.execute_batch("CREATE TABLE results (id INTEGER PRIMARY KEY, x TEXT);").unwrap();
     conn.pragma_update(None, "user_version", schema::CURRENT as i64).unwrap();
-    let store = Store::open(&path).unwrap();
-    let error = format!("{:#}", store.series(&SeriesFilter::default()).unwrap_err());
+    let error = format!("{:#}", Store::open(&path).err().unwrap());
     assert!(!error.contains('\n'), "{error}");
     assert!(
-        error.ends_with("no such table: series; it is damaged or not fsscale's: give --history-db another path"),
+        error.ends_with(
+            "has a table results that fsscale's schema version 2 does not make; it is not fsscale's: give --history-db another path"
+        ),
         "{error}"
     );
+}
+
+/// A store of fsscale's with one more object, made by `extra`.
+fn store_with(dir: &std::path::Path, extra: &str) -> std::path::PathBuf {
+    let path = dir.join(format!("s{}.sqlite", extra.len()));
+    drop(Store::open(&path).unwrap());
+    rusqlite::Connection::open(&path).unwrap().execute_batch(extra).unwrap();
+    path
+}
+
+#[test]
+fn a_store_with_a_trigger_view_or_table_fsscale_did_not_make_is_refused_before_any_write() {
+    let dir = tempfile::tempdir().unwrap();
+    for (extra, named) in [
+        ("CREATE TRIGGER t AFTER INSERT ON results BEGIN DELETE FROM series; END;", "trigger t"),
+        ("CREATE VIEW v AS SELECT 1;", "view v"),
+        ("CREATE TABLE planted (x);", "table planted"),
+        ("CREATE INDEX i ON results (label);", "index i"),
+    ] {
+        let path = store_with(dir.path(), extra);
+        let error = format!("{:#}", Store::open(&path).err().expect(extra));
+        assert!(error.contains(&format!("has a {named} that fsscale's schema version")), "{error}");
+    }
+    // A table of fsscale's remade with other columns is not fsscale's either.
+    let path = dir.path().join("remade.sqlite");
+    drop(Store::open(&path).unwrap());
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute_batch("PRAGMA foreign_keys = OFF; DROP TABLE figures; CREATE TABLE figures (x);")
+        .unwrap();
+    let error = format!("{:#}", Store::open(&path).err().unwrap());
+    assert!(error.contains("has a table figures that fsscale's schema version 2 does not make"), "{error}");
+}
+
+#[test]
+fn only_an_empty_database_is_migrated_from_version_0_and_a_negative_version_is_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("foreign.sqlite");
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch("CREATE TABLE accounts (name TEXT); INSERT INTO accounts VALUES ('x');").unwrap();
+    let error = format!("{:#}", Store::open(&path).err().unwrap());
+    assert!(error.contains("has a table accounts but no fsscale schema version; it is not fsscale's"), "{error}");
+    let tables: i64 = conn.query_row("SELECT COUNT(*) FROM sqlite_master", [], |r| r.get(0)).unwrap();
+    assert_eq!(tables, 1, "nothing was added to it");
+    let empty = dir.path().join("empty.sqlite");
+    drop(rusqlite::Connection::open(&empty).unwrap());
+    Store::open(&empty).unwrap();
+    conn.execute_batch("DROP TABLE accounts; PRAGMA user_version = -1;").unwrap();
+    let error = format!("{:#}", Store::open(&path).err().unwrap());
+    assert!(!error.contains('\n'), "{error}");
+    assert!(error.contains("has schema version -1, which no fsscale writes; it is not fsscale's"), "{error}");
+}
+
+#[test]
+fn a_run_id_replaces_its_record_only_for_the_same_run_continued() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("h.sqlite")).unwrap();
+    let mut first = result(5, 100.0, "a");
+    first.points[1].runs.truncate(2);
+    store.add(&first, None).unwrap();
+    let refused = |store: &mut Store, doc: &ResultsFile| format!("{:#}", store.add(doc, None).unwrap_err());
+    let mut elsewhere = result(5, 100.0, "a");
+    elsewhere.host.hostname = "lab9".into();
+    assert!(refused(&mut store, &elsewhere).contains("this is not that run continued (another host)"));
+    let mut other_runs = result(5, 100.0, "a");
+    other_runs.points[1].runs[0].ops_per_s *= 2.0;
+    assert!(refused(&mut store, &other_runs).contains("(the recorded runs are not its first ones)"));
+    let mut later = result(5, 100.0, "a");
+    later.started_at = "2026-12-01T00:00:00Z".into();
+    assert!(refused(&mut store, &later).contains("(another start)"));
+    let mut command = result(5, 100.0, "a");
+    command.command_line.push("--extra".into());
+    assert!(refused(&mut store, &command).contains("(another command line)"));
+    let series = store.series(&SeriesFilter { workers: Some(2), ..Default::default() }).unwrap();
+    assert_eq!(store.entries(series[0].id, None).unwrap()[0].figure.runs, 2, "the record stands");
+    assert_eq!(store.add(&result(5, 100.0, "a"), None).unwrap(), Added::Updated { series: 2 });
 }
 
 /// How a simulated series' results are drawn. Every result is its own

@@ -137,7 +137,7 @@ mod tests {
     fn every_format_says_why_or_how_to_find_out() {
         let render = |base: &ResultsFile, new: &ResultsFile, format| {
             let c = compare(base, new, "a", "b", &CompareConfig::DEFAULT);
-            render_comparisons(std::slice::from_ref(&c), format, false, false)
+            render_comparisons(std::slice::from_ref(&c), format, false)
         };
         let (a, b) = ("fsscale run creat-unlink -o a.json", "fsscale run creat-unlink --share shared");
         let text = render(&side(1000, None, a), &side(800, None, b), CompareFormat::Text);

@@ -96,13 +96,14 @@ fn trim(x: f64) -> String {
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
-/// Renders comparisons; `plots` adds a ministat dot plot of every point's runs,
-/// `color` paints verdicts green and red (text only).
-pub fn render_comparisons(comparisons: &[Comparison], format: CompareFormat, plots: bool, color: bool) -> String {
+/// Renders comparisons; `plots` adds a ministat dot plot of every point's
+/// runs. No colour: the binary paints the verdicts of text already escaped
+/// for the terminal ([`crate::escape::paint_verdicts`]).
+pub fn render_comparisons(comparisons: &[Comparison], format: CompareFormat, plots: bool) -> String {
     match format {
-        CompareFormat::Text => each(comparisons, |out, c| text(out, c, plots, color)),
+        CompareFormat::Text => each(comparisons, |out, c| text(out, c, plots)),
         CompareFormat::Markdown => each(comparisons, markdown),
-        CompareFormat::Json => serde_json::to_string_pretty(comparisons).expect("comparisons serialize") + "\n",
+        CompareFormat::Json => crate::escape::json_pretty(comparisons).expect("comparisons serialize") + "\n",
     }
 }
 
@@ -199,7 +200,7 @@ fn verdict_rule(c: &Comparison, test: &str) -> String {
     format!("verdict: better or worse when {p}{threshold}{veto}")
 }
 
-fn text(out: &mut String, c: &Comparison, plots: bool, color: bool) {
+fn text(out: &mut String, c: &Comparison, plots: bool) {
     let _ = writeln!(out, "base: {}\nnew:  {}", c.base, c.new);
     let test = c.rows.first().map(|r| r.test.name()).unwrap_or("-");
     let confidence = trim(c.confidence * 100.0);
@@ -255,7 +256,7 @@ fn text(out: &mut String, c: &Comparison, plots: bool, color: bool) {
             table.row(cells(row));
         }
         let rendered = table.render();
-        out.push_str(&if color { paint_verdicts(&rendered) } else { rendered });
+        out.push_str(&rendered);
         for line in trend_lines(&rows).into_iter().chain(per_cpu_lines(&rows)) {
             let _ = writeln!(out, "{line}");
         }
@@ -393,35 +394,21 @@ fn trend_lines(rows: &[&Row]) -> Vec<String> {
         .collect()
 }
 
-/// ANSI green for "better", red for "worse", at the end of table lines
-/// (after alignment, so the columns stay straight).
-fn paint_verdicts(table: &str) -> String {
-    table
-        .lines()
-        .map(|line| {
-            if let Some(head) = line.strip_suffix("  better") {
-                format!("{head}  \x1b[32mbetter\x1b[0m\n")
-            } else if let Some(head) = line.strip_suffix("  worse") {
-                format!("{head}  \x1b[31mworse\x1b[0m\n")
-            } else {
-                format!("{line}\n")
-            }
-        })
-        .collect()
-}
-
 fn markdown(out: &mut String, c: &Comparison) {
-    let _ = writeln!(out, "**base:** `{}`  \n**new:** `{}`\n", c.base, c.new);
+    // Every text from the documents is escaped: it cannot end a cell or a
+    // row, or open HTML, in whatever renders the Markdown.
+    let md = crate::escape::markdown_text;
+    let _ = writeln!(out, "**base:** {}  \n**new:** {}\n", md(&c.base), md(&c.new));
     let test = c.rows.first().map(|r| r.test.name()).unwrap_or("-");
     let _ = writeln!(out, "{}\n", verdict_rule(c, test));
     for line in difference_lines(c) {
-        let _ = writeln!(out, "- {}", line.trim_start_matches("differs: "));
+        let _ = writeln!(out, "- {}", md(line.trim_start_matches("differs: ")));
     }
     if !c.differences.is_empty() {
         out.push('\n');
     }
     for (fs, workload) in workloads(c) {
-        let _ = writeln!(out, "### {}\n", heading(&fs, workload));
+        let _ = writeln!(out, "### {}\n", md(&heading(&fs, workload)));
         let (kind, unit) = unit_of(c, &fs, workload);
         let head = columns(c.confidence, (&kind, &unit));
         let titles: Vec<&str> = head.iter().map(|(h, _)| h.as_str()).collect();
@@ -430,30 +417,30 @@ fn markdown(out: &mut String, c: &Comparison) {
         let _ = writeln!(out, "|{}|", divider.join("|"));
         let rows: Vec<&Row> = c.rows.iter().filter(|r| r.workload == workload && r.condition == fs).collect();
         for row in &rows {
-            let _ = writeln!(out, "| {} |", cells(row).join(" | "));
+            let _ = writeln!(out, "| {} |", cells(row).iter().map(|cell| md(cell)).collect::<Vec<_>>().join(" | "));
         }
         let notes = noise_lines(&rows).into_iter().chain(per_cpu_lines(&rows)).chain(spread_lines(&rows));
         for line in notes.chain(detect_lines(&rows, c.confidence)) {
-            let _ = writeln!(out, "\n{}", line.trim_start());
+            let _ = writeln!(out, "\n{}", md(line.trim_start()));
         }
         for row in &rows {
             let why = super::attribution::lines(row);
             if let Some((first, rest)) = why.split_first() {
                 // A list: the sites and functions nested under their headings.
-                let _ = writeln!(out, "\n{first}\n");
+                let _ = writeln!(out, "\n{}\n", md(first));
                 for line in rest {
                     let indent = if line.starts_with("    ") { "  " } else { "" };
-                    let _ = writeln!(out, "{indent}- {}", line.trim_start());
+                    let _ = writeln!(out, "{indent}- {}", md(line.trim_start()));
                 }
             }
         }
-        let _ = writeln!(out, "\n{}\n", summary_line(c, &fs, workload));
+        let _ = writeln!(out, "\n{}\n", md(&summary_line(c, &fs, workload)));
     }
     if let Some(note) = c.within_noise_note(&c.rows) {
-        let _ = writeln!(out, "{note}\n");
+        let _ = writeln!(out, "{}\n", md(&note));
     }
     if let Some(note) = &c.invocations_note {
-        let _ = writeln!(out, "{note}\n");
+        let _ = writeln!(out, "{}\n", md(note));
     }
     let hint = super::attribution::hint_lines(c);
     if let Some((first, commands)) = hint.split_first() {
@@ -464,6 +451,6 @@ fn markdown(out: &mut String, c: &Comparison) {
         out.push('\n');
     }
     if !c.unmatched.is_empty() {
-        let _ = writeln!(out, "Not compared: {}", c.unmatched.join(", "));
+        let _ = writeln!(out, "Not compared: {}", md(&c.unmatched.join(", ")));
     }
 }

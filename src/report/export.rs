@@ -99,7 +99,10 @@ fn neutralised(value: &Value) -> String {
 fn csv(rows: &[Row]) -> String {
     let mut out = String::new();
     let Some(first) = rows.first() else { return out };
+    // Control characters (a label's ESC or CR) are written as escapes: a
+    // CSV is read on terminals too, and no reader needs them raw.
     let field = |s: &str| {
+        let s = &*crate::escape::for_terminal(s);
         if s.contains([',', '"', '\n', '\r']) {
             format!("\"{}\"", s.replace('"', "\"\""))
         } else {
@@ -119,7 +122,11 @@ fn csv(rows: &[Row]) -> String {
 fn markdown(rows: &[Row]) -> String {
     let mut out = String::new();
     let Some(first) = rows.first() else { return out };
-    let _ = writeln!(out, "| {} |", first.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(" | "));
+    let _ = writeln!(
+        out,
+        "| {} |",
+        first.iter().map(|(n, _)| crate::escape::markdown_text(n)).collect::<Vec<_>>().join(" | ")
+    );
     let align: Vec<&str> = first.iter().map(|(_, v)| if v.is_number() { "---:" } else { "---" }).collect();
     let _ = writeln!(out, "|{}|", align.join("|"));
     for row in rows {
@@ -127,7 +134,7 @@ fn markdown(rows: &[Row]) -> String {
             .iter()
             .map(|(_, v)| match v {
                 Value::Number(n) => n.as_f64().map_or_else(|| n.to_string(), short),
-                v => text(v).replace('|', "\\|"),
+                v => crate::escape::markdown_text(&text(v)),
             })
             .collect();
         let _ = writeln!(out, "| {} |", cells.join(" | "));
@@ -149,7 +156,7 @@ fn json_lines(rows: &[Row]) -> String {
     let mut out = String::new();
     for row in rows {
         let object: Map<String, Value> = row.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
-        out.push_str(&Value::Object(object).to_string());
+        out.push_str(&crate::escape::json_compact(&Value::Object(object)).expect("values serialize"));
         out.push('\n');
     }
     out

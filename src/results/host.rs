@@ -27,6 +27,33 @@ pub struct Host {
 }
 
 impl Host {
+    /// How `here` differs from this machine in what a measurement depends
+    /// on (its name, kernel, CPUs and the CPUs allowed), as words; `None`
+    /// when it is the same machine as far as fsscale can tell.
+    pub fn differs_from(&self, here: &Host) -> Option<String> {
+        let e = |s: &str| crate::escape::for_terminal(s).into_owned();
+        if self.hostname != here.hostname {
+            Some(format!("host {}, not this host {}", e(&self.hostname), e(&here.hostname)))
+        } else if (&self.kernel_release, &self.kernel_version) != (&here.kernel_release, &here.kernel_version) {
+            Some(format!("kernel {}, not this kernel {}", e(&self.kernel_release), e(&here.kernel_release)))
+        } else if (&self.cpu_model, self.online_cpus) != (&here.cpu_model, here.online_cpus) {
+            Some(format!(
+                "{} CPUs ({}), not this machine's {} ({})",
+                self.online_cpus,
+                e(&self.cpu_model),
+                here.online_cpus,
+                e(&here.cpu_model)
+            ))
+        } else if (&self.allowed_cpus, self.usable_cpus) != (&here.allowed_cpus, here.usable_cpus) {
+            Some(format!(
+                "{} usable CPUs, not the {} usable here (affinity or cgroup limit)",
+                self.usable_cpus, here.usable_cpus
+            ))
+        } else {
+            None
+        }
+    }
+
     /// Reads the host description; fields the system does not expose stay empty.
     pub fn detect() -> Host {
         let online_cpus = sys::online_cpus();

@@ -85,11 +85,11 @@ impl Saver {
     pub fn create(path: &Path, doc: &ResultsFile) -> Result<Saver> {
         let journal_file = journal_path(path);
         let Some(journal) = create_journal(&journal_file)? else {
-            let holder = std::fs::read_to_string(&journal_file).ok().and_then(|t| {
+            let holder = sys::read_input(&journal_file, 1 << 20).ok().and_then(|t| {
                 serde_json::from_str::<Line>(t.lines().next()?).ok().and_then(|line| match line {
                     Line::Header { run_id, pid } => Some(match pid {
-                        Some(pid) => format!("run {run_id} (pid {pid})"),
-                        None => format!("run {run_id}"),
+                        Some(pid) => format!("run {} (pid {pid})", crate::escape::for_terminal(&run_id)),
+                        None => format!("run {}", crate::escape::for_terminal(&run_id)),
                     }),
                     _ => None,
                 })

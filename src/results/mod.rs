@@ -124,6 +124,11 @@ pub struct Resumed {
     pub runs_kept: usize,
     /// The `position` of its first run.
     pub first_position: usize,
+    /// The machine it ran on, when not the one [`ResultsFile::host`]
+    /// describes (`--resume --force` on another host, kernel or CPU set):
+    /// its runs were measured there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<Host>,
 }
 
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
@@ -542,7 +547,7 @@ pub const MAX_INPUT_BYTES: u64 = 4 << 30;
 
 impl ResultsFile {
     pub(crate) fn to_json(&self) -> String {
-        serde_json::to_string_pretty(self).expect("results serialize") + "\n"
+        crate::escape::json_pretty(self).expect("results serialize") + "\n"
     }
 
     /// Reads a results file, naming it in every error. Only a regular file:
@@ -576,7 +581,7 @@ impl ResultsFile {
 
     /// The document as one line of JSON, as the history keeps it.
     pub fn to_compact_json(&self) -> String {
-        serde_json::to_string(self).expect("results serialize")
+        crate::escape::json_compact(self).expect("results serialize")
     }
 
     /// Writes the document atomically (a temporary file of this process's

@@ -161,7 +161,14 @@ pub(super) fn reopen(mut doc: ResultsFile) -> ResultsFile {
         .filter_map(|r| r.position)
         .max()
         .map_or(0, |p| p + 1);
-    doc.resumed.push(crate::results::Resumed { at: results::rfc3339(SystemTime::now()), runs_kept, first_position });
+    let here = crate::results::Host::detect();
+    let host = doc.host.differs_from(&here).map(|_| here);
+    doc.resumed.push(crate::results::Resumed {
+        at: results::rfc3339(SystemTime::now()),
+        runs_kept,
+        first_position,
+        host,
+    });
     doc.status = Status::Running;
     doc.error = None;
     doc.finished_at = None;

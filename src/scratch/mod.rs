@@ -338,8 +338,12 @@ fn remove_proven(
 }
 
 fn read_small_file(dir: RawFd, name: &str) -> Option<String> {
-    let fd = sys::open_owned(dir, &sys::cname(name), libc::O_RDONLY | libc::O_NOFOLLOW, 0).ok()?;
+    // Non-blocking and a regular file only: a FIFO there is not waited on.
+    let fd = sys::open_owned(dir, &sys::cname(name), libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK, 0).ok()?;
     let file = std::fs::File::from(fd);
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
     let mut text = String::new();
     std::io::Read::read_to_string(&mut std::io::Read::take(file, 4096), &mut text).ok()?;
     Some(text)

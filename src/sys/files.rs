@@ -9,16 +9,29 @@ use std::path::Path;
 use super::{errno_text_plain, euid};
 
 /// Makes `dir` (mode 0700 where created) and checks it is a directory of
-/// this user's that nobody else can write: a shared or planted one could
-/// hand a root process someone else's files.
+/// this user's that nobody else can write, on a path nobody else can
+/// change: a shared or planted one could hand a root process someone else's
+/// files, and a directory another user can write above it could be renamed
+/// away and replaced.
 pub fn ensure_private_dir(dir: &Path, what: &str) -> anyhow::Result<()> {
-    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    use std::os::unix::fs::DirBuilderExt;
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
         .create(dir)
         .map_err(|e| anyhow::anyhow!("cannot create the {what} {}: {e}", dir.display()))?;
-    let meta = std::fs::symlink_metadata(dir).map_err(|e| anyhow::anyhow!("{what} {}: {e}", dir.display()))?;
+    check_private_dir(dir, what)
+}
+
+/// The check of [`ensure_private_dir`] on a directory that exists: a
+/// directory (not a link to one), this user's, writable by nobody else, and
+/// every directory above it (links resolved) root's or this user's and
+/// writable by nobody else unless sticky, as /tmp.
+pub fn check_private_dir(dir: &Path, what: &str) -> anyhow::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let shown = crate::escape::for_terminal(&dir.to_string_lossy()).into_owned();
+    let meta =
+        std::fs::symlink_metadata(dir).map_err(|e| anyhow::anyhow!("{what} {shown}: {}", errno_text_plain(&e)))?;
     let problem = if !meta.is_dir() {
         Some("not a directory (a symbolic link?)".to_string())
     } else if meta.uid() != euid() {
@@ -28,11 +41,51 @@ pub fn ensure_private_dir(dir: &Path, what: &str) -> anyhow::Result<()> {
     } else {
         None
     };
-    match problem {
-        Some(p) => {
-            anyhow::bail!("the {what} {} is {p}; use a directory of your own that only you can write", dir.display())
+    if let Some(p) = problem {
+        anyhow::bail!("the {what} {shown} is {p}; use a directory of your own that only you can write");
+    }
+    let real = std::fs::canonicalize(dir).map_err(|e| anyhow::anyhow!("{what} {shown}: {}", errno_text_plain(&e)))?;
+    for above in real.ancestors().skip(1) {
+        let meta =
+            std::fs::metadata(above).map_err(|e| anyhow::anyhow!("{}: {}", above.display(), errno_text_plain(&e)))?;
+        if let Some(why) = others_can_replace_in(&meta) {
+            anyhow::bail!(
+                "the {what} {shown} is inside {}, which {why}: another user could replace it; use a directory on a path only you and root can change",
+                crate::escape::for_terminal(&above.to_string_lossy())
+            );
         }
-        None => Ok(()),
+    }
+    Ok(())
+}
+
+/// Checks that the file at `path`, if there is one, is a regular file of
+/// this user's with one name, not a link, FIFO or device: `Ok(false)` when
+/// there is nothing there.
+pub fn check_own_file(path: &Path, what: &str) -> anyhow::Result<bool> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => anyhow::bail!("{what} {}: {}", path.display(), errno_text_plain(&e)),
+    };
+    let kind = meta.file_type();
+    let problem = if kind.is_symlink() {
+        Some("a symbolic link".to_string())
+    } else if !kind.is_file() {
+        Some("not a regular file".to_string())
+    } else if meta.uid() != euid() {
+        Some(format!("owned by uid {}, not by you (uid {})", meta.uid(), euid()))
+    } else if meta.nlink() != 1 {
+        Some(format!("a file with {} names (a hard link)", meta.nlink()))
+    } else {
+        None
+    };
+    match problem {
+        Some(p) => anyhow::bail!(
+            "the {what} {} is {p}; fsscale opens only its own files there: remove it or choose another path",
+            crate::escape::for_terminal(&path.to_string_lossy())
+        ),
+        None => Ok(true),
     }
 }
 

@@ -10,8 +10,8 @@ mod mounts;
 mod process;
 pub mod topology;
 pub use files::{
-    available_memory, ensure_private_dir, fd_path, freeze_and_thaw, meminfo_value, open_dir_input, open_input,
-    others_can_replace_in, read_input, total_memory, total_swap,
+    available_memory, check_own_file, check_private_dir, ensure_private_dir, fd_path, freeze_and_thaw, meminfo_value,
+    open_dir_input, open_input, others_can_replace_in, read_input, total_memory, total_swap,
 };
 pub use mounts::{find_mount, mounts, parse_mountinfo, Mount};
 pub use process::*;
@@ -23,6 +23,11 @@ use std::path::Path;
 
 /// An errno value as returned by a failed system call.
 pub type Errno = i32;
+
+/// Not an errno the kernel returns: what fsscale opened to read or lock is
+/// not a regular file (a FIFO or device planted at the name), so it was
+/// refused rather than waited on. [`errno_text`] says so.
+pub const NOT_REGULAR: Errno = -4097;
 
 #[inline(always)]
 pub(crate) fn last_errno() -> Errno {
@@ -431,6 +436,9 @@ pub(crate) fn cname(name: &str) -> CString {
 
 /// "No space left on device (ENOSPC)": the message plus the symbolic name kernel people grep for.
 pub(crate) fn errno_text(errno: Errno) -> String {
+    if errno == NOT_REGULAR {
+        return "not a regular file (a FIFO, device or directory was put there)".to_string();
+    }
     let message = errno_text_plain(&io::Error::from_raw_os_error(errno));
     match errno_name(errno) {
         Some(name) => format!("{message} ({name})"),

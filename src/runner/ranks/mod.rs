@@ -514,7 +514,7 @@ fn open_scratch(path: &Path, token: &str) -> Result<ScratchDir> {
             anyhow!("cannot see the scratch directory {} rank 0 made: {}", path.display(), sys::errno_text(e))
         })?;
     let dir = ScratchDir(fd);
-    let marker = std::fs::read_to_string(path.join(crate::scratch::MARKER))
+    let marker = sys::read_input(&path.join(crate::scratch::MARKER), 4096)
         .with_context(|| format!("reading the scratch marker in {}", path.display()))?;
     if !marker.lines().any(|l| l == format!("token={token}")) {
         anyhow::bail!("{} is not the scratch directory rank 0 made (its marker differs)", path.display());
