@@ -31,12 +31,24 @@ use std::io::Write;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let argv: Vec<String> = std::env::args().collect();
+    // Arguments are bytes: a path need not be UTF-8 (clap takes them as
+    // such). Only a run, which records its command line as text, refuses one.
+    let raw: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let argv: Vec<String> = raw.iter().map(|a| a.to_string_lossy().into_owned()).collect();
+    let not_utf8 = raw.iter().position(|a| a.to_str().is_none());
     let cli = cli::parse();
     if let cli::Command::Ministat { args } = &cli.command {
         return ministat(args);
     }
-    match run(cli.command, argv) {
+    let outcome = match (not_utf8, &cli.command) {
+        #[cfg(target_os = "linux")]
+        (Some(at), cli::Command::Run(_)) => Err(anyhow::anyhow!(
+            "argument {at} ({}) is not valid UTF-8, and a run records its command line as text; give that path another name, or a link to it with a UTF-8 name",
+            fsscale::escape::for_terminal(&argv[at])
+        )),
+        _ => run(cli.command, argv),
+    };
+    match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             #[cfg(target_os = "linux")]

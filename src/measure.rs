@@ -39,13 +39,6 @@ pub fn run_command(args: cli::RunArgs, argv: Vec<String>) -> anyhow::Result<()> 
     let tables = Tables { format: args.output.format, explain_all, legend: !quiet, one_stream };
     let job = cluster.as_ref().map(|c| cli::RankOf { rank: c.rank(), ranks: c.size() });
     let follower = job.is_some_and(|j| j.rank != 0);
-    // Rank 0 alone shows the recorded plan (every rank read the same file).
-    for line in plan.iter().filter(|_| !follower) {
-        eprintln!("fsscale: {line}");
-    }
-    if resumed.is_some() && cluster.is_some() {
-        anyhow::bail!("--resume continues a run of one machine; under MPI, run the job again with another -o");
-    }
     // A run continues on the machine it began on: figures from two
     // machines in one document would pass for one machine's.
     if let (Some(doc), false) = (&resumed, args.output.force) {
@@ -54,6 +47,13 @@ pub fn run_command(args: cli::RunArgs, argv: Vec<String>) -> anyhow::Result<()> 
                 "--resume: that run began on {how}; continue it there, run its plan here with --like FILE -o NEW, or give --force to continue here (the resumption records this machine)"
             );
         }
+    }
+    // Rank 0 alone shows the recorded plan (every rank read the same file).
+    for line in plan.iter().filter(|_| !follower) {
+        eprintln!("fsscale: {line}");
+    }
+    if resumed.is_some() && cluster.is_some() {
+        anyhow::bail!("--resume continues a run of one machine; under MPI, run the job again with another -o");
     }
     // Every rank finds the same fault in the same arguments: rank 0 says it.
     let mut config = args.into_config(argv, job).map_err(|e| if follower { QuietFailure(0).into() } else { e })?;

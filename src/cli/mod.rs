@@ -64,7 +64,7 @@ pub fn parse() -> Cli {
             eprintln!("fsscale: {}", one_line(&error.render().to_string()));
             // `git bisect run` takes 1 to 127 as "bad": a gate that cannot
             // judge must end the bisection instead (128).
-            let gate = std::env::args().nth(1).is_some_and(|a| a == "gate");
+            let gate = std::env::args_os().nth(1).is_some_and(|a| a == "gate");
             std::process::exit(if gate { GATE_ERROR } else { 2 });
         }
     }

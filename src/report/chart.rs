@@ -217,6 +217,12 @@ fn draw(
     legend: &[(String, RGBColor)],
     series: impl FnOnce(&mut Chart<'_, '_>) -> DrawResult,
 ) -> String {
+    // XML 1.0 has no place for control characters, not even as references:
+    // a label's are drawn as visible escapes (`\x1b`), so the chart stays
+    // well-formed XML whatever a results file names its series.
+    let visible = |text: &str| crate::escape::for_terminal(text).into_owned();
+    let (title, y_label) = (visible(title), visible(y_label));
+    let legend: Vec<(String, RGBColor)> = legend.iter().map(|(label, color)| (visible(label), *color)).collect();
     let mut svg = String::new();
     {
         // The legend goes under the plot, never over its lines.
@@ -226,7 +232,7 @@ fn draw(
             root.fill(&WHITE)?;
             let (plot, below) = root.split_vertically(HEIGHT);
             let mut chart = ChartBuilder::on(&plot)
-                .caption(title, ("sans-serif", 18))
+                .caption(&title, ("sans-serif", 18))
                 .margin(12)
                 .x_label_area_size(42)
                 .y_label_area_size(78)
@@ -234,7 +240,7 @@ fn draw(
             chart
                 .configure_mesh()
                 .x_desc(axis.name())
-                .y_desc(y_label)
+                .y_desc(&y_label)
                 .x_labels(axis.ticks().clamp(2, 12))
                 .x_label_formatter(&|v| axis.label(*v))
                 .y_label_formatter(&|v| short_number(*v))

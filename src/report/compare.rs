@@ -201,7 +201,8 @@ fn verdict_rule(c: &Comparison, test: &str) -> String {
 }
 
 fn text(out: &mut String, c: &Comparison, plots: bool) {
-    let _ = writeln!(out, "base: {}\nnew:  {}", c.base, c.new);
+    let one_line = crate::escape::for_terminal;
+    let _ = writeln!(out, "base: {}\nnew:  {}", one_line(&c.base), one_line(&c.new));
     let test = c.rows.first().map(|r| r.test.name()).unwrap_or("-");
     let confidence = trim(c.confidence * 100.0);
     let _ = match test {

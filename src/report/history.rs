@@ -103,9 +103,10 @@ pub fn render_changes(all: &[SeriesChanges], confidence: f64) -> String {
 pub(crate) fn change_lines(s: &SeriesChanges, k: usize, c: &Change, confidence: f64) -> Vec<String> {
     let first = &s.entries[c.index];
     let unit = &s.unit;
-    let mut where_ = vec![format!("rev {}", first.rev.as_deref().unwrap_or("(none)"))];
+    let one_line = crate::escape::for_terminal;
+    let mut where_ = vec![format!("rev {}", one_line(first.rev.as_deref().unwrap_or("(none)")))];
     if let Some(label) = &first.label {
-        where_.push(format!("label {label}"));
+        where_.push(format!("label {}", one_line(label)));
     }
     where_.push(format!("kernel {}", first.kernel));
     where_.push(first.started_at.clone());

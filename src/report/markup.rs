@@ -115,6 +115,11 @@ fn escape_into(out: &mut String, text: &str) {
             '>' => out.push_str("&gt;"),
             // Attributes are always double-quoted here, so `'` is text.
             '"' => out.push_str("&quot;"),
+            // XML (an SVG flame graph) allows no control character at all,
+            // and HTML none worth keeping: shown as a visible escape, `\x1b`.
+            c if c.is_control() && c != '\n' && c != '\t' => {
+                out.push_str(&crate::escape::for_terminal(c.encode_utf8(&mut [0; 4])))
+            }
             c => out.push(c),
         }
     }

@@ -23,8 +23,18 @@ impl Table {
         self
     }
 
+    /// A cell is one line: a newline or other control character in it (a
+    /// received label's) is shown as an escape, so it cannot break the row,
+    /// misalign the columns or hide another row.
     pub fn row(&mut self, cells: Vec<String>) {
         assert_eq!(cells.len(), self.columns.len(), "row width must match the header");
+        let cells = cells
+            .into_iter()
+            .map(|c| match crate::escape::for_terminal(&c) {
+                std::borrow::Cow::Borrowed(_) => c,
+                std::borrow::Cow::Owned(escaped) => escaped,
+            })
+            .collect();
         self.rows.push(cells);
     }
 
