@@ -27,7 +27,7 @@ mod input;
 mod tally;
 
 pub use digest::{file_sha256, hex, HashingReader};
-pub use tally::{tally, tally_with_digest};
+pub use tally::{tally, tally_with_digest, tally_with_digest_within};
 
 use std::collections::HashSet;
 use std::ffi::{CStr, CString};

@@ -14,7 +14,7 @@ use crate::sys;
 /// Every entry below `dir` (not `dir` itself), without following links:
 /// a file whose inode was already seen is a hard link, and its bytes count once.
 pub fn tally(dir: RawFd) -> Result<ExtractStats> {
-    walk(dir, None)
+    Ok(walk(dir, None, u64::MAX)?.expect("an unbounded walk ends"))
 }
 
 /// [`tally`], and a SHA-256 digest of what a walk of `dir` sees: every
@@ -23,11 +23,20 @@ pub fn tally(dir: RawFd) -> Result<ExtractStats> {
 /// and shapes (file contents are not read: a walk does not read them).
 pub fn tally_with_digest(dir: RawFd) -> Result<(ExtractStats, String)> {
     let mut hasher = Sha256::new();
-    let stats = walk(dir, Some(&mut hasher))?;
+    let stats = walk(dir, Some(&mut hasher), u64::MAX)?.expect("an unbounded walk ends");
     Ok((stats, super::hex(&hasher.finalize())))
 }
 
-fn walk(dir: RawFd, mut digest: Option<&mut Sha256>) -> Result<ExtractStats> {
+/// [`tally_with_digest`] of a tree a received file names, which held
+/// `entries` when it was recorded: the walk stops (`Ok(None)`) as soon as
+/// it has seen more, so a file that names `/` costs no walk of the system.
+pub fn tally_with_digest_within(dir: RawFd, entries: u64) -> Result<Option<(ExtractStats, String)>> {
+    let mut hasher = Sha256::new();
+    Ok(walk(dir, Some(&mut hasher), entries)?.map(|stats| (stats, super::hex(&hasher.finalize()))))
+}
+
+/// Every entry below `dir`; `None` once more than `limit` were seen.
+fn walk(dir: RawFd, mut digest: Option<&mut Sha256>, limit: u64) -> Result<Option<ExtractStats>> {
     let mut stats = ExtractStats::default();
     let mut seen = HashSet::new();
     let root = sys::open_owned(dir, c".", libc::O_RDONLY | libc::O_DIRECTORY, 0)
@@ -49,6 +58,9 @@ fn walk(dir: RawFd, mut digest: Option<&mut Sha256>) -> Result<ExtractStats> {
             names.sort_unstable();
         }
         for name in names {
+            if stats.entries() >= limit {
+                return Ok(None);
+            }
             let shown = format!("{path}/{}", String::from_utf8_lossy(&name));
             let name_c = std::ffi::CString::new(name).expect("no NUL inside a directory entry");
             // SAFETY: stat is plain data.
@@ -92,7 +104,7 @@ fn walk(dir: RawFd, mut digest: Option<&mut Sha256>) -> Result<ExtractStats> {
             }
         }
     }
-    Ok(stats)
+    Ok(Some(stats))
 }
 
 #[cfg(test)]

@@ -234,7 +234,8 @@ fn check_inputs(doc: &ResultsFile, args: &RunArgs) -> Result<()> {
         }
     }
     if let Some(tree) = &args.macros.tree {
-        let Some(recorded) = doc.settings.walked_tree.as_ref().and_then(|t| t.digest.as_deref()) else {
+        let walked = doc.settings.walked_tree.as_ref();
+        let Some((recorded, entries)) = walked.and_then(|t| Some((t.digest.as_deref()?, t.entries))) else {
             bail!(
                 "it records --tree {} without the tree's digest (a file of an older fsscale, or edited): the tree \
                  cannot be checked; run A again with this fsscale",
@@ -242,8 +243,16 @@ fn check_inputs(doc: &ResultsFile, args: &RunArgs) -> Result<()> {
             );
         };
         let dir = fsscale::sys::open_dir_input(tree).with_context(|| format!("--tree {}", tree.display()))?;
-        let (_, now) = fsscale::archive::tally_with_digest(std::os::fd::AsRawFd::as_raw_fd(&dir))
+        // Walked no further than the entries it held then: a file that
+        // names `/` costs no walk of the whole system.
+        let now = fsscale::archive::tally_with_digest_within(std::os::fd::AsRawFd::as_raw_fd(&dir), entries)
             .with_context(|| format!("--tree {}", tree.display()))?;
+        let Some((_, now)) = now else {
+            bail!(
+                "--tree {} holds more than the {entries} entries it held when it was recorded: the walk would not be the same",
+                shell_word(&tree.display().to_string())
+            );
+        };
         if now != recorded {
             bail!(
                 "--tree {} holds other entries now than when it was recorded (digest {} → {}): the walk would not \
@@ -251,6 +260,27 @@ fn check_inputs(doc: &ResultsFile, args: &RunArgs) -> Result<()> {
                 shell_word(&tree.display().to_string()),
                 recorded.get(..12).unwrap_or(recorded),
                 &now[..12]
+            );
+        }
+    }
+    if let Some(trace) = &args.macros.trace {
+        let Some(recorded) = doc.settings.replay.as_ref().and_then(|r| r.sha256.as_deref()) else {
+            bail!(
+                "it records --trace {} without the loadfile's content hash (a file of an older fsscale, or edited): \
+                 the loadfile cannot be checked, and is not read; run A again with this fsscale",
+                shell_word(&trace.display().to_string())
+            );
+        };
+        // Hashed, never parsed, before it matches: a parse error would
+        // quote what a file the sender chose holds.
+        let now = fsscale::archive::file_sha256(trace).with_context(|| format!("--trace {}", trace.display()))?;
+        if now != recorded {
+            bail!(
+                "--trace {} has sha256 {} now, {} when it was recorded: it is not the same loadfile, so the run \
+                 would not be the same",
+                shell_word(&trace.display().to_string()),
+                &now[..12],
+                recorded.get(..12).unwrap_or(recorded)
             );
         }
     }

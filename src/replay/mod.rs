@@ -8,6 +8,7 @@ mod trace;
 use std::path::Path;
 
 use anyhow::{Context, Result};
+use sha2::Digest;
 
 pub use player::{Player, ReplayError};
 pub use trace::{parse, OpKind, Trace, TraceOp};
@@ -27,7 +28,9 @@ pub fn load(path: Option<&Path>) -> Result<Trace> {
         Some(path) => {
             let text = crate::sys::read_input(path, MAX_LOADFILE_BYTES)
                 .with_context(|| format!("--trace {}: cannot read the loadfile", path.display()))?;
-            parse(&path.display().to_string(), &text).map_err(|e| anyhow::anyhow!("--trace {e}"))
+            let mut trace = parse(&path.display().to_string(), &text).map_err(|e| anyhow::anyhow!("--trace {e}"))?;
+            trace.sha256 = Some(crate::archive::hex(&sha2::Sha256::digest(text.as_bytes())));
+            Ok(trace)
         }
     }
 }

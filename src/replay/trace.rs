@@ -135,6 +135,8 @@ pub struct Trace {
     pub handle_names: Vec<u64>,
     /// The largest ReadX or WriteX, for the buffer.
     pub max_io: usize,
+    /// SHA-256 of the loadfile's bytes (none for the built-in trace).
+    pub sha256: Option<String>,
 }
 
 impl Trace {
@@ -161,8 +163,14 @@ impl Trace {
 
 /// Parses a loadfile; an error names the line and what is wrong with it.
 pub fn parse(name: &str, text: &str) -> Result<Trace, InputError> {
-    let mut trace =
-        Trace { name: name.to_string(), ops: Vec::new(), lines: Vec::new(), handle_names: Vec::new(), max_io: 0 };
+    let mut trace = Trace {
+        name: name.to_string(),
+        ops: Vec::new(),
+        lines: Vec::new(),
+        handle_names: Vec::new(),
+        max_io: 0,
+        sha256: None,
+    };
     let mut handles = Handles { slots: HashMap::new(), names: Vec::new() };
     for (index, raw) in text.lines().enumerate() {
         let line_no = index + 1;
@@ -182,7 +190,7 @@ pub fn parse(name: &str, text: &str) -> Result<Trace, InputError> {
         }
         let kind = OpKind::from_name(op_name).ok_or_else(|| {
             let known: Vec<&str> = OpKind::ALL.iter().map(|k| k.name()).collect();
-            fail(format!("unknown operation '{op_name}'; a loadfile may use {}", known.join(", ")))
+            fail(format!("unknown operation '{}'; a loadfile may use {}", excerpt(op_name), known.join(", ")))
         })?;
         let (args, status) = match tokens[1..].split_last() {
             Some((status, args)) if status.starts_with("NT_STATUS_") || status.starts_with("0x") => (args, status),
@@ -229,7 +237,7 @@ impl Line<'_> {
     }
 
     fn number(&self, text: &str) -> Result<u64, InputError> {
-        parse_number(text).ok_or_else(|| self.fail(format!("{}: '{text}' is not a number", self.op_name)))
+        parse_number(text).ok_or_else(|| self.fail(format!("{}: '{}' is not a number", self.op_name, excerpt(text))))
     }
 
     fn path(&self, text: &str) -> Result<CString, InputError> {
@@ -411,6 +419,16 @@ fn tokenize(line: &str) -> Result<Vec<String>, InputError> {
     Ok(tokens)
 }
 
+/// What an error quotes of a loadfile: at most its first 24 characters,
+/// escaped. A loadfile may be any file a received results file names, and
+/// an error must not print what it holds.
+fn excerpt(text: &str) -> String {
+    const MOST: usize = 24;
+    let cut: String = text.chars().take(MOST).collect();
+    let more = if text.chars().nth(MOST).is_some() { "…" } else { "" };
+    format!("{}{more}", crate::escape::for_terminal(&cut))
+}
+
 /// `1040`, `0x20`: what dbench's `strtol(s, NULL, 0)` accepts, without sign.
 fn parse_number(text: &str) -> Option<u64> {
     match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
@@ -427,9 +445,10 @@ fn client_path(text: &str) -> Result<CString, InputError> {
     let parts: Vec<&str> = unified.split('/').filter(|p| !p.is_empty() && *p != ".").collect();
     if parts.contains(&"..") {
         return Err(InputError::Malformed(format!(
-            "path \"{text}\" contains '..'; trace paths must stay inside the client's directory"
+            "path \"{}\" contains '..'; trace paths must stay inside the client's directory",
+            excerpt(text)
         )));
     }
     let joined = if parts.is_empty() { ".".to_string() } else { parts.join("/") };
-    CString::new(joined).map_err(|_| InputError::Malformed(format!("path \"{text}\" contains a NUL byte")))
+    CString::new(joined).map_err(|_| InputError::Malformed(format!("path \"{}\" contains a NUL byte", excerpt(text))))
 }

@@ -253,6 +253,10 @@ pub struct ReplaySettings {
     pub ops_per_pass: BTreeMap<OpKind, u64>,
     /// Bytes read and written in one pass.
     pub bytes_per_pass: u64,
+    /// SHA-256 of the loadfile (none for the built-in trace), which `run
+    /// --like` compares before it reads the file again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
 }
 
 /// What a point's figure is when it is not ops/s (`command` drivers).

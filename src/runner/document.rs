@@ -95,6 +95,7 @@ fn describe_sources(settings: &mut Settings, config: &RunConfig, sources: &Sourc
             trace: t.name.clone(),
             ops_per_pass: OpKind::ALL.iter().filter(|k| mix[k.index()] > 0).map(|k| (*k, mix[k.index()])).collect(),
             bytes_per_pass: t.bytes_per_pass(),
+            sha256: t.sha256.clone(),
         }
     });
     let tree = sources.tree.as_ref();

@@ -6,7 +6,7 @@ use fsscale::results::{ResultsFile, Status};
 use crate::util::*;
 
 /// A trace whose mix is counted by hand: 2 NTCreateX, 2 WriteX, 1 ReadX, ...
-const TINY: &str = r#"# hand-counted: 14 ops, 12 kinds, 3 x 4096 bytes per pass
+pub const TINY: &str = r#"# hand-counted: 14 ops, 12 kinds, 3 x 4096 bytes per pass
 Deltree "\t" NT_STATUS_OK
 Mkdir "\t" NT_STATUS_OK
 NTCreateX "\t\f" 0x0 2 1 NT_STATUS_OK
