@@ -25,6 +25,7 @@ mod session;
 mod shared;
 mod signals;
 mod sources;
+mod space;
 mod spawn;
 mod timing;
 mod variant;
@@ -172,6 +173,9 @@ fn run_with(
     let mut ready = preflight(config, root.map(|r| r.cluster()), progress)?;
     let config = &RunConfig { instruments: ready.instruments, ..config.clone() };
     let sources = Sources::prepare(config, progress)?;
+    // A tree walked where it is (`traverse --tree`) is not written.
+    let copied_tree = sources.tree.as_ref().filter(|_| !sources.walks_only_a_given_tree);
+    space::check_room(config, copied_tree.map(|t| memory_limit::in_memory_bytes(&t.contents)))?;
     if let Some(limit) = &ready.memory {
         let in_memory = config.filesystems.specs.iter().map(|spec| match spec.kind {
             FsKind::Ramfs | FsKind::Tmpfs => true,

@@ -163,55 +163,24 @@ impl TreeSpec {
         Ok(())
     }
 
-    /// Every entry, parents first. Cheap: content is not generated here.
-    pub fn entries(&self) -> Vec<Entry> {
+    /// Every entry, parents first, made as they are taken: a port's few
+    /// entries at a time, so that no scale holds the tree in memory (scale
+    /// 1000, 94 million files, once took 15.4 GB before a byte was written).
+    /// Cheap: content is not generated here.
+    pub fn entries(&self) -> Entries {
         let ports = ((PORTS_AT_SCALE_1 * self.scale).round() as usize).max(1);
         let categories = ports.min(MAX_CATEGORIES);
         let mut rng = Rng::new(self.seed);
-        let mut next_content = Rng::new(self.seed ^ 0x00c0_ffee);
-        let mtime = |rng: &mut Rng| MTIME_BASE + rng.below(365 * 86_400) as i64;
-        let mut out = Vec::with_capacity(ports * 8);
-        let mut file = |rng: &mut Rng, path: String, out: &mut Vec<Entry>| {
-            let mode = if rng.chance(0.02) { 0o755 } else { 0o644 };
-            let size = file_size(rng);
-            let content_seed = next_content.next_u64();
-            let mtime = MTIME_BASE + rng.below(365 * 86_400) as i64;
-            out.push(Entry { path, mode, mtime, kind: EntryKind::File { size, content_seed } });
-        };
         let category_names: Vec<String> = (0..categories).map(|i| format!("{}{i:02}", word(&mut rng))).collect();
-        for name in &category_names {
-            out.push(Entry { path: name.clone(), mode: 0o755, mtime: mtime(&mut rng), kind: EntryKind::Dir });
-            file(&mut rng, format!("{name}/Makefile"), &mut out);
+        Entries {
+            rng,
+            next_content: Rng::new(self.seed ^ 0x00c0_ffee),
+            category_names,
+            ports,
+            next_category: 0,
+            next_port: 0,
+            pending: std::collections::VecDeque::with_capacity(16),
         }
-        for p in 0..ports {
-            let category = &category_names[p % categories];
-            let port = format!("{category}/{}-{}", word(&mut rng), p / categories);
-            out.push(Entry { path: port.clone(), mode: 0o755, mtime: mtime(&mut rng), kind: EntryKind::Dir });
-            for base in ["Makefile", "distinfo", "pkg-descr"] {
-                file(&mut rng, format!("{port}/{base}"), &mut out);
-            }
-            if rng.chance(0.5) {
-                file(&mut rng, format!("{port}/pkg-plist"), &mut out);
-            }
-            if rng.chance(0.35) {
-                let files = format!("{port}/files");
-                out.push(Entry { path: files.clone(), mode: 0o755, mtime: mtime(&mut rng), kind: EntryKind::Dir });
-                for k in 0..1 + rng.below(6) {
-                    let name = format!("{files}/patch-{}_{k}.c", word(&mut rng));
-                    file(&mut rng, name, &mut out);
-                }
-            }
-            // Port 0 always has both links, so that small trees test them too.
-            if p == 0 || rng.chance(1.0 / 400.0) {
-                let kind = EntryKind::Symlink { target: "pkg-descr".into() };
-                out.push(Entry { path: format!("{port}/README"), mode: 0o777, mtime: mtime(&mut rng), kind });
-            }
-            if p == 0 || rng.chance(1.0 / 1000.0) {
-                let kind = EntryKind::HardLink { target: format!("{port}/Makefile") };
-                out.push(Entry { path: format!("{port}/Makefile.orig"), mode: 0o644, mtime: mtime(&mut rng), kind });
-            }
-        }
-        out
     }
 
     pub fn stats(&self) -> TreeStats {
@@ -220,6 +189,99 @@ impl TreeSpec {
             stats.count(&entry);
         }
         stats
+    }
+}
+
+/// The entries of a [`TreeSpec`], in archive order, made a category or a
+/// port at a time from the seed (the same draws in the same order as ever,
+/// so a seed gives the same tree as before).
+pub struct Entries {
+    rng: Rng,
+    next_content: Rng,
+    category_names: Vec<String>,
+    ports: usize,
+    next_category: usize,
+    next_port: usize,
+    pending: std::collections::VecDeque<Entry>,
+}
+
+impl Entries {
+    fn mtime(&mut self) -> i64 {
+        MTIME_BASE + self.rng.below(365 * 86_400) as i64
+    }
+
+    fn dir(&mut self, path: String) {
+        let mtime = self.mtime();
+        self.pending.push_back(Entry { path, mode: 0o755, mtime, kind: EntryKind::Dir });
+    }
+
+    fn file(&mut self, path: String) {
+        let mode = if self.rng.chance(0.02) { 0o755 } else { 0o644 };
+        let size = file_size(&mut self.rng);
+        let content_seed = self.next_content.next_u64();
+        let mtime = self.mtime();
+        self.pending.push_back(Entry { path, mode, mtime, kind: EntryKind::File { size, content_seed } });
+    }
+
+    /// The next category's or port's entries, into `pending`; false when all are made.
+    fn make_more(&mut self) -> bool {
+        if self.next_category < self.category_names.len() {
+            let name = self.category_names[self.next_category].clone();
+            self.next_category += 1;
+            self.dir(name.clone());
+            self.file(format!("{name}/Makefile"));
+            return true;
+        }
+        if self.next_port == self.ports {
+            return false;
+        }
+        let p = self.next_port;
+        self.next_port += 1;
+        let categories = self.category_names.len();
+        let category = &self.category_names[p % categories];
+        let port = format!("{category}/{}-{}", word(&mut self.rng), p / categories);
+        self.dir(port.clone());
+        for base in ["Makefile", "distinfo", "pkg-descr"] {
+            self.file(format!("{port}/{base}"));
+        }
+        if self.rng.chance(0.5) {
+            self.file(format!("{port}/pkg-plist"));
+        }
+        if self.rng.chance(0.35) {
+            let files = format!("{port}/files");
+            self.dir(files.clone());
+            for k in 0..1 + self.rng.below(6) {
+                let name = format!("{files}/patch-{}_{k}.c", word(&mut self.rng));
+                self.file(name);
+            }
+        }
+        // Port 0 always has both links, so that small trees test them too.
+        if p == 0 || self.rng.chance(1.0 / 400.0) {
+            let kind = EntryKind::Symlink { target: "pkg-descr".into() };
+            let mtime = self.mtime();
+            self.pending.push_back(Entry { path: format!("{port}/README"), mode: 0o777, mtime, kind });
+        }
+        if p == 0 || self.rng.chance(1.0 / 1000.0) {
+            let kind = EntryKind::HardLink { target: format!("{port}/Makefile") };
+            let mtime = self.mtime();
+            self.pending.push_back(Entry { path: format!("{port}/Makefile.orig"), mode: 0o644, mtime, kind });
+        }
+        true
+    }
+}
+
+impl Iterator for Entries {
+    type Item = Entry;
+
+    fn next(&mut self) -> Option<Entry> {
+        loop {
+            if let Some(entry) = self.pending.pop_front() {
+                return Some(entry);
+            }
+            if !self.make_more() {
+                return None;
+            }
+        }
     }
 }
 
@@ -331,7 +393,7 @@ mod tests {
         assert!((25_500..28_500).contains(&stats.dirs), "{stats:?}");
         assert!((185_000_000..270_000_000).contains(&stats.bytes), "{stats:?}");
         assert!(stats.symlinks > 20 && stats.hardlinks > 5, "{stats:?}");
-        let entries = TreeSpec { scale: 1.0, seed: 1 }.entries();
+        let entries = TreeSpec { scale: 1.0, seed: 1 }.entries().collect::<Vec<_>>();
         let deepest = entries.iter().map(|e| e.path.matches('/').count() + 1).max().unwrap();
         assert_eq!(deepest, 4, "category/port/files/patch-*");
         let sizes: Vec<u64> = entries
@@ -348,9 +410,9 @@ mod tests {
 
     #[test]
     fn same_seed_same_tree_other_seed_other_tree() {
-        let a = TreeSpec { scale: 0.01, seed: 7 }.entries();
-        assert_eq!(a, TreeSpec { scale: 0.01, seed: 7 }.entries());
-        assert_ne!(a, TreeSpec { scale: 0.01, seed: 8 }.entries());
+        let a = TreeSpec { scale: 0.01, seed: 7 }.entries().collect::<Vec<_>>();
+        assert_eq!(a, TreeSpec { scale: 0.01, seed: 7 }.entries().collect::<Vec<_>>());
+        assert_ne!(a, TreeSpec { scale: 0.01, seed: 8 }.entries().collect::<Vec<_>>());
         let paths: std::collections::HashSet<&str> = a.iter().map(|e| e.path.as_str()).collect();
         assert_eq!(paths.len(), a.len(), "paths are unique");
     }
@@ -363,5 +425,18 @@ mod tests {
         fill_content(42, 13, &mut part);
         assert_eq!(&whole[13..50], &part[..]);
         assert!(whole.iter().all(|b| b.is_ascii()));
+    }
+
+    #[test]
+    fn entries_are_made_a_port_at_a_time_never_the_whole_tree_at_once() {
+        let mut entries = TreeSpec { scale: 1000.0, seed: 1 }.entries();
+        let mut most = 0;
+        for _ in 0..200_000 {
+            entries.next().unwrap();
+            most = most.max(entries.pending.len());
+        }
+        // A port has at most 13 entries (its directory, 4 files, files/ with 6 patches, 2 links).
+        assert!(most <= 13, "{most} entries were waiting");
+        assert!(entries.pending.capacity() <= 32);
     }
 }

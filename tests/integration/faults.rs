@@ -426,7 +426,9 @@ fn a_full_filesystem_is_a_clear_error_and_leaves_nothing() {
     if !needs_root("a_full_filesystem_is_a_clear_error_and_leaves_nothing") {
         return;
     }
-    let mount = TmpfsMount::new("size=1m");
+    // Room for the tree's bytes (the plan's check passes) but not its
+    // entries: the filesystem fills during the extraction.
+    let mount = TmpfsMount::new("size=64m,nr_inodes=300");
     let env = TestEnv::new();
     let out = env.run_at(&mount.path, &["stat", "untar", "-j", "1", "--scale", "0.01"]);
     assert_eq!(out.status.code(), Some(1));
@@ -475,4 +477,24 @@ fn ctrl_z_and_fg_during_the_window_fail_the_run_instead_of_recording_it() {
     assert_one_line_error(&out, "fsscale was stopped (Ctrl-Z or SIGSTOP) and continued while it measured");
     assert_eq!(env.results().status, Status::Failed);
     assert!(env.results().points.iter().all(|p| p.runs.is_empty()));
+}
+
+#[test]
+fn a_plan_that_would_write_more_than_the_target_has_free_is_refused_before_anything_is_written() {
+    if !needs_root("a_plan_that_would_write_more_than_the_target_has_free_is_refused") {
+        return;
+    }
+    let mount = TmpfsMount::new("size=8m");
+    let env = TestEnv::new();
+    for (args, what) in [
+        (&["append-grow", "-j", "4", "--grow-size", "4M"][..], "about 16 MiB into --dir"),
+        (&["fault-private", "-j", "2", "--map-size", "8M"][..], "at 2 workers (its --map-size each)"),
+        (&["untar", "-j", "2", "--scale", "0.1"][..], "(a copy of the tree each), more than the 8 MiB free there"),
+    ] {
+        let out = env.run_at(&mount.path, args);
+        assert_one_line_error(&out, what);
+        assert!(!env.output.exists(), "no results file was begun");
+        assert!(!fsscale::results::journal_path(&env.output).exists(), "nor its journal");
+        assert_eq!(entries(&mount.path), Vec::<String>::new());
+    }
 }

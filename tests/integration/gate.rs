@@ -52,7 +52,7 @@ fn a_gate_stopped_by_a_signal_stops_its_run_removes_its_directory_and_exits_128(
         // Long enough never to end by itself before the signal.
         let run =
             ["stat", "-j", "1", "-n", "200", "--duration", "0.5", "--warmup", "0", "--warmup-runs", "0", "--dir", dir];
-        let mut child = gate(&tmp, &good, &run).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+        let child = gate(&tmp, &good, &run).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
         // Measuring: its scratch directory is in --dir.
         wait_until("the gate's run to start measuring", || !entries(&env.dir).is_empty());
         let run_pids = workers_of(child.id() as i32);

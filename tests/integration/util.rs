@@ -152,7 +152,9 @@ pub fn is_progress(line: &str) -> bool {
         .strip_prefix("fsscale: ")
         .and_then(|l| l.split_once(" point"))
         .is_some_and(|(n, _)| n.parse::<usize>().is_ok());
-    plan || line.starts_with("fsscale: [")
+    // Preparing an input (`fsscale: generating the scale-0.1 tree tarball in ...`).
+    let preparing = line.starts_with("fsscale: ") && line.ends_with("...");
+    plan || preparing || line.starts_with("fsscale: [")
 }
 
 /// Asserts a failure with exactly one line on stderr, besides progress, that contains `needle`.
