@@ -469,16 +469,24 @@ pub fn workers(n: usize) -> String {
     }
 }
 
-/// 1.5 GiB, 512 MiB: binary units, as `--fs-size` takes them.
+/// 1.5 GiB, 512 MiB, 1.5 MiB, 4 KiB, 1 byte: binary units, as `--fs-size`
+/// takes them, and never a size shown as less than it is (1 byte is not "0 MiB").
 pub fn format_size(bytes: u64) -> String {
-    const GIB: f64 = (1u64 << 30) as f64;
-    const TIB: f64 = (1u64 << 40) as f64;
-    if bytes as f64 >= TIB {
-        format!("{:.1} TiB", bytes as f64 / TIB)
-    } else if bytes as f64 >= GIB {
-        format!("{:.1} GiB", bytes as f64 / GIB)
-    } else {
-        format!("{} MiB", bytes >> 20)
+    const KIB: u64 = 1 << 10;
+    const MIB: u64 = 1 << 20;
+    const GIB: u64 = 1 << 30;
+    const TIB: u64 = 1 << 40;
+    let unit = |size: u64, name: &str, exact: bool| match exact && bytes % size == 0 {
+        true => format!("{} {name}", bytes / size),
+        false => format!("{:.1} {name}", bytes as f64 / size as f64),
+    };
+    match bytes {
+        b if b >= TIB => unit(TIB, "TiB", false),
+        b if b >= GIB => unit(GIB, "GiB", false),
+        b if b >= MIB => unit(MIB, "MiB", true),
+        b if b >= KIB => unit(KIB, "KiB", true),
+        1 => "1 byte".to_string(),
+        b => format!("{b} bytes"),
     }
 }
 
@@ -662,5 +670,21 @@ pub fn shell_word(text: &str) -> String {
     match !text.is_empty() && text.chars().all(plain) {
         true => text.to_string(),
         false => format!("'{}'", text.replace('\'', "'\\''")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_are_never_shown_smaller_than_they_are() {
+        assert_eq!(format_size(1), "1 byte");
+        assert_eq!(format_size(1000), "1000 bytes");
+        assert_eq!(format_size(4096), "4 KiB");
+        assert_eq!(format_size(1536), "1.5 KiB");
+        assert_eq!(format_size(16 << 20), "16 MiB");
+        assert_eq!(format_size(3 << 19), "1.5 MiB");
+        assert_eq!(format_size(3 << 29), "1.5 GiB");
     }
 }

@@ -103,7 +103,12 @@ impl Saver {
         let header = Line::Header { run_id: doc.run_id.clone().unwrap_or_default(), pid: Some(std::process::id()) };
         let mut saver =
             Saver { path: path.to_path_buf(), journal, header, journal_bytes: 0, document_bytes: 0, rewrites: 0 };
-        saver.save(doc)?;
+        if let Err(error) = saver.save(doc) {
+            // Nothing was written (a device, FIFO or directory at -o, a full
+            // disk): the journal made for it goes too, while its lock is held.
+            let _ = std::fs::remove_file(&journal_file);
+            return Err(error);
+        }
         Ok(saver)
     }
 

@@ -161,4 +161,16 @@ fn a_results_path_that_is_a_device_or_fifo_is_refused_not_replaced() {
     cmd.args(["run", "stat", "-n", "1", "-d", "0.05", "--dir"]).arg(&env.dir).args(["-o", "/dev/null"]);
     assert_one_line_error(&cmd.output().unwrap(), "/dev/null is a character device");
     assert!(std::fs::symlink_metadata("/dev/null").unwrap().file_type().is_char_device());
+    // A refused -o leaves no journal beside it, in the devices directory or elsewhere.
+    assert!(!fsscale::results::journal_path(&fifo).exists(), "a journal was left beside the FIFO");
+    if is_root() {
+        assert!(!std::path::Path::new("/dev/null.journal").exists(), "a journal was left in /dev");
+    }
+}
+
+#[test]
+fn a_memory_limit_below_the_minimum_is_shown_as_given() {
+    let env = TestEnv::new();
+    let out = env.run(&["stat", "-j", "1", "--memory-limit", "1"]);
+    assert_one_line_error(&out, "--memory-limit 1 byte: below 16 MiB the workers themselves do not fit");
 }

@@ -190,3 +190,42 @@ fn a_tarball_of_real_trees_with_absolute_and_chained_links_extracts() {
     }
     assert_eq!(env.leftovers(), Vec::<String>::new());
 }
+
+/// `tar` with its first entry's name replaced by `name` (any bytes) and the checksum made again.
+fn renamed(mut tar: Vec<u8>, name: &[u8]) -> Vec<u8> {
+    tar[..100].fill(0);
+    tar[..name.len()].copy_from_slice(name);
+    tar[148..156].fill(b' ');
+    let sum: u32 = tar[..512].iter().map(|&b| u32::from(b)).sum();
+    tar[148..156].copy_from_slice(format!("{sum:06o}\0 ").as_bytes());
+    tar
+}
+
+#[test]
+fn an_empty_tarball_a_name_that_is_not_utf8_and_a_link_over_a_directory_are_refused_before_the_run() {
+    let mut dir_then_link = Vec::new();
+    fsscale::tree::write_entry_header(&mut dir_then_link, "d", 0o755, 0, 0, b'5', "").unwrap();
+    fsscale::tree::write_entry_header(&mut dir_then_link, "d", 0o777, 0, 0, b'2', "/etc").unwrap();
+    dir_then_link.extend_from_slice(&[0u8; 1024]);
+    // Two names that differ only in a byte that is not UTF-8 once read as one.
+    let mut not_utf8 = renamed(tarball_with("ab", b'0', ""), b"a\xff");
+    not_utf8.truncate(1024);
+    not_utf8.extend(renamed(tarball_with("ab", b'0', ""), b"a\xfe"));
+    for (bytes, needle) in [
+        (Vec::new(), "the tarball holds no entries (it is empty, or only zero blocks): nothing to extract"),
+        (vec![0u8; 10240], "the tarball holds no entries"),
+        (not_utf8, "the name or link \"a\u{fffd}\" is not UTF-8; fsscale extracts only UTF-8 names"),
+        (
+            dir_then_link,
+            "entry \"d\" at byte offset 512: \"d\" is a directory already: a file or link may not replace it",
+        ),
+    ] {
+        let env = TestEnv::new();
+        let path = env.root.path().join("odd.tar");
+        std::fs::write(&path, &bytes).unwrap();
+        let out = env.run(&["untar", "-j", "1", "--tarball", path.to_str().unwrap()]);
+        assert_one_line_error(&out, needle);
+        assert_eq!(env.leftovers(), Vec::<String>::new());
+        assert!(!env.output.exists(), "refused before the run began");
+    }
+}
