@@ -18,6 +18,8 @@ pub mod atomic_file;
 pub mod cluster;
 pub mod compare;
 pub mod escape;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod history;
 pub(crate) mod lockfile;
 pub mod ministat;

@@ -237,7 +237,7 @@ pub struct Scanned {
 /// Counts what an archive holds without extracting it (and so reads it
 /// once, which also brings it into the page cache), and finds the first
 /// entry [`extract`] would refuse, so a run can say so before it starts.
-pub(crate) fn scan(input: &mut dyn Read) -> Result<Scanned> {
+pub fn scan(input: &mut dyn Read) -> Result<Scanned> {
     let mut input = Input::new(input);
     let mut stats = ExtractStats::default();
     let mut pending = Pending::default();
@@ -281,8 +281,8 @@ pub(crate) fn scan(input: &mut dyn Read) -> Result<Scanned> {
 }
 
 /// What [`scan`] has seen of the paths before an entry: the symbolic links
-/// (by path) and the directories, explicit or implied by a path through
-/// them. Paths are looked up by an incremental hash of their components, so
+/// (by path), the other files, and the directories, explicit or implied by
+/// a path through them. Paths are looked up by an incremental hash of their components, so
 /// an entry costs O(its depth) whatever the depth (joining every prefix to
 /// look it up cost O(depth²) an entry, and 5,000 nested directories took 91 s).
 #[derive(Default)]
@@ -290,6 +290,8 @@ struct Seen {
     hashing: std::collections::hash_map::RandomState,
     /// A symbolic link's path, by its hash (compared whole on a match).
     symlinks: HashMap<u64, String>,
+    /// Regular files and hard links: a path through one fails (ENOTDIR).
+    files: HashSet<u64>,
     directories: HashSet<u64>,
 }
 
@@ -324,6 +326,9 @@ impl Seen {
         if let Some(link) = self.link_on_the_way(&parts, &hashes) {
             bail!("directory \"{link}\": is a symbolic link or not a directory; refusing to write through it");
         }
+        if let Some(k) = (0..parts.len().saturating_sub(1)).find(|&k| self.files.contains(&hashes[k])) {
+            bail!("directory \"{}\": is a file, not a directory", parts[..=k].join("/"));
+        }
         let Some(&last) = hashes.last() else { return Ok(()) };
         self.directories.extend(&hashes[..hashes.len() - 1]);
         let is_directory = typeflag == b'5';
@@ -335,13 +340,16 @@ impl Seen {
         match typeflag {
             b'0' | 0 | b'7' => {
                 self.symlinks.remove(&last);
+                self.files.insert(last);
             }
             b'5' => {
-                // A directory replaces a link of its name, as GNU tar's does.
+                // A directory replaces a link or file of its name, as GNU tar's does.
                 self.symlinks.remove(&last);
+                self.files.remove(&last);
                 self.directories.insert(last);
             }
             b'2' => {
+                self.files.remove(&last);
                 self.symlinks.insert(last, parts.join("/"));
             }
             b'1' => {
@@ -355,6 +363,7 @@ impl Seen {
                     );
                 }
                 self.symlinks.remove(&last);
+                self.files.insert(last);
             }
             other => bail!(
                 "unsupported entry type '{}' (devices and FIFOs are not extracted)",

@@ -93,22 +93,24 @@ fn version_of(conn: &Connection) -> Result<usize> {
     usize::try_from(version).map_err(|_| anyhow::anyhow!("its schema version is {version}, which no fsscale writes; it is not fsscale's: give --history-db another path"))
 }
 
-/// Why the store at `conn` is not one fsscale made, before anything else
-/// reads it: `Ok(None)` when its schema is exactly what fsscale's
+/// Why the store at `conn` is not one fsscale can use, before anything
+/// else reads or writes it (with the fix, as words after the store's name):
+/// `Ok(None)` when its schema is exactly what fsscale's
 /// migrations make at its version (nothing else: no table, index, view or
 /// trigger fsscale did not make, since a trigger runs inside fsscale's own
 /// writes). SQLite errors (not a database) pass through for the caller.
 pub(crate) fn check_foreign(conn: &Connection) -> rusqlite::Result<Option<String>> {
     let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
-    if version < 0 || version as usize > CURRENT {
-        // Said by migrate, which knows the fix for a newer store.
-        return Ok(if version < 0 {
-            Some(format!("has schema version {version}, which no fsscale writes"))
-        } else {
-            None
-        });
+    if version < 0 {
+        return Ok(Some(format!("has schema version {version}, which no fsscale writes; it is not fsscale's: give --history-db another path")));
     }
-    unexpected_objects(conn, version as usize)
+    if version as usize > CURRENT {
+        return Ok(Some(format!(
+            "has schema version {version}, newer than this fsscale knows ({CURRENT}); use the fsscale that wrote it, or another --history-db"
+        )));
+    }
+    Ok(unexpected_objects(conn, version as usize)?
+        .map(|why| format!("{why}; it is not fsscale's: give --history-db another path")))
 }
 
 /// What the schema of `conn` has that fsscale's first `version` migrations

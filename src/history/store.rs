@@ -152,9 +152,9 @@ impl Store {
         conn.pragma_update(None, "trusted_schema", false).with_context(what)?;
         conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_DEFENSIVE, true).with_context(what)?;
         conn.busy_timeout(BUSY_TIMEOUT).with_context(what)?;
-        schema::check_foreign(&conn).map_err(|e| not_a_store(e, path))?.map_or(Ok(()), |why| {
-            Err(anyhow!("{} {why}; it is not fsscale's: give --history-db another path", what()))
-        })?;
+        if let Some(why) = schema::check_foreign(&conn).map_err(|e| not_a_store(e, path))? {
+            bail!("{} {why}", what());
+        }
         set_wal(&conn).map_err(|e| not_a_store(e, path))?;
         conn.pragma_update(None, "synchronous", "NORMAL").with_context(what)?;
         conn.pragma_update(None, "foreign_keys", true).with_context(what)?;

@@ -79,7 +79,7 @@ fn a_store_of_the_first_schema_is_migrated_with_its_results() {
     // A store from a newer fsscale is refused, not rewritten.
     conn.pragma_update(None, "user_version", 99).unwrap();
     let error = format!("{:#}", Store::open(&path).err().unwrap());
-    assert!(error.contains("schema is version 99, newer than this fsscale knows"), "{error}");
+    assert!(error.contains("has schema version 99, newer than this fsscale knows"), "{error}");
 }
 
 #[test]

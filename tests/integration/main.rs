@@ -10,6 +10,7 @@ mod errors;
 mod escaped;
 mod faults;
 mod filesystems;
+mod fuzzed;
 mod gate;
 mod history;
 mod hostile;

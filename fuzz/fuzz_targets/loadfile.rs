@@ -1,0 +1,3 @@
+//! The dbench loadfile parser.
+#![no_main]
+libfuzzer_sys::fuzz_target!(|data: &[u8]| fsscale::fuzzing::loadfile(data));
