@@ -129,7 +129,7 @@ impl<F: serde_json::ser::Formatter> serde_json::ser::Formatter for SafeJson<F> {
         let risky = |c: char| matches!(c as u32, 0x7f..=0x9f | 0x2028 | 0x2029);
         let mut rest = fragment;
         while let Some(at) = rest.find(risky) {
-            writer.write_all(rest[..at].as_bytes())?;
+            writer.write_all(&rest.as_bytes()[..at])?;
             let c = rest[at..].chars().next().expect("found at a char boundary");
             write!(writer, "\\u{:04x}", c as u32)?;
             rest = &rest[at + c.len_utf8()..];
@@ -167,21 +167,26 @@ impl<F: serde_json::ser::Formatter> serde_json::ser::Formatter for SafeJson<F> {
     }
 }
 
-/// `text` as one cell or line of Markdown that renders as the text itself:
-/// the backslash, backtick and `| * _ [ ] #` backslash-escaped, `< > &` as entities (no raw HTML),
-/// and line breaks and other control characters shown as escapes, so a
-/// string cannot end its cell, its row, or the code span it stands in.
+/// `text` as one cell or line of Markdown that renders as the text itself
+/// and cannot end its cell or row, open HTML, an entity, a code span or a
+/// link: a backslash, `|` and a backtick are backslash-escaped, `<` before
+/// what could open a tag and `&` before what could name an entity are
+/// written as entities, `]` before `(` or `[` is escaped, and line breaks and
+/// other control characters are shown as escapes. fsscale's own text
+/// (`<0.0001`, `[-2.1%, 0.4%]`, `ops_per_cpu_s`) passes as it is.
 pub fn markdown_text(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        let next = chars.peek().copied();
         match c {
-            '\\' | '|' | '`' | '*' | '_' | '[' | ']' | '#' => {
+            '\\' | '|' | '`' => {
                 out.push('\\');
                 out.push(c);
             }
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '&' => out.push_str("&amp;"),
+            '<' if next.is_some_and(|n| n.is_ascii_alphabetic() || "/!?".contains(n)) => out.push_str("&lt;"),
+            '&' if next.is_some_and(|n| n.is_ascii_alphanumeric() || n == '#') => out.push_str("&amp;"),
+            ']' if matches!(next, Some('(' | '[')) => out.push_str("\\]"),
             c if c.is_control() => out.push_str(&for_terminal(c.encode_utf8(&mut [0; 4])).replace('\\', "\\\\")),
             c => out.push(c),
         }
@@ -238,7 +243,13 @@ mod tests {
 
     #[test]
     fn markdown_text_cannot_end_its_cell_or_open_html() {
-        assert_eq!(markdown_text("a|b\nc<script>`x`"), "a\\|b\\\\nc&lt;script&gt;\\`x\\`");
+        assert_eq!(markdown_text("a|b\nc<script>`x`"), "a\\|b\\\\nc&lt;script>\\`x\\`");
+        assert_eq!(markdown_text("[click](javascript:x) &amp; &#60;"), "[click\\](javascript:x) &amp;amp; &amp;#60;");
+        // fsscale's own text is left as it is.
+        assert_eq!(
+            markdown_text("<0.0001 [-2.1%, 0.4%] ops_per_cpu_s a < b"),
+            "<0.0001 [-2.1%, 0.4%] ops_per_cpu_s a < b"
+        );
         assert!(!markdown_text("x\r\ny\u{1b}").contains(['\n', '\r', '\u{1b}']));
     }
 

@@ -27,13 +27,15 @@ pub(crate) fn create_locked(dir: RawFd, name: &CStr, mode: libc::mode_t) -> Resu
 /// Opens `name` in `dir` (never through a link) and takes its lock if no
 /// live run holds it: `Some(file)`, holding the lock until dropped; `None`
 /// when it is held (its run is alive).
-/// Never blocks: a FIFO or device planted at the name (in a sticky shared
-/// directory, say) is opened without waiting and refused as
-/// [`sys::NOT_REGULAR`].
+/// What is locked is a regular file or a directory (a tracing instance, a
+/// cgroup); it is opened without blocking, so a FIFO or device planted at
+/// the name (in a sticky shared directory, say) is refused as
+/// [`sys::NOT_REGULAR`], never waited on.
 pub(crate) fn lock_if_unheld(dir: RawFd, name: &CStr) -> Result<Option<File>, Errno> {
     let file = sys::open_owned(dir, name, libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK, 0)?;
     let file = File::from(file);
-    if !file.metadata().map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?.is_file() {
+    let kind = file.metadata().map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?.file_type();
+    if !(kind.is_file() || kind.is_dir()) {
         return Err(sys::NOT_REGULAR);
     }
     // SAFETY: flock on our own descriptor; EWOULDBLOCK means a live run holds it.
@@ -49,6 +51,18 @@ pub(crate) fn lock_if_unheld(dir: RawFd, name: &CStr) -> Result<Option<File>, Er
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fifo_is_refused_without_waiting_and_a_directory_can_be_locked() {
+        let dir = tempfile::tempdir().unwrap();
+        let fd = File::open(dir.path()).unwrap();
+        let fifo = std::ffi::CString::new(dir.path().join("fifo").to_str().unwrap()).unwrap();
+        // SAFETY: a valid C string.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        assert_eq!(lock_if_unheld(fd.as_raw_fd(), c"fifo").unwrap_err(), sys::NOT_REGULAR);
+        std::fs::create_dir(dir.path().join("instance")).unwrap();
+        assert!(lock_if_unheld(fd.as_raw_fd(), c"instance").unwrap().is_some());
+    }
 
     #[test]
     fn a_held_lock_is_seen_and_a_dropped_one_is_free() {

@@ -476,7 +476,7 @@ pub fn format_size(bytes: u64) -> String {
     const MIB: u64 = 1 << 20;
     const GIB: u64 = 1 << 30;
     const TIB: u64 = 1 << 40;
-    let unit = |size: u64, name: &str, exact: bool| match exact && bytes % size == 0 {
+    let unit = |size: u64, name: &str, exact: bool| match exact && bytes.is_multiple_of(size) {
         true => format!("{} {name}", bytes / size),
         false => format!("{:.1} {name}", bytes as f64 / size as f64),
     };

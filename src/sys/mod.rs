@@ -437,7 +437,7 @@ pub(crate) fn cname(name: &str) -> CString {
 /// "No space left on device (ENOSPC)": the message plus the symbolic name kernel people grep for.
 pub(crate) fn errno_text(errno: Errno) -> String {
     if errno == NOT_REGULAR {
-        return "not a regular file (a FIFO, device or directory was put there)".to_string();
+        return "not a regular file or a directory (a FIFO or device was put there)".to_string();
     }
     let message = errno_text_plain(&io::Error::from_raw_os_error(errno));
     match errno_name(errno) {

@@ -184,7 +184,7 @@ fn a_fifo_planted_at_a_journal_marker_or_input_is_refused_without_waiting() {
         .arg(&env.output);
     assert_one_line_error(
         &output_unless_hung(&mut run),
-        "not a regular file (a FIFO, device or directory was put there)",
+        "not a regular file or a directory (a FIFO or device was put there)",
     );
     assert!(!env.output.exists(), "no results file was begun");
     // A scratch directory's marker, in a shared --dir: the run looks for
