@@ -215,23 +215,7 @@ fn refuse_same_file(like: &Path, output: &Path) -> Result<()> {
 fn check_inputs(doc: &ResultsFile, args: &RunArgs) -> Result<()> {
     if let Some(tarball) = &args.macros.tarball {
         let recorded = doc.settings.untar.as_ref().and_then(|u| u.sha256.as_deref());
-        let Some(recorded) = recorded else {
-            bail!(
-                "it records --tarball {} without the tarball's content hash (a file of an older fsscale, or \
-                 edited): the tarball cannot be checked; run A again with this fsscale",
-                shell_word(&tarball.display().to_string())
-            );
-        };
-        let now = fsscale::archive::file_sha256(tarball).with_context(|| format!("--tarball {}", tarball.display()))?;
-        if now != recorded {
-            bail!(
-                "--tarball {} has sha256 {} now, {} when it was recorded: it is not the same tarball, so the run \
-                 would not be the same",
-                shell_word(&tarball.display().to_string()),
-                &now[..12],
-                recorded.get(..12).unwrap_or(recorded)
-            );
-        }
+        check_file_hash("--tarball", "tarball", tarball, recorded)?;
     }
     if let Some(tree) = &args.macros.tree {
         let walked = doc.settings.walked_tree.as_ref();
@@ -264,25 +248,32 @@ fn check_inputs(doc: &ResultsFile, args: &RunArgs) -> Result<()> {
         }
     }
     if let Some(trace) = &args.macros.trace {
-        let Some(recorded) = doc.settings.replay.as_ref().and_then(|r| r.sha256.as_deref()) else {
-            bail!(
-                "it records --trace {} without the loadfile's content hash (a file of an older fsscale, or edited): \
-                 the loadfile cannot be checked, and is not read; run A again with this fsscale",
-                shell_word(&trace.display().to_string())
-            );
-        };
         // Hashed, never parsed, before it matches: a parse error would
         // quote what a file the sender chose holds.
-        let now = fsscale::archive::file_sha256(trace).with_context(|| format!("--trace {}", trace.display()))?;
-        if now != recorded {
-            bail!(
-                "--trace {} has sha256 {} now, {} when it was recorded: it is not the same loadfile, so the run \
-                 would not be the same",
-                shell_word(&trace.display().to_string()),
-                &now[..12],
-                recorded.get(..12).unwrap_or(recorded)
-            );
-        }
+        let recorded = doc.settings.replay.as_ref().and_then(|r| r.sha256.as_deref());
+        check_file_hash("--trace", "loadfile", trace, recorded)?;
+    }
+    Ok(())
+}
+
+/// The file an `option` names (a `what`) has the sha256 recorded for it;
+/// without one recorded it is refused, not read.
+fn check_file_hash(option: &str, what: &str, path: &Path, recorded: Option<&str>) -> Result<()> {
+    let shown = shell_word(&path.display().to_string());
+    let Some(recorded) = recorded else {
+        bail!(
+            "it records {option} {shown} without the {what}'s content hash (a file of an older fsscale, or \
+             edited): the {what} cannot be checked, and is not read; run A again with this fsscale"
+        );
+    };
+    let now = fsscale::archive::file_sha256(path).with_context(|| format!("{option} {}", path.display()))?;
+    if now != recorded {
+        bail!(
+            "{option} {shown} has sha256 {} now, {} when it was recorded: it is not the same {what}, so the run \
+             would not be the same",
+            &now[..12],
+            recorded.get(..12).unwrap_or(recorded)
+        );
     }
     Ok(())
 }

@@ -224,22 +224,39 @@ fn first_file_data(tar: &[u8]) -> usize {
     panic!("the tarball has no file with data");
 }
 
+/// `fsscale run ARGS -n 1` into `name` beside the test's files: a recorded run.
+fn recorded(env: &TestEnv, name: &str, args: &[&str]) -> PathBuf {
+    let path = env.root.path().join(name);
+    let out = fsscale()
+        .args(["run", "-n", "1", "--warmup-runs", "0"])
+        .args(args)
+        .arg("--dir")
+        .arg(&env.dir)
+        .arg("-o")
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_success(&out);
+    path
+}
+
+/// A copy of `doc` whose command line gives `option` the value `value`, saved as `forged.json`.
+fn forged(env: &TestEnv, doc: &ResultsFile, option: &str, value: &str) -> PathBuf {
+    let mut doc = doc.clone();
+    let at = doc.command_line.iter().position(|w| w == option).unwrap() + 1;
+    doc.command_line[at] = value.to_string();
+    let path = env.root.path().join("forged.json");
+    doc.save(&path).unwrap();
+    path
+}
+
 #[test]
 fn a_recorded_loadfile_is_hashed_never_parsed_before_it_matches_so_no_error_quotes_a_secret() {
     let env = TestEnv::new();
     let trace = env.root.path().join("tiny.load");
     std::fs::write(&trace, crate::replay::TINY).unwrap();
-    let recorded = env.root.path().join("replay.json");
-    let out = fsscale()
-        .args(["run", "replay", "-j", "1", "-n", "1", "-d", "0.05", "--warmup-runs", "0", "--trace"])
-        .arg(&trace)
-        .arg("--dir")
-        .arg(&env.dir)
-        .arg("-o")
-        .arg(&recorded)
-        .output()
-        .unwrap();
-    assert_success(&out);
+    let recorded =
+        recorded(&env, "replay.json", &["replay", "-j", "1", "-d", "0.05", "--trace", trace.to_str().unwrap()]);
     let doc = ResultsFile::load(&recorded).unwrap();
     let sha = doc.settings.replay.as_ref().unwrap().sha256.clone().expect("the loadfile's hash is recorded");
     assert_eq!(sha.len(), 64);
@@ -248,16 +265,13 @@ fn a_recorded_loadfile_is_hashed_never_parsed_before_it_matches_so_no_error_quot
     std::fs::write(&secret, "SECRETWORD and the rest\n").unwrap();
     std::fs::set_permissions(&secret, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
     let dir = ["--dir", env.dir.to_str().unwrap()];
-    let mut forged = doc.clone();
-    let at = forged.command_line.iter().position(|w| w == "--trace").unwrap() + 1;
-    forged.command_line[at] = secret.display().to_string();
-    let forged_path = env.root.path().join("forged.json");
-    forged.save(&forged_path).unwrap();
+    let forged_path = forged(&env, &doc, "--trace", secret.to_str().unwrap());
     let out = like(env.root.path(), &forged_path, &["-o", "x.json", dir[0], dir[1]]);
     assert_one_line_error(&out, "it is not the same loadfile");
     assert!(!stderr(&out).contains("SECRETWORD"), "{}", stderr(&out));
-    forged.settings.replay.as_mut().unwrap().sha256 = None;
-    forged.save(&forged_path).unwrap();
+    let mut unhashed = ResultsFile::load(&forged_path).unwrap();
+    unhashed.settings.replay.as_mut().unwrap().sha256 = None;
+    unhashed.save(&forged_path).unwrap();
     let out = like(env.root.path(), &forged_path, &["-o", "x.json", dir[0], dir[1]]);
     assert_one_line_error(&out, "without the loadfile's content hash");
     assert!(!stderr(&out).contains("SECRETWORD"), "{}", stderr(&out));
@@ -271,24 +285,11 @@ fn a_recorded_tree_is_walked_no_further_than_the_entries_it_held() {
     let tree = env.root.path().join("tree");
     std::fs::create_dir_all(tree.join("d")).unwrap();
     std::fs::write(tree.join("d/f"), "x").unwrap();
-    let recorded = env.root.path().join("t.json");
-    let out = fsscale()
-        .args(["run", "traverse", "-j", "1", "-n", "1", "--warmup-runs", "0", "--share", "same", "--tree"])
-        .arg(&tree)
-        .arg("--dir")
-        .arg(&env.dir)
-        .arg("-o")
-        .arg(&recorded)
-        .output()
-        .unwrap();
-    assert_success(&out);
+    let recorded =
+        recorded(&env, "t.json", &["traverse", "-j", "1", "--share", "same", "--tree", tree.to_str().unwrap()]);
     // The same file naming the whole system as its tree: refused after a
     // walk of at most the 2 entries it held, not a walk of /.
-    let mut doc = ResultsFile::load(&recorded).unwrap();
-    let at = doc.command_line.iter().position(|w| w == "--tree").unwrap() + 1;
-    doc.command_line[at] = "/".into();
-    let forged = env.root.path().join("forged.json");
-    doc.save(&forged).unwrap();
+    let forged = forged(&env, &ResultsFile::load(&recorded).unwrap(), "--tree", "/");
     let dir = ["--dir", env.dir.to_str().unwrap()];
     let out = like(env.root.path(), &forged, &["-o", "x.json", dir[0], dir[1]]);
     assert_one_line_error(&out, "--tree / holds more than the 2 entries it held when it was recorded");
