@@ -192,7 +192,7 @@ fn measure(run_args: &[String]) -> Result<Option<ResultsFile>> {
             if measured {
                 Ok(None)
             } else {
-                bail!("the run failed (exit {code}) before its first measurement: its error is above; mend the run's arguments, which fail the same way at every revision")
+                bail!("the run failed (exit {code}) before its first measurement (its error is above): a plan refused here is refused at every revision, so mend the run's arguments")
             }
         }
     }

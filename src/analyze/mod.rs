@@ -3,9 +3,6 @@
 //! Universal Scalability Law fit over every run, the regime in words and a
 //! collapse flag. Also fits two-column (N, throughput) data from other tools.
 
-/// The most `analyze --csv` reads: a million `N,X` lines are about 20 MiB.
-pub const MAX_PAIRS_BYTES: u64 = 64 << 20;
-
 use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
 
@@ -17,6 +14,9 @@ use crate::stats::usl::{fit, UslFit};
 use crate::stats::Sample;
 use crate::vocab::Mode;
 use crate::vocab::{Share, Workload};
+
+/// The most `analyze --csv` reads: a million `N,X` lines are about 20 MiB.
+pub const MAX_PAIRS_BYTES: u64 = 64 << 20;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SeriesAnalysis {
