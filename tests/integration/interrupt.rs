@@ -201,6 +201,10 @@ fn every_signal_in_every_phase_of_a_variant_under_a_memory_limit_leaves_nothing_
             } else {
                 assert_eq!(doc.variant_in_effect.as_deref(), Some("b"), "{case}: the file says what may be set");
             }
+            // A killed run's lock is free only once every process of it has
+            // exited (a SIGKILLed worker takes a moment under load); until
+            // then cleanup rightly leaves its cgroup alone.
+            wait_until("the group's processes gone", || live_processes_in_group(pgid).is_empty());
             if is_root() {
                 let cleaned = fsscale().arg("cleanup").arg("--scratch").arg(&env.dir).output().unwrap();
                 if code < 0 {
@@ -208,7 +212,6 @@ fn every_signal_in_every_phase_of_a_variant_under_a_memory_limit_leaves_nothing_
                 }
                 assert_eq!(cgroups_of(pid), Vec::<String>::new(), "{case}: cgroups left");
             }
-            wait_until("the group's processes gone", || live_processes_in_group(pgid).is_empty());
             assert!(processes_running(&format!("sleep {tag}")).is_empty(), "{case}: the setup's sleep is gone");
             assert_eq!(env.leftovers(), Vec::<String>::new(), "{case}: scratch left");
             assert!(started.elapsed() < std::time::Duration::from_secs(15), "{case}: took {:?}", started.elapsed());
