@@ -27,6 +27,7 @@ pub(crate) fn create_locked(dir: RawFd, name: &CStr, mode: libc::mode_t) -> Resu
 /// Opens `name` in `dir` (never through a link) and takes its lock if no
 /// live run holds it: `Some(file)`, holding the lock until dropped; `None`
 /// when it is held (its run is alive).
+///
 /// What is locked is a regular file or a directory (a tracing instance, a
 /// cgroup); it is opened without blocking, so a FIFO or device planted at
 /// the name (in a sticky shared directory, say) is refused as

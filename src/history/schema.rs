@@ -65,17 +65,12 @@ pub(crate) const CURRENT: usize = MIGRATIONS.len();
 pub(crate) fn migrate(conn: &mut Connection, to: usize) -> Result<()> {
     loop {
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let version = version_of(&tx)?;
-        if version > CURRENT {
-            bail!(
-                "its schema is version {version}, newer than this fsscale knows ({CURRENT}); use the fsscale that wrote it, or another --history-db"
-            );
+        // Checked again in the transaction that migrates: another process
+        // may have migrated since the store was opened.
+        if let Some(why) = check_foreign(&tx)? {
+            bail!("it {why}");
         }
-        // Read in the transaction that migrates: another process may have
-        // migrated since the store was opened.
-        if let Some(why) = unexpected_objects(&tx, version)? {
-            bail!("{why}; it is not fsscale's: give --history-db another path");
-        }
+        let version = tx.query_row("PRAGMA user_version", [], |r| r.get::<_, i64>(0))? as usize;
         if version >= to {
             return Ok(());
         }
@@ -84,13 +79,6 @@ pub(crate) fn migrate(conn: &mut Connection, to: usize) -> Result<()> {
         tx.pragma_update(None, "user_version", (version + 1) as i64)?;
         tx.commit()?;
     }
-}
-
-/// The schema version a store says it has, refused in one line when no
-/// fsscale writes it (negative).
-fn version_of(conn: &Connection) -> Result<usize> {
-    let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
-    usize::try_from(version).map_err(|_| anyhow::anyhow!("its schema version is {version}, which no fsscale writes; it is not fsscale's: give --history-db another path"))
 }
 
 /// Why the store at `conn` is not one fsscale can use, before anything

@@ -94,8 +94,8 @@ fn neutralised(value: &Value) -> String {
     }
 }
 
-/// RFC 4180: a header line; fields with a comma, quote or line break
-/// quoted; text cells neutralised against formula injection.
+/// RFC 4180: a header line; fields with a comma or quote quoted (a line
+/// break is written as an escape); text cells neutralised against formula injection.
 fn csv(rows: &[Row]) -> String {
     let mut out = String::new();
     let Some(first) = rows.first() else { return out };
@@ -103,7 +103,7 @@ fn csv(rows: &[Row]) -> String {
     // CSV is read on terminals too, and no reader needs them raw.
     let field = |s: &str| {
         let s = &*crate::escape::for_terminal(s);
-        if s.contains([',', '"', '\n', '\r']) {
+        if s.contains([',', '"']) {
             format!("\"{}\"", s.replace('"', "\"\""))
         } else {
             s.to_string()

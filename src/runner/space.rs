@@ -13,8 +13,7 @@ use crate::vocab::Workload;
 /// `--grow-size` (`append-grow`) or its `--map-size` (`fault-*`), as what it
 /// takes on a filesystem (a page per file, a kilobyte per entry).
 /// `tree_bytes` is one copy of the tree, when there is one.
-pub(super) fn largest_write(config: &RunConfig, tree_bytes: Option<u64>) -> Option<(u64, &'static str)> {
-    let workers = config.workers.iter().copied().max().unwrap_or(1) as u64;
+fn largest_write(config: &RunConfig, workers: u64, tree_bytes: Option<u64>) -> Option<(u64, &'static str)> {
     config
         .workloads
         .iter()
@@ -37,10 +36,10 @@ pub(super) fn check_room(config: &RunConfig, tree_bytes: Option<u64>) -> Result<
     if !config.filesystems.specs.iter().any(|spec| spec.kind == FsKind::Dir) {
         return Ok(());
     }
-    let Some((need, what)) = largest_write(config, tree_bytes) else { return Ok(()) };
+    let workers = config.workers.iter().copied().max().unwrap_or(1);
+    let Some((need, what)) = largest_write(config, workers as u64, tree_bytes) else { return Ok(()) };
     let Some(free) = crate::sys::free_bytes(&config.dir) else { return Ok(()) };
     if need > free {
-        let workers = config.workers.iter().copied().max().unwrap_or(1);
         bail!(
             "the plan writes about {} MiB into --dir {} at {} ({what} each), more than the {} MiB free there; \
              use fewer workers or less data, or another --dir",

@@ -59,13 +59,12 @@ pub fn check_private_dir(dir: &Path, what: &str) -> anyhow::Result<()> {
 }
 
 /// Checks that the file at `path`, if there is one, is a regular file of
-/// this user's with one name, not a link, FIFO or device: `Ok(false)` when
-/// there is nothing there.
-pub fn check_own_file(path: &Path, what: &str) -> anyhow::Result<bool> {
+/// this user's with one name, not a link, FIFO or device.
+pub fn check_own_file(path: &Path, what: &str) -> anyhow::Result<()> {
     use std::os::unix::fs::MetadataExt;
     let meta = match std::fs::symlink_metadata(path) {
         Ok(meta) => meta,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
         Err(e) => anyhow::bail!("{what} {}: {}", path.display(), errno_text_plain(&e)),
     };
     let kind = meta.file_type();
@@ -85,7 +84,7 @@ pub fn check_own_file(path: &Path, what: &str) -> anyhow::Result<bool> {
             "the {what} {} is {p}; fsscale opens only its own files there: remove it or choose another path",
             crate::escape::for_terminal(&path.to_string_lossy())
         ),
-        None => Ok(true),
+        None => Ok(()),
     }
 }
 
