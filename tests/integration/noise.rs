@@ -92,8 +92,13 @@ fn a_busy_machine_is_named() {
     assert_eq!(doc.points[0].noise_problem().as_deref(), Some("machine busy in 3 of 3 runs"));
 }
 
+/// How far a hog moves ops/s and ops per CPU-second depends on the machine
+/// and on what else runs: that is a benchmark (bench/per-cpu.sh, figures in
+/// docs/BENCHMARKS.md). What holds on any machine: each run's figure is its
+/// ops over its workers' CPU seconds, and compare, on ops/s, never blames a
+/// hog's slowdown on the change, while on ops per CPU-second it judges.
 #[test]
-fn ops_per_cpu_second_hold_where_a_hog_halves_ops_per_second() {
+fn ops_per_cpu_second_are_ops_over_worker_cpu_and_compare_judges_them_beside_a_hog() {
     let args = ["stat", "-j", "1", "-n", "4", "--duration", "0.2", "--share", "private"];
     let quiet = TestEnv::new();
     let out = quiet.run_on_cpus("0", &args);
@@ -104,34 +109,22 @@ fn ops_per_cpu_second_hold_where_a_hog_halves_ops_per_second() {
     let out = beside_a_hog(|| busy.run_on_cpus("0", &args));
     assert_success(&out);
     let (q, b) = (quiet.results(), busy.results());
-    let (qs, bs) = (q.points[0].summary.as_ref().unwrap(), b.points[0].summary.as_ref().unwrap());
-    // Every run's figure is its ops over the workers' CPU seconds.
     for run in q.points[0].runs.iter().chain(&b.points[0].runs) {
         let cpu = run.worker_cpu.user_s + run.worker_cpu.sys_s;
+        assert!(cpu > 0.0, "a run of stat used CPU: {run:?}");
         assert!((run.ops_per_cpu_s().unwrap() * cpu - run.ops as f64).abs() < 1.0);
     }
-    let (q_cpu, b_cpu) = (qs.ops_per_cpu_s.as_ref().unwrap().median, bs.ops_per_cpu_s.as_ref().unwrap().median);
-    // The hog takes about half the CPU: ops/s fall by about half, ops per
-    // CPU-second do not. How far ops/s fall depends on how quiet the quiet
-    // side was (other work beside the tests slows it too), so that figure is
-    // held to a quarter only where the quiet side had no busy run.
-    let quiet_was_quiet = qs.busy_runs.is_empty();
-    let fell = bs.ops_per_s.median < if quiet_was_quiet { 0.75 } else { 1.0 } * qs.ops_per_s.median;
-    assert!(
-        fell,
-        "ops/s {} busy vs {} quiet (quiet side busy: {})",
-        bs.ops_per_s.median, qs.ops_per_s.median, !quiet_was_quiet
-    );
-    // How far ops per CPU-second move beside the hog depends on the machine
-    // and on what else runs (an op costs more beside other work: caches, the
-    // SMT sibling; this VM's speed also switches between host states): a
-    // benchmark, bench/per-cpu.sh, with its figures in docs/BENCHMARKS.md.
-    // Here: both sides have the figure.
-    assert!(q_cpu > 0.0 && b_cpu > 0.0, "{q_cpu} {b_cpu}");
-    // compare on ops/s never blames the hog's slowdown on the change: the busy
-    // side vetoes it (too noisy), or, where other work made the quiet side busy
-    // too (a build beside the tests), the runs' spread leaves it unproven or within noise.
-    // On ops per CPU-second it judges.
+    let (qs, bs) = (q.points[0].summary.as_ref().unwrap(), b.points[0].summary.as_ref().unwrap());
+    let median_of = |runs: &[fsscale::results::RunRecord]| {
+        let mut v: Vec<f64> = runs.iter().map(|r| r.ops_per_cpu_s().unwrap()).collect();
+        v.sort_by(f64::total_cmp);
+        (v[1] + v[2]) / 2.0
+    };
+    assert_eq!(qs.ops_per_cpu_s.as_ref().unwrap().median, median_of(&q.points[0].runs));
+    assert_eq!(bs.ops_per_cpu_s.as_ref().unwrap().median, median_of(&b.points[0].runs));
+    // On ops/s the busy side vetoes a verdict (too noisy), or, where other
+    // work made the quiet side busy too, the spread leaves it unproven or
+    // within noise: never worse or better.
     let out = fsscale().arg("compare").arg(&quiet.output).arg(&busy.output).output().unwrap();
     let text = stdout(&out);
     assert!(text.contains("new: machine busy"), "{text}");
