@@ -4,15 +4,20 @@
 //! ops/s, or its ops per worker CPU-second for a series in which the
 //! machine was busy in some result (other work moves ops/s, not the
 //! workers' own CPU time; docs/STATISTICS.md). Steps are found on their
-//! logarithms by E-Divisive means ([`crate::stats::changepoint`]); each
-//! found step's levels are the means of the results between it and its
-//! neighbouring steps, their ratio with Fieller's 95% interval, as compare gives it.
+//! logarithms: in a short series with each result's runs
+//! ([`crate::stats::replicated_steps`]: a permutation test over a few
+//! results cannot reach the significance asked), in a longer one by
+//! E-Divisive means ([`crate::stats::changepoint`]), which assumes nothing
+//! of the noise's distribution. Each found step's levels are the means of
+//! the results between it and its neighbouring steps, their ratio with
+//! Fieller's 95% interval, as compare gives it.
 
 use serde::Serialize;
 
 use super::store::{Entry, Series, Store};
 use crate::compare::{attribute, Attribution};
-use crate::stats::changepoint::{e_divisive, ChangePointConfig};
+use crate::stats::changepoint::{e_divisive, ChangePoint, ChangePointConfig};
+use crate::stats::replicated_steps::{replicated_steps, Replicated, StepConfig};
 use crate::stats::distributions::t_quantile_two_sided;
 use crate::stats::hypothesis::{ratio_interval, welch};
 use crate::stats::Sample;
@@ -28,11 +33,37 @@ pub struct ChangeConfig {
     pub search: usize,
     /// Of the levels' ratio interval, in (0, 1).
     pub confidence: f64,
+    /// A series searched with fewer results than this (outliers left out)
+    /// is judged with each result's runs; from it on, by permutations.
+    pub short_series: usize,
 }
 
 impl ChangeConfig {
-    pub const DEFAULT: ChangeConfig =
-        ChangeConfig { detector: ChangePointConfig::DEFAULT, last: 200, search: 1000, confidence: 0.95 };
+    /// 16: from there on, E-Divisive's permutation test calls a 5% step
+    /// at its place in nearly every series (docs/STATISTICS.md).
+    pub const DEFAULT: ChangeConfig = ChangeConfig {
+        detector: ChangePointConfig::DEFAULT,
+        last: 200,
+        search: 1000,
+        confidence: 0.95,
+        short_series: 16,
+    };
+
+    /// The fewest results on each side of a step.
+    pub fn min_segment(&self) -> usize {
+        self.detector.min_segment.max(2)
+    }
+}
+
+/// How a step was tested.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StepTest {
+    /// A short series: Student's t on the results, their spread held to
+    /// their runs', against step-free series like it.
+    Replicates,
+    /// E-Divisive means' permutation test.
+    Permutations,
 }
 
 /// Which figure of each result a series is judged on.
@@ -65,8 +96,9 @@ pub struct Change {
     /// (`None` when a side has one result, or the base is not clear of 0).
     pub ratio: f64,
     pub interval: Option<(f64, f64)>,
-    /// The permutation test's p-value.
+    /// The test's p-value (of the most different of the splits searched).
     pub p_value: f64,
+    pub test: StepTest,
     /// Outliers just before `index`, between the last result at the old
     /// level and the first at the new: the step may be at any of them.
     pub unplaced: usize,
@@ -105,6 +137,12 @@ pub struct SeriesChanges {
     pub values: Vec<f64>,
     /// Which of them are outliers, left out of the search and the levels.
     pub outliers: Vec<bool>,
+    /// How many results were searched for steps.
+    pub searched: usize,
+    /// The fewest results on each side of a step: a series searched with
+    /// fewer than twice this has none to find, and a step in its last
+    /// `min_segment − 1` results cannot be told yet.
+    pub min_segment: usize,
     pub changes: Vec<Change>,
 }
 
@@ -132,8 +170,7 @@ pub fn find_changes(entries: &[Entry], config: &ChangeConfig) -> (SeriesFigure, 
     // The search and the levels leave outliers out: one disturbed
     // invocation is not a level, and would pull a step's place towards it.
     let kept: Vec<usize> = (0..values.len()).filter(|&i| !outlying[i]).collect();
-    let kept_logs: Vec<f64> = kept.iter().map(|&i| logs[i]).collect();
-    let found = e_divisive(&kept_logs, &config.detector);
+    let (found, test) = search(entries, figure, &kept, &logs, config);
     let mut bounds: Vec<usize> = vec![0];
     bounds.extend(found.iter().map(|c| c.index));
     bounds.push(kept.len());
@@ -168,11 +205,55 @@ pub fn find_changes(entries: &[Entry], config: &ChangeConfig) -> (SeriesFigure, 
                 ratio,
                 interval,
                 p_value: c.p_value,
+                test,
                 attribution: None,
             }
         })
         .collect();
     (figure, values, changes)
+}
+
+/// The steps among the `kept` results (indexes among them): a short
+/// series judged with each result's runs, a longer one by E-Divisive's
+/// permutations.
+fn search(
+    entries: &[Entry],
+    figure: SeriesFigure,
+    kept: &[usize],
+    logs: &[f64],
+    config: &ChangeConfig,
+) -> (Vec<ChangePoint>, StepTest) {
+    if kept.len() >= config.short_series {
+        let kept_logs: Vec<f64> = kept.iter().map(|&i| logs[i]).collect();
+        return (e_divisive(&kept_logs, &config.detector), StepTest::Permutations);
+    }
+    // Every result holds its place (an outlier counts towards a side's
+    // fewest results), but only the kept ones give a level and a spread.
+    let results: Vec<Replicated> = (0..logs.len())
+        .map(|i| {
+            let runs = match figure {
+                SeriesFigure::Rate => Some(&entries[i].figure.run_values),
+                SeriesFigure::PerCpu => entries[i].figure.run_per_cpu.as_ref(),
+            };
+            // A result whose runs are not recorded counts as its figure alone.
+            runs.and_then(|r| Replicated::of_runs(r))
+                .filter(|r| (r.value - logs[i]).abs() < 1e-9)
+                .unwrap_or(Replicated { value: logs[i], within: 0.0 })
+        })
+        .collect();
+    let mut left_out = vec![true; logs.len()];
+    kept.iter().for_each(|&i| left_out[i] = false);
+    let step = StepConfig {
+        significance: config.detector.significance,
+        min_segment: config.min_segment(),
+        seed: config.detector.seed,
+    };
+    let found = replicated_steps(&results, &left_out, &step)
+        .into_iter()
+        // As the first kept result from the step on (outliers before it are `unplaced`).
+        .map(|c| ChangePoint { index: kept.partition_point(|&k| k < c.index), ..c })
+        .collect();
+    (found, StepTest::Replicates)
 }
 
 /// Each result's figure of the kind the series is judged on.
@@ -209,6 +290,8 @@ pub fn changes(store: &Store, series: &[Series], config: &ChangeConfig) -> anyho
                 SeriesFigure::Rate => entries.last().map_or_else(String::new, |e| e.figure.unit.clone()),
                 SeriesFigure::PerCpu => "ops/cpu-s".to_string(),
             },
+            searched: entries.len() - from,
+            min_segment: config.min_segment(),
             entries,
             values,
             changes,
@@ -250,7 +333,7 @@ pub fn outliers_of(values: &[f64]) -> Vec<bool> {
 /// Results far from their neighbours on both sides: more than
 /// [`OUTLIER_SIGMAS`] robust standard deviations from the median of the
 /// three results before them and from that of the three after (at either
-/// end, the side there is). A Hampel filter (Pearson, "Outliers in process
+/// end, the side there is, when it holds two or more). A Hampel filter (Pearson, "Outliers in process
 /// modeling and identification", IEEE TCST 10(1), 2002) with its window
 /// split in two, so that a result beside a step, which is close to the
 /// results on its own side, is never taken for an outlier. The deviation is
@@ -280,11 +363,16 @@ fn outliers(values: &[f64]) -> Vec<bool> {
     for (i, flag) in out.iter_mut().enumerate() {
         let before = &values[i.saturating_sub(3)..i];
         let after = &values[i + 1..(i + 4).min(n)];
-        *flag = match (before.len() >= 2, after.len() >= 2) {
-            (true, true) => far(i, before) && far(i, after),
-            (true, false) => far(i, before),
-            (false, true) => far(i, after),
-            (false, false) => false,
+        // Far from every side that has a result; at either end, from the
+        // side there is, when it has two or more. A result with one
+        // neighbour after it is held to that one too: judged on the side
+        // before alone, the second result after a step near the end would
+        // be taken for an outlier.
+        *flag = match (before.len(), after.len()) {
+            (0, 0..2) | (0..2, 0) => false,
+            (0, _) => far(i, after),
+            (_, 0) => far(i, before),
+            _ => far(i, before) && far(i, after),
         };
     }
     out

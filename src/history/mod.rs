@@ -6,12 +6,14 @@
 //! document, idempotently by run id; the series are read back from it.
 
 mod changes;
+mod document;
 mod gate;
 mod point;
 mod schema;
 mod store;
 #[cfg(test)]
 mod tests;
+mod upgrade;
 
 pub use changes::{
     changes, find_changes, outliers_of, series_figure, Attributed, Change, ChangeConfig, Level, SeriesChanges,

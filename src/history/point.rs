@@ -1,12 +1,18 @@
 //! What a history series is keyed by, and the figure each result adds to it.
 
-use serde::{Deserialize, Serialize};
+use std::fmt::Write;
 
 use crate::results::{Point, ResultsFile};
 
+/// The form of [`Identity::key`]. A series is found by its key, so a change
+/// to what the key holds or how it is written re-keys every stored series:
+/// it takes a new version here and a store migration that re-keys them
+/// (the key of a fixed identity is pinned by a test).
+pub const KEY_VERSION: u32 = 1;
+
 /// A point's identity across results: two results' points with equal
 /// identities on one host measured the same thing, and form a series.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Identity {
     pub workload: String,
     /// Exactly what one counted op is.
@@ -60,9 +66,39 @@ impl Identity {
         words
     }
 
-    /// One line of text that is equal exactly when the identities are: the store's key.
+    /// The store's key of the series: one line of text, equal exactly when
+    /// the identities are, written in a form of its own (not a
+    /// serialisation of this struct, which a new field or a reordering
+    /// would change): `fsscale-series/1`, then `;name=value` for each field
+    /// that is set, in a fixed order, with `%`, `;`, `=` and control
+    /// characters percent-escaped.
     pub fn key(&self) -> String {
-        serde_json::to_string(self).expect("plain data")
+        let mut key = format!("fsscale-series/{KEY_VERSION}");
+        let mut field = |name: &str, value: Option<&str>| {
+            if let Some(value) = value {
+                key.push(';');
+                key.push_str(name);
+                key.push('=');
+                for c in value.chars() {
+                    match c {
+                        '%' | ';' | '=' | '\u{0}'..='\u{1f}' | '\u{7f}' => {
+                            let _ = write!(key, "%{:02X}", c as u32);
+                        }
+                        c => key.push(c),
+                    }
+                }
+            }
+        };
+        field("workload", Some(&self.workload));
+        field("op", Some(&self.op));
+        field("mode", Some(&self.mode));
+        field("share", Some(&self.share));
+        field("workers", Some(&self.workers.to_string()));
+        field("fs", self.fs.as_deref());
+        field("cache", self.cache.as_deref());
+        field("variant", self.variant.as_deref());
+        field("memory_limit", self.memory_limit.map(|b| b.to_string()).as_deref());
+        key
     }
 }
 
@@ -75,6 +111,11 @@ pub struct Figure {
     /// The mean of the runs' ops per worker CPU-second, when every run has one.
     pub per_cpu: Option<f64>,
     pub runs: usize,
+    /// Each run's figure (ops/s, or the driver's metric), in run order: a
+    /// result's spread, which steps in a short series are judged with.
+    pub run_values: Vec<f64>,
+    /// Each run's ops per worker CPU-second, when every run has one.
+    pub run_per_cpu: Option<Vec<f64>>,
     /// Other work took the machine in more than a fifth of the runs.
     pub busy: bool,
     /// The workers were CPU-bound (compare's rule): only then does ops per
@@ -101,6 +142,8 @@ impl Figure {
             mean: summary.ops_per_s.mean,
             per_cpu: summary.ops_per_cpu_s.as_ref().map(|s| s.mean).filter(|v| v.is_finite() && *v > 0.0),
             runs: point.runs.len(),
+            run_values: point.runs.iter().map(|r| r.ops_per_s).collect(),
+            run_per_cpu: point.ops_per_cpu_s().filter(|v| v.iter().all(|x| x.is_finite() && *x > 0.0)),
             busy: summary.busy_runs.len() * 5 > point.runs.len(),
             cpu_bound: crate::compare::cpu_bound(point),
             noise: point.noise_problem(),
@@ -108,7 +151,14 @@ impl Figure {
             unit: point.unit(),
             higher_is_better: point.higher_is_better(),
         })
-        .filter(|f| f.mean.is_finite())
+        .filter(|f| f.mean.is_finite() && f.run_values.iter().all(|v| v.is_finite()))
+    }
+
+    /// The store's columns of its runs (`run_values`, `run_per_cpu`): JSON
+    /// arrays (of finite numbers: [`Figure::of`] makes no other).
+    pub(super) fn run_columns(&self) -> (String, Option<String>) {
+        let json = |v: &[f64]| serde_json::to_string(v).expect("numbers serialize");
+        (json(&self.run_values), self.run_per_cpu.as_deref().map(json))
     }
 }
 

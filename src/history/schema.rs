@@ -1,18 +1,36 @@
 //! The store's schema, as the migrations that build it from nothing.
 //!
-//! `PRAGMA user_version` is the number of migrations applied. Each
-//! migration is plain SQL that a shared server would take as well
-//! (docs/ARCHITECTURE.md): standard types, no SQLite-only syntax beyond the
-//! connection's pragmas. A migration is never edited once released; a
-//! change of schema is a new one at the end.
+//! `PRAGMA user_version` is the number of migrations applied. A migration
+//! is SQL, and where stored data must be rewritten (re-keyed, compressed),
+//! a step in Rust between its SQL before and after. A migration is never
+//! edited once released; a change of schema is a new one at the end, and
+//! the tests migrate stores of every earlier version.
 
 use anyhow::{bail, Context, Result};
-use rusqlite::{Connection, TransactionBehavior};
+use rusqlite::{Connection, Transaction, TransactionBehavior};
+
+/// One schema version's change.
+pub(crate) struct Migration {
+    pub before: &'static str,
+    /// Rewrites what the store holds, between `before` and `after`; nothing
+    /// to do in an empty store.
+    pub data: Option<fn(&Transaction) -> Result<()>>,
+    pub after: &'static str,
+}
 
 /// The migrations in order: applying the first k gives schema version k.
-pub(crate) const MIGRATIONS: &[&str] = &[
+pub(crate) const MIGRATIONS: &[Migration] = &[
     // 1: results, the series their points belong to, and each point's figure.
-    "CREATE TABLE results (
+    Migration { before: V1, data: None, after: "" },
+    // 2: what the queries look up by: a series' figures in order, results by revision.
+    Migration { before: V2, data: None, after: "" },
+    // 3: series keyed by Identity::key, not a serialisation of it, with the
+    // identity's parts as columns to filter on; each figure's runs;
+    // documents compressed; indexes that serve the queries.
+    Migration { before: V3_BEFORE, data: Some(super::upgrade::to_v3), after: V3_AFTER },
+];
+
+const V1: &str = "CREATE TABLE results (
         id INTEGER PRIMARY KEY,
         run_id TEXT NOT NULL UNIQUE,
         host TEXT NOT NULL,
@@ -48,13 +66,29 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         unit TEXT NOT NULL,
         higher_is_better INTEGER NOT NULL,
         PRIMARY KEY (series_id, result_id, point_index)
-    );",
-    // 2: what the queries look up by: a series' figures in order, results by revision.
-    "CREATE INDEX figures_by_result ON figures (result_id);
+    );";
+
+const V2: &str = "CREATE INDEX figures_by_result ON figures (result_id);
     CREATE INDEX results_by_rev ON results (rev);
     CREATE INDEX results_by_start ON results (started_at, id);
-    CREATE INDEX series_by_workload ON series (workload, workers);",
-];
+    CREATE INDEX series_by_workload ON series (workload, workers);";
+
+const V3_BEFORE: &str = "ALTER TABLE series ADD COLUMN op TEXT NOT NULL DEFAULT '';
+    ALTER TABLE series ADD COLUMN mode TEXT NOT NULL DEFAULT '';
+    ALTER TABLE series ADD COLUMN share TEXT NOT NULL DEFAULT '';
+    ALTER TABLE series ADD COLUMN fs TEXT;
+    ALTER TABLE series ADD COLUMN cache TEXT;
+    ALTER TABLE series ADD COLUMN variant TEXT;
+    ALTER TABLE series ADD COLUMN memory_limit INTEGER;
+    ALTER TABLE figures ADD COLUMN run_values TEXT NOT NULL DEFAULT '[]';
+    ALTER TABLE figures ADD COLUMN run_per_cpu TEXT;
+    ALTER TABLE results ADD COLUMN document_zstd BLOB;";
+
+const V3_AFTER: &str = "ALTER TABLE series RENAME COLUMN identity TO series_key;
+    ALTER TABLE results DROP COLUMN document;
+    DROP INDEX results_by_start;
+    DROP INDEX series_by_workload;
+    CREATE INDEX series_by_point ON series (workload, workers, mode, share);";
 
 /// The schema version this fsscale writes.
 pub(crate) const CURRENT: usize = MIGRATIONS.len();
@@ -63,6 +97,7 @@ pub(crate) const CURRENT: usize = MIGRATIONS.len();
 /// with the write lock (another process migrating at the same moment waits,
 /// then finds the work done).
 pub(crate) fn migrate(conn: &mut Connection, to: usize) -> Result<()> {
+    let mut rewrote = false;
     loop {
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         // Checked again in the transaction that migrates: another process
@@ -72,13 +107,31 @@ pub(crate) fn migrate(conn: &mut Connection, to: usize) -> Result<()> {
         }
         let version = tx.query_row("PRAGMA user_version", [], |r| r.get::<_, i64>(0))? as usize;
         if version >= to {
-            return Ok(());
+            break;
         }
-        tx.execute_batch(MIGRATIONS[version])
-            .with_context(|| format!("migrating it to schema version {}", version + 1))?;
+        let migration = &MIGRATIONS[version];
+        let step = || -> Result<()> {
+            tx.execute_batch(migration.before)?;
+            if let Some(data) = migration.data {
+                data(&tx)?;
+            }
+            tx.execute_batch(migration.after)?;
+            Ok(())
+        };
+        step().with_context(|| format!("migrating it to schema version {}", version + 1))?;
         tx.pragma_update(None, "user_version", (version + 1) as i64)?;
         tx.commit()?;
+        rewrote |= migration.data.is_some();
     }
+    // A rewrite (documents compressed) leaves the old pages free: the file
+    // shrinks only when it is copied anew, which needs no transaction open.
+    if rewrote {
+        let pages = |what: &str| conn.query_row(&format!("PRAGMA {what}"), [], |r| r.get::<_, i64>(0));
+        if pages("freelist_count")? * 4 > pages("page_count")? {
+            conn.execute_batch("VACUUM").context("compacting it after the migration")?;
+        }
+    }
+    Ok(())
 }
 
 /// Why the store at `conn` is not one fsscale can use, before anything
@@ -109,7 +162,8 @@ fn unexpected_objects(conn: &Connection, version: usize) -> rusqlite::Result<Opt
     let have = schema_objects(conn)?;
     let reference = Connection::open_in_memory()?;
     for migration in &MIGRATIONS[..version] {
-        reference.execute_batch(migration)?;
+        reference.execute_batch(migration.before)?;
+        reference.execute_batch(migration.after)?;
     }
     let want = schema_objects(&reference)?;
     if let Some((kind, name, _)) = have.iter().find(|o| !want.contains(o)) {

@@ -81,19 +81,6 @@ pub struct SeriesFilter {
     pub variant: Option<String>,
 }
 
-impl SeriesFilter {
-    fn admits(&self, host: &str, id: &Identity) -> bool {
-        let is = |want: &Option<String>, have: Option<&str>| want.as_deref().is_none_or(|w| Some(w) == have);
-        self.workloads.as_ref().is_none_or(|w| w.contains(&id.workload))
-            && self.workers.is_none_or(|w| w == id.workers)
-            && is(&self.host, Some(host))
-            && is(&self.mode, Some(&id.mode))
-            && is(&self.share, Some(&id.share))
-            && is(&self.fs, id.fs.as_deref())
-            && is(&self.variant, id.variant.as_deref())
-    }
-}
-
 impl Store {
     /// Where the store is when `--history-db` is not given:
     /// `$XDG_DATA_HOME/fsscale/history.sqlite`, else `~/.local/share/fsscale/history.sqlite`.
@@ -181,8 +168,9 @@ impl Store {
             doc.run_id.clone().unwrap_or_else(|| format!("sha256:{:x}", sha2::Sha256::digest(json.as_bytes())));
         let rev = rev.map(str::to_string).or_else(|| doc.rev.clone());
         let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let packed = super::document::pack(&json)?;
         let inserted = tx.execute(
-            "INSERT INTO results (run_id, host, kernel, rev, label, note, started_at, status, added_at, document)
+            "INSERT INTO results (run_id, host, kernel, rev, label, note, started_at, status, added_at, document_zstd)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) ON CONFLICT (run_id) DO NOTHING",
             params![
                 run_id,
@@ -194,7 +182,7 @@ impl Store {
                 doc.started_at,
                 doc.status.name(),
                 crate::results::rfc3339(std::time::SystemTime::now()),
-                json
+                packed
             ],
         )?;
         let result = if inserted == 1 {
@@ -218,9 +206,7 @@ impl Store {
             // Only the same run, continued, may replace its record: a file
             // that merely carries its run id (copied, edited, or another
             // host's) would move its figures into another series.
-            let stored: String = tx.query_row("SELECT document FROM results WHERE id = ?1", [id], |r| r.get(0))?;
-            let stored = ResultsFile::from_json(&stored, None)
-                .with_context(|| format!("result {id} of {} is not an fsscale results file", self.path.display()))?;
+            let stored = read_document(&tx, id, &self.path)?;
             if let Some(why) = not_a_continuation(&stored, doc) {
                 bail!(
                     "its run id {} is recorded already, and this is not that run continued ({why}); not recorded: a run keeps its own id, so this file was copied or edited",
@@ -229,27 +215,46 @@ impl Store {
             }
             tx.execute("DELETE FROM figures WHERE result_id = ?1", [id])?;
             tx.execute(
-                "UPDATE results SET rev = COALESCE(?2, rev), status = ?3, document = ?4 WHERE id = ?1",
-                params![id, rev, doc.status.name(), json],
+                "UPDATE results SET rev = COALESCE(?2, rev), status = ?3, document_zstd = ?4 WHERE id = ?1",
+                params![id, rev, doc.status.name(), packed],
             )?;
             id
         };
         let mut series = 0;
         for (identity, figure, index) in figures(doc) {
             let key = identity.key();
+            let memory_limit = identity
+                .memory_limit
+                .map(i64::try_from)
+                .transpose()
+                .context("a memory limit of 8 EiB or more cannot be recorded")?;
             tx.execute(
-                "INSERT INTO series (host, identity, workload, workers, description) VALUES (?1, ?2, ?3, ?4, ?5)
-                 ON CONFLICT (host, identity) DO NOTHING",
-                params![doc.host.hostname, key, identity.workload, identity.workers as i64, identity.describe()],
+                "INSERT INTO series (host, series_key, workload, op, mode, share, workers, fs, cache, variant, memory_limit, description)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) ON CONFLICT (host, series_key) DO NOTHING",
+                params![
+                    doc.host.hostname,
+                    key,
+                    identity.workload,
+                    identity.op,
+                    identity.mode,
+                    identity.share,
+                    identity.workers as i64,
+                    identity.fs,
+                    identity.cache,
+                    identity.variant,
+                    memory_limit,
+                    identity.describe()
+                ],
             )?;
             let id: i64 = tx.query_row(
-                "SELECT id FROM series WHERE host = ?1 AND identity = ?2",
+                "SELECT id FROM series WHERE host = ?1 AND series_key = ?2",
                 params![doc.host.hostname, key],
                 |r| r.get(0),
             )?;
+            let (run_values, run_per_cpu) = figure.run_columns();
             tx.execute(
-                "INSERT INTO figures (series_id, result_id, point_index, mean, per_cpu, runs, busy, cpu_bound, noise, profiles, unit, higher_is_better)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                "INSERT INTO figures (series_id, result_id, point_index, mean, per_cpu, runs, busy, cpu_bound, noise, profiles, unit, higher_is_better, run_values, run_per_cpu)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
                 params![
                     id,
                     result,
@@ -262,7 +267,9 @@ impl Store {
                     figure.noise,
                     figure.profiles.join(","),
                     figure.unit,
-                    figure.higher_is_better
+                    figure.higher_is_better,
+                    run_values,
+                    run_per_cpu
                 ],
             )?;
             series += 1;
@@ -280,22 +287,53 @@ impl Store {
     }
 
     fn series_rows(&self, filter: &SeriesFilter) -> Result<Vec<Series>> {
-        let mut query = self.conn.prepare_cached(
-            "SELECT id, host, identity FROM series WHERE (?1 IS NULL OR workers = ?1) ORDER BY host, workload, workers, id",
-        )?;
-        let rows = query.query_map(params![filter.workers.map(|w| w as i64)], |r| {
-            Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?))
-        })?;
-        let mut out = Vec::new();
-        for row in rows {
-            let (id, host, identity) = row?;
-            let identity: Identity =
-                serde_json::from_str(&identity).with_context(|| format!("series {id} of {}", self.path.display()))?;
-            if filter.admits(&host, &identity) {
-                out.push(Series { id, host, identity });
+        use rusqlite::types::Value;
+        let mut sql = String::from(
+            "SELECT id, host, workload, op, mode, share, workers, fs, cache, variant, memory_limit FROM series WHERE 1 = 1",
+        );
+        let mut values: Vec<Value> = Vec::new();
+        if let Some(workloads) = &filter.workloads {
+            let marks = vec!["?"; workloads.len()].join(", ");
+            sql.push_str(&format!(" AND workload IN ({marks})"));
+            values.extend(workloads.iter().cloned().map(Value::Text));
+        }
+        if let Some(workers) = filter.workers {
+            sql.push_str(" AND workers = ?");
+            values.push(Value::Integer(i64::try_from(workers).unwrap_or(i64::MAX)));
+        }
+        for (column, want) in [
+            ("host", &filter.host),
+            ("mode", &filter.mode),
+            ("share", &filter.share),
+            ("fs", &filter.fs),
+            ("variant", &filter.variant),
+        ] {
+            if let Some(want) = want {
+                sql.push_str(&format!(" AND {column} = ?"));
+                values.push(Value::Text(want.clone()));
             }
         }
-        Ok(out)
+        sql.push_str(" ORDER BY host, workload, workers, id");
+        let mut query = self.conn.prepare(&sql)?;
+        let rows = query.query_map(rusqlite::params_from_iter(values), |r| {
+            let memory_limit: Option<i64> = r.get(10)?;
+            Ok(Series {
+                id: r.get(0)?,
+                host: r.get(1)?,
+                identity: Identity {
+                    workload: r.get(2)?,
+                    op: r.get(3)?,
+                    mode: r.get(4)?,
+                    share: r.get(5)?,
+                    workers: r.get::<_, i64>(6)?.try_into().unwrap_or(0),
+                    fs: r.get(7)?,
+                    cache: r.get(8)?,
+                    variant: r.get(9)?,
+                    memory_limit: memory_limit.and_then(|b| u64::try_from(b).ok()),
+                },
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<Vec<Series>>>()?)
     }
 
     /// The results of a series in the order they started, the last `last` of them when given.
@@ -306,7 +344,7 @@ impl Store {
     fn entry_rows(&self, series: i64, last: Option<usize>) -> Result<Vec<Entry>> {
         let mut query = self.conn.prepare_cached(
             "SELECT r.id, r.run_id, r.rev, r.label, r.note, r.kernel, r.started_at, f.point_index, f.mean, f.per_cpu,
-                    f.runs, f.busy, f.cpu_bound, f.noise, f.profiles, f.unit, f.higher_is_better
+                    f.runs, f.busy, f.cpu_bound, f.noise, f.profiles, f.unit, f.higher_is_better, f.run_values, f.run_per_cpu
              FROM figures f JOIN results r ON r.id = f.result_id
              WHERE f.series_id = ?1 ORDER BY r.started_at DESC, r.id DESC LIMIT ?2",
         )?;
@@ -325,6 +363,8 @@ impl Store {
                     mean: r.get(8)?,
                     per_cpu: r.get(9)?,
                     runs: r.get::<_, i64>(10)? as usize,
+                    run_values: numbers(r, 17)?.unwrap_or_default(),
+                    run_per_cpu: numbers(r, 18)?,
                     busy: r.get(11)?,
                     cpu_bound: r.get(12)?,
                     noise: r.get(13)?,
@@ -346,13 +386,7 @@ impl Store {
 
     /// The results file recorded as `result`, read as any received file is.
     pub fn document(&self, result: i64) -> Result<ResultsFile> {
-        let text: String = self
-            .conn
-            .query_row("SELECT document FROM results WHERE id = ?1", [result], |r| r.get(0))
-            .optional()?
-            .ok_or_else(|| anyhow!("result {result} is not in {}", self.path.display()))?;
-        ResultsFile::from_json(&text, None)
-            .with_context(|| format!("result {result} of {} is not an fsscale results file", self.path.display()))
+        read_document(&self.conn, result, &self.path)
     }
 
     /// How many results are recorded.
@@ -408,6 +442,27 @@ fn not_a_continuation(stored: &ResultsFile, later: &ResultsFile) -> Option<&'sta
     } else {
         None
     }
+}
+
+/// The results file recorded as `result` in the store at `path`, read as
+/// any received file is.
+fn read_document(conn: &Connection, result: i64, path: &Path) -> Result<ResultsFile> {
+    let packed: Vec<u8> = conn
+        .query_row("SELECT document_zstd FROM results WHERE id = ?1", [result], |r| r.get(0))
+        .optional()?
+        .ok_or_else(|| anyhow!("result {result} is not in {}", path.display()))?;
+    let damaged = || format!("result {result} of {} is not an fsscale results file", path.display());
+    let json = super::document::unpack(&packed).with_context(damaged)?;
+    ResultsFile::from_json(&json, None).with_context(damaged)
+}
+
+/// A column of JSON numbers (`run_values`, `run_per_cpu`), as SQL reads a
+/// malformed value: an error of the row.
+fn numbers(row: &rusqlite::Row, column: usize) -> rusqlite::Result<Option<Vec<f64>>> {
+    let Some(text) = row.get::<_, Option<String>>(column)? else { return Ok(None) };
+    serde_json::from_str(&text).map(Some).map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(column, rusqlite::types::Type::Text, Box::new(e))
+    })
 }
 
 /// SQLite's file beside the store: `PATH-wal`, `PATH-shm`.

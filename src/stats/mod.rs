@@ -8,6 +8,7 @@ pub mod hierarchical;
 pub mod histogram;
 pub mod hypothesis;
 pub mod random;
+pub mod replicated_steps;
 mod sample;
 pub mod scaling;
 pub mod steady;

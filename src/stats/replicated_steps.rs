@@ -1,0 +1,306 @@
+//! Steps in short series, judged with what each result holds: its runs.
+//!
+//! A permutation test over a series' results cannot call a step in a short
+//! series: the p-value of the best split of n results is at least
+//! 1/C(n, k) for its short side k (8 results, 3 after the step: 1/56, and
+//! twice that two-sided), so no step of any size reaches α = 0.01. Each
+//! result is an invocation holding several runs; invocations are the unit
+//! (as `compare A1 A2 --vs B1 B2` takes them), and their runs bound how
+//! small the spread between invocations can honestly be estimated:
+//!
+//! - each result contributes the logarithm of its figure, `value`, and the
+//!   variance of that value its own runs show, `within` (their variance on
+//!   the log scale over their count);
+//! - a split of a segment into L (m results) and R (k) is judged by
+//!   Student's t on the values with the pooled variance of both sides
+//!   (Welch's is not needed: a step moves the level, not the spread), df =
+//!   m + k − 2, the variance held to at least the mean `within` of the
+//!   segment: two or three invocations that happen to agree closely do not
+//!   make the spread smaller than their own runs show;
+//! - the best split of each segment (largest |t|) is significant when its
+//!   two-sided p-value times the number of splits searched in that round
+//!   is at most α (Bonferroni over the candidates, since the split was
+//!   chosen as the most different: Vostrikova's binary segmentation,
+//!   "Detecting disorder in multidimensional random processes", Soviet
+//!   Math. Dokl. 24, 1981, with the max-t statistic of Worsley, "Confidence
+//!   regions and tests for a change-point in a sequence of exponential
+//!   family random variables", Biometrika 73(1), 1986, bounded by Bonferroni);
+//! - a significant split divides its segment and the search repeats within
+//!   the segments, so each later split is judged against the results up to
+//!   its neighbouring steps only.
+//!
+//! The values should be logarithms, so a 5% step is one size at any level.
+
+use super::changepoint::ChangePoint;
+use super::random::SplitMix64;
+
+/// One result of a series: its figure's logarithm, and the variance of
+/// that logarithm its own runs show (0 when it had one run).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Replicated {
+    pub value: f64,
+    pub within: f64,
+}
+
+impl Replicated {
+    /// A result from its runs' figures (each positive and finite): the log
+    /// of their mean, and the variance of their logs over their count.
+    pub fn of_runs(runs: &[f64]) -> Option<Replicated> {
+        if runs.is_empty() || runs.iter().any(|r| !(r.is_finite() && *r > 0.0)) {
+            return None;
+        }
+        let n = runs.len() as f64;
+        let mean = runs.iter().sum::<f64>() / n;
+        let logs: Vec<f64> = runs.iter().map(|r| r.ln()).collect();
+        let log_mean = logs.iter().sum::<f64>() / n;
+        let within = match runs.len() {
+            1 => 0.0,
+            _ => logs.iter().map(|l| (l - log_mean).powi(2)).sum::<f64>() / (n - 1.0) / n,
+        };
+        Some(Replicated { value: mean.ln(), within })
+    }
+}
+
+/// How steps are searched.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StepConfig {
+    /// A split is a step when its corrected p-value is at most this.
+    pub significance: f64,
+    /// The fewest results on either side of a step (at least 2).
+    pub min_segment: usize,
+    /// The null draws' seed.
+    pub seed: u64,
+}
+
+/// The steps of `results` (finite values, `within` ≥ 0), by index; the
+/// [`ChangePoint`]'s `divergence` is the split's |t|, its `p_value` the
+/// corrected one. Results marked in `left_out` (outliers) count towards a
+/// side's `min_segment`, as results at that place in the series, but not
+/// towards its level or spread; each side needs two that are not.
+pub fn replicated_steps(results: &[Replicated], left_out: &[bool], config: &StepConfig) -> Vec<ChangePoint> {
+    let min = config.min_segment.max(2);
+    let valid = results.iter().all(|r| r.value.is_finite() && r.within.is_finite() && r.within >= 0.0);
+    if results.len() < 2 * min || left_out.len() != results.len() || !valid {
+        return Vec::new();
+    }
+    let mut bounds = vec![0, results.len()];
+    let mut found = Vec::new();
+    loop {
+        // The most different split of each segment, and the chance of one
+        // as different in a step-free segment like it.
+        let mut segments = 0;
+        let mut best: Option<(usize, f64, f64)> = None;
+        for w in bounds.windows(2) {
+            let (s, e) = (w[0], w[1]);
+            if let Some((at, t)) = best_split(&results[s..e], &left_out[s..e], min) {
+                segments += 1;
+                let p = max_t_p_value(&left_out[s..e], min, t.abs(), config);
+                if best.is_none_or(|(_, _, bp)| p < bp) {
+                    best = Some((s + at, t, p));
+                }
+            }
+        }
+        let Some((index, t, p)) = best else { break };
+        // Bonferroni over the segments searched in this round.
+        let corrected = (p * segments as f64).min(1.0);
+        if corrected > config.significance {
+            break;
+        }
+        found.push(ChangePoint { index, divergence: t.abs(), p_value: corrected });
+        bounds.insert(bounds.partition_point(|&b| b < index), index);
+    }
+    found.sort_by_key(|c| c.index);
+    found
+}
+
+/// Step-free segments drawn to find a split's p-value: p-values are
+/// multiples of 1/(NULL_DRAWS + 1), a fiftieth of α = 0.01 apart.
+pub const NULL_DRAWS: usize = 4999;
+
+/// The split of `segment` with the largest |t| that leaves `min` results
+/// on each side, two of them not left out: (its first index on the right, t).
+fn best_split(segment: &[Replicated], left_out: &[bool], min: usize) -> Option<(usize, f64)> {
+    let all: Vec<Replicated> = segment.iter().zip(left_out).filter(|(_, out)| !**out).map(|(r, _)| *r).collect();
+    let floor = all.iter().map(|r| r.within).sum::<f64>() / all.len().max(1) as f64;
+    let values: Vec<f64> = segment.iter().map(|r| r.value).collect();
+    largest_t(&values, left_out, min, floor)
+}
+
+/// Of the splits of `values` with `min` on each side and two kept (not
+/// `left_out`) on each: the one of largest |t|, its pooled variance held to
+/// at least `floor`.
+fn largest_t(values: &[f64], left_out: &[bool], min: usize, floor: f64) -> Option<(usize, f64)> {
+    let n = values.len();
+    if n < 2 * min {
+        return None;
+    }
+    // Running sums of the kept values, their squares and their count.
+    let (mut sum, mut squares, mut count) = (vec![0.0; n + 1], vec![0.0; n + 1], vec![0usize; n + 1]);
+    for i in 0..n {
+        let (v, k) = if left_out[i] { (0.0, 0) } else { (values[i], 1) };
+        sum[i + 1] = sum[i] + v;
+        squares[i + 1] = squares[i] + v * v;
+        count[i + 1] = count[i] + k;
+    }
+    let mut best: Option<(usize, f64)> = None;
+    for at in min..=n - min {
+        let (nl, nr) = (count[at], count[n] - count[at]);
+        if nl < 2 || nr < 2 {
+            continue;
+        }
+        let (sl, sr) = (sum[at], sum[n] - sum[at]);
+        let (ml, mr) = (sl / nl as f64, sr / nr as f64);
+        // Σ(x − m)² = Σx² − n·m², never below 0 for rounding's sake.
+        let ssl = (squares[at] - sl * ml).max(0.0);
+        let ssr = (squares[n] - squares[at] - sr * mr).max(0.0);
+        let df = (nl + nr - 2) as f64;
+        let pooled = ((ssl + ssr) / df).max(floor);
+        let se = (pooled * (1.0 / nl as f64 + 1.0 / nr as f64)).sqrt();
+        let t = match se > 0.0 {
+            true => (mr - ml) / se,
+            // Every result alike to the last bit: a difference is infinitely
+            // many standard errors, none is none.
+            false if mr != ml => f64::INFINITY.copysign(mr - ml),
+            false => 0.0,
+        };
+        if best.is_none_or(|(_, bt)| t.abs() > bt.abs()) {
+            best = Some((at, t));
+        }
+    }
+    best
+}
+
+/// How often a step-free segment like this one (its length, which of its
+/// results are left out) has a split whose |t| is at least `t`: the
+/// p-value of the largest of the correlated split statistics, by
+/// [`NULL_DRAWS`] segments of standard normal values ((count + 1)/(draws +
+/// 1)), a resampling bound that is exact where Bonferroni over the splits
+/// would be several times too strict. t is free of the spread's scale, so
+/// one null serves every series; the floor only makes the observed t
+/// smaller, so leaving it out of the null errs on the side of no step.
+/// Drawing stops once the p-value cannot be significant (it is then only
+/// known to be above α). Seeded: the same series gives the same answer.
+fn max_t_p_value(left_out: &[bool], min: usize, t: f64, config: &StepConfig) -> f64 {
+    let mut rng = SplitMix64::new(config.seed ^ (left_out.len() as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    let mut values = vec![0.0; left_out.len()];
+    let allowed = (config.significance * (NULL_DRAWS + 1) as f64).floor() as usize;
+    let (mut as_large, mut drawn) = (0, 0);
+    while drawn < NULL_DRAWS && as_large <= allowed {
+        values.iter_mut().for_each(|v| *v = rng.normal());
+        if largest_t(&values, left_out, min, 0.0).is_some_and(|(_, x)| x.abs() >= t) {
+            as_large += 1;
+        }
+        drawn += 1;
+    }
+    (as_large + 1) as f64 / (drawn + 1) as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::random::SplitMix64;
+
+    fn series(rng: &mut SplitMix64, n: usize, at: usize, step: f64, sd: f64) -> Vec<Replicated> {
+        (0..n)
+            .map(|i| {
+                let level = if i >= at { step.ln() } else { 0.0 };
+                let offset = sd * rng.normal();
+                let runs: Vec<f64> = (0..10).map(|_| (level + offset + 0.005 * rng.normal()).exp()).collect();
+                Replicated::of_runs(&runs).unwrap()
+            })
+            .collect()
+    }
+
+    const CONFIG: StepConfig = StepConfig { significance: 0.01, min_segment: 3, seed: 1 };
+
+    fn steps(x: &[Replicated]) -> Vec<ChangePoint> {
+        replicated_steps(x, &vec![false; x.len()], &CONFIG)
+    }
+
+    #[test]
+    fn a_result_is_the_log_of_its_mean_with_its_runs_variance_over_their_count() {
+        let r = Replicated::of_runs(&[100.0, 110.0, 121.0]).unwrap();
+        assert!((r.value - (331.0f64 / 3.0).ln()).abs() < 1e-12);
+        // The logs are ln 100 + (0, a, 2a), a = ln 1.1: variance a², over 3.
+        assert!((r.within - 1.1f64.ln().powi(2) / 3.0).abs() < 1e-12, "{r:?}");
+        assert_eq!(Replicated::of_runs(&[5.0]).unwrap().within, 0.0);
+        assert_eq!(Replicated::of_runs(&[]), None);
+        assert_eq!(Replicated::of_runs(&[1.0, 0.0]), None);
+    }
+
+    #[test]
+    fn a_ten_percent_step_in_eight_results_is_found_where_it_is() {
+        let mut rng = SplitMix64::new(1);
+        let mut hits = 0;
+        for _ in 0..200 {
+            let found = steps(&series(&mut rng, 8, 5, 0.9, 0.015));
+            hits += usize::from(found.len() == 1 && found[0].index == 5);
+        }
+        assert!(hits >= 198, "{hits} of 200");
+    }
+
+    #[test]
+    fn step_free_series_are_called_changed_at_most_as_often_as_alpha() {
+        let mut rng = SplitMix64::new(2);
+        for n in [6, 8, 12, 15] {
+            let called = (0..2000).filter(|_| !steps(&series(&mut rng, n, n, 1.0, 0.015)).is_empty()).count();
+            // α is 1%: 20 expected at most, give or take 4.5 (binomial).
+            assert!(called <= 30, "{n} results: {called} of 2000");
+        }
+    }
+
+    #[test]
+    fn invocations_that_agree_by_chance_are_held_to_their_runs_spread() {
+        // Four results alike to 0.01% on each side of a 0.5% step, each of
+        // whose runs spread by 5%: their runs cannot tell 0.5% apart.
+        let result = |v: f64, jitter: f64| Replicated { value: v + jitter, within: 0.05f64.powi(2) / 10.0 };
+        let x: Vec<Replicated> =
+            (0..8).map(|i| result(if i < 4 { 0.0 } else { 0.005 }, 1e-4 * (i % 2) as f64)).collect();
+        assert!(steps(&x).is_empty());
+        // With runs that agree as closely, the step is real.
+        let tight: Vec<Replicated> = x.iter().map(|r| Replicated { within: 1e-10, ..*r }).collect();
+        assert_eq!(steps(&tight).iter().map(|c| c.index).collect::<Vec<_>>(), [4]);
+    }
+
+    #[test]
+    fn a_spike_is_never_a_step_and_too_short_a_series_has_none() {
+        let mut rng = SplitMix64::new(3);
+        for at in 0..10 {
+            let mut x = series(&mut rng, 10, 10, 1.0, 0.015);
+            x[at].value += 0.3f64.ln();
+            assert!(steps(&x).is_empty(), "a spike at {at}");
+        }
+        let x = series(&mut rng, 5, 3, 0.5, 0.015);
+        assert!(steps(&x).is_empty(), "5 results, 3 a side needed");
+    }
+
+    #[test]
+    fn a_result_left_out_holds_its_place_but_not_its_level() {
+        // 5 before, 3 after, the first after disturbed and left out: the
+        // step is still at 5, judged on the two results after it.
+        let mut rng = SplitMix64::new(5);
+        let mut x = series(&mut rng, 8, 5, 0.9, 0.015);
+        x[5].value += 0.3;
+        let mut left_out = vec![false; 8];
+        left_out[5] = true;
+        let found = replicated_steps(&x, &left_out, &CONFIG);
+        assert_eq!(found.iter().map(|c| c.index).collect::<Vec<_>>(), [5], "{found:?}");
+        // Two left out after it: one result is no level.
+        left_out[6] = true;
+        assert!(replicated_steps(&x, &left_out, &CONFIG).is_empty());
+    }
+
+    #[test]
+    fn two_steps_are_both_found() {
+        // A staircase: 5 results, 5 at 10% less, 5 at 20% less.
+        let mut rng = SplitMix64::new(4);
+        let mut hits = 0;
+        for _ in 0..100 {
+            let mut x = series(&mut rng, 5, 5, 1.0, 0.015);
+            x.extend(series(&mut rng, 5, 0, 0.9, 0.015));
+            x.extend(series(&mut rng, 5, 0, 0.8, 0.015));
+            hits += usize::from(steps(&x).iter().map(|c| c.index).eq([5, 10]));
+        }
+        assert!(hits >= 95, "{hits} of 100");
+    }
+}
