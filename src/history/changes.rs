@@ -17,9 +17,9 @@ use serde::Serialize;
 use super::store::{Entry, Series, Store};
 use crate::compare::{attribute, Attribution};
 use crate::stats::changepoint::{e_divisive, ChangePoint, ChangePointConfig};
-use crate::stats::replicated_steps::{replicated_steps, Replicated, StepConfig};
 use crate::stats::distributions::t_quantile_two_sided;
 use crate::stats::hypothesis::{ratio_interval, welch};
+use crate::stats::replicated_steps::{replicated_steps, Replicated, StepConfig};
 use crate::stats::Sample;
 
 /// How `history changes` searches.

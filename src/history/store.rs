@@ -460,9 +460,9 @@ fn read_document(conn: &Connection, result: i64, path: &Path) -> Result<ResultsF
 /// malformed value: an error of the row.
 fn numbers(row: &rusqlite::Row, column: usize) -> rusqlite::Result<Option<Vec<f64>>> {
     let Some(text) = row.get::<_, Option<String>>(column)? else { return Ok(None) };
-    serde_json::from_str(&text).map(Some).map_err(|e| {
-        rusqlite::Error::FromSqlConversionFailure(column, rusqlite::types::Type::Text, Box::new(e))
-    })
+    serde_json::from_str(&text)
+        .map(Some)
+        .map_err(|e| rusqlite::Error::FromSqlConversionFailure(column, rusqlite::types::Type::Text, Box::new(e)))
 }
 
 /// SQLite's file beside the store: `PATH-wal`, `PATH-shm`.

@@ -41,7 +41,8 @@ pub(super) fn to_v3(tx: &Transaction) -> Result<()> {
         rows.collect::<rusqlite::Result<_>>()?
     };
     for (id, host, json) in old {
-        let k: KeyV2 = serde_json::from_str(&json).with_context(|| format!("series {id}'s key is not one fsscale wrote"))?;
+        let k: KeyV2 =
+            serde_json::from_str(&json).with_context(|| format!("series {id}'s key is not one fsscale wrote"))?;
         let identity = Identity {
             workload: k.workload,
             op: k.op,
@@ -90,7 +91,8 @@ pub(super) fn to_v3(tx: &Transaction) -> Result<()> {
     };
     for id in results {
         let text: String = tx.query_row("SELECT document FROM results WHERE id = ?1", [id], |r| r.get(0))?;
-        let doc = ResultsFile::from_json(&text, None).with_context(|| format!("result {id} is not an fsscale results file"))?;
+        let doc = ResultsFile::from_json(&text, None)
+            .with_context(|| format!("result {id} is not an fsscale results file"))?;
         tx.execute("UPDATE results SET document_zstd = ?2 WHERE id = ?1", params![id, document::pack(&text)?])?;
         let points: Vec<i64> = {
             let mut query = tx.prepare("SELECT point_index FROM figures WHERE result_id = ?1")?;
