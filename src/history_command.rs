@@ -6,9 +6,11 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 
 use crate::cli::AnalyzeFormat;
-use crate::cli::{GateArgs, HistoryAddArgs, HistoryQueryArgs, StoreArg, WorkloadArg};
+use crate::cli::{GateArgs, HistoryAddArgs, HistoryChangesArgs, HistoryQueryArgs, StoreArg, WorkloadArg};
 use fsscale::compare::{CompareConfig, DEFAULT_NOISE_THRESHOLD_PCT};
-use fsscale::history::{changes, judge, Added, ChangeConfig, GateVerdict, SeriesFilter, Store};
+use fsscale::history::{
+    changes, judge, Added, ChangeConfig, ChangesFound, GateVerdict, SeriesFigure, SeriesFilter, Store,
+};
 use fsscale::results::ResultsFile;
 
 fn store_path(arg: &StoreArg) -> Result<PathBuf> {
@@ -107,18 +109,59 @@ fn existing_store(arg: &StoreArg) -> Result<Store> {
     Store::open(&path)
 }
 
-/// `history show` and `history changes`.
-pub fn query_command(args: &HistoryQueryArgs, steps_only: bool) -> Result<String> {
+/// How a query searches: its flags over [`ChangeConfig::DEFAULT`].
+fn change_config(args: &HistoryQueryArgs) -> ChangeConfig {
+    let d = ChangeConfig::DEFAULT;
+    ChangeConfig {
+        last: args.last as usize,
+        significance: args.significance,
+        min_segment: args.min_segment as usize,
+        figure: match args.figure {
+            crate::cli::FigureArg::Ops => SeriesFigure::Rate,
+            crate::cli::FigureArg::Cpu => SeriesFigure::PerCpu,
+        },
+        ..d
+    }
+}
+
+fn search(args: &HistoryQueryArgs) -> Result<(ChangesFound, ChangeConfig)> {
     let store = existing_store(&args.store)?;
     let series = store.series(&filter(args))?;
-    let config = ChangeConfig { last: args.last as usize, ..ChangeConfig::DEFAULT };
-    let found = changes(&store, &series, &config)?;
-    Ok(match (args.format, steps_only) {
-        (AnalyzeFormat::Json, true) => fsscale::escape::json_pretty(&found)? + "\n",
-        (AnalyzeFormat::Json, false) => fsscale::escape::json_pretty(&fsscale::report::series_json(&found))? + "\n",
-        (AnalyzeFormat::Text, true) => fsscale::report::render_changes(&found, config.confidence),
-        (AnalyzeFormat::Text, false) => fsscale::report::render_series(&found),
+    let config = change_config(args);
+    Ok((changes(&store, &series, &config)?, config))
+}
+
+/// `history show`.
+pub fn show_command(args: &HistoryQueryArgs) -> Result<String> {
+    let (found, _) = search(args)?;
+    Ok(match args.format {
+        AnalyzeFormat::Json => fsscale::escape::json_pretty(&fsscale::report::series_json(&found))? + "\n",
+        AnalyzeFormat::Text => fsscale::report::render_series(&found),
     })
+}
+
+/// `history changes`: the text, and with `--since` the steps to worse
+/// that began after it, as the alert's failure.
+pub fn changes_command(args: &HistoryChangesArgs) -> Result<(String, Option<crate::commands::Regressed>)> {
+    let (found, config) = search(&args.query)?;
+    let since = args.since.as_deref().map(|s| fsscale::history::Since::resolve(s, &found)).transpose()?;
+    let text = match args.query.format {
+        AnalyzeFormat::Json => fsscale::report::changes_json(&found, since.as_ref())? + "\n",
+        AnalyzeFormat::Text => fsscale::report::render_changes(&found, config.confidence, since.as_ref()),
+    };
+    let alert = since.as_ref().and_then(|since| {
+        let new = since.worse_steps(&found);
+        (!new.is_empty()).then(|| {
+            crate::commands::Regressed(format!(
+                "{} step{} to worse since {}: {}",
+                new.len(),
+                if new.len() == 1 { "" } else { "s" },
+                fsscale::escape::for_terminal(&since.asked),
+                new.join("; ")
+            ))
+        })
+    });
+    Ok((text, alert))
 }
 
 /// `report --history`: the page of every matching series.
@@ -126,7 +169,7 @@ pub fn history_report(store: &StoreArg, filter: SeriesFilter, last: usize) -> Re
     let store = existing_store(store)?;
     let series = store.series(&filter)?;
     let config = ChangeConfig { last, ..ChangeConfig::DEFAULT };
-    Ok(fsscale::report::render_history_html(&changes(&store, &series, &config)?, config.confidence))
+    Ok(fsscale::report::render_history_html(&changes(&store, &series, &config)?.series, config.confidence))
 }
 
 /// `fsscale gate`: the verdict and why, a line per point.

@@ -106,11 +106,15 @@ fn run(command: cli::Command, argv: Vec<String>) -> anyhow::Result<()> {
             }
             regressed.map_or(Ok(()), |r| Err(r.into()))
         }
-        cli::Command::History(args) => print(&match &args.command {
-            cli::HistoryCommand::Add(add) => history_command::add_command(add)?,
-            cli::HistoryCommand::Show(query) => history_command::query_command(query, false)?,
-            cli::HistoryCommand::Changes(query) => history_command::query_command(query, true)?,
-        }),
+        cli::Command::History(args) => match &args.command {
+            cli::HistoryCommand::Add(add) => print(&history_command::add_command(add)?),
+            cli::HistoryCommand::Show(query) => print(&history_command::show_command(query)?),
+            cli::HistoryCommand::Changes(changes) => {
+                let (text, alert) = history_command::changes_command(changes)?;
+                print(&text)?;
+                alert.map_or(Ok(()), |a| Err(a.into()))
+            }
+        },
         cli::Command::Gate(args) => {
             let (verdict, text) = history_command::gate_command(&args).map_err(|e| GateFailed(format!("{e:#}")))?;
             eprint!("{text}");

@@ -19,8 +19,8 @@ pub enum HistoryCommand {
     Add(HistoryAddArgs),
     /// Print each matching series: a sparkline, then a row per result, marking the steps `changes` finds.
     Show(HistoryQueryArgs),
-    /// Find where each matching series' level stepped (E-Divisive means with a permutation test): the first result after each step, the levels before and after, their ratio with its 95% interval, and why, from the profiles both sides recorded.
-    Changes(HistoryQueryArgs),
+    /// Find where each matching series' level stepped (a short series judged with each result's runs, a longer one by E-Divisive means with a permutation test; steps held to a false discovery rate across the series searched): the first result after each step, the levels before and after, their ratio with its 95% interval, what the other figure did, and why, from the profiles both sides recorded. With --since, exits 3 when a step to worse begins after it.
+    Changes(HistoryChangesArgs),
 }
 
 /// Where the store is.
@@ -69,11 +69,29 @@ pub struct HistoryQueryArgs {
     /// Each series' most recent N results (steps are searched in the last 1,000 of them at most: the search is quadratic).
     #[arg(long, value_name = "N", default_value_t = 200, value_parser = clap::value_parser!(u64).range(2..=100_000))]
     pub last: u64,
+    /// The false discovery rate steps are held to across the series searched (for one series, its significance), in (0, 0.5).
+    #[arg(long, value_name = "ALPHA", default_value_t = 0.01, value_parser = parse_significance)]
+    pub significance: f64,
+    /// The fewest results on each side of a step (2 to 100).
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u64).range(2..=100))]
+    pub min_segment: u64,
+    /// The figure each series is judged on: ops (its ops/s, or a driver's metric) or cpu (ops per worker CPU-second, where every result has it); the other is searched too, and each step says what it did.
+    #[arg(long, default_value = "ops", value_parser = choice::<FigureArg>())]
+    pub figure: FigureArg,
     /// Output format: text or json.
     #[arg(long, default_value = "text", value_parser = choice::<AnalyzeFormat>())]
     pub format: AnalyzeFormat,
     #[command(flatten)]
     pub store: StoreArg,
+}
+
+#[derive(Args, Debug)]
+pub struct HistoryChangesArgs {
+    #[command(flatten)]
+    pub query: HistoryQueryArgs,
+    /// Exit 3 when a step to worse begins after this revision's results, or after this date (2026-11-27, or RFC 3339): the alert for a nightly job.
+    #[arg(long, value_name = "REV|DATE", value_parser = parse_rev)]
+    pub since: Option<String>,
 }
 
 #[derive(Args, Debug)]

@@ -14,13 +14,15 @@ mod workload_args;
 pub mod like;
 #[cfg(target_os = "linux")]
 mod recorded;
-pub use history::{GateArgs, HistoryAddArgs, HistoryArgs, HistoryCommand, HistoryQueryArgs, StoreArg};
+pub use history::{
+    GateArgs, HistoryAddArgs, HistoryArgs, HistoryChangesArgs, HistoryCommand, HistoryQueryArgs, StoreArg,
+};
 #[cfg(target_os = "linux")]
 pub use run::{RankOf, RunArgs};
 #[cfg(target_os = "linux")]
 pub use values::Format;
 use values::*;
-pub use values::{AnalyzeFormat, ExportFormatArg, WorkloadArg};
+pub use values::{AnalyzeFormat, ExportFormatArg, FigureArg, WorkloadArg};
 #[cfg(target_os = "linux")]
 pub use workload_args::cache_dir;
 

@@ -37,6 +37,15 @@ pub enum AnalyzeFormat {
 
 fsscale::choice!(AnalyzeFormat { Text => "text", Json => "json" });
 
+/// `history --figure`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FigureArg {
+    Ops,
+    Cpu,
+}
+
+fsscale::choice!(FigureArg { Ops => "ops", Cpu => "cpu" });
+
 /// `--path`: where the lookups' paths start.
 #[cfg(target_os = "linux")]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -259,6 +268,16 @@ pub(super) fn parse_note(text: &str) -> Result<String, InputError> {
         return Err(InputError::malformed("--note: give at most 2000 characters of text (no control characters)"));
     }
     Ok(text.trim().to_string())
+}
+
+/// `--significance`: a probability in (0, 0.5).
+pub(super) fn parse_significance(text: &str) -> Result<f64, InputError> {
+    match text.trim().parse::<f64>() {
+        Ok(alpha) if alpha > 0.0 && alpha < 0.5 => Ok(alpha),
+        _ => Err(InputError::malformed(format!(
+            "--significance {text}: give a probability above 0 and below 0.5, e.g. 0.01 or 0.05"
+        ))),
+    }
 }
 
 /// `5%` or `5`: a positive percentage below 1000.

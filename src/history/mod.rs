@@ -16,8 +16,8 @@ mod tests;
 mod upgrade;
 
 pub use changes::{
-    changes, find_changes, outliers_of, series_figure, Attributed, Change, ChangeConfig, Level, SeriesChanges,
-    SeriesFigure, OUTLIER_SIGMAS,
+    changes, changes_unit, find_changes, outliers_of, Attributed, Change, ChangeConfig, ChangesFound, FigureSteps,
+    Level, OtherFigure, SeriesChanges, SeriesFigure, Since, Weighed, CHANGES_SCHEMA, OUTLIER_SIGMAS,
 };
 pub use gate::{judge, GateDecision, GateVerdict};
 pub use point::{figures, Figure, Identity};

@@ -4,7 +4,7 @@
 
 use super::format::{format_pct, format_rate};
 use super::table::{Align, Table};
-use crate::history::{Change, SeriesChanges, SeriesFigure};
+use crate::history::{Change, ChangesFound, SeriesChanges, SeriesFigure, Since};
 
 /// Eight heights, the series' own minimum to its maximum: a 5% step shows.
 pub fn sparkline_between(values: &[f64]) -> String {
@@ -20,16 +20,40 @@ pub fn sparkline_between(values: &[f64]) -> String {
 }
 
 fn heading(s: &SeriesChanges) -> String {
-    let why = match s.figure {
-        SeriesFigure::PerCpu => ", judged per CPU-second: the machine was busy in some results",
-        SeriesFigure::Rate => "",
+    let other = match s.other_figure {
+        Some(SeriesFigure::PerCpu) => ", ops/cpu-s searched too",
+        Some(SeriesFigure::Rate) => ", its ops/s searched too",
+        None => "",
     };
-    format!("{} on {} ({}, {} results{why})", s.point, s.host, s.unit, s.values.len())
+    format!("{} on {} ({}, {} results{other})", s.point, s.host, s.unit, s.values.len())
+}
+
+/// Where a series is too short for a step to be called: "5 results
+/// searched: a step needs at least 3 on each side (6 in all)".
+fn floor(s: &SeriesChanges) -> Option<String> {
+    (s.searched < 2 * s.min_segment).then(|| {
+        format!(
+            "{} result{} searched: a step needs at least {} on each side ({} in all)",
+            s.searched,
+            if s.searched == 1 { "" } else { "s" },
+            s.min_segment,
+            2 * s.min_segment
+        )
+    })
+}
+
+/// The unit of a figure of `s`.
+fn unit_of(s: &SeriesChanges, figure: SeriesFigure) -> String {
+    match figure == s.figure {
+        true => s.unit.clone(),
+        false => crate::history::changes_unit(&s.entries, figure),
+    }
 }
 
 /// `history show`: each series as a sparkline, then a row per result, the
 /// first result after each step marked with it.
-pub fn render_series(all: &[SeriesChanges]) -> String {
+pub fn render_series(found: &ChangesFound) -> String {
+    let all = &found.series;
     if all.is_empty() {
         return "no series in the history matches; `fsscale history add FILE...` records results, `fsscale run --history` records a run\n".into();
     }
@@ -37,6 +61,9 @@ pub fn render_series(all: &[SeriesChanges]) -> String {
     for s in all {
         out.push_str(&heading(s));
         out.push('\n');
+        if let Some(floor) = floor(s) {
+            out.push_str(&format!("  {floor}\n"));
+        }
         out.push_str(&format!("  {}\n", sparkline_between(&s.values)));
         let unit = &s.unit;
         // A label column only where some result has one.
@@ -55,8 +82,9 @@ pub fn render_series(all: &[SeriesChanges]) -> String {
         let outlying = &s.outliers;
         for (i, (e, v)) in s.entries.iter().zip(&s.values).enumerate() {
             let mut marks: Vec<String> = Vec::new();
-            if let Some(c) = s.changes.iter().find(|c| c.index == i) {
-                marks.push(format!("step {} from here", format_pct(c.pct(), true)));
+            for c in s.changes.iter().filter(|c| c.index == i) {
+                let figure = if c.figure == s.figure { String::new() } else { format!("{} ", unit_of(s, c.figure)) };
+                marks.push(format!("{figure}step {} from here", format_pct(c.pct(), true)));
             }
             if outlying[i] {
                 marks.push("~outlier (left out)".into());
@@ -76,33 +104,89 @@ pub fn render_series(all: &[SeriesChanges]) -> String {
 }
 
 /// `history changes`: every step, as "−5.1% ops/s at REV", its levels,
-/// ratio and interval, its noise, and why from the profiles.
-pub fn render_changes(all: &[SeriesChanges], confidence: f64) -> String {
+/// ratio and interval, what the other figure did, its noise, and why from
+/// the profiles; with `since`, which steps are new.
+pub fn render_changes(found: &ChangesFound, confidence: f64, since: Option<&Since>) -> String {
+    let all = &found.series;
     let mut out = String::new();
-    let found: usize = all.iter().map(|s| s.changes.len()).sum();
     for s in all.iter().filter(|s| !s.changes.is_empty()) {
         for (k, c) in s.changes.iter().enumerate() {
-            out.push_str(&change_lines(s, k, c, confidence).join("\n"));
+            let mut lines = change_lines(s, k, c, confidence);
+            if since.is_some_and(|since| since.is_new(s, c)) {
+                lines[0].push_str(" [new]");
+            }
+            out.push_str(&lines.join("\n"));
             out.push_str("\n\n");
         }
     }
+    let steps: usize = all.iter().map(|s| s.changes.len()).sum();
     let worse = all.iter().flat_map(|s| &s.changes).filter(|c| !c.improved).count();
-    out.push_str(&match found {
-        0 => format!("no step found in {} series", all.len()),
+    let series = |n: usize| format!("{n} series");
+    out.push_str(&match steps {
+        0 => format!("no step found in {}", series(all.len())),
         n => format!(
-            "{n} step{} in {} series: {worse} worse, {} better",
+            "{n} step{} in {}: {worse} worse, {} better",
             if n == 1 { "" } else { "s" },
-            all.len(),
+            series(all.len()),
             n - worse
         ),
     });
-    out.push_str(" (E-Divisive means, permutation test; `fsscale history show` lists each series)\n");
+    out.push_str(&format!(
+        "; held to a false discovery rate of {} across the {} searched",
+        format!("{}%", (found.significance * 100.0 * 1e6).round() / 1e6),
+        series(found.searched)
+    ));
+    let short: Vec<&SeriesChanges> = all.iter().filter(|s| floor(s).is_some()).collect();
+    if let Some(first) = short.first() {
+        out.push_str(&format!(
+            "; {} too short to hold a step (a step needs at least {} results on each side)",
+            series(short.len()),
+            first.min_segment
+        ));
+    }
+    out.push('\n');
+    if let Some(since) = since {
+        let new = since.worse_steps(found);
+        out.push_str(&match new.len() {
+            0 => format!("no step to worse since {}\n", crate::escape::for_terminal(&since.asked)),
+            n => format!(
+                "{n} step{} to worse since {}\n",
+                if n == 1 { "" } else { "s" },
+                crate::escape::for_terminal(&since.asked)
+            ),
+        });
+    }
+    out.push_str("(`fsscale history show` lists each series)\n");
     out
+}
+
+/// `history changes --format json`: what was found, in the documented form
+/// (docs/HISTORY-JSON.md), with the steps new since `since`.
+pub fn changes_json(found: &ChangesFound, since: Option<&Since>) -> anyhow::Result<String> {
+    let mut value = serde_json::to_value(found)?;
+    if let (Some(since), Some(object)) = (since, value.as_object_mut()) {
+        object.insert("since".into(), serde_json::to_value(since)?);
+        let new: Vec<serde_json::Value> = found
+            .series
+            .iter()
+            .flat_map(|s| s.changes.iter().map(move |c| (s, c)))
+            .filter(|(s, c)| !c.improved && since.is_new(s, c))
+            .map(|(s, c)| {
+                let first = &s.entries[c.index];
+                serde_json::json!({
+                    "host": s.host, "point": s.point, "index": c.index, "figure": c.figure,
+                    "pct": c.pct(), "rev": first.rev, "started_at": first.started_at,
+                })
+            })
+            .collect();
+        object.insert("worse_since".into(), serde_json::Value::Array(new));
+    }
+    Ok(crate::escape::json_pretty(&value)?)
 }
 
 pub(crate) fn change_lines(s: &SeriesChanges, k: usize, c: &Change, confidence: f64) -> Vec<String> {
     let first = &s.entries[c.index];
-    let unit = &s.unit;
+    let unit = &unit_of(s, c.figure);
     let one_line = crate::escape::for_terminal;
     let mut where_ = vec![format!("rev {}", one_line(first.rev.as_deref().unwrap_or("(none)")))];
     if let Some(label) = &first.label {
@@ -137,7 +221,7 @@ pub(crate) fn change_lines(s: &SeriesChanges, k: usize, c: &Change, confidence: 
             c.after.results
         ),
         format!(
-            "  change: {} {}, p = {:.3} (permutations)",
+            "  change: {} {}, p = {:.4} (t on the results, held to their runs' spread)",
             format_pct(c.pct(), true),
             match c.interval {
                 Some((lo, hi)) => format!(
@@ -151,6 +235,21 @@ pub(crate) fn change_lines(s: &SeriesChanges, k: usize, c: &Change, confidence: 
             c.p_value
         ),
     ];
+    if let Some(o) = &c.other {
+        let other_unit = unit_of(s, o.figure);
+        let moved = format_pct((o.ratio - 1.0) * 100.0, true);
+        lines.push(match (o.stepped, o.figure) {
+            (true, _) => format!("  {other_unit} stepped there too ({moved})"),
+            (false, SeriesFigure::PerCpu) => format!(
+                "  {other_unit} held ({moved}): the time the workers got changed, not what an op costs; other work on the machine? ({} of {} results after it were busy)",
+                c.after.busy, c.after.results
+            ),
+            (false, SeriesFigure::Rate) => format!(
+                "  {other_unit} held ({moved}): an op costs {} CPU, and idle CPU made up for it",
+                if c.improved { "less" } else { "more" }
+            ),
+        });
+    }
     if c.before.noisy + c.after.noisy > 0 {
         lines.push(format!(
             "  noise: {} of {} results before and {} of {} after are marked (drift, two modes or a busy machine)",
@@ -188,8 +287,8 @@ pub(crate) fn change_lines(s: &SeriesChanges, k: usize, c: &Change, confidence: 
 }
 
 /// `history show --format json`: each series with its results, the steps marked on them.
-pub fn series_json(all: &[SeriesChanges]) -> serde_json::Value {
-    let series = all.iter().map(|s| {
+pub fn series_json(found: &ChangesFound) -> serde_json::Value {
+    let series = found.series.iter().map(|s| {
         let outlying = &s.outliers;
         let results: Vec<serde_json::Value> = s
             .entries
@@ -207,7 +306,7 @@ pub fn series_json(all: &[SeriesChanges]) -> serde_json::Value {
                     "runs": e.figure.runs,
                     "noise": e.figure.noise,
                     "outlier": outlying[i],
-                    "step_pct": s.changes.iter().find(|c| c.index == i).map(|c| c.pct()),
+                    "step_pct": s.changes.iter().find(|c| c.index == i && c.figure == s.figure).map(|c| c.pct()),
                 })
             })
             .collect();

@@ -29,7 +29,7 @@ pub use catalogue::render_catalogue;
 pub use compare::{render_comparisons, CompareFormat};
 pub use export::{export, ExportFormat};
 pub use format::{format_rate, sparkline};
-pub use history::{render_changes, render_series, series_json, sparkline_between};
+pub use history::{changes_json, render_changes, render_series, series_json, sparkline_between};
 pub use html::{figure_label, higher_is_better, render_history_html, render_html, workload_series};
 pub use latency::format_ns;
 pub use table::{Align, Table};

@@ -62,11 +62,20 @@ pub struct ChangePoint {
 
 /// The change points of `values` (finite), by index.
 pub fn e_divisive(values: &[f64], config: &ChangePointConfig) -> Vec<ChangePoint> {
+    e_divisive_search(values, config).0
+}
+
+/// [`e_divisive`], and the p-value of the first candidate, significant or
+/// not (`None` when there is none: too few values). Above `significance`
+/// it is only an upper bound's worth: the permutations stop once it cannot
+/// be significant.
+pub fn e_divisive_search(values: &[f64], config: &ChangePointConfig) -> (Vec<ChangePoint>, Option<f64>) {
     let n = values.len();
     let min = config.min_segment.max(2);
     if n < 2 * min || values.iter().any(|v| !v.is_finite()) {
-        return Vec::new();
+        return (Vec::new(), None);
     }
+    let mut first_p = None;
     let mut rng = SplitMix64::new(config.seed);
     // Segment boundaries, sorted: segments are [bounds[i], bounds[i+1]).
     let mut bounds = vec![0, n];
@@ -79,6 +88,7 @@ pub fn e_divisive(values: &[f64], config: &ChangePointConfig) -> Vec<ChangePoint
             .max_by(|a, b| a.1.total_cmp(&b.1));
         let Some((index, divergence)) = best else { break };
         if divergence <= 0.0 {
+            first_p.get_or_insert(1.0);
             break;
         }
         // How often values shuffled within their segments diverge as much;
@@ -99,6 +109,7 @@ pub fn e_divisive(values: &[f64], config: &ChangePointConfig) -> Vec<ChangePoint
             done += 1;
         }
         let p_value = (as_large + 1) as f64 / (done + 1) as f64;
+        first_p.get_or_insert(if as_large >= allowed { p_value.max(config.significance.next_up()) } else { p_value });
         if as_large >= allowed || p_value > config.significance {
             break;
         }
@@ -107,7 +118,7 @@ pub fn e_divisive(values: &[f64], config: &ChangePointConfig) -> Vec<ChangePoint
         bounds.insert(at, index);
     }
     found.sort_by_key(|c| c.index);
-    found
+    (found, first_p)
 }
 
 fn segments(bounds: &[usize]) -> impl Iterator<Item = (usize, usize)> + '_ {

@@ -78,11 +78,23 @@ pub struct StepConfig {
 /// side's `min_segment`, as results at that place in the series, but not
 /// towards its level or spread; each side needs two that are not.
 pub fn replicated_steps(results: &[Replicated], left_out: &[bool], config: &StepConfig) -> Vec<ChangePoint> {
+    replicated_search(results, left_out, config).0
+}
+
+/// [`replicated_steps`], and the p-value of the first candidate,
+/// significant or not (`None` when there is none). Above `significance` it
+/// is only a bound: the null draws stop once it cannot be significant.
+pub fn replicated_search(
+    results: &[Replicated],
+    left_out: &[bool],
+    config: &StepConfig,
+) -> (Vec<ChangePoint>, Option<f64>) {
     let min = config.min_segment.max(2);
     let valid = results.iter().all(|r| r.value.is_finite() && r.within.is_finite() && r.within >= 0.0);
     if results.len() < 2 * min || left_out.len() != results.len() || !valid {
-        return Vec::new();
+        return (Vec::new(), None);
     }
+    let mut first_p = None;
     let mut bounds = vec![0, results.len()];
     let mut found = Vec::new();
     loop {
@@ -103,6 +115,7 @@ pub fn replicated_steps(results: &[Replicated], left_out: &[bool], config: &Step
         let Some((index, t, p)) = best else { break };
         // Bonferroni over the segments searched in this round.
         let corrected = (p * segments as f64).min(1.0);
+        first_p.get_or_insert(corrected);
         if corrected > config.significance {
             break;
         }
@@ -110,12 +123,16 @@ pub fn replicated_steps(results: &[Replicated], left_out: &[bool], config: &Step
         bounds.insert(bounds.partition_point(|&b| b < index), index);
     }
     found.sort_by_key(|c| c.index);
-    found
+    (found, first_p)
 }
 
-/// Step-free segments drawn to find a split's p-value: p-values are
-/// multiples of 1/(NULL_DRAWS + 1), a fiftieth of α = 0.01 apart.
-pub const NULL_DRAWS: usize = 4999;
+/// Step-free segments drawn to find a split's p-value at significance α:
+/// enough that p-values are multiples of a fiftieth of α (5,000 at α =
+/// 0.01; the small levels a false discovery rate over many series asks
+/// need more), at most 200,000 (a resolution of 5·10⁻⁶).
+pub fn null_draws(significance: f64) -> usize {
+    ((50.0 / significance).ceil() as usize).clamp(1000, 200_000) - 1
+}
 
 /// The split of `segment` with the largest |t| that leaves `min` results
 /// on each side, two of them not left out: (its first index on the right, t).
@@ -173,27 +190,62 @@ fn largest_t(values: &[f64], left_out: &[bool], min: usize, floor: f64) -> Optio
 /// How often a step-free segment like this one (its length, which of its
 /// results are left out) has a split whose |t| is at least `t`: the
 /// p-value of the largest of the correlated split statistics, by
-/// [`NULL_DRAWS`] segments of standard normal values ((count + 1)/(draws +
+/// [`null_draws`] segments of standard normal values ((count + 1)/(draws +
 /// 1)), a resampling bound that is exact where Bonferroni over the splits
 /// would be several times too strict. t is free of the spread's scale, so
 /// one null serves every series; the floor only makes the observed t
 /// smaller, so leaving it out of the null errs on the side of no step.
 /// Drawing stops once the p-value cannot be significant (it is then only
 /// known to be above α). Seeded: the same series gives the same answer.
+///
+/// A null drawn whole is kept (the largest |t| of each draw, sorted) for
+/// the next segment alike: a query of many series of one length with no
+/// result left out draws it once.
 fn max_t_p_value(left_out: &[bool], min: usize, t: f64, config: &StepConfig) -> f64 {
+    let draws = null_draws(config.significance);
+    let key = NullKey { left_out: left_out.to_vec(), min, draws, seed: config.seed };
+    if let Some(null) = NULLS.lock().ok().and_then(|nulls| nulls.get(&key).cloned()) {
+        let as_large = null.len() - null.partition_point(|&x| x < t);
+        return (as_large + 1) as f64 / (draws + 1) as f64;
+    }
     let mut rng = SplitMix64::new(config.seed ^ (left_out.len() as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
     let mut values = vec![0.0; left_out.len()];
-    let allowed = (config.significance * (NULL_DRAWS + 1) as f64).floor() as usize;
-    let (mut as_large, mut drawn) = (0, 0);
-    while drawn < NULL_DRAWS && as_large <= allowed {
+    let allowed = (config.significance * (draws + 1) as f64).floor() as usize;
+    let mut largest = Vec::with_capacity(draws);
+    let mut as_large = 0;
+    while largest.len() < draws && as_large <= allowed {
         values.iter_mut().for_each(|v| *v = rng.normal());
-        if largest_t(&values, left_out, min, 0.0).is_some_and(|(_, x)| x.abs() >= t) {
-            as_large += 1;
+        let x = largest_t(&values, left_out, min, 0.0).map_or(0.0, |(_, x)| x.abs());
+        as_large += usize::from(x >= t);
+        largest.push(x);
+    }
+    let drawn = largest.len();
+    if drawn == draws {
+        largest.sort_by(f64::total_cmp);
+        if let Ok(mut nulls) = NULLS.lock() {
+            if nulls.len() >= MAX_NULLS {
+                nulls.clear();
+            }
+            nulls.insert(key, std::sync::Arc::new(largest));
         }
-        drawn += 1;
     }
     (as_large + 1) as f64 / (drawn + 1) as f64
 }
+
+/// What a null depends on: the segment's shape, the draws and their seed.
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct NullKey {
+    left_out: Vec<bool>,
+    min: usize,
+    draws: usize,
+    seed: u64,
+}
+
+/// The nulls kept: at most [`MAX_NULLS`], 1.6 MB each at most.
+static NULLS: std::sync::LazyLock<std::sync::Mutex<std::collections::HashMap<NullKey, std::sync::Arc<Vec<f64>>>>> =
+    std::sync::LazyLock::new(Default::default);
+
+const MAX_NULLS: usize = 64;
 
 #[cfg(test)]
 mod tests {

@@ -1,0 +1,216 @@
+//! One figure of a series searched for steps: its outliers, the search
+//! (a short series with each result's runs, a longer one by E-Divisive's
+//! permutations), and each step's levels, ratio and interval.
+
+use super::{Change, ChangeConfig, Level, SeriesFigure};
+use crate::history::store::Entry;
+use crate::stats::changepoint::ChangePoint;
+use crate::stats::distributions::t_quantile_two_sided;
+use crate::stats::hypothesis::{ratio_interval, welch};
+use crate::stats::replicated_steps::StepConfig;
+use crate::stats::replicated_steps::{replicated_search, Replicated};
+use crate::stats::Sample;
+
+/// What one figure of a series shows.
+#[derive(Clone, Debug)]
+pub struct FigureSteps {
+    pub figure: SeriesFigure,
+    /// The figure of every result, in order.
+    pub values: Vec<f64>,
+    /// Which of them are outliers, left out of the search and the levels.
+    pub outliers: Vec<bool>,
+    pub changes: Vec<Change>,
+    /// The p-value of its most different split, significant or not
+    /// (`None`: too few results to split).
+    pub first_p: Option<f64>,
+}
+
+/// Which results a figure's search weighs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Weighed {
+    /// All but outliers.
+    All,
+    /// All but outliers and results run while other work took the machine:
+    /// their ops/s measure the load, and are known to, so they hold their
+    /// place but give no level (a busy result added cannot move a step).
+    Quiet,
+}
+
+/// The steps of one figure of a series (`entries` in order), significant
+/// at `significance`, without attribution.
+pub fn find_changes(
+    entries: &[Entry],
+    figure: SeriesFigure,
+    weighed: Weighed,
+    significance: f64,
+    config: &ChangeConfig,
+) -> FigureSteps {
+    let values = figure_values(entries, figure);
+    // Logarithms: a step of 5% is one size at every level; a figure of 0 cannot be placed.
+    if values.iter().any(|v| !(v.is_finite() && *v > 0.0)) {
+        let outliers = vec![false; values.len()];
+        return FigureSteps { figure, values, outliers, changes: Vec::new(), first_p: None };
+    }
+    let logs: Vec<f64> = values.iter().map(|v| v.ln()).collect();
+    // Busy results left out first, so that they change nothing, not even
+    // which of their neighbours look like outliers.
+    let weighs = |e: &Entry| weighed == Weighed::All || !e.figure.busy;
+    let candidates: Vec<usize> = (0..values.len()).filter(|&i| weighs(&entries[i])).collect();
+    let candidate_outliers = outliers(&candidates.iter().map(|&i| logs[i]).collect::<Vec<f64>>());
+    let mut outlying = vec![true; values.len()];
+    candidates.iter().zip(&candidate_outliers).for_each(|(&i, &o)| outlying[i] = o);
+    // The search and the levels leave outliers out: one disturbed
+    // invocation is not a level, and would pull a step's place towards it.
+    let kept: Vec<usize> = (0..values.len()).filter(|&i| !outlying[i]).collect();
+    let (found, first_p) = search(entries, figure, &kept, &logs, significance, config);
+    let mut bounds: Vec<usize> = vec![0];
+    bounds.extend(found.iter().map(|c| c.index));
+    bounds.push(kept.len());
+    let higher_is_better = entries.first().is_none_or(|e| e.figure.higher_is_better);
+    let changes = found
+        .iter()
+        .enumerate()
+        .map(|(k, c)| {
+            // The kept results on each side, as figures.
+            let (before, after) = (&kept[bounds[k]..bounds[k + 1]], &kept[bounds[k + 1]..bounds[k + 2]]);
+            let figures = |at: &[usize]| at.iter().map(|&i| values[i]).collect::<Vec<f64>>();
+            let (bv, av) = (figures(before), figures(after));
+            let level = |at: &[usize], v: &[f64]| Level {
+                mean: v.iter().sum::<f64>() / v.len() as f64,
+                results: at.len(),
+                noisy: at.iter().filter(|&&i| entries[i].figure.noise.is_some()).count(),
+                busy: at.iter().filter(|&&i| entries[i].figure.busy).count(),
+            };
+            let (b, a) = (level(before, &bv), level(after, &av));
+            let ratio = a.mean / b.mean;
+            let interval = Sample::new(&bv).ok().zip(Sample::new(&av).ok()).and_then(|(b, a)| {
+                let df = welch(&b, &a, config.confidence).ok()?.df;
+                ratio_interval(&b, &a, t_quantile_two_sided(config.confidence, df))
+            });
+            Change {
+                // The first result at the new level; outliers between the
+                // two sides could belong to either (`unplaced` counts them).
+                index: kept[c.index],
+                unplaced: kept[c.index] - kept[c.index - 1] - 1,
+                improved: (ratio > 1.0) == higher_is_better,
+                before: b,
+                after: a,
+                ratio,
+                interval,
+                p_value: c.p_value,
+                figure,
+                other: None,
+                attribution: None,
+            }
+        })
+        .collect();
+    FigureSteps { figure, outliers: outlying, values, changes, first_p }
+}
+
+/// The steps among the `kept` results (indexes among them), judged with
+/// each result's runs ([`crate::stats::replicated_steps`]), and the first
+/// candidate's p-value.
+fn search(
+    entries: &[Entry],
+    figure: SeriesFigure,
+    kept: &[usize],
+    logs: &[f64],
+    significance: f64,
+    config: &ChangeConfig,
+) -> (Vec<ChangePoint>, Option<f64>) {
+    // Every result holds its place (an outlier counts towards a side's
+    // fewest results), but only the kept ones give a level and a spread.
+    let results: Vec<Replicated> = (0..logs.len())
+        .map(|i| {
+            let runs = match figure {
+                SeriesFigure::Rate => Some(&entries[i].figure.run_values),
+                SeriesFigure::PerCpu => entries[i].figure.run_per_cpu.as_ref(),
+            };
+            // A result whose runs are not recorded counts as its figure alone.
+            runs.and_then(|r| Replicated::of_runs(r))
+                .filter(|r| (r.value - logs[i]).abs() < 1e-9)
+                .unwrap_or(Replicated { value: logs[i], within: 0.0 })
+        })
+        .collect();
+    let mut left_out = vec![true; logs.len()];
+    kept.iter().for_each(|&i| left_out[i] = false);
+    let step = StepConfig { significance, min_segment: config.min_segment(), seed: config.seed };
+    let (found, first_p) = replicated_search(&results, &left_out, &step);
+    let found = found
+        .into_iter()
+        // As the first kept result from the step on (outliers before it are `unplaced`).
+        .map(|c| ChangePoint { index: kept.partition_point(|&k| k < c.index), ..c })
+        .collect();
+    (found, first_p)
+}
+
+/// Each result's figure of the kind the series is judged on.
+pub(super) fn figure_values(entries: &[Entry], figure: SeriesFigure) -> Vec<f64> {
+    entries
+        .iter()
+        .map(|e| match figure {
+            SeriesFigure::Rate => e.figure.mean,
+            SeriesFigure::PerCpu => e.figure.per_cpu.unwrap_or(f64::NAN),
+        })
+        .collect()
+}
+
+/// Which of a series' figures are outliers (see [`outliers`]), on their
+/// logarithms; none where a figure is not positive.
+pub fn outliers_of(values: &[f64]) -> Vec<bool> {
+    match values.iter().all(|v| v.is_finite() && *v > 0.0) {
+        true => outliers(&values.iter().map(|v| v.ln()).collect::<Vec<f64>>()),
+        false => vec![false; values.len()],
+    }
+}
+
+/// Results far from their neighbours on both sides: more than
+/// [`OUTLIER_SIGMAS`] robust standard deviations from the median of the
+/// three results before them and from that of the three after (at either
+/// end, the side there is, when it holds two or more). A Hampel filter (Pearson, "Outliers in process
+/// modeling and identification", IEEE TCST 10(1), 2002) with its window
+/// split in two, so that a result beside a step, which is close to the
+/// results on its own side, is never taken for an outlier. The deviation is
+/// estimated from successive differences (their MAD / √2), which a step
+/// moves only once.
+fn outliers(values: &[f64]) -> Vec<bool> {
+    let n = values.len();
+    let mut out = vec![false; n];
+    if n < 7 {
+        return out;
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        let m = v.len() / 2;
+        if v.len() % 2 == 1 {
+            v[m]
+        } else {
+            (v[m - 1] + v[m]) / 2.0
+        }
+    };
+    let mut diffs: Vec<f64> = values.windows(2).map(|w| (w[1] - w[0]).abs()).collect();
+    let sigma = 1.4826 * median(&mut diffs) / std::f64::consts::SQRT_2;
+    if sigma <= 0.0 {
+        return out;
+    }
+    let far = |i: usize, side: &[f64]| (values[i] - median(&mut side.to_vec())).abs() > OUTLIER_SIGMAS * sigma;
+    for (i, flag) in out.iter_mut().enumerate() {
+        let before = &values[i.saturating_sub(3)..i];
+        let after = &values[i + 1..(i + 4).min(n)];
+        // Far from every side that has a result; at either end, from the
+        // side there is, when it has two or more. A result with one
+        // neighbour after it is held to that one too: judged on the side
+        // before alone, the second result after a step near the end would
+        // be taken for an outlier.
+        *flag = match (before.len(), after.len()) {
+            (0, 0..2) | (0..2, 0) => false,
+            (0, _) => far(i, after),
+            (_, 0) => far(i, before),
+            _ => far(i, before) && far(i, after),
+        };
+    }
+    out
+}
+
+/// How far from its neighbours a result is an outlier, in robust standard deviations.
+pub const OUTLIER_SIGMAS: f64 = 4.0;
