@@ -602,25 +602,61 @@ fn a_busy_result_appended_leaves_a_reported_step_where_it_was() {
     }
 }
 
-/// The rates docs/STATISTICS.md tabulates, over noise levels:
-/// `cargo test --lib history_power_table -- --ignored --nocapture`.
+/// The rates docs/STATISTICS.md tabulates:
+/// `cargo test --release --lib history_power_table -- --ignored --nocapture`.
 #[test]
-#[ignore = "prints the table of docs/STATISTICS.md (about a minute)"]
+#[ignore = "prints the tables of docs/STATISTICS.md (minutes)"]
 fn history_power_table() {
-    println!("| offset sd | step | found at ±1 | found anywhere | step-free series called changed |");
-    for sd in [0.005, 0.01, 0.015, 0.02, 0.03, 0.05, 0.15] {
-        for step in [0.95, 0.9, 0.8] {
-            let noise = Noise { offset_sd: sd, ..MEASURED };
-            let (changed, right) = count(11, 500, step, noise);
-            let (false_alarms, _) = count(12, 500, 1.0, noise);
+    let clean = Noise { outlier_rate: 0.0, ..QUIET };
+    println!("| results | step | noise | figure | found | at its place | step-free series called changed |");
+    for (n, at, step, nulls) in [(8, 5..=5, 0.9, 8..=8), (12, 3..=9, 0.95, 12..=12), (30, 5..=25, 0.95, 30..=30)] {
+        for (name, noise, figure) in [
+            ("quiet", QUIET, SeriesFigure::Rate),
+            ("no outliers", clean, SeriesFigure::Rate),
+            ("measured", MEASURED, SeriesFigure::Rate),
+            ("measured", MEASURED, SeriesFigure::PerCpu),
+        ] {
+            let (changed, right) = count_figure(77, 500, n, at.clone(), step, noise, figure);
+            let (false_alarms, _) = count_figure(78, 500, n, nulls.clone(), 1.0, noise, figure);
+            let pct = |k: usize| format!("{:.1}%", k as f64 / 5.0);
             println!(
-                "| {:.1}% | {:.0}% | {:.1}% | {:.1}% | {:.1}% |",
-                sd * 100.0,
+                "| {n} | {:.0}% | {name} | {figure:?} | {} | {} | {} |",
                 (1.0 - step) * 100.0,
-                right as f64 / 5.0,
-                changed as f64 / 5.0,
-                false_alarms as f64 / 5.0
+                pct(changed),
+                pct(right),
+                pct(false_alarms)
             );
         }
     }
+}
+
+#[test]
+fn two_hundred_step_free_series_searched_in_one_query_report_at_most_two_steps() {
+    // The false discovery rate across series: each series' most different
+    // split selected by Benjamini–Hochberg, steps in the selected tested
+    // at q·R/m. Without it, 200 series at 1% each would report about 2-4.
+    let mut rng = Rng::new(31);
+    let config = ChangeConfig { resolution: 0.01 / 200.0, ..ChangeConfig::DEFAULT };
+    let series: Vec<Vec<Entry>> = (0..200).map(|_| simulated(&mut rng, 20, 20, 1.0, QUIET)).collect();
+    let first: Vec<_> = series.iter().map(|e| changes::figures::search_figures(e, config.significance(), &config)).collect();
+    let unheld: usize = first.iter().map(|f| f.steps().len()).sum();
+    let family: Vec<Option<f64>> = first.iter().map(|f| f.p_value()).collect();
+    let levels = changes::fdr::selected_levels(&family, config.significance());
+    let held: usize = series
+        .iter()
+        .zip(&levels)
+        .map(|(e, level)| level.map_or(0, |l| changes::figures::search_figures(e, l, &config).steps().len()))
+        .sum();
+    assert!(held <= 2, "{held} steps reported (each series alone: {unheld})");
+    // And a real step among them is still found.
+    let mut with_step = series.clone();
+    with_step[7] = simulated(&mut rng, 20, 10, 0.9, QUIET);
+    let family: Vec<Option<f64>> = with_step
+        .iter()
+        .map(|e| changes::figures::search_figures(e, config.significance(), &config).p_value())
+        .collect();
+    let levels = changes::fdr::selected_levels(&family, config.significance());
+    let level = levels[7].expect("the series with a 10% step is selected");
+    let found = changes::figures::search_figures(&with_step[7], level, &config).steps();
+    assert_eq!(found.iter().map(|c| c.index).collect::<Vec<_>>(), [10]);
 }

@@ -2,7 +2,7 @@
 //! rewritten when the schema changes, written against the rows as the
 //! earlier version left them (never against today's types, which move on).
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{Context, Result};
 use rusqlite::{params, OptionalExtension, Transaction};
 use serde::Deserialize;
 
@@ -91,20 +91,20 @@ pub(super) fn to_v3(tx: &Transaction) -> Result<()> {
     };
     for id in results {
         let text: String = tx.query_row("SELECT document FROM results WHERE id = ?1", [id], |r| r.get(0))?;
-        let doc = ResultsFile::from_json(&text, None)
-            .with_context(|| format!("result {id} is not an fsscale results file"))?;
         tx.execute("UPDATE results SET document_zstd = ?2 WHERE id = ?1", params![id, document::pack(&text)?])?;
+        // A damaged document stays as it was, to be refused where it is
+        // read; its figures keep no runs (they count as their means alone),
+        // and the rest of the store stays usable.
+        let Ok(doc) = ResultsFile::from_json(&text, None) else { continue };
         let points: Vec<i64> = {
             let mut query = tx.prepare("SELECT point_index FROM figures WHERE result_id = ?1")?;
             let rows = query.query_map([id], |r| r.get(0))?;
             rows.collect::<rusqlite::Result<_>>()?
         };
         for index in points {
-            let figure = usize::try_from(index)
-                .ok()
-                .and_then(|i| doc.points.get(i))
-                .and_then(Figure::of)
-                .ok_or_else(|| anyhow!("result {id} has no finished point {index}"))?;
+            let Some(figure) = usize::try_from(index).ok().and_then(|i| doc.points.get(i)).and_then(Figure::of) else {
+                continue;
+            };
             let (values, per_cpu) = figure.run_columns();
             tx.execute(
                 "UPDATE figures SET run_values = ?3, run_per_cpu = ?4 WHERE result_id = ?1 AND point_index = ?2",

@@ -18,19 +18,19 @@ fn runs_with_a_planted_slowdown_are_found_at_its_revision_with_the_cause() {
     }
     let env = TestEnv::new();
     let db = env.root.path().join("history.sqlite");
-    // Sixteen revisions of a program; from r9 on it sleeps 150 ms instead of
-    // 60: a step no load on the machine makes or hides. (Eight a side: the
-    // permutation test of a perfect split of 6 and 6 is at p = 0.002, which
-    // 199 permutations put above 0.01 once in 14; 8 and 8, once in 2,000.)
+    // Eight revisions of a program; from r6 on it sleeps 150 ms instead of
+    // 60: a step no load on the machine makes or hides, in a series as short
+    // as one a step can be told in (5 before, 3 after: each result's runs
+    // judge it).
     let program = env.root.path().join("work.sh");
     let cmd = format!("sh {}", program.display());
-    for rev in 1..=16 {
-        std::fs::write(&program, if rev >= 9 { "sleep 0.15\n" } else { "sleep 0.06\n" }).unwrap();
+    for rev in 1..=8 {
+        std::fs::write(&program, if rev >= 6 { "sleep 0.15\n" } else { "sleep 0.06\n" }).unwrap();
         let rev_name = format!("r{rev}");
         let mut args = vec!["command", "--cmd", &cmd, "-j", "1", "-n", "3", "--rev", &rev_name, "--history"];
         args.extend(["--history-db", db.to_str().unwrap()]);
         // Profiled around the step only (loading the programs is most of a run here).
-        if (7..=10).contains(&rev) {
+        if (5..=6).contains(&rev) {
             args.extend(["--profile", "offcpu"]);
         }
         let out = env.run(&args);
@@ -45,25 +45,47 @@ fn runs_with_a_planted_slowdown_are_found_at_its_revision_with_the_cause() {
     assert_success(&out);
     let text = stdout(&out);
     assert!(text.contains("command process private x1: -"), "{text}");
-    assert!(text.contains("(worse) from result 9 on: rev r9, kernel "), "{text}");
-    assert!(text.contains("  before: ") && text.contains(" results; after: "), "{text}");
+    assert!(text.contains("(worse) from result 6 on: rev r6, kernel "), "{text}");
+    assert!(text.contains("  before: ") && text.contains(" over 5 results; after: "), "{text}");
     assert!(text.contains("(95% interval of the ratio), p = 0.0"), "{text}");
-    assert!(text.contains("why, from the profiles of r8 and r9 (before → after"), "{text}");
+    assert!(text.contains("why, from the profiles of r5 and r6 (before → after"), "{text}");
     assert!(text.contains("  asleep: ") && text.contains("nanosleep"), "{text}");
-    assert!(text.contains("1 step in 1 series: 1 worse, 0 better"), "{text}");
+    assert!(
+        text.contains(
+            "1 step in 1 series: 1 worse, 0 better; held to a false discovery rate of 1% across the 1 series searched"
+        ),
+        "{text}"
+    );
+    // The alert: a step to worse after r5, none after r6.
+    let out = history(&db, &["changes", "--since", "r5"]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(stdout(&out).contains("1 step to worse since r5"), "{}", stdout(&out));
+    assert!(
+        stderr(&out).starts_with("fsscale: 1 step to worse since r5: command process private x1 on "),
+        "{}",
+        stderr(&out)
+    );
+    let out = history(&db, &["changes", "--since", "r6"]);
+    assert_success(&out);
+    assert!(stdout(&out).contains("no step to worse since r6"), "{}", stdout(&out));
+    assert_one_line_error(&history(&db, &["changes", "--since", "r99"]), "--since r99: no result of that revision");
     // The series, with its step where `changes` put it.
     let out = history(&db, &["show", "-w", "command"]);
     assert_success(&out);
     let text = stdout(&out);
     assert!(text.contains("command process private x1 on "), "{text}");
-    let row9 = text.lines().find(|l| l.trim_start().starts_with("9 ")).unwrap_or_else(|| panic!("{text}"));
-    assert!(row9.contains(" r9 ") && row9.contains("step -"), "{row9}");
+    let row6 = text.lines().find(|l| l.trim_start().starts_with("6 ")).unwrap_or_else(|| panic!("{text}"));
+    assert!(row6.contains(" r6 ") && row6.contains("step -"), "{row6}");
     assert_eq!(text.lines().filter(|l| l.contains("step ")).count(), 1, "{text}");
     // JSON carries the same step.
-    let out = history(&db, &["changes", "--format", "json"]);
+    let out = history(&db, &["changes", "--format", "json", "--since", "2000-01-01"]);
+    assert_eq!(out.status.code(), Some(3));
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(json[0]["changes"][0]["index"], 8);
-    assert_eq!(json[0]["changes"][0]["improved"], false);
+    assert_eq!(json["schema"], "fsscale-history-changes/1");
+    assert_eq!((json["searched"].as_u64(), json["significance"].as_f64()), (Some(1), Some(0.01)));
+    assert_eq!(json["series"][0]["changes"][0]["index"], 5);
+    assert_eq!(json["series"][0]["changes"][0]["improved"], false);
+    assert_eq!(json["worse_since"][0]["rev"], "r6");
     // The report draws it, with the differential flame graph under the step.
     let page = env.root.path().join("history.html");
     let out = fsscale().args(["report", "--history", "--history-db"]).arg(&db).arg("-o").arg(&page).output().unwrap();
@@ -71,7 +93,7 @@ fn runs_with_a_planted_slowdown_are_found_at_its_revision_with_the_cause() {
     let html = std::fs::read_to_string(&page).unwrap();
     assert!(html.contains("<h2 id=\"series-1\">command process private x1 on "), "series heading");
     assert!(html.contains("stroke-dasharray=\"5,4\"") && html.contains(">step 1: -"), "the step drawn");
-    assert!(html.contains("r9 against r8, differential"), "the differential flame graph");
+    assert!(html.contains("r6 against r5, differential"), "the differential flame graph");
     load_in_chromium(&env, &page);
 }
 

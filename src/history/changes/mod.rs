@@ -19,7 +19,7 @@
 
 use serde::Serialize;
 
-mod fdr;
+pub(crate) mod fdr;
 pub(crate) mod figures;
 mod search;
 mod since;
@@ -49,6 +49,9 @@ pub struct ChangeConfig {
     pub confidence: f64,
     /// The series' own figure: ops/s (`Rate`, the default) or per CPU-second.
     pub figure: SeriesFigure,
+    /// The smallest p-value a search must tell apart: the significance
+    /// over the number of series one query searches ([`changes`] sets it).
+    pub resolution: f64,
 }
 
 impl ChangeConfig {
@@ -61,6 +64,7 @@ impl ChangeConfig {
         search: 1000,
         confidence: 0.95,
         figure: SeriesFigure::Rate,
+        resolution: 0.01,
     };
 
     pub fn significance(&self) -> f64 {
@@ -189,6 +193,8 @@ pub const CHANGES_SCHEMA: &str = "fsscale-history-changes/1";
 /// of `config.significance()` across them ([`fdr`]), each attributed from
 /// the nearest profiled results on both sides where there are such.
 pub fn changes(store: &Store, series: &[Series], config: &ChangeConfig) -> anyhow::Result<ChangesFound> {
+    // p-values told apart down to α/m, which the step-up rule compares the smallest with.
+    let config = &ChangeConfig { resolution: config.significance() / series.len().max(1) as f64, ..*config };
     let mut read = Vec::new();
     for s in series {
         let entries = store.entries(s.id, Some(config.last))?;

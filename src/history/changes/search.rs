@@ -30,9 +30,11 @@ pub struct FigureSteps {
 pub enum Weighed {
     /// All but outliers.
     All,
-    /// All but outliers and results run while other work took the machine:
-    /// their ops/s measure the load, and are known to, so they hold their
-    /// place but give no level (a busy result added cannot move a step).
+    /// All but outliers and results run while other work took the machine
+    /// with their workers CPU-bound: their ops/s measure the load, and are
+    /// known to, so they hold their place but give no level (a busy result
+    /// added cannot move a step). Workers that mostly wait lose little to
+    /// other work, and their busy results are weighed.
     Quiet,
 }
 
@@ -54,7 +56,7 @@ pub fn find_changes(
     let logs: Vec<f64> = values.iter().map(|v| v.ln()).collect();
     // Busy results left out first, so that they change nothing, not even
     // which of their neighbours look like outliers.
-    let weighs = |e: &Entry| weighed == Weighed::All || !e.figure.busy;
+    let weighs = |e: &Entry| weighed == Weighed::All || !(e.figure.busy && e.figure.cpu_bound);
     let candidates: Vec<usize> = (0..values.len()).filter(|&i| weighs(&entries[i])).collect();
     let candidate_outliers = outliers(&candidates.iter().map(|&i| logs[i]).collect::<Vec<f64>>());
     let mut outlying = vec![true; values.len()];
@@ -134,7 +136,7 @@ fn search(
         .collect();
     let mut left_out = vec![true; logs.len()];
     kept.iter().for_each(|&i| left_out[i] = false);
-    let step = StepConfig { significance, min_segment: config.min_segment(), seed: config.seed };
+    let step = StepConfig { significance, min_segment: config.min_segment(), seed: config.seed, resolution: config.resolution };
     let (found, first_p) = replicated_search(&results, &left_out, &step);
     let found = found
         .into_iter()
