@@ -19,7 +19,7 @@ pub enum HistoryCommand {
     Add(HistoryAddArgs),
     /// Print each matching series: a sparkline, then a row per result, marking the steps `changes` finds.
     Show(HistoryQueryArgs),
-    /// Find where each matching series' level stepped (a short series judged with each result's runs, a longer one by E-Divisive means with a permutation test; steps held to a false discovery rate across the series searched): the first result after each step, the levels before and after, their ratio with its 95% interval, what the other figure did, and why, from the profiles both sides recorded. With --since, exits 3 when a step to worse begins after it.
+    /// Find where each matching series' level stepped (judged with each result's runs; steps held to a false discovery rate across the series searched): the first result after each step, the levels before and after, their ratio with its 95% interval, what the other figure did, and why, from the profiles both sides recorded. With --since, exits 3 when a step to worse begins after it.
     Changes(HistoryChangesArgs),
 }
 

@@ -638,7 +638,8 @@ fn two_hundred_step_free_series_searched_in_one_query_report_at_most_two_steps()
     let mut rng = Rng::new(31);
     let config = ChangeConfig { resolution: 0.01 / 200.0, ..ChangeConfig::DEFAULT };
     let series: Vec<Vec<Entry>> = (0..200).map(|_| simulated(&mut rng, 20, 20, 1.0, QUIET)).collect();
-    let first: Vec<_> = series.iter().map(|e| changes::figures::search_figures(e, config.significance(), &config)).collect();
+    let first: Vec<_> =
+        series.iter().map(|e| changes::figures::search_figures(e, config.significance(), &config)).collect();
     let unheld: usize = first.iter().map(|f| f.steps().len()).sum();
     let family: Vec<Option<f64>> = first.iter().map(|f| f.p_value()).collect();
     let levels = changes::fdr::selected_levels(&family, config.significance());

@@ -136,7 +136,12 @@ fn search(
         .collect();
     let mut left_out = vec![true; logs.len()];
     kept.iter().for_each(|&i| left_out[i] = false);
-    let step = StepConfig { significance, min_segment: config.min_segment(), seed: config.seed, resolution: config.resolution };
+    let step = StepConfig {
+        significance,
+        min_segment: config.min_segment(),
+        seed: config.seed,
+        resolution: config.resolution,
+    };
     let (found, first_p) = replicated_search(&results, &left_out, &step);
     let found = found
         .into_iter()

@@ -376,9 +376,14 @@ mod tests {
         let sites: Vec<(SleepKey, SleepSite)> = loaded.entries("sites").unwrap();
         let (key, site) = sites.iter().max_by_key(|(_, s)| s.count).expect("the sleeps were summed");
         assert_eq!(key.state, STATE_INTERRUPTIBLE, "nanosleep sleeps interruptibly");
-        assert!((20..=22).contains(&site.count), "{site:?}");
-        // At least the 2 ms asked for each, to the wakeup.
-        assert!(site.asleep_ns >= 40_000_000, "{site:?}");
+        // Every sleep, whichever kernel stack it left by (a busy machine can
+        // split them between two): each at least the 2 ms asked for, to the
+        // wakeup. Preemption is not a sleep (the task stays runnable).
+        let asleep = sites.iter().filter(|(k, _)| k.state == STATE_INTERRUPTIBLE);
+        let (count, ns) = asleep.fold((0, 0), |(c, n), (_, s)| (c + s.count, n + s.asleep_ns));
+        assert!((20..=22).contains(&count), "{count} sleeps: {sites:?}");
+        assert!(ns >= 40_000_000, "{ns} ns asleep: {sites:?}");
+        assert!(site.count >= 10, "{site:?}");
         assert!(!loaded.frames(key.stack).unwrap().is_empty(), "with its kernel stack");
         assert_eq!(loaded.lost().unwrap(), 0);
     }
