@@ -24,13 +24,19 @@ pub fn markdown() -> String {
     }
     out.push('\n');
     for sub in subcommands {
-        out.push_str(&subcommand(sub));
+        out.push_str(&subcommand(sub, "fsscale"));
+        // `history add`, `history show`, ...: each with its own options.
+        let parent = format!("fsscale {}", sub.get_name());
+        for nested in sub.get_subcommands().filter(|s| !s.is_hide_set() && s.get_name() != "help") {
+            out.push_str(&subcommand(nested, &parent));
+        }
     }
     out
 }
 
-fn subcommand(sub: &Command) -> String {
-    let name = sub.get_name();
+/// The section of `sub`, a subcommand of `parent` (`fsscale`, `fsscale history`).
+fn subcommand(sub: &Command, parent: &str) -> String {
+    let name = format!("{parent} {}", sub.get_name()).trim_start_matches("fsscale ").to_string();
     let mut out = format!("## fsscale {name}\n\n");
     let about = sub.get_long_about().or(sub.get_about()).map(|a| a.to_string()).unwrap_or_default();
     if !about.is_empty() {
