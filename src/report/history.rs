@@ -132,10 +132,10 @@ pub fn render_changes(found: &ChangesFound, confidence: f64, since: Option<&Sinc
         ),
     });
     let rate = (found.significance * 100.0 * 1e6).round() / 1e6;
-    out.push_str(&format!(
-        "; held to a false discovery rate of {rate}% across the {} searched",
-        series(found.searched)
-    ));
+    if found.searched > 0 {
+        let searched = series(found.searched);
+        out.push_str(&format!("; held to a false discovery rate of {rate}% across the {searched} searched"));
+    }
     let short: Vec<&SeriesChanges> = all.iter().filter(|s| floor(s).is_some()).collect();
     if let Some(first) = short.first() {
         out.push_str(&format!(

@@ -182,6 +182,10 @@ fn bad_history_input_is_one_line_naming_the_fix() {
     let missing = env.root.path().join("none.sqlite");
     let out = history(&missing, &["show"]);
     assert_one_line_error(&out, "no history store at");
+    let out = history(&missing, &["changes", "--significance", "0.7"]);
+    assert_one_line_error(&out, "--significance 0.7: give a probability above 0 and below 0.5");
+    let out = history(&missing, &["changes", "--min-segment", "1"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(!missing.exists(), "a query makes no store");
     let json = env.root.path().join("results.json");
     std::fs::write(&json, "{\"not\": \"a store\"}\n".repeat(20)).unwrap();
