@@ -389,20 +389,9 @@ fn simulated(rng: &mut Rng, n: usize, at: usize, step: f64, noise: Noise) -> Vec
 }
 
 /// Of `trials` seeded series of `n` (a step of `step` at an index drawn
-/// from `at`, or none with `step` 1): how many were found changed, and how
-/// many of those at the step ± `slack` with the right direction.
-fn count_in(
-    seed: u64,
-    trials: usize,
-    n: usize,
-    at: std::ops::RangeInclusive<usize>,
-    step: f64,
-    noise: Noise,
-) -> (usize, usize) {
-    count_figure(seed, trials, n, at, step, noise, SeriesFigure::Rate)
-}
-
-/// [`count_in`], the series judged on `figure`.
+/// from `at`, or none with `step` 1), judged on `figure`: how many were
+/// found changed, and how many of those at the step ± `slack` with the
+/// right direction.
 fn count_figure(
     seed: u64,
     trials: usize,
@@ -435,9 +424,9 @@ fn steps_of(entries: &[Entry]) -> Vec<Change> {
     changes::figures::search_figures(entries, config.significance(), &config).steps()
 }
 
-/// [`count_in`] series of 30 with a step at 5..=25.
+/// [`count_figure`] series of 30 on ops/s with a step at 5..=25.
 fn count(seed: u64, trials: usize, step: f64, noise: Noise) -> (usize, usize) {
-    count_in(seed, trials, 30, 5..=25, step, noise)
+    count_figure(seed, trials, 30, 5..=25, step, noise, SeriesFigure::Rate)
 }
 
 // The rates below are those of docs/STATISTICS.md ("Steps in short
@@ -455,17 +444,17 @@ fn a_ten_percent_step_in_eight_results_is_found_at_its_place() {
     // 5 before, 3 after. The misses are outliers: a disturbed invocation
     // among 8 is hard to tell from a step, and beside the step it may be
     // either (without them, 98%: docs/STATISTICS.md).
-    let (_, right) = count_in(22, 200, 8, 5..=5, 0.9, QUIET);
+    let (_, right) = count_figure(22, 200, 8, 5..=5, 0.9, QUIET, SeriesFigure::Rate);
     assert!(right >= 160, "{right} of 200");
     let (_, right) = count_figure(22, 200, 8, 5..=5, 0.9, MEASURED, SeriesFigure::PerCpu);
     assert!(right >= 160, "{right} of 200");
-    let (_, right) = count_in(22, 200, 8, 5..=5, 0.9, Noise { outlier_rate: 0.0, ..QUIET });
+    let (_, right) = count_figure(22, 200, 8, 5..=5, 0.9, Noise { outlier_rate: 0.0, ..QUIET }, SeriesFigure::Rate);
     assert!(right >= 192, "{right} of 200");
 }
 
 #[test]
 fn a_five_percent_step_in_twelve_results_is_found() {
-    let (changed, right) = count_in(24, 200, 12, 3..=9, 0.95, QUIET);
+    let (changed, right) = count_figure(24, 200, 12, 3..=9, 0.95, QUIET, SeriesFigure::Rate);
     assert!(changed >= 150 && right >= 135, "{changed} {right} of 200");
     let (changed, right) = count_figure(24, 200, 12, 3..=9, 0.95, MEASURED, SeriesFigure::PerCpu);
     assert!(changed >= 145 && right >= 125, "{changed} {right} of 200");

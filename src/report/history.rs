@@ -166,11 +166,8 @@ pub fn changes_json(found: &ChangesFound, since: Option<&Since>) -> anyhow::Resu
     let mut value = serde_json::to_value(found)?;
     if let (Some(since), Some(object)) = (since, value.as_object_mut()) {
         object.insert("since".into(), serde_json::to_value(since)?);
-        let new: Vec<serde_json::Value> = found
-            .series
-            .iter()
-            .flat_map(|s| s.changes.iter().map(move |c| (s, c)))
-            .filter(|(s, c)| !c.improved && since.is_new(s, c))
+        let new: Vec<serde_json::Value> = since
+            .worse(found)
             .map(|(s, c)| {
                 let first = &s.entries[c.index];
                 serde_json::json!({

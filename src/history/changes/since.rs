@@ -55,13 +55,18 @@ impl Since {
         }
     }
 
-    /// Every step to worse that began after this, a phrase each.
-    pub fn worse_steps(&self, found: &ChangesFound) -> Vec<String> {
+    /// Every step to worse that began after this, with its series.
+    pub fn worse<'a>(&'a self, found: &'a ChangesFound) -> impl Iterator<Item = (&'a SeriesChanges, &'a Change)> + 'a {
         found
             .series
             .iter()
             .flat_map(|s| s.changes.iter().map(move |c| (s, c)))
             .filter(|(s, c)| !c.improved && self.is_new(s, c))
+    }
+
+    /// [`Since::worse`], a phrase each.
+    pub fn worse_steps(&self, found: &ChangesFound) -> Vec<String> {
+        self.worse(found)
             .map(|(s, c)| {
                 let first = &s.entries[c.index];
                 format!(
