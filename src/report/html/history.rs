@@ -86,7 +86,7 @@ fn caption(s: &SeriesChanges) -> String {
     let figure = match s.figure {
         crate::history::SeriesFigure::Rate => format!("each result's mean {}", s.unit),
         crate::history::SeriesFigure::PerCpu => {
-            "each result's mean ops per worker CPU-second (the machine was busy in some results)".to_string()
+            "each result's mean ops per worker CPU-second (--figure cpu)".to_string()
         }
     };
     format!(
