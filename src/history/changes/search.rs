@@ -6,7 +6,7 @@ use super::{Change, ChangeConfig, Level, SeriesFigure};
 use crate::history::store::Entry;
 use crate::stats::changepoint::ChangePoint;
 use crate::stats::distributions::t_quantile_two_sided;
-use crate::stats::hypothesis::{ratio_interval, welch};
+use crate::stats::hypothesis::ratio_interval;
 use crate::stats::replicated_steps::StepConfig;
 use crate::stats::replicated_steps::{replicated_search, Replicated};
 use crate::stats::Sample;
@@ -85,10 +85,16 @@ pub fn find_changes(
             };
             let (b, a) = (level(before, &bv), level(after, &av));
             let ratio = a.mean / b.mean;
-            let interval = Sample::new(&bv).ok().zip(Sample::new(&av).ok()).and_then(|(b, a)| {
-                let df = welch(&b, &a, config.confidence).ok()?.df;
-                ratio_interval(&b, &a, t_quantile_two_sided(config.confidence, df))
-            });
+            // Fieller's interval on the smaller side's degrees of freedom
+            // less one (Hsu's conservative choice, where Welch's estimate
+            // them): the split was chosen as the most different, and on
+            // Welch's the interval covered a planted step in 92% of
+            // simulated series of 8 (`a_steps_interval_covers_the_planted_step`).
+            let df = (bv.len().min(av.len()) as f64 - 1.0).max(1.0);
+            let interval = Sample::new(&bv)
+                .ok()
+                .zip(Sample::new(&av).ok())
+                .and_then(|(b, a)| ratio_interval(&b, &a, t_quantile_two_sided(config.confidence, df)));
             Change {
                 // The first result at the new level; outliers between the
                 // two sides could belong to either (`unplaced` counts them).
