@@ -157,7 +157,8 @@ pub fn changes_command(args: &HistoryChangesArgs) -> Result<(String, Option<crat
                 new.len(),
                 if new.len() == 1 { "" } else { "s" },
                 fsscale::escape::for_terminal(&since.asked),
-                new.join("; ")
+                // Hosts, revisions and points come from received files.
+                fsscale::escape::for_terminal(&new.join("; "))
             ))
         })
     });

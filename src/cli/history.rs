@@ -90,7 +90,7 @@ pub struct HistoryChangesArgs {
     #[command(flatten)]
     pub query: HistoryQueryArgs,
     /// Exit 3 when a step to worse begins after this revision's results, or after this date (2026-11-27, or RFC 3339): the alert for a nightly job.
-    #[arg(long, value_name = "REV|DATE", value_parser = parse_rev)]
+    #[arg(long, value_name = "REV|DATE", value_parser = parse_since)]
     pub since: Option<String>,
 }
 

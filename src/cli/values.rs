@@ -256,6 +256,11 @@ fn one_line_name(text: &str, max: usize, flag: &str, what: &str, example: &str) 
     Ok(text.to_string())
 }
 
+/// `history changes --since`: a revision's name or a date, one line.
+pub(super) fn parse_since(text: &str) -> Result<String, InputError> {
+    one_line_name(text, 128, "--since", "a revision or a date", "--since v6.12-rc3 or --since 2026-11-27")
+}
+
 /// `--rev`: a revision's name, one line.
 pub(super) fn parse_rev(text: &str) -> Result<String, InputError> {
     one_line_name(text, 128, "--rev", "a revision", "--rev v6.12-rc3 or --rev $(git rev-parse --short HEAD)")

@@ -140,3 +140,37 @@ fn a_non_utf8_argument_is_taken_as_bytes_or_refused_in_one_line_never_a_panic() 
     assert_eq!(out.status.code(), Some(128), "{}", stderr(&out));
     assert!(!stderr(&out).contains("panicked"));
 }
+
+#[test]
+fn an_alerts_words_on_stderr_carry_a_received_host_and_revision_only_as_text() {
+    // Eight results of a hostile host and revisions, the last three at half
+    // the rate: `history changes --since` names the step on stderr.
+    let env = TestEnv::new();
+    let (plain, _) = files(env.root.path());
+    let base: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&plain).unwrap()).unwrap();
+    let db = env.root.path().join("h.sqlite");
+    for k in 0..8 {
+        let mut doc = base.clone();
+        doc["run_id"] = format!("alert-{k}").into();
+        doc["started_at"] = format!("2026-11-2{k}T10:00:00Z").into();
+        doc["rev"] = format!("{HOSTILE_REV}{k}").into();
+        doc["host"]["hostname"] = "lab\u{1b}[2J".into();
+        let (level, wobble) = (if k >= 5 { 0.5 } else { 1.0 }, 1.0 + 0.004 * (k % 3) as f64);
+        for point in doc["points"].as_array_mut().unwrap() {
+            for run in point["runs"].as_array_mut().unwrap() {
+                let scaled = run["ops_per_s"].as_f64().unwrap() * level * wobble;
+                run["ops_per_s"] = scaled.into();
+            }
+            point["summary"] = serde_json::Value::Null;
+        }
+        let file = env.root.path().join(format!("r{k}.json"));
+        std::fs::write(&file, doc.to_string()).unwrap();
+        run_ok(&["history".as_ref(), "add".as_ref(), file.as_os_str(), "--history-db".as_ref(), db.as_os_str()]);
+    }
+    let out =
+        fsscale().args(["history", "changes", "--since", "2026-11-24", "--history-db"]).arg(&db).output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert_no_controls("the alert", &out.stderr);
+    assert_no_controls("the steps", &out.stdout);
+    assert!(stderr(&out).contains(r"on lab\x1b[2J:"), "{}", stderr(&out));
+}
