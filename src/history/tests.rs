@@ -669,3 +669,14 @@ fn a_steps_interval_covers_the_planted_step() {
         assert!(found >= 150 && covered * 100 >= found * 93, "{n} results: {covered} of {found}");
     }
 }
+
+#[test]
+fn a_series_busy_throughout_is_still_searched() {
+    // Every result busy (a machine always shared): judged on them all, not
+    // called too short to hold a step.
+    let mut rng = Rng::new(12);
+    let entries = simulated(&mut rng, 20, 10, 0.8, Noise { busy_rate: 1.0, busy_left: (0.6, 0.6), ..QUIET });
+    let searched = changes::figures::search_figures(&entries, 0.01, &ChangeConfig::DEFAULT);
+    assert!(searched.p_value().is_some());
+    assert_eq!(searched.steps().iter().map(|c| c.index).collect::<Vec<_>>(), [10]);
+}

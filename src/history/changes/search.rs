@@ -34,7 +34,8 @@ pub enum Weighed {
     /// with their workers CPU-bound: their ops/s measure the load, and are
     /// known to, so they hold their place but give no level (a busy result
     /// added cannot move a step). Workers that mostly wait lose little to
-    /// other work, and their busy results are weighed.
+    /// other work, and their busy results are weighed; so are all results
+    /// of a series with too few quiet ones to hold a step.
     Quiet,
 }
 
@@ -56,7 +57,11 @@ pub fn find_changes(
     let logs: Vec<f64> = values.iter().map(|v| v.ln()).collect();
     // Busy results left out first, so that they change nothing, not even
     // which of their neighbours look like outliers.
-    let weighs = |e: &Entry| weighed == Weighed::All || !(e.figure.busy && e.figure.cpu_bound);
+    let quiet = |e: &Entry| !(e.figure.busy && e.figure.cpu_bound);
+    // A series with too few quiet results to hold a step (a machine always
+    // shared) is judged on all of them, rather than not at all.
+    let enough_quiet = entries.iter().filter(|e| quiet(e)).count() >= 2 * config.min_segment();
+    let weighs = |e: &Entry| weighed == Weighed::All || !enough_quiet || quiet(e);
     let candidates: Vec<usize> = (0..values.len()).filter(|&i| weighs(&entries[i])).collect();
     let candidate_outliers = outliers(&candidates.iter().map(|&i| logs[i]).collect::<Vec<f64>>());
     let mut outlying = vec![true; values.len()];
