@@ -7,9 +7,14 @@ use std::process::Command;
 
 use crate::util::*;
 
+/// `kill -9` of a run's process group, returning once every process of it
+/// has exited: a SIGKILLed process holds its locks (scratch, tracing
+/// instance, cgroup) until then, and cleanup rightly leaves what is locked
+/// alone (a worker took a moment to exit beside CI's side builds).
 fn kill_group(pgid: u32) {
     // SAFETY: killing the process group of our own child.
     unsafe { libc::kill(-(pgid as i32), libc::SIGKILL) };
+    wait_until("the killed group's processes gone", || live_processes_in_group(pgid as i32).is_empty());
 }
 
 /// Entries of `dir` whose name starts with `prefix`.
