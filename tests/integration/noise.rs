@@ -6,20 +6,36 @@ use std::process::{Command, Stdio};
 
 use crate::util::*;
 
-/// A copy of `--cmd` that sleeps 30 ms longer on every run (30, 60 ... 150
-/// ms): a machine slowing down, by steps no scheduling jitter reorders.
+/// A driver whose figure falls by 5 on every run (50, 45 ... 30), half the
+/// steady one's: a
+/// machine slowing down, exactly, whatever else the machine is doing (a
+/// slowdown timed in sleeps was reordered by scheduling beside CI's builds).
 fn slowing_command(env: &TestEnv) -> String {
     let counter = env.root.path().join("count");
-    format!("n=$(cat '{0}' 2>/dev/null || echo 0); echo $((n + 1)) > '{0}'; sleep $((3 * n + 3))e-2", counter.display())
+    format!(
+        "n=$(cat '{0}' 2>/dev/null || echo 0); echo $((n + 1)) > '{0}'; echo \"rate: $((50 - 5 * n))\"",
+        counter.display()
+    )
+}
+
+/// A driver whose figure stays about 100 (99, 100, 101 in turn).
+fn steady_command(env: &TestEnv) -> String {
+    let counter = env.root.path().join("count");
+    format!(
+        "n=$(cat '{0}' 2>/dev/null || echo 0); echo $((n + 1)) > '{0}'; echo \"rate: $((99 + n % 3))\"",
+        counter.display()
+    )
 }
 
 #[test]
 fn drift_is_marked_and_compare_calls_it_too_noisy() {
+    let metric = ["--metric", "rate: ([0-9]+)", "--higher-is-better"];
     let steady = TestEnv::new();
-    assert_success(&steady.run(&["command", "--shell", "--cmd", "sleep 0.02", "-j", "1", "-n", "5"]));
+    let cmd = steady_command(&steady);
+    assert_success(&steady.run(&[&["command", "--shell", "--cmd", &cmd, "-j", "1", "-n", "5"][..], &metric].concat()));
     let drifting = TestEnv::new();
     let cmd = slowing_command(&drifting);
-    let out = drifting.run(&["command", "--shell", "--cmd", &cmd, "-j", "1", "-n", "5"]);
+    let out = drifting.run(&[&["command", "--shell", "--cmd", &cmd, "-j", "1", "-n", "5"][..], &metric].concat());
     assert_success(&out);
     let text = stdout(&out);
     assert!(text.contains(" !drift"), "{text}");
@@ -30,14 +46,16 @@ fn drift_is_marked_and_compare_calls_it_too_noisy() {
     assert!(legend.lines().all(|l| l.chars().count() <= 200), "{legend}");
     assert!(legend.len() < 1200, "{} bytes: {legend}", legend.len());
     // -q: the table and its marks, and no legend.
-    let out = drifting.run(&["command", "--shell", "--cmd", &cmd, "-j", "1", "-n", "5", "-q", "--force"]);
+    std::fs::remove_file(drifting.root.path().join("count")).unwrap();
+    let out = drifting
+        .run(&[&["command", "--shell", "--cmd", &cmd, "-j", "1", "-n", "5", "-q", "--force"][..], &metric].concat());
     assert_success(&out);
     let quiet = stdout(&out);
     assert!(quiet.contains(" !drift") && !quiet.contains("!drift:") && !quiet.contains("fixed work:"), "{quiet}");
     let doc = drifting.results();
     let drift = doc.points[0].summary.as_ref().unwrap().diagnostics.as_ref().unwrap().drift.unwrap();
     assert_eq!(drift.rho, -1.0, "every run slower than the one before");
-    // 30 ... 150 ms against 20 ms: significant, but not the system's doing.
+    // 50 ... 30 against about 100: significant, but not the system's doing.
     let out = fsscale().arg("compare").arg(&steady.output).arg(&drifting.output).output().unwrap();
     let text = stdout(&out);
     assert!(text.lines().any(|l| l.ends_with("  too noisy")), "{text}");
