@@ -112,7 +112,7 @@ pub struct Figure {
     pub per_cpu: Option<f64>,
     pub runs: usize,
     /// Each run's figure (ops/s, or the driver's metric), in run order: a
-    /// result's spread, which steps in a short series are judged with.
+    /// result's spread, which steps are judged with.
     pub run_values: Vec<f64>,
     /// Each run's ops per worker CPU-second, when every run has one.
     pub run_per_cpu: Option<Vec<f64>>,

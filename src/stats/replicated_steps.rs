@@ -1,4 +1,4 @@
-//! Steps in short series, judged with what each result holds: its runs.
+//! Steps in a series, judged with what each result holds: its runs.
 //!
 //! A permutation test over a series' results cannot call a step in a short
 //! series: the p-value of the best split of n results is at least
@@ -17,17 +17,19 @@
 //!   m + k − 2, the variance held to at least the mean `within` of the
 //!   segment: two or three invocations that happen to agree closely do not
 //!   make the spread smaller than their own runs show;
-//! - the best split of each segment (largest |t|) is significant when its
-//!   two-sided p-value times the number of splits searched in that round
-//!   is at most α (Bonferroni over the candidates, since the split was
-//!   chosen as the most different: Vostrikova's binary segmentation,
-//!   "Detecting disorder in multidimensional random processes", Soviet
-//!   Math. Dokl. 24, 1981, with the max-t statistic of Worsley, "Confidence
+//! - the best split of each segment (largest |t|) was chosen as the most
+//!   different, so its p-value is that of the largest |t| over every split
+//!   of step-free segments of the same shape, drawn from normal values (t
+//!   is free of the spread's scale): Worsley's max-t statistic ("Confidence
 //!   regions and tests for a change-point in a sequence of exponential
-//!   family random variables", Biometrika 73(1), 1986, bounded by Bonferroni);
+//!   family random variables", Biometrika 73(1), 1986), its null drawn
+//!   rather than bounded, with Besag and Clifford's sequential stop; the
+//!   segments searched in one round share α (Bonferroni);
 //! - a significant split divides its segment and the search repeats within
-//!   the segments, so each later split is judged against the results up to
-//!   its neighbouring steps only.
+//!   the segments (Vostrikova's binary segmentation, "Detecting disorder in
+//!   multidimensional random processes", Soviet Math. Dokl. 24, 1981), so
+//!   each later split is judged against the results up to its neighbouring
+//!   steps only.
 //!
 //! The values should be logarithms, so a 5% step is one size at any level.
 

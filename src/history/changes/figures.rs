@@ -68,9 +68,7 @@ impl Searched {
         let Some(measured) = &self.as_measured else { return Vec::new() };
         let own = &self.own.changes;
         let load: Vec<Change> = measured.changes.iter().filter(|c| !own.iter().any(|o| near(o, c))).cloned().collect();
-        let per_cpu = [&self.own, self.other.as_ref().unwrap_or(&self.own)]
-            .into_iter()
-            .find(|f| f.figure == SeriesFigure::PerCpu);
+        let per_cpu = std::iter::once(&self.own).chain(&self.other).find(|f| f.figure == SeriesFigure::PerCpu);
         annotated(measured, &load, per_cpu)
     }
 }

@@ -8,14 +8,14 @@
 //! says what the other figure did: ops/s that fall while ops per
 //! CPU-second hold point at other work on the machine, not at the change
 //! (docs/STATISTICS.md). `--figure cpu` makes the per-CPU figure the
-//! series' own. Steps are found on their
-//! logarithms: in a short series with each result's runs
-//! ([`crate::stats::replicated_steps`]: a permutation test over a few
-//! results cannot reach the significance asked), in a longer one by
-//! E-Divisive means ([`crate::stats::changepoint`]), which assumes nothing
-//! of the noise's distribution. Each found step's levels are the means of
-//! the results between it and its neighbouring steps, their ratio with
-//! Fieller's 95% interval, as compare gives it.
+//! series' own. Steps are found on their logarithms, judged with each
+//! result's runs ([`crate::stats::replicated_steps`]: a permutation test
+//! over a few results cannot reach the significance asked, nor resolve the
+//! p-values a false discovery rate across series compares), and held to
+//! that rate across the series one query searches (`changes::fdr`). Each found
+//! step's levels are the means of the results between it and its
+//! neighbouring steps, their ratio with Fieller's 95% interval on Hsu's
+//! degrees of freedom.
 
 use serde::Serialize;
 
@@ -190,7 +190,7 @@ pub struct ChangesFound {
 pub const CHANGES_SCHEMA: &str = "fsscale-history-changes/1";
 
 /// The steps of every series in `series`, held to a false discovery rate
-/// of `config.significance()` across them ([`fdr`]), each attributed from
+/// of `config.significance()` across them (`changes::fdr`), each attributed from
 /// the nearest profiled results on both sides where there are such.
 pub fn changes(store: &Store, series: &[Series], config: &ChangeConfig) -> anyhow::Result<ChangesFound> {
     // p-values told apart down to α/m, which the step-up rule compares the smallest with.

@@ -1,6 +1,6 @@
 //! One figure of a series searched for steps: its outliers, the search
-//! (a short series with each result's runs, a longer one by E-Divisive's
-//! permutations), and each step's levels, ratio and interval.
+//! (judged with each result's runs), and each step's levels, ratio and
+//! interval.
 
 use super::{Change, ChangeConfig, Level, SeriesFigure};
 use crate::history::store::Entry;
@@ -69,7 +69,7 @@ pub fn find_changes(
     // The search and the levels leave outliers out: one disturbed
     // invocation is not a level, and would pull a step's place towards it.
     let kept: Vec<usize> = (0..values.len()).filter(|&i| !outlying[i]).collect();
-    let (found, first_p) = search(entries, figure, &kept, &logs, significance, config);
+    let (found, first_p) = search(entries, figure, &outlying, &kept, &logs, significance, config);
     let mut bounds: Vec<usize> = vec![0];
     bounds.extend(found.iter().map(|c| c.index));
     bounds.push(kept.len());
@@ -120,12 +120,13 @@ pub fn find_changes(
     FigureSteps { figure, outliers: outlying, values, changes, first_p }
 }
 
-/// The steps among the `kept` results (indexes among them), judged with
-/// each result's runs ([`crate::stats::replicated_steps`]), and the first
-/// candidate's p-value.
+/// The steps among the `kept` results (those not `left_out`; indexes
+/// among them), judged with each result's runs
+/// ([`crate::stats::replicated_steps`]), and the first candidate's p-value.
 fn search(
     entries: &[Entry],
     figure: SeriesFigure,
+    left_out: &[bool],
     kept: &[usize],
     logs: &[f64],
     significance: f64,
@@ -145,15 +146,13 @@ fn search(
                 .unwrap_or(Replicated { value: logs[i], within: 0.0 })
         })
         .collect();
-    let mut left_out = vec![true; logs.len()];
-    kept.iter().for_each(|&i| left_out[i] = false);
     let step = StepConfig {
         significance,
         min_segment: config.min_segment(),
         seed: config.seed,
         resolution: config.resolution,
     };
-    let (found, first_p) = replicated_search(&results, &left_out, &step);
+    let (found, first_p) = replicated_search(&results, left_out, &step);
     let found = found
         .into_iter()
         // As the first kept result from the step on (outliers before it are `unplaced`).
@@ -173,7 +172,7 @@ pub(super) fn figure_values(entries: &[Entry], figure: SeriesFigure) -> Vec<f64>
         .collect()
 }
 
-/// Which of a series' figures are outliers (see [`outliers`]), on their
+/// Which of a series' figures are outliers (see `outliers`), on their
 /// logarithms; none where a figure is not positive.
 pub fn outliers_of(values: &[f64]) -> Vec<bool> {
     match values.iter().all(|v| v.is_finite() && *v > 0.0) {
