@@ -6,10 +6,11 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 
 use crate::cli::AnalyzeFormat;
-use crate::cli::{GateArgs, HistoryAddArgs, HistoryChangesArgs, HistoryQueryArgs, StoreArg, WorkloadArg};
-use fsscale::compare::{CompareConfig, DEFAULT_NOISE_THRESHOLD_PCT};
+use crate::cli::{CheckArg, GateArgs, HistoryAddArgs, HistoryChangesArgs, HistoryQueryArgs, StoreArg, WorkloadArg};
+use fsscale::compare::{Figure, DEFAULT_NOISE_THRESHOLD_PCT};
 use fsscale::history::{
-    changes, judge, Added, ChangeConfig, ChangesFound, GateVerdict, SeriesFigure, SeriesFilter, Store,
+    add_round, changes, check, judge, Added, ChangeConfig, ChangesFound, GateRule, GateVerdict, SeriesFigure,
+    SeriesFilter, Store,
 };
 use fsscale::results::ResultsFile;
 
@@ -173,7 +174,10 @@ pub fn history_report(store: &StoreArg, filter: SeriesFilter, last: usize) -> Re
     Ok(fsscale::report::render_history_html(&changes(&store, &series, &config)?.series, config.confidence))
 }
 
-/// `fsscale gate`: the verdict and why, a line per point.
+/// `fsscale gate`: the verdict and why, a line per point. A revision too
+/// noisy to call is measured again, up to `--max-rounds` rounds, its runs
+/// pooled; `--check` turns a verdict other than the one the user names
+/// into the gate's own failure (128).
 pub fn gate_command(args: &GateArgs) -> Result<(GateVerdict, String)> {
     let good = ResultsFile::load(&args.good)?;
     let bad = args.bad.as_deref().map(ResultsFile::load).transpose()?;
@@ -181,12 +185,23 @@ pub fn gate_command(args: &GateArgs) -> Result<(GateVerdict, String)> {
     if !((0.0..100.0).contains(&threshold) && args.confidence > 50.0 && args.confidence < 100.0) {
         bail!("give --noise-threshold in [0, 100) and -c in (50, 100), e.g. --noise-threshold 2 -c 95");
     }
-    let config =
-        CompareConfig { confidence: args.confidence / 100.0, noise_threshold_pct: threshold, ..CompareConfig::DEFAULT };
-    let current = match &args.results {
+    let expected = args.check.map(|c| match c {
+        CheckArg::Good => GateVerdict::Good,
+        CheckArg::Bad => GateVerdict::Bad,
+    });
+    if expected == Some(GateVerdict::Bad) && bad.is_none() {
+        bail!("--check bad needs the bad results to check against: give --bad BAD.json");
+    }
+    let figure = if args.per_cpu { Figure::OpsPerCpuSecond } else { Figure::Throughput };
+    let rule = GateRule { confidence: args.confidence / 100.0, noise_threshold_pct: threshold, figure };
+    let max_rounds = if args.results.is_some() { 1 } else { args.max_rounds };
+    let mut current = match &args.results {
         Some(path) => ResultsFile::load(path)?,
         None => match measure(&args.run)? {
             Some(doc) => doc,
+            None if expected.is_some() => {
+                bail!("the run failed after it began measuring, so this revision cannot be checked")
+            }
             None => {
                 return Ok((
                     GateVerdict::Skip,
@@ -195,8 +210,24 @@ pub fn gate_command(args: &GateArgs) -> Result<(GateVerdict, String)> {
             }
         },
     };
-    let decision = judge(&current, &good, bad.as_ref(), &config)?;
+    let mut decision = judge(&current, &good, bad.as_ref(), &rule)?;
+    let mut rounds = 1;
+    while decision.verdict == GateVerdict::Skip && decision.undecided && rounds < max_rounds {
+        // A round that fails leaves the verdict to the rounds measured.
+        let Some(more) = measure(&args.run)? else { break };
+        add_round(&mut current, more);
+        rounds += 1;
+        decision = judge(&current, &good, bad.as_ref(), &rule)?;
+    }
     let mut text = decision.points.join("\n");
+    if rounds > 1 {
+        text.push_str(&format!("\n{rounds} rounds measured, their runs pooled (--max-rounds {max_rounds})"));
+    }
+    if let Some(expected) = expected {
+        check(&decision, expected)?;
+        text.push_str(&format!("\nthis revision: {}, as --check says\n", decision.verdict.word()));
+        return Ok((GateVerdict::Good, text));
+    }
     text.push_str(&format!("\nthis revision: {}\n", decision.verdict.word()));
     Ok((decision.verdict, text))
 }

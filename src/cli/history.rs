@@ -115,4 +115,13 @@ pub struct GateArgs {
     /// Confidence level in percent.
     #[arg(short = 'c', long, value_name = "PCT", default_value_t = 95.0)]
     pub confidence: f64,
+    /// Judge ops per worker CPU-second instead of ops/s, as `compare --per-cpu` does: other work on the machine moves it far less (points without the workers' CPU time are not judged).
+    #[arg(long)]
+    pub per_cpu: bool,
+    /// Before bisecting, run the gate at the known good revision with `--check good` and at the bad one with `--check bad`: it measures them again and exits 128 with the reason if they do not measure as said (as ktest's BISECT_CHECK).
+    #[arg(long, value_name = "good|bad", value_parser = choice::<CheckArg>())]
+    pub check: Option<CheckArg>,
+    /// Where a revision is too noisy to call, measure it again, up to N rounds in all, before answering 125 (skip); each round's runs join the earlier ones.
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub max_rounds: u32,
 }

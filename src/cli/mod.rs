@@ -22,7 +22,7 @@ pub use run::{RankOf, RunArgs};
 #[cfg(target_os = "linux")]
 pub use values::Format;
 use values::*;
-pub use values::{AnalyzeFormat, ExportFormatArg, FigureArg, WorkloadArg};
+pub use values::{AnalyzeFormat, CheckArg, ExportFormatArg, FigureArg, WorkloadArg};
 #[cfg(target_os = "linux")]
 pub use workload_args::cache_dir;
 

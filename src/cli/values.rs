@@ -46,6 +46,15 @@ pub enum FigureArg {
 
 fsscale::choice!(FigureArg { Ops => "ops", Cpu => "cpu" });
 
+/// `gate --check`: which reference this revision is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CheckArg {
+    Good,
+    Bad,
+}
+
+fsscale::choice!(CheckArg { Good => "good", Bad => "bad" });
+
 /// `--path`: where the lookups' paths start.
 #[cfg(target_os = "linux")]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -19,6 +19,6 @@ pub use changes::{
     changes, changes_unit, find_changes, outliers_of, Attributed, Change, ChangeConfig, ChangesFound, FigureSteps,
     Level, OtherFigure, SeriesChanges, SeriesFigure, Since, Weighed, CHANGES_SCHEMA, OUTLIER_SIGMAS,
 };
-pub use gate::{judge, GateDecision, GateVerdict};
+pub use gate::{add_round, check, judge, GateDecision, GateRule, GateVerdict};
 pub use point::{figures, Figure, Identity};
 pub use store::{Added, Entry, Series, SeriesFilter, Store, BUSY_TIMEOUT};

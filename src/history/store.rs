@@ -139,7 +139,10 @@ impl Store {
         conn.pragma_update(None, "trusted_schema", false).with_context(what)?;
         conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_DEFENSIVE, true).with_context(what)?;
         conn.busy_timeout(BUSY_TIMEOUT).with_context(what)?;
-        if let Some(why) = schema::check_foreign(&conn).map_err(|e| not_a_store(e, path))? {
+        // One read transaction, so the version and the objects are read from
+        // one snapshot: another process may be migrating a new store between them.
+        let foreign = conn.transaction().and_then(|tx| schema::check_foreign(&tx));
+        if let Some(why) = foreign.map_err(|e| not_a_store(e, path))? {
             bail!("{} {why}", what());
         }
         set_wal(&conn).map_err(|e| not_a_store(e, path))?;

@@ -271,6 +271,33 @@ pub(crate) fn ratio_interval(base: &Sample, new: &Sample, critical_t: f64) -> Op
     Some((lo.min(hi), lo.max(hi)))
 }
 
+/// Where `new` lies against the midpoint of two references: a t test of
+/// `mean(new) − (mean(low) + mean(high)) / 2`, its variance the weighted sum
+/// of the three means' (`var(new)/n + (var(low)/n_low + var(high)/n_high)/4`),
+/// its degrees of freedom Welch–Satterthwaite's for a linear combination
+/// (Satterthwaite 1946). Positive: `new` is nearer `high`.
+///
+/// A bisection gate asks this of a revision between a good and a bad
+/// reference: it is the one question whose answer neither reference's
+/// noise alone decides.
+pub fn midpoint_welch(low: &Sample, high: &Sample, new: &Sample, confidence: f64) -> Result<TTest, StatsError> {
+    for side in [low, high, new] {
+        if side.len() < 2 {
+            return Err(StatsError::TooFew { needed: 2, got: side.len() });
+        }
+    }
+    let term = |s: &Sample, weight: f64| (weight * weight * s.variance() / s.len() as f64, s.len() as f64 - 1.0);
+    let terms = [term(new, 1.0), term(low, 0.5), term(high, 0.5)];
+    let variance: f64 = terms.iter().map(|t| t.0).sum();
+    let df = if variance == 0.0 {
+        terms.iter().map(|t| t.1).sum()
+    } else {
+        variance * variance / terms.iter().map(|(v, dof)| v * v / dof).sum::<f64>()
+    };
+    let difference = new.mean() - (low.mean() + high.mean()) / 2.0;
+    Ok(t_result(difference, variance.sqrt(), df, confidence, None))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -317,6 +344,24 @@ mod tests {
         assert!((r.half_width - 2.394_44).abs() < 1e-4, "{}", r.half_width);
         assert_eq!(r.df, 9.0);
         assert!(r.p_value > 0.03 && r.p_value < 0.05, "{}", r.p_value);
+    }
+
+    #[test]
+    fn midpoint_welch_matches_a_hand_computed_case() {
+        // Means 1, 11 (midpoint 6) and 7; variances 1, 4, 9 over 3, 4, 5 values.
+        let (low, high, new) =
+            (sample(&[0.0, 1.0, 2.0]), sample(&[8.5, 10.0, 12.0, 13.5]), sample(&[2.0, 5.0, 7.0, 9.0, 12.0]));
+        let (vl, vh, vn) = (1.0 / 3.0, high.variance() / 4.0, new.variance() / 5.0);
+        let variance = vn + (vl + vh) / 4.0;
+        let r = midpoint_welch(&low, &high, &new, 0.95).unwrap();
+        assert!((r.difference - 1.0).abs() < 1e-12, "{r:?}");
+        assert!((r.t - 1.0 / variance.sqrt()).abs() < 1e-12, "{r:?}");
+        let df = variance * variance / (vn * vn / 4.0 + (vl / 4.0).powi(2) / 2.0 + (vh / 4.0).powi(2) / 3.0);
+        assert!((r.df - df).abs() < 1e-9, "{r:?} {df}");
+        // Exactly between two references with no spread: no evidence either way.
+        let flat = |v: f64| sample(&[v, v]);
+        assert_eq!(midpoint_welch(&flat(1.0), &flat(3.0), &flat(2.0), 0.95).unwrap().p_value, 1.0);
+        assert!(midpoint_welch(&flat(1.0), &flat(3.0), &sample(&[2.0]), 0.95).is_err());
     }
 
     #[test]
