@@ -474,7 +474,7 @@ mod tests {
     #[test]
     fn one_rule_whatever_the_load() {
         for load in [0.0, 0.3, 0.6, 0.9] {
-            let mut tally = |level: f64| {
+            let tally = |level: f64| {
                 let mut rng = SplitMix64::new(7 + (load * 10.0) as u64);
                 let mut counts = [0usize; 3];
                 for _ in 0..200 {
