@@ -179,8 +179,8 @@ pub fn history_report(store: &StoreArg, filter: SeriesFilter, last: usize) -> Re
 /// pooled; `--check` turns a verdict other than the one the user names
 /// into the gate's own failure (128).
 pub fn gate_command(args: &GateArgs) -> Result<(GateVerdict, String)> {
-    let good = ResultsFile::load(&args.good)?;
-    let bad = args.bad.as_deref().map(ResultsFile::load).transpose()?;
+    let good = pooled(&args.good)?.context("give --good GOOD.json")?;
+    let bad = pooled(&args.bad)?;
     let threshold = args.noise_threshold.unwrap_or(DEFAULT_NOISE_THRESHOLD_PCT);
     if !((0.0..100.0).contains(&threshold) && args.confidence > 50.0 && args.confidence < 100.0) {
         bail!("give --noise-threshold in [0, 100) and -c in (50, 100), e.g. --noise-threshold 2 -c 95");
@@ -230,6 +230,18 @@ pub fn gate_command(args: &GateArgs) -> Result<(GateVerdict, String)> {
     }
     text.push_str(&format!("\nthis revision: {}\n", decision.verdict.word()));
     Ok((decision.verdict, text))
+}
+
+/// The files of one reference, their runs pooled point by point (the
+/// first file's points); `None` for no file.
+fn pooled(paths: &[PathBuf]) -> Result<Option<ResultsFile>> {
+    let mut files = paths.iter().map(|p| ResultsFile::load(p));
+    let Some(first) = files.next() else { return Ok(None) };
+    let mut reference = first?;
+    for more in files {
+        add_round(&mut reference, more?);
+    }
+    Ok(Some(reference))
 }
 
 /// Runs `fsscale run ARGS -o TMP` and reads its results; `None` if the

@@ -97,12 +97,12 @@ pub struct HistoryChangesArgs {
 #[derive(Args, Debug)]
 #[command(group(clap::ArgGroup::new("current").required(true).args(["results", "run"])))]
 pub struct GateArgs {
-    /// Results of a revision known to be good (before the change).
-    #[arg(long, value_name = "GOOD.json")]
-    pub good: PathBuf,
-    /// Results of a revision known to be bad (with the change): a revision is then good only if it is clearly faster than these.
+    /// Results of a revision known to be good (before the change). Give it again for more invocations of it: their runs are pooled, and invocations measured apart (alternately with bad's) steady a reference on a shared machine.
+    #[arg(long, value_name = "GOOD.json", required = true)]
+    pub good: Vec<PathBuf>,
+    /// Results of a revision known to be bad (with the change), once or more: a revision is then called by which of good and bad it is nearer.
     #[arg(long, value_name = "BAD.json")]
-    pub bad: Option<PathBuf>,
+    pub bad: Vec<PathBuf>,
     /// This revision's results, already measured.
     #[arg(long, value_name = "RESULTS.json")]
     pub results: Option<PathBuf>,

@@ -191,6 +191,11 @@ pub struct Row {
     /// What the two sides' profiles say changed (see [`attribute`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attribution: Option<Attribution>,
+    /// A side a CPU quota throttled, in words (`new: throttled by a CPU
+    /// quota of 0.85 CPUs in 5 of 5 runs`): its wait is the quota's, and its
+    /// ops/s are judged as they are, not as a busy machine's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throttled: Option<String>,
 }
 
 fn yes() -> bool {
@@ -538,7 +543,17 @@ fn compare_point(
         detectable: None,
         defined_differently: None,
         attribution: attribute(b, n),
+        throttled: throttled_words(b, n),
     }
+}
+
+/// [`Row::throttled`] of two sides.
+fn throttled_words(b: &Point, n: &Point) -> Option<String> {
+    let sides: Vec<String> = [("base", b), ("new", n)]
+        .iter()
+        .filter_map(|(side, p)| Some(format!("{side}: {}", p.quota_words()?)))
+        .collect();
+    (!sides.is_empty()).then(|| sides.join("; "))
 }
 
 /// Whether a change is a collapse the noise diagnostics cannot explain, so

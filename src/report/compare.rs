@@ -324,10 +324,20 @@ fn noise_lines(rows: &[&Row]) -> Vec<String> {
         let why = r.noise.as_ref()?;
         Some(format!("  noise at {} {} x{}: {why}", r.mode_text(), r.share_text(), r.workers))
     });
+    // A CPU quota is what a user may be comparing: said, and not taken for other work.
+    let quota = rows.iter().filter_map(|r| {
+        let words = r.throttled.as_ref()?;
+        Some(format!(
+            "  quota at {} {} x{}: {words}: the wait is the quota's, not other work's; its ops/s are judged as measured",
+            r.mode_text(),
+            r.share_text(),
+            r.workers
+        ))
+    });
     // A workload defined differently: said once a table, as every row of it is.
     let defined = rows.iter().find_map(|r| r.defined_differently.as_ref());
     let defined = defined.map(|why| format!("  not comparable (--force): the sides defined it differently: {why}"));
-    defined.into_iter().chain(noisy).collect()
+    defined.into_iter().chain(noisy).chain(quota).collect()
 }
 
 /// What differs between the sides besides what was compared, a line each.

@@ -11,6 +11,7 @@ pub enum Mark {
     Drift,
     TwoModes,
     Busy,
+    Quota,
     Outlier,
     Short,
     Impossible,
@@ -18,8 +19,16 @@ pub enum Mark {
 }
 
 impl Mark {
-    pub const ALL: [Mark; 7] =
-        [Mark::Drift, Mark::TwoModes, Mark::Busy, Mark::Outlier, Mark::Short, Mark::Impossible, Mark::AboveCpus];
+    pub const ALL: [Mark; 8] = [
+        Mark::Drift,
+        Mark::TwoModes,
+        Mark::Busy,
+        Mark::Quota,
+        Mark::Outlier,
+        Mark::Short,
+        Mark::Impossible,
+        Mark::AboveCpus,
+    ];
 
     /// How the mark starts in a row.
     pub fn tag(self) -> &'static str {
@@ -27,6 +36,7 @@ impl Mark {
             Mark::Drift => "!drift",
             Mark::TwoModes => "!2 modes",
             Mark::Busy => "!busy",
+            Mark::Quota => "~quota",
             Mark::Outlier => "~outlier",
             Mark::Short => "!short",
             Mark::Impossible => "!impossible",
@@ -40,6 +50,9 @@ impl Mark {
             Mark::Drift => "!drift: the runs trend with their order (Spearman, p < 0.05)",
             Mark::TwoModes => "!2 modes: the runs fall into two groups (bimodality coefficient > 5/9)",
             Mark::Busy => "!busy k/n: other work took more than 5% of the machine in k of the n runs",
+            Mark::Quota => {
+                "~quota k/n: a CPU quota on the run's cgroup ran out in k of the n runs: the wait is the quota's"
+            }
             Mark::Outlier => "~outlier: a run beyond Tukey's fences (1.5 IQR)",
             Mark::Short => "!short: fixed work under 50 ms, too short to time: give it more work",
             Mark::Impossible => "!impossible: a speedup above the usable CPUs beyond the runs' noise: a mistimed job",
@@ -75,6 +88,9 @@ pub(crate) fn noise_marks_of(point: &Point) -> Vec<(Mark, String)> {
     }
     if !summary.busy_runs.is_empty() {
         marks.push((Mark::Busy, format!("!busy {}/{}", summary.busy_runs.len(), point.runs.len())));
+    }
+    if !summary.throttled_runs.is_empty() {
+        marks.push((Mark::Quota, format!("~quota {}/{}", summary.throttled_runs.len(), point.runs.len())));
     }
     if point.too_short().is_some() {
         marks.push((Mark::Short, Mark::Short.tag().to_string()));
@@ -137,6 +153,10 @@ What the marks at the end of a row say about its runs
                 computed from 10 runs or more. The machine switched between two states.
   !busy k/n     Other work took more than 5% of the machine during k of the n runs (the
                 CPU time /proc/stat saw beyond the workers', their commands' and fsscale's).
+  ~quota k/n    A CPU quota on the run's cgroup (cgroup v2 cpu.max, v1 cpu.cfs_quota_us) ran
+                out in k of the n runs: the workers' runq wait is the quota's, not other
+                work's. Such a run is busy only where they waited beyond the throttled time;
+                compare judges its ops/s as a real difference.
   ~outlier      A run beyond Tukey's fences (1.5 interquartile ranges from the quartiles),
                 named by its number; kept in every figure, only pointed out.
   !short        Fixed work whose job took under 50 ms: the start's skew and a scheduler

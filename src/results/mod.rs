@@ -28,8 +28,8 @@ pub use profile::{
     SyscallCount,
 };
 pub use run::{
-    NodeOps, RunFigure, RunNoise, RunRecord, SchedShares, SteadyOutcome, SystemCpu, Timeline, WalkRecord, WorkerCpu,
-    WorkerSched, Writeback,
+    NodeOps, RunFigure, RunNoise, RunRecord, RunThrottling, SchedShares, SteadyOutcome, SystemCpu, Timeline,
+    WalkRecord, WorkerCpu, WorkerSched, Writeback,
 };
 pub use target::Target;
 
@@ -339,6 +339,9 @@ pub struct PointSummary {
     /// Runs (indices) during which other work took a noticeable share of the machine (see [`BUSY_SHARE`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub busy_runs: Vec<usize>,
+    /// Runs (indices) in which a CPU quota on the run's cgroup ran out (see [`RunRecord::throttled`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub throttled_runs: Vec<usize>,
 }
 
 /// What a point's diagnostics say against a verdict: drift with run order, two modes.
@@ -447,8 +450,28 @@ impl Point {
     /// process tree (a server outside the run, which a driver talks to, is
     /// other work: start it with `--setup` to count it as the run's).
     fn busy_runs(&self) -> Vec<usize> {
-        let busy = |n: &RunNoise| n.others_cpu > BUSY_SHARE + 2.0 / n.ticks.max(1) as f64;
-        self.runs.iter().enumerate().filter(|(_, r)| r.noise.as_ref().is_some_and(busy)).map(|(i, _)| i).collect()
+        self.runs.iter().enumerate().filter(|(_, r)| r.was_busy()).map(|(i, _)| i).collect()
+    }
+
+    /// What a CPU quota did to the runs, in words (`throttled by a CPU
+    /// quota of 0.85 CPUs in 5 of 5 runs, 15% of the workers' time`), where
+    /// it ran out in any: their wait is the quota's, not other work's.
+    pub fn quota_words(&self) -> Option<String> {
+        let throttled: Vec<RunThrottling> = self.runs.iter().filter_map(RunRecord::throttled).collect();
+        let quota = throttled.iter().map(|t| t.quota_cpus).reduce(f64::min)?;
+        let held: f64 = throttled.iter().map(|t| t.throttled_s).sum();
+        let windows: f64 = self.runs.iter().flat_map(|r| &r.sched).map(|w| w.window_s).sum();
+        let share = if windows > 0.0 {
+            format!(", {:.0}% of the workers' time", 100.0 * held / windows)
+        } else {
+            String::new()
+        };
+        Some(format!(
+            "throttled by a CPU quota of {} CPUs in {} of {} runs{share}",
+            (quota * 100.0).round() / 100.0,
+            throttled.len(),
+            self.runs.len()
+        ))
     }
 
     /// Why this point's runs cannot support a verdict, if they cannot: they
@@ -526,6 +549,7 @@ impl Point {
                 latency: self.merged_latency().map(|h| h.percentiles()),
                 diagnostics: diagnose(&rates),
                 busy_runs: self.busy_runs(),
+                throttled_runs: (0..self.runs.len()).filter(|&i| self.runs[i].throttled().is_some()).collect(),
             }),
             _ => None,
         };
@@ -672,7 +696,7 @@ mod tests {
         use crate::vocab::{Share, Workload};
         let noisy = |run: usize, others_cpu: f64| {
             let mut r = fixtures::run(run, &[1], 1.0);
-            r.noise = Some(RunNoise { others_cpu, kernel_threads_cpu: 0.0, load_1m: 0.0, ticks: 200 });
+            r.noise = Some(RunNoise { others_cpu, ticks: 200, ..Default::default() });
             r
         };
         let mut driver =

@@ -168,6 +168,23 @@ pub struct RunNoise {
     /// Clock ticks of all CPUs in the window: `others_cpu` is good to about 1/ticks.
     #[serde(default)]
     pub ticks: u64,
+    /// Time a CPU quota on the run's cgroup (CFS bandwidth: cgroup v2
+    /// `cpu.max`, v1 `cpu.cfs_quota_us`) held it off the CPUs in the window,
+    /// summed over CPUs (`cpu.stat`'s throttled time); absent without a quota.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throttled: Option<RunThrottling>,
+}
+
+/// A CPU quota's throttling in one run's window.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Default)]
+pub struct RunThrottling {
+    /// The quota, in CPUs (the tightest of the run's cgroups and their ancestors').
+    pub quota_cpus: f64,
+    /// Throttled time, summed over CPUs.
+    pub throttled_s: f64,
+    /// Enforcement periods in the window, and those in which the quota ran out.
+    pub periods: u64,
+    pub throttled_periods: u64,
 }
 
 /// One worker in one window, as its scheduler saw it: on a CPU, runnable
@@ -191,6 +208,32 @@ pub struct WorkerSched {
 }
 
 impl RunRecord {
+    /// A CPU quota's throttling, where the quota ran out in the run's window.
+    pub fn throttled(&self) -> Option<RunThrottling> {
+        self.noise?.throttled.filter(|t| t.throttled_periods > 0 && t.throttled_s > 0.0)
+    }
+
+    /// Whether other work took the machine during the run: more than
+    /// [`super::BUSY_SHARE`] of all CPU time beyond two ticks of
+    /// `/proc/stat`'s resolution. Where a CPU quota throttled the run, the
+    /// tick-sampled `/proc/stat` counts some of the quota's idle as busy
+    /// (3-10% of a 2-CPU VM seen at a 0.5-CPU quota, nothing else running),
+    /// so such a run is busy only where its workers waited for a CPU
+    /// beyond the time the quota held them off: by more than that share
+    /// of their windows.
+    pub fn was_busy(&self) -> bool {
+        let Some(noise) = &self.noise else { return false };
+        let sampled = noise.others_cpu > super::BUSY_SHARE + 2.0 / noise.ticks.max(1) as f64;
+        match (self.throttled(), self.sched.is_empty()) {
+            (Some(quota), false) => {
+                let waited: f64 = self.sched.iter().map(|w| w.runqueue_s).sum();
+                let windows: f64 = self.sched.iter().map(|w| w.window_s).sum();
+                windows > 0.0 && (waited - quota.throttled_s) / windows > super::BUSY_SHARE
+            }
+            _ => sampled,
+        }
+    }
+
     /// Ops per second of the workers' own CPU time (user and system, their
     /// children's included) in the window: on a shared machine it moves far
     /// less with other load than ops/s does. `None` without CPU time.
@@ -276,6 +319,31 @@ mod tests {
 
     fn worker(window_s: f64, on_cpu_s: f64, runqueue_s: f64) -> WorkerSched {
         WorkerSched { window_s, on_cpu_s, runqueue_s, voluntary_switches: 0, involuntary_switches: 0 }
+    }
+
+    #[test]
+    fn a_throttled_run_is_busy_only_by_the_wait_its_quota_does_not_explain() {
+        let quota =
+            |throttled_s: f64| RunThrottling { quota_cpus: 0.85, throttled_s, periods: 10, throttled_periods: 10 };
+        let at = |others_cpu: f64, throttled: Option<RunThrottling>, runqueue_s: f64| {
+            let mut r = run(0, &[10], 1.0);
+            r.noise = Some(RunNoise { others_cpu, ticks: 500, throttled, ..Default::default() });
+            r.sched = vec![worker(1.0, 1.0 - runqueue_s, runqueue_s)];
+            r
+        };
+        // Unthrottled: /proc/stat's others decide.
+        assert!(at(0.08, None, 0.0).was_busy());
+        assert!(!at(0.02, None, 0.3).was_busy());
+        // Throttled 15%, waiting 15%: the quota's wait, however /proc/stat sampled it.
+        let capped = at(0.08, Some(quota(0.15)), 0.15);
+        assert!(!capped.was_busy());
+        assert_eq!(capped.throttled().map(|t| t.quota_cpus), Some(0.85));
+        // Waiting 30% with 15% throttled: other work took the rest.
+        assert!(at(0.0, Some(quota(0.15)), 0.30).was_busy());
+        // A quota that never ran out throttled nothing: /proc/stat decides.
+        let unused = RunThrottling { throttled_periods: 0, throttled_s: 0.0, ..quota(0.0) };
+        assert!(at(0.08, Some(unused), 0.0).was_busy());
+        assert_eq!(at(0.08, Some(unused), 0.0).throttled(), None);
     }
 
     #[test]

@@ -5,21 +5,46 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::sync::Mutex;
 
-use crate::results::SystemCpu;
+use crate::results::{RunThrottling, SystemCpu};
+use crate::sys::quota::{quota_cgroups, read_throttling, throttled_between, QuotaCgroup, Throttling};
 
-/// The aggregate "cpu" line, in clock ticks, and the ticks all kernel
-/// threads have used so far.
+/// Quota cgroups whose throttling a window reads (the innermost few).
+const QUOTA_CGROUPS_READ: usize = 4;
+
+/// The aggregate "cpu" line, in clock ticks, the ticks all kernel threads
+/// have used so far, and the throttling counters of the cgroups whose CPU
+/// quota applies to the run.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct CpuTicks {
     fields: [u64; 8],
     kernel_threads: u64,
+    /// The tightest quota, in CPUs, and each quota cgroup's counters.
+    quota_cpus: Option<f64>,
+    throttling: [Option<Throttling>; QUOTA_CGROUPS_READ],
 }
 
 impl CpuTicks {
     pub fn read() -> CpuTicks {
         let mut ticks = std::fs::read_to_string("/proc/stat").map(|text| CpuTicks::parse(&text)).unwrap_or_default();
         ticks.kernel_threads = kernel_thread_ticks();
+        let quotas = QUOTAS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        ticks.quota_cpus = quotas.iter().map(|q| q.cpus).reduce(f64::min);
+        for (slot, counters) in ticks.throttling.iter_mut().zip(read_throttling(&quotas)) {
+            *slot = counters;
+        }
         ticks
+    }
+
+    /// A CPU quota's throttling between `self` and `later`; `None` without a quota.
+    pub(crate) fn throttled(&self, later: &CpuTicks) -> Option<RunThrottling> {
+        let quota_cpus = later.quota_cpus?;
+        let t = throttled_between(&self.throttling, &later.throttling)?;
+        Some(RunThrottling {
+            quota_cpus,
+            throttled_s: t.throttled_s,
+            periods: t.periods,
+            throttled_periods: t.throttled_periods,
+        })
     }
 
     fn parse(text: &str) -> CpuTicks {
@@ -93,10 +118,18 @@ pub(super) fn clock_hz() -> f64 {
 /// window's edges is one `pread` each, not a walk of /proc.
 static KERNEL_THREADS: Mutex<Vec<File>> = Mutex::new(Vec::new());
 
+/// The cgroups whose CPU quota applies to this process, found by
+/// [`find_kernel_threads`] before a point's runs (a variant's setup may set one).
+static QUOTAS: Mutex<Vec<QuotaCgroup>> = Mutex::new(Vec::new());
+
 /// Finds the kernel threads now, before a run's warm-up, so that
-/// [`CpuTicks::read`] is quick at the window's edges. Kernel threads live
-/// long; one that starts inside a window is missed (its ticks count as others').
+/// [`CpuTicks::read`] is quick at the window's edges, and the cgroups whose
+/// CPU quota applies. Kernel threads live long; one that starts inside a
+/// window is missed (its ticks count as others').
 pub(crate) fn find_kernel_threads() {
+    let mut quotas = quota_cgroups();
+    quotas.truncate(QUOTA_CGROUPS_READ);
+    *QUOTAS.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = quotas;
     let Ok(dir) = std::fs::read_dir("/proc") else { return };
     let found: Vec<File> = dir
         .flatten()

@@ -81,6 +81,7 @@ pub(super) fn run_driver(
             kernel_threads_cpu: cpu_start.kernel_threads_share(&cpu_end).unwrap_or(0.0),
             load_1m,
             ticks: cpu_start.ticks(&cpu_end),
+            throttled: cpu_start.throttled(&cpu_end),
         }),
         timeline,
         completion_s: None,

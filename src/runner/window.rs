@@ -98,6 +98,7 @@ impl Window {
                 kernel_threads_cpu: self.cpu_start.kernel_threads_share(&self.cpu_end).unwrap_or(0.0),
                 load_1m: self.load_1m,
                 ticks: self.cpu_start.ticks(&self.cpu_end),
+                throttled: self.cpu_start.throttled(&self.cpu_end),
             }),
             timeline: self.timeline,
             latency: None,

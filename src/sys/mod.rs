@@ -8,6 +8,7 @@
 mod files;
 mod mounts;
 mod process;
+pub mod quota;
 pub mod topology;
 pub use files::{
     available_memory, check_own_file, check_private_dir, ensure_private_dir, fd_path, freeze_and_thaw, meminfo_value,
@@ -15,6 +16,7 @@ pub use files::{
 };
 pub use mounts::{find_mount, mounts, parse_mountinfo, Mount};
 pub use process::*;
+pub(crate) use quota::cgroup_cpu_limit;
 
 use std::ffi::{CStr, CString};
 use std::io;

@@ -2,11 +2,9 @@
 //! used, pinning, a thread's scheduler figures, CPU time of children, the
 //! descriptor limit, and how many threads run.
 
-use std::path::Path;
-
+use super::{cgroup_cpu_limit, monotonic_ns};
 #[cfg(target_os = "linux")]
 use super::{check, Errno};
-use super::{monotonic_ns, mounts};
 
 /// Number of online CPUs (`sysconf(_SC_NPROCESSORS_ONLN)`), at least 1.
 pub fn online_cpus() -> usize {
@@ -61,52 +59,6 @@ pub fn allowed_cpus() -> Vec<usize> {
 #[cfg(not(target_os = "linux"))]
 pub fn allowed_cpus() -> Vec<usize> {
     (0..online_cpus()).collect()
-}
-
-/// The CPU bandwidth limit of this process's cgroup and its ancestors, in
-/// CPUs (cgroup v2 `cpu.max`, or v1 `cpu.cfs_quota_us` / `cpu.cfs_period_us`).
-pub(crate) fn cgroup_cpu_limit() -> Option<f64> {
-    let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
-    let mounts = mounts();
-    let mut limit: Option<f64> = None;
-    let mut tighten = |cpus: f64| {
-        if cpus > 0.0 && cpus.is_finite() {
-            limit = Some(limit.map_or(cpus, |l| l.min(cpus)));
-        }
-    };
-    for line in own.lines() {
-        let mut fields = line.splitn(3, ':');
-        let (Some(id), Some(controllers), Some(path)) = (fields.next(), fields.next(), fields.next()) else { continue };
-        let v2 = id == "0" && controllers.is_empty();
-        let v1 = controllers.split(',').any(|c| c == "cpu");
-        let Some(mount) = mounts.iter().find(|m| {
-            (v2 && m.fs_type == "cgroup2")
-                || (v1 && m.fs_type == "cgroup" && m.super_options.split(',').any(|o| o == "cpu"))
-        }) else {
-            continue;
-        };
-        let mut dir = Path::new(&mount.mount_point).join(path.trim_start_matches('/'));
-        loop {
-            if v2 {
-                let max = std::fs::read_to_string(dir.join("cpu.max")).unwrap_or_default();
-                let mut parts = max.split_whitespace();
-                if let (Some(quota), Some(period)) = (parts.next(), parts.next()) {
-                    if let (Ok(q), Ok(p)) = (quota.parse::<f64>(), period.parse::<f64>()) {
-                        tighten(q / p);
-                    }
-                }
-            } else {
-                let read = |f: &str| std::fs::read_to_string(dir.join(f)).ok()?.trim().parse::<f64>().ok();
-                if let (Some(q), Some(p)) = (read("cpu.cfs_quota_us"), read("cpu.cfs_period_us")) {
-                    tighten(q / p);
-                }
-            }
-            if dir == Path::new(&mount.mount_point) || !dir.pop() {
-                break;
-            }
-        }
-    }
-    limit
 }
 
 /// How many CPUs this process can really use: its affinity mask, lowered

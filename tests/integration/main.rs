@@ -26,6 +26,7 @@ mod mpi;
 mod noise;
 mod order;
 mod planted;
+mod quota;
 mod replay;
 mod report;
 mod run;

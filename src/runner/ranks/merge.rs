@@ -62,6 +62,11 @@ pub(crate) fn merge(mut records: Vec<RunRecord>, hosts: &[&str], clock_hz: f64) 
             kernel_threads_cpu: a.kernel_threads_cpu.max(b.kernel_threads_cpu),
             load_1m: a.load_1m.max(b.load_1m),
             ticks: a.ticks,
+            // The most throttled rank's.
+            throttled: [a.throttled, b.throttled]
+                .into_iter()
+                .flatten()
+                .max_by(|x, y| x.throttled_s.total_cmp(&y.throttled_s)),
         }),
         sched: if all(&|r| !r.sched.is_empty()) {
             records.iter().flat_map(|r| r.sched.iter().copied()).collect()
@@ -214,7 +219,7 @@ mod tests {
         let with = |cpu_s: f64, others: f64| {
             let mut r = rank_record(10, 1.0, &[10]);
             r.worker_cpu.user_s = cpu_s;
-            r.noise = Some(RunNoise { others_cpu: others, kernel_threads_cpu: 0.0, load_1m: 0.0, ticks: 200 });
+            r.noise = Some(RunNoise { others_cpu: others, ticks: 200, ..Default::default() });
             r
         };
         // Two ranks on one 2-CPU node (2 s of capacity), each 1 s busy: each saw the other as 50% others.
