@@ -11,8 +11,8 @@ use crate::cli::{
 use crate::cli::{CleanupArgs, TreeArgs};
 use fsscale::analyze::{analyze_pairs, analyze_results};
 use fsscale::compare::{
-    compare, compare_between, compare_invocations, regressions, Between, CompareConfig, Figure, Verdict,
-    DEFAULT_NOISE_THRESHOLD_PCT,
+    compare_between, compare_invocations, compare_using, regressions, Between, CompareConfig, Figure, PointThreshold,
+    Verdict, DEFAULT_NOISE_THRESHOLD_PCT,
 };
 use fsscale::report::{render_analysis, render_comparisons, ExportFormat};
 use fsscale::results::{ResultsFile, RunFigure};
@@ -148,9 +148,31 @@ pub fn compare_command(args: &CompareArgs) -> Result<(String, Option<Regressed>,
         }
         comparisons.push(c);
     }
+    // One file a side, no threshold given: the history may know how much
+    // each point's invocations differ on this host.
+    let mut notices = Vec::new();
+    let history = match (args.noise_threshold, args.no_history, args.vs.is_empty() && between.is_none()) {
+        (None, false, true) => match crate::history_command::store_to_read(args.history_db.as_deref()) {
+            Ok(store) => store,
+            // A store named on the command line must open; the default one is a convenience.
+            Err(e) if args.history_db.is_some() => return Err(e),
+            Err(e) => {
+                notices.push(format!("the history's thresholds are not used: {e:#}"));
+                None
+            }
+        },
+        _ => None,
+    };
     for path in args.new.iter().filter(|_| args.vs.is_empty()) {
         let new = load(path)?;
-        let c = compare(&base, &new, &name(&args.base, &base), &name(path, &new), &config);
+        let same_host = base.host.hostname == new.host.hostname;
+        let threshold_of = |point: &fsscale::results::Point| {
+            let store = history.as_ref().filter(|_| same_host)?;
+            let compared = [base.run_id.as_deref().unwrap_or_default(), new.run_id.as_deref().unwrap_or_default()];
+            let spread = fsscale::history::invocation_spread(store, &base, point, &compared).ok()??;
+            Some(PointThreshold { pct: spread.threshold_pct, why: spread.words() })
+        };
+        let c = compare_using(&base, &new, &name(&args.base, &base), &name(path, &new), &config, &threshold_of);
         let without_cpu = |u: &String| u.contains("no worker CPU time recorded");
         if c.rows.is_empty() && !c.unmatched.is_empty() && c.unmatched.iter().all(without_cpu) {
             bail!(
@@ -192,8 +214,8 @@ pub fn compare_command(args: &CompareArgs) -> Result<(String, Option<Regressed>,
         false => text,
     };
     let regressed = args.fail_if_worse.and_then(|pct| regressed(&comparisons, pct));
-    let warnings = args.fail_if_worse.map(|pct| too_noisy_to_gate(&comparisons, pct)).unwrap_or_default();
-    Ok((text, regressed, warnings))
+    notices.extend(args.fail_if_worse.map(|pct| too_noisy_to_gate(&comparisons, pct)).unwrap_or_default());
+    Ok((text, regressed, notices))
 }
 
 /// `--fail-if-worse PCT`: the points called worse by more than PCT, as the gate's failure.

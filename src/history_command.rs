@@ -110,6 +110,19 @@ fn existing_store(arg: &StoreArg) -> Result<Store> {
     Store::open(&path)
 }
 
+/// The store `compare` reads thresholds from: `path`, else the default
+/// one; `None` where there is none (compare makes no store).
+pub fn store_to_read(path: Option<&std::path::Path>) -> Result<Option<Store>> {
+    let path = match path {
+        Some(p) => p.to_path_buf(),
+        None => Store::default_path()?,
+    };
+    if !path.exists() {
+        return Ok(None);
+    }
+    Store::open(&path).map(Some)
+}
+
 /// How a query searches: its flags over [`ChangeConfig::DEFAULT`].
 fn change_config(args: &HistoryQueryArgs) -> ChangeConfig {
     let d = ChangeConfig::DEFAULT;

@@ -256,6 +256,12 @@ pub struct CompareArgs {
     /// Call a significant change better or worse only when its whole confidence interval lies beyond ±PCT percent; otherwise it is "within noise". Two invocations of one system differ by more than their runs' spread shows (1-2% on a quiet VM); 0 leaves the verdict to the test alone, as ministat does. Default 2, except 0 where that spread is measured or cancels: --vs with two or more files a side, and --between/--variants other than fs (both sides ran in one invocation, round by round).
     #[arg(long, value_name = "PCT")]
     pub noise_threshold: Option<f64>,
+    /// The history store whose earlier results of a point, on the host both files ran on, give the point's noise threshold: how much its invocations differ there (6 results or more; one file a side, no --noise-threshold). Default: the history's default store, where it exists; it is only read.
+    #[arg(long, value_name = "PATH")]
+    pub history_db: Option<PathBuf>,
+    /// Do not take thresholds from the history: ±2% (or --noise-threshold) at every point.
+    #[arg(long, conflicts_with = "history_db")]
+    pub no_history: bool,
     /// Judge each point at the confidence level on its own, as ministat does; otherwise the false discovery rate over the comparison's points is held at 1 − confidence (Benjamini–Hochberg), so that comparing many points does not make chance differences into verdicts.
     #[arg(long)]
     pub no_fdr: bool,

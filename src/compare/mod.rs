@@ -196,6 +196,17 @@ pub struct Row {
     /// ops/s are judged as they are, not as a busy machine's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub throttled: Option<String>,
+    /// The point's own noise threshold where the history measured how much
+    /// its invocations differ (see [`compare_using`]); `None`: the comparison's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threshold: Option<PointThreshold>,
+}
+
+/// One point's noise threshold, in percent, and where it comes from.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PointThreshold {
+    pub pct: f64,
+    pub why: String,
 }
 
 fn yes() -> bool {
@@ -340,6 +351,20 @@ pub fn compare(
     new_label: &str,
     config: &CompareConfig,
 ) -> Comparison {
+    compare_using(base, new, base_label, new_label, config, &|_| None)
+}
+
+/// [`compare`], where `threshold_of` may give a base point a noise
+/// threshold of its own (how much its invocations differ on this host, from
+/// the history) in place of the configured one.
+pub fn compare_using(
+    base: &ResultsFile,
+    new: &ResultsFile,
+    base_label: &str,
+    new_label: &str,
+    config: &CompareConfig,
+    threshold_of: &dyn Fn(&Point) -> Option<PointThreshold>,
+) -> Comparison {
     let mut rows = Vec::new();
     let mut unmatched = Vec::new();
     let by_condition = conditions(base) > 1 || conditions(new) > 1;
@@ -362,8 +387,12 @@ pub fn compare(
             unmatched.push(describe(&key(b), "no worker CPU time recorded"));
             continue;
         };
-        let mut row = compare_point(b, n, base_runs, new_runs, &CompareConfig { figure, ..*config }, None);
+        let threshold = threshold_of(b);
+        let noise_threshold_pct = threshold.as_ref().map_or(config.noise_threshold_pct, |t| t.pct);
+        let point_config = CompareConfig { figure, noise_threshold_pct, ..*config };
+        let mut row = compare_point(b, n, base_runs, new_runs, &point_config, None);
         row.per_cpu_when_busy = by_cpu;
+        row.threshold = threshold;
         // A condition names the row only when points were matched by it.
         if !by_condition {
             row.condition = None;
@@ -378,6 +407,12 @@ pub fn compare(
     let invocations_note = match config.test {
         // Paired runs share one invocation by design: their comparison is within it.
         TestKind::Paired => None,
+        _ if rows.iter().any(|r| r.threshold.is_some()) => Some(format!(
+            "invocations: one per side; where the history holds {} or more results of a point on this host, how \
+             much they differ is its threshold (said under its table); elsewhere ±{}% (--noise-threshold) is assumed",
+            crate::history::MIN_HISTORY_RESULTS,
+            config.noise_threshold_pct
+        )),
         _ => invocations::one_per_side_note(&rows, config),
     };
     let mut c =
@@ -544,6 +579,7 @@ fn compare_point(
         defined_differently: None,
         attribution: attribute(b, n),
         throttled: throttled_words(b, n),
+        threshold: None,
     }
 }
 

@@ -10,6 +10,7 @@ mod document;
 mod gate;
 mod point;
 mod schema;
+mod spread;
 mod store;
 #[cfg(test)]
 mod tests;
@@ -21,4 +22,5 @@ pub use changes::{
 };
 pub use gate::{add_round, check, judge, GateDecision, GateRule, GateVerdict};
 pub use point::{figures, Figure, Identity};
+pub use spread::{invocation_spread, spread_of_means, InvocationSpread, MIN_RESULTS as MIN_HISTORY_RESULTS};
 pub use store::{Added, Entry, Series, SeriesFilter, Store, BUSY_TIMEOUT};

@@ -339,6 +339,20 @@ impl Store {
         Ok(rows.collect::<rusqlite::Result<Vec<Series>>>()?)
     }
 
+    /// The series of `identity` on `host`, if any result of it is recorded.
+    pub fn series_of(&self, host: &str, identity: &Identity) -> Result<Option<i64>> {
+        use rusqlite::OptionalExtension;
+        let id = self
+            .conn
+            .query_row(
+                "SELECT id FROM series WHERE host = ?1 AND series_key = ?2",
+                params![host, identity.key()],
+                |r| r.get(0),
+            )
+            .optional();
+        self.one_line(id.map_err(anyhow::Error::from))
+    }
+
     /// The results of a series in the order they started, the last `last` of them when given.
     pub fn entries(&self, series: i64, last: Option<usize>) -> Result<Vec<Entry>> {
         self.one_line(self.entry_rows(series, last))

@@ -337,7 +337,11 @@ fn noise_lines(rows: &[&Row]) -> Vec<String> {
     // A workload defined differently: said once a table, as every row of it is.
     let defined = rows.iter().find_map(|r| r.defined_differently.as_ref());
     let defined = defined.map(|why| format!("  not comparable (--force): the sides defined it differently: {why}"));
-    defined.into_iter().chain(noisy).chain(quota).collect()
+    let threshold = rows.iter().filter_map(|r| {
+        let t = r.threshold.as_ref()?;
+        Some(format!("  threshold at {} {} x{}: {}", r.mode_text(), r.share_text(), r.workers, t.why))
+    });
+    defined.into_iter().chain(noisy).chain(quota).chain(threshold).collect()
 }
 
 /// What differs between the sides besides what was compared, a line each.

@@ -269,3 +269,57 @@ fn git_bisect_run_with_the_gate_names_the_commit_that_slowed_down() {
     git(&repo, &["bisect", "reset"]);
     assert!(env.leftovers().is_empty(), "{:?}", env.leftovers());
 }
+
+#[test]
+fn compare_takes_its_threshold_from_how_much_the_points_invocations_differ_in_the_history() {
+    let env = TestEnv::new();
+    assert_success(&env.run(&["stat", "-j", "1", "--share", "private", "-n", "5"]));
+    let (base, new) = (env.root.path().join("base.json"), env.root.path().join("new.json"));
+    // Two invocations 10% apart, each tight: alone, compare calls it worse.
+    for (path, level, id) in [(&base, 100_000.0, "base-run"), (&new, 90_000.0, "new-run")] {
+        std::fs::copy(&env.output, path).unwrap();
+        set_rates(path, &[level, level * 1.001, level * 0.999, level * 1.002, level * 0.998]);
+        let mut doc: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+        doc["run_id"] = id.into();
+        std::fs::write(path, doc.to_string()).unwrap();
+    }
+    // The history: eight earlier invocations of the point on this host, 10% apart in turn.
+    let files = copies(&base, env.root.path(), 8);
+    for (i, file) in files.iter().enumerate() {
+        let level = if i % 2 == 0 { 100_000.0 } else { 110_000.0 };
+        set_rates(file, &[level, level * 1.001, level * 0.999, level * 1.002, level * 0.998]);
+    }
+    let db = env.root.path().join("h.sqlite");
+    let out = history(&db, &[&["add"][..], &files.iter().map(|f| f.to_str().unwrap()).collect::<Vec<_>>()].concat());
+    assert_success(&out);
+    let compare = |extra: &[&str]| {
+        let out = fsscale().arg("compare").arg(&base).arg(&new).args(extra).output().unwrap();
+        assert_success(&out);
+        stdout(&out)
+    };
+    let alone = compare(&["--no-history"]);
+    assert!(alone.lines().any(|l| l.ends_with("  worse")), "{alone}");
+    assert!(alone.contains("±2% (--noise-threshold) stands in for it"), "{alone}");
+    let with_history = compare(&["--history-db", db.to_str().unwrap()]);
+    // Successive invocations differ by ln 1.1: 1.96 · ln 1.1 / 0.6745 = 27.7% in logs, 31.9% as a ratio.
+    assert!(
+        with_history.contains(
+            "threshold at process private x1: invocations of this point on this host differ by 31.9% (8 results in the history): a change must exceed that"
+        ),
+        "{with_history}"
+    );
+    assert!(with_history.lines().any(|l| l.ends_with("  within noise")), "{with_history}");
+    assert!(
+        with_history.contains("where the history holds 6 or more results of a point on this host"),
+        "{with_history}"
+    );
+    // A given threshold wins, and the default store is only read where it exists.
+    assert!(compare(&["--history-db", db.to_str().unwrap(), "--noise-threshold", "2"])
+        .lines()
+        .any(|l| l.ends_with("  worse")));
+    assert!(compare(&[]).contains("±2% (--noise-threshold) stands in for it"));
+    let missing = env.root.path().join("none.sqlite");
+    let out = fsscale().arg("compare").arg(&base).arg(&new).arg("--history-db").arg(&missing).output().unwrap();
+    assert_success(&out);
+    assert!(!missing.exists(), "compare makes no store");
+}

@@ -116,6 +116,9 @@ pub fn fsscale() -> Command {
     share_machine();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_fsscale"));
     cmd.env("FSSCALE_CACHE_DIR", std::env::temp_dir().join("fsscale-test-cache"));
+    // No test reads or writes the user's own history store (compare reads
+    // thresholds from it); a test of the default store sets its own.
+    cmd.env("XDG_DATA_HOME", std::env::temp_dir().join(format!("fsscale-test-data-{}", std::process::id())));
     cmd
 }
 
