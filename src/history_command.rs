@@ -59,7 +59,7 @@ pub fn add_command(args: &HistoryAddArgs) -> Result<String> {
     out.push_str(&format!(
         "{new} recorded, {already} already there; {} results in {}\n",
         store.len()?,
-        store.path().display()
+        store.location()
     ));
     Ok(out)
 }
@@ -101,7 +101,7 @@ fn filter(args: &HistoryQueryArgs) -> SeriesFilter {
 /// The store a query reads: it must exist (a query never makes one).
 fn existing_store(arg: &StoreArg) -> Result<Store> {
     let path = store_path(arg)?;
-    if !path.exists() {
+    if !Store::exists(&path) {
         bail!(
             "no history store at {}; record results with `fsscale history add FILE...` or `fsscale run --history`, or give --history-db",
             path.display()
@@ -117,7 +117,7 @@ pub fn store_to_read(path: Option<&std::path::Path>) -> Result<Option<Store>> {
         Some(p) => p.to_path_buf(),
         None => Store::default_path()?,
     };
-    if !path.exists() {
+    if !Store::exists(&path) {
         return Ok(None);
     }
     Store::open(&path).map(Some)

@@ -353,7 +353,8 @@ impl RunArgs {
             memory_limit,
             stall_timeout: timing.stall_timeout,
             output,
-            command_line: argv,
+            // A history server's password is never recorded.
+            command_line: argv.into_iter().map(|a| fsscale::history::without_password_in(&a)).collect(),
             label,
             note,
             rev,

@@ -20,40 +20,93 @@ fn result(n: usize, level: f64, rev: &str) -> ResultsFile {
     d
 }
 
+/// Runs `test` on a fresh store of each backend: an SQLite file, and a
+/// database of its own on the PostgreSQL server `FSSCALE_TEST_POSTGRES`
+/// names (`.ci/run` starts one, and under CI it must be there; elsewhere a
+/// missing server is said, and the SQLite half still runs).
+pub(crate) fn each_store(test: impl Fn(&mut Store)) {
+    let dir = tempfile::tempdir().unwrap();
+    test(&mut Store::open(&dir.path().join("h.sqlite")).unwrap());
+    let Some(server) = std::env::var_os("FSSCALE_TEST_POSTGRES") else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "under CI the PostgreSQL store is tested: set FSSCALE_TEST_POSTGRES (.ci/run does)"
+        );
+        eprintln!("SKIPPED the PostgreSQL store: FSSCALE_TEST_POSTGRES names no server (.ci/run starts one)");
+        return;
+    };
+    let server = server.into_string().expect("a URL");
+    let database = test_database(&server);
+    let url = database.url.clone();
+    test(&mut Store::open(std::path::Path::new(&url)).unwrap());
+}
+
+/// A database made for one test on the server at `server` (a URL naming
+/// a maintenance database), dropped with it.
+pub(crate) struct TestDatabase {
+    server: String,
+    name: String,
+    pub url: String,
+}
+
+pub(crate) fn test_database(server: &str) -> TestDatabase {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static MADE: AtomicUsize = AtomicUsize::new(0);
+    let name = format!("fsscale_test_{}_{}", std::process::id(), MADE.fetch_add(1, Ordering::SeqCst));
+    let mut client = postgres::Client::connect(server, postgres::NoTls).expect("the test server");
+    // One statement a call: a batch is one transaction, which these refuse.
+    client.batch_execute(&format!("DROP DATABASE IF EXISTS {name}")).unwrap();
+    client.batch_execute(&format!("CREATE DATABASE {name}")).unwrap();
+    // The server's URL with this database as its path.
+    let (scheme, rest) = server.split_once("://").unwrap();
+    let (authority, tail) = rest.split_at(rest.find(['/', '?']).unwrap_or(rest.len()));
+    let query = tail.split_once('?').map(|(_, q)| format!("?{q}")).unwrap_or_default();
+    let url = format!("{scheme}://{authority}/{name}{query}");
+    TestDatabase { server: server.to_string(), name, url }
+}
+
+impl Drop for TestDatabase {
+    fn drop(&mut self) {
+        if let Ok(mut client) = postgres::Client::connect(&self.server, postgres::NoTls) {
+            let _ = client.batch_execute(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name));
+        }
+    }
+}
+
 #[test]
 fn adding_is_idempotent_by_run_id_and_series_are_kept_by_point_and_host() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut store = Store::open(&dir.path().join("h.sqlite")).unwrap();
-    assert_eq!(store.add(&result(1, 100.0, "a"), None).unwrap(), Added::New { series: 2 });
-    assert_eq!(store.add(&result(1, 100.0, "a"), None).unwrap(), Added::Already);
-    // The same run recorded unfinished, then resumed: its record becomes the later document.
-    let mut unfinished = result(9, 70.0, "z");
-    unfinished.points.truncate(1);
-    assert_eq!(store.add(&unfinished, None).unwrap(), Added::New { series: 1 });
-    assert_eq!(store.add(&result(9, 70.0, "z"), None).unwrap(), Added::Updated { series: 2 });
-    assert_eq!(store.add(&result(9, 70.0, "z"), None).unwrap(), Added::Already);
-    assert_eq!(store.len().unwrap(), 2);
-    let resumed = store.series(&SeriesFilter { workers: Some(2), ..Default::default() }).unwrap();
-    assert_eq!(store.entries(resumed[0].id, None).unwrap().len(), 2, "the x2 point of run 9 is there now");
-    assert_eq!(store.add(&result(2, 90.0, "b"), Some("b2")).unwrap(), Added::New { series: 2 });
-    let mut other_host = result(3, 50.0, "c");
-    other_host.host.hostname = "lab2".into();
-    store.add(&other_host, None).unwrap();
-    assert_eq!(store.len().unwrap(), 4);
-    let all = store.series(&SeriesFilter::default()).unwrap();
-    assert_eq!(all.len(), 4, "{all:?}");
-    let lab1_x1 =
-        store.series(&SeriesFilter { workers: Some(1), host: Some("lab1".into()), ..Default::default() }).unwrap();
-    assert_eq!(lab1_x1.len(), 1);
-    assert_eq!(lab1_x1[0].identity.describe(), "stat process private x1");
-    let entries = store.entries(lab1_x1[0].id, None).unwrap();
-    assert_eq!(entries.iter().map(Entry::name).collect::<Vec<_>>(), ["a", "b2", "z"]);
-    assert!((entries[1].figure.mean - 90.18).abs() < 1e-9, "{:?}", entries[1].figure);
-    assert_eq!(store.entries(lab1_x1[0].id, Some(1)).unwrap().len(), 1);
-    // The full document is kept, and read back as any received file is.
-    let back = store.document(entries[0].result).unwrap();
-    assert_eq!(back.run_id.as_deref(), Some("run-1"));
-    assert_eq!(back.points.len(), 2);
+    each_store(|store| {
+        assert_eq!(store.add(&result(1, 100.0, "a"), None).unwrap(), Added::New { series: 2 });
+        assert_eq!(store.add(&result(1, 100.0, "a"), None).unwrap(), Added::Already);
+        // The same run recorded unfinished, then resumed: its record becomes the later document.
+        let mut unfinished = result(9, 70.0, "z");
+        unfinished.points.truncate(1);
+        assert_eq!(store.add(&unfinished, None).unwrap(), Added::New { series: 1 });
+        assert_eq!(store.add(&result(9, 70.0, "z"), None).unwrap(), Added::Updated { series: 2 });
+        assert_eq!(store.add(&result(9, 70.0, "z"), None).unwrap(), Added::Already);
+        assert_eq!(store.len().unwrap(), 2);
+        let resumed = store.series(&SeriesFilter { workers: Some(2), ..Default::default() }).unwrap();
+        assert_eq!(store.entries(resumed[0].id, None).unwrap().len(), 2, "the x2 point of run 9 is there now");
+        assert_eq!(store.add(&result(2, 90.0, "b"), Some("b2")).unwrap(), Added::New { series: 2 });
+        let mut other_host = result(3, 50.0, "c");
+        other_host.host.hostname = "lab2".into();
+        store.add(&other_host, None).unwrap();
+        assert_eq!(store.len().unwrap(), 4);
+        let all = store.series(&SeriesFilter::default()).unwrap();
+        assert_eq!(all.len(), 4, "{all:?}");
+        let lab1_x1 =
+            store.series(&SeriesFilter { workers: Some(1), host: Some("lab1".into()), ..Default::default() }).unwrap();
+        assert_eq!(lab1_x1.len(), 1);
+        assert_eq!(lab1_x1[0].identity.describe(), "stat process private x1");
+        let entries = store.entries(lab1_x1[0].id, None).unwrap();
+        assert_eq!(entries.iter().map(Entry::name).collect::<Vec<_>>(), ["a", "b2", "z"]);
+        assert!((entries[1].figure.mean - 90.18).abs() < 1e-9, "{:?}", entries[1].figure);
+        assert_eq!(store.entries(lab1_x1[0].id, Some(1)).unwrap().len(), 1);
+        // The full document is kept, and read back as any received file is.
+        let back = store.document(entries[0].result).unwrap();
+        assert_eq!(back.run_id.as_deref(), Some("run-1"));
+        assert_eq!(back.points.len(), 2);
+    });
 }
 
 #[test]
@@ -290,27 +343,27 @@ fn only_an_empty_database_is_migrated_from_version_0_and_a_negative_version_is_o
 
 #[test]
 fn a_run_id_replaces_its_record_only_for_the_same_run_continued() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut store = Store::open(&dir.path().join("h.sqlite")).unwrap();
-    let mut first = result(5, 100.0, "a");
-    first.points[1].runs.truncate(2);
-    store.add(&first, None).unwrap();
-    let refused = |store: &mut Store, doc: &ResultsFile| format!("{:#}", store.add(doc, None).unwrap_err());
-    let mut elsewhere = result(5, 100.0, "a");
-    elsewhere.host.hostname = "lab9".into();
-    assert!(refused(&mut store, &elsewhere).contains("this is not that run continued (another host)"));
-    let mut other_runs = result(5, 100.0, "a");
-    other_runs.points[1].runs[0].ops_per_s *= 2.0;
-    assert!(refused(&mut store, &other_runs).contains("(the recorded runs are not its first ones)"));
-    let mut later = result(5, 100.0, "a");
-    later.started_at = "2026-12-01T00:00:00Z".into();
-    assert!(refused(&mut store, &later).contains("(another start)"));
-    let mut command = result(5, 100.0, "a");
-    command.command_line.push("--extra".into());
-    assert!(refused(&mut store, &command).contains("(another command line)"));
-    let series = store.series(&SeriesFilter { workers: Some(2), ..Default::default() }).unwrap();
-    assert_eq!(store.entries(series[0].id, None).unwrap()[0].figure.runs, 2, "the record stands");
-    assert_eq!(store.add(&result(5, 100.0, "a"), None).unwrap(), Added::Updated { series: 2 });
+    each_store(|store| {
+        let mut first = result(5, 100.0, "a");
+        first.points[1].runs.truncate(2);
+        store.add(&first, None).unwrap();
+        let refused = |store: &mut Store, doc: &ResultsFile| format!("{:#}", store.add(doc, None).unwrap_err());
+        let mut elsewhere = result(5, 100.0, "a");
+        elsewhere.host.hostname = "lab9".into();
+        assert!(refused(store, &elsewhere).contains("this is not that run continued (another host)"));
+        let mut other_runs = result(5, 100.0, "a");
+        other_runs.points[1].runs[0].ops_per_s *= 2.0;
+        assert!(refused(store, &other_runs).contains("(the recorded runs are not its first ones)"));
+        let mut later = result(5, 100.0, "a");
+        later.started_at = "2026-12-01T00:00:00Z".into();
+        assert!(refused(store, &later).contains("(another start)"));
+        let mut command = result(5, 100.0, "a");
+        command.command_line.push("--extra".into());
+        assert!(refused(store, &command).contains("(another command line)"));
+        let series = store.series(&SeriesFilter { workers: Some(2), ..Default::default() }).unwrap();
+        assert_eq!(store.entries(series[0].id, None).unwrap()[0].figure.runs, 2, "the record stands");
+        assert_eq!(store.add(&result(5, 100.0, "a"), None).unwrap(), Added::Updated { series: 2 });
+    });
 }
 
 /// How a simulated series' results are drawn. Every result is its own

@@ -120,11 +120,22 @@ fn copies(template: &Path, dir: &Path, n: usize) -> Vec<PathBuf> {
 
 #[test]
 fn writers_adding_at_once_lose_nothing_and_never_see_a_lock() {
-    // The template's point (stat process private x1) is the runs' own point too: one series.
     let env = TestEnv::new();
+    writers_at_once(&env, &env.root.path().join("shared.sqlite"));
+}
+
+/// Processes standing in for a lab's hosts, all adding to one server's store at once.
+#[test]
+fn writers_adding_to_a_postgresql_store_at_once_lose_nothing() {
+    let Some(database) = postgres_test_database("a shared PostgreSQL store") else { return };
+    let env = TestEnv::new();
+    writers_at_once(&env, Path::new(&database.url));
+}
+
+fn writers_at_once(env: &TestEnv, db: &Path) {
+    // The template's point (stat process private x1) is the runs' own point too: one series.
     assert_success(&env.run(&["stat", "-j", "1", "--share", "private", "-n", "2"]));
     let files = copies(&env.output, env.root.path(), 160);
-    let db = env.root.path().join("shared.sqlite");
     // Eight writers of 20 files each, and two more adding the first 40 again.
     let mut children: Vec<_> = files
         .chunks(20)
@@ -177,7 +188,7 @@ fn writers_adding_at_once_lose_nothing_and_never_see_a_lock() {
         recorded += stderr(out).lines().filter(|l| l.starts_with("history: recorded in ")).count();
     }
     assert_eq!(recorded, 163, "each file and run recorded exactly once");
-    let out = history(&db, &["show", "--format", "json", "--last", "1000"]);
+    let out = history(db, &["show", "--format", "json", "--last", "1000"]);
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(json[0]["results"].as_array().unwrap().len(), 163);
 }

@@ -426,3 +426,38 @@ pub fn own_memory_cgroup() -> PathBuf {
         }
     }
 }
+
+/// A database of its own on the PostgreSQL server `FSSCALE_TEST_POSTGRES`
+/// names (`.ci/run` starts one), dropped with it; `None`, said, without one.
+pub fn postgres_test_database(test: &str) -> Option<TestDatabase> {
+    let server = std::env::var("FSSCALE_TEST_POSTGRES").ok();
+    if !prerequisite(server.is_some(), test, "FSSCALE_TEST_POSTGRES names no PostgreSQL server (.ci/run starts one)") {
+        return None;
+    }
+    let server = server.unwrap();
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static MADE: AtomicUsize = AtomicUsize::new(0);
+    let name = format!("fsscale_itest_{}_{}", std::process::id(), MADE.fetch_add(1, Ordering::SeqCst));
+    let mut client = postgres::Client::connect(&server, postgres::NoTls).expect("the test server");
+    client.batch_execute(&format!("DROP DATABASE IF EXISTS {name}")).unwrap();
+    client.batch_execute(&format!("CREATE DATABASE {name}")).unwrap();
+    let (scheme, rest) = server.split_once("://").unwrap();
+    let (authority, tail) = rest.split_at(rest.find(['/', '?']).unwrap_or(rest.len()));
+    let query = tail.split_once('?').map(|(_, q)| format!("?{q}")).unwrap_or_default();
+    let url = format!("{scheme}://{authority}/{name}{query}");
+    Some(TestDatabase { server, name, url })
+}
+
+pub struct TestDatabase {
+    server: String,
+    name: String,
+    pub url: String,
+}
+
+impl Drop for TestDatabase {
+    fn drop(&mut self) {
+        if let Ok(mut client) = postgres::Client::connect(&self.server, postgres::NoTls) {
+            let _ = client.batch_execute(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name));
+        }
+    }
+}

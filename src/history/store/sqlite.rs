@@ -1,4 +1,4 @@
-//! The history store: one SQLite file, written by any number of processes.
+//! The SQLite backend: one file, written by any number of processes.
 //!
 //! WAL lets readers go on while one process writes; a writer takes the
 //! write lock at the start of its transaction (`BEGIN IMMEDIATE`) and waits
@@ -10,100 +10,24 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
-use sha2::Digest;
 
-use super::point::{figures, Figure, Identity};
-use super::schema;
+use super::{not_a_continuation, run_id_and_json, Added, Backend, Entry, Series, SeriesFilter, BUSY_TIMEOUT};
+use crate::history::point::{figures, Figure, Identity};
+use crate::history::schema;
 use crate::results::ResultsFile;
 
-/// How long a writer waits for another's transaction before giving up.
-pub const BUSY_TIMEOUT: Duration = Duration::from_secs(120);
+pub(crate) use schema::CURRENT;
 
-/// An open history store.
-pub struct Store {
+/// An open SQLite store.
+pub(crate) struct SqliteStore {
     conn: Connection,
     path: PathBuf,
 }
 
-/// What adding a results file did.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Added {
-    /// Recorded, with its figures in this many series.
-    New { series: usize },
-    /// A result with its run id was already recorded, with as many runs: nothing changed.
-    Already,
-    /// Recorded before with fewer runs (an unfinished run since resumed): its record replaced.
-    Updated { series: usize },
-}
-
-/// One series: a point's results on one host.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Series {
-    pub id: i64,
-    pub host: String,
-    pub identity: Identity,
-}
-
-/// One result in a series.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Entry {
-    /// The store's id of the result (its document: [`Store::document`]).
-    pub result: i64,
-    pub run_id: String,
-    pub rev: Option<String>,
-    pub label: Option<String>,
-    pub note: Option<String>,
-    pub kernel: String,
-    /// RFC 3339, UTC: series are in this order.
-    pub started_at: String,
-    /// The point's index in its document.
-    pub point_index: usize,
-    pub figure: Figure,
-}
-
-impl Entry {
-    /// What the result is called: its revision, else its label, else its start.
-    pub fn name(&self) -> &str {
-        self.rev.as_deref().or(self.label.as_deref()).unwrap_or(&self.started_at)
-    }
-}
-
-/// Which series a query wants; `None` matches any.
-#[derive(Clone, Debug, Default)]
-pub struct SeriesFilter {
-    /// Workload names (a group's members, already expanded).
-    pub workloads: Option<Vec<String>>,
-    pub workers: Option<usize>,
-    pub host: Option<String>,
-    pub mode: Option<String>,
-    pub share: Option<String>,
-    pub fs: Option<String>,
-    pub variant: Option<String>,
-}
-
-impl Store {
-    /// Where the store is when `--history-db` is not given:
-    /// `$XDG_DATA_HOME/fsscale/history.sqlite`, else `~/.local/share/fsscale/history.sqlite`.
-    pub fn default_path() -> Result<PathBuf> {
-        let data = match (std::env::var_os("XDG_DATA_HOME"), std::env::var_os("HOME")) {
-            (Some(d), _) if Path::new(&d).is_absolute() => PathBuf::from(d),
-            (_, Some(home)) if Path::new(&home).is_absolute() => Path::new(&home).join(".local/share"),
-            _ => bail!(
-                "no data directory for the history (neither XDG_DATA_HOME nor HOME is set); give --history-db PATH"
-            ),
-        };
-        Ok(data.join("fsscale").join("history.sqlite"))
-    }
-
+impl SqliteStore {
     /// Opens the store at `path`, making it (and its directory, mode 0700) if
-    /// it does not exist, and migrating it to this fsscale's schema.
-    pub fn open(path: &Path) -> Result<Store> {
-        Store::open_at(path, schema::CURRENT)
-    }
-
-    /// [`Store::open`], migrating only to schema version `version` (tests
-    /// make old stores with it).
-    pub(crate) fn open_at(path: &Path, version: usize) -> Result<Store> {
+    /// it does not exist, and migrating it to schema version `version`.
+    pub(crate) fn open_at(path: &Path, version: usize) -> Result<SqliteStore> {
         let what = || format!("history store {}", crate::escape::for_terminal(&path.to_string_lossy()));
         let dir = match path.parent() {
             Some(d) if !d.as_os_str().is_empty() => d,
@@ -149,29 +73,14 @@ impl Store {
         conn.pragma_update(None, "synchronous", "NORMAL").with_context(what)?;
         conn.pragma_update(None, "foreign_keys", true).with_context(what)?;
         schema::migrate(&mut conn, version).map_err(|e| anyhow!("{}: {e:#}", what()))?;
-        Ok(Store { conn, path: path.to_path_buf() })
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// Records `doc` (with `rev` instead of its own revision, when given),
-    /// or nothing if a result with its run id is recorded already. One
-    /// transaction: a crash keeps all of it or none.
-    pub fn add(&mut self, doc: &ResultsFile, rev: Option<&str>) -> Result<Added> {
-        let added = self.add_document(doc, rev);
-        self.one_line(added)
+        Ok(SqliteStore { conn, path: path.to_path_buf() })
     }
 
     fn add_document(&mut self, doc: &ResultsFile, rev: Option<&str>) -> Result<Added> {
-        let json = doc.to_compact_json();
-        // A file from before run ids were written: its content is its identity.
-        let run_id =
-            doc.run_id.clone().unwrap_or_else(|| format!("sha256:{:x}", sha2::Sha256::digest(json.as_bytes())));
+        let (run_id, json) = run_id_and_json(doc);
         let rev = rev.map(str::to_string).or_else(|| doc.rev.clone());
         let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let packed = super::document::pack(&json)?;
+        let packed = crate::history::document::pack(&json)?;
         let inserted = tx.execute(
             "INSERT INTO results (run_id, host, kernel, rev, label, note, started_at, status, added_at, document_zstd)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) ON CONFLICT (run_id) DO NOTHING",
@@ -284,11 +193,6 @@ impl Store {
         })
     }
 
-    /// The series `filter` admits, by host, workload and workers.
-    pub fn series(&self, filter: &SeriesFilter) -> Result<Vec<Series>> {
-        self.one_line(self.series_rows(filter))
-    }
-
     fn series_rows(&self, filter: &SeriesFilter) -> Result<Vec<Series>> {
         use rusqlite::types::Value;
         let mut sql = String::from(
@@ -339,25 +243,6 @@ impl Store {
         Ok(rows.collect::<rusqlite::Result<Vec<Series>>>()?)
     }
 
-    /// The series of `identity` on `host`, if any result of it is recorded.
-    pub fn series_of(&self, host: &str, identity: &Identity) -> Result<Option<i64>> {
-        use rusqlite::OptionalExtension;
-        let id = self
-            .conn
-            .query_row(
-                "SELECT id FROM series WHERE host = ?1 AND series_key = ?2",
-                params![host, identity.key()],
-                |r| r.get(0),
-            )
-            .optional();
-        self.one_line(id.map_err(anyhow::Error::from))
-    }
-
-    /// The results of a series in the order they started, the last `last` of them when given.
-    pub fn entries(&self, series: i64, last: Option<usize>) -> Result<Vec<Entry>> {
-        self.one_line(self.entry_rows(series, last))
-    }
-
     fn entry_rows(&self, series: i64, last: Option<usize>) -> Result<Vec<Entry>> {
         let mut query = self.conn.prepare_cached(
             "SELECT r.id, r.run_id, r.rev, r.label, r.note, r.kernel, r.started_at, f.point_index, f.mean, f.per_cpu,
@@ -401,17 +286,6 @@ impl Store {
         Ok(entries)
     }
 
-    /// The results file recorded as `result`, read as any received file is.
-    pub fn document(&self, result: i64) -> Result<ResultsFile> {
-        read_document(&self.conn, result, &self.path)
-    }
-
-    /// How many results are recorded.
-    pub fn len(&self) -> Result<usize> {
-        let count = self.conn.query_row("SELECT COUNT(*) FROM results", [], |r| r.get::<_, i64>(0));
-        self.one_line(count.map(|n| n as usize).map_err(anyhow::Error::from))
-    }
-
     /// An SQL error as one line that names the store: its tables are not
     /// what this schema version makes (a damaged store, or another program's).
     fn one_line<T>(&self, result: Result<T>) -> Result<T> {
@@ -429,35 +303,50 @@ impl Store {
             None => e,
         })
     }
-
-    pub fn is_empty(&self) -> Result<bool> {
-        Ok(self.len()? == 0)
-    }
 }
 
-/// Why `later` is not the run `stored` records, continued (`run --resume`):
-/// the same host, start and command line, the points `stored` holds first
-/// (a run adds its points as it reaches them), and every run `stored` holds
-/// still first in its point. `None` when it is.
-fn not_a_continuation(stored: &ResultsFile, later: &ResultsFile) -> Option<&'static str> {
-    let same_point = |a: &crate::results::Point, b: &crate::results::Point| {
-        (&a.workload, &a.op, a.mode, a.share, a.workers, &a.fs, a.cache, &a.variant)
-            == (&b.workload, &b.op, b.mode, b.share, b.workers, &b.fs, b.cache, &b.variant)
-    };
-    if stored.host.hostname != later.host.hostname {
-        Some("another host")
-    } else if stored.started_at != later.started_at {
-        Some("another start")
-    } else if stored.command_line != later.command_line {
-        Some("another command line")
-    } else if stored.points.len() > later.points.len()
-        || stored.points.iter().zip(&later.points).any(|(a, b)| !same_point(a, b))
-    {
-        Some("other points")
-    } else if stored.points.iter().zip(&later.points).any(|(a, b)| !b.runs.starts_with(&a.runs)) {
-        Some("the recorded runs are not its first ones")
-    } else {
-        None
+impl Backend for SqliteStore {
+    /// Records `doc` (with `rev` instead of its own revision, when given),
+    /// or nothing if a result with its run id is recorded already. One
+    /// transaction: a crash keeps all of it or none.
+    fn add(&mut self, doc: &ResultsFile, rev: Option<&str>) -> Result<Added> {
+        let added = self.add_document(doc, rev);
+        self.one_line(added)
+    }
+
+    /// The series `filter` admits, by host, workload and workers.
+    fn series(&self, filter: &SeriesFilter) -> Result<Vec<Series>> {
+        self.one_line(self.series_rows(filter))
+    }
+
+    /// The series of `identity` on `host`, if any result of it is recorded.
+    fn series_of(&self, host: &str, identity: &Identity) -> Result<Option<i64>> {
+        use rusqlite::OptionalExtension;
+        let id = self
+            .conn
+            .query_row(
+                "SELECT id FROM series WHERE host = ?1 AND series_key = ?2",
+                params![host, identity.key()],
+                |r| r.get(0),
+            )
+            .optional();
+        self.one_line(id.map_err(anyhow::Error::from))
+    }
+
+    /// The results of a series in the order they started, the last `last` of them when given.
+    fn entries(&self, series: i64, last: Option<usize>) -> Result<Vec<Entry>> {
+        self.one_line(self.entry_rows(series, last))
+    }
+
+    /// The results file recorded as `result`, read as any received file is.
+    fn document(&self, result: i64) -> Result<ResultsFile> {
+        read_document(&self.conn, result, &self.path)
+    }
+
+    /// How many results are recorded.
+    fn len(&self) -> Result<usize> {
+        let count = self.conn.query_row("SELECT COUNT(*) FROM results", [], |r| r.get::<_, i64>(0));
+        self.one_line(count.map(|n| n as usize).map_err(anyhow::Error::from))
     }
 }
 
@@ -469,7 +358,7 @@ fn read_document(conn: &Connection, result: i64, path: &Path) -> Result<ResultsF
         .optional()?
         .ok_or_else(|| anyhow!("result {result} is not in {}", path.display()))?;
     let damaged = || format!("result {result} of {} is not an fsscale results file", path.display());
-    let json = super::document::unpack(&packed).with_context(damaged)?;
+    let json = crate::history::document::unpack(&packed).with_context(damaged)?;
     ResultsFile::from_json(&json, None).with_context(damaged)
 }
 
