@@ -143,7 +143,7 @@ fn writers_at_once(env: &TestEnv, db: &Path) {
         .map(|chunk| {
             fsscale()
                 .args(["history", "add", "--history-db"])
-                .arg(&db)
+                .arg(db)
                 .args(chunk)
                 .stdout(std::process::Stdio::piped())
                 .stderr(std::process::Stdio::piped())
@@ -169,7 +169,7 @@ fn writers_at_once(env: &TestEnv, db: &Path) {
                 "0",
             ])
             .args(["--history", "--history-db"])
-            .arg(&db)
+            .arg(db)
             .arg("--dir")
             .arg(&env.dir)
             .arg("-o")

@@ -114,8 +114,6 @@ impl Store {
         Ok(data.join("fsscale").join("history.sqlite"))
     }
 
-    /// Opens the store at `path`, making it (and its directory, mode 0700) if
-
     /// Whether `location` names a PostgreSQL server (`postgresql://...`,
     /// `postgres://...`) rather than an SQLite file.
     pub fn is_server(location: &Path) -> bool {
