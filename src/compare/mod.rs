@@ -79,6 +79,10 @@ impl Default for CompareConfig {
     }
 }
 
+/// The fewest earlier results of a point on a host whose spread a
+/// comparison takes as the point's threshold (see [`compare_using`]).
+pub const HISTORY_MIN_RESULTS: usize = 6;
+
 /// The default noise threshold, in percent: on this VM, A/A pairs of
 /// separate invocations differ by about 1–2% even when each invocation's
 /// runs agree to 0.5% (docs/STATISTICS.md).
@@ -410,8 +414,7 @@ pub fn compare_using(
         _ if rows.iter().any(|r| r.threshold.is_some()) => Some(format!(
             "invocations: one per side; where the history holds {} or more results of a point on this host, how \
              much they differ is its threshold (said under its table); elsewhere ±{}% (--noise-threshold) is assumed",
-            crate::history::MIN_HISTORY_RESULTS,
-            config.noise_threshold_pct
+            HISTORY_MIN_RESULTS, config.noise_threshold_pct
         )),
         _ => invocations::one_per_side_note(&rows, config),
     };

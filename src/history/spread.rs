@@ -19,7 +19,7 @@ use super::{Figure, Identity, Store};
 use crate::results::{Point, ResultsFile};
 
 /// The fewest results the spread is estimated from.
-pub const MIN_RESULTS: usize = 6;
+pub const MIN_RESULTS: usize = crate::compare::HISTORY_MIN_RESULTS;
 
 /// What the history says about a point's invocations on its host.
 #[derive(Clone, Debug, PartialEq)]

@@ -110,9 +110,16 @@ fn a_shared_directory_waits_on_its_inode_rwsem_and_private_ones_do_not() {
         assert!(create_or_unlink.iter().any(|f| shared_site.contains(f)), "{via}: {shared_site}");
         // Which lock: with BPF, the shared directory's own, found in the run's scratch directory.
         let shared = point(&doc, Workload::CreatUnlink, "shared");
-        for run in &shared.runs {
-            let sites = &run.locks.as_ref().unwrap().sites;
-            let top = sites.iter().find(|s| s.kind.starts_with("rwsem")).expect("the directory's rwsem");
+        // Every run whose workers met on the rwsem (beside a busy machine's
+        // other work, a run's two workers may never overlap on it: seen in
+        // a full test run), and at least one did.
+        let met: Vec<_> = shared
+            .runs
+            .iter()
+            .filter_map(|run| run.locks.as_ref().unwrap().sites.iter().find(|s| s.kind.starts_with("rwsem")))
+            .collect();
+        assert!(!met.is_empty(), "{via}: no run waited on the directory's rwsem");
+        for top in met {
             if via == "bpf" {
                 let object = top.objects.first().unwrap_or_else(|| panic!("bpf: {top:?} has no object"));
                 assert!(object.object.starts_with("directory inode "), "{object:?}");
