@@ -23,4 +23,4 @@ pub use changes::{
 pub use gate::{add_round, check, judge, GateDecision, GateRule, GateVerdict};
 pub use point::{figures, Figure, Identity};
 pub use spread::{invocation_spread, spread_of_means, InvocationSpread, MIN_RESULTS as MIN_HISTORY_RESULTS};
-pub use store::{without_password_in, Added, Entry, Series, SeriesFilter, Store, BUSY_TIMEOUT};
+pub use store::{with_database, without_password_in, Added, Entry, Series, SeriesFilter, Store, BUSY_TIMEOUT};

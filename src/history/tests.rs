@@ -57,11 +57,7 @@ pub(crate) fn test_database(server: &str) -> TestDatabase {
     // One statement a call: a batch is one transaction, which these refuse.
     client.batch_execute(&format!("DROP DATABASE IF EXISTS {name}")).unwrap();
     client.batch_execute(&format!("CREATE DATABASE {name}")).unwrap();
-    // The server's URL with this database as its path.
-    let (scheme, rest) = server.split_once("://").unwrap();
-    let (authority, tail) = rest.split_at(rest.find(['/', '?']).unwrap_or(rest.len()));
-    let query = tail.split_once('?').map(|(_, q)| format!("?{q}")).unwrap_or_default();
-    let url = format!("{scheme}://{authority}/{name}{query}");
+    let url = crate::history::with_database(server, &name);
     TestDatabase { server: server.to_string(), name, url }
 }
 

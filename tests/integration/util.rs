@@ -441,10 +441,7 @@ pub fn postgres_test_database(test: &str) -> Option<TestDatabase> {
     let mut client = postgres::Client::connect(&server, postgres::NoTls).expect("the test server");
     client.batch_execute(&format!("DROP DATABASE IF EXISTS {name}")).unwrap();
     client.batch_execute(&format!("CREATE DATABASE {name}")).unwrap();
-    let (scheme, rest) = server.split_once("://").unwrap();
-    let (authority, tail) = rest.split_at(rest.find(['/', '?']).unwrap_or(rest.len()));
-    let query = tail.split_once('?').map(|(_, q)| format!("?{q}")).unwrap_or_default();
-    let url = format!("{scheme}://{authority}/{name}{query}");
+    let url = fsscale::history::with_database(&server, &name);
     Some(TestDatabase { server, name, url })
 }
 

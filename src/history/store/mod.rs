@@ -100,6 +100,29 @@ pub struct SeriesFilter {
     pub variant: Option<String>,
 }
 
+impl SeriesFilter {
+    /// The text columns it filters on, with the value each must equal.
+    pub(crate) fn text_columns(&self) -> impl Iterator<Item = (&'static str, &String)> {
+        [
+            ("host", &self.host),
+            ("mode", &self.mode),
+            ("share", &self.share),
+            ("fs", &self.fs),
+            ("variant", &self.variant),
+        ]
+        .into_iter()
+        .filter_map(|(column, want)| Some((column, want.as_ref()?)))
+    }
+}
+
+/// A server's URL with `database` as the one it names (`postgresql://u@h/db?o` with db replaced).
+pub fn with_database(url: &str, database: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else { return url.to_string() };
+    let (authority, tail) = rest.split_at(rest.find(['/', '?']).unwrap_or(rest.len()));
+    let query = tail.split_once('?').map(|(_, q)| format!("?{q}")).unwrap_or_default();
+    format!("{scheme}://{authority}/{database}{query}")
+}
+
 impl Store {
     /// Where the store is when `--history-db` is not given:
     /// `$XDG_DATA_HOME/fsscale/history.sqlite`, else `~/.local/share/fsscale/history.sqlite`.

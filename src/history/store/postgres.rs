@@ -253,16 +253,8 @@ impl Backend for PostgresStore {
         if let Some(workers) = filter.workers {
             bind(&mut sql, " AND workers = ?", Box::new(i64::try_from(workers).unwrap_or(i64::MAX)));
         }
-        for (column, want) in [
-            ("host", &filter.host),
-            ("mode", &filter.mode),
-            ("share", &filter.share),
-            ("fs", &filter.fs),
-            ("variant", &filter.variant),
-        ] {
-            if let Some(want) = want {
-                bind(&mut sql, &format!(" AND {column} = ?"), Box::new(want.clone()));
-            }
+        for (column, want) in filter.text_columns() {
+            bind(&mut sql, &format!(" AND {column} = ?"), Box::new(want.clone()));
         }
         sql.push_str(" ORDER BY host, workload, workers, id");
         let params: Vec<&(dyn ToSql + Sync)> = values.iter().map(|v| v.as_ref()).collect();

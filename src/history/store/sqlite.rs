@@ -208,17 +208,9 @@ impl SqliteStore {
             sql.push_str(" AND workers = ?");
             values.push(Value::Integer(i64::try_from(workers).unwrap_or(i64::MAX)));
         }
-        for (column, want) in [
-            ("host", &filter.host),
-            ("mode", &filter.mode),
-            ("share", &filter.share),
-            ("fs", &filter.fs),
-            ("variant", &filter.variant),
-        ] {
-            if let Some(want) = want {
-                sql.push_str(&format!(" AND {column} = ?"));
-                values.push(Value::Text(want.clone()));
-            }
+        for (column, want) in filter.text_columns() {
+            sql.push_str(&format!(" AND {column} = ?"));
+            values.push(Value::Text(want.clone()));
         }
         sql.push_str(" ORDER BY host, workload, workers, id");
         let mut query = self.conn.prepare(&sql)?;
