@@ -9,8 +9,7 @@ use crate::cli::AnalyzeFormat;
 use crate::cli::{CheckArg, GateArgs, HistoryAddArgs, HistoryChangesArgs, HistoryQueryArgs, StoreArg, WorkloadArg};
 use fsscale::compare::{Figure, DEFAULT_NOISE_THRESHOLD_PCT};
 use fsscale::history::{
-    add_round, changes, check, judge, Added, ChangeConfig, ChangesFound, GateRule, GateVerdict, SeriesFigure,
-    SeriesFilter, Store,
+    changes, check, judge, Added, ChangeConfig, ChangesFound, GateRule, GateVerdict, SeriesFigure, SeriesFilter, Store,
 };
 use fsscale::results::ResultsFile;
 
@@ -192,8 +191,9 @@ pub fn history_report(store: &StoreArg, filter: SeriesFilter, last: usize) -> Re
 /// pooled; `--check` turns a verdict other than the one the user names
 /// into the gate's own failure (128).
 pub fn gate_command(args: &GateArgs) -> Result<(GateVerdict, String)> {
-    let good = pooled(&args.good)?.context("give --good GOOD.json")?;
-    let bad = pooled(&args.bad)?;
+    let good = args.good.iter().map(|p| ResultsFile::load(p)).collect::<Result<Vec<_>>>()?;
+    let bad = args.bad.iter().map(|p| ResultsFile::load(p)).collect::<Result<Vec<_>>>()?;
+    let bad = (!bad.is_empty()).then_some(bad);
     let threshold = args.noise_threshold.unwrap_or(DEFAULT_NOISE_THRESHOLD_PCT);
     if !((0.0..100.0).contains(&threshold) && args.confidence > 50.0 && args.confidence < 100.0) {
         bail!("give --noise-threshold in [0, 100) and -c in (50, 100), e.g. --noise-threshold 2 -c 95");
@@ -208,7 +208,7 @@ pub fn gate_command(args: &GateArgs) -> Result<(GateVerdict, String)> {
     let figure = if args.per_cpu { Figure::OpsPerCpuSecond } else { Figure::Throughput };
     let rule = GateRule { confidence: args.confidence / 100.0, noise_threshold_pct: threshold, figure };
     let max_rounds = if args.results.is_some() { 1 } else { args.max_rounds };
-    let mut current = match &args.results {
+    let first = match &args.results {
         Some(path) => ResultsFile::load(path)?,
         None => match measure(&args.run)? {
             Some(doc) => doc,
@@ -223,18 +223,19 @@ pub fn gate_command(args: &GateArgs) -> Result<(GateVerdict, String)> {
             }
         },
     };
-    let mut decision = judge(&current, &good, bad.as_ref(), &rule)?;
-    let mut rounds = 1;
-    while decision.verdict == GateVerdict::Skip && decision.undecided && rounds < max_rounds {
+    // Each round is an invocation of its own: the gate holds a revision to
+    // how much invocations differ, where a side has several.
+    let mut rounds = vec![first];
+    let mut decision = judge(&rounds, &good, bad.as_deref(), &rule)?;
+    while decision.verdict == GateVerdict::Skip && decision.undecided && (rounds.len() as u32) < max_rounds {
         // A round that fails leaves the verdict to the rounds measured.
         let Some(more) = measure(&args.run)? else { break };
-        add_round(&mut current, more);
-        rounds += 1;
-        decision = judge(&current, &good, bad.as_ref(), &rule)?;
+        rounds.push(more);
+        decision = judge(&rounds, &good, bad.as_deref(), &rule)?;
     }
     let mut text = decision.points.join("\n");
-    if rounds > 1 {
-        text.push_str(&format!("\n{rounds} rounds measured, their runs pooled (--max-rounds {max_rounds})"));
+    if rounds.len() > 1 {
+        text.push_str(&format!("\n{} rounds measured, each an invocation (--max-rounds {max_rounds})", rounds.len()));
     }
     if let Some(expected) = expected {
         check(&decision, expected)?;
@@ -243,18 +244,6 @@ pub fn gate_command(args: &GateArgs) -> Result<(GateVerdict, String)> {
     }
     text.push_str(&format!("\nthis revision: {}\n", decision.verdict.word()));
     Ok((decision.verdict, text))
-}
-
-/// The files of one reference, their runs pooled point by point (the
-/// first file's points); `None` for no file.
-fn pooled(paths: &[PathBuf]) -> Result<Option<ResultsFile>> {
-    let mut files = paths.iter().map(|p| ResultsFile::load(p));
-    let Some(first) = files.next() else { return Ok(None) };
-    let mut reference = first?;
-    for more in files {
-        add_round(&mut reference, more?);
-    }
-    Ok(Some(reference))
 }
 
 /// Runs `fsscale run ARGS -o TMP` and reads its results; `None` if the

@@ -23,13 +23,17 @@
 //!   whose workload is defined differently on the two sides is skipped.
 //!
 //! The midpoint tests of several points share the error rate (Bonferroni),
-//! so more points do not make a wrong "bad" likelier.
+//! so more points do not make a wrong "bad" likelier. Each results file is
+//! an invocation (a reference given several times, a revision measured in
+//! rounds): where invocations differ by more than their runs explain, the
+//! test takes the invocation as its unit ([`midpoint_invocations`]), so an
+//! invocation's offset is not read as a certainty; elsewhere, the runs.
 
 use anyhow::{bail, Result};
 
 use crate::compare::{compare, CompareConfig, Figure, Row, Verdict};
 use crate::results::ResultsFile;
-use crate::stats::hypothesis::midpoint_welch;
+use crate::stats::hypothesis::{midpoint_invocations, midpoint_welch};
 use crate::stats::Sample;
 
 /// What `git bisect run` is told, by exit status.
@@ -129,11 +133,14 @@ impl Call {
 
 /// Judges `current` against the `good` result and, when given, the `bad` one.
 pub fn judge(
-    current: &ResultsFile,
-    good: &ResultsFile,
-    bad: Option<&ResultsFile>,
+    current: &[ResultsFile],
+    good: &[ResultsFile],
+    bad: Option<&[ResultsFile]>,
     rule: &GateRule,
 ) -> Result<GateDecision> {
+    let sides = Sides { current, good, bad: bad.unwrap_or_default() };
+    let (current, good) = (&pooled(current)?, &pooled(good)?);
+    let bad = bad.map(pooled).transpose()?;
     let config = rule.compare_config();
     let vs_good = compare(good, current, "good", "this revision", &config);
     if vs_good.rows.is_empty() {
@@ -144,7 +151,7 @@ pub fn judge(
     }
     let calls: Vec<(Call, String)> = match bad {
         None => vs_good.rows.iter().map(|row| against_good_only(row, rule.noise_threshold_pct)).collect(),
-        Some(bad) => between(current, good, bad, &vs_good.rows, rule)?,
+        Some(bad) => between(current, good, &bad, &vs_good.rows, &sides, rule)?,
     };
     let judged: Vec<Call> = calls.iter().map(|c| c.0).filter(|c| *c != Call::NotJudged).collect();
     let verdict = if judged.contains(&Call::Bad) {
@@ -239,6 +246,7 @@ fn between(
     good: &ResultsFile,
     bad: &ResultsFile,
     rows: &[Row],
+    sides: &Sides,
     rule: &GateRule,
 ) -> Result<Vec<(Call, String)>> {
     let config = rule.compare_config();
@@ -286,7 +294,11 @@ fn between(
             let (Some(good), Some(bad), Some(this)) = placed else {
                 return (Call::Undecided, format!("{point}: undecided, a side has fewer than 2 runs above 0 ({changes})"));
             };
-            let Ok(t) = midpoint_welch(&good, &bad, &this, confidence) else {
+            // Invocations as the unit where a side has several; runs otherwise.
+            let invocations = sides.of(row, rule.figure);
+            let tested = midpoint_invocations(&invocations[0], &invocations[1], &invocations[2], confidence)
+                .or_else(|_| midpoint_welch(&good, &bad, &this, confidence));
+            let Ok(t) = tested else {
                 return (Call::Undecided, format!("{point}: undecided, too few runs ({changes})"));
             };
             let span = bad.mean() - good.mean();
@@ -315,6 +327,49 @@ fn between(
         .collect())
 }
 
+/// Each side's invocations (results files), as measured.
+struct Sides<'a> {
+    current: &'a [ResultsFile],
+    good: &'a [ResultsFile],
+    bad: &'a [ResultsFile],
+}
+
+impl Sides<'_> {
+    /// For `row`'s point, each side's invocations (good, bad, this
+    /// revision) as the mean of their runs' logarithms and its variance.
+    fn of(&self, row: &Row, figure: Figure) -> [Vec<(f64, f64)>; 3] {
+        let side = |files: &[ResultsFile]| -> Vec<(f64, f64)> {
+            files
+                .iter()
+                .flat_map(|f| &f.points)
+                .filter(|p| {
+                    (p.workload, p.mode, p.share, p.workers) == (row.workload, row.mode, row.share, row.workers)
+                        && row.condition.as_ref().is_none_or(|c| p.condition().as_ref() == Some(c))
+                })
+                .filter_map(|p| {
+                    let runs = match figure {
+                        Figure::Throughput => p.runs.iter().map(|r| r.ops_per_s).collect(),
+                        Figure::OpsPerCpuSecond => p.ops_per_cpu_s()?,
+                    };
+                    let logs = log_sample(&runs)?;
+                    Some((logs.mean(), logs.variance() / logs.len() as f64))
+                })
+                .collect()
+        };
+        [side(self.good), side(self.bad), side(self.current)]
+    }
+}
+
+/// One side's invocations with their runs pooled point by point.
+fn pooled(files: &[ResultsFile]) -> Result<ResultsFile> {
+    let Some((first, more)) = files.split_first() else { bail!("a side of the gate has no results file") };
+    let mut pooled = first.clone();
+    for file in more {
+        add_round(&mut pooled, file.clone());
+    }
+    Ok(pooled)
+}
+
 /// The runs' logarithms, where every run is above 0 and there are two.
 fn log_sample(runs: &[f64]) -> Option<Sample> {
     if runs.len() < 2 || !runs.iter().all(|v| v.is_finite() && *v > 0.0) {
@@ -340,8 +395,19 @@ mod tests {
         doc(&[(Stat, 1, &runs(level))])
     }
 
+    /// [`judge`] of one invocation a side.
+    fn judge1(
+        current: &ResultsFile,
+        good: &ResultsFile,
+        bad: Option<&ResultsFile>,
+        rule: &GateRule,
+    ) -> Result<GateDecision> {
+        let bad = bad.map(|b| vec![b.clone()]);
+        judge(std::slice::from_ref(current), std::slice::from_ref(good), bad.as_deref(), rule)
+    }
+
     fn verdict(current: f64, bad: Option<f64>) -> GateVerdict {
-        judge(&at(current), &at(100.0), bad.map(at).as_ref(), &RULE).unwrap().verdict
+        judge1(&at(current), &at(100.0), bad.map(at).as_ref(), &RULE).unwrap().verdict
     }
 
     /// The same figures, every run marked as run beside other work.
@@ -364,7 +430,7 @@ mod tests {
         assert_eq!(verdict(80.0, Some(50.0)), GateVerdict::Good);
         assert_eq!(verdict(60.0, Some(50.0)), GateVerdict::Bad);
         // Exactly between (100 · √0.5): undecided, and more runs could help.
-        let middle = judge(&at(100.0 * 0.5f64.sqrt()), &at(100.0), Some(&at(50.0)), &RULE).unwrap();
+        let middle = judge1(&at(100.0 * 0.5f64.sqrt()), &at(100.0), Some(&at(50.0)), &RULE).unwrap();
         assert_eq!((middle.verdict, middle.undecided), (GateVerdict::Skip, true), "{:?}", middle.points);
         assert!(
             middle.points[0].contains("undecided, 0.50 of the way from good (0) to bad (1)"),
@@ -373,7 +439,7 @@ mod tests {
         );
         // A current result so noisy that it is like neither side.
         let noisy: Vec<f64> = (0..10).map(|i| if i % 2 == 0 { 20.0 } else { 130.0 }).collect();
-        let decision = judge(&doc(&[(Stat, 1, &noisy)]), &at(100.0), Some(&at(50.0)), &RULE).unwrap();
+        let decision = judge1(&doc(&[(Stat, 1, &noisy)]), &at(100.0), Some(&at(50.0)), &RULE).unwrap();
         assert_eq!((decision.verdict, decision.undecided), (GateVerdict::Skip, true), "{:?}", decision.points);
         assert_eq!([GateVerdict::Good, GateVerdict::Bad, GateVerdict::Skip].map(GateVerdict::exit_code), [0, 1, 125]);
     }
@@ -384,7 +450,7 @@ mod tests {
         assert_eq!(verdict(101.0, None), GateVerdict::Good);
         assert_eq!(verdict(80.0, None), GateVerdict::Bad);
         let noisy: Vec<f64> = (0..10).map(|i| if i % 2 == 0 { 90.0 } else { 110.0 }).collect();
-        let decision = judge(&doc(&[(Stat, 1, &noisy)]), &at(100.0), None, &RULE).unwrap();
+        let decision = judge1(&doc(&[(Stat, 1, &noisy)]), &at(100.0), None, &RULE).unwrap();
         assert_eq!((decision.verdict, decision.undecided), (GateVerdict::Skip, true), "{:?}", decision.points);
     }
 
@@ -392,8 +458,9 @@ mod tests {
     fn busy_marks_do_not_change_a_verdict() {
         for (current, bad) in [(100.1, Some(50.0)), (93.0, Some(50.0)), (55.0, Some(50.0)), (80.0, None), (100.0, None)]
         {
-            let quiet = judge(&at(current), &at(100.0), bad.map(at).as_ref(), &RULE).unwrap();
-            let marked = judge(&busy(at(current)), &busy(at(100.0)), bad.map(|b| busy(at(b))).as_ref(), &RULE).unwrap();
+            let quiet = judge1(&at(current), &at(100.0), bad.map(at).as_ref(), &RULE).unwrap();
+            let marked =
+                judge1(&busy(at(current)), &busy(at(100.0)), bad.map(|b| busy(at(b))).as_ref(), &RULE).unwrap();
             assert_eq!((quiet.verdict, quiet.undecided), (marked.verdict, marked.undecided), "{current} {bad:?}");
             assert_eq!(quiet.points, marked.points);
         }
@@ -403,20 +470,20 @@ mod tests {
     fn points_where_good_and_bad_do_not_separate_are_not_judged() {
         let two = |stat: f64, open: f64| doc(&[(Stat, 1, &runs(stat)), (OpenClose, 1, &runs(open))]);
         // Only stat slowed between good and bad; open-close is not judged.
-        let decision = judge(&two(52.0, 100.0), &two(100.0, 100.0), Some(&two(50.0, 100.0)), &RULE).unwrap();
+        let decision = judge1(&two(52.0, 100.0), &two(100.0, 100.0), Some(&two(50.0, 100.0)), &RULE).unwrap();
         assert_eq!(decision.verdict, GateVerdict::Bad, "{:?}", decision.points);
         assert!(decision.points[1].contains("not judged, good and bad do not separate here"), "{:?}", decision.points);
-        let decision = judge(&two(99.0, 60.0), &two(100.0, 100.0), Some(&two(50.0, 100.0)), &RULE).unwrap();
+        let decision = judge1(&two(99.0, 60.0), &two(100.0, 100.0), Some(&two(50.0, 100.0)), &RULE).unwrap();
         assert_eq!(decision.verdict, GateVerdict::Good, "{:?}", decision.points);
         // Nowhere: the gate cannot judge.
-        let error = judge(&at(90.0), &at(100.0), Some(&at(100.5)), &RULE).unwrap_err().to_string();
+        let error = judge1(&at(90.0), &at(100.0), Some(&at(100.5)), &RULE).unwrap_err().to_string();
         assert!(error.contains("good and bad do not separate at any point"), "{error}");
         assert!(error.contains("stat process private x1: bad +0.5% against good, within noise"), "{error}");
     }
 
     #[test]
     fn check_passes_what_the_user_said_and_stops_otherwise() {
-        let good_again = judge(&at(100.2), &at(100.0), Some(&at(50.0)), &RULE).unwrap();
+        let good_again = judge1(&at(100.2), &at(100.0), Some(&at(50.0)), &RULE).unwrap();
         check(&good_again, GateVerdict::Good).unwrap();
         let error = check(&good_again, GateVerdict::Bad).unwrap_err().to_string();
         assert!(
@@ -441,7 +508,7 @@ mod tests {
     #[test]
     fn results_with_no_point_in_common_are_an_error() {
         let other = doc(&[(Stat, 2, &runs(100.0))]);
-        let error = judge(&other, &at(100.0), None, &RULE).unwrap_err().to_string();
+        let error = judge1(&other, &at(100.0), None, &RULE).unwrap_err().to_string();
         assert!(error.contains("share no measured point"), "{error}");
     }
 
@@ -478,16 +545,21 @@ mod tests {
                 let mut rng = SplitMix64::new(7 + (load * 10.0) as u64);
                 let mut counts = [0usize; 3];
                 for _ in 0..200 {
-                    let (good, bad) = (measured(100.0, load, &mut rng), measured(50.0, load, &mut rng));
-                    let mut current = measured(level, load, &mut rng);
-                    let mut decision = judge(&current, &good, Some(&bad), &RULE).unwrap();
-                    // As the gate does: up to 3 rounds where undecided.
+                    // Each reference measured twice, alternately, as bench/bisect.sh does.
+                    let (mut good, mut bad) = (Vec::new(), Vec::new());
+                    for _ in 0..2 {
+                        good.push(measured(100.0, load, &mut rng));
+                        bad.push(measured(50.0, load, &mut rng));
+                    }
+                    let mut rounds = vec![measured(level, load, &mut rng)];
+                    let mut decision = judge(&rounds, &good, Some(&bad), &RULE).unwrap();
+                    // As the gate does: up to 3 rounds where undecided, each an invocation.
                     for _ in 1..3 {
                         if !decision.undecided {
                             break;
                         }
-                        add_round(&mut current, measured(level, load, &mut rng));
-                        decision = judge(&current, &good, Some(&bad), &RULE).unwrap();
+                        rounds.push(measured(level, load, &mut rng));
+                        decision = judge(&rounds, &good, Some(&bad), &RULE).unwrap();
                     }
                     counts[decision.verdict.exit_code() as usize % 3] += 1;
                 }
@@ -500,5 +572,35 @@ mod tests {
             let near_middle = tally(75.0);
             assert!(near_middle[1] <= 10, "just on good's side of the middle, load {load}: {near_middle:?}");
         }
+    }
+
+    /// Invocations 3% apart (a shared machine's), runs 0.5%, a 10% step:
+    /// judged on its runs alone a good revision is often "bad" (its
+    /// invocation's offset looks certain); held to how much the references'
+    /// two invocations each differ, it is bad at most as often as the test's 5%.
+    #[test]
+    fn a_revision_is_held_to_how_much_invocations_differ() {
+        let mut rng = SplitMix64::new(31);
+        let mut invocation = |level: f64| {
+            let offset = (0.03 * rng.normal()).exp();
+            let runs: Vec<f64> = (0..10).map(|_| level * offset * (1.0 + 0.005 * rng.normal())).collect();
+            doc(&[(Stat, 1, &runs)])
+        };
+        let (mut wrong_by_runs, mut wrong_by_invocations) = (0, 0);
+        for _ in 0..200 {
+            let good = vec![invocation(100.0), invocation(100.0)];
+            let bad = vec![invocation(90.0), invocation(90.0)];
+            let current = vec![invocation(100.0)];
+            // References that do not separate stop the gate: never a wrong call.
+            let by_invocations = judge(&current, &good, Some(&bad), &RULE);
+            wrong_by_invocations += usize::from(by_invocations.is_ok_and(|d| d.verdict == GateVerdict::Bad));
+            let by_runs = judge1(&current[0], &good[0], Some(&bad[0]), &RULE);
+            wrong_by_runs += usize::from(by_runs.is_ok_and(|d| d.verdict == GateVerdict::Bad));
+        }
+        assert!(wrong_by_invocations <= 10, "{wrong_by_invocations} of 200 good revisions called bad");
+        assert!(
+            wrong_by_runs > wrong_by_invocations,
+            "runs alone: {wrong_by_runs}, invocations: {wrong_by_invocations}"
+        );
     }
 }

@@ -298,6 +298,48 @@ pub fn midpoint_welch(low: &Sample, high: &Sample, new: &Sample, confidence: f64
     Ok(t_result(difference, variance.sqrt(), df, confidence, None))
 }
 
+/// [`midpoint_welch`] with invocations as the unit: each side is its
+/// invocations' `(mean, variance of that mean)` (the variance from the
+/// invocation's own runs). Two invocations of one system differ by more
+/// than their runs show; that difference, σ_b², is estimated from the
+/// sides with two invocations or more, pooled (Kalibera & Jones 2013: the
+/// spread of the invocation means less what their runs explain, at least
+/// 0). A side's mean is its invocations' mean, of variance
+/// (σ_b² + mean within) / k; its degrees of freedom k − 1, or, for a side
+/// measured once, the pooled estimate's. Needs a side with two invocations.
+pub fn midpoint_invocations(
+    low: &[(f64, f64)],
+    high: &[(f64, f64)],
+    new: &[(f64, f64)],
+    confidence: f64,
+) -> Result<TTest, StatsError> {
+    let sides = [new, low, high];
+    if sides.iter().any(|s| s.is_empty()) {
+        return Err(StatsError::TooFew { needed: 1, got: 0 });
+    }
+    let mean = |s: &[(f64, f64)]| s.iter().map(|i| i.0).sum::<f64>() / s.len() as f64;
+    let within = |s: &[(f64, f64)]| s.iter().map(|i| i.1).sum::<f64>() / s.len() as f64;
+    let repeated: Vec<&[(f64, f64)]> = sides.iter().copied().filter(|s| s.len() >= 2).collect();
+    let pooled_df: f64 = repeated.iter().map(|s| s.len() as f64 - 1.0).sum();
+    if pooled_df == 0.0 {
+        return Err(StatsError::TooFew { needed: 2, got: 1 });
+    }
+    let spread: f64 =
+        repeated.iter().map(|s| s.iter().map(|i| (i.0 - mean(s)).powi(2)).sum::<f64>()).sum::<f64>() / pooled_df;
+    let within_all: f64 = repeated.iter().map(|s| within(s) * (s.len() as f64 - 1.0)).sum::<f64>() / pooled_df;
+    let between = (spread - within_all).max(0.0);
+    if between == 0.0 {
+        // Invocations differ no more than their runs say: the runs are the unit.
+        return Err(StatsError::TooFew { needed: 2, got: 1 });
+    }
+    let variance: f64 =
+        sides.iter().zip([1.0, 0.5, 0.5]).map(|(s, w)| w * w * (between + within(s)) / s.len() as f64).sum();
+    // Every side's term rests on the pooled estimate of σ_b².
+    let df = pooled_df;
+    let difference = mean(new) - (mean(low) + mean(high)) / 2.0;
+    Ok(t_result(difference, variance.sqrt(), df, confidence, None))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -344,6 +386,26 @@ mod tests {
         assert!((r.half_width - 2.394_44).abs() < 1e-4, "{}", r.half_width);
         assert_eq!(r.df, 9.0);
         assert!(r.p_value > 0.03 && r.p_value < 0.05, "{}", r.p_value);
+    }
+
+    #[test]
+    fn midpoint_invocations_holds_a_side_to_how_much_invocations_differ() {
+        // Good's two invocations 0.1 apart in logs, their runs tight: the
+        // difference is the invocations', and a revision measured once has it too.
+        let good = [(0.0, 1e-6), (0.1, 1e-6)];
+        let bad = [(-1.0, 1e-6), (-0.9, 1e-6)];
+        let r = midpoint_invocations(&good, &bad, &[(-0.2, 1e-6)], 0.95).unwrap();
+        // Midpoint -0.45; spread of each side 0.005, less 1e-6 within.
+        assert!((r.difference - 0.25).abs() < 1e-12, "{r:?}");
+        let between: f64 = 0.005 - 1e-6;
+        let variance = (between + 1e-6) + 0.25 * 2.0 * (between + 1e-6) / 2.0;
+        assert!((r.t - 0.25 / variance.sqrt()).abs() < 1e-9, "{r:?}");
+        assert_eq!(r.df, 2.0, "{r:?}");
+        // Invocations that agree as their runs do: the runs decide instead.
+        assert!(midpoint_invocations(&[(0.0, 0.01), (0.01, 0.01)], &bad, &[(0.0, 0.01)], 0.95).is_err());
+        // The same means as runs alone would be certain; held to the invocations they are not.
+        assert!(r.p_value > 0.05, "{r:?}");
+        assert!(midpoint_invocations(&good[..1], &bad[..1], &[(0.0, 1e-6)], 0.95).is_err(), "one invocation a side");
     }
 
     #[test]

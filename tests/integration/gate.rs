@@ -121,7 +121,7 @@ fn an_undecided_revision_is_measured_again_before_it_is_skipped() {
     let run = [driver(&counter, "n % 2 == 0 ? 142 : 70"), ["-n", "5"].map(String::from).to_vec()].concat();
     let out = gate_with(&env, &good, &bad, &[], &run);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert!(stderr(&out).contains("2 rounds measured, their runs pooled (--max-rounds 3)"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("2 rounds measured, each an invocation (--max-rounds 3)"), "{}", stderr(&out));
     assert!(stderr(&out).contains("this revision: good"), "{}", stderr(&out));
     assert_eq!(runs_counted(&counter), 10, "two rounds of five runs");
     // At the midpoint itself no number of rounds decides: three, then skip.
