@@ -66,6 +66,14 @@ impl Identity {
         words
     }
 
+    /// The memory limit as a store's signed 64-bit column holds it.
+    pub(crate) fn memory_limit_column(&self) -> anyhow::Result<Option<i64>> {
+        self.memory_limit
+            .map(i64::try_from)
+            .transpose()
+            .map_err(|_| anyhow::anyhow!("a memory limit of 8 EiB or more cannot be recorded"))
+    }
+
     /// The store's key of the series: one line of text, equal exactly when
     /// the identities are, written in a form of its own (not a
     /// serialisation of this struct, which a new field or a reordering

@@ -135,11 +135,7 @@ impl SqliteStore {
         let mut series = 0;
         for (identity, figure, index) in figures(doc) {
             let key = identity.key();
-            let memory_limit = identity
-                .memory_limit
-                .map(i64::try_from)
-                .transpose()
-                .context("a memory limit of 8 EiB or more cannot be recorded")?;
+            let memory_limit = identity.memory_limit_column()?;
             tx.execute(
                 "INSERT INTO series (host, series_key, workload, op, mode, share, workers, fs, cache, variant, memory_limit, description)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) ON CONFLICT (host, series_key) DO NOTHING",
