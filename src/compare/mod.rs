@@ -340,7 +340,7 @@ fn conditions(doc: &ResultsFile) -> usize {
 }
 
 /// Every run's figure, or `None` when a run lacks it.
-fn figures(p: &Point, figure: Figure) -> Option<Vec<f64>> {
+pub(crate) fn figures(p: &Point, figure: Figure) -> Option<Vec<f64>> {
     match figure {
         Figure::Throughput => Some(p.runs.iter().map(|r| r.ops_per_s).collect()),
         Figure::OpsPerCpuSecond => p.ops_per_cpu_s(),

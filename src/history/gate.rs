@@ -184,7 +184,7 @@ pub fn check(decision: &GateDecision, expected: GateVerdict) -> Result<()> {
 /// runs are appended to the same point's (numbered on), and its summary
 /// made again. Points the first round lacks are left out: a round measures
 /// the same plan.
-pub fn add_round(rounds: &mut ResultsFile, more: ResultsFile) {
+fn add_round(rounds: &mut ResultsFile, more: ResultsFile) {
     let last_position = rounds.points.iter().flat_map(|p| &p.runs).filter_map(|r| r.position).max();
     for point in more.points {
         let Some(into) = rounds.points.iter_mut().find(|p| {
@@ -347,11 +347,7 @@ impl Sides<'_> {
                         && row.condition.as_ref().is_none_or(|c| p.condition().as_ref() == Some(c))
                 })
                 .filter_map(|p| {
-                    let runs = match figure {
-                        Figure::Throughput => p.runs.iter().map(|r| r.ops_per_s).collect(),
-                        Figure::OpsPerCpuSecond => p.ops_per_cpu_s()?,
-                    };
-                    let logs = log_sample(&runs)?;
+                    let logs = log_sample(&crate::compare::figures(p, figure)?)?;
                     Some((logs.mean(), logs.variance() / logs.len() as f64))
                 })
                 .collect()

@@ -20,7 +20,7 @@ pub use changes::{
     changes, changes_unit, find_changes, outliers_of, Attributed, Change, ChangeConfig, ChangesFound, FigureSteps,
     Level, OtherFigure, SeriesChanges, SeriesFigure, Since, Weighed, CHANGES_SCHEMA, OUTLIER_SIGMAS,
 };
-pub use gate::{add_round, check, judge, GateDecision, GateRule, GateVerdict};
+pub use gate::{check, judge, GateDecision, GateRule, GateVerdict};
 pub use point::{figures, Figure, Identity};
 pub use spread::{invocation_spread, spread_of_means, InvocationSpread, MIN_RESULTS as MIN_HISTORY_RESULTS};
 pub use store::{with_database, without_password_in, Added, Entry, Series, SeriesFilter, Store, BUSY_TIMEOUT};
