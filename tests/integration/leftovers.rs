@@ -39,6 +39,10 @@ fn a_killed_runs_tracing_instance_is_removed_by_cleanup_and_a_live_ones_is_not()
     if !needs_root("a_killed_runs_tracing_instance_is_removed_by_cleanup_and_a_live_ones_is_not") {
         return;
     }
+    // Alone: another test's `fsscale cleanup` would remove the killed run's
+    // instance too, and this test asks that its own cleanup says it did
+    // (seen in a clean-clone CI run).
+    let _machine = machine_to_myself();
     let env = TestEnv::new();
     let (dir, output) = (env.dir.display().to_string(), env.output.display().to_string());
     let child = spawn_group(&[

@@ -102,7 +102,10 @@ fn a_cpu_quota_is_reported_as_throttled_not_busy_and_its_slowdown_is_judged() {
     if !needs_root("a real CPU quota") {
         return;
     }
-    let quota = QuotaCgroup::new(0.3);
+    // 5% of a CPU: a worker runs out of it in every period even beside a
+    // loaded machine's other work (at 30%, a CI run's worker, sharing the
+    // CPUs with ten others, was throttled less than the test asked).
+    let quota = QuotaCgroup::new(0.05);
     if !prerequisite(quota.is_some(), "a real CPU quota", "no cgroup with the cpu controller to make a quota in") {
         return;
     }
@@ -118,9 +121,9 @@ fn a_cpu_quota_is_reported_as_throttled_not_busy_and_its_slowdown_is_judged() {
     assert_eq!(point["summary"]["throttled_runs"], serde_json::json!([0, 1, 2]), "{}", quota.v2);
     for run in point["runs"].as_array().unwrap() {
         let throttled = &run["noise"]["throttled"];
-        assert_eq!(throttled["quota_cpus"], 0.3, "{run}");
+        assert_eq!(throttled["quota_cpus"], 0.05, "{run}");
         assert!(throttled["throttled_periods"].as_u64().unwrap() > 0, "{run}");
-        // Capped at 0.3 of a CPU, a spinning worker is held off most of its window.
+        // Capped at 5% of a CPU, a spinning worker is held off most of its window.
         assert!(throttled["throttled_s"].as_f64().unwrap() > 0.1, "{run}");
     }
     // A throttled run is busy only if its worker waited beyond the throttled time.
@@ -143,7 +146,7 @@ fn a_cpu_quota_is_reported_as_throttled_not_busy_and_its_slowdown_is_judged() {
     let out = fsscale().arg("compare").arg(&quiet).arg(&capped).output().unwrap();
     let text = stdout(&out);
     assert!(
-        text.contains("quota at process private x1: new: throttled by a CPU quota of 0.3 CPUs in 3 of 3 runs"),
+        text.contains("quota at process private x1: new: throttled by a CPU quota of 0.05 CPUs in 3 of 3 runs"),
         "{text}"
     );
     assert!(text.contains("the wait is the quota's, not other work's"), "{text}");
@@ -151,7 +154,7 @@ fn a_cpu_quota_is_reported_as_throttled_not_busy_and_its_slowdown_is_judged() {
     let comparison: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let row = &comparison[0]["rows"][0];
     if row["noise"].is_null() {
-        assert_eq!(row["verdict"], "worse", "a 0.3-CPU quota against a whole CPU: {row}");
+        assert_eq!(row["verdict"], "worse", "a 0.05-CPU quota against a whole CPU: {row}");
     } else {
         assert!(!row["noise"].as_str().unwrap().contains("new: machine busy") || !busy.is_empty(), "{row}");
     }
