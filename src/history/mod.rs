@@ -18,7 +18,7 @@ mod upgrade;
 
 pub use changes::{
     changes, changes_unit, find_changes, outliers_of, Attributed, Change, ChangeConfig, ChangesFound, FigureSteps,
-    Level, OtherFigure, SeriesChanges, SeriesFigure, Since, Weighed, CHANGES_SCHEMA, OUTLIER_SIGMAS,
+    Level, OtherFigure, SeriesChanges, SeriesFigure, Since, Weighed, CHANGES_SCHEMA,
 };
 pub use gate::{check, judge, GateDecision, GateRule, GateVerdict};
 pub use point::{figures, Figure, Identity};

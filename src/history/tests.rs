@@ -491,12 +491,13 @@ const QUIET: Noise = Noise { busy_rate: 0.0, ..MEASURED };
 #[test]
 fn a_ten_percent_step_in_eight_results_is_found_at_its_place() {
     // 5 before, 3 after. The misses are outliers: a disturbed invocation
-    // among 8 is hard to tell from a step, and beside the step it may be
-    // either (without them, 98%: docs/STATISTICS.md).
+    // beside the step may be either, and two among 8 are more than the
+    // fit leaves out (without them, 99.8%: docs/STATISTICS.md). Before
+    // short series' outliers were fitted, 83% (ops/s) and 84% (per CPU-second).
     let (_, right) = count_figure(22, 200, 8, 5..=5, 0.9, QUIET, SeriesFigure::Rate);
-    assert!(right >= 160, "{right} of 200");
+    assert!(right >= 176, "{right} of 200");
     let (_, right) = count_figure(22, 200, 8, 5..=5, 0.9, MEASURED, SeriesFigure::PerCpu);
-    assert!(right >= 160, "{right} of 200");
+    assert!(right >= 180, "{right} of 200");
     let (_, right) = count_figure(22, 200, 8, 5..=5, 0.9, Noise { outlier_rate: 0.0, ..QUIET }, SeriesFigure::Rate);
     assert!(right >= 192, "{right} of 200");
 }
@@ -574,7 +575,7 @@ fn a_series_is_judged_on_its_rate_and_its_levels_are_its_figures() {
     let (values, c) = (&rate.values, &rate.changes[0]);
     assert_eq!(c.figure, SeriesFigure::Rate);
     // The levels are the means of the results on each side, outliers left out.
-    let outlying = outliers_of(values);
+    let outlying = outliers_of(values, 3);
     let kept = |r: std::ops::Range<usize>| r.filter(|&i| !outlying[i]).map(|i| values[i]).collect::<Vec<f64>>();
     let (before, after) = (kept(0..c.index), kept(c.index..30));
     assert_eq!((c.before.results, c.after.results), (before.len(), after.len()));

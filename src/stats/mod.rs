@@ -11,6 +11,7 @@ pub mod random;
 pub mod replicated_steps;
 mod sample;
 pub mod scaling;
+pub mod series_outliers;
 pub mod steady;
 pub mod usl;
 

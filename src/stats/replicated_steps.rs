@@ -35,6 +35,7 @@
 
 use super::changepoint::ChangePoint;
 use super::random::SplitMix64;
+use super::series_outliers::series_outliers;
 
 /// One result of a series: its figure's logarithm, and the variance of
 /// that logarithm its own runs show (0 when it had one run).
@@ -72,34 +73,87 @@ pub struct StepConfig {
     pub min_segment: usize,
     /// The null draws' seed.
     pub seed: u64,
+    /// How each step is judged.
+    pub judging: Judging,
     /// The smallest p-value that must be told apart (at most
     /// `significance`): a false discovery rate over m series compares
     /// p-values with α/m.
     pub resolution: f64,
 }
 
-/// The steps of `results` (finite values, `within` ≥ 0), by index; the
-/// [`ChangePoint`]'s `divergence` is the split's |t|, its `p_value` the
-/// corrected one. Results marked in `left_out` (outliers) count towards a
-/// side's `min_segment`, as results at that place in the series, but not
-/// towards its level or spread; each side needs two that are not.
-pub fn replicated_steps(results: &[Replicated], left_out: &[bool], config: &StepConfig) -> Vec<ChangePoint> {
-    replicated_search(results, left_out, config).0
+/// How a step is judged once found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Judging {
+    /// Against the segment it splits: the whole series for the first,
+    /// later ones between the steps already found (binary segmentation).
+    Segments,
+    /// Against the results between its neighbouring candidates only.
+    Neighbours,
 }
 
-/// [`replicated_steps`], and the p-value of the first candidate,
-/// significant or not (`None` when there is none). Above `significance` it
-/// is only a bound: the null draws stop once it cannot be significant.
-pub fn replicated_search(
-    results: &[Replicated],
-    left_out: &[bool],
-    config: &StepConfig,
-) -> (Vec<ChangePoint>, Option<f64>) {
+/// The steps of `results` (finite values, `within` ≥ 0), by index; the
+/// [`ChangePoint`]'s `divergence` is the split's |t|, its `p_value` the
+/// corrected one. Results marked in `fixed` (busy ones, say), and the
+/// outliers among the others ([`series_outliers`]), count towards a
+/// side's `min_segment`, as results at that place in the series, but not
+/// towards its level or spread; each side needs two that are not.
+pub fn replicated_steps(results: &[Replicated], fixed: &[bool], config: &StepConfig) -> Vec<ChangePoint> {
+    replicated_search(results, fixed, config).steps
+}
+
+/// What a search found.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Search {
+    pub steps: Vec<ChangePoint>,
+    /// The p-value of the first candidate, significant or not (`None`
+    /// when there is none). Above `significance` it is only a bound: the
+    /// null draws stop once it cannot be significant.
+    pub first_p: Option<f64>,
+    /// The results left out: those `fixed`, and the outliers among the others.
+    pub left_out: Vec<bool>,
+}
+
+/// [`replicated_steps`], with the first candidate's p-value and the
+/// results left out.
+///
+/// The null draws leave out the results this series left out; they do not
+/// find outliers of their own. Finding them is a selection (the result
+/// that fits worst is left out, which makes the spread smaller), so on
+/// step-free series of normal results a short series is called changed
+/// somewhat more often than `significance` says (docs/STATISTICS.md).
+/// Drawing a null that repeats the selection was measured and rejected:
+/// a tenth of its draws leave out a result, and their t's set the
+/// critical value, so a 10% step in 8 results was found in 43% instead
+/// of 93%.
+pub fn replicated_search(results: &[Replicated], fixed: &[bool], config: &StepConfig) -> Search {
     let min = config.min_segment.max(2);
     let valid = results.iter().all(|r| r.value.is_finite() && r.within.is_finite() && r.within >= 0.0);
-    if results.len() < 2 * min || left_out.len() != results.len() || !valid {
-        return (Vec::new(), None);
+    if fixed.len() != results.len() || !valid {
+        return Search { steps: Vec::new(), first_p: None, left_out: fixed.to_vec() };
     }
+    let kept: Vec<usize> = (0..results.len()).filter(|&i| !fixed[i]).collect();
+    let kept_values: Vec<f64> = kept.iter().map(|&i| results[i].value).collect();
+    let mut outliers = fixed.to_vec();
+    let outlying = series_outliers(&kept_values, min);
+    kept.iter().zip(&outlying).for_each(|(&i, &o)| outliers[i] = o);
+    if results.len() < 2 * min {
+        return Search { steps: Vec::new(), first_p: None, left_out: outliers };
+    }
+    let (steps, first_p) = match config.judging {
+        Judging::Segments => segmented(results, &outliers, min, config.significance, config),
+        Judging::Neighbours => between_neighbours(results, &outliers, min, config),
+    };
+    Search { steps, first_p, left_out: outliers }
+}
+
+/// Binary segmentation at `significance`: the steps, and the first candidate's corrected p-value.
+fn segmented(
+    results: &[Replicated],
+    outliers: &[bool],
+    min: usize,
+    significance: f64,
+    config: &StepConfig,
+) -> (Vec<ChangePoint>, Option<f64>) {
     let mut first_p = None;
     let mut bounds = vec![0, results.len()];
     let mut found = Vec::new();
@@ -110,9 +164,9 @@ pub fn replicated_search(
         let mut best: Option<(usize, f64, f64)> = None;
         for w in bounds.windows(2) {
             let (s, e) = (w[0], w[1]);
-            if let Some((at, t)) = best_split(&results[s..e], &left_out[s..e], min) {
+            if let Some((at, t)) = best_split(&results[s..e], &outliers[s..e], min, None) {
                 segments += 1;
-                let p = max_t_p_value(&left_out[s..e], min, t.abs(), config);
+                let p = max_t_p_value(&outliers[s..e], min, t.abs(), config);
                 if best.is_none_or(|(_, _, bp)| p < bp) {
                     best = Some((s + at, t, p));
                 }
@@ -122,7 +176,7 @@ pub fn replicated_search(
         // Bonferroni over the segments searched in this round.
         let corrected = (p * segments as f64).min(1.0);
         first_p.get_or_insert(corrected);
-        if corrected > config.significance {
+        if corrected > significance {
             break;
         }
         found.push(ChangePoint { index, divergence: t.abs(), p_value: corrected });
@@ -131,6 +185,46 @@ pub fn replicated_search(
     found.sort_by_key(|c| c.index);
     (found, first_p)
 }
+
+/// Candidates by binary segmentation at [`CANDIDATE_LEVEL`], then each
+/// judged against the results between its neighbouring candidates only,
+/// the weakest dropped while it is not significant (Bonferroni over the
+/// candidates left), as Otava judges each change point between its
+/// neighbours (apache/otava PR #96) and Hunter merges weak ones.
+fn between_neighbours(
+    results: &[Replicated],
+    outliers: &[bool],
+    min: usize,
+    config: &StepConfig,
+) -> (Vec<ChangePoint>, Option<f64>) {
+    let (mut candidates, first) = segmented(results, outliers, min, CANDIDATE_LEVEL.max(config.significance), config);
+    let mut first_p = None;
+    while !candidates.is_empty() {
+        let k = candidates.len();
+        let judged: Vec<ChangePoint> = (0..k)
+            .map(|i| {
+                let s = if i == 0 { 0 } else { candidates[i - 1].index };
+                let e = candidates.get(i + 1).map_or(results.len(), |c| c.index);
+                let at = candidates[i].index - s;
+                let t = best_split(&results[s..e], &outliers[s..e], min, Some(at)).map_or(0.0, |(_, t)| t);
+                // Its t against the largest of a step-free segment like it: the split was chosen.
+                let p = max_t_p_value(&outliers[s..e], min, t.abs(), config);
+                ChangePoint { index: candidates[i].index, divergence: t.abs(), p_value: (p * k as f64).min(1.0) }
+            })
+            .collect();
+        first_p.get_or_insert(judged.iter().map(|c| c.p_value).fold(1.0, f64::min));
+        let weakest = (0..k).max_by(|&a, &b| judged[a].p_value.total_cmp(&judged[b].p_value)).unwrap_or(0);
+        if judged[weakest].p_value <= config.significance {
+            return (judged, first_p);
+        }
+        candidates.remove(weakest);
+    }
+    (Vec::new(), first_p.or(first))
+}
+
+/// How significant a split must be to stand as a candidate for
+/// [`Judging::Neighbours`], before it is judged between its neighbours.
+const CANDIDATE_LEVEL: f64 = 0.1;
 
 /// Step-free segments drawn to resolve p-values down to `resolution`:
 /// multiples of a fiftieth of it (5,000 at 0.01; the small levels a false
@@ -142,17 +236,17 @@ pub fn null_draws(resolution: f64) -> usize {
 
 /// The split of `segment` with the largest |t| that leaves `min` results
 /// on each side, two of them not left out: (its first index on the right, t).
-fn best_split(segment: &[Replicated], left_out: &[bool], min: usize) -> Option<(usize, f64)> {
+fn best_split(segment: &[Replicated], left_out: &[bool], min: usize, only: Option<usize>) -> Option<(usize, f64)> {
     let all: Vec<Replicated> = segment.iter().zip(left_out).filter(|(_, out)| !**out).map(|(r, _)| *r).collect();
     let floor = all.iter().map(|r| r.within).sum::<f64>() / all.len().max(1) as f64;
     let values: Vec<f64> = segment.iter().map(|r| r.value).collect();
-    largest_t(&values, left_out, min, floor)
+    largest_t(&values, left_out, min, floor, only)
 }
 
 /// Of the splits of `values` with `min` on each side and two kept (not
 /// `left_out`) on each: the one of largest |t|, its pooled variance held to
-/// at least `floor`.
-fn largest_t(values: &[f64], left_out: &[bool], min: usize, floor: f64) -> Option<(usize, f64)> {
+/// at least `floor`; or the split at `only`, where it is one.
+fn largest_t(values: &[f64], left_out: &[bool], min: usize, floor: f64, only: Option<usize>) -> Option<(usize, f64)> {
     let n = values.len();
     if n < 2 * min {
         return None;
@@ -166,7 +260,7 @@ fn largest_t(values: &[f64], left_out: &[bool], min: usize, floor: f64) -> Optio
         count[i + 1] = count[i] + k;
     }
     let mut best: Option<(usize, f64)> = None;
-    for at in min..=n - min {
+    for at in (min..=n - min).filter(|&at| only.is_none_or(|o| o == at)) {
         let (nl, nr) = (count[at], count[n] - count[at]);
         if nl < 2 || nr < 2 {
             continue;
@@ -219,7 +313,7 @@ fn max_t_p_value(left_out: &[bool], min: usize, t: f64, config: &StepConfig) -> 
     let mut as_large = 0;
     while largest.len() < draws && as_large < SEQUENTIAL_HITS {
         values.iter_mut().for_each(|v| *v = rng.normal());
-        let x = largest_t(&values, left_out, min, 0.0).map_or(0.0, |(_, x)| x.abs());
+        let x = largest_t(&values, left_out, min, 0.0, None).map_or(0.0, |(_, x)| x.abs());
         as_large += usize::from(x >= t);
         largest.push(x);
     }
@@ -289,7 +383,8 @@ mod tests {
             .collect()
     }
 
-    const CONFIG: StepConfig = StepConfig { significance: 0.01, min_segment: 3, seed: 1, resolution: 0.01 };
+    const CONFIG: StepConfig =
+        StepConfig { significance: 0.01, min_segment: 3, seed: 1, resolution: 0.01, judging: Judging::Segments };
 
     fn steps(x: &[Replicated]) -> Vec<ChangePoint> {
         replicated_steps(x, &vec![false; x.len()], &CONFIG)
@@ -318,12 +413,14 @@ mod tests {
     }
 
     #[test]
-    fn step_free_series_are_called_changed_at_most_as_often_as_alpha() {
+    fn step_free_series_are_called_changed_about_as_often_as_alpha() {
         let mut rng = SplitMix64::new(2);
         for n in [6, 8, 12, 15] {
             let called = (0..2000).filter(|_| !steps(&series(&mut rng, n, n, 1.0, 0.015)).is_empty()).count();
-            // α is 1%: 20 expected at most, give or take 4.5 (binomial).
-            assert!(called <= 30, "{n} results: {called} of 2000");
+            // α is 1%: 20 expected, give or take 4.5 (binomial). A short
+            // series' fitted outlier is a selection its null does not
+            // repeat (`replicated_search`): 38 of 2000 at 8 results.
+            assert!(called <= 45, "{n} results: {called} of 2000");
         }
     }
 
@@ -380,5 +477,73 @@ mod tests {
             hits += usize::from(steps(&x).iter().map(|c| c.index).eq([5, 10]));
         }
         assert!(hits >= 95, "{hits} of 100");
+    }
+
+    /// A series of `levels` (ratio, results) with the test's noise.
+    fn levels(rng: &mut SplitMix64, levels: &[(f64, usize)]) -> (Vec<Replicated>, Vec<usize>) {
+        let mut x = Vec::new();
+        let mut steps = Vec::new();
+        for &(ratio, n) in levels {
+            if !x.is_empty() {
+                steps.push(x.len());
+            }
+            x.extend(series(rng, n, 0, ratio, 0.015));
+        }
+        (x, steps)
+    }
+
+    /// Of `trials` series of `shape` judged `judging`: how many had every
+    /// planted step found within one result, and how many had any step
+    /// where none was planted.
+    fn judged(judging: Judging, seed: u64, trials: usize, shape: &[(f64, usize)]) -> (usize, usize) {
+        let mut rng = SplitMix64::new(seed);
+        let config = StepConfig { judging, ..CONFIG };
+        let (mut all, mut false_steps) = (0, 0);
+        for _ in 0..trials {
+            let (x, planted) = levels(&mut rng, shape);
+            let found = replicated_steps(&x, &vec![false; x.len()], &config);
+            let near = |p: usize| found.iter().any(|c| c.index.abs_diff(p) <= 1);
+            all += usize::from(!planted.is_empty() && planted.iter().all(|&p| near(p)));
+            false_steps += usize::from(found.iter().any(|c| !planted.iter().any(|&p| c.index.abs_diff(p) <= 1)));
+        }
+        (all, false_steps)
+    }
+
+    /// The shapes docs/STATISTICS.md compares the two ways of judging on.
+    const SHAPES: [(&str, &[(f64, usize)]); 7] = [
+        ("10% step in 8 (5 + 3)", &[(1.0, 5), (0.9, 3)]),
+        ("5% step in 12 (6 + 6)", &[(1.0, 6), (0.95, 6)]),
+        ("5% step in 30 (10 + 20)", &[(1.0, 10), (0.95, 20)]),
+        ("7% for 6 of 30, then back", &[(1.0, 12), (0.93, 6), (1.0, 12)]),
+        ("10% for 4 of 14, then back", &[(1.0, 5), (0.9, 4), (1.0, 5)]),
+        ("two 5% steps in 15", &[(1.0, 5), (0.95, 5), (0.9, 5)]),
+        ("step-free 30", &[(1.0, 30)]),
+    ];
+
+    #[test]
+    fn a_transient_step_is_masked_in_segments_and_two_steps_are_found_better_there() {
+        // Why binary segmentation stays: between neighbours finds a few
+        // more short-lived regressions, and loses a third of staircases.
+        let transient = &[(1.0, 12), (0.93, 6), (1.0, 12)];
+        let (segments, _) = judged(Judging::Segments, 9, 100, transient);
+        let (neighbours, _) = judged(Judging::Neighbours, 9, 100, transient);
+        assert!(segments <= 3 && neighbours > segments, "{segments} {neighbours}");
+        let stairs = &[(1.0, 5), (0.95, 5), (0.9, 5)];
+        let (segments, _) = judged(Judging::Segments, 9, 100, stairs);
+        let (neighbours, _) = judged(Judging::Neighbours, 9, 100, stairs);
+        assert!(segments >= neighbours + 8, "{segments} {neighbours}");
+    }
+
+    /// `cargo test --release --lib judging_table -- --ignored --nocapture`
+    #[test]
+    #[ignore = "prints the table of docs/STATISTICS.md"]
+    fn judging_table() {
+        println!("| series | segments: all found | false | neighbours: all found | false |");
+        for (name, shape) in SHAPES {
+            let (a, fa) = judged(Judging::Segments, 8, 500, shape);
+            let (b, fb) = judged(Judging::Neighbours, 8, 500, shape);
+            let pct = |k: usize| format!("{:.1}%", k as f64 / 5.0);
+            println!("| {name} | {} | {} | {} | {} |", pct(a), pct(fa), pct(b), pct(fb));
+        }
     }
 }

@@ -25,7 +25,7 @@ mod search;
 mod since;
 
 pub use figures::{unit as changes_unit, OtherFigure};
-pub use search::{find_changes, outliers_of, FigureSteps, Weighed, OUTLIER_SIGMAS};
+pub use search::{find_changes, outliers_of, FigureSteps, Weighed};
 pub use since::Since;
 
 use super::store::{Entry, Series, Store};
@@ -229,7 +229,7 @@ pub fn changes(store: &Store, series: &[Series], config: &ChangeConfig) -> anyho
             figure: primary.figure,
             unit: figures::unit(&entries, primary.figure),
             other_figure: figures.other.as_ref().map(|f| f.figure),
-            outliers: outliers_of(&values),
+            outliers: outliers_of(&values, config.min_segment()),
             searched: entries.len() - from,
             min_segment: config.min_segment(),
             p_value,

@@ -7,8 +7,9 @@ use crate::history::store::Entry;
 use crate::stats::changepoint::ChangePoint;
 use crate::stats::distributions::t_quantile_two_sided;
 use crate::stats::hypothesis::ratio_interval;
-use crate::stats::replicated_steps::StepConfig;
 use crate::stats::replicated_steps::{replicated_search, Replicated};
+use crate::stats::replicated_steps::{Judging, StepConfig};
+use crate::stats::series_outliers::series_outliers;
 use crate::stats::Sample;
 
 /// What one figure of a series shows.
@@ -62,14 +63,13 @@ pub fn find_changes(
     // shared) is judged on all of them, rather than not at all.
     let enough_quiet = entries.iter().filter(|e| quiet(e)).count() >= 2 * config.min_segment();
     let weighs = |e: &Entry| weighed == Weighed::All || !enough_quiet || quiet(e);
-    let candidates: Vec<usize> = (0..values.len()).filter(|&i| weighs(&entries[i])).collect();
-    let candidate_outliers = outliers(&candidates.iter().map(|&i| logs[i]).collect::<Vec<f64>>());
-    let mut outlying = vec![true; values.len()];
-    candidates.iter().zip(&candidate_outliers).for_each(|(&i, &o)| outlying[i] = o);
+    // Results not weighed are left out; so are outliers among the others
+    // (found by the search, which fits those of a short series in its null too).
+    let fixed: Vec<bool> = entries.iter().map(|e| !weighs(e)).collect();
     // The search and the levels leave outliers out: one disturbed
     // invocation is not a level, and would pull a step's place towards it.
+    let (found, first_p, outlying) = search(entries, figure, &fixed, &logs, significance, config);
     let kept: Vec<usize> = (0..values.len()).filter(|&i| !outlying[i]).collect();
-    let (found, first_p) = search(entries, figure, &outlying, &kept, &logs, significance, config);
     let mut bounds: Vec<usize> = vec![0];
     bounds.extend(found.iter().map(|c| c.index));
     bounds.push(kept.len());
@@ -120,18 +120,18 @@ pub fn find_changes(
     FigureSteps { figure, outliers: outlying, values, changes, first_p }
 }
 
-/// The steps among the `kept` results (those not `left_out`; indexes
-/// among them), judged with each result's runs
-/// ([`crate::stats::replicated_steps`]), and the first candidate's p-value.
+/// The steps of a figure's results (indexes among those not left out),
+/// judged with each result's runs ([`crate::stats::replicated_steps`]),
+/// the first candidate's p-value, and which results were left out: those
+/// `fixed`, and the outliers among the others.
 fn search(
     entries: &[Entry],
     figure: SeriesFigure,
-    left_out: &[bool],
-    kept: &[usize],
+    fixed: &[bool],
     logs: &[f64],
     significance: f64,
     config: &ChangeConfig,
-) -> (Vec<ChangePoint>, Option<f64>) {
+) -> (Vec<ChangePoint>, Option<f64>, Vec<bool>) {
     // Every result holds its place (an outlier counts towards a side's
     // fewest results), but only the kept ones give a level and a spread.
     let results: Vec<Replicated> = (0..logs.len())
@@ -151,14 +151,17 @@ fn search(
         min_segment: config.min_segment(),
         seed: config.seed,
         resolution: config.resolution,
+        judging: Judging::Segments,
     };
-    let (found, first_p) = replicated_search(&results, left_out, &step);
-    let found = found
+    let searched = replicated_search(&results, fixed, &step);
+    let kept: Vec<usize> = (0..logs.len()).filter(|&i| !searched.left_out[i]).collect();
+    let found = searched
+        .steps
         .into_iter()
         // As the first kept result from the step on (outliers before it are `unplaced`).
         .map(|c| ChangePoint { index: kept.partition_point(|&k| k < c.index), ..c })
         .collect();
-    (found, first_p)
+    (found, searched.first_p, searched.left_out)
 }
 
 /// Each result's figure of the kind the series is judged on.
@@ -172,62 +175,12 @@ pub(super) fn figure_values(entries: &[Entry], figure: SeriesFigure) -> Vec<f64>
         .collect()
 }
 
-/// Which of a series' figures are outliers (see `outliers`), on their
-/// logarithms; none where a figure is not positive.
-pub fn outliers_of(values: &[f64]) -> Vec<bool> {
+/// Which of a series' figures are outliers
+/// ([`crate::stats::series_outliers`]), on their logarithms; none where a
+/// figure is not positive.
+pub fn outliers_of(values: &[f64], min_segment: usize) -> Vec<bool> {
     match values.iter().all(|v| v.is_finite() && *v > 0.0) {
-        true => outliers(&values.iter().map(|v| v.ln()).collect::<Vec<f64>>()),
+        true => series_outliers(&values.iter().map(|v| v.ln()).collect::<Vec<f64>>(), min_segment),
         false => vec![false; values.len()],
     }
 }
-
-/// Results far from their neighbours on both sides: more than
-/// [`OUTLIER_SIGMAS`] robust standard deviations from the median of the
-/// three results before them and from that of the three after (at either
-/// end, the side there is, when it holds two or more). A Hampel filter (Pearson, "Outliers in process
-/// modeling and identification", IEEE TCST 10(1), 2002) with its window
-/// split in two, so that a result beside a step, which is close to the
-/// results on its own side, is never taken for an outlier. The deviation is
-/// estimated from successive differences (their MAD / √2), which a step
-/// moves only once.
-fn outliers(values: &[f64]) -> Vec<bool> {
-    let n = values.len();
-    let mut out = vec![false; n];
-    if n < 7 {
-        return out;
-    }
-    let median = |v: &mut Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        let m = v.len() / 2;
-        if v.len() % 2 == 1 {
-            v[m]
-        } else {
-            (v[m - 1] + v[m]) / 2.0
-        }
-    };
-    let mut diffs: Vec<f64> = values.windows(2).map(|w| (w[1] - w[0]).abs()).collect();
-    let sigma = 1.4826 * median(&mut diffs) / std::f64::consts::SQRT_2;
-    if sigma <= 0.0 {
-        return out;
-    }
-    let far = |i: usize, side: &[f64]| (values[i] - median(&mut side.to_vec())).abs() > OUTLIER_SIGMAS * sigma;
-    for (i, flag) in out.iter_mut().enumerate() {
-        let before = &values[i.saturating_sub(3)..i];
-        let after = &values[i + 1..(i + 4).min(n)];
-        // Far from every side that has a result; at either end, from the
-        // side there is, when it has two or more. A result with one
-        // neighbour after it is held to that one too: judged on the side
-        // before alone, the second result after a step near the end would
-        // be taken for an outlier.
-        *flag = match (before.len(), after.len()) {
-            (0, 0..2) | (0..2, 0) => false,
-            (0, _) => far(i, after),
-            (_, 0) => far(i, before),
-            _ => far(i, before) && far(i, after),
-        };
-    }
-    out
-}
-
-/// How far from its neighbours a result is an outlier, in robust standard deviations.
-pub const OUTLIER_SIGMAS: f64 = 4.0;
