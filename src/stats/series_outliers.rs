@@ -41,68 +41,45 @@ pub fn series_outliers(values: &[f64], min_segment: usize) -> Vec<bool> {
 /// leaving `min` places a side, or none) and each result left out in
 /// turn, and the result whose leaving out fits best is left out; this is
 /// repeated up to one result in eight (none in fewer than 8), each side
-/// keeping two. The first i
-/// left out are outliers for the largest i whose externally studentized
-/// residual (Cook and Weisberg, "Residuals and Influence in Regression",
-/// 1982, §2.2.2) is significant at [`FITTED_ALPHA`] over the results
-/// (Bonferroni over the results and the fits chosen among): Rosner's generalized ESD ("Percentage points for a
-/// generalized ESD many-outlier procedure", Technometrics 25(2), 1983),
+/// keeping two. The first i left out are outliers for the largest i whose
+/// externally studentized residual (Cook and Weisberg, "Residuals and
+/// Influence in Regression", 1982, §2.2.2) is significant at
+/// [`FITTED_ALPHA`] (Bonferroni over the results and the fits chosen
+/// among): Rosner's generalized ESD ("Percentage points for a generalized
+/// ESD many-outlier procedure", Technometrics 25(2), 1983),
 /// whose backward count finds two outliers where the second would hide
 /// the first from a test that stops at the first it cannot call. A result
 /// beside the step is held to the nearer level. One in eight, not more:
 /// leaving out two of 8 found the step 2% more often and called
-/// step-free series changed twice as often (docs/STATISTICS.md).
+/// step-free series changed nearly twice as often (docs/STATISTICS.md).
 pub fn fitted_outliers(values: &[f64], min: usize) -> Vec<bool> {
-    OutlierFit::new(values.len(), min).outliers(values)
-}
-
-/// [`fitted_outliers`] for series of one length, its critical values
-/// worked out once.
-pub struct OutlierFit {
-    n: usize,
-    min: usize,
-    /// The |t| a residual must exceed, by degrees of freedom.
-    critical: Vec<f64>,
-}
-
-impl OutlierFit {
-    pub fn new(n: usize, min: usize) -> OutlierFit {
-        // Bonferroni over the results, and over the fits chosen among.
-        let fits = (n + 1).saturating_sub(2 * min.max(2)) + 1;
-        let confidence = 1.0 - FITTED_ALPHA / (n * fits).max(1) as f64;
-        let critical =
-            (0..n).map(|df| if df == 0 { f64::INFINITY } else { t_quantile_two_sided(confidence, df as f64) });
-        OutlierFit { n, min: min.max(2), critical: critical.collect() }
-    }
-
-    /// Which of `values` (of the length this was made for) are outliers.
-    pub fn outliers(&self, values: &[f64]) -> Vec<bool> {
-        let n = self.n;
-        debug_assert_eq!(values.len(), n);
-        let mut out = vec![false; n];
-        let mut left_out = Vec::new();
-        let mut called = 0;
-        for _ in 0..n / 8 {
-            let Some(worst) = worst_fit(values, &out, self.min) else { break };
-            let df = (n - count(&out) - 1).saturating_sub(worst.parameters);
-            if df < 1 {
-                break;
-            }
-            let t = match worst.sum_of_squares > 0.0 {
-                true => worst.residual / (worst.sum_of_squares / df as f64 * (1.0 + 1.0 / worst.side as f64)).sqrt(),
-                false if worst.residual != 0.0 => f64::INFINITY,
-                false => 0.0,
-            };
-            out[worst.index] = true;
-            left_out.push(worst.index);
-            if t.abs() > self.critical[df] {
-                called = left_out.len();
-            }
+    let (n, min) = (values.len(), min.max(2));
+    // Bonferroni over the results, and over the fits chosen among.
+    let fits = (n + 1).saturating_sub(2 * min) + 1;
+    let confidence = 1.0 - FITTED_ALPHA / (n * fits).max(1) as f64;
+    let mut out = vec![false; n];
+    let mut left_out = Vec::new();
+    let mut called = 0;
+    for _ in 0..n / 8 {
+        let Some(worst) = worst_fit(values, &out, min) else { break };
+        let df = (n - count(&out) - 1).saturating_sub(worst.parameters);
+        if df < 1 {
+            break;
         }
-        let mut out = vec![false; n];
-        left_out[..called].iter().for_each(|&i| out[i] = true);
-        out
+        let t = match worst.sum_of_squares > 0.0 {
+            true => worst.residual / (worst.sum_of_squares / df as f64 * (1.0 + 1.0 / worst.side as f64)).sqrt(),
+            false if worst.residual != 0.0 => f64::INFINITY,
+            false => 0.0,
+        };
+        out[worst.index] = true;
+        left_out.push(worst.index);
+        if t.abs() > t_quantile_two_sided(confidence, df as f64) {
+            called = left_out.len();
+        }
     }
+    let mut out = vec![false; n];
+    left_out[..called].iter().for_each(|&i| out[i] = true);
+    out
 }
 
 /// The best fit with one more result left out.
