@@ -117,13 +117,11 @@ fn worst_fit(values: &[f64], out: &[bool], min: usize) -> Option<Worst> {
                 continue;
             }
             let mean = sum / count as f64;
-            let own = (squares - sum * mean).max(0.0);
             let other = match at < n {
                 true => sums[1 - s],
                 false => (0, 0.0, 0.0),
             };
-            let other_ss = if other.0 > 0 { (other.2 - other.1 * other.1 / other.0 as f64).max(0.0) } else { 0.0 };
-            let sum_of_squares = own + other_ss;
+            let sum_of_squares = about_mean((count, sum, squares)) + about_mean(other);
             // A result beside the step, left out, could be on either side
             // of it (the fit is the same): it is as far as the nearer level.
             let (mut residual, mut side) = (values[j] - mean, count);
@@ -138,6 +136,15 @@ fn worst_fit(values: &[f64], out: &[bool], min: usize) -> Option<Worst> {
         }
     }
     best
+}
+
+/// Σ(x − m)² of a side from its count, sum and sum of squares (0 for an
+/// empty side, never below 0 for rounding's sake).
+fn about_mean((count, sum, squares): (usize, f64, f64)) -> f64 {
+    match count {
+        0 => 0.0,
+        _ => (squares - sum * sum / count as f64).max(0.0),
+    }
 }
 
 /// The count, sum and sum of squares of the results of `range` not `out`.

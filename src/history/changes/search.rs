@@ -63,8 +63,8 @@ pub fn find_changes(
     // shared) is judged on all of them, rather than not at all.
     let enough_quiet = entries.iter().filter(|e| quiet(e)).count() >= 2 * config.min_segment();
     let weighs = |e: &Entry| weighed == Weighed::All || !enough_quiet || quiet(e);
-    // Results not weighed are left out; so are outliers among the others
-    // (found by the search, which fits those of a short series in its null too).
+    // Results not weighed are left out; so are the outliers the search
+    // finds among the others.
     let fixed: Vec<bool> = entries.iter().map(|e| !weighs(e)).collect();
     // The search and the levels leave outliers out: one disturbed
     // invocation is not a level, and would pull a step's place towards it.
