@@ -138,22 +138,20 @@ fn a_compared_point_is_explained_with_a_differential_flame_graph_in_a_real_brows
     assert!(page.contains("<figcaption>creat-unlink process private→shared x2: "), "{page}");
     assert!(page.contains(" share=private, differential: widths are "), "{page}");
     assert!(page.contains("<pre class=\"why\">"), "{page}");
-    // What grew from private to shared directories: the directory's rwsem on the create or unlink path,
-    // which private directories never wait on. Whether it grew most depends on how busy the machine is
-    // (beside a build, a dentry spinlock once grew more), so it is not asserted: the guide shows it quiet.
+    // Which lock grew from private to shared directories depends on whether the two workers ran at once,
+    // which a busy machine decides (beside a CI build neither waited on the directory's rwsem): that
+    // finding is the renderer's unit test, on planted profiles. Here: the real profiles reach the page.
     let why = &page[page.find("<pre class=\"why\">").unwrap()..];
     let why = &why[..why.find("</pre>").unwrap()];
-    let grew: Vec<&str> = why.lines().filter(|l| l.trim_start().starts_with('+')).collect();
-    assert!(grew.iter().any(|l| l.contains("down_write ← ") && l.contains("(rwsem write): 0% → ")), "{why}");
-    assert!(why.contains("asleep: "), "the sleep sites too: {why}");
-    // The differential flame graphs, of CPU samples and of time asleep: the rwsem's slow path grew.
-    assert!(page.contains("'s samples; red frames"), "{page}");
-    assert!(page.contains("'s time asleep; red frames"), "{page}");
-    let grown = page
-        .split("<title>")
-        .filter(|t| t.starts_with("rwsem_down_write_slowpath ("))
-        .any(|t| t.split("points)").next().is_some_and(|t| t.contains(", +")));
-    assert!(grown, "a frame of rwsem_down_write_slowpath took a larger share in the shared directory");
+    for part in ["waiting on kernel locks: ", "asleep: ", "CPU, share of samples in the function itself"] {
+        assert!(why.contains(part), "{part}: {why}");
+    }
+    assert!(page.contains("'s samples; red frames"), "the CPU samples' differential graph: {page}");
+    // The graph of time asleep is drawn exactly when a worker of either side slept.
+    let doc = env.results();
+    let slept =
+        doc.points.iter().flat_map(|p| &p.runs).any(|r| r.offcpu.as_ref().is_some_and(|o| !o.folded.is_empty()));
+    assert_eq!(page.contains("'s time asleep; red frames"), slept, "{page}");
     load_in_chromium(&env, &html);
 }
 
