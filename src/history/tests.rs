@@ -450,13 +450,25 @@ fn count_figure(
     noise: Noise,
     figure: SeriesFigure,
 ) -> (usize, usize) {
+    count_at(seed, trials, n, at, step, noise, ChangeConfig { figure, ..ChangeConfig::DEFAULT })
+}
+
+/// [`count_figure`] searched with `config` (its significance, figure).
+fn count_at(
+    seed: u64,
+    trials: usize,
+    n: usize,
+    at: std::ops::RangeInclusive<usize>,
+    step: f64,
+    noise: Noise,
+    config: ChangeConfig,
+) -> (usize, usize) {
     let mut rng = Rng::new(seed);
     let (mut changed, mut right) = (0, 0);
     let slack = if n >= 16 { 1 } else { 0 };
     for _ in 0..trials {
         let at = at.start() + rng.below(at.end() - at.start() + 1);
         let entries = simulated(&mut rng, n, at, step, noise);
-        let config = ChangeConfig { figure, ..ChangeConfig::DEFAULT };
         let found = changes::figures::search_figures(&entries, config.significance(), &config).steps();
         changed += usize::from(!found.is_empty());
         // At its place: or among the outliers that may be on either side of it.
@@ -666,7 +678,42 @@ fn history_power_table() {
                 pct(false_alarms)
             );
         }
+        let told = |alpha| told_where(77, n, at.clone(), step, alpha);
+        println!("| {n} | told where, normal results: {:.1}% at 1%, {:.1}% at 5% |", told(0.01), told(0.05));
+        for (name, noise, figure) in
+            [("quiet", QUIET, SeriesFigure::Rate), ("measured", MEASURED, SeriesFigure::PerCpu)]
+        {
+            let config = ChangeConfig { figure, significance: 0.05, ..ChangeConfig::DEFAULT };
+            let (changed, right) = count_at(77, 500, n, at.clone(), step, noise, config);
+            let (false_alarms, _) = count_at(78, 500, n, nulls.clone(), 1.0, noise, config);
+            let pct = |k: usize| format!("{:.1}%", k as f64 / 5.0);
+            println!("| {n} | at 5%: {name} {figure:?} | {} | {} | {} |", pct(changed), pct(right), pct(false_alarms));
+        }
     }
+}
+
+/// The ceiling no search reaches: Student's two-sample t test on the
+/// results' means, told where the step is, at `alpha` two-sided; the share
+/// of 500 series of normal results (no outliers, no busy results) in which
+/// it finds the step with its sign. Knowing the place spares it the search
+/// over splits, so any search finds fewer.
+fn told_where(seed: u64, n: usize, at: std::ops::RangeInclusive<usize>, step: f64, alpha: f64) -> f64 {
+    let mut rng = Rng::new(seed);
+    let noise = Noise { outlier_rate: 0.0, ..QUIET };
+    let mut found = 0;
+    for _ in 0..500 {
+        let at = at.start() + rng.below(at.end() - at.start() + 1);
+        let means: Vec<f64> = simulated(&mut rng, n, at, step, noise).iter().map(|e| e.figure.mean).collect();
+        let (a, b) = means.split_at(at);
+        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+        let ss = |v: &[f64]| v.iter().map(|x| (x - mean(v)).powi(2)).sum::<f64>();
+        let df = (n - 2) as f64;
+        let se = ((ss(a) + ss(b)) / df * (1.0 / a.len() as f64 + 1.0 / b.len() as f64)).sqrt();
+        let t = (mean(b) - mean(a)) / se;
+        let critical = crate::stats::distributions::t_quantile_two_sided(1.0 - alpha, df);
+        found += usize::from(t.abs() > critical && (t < 0.0) == (step < 1.0));
+    }
+    found as f64 / 5.0
 }
 
 #[test]
