@@ -4,13 +4,14 @@
 # on (a slowdown no contention makes or hides), bisected BISECTIONS times
 # (default 5) while two spinning processes share the machine's CPUs. Each
 # bisection measures its references first (good at commit 1, bad at 16,
-# two invocations of 10 runs each, alternately; a revision gets 10 runs a
-# round, up to 3 rounds),
+# --invocations of --runs runs each, alternately: by default 2 of 10; a
+# revision gets --runs runs a round, up to --rounds rounds, by default 3),
 # checks them with `gate --check good|bad`, then lets `git bisect run`
 # call the gate, judging ops per CPU-second (--per-cpu). Figures in
 # docs/BENCHMARKS.md ("Bisecting beside load").
 #
-#   bench/bisect.sh [--fsscale BIN] [--bisections N] [--hogs N]
+#   bench/bisect.sh [--fsscale BIN] [--bisections N] [--hogs N] [--runs N]
+#                   [--invocations N] [--rounds N]
 #
 # Prints one line per bisection (the commit named, revisions measured,
 # skips, seconds) and how many named the 11th. Needs git and awk.
@@ -20,11 +21,17 @@ cd "$(dirname "$0")/.."
 fsscale=
 bisections=5
 hog_count=2
+runs=10
+invocations=2
+rounds=3
 while (($#)); do
   case $1 in
     --fsscale) fsscale=$2; shift 2 ;;
     --bisections) bisections=$2; shift 2 ;;
     --hogs) hog_count=$2; shift 2 ;;
+    --runs) runs=$2; shift 2 ;;
+    --invocations) invocations=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
     *) echo "bisect.sh: unknown option '$1' (see the comment at the top of bench/bisect.sh)" >&2; exit 2 ;;
   esac
 done
@@ -52,7 +59,7 @@ for n in $(seq 1 16); do
   git add -A && git commit -q -m "commit $n"
   commits+=("$(git rev-parse HEAD)")
 done
-run_args=(command --cmd "sh $work/repo/work.sh" -j 1 -n 10 --warmup-runs 1 -q --dir "$work/dir")
+run_args=(command --cmd "sh $work/repo/work.sh" -j 1 -n "$runs" --warmup-runs 1 -q --dir "$work/dir")
 for ((h = 0; h < hog_count; h++)); do
   sh -c 'while :; do :; done' & hogs+=($!)
 done
@@ -60,15 +67,17 @@ done
 right=0
 for ((b = 1; b <= bisections; b++)); do
   start=$(date +%s)
-  # Each reference twice, alternately: an invocation's offset beside load
-  # is as large as the runs' spread, and the gate pools the files given.
-  for i in 1 2; do
+  # Each reference --invocations times, alternately: an invocation's
+  # offset beside load is as large as the runs' spread, and the gate pools
+  # the files given.
+  gate=("$fsscale" gate --per-cpu --max-rounds "$rounds")
+  for ((i = 1; i <= invocations; i++)); do
     git checkout -q "${commits[0]}"
     "$fsscale" run "${run_args[@]}" --force -o "$work/good$i.json" >/dev/null 2>>"$work/runs.log"
     git checkout -q "${commits[15]}"
     "$fsscale" run "${run_args[@]}" --force -o "$work/bad$i.json" >/dev/null 2>>"$work/runs.log"
+    gate+=(--good "$work/good$i.json" --bad "$work/bad$i.json")
   done
-  gate=("$fsscale" gate --per-cpu --good "$work/good1.json" --good "$work/good2.json" --bad "$work/bad1.json" --bad "$work/bad2.json")
   checked=yes
   git checkout -q "${commits[0]}"
   "${gate[@]}" --check good -- "${run_args[@]}" 2>"$work/check.log" || checked="no (good: $(tail -1 "$work/check.log"))"
@@ -85,4 +94,4 @@ for ((b = 1; b <= bisections; b++)); do
   skips=$(grep -c '^this revision: skip' "$work/bisect.log" || true)
   echo "bisection $b: named commit $place; $measured revisions judged, $skips skipped; references checked: $checked; $(($(date +%s) - start)) s"
 done
-echo "named the 11th in $right of $bisections bisections (beside $hog_count CPU hogs)"
+echo "named the 11th in $right of $bisections bisections (beside $hog_count CPU hogs; $invocations invocations a reference, $runs runs each, up to $rounds rounds)"

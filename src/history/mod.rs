@@ -5,6 +5,8 @@
 //! Results files are the interchange: [`Store::add`] keeps each one's full
 //! document, idempotently by run id; the series are read back from it.
 
+#[cfg(test)]
+mod bisections;
 mod changes;
 mod document;
 mod gate;

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::vocab::choice;
 
-use super::distributions::{normal_cdf, t_quantile_two_sided, t_two_sided_p};
+use super::distributions::{normal_cdf, normal_quantile, t_quantile_two_sided, t_two_sided_p};
 use super::{Sample, StatsError};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -340,6 +340,38 @@ pub fn midpoint_invocations(
     Ok(t_result(difference, variance.sqrt(), df, confidence, None))
 }
 
+/// The log likelihood ratio of "`new` is at the high reference's level"
+/// against "at the low one's", from a [`midpoint_welch`] or
+/// [`midpoint_invocations`] test made at `confidence`: Wald's sequential
+/// probability ratio test between two simple hypotheses (Wald 1945).
+/// With `d` the distance from the midpoint and `h` half the references'
+/// span, both in standard errors, the ratio is 2·d·h: where the revision
+/// can only be at one reference's level or the other's, as in a bisection
+/// of one step, it weighs which far more sharply than a test against the
+/// midpoint, which must first be sure the revision is not at it.
+///
+/// The t statistic is taken to the normal deviate of the same tail
+/// probability, and `h` is shrunk by z/t of the test's own confidence,
+/// so few degrees of freedom (a spread estimated from a few invocations)
+/// weigh less. Positive: nearer high. Stop when it passes
+/// ±ln((1 − α)/α): the chance of the wrong call is then about α.
+pub fn log_likelihood_ratio(test: &TTest, half_span: f64, confidence: f64) -> f64 {
+    let quantile = t_quantile_two_sided(confidence, test.df);
+    let se = test.half_width / quantile;
+    if se.is_nan() || se <= 0.0 {
+        // No spread at all: the side the revision lies on is certain.
+        return if test.difference == 0.0 { 0.0 } else { f64::INFINITY.copysign(test.difference) };
+    }
+    let t = test.difference / se;
+    if t.is_nan() {
+        return 0.0;
+    }
+    let tail = (t_two_sided_p(t, test.df) / 2.0).max(f64::MIN_POSITIVE);
+    let distance = -normal_quantile(tail) * t.signum();
+    let shrink = normal_quantile(0.5 + confidence / 2.0) / quantile;
+    2.0 * distance * (half_span.abs() / se) * shrink
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -359,6 +391,29 @@ mod tests {
         // A run of 0 ops has no ratio to take the logarithm of.
         assert!(Pairs::new(&base, &[0.0, 1.0, 2.0]).is_err());
         assert!(Pairs::new(&base, &[1.0]).is_err());
+    }
+
+    #[test]
+    fn the_likelihood_ratio_weighs_the_distance_by_the_span_in_standard_errors() {
+        let test = |difference: f64, se: f64, df: f64| TTest {
+            difference,
+            half_width: se * t_quantile_two_sided(0.95, df),
+            t: difference / se,
+            df,
+            p_value: t_two_sided_p(difference / se, df),
+            pooled_sd: None,
+        };
+        // Two standard errors toward high, the references 8 apart: 2·2·4 = 16.
+        let ratio = log_likelihood_ratio(&test(0.01, 0.005, 1e6), 0.02, 0.95);
+        assert!((ratio - 16.0).abs() < 1e-3, "{ratio}");
+        assert!((log_likelihood_ratio(&test(-0.01, 0.005, 1e6), 0.02, 0.95) + ratio).abs() < 1e-9);
+        assert_eq!(log_likelihood_ratio(&test(0.0, 0.005, 1e6), 0.02, 0.95), 0.0);
+        // A spread estimated on 2 degrees of freedom weighs less: the tail
+        // of t = 2 (1 − 2/√6 two-sided) is a normal deviate of 1.3297, the span shrunk by 1.96/4.30.
+        let few = log_likelihood_ratio(&test(0.01, 0.005, 2.0), 0.02, 0.95);
+        assert!((few - 2.0 * 1.3297 * 4.0 * 1.95996 / 4.30265).abs() < 2e-3, "{few}");
+        // No spread: certain.
+        assert_eq!(log_likelihood_ratio(&test(0.01, 0.0, 5.0), 0.02, 0.95), f64::INFINITY);
     }
 
     #[test]

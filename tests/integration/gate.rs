@@ -115,10 +115,11 @@ fn gate_with(env: &TestEnv, good: &Path, bad: &Path, extra: &[&str], run: &[Stri
 fn an_undecided_revision_is_measured_again_before_it_is_skipped() {
     let env = TestEnv::new();
     let (good, bad) = references(&env);
-    // Figures 142 and 70 in turn: about 100 (nearer good than bad, whose
-    // midpoint is 70.7), but so spread that five runs cannot say; ten can.
+    // Figures 200 and 50 in turn: about 100 (good's level; the midpoint
+    // is 70.7), but so spread that five runs cannot say which level (good's
+    // 6 times likelier than bad's, short of 19); ten can (36 times).
     let counter = env.root.path().join("spread.count");
-    let run = [driver(&counter, "n % 2 == 0 ? 142 : 70"), ["-n", "5"].map(String::from).to_vec()].concat();
+    let run = [driver(&counter, "n % 2 == 0 ? 200 : 50"), ["-n", "5"].map(String::from).to_vec()].concat();
     let out = gate_with(&env, &good, &bad, &[], &run);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(stderr(&out).contains("2 rounds measured, each an invocation (--max-rounds 3)"), "{}", stderr(&out));
