@@ -62,10 +62,10 @@ fn bisect(protocol: Protocol, noise: &Noise, rng: &mut SplitMix64) -> Bisection 
     }
     // As the gate does: undecided revisions are measured again, up to
     // --max-rounds. References that do not separate stop it (exit 128).
+    let rule = GateRule { confidence: protocol.confidence, ..GateRule::DEFAULT };
     let mut gate = |commit: usize, rng: &mut SplitMix64| {
         let mut rounds = vec![measure(commit, rng)];
         loop {
-            let rule = GateRule { confidence: protocol.confidence, ..GateRule::DEFAULT };
             let decision = judge(&rounds, &good, Some(&bad), &rule).ok()?;
             if !decision.undecided || rounds.len() >= protocol.rounds {
                 return Some(decision.verdict);

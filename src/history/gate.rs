@@ -310,7 +310,7 @@ fn between(
             let span = bad.mean() - good.mean();
             // Wald's test between "at good's level" and "at bad's": the
             // chance of the wrong call is 1 − confidence, shared by the points.
-            let toward_bad = log_likelihood_ratio(&t, span * INDIFFERENCE, confidence) * span.signum();
+            let toward_bad = log_likelihood_ratio(&t, span / 2.0, confidence) * span.signum();
             let bound = (confidence / (1.0 - confidence)).ln();
             let call = if toward_bad >= bound {
                 Call::Bad
@@ -336,12 +336,6 @@ fn between(
         })
         .collect())
 }
-
-/// Wald's test weighs the revision a quarter of the way from good against
-/// three quarters: a revision at either level is called at the error rate
-/// asked, and one between them (a partial slowdown) nearer a quarter of
-/// the way than the midpoint is still called by the nearer reference.
-const INDIFFERENCE: f64 = 0.5;
 
 /// How many times likelier bad's level than good's made what was measured.
 fn odds(log_ratio: f64) -> String {
