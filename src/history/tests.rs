@@ -705,13 +705,9 @@ fn told_where(seed: u64, n: usize, at: std::ops::RangeInclusive<usize>, step: f6
         let at = at.start() + rng.below(at.end() - at.start() + 1);
         let means: Vec<f64> = simulated(&mut rng, n, at, step, noise).iter().map(|e| e.figure.mean).collect();
         let (a, b) = means.split_at(at);
-        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
-        let ss = |v: &[f64]| v.iter().map(|x| (x - mean(v)).powi(2)).sum::<f64>();
-        let df = (n - 2) as f64;
-        let se = ((ss(a) + ss(b)) / df * (1.0 / a.len() as f64 + 1.0 / b.len() as f64)).sqrt();
-        let t = (mean(b) - mean(a)) / se;
-        let critical = crate::stats::distributions::t_quantile_two_sided(1.0 - alpha, df);
-        found += usize::from(t.abs() > critical && (t < 0.0) == (step < 1.0));
+        let sample = |v: &[f64]| crate::stats::Sample::new(v).expect("a side of 3 or more");
+        let test = crate::stats::hypothesis::student(&sample(a), &sample(b), 1.0 - alpha).expect("two a side");
+        found += usize::from(test.p_value < alpha && (test.t < 0.0) == (step < 1.0));
     }
     found as f64 / 5.0
 }

@@ -32,7 +32,7 @@ pub const FITTED_ALPHA: f64 = 0.05;
 /// place in a side of at least `min_segment`.
 pub fn series_outliers(values: &[f64], min_segment: usize) -> Vec<bool> {
     match values.len() < SHORT_SERIES {
-        true => fitted_outliers(values, min_segment.max(2)),
+        true => fitted_outliers(values, min_segment),
         false => neighbour_outliers(values),
     }
 }
