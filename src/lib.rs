@@ -25,6 +25,8 @@ pub(crate) mod lockfile;
 pub mod ministat;
 pub mod report;
 pub mod results;
+#[cfg(test)]
+mod skips;
 pub mod stats;
 pub mod sys;
 pub mod vocab;

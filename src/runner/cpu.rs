@@ -47,6 +47,13 @@ impl CpuTicks {
         })
     }
 
+    /// Ticks as `/proc/stat` would give them (user, nice, system, idle,
+    /// iowait, irq, softirq, steal): a window's edges made up by a test.
+    #[cfg(test)]
+    pub(super) fn planted(fields: [u64; 8]) -> CpuTicks {
+        CpuTicks { fields, ..CpuTicks::default() }
+    }
+
     fn parse(text: &str) -> CpuTicks {
         let mut ticks = CpuTicks::default();
         if let Some(line) = text.lines().find(|l| l.starts_with("cpu ")) {

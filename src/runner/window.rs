@@ -120,3 +120,81 @@ impl Window {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compare::{compare, CompareConfig, Figure, Verdict};
+    use crate::results::fixtures;
+    use crate::workloads::{Share, Workload};
+
+    /// One worker's 1 s window on a 2-CPU machine: it ran `on_cpu_s` of it
+    /// at `rate` ops per CPU-second, and a hog on its CPU ran the rest of
+    /// that CPU's second (none when `on_cpu_s` is 1); the other CPU idled.
+    fn window(region: &SharedRegion, rate: f64, on_cpu_s: f64) -> RunRecord {
+        let hz = super::super::cpu::clock_hz();
+        let report = region.report(0);
+        report.sched_at_window_end[ThreadSched::USER_US].store((on_cpu_s * 0.2 * 1e6) as u64, Ordering::Relaxed);
+        report.sched_at_window_end[ThreadSched::SYSTEM_US].store((on_cpu_s * 0.8 * 1e6) as u64, Ordering::Relaxed);
+        // The CPU the worker and the hog shared was busy all second; the other idled.
+        let (user, system) = ((0.2 * on_cpu_s + (1.0 - on_cpu_s)) * hz, 0.8 * on_cpu_s * hz);
+        let window = Window {
+            start_counts: vec![0],
+            end_counts: vec![(rate * on_cpu_s) as u64],
+            elapsed: Duration::from_secs(1),
+            timeline: Timeline::default(),
+            cpu_start: CpuTicks::planted([0; 8]),
+            cpu_end: CpuTicks::planted([user.round() as u64, 0, system.round() as u64, hz as u64, 0, 0, 0, 0]),
+            completion_s: None,
+            device_io: None,
+            children_cpu: None,
+            writeback: None,
+            load_1m: 0.0,
+            instruments: RunInstruments::default(),
+            steady: None,
+        };
+        window.into_record(region, 0, None)
+    }
+
+    /// The measurement seam with a simulated hog: a hog that takes half the
+    /// worker's CPU halves its ops/s, leaves its ops per CPU-second where
+    /// they were, and marks the run busy; compare then never blames the
+    /// slowdown on the change in ops/s, and judges ops per CPU-second.
+    #[test]
+    fn ops_per_cpu_second_hold_where_a_hog_halves_ops_per_second() {
+        let region = SharedRegion::new(1).unwrap();
+        // Runs that differ by a little, as real ones do.
+        let rates = [1.00e6, 1.01e6, 0.99e6, 1.02e6, 0.98e6];
+        let quiet: Vec<RunRecord> = rates.iter().map(|&r| window(&region, r, 1.0)).collect();
+        let busy: Vec<RunRecord> = rates.iter().rev().map(|&r| window(&region, r, 0.5)).collect();
+        for (q, b) in quiet.iter().zip(busy.iter().rev()) {
+            assert!(
+                (b.ops_per_s / q.ops_per_s - 0.5).abs() < 1e-6,
+                "ops/s halve: {} against {}",
+                b.ops_per_s,
+                q.ops_per_s
+            );
+            let (qc, bc) = (q.ops_per_cpu_s().unwrap(), b.ops_per_cpu_s().unwrap());
+            assert!((bc / qc - 1.0).abs() < 1e-6, "ops per CPU-second hold: {bc} against {qc}");
+            assert!(q.noise.unwrap().others_cpu < 0.01, "{:?}", q.noise);
+            assert!(
+                (b.noise.unwrap().others_cpu - 0.25).abs() < 0.01,
+                "the hog's half of one CPU of two: {:?}",
+                b.noise
+            );
+        }
+        let file = |runs: Vec<RunRecord>| {
+            let n = runs.len();
+            fixtures::doc(n, 1.0, vec![fixtures::point(Workload::Stat, Share::Private, 1, runs)])
+        };
+        let (quiet, busy) = (file(quiet), file(busy));
+        assert_eq!(busy.points[0].summary.as_ref().unwrap().busy_runs, [0, 1, 2, 3, 4]);
+        let on_ops = compare(&quiet, &busy, "quiet", "busy", &CompareConfig::DEFAULT);
+        assert_eq!(on_ops.rows[0].verdict, Verdict::TooNoisy, "{:?}", on_ops.rows[0]);
+        assert!(on_ops.rows[0].change_pct < -49.0, "{}", on_ops.rows[0].change_pct);
+        let per_cpu = CompareConfig { figure: Figure::OpsPerCpuSecond, ..CompareConfig::DEFAULT };
+        let on_cpu = compare(&quiet, &busy, "quiet", "busy", &per_cpu);
+        assert_eq!(on_cpu.rows[0].verdict, Verdict::NoDifferenceProven, "{:?}", on_cpu.rows[0]);
+        assert!(on_cpu.rows[0].change_pct.abs() < 1e-6, "{}", on_cpu.rows[0].change_pct);
+    }
+}

@@ -43,6 +43,10 @@ struct Header {
     cooperating: AtomicU32,
     /// 1: the walk is over everywhere.
     done: AtomicU32,
+    /// Acquisitions that found the lock held, all callers together: the
+    /// tests' handshake (a holder releases once a waiter is seen).
+    #[cfg(test)]
+    waits: AtomicU32,
 }
 
 pub struct WalkQueue {
@@ -145,6 +149,8 @@ impl WalkQueue {
         while header.lock.compare_exchange_weak(0, 1, Ordering::Acquire, Ordering::Relaxed).is_err() {
             if spins == 0 {
                 tally.lock_waits += 1;
+                #[cfg(test)]
+                header.waits.fetch_add(1, Ordering::SeqCst);
             }
             spins += 1;
             if spins.is_multiple_of(64) {
@@ -343,41 +349,46 @@ mod tests {
         assert_eq!(q.take(0, &|| false, &mut mine).as_deref(), Some(c"./theirs"));
         assert_eq!(q.take(0, &|| false, &mut mine).as_deref(), Some(c"./own"));
         assert_eq!((mine.stolen, mine.given, mine.idle_ns), (1, 2, 0), "one steal, no wait");
-        // Waiting: once the taker sleeps (so it found the queue empty
-        // before), another thread pushes 30 ms later.
+        // Waiting: the taker finds the queue empty, and only then (it has
+        // gone to sleep on the futex) does another thread push. What it
+        // counts as idle covers at least the time from seeing it asleep to
+        // the push, whatever the scheduler did in between.
         std::thread::scope(|s| {
             let taker = s.spawn(|| {
                 let mut t = WalkTally::default();
                 (q.take(0, &|| false, &mut t), t)
             });
-            while q.header().sleepers.load(Ordering::SeqCst) == 0 {
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            std::thread::sleep(Duration::from_millis(30));
+            wait_for(|| q.header().sleepers.load(Ordering::SeqCst) > 0);
+            let asleep_at = sys::monotonic_ns();
             q.found(1);
+            let pushed_at = sys::monotonic_ns();
             assert!(q.push(c"./late", 1, &mut WalkTally::default()));
             let (got, t) = taker.join().unwrap();
             assert_eq!(got.as_deref(), Some(c"./late"));
             assert_eq!(t.stolen, 1);
-            assert!(t.idle_ns >= 30_000_000, "waited {} ns", t.idle_ns);
+            assert!(t.idle_ns >= pushed_at - asleep_at, "waited {} ns, at least {}", t.idle_ns, pushed_at - asleep_at);
         });
-        // The lock found held is counted once per acquisition.
+        // The lock found held is counted once per acquisition, however long
+        // it spins: released only once the popper has found it held.
         q.header().lock.store(1, Ordering::Release);
-        let started = std::sync::atomic::AtomicBool::new(false);
         std::thread::scope(|s| {
             let popper = s.spawn(|| {
-                started.store(true, Ordering::Release);
                 let mut t = WalkTally::default();
                 (path(q.pop(&mut t)), t.lock_waits)
             });
-            // Held well past the popper's start: it finds the lock held.
-            while !started.load(Ordering::Acquire) {
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            std::thread::sleep(Duration::from_millis(50));
+            wait_for(|| q.header().waits.load(Ordering::SeqCst) == 1);
             q.header().lock.store(0, Ordering::Release);
             assert_eq!(popper.join().unwrap(), (None, 1));
         });
+    }
+
+    /// Polls `condition` until it holds; a minute without is a hang, not a verdict.
+    fn wait_for(condition: impl Fn() -> bool) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while !condition() {
+            assert!(std::time::Instant::now() < deadline, "a handshake never came: a hang");
+            std::thread::sleep(Duration::from_micros(200));
+        }
     }
 
     #[test]
@@ -388,7 +399,8 @@ mod tests {
         assert!(q.idle());
         std::thread::scope(|s| {
             let taker = s.spawn(|| q.take(0, &|| false, &mut WalkTally::default()));
-            std::thread::sleep(Duration::from_millis(20));
+            // Asleep on the futex: it found nothing, and the walk not over.
+            wait_for(|| q.header().sleepers.load(Ordering::SeqCst) > 0);
             assert!(!taker.is_finished(), "idle, but not over");
             q.found(1);
             assert!(q.push(c"./from-another-rank", FROM_ANOTHER_RANK, &mut WalkTally::default()));

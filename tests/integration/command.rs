@@ -32,8 +32,12 @@ fn copies_run_concurrently_each_in_its_own_directory() {
     let env = TestEnv::new();
     let log = log_dir(&env);
     let log = log.display();
+    // Each copy says where it ran, then waits (a minute at most) until every
+    // copy of its point has: only copies that run at once all meet.
     let cmd = format!(
-        "sh -c 'test -e made-by-setup && echo {{worker}} {{workers}} $FSSCALE_WORKER {{dir}} $(pwd) {{scratch}} > {log}/{{workers}}-{{worker}}; sleep 0.3'"
+        "sh -c 'test -e made-by-setup && echo {{worker}} {{workers}} $FSSCALE_WORKER {{dir}} $(pwd) {{scratch}} > {log}/{{workers}}-{{worker}}; \
+         i=0; while [ $(ls {log} | grep -c \"^{{workers}}-[0-9]*$\") -lt {{workers}} ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; \
+         [ $i -lt 600 ] && echo met > {log}/met-{{workers}}-{{worker}}'"
     );
     let cleanup = format!("sh -c 'echo cleaned > {log}/cleanup-{{workers}}-{{worker}}'");
     let prepare = format!("sh -c 'echo {{workers}} $(pwd) {{scratch}} >> {log}/prepare'");
@@ -63,9 +67,10 @@ fn copies_run_concurrently_each_in_its_own_directory() {
         assert_eq!(run.per_worker_ops, vec![1; point.workers], "one completed copy per worker");
         assert_eq!(run.completion_s.as_ref().unwrap().len(), point.workers);
     }
-    // Three copies of a 0.3 s command from a common start take about 0.3 s, not 0.9 s.
-    let three = &doc.points[1].runs[0];
-    assert!(three.elapsed_s >= 0.3 && three.elapsed_s < 0.85, "{}", three.elapsed_s);
+    // Every copy met the others of its point: they ran at once.
+    for (workers, worker) in [(1, 0), (3, 0), (3, 1), (3, 2)] {
+        assert_eq!(read(&env.root.path().join(format!("log/met-{workers}-{worker}"))), "met\n");
+    }
     let mut dirs = Vec::new();
     for (workers, worker) in [(1, 0), (3, 0), (3, 1), (3, 2)] {
         let line = read(&env.root.path().join(format!("log/{workers}-{worker}")));
@@ -196,29 +201,19 @@ fn wall_time_drivers_compare_smaller_as_better() {
     let env = TestEnv::new();
     let fast = env.root.path().join("fast.json");
     let slow = env.root.path().join("slow.json");
-    let plan = |sleep: &str| {
-        vec![
-            "command".to_string(),
-            "--driver".into(),
-            "--cmd".into(),
-            format!("sleep {sleep}"),
-            "-j".into(),
-            "1,2".into(),
-            "-n".into(),
-            "3".into(),
-        ]
-    };
-    for (file, sleep) in [(&fast, "0.05"), (&slow, "0.25")] {
-        let args: Vec<String> = plan(sleep);
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        run_each(&env, &args, &[file.as_path()]);
-    }
+    let args = ["command", "--driver", "--cmd", "sleep 0.05", "-j", "1,2", "-n", "3"];
+    run_each(&env, &args, &[fast.as_path()]);
     let doc = fsscale::results::ResultsFile::load(&fast).unwrap();
     let metric = doc.points[0].metric.as_ref().unwrap();
     assert_eq!((metric.name.as_str(), metric.higher_is_better), ("time s", false));
-    assert!(doc.points.iter().all(|p| p.runs.iter().all(|r| r.ops_per_s >= 0.05 && r.ops_per_s < 0.25)));
-    // The direction is checked, not the noise: beside other tests a run may be busy, which vetoes a verdict.
-    let out = fsscale().arg("compare").arg(&fast).arg(&slow).args(["--no-color", "--no-noise-veto"]).output().unwrap();
+    // A driver's figure is its wall time: never less than what it slept.
+    assert!(doc.points.iter().all(|p| p.runs.iter().all(|r| r.ops_per_s >= 0.05)), "{:?}", doc.points);
+    // The direction, on the real file with the times set (how long a sleep
+    // takes on a busy machine is not this test's to judge): five times longer is worse.
+    std::fs::copy(&fast, &slow).unwrap();
+    set_rates(&fast, &[0.050, 0.051, 0.052]);
+    set_rates(&slow, &[0.250, 0.252, 0.251]);
+    let out = fsscale().arg("compare").arg(&fast).arg(&slow).args(["--no-color"]).output().unwrap();
     assert_success(&out);
     let text = stdout(&out);
     let worse = text.lines().filter(|l| l.trim_end().ends_with("  worse")).count();
@@ -227,13 +222,7 @@ fn wall_time_drivers_compare_smaller_as_better() {
     assert!(text.contains("base mean time s") && text.contains("new mean time s") && !text.contains("ops/s"), "{text}");
     let analyzed = stdout(&fsscale().arg("analyze").arg(&fast).output().unwrap());
     assert!(analyzed.contains("1/(time s)") && !analyzed.contains(" ops/s"), "{analyzed}");
-    let gate = fsscale()
-        .arg("compare")
-        .arg(&fast)
-        .arg(&slow)
-        .args(["--fail-if-worse", "10", "--no-noise-veto"])
-        .output()
-        .unwrap();
+    let gate = fsscale().arg("compare").arg(&fast).arg(&slow).args(["--fail-if-worse", "10"]).output().unwrap();
     assert_eq!(gate.status.code(), Some(3));
 }
 

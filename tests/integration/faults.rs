@@ -181,7 +181,7 @@ fn scratch_removal_never_crosses_a_bind_mount() {
     let scratch = env.dir.join(&env.leftovers()[0]);
     let mounted = scratch.join("w0/b");
     assert!(std::process::Command::new("umount").arg(&mounted).status().unwrap().success());
-    let out = fsscale().args(["cleanup", "--scratch"]).arg(&env.dir).output().unwrap();
+    let out = cleanup_output(fsscale().args(["cleanup", "--scratch"]).arg(&env.dir));
     assert_success(&out);
     assert!(stdout(&out).contains(&format!("removed scratch directory {}", scratch.display())), "{}", stdout(&out));
     assert_eq!(env.leftovers(), Vec::<String>::new());
@@ -281,10 +281,13 @@ fn cleanup_from_another_pid_namespace_leaves_a_live_run_alone() {
     let env = TestEnv::new();
     let child = start(&env, &["stat", "-j", "1", "-n", "1", "--duration", "3", "--fs", "tmpfs"]);
     wait_for_workers(&child, 1);
-    let out = std::process::Command::new("unshare")
-        .args(["--pid", "--fork", "--mount-proc", env!("CARGO_BIN_EXE_fsscale"), "cleanup"])
-        .output()
-        .unwrap();
+    let out = cleanup_output(std::process::Command::new("unshare").args([
+        "--pid",
+        "--fork",
+        "--mount-proc",
+        env!("CARGO_BIN_EXE_fsscale"),
+        "cleanup",
+    ]));
     assert_success(&out);
     // This run's filesystem at least (another live fsscale run's may be counted too).
     let text = stdout(&out);
@@ -312,7 +315,7 @@ fn forged_registry_entries_are_refused() {
         "loop_device": null,
     });
     std::fs::write(&entry, forged.to_string()).unwrap();
-    let out = fsscale().arg("cleanup").output().unwrap();
+    let out = cleanup_output(fsscale().arg("cleanup"));
     let _ = std::fs::remove_file(&entry);
     assert_eq!(out.status.code(), Some(1));
     assert!(stdout(&out).contains(&format!("refused: {}: its mount point", entry.display())), "{}", stdout(&out));
@@ -349,7 +352,7 @@ fn commands_die_with_a_killed_fsscale() {
     let _ = child.wait_with_output();
     wait_until("the commands gone", || processes_running(&sleep).is_empty());
     // The scratch stays (nothing ran to remove it); cleanup names it and removes it.
-    let out = fsscale().arg("cleanup").output().unwrap();
+    let out = cleanup_output(fsscale().arg("cleanup"));
     assert_success(&out);
     let left = env.leftovers();
     assert_eq!(left.len(), 1, "{left:?}");
@@ -358,7 +361,7 @@ fn commands_die_with_a_killed_fsscale() {
         "{}",
         stdout(&out)
     );
-    assert_success(&fsscale().args(["cleanup", "--scratch"]).arg(&env.dir).output().unwrap());
+    assert_success(&cleanup_output(fsscale().args(["cleanup", "--scratch"]).arg(&env.dir)));
     assert_eq!(env.leftovers(), Vec::<String>::new());
 }
 

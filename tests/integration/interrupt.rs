@@ -206,7 +206,7 @@ fn every_signal_in_every_phase_of_a_variant_under_a_memory_limit_leaves_nothing_
             // then cleanup rightly leaves its cgroup alone.
             wait_until("the group's processes gone", || live_processes_in_group(pgid).is_empty());
             if is_root() {
-                let cleaned = fsscale().arg("cleanup").arg("--scratch").arg(&env.dir).output().unwrap();
+                let cleaned = cleanup_output(fsscale().arg("cleanup").arg("--scratch").arg(&env.dir));
                 if code < 0 {
                     assert!(stdout(&cleaned).contains("--variant b's setup ran and its teardown did not"), "{case}");
                 }

@@ -27,10 +27,13 @@ fn named(dir: &Path, prefix: &str) -> Vec<PathBuf> {
 }
 
 fn cleanup_from_another_pid_namespace() -> String {
-    let out = Command::new("unshare")
-        .args(["--pid", "--fork", "--mount-proc", env!("CARGO_BIN_EXE_fsscale"), "cleanup"])
-        .output()
-        .unwrap();
+    let out = cleanup_output(Command::new("unshare").args([
+        "--pid",
+        "--fork",
+        "--mount-proc",
+        env!("CARGO_BIN_EXE_fsscale"),
+        "cleanup",
+    ]));
     stdout(&out)
 }
 
@@ -78,7 +81,7 @@ fn a_killed_runs_tracing_instance_is_removed_by_cleanup_and_a_live_ones_is_not()
     // a clean-clone CI run): cleanup removes the instance once it is free.
     let mut said = String::new();
     wait_until("cleanup to remove the killed run's tracing instance", || {
-        said.push_str(&stdout(&fsscale().arg("cleanup").output().unwrap()));
+        said.push_str(&stdout(&cleanup_output(fsscale().arg("cleanup"))));
         named(instances, &prefix).is_empty()
     });
     assert!(said.contains("removed tracing instance"), "{said}");
@@ -137,17 +140,18 @@ fn cleanup_kills_and_removes_a_command_cgroup_whose_guardian_died_too() {
         })
         .collect();
     assert_eq!(guardian.len(), 1, "one guardian");
+    // Any cleanup removes what killed runs left: no other test's runs from
+    // here to this one's, which then removes it itself.
+    let cleanups = cleanups();
     // SAFETY: killing our own grandchild.
     unsafe { libc::kill(guardian[0], libc::SIGKILL) };
     kill_group(pid);
     let _ = child.wait_with_output();
     assert!(cgroup.exists(), "with its guardian dead, nothing removed the cgroup");
     let out = fsscale().arg("cleanup").output().unwrap();
+    drop(cleanups);
     assert_success(&out);
-    // It existed just before, and only a cleanup removes it: this one
-    // ("removed cgroup ..."), or another test's run at the same moment (any
-    // cleanup removes what killed runs left; seen once in CI). What matters
-    // is that it is gone and what was in it killed.
+    assert!(stdout(&out).contains(&format!("removed cgroup {}", cgroup.display())), "{}", stdout(&out));
     assert!(!cgroup.exists(), "{}", stdout(&out));
     wait_until("the command killed", || processes_running(&sleep).is_empty());
 }
@@ -200,7 +204,7 @@ fn a_memory_limits_cgroup_is_removed_at_ctrl_c_and_by_cleanup_after_kill_9() {
             // (Another test's `fsscale cleanup`, running beside this one, may have removed it already.)
             let warning = format!("a killed run left the cgroup {}; `fsscale cleanup` removes it", cgroup.display());
             assert!(stderr(&out).contains(&warning) || !cgroup.exists(), "{}", stderr(&out));
-            let out = fsscale().arg("cleanup").output().unwrap();
+            let out = cleanup_output(fsscale().arg("cleanup"));
             let removed = format!("removed cgroup {}", cgroup.display());
             assert!(stdout(&out).contains(&removed) || !cgroup.exists(), "{}", stdout(&out));
             assert!(!cgroup.exists());
@@ -226,7 +230,7 @@ fn cleanup_removes_a_tarball_a_killed_run_was_generating() {
     child.wait().unwrap();
     let partial = named(&cache, ".tree-");
     assert_eq!(partial.len(), 1, "{partial:?}");
-    let out = fsscale().env("FSSCALE_CACHE_DIR", &cache).arg("cleanup").output().unwrap();
+    let out = cleanup_output(fsscale().env("FSSCALE_CACHE_DIR", &cache).arg("cleanup"));
     assert!(stdout(&out).contains(&format!("removed temporary file {}", partial[0].display())), "{}", stdout(&out));
     assert_eq!(named(&cache, ".tree-"), Vec::<PathBuf>::new());
 }
@@ -338,7 +342,7 @@ fn every_signal_at_every_phase_leaves_nothing_after_cleanup() {
             }
             // What a caught signal leaves is nothing; after kill -9, cleanup removes the rest.
             let cleanup =
-                fsscale().env("FSSCALE_CACHE_DIR", cache).args(["cleanup", "--scratch", &dir]).output().unwrap();
+                cleanup_output(fsscale().env("FSSCALE_CACHE_DIR", cache).args(["cleanup", "--scratch", &dir]));
             wait_until(&format!("{phase}, {name}: the run's processes gone"), || {
                 live_processes_in_group(pid as i32).is_empty()
             });

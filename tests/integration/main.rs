@@ -3,7 +3,9 @@
 #![cfg(target_os = "linux")]
 
 mod ab;
+// The skip summary is the unit tests' own, shared by path.
 mod analysis;
+mod bpf_build;
 mod command;
 mod edges;
 mod errors;
@@ -31,6 +33,8 @@ mod replay;
 mod report;
 mod run;
 mod sched;
+#[path = "../../src/skips.rs"]
+mod skips;
 mod traverse;
 mod trust;
 mod untar;

@@ -76,13 +76,17 @@ fn drift_is_marked_and_compare_calls_it_too_noisy() {
 }
 
 /// Runs `body` while a process spins on CPU 0 (taking half of it from
-/// whatever else is confined there).
+/// whatever else is confined there): started, and on CPU 0, before `body`.
 fn beside_a_hog<T>(body: impl FnOnce() -> T) -> T {
+    use std::io::BufRead;
     let mut hog = Command::new("taskset")
-        .args(["-c", "0", "sh", "-c", "while :; do :; done"])
-        .stdout(Stdio::null())
+        .args(["-c", "0", "sh", "-c", "echo spinning; while :; do :; done"])
+        .stdout(Stdio::piped())
         .spawn()
         .expect("taskset");
+    let mut line = String::new();
+    std::io::BufReader::new(hog.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    assert_eq!(line, "spinning\n", "the hog started");
     let result = body();
     let _ = hog.kill();
     let _ = hog.wait();

@@ -201,7 +201,10 @@ fn a_fifo_planted_at_a_journal_marker_or_input_is_refused_without_waiting() {
     assert_success(&output_unless_hung(&mut run));
     let mut cleanup = fsscale();
     cleanup.args(["cleanup", "--scratch"]).arg(&shared);
-    let out = output_unless_hung(&mut cleanup);
+    let out = {
+        let _cleanups = cleanups();
+        output_unless_hung(&mut cleanup)
+    };
     assert!(planted.join(".fsscale-scratch").exists(), "the planted directory is left alone: {}", stderr(&out));
     // Inputs read whole: a FIFO or a device is refused, never read.
     let fifo = env.root.path().join("pairs.csv");

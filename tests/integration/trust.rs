@@ -195,7 +195,7 @@ fn a_forged_registry_entry_cannot_delete_a_file_outside_fsscales_image_directori
     let image = format!("/dev/shm/../{}", victim.path.strip_prefix("/").unwrap().display());
     let text = format!(r#"{{"pid":1,"mountpoint":"/run/fsscale/mnt-{id}","image":"{image}","loop_device":null}}"#);
     std::fs::write(&entry, text).unwrap();
-    let out = fsscale().arg("cleanup").output().unwrap();
+    let out = cleanup_output(fsscale().arg("cleanup"));
     let _ = std::fs::remove_file(&entry);
     assert!(stdout(&out).contains("is not named by its real path"), "{}{}", stdout(&out), stderr(&out));
     victim.assert_untouched();
@@ -205,7 +205,7 @@ fn a_forged_registry_entry_cannot_delete_a_file_outside_fsscales_image_directori
         victim.path.display()
     );
     std::fs::write(&entry, text).unwrap();
-    let out = fsscale().arg("cleanup").output().unwrap();
+    let out = cleanup_output(fsscale().arg("cleanup"));
     let _ = std::fs::remove_file(&entry);
     let said = format!("not removing {}: its registry entry records no inode", victim.path.display());
     assert!(stdout(&out).contains(&said) || stderr(&out).contains(&said), "{}{}", stdout(&out), stderr(&out));
@@ -244,7 +244,7 @@ fn cleanup_removes_scratch_directories_a_run_died_making_and_nothing_else() {
     std::fs::create_dir(d.join(".fsscale-125-0-abcdef14")).unwrap();
     std::fs::write(d.join(".fsscale-125-0-abcdef14/data"), b"x").unwrap();
     std::fs::create_dir(d.join(".fsscale-mine")).unwrap();
-    let out = fsscale().arg("cleanup").arg("--scratch").arg(d).output().unwrap();
+    let out = cleanup_output(fsscale().arg("cleanup").arg("--scratch").arg(d));
     assert_success(&out);
     assert_eq!(entries(d), [".fsscale-125-0-abcdef14", ".fsscale-mine"]);
     assert_eq!(std::fs::read(d.join(".fsscale-125-0-abcdef14/data")).unwrap(), b"x");

@@ -206,6 +206,23 @@ pub fn set_rates(path: &Path, rates: &[f64]) {
     doc.save(path).unwrap();
 }
 
+/// `fsscale cleanup` removes every killed run's leftovers, not only its
+/// caller's: one at a time in this binary, so that a test that holds
+/// [`cleanups`] from making its leftovers to its own cleanup sees exactly
+/// what that cleanup removed.
+static CLEANUPS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// No other test's cleanup runs while this is held.
+pub fn cleanups() -> std::sync::MutexGuard<'static, ()> {
+    CLEANUPS.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Runs a cleanup command when no other test's cleanup runs.
+pub fn cleanup_output(cmd: &mut Command) -> Output {
+    let _cleanups = cleanups();
+    cmd.output().expect("run fsscale cleanup")
+}
+
 /// Spawns `fsscale ARGS` in its own process group (so a test can signal
 /// all of it, as a terminal would), with its output captured.
 pub fn spawn_group(args: &[&str]) -> std::process::Child {
@@ -231,19 +248,10 @@ pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
 /// Whether a test can run here: `ok` says its prerequisite (root, a tool)
 /// is there. A missing one fails the test under `.ci/run` (which exports
 /// `FSSCALE_TEST_STRICT`, runs as root and installs every tool), where a
-/// quiet skip would hide a broken feature; elsewhere the test is skipped
-/// with a line written straight to stderr (not captured, so `cargo test`
-/// shows it).
+/// quiet skip would hide a broken feature; elsewhere the test is skipped,
+/// says so at once, and is named in the summary the binary ends with.
 pub fn prerequisite(ok: bool, test: &str, missing: &str) -> bool {
-    if ok {
-        return true;
-    }
-    if std::env::var_os("FSSCALE_TEST_STRICT").is_some() {
-        panic!("{test}: {missing}; under .ci/run (FSSCALE_TEST_STRICT) every prerequisite must be there: it installs them, as root");
-    }
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr().lock(), "SKIPPED {test}: {missing}");
-    false
+    ok || !crate::skips::skip(test, missing)
 }
 
 /// [`prerequisite`] for tests that need root.

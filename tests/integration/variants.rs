@@ -250,7 +250,7 @@ fn a_run_killed_during_a_setup_says_which_variant_may_be_in_effect() {
                 effect on that machine; undo it by hand";
     assert!(stderr(&out).contains(said) || stdout(&out).contains(said), "{}{}", stdout(&out), stderr(&out));
     if is_root() {
-        let out = fsscale().arg("cleanup").output().unwrap();
+        let out = cleanup_output(fsscale().arg("cleanup"));
         let said = format!("--variant b's setup ran and its teardown did not (results file {})", env.output.display());
         assert!(stdout(&out).contains(&said), "{}", stdout(&out));
     }
