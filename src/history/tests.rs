@@ -555,18 +555,30 @@ fn a_single_spike_is_never_called_a_step() {
     }
 }
 
+// 60 series a case (the rates over 500: `history_power_table`), a test a
+// case so that they run side by side.
 #[test]
-fn a_five_percent_step_in_thirty_results_is_found_at_its_place() {
-    // On ops/s of quiet results, on ops/s with a tenth of the results busy
-    // (left out), and per CPU-second with them.
-    // 60 series a case (the rates over 500: `history_power_table`).
+fn a_five_percent_step_in_thirty_quiet_results_is_found_at_its_place() {
     let (_, right) = count(2, 60, 0.95, QUIET);
     assert!(right >= 54, "{right} of 60");
+}
+
+#[test]
+fn a_five_percent_step_in_thirty_results_a_tenth_busy_is_found_at_its_place() {
+    // On ops/s, the busy results left out.
     let (_, right) = count(2, 60, 0.95, MEASURED);
     assert!(right >= 51, "{right} of 60");
+}
+
+#[test]
+fn a_five_percent_step_in_thirty_results_is_found_at_its_place_per_cpu_second() {
+    // Per CPU-second, the busy results in.
     let (_, right) = count_figure(2, 60, 30, 5..=25, 0.95, MEASURED, SeriesFigure::PerCpu);
     assert!(right >= 53, "{right} of 60");
-    // Faster is found as well.
+}
+
+#[test]
+fn a_five_percent_step_to_faster_in_thirty_results_is_found_at_its_place() {
     let (_, right) = count(3, 30, 1.05, QUIET);
     assert!(right >= 27, "{right} of 30");
 }

@@ -89,14 +89,18 @@ pub(crate) fn pin_to_cpu(cpu: usize) -> Result<(), Errno> {
 /// [`ThreadSched::FIELDS`] counters: user and system CPU microseconds and
 /// context switches made (voluntary: it slept) and suffered (involuntary:
 /// preempted) from `getrusage(RUSAGE_THREAD)`, and nanoseconds on a CPU and
-/// runnable but waiting on a runqueue from `/proc/thread-self/schedstat`
-/// (0 where the kernel has no schedstat), and CLOCK_MONOTONIC ns.
+/// runnable but waiting on a runqueue (0 where the kernel has no
+/// schedstat), and CLOCK_MONOTONIC ns. The time on a CPU is the thread's
+/// own CPU clock, brought up to date as it is read: schedstat's first field
+/// is the scheduler's sum as of its last tick or switch, so a window of a
+/// millisecond could show none. Its wait is schedstat's, complete whenever
+/// the thread itself reads it (it is on a CPU then).
 pub(crate) fn thread_sched() -> [u64; ThreadSched::FIELDS] {
     let usage = rusage(libc::RUSAGE_THREAD);
     let (on_cpu, waiting) = std::fs::read_to_string("/proc/thread-self/schedstat")
         .ok()
         .and_then(|text| ThreadSched::parse_schedstat(&text))
-        .unwrap_or((0, 0));
+        .map_or((0, 0), |(_, waiting)| (thread_cpu_ns(), waiting));
     [
         micros(usage.ru_utime),
         micros(usage.ru_stime),
@@ -106,6 +110,15 @@ pub(crate) fn thread_sched() -> [u64; ThreadSched::FIELDS] {
         waiting,
         monotonic_ns(),
     ]
+}
+
+/// The calling thread's CPU time in nanoseconds (`CLOCK_THREAD_CPUTIME_ID`).
+fn thread_cpu_ns() -> u64 {
+    // SAFETY: timespec is plain data filled by the kernel.
+    let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid pointer to a timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// Indices into [`thread_sched`]'s counters.

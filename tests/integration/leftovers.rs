@@ -258,9 +258,24 @@ fn everything_of(pid: u32, dir: &Path, cache: &Path) -> Vec<String> {
     left
 }
 
+// One test per phase, each signal in turn: the three run side by side.
 #[test]
-fn every_signal_at_every_phase_leaves_nothing_after_cleanup() {
-    if !needs_root("every_signal_at_every_phase_leaves_nothing_after_cleanup") {
+fn every_signal_while_generating_the_tarball_leaves_nothing_after_cleanup() {
+    every_signal_leaves_nothing_after_cleanup("generating the tarball");
+}
+
+#[test]
+fn every_signal_in_the_timed_window_leaves_nothing_after_cleanup() {
+    every_signal_leaves_nothing_after_cleanup("in the timed window");
+}
+
+#[test]
+fn every_signal_during_fixed_work_leaves_nothing_after_cleanup() {
+    every_signal_leaves_nothing_after_cleanup("during fixed work");
+}
+
+fn every_signal_leaves_nothing_after_cleanup(phase: &str) {
+    if !needs_root(&format!("every signal {phase} leaves nothing after cleanup")) {
         return;
     }
     let signals: [(&str, &[i32]); 6] = [
@@ -275,86 +290,82 @@ fn every_signal_at_every_phase_leaves_nothing_after_cleanup() {
     // The extraction's sleep, of a length no other test's sleep has.
     let sleep = format!("sleep 0.2{}", std::process::id());
     let extract = format!("{sleep}; tar xf {{tarball}} -C {{dir}}");
-    for phase in ["generating the tarball", "in the timed window", "during fixed work"] {
-        for (name, sequence) in signals {
-            let env = TestEnv::new();
-            let fresh_cache = env.root.path().join("cache");
-            let (dir, output) = (env.dir.display().to_string(), env.output.display().to_string());
-            let mut args = vec!["run", "--warmup-runs", "0", "--dir", &dir, "-o", &output];
-            let cache = match phase {
-                "generating the tarball" => {
-                    // 0.2: most of a second of writing (debug build), which a stop at its first file
-                    // lands inside; a caught signal ends the writing between two entries.
-                    args.extend(["untar", "-j", "1", "-n", "1", "--scale", "0.2"]);
-                    &fresh_cache
-                }
-                "in the timed window" => {
-                    // A long window, signalled well inside it.
-                    args.extend(["stat", "-j", "2", "-n", "5", "--duration", "3", "--warmup", "0", "--fs", "tmpfs"]);
-                    // Through tracefs: its instance is what a killed run can leave.
-                    args.extend(["--profile", "locks", "--profile-via", "tracefs"]);
-                    &shared_cache
-                }
-                _ => {
-                    let tree =
-                        ["untar", "-j", "2", "-n", "30", "--scale", "0.05", "--fs", "tmpfs", "--profile", "locks"];
-                    args.extend(tree);
-                    args.extend(["--profile-via", "tracefs"]);
-                    args.extend(["--extract-cmd", &extract]);
-                    &shared_cache
-                }
-            };
-            let mut cmd = fsscale();
-            cmd.env("FSSCALE_CACHE_DIR", cache).args(&args);
-            use std::os::unix::process::CommandExt;
-            let child = cmd
-                .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::piped())
-                .process_group(0)
-                .spawn()
-                .unwrap();
-            let pid = child.id();
-            let prefix = format!("fsscale-{pid}-");
-            match phase {
-                "generating the tarball" => wait_until(phase, || !named(cache, ".tree-").is_empty()),
-                "in the timed window" => {
-                    wait_until(phase, || {
-                        !named(Path::new("/sys/kernel/tracing/instances"), &prefix).is_empty()
-                            && live_processes_in_group(pid as i32).len() > 1
-                    });
-                    std::thread::sleep(std::time::Duration::from_millis(500));
-                }
-                _ => wait_until(phase, || !processes_running(&sleep).is_empty()),
+    for (name, sequence) in signals {
+        let env = TestEnv::new();
+        let fresh_cache = env.root.path().join("cache");
+        let (dir, output) = (env.dir.display().to_string(), env.output.display().to_string());
+        let mut args = vec!["run", "--warmup-runs", "0", "--dir", &dir, "-o", &output];
+        let cache = match phase {
+            "generating the tarball" => {
+                // 0.2: most of a second of writing (debug build), which a stop at its first file
+                // lands inside; a caught signal ends the writing between two entries.
+                args.extend(["untar", "-j", "1", "-n", "1", "--scale", "0.2"]);
+                &fresh_cache
             }
-            for (i, &signal) in sequence.iter().enumerate() {
-                if i > 0 {
-                    std::thread::sleep(std::time::Duration::from_millis(300));
-                }
-                // SAFETY: signalling our own child's process group.
-                unsafe { libc::kill(-(pid as i32), signal) };
+            "in the timed window" => {
+                // A long window, signalled well inside it.
+                args.extend(["stat", "-j", "2", "-n", "5", "--duration", "3", "--warmup", "0", "--fs", "tmpfs"]);
+                // Through tracefs: its instance is what a killed run can leave.
+                args.extend(["--profile", "locks", "--profile-via", "tracefs"]);
+                &shared_cache
             }
-            let out = child.wait_with_output().unwrap();
-            // A stop outside what is measured (making the tarball) harms nothing: the run goes on.
-            let harmless = name == "SIGSTOP then SIGCONT" && phase == "generating the tarball";
-            assert_eq!(out.status.success(), harmless, "{phase}, {name}: {}", stderr(&out));
-            if !stderr(&out).is_empty() {
-                assert_eq!(stderr(&out).lines().filter(|l| l.contains("panicked")).count(), 0, "{}", stderr(&out));
+            _ => {
+                let tree = ["untar", "-j", "2", "-n", "30", "--scale", "0.05", "--fs", "tmpfs", "--profile", "locks"];
+                args.extend(tree);
+                args.extend(["--profile-via", "tracefs"]);
+                args.extend(["--extract-cmd", &extract]);
+                &shared_cache
             }
-            // What a caught signal leaves is nothing; after kill -9, cleanup removes the rest.
-            let cleanup =
-                cleanup_output(fsscale().env("FSSCALE_CACHE_DIR", cache).args(["cleanup", "--scratch", &dir]));
-            wait_until(&format!("{phase}, {name}: the run's processes gone"), || {
-                live_processes_in_group(pid as i32).is_empty()
-            });
-            let left = everything_of(pid, &env.dir, cache);
-            assert!(left.is_empty(), "{phase}, {name}: left {left:?}\ncleanup said:\n{}", stdout(&cleanup));
-            if name != "SIGKILL" && phase != "generating the tarball" {
-                let status = fsscale::results::ResultsFile::load(&env.output).map(|d| d.status);
-                assert!(
-                    matches!(status, Ok(s) if s != fsscale::results::Status::Running),
-                    "{phase}, {name}: the results say {status:?}"
-                );
+        };
+        let mut cmd = fsscale();
+        cmd.env("FSSCALE_CACHE_DIR", cache).args(&args);
+        use std::os::unix::process::CommandExt;
+        let child = cmd
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let prefix = format!("fsscale-{pid}-");
+        match phase {
+            "generating the tarball" => wait_until(phase, || !named(cache, ".tree-").is_empty()),
+            "in the timed window" => {
+                wait_until(phase, || {
+                    !named(Path::new("/sys/kernel/tracing/instances"), &prefix).is_empty()
+                        && live_processes_in_group(pid as i32).len() > 1
+                });
+                std::thread::sleep(std::time::Duration::from_millis(500));
             }
+            _ => wait_until(phase, || !processes_running(&sleep).is_empty()),
+        }
+        for (i, &signal) in sequence.iter().enumerate() {
+            if i > 0 {
+                std::thread::sleep(std::time::Duration::from_millis(300));
+            }
+            // SAFETY: signalling our own child's process group.
+            unsafe { libc::kill(-(pid as i32), signal) };
+        }
+        let out = child.wait_with_output().unwrap();
+        // A stop outside what is measured (making the tarball) harms nothing: the run goes on.
+        let harmless = name == "SIGSTOP then SIGCONT" && phase == "generating the tarball";
+        assert_eq!(out.status.success(), harmless, "{phase}, {name}: {}", stderr(&out));
+        if !stderr(&out).is_empty() {
+            assert_eq!(stderr(&out).lines().filter(|l| l.contains("panicked")).count(), 0, "{}", stderr(&out));
+        }
+        // What a caught signal leaves is nothing; after kill -9, cleanup removes the rest.
+        let cleanup = cleanup_output(fsscale().env("FSSCALE_CACHE_DIR", cache).args(["cleanup", "--scratch", &dir]));
+        wait_until(&format!("{phase}, {name}: the run's processes gone"), || {
+            live_processes_in_group(pid as i32).is_empty()
+        });
+        let left = everything_of(pid, &env.dir, cache);
+        assert!(left.is_empty(), "{phase}, {name}: left {left:?}\ncleanup said:\n{}", stdout(&cleanup));
+        if name != "SIGKILL" && phase != "generating the tarball" {
+            let status = fsscale::results::ResultsFile::load(&env.output).map(|d| d.status);
+            assert!(
+                matches!(status, Ok(s) if s != fsscale::results::Status::Running),
+                "{phase}, {name}: the results say {status:?}"
+            );
         }
     }
 }

@@ -11,11 +11,23 @@ fn placement_outside_an_mpi_job_is_refused() {
     assert_one_line_error(&out, "--placement picks the ranks of an MPI run");
 }
 
-#[cfg(not(feature = "mpi"))]
 #[test]
 fn a_binary_without_mpi_refuses_to_be_one_of_many_ranks() {
-    let env = TestEnv::new();
+    // This build's own binary; in a build with MPI, one built without it,
+    // which `FSSCALE_TEST_WITHOUT_MPI` names (.ci/run builds one).
     let mut cmd = fsscale();
+    if cfg!(feature = "mpi") {
+        let test = "a_binary_without_mpi_refuses_to_be_one_of_many_ranks";
+        let Some(without) = std::env::var_os("FSSCALE_TEST_WITHOUT_MPI") else {
+            let missing = "FSSCALE_TEST_WITHOUT_MPI names no fsscale built without --features mpi (.ci/run builds one)";
+            prerequisite(false, test, missing);
+            return;
+        };
+        let mut other = std::process::Command::new(without);
+        other.envs(cmd.get_envs().filter_map(|(k, v)| Some((k, v?))));
+        cmd = other;
+    }
+    let env = TestEnv::new();
     cmd.env("OMPI_COMM_WORLD_SIZE", "4").args(["run", "stat", "-n", "1", "-d", "0.05", "--dir"]).arg(&env.dir);
     let out = cmd.output().unwrap();
     assert_one_line_error(&out, "built without MPI");
