@@ -26,9 +26,11 @@ while (($#)); do
 done
 logs=${logs:-$(mktemp -d /var/tmp/flake.XXXXXX)}
 mkdir -p "$logs"
-cargo build --release --quiet
-fsscale=$PWD/target/release/fsscale
 work=$(mktemp -d /var/tmp/flake-work.XXXXXX)
+# The profiled run's binary, a copy: the suite's builds replace target/debug's.
+cargo build --quiet
+fsscale=$work/fsscale
+cp target/debug/fsscale "$fsscale"
 beside=()
 stop_beside() {
   for pid in "${beside[@]}"; do kill -- "-$pid" 2>/dev/null || kill "$pid" 2>/dev/null || true; done
@@ -36,6 +38,7 @@ stop_beside() {
   beside=()
 }
 trap 'stop_beside; rm -rf "$work"' EXIT
+mkdir "$work/dir"
 
 start_beside() {  # start_beside CONDITION: what runs beside the suite, each in a process group of its own
   case $1 in
@@ -43,7 +46,7 @@ start_beside() {  # start_beside CONDITION: what runs beside the suite, each in 
       for _ in 1 2; do setsid sh -c 'while :; do :; done' & beside+=($!); done ;;
     profiled)
       setsid sh -c "while :; do '$fsscale' run stat creat-unlink --fs ext4 --profile locks,offcpu -j 2 -n 3 \
-        --duration 2 -q --dir '$work' -o '$work/profiled.json' --force >/dev/null 2>&1 || sleep 1; done" &
+        --duration 2 -q --dir '$work/dir' -o '$work/profiled.json' --force >/dev/null 2>&1 || sleep 1; done" &
       beside+=($!) ;;
     memory)
       # All that is available but 1 GiB, touched page by page so it is resident.
