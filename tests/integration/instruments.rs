@@ -119,6 +119,8 @@ fn a_shared_directory_waits_on_its_inode_rwsem_and_private_ones_do_not() {
             .filter_map(|run| run.locks.as_ref().unwrap().sites.iter().find(|s| s.kind.starts_with("rwsem")))
             .collect();
         assert!(!met.is_empty(), "{via}: no run waited on the directory's rwsem");
+        let met_objects: Vec<String> =
+            met.iter().filter_map(|top| top.objects.first().map(|o| o.object.clone())).collect();
         for top in met {
             if via == "bpf" {
                 let object = top.objects.first().unwrap_or_else(|| panic!("bpf: {top:?} has no object"));
@@ -132,10 +134,14 @@ fn a_shared_directory_waits_on_its_inode_rwsem_and_private_ones_do_not() {
         let text = stdout(&out);
         assert!(text.contains("where workers waited, process shared x2 (2 runs)"), "{text}");
         if via == "bpf" {
-            assert!(
-                text.contains(": directory (shared, one per run), 100%\n"),
-                "the table names the directory: {text}"
-            );
+            // One directory a run: named as such where runs of both waited on
+            // theirs, by its inode where only one did (a busy machine may
+            // keep the other's two workers from ever meeting).
+            let named = match met_objects.as_slice() {
+                [one] => format!(": {one} (shared), 100%\n"),
+                _ => ": directory (shared, one per run), 100%\n".to_string(),
+            };
+            assert!(text.contains(&named), "the table names the directory ({named:?}): {text}");
         }
         assert!(text.contains("instruments: locks on in every run"), "{text}");
     }
