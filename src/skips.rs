@@ -11,13 +11,12 @@ static SKIPPED: Mutex<Vec<(String, String)>> = Mutex::new(Vec::new());
 static SUMMARY_AT_EXIT: Once = Once::new();
 
 /// `test` cannot run without what `missing` names: fails it under
-/// `FSSCALE_TEST_STRICT`, else records the skip (true: skipped).
-pub fn skip(test: &str, missing: &str) -> bool {
+/// `FSSCALE_TEST_STRICT`, else records the skip.
+pub fn skip(test: &str, missing: &str) {
     if std::env::var_os("FSSCALE_TEST_STRICT").is_some() {
         panic!("{test}: {missing}; under .ci/run (FSSCALE_TEST_STRICT) every prerequisite must be there: it installs them, as root");
     }
     record(test, missing);
-    true
 }
 
 /// What `test` covers that this kernel lacks (f2fs): nothing any install
