@@ -369,6 +369,10 @@ fn ramfs_is_made_recorded_and_removed() {
             "private",
             "--fs",
             "ramfs",
+            // What ramfs is refused without (it has no limit): this much
+            // memory free now, which a machine short of memory still has.
+            "--fs-size",
+            "64M",
         ])
         .arg("-o")
         .arg(&env.output)
@@ -442,6 +446,8 @@ fn o_direct_runs_where_the_filesystem_has_it_and_is_refused_clearly_where_not() 
             // A direct write goes through the loop device to the disk: a
             // 50 ms window beside other tests once held not one.
             .args(["run", "read-direct", "write-direct", "-j", "1", "-n", "1", "--duration", "0.3"])
+            // ramfs is refused unless its size fits in the memory free now: a small one.
+            .args(if fs == "ramfs" { &["--fs-size", "64M"][..] } else { &[] })
             .args(["--warmup-runs", "0", "--share", "private", "--fs", fs, "--verify", "-o"])
             .arg(&env.output)
             .arg("--force")

@@ -74,7 +74,8 @@ fn a_plan_the_limit_cannot_hold_is_refused_before_it_runs() {
     }
     let env = TestEnv::new();
     // ramfs keeps every extracted byte: 4 copies of the tree cannot fit in 32 MiB.
-    let out = env.run(&["untar", "--fs", "ramfs", "-j", "1,4", "--memory-limit", "32M"]);
+    // (A small ramfs: one is refused unless its size fits in the memory free now.)
+    let out = env.run(&["untar", "--fs", "ramfs", "--fs-size", "64M", "-j", "1,4", "--memory-limit", "32M"]);
     assert_one_line_error(
         &out,
         "--memory-limit 32 MiB cannot hold what the plan keeps in memory that the kernel cannot evict: ",
@@ -82,7 +83,7 @@ fn a_plan_the_limit_cannot_hold_is_refused_before_it_runs() {
     assert!(stderr(&out).contains("for untar x4: every worker's copy of the tree, on a filesystem in memory"));
     assert!(!env.output.exists(), "nothing ran");
     // One copy fits, and runs.
-    assert_success(&env.run(&["untar", "--fs", "ramfs", "-j", "1", "--memory-limit", "32M"]));
+    assert_success(&env.run(&["untar", "--fs", "ramfs", "--fs-size", "64M", "-j", "1", "--memory-limit", "32M"]));
     // Each worker's prebuilt paths of --files are its own memory.
     let out = env.run(&["stat", "--files", "300000", "-j", "2", "--memory-limit", "16M"]);
     assert_one_line_error(&out, "for stat x2: every worker's 300000 paths");
