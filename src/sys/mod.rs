@@ -604,13 +604,14 @@ mod tests {
         while start.elapsed() < std::time::Duration::from_millis(20) {}
         let after = thread_sched();
         let delta = |k: usize| after[k] - before[k];
-        // A spinning thread is on a CPU or waiting for one all the time, and
-        // both are up to date when it reads them itself: between them they
-        // cover its wall time (to the 5% the two reads take), however busy
-        // the machine. A millisecond's spin shows on the CPU clock too.
+        // On a CPU and waiting for one are both up to date when the thread
+        // reads them itself: between them never more than its wall time.
+        // (How much of it a spinning thread spends blocked, on a page fault
+        // where memory is short, is the machine's.) A millisecond's spin
+        // shows on the CPU clock.
         let (on_cpu, waiting, wall) =
             (delta(ThreadSched::ON_CPU_NS), delta(ThreadSched::RUNQUEUE_NS), delta(ThreadSched::WALL_NS));
-        assert!(on_cpu + waiting >= wall * 95 / 100, "{on_cpu} + {waiting} ns of {wall}");
+        assert!(on_cpu > 0 && on_cpu + waiting <= wall + wall / 100, "{on_cpu} + {waiting} ns of {wall}");
         assert!(after.iter().zip(before).all(|(a, b)| *a >= b));
         let before = thread_sched();
         let start = std::time::Instant::now();
