@@ -36,8 +36,10 @@ fn workers_waiting_for_a_command_are_asleep() {
     assert_success(&out);
     let doc = env.results();
     let share = doc.points[0].runs[0].sched_shares().expect("scheduler figures");
-    // Waiting for sleep(1) is sleeping; what is left is mostly waiting for a
-    // CPU on a busy machine (a fork's child to run, the wake-up), not running.
-    assert!(share.asleep > 0.5 && share.asleep + share.runqueue > 0.9, "waiting for sleep(1) is sleeping: {share:?}");
-    assert!(doc.points[0].runs[0].sched[0].voluntary_switches >= 1);
+    // Waiting for sleep(1) is not running: asleep in wait4 (it slept at
+    // least once), or, on a busy machine, waiting for a CPU (the fork's
+    // child to run, the wake-up: beside two CPU hogs that was half the
+    // window). What it ran was a fork and a wait, a sliver of 0.2 s.
+    assert!(share.asleep + share.runqueue > 0.9, "waiting for sleep(1) is not running: {share:?}");
+    assert!(share.asleep > 0.0 && doc.points[0].runs[0].sched[0].voluntary_switches >= 1, "{share:?}");
 }
