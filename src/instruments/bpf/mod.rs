@@ -391,10 +391,10 @@ mod tests {
         }
     }
 
-    /// Sleeps this thread exactly 20 times, each a read of a pipe that a
-    /// helper writes to only once it sees this thread asleep in that read:
-    /// the count and a floor on the time asleep are the handshake's, not the
-    /// scheduler's.
+    /// Sleeps this thread in 20 reads of a pipe that a helper writes to
+    /// only once it sees this thread asleep in that read: at least 20 sleeps
+    /// in the pipe's read, and a floor on the time asleep, by the handshake,
+    /// not the scheduler.
     fn sums_sleeps(mut loaded: Loaded, hook: Hook) {
         assert_eq!(loaded.hook, hook);
         use std::io::{Read, Write};
@@ -439,14 +439,26 @@ mod tests {
         });
         loaded.switch(false).unwrap();
         let sites: Vec<(SleepKey, SleepSite)> = loaded.entries("sites").unwrap();
-        let (key, site) = sites.iter().max_by_key(|(_, s)| s.count).expect("the sleeps were summed");
-        assert_eq!(key.state, STATE_INTERRUPTIBLE, "a pipe's reader sleeps interruptibly");
-        // All 20 from one kernel stack (the pipe's read); preemption is not
-        // a sleep (the task stays runnable), and nothing else slept here.
-        assert_eq!(site.count, 20, "{sites:?}");
+        // The 20 from the pipe's read, interruptibly: one kernel stack, or
+        // two where the wait was entered another way (seen beside a CI
+        // build: 13 and 7). Preemption is not a sleep (the task stays
+        // runnable). The helper, forked in the window, is traced too: what
+        // it may sleep on (a page fault) is not a pipe's read.
+        let symbols = crate::instruments::kallsyms::KernelSymbols::now().unwrap();
+        let mut reads = Vec::new();
+        for (key, site) in &sites {
+            let frames = loaded.frames(key.stack).unwrap();
+            if frames.iter().any(|&ip| symbols.function(ip).is_some_and(|f| f.contains("pipe_read"))) {
+                reads.push((*key, *site));
+            }
+        }
+        assert!(reads.iter().all(|(key, _)| key.state == STATE_INTERRUPTIBLE), "{sites:?}");
+        let (count, asleep_ns) = reads.iter().fold((0, 0), |(c, n), (_, s)| (c + s.count, n + s.asleep_ns));
+        // Each read slept at least once; a wake-up that finds the pipe
+        // still empty (another's, a signal) sleeps it again.
+        assert!(count >= 20, "{count} sleeps in pipe reads: {sites:?}");
         let floor = asleep_floor_ns.load(std::sync::atomic::Ordering::Relaxed);
-        assert!(site.asleep_ns >= floor, "{} ns asleep, at least {floor}: {sites:?}", site.asleep_ns);
-        assert!(!loaded.frames(key.stack).unwrap().is_empty(), "with its kernel stack");
+        assert!(asleep_ns >= floor, "{asleep_ns} ns asleep, at least {floor}: {sites:?}");
         assert_eq!(loaded.lost().unwrap(), 0);
     }
 
