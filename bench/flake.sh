@@ -68,9 +68,11 @@ while True:
 
 declare -A failed_runs
 IFS=, read -r -a wanted <<<"$conditions"
-for condition in "${wanted[@]}"; do
-  failed_runs[$condition]=0
-  for ((k = 1; k <= runs; k++)); do
+for condition in "${wanted[@]}"; do failed_runs[$condition]=0; done
+# Round by round, each condition in turn: a harness stopped early (it takes
+# hours) has as many runs of each condition, give or take one.
+for ((k = 1; k <= runs; k++)); do
+  for condition in "${wanted[@]}"; do
     log="$logs/$condition-$k.log"
     start_beside "$condition"
     started=$SECONDS

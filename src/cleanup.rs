@@ -20,6 +20,8 @@ pub struct Cleanup {
     /// Tracing instances, command cgroups and cache temporaries of killed
     /// runs it removed (each held by no live run).
     pub other_removed: Vec<String>,
+    /// Tracing instances it left alone, each with why (a live process holds it).
+    pub other_held: Vec<String>,
     /// Killed runs whose `--variant` setup ran and teardown did not: the
     /// results file and the variant, for the person to undo by hand.
     pub variants_in_effect: Vec<(PathBuf, String)>,
@@ -30,7 +32,9 @@ pub struct Cleanup {
 /// directories, and removes those in `remove_in`.
 pub fn cleanup(remove_in: &[PathBuf], cache_dir: &Path) -> Result<Cleanup> {
     let mut done = Cleanup { filesystems: fs::cleanup(), ..Cleanup::default() };
-    done.other_removed.extend(crate::instruments::tracefs::remove_dead());
+    let instances = crate::instruments::tracefs::sweep_dead();
+    done.other_removed.extend(instances.removed);
+    done.other_held.extend(instances.held);
     done.other_removed.extend(crate::exec::remove_dead_cgroups());
     done.other_removed.extend(crate::atomic_file::remove_dead_temporaries(cache_dir));
     for dir in remove_in {

@@ -415,6 +415,9 @@ pub fn cleanup_command(args: &CleanupArgs) -> Result<(String, usize)> {
     if done.filesystems.live > 0 {
         text += &format!("left alone: {} filesystem(s) of runs still going\n", done.filesystems.live);
     }
+    for held in &done.other_held {
+        text += &format!("left alone: {held}\n");
+    }
     if text.is_empty() {
         text = "nothing to clean up\n".to_string();
     }

@@ -185,7 +185,8 @@ pub struct FsArgs {
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub fs_size: Option<u64>,
 
-    /// Extra mkfs options, e.g. '-b 1024' or '-O ^has_journal'.
+    /// Extra mkfs options, e.g. '-b 1024' or '-O ^has_journal'; they follow fsscale's own (ext4's
+    /// '-E lazy_itable_init=0,lazy_journal_init=0', which an -E here replaces).
     #[arg(long, value_name = "OPTS", allow_hyphen_values = true)]
     pub mkfs_opts: Option<String>,
 

@@ -2,6 +2,7 @@
 //! counts them) on every CPU, kept for the workers and the tasks they
 //! start, with kernel and user call chains, folded into stacks.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use anyhow::Result;
@@ -217,10 +218,13 @@ fn fold(chain: &[u64], kernel: &KernelSymbols, user: &UserSymbols, pid: i32) -> 
             in_kernel = address == b::PERF_CONTEXT_KERNEL;
             continue;
         }
-        let name = if in_kernel { kernel.function(address) } else { user.function(pid, address) };
-        let name = name.unwrap_or("[unknown]");
+        let name = match in_kernel {
+            true => kernel.function(address).map(Cow::Borrowed),
+            false => user.function(pid, address).map(Cow::Owned),
+        };
+        let name = name.unwrap_or(Cow::Borrowed("[unknown]"));
         // Consecutive unknown frames say nothing more than one.
-        if name == "[unknown]" && frames.last().is_some_and(|f| f == name) {
+        if name == "[unknown]" && frames.last().is_some_and(|f| *f == name) {
             continue;
         }
         frames.push(name.replace(';', ":"));

@@ -284,21 +284,43 @@ fn lock_dir(path: &Path) -> Result<Option<File>> {
 /// Removes the instances killed runs left (SIGKILL and SIGQUIT leave tracing
 /// on, with its buffers and events): fsscale's whose lock nobody holds,
 /// never by PID, which another PID namespace or a reused PID would fool.
-/// Returns what it removed; `fsscale cleanup` calls it too.
+/// Returns what it removed; `fsscale cleanup` calls [`sweep_dead`] to say
+/// what it left as well.
 pub(crate) fn remove_dead() -> Vec<String> {
-    let Ok(entries) = std::fs::read_dir(Path::new(TRACEFS).join("instances")) else { return Vec::new() };
-    let mut removed = Vec::new();
+    sweep_dead().removed
+}
+
+/// What [`sweep_dead`] did with fsscale's tracing instances.
+#[derive(Debug, Default)]
+pub(crate) struct Swept {
+    /// One line per instance removed.
+    pub removed: Vec<String>,
+    /// Instances left alone: their lock is held (a run still going, or a
+    /// killed run's process still exiting and holding the inherited lock),
+    /// or the kernel refused the removal while a buffer was still open.
+    pub held: Vec<String>,
+}
+
+/// [`remove_dead`], also naming the instances it left and why.
+pub(crate) fn sweep_dead() -> Swept {
+    let mut swept = Swept::default();
+    let Ok(entries) = std::fs::read_dir(Path::new(TRACEFS).join("instances")) else { return swept };
     for entry in entries.flatten() {
         if !is_ours(&entry.file_name().to_string_lossy()) {
             continue;
         }
-        let Ok(Some(_held)) = lock_dir(&entry.path()) else { continue };
-        let _ = std::fs::write(entry.path().join("tracing_on"), "0");
-        if std::fs::remove_dir(entry.path()).is_ok() {
-            removed.push(format!("removed tracing instance {}", entry.path().display()));
+        let path = entry.path();
+        let Ok(Some(_held)) = lock_dir(&path) else {
+            swept.held.push(format!("tracing instance {} (held by a live process)", path.display()));
+            continue;
+        };
+        let _ = std::fs::write(path.join("tracing_on"), "0");
+        match std::fs::remove_dir(&path) {
+            Ok(()) => swept.removed.push(format!("removed tracing instance {}", path.display())),
+            Err(e) => swept.held.push(format!("tracing instance {} (removing it: {e})", path.display())),
         }
     }
-    removed
+    swept
 }
 
 /// Whether an instance's name is one fsscale gives (`fsscale-<pid>-<n>-<hex>`,

@@ -5,8 +5,10 @@
 //! command's processes (`command`, `--extract-cmd`) are named from their
 //! own files, not from fsscale's.
 
-use std::collections::{HashMap, HashSet};
-use std::path::Path;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use object::{Object, ObjectSegment, ObjectSymbol, SegmentFlags, SymbolKind};
 
@@ -76,17 +78,18 @@ pub fn parse_maps(text: &str) -> Vec<Mapping> {
 /// Every mapped file's functions, for the processes of `maps`.
 pub struct UserSymbols {
     maps: ProcessMaps,
-    files: HashMap<String, ElfFunctions>,
+    files: HashMap<String, Arc<ElfFunctions>>,
 }
 
 impl UserSymbols {
-    /// Reads the symbol tables of every file `maps` maps (each once).
+    /// Reads the symbol tables of every file `maps` maps (each once, and
+    /// once per process while the file is unchanged: every run of a
+    /// profiled point maps the same binary and libraries).
     pub fn of(maps: ProcessMaps) -> UserSymbols {
         let mut files = HashMap::new();
         for mapping in maps.by_pid.values().flatten() {
             if !files.contains_key(&mapping.path) {
-                let functions = ElfFunctions::read(Path::new(&mapping.path)).unwrap_or_default();
-                files.insert(mapping.path.clone(), functions);
+                files.insert(mapping.path.clone(), ElfFunctions::cached(Path::new(&mapping.path)));
             }
         }
         UserSymbols { maps, files }
@@ -101,17 +104,21 @@ impl UserSymbols {
     }
 
     /// The function at `address` of process `pid`, demangled, if a file it maps names it.
-    pub fn function(&self, pid: i32, address: u64) -> Option<&str> {
+    pub fn function(&self, pid: i32, address: u64) -> Option<String> {
         let mapping = self.maps.find(pid, address)?;
-        self.files.get(&mapping.path)?.at_file_offset(address - mapping.start + mapping.offset)
+        let mangled = self.files.get(&mapping.path)?.at_file_offset(address - mapping.start + mapping.offset)?;
+        Some(format!("{:#}", rustc_demangle::demangle(mangled)))
     }
 }
 
-/// A file's functions: (virtual address, size, name), sorted, and its
-/// executable segments' (file offset, virtual address, size).
+/// A file's functions: (virtual address, size, name as the symbol table
+/// has it), sorted, and its executable segments' (file offset, virtual
+/// address, size). Names are demangled when looked up: a debug build's
+/// table has a hundred thousand, and a profile names a few hundred (all of
+/// them demangled took two thirds of a profiled test run's CPU).
 #[derive(Default)]
 struct ElfFunctions {
-    functions: Vec<(u64, u64, String)>,
+    functions: Vec<(u64, u64, Box<str>)>,
     segments: Vec<(u64, u64, u64)>,
 }
 
@@ -121,7 +128,26 @@ impl ElfFunctions {
         let address = offset - file_offset + vaddr;
         let at = self.functions.partition_point(|f| f.0 <= address);
         let (start, size, name) = self.functions.get(at.checked_sub(1)?)?;
-        (address < start + (*size).max(1)).then_some(name.as_str())
+        (address < start + (*size).max(1)).then_some(&**name)
+    }
+
+    /// [`ElfFunctions::read`], kept for the process's life under the file's
+    /// identity (device, inode, size, modification time): a file replaced
+    /// or rebuilt in place is read again.
+    fn cached(path: &Path) -> Arc<ElfFunctions> {
+        type Identity = (u64, u64, u64, i64, i64);
+        // One entry per path, its latest identity's.
+        static READ: Mutex<BTreeMap<PathBuf, (Identity, Arc<ElfFunctions>)>> = Mutex::new(BTreeMap::new());
+        let identity = std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino(), m.size(), m.mtime(), m.mtime_nsec()));
+        let Some(identity) = identity else { return Arc::default() };
+        if let Some((seen, functions)) = READ.lock().unwrap_or_else(|e| e.into_inner()).get(path) {
+            if *seen == identity {
+                return Arc::clone(functions);
+            }
+        }
+        let functions = Arc::new(ElfFunctions::read(path).unwrap_or_default());
+        READ.lock().unwrap_or_else(|e| e.into_inner()).insert(path.to_path_buf(), (identity, Arc::clone(&functions)));
+        functions
     }
 
     /// The functions of an ELF file's symbol table (or, stripped, its dynamic one).
@@ -144,10 +170,8 @@ impl ElfFunctions {
         if raw.is_empty() {
             raw = file.dynamic_symbols().filter_map(text).collect();
         }
-        let mut functions: Vec<(u64, u64, String)> = raw
-            .into_iter()
-            .map(|(address, size, name)| (address, size, format!("{:#}", rustc_demangle::demangle(name))))
-            .collect();
+        let mut functions: Vec<(u64, u64, Box<str>)> =
+            raw.into_iter().map(|(address, size, name)| (address, size, name.into())).collect();
         functions.sort_by_key(|f| f.0);
         Some(ElfFunctions { functions, segments })
     }
@@ -172,6 +196,21 @@ mod tests {
         assert_eq!(symbols.function(pid, 8), None);
         // Another process's addresses are not looked up in this one's files.
         assert_eq!(symbols.function(pid + 1_000_000, address), None);
+    }
+
+    #[test]
+    fn a_files_functions_are_read_once_until_it_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let copy = dir.path().join("true");
+        std::fs::copy("/proc/self/exe", &copy).unwrap();
+        let first = ElfFunctions::cached(&copy);
+        assert!(!first.functions.is_empty());
+        assert!(Arc::ptr_eq(&first, &ElfFunctions::cached(&copy)), "read again though unchanged");
+        // Rebuilt in place (another size): read anew.
+        std::fs::write(&copy, b"not an ELF file").unwrap();
+        let rebuilt = ElfFunctions::cached(&copy);
+        assert!(!Arc::ptr_eq(&first, &rebuilt) && rebuilt.functions.is_empty());
+        assert!(ElfFunctions::cached(&dir.path().join("gone")).functions.is_empty());
     }
 
     #[test]

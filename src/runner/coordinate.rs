@@ -201,6 +201,9 @@ pub(super) fn coordinate(
     let until_steady = timing.until_steady.filter(|_| gate.is_none());
     let (mut timeline, steady) =
         sample_window(region, &mut watch, workers, timing, until_steady, start, base, &mut instruments)?;
+    if gate.is_none() {
+        until_every_worker_made_an_op(region, &mut watch, &start_counts)?;
+    }
     instruments.stop(|| region.total_ops())?;
     let mut end_counts = Vec::with_capacity(workers);
     region.read_counters(&mut end_counts);
@@ -231,6 +234,27 @@ pub(super) fn coordinate(
         instruments,
         steady,
     })
+}
+
+/// How often a window past its length looks for a worker's first op.
+const FIRST_OP_POLL: Duration = Duration::from_millis(1);
+
+/// Holds a window open past its length until every worker has made an op
+/// in it. A window shorter than a worker's op, or one in which a busy
+/// machine never ran the worker, measures nothing of that worker: its
+/// rate would be 0 and its share of the figures noise. The window's real
+/// length is what every rate divides by; a worker that makes no op at all
+/// is the stall watch's to fail. (Ranks close their windows together, and
+/// do not wait here.)
+fn until_every_worker_made_an_op(region: &SharedRegion, watch: &mut Watch<'_>, start_counts: &[u64]) -> Result<()> {
+    let mut counts = Vec::with_capacity(start_counts.len());
+    loop {
+        region.read_counters(&mut counts);
+        if counts.iter().zip(start_counts).all(|(now, then)| now > then) {
+            return Ok(());
+        }
+        watch.sleep_until(sys::monotonic_ns() + FIRST_OP_POLL.as_nanos() as u64)?;
+    }
 }
 
 /// Samples a fixed-time window that opened at `start` with `base` ops
@@ -315,4 +339,37 @@ fn run_prepare(plan: &WorkerPlan<'_>) -> Result<()> {
     let values = Placeholders { dir: scratch, worker: 0, workers: plan.workers, scratch, tarball: None, variant };
     let stop = || signals::check().is_err();
     command.run_untimed("--prepare", command.prepare.as_deref(), &values, &stop)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn a_window_past_its_length_waits_for_every_workers_first_op_and_no_longer() {
+        let region = SharedRegion::new(3).unwrap();
+        let start_counts = [7, 0, 2];
+        region.counter(0).ops.store(9, Ordering::Relaxed);
+        region.counter(2).ops.store(3, Ordering::Relaxed);
+        let released = AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            let waiting = scope.spawn(|| {
+                let mut watch = Watch::new(&region, None, false, Duration::from_secs(600), None);
+                until_every_worker_made_an_op(&region, &mut watch, &start_counts).unwrap();
+                // Worker 1 had made no op: the wait could only end once it did.
+                assert!(released.load(Ordering::SeqCst), "ended before worker 1's first op");
+            });
+            // Still waiting, whenever this runs.
+            assert!(!waiting.is_finished());
+            released.store(true, Ordering::SeqCst);
+            region.counter(1).ops.store(1, Ordering::Relaxed);
+            waiting.join().unwrap();
+        });
+        // Every worker past its start count already: no wait at all.
+        let mut watch = Watch::new(&region, None, false, Duration::from_secs(600), None);
+        until_every_worker_made_an_op(&region, &mut watch, &[0, 0, 0]).unwrap();
+    }
 }

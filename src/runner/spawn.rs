@@ -78,6 +78,7 @@ pub(super) fn run_processes(plan: &WorkerPlan<'_>, timing: &Timing, gate: Option
         let pid = unsafe { libc::fork() };
         if pid == 0 {
             signals::detach_worker(parent);
+            sys::name_worker(plan.first + index);
             crate::exec::enter_memory_cgroup();
             worker_main(plan, index);
             // SAFETY: ends the child without running any parent-owned destructor.

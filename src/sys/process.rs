@@ -85,6 +85,34 @@ pub(crate) fn pin_to_cpu(cpu: usize) -> Result<(), Errno> {
     }
 }
 
+#[cfg(target_os = "linux")]
+/// Names the calling thread (or single-threaded process) `fsscale-w<index>`,
+/// as `ps`, `top` and `/proc/<pid>/comm` show it: forked workers are told
+/// apart by their name as worker threads are (PIDs wrap, so their order is
+/// not the fork order). No allocation: it runs in a forked child.
+pub(crate) fn name_worker(index: usize) {
+    // The kernel keeps 15 bytes and a NUL; "fsscale-w" and up to 6 digits fit.
+    let mut name = [0u8; 16];
+    let prefix = b"fsscale-w";
+    name[..prefix.len()].copy_from_slice(prefix);
+    let mut digits = [0u8; 20];
+    let (mut n, mut len) = (index, 0);
+    loop {
+        digits[len] = b'0' + (n % 10) as u8;
+        len += 1;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for (i, d) in digits[..len.min(15 - prefix.len())].iter().rev().enumerate() {
+        name[prefix.len() + i] = *d;
+    }
+    // SAFETY: `name` is NUL-terminated (its last byte is never written) and
+    // lives through the call; PR_SET_NAME reads at most 16 bytes.
+    unsafe { libc::prctl(libc::PR_SET_NAME, name.as_ptr() as libc::c_ulong, 0, 0, 0) };
+}
+
 /// What the scheduler says about the calling thread so far, as
 /// [`ThreadSched::FIELDS`] counters: user and system CPU microseconds and
 /// context switches made (voluntary: it slept) and suffered (involuntary:

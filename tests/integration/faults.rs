@@ -121,8 +121,11 @@ fn a_worker_killed_during_fixed_work_fails_the_run() {
     let env = TestEnv::new();
     let sleep = format!("sleep 31.{}", std::process::id());
     let child = start(&env, &["command", "--cmd", &sleep, "-j", "2", "-n", "1"]);
-    let workers = wait_for_workers(&child, 2);
     wait_until("the commands", || processes_running(&sleep).len() == 2);
+    // The commands' parents, in worker order (their names say which is which).
+    let mut workers: Vec<i32> = processes_running(&sleep).into_iter().filter_map(parent_of).collect();
+    workers.sort_by_key(|w| workers_of(child.id() as i32).iter().position(|p| p == w));
+    assert_eq!(workers_of(child.id() as i32)[..2], workers[..], "the two workers, named");
     signal(workers[1], libc::SIGKILL);
     let out = finish_within(child, Duration::from_secs(10));
     assert_failed_cleanly(&env, &out, "worker 1 died (killed by signal 9, SIGKILL) during its timed job");

@@ -71,8 +71,11 @@ fn a_killed_runs_tracing_instance_is_removed_by_cleanup_and_a_live_ones_is_not()
     let prefix = format!("fsscale-{}-", child.id());
     wait_until("the run's tracing instance", || !named(instances, &prefix).is_empty());
     // Another PID namespace sees no process of that PID: the lock keeps it.
-    cleanup_from_another_pid_namespace();
-    assert!(!named(instances, &prefix).is_empty(), "cleanup removed a live run's tracing instance");
+    let said = cleanup_from_another_pid_namespace();
+    let live = named(instances, &prefix);
+    assert_eq!(live.len(), 1, "cleanup removed a live run's tracing instance");
+    let left_alone = format!("left alone: tracing instance {} (held by a live process)", live[0].display());
+    assert!(said.lines().any(|l| l == left_alone), "{said}");
     kill_group(child.id());
     let _ = child.wait_with_output();
     assert!(!named(instances, &prefix).is_empty(), "kill -9 leaves the instance (nothing could remove it)");
@@ -363,7 +366,8 @@ fn every_signal_leaves_nothing_after_cleanup(phase: &str) {
             live_processes_in_group(pid as i32).is_empty()
         });
         let mut left = everything_of(pid, &env.dir, cache);
-        if !left.is_empty() && stdout(&cleanup).contains("of runs still going") {
+        // A killed worker still exiting holds its inherited locks: cleanup says "left alone".
+        if !left.is_empty() && stdout(&cleanup).contains("left alone: ") {
             cleanup = cleanup_output(fsscale().env("FSSCALE_CACHE_DIR", cache).args(["cleanup", "--scratch", &dir]));
             left = everything_of(pid, &env.dir, cache);
         }

@@ -96,10 +96,13 @@ fn a_stonewall_ends_a_phase_for_everyone_and_leaves_nothing() {
     assert_eq!(doc.settings.mdtest.as_ref().unwrap().stonewall_s, Some(0.05));
     for p in &doc.points {
         let run = &p.runs[0];
-        assert!(run.ops > 0 && run.ops < 2 * 40000, "{}: {} items", p.workload, run.ops);
-        // Every worker stopped near the wall (a batch of 64 items past it at most).
+        // The wall stopped them: far from all their items (how many they made
+        // by then is the machine's: none, for a worker a busy machine never ran).
+        assert!(run.ops < 2 * 40000, "{}: {} items", p.workload, run.ops);
+        // Every worker went on until the wall (how far past it, a batch of 64
+        // items at most, is the machine's too).
         for t in run.completion_s.as_ref().unwrap() {
-            assert!((0.04..0.5).contains(t), "{}: a worker took {t} s", p.workload);
+            assert!(*t >= 0.049, "{}: a worker stopped at {t} s, before the wall", p.workload);
         }
     }
     // What the wall left (files the remove phase did not reach, and all that create made) is gone.

@@ -320,8 +320,20 @@ pub fn workers_of(parent: i32) -> Vec<i32> {
         .filter_map(|e| e.file_name().to_string_lossy().parse::<i32>().ok())
         .filter(|&pid| field(pid, 1) == Some(parent) && field(pid, 2) == Some(group))
         .collect();
-    found.sort();
+    // In worker order: a forked worker is named `fsscale-w<index>` (PIDs
+    // wrap, at 32768 here, so the fork order is not theirs).
+    let index = |pid: i32| {
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        comm.trim_end().strip_prefix("fsscale-w").and_then(|n| n.parse::<usize>().ok()).unwrap_or(usize::MAX)
+    };
+    found.sort_by_key(|&pid| (index(pid), pid));
     found
+}
+
+/// The parent of a process, while it lives.
+pub fn parent_of(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')')?.1.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// Processes whose command line starts with `needle` (other than zombies).
