@@ -91,7 +91,8 @@ pub struct SweepArgs {
 #[derive(Args, Debug)]
 #[command(next_help_heading = "Timing and repetition")]
 pub struct TimingArgs {
-    /// Length of the timed window of every run (e.g. 500ms, 2s, 1m; a bare number is seconds).
+    /// Length of the timed window of every run (e.g. 500ms, 2s, 1m; a bare number is seconds); it
+    /// stays open until every worker has made an op in it.
     #[arg(short, long, value_name = "TIME", default_value = "0.5s", value_parser = parse_duration)]
     pub duration: std::time::Duration,
 

@@ -174,6 +174,7 @@ fn walk_meta(dir: &std::path::Path) -> Vec<(String, i64, u64)> {
 #[test]
 fn cold_cache_drops_caches_or_says_why_not() {
     let env = TestEnv::new();
+    let _page_cache = page_cache_to_myself();
     let out = env.run(&["traverse", "-j", "1", "--cache", "cold", "--scale", "0.002"]);
     if is_root() {
         assert_success(&out);
@@ -193,6 +194,7 @@ fn warm_and_cold_are_points_of_one_run_analyzed_apart() {
         return;
     }
     let env = TestEnv::new();
+    let _page_cache = page_cache_to_myself();
     let out = env.run(&[
         "traverse",
         "-j",
@@ -260,8 +262,8 @@ fn a_memory_limit_makes_a_warm_walk_read_from_the_device() {
     // About 19,000 entries and 53 MB: cached whole, the walk reads nothing;
     // under a 32 MiB limit what the copy's extraction left cached cannot all stay.
     // The page cache is the machine's: another test's `--cache cold` drops it
-    // for every walk, so this one has the machine to itself.
-    let _machine = machine_to_myself();
+    // for every walk, so they take turns.
+    let _page_cache = page_cache_to_myself();
     let env = TestEnv::new();
     let walk = ["traverse", "--fs", "ext4", "--scale", "0.2", "-j", "1", "-n", "2", "--share", "private"];
     assert_success(&env.run(&walk));

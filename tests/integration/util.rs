@@ -50,6 +50,14 @@ pub fn machine_to_myself() -> Alone {
     Alone { _guard: guard }
 }
 
+/// The page cache: held by a test that drops it (`--cache cold`) and by
+/// one that needs what it cached to stay, so that they take turns while
+/// every other test runs on.
+pub fn page_cache_to_myself() -> std::sync::MutexGuard<'static, ()> {
+    static PAGE_CACHE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    PAGE_CACHE.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 /// The machine, held by one test until dropped.
 pub struct Alone {
     _guard: RwLockWriteGuard<'static, ()>,
