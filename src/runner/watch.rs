@@ -227,16 +227,15 @@ impl<'a> Watch<'a> {
                         stopped.as_secs_f64()
                     ));
                 }
+                // Stopped, it makes no progress: the stop is what to name once
+                // it lasts (a busy machine may have kept the worker off a CPU
+                // for most of the stall timeout before the stop landed).
+                continue;
             }
             let idle = Duration::from_nanos(now.saturating_sub(self.last_change_ns[index]));
             if idle >= self.stall_timeout {
-                let stopped = match self.stopped[index] {
-                    Some((signal, _)) => format!(" (its process is stopped by {})", signals::name(signal)),
-                    None => String::new(),
-                };
                 return Err(anyhow!(
-                    "worker {index} made no progress for {:.1} s {}{stopped}; \
-                     raise --stall-timeout if it is only slow",
+                    "worker {index} made no progress for {:.1} s {}; raise --stall-timeout if it is only slow",
                     idle.as_secs_f64(),
                     self.when(index)
                 ));

@@ -140,6 +140,14 @@ pub(crate) fn thread_sched() -> [u64; ThreadSched::FIELDS] {
     ]
 }
 
+/// Whether this kernel keeps scheduler statistics per thread
+/// (`/proc/thread-self/schedstat`, CONFIG_SCHEDSTATS or CONFIG_SCHED_INFO):
+/// without them [`thread_sched`]'s on-CPU and runqueue figures are zeros.
+pub(crate) fn has_schedstat() -> bool {
+    static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *HAS.get_or_init(|| std::path::Path::new("/proc/thread-self/schedstat").exists())
+}
+
 /// The calling thread's CPU time in nanoseconds (`CLOCK_THREAD_CPUTIME_ID`).
 fn thread_cpu_ns() -> u64 {
     // SAFETY: timespec is plain data filled by the kernel.

@@ -122,14 +122,14 @@ mod jobs {
         assert_eq!(seen.len(), 12);
         assert!(seen.iter().all(|(_, _, n)| [1, 2, 4].contains(n)));
         assert!(doc.points.iter().all(|p| p.runs.len() == 2));
-        // Whether a rank made an op in a 50 ms window is the scheduler's on
-        // a busy machine; that each took part (saw the window open and
-        // close, by its own clock) is not.
+        // Whether a rank made an op in a 50 ms window, or even saw it open
+        // (ranks close their windows together, and a busy machine kept one
+        // off the CPUs through all of one), is the scheduler's; that each
+        // rank's worker is recorded is not.
         assert_ranks_add_up(&doc, false);
         for run in doc.points.iter().flat_map(|p| p.runs.iter().map(move |r| (p.workers, r))) {
             let (workers, run) = run;
             assert_eq!(run.sched.len(), workers, "one worker record a rank");
-            assert!(run.sched.iter().all(|w| w.window_s > 0.0), "every rank had its window: {:?}", run.sched);
         }
         // Every run says what each node did (one node here).
         for p in &doc.points {
