@@ -76,17 +76,12 @@ impl Containment {
         unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
         let fallback = Containment { root: None, guardian: None, runs: 0, _lock: None };
         let Some(parent) = inside.map(Path::to_path_buf).or_else(own_cgroup_dir) else { return fallback };
-        let root = parent.join(format!("{CGROUP_PREFIX}{}-{}", std::process::id(), sys::random_hex(4)));
-        if std::fs::create_dir(&root).is_err() {
-            return fallback;
-        }
-        let lock = sys::cstring(&root).ok().and_then(|c| crate::lockfile::lock_if_unheld(libc::AT_FDCWD, &c).ok());
-        let guardian = lock.is_some().then(|| start_guardian(&root)).flatten();
-        if guardian.is_none() {
+        let Ok((root, lock)) = make_locked_cgroup(&parent) else { return fallback };
+        let Some(guardian) = start_guardian(&root) else {
             let _ = std::fs::remove_dir(&root);
             return fallback;
-        }
-        Containment { root: Some(root), guardian, runs: 0, _lock: lock.flatten() }
+        };
+        Containment { root: Some(root), guardian: Some(guardian), runs: 0, _lock: Some(lock) }
     }
 
     /// Whether a cgroup contains the commands (else the subreaper fallback).
@@ -210,6 +205,33 @@ pub fn remove_dead_cgroups() -> Vec<String> {
         }
     }
     removed
+}
+
+/// Makes a cgroup of this run's below `parent`, named as fsscale names them,
+/// and `flock`s it: the lock is what tells it from a killed run's.
+///
+/// Between the `mkdir` and the lock the cgroup looks like a killed run's to
+/// another fsscale sweeping those ([`remove_dead_cgroups`]), which may take
+/// it first: then it tries again under a new name (three times at most).
+/// The error is the `mkdir`'s (permission, no such hierarchy) or, after
+/// three tries, the last lock's.
+pub(crate) fn make_locked_cgroup(parent: &Path) -> std::io::Result<(PathBuf, std::fs::File)> {
+    let mut last = std::io::Error::from_raw_os_error(libc::EWOULDBLOCK);
+    for _ in 0..3 {
+        let dir = parent.join(format!("{CGROUP_PREFIX}{}-{}", std::process::id(), sys::random_hex(4)));
+        std::fs::create_dir(&dir)?;
+        let name = sys::cstring(&dir).map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?;
+        match crate::lockfile::lock_if_unheld(libc::AT_FDCWD, &name) {
+            Ok(Some(lock)) => return Ok((dir, lock)),
+            // A sweeper holds it, or has removed it already: it is the sweeper's.
+            Ok(None) => last = std::io::Error::from_raw_os_error(libc::EWOULDBLOCK),
+            Err(errno) => {
+                last = std::io::Error::from_raw_os_error(errno);
+                let _ = std::fs::remove_dir(&dir);
+            }
+        }
+    }
+    Err(last)
 }
 
 /// The cgroups of killed fsscale runs (named as fsscale names them, their
@@ -435,4 +457,23 @@ fn children_of(parent: libc::pid_t) -> Vec<libc::pid_t> {
             ppid.and_then(|p| p.parse::<libc::pid_t>().ok()) == Some(parent)
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cgroup_is_made_locked_under_a_run_name_and_a_missing_parent_is_the_error() {
+        // mkdir and flock work alike on any directory.
+        let parent = tempfile::tempdir().unwrap();
+        let (dir, _lock) = make_locked_cgroup(parent.path()).unwrap();
+        assert_eq!(dir.parent(), Some(parent.path()));
+        assert!(is_run_cgroup(&dir.file_name().unwrap().to_string_lossy()), "{}", dir.display());
+        // Held: a sweeper of killed runs' cgroups cannot take it.
+        let name = sys::cstring(&dir).unwrap();
+        assert!(crate::lockfile::lock_if_unheld(libc::AT_FDCWD, &name).unwrap().is_none());
+        let missing = make_locked_cgroup(&parent.path().join("gone")).unwrap_err();
+        assert_eq!(missing.kind(), std::io::ErrorKind::NotFound);
+    }
 }

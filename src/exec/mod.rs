@@ -15,6 +15,7 @@ use std::path::Path;
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+pub(crate) use contain::make_locked_cgroup;
 pub use contain::{
     dead_cgroups, enter_memory_cgroup, kill_cgroup, memory_limited, remove_dead_cgroups, run_cgroup_cpu_s,
     set_memory_cgroup, Containment, RunCgroup, CGROUP_PREFIX,

@@ -152,19 +152,18 @@ impl MemoryLimit {
         } else if hierarchy.version == Version::V2 {
             let _ = std::fs::write(hierarchy.mount.join("cgroup.subtree_control"), b"+memory");
         }
-        let name = format!("{}{}-{}", crate::exec::CGROUP_PREFIX, std::process::id(), sys::random_hex(4));
-        let dir = home.join(name);
-        std::fs::create_dir(&dir).map_err(|e| {
-            anyhow::anyhow!("--memory-limit: cannot make the cgroup {} ({e}); a memory limit needs root", dir.display())
+        let (dir, lock) = crate::exec::make_locked_cgroup(&home).map_err(|e| {
+            anyhow::anyhow!(
+                "--memory-limit: cannot make and lock a cgroup in {} ({e}); a memory limit needs root",
+                home.display()
+            )
         })?;
-        let lock =
-            sys::cstring(&dir).ok().and_then(|c| crate::lockfile::lock_if_unheld(libc::AT_FDCWD, &c).ok().flatten());
         let procs = sys::cstring(&dir.join("cgroup.procs"))
             .ok()
             .and_then(|c| sys::open_owned(libc::AT_FDCWD, &c, libc::O_WRONLY | libc::O_CLOEXEC, 0).ok());
-        let (Some(lock), Some(procs)) = (lock, procs) else {
+        let Some(procs) = procs else {
             let _ = std::fs::remove_dir(&dir);
-            bail!("--memory-limit: cannot lock and open the cgroup {} it made", dir.display());
+            bail!("--memory-limit: cannot open {}/cgroup.procs of the cgroup it made", dir.display());
         };
         let mut limit = MemoryLimit { bytes, oom_kills_before: 0, hierarchy, dir, _procs: procs, _lock: lock };
         // From here a failure drops `limit`, which removes the cgroup.
