@@ -365,13 +365,22 @@ fn every_signal_leaves_nothing_after_cleanup(phase: &str) {
         wait_until(&format!("{phase}, {name}: the run's processes gone"), || {
             live_processes_in_group(pid as i32).is_empty()
         });
+        // What cleanup leaves alone is held: by a killed worker still exiting
+        // (its inherited locks), or by another fsscale removing it that very
+        // moment (a profiled run sweeps killed runs' tracing instances as it
+        // starts). Either way it goes: cleanup again until it has.
         let mut left = everything_of(pid, &env.dir, cache);
-        // A killed worker still exiting holds its inherited locks: cleanup says "left alone".
-        if !left.is_empty() && stdout(&cleanup).contains("left alone: ") {
-            cleanup = cleanup_output(fsscale().env("FSSCALE_CACHE_DIR", cache).args(["cleanup", "--scratch", &dir]));
-            left = everything_of(pid, &env.dir, cache);
-        }
-        assert!(left.is_empty(), "{phase}, {name}: left {left:?}\ncleanup said:\n{}", stdout(&cleanup));
+        let mut said = stdout(&cleanup);
+        wait_until(&format!("{phase}, {name}: cleanup to leave nothing"), || {
+            if !left.is_empty() && said.contains("left alone: ") {
+                cleanup =
+                    cleanup_output(fsscale().env("FSSCALE_CACHE_DIR", cache).args(["cleanup", "--scratch", &dir]));
+                said = stdout(&cleanup);
+                left = everything_of(pid, &env.dir, cache);
+            }
+            left.is_empty() || !said.contains("left alone: ")
+        });
+        assert!(left.is_empty(), "{phase}, {name}: left {left:?}\ncleanup said:\n{said}");
         if name != "SIGKILL" && phase != "generating the tarball" {
             let status = fsscale::results::ResultsFile::load(&env.output).map(|d| d.status);
             assert!(
