@@ -24,12 +24,16 @@ fn start(env: &TestEnv, args: &[&str]) -> Child {
     spawn_group(&all)
 }
 
-/// Waits until `child` has `n` worker processes, and returns them.
+/// Waits until `child` has `n` worker processes, each named as its index
+/// (a worker names itself just after the fork: before that, it cannot be
+/// told apart, and PIDs wrap), and returns them in worker order.
 fn wait_for_workers(child: &Child, n: usize) -> Vec<i32> {
     let mut found = Vec::new();
     wait_until(&format!("{n} worker processes"), || {
         found = workers_of(child.id() as i32);
-        found.len() >= n
+        let named =
+            |pid: &i32| std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.starts_with("fsscale-w"));
+        found.len() >= n && found[..n].iter().all(named)
     });
     found
 }
