@@ -297,7 +297,8 @@ pub(crate) struct Swept {
     pub removed: Vec<String>,
     /// Instances left alone: their lock is held (a run still going, or a
     /// killed run's process still exiting and holding the inherited lock),
-    /// or the kernel refused the removal while a buffer was still open.
+    /// cannot be taken, or the kernel refused the removal while a buffer
+    /// was still open.
     pub held: Vec<String>,
 }
 
@@ -310,9 +311,18 @@ pub(crate) fn sweep_dead() -> Swept {
             continue;
         }
         let path = entry.path();
-        let Ok(Some(_held)) = lock_dir(&path) else {
-            swept.held.push(format!("tracing instance {} (held by a live process)", path.display()));
-            continue;
+        let _held = match lock_dir(&path) {
+            Ok(Some(held)) => held,
+            Ok(None) => {
+                swept.held.push(format!("tracing instance {} (held by a live process)", path.display()));
+                continue;
+            }
+            // Gone meanwhile: another fsscale's sweep removed it.
+            Err(_) if !path.exists() => continue,
+            Err(e) => {
+                swept.held.push(format!("tracing instance {} ({e:#})", path.display()));
+                continue;
+            }
         };
         let _ = std::fs::write(path.join("tracing_on"), "0");
         match std::fs::remove_dir(&path) {

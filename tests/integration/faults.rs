@@ -31,9 +31,7 @@ fn wait_for_workers(child: &Child, n: usize) -> Vec<i32> {
     let mut found = Vec::new();
     wait_until(&format!("{n} worker processes"), || {
         found = workers_of(child.id() as i32);
-        let named =
-            |pid: &i32| std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.starts_with("fsscale-w"));
-        found.len() >= n && found[..n].iter().all(named)
+        found.len() >= n && found[..n].iter().all(|&pid| worker_index(pid).is_some())
     });
     found
 }
@@ -128,7 +126,7 @@ fn a_worker_killed_during_fixed_work_fails_the_run() {
     wait_until("the commands", || processes_running(&sleep).len() == 2);
     // The commands' parents, in worker order (their names say which is which).
     let mut workers: Vec<i32> = processes_running(&sleep).into_iter().filter_map(parent_of).collect();
-    workers.sort_by_key(|w| workers_of(child.id() as i32).iter().position(|p| p == w));
+    workers.sort_by_key(|&w| worker_index(w));
     assert_eq!(workers_of(child.id() as i32)[..2], workers[..], "the two workers, named");
     signal(workers[1], libc::SIGKILL);
     let out = finish_within(child, Duration::from_secs(10));

@@ -318,31 +318,35 @@ pub fn live_processes_in_group(pgid: i32) -> Vec<i32> {
 /// Direct children of `parent` in `parent`'s own process group: its worker
 /// processes (commands get groups of their own, the guardian a session).
 pub fn workers_of(parent: i32) -> Vec<i32> {
-    let field = |pid: i32, n: usize| -> Option<i32> {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        stat.rsplit_once(')')?.1.split_whitespace().nth(n)?.parse().ok()
-    };
-    let Some(group) = field(parent, 2) else { return Vec::new() };
+    let Some(group) = stat_field(parent, 2) else { return Vec::new() };
     let mut found: Vec<i32> = std::fs::read_dir("/proc")
         .unwrap()
         .flatten()
         .filter_map(|e| e.file_name().to_string_lossy().parse::<i32>().ok())
-        .filter(|&pid| field(pid, 1) == Some(parent) && field(pid, 2) == Some(group))
+        .filter(|&pid| parent_of(pid) == Some(parent) && stat_field(pid, 2) == Some(group))
         .collect();
-    // In worker order: a forked worker is named `fsscale-w<index>` (PIDs
-    // wrap, at 32768 here, so the fork order is not theirs).
-    let index = |pid: i32| {
-        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
-        comm.trim_end().strip_prefix("fsscale-w").and_then(|n| n.parse::<usize>().ok()).unwrap_or(usize::MAX)
-    };
-    found.sort_by_key(|&pid| (index(pid), pid));
+    // In worker order (PIDs wrap, at 32768 here, so the fork order is not theirs).
+    found.sort_by_key(|&pid| (worker_index(pid).unwrap_or(usize::MAX), pid));
     found
+}
+
+/// A forked worker's index, from the name it gives itself (`fsscale-w<index>`)
+/// just after the fork; `None` before that, or for another process.
+pub fn worker_index(pid: i32) -> Option<usize> {
+    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+    comm.trim_end().strip_prefix("fsscale-w")?.parse().ok()
 }
 
 /// The parent of a process, while it lives.
 pub fn parent_of(pid: i32) -> Option<i32> {
+    stat_field(pid, 1)
+}
+
+/// Field `n` after the command name in `/proc/<pid>/stat` (0: the state;
+/// 1: the parent; 2: the process group), while the process lives.
+fn stat_field(pid: i32, n: usize) -> Option<i32> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat.rsplit_once(')')?.1.split_whitespace().nth(1)?.parse().ok()
+    stat.rsplit_once(')')?.1.split_whitespace().nth(n)?.parse().ok()
 }
 
 /// Processes whose command line starts with `needle` (other than zombies).
