@@ -242,12 +242,13 @@ fn git_bisect_run_with_the_gate_names_the_commit_that_slowed_down() {
     let repo = env.root.path().join("repo");
     std::fs::create_dir(&repo).unwrap();
     git(&repo, &["init", "-q"]);
-    // Sixteen commits; the eleventh triples the sleep in the program measured:
-    // a slowdown that no CPU contention makes or hides.
+    // Sixteen commits; from the eleventh the program measured reports a
+    // third of the figure. It reports its own figure, spread by its PID, so
+    // no load on the machine makes, hides or blurs the slowdown.
     let mut commits = Vec::new();
     for n in 1..=16 {
-        let sleep = if n >= 11 { "0.3" } else { "0.1" };
-        std::fs::write(repo.join("work.sh"), format!("sleep {sleep}\n")).unwrap();
+        let level = if n >= 11 { "330 + $$ % 13" } else { "1000 + $$ % 40" };
+        std::fs::write(repo.join("work.sh"), format!("echo \"figure $(({level}))\"\n")).unwrap();
         std::fs::write(repo.join("n"), format!("{n}\n")).unwrap();
         git(&repo, &["add", "."]);
         git(&repo, &["commit", "-q", "-m", &format!("commit {n}")]);
@@ -255,7 +256,23 @@ fn git_bisect_run_with_the_gate_names_the_commit_that_slowed_down() {
     }
     let cmd = format!("sh {}", repo.join("work.sh").display());
     let dir = env.dir.to_str().unwrap().to_string();
-    let run_args = ["command", "--cmd", &cmd, "-j", "1", "-n", "5", "--warmup-runs", "0", "-q", "--dir", &dir];
+    let run_args = [
+        "command",
+        "--cmd",
+        &cmd,
+        "--metric",
+        "figure (\\d+)",
+        "--higher-is-better",
+        "-j",
+        "1",
+        "-n",
+        "5",
+        "--warmup-runs",
+        "0",
+        "-q",
+        "--dir",
+        &dir,
+    ];
     let measure = |commit: &str, output: &Path| {
         git(&repo, &["checkout", "-q", commit]);
         let out = fsscale().arg("run").args(run_args).arg("-o").arg(output).output().unwrap();
