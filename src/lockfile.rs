@@ -6,6 +6,7 @@
 use std::ffi::CStr;
 use std::fs::File;
 use std::os::fd::{AsRawFd, RawFd};
+use std::path::{Path, PathBuf};
 
 use crate::sys::{self, Errno};
 
@@ -47,6 +48,36 @@ pub(crate) fn lock_if_unheld(dir: RawFd, name: &CStr) -> Result<Option<File>, Er
         };
     }
     Ok(Some(file))
+}
+
+/// Makes a directory in `parent`, named by `name` (a fresh name each call),
+/// and takes its lock: what tells a live run's from a killed run's (a
+/// cgroup, a tracing instance).
+///
+/// Between the `mkdir` and the lock it looks like a killed run's to another
+/// fsscale sweeping those, which may take it first: then it tries again
+/// under a new name, three times at most. The error names the directory:
+/// the `mkdir`'s (its kind kept: permission, no such parent) or, after three
+/// tries, the last lock's.
+pub(crate) fn make_locked_dir(parent: &Path, mut name: impl FnMut() -> String) -> std::io::Result<(PathBuf, File)> {
+    use std::io::{Error, ErrorKind};
+    let mut last = Error::from(ErrorKind::WouldBlock);
+    for _ in 0..3 {
+        let dir = parent.join(name());
+        std::fs::create_dir(&dir).map_err(|e| Error::new(e.kind(), format!("creating {}: {e}", dir.display())))?;
+        let path = sys::cstring(&dir)?;
+        let why = match lock_if_unheld(libc::AT_FDCWD, &path) {
+            Ok(Some(lock)) => return Ok((dir, lock)),
+            // A sweeper holds it, or has removed it already: it is the sweeper's.
+            Ok(None) => Error::new(ErrorKind::WouldBlock, "another process holds it"),
+            Err(errno) => {
+                let _ = std::fs::remove_dir(&dir);
+                Error::from_raw_os_error(errno)
+            }
+        };
+        last = Error::new(why.kind(), format!("locking {}: {why}", dir.display()));
+    }
+    Err(last)
 }
 
 #[cfg(test)]

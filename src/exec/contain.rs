@@ -208,30 +208,11 @@ pub fn remove_dead_cgroups() -> Vec<String> {
 }
 
 /// Makes a cgroup of this run's below `parent`, named as fsscale names them,
-/// and `flock`s it: the lock is what tells it from a killed run's.
-///
-/// Between the `mkdir` and the lock the cgroup looks like a killed run's to
-/// another fsscale sweeping those ([`remove_dead_cgroups`]), which may take
-/// it first: then it tries again under a new name (three times at most).
-/// The error is the `mkdir`'s (permission, no such hierarchy) or, after
-/// three tries, the last lock's.
+/// and `flock`s it: the lock is what tells it from a killed run's (another
+/// fsscale's [`remove_dead_cgroups`] may take it before the lock: then a new
+/// name, as [`crate::lockfile::make_locked_dir`] does).
 pub(crate) fn make_locked_cgroup(parent: &Path) -> std::io::Result<(PathBuf, std::fs::File)> {
-    let mut last = std::io::Error::from_raw_os_error(libc::EWOULDBLOCK);
-    for _ in 0..3 {
-        let dir = parent.join(format!("{CGROUP_PREFIX}{}-{}", std::process::id(), sys::random_hex(4)));
-        std::fs::create_dir(&dir)?;
-        let name = sys::cstring(&dir).map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?;
-        match crate::lockfile::lock_if_unheld(libc::AT_FDCWD, &name) {
-            Ok(Some(lock)) => return Ok((dir, lock)),
-            // A sweeper holds it, or has removed it already: it is the sweeper's.
-            Ok(None) => last = std::io::Error::from_raw_os_error(libc::EWOULDBLOCK),
-            Err(errno) => {
-                last = std::io::Error::from_raw_os_error(errno);
-                let _ = std::fs::remove_dir(&dir);
-            }
-        }
-    }
-    Err(last)
+    crate::lockfile::make_locked_dir(parent, || format!("{CGROUP_PREFIX}{}-{}", std::process::id(), sys::random_hex(4)))
 }
 
 /// The cgroups of killed fsscale runs (named as fsscale names them, their

@@ -61,27 +61,15 @@ impl Instance {
     pub fn create() -> Result<Instance> {
         static NEXT: AtomicU32 = AtomicU32::new(0);
         remove_dead();
-        // Between the mkdir and the lock the instance looks like a killed
-        // run's to another fsscale's sweep, which may take it first: then a
-        // new name (three tries), as for cgroups.
-        let mut last = None;
-        for _ in 0..3 {
+        // Locked, it is told from a killed run's (a sweep may take it
+        // before the lock: then a new name).
+        let instances = Path::new(TRACEFS).join("instances");
+        let (path, lock) = crate::lockfile::make_locked_dir(&instances, || {
             let n = NEXT.fetch_add(1, Ordering::Relaxed);
-            let name = format!("{PREFIX}{}-{n}-{}", std::process::id(), crate::sys::random_hex(4));
-            let path = Path::new(TRACEFS).join("instances").join(name);
-            std::fs::create_dir(&path).with_context(|| format!("creating the tracing instance {}", path.display()))?;
-            match lock_dir(&path) {
-                Ok(Some(lock)) => return Ok(Instance { path, _lock: lock }),
-                // The sweep's now: it removes it.
-                Ok(None) => last = Some(anyhow!("another process holds it")),
-                Err(e) => {
-                    let _ = std::fs::remove_dir(&path);
-                    last = Some(e);
-                }
-            }
-            last = last.map(|e| e.context(format!("locking the tracing instance {}", path.display())));
-        }
-        Err(last.expect("three tries made"))
+            format!("{PREFIX}{}-{n}-{}", std::process::id(), crate::sys::random_hex(4))
+        })
+        .context("making a tracing instance")?;
+        Ok(Instance { path, _lock: lock })
     }
 
     pub fn path(&self) -> &Path {
