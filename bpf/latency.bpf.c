@@ -15,7 +15,7 @@
  * pointer test.
  */
 struct task_calls {
-	__u32 traced; /* 1: traced; 2: not */
+	__u32 traced; /* 0: not yet known; 1: traced; 2: not */
 	__u32 open;
 	struct call call;
 };
@@ -65,10 +65,16 @@ static __always_inline void enter_in_task(long nr)
 	t = bpf_task_storage_get(&calls_of_task, task, NULL, 0);
 	if (!t) {
 		t = bpf_task_storage_get(&calls_of_task, task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
-		if (!t)
+		if (!t) {
+			/* Not made while a preempted program on this CPU holds the task-storage lock. */
+			if (traced(task->pid))
+				count_full();
 			return;
-		t->traced = traced(task->pid) ? 1 : 2;
+		}
 	}
+	/* Zeroed, made just now or by user space for a worker before the window: decided once. */
+	if (!t->traced)
+		t->traced = traced(task->pid) ? 1 : 2;
 	if (t->traced != 1)
 		return;
 	t->call.nr = nr;

@@ -229,6 +229,67 @@ pub(crate) fn in_initial_pid_namespace() -> Option<bool> {
     Some(link.as_os_str() == INITIAL_PID_NAMESPACE)
 }
 
+/// A pidfd for thread `tid`: its own (`PIDFD_THREAD`, Linux 6.9 and
+/// later), or, where the kernel has no thread pidfds, its process's when
+/// `tid` leads it (which names the same task).
+#[cfg(target_os = "linux")]
+pub(crate) fn pidfd_of_thread(tid: i32) -> Result<std::os::fd::OwnedFd, Errno> {
+    use std::os::fd::FromRawFd;
+    const PIDFD_THREAD: libc::c_long = libc::O_EXCL as libc::c_long;
+    let open = |flags: libc::c_long| {
+        // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, tid as libc::c_long, flags) };
+        check(fd as libc::c_int)
+    };
+    let fd = open(PIDFD_THREAD).or_else(|errno| if errno == libc::EINVAL { open(0) } else { Err(errno) })?;
+    // SAFETY: a fresh descriptor, owned by nobody else.
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
+}
+
+/// `BPF_MAP_UPDATE_ELEM`: sets `key` to `value` in the BPF map `map`
+/// (sizes as the map was made with; the kernel checks them against it).
+///
+/// # Safety
+/// `key` and `value` are at least the map's key and value sizes: the
+/// kernel reads that many bytes from each.
+#[cfg(target_os = "linux")]
+pub(crate) unsafe fn bpf_map_update(map: std::os::fd::BorrowedFd, key: &[u8], value: &[u8]) -> Result<(), Errno> {
+    const BPF_MAP_UPDATE_ELEM: libc::c_long = 2;
+    bpf_map_elem(BPF_MAP_UPDATE_ELEM, map, key, value.as_ptr() as u64)
+}
+
+/// `BPF_MAP_LOOKUP_ELEM`: the value of `key` in the BPF map `map` into
+/// `value`.
+///
+/// # Safety
+/// `key` is at least the map's key size and `value` at least its value
+/// size: the kernel reads and writes that many bytes.
+#[cfg(all(target_os = "linux", test))]
+pub(crate) unsafe fn bpf_map_lookup(map: std::os::fd::BorrowedFd, key: &[u8], value: &mut [u8]) -> Result<(), Errno> {
+    const BPF_MAP_LOOKUP_ELEM: libc::c_long = 1;
+    bpf_map_elem(BPF_MAP_LOOKUP_ELEM, map, key, value.as_mut_ptr() as u64)
+}
+
+#[cfg(target_os = "linux")]
+fn bpf_map_elem(command: libc::c_long, map: std::os::fd::BorrowedFd, key: &[u8], value: u64) -> Result<(), Errno> {
+    use std::os::fd::AsRawFd;
+    /// The `bpf_attr` of the map element commands (`linux/bpf.h`).
+    #[repr(C, align(8))]
+    struct ElemAttr {
+        map_fd: u32,
+        key: u64,
+        value: u64,
+        flags: u64,
+    }
+    let attr = ElemAttr { map_fd: map.as_raw_fd() as u32, key: key.as_ptr() as u64, value, flags: 0 };
+    // SAFETY: the attribute points at `key` and at the caller's value
+    // buffer, both borrowed for the call and at least the map's sizes (the
+    // callers' contract).
+    let ret =
+        unsafe { libc::syscall(libc::SYS_bpf, command, &attr as *const ElemAttr, std::mem::size_of::<ElemAttr>()) };
+    check(ret as libc::c_int).map(drop)
+}
+
 /// Linux capability numbers fsscale's instruments check (`linux/capability.h`).
 pub mod cap {
     pub const DAC_OVERRIDE: u32 = 1;

@@ -241,7 +241,35 @@ fn trace_tasks(ebpf: &mut Ebpf, tasks: &[i32]) -> Result<()> {
     for &t in tasks {
         traced.insert(t as u32, 1, 0).with_context(|| format!("tracing task {t}"))?;
     }
+    make_task_storage(ebpf, tasks);
     Ok(())
+}
+
+/// Gives each of `tasks` its (zeroed) entry in every task-storage map of
+/// `ebpf` now, so that the programs only look it up. A program may make it
+/// itself, but not while a preempted task on the same CPU holds the
+/// kernel's per-CPU task-storage lock (another BPF tool's, or another of
+/// ours): that event would be lost (counted). Best effort: an entry not
+/// made here (a task gone, a kernel without thread pidfds for a thread
+/// that does not lead its process) is made by the program, as before.
+fn make_task_storage(ebpf: &Ebpf, tasks: &[i32]) {
+    use std::os::fd::AsFd;
+    for (_, map) in ebpf.maps() {
+        let aya::maps::Map::Unsupported(data) = map else { continue };
+        let Ok(info) = data.info() else { continue };
+        if !matches!(info.map_type(), Ok(aya::maps::MapType::TaskStorage)) {
+            continue;
+        }
+        let zeroes = vec![0u8; info.value_size() as usize];
+        for &t in tasks {
+            if let Ok(pidfd) = crate::sys::pidfd_of_thread(t) {
+                let key = std::os::fd::AsRawFd::as_raw_fd(&pidfd).to_ne_bytes();
+                // SAFETY: a task storage's key is a descriptor (an int),
+                // and `zeroes` is its value size.
+                let _ = unsafe { crate::sys::bpf_map_update(data.fd().as_fd(), &key, &zeroes) };
+            }
+        }
+    }
 }
 
 /// Loads and attaches the program of `event` for `hook` (`{event}_btf` or
@@ -385,29 +413,38 @@ mod tests {
             }
             let events = [("sched", "sched_switch"), ("sched", "sched_wakeup")];
             let globals = [("min_sleep_ns", Global::U64(0))];
-            let tasks = [this_thread()];
-            let loaded = Loaded::load_on(&[hook], "test", objects::OFFCPU, &globals, &events, &["asleep"], &tasks);
-            sums_sleeps(loaded.unwrap(), hook);
+            let load = |tasks: &[i32]| {
+                Loaded::load_on(&[hook], "test", objects::OFFCPU, &globals, &events, &["asleep"], tasks)
+            };
+            sums_sleeps(hook, |tasks| load(tasks).unwrap());
         }
     }
 
     /// Sleeps this thread in 20 reads of a pipe that a helper writes to
     /// only once it sees this thread asleep in that read: at least 20 sleeps
     /// in the pipe's read, and a floor on the time asleep, by the handshake,
-    /// not the scheduler.
-    fn sums_sleeps(mut loaded: Loaded, hook: Hook) {
-        assert_eq!(loaded.hook, hook);
+    /// not the scheduler. Both threads are traced from the load (`load` is
+    /// given their ids), so their task storage is made before the window
+    /// and nothing can be lost.
+    fn sums_sleeps(hook: Hook, load: impl FnOnce(&[i32]) -> Loaded) {
         use std::io::{Read, Write};
         let (read_end, write_end) = crate::sys::pipe().unwrap();
         let (mut read_end, mut write_end) = (std::fs::File::from(read_end), std::fs::File::from(write_end));
         let me = this_thread();
         let asleep_floor_ns = std::sync::atomic::AtomicU64::new(0);
-        loaded.switch(true).unwrap();
+        let mut loaded = None;
         std::thread::scope(|s| {
             let asleep_floor_ns = &asleep_floor_ns;
+            let (helper_tx, helper_rx) = std::sync::mpsc::channel();
+            let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
             // The write end moves in: a writer that gives up closes it, and
             // the reader's read ends rather than hangs.
             s.spawn(move || {
+                helper_tx.send(this_thread()).unwrap();
+                // No go (the load failed and `go_tx` is gone): nothing to do.
+                if go_rx.recv().is_err() {
+                    return;
+                }
                 let blocked = || {
                     let task = format!("/proc/self/task/{me}");
                     let state = std::fs::read_to_string(format!("{task}/stat")).unwrap_or_default();
@@ -423,7 +460,7 @@ mod tests {
                     }
                     // Asleep from before it was seen to after this wait,
                     // however long the wait turns out to be. A spin, not a
-                    // sleep: this thread, forked in the window, is traced too.
+                    // sleep: what this thread sleeps on is not a pipe's read.
                     let seen = crate::sys::monotonic_ns();
                     while crate::sys::monotonic_ns() - seen < 1_000_000 {
                         std::hint::spin_loop();
@@ -432,18 +469,25 @@ mod tests {
                     write_end.write_all(b"x").unwrap();
                 }
             });
+            let helper = helper_rx.recv().unwrap();
+            let mut fresh = load(&[me, helper]);
+            assert_eq!(fresh.hook, hook);
+            fresh.switch(true).unwrap();
+            loaded = Some(fresh);
+            go_tx.send(()).unwrap();
             let mut byte = [0u8];
             for _ in 0..20 {
                 read_end.read_exact(&mut byte).unwrap();
             }
         });
+        let mut loaded = loaded.expect("loaded in the scope");
         loaded.switch(false).unwrap();
         let sites: Vec<(SleepKey, SleepSite)> = loaded.entries("sites").unwrap();
         // The 20 from the pipe's read, interruptibly: one kernel stack, or
         // two where the wait was entered another way (seen beside a CI
         // build: 13 and 7). Preemption is not a sleep (the task stays
-        // runnable). The helper, forked in the window, is traced too: what
-        // it may sleep on (a page fault) is not a pipe's read.
+        // runnable). The helper is traced too: what it may sleep on (the
+        // pipe's mutex, a page fault) is not a pipe's read.
         let symbols = crate::instruments::kallsyms::KernelSymbols::now().unwrap();
         let mut reads = Vec::new();
         for (key, site) in &sites {
@@ -456,10 +500,47 @@ mod tests {
         let (count, asleep_ns) = reads.iter().fold((0, 0), |(c, n), (_, s)| (c + s.count, n + s.asleep_ns));
         // Each read slept at least once; a wake-up that finds the pipe
         // still empty (another's, a signal) sleeps it again.
-        assert!(count >= 20, "{count} sleeps in pipe reads: {sites:?}");
+        let lost = loaded.lost().unwrap();
+        assert!(count >= 20, "{count} sleeps in pipe reads, {lost} lost: {sites:?}");
         let floor = asleep_floor_ns.load(std::sync::atomic::Ordering::Relaxed);
         assert!(asleep_ns >= floor, "{asleep_ns} ns asleep, at least {floor}: {sites:?}");
-        assert_eq!(loaded.lost().unwrap(), 0);
+        assert_eq!(lost, 0, "{sites:?}");
+    }
+
+    #[test]
+    fn the_traced_tasks_have_their_task_storage_before_any_event() {
+        use std::os::fd::{AsFd, AsRawFd};
+        if !can_load("offcpu program") {
+            return;
+        }
+        let (me, other) = (this_thread(), this_thread() + 1_000_000);
+        let loaded = Loaded::load_on(
+            &[Hook::BtfRaw],
+            "test",
+            objects::OFFCPU,
+            &[],
+            &[("sched", "sched_switch"), ("sched", "sched_wakeup")],
+            &["asleep"],
+            &[me, other],
+        )
+        .unwrap();
+        let aya::maps::Map::Unsupported(map) = loaded.ebpf.map("sleep_of_task").unwrap() else {
+            panic!("task storage is not a typed map in aya")
+        };
+        let mut value = vec![0xa5u8; map.info().unwrap().value_size() as usize];
+        let lookup = |tid: i32, value: &mut [u8]| {
+            let pidfd = crate::sys::pidfd_of_thread(tid).unwrap();
+            // SAFETY: an int key; `value` is the map's value size.
+            unsafe { crate::sys::bpf_map_lookup(map.fd().as_fd(), &pidfd.as_raw_fd().to_ne_bytes(), value) }
+        };
+        // Made, zeroed, with the window still shut: no program made it.
+        assert_eq!(lookup(me, &mut value), Ok(()));
+        assert!(value.iter().all(|&b| b == 0), "{value:?}");
+        // A thread of this process the loader was not given has none.
+        let stranger = std::thread::scope(|s| {
+            s.spawn(|| (this_thread(), lookup(this_thread(), &mut vec![0; value.len()]))).join().unwrap()
+        });
+        assert_eq!(stranger.1, Err(libc::ENOENT), "thread {}", stranger.0);
     }
 
     #[test]
