@@ -23,6 +23,11 @@ fn interrupt_mid_run(signal: i32, mode: &str) -> (TestEnv, std::process::Output,
         "0.2",
         "--warmup",
         "0",
+        // Each point's warm-up run (at least a second) leaves the signal
+        // plenty of time to land in the next point; unsteady, it would
+        // spin for up to 5 s.
+        "--warmup-max",
+        "1s",
         "--mode",
         mode,
         "--dir",

@@ -207,7 +207,8 @@ fn the_report_shows_what_ran_and_only_the_columns_a_workload_has() {
     let fixed = env.root.path().join("fixed.json");
     let driver = env.root.path().join("driver.json");
     // Warmed until steady (run_each's default is not to): the environment says how long that took.
-    let stat = ["stat", "-j", "1,2", "-n", "2", "--duration", "0.03", "--warmup", "0.01", "--warmup-max", "5s"];
+    // At most 1 s: room for the two blocks a steady rate needs, not the 5 s of an unsteady one.
+    let stat = ["stat", "-j", "1,2", "-n", "2", "--duration", "0.03", "--warmup", "0.01", "--warmup-max", "1s"];
     run_each(&env, &stat, &[&timed]);
     run_each(&env, &["untar", "-j", "1,2", "-n", "2", "--scale", "0.002", "--share", "private"], &[&fixed]);
     // A driver whose figure grows as the square of its clients: superlinear.
