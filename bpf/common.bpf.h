@@ -14,7 +14,10 @@
 #include <bpf/bpf_core_read.h>
 #include "fsscale.h"
 
-/* Non-zero inside the window. Its own map: user space writes it, programs only read it. */
+/*
+ * Inside the window, its number (user space counts the windows it opens
+ * from 1); 0 outside. Its own map: user space writes it, programs only read it.
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
@@ -53,12 +56,17 @@ struct {
 	__type(value, struct lost);
 } lost SEC(".maps");
 
-static __always_inline bool window_open(void)
+static __always_inline __u32 window_number(void)
 {
 	__u32 zero = 0;
-	__u32 *on = bpf_map_lookup_elem(&window, &zero);
+	__u32 *number = bpf_map_lookup_elem(&window, &zero);
 
-	return on && *on;
+	return number ? *number : 0;
+}
+
+static __always_inline bool window_open(void)
+{
+	return window_number() != 0;
 }
 
 static __always_inline bool traced(__u32 tid)
@@ -74,6 +82,15 @@ static __always_inline void count_full(void)
 
 	if (l)
 		l->full++;
+}
+
+static __always_inline void count_missed(void)
+{
+	__u32 zero = 0;
+	struct lost *l = bpf_map_lookup_elem(&lost, &zero);
+
+	if (l)
+		l->missed++;
 }
 
 static __always_inline void count_nested(void)

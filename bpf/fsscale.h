@@ -34,6 +34,9 @@ struct lost {
 	__u64 full;
 	/* Lock waits begun inside two others of the same task: not paired. */
 	__u64 nested;
+	/* Sleeps whose end no program saw (the kernel ran none for the */
+	/* switch that ended them): found when the task's next sleep began. */
+	__u64 missed;
 };
 
 /* A task's open lock wait, per (task, nesting level). */
@@ -77,6 +80,9 @@ struct sleep {
 	__s32 stack;
 	/* The sleep's `STATE_*` bit. */
 	__u32 state;
+	/* The window it began in (the `window` map's number then). */
+	__u32 window;
+	__u32 unused;
 };
 
 /* Sleeps are summed per (stack, state). */

@@ -6,6 +6,10 @@
  * state), as libbpf-tools' offcputime does. Time asleep runs to the wakeup;
  * the wait for a CPU after it is kept apart.
  *
+ * A sleep still open when its task's next one begins in the same window
+ * ended unseen (the kernel ran no program for that switch-in, which
+ * happens under load): it is counted as missed, not added.
+ *
  * On BTF raw tracepoints the open sleep lives in the task's own storage:
  * a switch-in or wakeup of a task never traced costs one pointer test, not
  * a hash lookup. The classic tracepoints give only pids: a hash by pid.
@@ -64,9 +68,10 @@ static __always_inline __u32 reported(__u32 raw)
 }
 
 /* Fills a new sleep: off the CPU from now (the stack walk is the scheduler's time, not the task's). */
-static __always_inline void begin_sleep(void *ctx, struct sleep *s, __u32 state)
+static __always_inline void begin_sleep(void *ctx, struct sleep *s, __u32 state, __u32 window)
 {
 	s->start_ns = bpf_ktime_get_ns();
+	s->window = window;
 	s->woken_ns = 0;
 	s->state = state;
 	/* The stack is the task's own: the program runs in it, before the switch. */
@@ -101,23 +106,29 @@ static __always_inline void end_sleep(struct sleep *s)
 SEC("tp_btf/sched_switch")
 int BPF_PROG(sched_switch_btf, bool preempt, struct task_struct *prev, struct task_struct *next, unsigned int prev_state)
 {
+	__u32 window = window_number();
 	struct sleep *s;
 	__u32 state;
 
-	if (!window_open())
+	if (!window)
 		return 0;
 	state = preempt ? 0 : reported(prev_state);
 	if ((state & SLEEPS) && traced(prev->pid)) {
 		s = bpf_task_storage_get(&sleep_of_task, prev, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
-		if (s)
-			begin_sleep(ctx, s, state);
-		else
+		if (s) {
+			if (s->start_ns && s->window == window)
+				count_missed();
+			begin_sleep(ctx, s, state, window);
+		} else {
 			count_full();
+		}
 	}
 	/* A task that never slept traced has no storage: no lookup, no allocation. */
 	s = bpf_task_storage_get(&sleep_of_task, next, NULL, 0);
 	if (s && s->start_ns) {
-		end_sleep(s);
+		/* One begun in an earlier window would count the time between. */
+		if (s->window == window)
+			end_sleep(s);
 		s->start_ns = 0;
 	}
 	return 0;
@@ -136,21 +147,25 @@ int BPF_PROG(sched_wakeup_btf, struct task_struct *p)
 SEC("tracepoint/sched/sched_switch")
 int sched_switch_tp(struct trace_event_raw_sched_switch *ctx)
 {
-	__u32 prev = ctx->prev_pid, next = ctx->next_pid;
+	__u32 prev = ctx->prev_pid, next = ctx->next_pid, window = window_number();
 	struct sleep *s;
 
-	if (!window_open())
+	if (!window)
 		return PASS_ON;
 	if ((ctx->prev_state & SLEEPS) && traced(prev)) {
 		struct sleep fresh = {};
 
-		begin_sleep(ctx, &fresh, ctx->prev_state);
+		s = bpf_map_lookup_elem(&asleep, &prev);
+		if (s && s->window == window)
+			count_missed();
+		begin_sleep(ctx, &fresh, ctx->prev_state, window);
 		if (bpf_map_update_elem(&asleep, &prev, &fresh, BPF_ANY))
 			count_full();
 	}
 	s = bpf_map_lookup_elem(&asleep, &next);
 	if (s) {
-		end_sleep(s);
+		if (s->window == window)
+			end_sleep(s);
 		bpf_map_delete_elem(&asleep, &next);
 	}
 	return PASS_ON;

@@ -109,8 +109,19 @@ fn every_workload_runs_in_both_modes_at_private_and_shared() {
     // 200 mdtest items, not 50,000: what is checked is that every point runs and adds up, not its rate.
     // 10 ms windows (a window is held open until every worker made an op in
     // it): 160 points of 50 ms were most of the CPU this test took.
-    let args =
-        ["all", "--mode", "process,thread", "--share", "private,shared", "-j", "1,2", "--items", "200", "--duration", "0.01"];
+    let args = [
+        "all",
+        "--mode",
+        "process,thread",
+        "--share",
+        "private,shared",
+        "-j",
+        "1,2",
+        "--items",
+        "200",
+        "--duration",
+        "0.01",
+    ];
     let out = env.run(&args);
     assert_success(&out);
     let doc = env.results();

@@ -92,6 +92,8 @@ pub(crate) struct Loaded {
     hook: Hook,
     meter: Meter,
     stacks: HashMap<i32, Vec<u64>>,
+    /// Windows opened so far: the `window` map holds the open one's number.
+    windows: u32,
 }
 
 impl Loaded {
@@ -149,7 +151,14 @@ impl Loaded {
             let attached: Result<Vec<String>> = all.iter().map(|&event| attach(&mut ebpf, hook, event, btf)).collect();
             match attached {
                 Ok(programs) => {
-                    return Ok(Loaded { ebpf, programs, hook, meter: Meter::default(), stacks: HashMap::new() });
+                    return Ok(Loaded {
+                        ebpf,
+                        programs,
+                        hook,
+                        meter: Meter::default(),
+                        stacks: HashMap::new(),
+                        windows: 0,
+                    });
                 }
                 // Dropping `ebpf` detaches what did attach; the next hook starts afresh.
                 Err(e) => refusals.push(e),
@@ -165,8 +174,12 @@ impl Loaded {
 
     /// Turns the programs on for the window, or off.
     pub(crate) fn switch(&mut self, on: bool) -> Result<()> {
+        // Each window its own number: what a program kept from an earlier one is told apart.
+        if on {
+            self.windows = self.windows.checked_add(1).unwrap_or(1);
+        }
         let mut window: Array<&mut MapData, u32> = typed(&mut self.ebpf, "window")?;
-        window.set(0, u32::from(on), 0).context("switching the BPF programs")?;
+        window.set(0, if on { self.windows } else { 0 }, 0).context("switching the BPF programs")?;
         let total = self.run_totals();
         self.meter.mark(on, total);
         Ok(())
@@ -185,11 +198,12 @@ impl Loaded {
         self.meter.during.map(|cost| ProgramCost { attached: Some(self.hook), ..cost })
     }
 
-    /// Events the programs could not record (full maps, waits nested too deep), all CPUs.
+    /// Events the programs could not record (full maps, waits nested too
+    /// deep, sleeps whose end they did not see), all CPUs.
     pub(crate) fn lost(&mut self) -> Result<u64> {
         let lost: PerCpuArray<&mut MapData, shared::Lost> = typed(&mut self.ebpf, "lost")?;
         let per_cpu = lost.get(&0, 0).context("reading the lost counts")?;
-        Ok(per_cpu.iter().map(|l| l.full + l.nested).sum())
+        Ok(per_cpu.iter().map(|l| l.full + l.nested + l.missed).sum())
     }
 
     /// Every entry of the hash map `name`.
@@ -420,6 +434,58 @@ mod tests {
         }
     }
 
+    /// Returns once thread `tid` of this process is asleep in a pipe's read.
+    fn wait_asleep_in_pipe_read(tid: i32) {
+        let blocked = || {
+            let task = format!("/proc/self/task/{tid}");
+            let state = std::fs::read_to_string(format!("{task}/stat")).unwrap_or_default();
+            let wchan = std::fs::read_to_string(format!("{task}/wchan")).unwrap_or_default();
+            state.rsplit_once(") ").is_some_and(|(_, rest)| rest.starts_with('S')) && wchan.ends_with("pipe_read")
+        };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while !blocked() {
+            assert!(std::time::Instant::now() < deadline, "the reader never blocked: a hang");
+            std::thread::yield_now();
+        }
+    }
+
+    #[test]
+    fn a_sleep_begun_in_an_earlier_window_is_not_counted() {
+        use std::io::{Read, Write};
+        for hook in [Hook::BtfRaw, Hook::Classic] {
+            if !can_load("offcpu program") {
+                return;
+            }
+            let events = [("sched", "sched_switch"), ("sched", "sched_wakeup")];
+            let me = this_thread();
+            let mut loaded =
+                Loaded::load_on(&[hook], "test", objects::OFFCPU, &[], &events, &["asleep"], &[me]).unwrap();
+            let (read_end, write_end) = crate::sys::pipe().unwrap();
+            let (mut read_end, mut write_end) = (std::fs::File::from(read_end), std::fs::File::from(write_end));
+            loaded.switch(true).unwrap();
+            std::thread::scope(|s| {
+                let loaded = &mut loaded;
+                // Asleep in the first window, woken in the second.
+                s.spawn(move || {
+                    wait_asleep_in_pipe_read(me);
+                    loaded.switch(false).unwrap();
+                    loaded.switch(true).unwrap();
+                    write_end.write_all(b"x").unwrap();
+                });
+                read_end.read_exact(&mut [0u8]).unwrap();
+            });
+            loaded.switch(false).unwrap();
+            let sites: Vec<(SleepKey, SleepSite)> = loaded.entries("sites").unwrap();
+            let symbols = crate::instruments::kallsyms::KernelSymbols::now().unwrap();
+            for (key, site) in &sites {
+                let frames = loaded.frames(key.stack).unwrap();
+                let read = frames.iter().any(|&ip| symbols.function(ip).is_some_and(|f| f.contains("pipe_read")));
+                assert!(!read, "{hook:?}: a sleep from the first window was counted in the second: {site:?}");
+            }
+            assert_eq!(loaded.lost().unwrap(), 0, "{hook:?}");
+        }
+    }
+
     /// Sleeps this thread in 20 reads of a pipe that a helper writes to
     /// only once it sees this thread asleep in that read: at least 20 sleeps
     /// in the pipe's read, and a floor on the time asleep, by the handshake,
@@ -445,19 +511,8 @@ mod tests {
                 if go_rx.recv().is_err() {
                     return;
                 }
-                let blocked = || {
-                    let task = format!("/proc/self/task/{me}");
-                    let state = std::fs::read_to_string(format!("{task}/stat")).unwrap_or_default();
-                    let wchan = std::fs::read_to_string(format!("{task}/wchan")).unwrap_or_default();
-                    state.rsplit_once(") ").is_some_and(|(_, rest)| rest.starts_with('S'))
-                        && wchan.ends_with("pipe_read")
-                };
                 for _ in 0..20 {
-                    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-                    while !blocked() {
-                        assert!(std::time::Instant::now() < deadline, "the reader never blocked: a hang");
-                        std::thread::yield_now();
-                    }
+                    wait_asleep_in_pipe_read(me);
                     // Asleep from before it was seen to after this wait,
                     // however long the wait turns out to be. A spin, not a
                     // sleep: what this thread sleeps on is not a pipe's read.
@@ -490,21 +545,36 @@ mod tests {
         // pipe's mutex, a page fault) is not a pipe's read.
         let symbols = crate::instruments::kallsyms::KernelSymbols::now().unwrap();
         let mut reads = Vec::new();
+        // Every site with its stack's functions, for a failure's message.
+        let mut described = String::new();
         for (key, site) in &sites {
             let frames = loaded.frames(key.stack).unwrap();
-            if frames.iter().any(|&ip| symbols.function(ip).is_some_and(|f| f.contains("pipe_read"))) {
+            let names: Vec<&str> = frames.iter().map(|&ip| symbols.function(ip).unwrap_or("?")).collect();
+            described += &format!("\n{site:?} {key:?}: {}", names.join(" < "));
+            if names.iter().any(|f| f.contains("pipe_read")) {
                 reads.push((*key, *site));
             }
         }
-        assert!(reads.iter().all(|(key, _)| key.state == STATE_INTERRUPTIBLE), "{sites:?}");
+        let sites = described;
+        assert!(reads.iter().all(|(key, _)| key.state == STATE_INTERRUPTIBLE), "{sites}");
         let (count, asleep_ns) = reads.iter().fold((0, 0), |(c, n), (_, s)| (c + s.count, n + s.asleep_ns));
         // Each read slept at least once; a wake-up that finds the pipe
         // still empty (another's, a signal) sleeps it again.
-        let lost = loaded.lost().unwrap();
-        assert!(count >= 20, "{count} sleeps in pipe reads, {lost} lost: {sites:?}");
+        // Under load the kernel now and then runs no program for a switch
+        // (seen beside two hogs: about 1 run in 50): a sleep whose end went
+        // unseen is counted as missed when its task's next sleep begins;
+        // nothing else may be lost, nothing may go uncounted.
+        let lost: Vec<shared::Lost> = {
+            let map: PerCpuArray<&mut MapData, shared::Lost> = typed(&mut loaded.ebpf, "lost").unwrap();
+            map.get(&0, 0).unwrap().iter().copied().collect()
+        };
+        let missed: u64 = lost.iter().map(|l| l.missed).sum();
+        assert!(lost.iter().all(|l| l.full == 0 && l.nested == 0), "{lost:?}");
+        assert!(count + missed >= 20, "{count} sleeps in pipe reads, {missed} missed: {sites}");
         let floor = asleep_floor_ns.load(std::sync::atomic::Ordering::Relaxed);
-        assert!(asleep_ns >= floor, "{asleep_ns} ns asleep, at least {floor}: {sites:?}");
-        assert_eq!(lost, 0, "{sites:?}");
+        if missed == 0 {
+            assert!(asleep_ns >= floor, "{asleep_ns} ns asleep, at least {floor}: {sites}");
+        }
     }
 
     #[test]

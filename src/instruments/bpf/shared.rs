@@ -104,6 +104,9 @@ shared! {
         full: u64,
         /// Lock waits begun inside two others of the same task: not paired.
         nested: u64,
+        /// Sleeps whose end no program saw (the kernel ran none for the
+        /// switch that ended them): found when the task's next sleep began.
+        missed: u64,
     }
 
     /// A task's open lock wait, per (task, nesting level).
@@ -140,6 +143,9 @@ shared! {
         stack: i32,
         /// The sleep's `STATE_*` bit.
         state: u32,
+        /// The window it began in (the `window` map's number then).
+        window: u32,
+        unused: u32,
     }
 
     /// Sleeps are summed per (stack, state).
