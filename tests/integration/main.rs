@@ -6,6 +6,7 @@ mod ab;
 // The skip summary is the unit tests' own, shared by path.
 mod analysis;
 mod bpf_build;
+mod cache;
 mod command;
 mod edges;
 mod errors;
