@@ -103,25 +103,14 @@ fn check_consistent(doc: &ResultsFile, table: &str) {
     }
 }
 
-#[test]
-fn every_workload_runs_in_both_modes_at_private_and_shared() {
+/// Every built-in workload at private and shared, at 1 and 2 workers, in `mode`.
+fn every_workload_runs_at_private_and_shared(mode: &str) {
     let env = TestEnv::new();
     // 200 mdtest items, not 50,000: what is checked is that every point runs and adds up, not its rate.
     // 10 ms windows (a window is held open until every worker made an op in
     // it): 160 points of 50 ms were most of the CPU this test took.
-    let args = [
-        "all",
-        "--mode",
-        "process,thread",
-        "--share",
-        "private,shared",
-        "-j",
-        "1,2",
-        "--items",
-        "200",
-        "--duration",
-        "0.01",
-    ];
+    let args =
+        ["all", "--mode", mode, "--share", "private,shared", "-j", "1,2", "--items", "200", "--duration", "0.01"];
     let out = env.run(&args);
     assert_success(&out);
     let doc = env.results();
@@ -130,10 +119,22 @@ fn every_workload_runs_in_both_modes_at_private_and_shared() {
         .filter(|w| w.is_builtin())
         .map(|w| w.supported_shares().iter().filter(|s| **s != Share::Same).count())
         .sum();
-    assert_eq!(doc.points.len(), combos * 2 * 2, "every runnable combination in both modes, 2 worker counts");
+    assert_eq!(doc.points.len(), combos * 2, "every runnable combination, 2 worker counts");
+    assert!(doc.points.iter().all(|p| p.mode.to_string() == mode), "{mode} only");
     assert!(doc.points.iter().any(|p| p.workload == Workload::Untar), "untar runs (at private only)");
     check_consistent(&doc, &stdout(&out));
     assert_eq!(env.leftovers(), Vec::<String>::new(), "scratch directories removed");
+}
+
+// One test per mode: they run at once (together they were the suite's last long test).
+#[test]
+fn every_workload_runs_as_processes_at_private_and_shared() {
+    every_workload_runs_at_private_and_shared("process");
+}
+
+#[test]
+fn every_workload_runs_as_threads_at_private_and_shared() {
+    every_workload_runs_at_private_and_shared("thread");
 }
 
 #[test]
