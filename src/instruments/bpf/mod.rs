@@ -419,18 +419,20 @@ mod tests {
         }
     }
 
+    /// The off-CPU programs on `hook`, tracing `tasks`, every sleep kept.
+    fn offcpu_on(hook: Hook, tasks: &[i32]) -> Loaded {
+        let events = [("sched", "sched_switch"), ("sched", "sched_wakeup")];
+        let globals = [("min_sleep_ns", Global::U64(0))];
+        Loaded::load_on(&[hook], "test", objects::OFFCPU, &globals, &events, &["asleep"], tasks).unwrap()
+    }
+
     #[test]
     fn the_offcpu_program_sums_this_threads_sleeps_by_stack_and_state() {
         for hook in [Hook::BtfRaw, Hook::Classic] {
             if !can_load("offcpu program") {
                 return;
             }
-            let events = [("sched", "sched_switch"), ("sched", "sched_wakeup")];
-            let globals = [("min_sleep_ns", Global::U64(0))];
-            let load = |tasks: &[i32]| {
-                Loaded::load_on(&[hook], "test", objects::OFFCPU, &globals, &events, &["asleep"], tasks)
-            };
-            sums_sleeps(hook, |tasks| load(tasks).unwrap());
+            sums_sleeps(hook, |tasks| offcpu_on(hook, tasks));
         }
     }
 
@@ -456,10 +458,8 @@ mod tests {
             if !can_load("offcpu program") {
                 return;
             }
-            let events = [("sched", "sched_switch"), ("sched", "sched_wakeup")];
             let me = this_thread();
-            let mut loaded =
-                Loaded::load_on(&[hook], "test", objects::OFFCPU, &[], &events, &["asleep"], &[me]).unwrap();
+            let mut loaded = offcpu_on(hook, &[me]);
             let (read_end, write_end) = crate::sys::pipe().unwrap();
             let (mut read_end, mut write_end) = (std::fs::File::from(read_end), std::fs::File::from(write_end));
             loaded.switch(true).unwrap();
@@ -482,16 +482,29 @@ mod tests {
                 let read = frames.iter().any(|&ip| symbols.function(ip).is_some_and(|f| f.contains("pipe_read")));
                 assert!(!read, "{hook:?}: a sleep from the first window was counted in the second: {site:?}");
             }
-            assert_eq!(loaded.lost().unwrap(), 0, "{hook:?}");
+            // A switch the kernel ran no program for may leave a sleep of
+            // the helper (traced: forked by this thread) missed; nothing else.
+            let lost = lost_of_kind(&mut loaded);
+            assert_eq!((lost.full, lost.nested), (0, 0), "{hook:?}");
         }
+    }
+
+    /// The programs' lost counts, each kind summed over the CPUs.
+    fn lost_of_kind(loaded: &mut Loaded) -> shared::Lost {
+        let map: PerCpuArray<&mut MapData, shared::Lost> = typed(&mut loaded.ebpf, "lost").unwrap();
+        map.get(&0, 0).unwrap().iter().fold(shared::Lost { full: 0, nested: 0, missed: 0 }, |sum, l| shared::Lost {
+            full: sum.full + l.full,
+            nested: sum.nested + l.nested,
+            missed: sum.missed + l.missed,
+        })
     }
 
     /// Sleeps this thread in 20 reads of a pipe that a helper writes to
     /// only once it sees this thread asleep in that read: at least 20 sleeps
     /// in the pipe's read, and a floor on the time asleep, by the handshake,
     /// not the scheduler. Both threads are traced from the load (`load` is
-    /// given their ids), so their task storage is made before the window
-    /// and nothing can be lost.
+    /// given their ids), so their task storage is made before the window:
+    /// no event of theirs has to make it.
     fn sums_sleeps(hook: Hook, load: impl FnOnce(&[i32]) -> Loaded) {
         use std::io::{Read, Write};
         let (read_end, write_end) = crate::sys::pipe().unwrap();
@@ -564,12 +577,9 @@ mod tests {
         // (seen beside two hogs: about 1 run in 50): a sleep whose end went
         // unseen is counted as missed when its task's next sleep begins;
         // nothing else may be lost, nothing may go uncounted.
-        let lost: Vec<shared::Lost> = {
-            let map: PerCpuArray<&mut MapData, shared::Lost> = typed(&mut loaded.ebpf, "lost").unwrap();
-            map.get(&0, 0).unwrap().iter().copied().collect()
-        };
-        let missed: u64 = lost.iter().map(|l| l.missed).sum();
-        assert!(lost.iter().all(|l| l.full == 0 && l.nested == 0), "{lost:?}");
+        let lost = lost_of_kind(&mut loaded);
+        let missed = lost.missed;
+        assert_eq!((lost.full, lost.nested), (0, 0), "{sites}");
         assert!(count + missed >= 20, "{count} sleeps in pipe reads, {missed} missed: {sites}");
         let floor = asleep_floor_ns.load(std::sync::atomic::Ordering::Relaxed);
         if missed == 0 {
@@ -583,17 +593,9 @@ mod tests {
         if !can_load("offcpu program") {
             return;
         }
+        // `other`, no thread of this process, is passed over: gone, as a worker may be.
         let (me, other) = (this_thread(), this_thread() + 1_000_000);
-        let loaded = Loaded::load_on(
-            &[Hook::BtfRaw],
-            "test",
-            objects::OFFCPU,
-            &[],
-            &[("sched", "sched_switch"), ("sched", "sched_wakeup")],
-            &["asleep"],
-            &[me, other],
-        )
-        .unwrap();
+        let loaded = offcpu_on(Hook::BtfRaw, &[me, other]);
         let aya::maps::Map::Unsupported(map) = loaded.ebpf.map("sleep_of_task").unwrap() else {
             panic!("task storage is not a typed map in aya")
         };
