@@ -201,9 +201,20 @@ impl Loaded {
     /// Events the programs could not record (full maps, waits nested too
     /// deep, sleeps whose end they did not see), all CPUs.
     pub(crate) fn lost(&mut self) -> Result<u64> {
+        let lost = self.lost_by_kind()?;
+        Ok(lost.full + lost.nested + lost.missed)
+    }
+
+    /// [`Loaded::lost`], each kind summed over the CPUs.
+    fn lost_by_kind(&mut self) -> Result<shared::Lost> {
         let lost: PerCpuArray<&mut MapData, shared::Lost> = typed(&mut self.ebpf, "lost")?;
         let per_cpu = lost.get(&0, 0).context("reading the lost counts")?;
-        Ok(per_cpu.iter().map(|l| l.full + l.nested + l.missed).sum())
+        let none = shared::Lost { full: 0, nested: 0, missed: 0 };
+        Ok(per_cpu.iter().fold(none, |sum, l| shared::Lost {
+            full: sum.full + l.full,
+            nested: sum.nested + l.nested,
+            missed: sum.missed + l.missed,
+        }))
     }
 
     /// Every entry of the hash map `name`.
@@ -484,19 +495,9 @@ mod tests {
             }
             // A switch the kernel ran no program for may leave a sleep of
             // the helper (traced: forked by this thread) missed; nothing else.
-            let lost = lost_of_kind(&mut loaded);
+            let lost = loaded.lost_by_kind().unwrap();
             assert_eq!((lost.full, lost.nested), (0, 0), "{hook:?}");
         }
-    }
-
-    /// The programs' lost counts, each kind summed over the CPUs.
-    fn lost_of_kind(loaded: &mut Loaded) -> shared::Lost {
-        let map: PerCpuArray<&mut MapData, shared::Lost> = typed(&mut loaded.ebpf, "lost").unwrap();
-        map.get(&0, 0).unwrap().iter().fold(shared::Lost { full: 0, nested: 0, missed: 0 }, |sum, l| shared::Lost {
-            full: sum.full + l.full,
-            nested: sum.nested + l.nested,
-            missed: sum.missed + l.missed,
-        })
     }
 
     /// Sleeps this thread in 20 reads of a pipe that a helper writes to
@@ -577,7 +578,7 @@ mod tests {
         // (seen beside two hogs: about 1 run in 50): a sleep whose end went
         // unseen is counted as missed when its task's next sleep begins;
         // nothing else may be lost, nothing may go uncounted.
-        let lost = lost_of_kind(&mut loaded);
+        let lost = loaded.lost_by_kind().unwrap();
         let missed = lost.missed;
         assert_eq!((lost.full, lost.nested), (0, 0), "{sites}");
         assert!(count + missed >= 20, "{count} sleeps in pipe reads, {missed} missed: {sites}");
