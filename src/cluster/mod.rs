@@ -3,12 +3,11 @@
 //!
 //! [`Comm`] is all the runner asks of MPI: gather to every rank or to rank
 //! 0, and broadcast from rank 0, each waiting in a way a signal can end. The
-//! binding to a real MPI library is behind the cargo feature `mpi`; without
-//! it, or when no MPI launcher started the process, there is no cluster and
-//! fsscale is a one-machine tool.
+//! binding to a real MPI library is a crate of its own (`fsscale-mpi`), which
+//! the command line passes to [`from_launcher`] when built with its `mpi`
+//! feature; without it, or when no MPI launcher started the process, there
+//! is no cluster and fsscale is a one-machine tool.
 
-#[cfg(feature = "mpi")]
-mod mpi;
 mod placement;
 pub mod steal;
 
@@ -182,27 +181,25 @@ fn launched_ranks() -> Option<(&'static str, usize)> {
     LAUNCHER_SIZE_VARS.iter().find_map(|var| Some((*var, std::env::var(var).ok()?.trim().parse().ok()?)))
 }
 
+/// Starts the transport of a job (`MPI_Init`), when the binary has one.
+pub type Connect = fn() -> Result<Box<dyn Comm>>;
+
 /// The job this process is a rank of, when an MPI launcher started it; `None`
-/// when none did (a run on one machine, as without MPI).
-pub fn from_launcher(placement: Placement) -> Result<Option<Cluster>> {
+/// when none did (a run on one machine, as without MPI). `connect` is the
+/// binary's MPI transport, `None` in a binary built without one.
+pub fn from_launcher(placement: Placement, connect: Option<Connect>) -> Result<Option<Cluster>> {
     let Some((var, ranks)) = launched_ranks() else { return Ok(None) };
-    #[cfg(feature = "mpi")]
-    {
-        let _ = (var, ranks);
-        let comm = mpi::Mpi::init()?;
-        Cluster::new(Box::new(comm), placement).map(Some)
-    }
-    #[cfg(not(feature = "mpi"))]
-    {
-        let _ = placement;
-        refuse_without_mpi(var, ranks)?;
-        Ok(None)
+    match connect {
+        Some(connect) => Cluster::new(connect()?, placement).map(Some),
+        None => {
+            refuse_without_mpi(var, ranks)?;
+            Ok(None)
+        }
     }
 }
 
 /// A binary built without MPI that a launcher started as one of several
 /// ranks refuses: every rank would run the whole sweep on its own.
-#[cfg_attr(feature = "mpi", allow(dead_code))]
 fn refuse_without_mpi(var: &str, ranks: usize) -> Result<()> {
     if ranks > 1 {
         bail!(

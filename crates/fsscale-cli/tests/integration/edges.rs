@@ -210,7 +210,7 @@ fn help_marks_explains_every_mark_and_help_names_a_subcommand() {
 
 #[test]
 fn the_options_reference_is_the_command_definition() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = repo();
     let out = fsscale().args(["manpage", "--markdown"]).output().unwrap();
     assert_success(&out);
     let committed = std::fs::read_to_string(root.join("docs/REFERENCE.md")).unwrap();

@@ -9,7 +9,7 @@ use crate::util::*;
 
 fn good(dir: &Path) -> std::path::PathBuf {
     let path = dir.join("good.json");
-    std::fs::copy(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/example/tmpfs.json"), &path).unwrap();
+    std::fs::copy(repo().join("docs/example/tmpfs.json"), &path).unwrap();
     path
 }
 

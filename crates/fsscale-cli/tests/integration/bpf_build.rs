@@ -8,7 +8,7 @@ use crate::util::*;
 
 /// A copy of bpf/ (sources, headers, the script, the objects) in `to`.
 fn copy_bpf(to: &Path) {
-    let out = Command::new("cp").arg("-r").arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("bpf")).arg(to).output();
+    let out = Command::new("cp").arg("-r").arg(repo().join("bpf")).arg(to).output();
     assert!(out.unwrap().status.success());
 }
 

@@ -7,6 +7,12 @@ use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use fsscale::results::ResultsFile;
 
+/// The repository's root: the workspace, with the docs, `bpf/` and the
+/// library's sources (this test binary belongs to the command line's crate).
+pub fn repo() -> &'static Path {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+}
+
 /// A temporary `--dir` and a place for the results file.
 pub struct TestEnv {
     pub root: tempfile::TempDir,
@@ -50,12 +56,19 @@ pub fn machine_to_myself() -> Alone {
     Alone { _guard: guard }
 }
 
-/// The page cache: held by a test that drops it (`--cache cold`) and by
-/// one that needs what it cached to stay, so that they take turns while
-/// every other test runs on.
-pub fn page_cache_to_myself() -> std::sync::MutexGuard<'static, ()> {
-    static PAGE_CACHE: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    PAGE_CACHE.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+/// The page cache: tests that drop it (`--cache cold`) share it with each
+/// other; a test that needs what it cached to stay holds it alone, for as
+/// short a time as it can. Every other test runs on.
+static PAGE_CACHE: RwLock<()> = RwLock::new(());
+
+/// Held while this test drops the page cache (`--cache cold`).
+pub fn page_cache_dropped() -> RwLockReadGuard<'static, ()> {
+    PAGE_CACHE.read().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Held while what this test cached must stay cached: no test drops it meanwhile.
+pub fn page_cache_kept() -> RwLockWriteGuard<'static, ()> {
+    PAGE_CACHE.write().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// The machine, held by one test until dropped.

@@ -23,7 +23,7 @@ fn assert_victim_untouched(path: &Path) {
 /// A results file of fsscale's (the README's example run).
 fn results_file(dir: &Path) -> PathBuf {
     let path = dir.join("results.json");
-    std::fs::copy(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/example/tmpfs.json"), &path).unwrap();
+    std::fs::copy(repo().join("docs/example/tmpfs.json"), &path).unwrap();
     path
 }
 

@@ -1,8 +1,8 @@
 //! The page cache: cold walks (`--cache cold` drops it), warm and cold
-//! points of one run, a memory limit that keeps a warm walk from it. These
-//! take turns on the page cache; first in the suite's order (libtest starts
-//! tests by name), so that their turns overlap the rest of the suite rather
-//! than trail it.
+//! points of one run, a memory limit that keeps a warm walk from it. The
+//! warm walk that must stay cached holds the page cache alone while the
+//! others wait; first in the suite's order (libtest starts tests by name),
+//! so that their turns overlap the rest of the suite rather than trail it.
 
 use fsscale::plan::Cache;
 
@@ -11,7 +11,7 @@ use crate::util::*;
 #[test]
 fn cold_cache_drops_caches_or_says_why_not() {
     let env = TestEnv::new();
-    let _page_cache = page_cache_to_myself();
+    let _page_cache = page_cache_dropped();
     let out = env.run(&["traverse", "-j", "1", "--cache", "cold", "--scale", "0.002"]);
     if is_root() {
         assert_success(&out);
@@ -31,7 +31,7 @@ fn warm_and_cold_are_points_of_one_run_analyzed_apart() {
         return;
     }
     let env = TestEnv::new();
-    let _page_cache = page_cache_to_myself();
+    let _page_cache = page_cache_dropped();
     let out = env.run(&[
         "traverse",
         "-j",
@@ -96,30 +96,34 @@ fn a_memory_limit_makes_a_warm_walk_read_from_the_device() {
     if !needs_root("a_memory_limit_makes_a_warm_walk_read_from_the_device") {
         return;
     }
-    // About 19,000 entries and 53 MB: cached whole, the walk reads nothing;
-    // under a 32 MiB limit what the copy's extraction left cached cannot all stay.
-    // The page cache is the machine's: another test's `--cache cold` drops it
-    // for every walk, so they take turns.
-    let _page_cache = page_cache_to_myself();
+    // About 9,500 entries and 26 MB: cached whole, the walk reads nothing;
+    // under a 16 MiB limit (the least fsscale takes) what the copy's
+    // extraction left cached cannot all stay.
     let env = TestEnv::new();
-    let walk = ["traverse", "--fs", "ext4", "--scale", "0.2", "-j", "1", "-n", "2", "--share", "private"];
-    assert_success(&env.run(&walk));
-    let unlimited = env.results();
+    let walk = ["traverse", "--fs", "ext4", "--scale", "0.1", "-j", "1", "--share", "private"];
+    // The page cache is the machine's: another test's `--cache cold` drops it
+    // for every walk, so none does while the unlimited walks run. (A cold run
+    // of another fsscale beside this one drops it too: one warm walk in two suffices.)
+    let unlimited = {
+        let _page_cache = page_cache_kept();
+        assert_success(&env.run(&[&walk[..], &["-n", "2"]].concat()));
+        env.results()
+    };
     assert_eq!(unlimited.settings.memory_limit, None);
-    // (A cold run of another fsscale beside this one drops it too: one warm walk in two suffices.)
     let reads = device_reads(&unlimited);
     assert!(reads.contains(&0), "a warm walk of a tree that fits reads nothing: {reads:?}");
-    let out = env.run(&[&walk[..], &["--memory-limit", "32M"]].concat());
+    // A drop of the page cache only adds reads: the limited walk needs no turn.
+    let out = env.run(&[&walk[..], &["-n", "1", "--memory-limit", "16M"]].concat());
     assert_success(&out);
     assert!(
         stdout(&out)
-            .contains("memory limit: the workers and their commands ran in a memory cgroup of 32 MiB (cgroup v"),
+            .contains("memory limit: the workers and their commands ran in a memory cgroup of 16 MiB (cgroup v"),
         "{}",
         stdout(&out)
     );
     let limited = env.results();
     let limit = limited.settings.memory_limit.clone().unwrap();
-    assert_eq!(limit.bytes, 32 << 20);
+    assert_eq!(limit.bytes, 16 << 20);
     assert!(limit.cgroup.contains("/fsscale-"), "{limit:?}");
     let reads = device_reads(&limited);
     assert!(reads.iter().all(|&r| r > 1 << 20), "under the limit every walk reads from the device: {reads:?}");
@@ -128,5 +132,5 @@ fn a_memory_limit_makes_a_warm_walk_read_from_the_device() {
     let base = env.output.with_file_name("unlimited.json");
     std::fs::write(&base, serde_json::to_string(&unlimited).unwrap()).unwrap();
     let out = fsscale().arg("compare").arg(&base).arg(&env.output).output().unwrap();
-    assert!(stdout(&out).contains("memory limit: none → 32 MiB"), "{}", stdout(&out));
+    assert!(stdout(&out).contains("memory limit: none → 16 MiB"), "{}", stdout(&out));
 }

@@ -15,7 +15,7 @@ const HOSTILE_REV: &str = "rev\u{1b}]0;title\u{7}";
 /// The README's example results, and a copy of them with the hostile label and revision.
 fn files(dir: &Path) -> (PathBuf, PathBuf) {
     let plain = dir.join("plain.json");
-    std::fs::copy(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/example/tmpfs.json"), &plain).unwrap();
+    std::fs::copy(repo().join("docs/example/tmpfs.json"), &plain).unwrap();
     let mut doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&plain).unwrap()).unwrap();
     doc["label"] = HOSTILE.into();
     doc["rev"] = HOSTILE_REV.into();

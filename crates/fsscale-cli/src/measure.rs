@@ -7,6 +7,13 @@ use fsscale::runner::{self, Interrupted};
 
 use crate::{cli, print, terminal};
 
+/// This binary's transport for MPI jobs (the `mpi` feature).
+#[cfg(feature = "mpi")]
+const MPI: Option<fsscale::cluster::Connect> = Some(|| Ok(Box::new(fsscale_mpi::Mpi::init()?)));
+/// Built without MPI: a launcher's job of several ranks is refused.
+#[cfg(not(feature = "mpi"))]
+const MPI: Option<fsscale::cluster::Connect> = None;
+
 pub fn run_command(args: cli::RunArgs, argv: Vec<String>) -> anyhow::Result<()> {
     // `--like FILE` and `--resume FILE`: FILE's recorded plan, read as data,
     // stands in for these arguments (and is what this run records); it is
@@ -21,7 +28,7 @@ pub fn run_command(args: cli::RunArgs, argv: Vec<String>) -> anyhow::Result<()> 
         None => (args, argv, None, Vec::new()),
     };
     let placement = args.sweep.placement;
-    let cluster = fsscale::cluster::from_launcher(placement.unwrap_or_default())?;
+    let cluster = fsscale::cluster::from_launcher(placement.unwrap_or_default(), MPI)?;
     if cluster.is_none() && placement.is_some() {
         anyhow::bail!(
             "--placement picks the ranks of an MPI run (`mpirun -np R fsscale run ...`); \

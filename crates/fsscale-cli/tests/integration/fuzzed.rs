@@ -4,13 +4,13 @@
 //! no hang, nothing written outside the directory given, and each hostile
 //! input refused as it should be.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use fsscale::fuzzing;
 
 /// The seeds and the kept inputs of one fuzz target, by name.
 fn inputs(target: &str) -> Vec<(String, Vec<u8>)> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = crate::util::repo();
     let mut found = Vec::new();
     for dir in [root.join("fuzz/seeds").join(target), root.join("tests/hostile-inputs").join(target)] {
         for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {

@@ -1,4 +1,6 @@
-//! [`Comm`] over the system's MPI library (the `mpi` crate).
+//! fsscale's cluster transport: [`Comm`] over the system's MPI library
+//! (the `mpi` crate). A crate of its own, so that only it and the command
+//! line change with the `mpi` feature: the library builds once for both.
 //!
 //! Every collective is nonblocking and polled, with a growing pause, so a
 //! rank waiting for others (for the next run, or while it serves no
@@ -15,7 +17,7 @@ use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 use mpi::Threading;
 
-use super::{Comm, Idle};
+use fsscale::cluster::{Comm, Idle};
 
 /// The buffer that buffered sends copy into: far more than the walk's
 /// messages in flight at once (a few batches of paths per rank).
@@ -53,14 +55,15 @@ impl<T: ?Sized> Lent<T> {
     }
 }
 
-pub(super) struct Mpi {
+/// The world communicator of the job this process is a rank of.
+pub struct Mpi {
     universe: Universe,
     world: SimpleCommunicator,
 }
 
 impl Mpi {
     /// `MPI_Init_thread`: only the main thread calls MPI; the workers are threads that never do.
-    pub(super) fn init() -> Result<Mpi> {
+    pub fn init() -> Result<Mpi> {
         let (mut universe, _) = mpi::initialize_with_threading(Threading::Funneled)
             .ok_or_else(|| anyhow!("MPI was initialised twice (internal error)"))?;
         universe.set_buffer_size(SEND_BUFFER);
