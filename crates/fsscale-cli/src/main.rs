@@ -1,5 +1,9 @@
 //! The `fsscale` binary: parse, build a plain config, run, render.
 
+// The doc comments of clap's arguments are `--help` text, written for a
+// terminal (`<timestamp>`, `s<D-1>`), not HTML.
+#![allow(rustdoc::invalid_html_tags)]
+
 // The standard `eprintln!`/`eprint!` panic when stderr is closed (`2>&1 |
 // true`): a warning would then kill a run and leave its results "running".
 // These shadow them in every module of the binary and drop what cannot be written.
@@ -186,7 +190,7 @@ fn print(text: &str) -> anyhow::Result<()> {
     print_escaped(&fsscale::escape::for_output(text))
 }
 
-/// [`print`] for text already passed through `escape::for_output` (and
+/// [`print()`] for text already passed through `escape::for_output` (and
 /// then given fsscale's own colours).
 fn print_escaped(text: &str) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();

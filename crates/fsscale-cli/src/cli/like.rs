@@ -2,7 +2,7 @@
 //! results file records, run again (another kernel, after a reboot) or
 //! finished. A results file may come from anyone, so its command line is
 //! data: it is read with the CLI's own definition of `run` (see
-//! [`recorded`](super::recorded)), and only what describes the measurement
+//! [`recorded`]), and only what describes the measurement
 //! is taken from it. The commands and places it records are never run or
 //! used unless the user gives them again or accepts them with
 //! `--trust-recorded`; the output, label and note are always this run's own;
