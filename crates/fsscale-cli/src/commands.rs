@@ -310,13 +310,7 @@ fn load_all<'a>(paths: impl IntoIterator<Item = &'a PathBuf>) -> Result<Vec<(Str
 /// `fsscale report`: writes the HTML file, returns the line saying where.
 pub fn report_command(args: &ReportArgs) -> Result<String> {
     if args.history {
-        let filter = fsscale::history::SeriesFilter {
-            workloads: crate::history_command::workload_names(args.workload.as_ref()),
-            workers: args.workers,
-            host: args.host.clone(),
-            ..Default::default()
-        };
-        let html = crate::history_command::history_report(&args.store, filter, args.last as usize)?;
+        let html = crate::history_command::history_report(&args.store, &args.series, &args.search)?;
         fsscale::atomic_file::write(&args.output, html.as_bytes())?;
         return Ok(format!("report: {}\n", args.output.display()));
     }

@@ -6,7 +6,10 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 
 use crate::cli::AnalyzeFormat;
-use crate::cli::{CheckArg, GateArgs, HistoryAddArgs, HistoryChangesArgs, HistoryQueryArgs, StoreArg, WorkloadArg};
+use crate::cli::{
+    CheckArg, GateArgs, HistoryAddArgs, HistoryChangesArgs, HistoryQueryArgs, SearchArgs, SeriesArgs, StoreArg,
+    WorkloadArg,
+};
 use fsscale::compare::{Figure, DEFAULT_NOISE_THRESHOLD_PCT};
 use fsscale::history::{
     changes, check, judge, Added, ChangeConfig, ChangesFound, GateRule, GateVerdict, SeriesFigure, SeriesFilter, Store,
@@ -85,7 +88,8 @@ pub fn add_run(doc: &ResultsFile, results: &std::path::Path, db: Option<&std::pa
     }
 }
 
-fn filter(args: &HistoryQueryArgs) -> SeriesFilter {
+/// The series a query's filters take.
+fn filter(args: &SeriesArgs) -> SeriesFilter {
     SeriesFilter {
         workloads: workload_names(args.workload.as_ref()),
         workers: args.workers,
@@ -123,7 +127,7 @@ pub fn store_to_read(path: Option<&std::path::Path>) -> Result<Option<Store>> {
 }
 
 /// How a query searches: its flags over [`ChangeConfig::DEFAULT`].
-fn change_config(args: &HistoryQueryArgs) -> ChangeConfig {
+fn change_config(args: &SearchArgs) -> ChangeConfig {
     let d = ChangeConfig::DEFAULT;
     ChangeConfig {
         last: args.last as usize,
@@ -137,16 +141,17 @@ fn change_config(args: &HistoryQueryArgs) -> ChangeConfig {
     }
 }
 
-fn search(args: &HistoryQueryArgs) -> Result<(ChangesFound, ChangeConfig)> {
-    let store = existing_store(&args.store)?;
-    let series = store.series(&filter(args))?;
-    let config = change_config(args);
+/// The steps of the series `series` takes from `store`, searched as `search` says.
+fn search(store: &StoreArg, series: &SeriesArgs, search: &SearchArgs) -> Result<(ChangesFound, ChangeConfig)> {
+    let store = existing_store(store)?;
+    let series = store.series(&filter(series))?;
+    let config = change_config(search);
     Ok((changes(&store, &series, &config)?, config))
 }
 
 /// `history show`.
 pub fn show_command(args: &HistoryQueryArgs) -> Result<String> {
-    let (found, _) = search(args)?;
+    let (found, _) = search(&args.store, &args.series, &args.search)?;
     Ok(match args.format {
         AnalyzeFormat::Json => fsscale::escape::json_pretty(&fsscale::report::series_json(&found))? + "\n",
         AnalyzeFormat::Text => fsscale::report::render_series(&found),
@@ -156,7 +161,8 @@ pub fn show_command(args: &HistoryQueryArgs) -> Result<String> {
 /// `history changes`: the text, and with `--since` the steps to worse
 /// that began after it, as the alert's failure.
 pub fn changes_command(args: &HistoryChangesArgs) -> Result<(String, Option<crate::commands::Regressed>)> {
-    let (found, config) = search(&args.query)?;
+    let query = &args.query;
+    let (found, config) = search(&query.store, &query.series, &query.search)?;
     let since = args.since.as_deref().map(|s| fsscale::history::Since::resolve(s, &found)).transpose()?;
     let text = match args.query.format {
         AnalyzeFormat::Json => fsscale::report::changes_json(&found, since.as_ref())? + "\n",
@@ -179,11 +185,9 @@ pub fn changes_command(args: &HistoryChangesArgs) -> Result<(String, Option<crat
 }
 
 /// `report --history`: the page of every matching series.
-pub fn history_report(store: &StoreArg, filter: SeriesFilter, last: usize) -> Result<String> {
-    let store = existing_store(store)?;
-    let series = store.series(&filter)?;
-    let config = ChangeConfig { last, ..ChangeConfig::DEFAULT };
-    Ok(fsscale::report::render_history_html(&changes(&store, &series, &config)?.series, config.confidence))
+pub fn history_report(store: &StoreArg, series: &SeriesArgs, search_args: &SearchArgs) -> Result<String> {
+    let (found, config) = search(store, series, search_args)?;
+    Ok(fsscale::report::render_history_html(&found.series, config.confidence))
 }
 
 /// `fsscale gate`: the verdict and why, a line per point. A revision too

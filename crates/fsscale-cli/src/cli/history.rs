@@ -43,8 +43,10 @@ pub struct HistoryAddArgs {
     pub store: StoreArg,
 }
 
+/// Which series of the history a query takes: `history show`, `history
+/// changes` and `report --history` filter alike.
 #[derive(Args, Debug)]
-pub struct HistoryQueryArgs {
+pub struct SeriesArgs {
     /// Only this workload's series (or a group's: mdtest, mdtest-dirs).
     #[arg(short = 'w', long, value_name = "WORKLOAD", value_parser = parse_workload_arg)]
     pub workload: Option<WorkloadArg>,
@@ -66,6 +68,12 @@ pub struct HistoryQueryArgs {
     /// Only series of this --variant.
     #[arg(long, value_name = "NAME")]
     pub variant: Option<String>,
+}
+
+/// How a query searches each series for steps (`history show`, `history
+/// changes`, `report --history`).
+#[derive(Args, Debug)]
+pub struct SearchArgs {
     /// Each series' most recent N results (steps are searched in the last 1,000 of them at most: the search is quadratic).
     #[arg(long, value_name = "N", default_value_t = 200, value_parser = clap::value_parser!(u64).range(2..=100_000))]
     pub last: u64,
@@ -78,20 +86,29 @@ pub struct HistoryQueryArgs {
     /// The figure each series is judged on: ops (its ops/s, or a driver's metric) or cpu (ops per worker CPU-second, where every result has it); the other is searched too, and each step says what it did.
     #[arg(long, default_value = "ops", value_parser = choice::<FigureArg>())]
     pub figure: FigureArg,
+}
+
+#[derive(Args, Debug)]
+pub struct HistoryQueryArgs {
     /// Output format: text or json.
     #[arg(long, default_value = "text", value_parser = choice::<AnalyzeFormat>())]
     pub format: AnalyzeFormat,
     #[command(flatten)]
     pub store: StoreArg,
+    // Last: a heading holds for the arguments after it.
+    #[command(flatten, next_help_heading = "Which series")]
+    pub series: SeriesArgs,
+    #[command(flatten, next_help_heading = "Step search")]
+    pub search: SearchArgs,
 }
 
 #[derive(Args, Debug)]
 pub struct HistoryChangesArgs {
-    #[command(flatten)]
-    pub query: HistoryQueryArgs,
     /// Exit 3 when a step to worse begins after this revision's results, or after this date (2026-11-27, or RFC 3339): the alert for a nightly job.
     #[arg(long, value_name = "REV|DATE", value_parser = parse_since)]
     pub since: Option<String>,
+    #[command(flatten)]
+    pub query: HistoryQueryArgs,
 }
 
 #[derive(Args, Debug)]

@@ -15,7 +15,8 @@ pub mod like;
 #[cfg(target_os = "linux")]
 mod recorded;
 pub use history::{
-    GateArgs, HistoryAddArgs, HistoryArgs, HistoryChangesArgs, HistoryCommand, HistoryQueryArgs, StoreArg,
+    GateArgs, HistoryAddArgs, HistoryArgs, HistoryChangesArgs, HistoryCommand, HistoryQueryArgs, SearchArgs,
+    SeriesArgs, StoreArg,
 };
 #[cfg(target_os = "linux")]
 pub use run::{RankOf, RunArgs};
@@ -182,6 +183,8 @@ pub struct TreeArgs {
 }
 
 #[derive(Args, Debug)]
+// The series filters and the search are `history show`'s, and only for --history.
+#[command(mut_group("SeriesArgs", |g| g.requires("history")), mut_group("SearchArgs", |g| g.requires("history")))]
 pub struct ReportArgs {
     /// Results files; the first is the base that the others are compared with.
     #[arg(value_name = "RESULTS.json", required_unless_present = "history", conflicts_with = "history")]
@@ -189,18 +192,6 @@ pub struct ReportArgs {
     /// Draw the history instead: each series (as `history show` filters them) with its steps marked and, under each step, why, with differential flame graphs.
     #[arg(long)]
     pub history: bool,
-    /// With --history: only this workload's series (or a group's).
-    #[arg(short = 'w', long, value_name = "WORKLOAD", value_parser = parse_workload_arg, requires = "history")]
-    pub workload: Option<WorkloadArg>,
-    /// With --history: only series at this worker count.
-    #[arg(short = 'j', long, value_name = "N", requires = "history")]
-    pub workers: Option<usize>,
-    /// With --history: only this host's series.
-    #[arg(long, value_name = "NAME", requires = "history")]
-    pub host: Option<String>,
-    /// With --history: each series' most recent N results (steps searched in the last 1,000 at most).
-    #[arg(long, value_name = "N", default_value_t = 200, value_parser = clap::value_parser!(u64).range(2..=100_000))]
-    pub last: u64,
     #[command(flatten)]
     pub store: StoreArg,
     /// The HTML file to write.
@@ -209,6 +200,11 @@ pub struct ReportArgs {
     /// Also compare two values of one dimension inside each file, as `compare --between` does (e.g. share=private,shared); repeatable. Each compared point is explained from its profiles, with a differential flame graph.
     #[arg(long, value_name = "DIM=A,B")]
     pub between: Vec<String>,
+    // Last: a heading holds for the arguments after it.
+    #[command(flatten, next_help_heading = "With --history: which series")]
+    pub series: SeriesArgs,
+    #[command(flatten, next_help_heading = "With --history: step search")]
+    pub search: SearchArgs,
 }
 
 #[derive(Args, Debug)]
@@ -383,15 +379,15 @@ pub fn manpages() -> Result<Vec<(String, Vec<u8>)>> {
         Ok(())
     };
     render("fsscale".into(), command.clone())?;
-    for sub in command.get_subcommands().filter(|s| !s.is_hide_set()) {
-        let name = format!("fsscale-{}", sub.get_name());
-        let mut page = sub.clone().display_name(name.clone()).bin_name(format!("fsscale {}", sub.get_name()));
+    for (name, sub) in reference::every_command(&command) {
+        let page_name = format!("fsscale-{}", name.replace(' ', "-"));
+        let mut page = sub.clone().display_name(page_name.clone()).bin_name(format!("fsscale {name}"));
         // What the tables' marks and columns mean, as `fsscale help marks` says it, closes run's page.
-        if sub.get_name() == "run" {
+        if name == "run" {
             page = page.after_long_help(fsscale::report::marks::MARKS_HELP);
         }
         // The version heads the page; the subcommand itself takes no -V.
-        render(name, page.version(env!("CARGO_PKG_VERSION")).disable_version_flag(true))?;
+        render(page_name, page.version(env!("CARGO_PKG_VERSION")).disable_version_flag(true))?;
     }
     Ok(pages)
 }
@@ -400,6 +396,38 @@ pub fn manpages() -> Result<Vec<(String, Vec<u8>)>> {
 mod tests {
     use super::*;
     use clap::CommandFactory;
+
+    #[test]
+    fn report_history_takes_the_filters_and_search_of_history_show() {
+        let mut command = Cli::command();
+        command.build();
+        let longs = |path: &[&str], heading: &str| -> Vec<String> {
+            let mut sub = &command;
+            for name in path {
+                sub = sub.find_subcommand(name).unwrap();
+            }
+            let mut longs: Vec<String> = sub
+                .get_arguments()
+                .filter(|a| a.get_help_heading().is_some_and(|h| h.to_lowercase().ends_with(heading)))
+                .filter_map(|a| a.get_long().map(String::from))
+                .collect();
+            longs.sort();
+            longs
+        };
+        for heading in ["which series", "step search"] {
+            let report = longs(&["report"], heading);
+            let show = longs(&["history", "show"], heading);
+            assert!(report.len() >= 4, "{heading}: {report:?}");
+            assert_eq!(report, show, "{heading}");
+        }
+        // Only with --history.
+        let refused = Cli::try_parse_from(["fsscale", "report", "--share", "private"]).unwrap_err().to_string();
+        assert!(refused.contains("--history"), "{refused}");
+        let cli =
+            Cli::try_parse_from(["fsscale", "report", "--history", "--share", "private", "--significance", "0.05"]);
+        let Ok(Cli { command: Command::Report(args), .. }) = cli else { panic!("{cli:?}") };
+        assert_eq!((args.series.share, args.search.significance), (Some(fsscale::vocab::Share::Private), 0.05));
+    }
 
     #[test]
     fn cli_definition_is_consistent() {
@@ -431,13 +459,21 @@ mod tests {
                 }
             }
         }
-        for sub in command.get_subcommands().filter(|s| !s.is_hide_set()) {
-            let text = page(&format!("fsscale-{}.1", sub.get_name()));
+        // A page for every command at every depth (`fsscale-history-changes.1`), and no other.
+        let every = reference::every_command(&command);
+        assert!(every.iter().any(|(name, _)| name == "history changes"), "nested commands are walked");
+        assert_eq!(pages.len(), every.len() + 1, "one page each, and fsscale.1");
+        for (name, sub) in &every {
+            let file = format!("fsscale-{}.1", name.replace(' ', "-"));
+            let text = page(&file);
+            assert!(text.contains(&format!("fsscale {name}")), "{file} names its command");
             // A subcommand takes no -V, so its page does not offer it.
-            assert!(!text.contains("--version"), "fsscale-{}.1 lists -V", sub.get_name());
+            assert!(!text.contains("--version"), "{file} lists -V");
             for long in sub.get_arguments().filter_map(|a| a.get_long()) {
-                assert!(text.contains(&format!("--{long}")), "fsscale-{}.1: --{long}", sub.get_name());
+                assert!(text.contains(&format!("--{long}")), "{file}: --{long}");
             }
+        }
+        for sub in command.get_subcommands().filter(|s| !s.is_hide_set()) {
             assert!(page("fsscale.1").contains(sub.get_name()), "fsscale.1 lists {}", sub.get_name());
         }
         // run's page ends with what every mark and column means, as `fsscale help marks` says it.

@@ -6,7 +6,27 @@ use std::fmt::Write as _;
 
 use clap::{Arg, Command};
 
-/// Every visible subcommand's usage and options, one table per help heading.
+/// Every visible command below `command`, at every depth and depth first,
+/// with its name below `fsscale` (`history changes`): what the reference
+/// and the man pages walk. A command's own `help` subcommand, which clap
+/// adds to every command with subcommands, is left out below the top.
+pub fn every_command(command: &Command) -> Vec<(String, &Command)> {
+    fn walk<'a>(command: &'a Command, prefix: &str, depth: usize, into: &mut Vec<(String, &'a Command)>) {
+        for sub in command.get_subcommands().filter(|s| !s.is_hide_set()) {
+            if depth > 0 && sub.get_name() == "help" {
+                continue;
+            }
+            let name = format!("{prefix}{}", sub.get_name());
+            into.push((name.clone(), sub));
+            walk(sub, &format!("{name} "), depth + 1, into);
+        }
+    }
+    let mut found = Vec::new();
+    walk(command, "", 0, &mut found);
+    found
+}
+
+/// Every visible command's usage and options, one table per help heading.
 pub fn markdown() -> String {
     let mut command = <super::Cli as clap::CommandFactory>::command();
     // Value names and defaults are filled in when the definition is built.
@@ -17,26 +37,21 @@ pub fn markdown() -> String {
          this file and the definition differ. `fsscale help SUBCOMMAND` prints the same, and \
          `fsscale help marks` what the tables' columns and marks mean.\n\n",
     );
-    let subcommands: Vec<&Command> = command.get_subcommands().filter(|s| !s.is_hide_set()).collect();
-    for sub in &subcommands {
-        let name = sub.get_name();
-        let _ = writeln!(out, "- [`fsscale {name}`](#fsscale-{name}): {}", one_line(sub.get_about()));
+    let commands = every_command(&command);
+    for (name, sub) in &commands {
+        let indent = "  ".repeat(name.matches(' ').count());
+        let anchor = name.replace(' ', "-");
+        let _ = writeln!(out, "{indent}- [`fsscale {name}`](#fsscale-{anchor}): {}", one_line(sub.get_about()));
     }
     out.push('\n');
-    for sub in subcommands {
-        out.push_str(&subcommand(sub, "fsscale"));
-        // `history add`, `history show`, ...: each with its own options.
-        let parent = format!("fsscale {}", sub.get_name());
-        for nested in sub.get_subcommands().filter(|s| !s.is_hide_set() && s.get_name() != "help") {
-            out.push_str(&subcommand(nested, &parent));
-        }
+    for (name, sub) in commands {
+        out.push_str(&subcommand(sub, &name));
     }
     out
 }
 
-/// The section of `sub`, a subcommand of `parent` (`fsscale`, `fsscale history`).
-fn subcommand(sub: &Command, parent: &str) -> String {
-    let name = format!("{parent} {}", sub.get_name()).trim_start_matches("fsscale ").to_string();
+/// The section of `sub`, whose name below `fsscale` is `name` (`history changes`).
+fn subcommand(sub: &Command, name: &str) -> String {
     let mut out = format!("## fsscale {name}\n\n");
     let about = sub.get_long_about().or(sub.get_about()).map(|a| a.to_string()).unwrap_or_default();
     if !about.is_empty() {
@@ -62,7 +77,8 @@ fn subcommand(sub: &Command, parent: &str) -> String {
         }
         out.push_str("| option | meaning | default |\n|---|---|---|\n");
         for arg in args.iter().filter(|a| a.get_help_heading() == heading) {
-            let _ = writeln!(out, "| `{}` | {} | {} |", spelling(arg), cell(&meaning(arg)), cell(&default(arg)));
+            // A pipe splits a cell even inside a code span (GitHub's tables): `<REV\|DATE>`.
+            let _ = writeln!(out, "| `{}` | {} | {} |", cell(&spelling(arg)), cell(&meaning(arg)), cell(&default(arg)));
         }
         out.push('\n');
     }
@@ -141,6 +157,12 @@ mod tests {
         assert!(items.ends_with("| `50000` |"), "{items}");
         assert!(text.contains("## fsscale compare\n"));
         assert!(!text.contains("scratch-warden"), "hidden subcommands stay out");
+        // Every depth: `history changes` has its section, its options, and a line in the list.
+        let changes = text.split("## fsscale history changes\n").nth(1).unwrap().split("\n## ").next().unwrap();
+        assert!(changes.contains("| `--since <REV\\|DATE>` |"), "{changes}");
+        assert!(changes.contains("| `--min-segment <N>` |"), "{changes}");
+        assert!(text.contains("  - [`fsscale history changes`](#fsscale-history-changes): "));
+        assert!(!text.contains("## fsscale history help"), "clap's own help of a nested command stays out");
     }
 
     #[test]
