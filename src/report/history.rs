@@ -253,6 +253,13 @@ pub(crate) fn change_lines(s: &SeriesChanges, k: usize, c: &Change, confidence: 
             c.before.noisy, c.before.results, c.after.noisy, c.after.results
         ));
     }
+    lines.extend(why_lines(s, k, c));
+    lines
+}
+
+/// Why step `k` (`c`) of `s` happened, from the profiles both sides recorded, or what to record.
+fn why_lines(s: &SeriesChanges, k: usize, c: &Change) -> Vec<String> {
+    let mut lines = Vec::new();
     match &c.attribution {
         Some(a) => {
             let heading = format!(

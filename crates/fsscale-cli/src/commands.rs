@@ -69,50 +69,14 @@ fn percentage_of_0_or_more(option: &str, pct: f64, example: u32) -> Result<()> {
     Ok(())
 }
 
-/// Returns the text to print; a regression beyond `--fail-if-worse` comes
-/// back as the text plus a [`Regressed`] error.
 /// `fsscale compare`: the rendered comparisons, the regressions that fail
 /// `--fail-if-worse`, and warnings: points worse by more than its threshold
 /// that were too noisy to call (the gate cannot judge them, so it says so).
 pub fn compare_command(args: &CompareArgs) -> Result<(String, Option<Regressed>, Vec<String>)> {
-    if !(args.confidence > 0.0 && args.confidence < 100.0) {
-        bail!("--confidence {} is not a percentage between 0 and 100 (e.g. 95)", args.confidence);
-    }
-    if let Some(pct) = args.fail_if_worse {
-        percentage_of_0_or_more("--fail-if-worse", pct, 5)?;
-    }
-    if let Some(pct) = args.noise_threshold {
-        percentage_of_0_or_more("--noise-threshold", pct, 2)?;
-    }
     let between_text = args.between.clone().or_else(|| args.variants.as_ref().map(|v| format!("variant={v}")));
     let between = between_text.as_deref().map(Between::parse).transpose()?;
-    let figure = if args.per_cpu { Figure::OpsPerCpuSecond } else { Figure::Throughput };
-    // Sides of one file ran round by round: paired by round unless another test is asked for.
-    let test = args.test.unwrap_or(if between.is_some() { TestKind::Paired } else { TestKind::Welch });
-    let config = CompareConfig {
-        test,
-        confidence: args.confidence / 100.0,
-        figure,
-        noise_threshold_pct: args.noise_threshold.unwrap_or_else(|| {
-            between.as_ref().map_or(DEFAULT_NOISE_THRESHOLD_PCT, Between::default_noise_threshold_pct)
-        }),
-        noise_veto: !args.no_noise_veto,
-        detect_pct: args.detect,
-        fdr: !args.no_fdr,
-        auto_per_cpu: !args.no_auto_per_cpu,
-    };
-    // `-w`: the other workloads' points are left out on every side, as if not run.
-    let only = |mut doc: ResultsFile| -> Result<ResultsFile> {
-        if let Some(wanted) = &args.workload {
-            doc.points.retain(|p| wanted.includes(p.workload));
-        }
-        Ok(doc)
-    };
-    let load = |path: &PathBuf| load(path).and_then(only);
-    let load_all = |paths: &mut dyn Iterator<Item = &PathBuf>| -> Result<Vec<(String, ResultsFile)>> {
-        paths.map(|p| load(p).map(|doc| (name(p, &doc), doc))).collect()
-    };
-    let base = load(&args.base)?;
+    let config = compare_config(args, between.as_ref())?;
+    let base = load_workload(&args.base, args.workload.as_ref())?;
     if args.workload.is_some() && base.points.iter().all(|p| p.runs.is_empty()) {
         bail!(
             "-w: {} has no point of that workload with runs; `fsscale analyze {}` lists its points",
@@ -129,24 +93,7 @@ pub fn compare_command(args: &CompareArgs) -> Result<(String, Option<Regressed>,
         comparisons.push(c);
     }
     if !args.vs.is_empty() {
-        let base_side = load_all(&mut std::iter::once(&args.base).chain(&args.new))?;
-        let new_side = load_all(&mut args.vs.iter())?;
-        if test == TestKind::Paired && (base_side.len() != new_side.len() || base_side.len() < 2) {
-            bail!(
-                "--test paired with --vs pairs invocation k of each side, so it needs as many files on each side, \
-                 two or more (here {} and {}); run them alternately (A1 B1 A2 B2 ...), or leave --test out",
-                base_side.len(),
-                new_side.len()
-            );
-        }
-        let c = compare_invocations(&base_side, &new_side, &config);
-        if c.rows.is_empty() {
-            bail!(
-                "no point is in every file of both sides (same workload, mode, share and workers){}; nothing to compare",
-                c.unmatched.first().map(|u| format!(", e.g. {u}")).unwrap_or_default()
-            );
-        }
-        comparisons.push(c);
+        comparisons.push(compare_sides(args, &config)?);
     }
     // One file a side, no threshold given: the history may know how much
     // each point's invocations differ on this host.
@@ -164,47 +111,10 @@ pub fn compare_command(args: &CompareArgs) -> Result<(String, Option<Regressed>,
         _ => None,
     };
     for path in args.new.iter().filter(|_| args.vs.is_empty()) {
-        let new = load(path)?;
-        let same_host = base.host.hostname == new.host.hostname;
-        let threshold_of = |point: &fsscale::results::Point| {
-            let store = history.as_ref().filter(|_| same_host)?;
-            let compared = [base.run_id.as_deref().unwrap_or_default(), new.run_id.as_deref().unwrap_or_default()];
-            let spread = fsscale::history::invocation_spread(store, &base, point, &compared).ok()??;
-            Some(PointThreshold { pct: spread.threshold_pct, why: spread.words() })
-        };
-        let c = compare_using(&base, &new, &name(&args.base, &base), &name(path, &new), &config, &threshold_of);
-        let without_cpu = |u: &String| u.contains("no worker CPU time recorded");
-        if c.rows.is_empty() && !c.unmatched.is_empty() && c.unmatched.iter().all(without_cpu) {
-            bail!(
-                "{} and {} have points in common, but not the workers' CPU time --per-cpu divides by (e.g. {}); \
-                 compare without --per-cpu",
-                label(&args.base),
-                label(path),
-                c.unmatched[0]
-            );
-        }
-        if c.rows.is_empty() {
-            bail!(
-                "{} and {} have no point in common (same workload, mode, share and workers); nothing to compare",
-                label(&args.base),
-                label(path)
-            );
-        }
-        comparisons.push(c);
+        comparisons.push(compare_file(args, &base, path, &config, history.as_ref())?);
     }
     if !args.force {
-        for c in &comparisons {
-            if let Some(row) = c.not_comparable().next() {
-                bail!(
-                    "{} and {} defined {} differently ({}): its points measured different work, so they are not \
-                     comparable; --force compares them anyway",
-                    c.base,
-                    c.new,
-                    row.workload,
-                    row.defined_differently.as_deref().unwrap_or_default()
-                );
-            }
-        }
+        refuse_different_work(&comparisons)?;
     }
     // Escaped for the terminal here, then painted: the colours are the only
     // escape sequences in what is printed (main prints it as it is).
@@ -216,6 +126,124 @@ pub fn compare_command(args: &CompareArgs) -> Result<(String, Option<Regressed>,
     let regressed = args.fail_if_worse.and_then(|pct| regressed(&comparisons, pct));
     notices.extend(args.fail_if_worse.map(|pct| too_noisy_to_gate(&comparisons, pct)).unwrap_or_default());
     Ok((text, regressed, notices))
+}
+
+/// How `compare` judges, from its flags (checked here).
+fn compare_config(args: &CompareArgs, between: Option<&Between>) -> Result<CompareConfig> {
+    if !(args.confidence > 0.0 && args.confidence < 100.0) {
+        bail!("--confidence {} is not a percentage between 0 and 100 (e.g. 95)", args.confidence);
+    }
+    if let Some(pct) = args.fail_if_worse {
+        percentage_of_0_or_more("--fail-if-worse", pct, 5)?;
+    }
+    if let Some(pct) = args.noise_threshold {
+        percentage_of_0_or_more("--noise-threshold", pct, 2)?;
+    }
+    // Sides of one file ran round by round: paired by round unless another test is asked for.
+    let test = args.test.unwrap_or(if between.is_some() { TestKind::Paired } else { TestKind::Welch });
+    Ok(CompareConfig {
+        test,
+        confidence: args.confidence / 100.0,
+        figure: if args.per_cpu { Figure::OpsPerCpuSecond } else { Figure::Throughput },
+        noise_threshold_pct: args
+            .noise_threshold
+            .unwrap_or_else(|| between.map_or(DEFAULT_NOISE_THRESHOLD_PCT, Between::default_noise_threshold_pct)),
+        noise_veto: !args.no_noise_veto,
+        detect_pct: args.detect,
+        fdr: !args.no_fdr,
+        auto_per_cpu: !args.no_auto_per_cpu,
+    })
+}
+
+/// A results file with only the points of `-w`'s workloads: the others are
+/// left out on every side of a comparison, as if not run.
+fn load_workload(path: &PathBuf, workload: Option<&WorkloadArg>) -> Result<ResultsFile> {
+    let mut doc = load(path)?;
+    if let Some(wanted) = workload {
+        doc.points.retain(|p| wanted.includes(p.workload));
+    }
+    Ok(doc)
+}
+
+/// `compare BASE [NEW...] --vs FILE...`: invocations against invocations.
+fn compare_sides(args: &CompareArgs, config: &CompareConfig) -> Result<fsscale::compare::Comparison> {
+    let load_all = |paths: &mut dyn Iterator<Item = &PathBuf>| -> Result<Vec<(String, ResultsFile)>> {
+        paths.map(|p| load_workload(p, args.workload.as_ref()).map(|doc| (name(p, &doc), doc))).collect()
+    };
+    let base_side = load_all(&mut std::iter::once(&args.base).chain(&args.new))?;
+    let new_side = load_all(&mut args.vs.iter())?;
+    if config.test == TestKind::Paired && (base_side.len() != new_side.len() || base_side.len() < 2) {
+        bail!(
+            "--test paired with --vs pairs invocation k of each side, so it needs as many files on each side, \
+             two or more (here {} and {}); run them alternately (A1 B1 A2 B2 ...), or leave --test out",
+            base_side.len(),
+            new_side.len()
+        );
+    }
+    let c = compare_invocations(&base_side, &new_side, config);
+    if c.rows.is_empty() {
+        bail!(
+            "no point is in every file of both sides (same workload, mode, share and workers){}; nothing to compare",
+            c.unmatched.first().map(|u| format!(", e.g. {u}")).unwrap_or_default()
+        );
+    }
+    Ok(c)
+}
+
+/// `compare BASE NEW`: one file against another, each point's threshold
+/// from the history's spread on their host where `history` has it.
+fn compare_file(
+    args: &CompareArgs,
+    base: &ResultsFile,
+    path: &PathBuf,
+    config: &CompareConfig,
+    history: Option<&fsscale::history::Store>,
+) -> Result<fsscale::compare::Comparison> {
+    let new = load_workload(path, args.workload.as_ref())?;
+    let same_host = base.host.hostname == new.host.hostname;
+    let threshold_of = |point: &fsscale::results::Point| {
+        let store = history.filter(|_| same_host)?;
+        let compared = [base.run_id.as_deref().unwrap_or_default(), new.run_id.as_deref().unwrap_or_default()];
+        let spread = fsscale::history::invocation_spread(store, base, point, &compared).ok()??;
+        Some(PointThreshold { pct: spread.threshold_pct, why: spread.words() })
+    };
+    let c = compare_using(base, &new, &name(&args.base, base), &name(path, &new), config, &threshold_of);
+    let without_cpu = |u: &String| u.contains("no worker CPU time recorded");
+    if c.rows.is_empty() && !c.unmatched.is_empty() && c.unmatched.iter().all(without_cpu) {
+        bail!(
+            "{} and {} have points in common, but not the workers' CPU time --per-cpu divides by (e.g. {}); \
+             compare without --per-cpu",
+            label(&args.base),
+            label(path),
+            c.unmatched[0]
+        );
+    }
+    if c.rows.is_empty() {
+        bail!(
+            "{} and {} have no point in common (same workload, mode, share and workers); nothing to compare",
+            label(&args.base),
+            label(path)
+        );
+    }
+    Ok(c)
+}
+
+/// Points that measured different work (a workload defined differently)
+/// are not compared without `--force`.
+fn refuse_different_work(comparisons: &[fsscale::compare::Comparison]) -> Result<()> {
+    for c in comparisons {
+        if let Some(row) = c.not_comparable().next() {
+            bail!(
+                "{} and {} defined {} differently ({}): its points measured different work, so they are not \
+                 comparable; --force compares them anyway",
+                c.base,
+                c.new,
+                row.workload,
+                row.defined_differently.as_deref().unwrap_or_default()
+            );
+        }
+    }
+    Ok(())
 }
 
 /// `--fail-if-worse PCT`: the points called worse by more than PCT, as the gate's failure.
@@ -432,77 +460,20 @@ pub fn export_command(args: &ExportArgs) -> Result<String> {
         bail!("--figure {} goes with --format ministat (the other formats have a column for each figure)", args.figure);
     }
     if let Some(variant) = &args.variant {
-        if !doc.points.iter().any(|p| p.variant.as_ref() == Some(variant)) {
-            let names: Vec<&str> = doc.settings.variants.iter().map(|v| v.name.as_str()).collect();
-            bail!(
-                "--variant {}: {} has no such variant{}",
-                fsscale::escape::shell_word(variant),
-                args.results.display(),
-                match names.is_empty() {
-                    true => " (it ran none)".to_string(),
-                    false => format!("; it has {}", names.join(", ")),
-                }
-            );
-        }
+        refuse_unknown_variant(&doc, variant, &args.results)?;
     }
-    // The options every format filters points by.
-    let wanted = |p: &fsscale::results::Point| {
-        args.mode.is_none_or(|m| p.mode == m)
-            && args.share.is_none_or(|s| p.share == s)
-            && args.fs.as_ref().is_none_or(|f| p.fs.as_ref() == Some(f))
-            && args.cache.is_none_or(|c| p.cache.unwrap_or(Cache::Warm) == c)
-            && args.variant.as_ref().is_none_or(|v| p.variant.as_ref() == Some(v))
-    };
     if let Some(format) = format {
         doc.points.retain(|p| {
-            args.workload.is_none_or(|w| p.workload == w) && args.workers.is_none_or(|n| p.workers == n) && wanted(p)
+            args.workload.is_none_or(|w| p.workload == w)
+                && args.workers.is_none_or(|n| p.workers == n)
+                && export_wanted(args, p)
         });
         return Ok(fsscale::report::export(&doc, format, args.runs));
     }
     if args.runs {
         bail!("--runs goes with --format csv, markdown or json-lines (ministat's lines are per run already)");
     }
-    let (Some(workload), Some(workers)) = (args.workload, args.workers) else {
-        bail!(
-            "export for ministat prints one point's runs: give --workload and -j, or --format csv|markdown|json-lines \
-             for every point"
-        );
-    };
-    let matching: Vec<&fsscale::results::Point> =
-        doc.points.iter().filter(|p| p.workload == workload && p.workers == workers && wanted(p)).collect();
-    // Each match by the options that tell the matches apart, and only those.
-    let options = |p: &fsscale::results::Point| -> Vec<String> {
-        let word = fsscale::escape::shell_word;
-        vec![
-            format!("--mode {}", p.mode),
-            format!("--share {}", p.share),
-            p.fs.as_ref().map_or_else(String::new, |f| format!("--fs {}", word(f))),
-            p.cache.map_or_else(String::new, |c| format!("--cache {c}")),
-            p.variant.as_ref().map_or_else(String::new, |v| format!("--variant {}", word(v))),
-        ]
-    };
-    let differ: Vec<usize> =
-        (0..5).filter(|&i| matching.iter().any(|p| options(p)[i] != options(matching[0])[i])).collect();
-    let describe = |p: &fsscale::results::Point| {
-        let all = options(p);
-        differ.iter().map(|&i| all[i].clone()).filter(|o| !o.is_empty()).collect::<Vec<_>>().join(" ")
-    };
-    let point = match matching.as_slice() {
-        [one] => *one,
-        [] => bail!(
-            "{} has no {} point at {} workers with those options; `fsscale analyze {}` lists its points",
-            args.results.display(),
-            workload,
-            workers,
-            args.results.display()
-        ),
-        many => bail!(
-            "{} has {} such points; choose one with {}",
-            args.results.display(),
-            many.len(),
-            many.iter().map(|p| describe(p)).collect::<Vec<_>>().join(" or ")
-        ),
-    };
+    let point = the_point_to_export(args, &doc)?;
     let mut text = format!(
         "# {} {} {} x{}{}: {}{} per run ({})\n",
         point.workload,
@@ -526,4 +497,80 @@ pub fn export_command(args: &ExportArgs) -> Result<String> {
         text += &format!("{value}\n");
     }
     Ok(text)
+}
+
+/// `--variant NAME` that `doc` did not run, refused with the ones it did.
+fn refuse_unknown_variant(doc: &ResultsFile, variant: &str, path: &std::path::Path) -> Result<()> {
+    if doc.points.iter().any(|p| p.variant.as_deref() == Some(variant)) {
+        return Ok(());
+    }
+    let names: Vec<&str> = doc.settings.variants.iter().map(|v| v.name.as_str()).collect();
+    bail!(
+        "--variant {}: {} has no such variant{}",
+        fsscale::escape::shell_word(variant),
+        path.display(),
+        match names.is_empty() {
+            true => " (it ran none)".to_string(),
+            false => format!("; it has {}", names.join(", ")),
+        }
+    )
+}
+
+/// The options every export format filters points by.
+fn export_wanted(args: &ExportArgs, p: &fsscale::results::Point) -> bool {
+    args.mode.is_none_or(|m| p.mode == m)
+        && args.share.is_none_or(|s| p.share == s)
+        && args.fs.as_ref().is_none_or(|f| p.fs.as_ref() == Some(f))
+        && args.cache.is_none_or(|c| p.cache.unwrap_or(Cache::Warm) == c)
+        && args.variant.as_ref().is_none_or(|v| p.variant.as_ref() == Some(v))
+}
+
+/// The one point `export` for ministat prints: `--workload` and `-j` with
+/// the other options; several that match are refused with the options that
+/// tell them apart.
+fn the_point_to_export<'a>(args: &ExportArgs, doc: &'a ResultsFile) -> Result<&'a fsscale::results::Point> {
+    let (Some(workload), Some(workers)) = (args.workload, args.workers) else {
+        bail!(
+            "export for ministat prints one point's runs: give --workload and -j, or --format csv|markdown|json-lines \
+             for every point"
+        );
+    };
+    let matching: Vec<&fsscale::results::Point> = doc
+        .points
+        .iter()
+        .filter(|p| p.workload == workload && p.workers == workers && export_wanted(args, p))
+        .collect();
+    // Each match by the options that tell the matches apart, and only those.
+    let options = |p: &fsscale::results::Point| -> Vec<String> {
+        let word = fsscale::escape::shell_word;
+        vec![
+            format!("--mode {}", p.mode),
+            format!("--share {}", p.share),
+            p.fs.as_ref().map_or_else(String::new, |f| format!("--fs {}", word(f))),
+            p.cache.map_or_else(String::new, |c| format!("--cache {c}")),
+            p.variant.as_ref().map_or_else(String::new, |v| format!("--variant {}", word(v))),
+        ]
+    };
+    let differ: Vec<usize> =
+        (0..5).filter(|&i| matching.iter().any(|p| options(p)[i] != options(matching[0])[i])).collect();
+    let describe = |p: &fsscale::results::Point| {
+        let all = options(p);
+        differ.iter().map(|&i| all[i].clone()).filter(|o| !o.is_empty()).collect::<Vec<_>>().join(" ")
+    };
+    match matching.as_slice() {
+        [one] => Ok(*one),
+        [] => bail!(
+            "{} has no {} point at {} workers with those options; `fsscale analyze {}` lists its points",
+            args.results.display(),
+            workload,
+            workers,
+            args.results.display()
+        ),
+        many => bail!(
+            "{} has {} such points; choose one with {}",
+            args.results.display(),
+            many.len(),
+            many.iter().map(|p| describe(p)).collect::<Vec<_>>().join(" or ")
+        ),
+    }
 }

@@ -226,6 +226,33 @@ fn run_id_and_json(doc: &ResultsFile) -> (String, String) {
     (run_id, json)
 }
 
+/// Whether `doc`, whose run id is recorded already with `had` runs,
+/// replaces that record. The same run again (a file added twice, a run
+/// recorded with --history and then added) changes nothing: `false`. A run
+/// recorded while unfinished and since continued (`run --resume`, which
+/// keeps its run id) has more runs now, and its record is the later
+/// document's: `true`. Only the same run, continued, may replace its
+/// record: a file that merely carries its run id (copied, edited, or another
+/// host's) would move its figures into another series, and is refused.
+fn replaces_record(
+    doc: &ResultsFile,
+    run_id: &str,
+    had: i64,
+    stored: impl FnOnce() -> Result<ResultsFile>,
+) -> Result<bool> {
+    let has: usize = doc.points.iter().map(|p| p.runs.len()).sum();
+    if has as i64 <= had {
+        return Ok(false);
+    }
+    if let Some(why) = not_a_continuation(&stored()?, doc) {
+        bail!(
+            "its run id {} is recorded already, and this is not that run continued ({why}); not recorded: a run keeps its own id, so this file was copied or edited",
+            crate::escape::for_terminal(run_id)
+        );
+    }
+    Ok(true)
+}
+
 /// Why `later` is not the run `stored` records, continued (`run --resume`):
 /// the same host, start and command line, the points `stored` holds first
 /// (a run adds its points as it reaches them), and every run `stored` holds

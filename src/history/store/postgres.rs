@@ -13,7 +13,7 @@ use anyhow::{anyhow, bail, Result};
 use postgres::types::ToSql;
 use postgres::{Client, NoTls, Row};
 
-use super::{not_a_continuation, run_id_and_json, Added, Backend, Entry, Series, SeriesFilter};
+use super::{replaces_record, run_id_and_json, Added, Backend, Entry, Series, SeriesFilter};
 use crate::history::point::{figures, Figure, Identity};
 use crate::results::ResultsFile;
 
@@ -143,26 +143,19 @@ impl PostgresStore {
         let (result, new) = match inserted {
             Some(row) => (row.get::<_, i64>(0), true),
             None => {
-                // Recorded already: as in the SQLite store, only the same
-                // run continued (more runs now) replaces its record.
                 let row = tx.query_one(
                     "SELECT r.id, COALESCE((SELECT SUM(f.runs) FROM figures f WHERE f.result_id = r.id), 0)::bigint
                      FROM results r WHERE r.run_id = $1",
                     &[&run_id],
                 )?;
                 let (id, had): (i64, i64) = (row.get(0), row.get(1));
-                let has: usize = doc.points.iter().map(|p| p.runs.len()).sum();
-                if has as i64 <= had {
+                let stored = || -> Result<ResultsFile> {
+                    let packed: Vec<u8> =
+                        tx.query_one("SELECT document_zstd FROM results WHERE id = $1", &[&id])?.get(0);
+                    read_packed(&packed, id, &location)
+                };
+                if !replaces_record(doc, &run_id, had, stored)? {
                     return Ok(Added::Already);
-                }
-                let packed_stored: Vec<u8> =
-                    tx.query_one("SELECT document_zstd FROM results WHERE id = $1", &[&id])?.get(0);
-                let stored = read_packed(&packed_stored, id, &location)?;
-                if let Some(why) = not_a_continuation(&stored, doc) {
-                    bail!(
-                        "its run id {} is recorded already, and this is not that run continued ({why}); not recorded: a run keeps its own id, so this file was copied or edited",
-                        crate::escape::for_terminal(&run_id)
-                    );
                 }
                 tx.execute("DELETE FROM figures WHERE result_id = $1", &[&id])?;
                 tx.execute(
@@ -172,57 +165,63 @@ impl PostgresStore {
                 (id, false)
             }
         };
-        let mut series = 0;
-        for (identity, figure, index) in figures(doc) {
-            let key = identity.key();
-            let memory_limit = identity.memory_limit_column()?;
-            tx.execute(
-                "INSERT INTO series (host, series_key, workload, op, mode, share, workers, fs, cache, variant, memory_limit, description)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (host, series_key) DO NOTHING",
-                &[
-                    &doc.host.hostname,
-                    &key,
-                    &identity.workload,
-                    &identity.op,
-                    &identity.mode,
-                    &identity.share,
-                    &(identity.workers as i64),
-                    &identity.fs,
-                    &identity.cache,
-                    &identity.variant,
-                    &memory_limit,
-                    &identity.describe(),
-                ],
-            )?;
-            let id: i64 = tx
-                .query_one("SELECT id FROM series WHERE host = $1 AND series_key = $2", &[&doc.host.hostname, &key])?
-                .get(0);
-            let (run_values, run_per_cpu) = figure.run_columns();
-            tx.execute(
-                "INSERT INTO figures (series_id, result_id, point_index, mean, per_cpu, runs, busy, cpu_bound, noise, profiles, unit, higher_is_better, run_values, run_per_cpu)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
-                &[
-                    &id,
-                    &result,
-                    &(index as i64),
-                    &figure.mean,
-                    &figure.per_cpu,
-                    &(figure.runs as i64),
-                    &figure.busy,
-                    &figure.cpu_bound,
-                    &figure.noise,
-                    &figure.profiles.join(","),
-                    &figure.unit,
-                    &figure.higher_is_better,
-                    &run_values,
-                    &run_per_cpu,
-                ],
-            )?;
-            series += 1;
-        }
+        let series = insert_figures(&mut tx, doc, result)?;
         tx.commit()?;
         Ok(if new { Added::New { series } } else { Added::Updated { series } })
     }
+}
+
+/// A result's figures, each under its series (made where new).
+fn insert_figures(tx: &mut postgres::Transaction<'_>, doc: &ResultsFile, result: i64) -> Result<usize> {
+    let mut series = 0;
+    for (identity, figure, index) in figures(doc) {
+        let key = identity.key();
+        let memory_limit = identity.memory_limit_column()?;
+        tx.execute(
+            "INSERT INTO series (host, series_key, workload, op, mode, share, workers, fs, cache, variant, memory_limit, description)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (host, series_key) DO NOTHING",
+            &[
+                &doc.host.hostname,
+                &key,
+                &identity.workload,
+                &identity.op,
+                &identity.mode,
+                &identity.share,
+                &(identity.workers as i64),
+                &identity.fs,
+                &identity.cache,
+                &identity.variant,
+                &memory_limit,
+                &identity.describe(),
+            ],
+        )?;
+        let id: i64 = tx
+            .query_one("SELECT id FROM series WHERE host = $1 AND series_key = $2", &[&doc.host.hostname, &key])?
+            .get(0);
+        let (run_values, run_per_cpu) = figure.run_columns();
+        tx.execute(
+            "INSERT INTO figures (series_id, result_id, point_index, mean, per_cpu, runs, busy, cpu_bound, noise, profiles, unit, higher_is_better, run_values, run_per_cpu)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+            &[
+                &id,
+                &result,
+                &(index as i64),
+                &figure.mean,
+                &figure.per_cpu,
+                &(figure.runs as i64),
+                &figure.busy,
+                &figure.cpu_bound,
+                &figure.noise,
+                &figure.profiles.join(","),
+                &figure.unit,
+                &figure.higher_is_better,
+                &run_values,
+                &run_per_cpu,
+            ],
+        )?;
+        series += 1;
+    }
+    Ok(series)
 }
 
 impl Backend for PostgresStore {

@@ -11,7 +11,7 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context, Result};
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 
-use super::{not_a_continuation, run_id_and_json, Added, Backend, Entry, Series, SeriesFilter, BUSY_TIMEOUT};
+use super::{replaces_record, run_id_and_json, Added, Backend, Entry, Series, SeriesFilter, BUSY_TIMEOUT};
 use crate::history::point::{figures, Figure, Identity};
 use crate::history::schema;
 use crate::results::ResultsFile;
@@ -100,30 +100,14 @@ impl SqliteStore {
         let result = if inserted == 1 {
             tx.last_insert_rowid()
         } else {
-            // Recorded already. The same run again (a file added twice, a
-            // run recorded with --history and then added) changes nothing;
-            // but a run recorded while it was unfinished and since continued
-            // (`run --resume`, which keeps its run id) has more runs now,
-            // and its record is the later document's.
             let (id, had): (i64, i64) = tx.query_row(
                 "SELECT r.id, COALESCE((SELECT SUM(f.runs) FROM figures f WHERE f.result_id = r.id), 0)
                  FROM results r WHERE r.run_id = ?1",
                 [&run_id],
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )?;
-            let has: usize = doc.points.iter().map(|p| p.runs.len()).sum();
-            if has as i64 <= had {
+            if !replaces_record(doc, &run_id, had, || read_document(&tx, id, &self.path))? {
                 return Ok(Added::Already);
-            }
-            // Only the same run, continued, may replace its record: a file
-            // that merely carries its run id (copied, edited, or another
-            // host's) would move its figures into another series.
-            let stored = read_document(&tx, id, &self.path)?;
-            if let Some(why) = not_a_continuation(&stored, doc) {
-                bail!(
-                    "its run id {} is recorded already, and this is not that run continued ({why}); not recorded: a run keeps its own id, so this file was copied or edited",
-                    crate::escape::for_terminal(&run_id)
-                );
             }
             tx.execute("DELETE FROM figures WHERE result_id = ?1", [id])?;
             tx.execute(
@@ -132,56 +116,7 @@ impl SqliteStore {
             )?;
             id
         };
-        let mut series = 0;
-        for (identity, figure, index) in figures(doc) {
-            let key = identity.key();
-            let memory_limit = identity.memory_limit_column()?;
-            tx.execute(
-                "INSERT INTO series (host, series_key, workload, op, mode, share, workers, fs, cache, variant, memory_limit, description)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) ON CONFLICT (host, series_key) DO NOTHING",
-                params![
-                    doc.host.hostname,
-                    key,
-                    identity.workload,
-                    identity.op,
-                    identity.mode,
-                    identity.share,
-                    identity.workers as i64,
-                    identity.fs,
-                    identity.cache,
-                    identity.variant,
-                    memory_limit,
-                    identity.describe()
-                ],
-            )?;
-            let id: i64 = tx.query_row(
-                "SELECT id FROM series WHERE host = ?1 AND series_key = ?2",
-                params![doc.host.hostname, key],
-                |r| r.get(0),
-            )?;
-            let (run_values, run_per_cpu) = figure.run_columns();
-            tx.execute(
-                "INSERT INTO figures (series_id, result_id, point_index, mean, per_cpu, runs, busy, cpu_bound, noise, profiles, unit, higher_is_better, run_values, run_per_cpu)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
-                params![
-                    id,
-                    result,
-                    index as i64,
-                    figure.mean,
-                    figure.per_cpu,
-                    figure.runs as i64,
-                    figure.busy,
-                    figure.cpu_bound,
-                    figure.noise,
-                    figure.profiles.join(","),
-                    figure.unit,
-                    figure.higher_is_better,
-                    run_values,
-                    run_per_cpu
-                ],
-            )?;
-            series += 1;
-        }
+        let series = insert_figures(&tx, doc, result)?;
         tx.commit()?;
         Ok(match inserted {
             1 => Added::New { series },
@@ -336,6 +271,61 @@ impl Backend for SqliteStore {
         let count = self.conn.query_row("SELECT COUNT(*) FROM results", [], |r| r.get::<_, i64>(0));
         self.one_line(count.map(|n| n as usize).map_err(anyhow::Error::from))
     }
+}
+
+/// A result's figures, each under its series (made where new).
+fn insert_figures(tx: &rusqlite::Transaction<'_>, doc: &ResultsFile, result: i64) -> Result<usize> {
+    let mut series = 0;
+    for (identity, figure, index) in figures(doc) {
+        let key = identity.key();
+        let memory_limit = identity.memory_limit_column()?;
+        tx.execute(
+            "INSERT INTO series (host, series_key, workload, op, mode, share, workers, fs, cache, variant, memory_limit, description)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) ON CONFLICT (host, series_key) DO NOTHING",
+            params![
+                doc.host.hostname,
+                key,
+                identity.workload,
+                identity.op,
+                identity.mode,
+                identity.share,
+                identity.workers as i64,
+                identity.fs,
+                identity.cache,
+                identity.variant,
+                memory_limit,
+                identity.describe()
+            ],
+        )?;
+        let id: i64 = tx.query_row(
+            "SELECT id FROM series WHERE host = ?1 AND series_key = ?2",
+            params![doc.host.hostname, key],
+            |r| r.get(0),
+        )?;
+        let (run_values, run_per_cpu) = figure.run_columns();
+        tx.execute(
+            "INSERT INTO figures (series_id, result_id, point_index, mean, per_cpu, runs, busy, cpu_bound, noise, profiles, unit, higher_is_better, run_values, run_per_cpu)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+            params![
+                id,
+                result,
+                index as i64,
+                figure.mean,
+                figure.per_cpu,
+                figure.runs as i64,
+                figure.busy,
+                figure.cpu_bound,
+                figure.noise,
+                figure.profiles.join(","),
+                figure.unit,
+                figure.higher_is_better,
+                run_values,
+                run_per_cpu
+            ],
+        )?;
+        series += 1;
+    }
+    Ok(series)
 }
 
 /// The results file recorded as `result` in the store at `path`, read as

@@ -95,6 +95,36 @@ fn caption(s: &SeriesChanges) -> String {
     )
 }
 
+/// Where a series' results are drawn: results in order along x, values
+/// along y, with a margin around their range.
+struct Scale {
+    n: usize,
+    lo: f64,
+    hi: f64,
+    pad: f64,
+}
+
+impl Scale {
+    fn of(values: &[f64]) -> Scale {
+        let (lo, hi) = values.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &v| (l.min(v), h.max(v)));
+        let pad = ((hi - lo) * 0.08).max(hi.abs() * 0.01).max(f64::MIN_POSITIVE);
+        Scale { n: values.len(), lo: lo - pad, hi: hi + pad, pad }
+    }
+
+    fn x(&self, i: f64) -> f64 {
+        LEFT + (WIDTH - LEFT - RIGHT) * if self.n > 1 { i / (self.n - 1) as f64 } else { 0.5 }
+    }
+
+    fn y(&self, v: f64) -> f64 {
+        TOP + (HEIGHT - TOP - BOTTOM) * (1.0 - (v - self.lo) / (self.hi - self.lo))
+    }
+}
+
+/// A coordinate as the chart writes it.
+fn fmt(v: f64) -> String {
+    format!("{v:.1}")
+}
+
 /// The series as an SVG line chart: the results in order, outliers
 /// hollow, each step a dashed line with its levels on either side.
 fn chart(s: &SeriesChanges) -> Html {
@@ -107,18 +137,18 @@ fn chart(s: &SeriesChanges) -> Html {
         WIDTH,
         HEIGHT
     );
-    let n = s.values.len();
-    if n == 0 {
-        out.push_static("</svg>");
-        return out;
+    if !s.values.is_empty() {
+        let scale = Scale::of(&s.values);
+        axes(&mut out, &scale, s);
+        levels_and_steps(&mut out, &scale, s);
+        results(&mut out, &scale, s);
     }
-    let (lo, hi) = s.values.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &v| (l.min(v), h.max(v)));
-    let pad = ((hi - lo) * 0.08).max(hi.abs() * 0.01).max(f64::MIN_POSITIVE);
-    let (lo, hi) = (lo - pad, hi + pad);
-    let x = |i: f64| LEFT + (WIDTH - LEFT - RIGHT) * if n > 1 { i / (n - 1) as f64 } else { 0.5 };
-    let y = |v: f64| TOP + (HEIGHT - TOP - BOTTOM) * (1.0 - (v - lo) / (hi - lo));
-    let fmt = |v: f64| format!("{v:.1}");
-    // Axes and their extremes.
+    out.push_static("</svg>");
+    out
+}
+
+/// The axes, the extreme values and the first and last results' names.
+fn axes(out: &mut Html, scale: &Scale, s: &SeriesChanges) {
     html!(
         out,
         "<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#888\"/><line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#888\"/>",
@@ -131,43 +161,46 @@ fn chart(s: &SeriesChanges) -> Html {
         fmt(WIDTH - RIGHT),
         fmt(HEIGHT - BOTTOM)
     );
-    for v in [lo + pad, hi - pad] {
+    for v in [scale.lo + scale.pad, scale.hi - scale.pad] {
         html!(
             out,
             "<text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"end\">{}</text>",
             fmt(LEFT - 6.0),
-            fmt(y(v) + 4.0),
+            fmt(scale.y(v) + 4.0),
             format_rate(v)
         );
     }
-    for (i, anchor) in [(0, "start"), (n - 1, "end")] {
+    for (i, anchor) in [(0, "start"), (scale.n - 1, "end")] {
         html!(
             out,
             "<text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"{}\">{}</text>",
-            fmt(x(i as f64)),
+            fmt(scale.x(i as f64)),
             fmt(HEIGHT - 12.0),
             anchor,
             s.entries[i].name()
         );
     }
-    // Levels and steps.
+}
+
+/// Each segment's level, and each step a dashed line named with its change.
+fn levels_and_steps(out: &mut Html, scale: &Scale, s: &SeriesChanges) {
     let mut bounds = vec![0];
     bounds.extend(s.changes.iter().map(|c| c.index));
-    bounds.push(n);
+    bounds.push(scale.n);
     let levels: Vec<f64> =
         s.changes.iter().map(|c| c.before.mean).chain(s.changes.last().map(|c| c.after.mean)).collect();
     for (k, level) in levels.iter().enumerate() {
         html!(
             out,
             "<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#999\" stroke-width=\"2\" opacity=\"0.6\"/>",
-            fmt(x(bounds[k] as f64)),
-            fmt(y(*level)),
-            fmt(x((bounds[k + 1] - 1) as f64)),
-            fmt(y(*level))
+            fmt(scale.x(bounds[k] as f64)),
+            fmt(scale.y(*level)),
+            fmt(scale.x((bounds[k + 1] - 1) as f64)),
+            fmt(scale.y(*level))
         );
     }
     for (j, c) in s.changes.iter().enumerate() {
-        let at = x(c.index as f64 - 0.5);
+        let at = scale.x(c.index as f64 - 0.5);
         let colour = if c.improved { "#17702c" } else { "#b3201b" };
         html!(
             out,
@@ -185,19 +218,22 @@ fn chart(s: &SeriesChanges) -> Html {
             format_pct(c.pct(), true)
         );
     }
-    // The results.
+}
+
+/// The results: a line through them, and a dot each (hollow: an outlier;
+/// orange: its runs marked noisy) named in its tooltip.
+fn results(out: &mut Html, scale: &Scale, s: &SeriesChanges) {
     let points: Vec<String> =
-        s.values.iter().enumerate().map(|(i, v)| format!("{},{}", fmt(x(i as f64)), fmt(y(*v)))).collect();
+        s.values.iter().enumerate().map(|(i, v)| format!("{},{}", fmt(scale.x(i as f64)), fmt(scale.y(*v)))).collect();
     html!(out, "<polyline fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"1.2\" points=\"{}\"/>", points.join(" "));
-    let outlying = &s.outliers;
     for (i, (e, v)) in s.entries.iter().zip(&s.values).enumerate() {
         let colour = if e.figure.noise.is_some() { "#ff7f0e" } else { "#1f77b4" };
-        let fill = if outlying[i] { "white" } else { colour };
+        let fill = if s.outliers[i] { "white" } else { colour };
         html!(
             out,
             "<circle cx=\"{}\" cy=\"{}\" r=\"3\" fill=\"{}\" stroke=\"{}\"><title>{}: {} ({})</title></circle>",
-            fmt(x(i as f64)),
-            fmt(y(*v)),
+            fmt(scale.x(i as f64)),
+            fmt(scale.y(*v)),
             fill,
             colour,
             e.name(),
@@ -205,6 +241,4 @@ fn chart(s: &SeriesChanges) -> Html {
             e.started_at
         );
     }
-    out.push_static("</svg>");
-    out
 }

@@ -350,16 +350,7 @@ impl Session<'_> {
                 ));
             }
         }
-        let outcome = outcome.map_err(|error| match self.memory {
-            Some(limit) if limit.oom_kills() > oom_kills_before => error.context(format!(
-                "the memory limit killed {} process(es) of this run (--memory-limit {}, in {}): what the \
-                 workers keep in memory did not fit; raise it",
-                limit.oom_kills() - oom_kills_before,
-                crate::vocab::format_size(limit.bytes()),
-                limit.describe()
-            )),
-            _ => error,
-        });
+        let outcome = outcome.map_err(|error| self.blame_memory_limit(error, oom_kills_before));
         let (mut record, fs_record) = outcome.map_err(|error| self.run_error(error, doc, spec, slot, run))?;
         if let (Some(stderr), Some(v)) = (&record.setup_stderr, spec.variant) {
             self.progress.warning(&format!(
@@ -373,6 +364,21 @@ impl Session<'_> {
         self.warn_of_mismatches(&record, spec, run);
         record.started_at = Some(started_at);
         Ok((record, fs_record))
+    }
+
+    /// A run's error, said to be the memory limit's doing where it killed
+    /// processes since `oom_kills_before`.
+    fn blame_memory_limit(&self, error: anyhow::Error, oom_kills_before: u64) -> anyhow::Error {
+        match self.memory {
+            Some(limit) if limit.oom_kills() > oom_kills_before => error.context(format!(
+                "the memory limit killed {} process(es) of this run (--memory-limit {}, in {}): what the \
+                 workers keep in memory did not fit; raise it",
+                limit.oom_kills() - oom_kills_before,
+                crate::vocab::format_size(limit.bytes()),
+                limit.describe()
+            )),
+            _ => error,
+        }
     }
 
     /// A run's error, with the point and the run it ended.

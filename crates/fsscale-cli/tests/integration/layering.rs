@@ -371,3 +371,95 @@ fn the_declared_rust_version_is_what_the_locked_dependencies_need() {
     }
     // That fsscale's own code builds with it is checked by `.ci/run`, which builds with that toolchain.
 }
+
+/// A line of code without its string and character literals and its
+/// comment: what is left of braces in it is the code's.
+fn without_literals(line: &str) -> String {
+    let (mut out, mut chars) = (String::new(), line.chars().peekable());
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => {
+                while let Some(s) = chars.next() {
+                    match s {
+                        '\\' => {
+                            chars.next();
+                        }
+                        '"' => break,
+                        _ => {}
+                    }
+                }
+            }
+            // A character literal ('{', '\''), not a lifetime ('a).
+            '\'' if matches!(chars.clone().nth(1), Some('\'')) || chars.peek() == Some(&'\\') => {
+                for s in chars.by_ref() {
+                    if s == '\'' {
+                        break;
+                    }
+                }
+            }
+            '/' if chars.peek() == Some(&'/') => break,
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// The functions in `text` longer than `limit` lines, with their first line's number.
+fn long_functions(text: &str, limit: usize) -> Vec<(usize, String, usize)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut found = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let words: Vec<&str> = line.split_whitespace().take_while(|w| *w != "fn").collect();
+        let is_fn = line.split_whitespace().any(|w| w == "fn")
+            && words
+                .iter()
+                .all(|w| w.starts_with("pub") || ["const", "unsafe", "async", "extern", "\"C\""].contains(w));
+        if !is_fn || line.trim_start().starts_with("//") {
+            continue;
+        }
+        let (mut depth, mut started) = (0i32, false);
+        for (j, body) in lines[i..].iter().enumerate() {
+            let code = without_literals(body);
+            if !started && code.contains(';') && !code.contains('{') {
+                break; // a declaration (a trait's), no body
+            }
+            for c in code.chars() {
+                match c {
+                    '{' => (depth, started) = (depth + 1, true),
+                    '}' => depth -= 1,
+                    _ => {}
+                }
+            }
+            if started && depth == 0 {
+                if j + 1 > limit {
+                    let name = line.split("fn ").nth(1).unwrap_or("").split(['(', '<']).next().unwrap_or("");
+                    found.push((i + 1, name.to_string(), j + 1));
+                }
+                break;
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn no_function_outside_the_tests_is_over_100_lines() {
+    let short = "fn a() {\n    let s = \"}\";\n    let c = '{';\n}\n";
+    assert_eq!(long_functions(short, 3), vec![(1, "a".to_string(), 4)]);
+    assert!(long_functions(short, 4).is_empty());
+    assert!(long_functions("trait T {\n    fn f(&self);\n}\n", 0).is_empty(), "a declaration has no body");
+    let root = crate::util::repo();
+    let crates = std::fs::read_dir(root.join("crates")).unwrap().flatten().map(|c| c.path().join("src"));
+    let mut long = Vec::new();
+    for file in std::iter::once(root.join("src")).chain(crates).flat_map(|src| files(&src)) {
+        // Whole files of tests and simulations are tests.
+        let name = file.file_name().unwrap().to_string_lossy().into_owned();
+        if name == "tests.rs" || name.ends_with("_simulation.rs") {
+            continue;
+        }
+        for (line, function, lines) in long_functions(&code(&file), 100) {
+            long.push(format!("{}:{line} {function} ({lines} lines)", file.display()));
+        }
+    }
+    assert!(long.is_empty(), "functions over 100 lines (split them):\n{}", long.join("\n"));
+}
