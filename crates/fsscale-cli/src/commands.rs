@@ -157,7 +157,7 @@ fn compare_config(args: &CompareArgs, between: Option<&Between>) -> Result<Compa
 
 /// A results file with only the points of `-w`'s workloads: the others are
 /// left out on every side of a comparison, as if not run.
-fn load_workload(path: &PathBuf, workload: Option<&WorkloadArg>) -> Result<ResultsFile> {
+fn load_workload(path: &std::path::Path, workload: Option<&WorkloadArg>) -> Result<ResultsFile> {
     let mut doc = load(path)?;
     if let Some(wanted) = workload {
         doc.points.retain(|p| wanted.includes(p.workload));
@@ -195,7 +195,7 @@ fn compare_sides(args: &CompareArgs, config: &CompareConfig) -> Result<fsscale::
 fn compare_file(
     args: &CompareArgs,
     base: &ResultsFile,
-    path: &PathBuf,
+    path: &std::path::Path,
     config: &CompareConfig,
     history: Option<&fsscale::history::Store>,
 ) -> Result<fsscale::compare::Comparison> {
