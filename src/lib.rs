@@ -1,37 +1,25 @@
 //! fsscale: measure how filesystem and VFS operations scale with CPU cores,
 //! and compare systems with statistics a kernel developer trusts.
 //!
-//! The library is the whole engine; the `fsscale` binary only parses the
-//! command line, builds a [`plan::RunConfig`], calls [`runner::run`] and
-//! renders the returned [`results::ResultsFile`] with [`report`].
+//! This crate measures: workloads, the runner, instruments, filesystems,
+//! scratch directories, MPI jobs (Linux only). What it measures goes into
+//! the analysis crate's results document, which it re-exports with the rest
+//! of that crate (results, statistics, comparison, history, reports), so
+//! `fsscale::results` is the one path to it. The `fsscale` binary only
+//! parses the command line, builds a [`plan::RunConfig`], calls
+//! [`runner::run`] and renders the returned [`results::ResultsFile`] with
+//! [`report`].
 
-// Dead code is judged on Linux, where the whole crate is built: elsewhere
-// what the analysis half keeps for the measuring half has no user.
-#![cfg_attr(not(target_os = "linux"), allow(dead_code))]
+pub use fsscale_analysis::{
+    analyze, atomic_file, choice, compare, escape, history, lockfile, ministat, report, results, stats, sys, vocab,
+};
 
-// The analysis half (results, statistics, comparison, reports) builds on any
-// Unix; measuring (workloads, runner, filesystems, instruments, scratch
-// directories) drives Linux's system calls, /proc and tracefs, so it is
-// Linux only.
-pub mod analyze;
-pub mod atomic_file;
+// The cluster's words (its record in the results, `--placement`) build
+// anywhere; MPI jobs run on Linux.
 pub mod cluster;
-pub mod compare;
-pub mod escape;
 #[doc(hidden)]
 pub mod fuzzing;
-pub mod history;
-pub(crate) mod lockfile;
-pub mod ministat;
-pub mod report;
-pub mod results;
-#[cfg(test)]
-mod skips;
-pub mod stats;
-pub mod sys;
-pub mod vocab;
 
-// A worker's panic caught and reported: the runner's (Linux only).
 #[cfg(target_os = "linux")]
 pub mod archive;
 #[cfg(target_os = "linux")]
@@ -42,6 +30,7 @@ pub mod exec;
 pub mod fs;
 #[cfg(target_os = "linux")]
 pub mod instruments;
+// A worker's panic caught and reported: the runner's.
 #[cfg(target_os = "linux")]
 pub(crate) mod panics;
 #[cfg(target_os = "linux")]
@@ -56,3 +45,8 @@ pub mod scratch;
 pub mod tree;
 #[cfg(target_os = "linux")]
 pub mod workloads;
+
+// The unit tests' skip summary, shared with the analysis crate's.
+#[cfg(test)]
+#[path = "../crates/fsscale-analysis/src/skips.rs"]
+mod skips;

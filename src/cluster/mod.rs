@@ -8,14 +8,13 @@
 //! feature; without it, or when no MPI launcher started the process, there
 //! is no cluster and fsscale is a one-machine tool.
 
-mod placement;
 pub mod steal;
 
 use anyhow::{anyhow, bail, Context, Result};
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-pub use placement::Placement;
+pub use crate::results::cluster::{ClusterInfo, Placement};
 
 /// Called while a collective waits; an error (a signal came) ends the wait.
 pub type Idle<'a> = &'a mut dyn FnMut() -> Result<()>;
@@ -152,25 +151,6 @@ impl Cluster {
 fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
     serde_json::from_slice(bytes)
         .map_err(|e| anyhow!("a message between ranks did not decode ({e}); do all ranks run the same fsscale?"))
-}
-
-/// The MPI job a run was: `mpirun -np R fsscale run ...`.
-#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
-pub struct ClusterInfo {
-    /// The MPI library's name and version, as it reports them.
-    pub library: String,
-    pub ranks: usize,
-    /// Each rank's node, in rank order.
-    pub hosts: Vec<String>,
-    /// Which ranks served a point of N workers.
-    pub placement: Placement,
-}
-
-impl ClusterInfo {
-    /// The nodes, in order of their lowest rank, with their ranks.
-    pub fn nodes(&self) -> Vec<(&str, Vec<usize>)> {
-        placement::nodes(&self.hosts)
-    }
 }
 
 /// The environment variables by which MPI launchers tell a process its job's size.

@@ -10,6 +10,7 @@ use anyhow::{anyhow, bail, Context, Result};
 
 use super::loopdev;
 use super::registry::{Entry, Registration};
+use super::Making;
 use super::{Backing, DeviceIo, FsKind, FsOptions, FsRecord, FsSpec};
 use crate::results::Target;
 

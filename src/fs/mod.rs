@@ -27,13 +27,27 @@ pub use crate::vocab::{DeviceIo, Fresh, FsKind, FsRecord};
 
 pub const STATE_DIR: &str = "/run/fsscale";
 
-impl FsKind {
+/// How a kind of filesystem is made: its mkfs, its size, its names.
+pub(crate) trait Making {
     /// The mkfs program, the flags that make it non-interactive, and the Debian package.
     ///
     /// ext4's inode tables and journal are zeroed by mkfs (a fallocate on an
     /// image or loop device, milliseconds): left lazy, the kernel's
     /// `ext4lazyinit` thread writes them in the background for a while after
     /// the mount, megabytes of device writes in the middle of the runs.
+    fn mkfs(self) -> Option<(&'static str, &'static [&'static str], &'static str)>;
+
+    /// Whether it is made on a block device (image, loop device or a real one).
+    fn on_a_device(self) -> bool;
+
+    /// The smallest filesystem its mkfs accepts, with room for a small workload.
+    fn min_size(self) -> u64;
+
+    /// Every kind's name, in words: `dir, tmpfs, ... or f2fs`.
+    fn names_in_words(kinds: impl Iterator<Item = FsKind>, and: &str) -> String;
+}
+
+impl Making for FsKind {
     fn mkfs(self) -> Option<(&'static str, &'static [&'static str], &'static str)> {
         match self {
             FsKind::Ext4 => {
@@ -46,12 +60,10 @@ impl FsKind {
         }
     }
 
-    /// Whether it is made on a block device (image, loop device or a real one).
     fn on_a_device(self) -> bool {
         self.mkfs().is_some()
     }
 
-    /// The smallest filesystem its mkfs accepts, with room for a small workload.
     fn min_size(self) -> u64 {
         match self {
             FsKind::Xfs => 320 << 20,
@@ -60,7 +72,6 @@ impl FsKind {
         }
     }
 
-    /// Every kind's name, in words: `dir, tmpfs, ... or f2fs`.
     fn names_in_words(kinds: impl Iterator<Item = FsKind>, and: &str) -> String {
         let names: Vec<&str> = kinds.map(FsKind::name).collect();
         match names.split_last() {

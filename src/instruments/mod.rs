@@ -38,12 +38,32 @@ pub(crate) fn u64_at(bytes: &[u8], at: usize) -> u64 {
     bytes.get(at..at + 8).map_or(0, |b| u64::from_ne_bytes(b.try_into().expect("8 bytes")))
 }
 
-impl InstrumentConfig {
+/// Instruments made ready for a run: what this kernel and user can have, and how it is collected.
+pub trait Preparing {
     /// Checks what the instruments need before anything runs and chooses
     /// how the tracepoint profiles are collected (BPF where the kernel
     /// allows it); returns the config as it will run, and what it did to
     /// the machine or chose for the caller to report.
-    pub fn prepare(&self) -> Result<(InstrumentConfig, Vec<String>)> {
+    fn prepare(&self) -> Result<(InstrumentConfig, Vec<String>)>;
+
+    /// BPF unless asked for tracefs or unavailable (then said why).
+    fn collector(&self, notes: &mut Vec<String>) -> Result<Collector>;
+
+    /// Why this kernel will not run the BPF programs the profiles asked for
+    /// need, if it will not: each is loaded and attached once, for no task,
+    /// so that a kernel too old for one is found before any run, not in one.
+    fn bpf_refused(&self) -> Option<String>;
+
+    /// The capabilities (of `have`, a `CapEff` mask) the instruments asked
+    /// for need and this process lacks, each with what needs it.
+    /// CAP_SYS_ADMIN stands in for CAP_PERFMON and CAP_BPF, as in the kernel.
+    fn lacking(&self, have: u64) -> Vec<String>;
+
+    fn flags(&self) -> String;
+}
+
+impl Preparing for InstrumentConfig {
+    fn prepare(&self) -> Result<(InstrumentConfig, Vec<String>)> {
         let mut notes = Vec::new();
         let mut resolved = *self;
         if let (Some(via), false) = (self.via, self.traces()) {
@@ -108,14 +128,10 @@ impl InstrumentConfig {
         Ok((resolved, notes))
     }
 
-    /// BPF unless asked for tracefs or unavailable (then said why).
     fn collector(&self, notes: &mut Vec<String>) -> Result<Collector> {
         choose(self.via, || self.bpf_refused(), notes)
     }
 
-    /// Why this kernel will not run the BPF programs the profiles asked for
-    /// need, if it will not: each is loaded and attached once, for no task,
-    /// so that a kernel too old for one is found before any run, not in one.
     fn bpf_refused(&self) -> Option<String> {
         bpf::unavailable()
             .or_else(|| self.locks.then(|| locks::bpf::BpfLocks::arm(&[]).err()).flatten().map(|e| format!("{e:#}")))
@@ -124,9 +140,6 @@ impl InstrumentConfig {
             })
     }
 
-    /// The capabilities (of `have`, a `CapEff` mask) the instruments asked
-    /// for need and this process lacks, each with what needs it.
-    /// CAP_SYS_ADMIN stands in for CAP_PERFMON and CAP_BPF, as in the kernel.
     fn lacking(&self, have: u64) -> Vec<String> {
         use crate::sys::cap;
         let has = |c: u32| {

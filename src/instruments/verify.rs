@@ -10,6 +10,7 @@ use super::perf::{attr, PerfEvent};
 use super::tracefs::event_id;
 use crate::replay::OpKind;
 use crate::results::{SyscallCheck, SyscallCount};
+use crate::workloads::Catalogue;
 use crate::workloads::{Workload, WorkloadOptions};
 
 /// The calls `--verify` counts for `workload`, with calls per op: fixed for

@@ -9,6 +9,7 @@ use anyhow::{bail, Result};
 use crate::fs::FsOptions;
 use crate::tree::TreeSpec;
 use crate::vocab::InputError;
+use crate::workloads::Sharing;
 use crate::workloads::{CommandSpec, Share, Workload};
 
 /// The most workers one point may have: far above any core count fsscale is

@@ -11,7 +11,7 @@ use anyhow::{Context, Result};
 use sha2::Digest;
 
 pub use player::{Player, ReplayError};
-pub use trace::{parse, OpKind, Trace, TraceOp};
+pub use trace::{parse, OpIndex, OpKind, Trace, TraceOp};
 
 /// The built-in trace's name.
 pub const BUILTIN_NAME: &str = "fileserver";

@@ -13,12 +13,19 @@ use std::ffi::CString;
 use crate::vocab::InputError;
 pub use crate::vocab::OpKind;
 
-impl OpKind {
+/// A loadfile's operations by name and by their place in the counters.
+pub trait OpIndex {
+    fn from_name(name: &str) -> Option<OpKind>;
+
+    fn index(self) -> usize;
+}
+
+impl OpIndex for OpKind {
     fn from_name(name: &str) -> Option<OpKind> {
         OpKind::ALL.into_iter().find(|k| k.name() == name)
     }
 
-    pub fn index(self) -> usize {
+    fn index(self) -> usize {
         self as usize
     }
 }

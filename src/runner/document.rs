@@ -6,12 +6,14 @@ use std::time::SystemTime;
 use super::sources::Sources;
 use crate::fs::FsSpec;
 use crate::plan::{Order, PointSpec, RunConfig};
+use crate::replay::OpIndex;
 use crate::replay::OpKind;
 use crate::results::{
     self, CommandSettings, Host, MdtestSettings, MetricInfo, Point, ReplaySettings, ResultsFile, Settings, Status,
     Target, Tool, UntarSettings, WalkedTree, SCHEMA_VERSION,
 };
 use crate::sys;
+use crate::workloads::OpWords;
 use crate::workloads::Workload;
 
 /// A document with no points yet: the plan's settings and what the prepared

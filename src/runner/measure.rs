@@ -15,6 +15,7 @@ pub(super) use super::timing::Timing;
 use super::worker::WorkerPlan;
 use crate::exec::Placeholders;
 use crate::plan::{Mode, PointSpec};
+use crate::replay::OpIndex;
 use crate::replay::{OpKind, Trace};
 use crate::results::RunRecord;
 use crate::scratch::Scratch;

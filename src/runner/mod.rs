@@ -42,6 +42,7 @@ pub use signals::Interrupted;
 use crate::cluster::Cluster;
 use crate::exec::Containment;
 use crate::fs::FsKind;
+use crate::instruments::Preparing;
 use crate::plan::{Mode, RunConfig};
 use crate::results::{MemoryLimitSettings, ResultsFile, Saver};
 use crate::scratch::{RunRegistration, Scratch};

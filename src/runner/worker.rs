@@ -8,6 +8,7 @@ use anyhow::Result;
 use super::latency::{LatencyRegion, Recorder};
 use super::shared::{Phase, SharedRegion};
 use crate::panics;
+use crate::replay::OpIndex;
 use crate::replay::{Player, ReplayError, Trace};
 use crate::sys::{self, ThreadSched};
 use crate::workloads::{

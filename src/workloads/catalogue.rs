@@ -29,9 +29,18 @@ macro_rules! mdtest_phases {
     };
 }
 
-impl Workload {
+/// A workload's catalogue entry and the system calls it makes per op.
+pub trait Catalogue {
     /// Its catalogue entry: one exhaustive match.
-    pub fn describe(self) -> Description {
+    fn describe(self) -> Description;
+
+    /// The system calls one counted op makes, by name, and how many of each
+    /// (`--verify`); `None` where they vary (replay's kinds, commands, jobs).
+    fn syscalls_per_op(self, options: &WorkloadOptions) -> Option<Vec<(&'static str, f64)>>;
+}
+
+impl Catalogue for Workload {
+    fn describe(self) -> Description {
         match self {
             Workload::Stat => metadata::STAT,
             Workload::StatDeep => metadata::STAT_DEEP,
@@ -67,9 +76,7 @@ impl Workload {
         }
     }
 
-    /// The system calls one counted op makes, by name, and how many of each
-    /// (`--verify`); `None` where they vary (replay's kinds, commands, jobs).
-    pub(crate) fn syscalls_per_op(self, options: &WorkloadOptions) -> Option<Vec<(&'static str, f64)>> {
+    fn syscalls_per_op(self, options: &WorkloadOptions) -> Option<Vec<(&'static str, f64)>> {
         let calls = match self {
             Workload::Stat | Workload::StatDeep => vec![("newfstatat", 1.0)],
             Workload::OpenClose => vec![("openat", 1.0), ("close", 1.0)],
@@ -245,10 +252,15 @@ pub fn start<'a, R>(env: &WorkerEnv<'a>, drive: impl OpDriver<R>) -> Result<Star
     })
 }
 
-impl Workload {
+/// The words of a workload's op for a point.
+pub trait OpWords {
     /// The op's words for a point: the catalogue's, with the shape of its
     /// lookups when that is not the one hot name, and a fault's mapping size.
-    pub(crate) fn op_words(self, options: &WorkloadOptions) -> String {
+    fn op_words(self, options: &WorkloadOptions) -> String;
+}
+
+impl OpWords for Workload {
+    fn op_words(self, options: &WorkloadOptions) -> String {
         let (op, lookup) = (self.describe().op, &options.lookup);
         if self == Workload::Traverse {
             return match options.walk_stat {

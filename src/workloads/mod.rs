@@ -16,6 +16,7 @@ mod data;
 mod fdtable;
 mod fileops;
 mod grow;
+mod listing;
 mod lookup;
 mod mapping;
 mod mdtest;
@@ -33,8 +34,9 @@ use anyhow::Result;
 use crate::sys::{self, Errno};
 use crate::vocab::InputError;
 pub use crate::vocab::{Lookups, Share, Workload};
+pub use listing::render_catalogue;
 
-pub use catalogue::{prepare_point, start, Started};
+pub use catalogue::{prepare_point, start, Catalogue, OpWords, Started};
 pub use command::CommandSpec;
 pub use data::DATA_BLOCK;
 pub use mapping::{DEFAULT_MAP_BYTES, PAGE as MAP_PAGE};
@@ -54,9 +56,17 @@ pub struct Description {
     pub same: Result<&'static str, &'static str>,
 }
 
-impl Workload {
+/// Which sharing levels a workload can run at.
+pub trait Sharing {
     /// Whether this workload can run at `share`; the error says why not and what to use.
-    pub fn check_share(self, share: Share) -> Result<(), InputError> {
+    fn check_share(self, share: Share) -> Result<(), InputError>;
+
+    /// The sharing levels this workload can run at.
+    fn supported_shares(self) -> Vec<Share>;
+}
+
+impl Sharing for Workload {
+    fn check_share(self, share: Share) -> Result<(), InputError> {
         let d = self.describe();
         let verdict = match share {
             Share::Private => Ok(""),
@@ -73,8 +83,7 @@ impl Workload {
         })
     }
 
-    /// The sharing levels this workload can run at.
-    pub fn supported_shares(self) -> Vec<Share> {
+    fn supported_shares(self) -> Vec<Share> {
         let d = self.describe();
         Share::ALL
             .into_iter()

@@ -84,7 +84,7 @@ fn main() -> ExitCode {
 fn run(command: cli::Command, argv: Vec<String>) -> anyhow::Result<()> {
     match command {
         #[cfg(target_os = "linux")]
-        cli::Command::List => print(&fsscale::report::render_catalogue()),
+        cli::Command::List => print(&fsscale::workloads::render_catalogue()),
         #[cfg(target_os = "linux")]
         cli::Command::ScratchWarden => fsscale::scratch::warden::serve(),
         cli::Command::Completions { shell } => print(&cli::completions(shell)),

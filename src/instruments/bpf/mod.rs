@@ -15,6 +15,7 @@
 //! `tasks` traced (the workers, and every task they start), the `stacks`
 //! map and the per-CPU `lost` counts.
 
+mod maps;
 pub(crate) mod shared;
 
 use std::collections::HashMap;
@@ -291,7 +292,7 @@ fn make_task_storage(ebpf: &Ebpf, tasks: &[i32]) {
                 let key = std::os::fd::AsRawFd::as_raw_fd(&pidfd).to_ne_bytes();
                 // SAFETY: a task storage's key is a descriptor (an int),
                 // and `zeroes` is its value size.
-                let _ = unsafe { crate::sys::bpf_map_update(data.fd().as_fd(), &key, &zeroes) };
+                let _ = unsafe { maps::bpf_map_update(data.fd().as_fd(), &key, &zeroes) };
             }
         }
     }
@@ -604,7 +605,7 @@ mod tests {
         let lookup = |tid: i32, value: &mut [u8]| {
             let pidfd = crate::sys::pidfd_of_thread(tid).unwrap();
             // SAFETY: an int key; `value` is the map's value size.
-            unsafe { crate::sys::bpf_map_lookup(map.fd().as_fd(), &pidfd.as_raw_fd().to_ne_bytes(), value) }
+            unsafe { maps::bpf_map_lookup(map.fd().as_fd(), &pidfd.as_raw_fd().to_ne_bytes(), value) }
         };
         // Made, zeroed, with the window still shut: no program made it.
         assert_eq!(lookup(me, &mut value), Ok(()));

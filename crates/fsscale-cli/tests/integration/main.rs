@@ -34,7 +34,7 @@ mod replay;
 mod report;
 mod run;
 mod sched;
-#[path = "../../../../src/skips.rs"]
+#[path = "../../../fsscale-analysis/src/skips.rs"]
 mod skips;
 mod traverse;
 mod trust;

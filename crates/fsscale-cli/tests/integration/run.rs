@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use fsscale::plan::Mode;
 use fsscale::report::format_rate;
 use fsscale::results::{ResultsFile, Status, SCHEMA_VERSION};
-use fsscale::workloads::{Share, Workload};
+use fsscale::workloads::{Catalogue, Share, Sharing, Workload};
 
 use crate::util::*;
 

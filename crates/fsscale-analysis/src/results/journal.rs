@@ -145,7 +145,7 @@ impl Saver {
     }
 
     /// Notes that point `index`, the document's last, was added.
-    pub(crate) fn point_started(&mut self, doc: &ResultsFile, index: usize) -> Result<()> {
+    pub fn point_started(&mut self, doc: &ResultsFile, index: usize) -> Result<()> {
         let mut point = doc.points[index].clone();
         point.runs.clear();
         point.warmup_runs.clear();
@@ -163,12 +163,12 @@ impl Saver {
     }
 
     /// Notes the document's `variant_in_effect`, as it just changed.
-    pub(crate) fn variant_changed(&mut self, doc: &ResultsFile) -> Result<()> {
+    pub fn variant_changed(&mut self, doc: &ResultsFile) -> Result<()> {
         self.append(doc, &Line::Variant { in_effect: doc.variant_in_effect.clone() })
     }
 
     /// Notes that point `index` is complete.
-    pub(crate) fn point_complete(&mut self, doc: &ResultsFile, index: usize) -> Result<()> {
+    pub fn point_complete(&mut self, doc: &ResultsFile, index: usize) -> Result<()> {
         self.append(doc, &Line::Complete { point: index })
     }
 

@@ -19,7 +19,7 @@ pub fn online_cpus() -> usize {
 
 /// The online CPUs' numbers (`/sys/devices/system/cpu/online`: `0-3,6`);
 /// per-CPU kernel objects (perf events) are made for these.
-pub(crate) fn online_cpu_ids() -> Vec<usize> {
+pub fn online_cpu_ids() -> Vec<usize> {
     let text = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_else(|_| "0".into());
     let mut cpus = Vec::new();
     for part in text.trim().split(',') {
@@ -73,7 +73,7 @@ pub fn usable_cpus() -> usize {
 
 #[cfg(target_os = "linux")]
 /// Binds the calling thread (or single-threaded process) to one CPU.
-pub(crate) fn pin_to_cpu(cpu: usize) -> Result<(), Errno> {
+pub fn pin_to_cpu(cpu: usize) -> Result<(), Errno> {
     // SAFETY: cpu_set_t is plain data; CPU_SET stays within it for cpu < CPU_SETSIZE.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
@@ -90,7 +90,7 @@ pub(crate) fn pin_to_cpu(cpu: usize) -> Result<(), Errno> {
 /// as `ps`, `top` and `/proc/<pid>/comm` show it: forked workers are told
 /// apart by their name as worker threads are (PIDs wrap, so their order is
 /// not the fork order). No allocation: it runs in a forked child.
-pub(crate) fn name_worker(index: usize) {
+pub fn name_worker(index: usize) {
     // The kernel keeps 15 bytes and a NUL; "fsscale-w" and up to 6 digits fit.
     let mut name = [0u8; 16];
     let prefix = b"fsscale-w";
@@ -123,7 +123,7 @@ pub(crate) fn name_worker(index: usize) {
 /// is the scheduler's sum as of its last tick or switch, so a window of a
 /// millisecond could show none. Its wait is schedstat's, complete whenever
 /// the thread itself reads it (it is on a CPU then).
-pub(crate) fn thread_sched() -> [u64; ThreadSched::FIELDS] {
+pub fn thread_sched() -> [u64; ThreadSched::FIELDS] {
     let usage = rusage(libc::RUSAGE_THREAD);
     let (on_cpu, waiting) = std::fs::read_to_string("/proc/thread-self/schedstat")
         .ok()
@@ -143,7 +143,7 @@ pub(crate) fn thread_sched() -> [u64; ThreadSched::FIELDS] {
 /// Whether this kernel keeps scheduler statistics per thread
 /// (`/proc/thread-self/schedstat`, CONFIG_SCHEDSTATS or CONFIG_SCHED_INFO):
 /// without them [`thread_sched`]'s on-CPU and runqueue figures are zeros.
-pub(crate) fn has_schedstat() -> bool {
+pub fn has_schedstat() -> bool {
     static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *HAS.get_or_init(|| std::path::Path::new("/proc/thread-self/schedstat").exists())
 }
@@ -172,7 +172,7 @@ impl ThreadSched {
     pub const FIELDS: usize = 7;
 
     /// `/proc/<tid>/schedstat`: "on-CPU ns, runqueue wait ns, timeslices".
-    pub(crate) fn parse_schedstat(text: &str) -> Option<(u64, u64)> {
+    pub fn parse_schedstat(text: &str) -> Option<(u64, u64)> {
         let mut fields = text.split_whitespace().map(|f| f.parse::<u64>().ok());
         Some((fields.next()??, fields.next()??))
     }
@@ -180,7 +180,7 @@ impl ThreadSched {
 
 /// User and system CPU microseconds of this process's children that were
 /// waited for (`RUSAGE_CHILDREN`): commands a worker ran, and theirs.
-pub(crate) fn children_cpu_micros() -> (u64, u64) {
+pub fn children_cpu_micros() -> (u64, u64) {
     let usage = rusage(libc::RUSAGE_CHILDREN);
     (micros(usage.ru_utime), micros(usage.ru_stime))
 }
@@ -200,7 +200,7 @@ fn micros(tv: libc::timeval) -> u64 {
 
 /// Raises the soft open-file limit to the hard limit: 1024 threaded workers
 /// each holding a few descriptors exceed the usual soft limit of 1024.
-pub(crate) fn raise_fd_limit() {
+pub fn raise_fd_limit() {
     // SAFETY: rlimit is plain data.
     unsafe {
         let mut lim: libc::rlimit = std::mem::zeroed();
@@ -212,7 +212,7 @@ pub(crate) fn raise_fd_limit() {
 }
 
 /// How many threads this process has (`/proc/self/status`), where it says.
-pub(crate) fn thread_count() -> Option<usize> {
+pub fn thread_count() -> Option<usize> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     status.lines().find_map(|l| l.strip_prefix("Threads:")).and_then(|n| n.trim().parse().ok())
 }
@@ -224,7 +224,7 @@ const INITIAL_PID_NAMESPACE: &str = "pid:[4026531836]";
 /// Whether this process's PIDs are the kernel's global ones (which
 /// tracepoints and tracefs's pid filters use): false in a PID namespace of
 /// its own (a container, `unshare -p`); None where /proc cannot say.
-pub(crate) fn in_initial_pid_namespace() -> Option<bool> {
+pub fn in_initial_pid_namespace() -> Option<bool> {
     let link = std::fs::read_link("/proc/self/ns/pid").ok()?;
     Some(link.as_os_str() == INITIAL_PID_NAMESPACE)
 }
@@ -233,7 +233,7 @@ pub(crate) fn in_initial_pid_namespace() -> Option<bool> {
 /// later), or, where the kernel has no thread pidfds, its process's when
 /// `tid` leads it (which names the same task).
 #[cfg(target_os = "linux")]
-pub(crate) fn pidfd_of_thread(tid: i32) -> Result<std::os::fd::OwnedFd, Errno> {
+pub fn pidfd_of_thread(tid: i32) -> Result<std::os::fd::OwnedFd, Errno> {
     use std::os::fd::FromRawFd;
     const PIDFD_THREAD: libc::c_long = libc::O_EXCL as libc::c_long;
     let open = |flags: libc::c_long| {
@@ -244,50 +244,6 @@ pub(crate) fn pidfd_of_thread(tid: i32) -> Result<std::os::fd::OwnedFd, Errno> {
     let fd = open(PIDFD_THREAD).or_else(|errno| if errno == libc::EINVAL { open(0) } else { Err(errno) })?;
     // SAFETY: a fresh descriptor, owned by nobody else.
     Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
-}
-
-/// `BPF_MAP_UPDATE_ELEM`: sets `key` to `value` in the BPF map `map`
-/// (sizes as the map was made with; the kernel checks them against it).
-///
-/// # Safety
-/// `key` and `value` are at least the map's key and value sizes: the
-/// kernel reads that many bytes from each.
-#[cfg(target_os = "linux")]
-pub(crate) unsafe fn bpf_map_update(map: std::os::fd::BorrowedFd, key: &[u8], value: &[u8]) -> Result<(), Errno> {
-    const BPF_MAP_UPDATE_ELEM: libc::c_long = 2;
-    bpf_map_elem(BPF_MAP_UPDATE_ELEM, map, key, value.as_ptr() as u64)
-}
-
-/// `BPF_MAP_LOOKUP_ELEM`: the value of `key` in the BPF map `map` into
-/// `value`.
-///
-/// # Safety
-/// `key` is at least the map's key size and `value` at least its value
-/// size: the kernel reads and writes that many bytes.
-#[cfg(all(target_os = "linux", test))]
-pub(crate) unsafe fn bpf_map_lookup(map: std::os::fd::BorrowedFd, key: &[u8], value: &mut [u8]) -> Result<(), Errno> {
-    const BPF_MAP_LOOKUP_ELEM: libc::c_long = 1;
-    bpf_map_elem(BPF_MAP_LOOKUP_ELEM, map, key, value.as_mut_ptr() as u64)
-}
-
-#[cfg(target_os = "linux")]
-fn bpf_map_elem(command: libc::c_long, map: std::os::fd::BorrowedFd, key: &[u8], value: u64) -> Result<(), Errno> {
-    use std::os::fd::AsRawFd;
-    /// The `bpf_attr` of the map element commands (`linux/bpf.h`).
-    #[repr(C, align(8))]
-    struct ElemAttr {
-        map_fd: u32,
-        key: u64,
-        value: u64,
-        flags: u64,
-    }
-    let attr = ElemAttr { map_fd: map.as_raw_fd() as u32, key: key.as_ptr() as u64, value, flags: 0 };
-    // SAFETY: the attribute points at `key` and at the caller's value
-    // buffer, both borrowed for the call and at least the map's sizes (the
-    // callers' contract).
-    let ret =
-        unsafe { libc::syscall(libc::SYS_bpf, command, &attr as *const ElemAttr, std::mem::size_of::<ElemAttr>()) };
-    check(ret as libc::c_int).map(drop)
 }
 
 /// Linux capability numbers fsscale's instruments check (`linux/capability.h`).
@@ -312,7 +268,7 @@ pub mod cap {
 }
 
 /// This process's effective capabilities (`CapEff` in `/proc/self/status`).
-pub(crate) fn effective_capabilities() -> Option<u64> {
+pub fn effective_capabilities() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     parse_capabilities(&status)
 }

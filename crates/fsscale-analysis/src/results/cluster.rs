@@ -1,4 +1,5 @@
-//! Which ranks serve a point of N workers (`--placement`).
+//! An MPI job as the results record it: its ranks and their nodes, and
+//! which ranks serve a point of N workers (`--placement`).
 
 use serde::{Deserialize, Serialize};
 
@@ -33,6 +34,25 @@ impl Placement {
                 (0..deepest).flat_map(|k| nodes.iter().filter_map(move |(_, r)| r.get(k).copied())).collect()
             }
         }
+    }
+}
+
+/// The MPI job a run was: `mpirun -np R fsscale run ...`.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct ClusterInfo {
+    /// The MPI library's name and version, as it reports them.
+    pub library: String,
+    pub ranks: usize,
+    /// Each rank's node, in rank order.
+    pub hosts: Vec<String>,
+    /// Which ranks served a point of N workers.
+    pub placement: Placement,
+}
+
+impl ClusterInfo {
+    /// The nodes, in order of their lowest rank, with their ranks.
+    pub fn nodes(&self) -> Vec<(&str, Vec<usize>)> {
+        nodes(&self.hosts)
     }
 }
 

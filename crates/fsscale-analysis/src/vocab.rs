@@ -200,7 +200,7 @@ impl Workload {
 
     /// What kind of work it is, what it reads and what shapes it: one
     /// exhaustive match, so a new workload must say all of it here.
-    pub(crate) fn traits(self) -> Traits {
+    pub fn traits(self) -> Traits {
         use Lookups::{Files, Items, Own};
         use Workload::*;
         let (fixed_work, lookups, tree) = match self {
@@ -222,24 +222,24 @@ impl Workload {
     }
 
     /// `fault-shared` or `fault-private`: `--map-size` defines its op.
-    pub(crate) fn maps_a_file(self) -> bool {
+    pub fn maps_a_file(self) -> bool {
         matches!(self, Workload::FaultShared | Workload::FaultPrivate)
     }
 
     /// One of mdtest's phases (`mdtest-create`, ...).
-    pub(crate) fn is_mdtest(self) -> bool {
+    pub fn is_mdtest(self) -> bool {
         self.traits().lookups == Lookups::Items
     }
 
     /// Whether `--depth`, `--path` and `--random` place and order what it
     /// names (`--files` only sizes `stat`'s and `open-close`'s working set;
     /// the mdtest phases have `--items`).
-    pub(crate) fn takes_lookup_shape(self) -> bool {
+    pub fn takes_lookup_shape(self) -> bool {
         self.traits().lookups != Lookups::Own
     }
 
     /// Whether it extracts or walks the generated tree (`untar`, `traverse`).
-    pub(crate) fn needs_tree(self) -> bool {
+    pub fn needs_tree(self) -> bool {
         self.traits().tree
     }
 
@@ -312,7 +312,7 @@ impl OpKind {
     /// (`--verify` counts those, and `--profile latency` shows its time
     /// beside the op's); `None` for kinds whose calls vary (name
     /// resolution, directory scans) or that other kinds make too.
-    pub(crate) fn exact_syscall(self) -> Option<&'static str> {
+    pub fn exact_syscall(self) -> Option<&'static str> {
         match self {
             OpKind::ReadX => Some("pread64"),
             OpKind::WriteX => Some("pwrite64"),
@@ -453,7 +453,7 @@ pub fn is_valid_variant_name(name: &str) -> bool {
 }
 
 /// A number as a person reads it back: `1e-300` and `1e308`, not hundreds of digits.
-pub(crate) fn readable_number(value: f64) -> String {
+pub fn readable_number(value: f64) -> String {
     if value != 0.0 && (value.abs() < 1e-4 || value.abs() >= 1e15) {
         format!("{value:e}")
     } else {
@@ -555,7 +555,7 @@ impl InstrumentConfig {
     }
 
     /// Whether a tracepoint profile (collected by BPF or tracefs) is on.
-    pub(crate) fn traces(&self) -> bool {
+    pub fn traces(&self) -> bool {
         self.locks || self.offcpu
     }
 
@@ -599,7 +599,7 @@ impl Default for LookupShape {
 }
 
 impl LookupShape {
-    pub(crate) fn is_default(&self) -> bool {
+    pub fn is_default(&self) -> bool {
         *self == LookupShape::default()
     }
 
@@ -619,7 +619,7 @@ impl LookupShape {
     /// `2 deep, absolute path, random order` for items that have their own
     /// count (the mdtest phases'); `None` when they sit in the worker's
     /// directory, named relative to it, in order.
-    pub(crate) fn describe_placement(&self) -> Option<String> {
+    pub fn describe_placement(&self) -> Option<String> {
         let mut words = Vec::new();
         if self.depth > 1 {
             words.push(format!("{} deep", self.depth));

@@ -143,7 +143,7 @@ fn the_series_key_of_a_fixed_identity_is_pinned() {
 /// `command` run); version 1 is the same without the indexes version 2 added.
 fn old_store(dir: &std::path::Path, version: usize) -> std::path::PathBuf {
     let path = dir.join(format!("v{version}.sqlite"));
-    std::fs::copy(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/stores/v2.sqlite"), &path).unwrap();
+    std::fs::copy(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/stores/v2.sqlite"), &path).unwrap();
     let conn = rusqlite::Connection::open(&path).unwrap();
     match version {
         2 => {}

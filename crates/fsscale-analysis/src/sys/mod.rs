@@ -32,7 +32,7 @@ pub type Errno = i32;
 pub const NOT_REGULAR: Errno = -4097;
 
 #[inline(always)]
-pub(crate) fn last_errno() -> Errno {
+pub fn last_errno() -> Errno {
     io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)
 }
 
@@ -105,13 +105,13 @@ fn openat_long(dir: RawFd, path: &CStr, flags: libc::c_int) -> Result<RawFd, Err
 
 /// [`openat`] off the hot path: the new descriptor owned by the value
 /// returned, so no caller converts a raw one.
-pub(crate) fn open_owned(dir: RawFd, name: &CStr, flags: libc::c_int, mode: libc::mode_t) -> Result<OwnedFd, Errno> {
+pub fn open_owned(dir: RawFd, name: &CStr, flags: libc::c_int, mode: libc::mode_t) -> Result<OwnedFd, Errno> {
     // SAFETY: a descriptor openat just returned, owned by nobody else.
     openat(dir, name, flags, mode).map(|fd| unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 /// [`openat_long`], owned.
-pub(crate) fn open_long_owned(dir: RawFd, path: &CStr, flags: libc::c_int) -> Result<BareFd, Errno> {
+pub fn open_long_owned(dir: RawFd, path: &CStr, flags: libc::c_int) -> Result<BareFd, Errno> {
     openat_long(dir, path, flags).map(BareFd)
 }
 
@@ -120,10 +120,10 @@ pub(crate) fn open_long_owned(dir: RawFd, path: &CStr, flags: libc::c_int) -> Re
 /// more calls around it: 1.5% of a warm walk's time, and as much of an
 /// extraction's, where the kernel's work is what is measured. fsscale
 /// cancels no thread.
-pub(crate) struct BareFd(RawFd);
+pub struct BareFd(RawFd);
 
 impl BareFd {
-    pub(crate) fn as_raw_fd(&self) -> RawFd {
+    pub fn as_raw_fd(&self) -> RawFd {
         self.0
     }
 }
@@ -142,12 +142,12 @@ impl Drop for BareFd {
 }
 
 /// `openat` by the bare system call, owned (see [`BareFd`]).
-pub(crate) fn open_bare(dir: RawFd, name: &CStr, flags: libc::c_int, mode: libc::mode_t) -> Result<BareFd, Errno> {
+pub fn open_bare(dir: RawFd, name: &CStr, flags: libc::c_int, mode: libc::mode_t) -> Result<BareFd, Errno> {
     openat_bare_mode(dir, name, flags, mode).map(BareFd)
 }
 
 /// `write` by the bare system call (see [`BareFd`]).
-pub(crate) fn write_bare(fd: RawFd, buf: &[u8]) -> Result<usize, Errno> {
+pub fn write_bare(fd: RawFd, buf: &[u8]) -> Result<usize, Errno> {
     #[cfg(target_os = "linux")]
     {
         // SAFETY: the buffer is valid for `buf.len()` bytes.
@@ -203,7 +203,7 @@ pub fn fstatat(dir: RawFd, name: &CStr, buf: &mut libc::stat, flags: libc::c_int
 }
 
 /// The target of the symbolic link `name` in `dir` (at most 4 KiB, as PATH_MAX).
-pub(crate) fn readlinkat(dir: RawFd, name: &CStr) -> Result<Vec<u8>, Errno> {
+pub fn readlinkat(dir: RawFd, name: &CStr) -> Result<Vec<u8>, Errno> {
     let mut buf = vec![0u8; 4096];
     // SAFETY: the buffer is writable for its length.
     let n = check_size(unsafe { libc::readlinkat(dir, name.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) })?;
@@ -212,7 +212,7 @@ pub(crate) fn readlinkat(dir: RawFd, name: &CStr) -> Result<Vec<u8>, Errno> {
 }
 
 #[inline(always)]
-pub(crate) fn fstat(fd: RawFd, buf: &mut libc::stat) -> Result<(), Errno> {
+pub fn fstat(fd: RawFd, buf: &mut libc::stat) -> Result<(), Errno> {
     // SAFETY: `buf` is a valid, writable stat buffer.
     check(unsafe { libc::fstat(fd, buf) }).map(drop)
 }
@@ -230,7 +230,7 @@ pub fn mkdirat(dir: RawFd, name: &CStr, mode: libc::mode_t) -> Result<(), Errno>
 }
 
 #[inline(always)]
-pub(crate) fn renameat(dir: RawFd, from: &CStr, to: &CStr) -> Result<(), Errno> {
+pub fn renameat(dir: RawFd, from: &CStr, to: &CStr) -> Result<(), Errno> {
     // SAFETY: valid C strings.
     check(unsafe { libc::renameat(dir, from.as_ptr(), dir, to.as_ptr()) }).map(drop)
 }
@@ -242,13 +242,13 @@ pub fn linkat(dir: RawFd, from: &CStr, to: &CStr) -> Result<(), Errno> {
 }
 
 #[inline(always)]
-pub(crate) fn pread(fd: RawFd, buf: &mut [u8], offset: i64) -> Result<usize, Errno> {
+pub fn pread(fd: RawFd, buf: &mut [u8], offset: i64) -> Result<usize, Errno> {
     // SAFETY: the buffer is valid for `buf.len()` bytes.
     check_size(unsafe { libc::pread(fd, buf.as_mut_ptr().cast(), buf.len(), offset) })
 }
 
 #[inline(always)]
-pub(crate) fn pwrite(fd: RawFd, buf: &[u8], offset: i64) -> Result<usize, Errno> {
+pub fn pwrite(fd: RawFd, buf: &[u8], offset: i64) -> Result<usize, Errno> {
     // SAFETY: the buffer is valid for `buf.len()` bytes.
     check_size(unsafe { libc::pwrite(fd, buf.as_ptr().cast(), buf.len(), offset) })
 }
@@ -267,7 +267,7 @@ pub fn write(fd: RawFd, buf: &[u8]) -> Result<usize, Errno> {
 
 /// `lseek(fd, 0, SEEK_SET)`: back to the start of the file.
 #[inline(always)]
-pub(crate) fn rewind(fd: RawFd) -> Result<(), Errno> {
+pub fn rewind(fd: RawFd) -> Result<(), Errno> {
     // SAFETY: plain syscall on an fd.
     if unsafe { libc::lseek(fd, 0, libc::SEEK_SET) } < 0 {
         Err(last_errno())
@@ -277,7 +277,7 @@ pub(crate) fn rewind(fd: RawFd) -> Result<(), Errno> {
 }
 
 #[inline(always)]
-pub(crate) fn ftruncate(fd: RawFd, len: i64) -> Result<(), Errno> {
+pub fn ftruncate(fd: RawFd, len: i64) -> Result<(), Errno> {
     // SAFETY: plain syscall on an fd.
     check(unsafe { libc::ftruncate(fd, len) }).map(drop)
 }
@@ -310,7 +310,7 @@ pub fn getdents64(fd: RawFd, buf: &mut [u8]) -> Result<usize, Errno> {
 /// One record of a `getdents64` buffer, read in place: nothing is copied
 /// or allocated, and the name is measured only when asked for.
 #[derive(Clone, Copy)]
-pub(crate) struct Dirent<'a> {
+pub struct Dirent<'a> {
     /// The record's name field: the name, its NUL, then padding.
     field: &'a [u8],
     pub d_type: u8,
@@ -318,13 +318,13 @@ pub(crate) struct Dirent<'a> {
 
 impl<'a> Dirent<'a> {
     /// The name, as the kernel wrote it (NUL-terminated in its record).
-    pub(crate) fn name(&self) -> &'a CStr {
+    pub fn name(&self) -> &'a CStr {
         // A record without its NUL would be a kernel bug: read as an empty name.
         CStr::from_bytes_until_nul(self.field).unwrap_or(c"")
     }
 
     /// `.` or `..`, told from the first bytes alone.
-    pub(crate) fn is_dot(&self) -> bool {
+    pub fn is_dot(&self) -> bool {
         matches!(self.field, [b'.', 0, ..] | [b'.', b'.', 0, ..])
     }
 }
@@ -332,7 +332,7 @@ impl<'a> Dirent<'a> {
 /// The records a `getdents64` call put in `buf[..filled]`, `.` and `..`
 /// included. linux_dirent64 is d_ino u64, d_off i64, d_reclen u16, d_type
 /// u8, then the NUL-terminated name.
-pub(crate) fn dirents(buf: &[u8], filled: usize) -> impl Iterator<Item = Dirent<'_>> {
+pub fn dirents(buf: &[u8], filled: usize) -> impl Iterator<Item = Dirent<'_>> {
     let mut offset = 0;
     std::iter::from_fn(move || {
         if offset >= filled {
@@ -349,7 +349,7 @@ pub(crate) fn dirents(buf: &[u8], filled: usize) -> impl Iterator<Item = Dirent<
 /// Converts a path to a C string, naming the path when it holds a NUL byte.
 /// The mount an open file is on (`statx` `STATX_MNT_ID`): unlike the
 /// device number, it tells a bind mount of the same filesystem apart.
-pub(crate) fn mount_id(fd: RawFd) -> Result<u64, Errno> {
+pub fn mount_id(fd: RawFd) -> Result<u64, Errno> {
     // SAFETY: statx is plain data, filled by the kernel.
     let mut stx: libc::statx = unsafe { std::mem::zeroed() };
     // SAFETY: an empty path with AT_EMPTY_PATH names `fd` itself.
@@ -361,7 +361,7 @@ pub(crate) fn mount_id(fd: RawFd) -> Result<u64, Errno> {
 }
 
 /// Bytes free for unprivileged writers on the filesystem holding `path` (`statvfs`).
-pub(crate) fn free_bytes(path: &Path) -> Option<u64> {
+pub fn free_bytes(path: &Path) -> Option<u64> {
     let c = cstring(path).ok()?;
     // SAFETY: statvfs is plain data, filled by the kernel.
     let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
@@ -371,7 +371,7 @@ pub(crate) fn free_bytes(path: &Path) -> Option<u64> {
 
 /// `text` at most `max` bytes long, shortened in the middle (`head…tail`),
 /// so a long path in a message never pushes out what follows it.
-pub(crate) fn shorten_middle(text: &str, max: usize) -> String {
+pub fn shorten_middle(text: &str, max: usize) -> String {
     if text.len() <= max {
         return text.to_string();
     }
@@ -425,19 +425,19 @@ pub fn random_hex(bytes: usize) -> String {
     buf.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-pub(crate) fn cstring(path: &Path) -> io::Result<CString> {
+pub fn cstring(path: &Path) -> io::Result<CString> {
     use std::os::unix::ffi::OsStrExt;
     CString::new(path.as_os_str().as_bytes())
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, format!("path {:?} contains a NUL byte", path)))
 }
 
 /// A C string built from a name known to hold no NUL byte (names fsscale makes itself).
-pub(crate) fn cname(name: &str) -> CString {
+pub fn cname(name: &str) -> CString {
     CString::new(name).expect("fsscale-made names never contain NUL")
 }
 
 /// "No space left on device (ENOSPC)": the message plus the symbolic name kernel people grep for.
-pub(crate) fn errno_text(errno: Errno) -> String {
+pub fn errno_text(errno: Errno) -> String {
     if errno == NOT_REGULAR {
         return "not a regular file or a directory (a FIFO or device was put there)".to_string();
     }
@@ -449,7 +449,7 @@ pub(crate) fn errno_text(errno: Errno) -> String {
 }
 
 /// [`errno_text`] as an error, for `map_err(sys::errno_error)?`.
-pub(crate) fn errno_error(errno: Errno) -> anyhow::Error {
+pub fn errno_error(errno: Errno) -> anyhow::Error {
     anyhow::anyhow!(errno_text(errno))
 }
 
@@ -499,7 +499,7 @@ fn errno_name(errno: Errno) -> Option<&'static str> {
 /// kernel and page-aligned; shared by forked processes and threads alike.
 /// `sparse`: reserve no swap, so pages cost memory only once touched (a
 /// large arena mostly unused).
-pub(crate) fn map_shared(len: usize, sparse: bool) -> std::io::Result<*mut u8> {
+pub fn map_shared(len: usize, sparse: bool) -> std::io::Result<*mut u8> {
     let flags = libc::MAP_SHARED | libc::MAP_ANONYMOUS | if sparse { libc::MAP_NORESERVE } else { 0 };
     // SAFETY: anonymous mapping, no file; the caller owns it and unmaps it.
     let base = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, flags, -1, 0) };
@@ -513,7 +513,7 @@ pub(crate) fn map_shared(len: usize, sparse: bool) -> std::io::Result<*mut u8> {
 /// Sleeps while `word` holds `expected`, at most `timeout`. A shared (not
 /// private) futex: processes wait on it through a `MAP_SHARED` mapping.
 /// Spurious returns happen; callers re-check the word.
-pub(crate) fn futex_wait(word: &std::sync::atomic::AtomicU32, expected: u32, timeout: Option<std::time::Duration>) {
+pub fn futex_wait(word: &std::sync::atomic::AtomicU32, expected: u32, timeout: Option<std::time::Duration>) {
     let ts = timeout.map(|t| libc::timespec {
         tv_sec: t.as_secs().min(i32::MAX as u64) as libc::time_t,
         tv_nsec: t.subsec_nanos() as libc::c_long,
@@ -527,7 +527,7 @@ pub(crate) fn futex_wait(word: &std::sync::atomic::AtomicU32, expected: u32, tim
 
 #[cfg(target_os = "linux")]
 /// Wakes every waiter on `word`.
-pub(crate) fn futex_wake_all(word: &std::sync::atomic::AtomicU32) {
+pub fn futex_wake_all(word: &std::sync::atomic::AtomicU32) {
     // SAFETY: FUTEX_WAKE on a valid, aligned u32.
     unsafe {
         libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE, i32::MAX);
@@ -536,14 +536,14 @@ pub(crate) fn futex_wake_all(word: &std::sync::atomic::AtomicU32) {
 
 #[cfg(target_os = "linux")]
 /// The calling thread's kernel task id.
-pub(crate) fn gettid() -> i32 {
+pub fn gettid() -> i32 {
     // SAFETY: gettid has no preconditions.
     unsafe { libc::gettid() }
 }
 
 /// Monotonic clock in nanoseconds.
 #[inline]
-pub(crate) fn monotonic_ns() -> u64 {
+pub fn monotonic_ns() -> u64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: valid timespec pointer.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };

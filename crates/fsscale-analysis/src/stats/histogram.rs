@@ -22,7 +22,7 @@ pub const BUCKETS: usize = ((MAX_EXPONENT - SUB_BITS + 2) as usize) << SUB_BITS;
 
 /// The bucket of a value in nanoseconds.
 #[inline(always)]
-pub(crate) fn bucket_of(ns: u64) -> usize {
+pub fn bucket_of(ns: u64) -> usize {
     if ns < 2 * SUB {
         return ns as usize;
     }
@@ -77,7 +77,7 @@ pub struct Percentiles {
 
 impl Histogram {
     /// Builds a histogram from dense bucket counts (as workers record them).
-    pub(crate) fn from_dense(counts: &[u64], sum_ns: u64, min_ns: u64, max_ns: u64) -> Histogram {
+    pub fn from_dense(counts: &[u64], sum_ns: u64, min_ns: u64, max_ns: u64) -> Histogram {
         let buckets: Vec<(u32, u64)> =
             counts.iter().enumerate().filter(|(_, &c)| c > 0).map(|(i, &c)| (i as u32, c)).collect();
         let count = buckets.iter().map(|b| b.1).sum();
@@ -99,7 +99,7 @@ impl Histogram {
     }
 
     /// Adds `other`'s values to this histogram.
-    pub(crate) fn merge(&mut self, other: &Histogram) {
+    pub fn merge(&mut self, other: &Histogram) {
         if other.count == 0 {
             return;
         }

@@ -52,12 +52,12 @@ impl SteadyRule {
     }
 
     /// Whether `rates` end in a steady state.
-    pub(crate) fn is_steady(&self, rates: &[f64]) -> bool {
+    pub fn is_steady(&self, rates: &[f64]) -> bool {
         self.change(rates).is_some_and(|c| c.abs() <= self.tolerance)
     }
 
     /// The least time the rule needs: two blocks of windows.
-    pub(crate) fn least_s(&self) -> f64 {
+    pub fn least_s(&self) -> f64 {
         2.0 * self.block.max(1) as f64 * self.window_s
     }
 }
@@ -79,7 +79,7 @@ impl SteadyWarmup {
 
 /// Rates (ops/s) of the windows between successive samples of a cumulative
 /// count: `at_s` seconds since the start, `ops` counted by then.
-pub(crate) fn window_rates(at_s: &[f64], ops: &[u64]) -> Vec<f64> {
+pub fn window_rates(at_s: &[f64], ops: &[u64]) -> Vec<f64> {
     let mut rates = Vec::with_capacity(at_s.len());
     let (mut t0, mut n0) = (0.0, 0u64);
     for (&t, &n) in at_s.iter().zip(ops) {

@@ -53,7 +53,7 @@ pub fn pin_order(places: &[CpuPlace]) -> Vec<usize> {
 }
 
 /// The CPUs this process may use, in `--pin`'s order.
-pub(crate) fn pin_cpus() -> Vec<usize> {
+pub fn pin_cpus() -> Vec<usize> {
     pin_order(&read(&super::allowed_cpus()))
 }
 

@@ -159,7 +159,7 @@ impl LockSite {
 
 impl LockProfile {
     /// Ranks `sites` by wait and keeps the top [`MAX_LOCK_SITES`], summing the rest.
-    pub(crate) fn from_sites(contentions: u64, lost_events: u64, mut sites: Vec<LockSite>) -> LockProfile {
+    pub fn from_sites(contentions: u64, lost_events: u64, mut sites: Vec<LockSite>) -> LockProfile {
         sites.sort_by(|a, b| b.wait_s.total_cmp(&a.wait_s).then_with(|| a.site.cmp(&b.site)));
         // A fold from +0: an empty sum is -0.0, which would print as "-0.00".
         let wait_s = sites.iter().map(|s| s.wait_s).fold(0.0, |a, b| a + b);
@@ -375,7 +375,7 @@ impl SyscallCheck {
     /// The counts beyond [`TOLERANCE`] of what the ops allow: at least the ops
     /// surely inside the counted span, at most those possibly inside it (see
     /// [`SyscallCheck::ops_counted`]), give or take an op per worker at each edge.
-    pub(crate) fn mismatches(&self, workers: usize) -> Vec<&SyscallCount> {
+    pub fn mismatches(&self, workers: usize) -> Vec<&SyscallCount> {
         self.calls.iter().filter(|c| !self.allows(c, workers)).collect()
     }
 

@@ -426,7 +426,7 @@ mod tests {
 
     #[test]
     fn renders_the_classic_table_exactly() {
-        let doc = fixtures::doc(
+        let mut doc = fixtures::doc(
             3,
             0.5,
             vec![
@@ -447,6 +447,14 @@ mod tests {
                 point(Workload::CreatUnlink, Share::Shared, vec![record(0, &[6], 0.5), record(1, &[7], 0.5)]),
             ],
         );
+        // The op's words are the catalogue's (the measuring crate's): the table prints what each point holds.
+        for p in &mut doc.points {
+            p.op = match p.workload {
+                Workload::OpenClose => "openat(O_RDONLY) of a regular file, then close()",
+                _ => "openat(O_CREAT|O_WRONLY|O_TRUNC) of a new file, close(), unlinkat() of it",
+            }
+            .into();
+        }
         let expected = "\
 open-close: openat(O_RDONLY) of a regular file, then close()
   workers  mode     share     ops/s    sd  ops/s/worker  efficiency
@@ -503,7 +511,7 @@ ops/s: median of 3 runs of 0.5 s each; sd: of the runs, relative to their mean; 
         // As an MPI job of two nodes of two CPUs, rank 0 bound to one: four CPUs, 3.9 is possible.
         doc.host.usable_cpus = 1;
         doc.host.online_cpus = 2;
-        doc.cluster = Some(crate::cluster::ClusterInfo {
+        doc.cluster = Some(crate::results::cluster::ClusterInfo {
             library: "Open MPI".into(),
             ranks: 4,
             hosts: vec!["a".into(), "a".into(), "b".into(), "b".into()],

@@ -3,7 +3,6 @@
 mod analyze;
 mod attribution;
 #[cfg(target_os = "linux")]
-mod catalogue;
 pub mod chart;
 mod compare;
 mod export;
@@ -25,7 +24,6 @@ mod walk;
 
 pub use analyze::{fit_line, render_analysis, verdict_line};
 #[cfg(target_os = "linux")]
-pub use catalogue::render_catalogue;
 pub use compare::{render_comparisons, CompareFormat};
 pub use export::{export, ExportFormat};
 pub use format::{format_rate, sparkline};

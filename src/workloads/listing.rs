@@ -1,6 +1,7 @@
 //! The workload catalogue shown by `fsscale list`.
 
-use crate::workloads::Workload;
+use super::Catalogue;
+use super::Workload;
 
 /// One block per workload: name and the exact op, then what each sharing level shares.
 pub fn render_catalogue() -> String {

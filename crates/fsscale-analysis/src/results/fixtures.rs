@@ -41,10 +41,7 @@ pub fn run(run: usize, per_worker: &[u64], elapsed_s: f64) -> RunRecord {
 
 /// A summarized point of `workload` at private sharing, process mode.
 pub fn point(workload: Workload, share: Share, workers: usize, runs: Vec<RunRecord>) -> Point {
-    // The catalogue's words for the op belong to the (Linux-only) workloads.
-    #[cfg(target_os = "linux")]
-    let op = workload.describe().op.to_string();
-    #[cfg(not(target_os = "linux"))]
+    // The catalogue's words for the op belong to the measuring crate.
     let op = workload.name().to_string();
     let mut p = Point {
         workload,
@@ -121,7 +118,7 @@ pub fn doc(runs: usize, duration_s: f64, points: Vec<Point>) -> ResultsFile {
 }
 
 /// A write-locked rwsem site: `count` waits of `wait_s` in all.
-pub(crate) fn rwsem_site(site: &str, count: u64, wait_s: f64) -> LockSite {
+pub fn rwsem_site(site: &str, count: u64, wait_s: f64) -> LockSite {
     LockSite {
         site: site.into(),
         kind: "rwsem write".into(),

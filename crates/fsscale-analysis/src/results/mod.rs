@@ -3,6 +3,7 @@
 
 pub mod bounds;
 mod check;
+pub mod cluster;
 mod host;
 mod journal;
 pub mod kernel_latency;
@@ -75,7 +76,7 @@ pub struct ResultsFile {
     pub run_id: Option<String>,
     /// An MPI job's ranks were the workers (absent on one machine).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cluster: Option<crate::cluster::ClusterInfo>,
+    pub cluster: Option<cluster::ClusterInfo>,
     /// `run --resume`: each invocation that continued the run, with the runs
     /// it found (runs at `position` from `first_position` on are its own).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -517,7 +518,7 @@ impl Point {
     }
 
     /// Half the 95% confidence interval of the runs' mean, in percent of it (below 2 runs: none).
-    pub(crate) fn mean_interval_pct(&self) -> Option<f64> {
+    pub fn mean_interval_pct(&self) -> Option<f64> {
         let rates: Vec<f64> = self.runs.iter().map(|r| r.ops_per_s).collect();
         Sample::new(&rates).ok().and_then(|s| s.mean_interval_pct(0.95))
     }
@@ -619,9 +620,10 @@ impl ResultsFile {
     }
 }
 
-/// Hand-built results for unit tests of the renderers and analyses.
-#[cfg(test)]
-pub(crate) mod fixtures;
+/// Hand-built results for unit tests of the renderers and analyses (the
+/// measuring crate's tests use them too: a tiny module, always built).
+#[doc(hidden)]
+pub mod fixtures;
 
 /// Formats a time as RFC 3339 in UTC, to the second.
 /// `items` grouped by key, the groups in the order their keys first
@@ -646,7 +648,7 @@ pub fn rfc3339(time: std::time::SystemTime) -> String {
 }
 
 /// [`rfc3339`] to the millisecond: `2026-11-23T10:04:05.123Z`.
-pub(crate) fn rfc3339_millis(time: std::time::SystemTime) -> String {
+pub fn rfc3339_millis(time: std::time::SystemTime) -> String {
     let millis = time.duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_millis()).unwrap_or(0);
     let whole = rfc3339(time);
     format!("{}.{millis:03}Z", &whole[..whole.len() - 1])

@@ -12,7 +12,7 @@ use crate::sys::{self, Errno};
 
 /// Creates `name` in `dir` exclusively (`O_EXCL | O_NOFOLLOW`, so nothing
 /// planted there is reused) and locks it for as long as the file is open.
-pub(crate) fn create_locked(dir: RawFd, name: &CStr, mode: libc::mode_t) -> Result<File, Errno> {
+pub fn create_locked(dir: RawFd, name: &CStr, mode: libc::mode_t) -> Result<File, Errno> {
     let flags = libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_RDWR;
     let file = sys::open_owned(dir, name, flags, mode)?;
     let file = File::from(file);
@@ -33,7 +33,7 @@ pub(crate) fn create_locked(dir: RawFd, name: &CStr, mode: libc::mode_t) -> Resu
 /// cgroup); it is opened without blocking, so a FIFO or device planted at
 /// the name (in a sticky shared directory, say) is refused as
 /// [`sys::NOT_REGULAR`], never waited on.
-pub(crate) fn lock_if_unheld(dir: RawFd, name: &CStr) -> Result<Option<File>, Errno> {
+pub fn lock_if_unheld(dir: RawFd, name: &CStr) -> Result<Option<File>, Errno> {
     let file = sys::open_owned(dir, name, libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK, 0)?;
     let file = File::from(file);
     let kind = file.metadata().map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?.file_type();
@@ -59,7 +59,7 @@ pub(crate) fn lock_if_unheld(dir: RawFd, name: &CStr) -> Result<Option<File>, Er
 /// under a new name, three times at most. The error names the directory:
 /// the `mkdir`'s (its kind kept: permission, no such parent) or, after three
 /// tries, the last lock's.
-pub(crate) fn make_locked_dir(parent: &Path, mut name: impl FnMut() -> String) -> std::io::Result<(PathBuf, File)> {
+pub fn make_locked_dir(parent: &Path, mut name: impl FnMut() -> String) -> std::io::Result<(PathBuf, File)> {
     use std::io::{Error, ErrorKind};
     let mut last = Error::from(ErrorKind::WouldBlock);
     for _ in 0..3 {

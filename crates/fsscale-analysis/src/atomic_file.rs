@@ -67,7 +67,7 @@ impl AtomicFile {
     }
 
     /// Gives the file its name only if nothing has it yet.
-    pub(crate) fn create_new(mut self) -> Result<()> {
+    pub fn create_new(mut self) -> Result<()> {
         let _held = self.file.take();
         let dir = self.dir.as_raw_fd();
         // A hard link never replaces an existing name; then the temporary name goes.
@@ -97,7 +97,7 @@ impl Drop for AtomicFile {
 /// Removes temporary files of killed writers in `dir` (a generated tarball
 /// cut short: 134 MB after a kill during generation): fsscale's form of
 /// name (`.NAME.<16 hex>.tmp`), a regular file, and a lock nobody holds.
-pub(crate) fn remove_dead_temporaries(dir: &Path) -> Vec<String> {
+pub fn remove_dead_temporaries(dir: &Path) -> Vec<String> {
     let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
     let mut removed = Vec::new();
     for entry in entries.flatten().filter(|e| e.file_type().is_ok_and(|t| t.is_file())) {
