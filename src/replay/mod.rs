@@ -135,6 +135,37 @@ Sleep 100 NT_STATUS_OK
     }
 
     #[test]
+    fn dbench_s_own_loadfile_replays_pass_after_pass() {
+        // Its first 5,000 lines, played twice over: the second pass finds
+        // what the first left (dbench's own cleanup between passes) and
+        // makes every op again, exactly (in the real binary a client's
+        // passes in a window are the machine's to count).
+        let loadfile = Path::new("/usr/share/dbench/client.txt");
+        if !loadfile.exists() {
+            crate::skips::skip(
+                "replay::tests::dbench_s_own_loadfile_replays_pass_after_pass",
+                "dbench is not installed (.ci/run installs it)",
+            );
+            return;
+        }
+        let text = std::fs::read_to_string(loadfile).unwrap();
+        let prefix: String = text.lines().take(5_000).map(|l| format!("{l}\n")).collect();
+        let trace = parse("client-prefix.txt", &prefix).unwrap();
+        assert_eq!(trace.ops.len(), 5_000, "every line of the prefix is an op");
+        let mix = trace.mix();
+        assert!(mix[OpKind::FindFirst.index()] > 0, "{mix:?}");
+        let dir = tempfile::tempdir().unwrap();
+        let fd = open_dir(dir.path());
+        let mut player = Player::new(&trace, fd.as_raw_fd());
+        let mut seen = vec![0u64; mix.len()];
+        for _ in 0..2 * trace.ops.len() {
+            let (kind, _) = player.step().unwrap();
+            seen[kind.index()] += 1;
+        }
+        assert_eq!(seen, mix.iter().map(|n| 2 * n).collect::<Vec<_>>(), "two whole passes, op for op");
+    }
+
+    #[test]
     fn a_divergent_replay_names_the_line() {
         // Where dbench checks the status (Unlink, Rmdir, Rename), a divergence fails the replay.
         let trace =
