@@ -14,8 +14,9 @@ pub use fsscale_analysis::{
     analyze, atomic_file, choice, compare, escape, history, lockfile, ministat, report, results, stats, sys, vocab,
 };
 
-// The cluster's words (its record in the results, `--placement`) build
-// anywhere; MPI jobs run on Linux.
+// MPI jobs run on Linux (their record in the results, and `--placement`,
+// are the analysis crate's `results::cluster`).
+#[cfg(target_os = "linux")]
 pub mod cluster;
 #[doc(hidden)]
 pub mod fuzzing;

@@ -2,7 +2,6 @@
 
 mod analyze;
 mod attribution;
-#[cfg(target_os = "linux")]
 pub mod chart;
 mod compare;
 mod export;
@@ -23,7 +22,6 @@ pub mod view;
 mod walk;
 
 pub use analyze::{fit_line, render_analysis, verdict_line};
-#[cfg(target_os = "linux")]
 pub use compare::{render_comparisons, CompareFormat};
 pub use export::{export, ExportFormat};
 pub use format::{format_rate, sparkline};

@@ -191,7 +191,11 @@ fn a_sysbench_client_thread_sweep() {
             "{:?}",
             p.runs.iter().map(|r| r.ops_per_s).collect::<Vec<_>>()
         );
-        assert!(p.runs.iter().all(|r| r.worker_cpu.user_s > 0.0), "the driver's CPU time is recorded");
+        // The kernel splits a short process's time between user and system
+        // by the ticks that landed in each (a run of a few ms may get none
+        // in user mode: seen under CI); their sum is its measured runtime.
+        let cpu: Vec<f64> = p.runs.iter().map(|r| r.worker_cpu.user_s + r.worker_cpu.sys_s).collect();
+        assert!(cpu.iter().all(|&s| s > 0.0), "the driver's CPU time is recorded: {cpu:?}");
     }
     assert!(stdout(&out).contains("events/s"), "{}", stdout(&out));
 }
