@@ -2,6 +2,8 @@
 //! arguments turn into a plain configuration for the core: `run`'s in
 //! [`run`] and [`workload_args`], the values of enumerated and structured options in [`values`].
 
+#[cfg(test)]
+mod documented;
 mod history;
 pub mod reference;
 #[cfg(target_os = "linux")]

@@ -46,8 +46,11 @@ fn data_set(rng: &mut Rng, style: u64) -> Vec<String> {
         .collect()
 }
 
-fn reference_available() -> bool {
-    Command::new("ministat").arg("-n").arg("/dev/null").output().is_ok()
+/// Whether Debian's ministat, the reference, is installed (a prerequisite:
+/// a failure under `.ci/run`, which installs it).
+fn has_reference() -> bool {
+    let found = Command::new("ministat").arg("-n").arg("/dev/null").output().is_ok();
+    prerequisite(found, "ministat reference tests", "Debian's ministat is not installed (.ci/run installs it)")
 }
 
 fn run_both(dir: &Path, args: &[String]) -> (Output, Output) {
@@ -100,11 +103,7 @@ fn is_documented_plot_deviation(ours: &str, theirs: &str) -> bool {
 
 #[test]
 fn byte_identical_to_the_reference_ministat() {
-    if !prerequisite(
-        reference_available(),
-        "ministat reference tests",
-        "Debian's ministat is not installed (.ci/run installs it)",
-    ) {
+    if !has_reference() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -168,11 +167,7 @@ fn byte_identical_to_the_reference_ministat() {
 
 #[test]
 fn errors_and_stdin_match_the_reference() {
-    if !prerequisite(
-        reference_available(),
-        "ministat reference tests",
-        "Debian's ministat is not installed (.ci/run installs it)",
-    ) {
+    if !has_reference() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -254,11 +249,7 @@ fn documented_deviations_are_what_the_docs_say() {
 /// it print e = t·s to 6 significant digits, which shows any t that
 /// differs. One test per level: 107 pairs of processes each.
 fn t_table_matches_the_reference_at(level: &str) {
-    if !prerequisite(
-        reference_available(),
-        "ministat reference tests",
-        "Debian's ministat is not installed (.ci/run installs it)",
-    ) {
+    if !has_reference() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
