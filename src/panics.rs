@@ -16,7 +16,7 @@ static HOOK: Once = Once::new();
 /// A caught panic: its message and where it happened.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
-pub struct Panicked(pub String);
+pub(crate) struct Panicked(pub String);
 
 /// Runs `body`; a panic inside it comes back as its message and location
 /// (nothing printed). Panics elsewhere still reach the previous hook.

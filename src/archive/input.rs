@@ -13,7 +13,7 @@ const BUFFER: usize = 1 << 20;
 /// Metadata entries (pax headers, GNU long names) larger than this are corrupt.
 const MAX_METADATA: u64 = 1 << 20;
 
-pub struct Input<'a> {
+pub(crate) struct Input<'a> {
     inner: &'a mut dyn Read,
     buf: Vec<u8>,
     start: usize,

@@ -26,14 +26,14 @@
 use crate::stats::random::SplitMix64;
 
 /// Items per work message at most.
-pub const BATCH: usize = 64;
+pub(crate) const BATCH: usize = 64;
 
 /// The longest wait between refused requests, in ticks.
-pub const MAX_BACKOFF: u64 = 32;
+pub(crate) const MAX_BACKOFF: u64 = 32;
 
 /// What a rank tells another.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Message<T> {
+pub(crate) enum Message<T> {
     /// An idle rank asks for work.
     Request,
     /// Work, in answer to a request.
@@ -49,7 +49,7 @@ pub enum Message<T> {
 }
 
 /// A rank's own work, as the stealing sees it.
-pub trait Local<T> {
+pub(crate) trait Local<T> {
     /// Items queued and not yet taken by this rank's worker.
     fn queued(&self) -> usize;
     /// Up to `n` queued items, handed away.
@@ -62,7 +62,7 @@ pub trait Local<T> {
 
 /// How many messages a rank handled.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Traffic {
+pub(crate) struct Traffic {
     pub sent: u64,
     pub received: u64,
     /// Of those received, requests for work it answered: what a hub would
@@ -78,7 +78,7 @@ impl Traffic {
 
 /// One rank's part in the stealing and the termination ring.
 #[derive(Debug)]
-pub struct Stealer {
+pub(crate) struct Stealer {
     rank: usize,
     ranks: usize,
     rng: SplitMix64,
@@ -125,7 +125,7 @@ impl Stealer {
         self.done
     }
 
-    pub fn traffic(&self) -> Traffic {
+    pub(crate) fn traffic(&self) -> Traffic {
         self.traffic
     }
 
@@ -193,7 +193,7 @@ impl Stealer {
 
     /// Does what is due at tick `now`: asks for work when idle, passes the
     /// token on while idle, and on rank 0 decides whether the work is over.
-    pub fn tick<T>(&mut self, now: u64, local: &mut impl Local<T>, out: &mut Vec<(usize, Message<T>)>) {
+    pub(crate) fn tick<T>(&mut self, now: u64, local: &mut impl Local<T>, out: &mut Vec<(usize, Message<T>)>) {
         if self.done || !local.idle() {
             return;
         }
@@ -228,7 +228,7 @@ impl Stealer {
     }
 
     /// This rank failed: every other rank is told.
-    pub fn abort<T>(&mut self, out: &mut Vec<(usize, Message<T>)>) {
+    pub(crate) fn abort<T>(&mut self, out: &mut Vec<(usize, Message<T>)>) {
         if self.done {
             return;
         }

@@ -96,11 +96,11 @@ impl std::fmt::Display for RunError {
 impl std::error::Error for RunError {}
 
 /// How much of stderr is kept for the error message (and a metric).
-pub const STDERR_KEEP: usize = 8192;
+pub(crate) const STDERR_KEEP: usize = 8192;
 
 /// How much of a captured stdout is kept: enough for any JSON report a
 /// benchmark prints, while `yes | head -c 2G` costs 4 MiB, not 2 GB.
-pub const STDOUT_KEEP: usize = 4 << 20;
+pub(crate) const STDOUT_KEEP: usize = 4 << 20;
 
 /// Runs `line` to completion. The command gets its own process group, which
 /// is killed (SIGKILL) when it times out, when `stop` says so, and after it

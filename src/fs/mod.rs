@@ -25,7 +25,7 @@ use crate::vocab::{Choice, InputError};
 /// Where the registry of made filesystems lives (root only, a tmpfs cleared at boot).
 pub use crate::vocab::{DeviceIo, Fresh, FsKind, FsRecord};
 
-pub const STATE_DIR: &str = "/run/fsscale";
+pub(crate) const STATE_DIR: &str = "/run/fsscale";
 
 /// How a kind of filesystem is made: its mkfs, its size, its names.
 pub(crate) trait Making {
@@ -239,7 +239,7 @@ impl FsOptions {
 }
 
 /// Filesystem room per file, directory or link a workload makes.
-pub const BYTES_PER_ENTRY: u64 = 32 << 10;
+pub(crate) const BYTES_PER_ENTRY: u64 = 32 << 10;
 
 fn find_program(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH").unwrap_or_default();

@@ -15,7 +15,7 @@ use super::{u32_at, u64_at};
 use crate::results::CpuProfile;
 
 /// Samples per second per CPU.
-pub const FREQUENCY_HZ: u64 = 1000;
+pub(crate) const FREQUENCY_HZ: u64 = 1000;
 /// Ring buffer data pages per CPU (512 KiB with 4 KiB pages): about a
 /// second of samples with deep stacks, drained every sample interval.
 const RING_PAGES: usize = 128;
@@ -62,7 +62,7 @@ struct Sample {
 }
 
 /// One run's sampling: armed before the window, on in it, read after.
-pub struct CpuSampler {
+pub(crate) struct CpuSampler {
     event: &'static str,
     events: Vec<PerfEvent>,
     /// The workers and every task they started.

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 use anyhow::{bail, Context, Result};
 
 /// The kernel's symbols, sorted by address.
-pub struct KernelSymbols {
+pub(crate) struct KernelSymbols {
     /// (address, name, is code) for every symbol with a real address; a
     /// module's are named with it, as perf does: `xfs_file_release [xfs]`.
     symbols: Vec<(u64, String, bool)>,

@@ -9,7 +9,7 @@ use super::bpf::shared::{CallLatency as Slots, LOG2_SLOTS};
 use super::bpf::{objects, Loaded};
 use crate::results::{CallLatency, KernelLatency};
 
-pub struct BpfLatency {
+pub(crate) struct BpfLatency {
     loaded: Loaded,
     /// The workers' ops just before and after the programs went on, and off.
     ops_at: [u64; 4],

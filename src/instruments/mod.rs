@@ -195,7 +195,7 @@ fn choose(
 
 /// One run's tracepoint profile (`P`), however it is collected: off until
 /// the window, on in it, read after.
-pub trait Collect<P> {
+pub(crate) trait Collect<P> {
     fn switch(&mut self, on: bool) -> Result<()>;
     /// Empties what would fill during the window (tracefs' buffers; BPF's maps need not be).
     fn drain(&mut self) -> Result<()> {
@@ -222,7 +222,7 @@ where
 
 /// One run's armed instruments.
 #[derive(Default)]
-pub struct RunInstruments {
+pub(crate) struct RunInstruments {
     locks: Option<Box<dyn Collect<crate::results::LockProfile>>>,
     offcpu: Option<Box<dyn Collect<crate::results::OffCpuProfile>>>,
     cpu: Option<cpu::CpuSampler>,

@@ -19,7 +19,7 @@ pub(crate) fn attr(kind: u32, config: u64) -> Attr {
 }
 
 /// One open event.
-pub struct PerfEvent {
+pub(crate) struct PerfEvent {
     fd: OwnedFd,
     ring: Option<Ring>,
 }

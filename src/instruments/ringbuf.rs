@@ -7,7 +7,7 @@
 /// One event's payload (starting with the common fields: type, flags,
 /// preempt count, pid) and its timestamp in the instance's clock (ns).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RawEvent<'a> {
+pub(crate) struct RawEvent<'a> {
     pub timestamp: u64,
     pub data: &'a [u8],
 }

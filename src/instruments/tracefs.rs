@@ -12,7 +12,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use super::ringbuf::{page_events, RawEvent};
 
 /// Where tracefs lives since Linux 4.1.
-pub const TRACEFS: &str = "/sys/kernel/tracing";
+pub(crate) const TRACEFS: &str = "/sys/kernel/tracing";
 /// `statfs` magic of tracefs.
 const TRACEFS_MAGIC: i64 = 0x7472_6163;
 /// Instances are named `fsscale-<pid>-<n>-<8 hex>`; the pid is for people,
@@ -50,7 +50,7 @@ fn is_tracefs(path: &Path) -> bool {
 
 /// A private tracing instance (`instances/fsscale-<pid>-<n>-<hex>`), removed on drop:
 /// on success, error, and the unwinding after Ctrl-C or SIGTERM.
-pub struct Instance {
+pub(crate) struct Instance {
     path: PathBuf,
     /// The instance's directory, `flock`ed while it exists: how another
     /// fsscale (in any PID namespace) tells it from a killed run's.
@@ -70,10 +70,6 @@ impl Instance {
         })
         .context("making a tracing instance")?;
         Ok(Instance { path, _lock: lock })
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.path
     }
 
     /// Writes `value` to the instance's file `name` (e.g. `tracing_on`).
@@ -128,7 +124,7 @@ fn buffer_kb_per_cpu(cpus: usize) -> usize {
 
 /// A private instance recording the events of some tasks (and of every task
 /// they start), read from every CPU's buffer in time order.
-pub struct Recording {
+pub(crate) struct Recording {
     pipes: Vec<RawPipe>,
     missed_pages: u64,
     /// Pages read with events at or after the last drain's watermark, held for the next.
@@ -346,7 +342,7 @@ fn is_ours(name: &str) -> bool {
 }
 
 /// One CPU's `trace_pipe_raw`: whole pages, consumed as read.
-pub struct RawPipe {
+pub(crate) struct RawPipe {
     file: File,
     page_size: usize,
 }

@@ -15,7 +15,7 @@ use object::{Object, ObjectSegment, ObjectSymbol, SegmentFlags, SymbolKind};
 /// One executable mapping: `[start, end)` of a process's addresses, mapped
 /// from `path` at file offset `offset`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Mapping {
+pub(crate) struct Mapping {
     pub start: u64,
     pub end: u64,
     pub offset: u64,
@@ -24,7 +24,7 @@ pub struct Mapping {
 
 /// The executable mappings of the processes a profile saw.
 #[derive(Default)]
-pub struct ProcessMaps {
+pub(crate) struct ProcessMaps {
     by_pid: HashMap<i32, Vec<Mapping>>,
     /// Processes whose `/proc/PID/maps` was read (or tried).
     read: HashSet<i32>,
@@ -55,7 +55,7 @@ impl ProcessMaps {
 }
 
 /// The executable mappings in `/proc/PID/maps` text: `start-end perms offset dev inode path`.
-pub fn parse_maps(text: &str) -> Vec<Mapping> {
+pub(crate) fn parse_maps(text: &str) -> Vec<Mapping> {
     text.lines()
         .filter_map(|line| {
             let fields: Vec<&str> = line.splitn(6, ' ').collect();
@@ -76,7 +76,7 @@ pub fn parse_maps(text: &str) -> Vec<Mapping> {
 }
 
 /// Every mapped file's functions, for the processes of `maps`.
-pub struct UserSymbols {
+pub(crate) struct UserSymbols {
     maps: ProcessMaps,
     files: HashMap<String, Arc<ElfFunctions>>,
 }
@@ -97,7 +97,7 @@ impl UserSymbols {
 
     /// This process's own (its threads are the workers of thread mode).
     #[cfg(test)]
-    pub fn of_this_process() -> UserSymbols {
+    pub(crate) fn of_this_process() -> UserSymbols {
         let mut maps = ProcessMaps::default();
         maps.snapshot(std::process::id() as i32);
         UserSymbols::of(maps)

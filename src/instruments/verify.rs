@@ -31,7 +31,7 @@ pub(crate) fn verified_calls(workload: Workload, options: &WorkloadOptions) -> O
 
 /// Counters on every worker: all system calls, and each one the op makes;
 /// per worker one group, so that all its counters go on and off together.
-pub struct SyscallCounter {
+pub(crate) struct SyscallCounter {
     /// Per worker: the group leader counting all calls, then one counter
     /// per expected call, in the order of `calls`.
     groups: Vec<Vec<PerfEvent>>,

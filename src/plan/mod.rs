@@ -14,7 +14,7 @@ use crate::workloads::{CommandSpec, Share, Workload};
 
 /// The most workers one point may have: far above any core count fsscale is
 /// meant for (1024 workers is a tested design point), low enough to catch typos.
-pub const MAX_WORKERS: usize = 16_384;
+pub(crate) const MAX_WORKERS: usize = 16_384;
 
 pub use crate::vocab::{Cache, Mode, Order};
 
@@ -107,16 +107,16 @@ pub struct RunConfig {
 
 /// The shortest timed window: wake-up latency and timer slack (tens of
 /// microseconds) must stay a small fraction of it.
-pub const MIN_DURATION: Duration = Duration::from_millis(1);
+pub(crate) const MIN_DURATION: Duration = Duration::from_millis(1);
 
 /// The shortest stall timeout: the watch compares progress every 250 ms.
-pub const MIN_STALL_TIMEOUT: Duration = Duration::from_millis(500);
+pub(crate) const MIN_STALL_TIMEOUT: Duration = Duration::from_millis(500);
 
 /// `--max-runs` unless given (runs with variants: [`variant::DEFAULT_PAIRED_MAX_ROUNDS`]).
 pub const DEFAULT_MAX_RUNS: usize = 30;
 
 /// The narrowest `--until-ci` target: a hundredth of a percent.
-pub const MIN_UNTIL_CI_PCT: f64 = 0.01;
+pub(crate) const MIN_UNTIL_CI_PCT: f64 = 0.01;
 
 /// One measured combination; each is run `runs` times.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

@@ -13,7 +13,7 @@ pub use crate::vocab::{
 use crate::vocab::{InputError, Order};
 
 /// The most variants one run may have (each multiplies every point).
-pub const MAX_VARIANTS: usize = 16;
+pub(crate) const MAX_VARIANTS: usize = 16;
 
 /// Splits `NAME=COMMAND` as `flag` takes it.
 fn parse_assignment(flag: &str, text: &str) -> Result<(String, String), InputError> {

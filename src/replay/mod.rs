@@ -14,9 +14,9 @@ pub use player::{Player, ReplayError};
 pub use trace::{parse, OpIndex, OpKind, Trace, TraceOp};
 
 /// The built-in trace's name.
-pub const BUILTIN_NAME: &str = "fileserver";
+pub(crate) const BUILTIN_NAME: &str = "fileserver";
 /// An office worker's session on a file server (see `traces/generate.py`).
-pub const BUILTIN: &str = include_str!("../../traces/fileserver.load");
+pub(crate) const BUILTIN: &str = include_str!("../../traces/fileserver.load");
 
 /// The largest loadfile read (dbench's own is 26 KB).
 const MAX_LOADFILE_BYTES: u64 = 256 << 20;

@@ -15,7 +15,7 @@ const QUOTA_CGROUPS_READ: usize = 4;
 /// have used so far, and the throttling counters of the cgroups whose CPU
 /// quota applies to the run.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct CpuTicks {
+pub(crate) struct CpuTicks {
     fields: [u64; 8],
     kernel_threads: u64,
     /// The tightest quota, in CPUs, and each quota cgroup's counters.

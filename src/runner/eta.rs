@@ -10,7 +10,7 @@ use crate::vocab::Workload;
 
 /// A point's part in the estimate.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct PointPlan {
+pub(crate) struct PointPlan {
     pub workload: Workload,
     /// Runs it has left, warm-ups included, counting only `-n` (an
     /// `--until-ci` point may take more).
@@ -22,7 +22,7 @@ pub struct PointPlan {
 
 /// Wall seconds per run, measured.
 #[derive(Clone, Debug, Default)]
-pub struct Eta {
+pub(crate) struct Eta {
     per_point: BTreeMap<usize, (f64, usize)>,
     per_workload: BTreeMap<Workload, (f64, usize)>,
 }

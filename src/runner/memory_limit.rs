@@ -37,7 +37,7 @@ use crate::workloads::{Share, Workload};
 
 /// Below this the run's own processes (not the cache) would not fit, and
 /// the kernel would kill them rather than evict anything.
-pub const MIN_MEMORY_LIMIT: u64 = 16 << 20;
+pub(crate) const MIN_MEMORY_LIMIT: u64 = 16 << 20;
 
 /// Which cgroup hierarchy holds the memory controller here.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -89,7 +89,7 @@ fn find_hierarchy(mounts: &[sys::Mount], v2_controllers: impl Fn(&Path) -> Strin
 }
 
 /// The memory cgroup the run's processes run in, until dropped.
-pub struct MemoryLimit {
+pub(crate) struct MemoryLimit {
     hierarchy: Hierarchy,
     dir: PathBuf,
     /// The limit the kernel took (a multiple of the page size).
@@ -225,7 +225,7 @@ impl MemoryLimit {
 /// reclaims down to it), which leaves the most recently used part cached,
 /// as a limit would have. The caller's own cgroups still bound setup.
 #[derive(Clone, Debug)]
-pub struct LimitSwitch {
+pub(crate) struct LimitSwitch {
     file: PathBuf,
     bytes: u64,
     unlimited: &'static str,
@@ -280,7 +280,7 @@ fn enclosing_limit(hierarchy: &Hierarchy, read: impl Fn(&Path) -> Option<u64>) -
 /// memory (ramfs; tmpfs where there is no swap), private copies of mapped
 /// pages without swap. Refused before anything runs where it cannot fit, as
 /// the kernel would otherwise kill a worker partway through the plan.
-pub struct Unevictable {
+pub(crate) struct Unevictable {
     /// The machine has swap: tmpfs pages and private copies can go there.
     pub swap: bool,
     /// Each filesystem of the plan is held in memory (ramfs, tmpfs, a `--dir` on either).

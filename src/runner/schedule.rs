@@ -10,7 +10,7 @@ use crate::tree::Rng;
 
 /// One run to do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Slot {
+pub(crate) struct Slot {
     /// Index into the run's points (filesystem-major, in plan order).
     pub point: usize,
     /// A warm-up run: measured and kept, left out of every statistic.
@@ -41,7 +41,7 @@ impl PointState {
 
 /// How many runs each point gets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Repetition {
+pub(crate) struct Repetition {
     /// Warm-up runs of every point, before its measured runs.
     pub warmups: usize,
     /// Measured runs of every point (`-n`).
@@ -67,7 +67,7 @@ impl Repetition {
 }
 
 /// Hands out runs one at a time in the chosen order.
-pub struct Scheduler {
+pub(crate) struct Scheduler {
     order: Order,
     repetition: Repetition,
     rng: Rng,
@@ -83,7 +83,7 @@ pub struct Scheduler {
 /// variants of one point, take turns within a round in an order rotated
 /// round by round, so that none always runs first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Layout {
+pub(crate) struct Layout {
     pub filesystems: usize,
     pub variants: usize,
 }

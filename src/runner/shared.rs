@@ -14,7 +14,7 @@ use crate::sys::{futex_wait, futex_wake_all, map_shared, ThreadSched};
 /// Where a point is in its life; workers poll it from the hot loop.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u32)]
-pub enum Phase {
+pub(crate) enum Phase {
     /// Workers are creating their files; the barrier is closed.
     Setup = 0,
     /// The barrier is open; counting but not yet measured.
@@ -40,7 +40,7 @@ impl Phase {
 }
 
 #[repr(C, align(128))]
-pub struct Control {
+pub(crate) struct Control {
     phase: AtomicU32,
     ready: AtomicU32,
     failed: AtomicU32,
@@ -60,7 +60,7 @@ pub struct Control {
 /// worker from one that waits for it, and a death from a normal exit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u32)]
-pub enum Stage {
+pub(crate) enum Stage {
     /// Setting up (or, for fixed work, doing its job).
     Working = 0,
     /// Waiting at the start barrier.
@@ -73,7 +73,7 @@ pub enum Stage {
 
 /// One worker's operation counter, alone in its cache lines.
 #[repr(C, align(128))]
-pub struct CounterSlot {
+pub(crate) struct CounterSlot {
     pub ops: AtomicU64,
 }
 
@@ -82,7 +82,7 @@ const ERROR_CAPACITY: usize = 480;
 /// What a worker tells the coordinator outside the hot loop: its CPU time at
 /// the window's edges, the CPU it was bound to, and an error message.
 #[repr(C, align(128))]
-pub struct WorkerReport {
+pub(crate) struct WorkerReport {
     /// The worker's [`crate::sys::thread_sched`] counters (CPU time, context
     /// switches, runqueue wait) at the start and end of the window.
     pub sched_at_window_start: [AtomicU64; ThreadSched::FIELDS],
@@ -176,7 +176,7 @@ impl WorkerReport {
 }
 
 /// The shared mapping. Dropping it unmaps the memory in the process that drops it.
-pub struct SharedRegion {
+pub(crate) struct SharedRegion {
     base: *mut u8,
     len: usize,
     workers: usize,

@@ -23,15 +23,15 @@ pub mod warden;
 pub use runs::{dead_runs, forget, DeadRun, RunRegistration};
 
 /// The marker file in every scratch directory.
-pub const MARKER: &str = ".fsscale-scratch";
+pub(crate) const MARKER: &str = ".fsscale-scratch";
 
 /// Name prefix of every scratch directory.
-pub const PREFIX: &str = ".fsscale-";
+pub(crate) const PREFIX: &str = ".fsscale-";
 
 static SEQUENCE: AtomicU64 = AtomicU64::new(0);
 
 /// A scratch directory fsscale made and owns.
-pub struct Scratch {
+pub(crate) struct Scratch {
     parent: OwnedFd,
     name: CString,
     path: PathBuf,

@@ -22,7 +22,7 @@ use crate::sys;
 pub const SUBCOMMAND: &str = "scratch-warden";
 
 /// Rank 0's end of the pipe.
-pub struct Warden {
+pub(crate) struct Warden {
     pipe: std::fs::File,
 }
 

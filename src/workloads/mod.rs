@@ -266,7 +266,7 @@ pub struct PointState {
 }
 
 /// Name of the directory every worker uses at `--share shared|same`.
-pub const SHARED_DIR: &str = "shared";
+pub(crate) const SHARED_DIR: &str = "shared";
 
 /// A generic callback over the concrete op type (a closure cannot be generic).
 pub trait OpDriver<R> {

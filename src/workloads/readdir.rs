@@ -9,7 +9,7 @@ use super::{close_quietly, create_file, Description, Op, Share, SysError, Worker
 use crate::sys::{self, Errno};
 
 /// Regular files in each listed directory (plus `.` and `..`).
-pub const ENTRIES: usize = 100;
+pub(crate) const ENTRIES: usize = 100;
 
 /// Large enough for 100 short names in one `getdents64` call; the second call returns 0.
 const BUFFER: usize = 32 * 1024;

@@ -232,7 +232,7 @@ impl WalkQueue {
     /// pending, in one atomic step (none when it found one): to be called
     /// before any of them is pushed, so that the count never reaches zero
     /// while one is on its way.
-    pub fn listed_finding(&self, found: usize) {
+    pub(crate) fn listed_finding(&self, found: usize) {
         match found {
             0 => self.listed(),
             1 => {}

@@ -110,7 +110,7 @@ pub fn json_pretty<T: serde::Serialize + ?Sized>(value: &T) -> serde_json::Resul
 }
 
 /// [`json_pretty`] on one line.
-pub fn json_compact<T: serde::Serialize + ?Sized>(value: &T) -> serde_json::Result<String> {
+pub(crate) fn json_compact<T: serde::Serialize + ?Sized>(value: &T) -> serde_json::Result<String> {
     let mut out = Vec::with_capacity(4096);
     let mut serializer = serde_json::Serializer::with_formatter(&mut out, SafeJson(serde_json::ser::CompactFormatter));
     value.serialize(&mut serializer)?;
@@ -174,7 +174,7 @@ impl<F: serde_json::ser::Formatter> serde_json::ser::Formatter for SafeJson<F> {
 /// written as entities, `]` before `(` or `[` is escaped, and line breaks and
 /// other control characters are shown as escapes. fsscale's own text
 /// (`<0.0001`, `[-2.1%, 0.4%]`, `ops_per_cpu_s`) passes as it is.
-pub fn markdown_text(text: &str) -> String {
+pub(crate) fn markdown_text(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 8);
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {

@@ -9,7 +9,7 @@ use crate::sys::Errno;
 /// # Safety
 /// `key` and `value` are at least the map's key and value sizes: the
 /// kernel reads that many bytes from each.
-pub unsafe fn bpf_map_update(map: std::os::fd::BorrowedFd, key: &[u8], value: &[u8]) -> Result<(), Errno> {
+pub(crate) unsafe fn bpf_map_update(map: std::os::fd::BorrowedFd, key: &[u8], value: &[u8]) -> Result<(), Errno> {
     const BPF_MAP_UPDATE_ELEM: libc::c_long = 2;
     bpf_map_elem(BPF_MAP_UPDATE_ELEM, map, key, value.as_ptr() as u64)
 }
@@ -21,7 +21,7 @@ pub unsafe fn bpf_map_update(map: std::os::fd::BorrowedFd, key: &[u8], value: &[
 /// `key` is at least the map's key size and `value` at least its value
 /// size: the kernel reads and writes that many bytes.
 #[cfg(test)]
-pub unsafe fn bpf_map_lookup(map: std::os::fd::BorrowedFd, key: &[u8], value: &mut [u8]) -> Result<(), Errno> {
+pub(crate) unsafe fn bpf_map_lookup(map: std::os::fd::BorrowedFd, key: &[u8], value: &mut [u8]) -> Result<(), Errno> {
     const BPF_MAP_LOOKUP_ELEM: libc::c_long = 1;
     bpf_map_elem(BPF_MAP_LOOKUP_ELEM, map, key, value.as_mut_ptr() as u64)
 }

@@ -16,7 +16,7 @@ use crate::instruments::Collect;
 use crate::results::{Collector, LockProfile};
 
 /// One run's in-kernel lock profile.
-pub struct BpfLocks {
+pub(crate) struct BpfLocks {
     loaded: Loaded,
 }
 

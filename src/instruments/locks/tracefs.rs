@@ -27,7 +27,7 @@ struct Ids {
 }
 
 /// One run's lock tracing: armed before the window, on in it, read after.
-pub struct TracefsLocks {
+pub(crate) struct TracefsLocks {
     recording: Recording,
     pairing: Pairing,
 }

@@ -12,7 +12,7 @@ use crate::instruments::kallsyms::KernelSymbols;
 use crate::instruments::Collect;
 use crate::results::{Collector, OffCpuProfile};
 
-pub struct BpfSleeps {
+pub(crate) struct BpfSleeps {
     loaded: Loaded,
     min_sleep_ns: u64,
 }

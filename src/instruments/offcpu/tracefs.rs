@@ -48,7 +48,7 @@ impl Layout {
     }
 }
 
-pub struct TracefsSleeps {
+pub(crate) struct TracefsSleeps {
     recording: Recording,
     pairing: Pairing,
 }

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use crate::results::{CpuProfile, LockProfile, OffCpuProfile, Point};
 
 /// Sites and functions shown per point: the largest changes.
-pub const ATTRIBUTION_TOP: usize = 5;
+pub(crate) const ATTRIBUTION_TOP: usize = 5;
 
 /// Changes smaller than this (a hundredth of a point of percent) are left
 /// out: they print as 0 and explain nothing.

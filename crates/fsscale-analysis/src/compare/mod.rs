@@ -81,7 +81,7 @@ impl Default for CompareConfig {
 
 /// The fewest earlier results of a point on a host whose spread a
 /// comparison takes as the point's threshold (see [`compare_using`]).
-pub const HISTORY_MIN_RESULTS: usize = 6;
+pub(crate) const HISTORY_MIN_RESULTS: usize = 6;
 
 /// The default noise threshold, in percent: on this VM, A/A pairs of
 /// separate invocations differ by about 1–2% even when each invocation's

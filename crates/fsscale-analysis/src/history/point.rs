@@ -8,7 +8,7 @@ use crate::results::{Point, ResultsFile};
 /// to what the key holds or how it is written re-keys every stored series:
 /// it takes a new version here and a store migration that re-keys them
 /// (the key of a fixed identity is pinned by a test).
-pub const KEY_VERSION: u32 = 1;
+pub(crate) const KEY_VERSION: u32 = 1;
 
 /// A point's identity across results: two results' points with equal
 /// identities on one host measured the same thing, and form a series.

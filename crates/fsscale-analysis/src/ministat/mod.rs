@@ -34,7 +34,7 @@ const TABLE_LEVELS: [f64; 6] = [80.0, 90.0, 95.0, 98.0, 99.0, 99.5];
 const TABLE_ROWS: usize = 100;
 
 /// The narrowest plot that does not divide by zero.
-pub const MIN_WIDTH: usize = 2;
+pub(crate) const MIN_WIDTH: usize = 2;
 
 /// Output for stderr and an exit code: how ministat fails.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -37,14 +37,14 @@ const PALETTE: [RGBColor; 10] = [
     RGBColor(23, 190, 207),
 ];
 
-pub const WIDTH: u32 = 760;
-pub const HEIGHT: u32 = 420;
+pub(crate) const WIDTH: u32 = 760;
+pub(crate) const HEIGHT: u32 = 420;
 
 /// How worker counts are laid out: evenly, or by doublings. A sweep of
 /// 1, 2, 4 ... 32 on a linear axis crams half its points into the left
 /// fifth; on a log₂ axis each doubling gets the same room.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub enum WorkerAxis {
+pub(crate) enum WorkerAxis {
     Linear { min: f64, max: f64 },
     Log2 { min: f64, max: f64 },
 }

@@ -27,9 +27,9 @@ pub struct Kind {
 }
 
 /// CPU samples, in warm colours.
-pub const ON_CPU: Kind = Kind { unit: "samples", cool: false };
+pub(crate) const ON_CPU: Kind = Kind { unit: "samples", cool: false };
 /// Time asleep, in blues.
-pub const OFF_CPU: Kind = Kind { unit: "µs asleep", cool: true };
+pub(crate) const OFF_CPU: Kind = Kind { unit: "µs asleep", cool: true };
 
 impl Kind {
     /// What its widths count: `samples`, `time asleep`.

@@ -90,7 +90,7 @@ impl FromIterator<Html> for Html {
 
 /// A value that can stand in a page: markup as it is, anything else as
 /// escaped text.
-pub trait ToHtml {
+pub(crate) trait ToHtml {
     fn write_html(&self, out: &mut String);
 }
 

@@ -11,7 +11,7 @@ const TOP: usize = 5;
 
 /// Points whose workers slept at least this share of their time get the
 /// off-CPU table under them, whatever their efficiency.
-pub const NOTABLE_ASLEEP_SHARE: f64 = 0.02;
+pub(crate) const NOTABLE_ASLEEP_SHARE: f64 = 0.02;
 
 /// The off-CPU table: the share asleep (with the scheduler's own figure
 /// beside it, which it should match), then the top sleep sites.

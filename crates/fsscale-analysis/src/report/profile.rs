@@ -18,7 +18,7 @@ use crate::{html, html_of};
 const TOP: usize = 5;
 /// Below this efficiency (ops/s per worker against 1 worker) a point is
 /// explained without being asked to.
-pub const FALLING_EFFICIENCY: f64 = 0.9;
+pub(crate) const FALLING_EFFICIENCY: f64 = 0.9;
 
 /// Efficiency of each point with a 1-worker point of the same mode and
 /// share (and condition) to compare with, by its index in `points`.
@@ -40,7 +40,7 @@ fn efficiencies(points: &[&Point]) -> Vec<Option<f64>> {
 
 /// Waits below this share of worker time explain nothing about scaling:
 /// no finding names them, and wait bars are drawn to at least this scale.
-pub const NOTABLE_WAIT_SHARE: f64 = 0.01;
+pub(crate) const NOTABLE_WAIT_SHARE: f64 = 0.01;
 
 /// "at 4 workers, 58% of worker time waiting on an rwsem write in
 /// down_write ← filename_create ← do_mkdirat": the point's dominant site,
@@ -106,7 +106,7 @@ pub fn out_of_cpus(point: &Point, usable_cpus: usize) -> Option<String> {
 
 /// [`out_of_cpus`] at the largest point of a series with profiles (`points`
 /// by worker count): said before what the profiles show of it.
-pub fn series_out_of_cpus(points: &[&Point], usable_cpus: usize) -> Option<String> {
+pub(crate) fn series_out_of_cpus(points: &[&Point], usable_cpus: usize) -> Option<String> {
     let profiled = points.iter().any(|p| p.runs.iter().any(|r| r.locks.is_some() || r.cpu_profile.is_some()));
     out_of_cpus(points.last().filter(|_| profiled)?, usable_cpus)
 }

@@ -10,7 +10,7 @@ use super::stacks::{bound_stacks, CutCounter, MAX_FRAMES, MAX_STACKS};
 use super::{ResultsFile, RunRecord};
 
 /// Sites a lock or off-CPU profile keeps (the heaviest; they come ranked).
-pub const MAX_SITES: usize = 400;
+pub(crate) const MAX_SITES: usize = 400;
 
 /// What capping cut, for the reader's note.
 #[derive(Default)]

@@ -9,7 +9,7 @@ use crate::vocab::{is_valid_variant_name, VARIANT_NAME_RULE};
 /// The largest figure a run may carry: 1e8 times what the fastest
 /// syscall loop reaches on one core (about 1e7 ops/s), and far below where
 /// the statistics' sums overflow.
-pub const MAX_FIGURE: f64 = 1e15;
+pub(crate) const MAX_FIGURE: f64 = 1e15;
 
 /// A figure as a person reads it: `1e308`, not 309 digits.
 fn shown(value: f64) -> String {

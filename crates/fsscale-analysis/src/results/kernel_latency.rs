@@ -11,9 +11,9 @@ use super::profile::ProgramCost;
 use super::Point;
 
 /// Histogram slots kept: `2^0` to `2^63` ns and beyond.
-pub const MAX_SLOTS: usize = 64;
+pub(crate) const MAX_SLOTS: usize = 64;
 /// System calls a profile keeps (a workload makes a handful).
-pub const MAX_CALLS: usize = 512;
+pub(crate) const MAX_CALLS: usize = 512;
 
 /// The workers' system calls in the window, with their time in the kernel.
 #[derive(Serialize, Deserialize, Debug, Clone, Default, PartialEq)]
@@ -47,7 +47,7 @@ pub struct CallLatency {
 }
 
 impl CallLatency {
-    pub fn mean_s(&self) -> f64 {
+    pub(crate) fn mean_s(&self) -> f64 {
         self.total_s / self.count.max(1) as f64
     }
 

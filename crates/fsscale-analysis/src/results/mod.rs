@@ -361,7 +361,7 @@ fn diagnosed_problems(diagnostics: Option<&Diagnostics>) -> Vec<String> {
 
 /// A run is "busy" when other work took more than this share of all CPU
 /// time in its window, beyond two ticks of `/proc/stat`'s resolution.
-pub const BUSY_SHARE: f64 = 0.05;
+pub(crate) const BUSY_SHARE: f64 = 0.05;
 
 impl Point {
     /// A point whose warm-up ran until steady: its warm-up runs' seconds
@@ -457,7 +457,7 @@ impl Point {
     /// What a CPU quota did to the runs, in words (`throttled by a CPU
     /// quota of 0.85 CPUs in 5 of 5 runs, 15% of the workers' time`), where
     /// it ran out in any: their wait is the quota's, not other work's.
-    pub fn quota_words(&self) -> Option<String> {
+    pub(crate) fn quota_words(&self) -> Option<String> {
         let throttled: Vec<RunThrottling> = self.runs.iter().filter_map(RunRecord::throttled).collect();
         let quota = throttled.iter().map(|t| t.quota_cpus).reduce(f64::min)?;
         let held: f64 = throttled.iter().map(|t| t.throttled_s).sum();
@@ -572,7 +572,7 @@ fn short_problem(median_s: f64) -> String {
 
 /// The largest results file or journal fsscale reads (a million runs of
 /// 1024 workers stays far below it; /dev/zero and its like are refused).
-pub const MAX_INPUT_BYTES: u64 = 4 << 30;
+pub(crate) const MAX_INPUT_BYTES: u64 = 4 << 30;
 
 impl ResultsFile {
     pub(crate) fn to_json(&self) -> String {
@@ -609,7 +609,7 @@ impl ResultsFile {
     }
 
     /// The document as one line of JSON, as the history keeps it.
-    pub fn to_compact_json(&self) -> String {
+    pub(crate) fn to_compact_json(&self) -> String {
         crate::escape::json_compact(self).expect("results serialize")
     }
 

@@ -10,7 +10,7 @@ use super::profile::{Collector, ProgramCost};
 use super::Point;
 
 /// Runs keep at most this many sleep sites; the rest are summed as one.
-pub const MAX_SLEEP_SITES: usize = 40;
+pub(crate) const MAX_SLEEP_SITES: usize = 40;
 
 /// Where the workers slept in the window.
 #[derive(Serialize, Deserialize, Debug, Clone, Default, PartialEq)]

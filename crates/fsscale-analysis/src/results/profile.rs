@@ -8,9 +8,9 @@ use serde::{Deserialize, Serialize};
 pub use crate::vocab::Collector;
 
 /// Runs keep at most this many lock sites; the rest are summed as one.
-pub const MAX_LOCK_SITES: usize = 40;
+pub(crate) const MAX_LOCK_SITES: usize = 40;
 /// The name of the row that sums the sites beyond [`MAX_LOCK_SITES`].
-pub const OTHER_SITES: &str = "(other sites)";
+pub(crate) const OTHER_SITES: &str = "(other sites)";
 
 /// Where the run's workers waited on kernel locks (`--profile locks`), from
 /// the `lock:contention_begin`/`contention_end` tracepoints.
@@ -89,7 +89,7 @@ pub struct LockSite {
 }
 
 /// Sites keep at most this many objects.
-pub const MAX_LOCK_OBJECTS: usize = 3;
+pub(crate) const MAX_LOCK_OBJECTS: usize = 3;
 
 /// An object a site's lock belonged to, and its part of the site's waits.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
@@ -369,7 +369,7 @@ pub struct SyscallCheck {
 }
 
 /// Beyond this relative difference a count is a mismatch.
-pub const TOLERANCE: f64 = 0.005;
+pub(crate) const TOLERANCE: f64 = 0.005;
 
 impl SyscallCheck {
     /// The counts beyond [`TOLERANCE`] of what the ops allow: at least the ops

@@ -221,7 +221,7 @@ impl RunRecord {
     /// so such a run is busy only where its workers waited for a CPU
     /// beyond the time the quota held them off: by more than that share
     /// of their windows.
-    pub fn was_busy(&self) -> bool {
+    pub(crate) fn was_busy(&self) -> bool {
         let Some(noise) = &self.noise else { return false };
         let sampled = noise.others_cpu > super::BUSY_SHARE + 2.0 / noise.ticks.max(1) as f64;
         match (self.throttled(), self.sched.is_empty()) {

@@ -4,9 +4,9 @@
 use std::collections::BTreeMap;
 
 /// Frames a stack keeps: the root-most, then one `[N more frames]` frame.
-pub const MAX_FRAMES: usize = 512;
+pub(crate) const MAX_FRAMES: usize = 512;
 /// Distinct stacks a profile keeps: the heaviest, then one `[other stacks]`.
-pub const MAX_STACKS: usize = 20_000;
+pub(crate) const MAX_STACKS: usize = 20_000;
 
 /// Caps `folded` (`root;...;leaf` → weight) in frames per stack and in stacks.
 pub(crate) fn bound_stacks(folded: &mut BTreeMap<String, u64>, cut: &mut impl CutCounter) {
@@ -38,13 +38,13 @@ pub(crate) fn bound_stacks(folded: &mut BTreeMap<String, u64>, cut: &mut impl Cu
 }
 
 /// Where [`bound_stacks`] counts what it cut.
-pub trait CutCounter {
+pub(crate) trait CutCounter {
     fn deep(&mut self, stacks: usize);
     fn stacks(&mut self, stacks: usize);
 }
 
 /// A count nobody reads: profiles summed over runs are capped again, silently.
-pub struct Uncounted;
+pub(crate) struct Uncounted;
 
 impl CutCounter for Uncounted {
     fn deep(&mut self, _: usize) {}

@@ -9,11 +9,11 @@ use super::distributions::t_two_sided_p;
 use super::Sample;
 
 /// The level at which drift is called.
-pub const DRIFT_ALPHA: f64 = 0.05;
+pub(crate) const DRIFT_ALPHA: f64 = 0.05;
 /// Sarle's threshold: a uniform distribution has exactly 5/9.
-pub const BIMODALITY_THRESHOLD: f64 = 5.0 / 9.0;
+pub(crate) const BIMODALITY_THRESHOLD: f64 = 5.0 / 9.0;
 /// Below this many runs, the bimodality coefficient is too noisy to say anything.
-pub const BIMODALITY_MIN_RUNS: usize = 10;
+pub(crate) const BIMODALITY_MIN_RUNS: usize = 10;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Diagnostics {

@@ -133,8 +133,9 @@ pub struct VarianceComponents {
 }
 
 /// The ratio of grand means new/base with its bootstrap interval.
+#[cfg(test)]
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct RatioInterval {
+pub(crate) struct RatioInterval {
     pub ratio: f64,
     pub interval: (f64, f64),
     /// Twice the share of resampled ratios on the far side of 1 (at least one resample's share).

@@ -12,7 +12,7 @@
 use serde::{Deserialize, Serialize};
 
 /// Bits of linear resolution inside each power of two.
-pub const SUB_BITS: u32 = 4;
+pub(crate) const SUB_BITS: u32 = 4;
 const SUB: u64 = 1 << SUB_BITS;
 /// The largest exponent with buckets of its own; longer latencies (over
 /// 2^40 ns, about 18 minutes) share the last bucket, and `max_ns` stays exact.

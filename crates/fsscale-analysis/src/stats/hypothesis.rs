@@ -102,7 +102,7 @@ fn t_result(difference: f64, se: f64, df: f64, confidence: f64, pooled_sd: Optio
 /// A paired comparison's result: the ratio new/base as the geometric mean
 /// of the pairs' ratios, with its confidence interval.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct PairedRatio {
+pub(crate) struct PairedRatio {
     /// exp(mean of ln(new_i / base_i)).
     pub ratio: f64,
     /// The ratio's confidence interval: exp of the mean log ratio's.
@@ -118,7 +118,7 @@ pub struct PairedRatio {
 /// this keeps the order: paired by rank instead of by round, two sides'
 /// noise would line up and a chance difference look certain.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Pairs {
+pub(crate) struct Pairs {
     base: Vec<f64>,
     new: Vec<f64>,
 }
@@ -140,10 +140,6 @@ impl Pairs {
 
     pub fn len(&self) -> usize {
         self.base.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.base.is_empty()
     }
 
     /// ln(new_k / base_k), pair by pair.
@@ -174,7 +170,7 @@ pub(crate) fn paired_log_ratio(pairs: &Pairs, confidence: f64) -> Result<PairedR
 
 /// The Mann–Whitney U test's result.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct MannWhitney {
+pub(crate) struct MannWhitney {
     /// U of `new`: the number of (base, new) pairs where new is larger (ties count ½).
     pub u: f64,
     pub p_value: f64,
@@ -280,7 +276,7 @@ pub(crate) fn ratio_interval(base: &Sample, new: &Sample, critical_t: f64) -> Op
 /// A bisection gate asks this of a revision between a good and a bad
 /// reference: it is the one question whose answer neither reference's
 /// noise alone decides.
-pub fn midpoint_welch(low: &Sample, high: &Sample, new: &Sample, confidence: f64) -> Result<TTest, StatsError> {
+pub(crate) fn midpoint_welch(low: &Sample, high: &Sample, new: &Sample, confidence: f64) -> Result<TTest, StatsError> {
     for side in [low, high, new] {
         if side.len() < 2 {
             return Err(StatsError::TooFew { needed: 2, got: side.len() });
@@ -307,7 +303,7 @@ pub fn midpoint_welch(low: &Sample, high: &Sample, new: &Sample, confidence: f64
 /// 0). A side's mean is its invocations' mean, of variance
 /// (σ_b² + mean within) / k; its degrees of freedom k − 1, or, for a side
 /// measured once, the pooled estimate's. Needs a side with two invocations.
-pub fn midpoint_invocations(
+pub(crate) fn midpoint_invocations(
     low: &[(f64, f64)],
     high: &[(f64, f64)],
     new: &[(f64, f64)],
@@ -355,7 +351,7 @@ pub fn midpoint_invocations(
 /// so few degrees of freedom (a spread estimated from a few invocations)
 /// weigh less. Positive: nearer high. Stop when it passes
 /// ±ln((1 − α)/α): the chance of the wrong call is then about α.
-pub fn log_likelihood_ratio(test: &TTest, half_span: f64, confidence: f64) -> f64 {
+pub(crate) fn log_likelihood_ratio(test: &TTest, half_span: f64, confidence: f64) -> f64 {
     let quantile = t_quantile_two_sided(confidence, test.df);
     let se = test.half_width / quantile;
     if se.is_nan() || se <= 0.0 {

@@ -40,7 +40,7 @@ use super::series_outliers::series_outliers;
 /// One result of a series: its figure's logarithm, and the variance of
 /// that logarithm its own runs show (0 when it had one run).
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Replicated {
+pub(crate) struct Replicated {
     pub value: f64,
     pub within: f64,
 }
@@ -48,7 +48,7 @@ pub struct Replicated {
 impl Replicated {
     /// A result from its runs' figures (each positive and finite): the log
     /// of their mean, and the variance of their logs over their count.
-    pub fn of_runs(runs: &[f64]) -> Option<Replicated> {
+    pub(crate) fn of_runs(runs: &[f64]) -> Option<Replicated> {
         if runs.is_empty() || runs.iter().any(|r| !(r.is_finite() && *r > 0.0)) {
             return None;
         }
@@ -66,7 +66,7 @@ impl Replicated {
 
 /// How steps are searched.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct StepConfig {
+pub(crate) struct StepConfig {
     /// A split is a step when its corrected p-value is at most this.
     pub significance: f64,
     /// The fewest results on either side of a step (at least 2).
@@ -83,11 +83,13 @@ pub struct StepConfig {
 
 /// How a step is judged once found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Judging {
+pub(crate) enum Judging {
     /// Against the segment it splits: the whole series for the first,
     /// later ones between the steps already found (binary segmentation).
     Segments,
-    /// Against the results between its neighbouring candidates only.
+    /// Against the results between its neighbouring candidates only (as
+    /// Otava does): measured against `Segments` in the tests, not kept.
+    #[cfg_attr(not(test), allow(dead_code))]
     Neighbours,
 }
 
@@ -97,13 +99,14 @@ pub enum Judging {
 /// outliers among the others ([`series_outliers`]), count towards a
 /// side's `min_segment`, as results at that place in the series, but not
 /// towards its level or spread; each side needs two that are not.
-pub fn replicated_steps(results: &[Replicated], fixed: &[bool], config: &StepConfig) -> Vec<ChangePoint> {
+#[cfg(test)]
+pub(crate) fn replicated_steps(results: &[Replicated], fixed: &[bool], config: &StepConfig) -> Vec<ChangePoint> {
     replicated_search(results, fixed, config).steps
 }
 
 /// What a search found.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Search {
+pub(crate) struct Search {
     pub steps: Vec<ChangePoint>,
     /// The p-value of the first candidate, significant or not (`None`
     /// when there is none). Above `significance` it is only a bound: the
@@ -125,7 +128,7 @@ pub struct Search {
 /// a tenth of its draws leave out a result, and their t's set the
 /// critical value, so a 10% step in 8 normal results was found in 43%
 /// where this search finds it in at least 198 of 200 (its test below).
-pub fn replicated_search(results: &[Replicated], fixed: &[bool], config: &StepConfig) -> Search {
+pub(crate) fn replicated_search(results: &[Replicated], fixed: &[bool], config: &StepConfig) -> Search {
     let min = config.min_segment.max(2);
     let valid = results.iter().all(|r| r.value.is_finite() && r.within.is_finite() && r.within >= 0.0);
     if fixed.len() != results.len() || !valid {
@@ -230,7 +233,7 @@ const CANDIDATE_LEVEL: f64 = 0.1;
 /// multiples of a fiftieth of it (5,000 at 0.01; the small levels a false
 /// discovery rate over many series asks need more), at most 200,000 (a
 /// p-value of 5·10⁻⁶).
-pub fn null_draws(resolution: f64) -> usize {
+pub(crate) fn null_draws(resolution: f64) -> usize {
     ((50.0 / resolution).ceil() as usize).clamp(1000, 200_000) - 1
 }
 

@@ -67,12 +67,12 @@ const NEAR_LINEAR_SIGMA: f64 = 0.02;
 /// A fit explains the data well enough to name a regime only with R² at
 /// least this: below it the curve's shape is mostly noise or a shape the
 /// law does not have.
-pub const MIN_R_SQUARED: f64 = 0.9;
+pub(crate) const MIN_R_SQUARED: f64 = 0.9;
 
 /// A parameter that names the regime (κ for coherency-bound, σ for
 /// contention-bound) must exceed this many standard errors: about the
 /// two-sided 95% level of a normal estimate (a Wald test).
-pub const MIN_T: f64 = 2.0;
+pub(crate) const MIN_T: f64 = 2.0;
 
 /// Why a fit supports no regime verdict.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
@@ -138,7 +138,7 @@ impl ObservedPeak {
 
 /// A fall smaller than this (10%) is within what run-to-run noise and a
 /// plateau show, and is not reported.
-pub const FALL: f64 = 0.10;
+pub(crate) const FALL: f64 = 0.10;
 
 pub(crate) fn observed_peak(points: &[ScalingPoint]) -> Option<ObservedPeak> {
     let peak = points.iter().max_by(|a, b| a.throughput.total_cmp(&b.throughput))?;
@@ -168,7 +168,7 @@ pub struct Collapse {
 /// Above this relative standard deviation of the runs (25%), a point's
 /// median may lie half off its true value by two standard deviations, so a
 /// fall to below half the peak is too noisy to call.
-pub const NOISY_COLLAPSE_SD: f64 = 0.25;
+pub(crate) const NOISY_COLLAPSE_SD: f64 = 0.25;
 
 impl Collapse {
     /// Marks the collapse noisy when the runs at its two ends spread more

@@ -17,20 +17,20 @@
 use super::distributions::t_quantile_two_sided;
 
 /// Below this many results a series is fitted, at or above it filtered by neighbours.
-pub const SHORT_SERIES: usize = 16;
+pub(crate) const SHORT_SERIES: usize = 16;
 
 /// How far from its neighbours a result is an outlier, in robust standard deviations.
-pub const OUTLIER_SIGMAS: f64 = 4.0;
+pub(crate) const OUTLIER_SIGMAS: f64 = 4.0;
 
 /// The chance, over a step-free or one-step series of normal results, that
 /// a short series has any result called an outlier (Bonferroni over its
 /// results): where the fit leaves out a result that is not one, the
 /// search loses a result, not its verdict.
-pub const FITTED_ALPHA: f64 = 0.05;
+pub(crate) const FITTED_ALPHA: f64 = 0.05;
 
 /// Which of `values` (finite) are outliers; a result left out holds its
 /// place in a side of at least `min_segment`.
-pub fn series_outliers(values: &[f64], min_segment: usize) -> Vec<bool> {
+pub(crate) fn series_outliers(values: &[f64], min_segment: usize) -> Vec<bool> {
     match values.len() < SHORT_SERIES {
         true => fitted_outliers(values, min_segment),
         false => neighbour_outliers(values),
@@ -52,7 +52,7 @@ pub fn series_outliers(values: &[f64], min_segment: usize) -> Vec<bool> {
 /// beside the step is held to the nearer level. One in eight, not more:
 /// leaving out two of 8 found the step 2% more often and called
 /// step-free series changed nearly twice as often (docs/STATISTICS.md).
-pub fn fitted_outliers(values: &[f64], min: usize) -> Vec<bool> {
+pub(crate) fn fitted_outliers(values: &[f64], min: usize) -> Vec<bool> {
     let (n, min) = (values.len(), min.max(2));
     // Bonferroni over the results, and over the fits chosen among.
     let fits = (n + 1).saturating_sub(2 * min) + 1;
@@ -161,7 +161,7 @@ fn side_sums(values: &[f64], out: &[bool], range: std::ops::Range<usize>) -> (us
 /// results on its own side, is never taken for an outlier. The deviation is
 /// estimated from successive differences (their MAD / √2), which a step
 /// moves only once.
-pub fn neighbour_outliers(values: &[f64]) -> Vec<bool> {
+pub(crate) fn neighbour_outliers(values: &[f64]) -> Vec<bool> {
     let n = values.len();
     let mut out = vec![false; n];
     if n < 7 {

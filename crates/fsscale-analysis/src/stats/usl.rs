@@ -17,7 +17,7 @@
 use serde::{Deserialize, Serialize};
 
 /// Fewer distinct worker counts than this leave the three parameters undetermined.
-pub const MIN_DISTINCT_N: usize = 4;
+pub(crate) const MIN_DISTINCT_N: usize = 4;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct UslFit {

@@ -29,7 +29,7 @@ pub type Errno = i32;
 /// Not an errno the kernel returns: what fsscale opened to read or lock is
 /// not a regular file (a FIFO or device planted at the name), so it was
 /// refused rather than waited on. [`errno_text`] says so.
-pub const NOT_REGULAR: Errno = -4097;
+pub(crate) const NOT_REGULAR: Errno = -4097;
 
 #[inline(always)]
 pub fn last_errno() -> Errno {
@@ -454,7 +454,7 @@ pub fn errno_error(errno: Errno) -> anyhow::Error {
 }
 
 /// `strerror`'s text of an I/O error, without Rust's " (os error N)".
-pub fn errno_text_plain(error: &io::Error) -> String {
+pub(crate) fn errno_text_plain(error: &io::Error) -> String {
     let message = error.to_string();
     match message.find(" (os error") {
         Some(cut) => message[..cut].to_string(),

@@ -172,7 +172,7 @@ impl ThreadSched {
     pub const FIELDS: usize = 7;
 
     /// `/proc/<tid>/schedstat`: "on-CPU ns, runqueue wait ns, timeslices".
-    pub fn parse_schedstat(text: &str) -> Option<(u64, u64)> {
+    pub(crate) fn parse_schedstat(text: &str) -> Option<(u64, u64)> {
         let mut fields = text.split_whitespace().map(|f| f.parse::<u64>().ok());
         Some((fields.next()??, fields.next()??))
     }

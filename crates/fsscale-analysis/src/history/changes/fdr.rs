@@ -14,7 +14,7 @@
 
 /// For each family p-value (`None`: a series too short to hold a step),
 /// the level its steps are tested at when it is selected, `None` when not.
-pub fn selected_levels(family: &[Option<f64>], q: f64) -> Vec<Option<f64>> {
+pub(crate) fn selected_levels(family: &[Option<f64>], q: f64) -> Vec<Option<f64>> {
     let mut ps: Vec<f64> = family.iter().flatten().copied().collect();
     let m = ps.len();
     ps.sort_by(f64::total_cmp);

@@ -19,7 +19,7 @@ pub struct OtherFigure {
 
 /// What a series' figures show, searched at `level`.
 #[derive(Clone, Debug)]
-pub struct Searched {
+pub(crate) struct Searched {
     /// The series' own figure (ops/s with busy results left out, or per CPU-second).
     pub own: FigureSteps,
     /// The other, where every result has it with its workers CPU-bound (a
@@ -34,7 +34,7 @@ pub struct Searched {
 /// (the false discovery rate counts one figure a series); the other's say
 /// what it did across them, and ops/s as measured say where the load moved
 /// them.
-pub fn search_figures(entries: &[Entry], level: f64, config: &ChangeConfig) -> Searched {
+pub(crate) fn search_figures(entries: &[Entry], level: f64, config: &ChangeConfig) -> Searched {
     let has_per_cpu = !entries.is_empty() && entries.iter().all(|e| e.figure.per_cpu.is_some() && e.figure.cpu_bound);
     let (own, other) = match (config.figure, has_per_cpu) {
         (SeriesFigure::PerCpu, true) => (SeriesFigure::PerCpu, Some(SeriesFigure::Rate)),
@@ -64,7 +64,7 @@ impl Searched {
 
     /// Where ops/s as measured stepped and the own figure did not: the
     /// load, not the change (said, not counted as steps).
-    pub fn load_steps(&self) -> Vec<Change> {
+    pub(crate) fn load_steps(&self) -> Vec<Change> {
         let Some(measured) = &self.as_measured else { return Vec::new() };
         let own = &self.own.changes;
         let load: Vec<Change> = measured.changes.iter().filter(|c| !own.iter().any(|o| near(o, c))).cloned().collect();

@@ -47,7 +47,7 @@ impl Since {
     }
 
     /// Whether `change` of `series` began after this.
-    pub fn is_new(&self, series: &SeriesChanges, change: &Change) -> bool {
+    pub(crate) fn is_new(&self, series: &SeriesChanges, change: &Change) -> bool {
         let started = series.entries[change.index].started_at.as_str();
         match self.date {
             true => started >= self.after.as_str(),

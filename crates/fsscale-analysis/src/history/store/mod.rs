@@ -139,7 +139,7 @@ impl Store {
 
     /// Whether `location` names a PostgreSQL server (`postgresql://...`,
     /// `postgres://...`) rather than an SQLite file.
-    pub fn is_server(location: &Path) -> bool {
+    pub(crate) fn is_server(location: &Path) -> bool {
         let text = location.to_string_lossy();
         text.starts_with("postgresql://") || text.starts_with("postgres://")
     }
@@ -184,7 +184,7 @@ impl Store {
     }
 
     /// See [`Backend::series_of`].
-    pub fn series_of(&self, host: &str, identity: &Identity) -> Result<Option<i64>> {
+    pub(crate) fn series_of(&self, host: &str, identity: &Identity) -> Result<Option<i64>> {
         self.backend.series_of(host, identity)
     }
 

@@ -55,7 +55,7 @@ crate::vocab::words! {
 
 impl Column {
     /// The columns that say which point a row is of.
-    pub const IDENTITY: [Column; 8] = [
+    pub(crate) const IDENTITY: [Column; 8] = [
         Column::Workload,
         Column::Mode,
         Column::Share,

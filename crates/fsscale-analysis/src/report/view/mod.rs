@@ -70,7 +70,7 @@ impl PointView<'_> {
 
 /// How a speedup above the usable CPUs is marked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AboveCpus {
+pub(crate) enum AboveCpus {
     /// `!impossible`: beyond the runs' noise.
     Impossible,
     /// `~above CPUs`: within it.
