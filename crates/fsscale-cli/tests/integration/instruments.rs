@@ -103,15 +103,22 @@ fn a_shared_directory_waits_on_its_inode_rwsem_and_private_ones_do_not() {
                 top.map_or_else(String::new, |s| s.kind),
             )
         };
-        let (shared_s, shared_n, shared_site, shared_kind) = wait("shared");
-        let (private_s, _, _, _) = wait("private");
+        let (_, shared_n, shared_site, shared_kind) = wait("shared");
         assert!(shared_n > 0, "{via}: the shared directory saw contentions");
-        assert!(shared_s > private_s, "{via}: shared waited {shared_s} s, private {private_s} s");
         // The directory's inode rwsem, taken for writing by creates and unlinks.
         assert_eq!(shared_kind, "rwsem write", "{via}: top site {shared_site}");
         assert!(shared_site.starts_with("down_write"), "{via}: {shared_site}");
         let create_or_unlink = ["do_unlinkat", "path_openat", "open_last_lookups", "filename_create", "lookup_open"];
         assert!(create_or_unlink.iter().any(|f| shared_site.contains(f)), "{via}: {shared_site}");
+        // Private directories are one worker's each: no worker ever waits on
+        // a directory's rwsem to create or unlink. (How long each point
+        // waited on the locks they do share is the machine's: beside two
+        // hogs and a build, private waited 35 µs where shared waited 5.)
+        let private = point(&doc, Workload::CreatUnlink, "private");
+        for site in private.runs.iter().flat_map(|r| &r.locks.as_ref().unwrap().sites) {
+            let on_a_directory = site.kind == "rwsem write" && create_or_unlink.iter().any(|f| site.site.contains(f));
+            assert!(!on_a_directory, "{via}: a private run waited on a directory's rwsem: {site:?}");
+        }
         // Which lock: with BPF, the shared directory's own, found in the run's scratch directory.
         let shared = point(&doc, Workload::CreatUnlink, "shared");
         // Every run whose workers met on the rwsem (beside a busy machine's
