@@ -198,7 +198,18 @@ fn what_a_variants_setup_or_teardown_daemonises_dies_with_the_run() {
     let containment = doc.settings.containment.clone().unwrap_or_default();
     assert!(!containment.is_empty(), "the run records how its commands were contained");
     for daemon in [format!("sleep {tag}"), format!("sleep 1{tag}")] {
-        assert!(processes_running(&daemon).is_empty(), "{daemon} outlived the run ({containment})");
+        let left = processes_running(&daemon);
+        // Where a survivor is, and who its parent is, say which kill missed it (seen once beside two hogs).
+        let cgroups: Vec<String> = left
+            .iter()
+            .map(|pid| {
+                let cgroup = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap_or_default();
+                let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+                let ppid = status.lines().find(|l| l.starts_with("PPid:")).unwrap_or_default().to_string();
+                format!("pid {pid} ({ppid}): {}", cgroup.replace('\n', "; "))
+            })
+            .collect();
+        assert!(left.is_empty(), "{daemon} outlived the run ({containment}): {cgroups:?}");
     }
     if let Some(limit) = doc.settings.memory_limit {
         let dir = limit.cgroup.rsplit_once(" (").unwrap().1.trim_end_matches(')').to_string();
