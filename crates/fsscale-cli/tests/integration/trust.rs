@@ -171,7 +171,12 @@ fn a_second_run_on_a_live_runs_results_file_is_refused() {
         .spawn()
         .unwrap();
     let journal = fsscale::results::journal_path(&env.output);
-    wait_until("the first run's journal", || journal.exists());
+    // Its header, which names it: the journal is claimed (made and locked)
+    // before its first line is written, and a run refused in between is
+    // told only that another run writes it (seen beside a profiled run).
+    wait_until("the first run's journal header", || {
+        std::fs::read_to_string(&journal).is_ok_and(|t| t.contains(&format!("\"pid\":{}", first.id())))
+    });
     let out = env.run(&["stat", "-j", "1"]);
     assert_one_line_error(&out, "another fsscale run");
     assert!(stderr(&out).contains(&format!("(pid {})", first.id())), "{}", stderr(&out));
