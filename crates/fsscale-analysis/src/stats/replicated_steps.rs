@@ -93,12 +93,7 @@ pub(crate) enum Judging {
     Neighbours,
 }
 
-/// The steps of `results` (finite values, `within` ≥ 0), by index; the
-/// [`ChangePoint`]'s `divergence` is the split's |t|, its `p_value` the
-/// corrected one. Results marked in `fixed` (busy ones, say), and the
-/// outliers among the others ([`series_outliers`]), count towards a
-/// side's `min_segment`, as results at that place in the series, but not
-/// towards its level or spread; each side needs two that are not.
+/// The steps of [`replicated_search`] alone (the tests' shorthand).
 #[cfg(test)]
 pub(crate) fn replicated_steps(results: &[Replicated], fixed: &[bool], config: &StepConfig) -> Vec<ChangePoint> {
     replicated_search(results, fixed, config).steps
@@ -116,8 +111,13 @@ pub(crate) struct Search {
     pub left_out: Vec<bool>,
 }
 
-/// [`replicated_steps`], with the first candidate's p-value and the
-/// results left out.
+/// The steps of `results` (finite values, `within` ≥ 0), by index, with the
+/// first candidate's p-value and the results left out. The [`ChangePoint`]'s
+/// `divergence` is the split's |t|, its `p_value` the corrected one.
+/// Results marked in `fixed` (busy ones, say), and the outliers among the
+/// others ([`series_outliers`]), count towards a side's `min_segment`, as
+/// results at that place in the series, but not towards its level or
+/// spread; each side needs two that are not.
 ///
 /// The null draws leave out the results this series left out; they do not
 /// find outliers of their own. Finding them is a selection (the result
