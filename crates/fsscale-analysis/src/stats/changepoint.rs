@@ -1,6 +1,6 @@
 //! Change points in a series of results: where its level stepped.
 //!
-//! A step is found and judged by [`super::replicated_steps`], with each
+//! A step is found and judged by the replicated-steps search, with each
 //! result's runs. E-Divisive means (Matteson and James, JASA 2014), which
 //! the history searched with until its schema 3, is gone with its last
 //! user: docs/STATISTICS.md keeps how the two compared.
