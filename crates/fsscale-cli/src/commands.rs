@@ -167,11 +167,9 @@ fn load_workload(path: &std::path::Path, workload: Option<&WorkloadArg>) -> Resu
 
 /// `compare BASE [NEW...] --vs FILE...`: invocations against invocations.
 fn compare_sides(args: &CompareArgs, config: &CompareConfig) -> Result<fsscale::compare::Comparison> {
-    let load_all = |paths: &mut dyn Iterator<Item = &PathBuf>| -> Result<Vec<(String, ResultsFile)>> {
-        paths.map(|p| load_workload(p, args.workload.as_ref()).map(|doc| (name(p, &doc), doc))).collect()
-    };
-    let base_side = load_all(&mut std::iter::once(&args.base).chain(&args.new))?;
-    let new_side = load_all(&mut args.vs.iter())?;
+    let workload = args.workload.as_ref();
+    let base_side = load_all(std::iter::once(&args.base).chain(&args.new), workload)?;
+    let new_side = load_all(&args.vs, workload)?;
     if config.test == TestKind::Paired && (base_side.len() != new_side.len() || base_side.len() < 2) {
         bail!(
             "--test paired with --vs pairs invocation k of each side, so it needs as many files on each side, \
@@ -324,12 +322,15 @@ fn use_color(no_color: bool) -> bool {
     tty && !no_color && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
-/// Each file loaded, with its name (see [`name`]).
-fn load_all<'a>(paths: impl IntoIterator<Item = &'a PathBuf>) -> Result<Vec<(String, ResultsFile)>> {
+/// Each file loaded (only `workload`'s points, where given), with its name (see [`name`]).
+fn load_all<'a>(
+    paths: impl IntoIterator<Item = &'a PathBuf>,
+    workload: Option<&WorkloadArg>,
+) -> Result<Vec<(String, ResultsFile)>> {
     paths
         .into_iter()
         .map(|p| {
-            let doc = load(p)?;
+            let doc = load_workload(p, workload)?;
             Ok((name(p, &doc), doc))
         })
         .collect()
@@ -345,7 +346,7 @@ pub fn report_command(args: &ReportArgs) -> Result<String> {
     if args.store.history_db.is_some() {
         bail!("--history-db names the store `report --history` draws; add --history, or drop --history-db");
     }
-    let files = load_all(&args.results)?;
+    let files = load_all(&args.results, None)?;
     let between: Vec<Between> = args.between.iter().map(|b| Between::parse(b)).collect::<Result<_, _>>()?;
     let html = fsscale::report::render_html(&files, &between);
     fsscale::atomic_file::write(&args.output, html.as_bytes())?;
@@ -357,7 +358,7 @@ pub fn plot_command(args: &PlotArgs) -> Result<String> {
     let WorkloadArg::One(workload) = args.workload else {
         bail!("--workload takes one workload name, not all");
     };
-    let files = load_all(&args.results)?;
+    let files = load_all(&args.results, None)?;
     let analyses: Vec<_> = files.iter().map(|(_, d)| analyze_results(d)).collect();
     let (series, _) = fsscale::report::workload_series(&files, &analyses, workload);
     if series.is_empty() {

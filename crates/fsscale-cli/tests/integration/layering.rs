@@ -127,6 +127,15 @@ fn files(dir: &Path) -> Vec<std::path::PathBuf> {
     out
 }
 
+/// Every `.rs` file of every crate of the workspace (the root's `src` and `crates/*/src`).
+fn every_crates_sources() -> Vec<std::path::PathBuf> {
+    let root = crate::util::repo();
+    let crates = std::fs::read_dir(root.join("crates")).unwrap().flatten().map(|c| c.path().join("src"));
+    let sources: Vec<_> = std::iter::once(root.join("src")).chain(crates).flat_map(|src| files(&src)).collect();
+    assert!(sources.iter().any(|f| f.ends_with("fsscale-cli/src/main.rs")), "read every crate's sources");
+    sources
+}
+
 /// A circle in `graph`, if there is one (depth-first search with colours).
 fn circle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
     fn visit(
@@ -305,11 +314,7 @@ fn result_error_types(text: &str) -> Vec<String> {
 #[test]
 fn no_function_returns_a_bare_string_error() {
     assert_eq!(result_error_types("Result<Vec<(u8, String)>, String> Result<u8> Result<(), E>"), ["String", "E"]);
-    let root = crate::util::repo();
-    let crates = std::fs::read_dir(root.join("crates")).unwrap().flatten().map(|c| c.path().join("src"));
-    let sources: Vec<_> = std::iter::once(root.join("src")).chain(crates).flat_map(|src| files(&src)).collect();
-    assert!(sources.iter().any(|f| f.ends_with("fsscale-cli/src/main.rs")), "read every crate's sources");
-    for file in sources {
+    for file in every_crates_sources() {
         for error in result_error_types(&code(&file)) {
             assert!(
                 error != "String",
@@ -439,10 +444,8 @@ fn no_function_outside_the_tests_is_over_100_lines() {
     assert_eq!(long_functions(short, 3), vec![(1, "a".to_string(), 4)]);
     assert!(long_functions(short, 4).is_empty());
     assert!(long_functions("trait T {\n    fn f(&self);\n}\n", 0).is_empty(), "a declaration has no body");
-    let root = crate::util::repo();
-    let crates = std::fs::read_dir(root.join("crates")).unwrap().flatten().map(|c| c.path().join("src"));
     let mut long = Vec::new();
-    for file in std::iter::once(root.join("src")).chain(crates).flat_map(|src| files(&src)) {
+    for file in every_crates_sources() {
         // Whole files of tests and simulations are tests.
         let name = file.file_name().unwrap().to_string_lossy().into_owned();
         if name == "tests.rs" || name.ends_with("_simulation.rs") {
