@@ -171,22 +171,76 @@ pub fn memory_limited() -> bool {
 /// In a process just forked to do the run's work (a worker, the host of
 /// thread workers, a command between fork and exec): enters
 /// `--memory-limit`'s cgroup, if there is one. Only async-signal-safe calls.
-pub fn enter_memory_cgroup() {
-    write_zero(MEMORY_PROCS_FD.load(Ordering::Relaxed));
+/// A failure is the caller's to report: a process outside the limit's
+/// cgroup would measure without the limit, silently.
+pub fn enter_memory_cgroup() -> Result<(), sys::Errno> {
+    write_zero(MEMORY_PROCS_FD.load(Ordering::Relaxed))
 }
 
 /// For [`super::run`]'s `pre_exec`: moves the calling (forked) process into
 /// the memory limit's cgroup, then the current run's cgroup (which, where
-/// both are v2, is inside the former). Only async-signal-safe calls.
-pub(super) fn enter_run_cgroup() {
-    enter_memory_cgroup();
-    write_zero(PROCS_FD.load(Ordering::Relaxed));
+/// both are v2, is inside the former). Only async-signal-safe calls. A
+/// failure fails the spawn: a command outside the run's cgroup, and what it
+/// daemonises, would outlive the run.
+pub(super) fn enter_run_cgroup() -> Result<(), sys::Errno> {
+    enter_memory_cgroup()?;
+    write_zero(PROCS_FD.load(Ordering::Relaxed))
 }
 
-fn write_zero(fd: RawFd) {
-    if fd >= 0 {
+/// Writes to stderr that joining a cgroup failed with `errno`, without
+/// allocating (between fork and exec).
+pub(super) fn say_join_failed(errno: sys::Errno) {
+    let (line, len) = join_failed_line(errno);
+    // SAFETY: write(2) of our own buffer to stderr.
+    unsafe { libc::write(2, line.as_ptr().cast(), len) };
+}
+
+const JOIN_FAILED: &[u8] = b"fsscale: the command did not start: joining the run's cgroup failed (errno ";
+
+/// `fsscale: ... (errno N)` and a newline, in a buffer on the stack, and its length.
+fn join_failed_line(errno: sys::Errno) -> ([u8; JOIN_FAILED.len() + 13], usize) {
+    let mut line = [0u8; JOIN_FAILED.len() + 13];
+    line[..JOIN_FAILED.len()].copy_from_slice(JOIN_FAILED);
+    let mut digits = [0u8; 10];
+    let (mut n, mut count) = (errno.unsigned_abs(), 0);
+    loop {
+        digits[count] = b'0' + (n % 10) as u8;
+        count += 1;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    let mut len = JOIN_FAILED.len();
+    for &digit in digits[..count].iter().rev() {
+        line[len] = digit;
+        len += 1;
+    }
+    line[len..len + 2].copy_from_slice(b")\n");
+    (line, len + 2)
+}
+
+/// Writes "0" (this process) to the `cgroup.procs` open as `fd`, if any;
+/// a write the kernel interrupts, or refuses for the moment, is retried.
+fn write_zero(fd: RawFd) -> Result<(), sys::Errno> {
+    if fd < 0 {
+        return Ok(());
+    }
+    let mut tries = 0;
+    loop {
         // SAFETY: write(2) of a constant buffer to an open descriptor.
-        unsafe { libc::write(fd, b"0".as_ptr().cast(), 1) };
+        if unsafe { libc::write(fd, b"0".as_ptr().cast(), 1) } == 1 {
+            return Ok(());
+        }
+        let errno = sys::last_errno();
+        tries += 1;
+        if !matches!(errno, libc::EINTR | libc::EAGAIN | libc::EBUSY) || tries >= 100 {
+            return Err(errno);
+        }
+        // A millisecond between tries; nanosleep is async-signal-safe.
+        let pause = libc::timespec { tv_sec: 0, tv_nsec: 1_000_000 };
+        // SAFETY: nanosleep with a valid timespec and no remainder wanted.
+        unsafe { libc::nanosleep(&pause, std::ptr::null_mut()) };
     }
 }
 
@@ -443,6 +497,28 @@ fn children_of(parent: libc::pid_t) -> Vec<libc::pid_t> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn joining_writes_this_process_and_a_refused_write_is_the_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cgroup.procs");
+        std::fs::write(&path, b"").unwrap();
+        let writable = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        assert_eq!(write_zero(writable.as_raw_fd()), Ok(()));
+        assert_eq!(std::fs::read(&path).unwrap(), b"0");
+        assert_eq!(write_zero(-1), Ok(()), "no cgroup: nothing to join");
+        let read_only = std::fs::File::open(&path).unwrap();
+        assert_eq!(write_zero(read_only.as_raw_fd()), Err(libc::EBADF));
+    }
+
+    #[test]
+    fn a_failed_join_says_so_with_its_errno() {
+        for (errno, text) in [(16, "(errno 16)\n"), (0, "(errno 0)\n"), (i32::MAX, "(errno 2147483647)\n")] {
+            let (line, len) = join_failed_line(errno);
+            let line = std::str::from_utf8(&line[..len]).unwrap();
+            assert_eq!(line, format!("fsscale: the command did not start: joining the run's cgroup failed {text}"));
+        }
+    }
 
     #[test]
     fn a_cgroup_is_made_locked_under_a_run_name_and_a_missing_parent_is_the_error() {

@@ -102,6 +102,10 @@ pub(crate) const STDERR_KEEP: usize = 8192;
 /// benchmark prints, while `yes | head -c 2G` costs 4 MiB, not 2 GB.
 pub(crate) const STDOUT_KEEP: usize = 4 << 20;
 
+/// The exit status of a command that could not join the run's cgroup
+/// (before its program started; its stderr says so).
+pub const JOIN_FAILED_STATUS: i32 = 125;
+
 /// Runs `line` to completion. The command gets its own process group, which
 /// is killed (SIGKILL) when it times out, when `stop` says so, and after it
 /// exits, so that nothing it started in the background outlives it.
@@ -200,7 +204,12 @@ fn command(line: &CommandLine, options: &RunOptions<'_>) -> Command {
             libc::pthread_sigmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
             // Dies with whoever runs it (a killed worker), and joins the run's cgroup.
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            contain::enter_run_cgroup();
+            if let Err(errno) = contain::enter_run_cgroup() {
+                // A command outside the run's cgroup would outlive the run: it
+                // does not start, and says why on the stderr fsscale reads.
+                contain::say_join_failed(errno);
+                libc::_exit(JOIN_FAILED_STATUS);
+            }
             Ok(())
         });
     }

@@ -12,7 +12,7 @@ use super::shared::Phase;
 use super::signals;
 use super::timing::Timing;
 use super::window::Window;
-use super::worker::{worker_main, WorkerPlan};
+use super::worker::{self, worker_main, WorkerPlan};
 use crate::sys;
 
 /// After a failure, how long workers get to leave before they are killed.
@@ -79,8 +79,7 @@ pub(super) fn run_processes(plan: &WorkerPlan<'_>, timing: &Timing, gate: Option
         if pid == 0 {
             signals::detach_worker(parent);
             sys::name_worker(plan.first + index);
-            crate::exec::enter_memory_cgroup();
-            worker_main(plan, index);
+            worker::in_memory_cgroup(plan, index..index + 1, || worker_main(plan, index));
             // SAFETY: ends the child without running any parent-owned destructor.
             unsafe { libc::_exit(0) };
         }
@@ -166,8 +165,10 @@ pub(super) fn run_threads_in_host(plan: &WorkerPlan<'_>, timing: &Timing, gate: 
     let pid = unsafe { libc::fork() };
     if pid == 0 {
         signals::detach_worker(parent);
-        crate::exec::enter_memory_cgroup();
-        let spawned = with_threads(plan, |started| started.map(drop));
+        let mut spawned = Ok(());
+        worker::in_memory_cgroup(plan, 0..plan.region.workers(), || {
+            spawned = with_threads(plan, |started| started.map(drop));
+        });
         // SAFETY: ends the child without running any parent-owned destructor.
         unsafe { libc::_exit(if spawned.is_ok() { 0 } else { 1 }) };
     }

@@ -48,6 +48,21 @@ pub(super) fn worker_main(plan: &WorkerPlan<'_>, slot: usize) {
     guarded(plan.region, slot, plan.first + slot, || run_worker(plan, slot));
 }
 
+/// [`worker_main`] in a forked process that works under `--memory-limit`
+/// (a worker, or the host of thread workers, whose `slots` then all fail
+/// with it): first into the limit's cgroup, or no work at all.
+pub(super) fn in_memory_cgroup(plan: &WorkerPlan<'_>, slots: std::ops::Range<usize>, work: impl FnOnce()) {
+    match crate::exec::enter_memory_cgroup() {
+        Ok(()) => work(),
+        Err(errno) => {
+            for slot in slots {
+                let failed = || anyhow::bail!("could not join --memory-limit's cgroup: {}", sys::errno_text(errno));
+                guarded(plan.region, slot, plan.first + slot, failed);
+            }
+        }
+    }
+}
+
 /// Runs a worker body, turning an error or a panic into a failure the
 /// coordinator sees, and always counting the worker out.
 fn guarded(region: &SharedRegion, slot: usize, worker: usize, body: impl FnOnce() -> Result<()>) {

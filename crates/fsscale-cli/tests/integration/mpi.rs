@@ -53,6 +53,7 @@ mod jobs {
         cmd.arg("run").args(["-n", "1", "--duration", "0.05", "--warmup", "0", "--warmup-runs", "0"]);
         cmd.args(args).arg("--dir").arg(&env.dir).arg("-o").arg(&env.output);
         cmd.env("FSSCALE_CACHE_DIR", std::env::temp_dir().join("fsscale-test-cache"));
+        cmd.env(OWNER_VARIABLE, std::process::id().to_string());
         cmd.stdin(std::process::Stdio::null());
         cmd
     }

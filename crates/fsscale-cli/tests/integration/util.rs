@@ -137,6 +137,7 @@ pub fn fsscale() -> Command {
     share_machine();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_fsscale"));
     cmd.env("FSSCALE_CACHE_DIR", std::env::temp_dir().join("fsscale-test-cache"));
+    cmd.env(OWNER_VARIABLE, std::process::id().to_string());
     // No test reads or writes the user's own history store (compare reads
     // thresholds from it); a test of the default store sets its own.
     cmd.env("XDG_DATA_HOME", std::env::temp_dir().join(format!("fsscale-test-data-{}", std::process::id())));
@@ -372,8 +373,20 @@ fn stat_field(pid: i32, n: usize) -> Option<i32> {
     stat.rsplit_once(')')?.1.split_whitespace().nth(n)?.parse().ok()
 }
 
-/// Processes whose command line starts with `needle` (other than zombies).
+/// The variable every process this test binary starts (and all they start)
+/// carries, with this process's pid: what tells its processes from those of
+/// another test binary or fsscale run on the machine.
+pub const OWNER_VARIABLE: &str = "FSSCALE_TEST_OWNER";
+
+/// `OWNER_VARIABLE=<this process's pid>`, as in `/proc/<pid>/environ`.
+fn owner_entry() -> String {
+    format!("{OWNER_VARIABLE}={}", std::process::id())
+}
+
+/// This test binary's processes (see [`OWNER_VARIABLE`]) whose command line
+/// is `needle` followed by nothing or by more words (other than zombies).
 pub fn processes_running(needle: &str) -> Vec<i32> {
+    let owner = owner_entry();
     std::fs::read_dir("/proc")
         .unwrap()
         .flatten()
@@ -382,7 +395,12 @@ pub fn processes_running(needle: &str) -> Vec<i32> {
             let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
             let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
             let zombie = state.rsplit_once(')').is_some_and(|(_, r)| r.trim_start().starts_with('Z'));
-            !zombie && String::from_utf8_lossy(&cmdline).replace('\0', " ").starts_with(needle)
+            // Each word ends with a NUL: "sleep 42" is not a prefix of "sleep 420".
+            let words = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            let matches = words.strip_prefix(needle).is_some_and(|rest| rest.is_empty() || rest.starts_with(' '));
+            let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+            let ours = environ.split(|&b| b == 0).any(|v| v == owner.as_bytes());
+            !zombie && matches && ours
         })
         .collect()
 }
