@@ -11,13 +11,13 @@ use std::path::Path;
 /// refuse) the extraction into `dir`, which must be empty.
 #[cfg(target_os = "linux")]
 pub fn tar(bytes: &[u8], dir: &Path) {
-    use std::os::fd::AsRawFd;
+    use std::os::fd::AsFd;
     let Ok(scanned) = crate::archive::scan(&mut &bytes[..]) else { return };
     if scanned.refusal.is_some() {
         return;
     }
     let root = std::fs::File::open(dir).expect("the fuzzing directory opens");
-    let _ = crate::archive::extract(&mut &bytes[..], root.as_raw_fd(), &|| false, &|_| {});
+    let _ = crate::archive::extract(&mut &bytes[..], root.as_fd(), &|| false, &|_| {});
 }
 
 /// The results loader, and what every analysis command computes and shows

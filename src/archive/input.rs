@@ -2,7 +2,7 @@
 //! where in the tarball it happened.
 
 use std::io::Read;
-use std::os::fd::RawFd;
+use std::os::fd::BorrowedFd;
 
 use anyhow::{anyhow, bail, Result};
 
@@ -123,10 +123,10 @@ impl<'a> Input<'a> {
     }
 
     /// Writes `size` bytes of entry data to `fd`.
-    pub(crate) fn copy_data(&mut self, size: u64, fd: RawFd, header_offset: u64, name: &str) -> Result<()> {
+    pub(crate) fn copy_data(&mut self, size: u64, fd: BorrowedFd<'_>, header_offset: u64, name: &str) -> Result<()> {
         self.consume(size, header_offset, name, |mut piece| {
             while !piece.is_empty() {
-                let n = sys::write_bare(fd, piece).map_err(|e| {
+                let n = sys::write(fd, piece).map_err(|e| {
                     anyhow!("entry \"{name}\" at byte offset {header_offset}: writing: {}", sys::errno_text(e))
                 })?;
                 piece = &piece[n..];

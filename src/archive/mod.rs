@@ -32,7 +32,7 @@ pub use tally::{tally, tally_with_digest, tally_with_digest_within};
 
 use std::ffi::{CStr, CString};
 use std::io::Read;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use anyhow::{anyhow, bail, Result};
 
@@ -72,7 +72,7 @@ struct Pending {
 /// `progress` is told the number of entries created so far.
 pub fn extract(
     input: &mut dyn Read,
-    root: RawFd,
+    root: BorrowedFd<'_>,
     stop: &dyn Fn() -> bool,
     progress: &dyn Fn(u64),
 ) -> Result<ExtractStats> {
@@ -115,8 +115,8 @@ pub fn extract(
             b'0' | 0 | b'7' => {
                 let fd = create_file(parent, leaf_c, mode)
                     .map_err(|e| at(format!("creating file: {}", sys::errno_text(e))))?;
-                input.copy_data(size, fd.as_raw_fd(), offset, &name)?;
-                set_mtime_fd(fd.as_raw_fd(), mtime);
+                input.copy_data(size, fd.as_fd(), offset, &name)?;
+                let _ = sys::set_mtime(&fd, mtime);
                 stats.files += 1;
                 stats.bytes += size;
             }
@@ -134,12 +134,9 @@ pub fn extract(
             b'2' => {
                 input.skip_data(size, offset, &name)?;
                 let target = CString::new(link.as_str()).map_err(|_| at("link target holds a NUL byte".into()))?;
-                replace(parent, leaf_c, |p, n| {
-                    // SAFETY: valid C strings and directory fd.
-                    sys::status(unsafe { libc::symlinkat(target.as_ptr(), p, n.as_ptr()) })
-                })
-                .map_err(|e| at(format!("creating symbolic link: {}", sys::errno_text(e))))?;
-                set_mtime_at(parent, leaf_c, mtime);
+                replace(parent, leaf_c, |p, n| sys::symlinkat(&target, p, n))
+                    .map_err(|e| at(format!("creating symbolic link: {}", sys::errno_text(e))))?;
+                let _ = sys::set_mtime_at(parent, leaf_c, mtime);
                 stats.symlinks += 1;
             }
             b'1' => {
@@ -170,24 +167,20 @@ fn hard_link(dirs: &mut DirStack, parents: &[&str], leaf: &CStr, link: &str) -> 
     let target_dir = open_path(dirs.root, target_parents).map_err(|e| anyhow!("hard link to \"{link}\": {e:#}"))?;
     let target_c = sys::cname(target_leaf);
     let parent = dirs.open(parents)?;
-    replace(parent, leaf, |p, n| {
-        // SAFETY: valid C strings and directory fds; flags 0 never follows a symlink target.
-        sys::status(unsafe { libc::linkat(target_dir.as_raw_fd(), target_c.as_ptr(), p, n.as_ptr(), 0) })
-    })
-    .map_err(|e| anyhow!("creating hard link to \"{link}\": {}", sys::errno_text(e)))
+    // Flags 0: never following a symbolic link's target.
+    replace(parent, leaf, |p, n| sys::link_across(&target_dir, &target_c, p, n))
+        .map_err(|e| anyhow!("creating hard link to \"{link}\": {}", sys::errno_text(e)))
 }
 
 /// Makes directory `name` in `parent` with `mode`; true if made, false if
 /// one was there. Anything else there (an earlier entry's file or link) is
 /// replaced, as GNU tar does: a directory fixup must never reach through a
 /// link by its path.
-fn make_directory(parent: RawFd, name: &CStr, mode: u32) -> Result<bool, Errno> {
+fn make_directory(parent: BorrowedFd<'_>, name: &CStr, mode: u32) -> Result<bool, Errno> {
     match sys::mkdirat(parent, name, mode as libc::mode_t) {
         Ok(()) => Ok(true),
         Err(libc::EEXIST) => {
-            // SAFETY: stat is plain data.
-            let mut st: libc::stat = unsafe { std::mem::zeroed() };
-            sys::fstatat(parent, name, &mut st, libc::AT_SYMLINK_NOFOLLOW)?;
+            let st = sys::fstatat(parent, name, libc::AT_SYMLINK_NOFOLLOW)?;
             if st.st_mode & libc::S_IFMT == libc::S_IFDIR {
                 return Ok(false);
             }
@@ -214,13 +207,13 @@ struct DirFixup {
 /// [`DirStack`]'s `O_NOFOLLOW`, and no entry can turn a directory into a
 /// link (a link or file over one fails with `EISDIR`), so the path names
 /// what was made. The last component is never followed either way.
-fn fix_directories(root: RawFd, fixups: Vec<DirFixup>) {
+fn fix_directories(root: BorrowedFd<'_>, fixups: Vec<DirFixup>) {
     for fixup in fixups.into_iter().rev() {
         if let Some(mode) = fixup.mode {
-            // SAFETY: valid fd and C string; a directory's mode, not a link's.
-            unsafe { libc::fchmodat(root, fixup.path.as_ptr(), mode as libc::mode_t, 0) };
+            // A directory's mode, not a link's.
+            let _ = sys::chmodat(root, &fixup.path, mode as libc::mode_t);
         }
-        set_mtime_at(root, &fixup.path, fixup.mtime);
+        let _ = sys::set_mtime_at(root, &fixup.path, fixup.mtime);
     }
 }
 
@@ -327,8 +320,8 @@ fn next_entry(input: &mut Input<'_>, pending: &mut Pending) -> Result<Option<Ent
 /// last ones left, by path: archives that go round their top directories
 /// (as the generated tree does, and `tar` of several trees) would otherwise
 /// open the same directory again at every turn.
-struct DirStack {
-    root: RawFd,
+struct DirStack<'a> {
+    root: BorrowedFd<'a>,
     stack: Vec<(String, OwnedFd)>,
     /// Directories left, by their path from the root, oldest first.
     left: std::collections::VecDeque<(String, OwnedFd)>,
@@ -340,8 +333,8 @@ struct DirStack {
 /// limit is reached anyway).
 const KEPT_OPEN: usize = 64;
 
-impl DirStack {
-    fn new(root: RawFd) -> DirStack {
+impl<'a> DirStack<'a> {
+    fn new(root: BorrowedFd<'a>) -> DirStack<'a> {
         DirStack { root, stack: Vec::new(), left: std::collections::VecDeque::new() }
     }
 
@@ -356,7 +349,7 @@ impl DirStack {
     }
 
     /// The directory `parents` (made if missing), never through a symbolic link.
-    fn open(&mut self, parents: &[&str]) -> Result<RawFd> {
+    fn open(&mut self, parents: &[&str]) -> Result<BorrowedFd<'_>> {
         let common = self.stack.iter().zip(parents).take_while(|(open, want)| open.0 == **want).count();
         while self.stack.len() > common {
             let (name, fd) = self.stack.pop().expect("deeper than common");
@@ -375,7 +368,7 @@ impl DirStack {
             let fd = match self.left.iter().position(|(p, _)| *p == path) {
                 Some(i) => self.left.remove(i).expect("found").1,
                 None => {
-                    let at = self.stack.last().map_or(self.root, |d| d.1.as_raw_fd());
+                    let at = self.stack.last().map_or(self.root, |d| d.1.as_fd());
                     let mut opened = open_dir(at, component);
                     if matches!(&opened, Err(e) if e.downcast_ref::<DescriptorsExhausted>().is_some())
                         && !self.left.is_empty()
@@ -388,7 +381,7 @@ impl DirStack {
             };
             self.stack.push((component.to_string(), fd));
         }
-        Ok(self.stack.last().map_or(self.root, |d| d.1.as_raw_fd()))
+        Ok(self.stack.last().map_or(self.root, |d| d.1.as_fd()))
     }
 }
 
@@ -398,18 +391,18 @@ impl DirStack {
 struct DescriptorsExhausted;
 
 /// Opens (making if missing) directory `name` under `at`, refusing symbolic links.
-fn open_dir(at: RawFd, name: &str) -> Result<OwnedFd> {
+fn open_dir(at: BorrowedFd<'_>, name: &str) -> Result<OwnedFd> {
     let c = sys::cname(name);
     let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW;
     let errno = |e: Errno| match e {
         libc::EMFILE => anyhow::Error::new(DescriptorsExhausted),
         e => sys::errno_error(e),
     };
-    match sys::open_owned(at, &c, flags, 0) {
+    match sys::open(at, &c, flags, 0) {
         Ok(fd) => Ok(fd),
         Err(libc::ENOENT) => {
             sys::mkdirat(at, &c, 0o755).map_err(sys::errno_error)?;
-            sys::open_owned(at, &c, flags, 0).map_err(errno)
+            sys::open(at, &c, flags, 0).map_err(errno)
         }
         Err(libc::ELOOP) | Err(libc::ENOTDIR) => {
             bail!("is a symbolic link or not a directory; refusing to write through it")
@@ -419,29 +412,30 @@ fn open_dir(at: RawFd, name: &str) -> Result<OwnedFd> {
 }
 
 /// Opens an existing path under `root` without following symbolic links.
-fn open_path(root: RawFd, parts: &[&str]) -> Result<OwnedFd> {
+fn open_path(root: BorrowedFd<'_>, parts: &[&str]) -> Result<OwnedFd> {
     let mut current: Option<OwnedFd> = None;
     for part in parts {
-        let at = current.as_ref().map_or(root, |f| f.as_raw_fd());
-        let fd = sys::open_owned(at, &sys::cname(part), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW, 0)
-            .map_err(|e| match e {
+        let at = current.as_ref().map_or(root, |f| f.as_fd());
+        let fd = sys::open(at, &sys::cname(part), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW, 0).map_err(
+            |e| match e {
                 libc::ELOOP | libc::ENOTDIR => {
                     anyhow!("\"{part}\": is a symbolic link or not a directory; refusing to follow it")
                 }
                 e => anyhow!("\"{part}\": {}", sys::errno_text(e)),
-            })?;
+            },
+        )?;
         current = Some(fd);
     }
     match current {
         Some(fd) => Ok(fd),
         None => {
             // The root itself: a second descriptor of it.
-            sys::open_owned(root, c".", libc::O_RDONLY | libc::O_DIRECTORY, 0).map_err(sys::errno_error)
+            sys::open(root, c".", libc::O_RDONLY | libc::O_DIRECTORY, 0).map_err(sys::errno_error)
         }
     }
 }
 
-fn create_file(parent: RawFd, name: &CStr, mode: u32) -> Result<sys::BareFd, Errno> {
+fn create_file(parent: BorrowedFd<'_>, name: &CStr, mode: u32) -> Result<sys::BareFd, Errno> {
     let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW;
     let create = || sys::open_bare(parent, name, flags, (mode & 0o777) as libc::mode_t);
     let fd = match create() {
@@ -453,8 +447,7 @@ fn create_file(parent: RawFd, name: &CStr, mode: u32) -> Result<sys::BareFd, Err
         other => other?,
     };
     if mode & 0o1777 != (mode & 0o777) & !umask() {
-        // SAFETY: plain syscall on the fd just created.
-        unsafe { libc::fchmod(fd.as_raw_fd(), mode as libc::mode_t) };
+        let _ = sys::fchmod(&fd, mode as libc::mode_t);
     }
     Ok(fd)
 }
@@ -474,7 +467,11 @@ fn umask() -> u32 {
 }
 
 /// Creates with `make`, replacing an existing non-directory entry once.
-fn replace(parent: RawFd, name: &CStr, make: impl Fn(RawFd, &CStr) -> Result<(), Errno>) -> Result<(), Errno> {
+fn replace(
+    parent: BorrowedFd<'_>,
+    name: &CStr,
+    make: impl Fn(BorrowedFd<'_>, &CStr) -> Result<(), Errno>,
+) -> Result<(), Errno> {
     match make(parent, name) {
         Err(libc::EEXIST) => {
             sys::unlinkat(parent, name, 0)?;
@@ -482,20 +479,6 @@ fn replace(parent: RawFd, name: &CStr, make: impl Fn(RawFd, &CStr) -> Result<(),
         }
         other => other,
     }
-}
-
-fn times(mtime: i64) -> [libc::timespec; 2] {
-    [libc::timespec { tv_sec: 0, tv_nsec: libc::UTIME_OMIT }, libc::timespec { tv_sec: mtime, tv_nsec: 0 }]
-}
-
-fn set_mtime_fd(fd: RawFd, mtime: i64) {
-    // SAFETY: valid fd and timespec array.
-    unsafe { libc::futimens(fd, times(mtime).as_ptr()) };
-}
-
-fn set_mtime_at(parent: RawFd, name: &CStr, mtime: i64) {
-    // SAFETY: valid fd, C string and timespec array.
-    unsafe { libc::utimensat(parent, name.as_ptr(), times(mtime).as_ptr(), libc::AT_SYMLINK_NOFOLLOW) };
 }
 
 /// The checked components of an archive path; empty for the root itself.

@@ -3,7 +3,7 @@
 //! produced the tarball's entries.
 
 use std::collections::HashSet;
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::BorrowedFd;
 
 use anyhow::{anyhow, Result};
 use sha2::{Digest, Sha256};
@@ -13,7 +13,7 @@ use crate::sys;
 
 /// Every entry below `dir` (not `dir` itself), without following links:
 /// a file whose inode was already seen is a hard link, and its bytes count once.
-pub fn tally(dir: RawFd) -> Result<ExtractStats> {
+pub fn tally(dir: BorrowedFd<'_>) -> Result<ExtractStats> {
     Ok(walk(dir, None, u64::MAX)?.expect("an unbounded walk ends"))
 }
 
@@ -21,7 +21,7 @@ pub fn tally(dir: RawFd) -> Result<ExtractStats> {
 /// entry's path, type, permissions, size and link target, directory by
 /// directory in name order. Two trees with one digest hold the same names
 /// and shapes (file contents are not read: a walk does not read them).
-pub fn tally_with_digest(dir: RawFd) -> Result<(ExtractStats, String)> {
+pub fn tally_with_digest(dir: BorrowedFd<'_>) -> Result<(ExtractStats, String)> {
     let mut hasher = Sha256::new();
     let stats = walk(dir, Some(&mut hasher), u64::MAX)?.expect("an unbounded walk ends");
     Ok((stats, super::hex(&hasher.finalize())))
@@ -30,24 +30,24 @@ pub fn tally_with_digest(dir: RawFd) -> Result<(ExtractStats, String)> {
 /// [`tally_with_digest`] of a tree a received file names, which held
 /// `entries` when it was recorded: the walk stops (`Ok(None)`) as soon as
 /// it has seen more, so a file that names `/` costs no walk of the system.
-pub fn tally_with_digest_within(dir: RawFd, entries: u64) -> Result<Option<(ExtractStats, String)>> {
+pub fn tally_with_digest_within(dir: BorrowedFd<'_>, entries: u64) -> Result<Option<(ExtractStats, String)>> {
     let mut hasher = Sha256::new();
     Ok(walk(dir, Some(&mut hasher), entries)?.map(|stats| (stats, super::hex(&hasher.finalize()))))
 }
 
 /// Every entry below `dir`; `None` once more than `limit` were seen.
-fn walk(dir: RawFd, mut digest: Option<&mut Sha256>, limit: u64) -> Result<Option<ExtractStats>> {
+fn walk(dir: BorrowedFd<'_>, mut digest: Option<&mut Sha256>, limit: u64) -> Result<Option<ExtractStats>> {
     let mut stats = ExtractStats::default();
     let mut seen = HashSet::new();
-    let root = sys::open_owned(dir, c".", libc::O_RDONLY | libc::O_DIRECTORY, 0)
+    let root = sys::open(dir, c".", libc::O_RDONLY | libc::O_DIRECTORY, 0)
         .map_err(|e| anyhow!("opening the directory: {}", sys::errno_text(e)))?;
     let mut stack = vec![(root, String::new())];
     let mut buf = vec![0u8; 64 * 1024];
     while let Some((fd, path)) = stack.pop() {
         let mut names: Vec<Vec<u8>> = Vec::new();
         loop {
-            let filled = sys::getdents64(fd.as_raw_fd(), &mut buf)
-                .map_err(|e| anyhow!("reading {path}/: {}", sys::errno_text(e)))?;
+            let filled =
+                sys::getdents64(&fd, &mut buf).map_err(|e| anyhow!("reading {path}/: {}", sys::errno_text(e)))?;
             if filled == 0 {
                 break;
             }
@@ -63,15 +63,13 @@ fn walk(dir: RawFd, mut digest: Option<&mut Sha256>, limit: u64) -> Result<Optio
             }
             let shown = format!("{path}/{}", String::from_utf8_lossy(&name));
             let name_c = std::ffi::CString::new(name).expect("no NUL inside a directory entry");
-            // SAFETY: stat is plain data.
-            let mut st: libc::stat = unsafe { std::mem::zeroed() };
-            sys::fstatat(fd.as_raw_fd(), &name_c, &mut st, libc::AT_SYMLINK_NOFOLLOW)
+            let st = sys::fstatat(&fd, &name_c, libc::AT_SYMLINK_NOFOLLOW)
                 .map_err(|e| anyhow!("stat {shown}: {}", sys::errno_text(e)))?;
             if let Some(hasher) = digest.as_deref_mut() {
                 let kind = st.st_mode & libc::S_IFMT;
                 let size = if kind == libc::S_IFREG { st.st_size as u64 } else { 0 };
                 let target = match kind {
-                    libc::S_IFLNK => sys::readlinkat(fd.as_raw_fd(), &name_c).unwrap_or_default(),
+                    libc::S_IFLNK => sys::readlinkat(&fd, &name_c).unwrap_or_default(),
                     _ => Vec::new(),
                 };
                 hasher.update(shown.as_bytes());
@@ -85,13 +83,8 @@ fn walk(dir: RawFd, mut digest: Option<&mut Sha256>, limit: u64) -> Result<Optio
             match st.st_mode & libc::S_IFMT {
                 libc::S_IFDIR => {
                     stats.dirs += 1;
-                    let sub = sys::open_owned(
-                        fd.as_raw_fd(),
-                        &name_c,
-                        libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW,
-                        0,
-                    )
-                    .map_err(|e| anyhow!("opening {shown}: {}", sys::errno_text(e)))?;
+                    let sub = sys::open(&fd, &name_c, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW, 0)
+                        .map_err(|e| anyhow!("opening {shown}: {}", sys::errno_text(e)))?;
                     stack.push((sub, shown));
                 }
                 libc::S_IFLNK => stats.symlinks += 1,
@@ -110,6 +103,7 @@ fn walk(dir: RawFd, mut digest: Option<&mut Sha256>, limit: u64) -> Result<Optio
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::fd::AsFd;
 
     #[test]
     fn counts_like_the_tarball_does() {
@@ -121,20 +115,20 @@ mod tests {
         std::fs::write(p.join("g"), b"xy").unwrap();
         std::os::unix::fs::symlink("a/f", p.join("l")).unwrap();
         let root = std::fs::File::open(p).unwrap();
-        let stats = tally(root.as_raw_fd()).unwrap();
+        let stats = tally(root.as_fd()).unwrap();
         assert_eq!((stats.dirs, stats.files, stats.hardlinks, stats.symlinks), (2, 2, 1, 1));
         assert_eq!(stats.bytes, 7);
         assert_eq!(stats.entries(), 6);
-        let (same, digest) = tally_with_digest(root.as_raw_fd()).unwrap();
+        let (same, digest) = tally_with_digest(root.as_fd()).unwrap();
         assert_eq!(same.entries(), 6);
         // One byte more in one file, or another link target: another digest.
         std::fs::write(p.join("g"), b"xyz").unwrap();
-        let (_, grown) = tally_with_digest(root.as_raw_fd()).unwrap();
+        let (_, grown) = tally_with_digest(root.as_fd()).unwrap();
         assert_ne!(digest, grown);
         std::fs::write(p.join("g"), b"xy").unwrap();
-        assert_eq!(tally_with_digest(root.as_raw_fd()).unwrap().1, digest, "the same tree, the same digest");
+        assert_eq!(tally_with_digest(root.as_fd()).unwrap().1, digest, "the same tree, the same digest");
         std::fs::remove_file(p.join("l")).unwrap();
         std::os::unix::fs::symlink("a/b", p.join("l")).unwrap();
-        assert_ne!(tally_with_digest(root.as_raw_fd()).unwrap().1, digest);
+        assert_ne!(tally_with_digest(root.as_fd()).unwrap().1, digest);
     }
 }

@@ -1,5 +1,5 @@
 use std::collections::BTreeMap;
-use std::os::fd::AsRawFd;
+use std::os::fd::AsFd;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 
@@ -8,7 +8,7 @@ use crate::tree::{fill_content, write_entry_header, write_tar, EntryKind, TreeSp
 
 fn extract_bytes(tar: &[u8], dir: &Path) -> Result<ExtractStats> {
     let root = std::fs::File::open(dir).unwrap();
-    extract(&mut &tar[..], root.as_raw_fd(), &|| false, &|_| {})
+    extract(&mut &tar[..], root.as_fd(), &|| false, &|_| {})
 }
 
 /// A tar archive of hand-made entries: (name, typeflag, link, data).
@@ -222,7 +222,7 @@ fn can_be_stopped_between_entries() {
     let tar = craft(&[("a", b'0', "", b"1"), ("b", b'0', "", b"2")]);
     let dir = tempfile::tempdir().unwrap();
     let root = std::fs::File::open(dir.path()).unwrap();
-    let err = extract(&mut &tar[..], root.as_raw_fd(), &|| true, &|_| {}).unwrap_err();
+    let err = extract(&mut &tar[..], root.as_fd(), &|| true, &|_| {}).unwrap_err();
     assert_eq!(err.to_string(), "stopped");
 }
 

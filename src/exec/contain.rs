@@ -72,8 +72,7 @@ impl Containment {
     /// that commands are inside both), else below this process's own.
     pub fn start(inside: Option<&Path>) -> Containment {
         // Either way orphans of commands come to us rather than to init.
-        // SAFETY: prctl with plain integer arguments.
-        unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+        sys::become_subreaper();
         let fallback = Containment { root: None, guardian: None, runs: 0, _lock: None };
         let Some(parent) = inside.map(Path::to_path_buf).or_else(own_cgroup_dir) else { return fallback };
         let Ok((root, lock)) = make_locked_cgroup(&parent) else { return fallback };
@@ -109,15 +108,14 @@ impl Containment {
         if std::fs::create_dir(&dir).is_err() {
             return none;
         }
-        let procs = sys::cstring(&dir.join("cgroup.procs"))
-            .ok()
-            .and_then(|p| sys::open_owned(libc::AT_FDCWD, &p, libc::O_WRONLY, 0).ok());
+        let procs =
+            sys::cstring(&dir.join("cgroup.procs")).ok().and_then(|p| sys::open(sys::CWD, &p, libc::O_WRONLY, 0).ok());
         if let Some(fd) = &procs {
             PROCS_FD.store(fd.as_raw_fd(), Ordering::SeqCst);
         }
         let cpu_stat = sys::cstring(&dir.join("cpu.stat"))
             .ok()
-            .and_then(|p| sys::open_owned(libc::AT_FDCWD, &p, libc::O_RDONLY | libc::O_CLOEXEC, 0).ok());
+            .and_then(|p| sys::open(sys::CWD, &p, libc::O_RDONLY | libc::O_CLOEXEC, 0).ok());
         if let Some(fd) = &cpu_stat {
             CPU_STAT_FD.store(fd.as_raw_fd(), Ordering::SeqCst);
         }
@@ -147,9 +145,7 @@ impl Drop for Containment {
         }
         if let Some((pid, pipe)) = self.guardian.take() {
             drop(pipe); // EOF: the guardian finds the tree gone and leaves
-            let mut status = 0;
-            // SAFETY: waiting for our own child.
-            unsafe { libc::waitpid(pid, &mut status, 0) };
+            let _ = sys::wait_child(pid, true);
         }
     }
 }
@@ -238,9 +234,7 @@ fn write_zero(fd: RawFd) -> Result<(), sys::Errno> {
             return Err(errno);
         }
         // A millisecond between tries; nanosleep is async-signal-safe.
-        let pause = libc::timespec { tv_sec: 0, tv_nsec: 1_000_000 };
-        // SAFETY: nanosleep with a valid timespec and no remainder wanted.
-        unsafe { libc::nanosleep(&pause, std::ptr::null_mut()) };
+        sys::sleep_ns(1_000_000);
     }
 }
 
@@ -252,7 +246,7 @@ pub fn remove_dead_cgroups() -> Vec<String> {
     let mut removed = Vec::new();
     for path in dead_cgroups() {
         let Ok(name) = sys::cstring(&path) else { continue };
-        let Ok(Some(_held)) = crate::lockfile::lock_if_unheld(libc::AT_FDCWD, &name) else { continue };
+        let Ok(Some(_held)) = crate::lockfile::lock_if_unheld(crate::sys::CWD, &name) else { continue };
         let killed = kill_cgroup(&path);
         if !path.exists() {
             removed.push(format!("removed cgroup {} (killed {killed} process(es))", path.display()));
@@ -289,7 +283,7 @@ pub fn dead_cgroups() -> Vec<PathBuf> {
                 continue;
             }
             let Ok(name) = sys::cstring(&path) else { continue };
-            if matches!(crate::lockfile::lock_if_unheld(libc::AT_FDCWD, &name), Ok(Some(_))) {
+            if matches!(crate::lockfile::lock_if_unheld(crate::sys::CWD, &name), Ok(Some(_))) {
                 dead.push(path);
             }
         }
@@ -313,9 +307,7 @@ fn own_cgroup_dir() -> Option<PathBuf> {
     let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
     let path = own.lines().find_map(|l| l.strip_prefix("0::"))?;
     let dir = Path::new(&mount).join(path.trim_start_matches('/'));
-    // SAFETY: access(2) with a valid C string.
-    let writable = unsafe { libc::access(sys::cstring(&dir).ok()?.as_ptr(), libc::W_OK) } == 0;
-    writable.then_some(dir)
+    sys::writable(&dir).then_some(dir)
 }
 
 /// Forks the guardian of `root`; returns its pid and the pipe's write end.
@@ -366,13 +358,8 @@ fn start_guardian(root: &Path) -> Option<(libc::pid_t, OwnedFd)> {
 /// In the guardian: kill every process in the tree, then remove its cgroups
 /// (children first; a few tries while the killed processes exit).
 fn guardian_teardown(kill: &std::ffi::CStr, root: &Path) {
-    // SAFETY: plain system calls on valid C strings.
-    unsafe {
-        let fd = libc::open(kill.as_ptr(), libc::O_WRONLY);
-        if fd >= 0 {
-            libc::write(fd, b"1".as_ptr().cast(), 1);
-            libc::close(fd);
-        }
+    if let Ok(fd) = sys::open(sys::CWD, kill, libc::O_WRONLY, 0) {
+        let _ = sys::write(&fd, b"1");
     }
     for _ in 0..100 {
         if remove_tree(root) {
@@ -413,8 +400,7 @@ pub fn kill_cgroup(dir: &Path) -> usize {
         if std::fs::write(dir.join("cgroup.kill"), b"1").is_err() {
             // Kernels before 5.14 have no cgroup.kill: signal each process.
             for pid in procs(dir) {
-                // SAFETY: kill with a pid read from the cgroup.
-                unsafe { libc::kill(pid, libc::SIGKILL) };
+                let _ = sys::send_signal(pid, libc::SIGKILL);
             }
         }
         reap_orphans(None);
@@ -427,8 +413,7 @@ pub fn kill_cgroup(dir: &Path) -> usize {
         // Without cgroup.kill, one that forked between the read and the kill is signalled now.
         if attempt % 10 == 9 {
             for pid in procs(dir) {
-                // SAFETY: kill with a pid read from the cgroup.
-                unsafe { libc::kill(pid, libc::SIGKILL) };
+                let _ = sys::send_signal(pid, libc::SIGKILL);
             }
         }
         std::thread::sleep(Duration::from_millis(4));
@@ -458,8 +443,7 @@ fn kill_orphans(keep: Option<libc::pid_t>) -> usize {
     let me = std::process::id() as libc::pid_t;
     let orphans: Vec<libc::pid_t> = children_of(me).into_iter().filter(|p| Some(*p) != keep).collect();
     for &pid in &orphans {
-        // SAFETY: signalling a child of ours.
-        unsafe { libc::kill(pid, libc::SIGKILL) };
+        let _ = sys::send_signal(pid, libc::SIGKILL);
     }
     reap_orphans(keep);
     orphans.len()
@@ -473,9 +457,7 @@ fn reap_orphans(keep: Option<libc::pid_t>) {
         if Some(pid) == keep {
             continue;
         }
-        let mut status = 0;
-        // SAFETY: a non-blocking wait for a child of ours.
-        unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+        let _ = sys::wait_child(pid, false);
     }
 }
 
@@ -529,7 +511,7 @@ mod tests {
         assert!(is_run_cgroup(&dir.file_name().unwrap().to_string_lossy()), "{}", dir.display());
         // Held: a sweeper of killed runs' cgroups cannot take it.
         let name = sys::cstring(&dir).unwrap();
-        assert!(crate::lockfile::lock_if_unheld(libc::AT_FDCWD, &name).unwrap().is_none());
+        assert!(crate::lockfile::lock_if_unheld(crate::sys::CWD, &name).unwrap().is_none());
         let missing = make_locked_cgroup(&parent.path().join("gone")).unwrap_err();
         assert_eq!(missing.kind(), std::io::ErrorKind::NotFound);
     }

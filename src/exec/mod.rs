@@ -9,11 +9,13 @@ mod metric;
 mod words;
 
 use std::io::Read;
-use std::os::fd::AsRawFd;
+use std::os::fd::AsFd;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
+
+use crate::sys;
 
 pub(crate) use contain::make_locked_cgroup;
 pub use contain::{
@@ -116,8 +118,8 @@ pub fn run(line: &CommandLine, options: &RunOptions<'_>) -> Result<Finished, Run
     let mut child = command.spawn().map_err(|error| RunError::Spawn { command: display.clone(), error })?;
     let group = child.id() as libc::pid_t;
     let kill_group = || {
-        // SAFETY: signalling the process group this function created; ESRCH when empty is fine.
-        unsafe { libc::kill(-group, libc::SIGKILL) };
+        // The process group this function created; ESRCH when it is empty is fine.
+        let _ = sys::send_signal(-group, libc::SIGKILL);
     };
     let mut stdout = Pipe::new(child.stdout.take().map(|s| Box::new(s) as Box<dyn ReadFd>), STDOUT_KEEP, options.scan);
     let mut stderr = Pipe::new(child.stderr.take().map(|s| Box::new(s) as Box<dyn ReadFd>), STDERR_KEEP, options.scan);
@@ -224,8 +226,8 @@ pub fn tail(text: &[u8], lines: usize) -> String {
     last.join(" | ")
 }
 
-trait ReadFd: Read + AsRawFd {}
-impl<T: Read + AsRawFd> ReadFd for T {}
+trait ReadFd: Read + AsFd {}
+impl<T: Read + AsFd> ReadFd for T {}
 
 /// One output pipe being drained; keeps up to `keep` bytes (the last ones),
 /// and with a pattern the last line that matched it.
@@ -246,12 +248,7 @@ const LINE_MAX: usize = 1 << 20;
 impl<'a> Pipe<'a> {
     fn new(source: Option<Box<dyn ReadFd>>, keep: usize, scan: Option<&'a regex::Regex>) -> Pipe<'a> {
         if let Some(s) = &source {
-            // SAFETY: setting O_NONBLOCK on a pipe this process owns.
-            unsafe {
-                let fd = s.as_raw_fd();
-                let flags = libc::fcntl(fd, libc::F_GETFL);
-                libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK);
-            }
+            sys::set_nonblocking(s.as_fd());
         }
         Pipe { source, data: Vec::new(), keep, total: 0, scan, partial: Vec::new(), last_match: None }
     }
@@ -316,19 +313,18 @@ impl<'a> Pipe<'a> {
 /// Waits up to `timeout_ms` for output on any open pipe and drains them all;
 /// returns whether anything was read.
 fn poll_pipes(pipes: &mut [&mut Pipe<'_>], timeout_ms: i32) -> bool {
-    let mut fds: Vec<libc::pollfd> = pipes
-        .iter()
-        .filter_map(|p| p.source.as_ref())
-        .map(|s| libc::pollfd { fd: s.as_raw_fd(), events: libc::POLLIN, revents: 0 })
-        .collect();
+    use rustix::event::{poll, PollFd, PollFlags, Timespec};
+    let mut fds: Vec<PollFd<'_>> =
+        pipes.iter().filter_map(|p| p.source.as_ref()).map(|s| PollFd::new(s, PollFlags::IN)).collect();
     if fds.is_empty() {
         if timeout_ms > 0 {
             std::thread::sleep(Duration::from_millis(timeout_ms as u64));
         }
         return false;
     }
-    // SAFETY: `fds` is a valid array of pollfd of the given length.
-    unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) };
+    let timeout = Timespec { tv_sec: 0, tv_nsec: i64::from(timeout_ms) * 1_000_000 };
+    let _ = poll(&mut fds, Some(&timeout));
+    drop(fds);
     let mut got = false;
     for pipe in pipes.iter_mut() {
         got |= pipe.drain();

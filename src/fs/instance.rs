@@ -1,7 +1,7 @@
 //! One made filesystem: image, loop device, mkfs, mount; and the way back.
 
 use std::fs::File;
-use std::os::fd::AsRawFd;
+
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -354,7 +354,7 @@ impl ImageDir {
     pub(super) fn open(dir: &Path, backing: &str) -> Result<ImageDir> {
         let name = crate::sys::cstring(dir)?;
         let dir_file =
-            crate::sys::open_owned(libc::AT_FDCWD, &name, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC, 0)
+            crate::sys::open(crate::sys::CWD, &name, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC, 0)
                 .map_err(|e| anyhow!("--backing {backing}: {}: {}", dir.display(), crate::sys::errno_text(e)))?;
         let dir_file = File::from(dir_file);
         let meta = dir_file.metadata().with_context(|| format!("--backing {backing}: {}", dir.display()))?;
@@ -365,7 +365,7 @@ impl ImageDir {
                 dir.display()
             );
         }
-        let path = crate::sys::fd_path(dir_file.as_raw_fd())
+        let path = crate::sys::fd_path(&dir_file)
             .with_context(|| format!("--backing {backing}: resolving {}", dir.display()))?;
         Ok(ImageDir { dir: dir_file, path })
     }
@@ -375,7 +375,7 @@ impl ImageDir {
     fn create(&self, name: &str, size: u64) -> Result<(File, (u64, u64))> {
         let path = self.path.join(name);
         let flags = libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_RDWR | libc::O_CLOEXEC;
-        let file = crate::sys::open_owned(self.dir.as_raw_fd(), &crate::sys::cname(name), flags, 0o600)
+        let file = crate::sys::open(&self.dir, &crate::sys::cname(name), flags, 0o600)
             .map_err(|e| anyhow!("creating image {}: {}", path.display(), crate::sys::errno_text(e)))?;
         let file = File::from(file);
         file.set_len(size).with_context(|| format!("sizing image {}", path.display()))?;

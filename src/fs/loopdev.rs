@@ -71,9 +71,7 @@ pub(super) struct LoopDevice {
 
 /// The (device, inode) of an open file, as the loop driver reports them.
 pub(super) fn file_id(file: &File) -> Result<(u64, u64)> {
-    // SAFETY: an all-zero stat is a valid buffer for fstat to fill.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    sys::fstat(file.as_raw_fd(), &mut st).map_err(|e| anyhow!("fstat of the image: {}", sys::errno_text(e)))?;
+    let st = sys::fstat(file).map_err(|e| anyhow!("fstat of the image: {}", sys::errno_text(e)))?;
     Ok((st.st_dev, st.st_ino))
 }
 
@@ -175,15 +173,13 @@ pub(super) fn detach_if_serving(path: &str, image: (u64, u64)) -> Result<bool> {
 
 fn open_rw(path: &Path) -> Result<File> {
     let name = sys::cstring(path)?;
-    let fd = sys::open_owned(libc::AT_FDCWD, &name, libc::O_RDWR | libc::O_CLOEXEC, 0)
+    let fd = sys::open(sys::CWD, &name, libc::O_RDWR | libc::O_CLOEXEC, 0)
         .map_err(|e| anyhow!("opening {}: {}", path.display(), sys::errno_text(e)))?;
     Ok(File::from(fd))
 }
 
 fn check_is_loop(device: &File, path: &str) -> Result<()> {
-    // SAFETY: an all-zero stat is a valid buffer for fstat to fill.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    sys::fstat(device.as_raw_fd(), &mut st).map_err(|e| anyhow!("fstat of {path}: {}", sys::errno_text(e)))?;
+    let st = sys::fstat(device).map_err(|e| anyhow!("fstat of {path}: {}", sys::errno_text(e)))?;
     if st.st_mode & libc::S_IFMT != libc::S_IFBLK || libc::major(st.st_rdev) != LOOP_MAJOR {
         bail!("{path} is not a loop device; refused");
     }

@@ -52,7 +52,7 @@ impl Registration {
         sys::ensure_private_dir(Path::new(STATE_DIR), "state directory")?;
         let id = format!("{}-{}-{}", std::process::id(), SEQUENCE.fetch_add(1, Ordering::Relaxed), sys::random_hex(4));
         let path = Path::new(STATE_DIR).join(format!("{PREFIX}{id}.json"));
-        let file = lockfile::create_locked(libc::AT_FDCWD, &sys::cstring(&path)?, 0o600)
+        let file = lockfile::create_locked(crate::sys::CWD, &sys::cstring(&path)?, 0o600)
             .map_err(|e| anyhow!("creating registry entry {}: {}", path.display(), sys::errno_text(e)))?;
         Ok(Registration { id, path, file })
     }
@@ -107,7 +107,7 @@ pub(super) fn stale_entries(live: &mut usize) -> Vec<Stale> {
         let Some(id) = name.strip_prefix(PREFIX).and_then(|n| n.strip_suffix(".json")) else { continue };
         let path = dirent.path();
         let Ok(cpath) = sys::cstring(&path) else { continue };
-        let file = match lockfile::lock_if_unheld(libc::AT_FDCWD, &cpath) {
+        let file = match lockfile::lock_if_unheld(crate::sys::CWD, &cpath) {
             Ok(Some(file)) => file,
             Ok(None) => {
                 *live += 1;

@@ -40,9 +40,14 @@ impl PerfEvent {
         what: &str,
     ) -> Result<PerfEvent> {
         let group = leader.map_or(-1, |l| l.fd.as_raw_fd());
-        // SAFETY: attr is a valid, sized attribute block; group is -1 or an open perf descriptor.
-        let fd = unsafe { sys::perf_event_open(attr, pid, cpu, group, sys::bindings::PERF_FLAG_FD_CLOEXEC as _) };
-        if fd < 0 {
+        let flags = sys::bindings::PERF_FLAG_FD_CLOEXEC as _;
+        // SAFETY: attr is a valid, sized attribute block; group is -1 or an
+        // open perf descriptor; a descriptor returned is new, and ours alone.
+        let fd = unsafe {
+            let fd = sys::perf_event_open(attr, pid, cpu, group, flags);
+            (fd >= 0).then(|| OwnedFd::from_raw_fd(fd))
+        };
+        let Some(fd) = fd else {
             let e = std::io::Error::last_os_error();
             let hint = match e.raw_os_error() {
                 Some(libc::EACCES) | Some(libc::EPERM) => {
@@ -53,36 +58,39 @@ impl PerfEvent {
                 _ => "",
             };
             return Err(anyhow!("perf_event_open of {what} failed: {e}{hint}"));
-        }
-        // SAFETY: a new descriptor this process owns.
-        Ok(PerfEvent { fd: unsafe { OwnedFd::from_raw_fd(fd) }, ring: None })
+        };
+        Ok(PerfEvent { fd, ring: None })
     }
 
     pub fn enable(&self) -> Result<()> {
-        // SAFETY: an ioctl on our own perf descriptor.
-        self.ioctl(unsafe { sys::ioctls::ENABLE(self.fd.as_raw_fd(), 0) }, "enable")
+        self.switch(true, 0)
     }
 
     pub fn disable(&self) -> Result<()> {
-        // SAFETY: as above.
-        self.ioctl(unsafe { sys::ioctls::DISABLE(self.fd.as_raw_fd(), 0) }, "disable")
+        self.switch(false, 0)
     }
 
     /// Turns the group this event leads on (all its members with it).
     pub(crate) fn enable_group(&self) -> Result<()> {
-        // SAFETY: an ioctl on our own perf descriptor.
-        let flag = sys::bindings::PERF_IOC_FLAG_GROUP;
-        self.ioctl(unsafe { sys::ioctls::ENABLE(self.fd.as_raw_fd(), flag) }, "enable")
+        self.switch(true, sys::bindings::PERF_IOC_FLAG_GROUP)
     }
 
     pub(crate) fn disable_group(&self) -> Result<()> {
-        // SAFETY: as above.
-        let flag = sys::bindings::PERF_IOC_FLAG_GROUP;
-        self.ioctl(unsafe { sys::ioctls::DISABLE(self.fd.as_raw_fd(), flag) }, "disable")
+        self.switch(false, sys::bindings::PERF_IOC_FLAG_GROUP)
     }
 
-    fn ioctl(&self, ret: i32, what: &str) -> Result<()> {
+    /// `PERF_EVENT_IOC_ENABLE` or `_DISABLE` with `flag`.
+    fn switch(&self, on: bool, flag: u32) -> Result<()> {
+        let fd = self.fd.as_raw_fd();
+        // SAFETY: an enable or disable ioctl, with an integer flag, on our own perf descriptor.
+        let ret = unsafe {
+            match on {
+                true => sys::ioctls::ENABLE(fd, flag),
+                false => sys::ioctls::DISABLE(fd, flag),
+            }
+        };
         if ret < 0 {
+            let what = if on { "enable" } else { "disable" };
             return Err(anyhow!("cannot {what} a perf event: {}", std::io::Error::last_os_error()));
         }
         Ok(())
@@ -90,13 +98,12 @@ impl PerfEvent {
 
     /// A counting event's value.
     pub fn count(&self) -> Result<u64> {
-        let mut value = 0u64;
-        // SAFETY: reads 8 bytes into a u64.
-        let n = unsafe { libc::read(self.fd.as_raw_fd(), (&mut value as *mut u64).cast(), 8) };
-        if n != 8 {
-            return Err(anyhow!("reading a perf counter: {}", std::io::Error::last_os_error()));
+        let mut value = [0u8; 8];
+        match crate::sys::read(&self.fd, &mut value) {
+            Ok(8) => Ok(u64::from_ne_bytes(value)),
+            Ok(n) => Err(anyhow!("reading a perf counter: {n} bytes of 8")),
+            Err(e) => Err(anyhow!("reading a perf counter: {}", crate::sys::errno_text(e))),
         }
-        Ok(value)
     }
 
     /// Maps a ring buffer of `pages` data pages (a power of two) for samples.
@@ -124,8 +131,7 @@ struct Ring {
 
 impl Ring {
     fn map(fd: i32, pages: usize) -> Result<Ring> {
-        // SAFETY: sysconf has no preconditions.
-        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+        let page = crate::sys::page_size();
         let len = page * (1 + pages);
         // SAFETY: maps the event's buffer as the kernel expects: 1 + 2^n pages, shared.
         let base = unsafe {
@@ -145,10 +151,11 @@ impl Ring {
         let meta = self.meta();
         // SAFETY: the metadata page is mapped for the ring's life; the kernel
         // writes data_head, we write data_tail (the documented protocol).
-        let head = unsafe { std::ptr::read_volatile(&(*meta).data_head) };
-        fence(Ordering::Acquire);
-        let mut tail = unsafe { std::ptr::read_volatile(&(*meta).data_tail) };
-        let offset = unsafe { (*meta).data_offset } as usize;
+        let (head, mut tail, offset) = unsafe {
+            let head = std::ptr::read_volatile(&(*meta).data_head);
+            fence(Ordering::Acquire);
+            (head, std::ptr::read_volatile(&(*meta).data_tail), (*meta).data_offset as usize)
+        };
         // Kernels before 4.1 leave data_offset 0: the data follows the metadata page.
         let offset = if offset == 0 { self.page } else { offset };
         // The data area is only ever read through copies of the published

@@ -42,10 +42,7 @@ pub(crate) fn ensure_mounted() -> Result<bool> {
 }
 
 fn is_tracefs(path: &Path) -> bool {
-    let c = crate::sys::cname(&path.to_string_lossy());
-    // SAFETY: statfs fills a zeroed struct from a NUL-terminated path.
-    let mut stat: libc::statfs = unsafe { std::mem::zeroed() };
-    (unsafe { libc::statfs(c.as_ptr(), &mut stat) } == 0) && stat.f_type as i64 == TRACEFS_MAGIC
+    rustix::fs::statfs(path).is_ok_and(|stat| stat.f_type == TRACEFS_MAGIC)
 }
 
 /// A private tracing instance (`instances/fsscale-<pid>-<n>-<hex>`), removed on drop:
@@ -260,17 +257,14 @@ fn field_offset(format: &str, name: &str) -> Option<(usize, usize)> {
 
 /// `CLOCK_MONOTONIC` in ns: the `mono` trace clock.
 fn monotonic_ns() -> u64 {
-    let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime fills the timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
-    now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64
+    crate::sys::monotonic_ns()
 }
 
 /// Takes the `flock` of directory `path` if nobody holds it: `Some(file)`
 /// holding it, `None` when a live run does.
 fn lock_dir(path: &Path) -> Result<Option<File>> {
     let name = crate::sys::cstring(path)?;
-    crate::lockfile::lock_if_unheld(libc::AT_FDCWD, &name)
+    crate::lockfile::lock_if_unheld(crate::sys::CWD, &name)
         .map_err(|e| anyhow!("locking {}: {}", path.display(), crate::sys::errno_text(e)))
 }
 

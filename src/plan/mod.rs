@@ -209,7 +209,7 @@ impl RunConfig {
     fn output_is_being_written(&self) -> bool {
         let journal = crate::results::journal_path(&self.output);
         let Ok(name) = crate::sys::cstring(&journal) else { return false };
-        matches!(crate::lockfile::lock_if_unheld(libc::AT_FDCWD, &name), Ok(None))
+        matches!(crate::lockfile::lock_if_unheld(crate::sys::CWD, &name), Ok(None))
     }
 
     /// Refuses `--files` or `--items` whose prebuilt paths would not fit in

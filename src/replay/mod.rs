@@ -39,10 +39,10 @@ pub fn load(path: Option<&Path>) -> Result<Trace> {
 mod tests {
     use super::*;
     use crate::sys;
-    use std::os::fd::{AsRawFd, OwnedFd};
+    use std::os::fd::{AsFd, OwnedFd};
 
     fn open_dir(path: &Path) -> OwnedFd {
-        sys::open_owned(libc::AT_FDCWD, &sys::cstring(path).unwrap(), libc::O_RDONLY | libc::O_DIRECTORY, 0).unwrap()
+        sys::open(sys::CWD, &sys::cstring(path).unwrap(), libc::O_RDONLY | libc::O_DIRECTORY, 0).unwrap()
     }
 
     const TINY: &str = r#"# a hand-counted trace
@@ -102,7 +102,7 @@ Sleep 100 NT_STATUS_OK
 
         let dir = tempfile::tempdir().unwrap();
         let fd = open_dir(dir.path());
-        let mut player = Player::new(&trace, fd.as_raw_fd());
+        let mut player = Player::new(&trace, fd.as_fd());
         let mut seen = [0u64; 17];
         let mut bytes = 0;
         // Three passes: the trace cleans up after itself, so it loops.
@@ -128,7 +128,7 @@ Sleep 100 NT_STATUS_OK
         assert!(trace.mix().iter().all(|&n| n > 0), "{:?}", trace.mix());
         let dir = tempfile::tempdir().unwrap();
         let fd = open_dir(dir.path());
-        let mut player = Player::new(&trace, fd.as_raw_fd());
+        let mut player = Player::new(&trace, fd.as_fd());
         for _ in 0..2 * trace.ops.len() {
             player.step().unwrap();
         }
@@ -156,7 +156,7 @@ Sleep 100 NT_STATUS_OK
         assert!(mix[OpKind::FindFirst.index()] > 0, "{mix:?}");
         let dir = tempfile::tempdir().unwrap();
         let fd = open_dir(dir.path());
-        let mut player = Player::new(&trace, fd.as_raw_fd());
+        let mut player = Player::new(&trace, fd.as_fd());
         let mut seen = vec![0u64; mix.len()];
         for _ in 0..2 * trace.ops.len() {
             let (kind, _) = player.step().unwrap();
@@ -172,7 +172,7 @@ Sleep 100 NT_STATUS_OK
             parse("t", "Mkdir \"\\d\" NT_STATUS_OK\nRmdir \"\\d\" NT_STATUS_OK\nRmdir \"\\d\" NT_STATUS_OK\n").unwrap();
         let dir = tempfile::tempdir().unwrap();
         let fd = open_dir(dir.path());
-        let mut player = Player::new(&trace, fd.as_raw_fd());
+        let mut player = Player::new(&trace, fd.as_fd());
         player.step().unwrap();
         player.step().unwrap();
         let err = player.step().unwrap_err();
@@ -180,7 +180,7 @@ Sleep 100 NT_STATUS_OK
         assert_eq!(err.error.to_string(), "Rmdir: rmdir(\"d\") failed: No such file or directory (ENOENT)");
         let expected_failure = parse("t", "Unlink \"\\x\" 0x16 NT_STATUS_OBJECT_NAME_NOT_FOUND\n").unwrap();
         std::fs::write(dir.path().join("x"), "").unwrap();
-        let mut player = Player::new(&expected_failure, fd.as_raw_fd());
+        let mut player = Player::new(&expected_failure, fd.as_fd());
         assert_eq!(
             player.step().unwrap_err().error.to_string(),
             "Unlink \"x\" succeeded, but the trace recorded a failure"
@@ -206,7 +206,7 @@ Sleep 100 NT_STATUS_OK
         assert!(matches!(&trace.ops[8], TraceOp::FindFirst { wildcard: false, .. }));
         let dir = tempfile::tempdir().unwrap();
         let fd = open_dir(dir.path());
-        let mut player = Player::new(&trace, fd.as_raw_fd());
+        let mut player = Player::new(&trace, fd.as_fd());
         for _ in 0..3 * trace.ops.len() {
             player.step().unwrap();
         }

@@ -16,7 +16,7 @@
 //! cleanup between passes, as dbench does.
 
 use std::ffi::CStr;
-use std::os::fd::RawFd;
+use std::os::fd::{AsFd, BorrowedFd};
 
 use super::trace::{OpKind, Trace, TraceOp};
 use crate::sys::{self, Errno};
@@ -33,16 +33,17 @@ pub struct ReplayError {
 /// One client's replay state: its directory, its open handles, its buffer.
 pub struct Player<'a> {
     trace: &'a Trace,
-    dir: RawFd,
-    fds: Vec<RawFd>,
+    dir: BorrowedFd<'a>,
+    fds: Vec<Option<sys::BareFd>>,
     buf: Vec<u8>,
     next: usize,
 }
 
 impl<'a> Player<'a> {
     /// A player in `dir` (the client's own directory, which it does not own).
-    pub fn new(trace: &'a Trace, dir: RawFd) -> Player<'a> {
-        Player { trace, dir, fds: vec![-1; trace.handle_names.len()], buf: vec![0x5a; trace.max_io.max(1)], next: 0 }
+    pub fn new(trace: &'a Trace, dir: BorrowedFd<'a>) -> Player<'a> {
+        let fds = std::iter::repeat_with(|| None).take(trace.handle_names.len()).collect();
+        Player { trace, dir, fds, buf: vec![0x5a; trace.max_io.max(1)], next: 0 }
     }
 
     /// Performs the next operation; returns its kind and the bytes it moved.
@@ -57,14 +58,15 @@ impl<'a> Player<'a> {
         }
     }
 
-    fn fd(&self, handle: usize) -> anyhow::Result<RawFd> {
-        match self.fds[handle] {
-            -1 => Err(anyhow::anyhow!(
-                "handle {} is not open (the trace closed it or its open failed)",
-                self.trace.handle_names[handle]
-            )),
-            fd => Ok(fd),
-        }
+    fn fd(&self, handle: usize) -> anyhow::Result<BorrowedFd<'_>> {
+        self.fds[handle].as_ref().map(AsFd::as_fd).ok_or_else(|| self.not_open(handle))
+    }
+
+    fn not_open(&self, handle: usize) -> anyhow::Error {
+        anyhow::anyhow!(
+            "handle {} is not open (the trace closed it or its open failed)",
+            self.trace.handle_names[handle]
+        )
     }
 
     fn perform(&mut self, op: &TraceOp) -> anyhow::Result<u64> {
@@ -77,9 +79,8 @@ impl<'a> Player<'a> {
                 Ok(0)
             }
             TraceOp::Close { handle } => {
-                let fd = self.fd(*handle)?;
-                self.fds[*handle] = -1;
-                sys::close(fd).map_err(failed(kind, "close"))?;
+                let fd = self.fds[*handle].take().ok_or_else(|| self.not_open(*handle))?;
+                fd.close().map_err(failed(kind, "close"))?;
                 Ok(0)
             }
             TraceOp::Read { handle, offset, size } => self.transfer(kind, *handle, *offset, *size, false),
@@ -114,22 +115,10 @@ impl<'a> Player<'a> {
                 resolve(self.dir, path, parent, &mut self.buf);
                 Ok(0)
             }
-            TraceOp::QueryFile { handle } => {
-                // SAFETY: stat is plain data.
-                let mut st: libc::stat = unsafe { std::mem::zeroed() };
-                sys::fstat(self.fd(*handle)?, &mut st).map_err(failed(kind, "fstat")).map(|()| 0)
-            }
-            TraceOp::QueryFs => {
-                // SAFETY: statfs is plain data; valid fd and pointer.
-                let mut st: libc::statfs = unsafe { std::mem::zeroed() };
-                sys::status(unsafe { libc::fstatfs(self.dir, &mut st) }).map_err(failed(kind, "fstatfs")).map(|()| 0)
-            }
+            TraceOp::QueryFile { handle } => sys::fstat(self.fd(*handle)?).map_err(failed(kind, "fstat")).map(|_| 0),
+            TraceOp::QueryFs => sys::statfs_of(self.dir).map_err(failed(kind, "fstatfs")).map(|()| 0),
             TraceOp::SetFileInfo { handle } => {
-                let fd = self.fd(*handle)?;
-                // SAFETY: a null times pointer means "now" for both times.
-                sys::status(unsafe { libc::futimens(fd, std::ptr::null()) })
-                    .map_err(failed(kind, "futimens"))
-                    .map(|()| 0)
+                sys::touch(self.fd(*handle)?).map_err(failed(kind, "futimens")).map(|()| 0)
             }
             TraceOp::Lock { handle, offset, size, unlock, expect_ok } => {
                 // A client never conflicts with itself, so a recorded lock
@@ -152,7 +141,9 @@ impl<'a> Player<'a> {
         size: usize,
         write: bool,
     ) -> anyhow::Result<u64> {
-        let fd = self.fd(handle)?;
+        let Some(fd) = &self.fds[handle] else { return Err(self.not_open(handle)) };
+        // A negative offset is the kernel's to refuse (EINVAL), as it was.
+        let offset = offset as u64;
         if !write {
             return Ok(sys::pread(fd, &mut self.buf[..size], offset).map_err(failed(kind, "pread"))? as u64);
         }
@@ -166,14 +157,13 @@ impl<'a> Player<'a> {
     /// An NTCreateX's outcome kept in its handle's slot (a handle the trace
     /// reopens replaces the old one); a disagreement with the recorded
     /// status is tolerated, as dbench does.
-    fn keep_handle(&mut self, handle: usize, outcome: Result<RawFd, Errno>, expect_ok: bool) {
-        if expect_ok && self.fds[handle] >= 0 {
-            let _ = sys::close(self.fds[handle]);
-            self.fds[handle] = -1;
+    fn keep_handle(&mut self, handle: usize, outcome: Result<sys::BareFd, Errno>, expect_ok: bool) {
+        if expect_ok {
+            self.fds[handle] = None;
         }
         match (outcome, expect_ok) {
-            (Ok(fd), true) => self.fds[handle] = fd,
-            (Ok(fd), false) => drop(sys::close(fd)),
+            (Ok(fd), true) => self.fds[handle] = Some(fd),
+            (Ok(fd), false) => drop(fd.close()),
             (Err(_), _) => {}
         }
     }
@@ -183,10 +173,10 @@ impl<'a> Player<'a> {
     /// existing name; create option 0x1 asks for a directory, made first
     /// (an existing one is fine). A directory opened as a file is reopened
     /// as a directory.
-    fn create(&self, path: &CStr, directory: bool, disposition: u32) -> Result<RawFd, Errno> {
+    fn create(&self, path: &CStr, directory: bool, disposition: u32) -> Result<sys::BareFd, Errno> {
         if directory {
             let _ = sys::mkdirat(self.dir, path, 0o700);
-            return sys::openat(self.dir, path, libc::O_RDONLY | libc::O_DIRECTORY, 0);
+            return sys::open_bare(self.dir, path, libc::O_RDONLY | libc::O_DIRECTORY, 0);
         }
         let flags = libc::O_RDWR
             | match disposition {
@@ -194,19 +184,9 @@ impl<'a> Player<'a> {
                 4 | 5 => libc::O_CREAT | libc::O_TRUNC,
                 _ => 0,
             };
-        match sys::openat(self.dir, path, flags, 0o600) {
-            Err(libc::EISDIR) => sys::openat(self.dir, path, libc::O_RDONLY | libc::O_DIRECTORY, 0),
+        match sys::open_bare(self.dir, path, flags, 0o600) {
+            Err(libc::EISDIR) => sys::open_bare(self.dir, path, libc::O_RDONLY | libc::O_DIRECTORY, 0),
             done => done,
-        }
-    }
-}
-
-impl Drop for Player<'_> {
-    fn drop(&mut self) {
-        for &fd in &self.fds {
-            if fd >= 0 {
-                let _ = sys::close(fd);
-            }
         }
     }
 }
@@ -227,11 +207,11 @@ fn expect(kind: &str, path: &CStr, done: Result<(), Errno>, expect_ok: bool, cal
 /// Calls `each` with every entry name of directory `dir` below `base`
 /// (`.` and `..` included) until it returns false; nothing if `dir` cannot
 /// be opened.
-fn scan_dir(base: RawFd, dir: &CStr, buf: &mut [u8], mut each: impl FnMut(&[u8], u8) -> bool) {
-    let Ok(fd) = sys::openat(base, dir, libc::O_RDONLY | libc::O_DIRECTORY, 0) else { return };
+fn scan_dir(base: BorrowedFd<'_>, dir: &CStr, buf: &mut [u8], mut each: impl FnMut(&[u8], u8) -> bool) {
+    let Ok(fd) = sys::open_bare(base, dir, libc::O_RDONLY | libc::O_DIRECTORY, 0) else { return };
     let mut scratch = [0u8; 8192];
     let buf: &mut [u8] = if buf.len() >= 8192 { buf } else { &mut scratch };
-    'reading: while let Ok(filled) = sys::getdents64(fd, buf) {
+    'reading: while let Ok(filled) = sys::getdents64(&fd, buf) {
         if filled == 0 {
             break;
         }
@@ -241,11 +221,10 @@ fn scan_dir(base: RawFd, dir: &CStr, buf: &mut [u8], mut each: impl FnMut(&[u8],
             }
         }
     }
-    let _ = sys::close(fd);
 }
 
 /// A FIND_FIRST listing: up to `max` entries of `dir`.
-fn list_dir(base: RawFd, dir: &CStr, max: usize, buf: &mut [u8]) {
+fn list_dir(base: BorrowedFd<'_>, dir: &CStr, max: usize, buf: &mut [u8]) {
     let mut left = max;
     scan_dir(base, dir, buf, |_, _| {
         left = left.saturating_sub(1);
@@ -255,10 +234,8 @@ fn list_dir(base: RawFd, dir: &CStr, max: usize, buf: &mut [u8]) {
 
 /// dbench's `resolve_name`: a stat of the name, and when it is missing, a
 /// case-insensitive search of its directory `parent` (what an SMB server does).
-fn resolve(base: RawFd, path: &CStr, parent: &CStr, buf: &mut [u8]) {
-    // SAFETY: stat is plain data.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    if sys::fstatat(base, path, &mut st, 0).is_ok() {
+fn resolve(base: BorrowedFd<'_>, path: &CStr, parent: &CStr, buf: &mut [u8]) {
+    if sys::fstatat(base, path, 0).is_ok() {
         return;
     }
     let bytes = path.to_bytes();
@@ -268,7 +245,7 @@ fn resolve(base: RawFd, path: &CStr, parent: &CStr, buf: &mut [u8]) {
 
 /// dbench's Deltree: every file below `dir` is unlinked, recursively;
 /// directories stay. Failures are ignored, as dbench ignores them.
-fn remove_files(base: RawFd, dir: &CStr, buf: &mut [u8]) {
+fn remove_files(base: BorrowedFd<'_>, dir: &CStr, buf: &mut [u8]) {
     let mut names: Vec<(Vec<u8>, u8)> = Vec::new();
     scan_dir(base, dir, buf, |name, d_type| {
         if name != b"." && name != b".." {
@@ -283,12 +260,8 @@ fn remove_files(base: RawFd, dir: &CStr, buf: &mut [u8]) {
         let Ok(path) = std::ffi::CString::new(path) else { continue };
         let is_dir = match d_type {
             libc::DT_DIR => true,
-            libc::DT_UNKNOWN => {
-                // SAFETY: stat is plain data.
-                let mut st: libc::stat = unsafe { std::mem::zeroed() };
-                sys::fstatat(base, &path, &mut st, libc::AT_SYMLINK_NOFOLLOW).is_ok()
-                    && st.st_mode & libc::S_IFMT == libc::S_IFDIR
-            }
+            libc::DT_UNKNOWN => sys::fstatat(base, &path, libc::AT_SYMLINK_NOFOLLOW)
+                .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR),
             _ => false,
         };
         if is_dir {
@@ -305,16 +278,13 @@ fn failed(kind: &'static str, call: &'static str) -> impl Fn(Errno) -> anyhow::E
 }
 
 /// `fcntl(F_SETLK)` of a write lock on (`unlock`: an unlock of) `size` bytes at `offset`.
-fn lock(fd: RawFd, offset: i64, size: i64, unlock: bool) -> Result<(), Errno> {
-    // SAFETY: flock is plain data.
-    let mut lock: libc::flock = unsafe { std::mem::zeroed() };
-    lock.l_type = if unlock { libc::F_UNLCK } else { libc::F_WRLCK } as libc::c_short;
-    lock.l_whence = libc::SEEK_SET as libc::c_short;
-    lock.l_start = offset;
-    lock.l_len = size;
-    // SAFETY: valid fd and flock pointer.
-    match unsafe { libc::fcntl(fd, libc::F_SETLK, &lock) } {
-        0 => Ok(()),
-        _ => Err(sys::last_errno()),
-    }
+fn lock(fd: BorrowedFd<'_>, offset: i64, size: i64, unlock: bool) -> Result<(), Errno> {
+    let lock = libc::flock {
+        l_type: if unlock { libc::F_UNLCK } else { libc::F_WRLCK } as libc::c_short,
+        l_whence: libc::SEEK_SET as libc::c_short,
+        l_start: offset,
+        l_len: size,
+        l_pid: 0,
+    };
+    sys::set_lock(fd, libc::F_SETLK, &lock)
 }

@@ -29,7 +29,7 @@ use crate::sys;
 /// so that reclaim can evict it; on a filesystem fsscale made (`made`) a
 /// freeze and thaw also checkpoint the journal, which otherwise pins the
 /// metadata setup wrote (the tree's directories and inodes) until it wraps.
-fn set_memory_limit(scratch_fd: i32, limit: &LimitSwitch, made: bool) -> Result<()> {
+fn set_memory_limit(scratch_fd: std::os::fd::BorrowedFd<'_>, limit: &LimitSwitch, made: bool) -> Result<()> {
     if made {
         sys::freeze_and_thaw(scratch_fd);
     }
@@ -60,8 +60,7 @@ fn coordinate_fixed_work(
     // What setup wrote (traverse's copy of the tree, --setup, --prepare) is
     // written back now, untimed, so that neither the job nor the sync after
     // it pays for it: both then account for the job's own writes only.
-    // SAFETY: syncfs on a directory descriptor this run holds open.
-    unsafe { libc::syncfs(plan.scratch_fd) };
+    sys::syncfs(plan.scratch_fd);
     if let Some(limit) = &timing.memory {
         set_memory_limit(plan.scratch_fd, limit, timing.device.is_some())?;
     }
@@ -175,8 +174,7 @@ pub(super) fn coordinate(
     wait_ready(&mut watch, workers)?;
     run_prepare(plan)?;
     if let Some(limit) = &timing.memory {
-        // SAFETY: syncfs on a directory descriptor this run holds open.
-        unsafe { libc::syncfs(plan.scratch_fd) };
+        sys::syncfs(plan.scratch_fd);
         set_memory_limit(plan.scratch_fd, limit, timing.device.is_some())?;
     }
     let mut instruments = RunInstruments::arm(&timing.instruments, &region.tids(), plan.workload, &plan.options)?;
@@ -314,10 +312,13 @@ fn sample_window(
 /// Fixed work is done, but what it wrote may still be in the page cache:
 /// `syncfs` on the run's filesystem, timed, with the device's I/O from the
 /// end of the window (`window_end`) until it returned.
-fn writeback(scratch_fd: i32, timing: &Timing, window_end: Option<DeviceSnapshot>) -> Writeback {
+fn writeback(
+    scratch_fd: std::os::fd::BorrowedFd<'_>,
+    timing: &Timing,
+    window_end: Option<DeviceSnapshot>,
+) -> Writeback {
     let start = sys::monotonic_ns();
-    // SAFETY: syncfs on a directory descriptor this run holds open.
-    unsafe { libc::syncfs(scratch_fd) };
+    sys::syncfs(scratch_fd);
     let sync_s = (sys::monotonic_ns() - start) as f64 / 1e9;
     let after = timing.device.as_deref().and_then(DeviceSnapshot::read);
     Writeback { sync_s, device_io: window_end.zip(after).map(|(a, b)| a.delta(&b)) }

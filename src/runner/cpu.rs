@@ -116,8 +116,7 @@ impl CpuTicks {
 }
 
 pub(super) fn clock_hz() -> f64 {
-    // SAFETY: sysconf has no preconditions.
-    unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64
+    crate::sys::clock_ticks_per_second() as f64
 }
 
 /// The `/proc/<pid>/stat` of every kernel thread (kthreadd, pid 2, and its
@@ -194,8 +193,7 @@ mod tests {
 
     #[test]
     fn others_share_is_busy_time_not_the_runs_own() {
-        // SAFETY: sysconf has no preconditions.
-        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+        let hz = crate::sys::clock_ticks_per_second() as f64;
         // 200 ticks (2 CPUs × 1 s at 100 Hz): 150 busy, 50 idle.
         let a = CpuTicks::parse("cpu  0 0 0 0 0 0 0 0\n");
         let b = CpuTicks::parse("cpu  100 0 50 40 10 0 0 0\n");

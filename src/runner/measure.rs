@@ -120,7 +120,7 @@ fn measure(scratch: &Scratch, job: RunJob<'_>) -> Result<RunRecord> {
 /// coordinator prepared in it for the point.
 #[derive(Clone, Copy)]
 pub(super) struct Place<'a> {
-    pub fd: i32,
+    pub fd: std::os::fd::BorrowedFd<'a>,
     pub path: &'a std::path::Path,
     pub point: &'a workloads::PointState,
 }

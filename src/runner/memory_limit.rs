@@ -160,7 +160,7 @@ impl MemoryLimit {
         })?;
         let procs = sys::cstring(&dir.join("cgroup.procs"))
             .ok()
-            .and_then(|c| sys::open_owned(libc::AT_FDCWD, &c, libc::O_WRONLY | libc::O_CLOEXEC, 0).ok());
+            .and_then(|c| sys::open(sys::CWD, &c, libc::O_WRONLY | libc::O_CLOEXEC, 0).ok());
         let Some(procs) = procs else {
             let _ = std::fs::remove_dir(&dir);
             bail!("--memory-limit: cannot open {}/cgroup.procs of the cgroup it made", dir.display());

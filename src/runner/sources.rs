@@ -58,7 +58,7 @@ fn prepare_tree(options: &MacroOptions, with_tarball: bool, progress: &mut dyn P
         Some(tree) => {
             // Without blocking: a FIFO there is refused, not waited on.
             let dir = sys::open_dir_input(tree).with_context(|| format!("--tree {}", tree.display()))?;
-            let (contents, digest) = archive::tally_with_digest(std::os::fd::AsRawFd::as_raw_fd(&dir))
+            let (contents, digest) = archive::tally_with_digest(std::os::fd::AsFd::as_fd(&dir))
                 .with_context(|| format!("--tree {}", tree.display()))?;
             (contents, Some(digest))
         }

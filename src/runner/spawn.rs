@@ -80,8 +80,8 @@ pub(super) fn run_processes(plan: &WorkerPlan<'_>, timing: &Timing, gate: Option
             signals::detach_worker(parent);
             sys::name_worker(plan.first + index);
             worker::in_memory_cgroup(plan, index..index + 1, || worker_main(plan, index));
-            // SAFETY: ends the child without running any parent-owned destructor.
-            unsafe { libc::_exit(0) };
+            // No destructor of the parent's state runs in the child.
+            sys::exit_now(0);
         }
         if pid < 0 {
             let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
@@ -127,24 +127,21 @@ fn reap(children: &[libc::pid_t], grace: Duration) -> Result<()> {
     let deadline = sys::monotonic_ns() + grace.as_nanos() as u64;
     let mut problem = None;
     for (index, &pid) in children.iter().enumerate() {
-        let mut status = 0;
         let waited = loop {
-            // SAFETY: waiting for our own child.
-            let waited = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
-            if waited != 0 {
-                break waited;
+            match sys::wait_child(pid, false) {
+                Ok(None) => {}
+                done => break done,
             }
             if sys::monotonic_ns() >= deadline {
                 // Still there after the grace period (stuck in a system call, or stopped): kill it.
-                // SAFETY: signalling and then waiting for our own child.
-                unsafe { libc::kill(pid, libc::SIGKILL) };
+                let _ = sys::send_signal(pid, libc::SIGKILL);
                 problem.get_or_insert_with(|| format!("worker {index} did not stop within {grace:?} and was killed"));
-                // SAFETY: as above.
-                break unsafe { libc::waitpid(pid, &mut status, 0) };
+                break sys::wait_child(pid, true);
             }
             std::thread::sleep(Duration::from_micros(200));
         };
-        if waited == pid && libc::WIFSIGNALED(status) && libc::WTERMSIG(status) != libc::SIGKILL {
+        let Ok(Some(status)) = waited else { continue };
+        if libc::WIFSIGNALED(status) && libc::WTERMSIG(status) != libc::SIGKILL {
             problem.get_or_insert_with(|| format!("worker {index} died ({})", signals::name(libc::WTERMSIG(status))));
         }
     }
@@ -169,8 +166,8 @@ pub(super) fn run_threads_in_host(plan: &WorkerPlan<'_>, timing: &Timing, gate: 
         worker::in_memory_cgroup(plan, 0..plan.region.workers(), || {
             spawned = with_threads(plan, |started| started.map(drop));
         });
-        // SAFETY: ends the child without running any parent-owned destructor.
-        unsafe { libc::_exit(if spawned.is_ok() { 0 } else { 1 }) };
+        // No destructor of the parent's state runs in the child.
+        sys::exit_now(if spawned.is_ok() { 0 } else { 1 });
     }
     if pid < 0 {
         let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);

@@ -271,25 +271,21 @@ enum ChildState {
 
 /// A child's state without reaping it (`WNOWAIT`).
 fn child_state(pid: libc::pid_t) -> ChildState {
-    // SAFETY: siginfo_t is plain data; waitid fills it for our own child.
-    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-    let flags = libc::WEXITED | libc::WSTOPPED | libc::WCONTINUED | libc::WNOHANG | libc::WNOWAIT;
-    // SAFETY: valid pointer; P_PID of a child of this process.
-    let ret = unsafe { libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, flags) };
-    // SAFETY: the kernel filled si_pid and si_status (zero when nothing changed).
-    let (who, status) = unsafe { (info.si_pid(), info.si_status()) };
-    if ret != 0 {
-        // ECHILD: already reaped, which only the reaper does after the watch.
-        return ChildState::Running;
-    }
-    if who == 0 {
-        return ChildState::Running;
-    }
-    match info.si_code {
-        libc::CLD_EXITED => ChildState::Exited(format!("exited with status {status}")),
-        libc::CLD_KILLED | libc::CLD_DUMPED => ChildState::Exited(format!("killed by {}", signals::name(status))),
-        libc::CLD_STOPPED | libc::CLD_TRAPPED => ChildState::Stopped(status),
-        libc::CLD_CONTINUED => ChildState::Continued,
-        _ => ChildState::Running,
+    use rustix::process::{waitid, Pid, WaitId, WaitIdOptions as W};
+    let Some(pid) = Pid::from_raw(pid) else { return ChildState::Running };
+    let flags = W::EXITED | W::STOPPED | W::CONTINUED | W::NOHANG | W::NOWAIT;
+    // ECHILD: already reaped, which only the reaper does after the watch;
+    // `None`: nothing changed.
+    let Ok(Some(info)) = waitid(WaitId::Pid(pid), flags) else { return ChildState::Running };
+    if let Some(status) = info.exit_status() {
+        ChildState::Exited(format!("exited with status {status}"))
+    } else if let Some(signal) = info.terminating_signal() {
+        ChildState::Exited(format!("killed by {}", signals::name(signal)))
+    } else if let Some(signal) = info.stopping_signal().or(info.trapping_signal()) {
+        ChildState::Stopped(signal)
+    } else if info.continued() {
+        ChildState::Continued
+    } else {
+        ChildState::Running
     }
 }

@@ -1,6 +1,7 @@
 //! What one worker does: set up its files, wait at the barrier, run the hot
 //! loop until told to stop. The same body runs in a forked process or a thread.
 
+use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::Result;
@@ -25,7 +26,7 @@ pub(super) struct WorkerPlan<'a> {
     /// The worker index of this process's first slot in `region`: 0 on one
     /// machine, where all workers are here; a rank's worker under MPI.
     pub first: usize,
-    pub scratch_fd: i32,
+    pub scratch_fd: std::os::fd::BorrowedFd<'a>,
     pub scratch_path: &'a std::path::Path,
     pub tree: Option<&'a TreeSource>,
     pub command: Option<&'a CommandSpec>,
@@ -97,14 +98,14 @@ fn run_worker(plan: &WorkerPlan<'_>, slot: usize) -> Result<()> {
         sys::mkdirat(plan.scratch_fd, &label_c, 0o700)
             .map_err(|e| anyhow::anyhow!("mkdirat(\"{label}\") failed: {}", sys::errno_text(e)))?;
     }
-    let dir = sys::openat(plan.scratch_fd, &label_c, libc::O_RDONLY | libc::O_DIRECTORY, 0)
+    let dir = sys::open(plan.scratch_fd, &label_c, libc::O_RDONLY | libc::O_DIRECTORY, 0)
         .map_err(|e| anyhow::anyhow!("openat(\"{label}\") failed: {}", sys::errno_text(e)))?;
     let env = WorkerEnv {
         workload: plan.workload,
         index,
         workers: plan.workers,
         share: plan.share,
-        dir,
+        dir: dir.as_fd(),
         dir_label: &label,
         scratch_path: plan.scratch_path,
         point: plan.point,
@@ -123,7 +124,6 @@ fn run_worker(plan: &WorkerPlan<'_>, slot: usize) -> Result<()> {
         },
         Err(error) => Err(error),
     };
-    let _ = sys::close(dir);
     outcome
 }
 

@@ -9,7 +9,7 @@
 //! another filesystem mounted inside.
 
 use std::ffi::{CStr, CString};
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -53,13 +53,13 @@ impl Scratch {
     /// Makes a fresh scratch directory inside `parent`.
     pub fn create(parent: &Path) -> Result<Scratch> {
         let parent_c = sys::cstring(parent)?;
-        let parent_fd = sys::open_owned(libc::AT_FDCWD, &parent_c, libc::O_RDONLY | libc::O_DIRECTORY, 0)
-            .map_err(|e| dir_error(parent, e))?;
+        let parent_fd =
+            sys::open(sys::CWD, &parent_c, libc::O_RDONLY | libc::O_DIRECTORY, 0).map_err(|e| dir_error(parent, e))?;
         let token = sys::random_hex(16);
         let name =
             format!("{PREFIX}{}-{}-{}", std::process::id(), SEQUENCE.fetch_add(1, Ordering::Relaxed), &token[..8]);
         let name_c = sys::cname(&name);
-        sys::mkdirat(parent_fd.as_raw_fd(), &name_c, 0o700).map_err(|e| {
+        sys::mkdirat(&parent_fd, &name_c, 0o700).map_err(|e| {
             anyhow::anyhow!(
                 "cannot create a scratch directory in {}: {}; --dir must be a writable directory",
                 parent.display(),
@@ -69,12 +69,12 @@ impl Scratch {
         // Whatever fails from here (a full filesystem, no descriptor left)
         // takes the new directory and its marker with it: nothing half-made stays.
         let text = marker_text(std::process::id(), &token);
-        let made = open_made(parent_fd.as_raw_fd(), &parent.join(&name), &name_c, &text);
+        let made = open_made(parent_fd.as_fd(), &parent.join(&name), &name_c, &text);
         let (dir, st, path, mount, marker) = match made {
             Ok(made) => made,
             Err(error) => {
-                let _ = sys::unlinkat(parent_fd.as_raw_fd(), &sys::cname(&format!("{name}/{MARKER}")), 0);
-                let _ = sys::unlinkat(parent_fd.as_raw_fd(), &name_c, libc::AT_REMOVEDIR);
+                let _ = sys::unlinkat(&parent_fd, &sys::cname(&format!("{name}/{MARKER}")), 0);
+                let _ = sys::unlinkat(&parent_fd, &name_c, libc::AT_REMOVEDIR);
                 return Err(error);
             }
         };
@@ -93,8 +93,8 @@ impl Scratch {
         })
     }
 
-    pub fn fd(&self) -> RawFd {
-        self.dir.as_raw_fd()
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        self.dir.as_fd()
     }
 
     pub fn path(&self) -> &Path {
@@ -115,9 +115,7 @@ impl Scratch {
 
     fn remove_inner(&mut self) -> Result<()> {
         let shown = self.path.display();
-        // SAFETY: stat is plain data.
-        let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        sys::fstatat(self.parent.as_raw_fd(), &self.name, &mut st, libc::AT_SYMLINK_NOFOLLOW)
+        let st = sys::fstatat(&self.parent, &self.name, libc::AT_SYMLINK_NOFOLLOW)
             .map_err(|e| anyhow::anyhow!("scratch directory {shown} vanished: {}", sys::errno_text(e)))?;
         if st.st_dev != self.dev || st.st_ino != self.ino {
             bail!("scratch directory {shown} was replaced by something else; not removing it");
@@ -132,7 +130,7 @@ impl Scratch {
         // hidden `.nfs*`/`.fuse_hidden*` entry until its last close, and the
         // directory would not be empty.
         let mut lock = self.marker_lock.take();
-        remove_proven(self.parent.as_raw_fd(), &self.name, self.fd(), self.mount, &self.path, &mut || drop(lock.take()))
+        remove_proven(self.parent.as_fd(), &self.name, self.fd(), self.mount, &self.path, &mut || drop(lock.take()))
     }
 }
 
@@ -145,28 +143,24 @@ fn marker_text(pid: u32, token: &str) -> String {
 /// Workloads that look up absolute paths use that real path, resolved once
 /// through the descriptor, never `--dir`'s symbolic links again.
 fn open_made(
-    parent: RawFd,
+    parent: BorrowedFd<'_>,
     given: &Path,
     name: &CStr,
     marker: &str,
-) -> Result<(OwnedFd, libc::stat, PathBuf, u64, std::fs::File)> {
+) -> Result<(OwnedFd, sys::Stat, PathBuf, u64, std::fs::File)> {
     use std::os::unix::fs::MetadataExt;
-    let dir = sys::open_owned(parent, name, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW, 0)
+    let dir = sys::open(parent, name, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW, 0)
         .map_err(|e| anyhow::anyhow!("opening scratch directory {}: {}", given.display(), sys::errno_text(e)))?;
-    // SAFETY: stat is plain data.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    sys::fstat(dir.as_raw_fd(), &mut st).map_err(|e| anyhow::anyhow!("{}: {}", given.display(), sys::errno_text(e)))?;
-    let path =
-        sys::fd_path(dir.as_raw_fd()).with_context(|| format!("resolving scratch directory {}", given.display()))?;
+    let st = sys::fstat(&dir).map_err(|e| anyhow::anyhow!("{}: {}", given.display(), sys::errno_text(e)))?;
+    let path = sys::fd_path(&dir).with_context(|| format!("resolving scratch directory {}", given.display()))?;
     if !std::fs::symlink_metadata(&path).is_ok_and(|m| m.dev() == st.st_dev && m.ino() == st.st_ino) {
         bail!("scratch directory {} is not reachable by its own path; pass a plain --dir", path.display());
     }
-    let mount = sys::mount_id(dir.as_raw_fd())
-        .map_err(|e| anyhow::anyhow!("{}: statx: {}", path.display(), sys::errno_text(e)))?;
+    let mount =
+        sys::mount_id(&dir).map_err(|e| anyhow::anyhow!("{}: statx: {}", path.display(), sys::errno_text(e)))?;
     // The umask may have narrowed the mode; 0700 exactly is the contract.
-    // SAFETY: plain syscall on an fd we own.
-    unsafe { libc::fchmod(dir.as_raw_fd(), 0o700) };
-    let written = crate::lockfile::create_locked(dir.as_raw_fd(), &sys::cname(MARKER), 0o600)
+    let _ = sys::fchmod(&dir, 0o700);
+    let written = crate::lockfile::create_locked(&dir, &sys::cname(MARKER), 0o600)
         .map_err(std::io::Error::from_raw_os_error)
         .and_then(|mut file| std::io::Write::write_all(&mut file, marker.as_bytes()).map(|()| file));
     let file = written.with_context(|| format!("writing {MARKER} in {}", path.display()))?;
@@ -240,11 +234,10 @@ pub(crate) fn dead_scratches(parent: &Path) -> Result<Vec<DeadScratch>> {
 /// `Some(pid)` when `path` is a scratch directory of fsscale's that no live
 /// run holds; `None` when it is held (alive). Errors: not fsscale's.
 fn probe_dead(path: &Path) -> Result<Option<Option<u32>>> {
-    let dir =
-        sys::open_owned(libc::AT_FDCWD, &sys::cstring(path)?, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW, 0)
-            .map_err(|e| anyhow::anyhow!("{}: {}", path.display(), sys::errno_text(e)))?;
+    let dir = sys::open(sys::CWD, &sys::cstring(path)?, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW, 0)
+        .map_err(|e| anyhow::anyhow!("{}: {}", path.display(), sys::errno_text(e)))?;
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let marker = match crate::lockfile::lock_if_unheld(dir.as_raw_fd(), &sys::cname(MARKER)) {
+    let marker = match crate::lockfile::lock_if_unheld(&dir, &sys::cname(MARKER)) {
         Ok(Some(marker)) => marker,
         Ok(None) => return Ok(None), // a live run holds it
         Err(libc::ENOENT) if stillborn(&dir, &name, false) => return Ok(Some(None)),
@@ -292,15 +285,14 @@ pub(crate) fn remove_dead(path: &Path) -> Result<()> {
     }
     let name = path.file_name().ok_or_else(|| anyhow::anyhow!("{} has no name", path.display()))?;
     let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let parent_fd = sys::open_owned(libc::AT_FDCWD, &sys::cstring(parent)?, libc::O_RDONLY | libc::O_DIRECTORY, 0)
+    let parent_fd = sys::open(sys::CWD, &sys::cstring(parent)?, libc::O_RDONLY | libc::O_DIRECTORY, 0)
         .map_err(|e| anyhow::anyhow!("{}: {}", parent.display(), sys::errno_text(e)))?;
     let name = sys::cstring(Path::new(name))?;
     let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW;
-    let dir = sys::open_owned(parent_fd.as_raw_fd(), &name, flags, 0)
+    let dir = sys::open(&parent_fd, &name, flags, 0)
         .map_err(|e| anyhow::anyhow!("opening {}: {}", path.display(), sys::errno_text(e)))?;
-    let mount = sys::mount_id(dir.as_raw_fd())
-        .map_err(|e| anyhow::anyhow!("statx {}: {}", path.display(), sys::errno_text(e)))?;
-    remove_proven(parent_fd.as_raw_fd(), &name, dir.as_raw_fd(), mount, path, &mut || {})
+    let mount = sys::mount_id(&dir).map_err(|e| anyhow::anyhow!("statx {}: {}", path.display(), sys::errno_text(e)))?;
+    remove_proven(parent_fd.as_fd(), &name, dir.as_fd(), mount, path, &mut || {})
 }
 
 /// Removes scratch directory `name` in `parent` (open as `dir`, on mount
@@ -310,9 +302,9 @@ pub(crate) fn remove_dead(path: &Path) -> Result<()> {
 /// Removes the proven scratch directory `dir` (`name` in `parent`): its
 /// contents (never across a mount), then, after `unlock`, its marker and itself.
 fn remove_proven(
-    parent: RawFd,
+    parent: BorrowedFd<'_>,
     name: &std::ffi::CStr,
-    dir: RawFd,
+    dir: BorrowedFd<'_>,
     mount: u64,
     path: &Path,
     unlock: &mut dyn FnMut(),
@@ -337,9 +329,9 @@ fn remove_proven(
         .map_err(|e| anyhow::anyhow!("removing scratch directory {}: {}", path.display(), sys::errno_text(e)))
 }
 
-fn read_small_file(dir: RawFd, name: &str) -> Option<String> {
+fn read_small_file(dir: BorrowedFd<'_>, name: &str) -> Option<String> {
     // Non-blocking and a regular file only: a FIFO there is not waited on.
-    let fd = sys::open_owned(dir, &sys::cname(name), libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK, 0).ok()?;
+    let fd = sys::open(dir, &sys::cname(name), libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK, 0).ok()?;
     let file = std::fs::File::from(fd);
     if !file.metadata().ok()?.is_file() {
         return None;
@@ -350,12 +342,12 @@ fn read_small_file(dir: RawFd, name: &str) -> Option<String> {
 }
 
 /// Entries of a directory (without `.` and `..`), with their `d_type`.
-fn list(dir: RawFd) -> Result<Vec<(CString, u8)>, Errno> {
-    let fd = sys::open_owned(dir, c".", libc::O_RDONLY | libc::O_DIRECTORY, 0)?;
+fn list(dir: BorrowedFd<'_>) -> Result<Vec<(CString, u8)>, Errno> {
+    let fd = sys::open(dir, c".", libc::O_RDONLY | libc::O_DIRECTORY, 0)?;
     let mut buf = vec![0u8; 64 * 1024];
     let mut entries = Vec::new();
     loop {
-        let filled = sys::getdents64(fd.as_raw_fd(), &mut buf)?;
+        let filled = sys::getdents64(&fd, &mut buf)?;
         if filled == 0 {
             return Ok(entries);
         }
@@ -373,7 +365,7 @@ fn list(dir: RawFd) -> Result<Vec<(CString, u8)>, Errno> {
 /// not the thread's: a tree 5,000 directories deep (a tarball's) is removed
 /// like any other, one descriptor a level.
 fn remove_contents(
-    dir: RawFd,
+    dir: BorrowedFd<'_>,
     mount: u64,
     path: &Path,
     mounts: &mut Vec<PathBuf>,
@@ -392,7 +384,7 @@ fn remove_contents(
     let fail = |what: &str, at: &Path, name: &std::ffi::CStr, e: Errno| {
         anyhow::anyhow!("{what} {}: {}", at.join(name.to_string_lossy().as_ref()).display(), sys::errno_text(e))
     };
-    let listed = |fd: RawFd, at: &Path| {
+    let listed = |fd: BorrowedFd<'_>, at: &Path| {
         list(fd).map_err(|e| anyhow::anyhow!("listing {}: {}", at.display(), sys::errno_text(e)))
     };
     let mut stack = vec![Level {
@@ -405,7 +397,7 @@ fn remove_contents(
     loop {
         let at_top = stack.len() == 1;
         let Some(top) = stack.last_mut() else { break };
-        let here = top.fd.as_ref().map_or(dir, |fd| fd.as_raw_fd());
+        let here = top.fd.as_ref().map_or(dir, |fd| fd.as_fd());
         let Some((name, d_type)) = top.entries.next() else {
             let done = stack.pop().expect("a level is there");
             let (Some(name), Some(above)) = (done.name, stack.last()) else { continue };
@@ -413,7 +405,7 @@ fn remove_contents(
             if mounts.len() > done.mounts_before {
                 continue; // a mount below keeps this directory
             }
-            let parent = above.fd.as_ref().map_or(dir, |fd| fd.as_raw_fd());
+            let parent = above.fd.as_ref().map_or(dir, |fd| fd.as_fd());
             sys::unlinkat(parent, &name, libc::AT_REMOVEDIR).map_err(|e| fail("removing", &above.path, &name, e))?;
             continue;
         };
@@ -424,10 +416,8 @@ fn remove_contents(
         let is_dir = match d_type {
             libc::DT_DIR => true,
             libc::DT_UNKNOWN => {
-                // SAFETY: stat is plain data.
-                let mut st: libc::stat = unsafe { std::mem::zeroed() };
-                sys::fstatat(here, &name, &mut st, libc::AT_SYMLINK_NOFOLLOW)
-                    .map_err(|e| fail("stat", at, &name, e))?;
+                let st =
+                    sys::fstatat(here, &name, libc::AT_SYMLINK_NOFOLLOW).map_err(|e| fail("stat", at, &name, e))?;
                 st.st_mode & libc::S_IFMT == libc::S_IFDIR
             }
             _ => false,
@@ -441,14 +431,14 @@ fn remove_contents(
             }
             continue;
         }
-        let sub = sys::open_owned(here, &name, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW, 0)
+        let sub = sys::open(here, &name, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW, 0)
             .map_err(|e| fail("opening", at, &name, e))?;
         let sub_path = at.join(name.to_string_lossy().as_ref());
-        if sys::mount_id(sub.as_raw_fd()).map_err(|e| fail("statx", at, &name, e))? != mount {
+        if sys::mount_id(&sub).map_err(|e| fail("statx", at, &name, e))? != mount {
             mounts.push(sub_path);
             continue;
         }
-        let entries = listed(sub.as_raw_fd(), &sub_path)?.into_iter();
+        let entries = listed(sub.as_fd(), &sub_path)?.into_iter();
         let mounts_before = mounts.len();
         stack.push(Level { fd: Some(sub), path: sub_path, entries, name: Some(name), mounts_before });
     }

@@ -57,7 +57,7 @@ impl RunRegistration {
         let state = state_dir()?;
         sys::ensure_private_dir(&state, "state directory").ok()?;
         let path = state.join(format!("{PREFIX}{}-{}.json", std::process::id(), sys::random_hex(4)));
-        let mut file = lockfile::create_locked(libc::AT_FDCWD, &sys::cstring(&path).ok()?, 0o600).ok()?;
+        let mut file = lockfile::create_locked(crate::sys::CWD, &sys::cstring(&path).ok()?, 0o600).ok()?;
         let dirs = dirs.iter().filter_map(|d| std::fs::canonicalize(d).ok()).collect();
         let results = std::path::absolute(results).ok();
         let entry = RunEntry { pid: std::process::id(), dirs, results };
@@ -86,7 +86,7 @@ pub fn dead_runs() -> Vec<DeadRun> {
         }
         let path = dirent.path();
         let Ok(cpath) = sys::cstring(&path) else { continue };
-        let Ok(Some(file)) = lockfile::lock_if_unheld(libc::AT_FDCWD, &cpath) else { continue };
+        let Ok(Some(file)) = lockfile::lock_if_unheld(crate::sys::CWD, &cpath) else { continue };
         let entry: Option<RunEntry> = std::io::read_to_string(&file).ok().and_then(|t| serde_json::from_str(&t).ok());
         let (dirs, results) = entry.map(|e| (e.dirs, e.results)).unwrap_or_default();
         dead.push(DeadRun { entry: path, dirs, results });

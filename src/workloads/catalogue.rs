@@ -4,7 +4,7 @@
 //! for a point, and how its workers work (a loop's op driven by the
 //! runner's generic hot loop, a fixed-work job, or replay).
 
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsFd, BorrowedFd};
 
 use anyhow::{Context, Result};
 
@@ -132,7 +132,7 @@ pub fn prepare_point(
     workload: Workload,
     share: Share,
     workers: usize,
-    scratch: RawFd,
+    scratch: BorrowedFd<'_>,
     tree: Option<&TreeSource>,
     options: &WorkloadOptions,
 ) -> Result<PointState> {
@@ -144,9 +144,9 @@ pub fn prepare_point(
     let shared = sys::cname(SHARED_DIR);
     sys::mkdirat(scratch, &shared, 0o700)
         .map_err(|e| anyhow::anyhow!("creating directory \"{SHARED_DIR}\": {}", sys::errno_text(e)))?;
-    let dir = sys::open_owned(scratch, &shared, libc::O_RDONLY | libc::O_DIRECTORY, 0)
+    let dir = sys::open(scratch, &shared, libc::O_RDONLY | libc::O_DIRECTORY, 0)
         .map_err(|e| anyhow::anyhow!("opening directory \"{SHARED_DIR}\": {}", sys::errno_text(e)))?;
-    let dir = dir.as_raw_fd();
+    let dir = dir.as_fd();
     let what = || format!("{workload} setup in \"{SHARED_DIR}\"");
     match workload {
         w if w.takes_lookup_shape() && !lookup.is_default() => {

@@ -8,11 +8,11 @@
 //! file (the sequential ones: one open file description, one position).
 
 use std::ffi::{CStr, CString};
-use std::os::fd::RawFd;
+use std::os::fd::BorrowedFd;
 
 use anyhow::Result;
 
-use super::{close_quietly, create_file, Description, Op, Share, SysError, WorkerEnv, WorkerFile, Workload, FILE};
+use super::{create_file, Description, Op, Share, SysError, WorkerEnv, WorkerFile, Workload, FILE};
 use crate::sys::{self, Errno};
 
 /// The size of one read or write.
@@ -101,7 +101,7 @@ pub(super) const APPEND: Description = Description {
     same: Err("appends already all go to the end of one file at --share shared"),
 };
 
-pub(super) fn prepare_shared(workload: Workload, share: Share, workers: usize, dir: RawFd) -> Result<()> {
+pub(super) fn prepare_shared(workload: Workload, share: Share, workers: usize, dir: BorrowedFd<'_>) -> Result<()> {
     let len = match (workload, share) {
         (Workload::Append, _) => 0,
         (_, Share::Shared) => (workers * DATA_BLOCK) as u64,
@@ -112,7 +112,7 @@ pub(super) fn prepare_shared(workload: Workload, share: Share, workers: usize, d
 }
 
 /// Opens the worker's data file, creating it first when it is the worker's own.
-fn open_data_file(env: &WorkerEnv<'_>, flags: libc::c_int, len: u64) -> Result<(CString, RawFd)> {
+fn open_data_file(env: &WorkerEnv<'_>, flags: libc::c_int, len: u64) -> Result<(CString, sys::BareFd)> {
     let name = sys::cname(FILE);
     if env.share == Share::Private {
         env.create_file(&name, len)?;
@@ -121,9 +121,9 @@ fn open_data_file(env: &WorkerEnv<'_>, flags: libc::c_int, len: u64) -> Result<(
     Ok((name, fd))
 }
 
-fn offset_of(env: &WorkerEnv<'_>) -> i64 {
+fn offset_of(env: &WorkerEnv<'_>) -> u64 {
     match env.share {
-        Share::Shared => (env.index * DATA_BLOCK) as i64,
+        Share::Shared => (env.index * DATA_BLOCK) as u64,
         Share::Private | Share::Same => 0,
     }
 }
@@ -140,8 +140,8 @@ fn full(call: &'static str, result: Result<usize, Errno>) -> Result<(), SysError
 /// `read`.
 pub(super) struct Read {
     name: CString,
-    fd: RawFd,
-    offset: i64,
+    fd: sys::BareFd,
+    offset: u64,
     buf: Box<[u8]>,
 }
 
@@ -156,7 +156,7 @@ impl Read {
 impl Op for Read {
     #[inline(always)]
     fn once(&mut self) -> Result<(), SysError> {
-        full("pread", sys::pread(self.fd, &mut self.buf, self.offset))
+        full("pread", sys::pread(&self.fd, &mut self.buf, self.offset))
     }
 
     fn arg_name(&self, _: u8) -> &CStr {
@@ -164,17 +164,11 @@ impl Op for Read {
     }
 }
 
-impl Drop for Read {
-    fn drop(&mut self) {
-        close_quietly(self.fd);
-    }
-}
-
 /// `write`, and `fsync` when `sync` is set.
 pub(super) struct Write {
     name: CString,
-    fd: RawFd,
-    offset: i64,
+    fd: sys::BareFd,
+    offset: u64,
     buf: Box<[u8]>,
     sync: bool,
 }
@@ -190,9 +184,9 @@ impl Write {
 impl Op for Write {
     #[inline(always)]
     fn once(&mut self) -> Result<(), SysError> {
-        full("pwrite", sys::pwrite(self.fd, &self.buf, self.offset))?;
+        full("pwrite", sys::pwrite(&self.fd, &self.buf, self.offset))?;
         if self.sync {
-            sys::fsync(self.fd).map_err(SysError::new("fsync", 0))?;
+            sys::fsync(&self.fd).map_err(SysError::new("fsync", 0))?;
         }
         Ok(())
     }
@@ -202,16 +196,10 @@ impl Op for Write {
     }
 }
 
-impl Drop for Write {
-    fn drop(&mut self) {
-        close_quietly(self.fd);
-    }
-}
-
 /// `append`.
 pub(super) struct Append {
     name: CString,
-    fd: RawFd,
+    fd: sys::BareFd,
     buf: Box<[u8]>,
     appended: u32,
 }
@@ -228,11 +216,11 @@ impl Append {
 impl Op for Append {
     #[inline(always)]
     fn once(&mut self) -> Result<(), SysError> {
-        full("write", sys::write(self.fd, &self.buf))?;
+        full("write", sys::write(&self.fd, &self.buf))?;
         self.appended += 1;
         if self.appended == BLOCKS_PER_MIB {
             self.appended = 0;
-            sys::ftruncate(self.fd, 0).map_err(SysError::new("ftruncate", 0))?;
+            sys::ftruncate(&self.fd, 0).map_err(SysError::new("ftruncate", 0))?;
         }
         Ok(())
     }
@@ -242,43 +230,37 @@ impl Op for Append {
     }
 }
 
-impl Drop for Append {
-    fn drop(&mut self) {
-        close_quietly(self.fd);
-    }
-}
-
 /// `read-seq` and `write-seq`: 4 KiB at a time through the file position.
-pub(super) struct Sequential {
-    file: WorkerFile,
+pub(super) struct Sequential<'a> {
+    file: WorkerFile<'a>,
     buf: Box<[u8]>,
     write: bool,
     /// Blocks moved since the last rewind.
     moved: u32,
 }
 
-impl Sequential {
-    pub(super) fn setup(env: &WorkerEnv<'_>, write: bool) -> Result<Sequential> {
+impl<'a> Sequential<'a> {
+    pub(super) fn setup(env: &WorkerEnv<'a>, write: bool) -> Result<Sequential<'a>> {
         let buf = vec![0x6bu8; DATA_BLOCK].into_boxed_slice();
         let flags = if write { libc::O_WRONLY } else { libc::O_RDONLY };
         Ok(Sequential { file: WorkerFile::open(env, flags, SEQ_FILE_LEN)?, buf, write, moved: 0 })
     }
 }
 
-impl Op for Sequential {
+impl Op for Sequential<'_> {
     #[inline(always)]
     fn once(&mut self) -> Result<(), SysError> {
         if self.write {
-            full("write", sys::write(self.file.fd, &self.buf))?;
+            full("write", sys::write(&self.file, &self.buf))?;
         } else {
-            full("read", sys::read(self.file.fd, &mut self.buf))?;
+            full("read", sys::read(&self.file, &mut self.buf))?;
         }
         // Every worker goes back after its own 256 blocks, so a position
         // that N workers share moves at most N MiB between rewinds.
         self.moved += 1;
         if self.moved == BLOCKS_PER_MIB {
             self.moved = 0;
-            sys::rewind(self.file.fd).map_err(SysError::new("lseek", 0))?;
+            sys::rewind(&self.file).map_err(SysError::new("lseek", 0))?;
         }
         Ok(())
     }
@@ -295,8 +277,8 @@ struct AlignedBlock([u8; DATA_BLOCK]);
 /// `read-direct` and `write-direct`.
 pub(super) struct Direct {
     name: CString,
-    fd: RawFd,
-    offset: i64,
+    fd: sys::BareFd,
+    offset: u64,
     buf: Box<AlignedBlock>,
     write: bool,
 }
@@ -308,7 +290,7 @@ impl Direct {
             env.create_file(&name, DATA_BLOCK as u64)?;
         }
         let flags = libc::O_DIRECT | if write { libc::O_WRONLY } else { libc::O_RDONLY };
-        let fd = sys::openat(env.dir, &name, flags, 0).map_err(|errno| match errno {
+        let fd = sys::open_bare(env.dir, &name, flags, 0).map_err(|errno| match errno {
             libc::EINVAL => anyhow::anyhow!(
                 "{}: this filesystem does not support O_DIRECT (openat(\"{}/{FILE}\", O_DIRECT): {}); \
                  measure it on one that does, e.g. --fs ext4",
@@ -327,19 +309,13 @@ impl Op for Direct {
     #[inline(always)]
     fn once(&mut self) -> Result<(), SysError> {
         if self.write {
-            full("pwrite", sys::pwrite(self.fd, &self.buf.0, self.offset))
+            full("pwrite", sys::pwrite(&self.fd, &self.buf.0, self.offset))
         } else {
-            full("pread", sys::pread(self.fd, &mut self.buf.0, self.offset))
+            full("pread", sys::pread(&self.fd, &mut self.buf.0, self.offset))
         }
     }
 
     fn arg_name(&self, _: u8) -> &CStr {
         &self.name
-    }
-}
-
-impl Drop for Direct {
-    fn drop(&mut self) {
-        close_quietly(self.fd);
     }
 }

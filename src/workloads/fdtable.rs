@@ -18,21 +18,21 @@ pub(super) fn describe() -> Description {
     }
 }
 
-pub(super) struct DupClose {
-    file: WorkerFile,
+pub(super) struct DupClose<'a> {
+    file: WorkerFile<'a>,
 }
 
-impl DupClose {
-    pub(super) fn setup(env: &WorkerEnv<'_>) -> Result<DupClose> {
+impl<'a> DupClose<'a> {
+    pub(super) fn setup(env: &WorkerEnv<'a>) -> Result<DupClose<'a>> {
         Ok(DupClose { file: WorkerFile::open(env, libc::O_RDONLY, 0)? })
     }
 }
 
-impl Op for DupClose {
+impl Op for DupClose<'_> {
     #[inline(always)]
     fn once(&mut self) -> Result<(), SysError> {
-        let copy = sys::dup(self.file.fd).map_err(SysError::new("dup", 0))?;
-        sys::close(copy).map_err(SysError::new("close", 0))
+        let copy = sys::dup(&self.file).map_err(SysError::new("dup", 0))?;
+        copy.close().map_err(SysError::new("close", 0))
     }
 
     fn arg_name(&self, _: u8) -> &CStr {

@@ -70,20 +70,20 @@ pub(super) const FLOCK: Description = Description {
 };
 
 /// `lseek`.
-pub(super) struct Lseek {
-    file: WorkerFile,
+pub(super) struct Lseek<'a> {
+    file: WorkerFile<'a>,
 }
 
-impl Lseek {
-    pub(super) fn setup(env: &WorkerEnv<'_>) -> Result<Lseek> {
+impl<'a> Lseek<'a> {
+    pub(super) fn setup(env: &WorkerEnv<'a>) -> Result<Lseek<'a>> {
         Ok(Lseek { file: WorkerFile::open(env, libc::O_RDWR, 0)? })
     }
 }
 
-impl Op for Lseek {
+impl Op for Lseek<'_> {
     #[inline(always)]
     fn once(&mut self) -> Result<(), SysError> {
-        sys::rewind(self.file.fd).map_err(SysError::new("lseek", 0))
+        sys::rewind(&self.file).map_err(SysError::new("lseek", 0))
     }
 
     fn arg_name(&self, _: u8) -> &CStr {
@@ -93,8 +93,8 @@ impl Op for Lseek {
 
 /// `fcntl-lock`: a write lock on the worker's byte, then its release; at
 /// `same` all on byte 0, waiting for one another.
-pub(super) struct FcntlLock {
-    file: WorkerFile,
+pub(super) struct FcntlLock<'a> {
+    file: WorkerFile<'a>,
     lock: libc::flock,
     unlock: libc::flock,
     /// `F_SETLK` (POSIX locks, never waiting: no two workers share a byte),
@@ -103,15 +103,14 @@ pub(super) struct FcntlLock {
     set: libc::c_int,
 }
 
-impl FcntlLock {
-    pub(super) fn setup(env: &WorkerEnv<'_>) -> Result<FcntlLock> {
+impl<'a> FcntlLock<'a> {
+    pub(super) fn setup(env: &WorkerEnv<'a>) -> Result<FcntlLock<'a>> {
         let byte = if env.share == Share::Shared { env.index as libc::off_t } else { 0 };
         let (file, set) = match env.share {
             // Each its own description of shared/f: one shared description would be one owner.
             Share::Same => {
                 let name = sys::cname(super::FILE);
-                let fd = env.open(&name, libc::O_RDWR)?;
-                (WorkerFile { name, fd, owned: true }, libc::F_OFD_SETLKW)
+                (WorkerFile::own(env, name, libc::O_RDWR)?, libc::F_OFD_SETLKW)
             }
             _ => (WorkerFile::open(env, libc::O_RDWR, 0)?, libc::F_SETLK),
         };
@@ -127,14 +126,12 @@ impl FcntlLock {
     }
 }
 
-impl Op for FcntlLock {
+impl Op for FcntlLock<'_> {
     #[inline(always)]
     fn once(&mut self) -> Result<(), SysError> {
-        // SAFETY: F_SETLK or F_OFD_SETLKW with a valid flock struct (l_pid 0, as OFD locks need).
-        SysError::status("fcntl(F_SETLK, F_WRLCK)", unsafe { libc::fcntl(self.file.fd, self.set, &self.lock) })?;
-        // SAFETY: as above.
-        SysError::status("fcntl(F_SETLK, F_UNLCK)", unsafe { libc::fcntl(self.file.fd, self.set, &self.unlock) })?;
-        Ok(())
+        // l_pid 0, as OFD locks need.
+        sys::set_lock(&self.file, self.set, &self.lock).map_err(SysError::new("fcntl(F_SETLK, F_WRLCK)", 0))?;
+        sys::set_lock(&self.file, self.set, &self.unlock).map_err(SysError::new("fcntl(F_SETLK, F_UNLCK)", 0))
     }
 
     fn arg_name(&self, _: u8) -> &CStr {
@@ -143,26 +140,23 @@ impl Op for FcntlLock {
 }
 
 /// `flock`: the whole-file lock taken and released.
-pub(super) struct Flock {
-    file: WorkerFile,
+pub(super) struct Flock<'a> {
+    file: WorkerFile<'a>,
     mode: libc::c_int,
 }
 
-impl Flock {
-    pub(super) fn setup(env: &WorkerEnv<'_>) -> Result<Flock> {
+impl<'a> Flock<'a> {
+    pub(super) fn setup(env: &WorkerEnv<'a>) -> Result<Flock<'a>> {
         let mode = if env.share == Share::Shared { libc::LOCK_SH } else { libc::LOCK_EX };
         Ok(Flock { file: WorkerFile::open(env, libc::O_RDWR, 0)?, mode })
     }
 }
 
-impl Op for Flock {
+impl Op for Flock<'_> {
     #[inline(always)]
     fn once(&mut self) -> Result<(), SysError> {
-        // SAFETY: flock on an open descriptor has no memory effects.
-        SysError::status("flock", unsafe { libc::flock(self.file.fd, self.mode) })?;
-        // SAFETY: as above.
-        SysError::status("flock(LOCK_UN)", unsafe { libc::flock(self.file.fd, libc::LOCK_UN) })?;
-        Ok(())
+        sys::flock(&self.file, self.mode).map_err(SysError::new("flock", 0))?;
+        sys::flock(&self.file, libc::LOCK_UN).map_err(SysError::new("flock(LOCK_UN)", 0))
     }
 
     fn arg_name(&self, _: u8) -> &CStr {
@@ -171,18 +165,18 @@ impl Op for Flock {
 }
 
 /// The range `fallocate` and `truncate` move.
-pub(super) const RANGE: libc::off_t = 1 << 20;
+pub(super) const RANGE: u64 = 1 << 20;
 
 /// `fallocate`: a worker's range allocated, then its blocks punched out.
-pub(super) struct Fallocate {
-    file: WorkerFile,
-    offset: libc::off_t,
+pub(super) struct Fallocate<'a> {
+    file: WorkerFile<'a>,
+    offset: u64,
 }
 
-impl Fallocate {
-    pub(super) fn setup(env: &WorkerEnv<'_>) -> Result<Fallocate> {
+impl<'a> Fallocate<'a> {
+    pub(super) fn setup(env: &WorkerEnv<'a>) -> Result<Fallocate<'a>> {
         super::refuse_same(env)?;
-        let offset = if env.share == Share::Shared { env.index as libc::off_t * RANGE } else { 0 };
+        let offset = if env.share == Share::Shared { env.index as u64 * RANGE } else { 0 };
         let mut op = Fallocate { file: WorkerFile::open(env, libc::O_RDWR, 0)?, offset };
         // One op untimed: a filesystem without fallocate or hole punching
         // (FUSE, older NFS) is refused before the window, in words.
@@ -199,15 +193,12 @@ impl Fallocate {
     }
 }
 
-impl Op for Fallocate {
+impl Op for Fallocate<'_> {
     #[inline(always)]
     fn once(&mut self) -> Result<(), SysError> {
-        // SAFETY: fallocate on an open descriptor has no memory effects.
-        SysError::status("fallocate", unsafe { libc::fallocate(self.file.fd, 0, self.offset, RANGE) })?;
+        sys::fallocate(&self.file, 0, self.offset, RANGE).map_err(SysError::new("fallocate", 0))?;
         let punch = libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE;
-        // SAFETY: as above.
-        SysError::status("fallocate(PUNCH_HOLE)", unsafe { libc::fallocate(self.file.fd, punch, self.offset, RANGE) })?;
-        Ok(())
+        sys::fallocate(&self.file, punch, self.offset, RANGE).map_err(SysError::new("fallocate(PUNCH_HOLE)", 0))
     }
 
     fn arg_name(&self, _: u8) -> &CStr {
@@ -216,22 +207,22 @@ impl Op for Fallocate {
 }
 
 /// `truncate`: the file's size up by 1 MiB and back.
-pub(super) struct Truncate {
-    file: WorkerFile,
+pub(super) struct Truncate<'a> {
+    file: WorkerFile<'a>,
 }
 
-impl Truncate {
-    pub(super) fn setup(env: &WorkerEnv<'_>) -> Result<Truncate> {
+impl<'a> Truncate<'a> {
+    pub(super) fn setup(env: &WorkerEnv<'a>) -> Result<Truncate<'a>> {
         super::refuse_same(env)?;
         Ok(Truncate { file: WorkerFile::open(env, libc::O_RDWR, 0)? })
     }
 }
 
-impl Op for Truncate {
+impl Op for Truncate<'_> {
     #[inline(always)]
     fn once(&mut self) -> Result<(), SysError> {
-        sys::ftruncate(self.file.fd, RANGE).map_err(SysError::new("ftruncate", 0))?;
-        sys::ftruncate(self.file.fd, 0).map_err(SysError::new("ftruncate", 0))
+        sys::ftruncate(&self.file, RANGE).map_err(SysError::new("ftruncate", 0))?;
+        sys::ftruncate(&self.file, 0).map_err(SysError::new("ftruncate", 0))
     }
 
     fn arg_name(&self, _: u8) -> &CStr {

@@ -19,14 +19,14 @@ pub(super) fn describe() -> Description {
     }
 }
 
-pub(super) struct AppendGrow {
-    file: WorkerFile,
+pub(super) struct AppendGrow<'a> {
+    file: WorkerFile<'a>,
     blocks: u64,
     buf: Box<[u8]>,
 }
 
-impl AppendGrow {
-    pub(super) fn setup(env: &WorkerEnv<'_>) -> Result<AppendGrow> {
+impl<'a> AppendGrow<'a> {
+    pub(super) fn setup(env: &WorkerEnv<'a>) -> Result<AppendGrow<'a>> {
         super::refuse_same(env)?;
         let file = WorkerFile::open(env, libc::O_WRONLY | libc::O_APPEND, 0)?;
         let blocks = env.options.grow_bytes.div_ceil(DATA_BLOCK as u64);
@@ -34,7 +34,7 @@ impl AppendGrow {
     }
 }
 
-impl Job for AppendGrow {
+impl Job for AppendGrow<'_> {
     fn run(&mut self, ctx: &JobContext<'_>) -> Result<JobOutput> {
         for done in 0..self.blocks {
             if done % 64 == 0 {
@@ -43,7 +43,7 @@ impl Job for AppendGrow {
                 }
                 (ctx.progress)(done);
             }
-            match sys::write(self.file.fd, &self.buf) {
+            match sys::write(&self.file, &self.buf) {
                 Ok(DATA_BLOCK) => {}
                 Ok(n) => {
                     anyhow::bail!("write(\"{}\") appended {n} of {DATA_BLOCK} bytes", self.file.name.to_string_lossy())

@@ -10,7 +10,7 @@
 //! and the files `f<k>` every worker visits.
 
 use std::ffi::{CStr, CString};
-use std::os::fd::RawFd;
+use std::os::fd::BorrowedFd;
 
 use anyhow::Result;
 
@@ -39,7 +39,7 @@ fn below(chain: &str, leaf: &str) -> String {
 
 /// Makes a chain of directories below `dir`, each inside the one before
 /// (`a`, `a/b`, ...); on failure, the path that failed.
-pub(super) fn make_chain<S: AsRef<str>>(dir: RawFd, components: &[S]) -> Result<(), (String, Errno)> {
+pub(super) fn make_chain<S: AsRef<str>>(dir: BorrowedFd<'_>, components: &[S]) -> Result<(), (String, Errno)> {
     let mut path = String::new();
     for component in components {
         path = below(&path, component.as_ref());
@@ -51,7 +51,7 @@ pub(super) fn make_chain<S: AsRef<str>>(dir: RawFd, components: &[S]) -> Result<
 /// The coordinator's part in the shared directory: the chain, and at
 /// `same` the files themselves. Nothing for the default shape, whose one
 /// file the caller makes as before.
-pub(super) fn prepare_shared(share: Share, dir: RawFd, shape: LookupShape) -> Result<()> {
+pub(super) fn prepare_shared(share: Share, dir: BorrowedFd<'_>, shape: LookupShape) -> Result<()> {
     let fail = |call: &str, path: &str, e: Errno| anyhow::anyhow!("{call}(\"{path}\") failed: {}", sys::errno_text(e));
     make_chain(dir, &chain_dirs(shape)).map_err(|(path, e)| fail("mkdirat", &path, e))?;
     if share == Share::Same {
@@ -67,23 +67,23 @@ pub(super) fn prepare_shared(share: Share, dir: RawFd, shape: LookupShape) -> Re
 /// Where a worker's shaped names live: below the chain, in its own
 /// directory or the shared one, and how an op names them (relative to the
 /// directory, or absolute from `/`). The mdtest phases' items use it too.
-pub(super) struct Placement {
-    /// The directory relative names start from (`AT_FDCWD` for absolute ones).
-    pub dir: RawFd,
+pub(super) struct Placement<'a> {
+    /// The directory relative names start from (the current one for absolute names).
+    pub dir: BorrowedFd<'a>,
     chain: String,
     /// The worker's directory's path, when names are absolute.
     base: Option<std::path::PathBuf>,
 }
 
-impl Placement {
+impl<'a> Placement<'a> {
     /// Makes the chain in a private directory (the coordinator made the
     /// shared one's).
-    pub(super) fn new(env: &WorkerEnv<'_>, shape: LookupShape) -> Result<Placement> {
+    pub(super) fn new(env: &WorkerEnv<'a>, shape: LookupShape) -> Result<Placement<'a>> {
         if env.share == Share::Private {
             make_chain(env.dir, &chain_dirs(shape))
                 .map_err(|(path, e)| env.setup_error("mkdirat", &sys::cname(&path), e))?;
         }
-        let dir = if shape.absolute { libc::AT_FDCWD } else { env.dir };
+        let dir = if shape.absolute { sys::CWD } else { env.dir };
         Ok(Placement { dir, chain: chain(shape), base: shape.absolute.then(|| env.dir_path()) })
     }
 
@@ -113,17 +113,17 @@ pub(super) fn visiting_order(n: usize, random: bool, worker: usize) -> Vec<u32> 
 }
 
 /// The paths one worker looks up, and where it is in its order.
-pub(super) struct Lookups {
-    /// The directory relative paths start from (`AT_FDCWD` for absolute ones).
-    pub dir: RawFd,
+pub(super) struct Lookups<'a> {
+    /// The directory relative paths start from (the current one for absolute paths).
+    pub dir: BorrowedFd<'a>,
     paths: Vec<CString>,
     /// Indices into `paths`, in visiting order.
     order: Vec<u32>,
     next: usize,
 }
 
-impl Lookups {
-    pub(super) fn setup(env: &WorkerEnv<'_>) -> Result<Lookups> {
+impl<'a> Lookups<'a> {
+    pub(super) fn setup(env: &WorkerEnv<'a>) -> Result<Lookups<'a>> {
         let shape = env.options.lookup;
         if shape.is_default() {
             // One hot name, as fsscale always measured: `f`, or `f<i>` in the shared directory.
@@ -150,7 +150,7 @@ impl Lookups {
     }
 
     /// One fixed path (`stat-deep`'s chain).
-    pub(super) fn single(dir: RawFd, path: CString) -> Lookups {
+    pub(super) fn single(dir: BorrowedFd<'a>, path: CString) -> Lookups<'a> {
         Lookups { dir, paths: vec![path], order: vec![0], next: 0 }
     }
 

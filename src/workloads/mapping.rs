@@ -12,6 +12,7 @@
 //! faults 11–30% faster here than the peer's 128 MiB.
 
 use std::ffi::CStr;
+use std::os::fd::{AsFd, AsRawFd};
 
 use anyhow::Result;
 
@@ -58,8 +59,8 @@ pub(super) fn shared_len(share: Share, workers: usize, map_bytes: u64) -> u64 {
 }
 
 /// `fault-shared` and `fault-private`.
-pub(super) struct Fault {
-    file: WorkerFile,
+pub(super) struct Fault<'a> {
+    file: WorkerFile<'a>,
     offset: libc::off_t,
     flags: libc::c_int,
     base: *mut u8,
@@ -69,8 +70,8 @@ pub(super) struct Fault {
     next: usize,
 }
 
-impl Fault {
-    pub(super) fn setup(env: &WorkerEnv<'_>, shared_mapping: bool) -> Result<Fault> {
+impl<'a> Fault<'a> {
+    pub(super) fn setup(env: &WorkerEnv<'a>, shared_mapping: bool) -> Result<Fault<'a>> {
         let map_bytes = env.options.map_bytes;
         let file = WorkerFile::open(env, libc::O_RDWR, map_bytes)?;
         let offset = if env.share == Share::Shared { (env.index as u64 * map_bytes) as libc::off_t } else { 0 };
@@ -90,7 +91,7 @@ impl Fault {
                 self.len,
                 libc::PROT_READ | libc::PROT_WRITE,
                 self.flags,
-                self.file.fd,
+                self.file.as_fd().as_raw_fd(),
                 self.offset,
             )
         };
@@ -110,7 +111,7 @@ impl Fault {
     }
 }
 
-impl Op for Fault {
+impl Op for Fault<'_> {
     #[inline(always)]
     fn once(&mut self) -> Result<(), SysError> {
         if self.next == self.pages {
@@ -129,7 +130,7 @@ impl Op for Fault {
     }
 }
 
-impl Drop for Fault {
+impl Drop for Fault<'_> {
     fn drop(&mut self) {
         if !self.base.is_null() {
             let _ = self.unmap();

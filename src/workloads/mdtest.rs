@@ -11,7 +11,7 @@
 //! same open modes and, with the lookup shape, paths as long as its.
 
 use std::ffi::CString;
-use std::os::fd::RawFd;
+use std::os::fd::BorrowedFd;
 use std::time::Duration;
 
 use anyhow::Result;
@@ -112,10 +112,10 @@ pub(super) fn describe(workload: Workload) -> Description {
 }
 
 /// One worker's phase: its items' names, and what was done to them.
-pub(super) struct Mdtest {
+pub(super) struct Mdtest<'a> {
     phase: Phase,
-    /// Where relative names start (`AT_FDCWD` when they are absolute).
-    dir: RawFd,
+    /// Where relative names start (the current directory when they are absolute).
+    dir: BorrowedFd<'a>,
     /// The items in the order the phase visits them.
     names: Vec<CString>,
     options: MdtestOptions,
@@ -126,8 +126,8 @@ pub(super) struct Mdtest {
     existing: std::ops::Range<usize>,
 }
 
-impl Mdtest {
-    pub(super) fn setup(env: &WorkerEnv<'_>) -> Result<Mdtest> {
+impl<'a> Mdtest<'a> {
+    pub(super) fn setup(env: &WorkerEnv<'a>) -> Result<Mdtest<'a>> {
         super::refuse_same(env)?;
         let phase = Phase::of(env.workload).ok_or_else(|| anyhow::anyhow!("{} is no mdtest phase", env.workload))?;
         let kind = if phase.directories() { "dir" } else { "file" };
@@ -150,10 +150,10 @@ impl Mdtest {
             return sys::mkdirat(self.dir, name, 0o700).map_err(|e| ("mkdirat", e));
         }
         // mdtest opens O_RDWR in both phases; O_EXCL: fsscale removes only what it made.
-        let fd = sys::openat(self.dir, name, libc::O_CREAT | libc::O_EXCL | libc::O_RDWR, 0o600)
+        let fd = sys::open_bare(self.dir, name, libc::O_CREAT | libc::O_EXCL | libc::O_RDWR, 0o600)
             .map_err(|e| ("openat", e))?;
-        let written = if self.buf.is_empty() { Ok(0) } else { sys::write(fd, &self.buf) };
-        let closed = sys::close(fd);
+        let written = if self.buf.is_empty() { Ok(0) } else { sys::write(&fd, &self.buf) };
+        let closed = fd.close();
         match written {
             Ok(n) if n == self.buf.len() => closed.map_err(|e| ("close", e)),
             Ok(_) => Err(("write", libc::ENOSPC)),
@@ -172,18 +172,14 @@ impl Mdtest {
         let name = &self.names[i];
         match phase {
             Phase::Create | Phase::DirCreate => self.make(name).map(|()| self.buf.len() as u64),
-            Phase::Stat | Phase::DirStat => {
-                // SAFETY: stat is plain data.
-                let mut st: libc::stat = unsafe { std::mem::zeroed() };
-                sys::fstatat(self.dir, name, &mut st, 0).map(|()| 0).map_err(|e| ("fstatat", e))
-            }
+            Phase::Stat | Phase::DirStat => sys::fstatat(self.dir, name, 0).map(|_| 0).map_err(|e| ("fstatat", e)),
             Phase::Read => {
                 // mdtest's POSIX backend reads the read phase's O_RDONLY (0) as
                 // "no mode given" and opens read-write, which takes write access
                 // on the file and the mount: the kernel's work it measures.
-                let fd = sys::openat(self.dir, name, libc::O_RDWR, 0).map_err(|e| ("openat", e))?;
-                let read = if self.buf.is_empty() { Ok(0) } else { sys::read(fd, &mut self.buf) };
-                let closed = sys::close(fd);
+                let fd = sys::open_bare(self.dir, name, libc::O_RDWR, 0).map_err(|e| ("openat", e))?;
+                let read = if self.buf.is_empty() { Ok(0) } else { sys::read(&fd, &mut self.buf) };
+                let closed = fd.close();
                 let n = read.map_err(|e| ("read", e))?;
                 closed.map_err(|e| ("close", e))?;
                 Ok(n as u64)
@@ -197,7 +193,7 @@ impl Mdtest {
     }
 }
 
-impl Job for Mdtest {
+impl Job for Mdtest<'_> {
     /// The phases before this one, untimed: the items a stat, read or
     /// remove phase works on, in the state mdtest's earlier phases leave.
     fn prepare(&mut self, ctx: &JobContext<'_>) -> anyhow::Result<()> {

@@ -3,7 +3,7 @@
 //! `rename-dirs`, `link-unlink`).
 
 use std::ffi::{CStr, CString};
-use std::os::fd::RawFd;
+use std::os::fd::BorrowedFd;
 
 use anyhow::Result;
 
@@ -87,7 +87,7 @@ pub(super) const LINK_UNLINK: Description = Description {
 };
 
 /// Makes the coordinator's objects in the shared directory.
-pub(super) fn prepare_shared(workload: Workload, share: Share, dir: RawFd) -> Result<()> {
+pub(super) fn prepare_shared(workload: Workload, share: Share, dir: BorrowedFd<'_>) -> Result<()> {
     let setup =
         |call: &str, name: &str, errno: Errno| anyhow::anyhow!("{call}(\"{name}\") failed: {}", sys::errno_text(errno));
     if workload == Workload::StatDeep {
@@ -106,7 +106,7 @@ pub(super) fn prepare_shared(workload: Workload, share: Share, dir: RawFd) -> Re
 /// The two directories `rename-dirs` moves its file between.
 const RENAMED_BETWEEN: [&str; 2] = ["a", "b"];
 
-fn make_rename_dirs(dir: RawFd) -> Result<(), (&'static str, Errno)> {
+fn make_rename_dirs(dir: BorrowedFd<'_>) -> Result<(), (&'static str, Errno)> {
     for name in RENAMED_BETWEEN {
         sys::mkdirat(dir, &sys::cname(name), 0o700).map_err(|e| (name, e))?;
     }
@@ -122,17 +122,14 @@ fn leaf_path(deep: bool, leaf: &str) -> String {
 }
 
 /// `stat` and `stat-deep`.
-pub(super) struct Stat {
-    lookups: Lookups,
-    buf: libc::stat,
+pub(super) struct Stat<'a> {
+    lookups: Lookups<'a>,
 }
 
-impl Stat {
-    pub(super) fn setup(env: &WorkerEnv<'_>, deep: bool) -> Result<Stat> {
-        // SAFETY: stat is plain data.
-        let buf = unsafe { std::mem::zeroed() };
+impl<'a> Stat<'a> {
+    pub(super) fn setup(env: &WorkerEnv<'a>, deep: bool) -> Result<Stat<'a>> {
         if !deep {
-            return Ok(Stat { lookups: Lookups::setup(env)?, buf });
+            return Ok(Stat { lookups: Lookups::setup(env)? });
         }
         let leaf = env.own_name("f").into_string().expect("ascii name");
         if env.share == Share::Private {
@@ -142,15 +139,15 @@ impl Stat {
         if env.makes_own_objects() {
             env.create_file(&path, 0)?;
         }
-        Ok(Stat { lookups: Lookups::single(env.dir, path), buf })
+        Ok(Stat { lookups: Lookups::single(env.dir, path) })
     }
 }
 
-impl Op for Stat {
+impl Op for Stat<'_> {
     #[inline(always)]
     fn once(&mut self) -> Result<(), SysError> {
         let dir = self.lookups.dir;
-        sys::fstatat(dir, self.lookups.next(), &mut self.buf, 0).map_err(SysError::new("fstatat", 0))
+        sys::fstatat(dir, self.lookups.next(), 0).map(drop).map_err(SysError::new("fstatat", 0))
     }
 
     fn arg_name(&self, _: u8) -> &CStr {
@@ -159,22 +156,22 @@ impl Op for Stat {
 }
 
 /// `open-close`.
-pub(super) struct OpenClose {
-    lookups: Lookups,
+pub(super) struct OpenClose<'a> {
+    lookups: Lookups<'a>,
 }
 
-impl OpenClose {
-    pub(super) fn setup(env: &WorkerEnv<'_>) -> Result<OpenClose> {
+impl<'a> OpenClose<'a> {
+    pub(super) fn setup(env: &WorkerEnv<'a>) -> Result<OpenClose<'a>> {
         Ok(OpenClose { lookups: Lookups::setup(env)? })
     }
 }
 
-impl Op for OpenClose {
+impl Op for OpenClose<'_> {
     #[inline(always)]
     fn once(&mut self) -> Result<(), SysError> {
         let dir = self.lookups.dir;
-        let fd = sys::openat(dir, self.lookups.next(), libc::O_RDONLY, 0).map_err(SysError::new("openat", 0))?;
-        sys::close(fd).map_err(SysError::new("close", 0))
+        let fd = sys::open_bare(dir, self.lookups.next(), libc::O_RDONLY, 0).map_err(SysError::new("openat", 0))?;
+        fd.close().map_err(SysError::new("close", 0))
     }
 
     fn arg_name(&self, _: u8) -> &CStr {
@@ -183,24 +180,24 @@ impl Op for OpenClose {
 }
 
 /// `creat-unlink`.
-pub(super) struct CreatUnlink {
-    dir: RawFd,
+pub(super) struct CreatUnlink<'a> {
+    dir: BorrowedFd<'a>,
     name: CString,
 }
 
-impl CreatUnlink {
-    pub(super) fn setup(env: &WorkerEnv<'_>) -> Result<CreatUnlink> {
+impl<'a> CreatUnlink<'a> {
+    pub(super) fn setup(env: &WorkerEnv<'a>) -> Result<CreatUnlink<'a>> {
         refuse_same(env)?;
         Ok(CreatUnlink { dir: env.dir, name: env.own_name("c") })
     }
 }
 
-impl Op for CreatUnlink {
+impl Op for CreatUnlink<'_> {
     #[inline(always)]
     fn once(&mut self) -> Result<(), SysError> {
         let flags = libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC;
-        let fd = sys::openat(self.dir, &self.name, flags, 0o600).map_err(SysError::new("openat", 0))?;
-        sys::close(fd).map_err(SysError::new("close", 0))?;
+        let fd = sys::open_bare(self.dir, &self.name, flags, 0o600).map_err(SysError::new("openat", 0))?;
+        fd.close().map_err(SysError::new("close", 0))?;
         sys::unlinkat(self.dir, &self.name, 0).map_err(SysError::new("unlinkat", 0))
     }
 
@@ -210,19 +207,19 @@ impl Op for CreatUnlink {
 }
 
 /// `mkdir-rmdir`.
-pub(super) struct MkdirRmdir {
-    dir: RawFd,
+pub(super) struct MkdirRmdir<'a> {
+    dir: BorrowedFd<'a>,
     name: CString,
 }
 
-impl MkdirRmdir {
-    pub(super) fn setup(env: &WorkerEnv<'_>) -> Result<MkdirRmdir> {
+impl<'a> MkdirRmdir<'a> {
+    pub(super) fn setup(env: &WorkerEnv<'a>) -> Result<MkdirRmdir<'a>> {
         refuse_same(env)?;
         Ok(MkdirRmdir { dir: env.dir, name: env.own_name("m") })
     }
 }
 
-impl Op for MkdirRmdir {
+impl Op for MkdirRmdir<'_> {
     #[inline(always)]
     fn once(&mut self) -> Result<(), SysError> {
         sys::mkdirat(self.dir, &self.name, 0o700).map_err(SysError::new("mkdirat", 0))?;
@@ -235,16 +232,16 @@ impl Op for MkdirRmdir {
 }
 
 /// `rename` and `rename-dirs`: `names[0]` = a, `names[1]` = b; `at_a` says where the file is now.
-pub(super) struct Rename {
-    dir: RawFd,
+pub(super) struct Rename<'a> {
+    dir: BorrowedFd<'a>,
     names: [CString; 2],
     at_a: bool,
 }
 
-impl Rename {
+impl<'a> Rename<'a> {
     /// `rename`: `a` and `b` in one directory; `rename-dirs` (`across`):
     /// `a/f` and `b/f`, one in each of two directories.
-    pub(super) fn setup(env: &WorkerEnv<'_>, across: bool) -> Result<Rename> {
+    pub(super) fn setup(env: &WorkerEnv<'a>, across: bool) -> Result<Rename<'a>> {
         refuse_same(env)?;
         let names = if across {
             if env.share == Share::Private {
@@ -261,7 +258,7 @@ impl Rename {
     }
 }
 
-impl Op for Rename {
+impl Op for Rename<'_> {
     #[inline(always)]
     fn once(&mut self) -> Result<(), SysError> {
         let (from, to) = if self.at_a { (0, 1) } else { (1, 0) };
@@ -276,13 +273,13 @@ impl Op for Rename {
 }
 
 /// `link-unlink`: `names[0]` = the existing file, `names[1]` = the link.
-pub(super) struct LinkUnlink {
-    dir: RawFd,
+pub(super) struct LinkUnlink<'a> {
+    dir: BorrowedFd<'a>,
     names: [CString; 2],
 }
 
-impl LinkUnlink {
-    pub(super) fn setup(env: &WorkerEnv<'_>) -> Result<LinkUnlink> {
+impl<'a> LinkUnlink<'a> {
+    pub(super) fn setup(env: &WorkerEnv<'a>) -> Result<LinkUnlink<'a>> {
         let target = env.own_name("f");
         if env.makes_own_objects() {
             env.create_file(&target, 0)?;
@@ -296,7 +293,7 @@ impl LinkUnlink {
     }
 }
 
-impl Op for LinkUnlink {
+impl Op for LinkUnlink<'_> {
     #[inline(always)]
     fn once(&mut self) -> Result<(), SysError> {
         sys::linkat(self.dir, &self.names[0], &self.names[1]).map_err(SysError::new("linkat", 1))?;

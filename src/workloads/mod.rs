@@ -27,7 +27,7 @@ mod untar;
 mod walk_queue;
 
 use std::ffi::{CStr, CString};
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use anyhow::Result;
 
@@ -139,7 +139,7 @@ pub struct WorkerEnv<'a> {
     pub workers: usize,
     pub share: Share,
     /// The worker's directory: `w<i>` (private) or `shared`.
-    pub dir: RawFd,
+    pub dir: BorrowedFd<'a>,
     pub dir_label: &'a str,
     /// The run's scratch directory, for commands that need paths.
     pub scratch_path: &'a std::path::Path,
@@ -251,8 +251,8 @@ impl WorkerEnv<'_> {
         create_file(self.dir, name, len).map_err(|(call, errno)| self.setup_error(call, name, errno))
     }
 
-    pub fn open(&self, name: &CStr, flags: libc::c_int) -> Result<RawFd> {
-        sys::openat(self.dir, name, flags, 0o600).map_err(|errno| self.setup_error("openat", name, errno))
+    pub fn open(&self, name: &CStr, flags: libc::c_int) -> Result<sys::BareFd> {
+        sys::open_bare(self.dir, name, flags, 0o600).map_err(|errno| self.setup_error("openat", name, errno))
     }
 }
 
@@ -274,14 +274,13 @@ pub trait OpDriver<R> {
 }
 
 /// Creates or truncates `name` to `len` bytes of a fixed pattern; returns the failing call and errno.
-fn create_file(dir: RawFd, name: &CStr, len: u64) -> Result<(), (&'static str, Errno)> {
-    let fd =
-        sys::open_owned(dir, name, libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC, 0o600).map_err(|e| ("openat", e))?;
+fn create_file(dir: impl AsFd, name: &CStr, len: u64) -> Result<(), (&'static str, Errno)> {
+    let fd = sys::open(dir, name, libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC, 0o600).map_err(|e| ("openat", e))?;
     let block = [0x5au8; DATA_BLOCK];
     let mut offset = 0u64;
     while offset < len {
         let chunk = (len - offset).min(DATA_BLOCK as u64) as usize;
-        let written = sys::pwrite(fd.as_raw_fd(), &block[..chunk], offset as i64).map_err(|e| ("pwrite", e))?;
+        let written = sys::pwrite(&fd, &block[..chunk], offset).map_err(|e| ("pwrite", e))?;
         if written == 0 {
             return Err(("pwrite", libc::EIO));
         }
@@ -296,52 +295,57 @@ const FILE: &str = "f";
 /// The one file `f` (`len` bytes) in the shared directory, and (`same`) an open file
 /// description of it for every worker to use: made before they start, so
 /// threads share it and forked processes inherit it.
-fn prepare_shared_file(share: Share, dir: RawFd, len: u64) -> Result<Option<OwnedFd>> {
+fn prepare_shared_file(share: Share, dir: BorrowedFd<'_>, len: u64) -> Result<Option<OwnedFd>> {
     let name = sys::cname(FILE);
     let fail = |call: &str, e| anyhow::anyhow!("{call}(\"{FILE}\") failed: {}", sys::errno_text(e));
     create_file(dir, &name, len).map_err(|(call, e)| fail(call, e))?;
     if share != Share::Same {
         return Ok(None);
     }
-    let fd = sys::open_owned(dir, &name, libc::O_RDWR, 0).map_err(|e| fail("openat", e))?;
+    let fd = sys::open(dir, &name, libc::O_RDWR, 0).map_err(|e| fail("openat", e))?;
     Ok(Some(fd))
 }
 
 /// A worker's open data file `f`: its own (made `len` bytes long when
 /// private), or at `--share same` the one open file description the
 /// coordinator opened for every worker (`PointState::shared_file`).
-pub(super) struct WorkerFile {
+pub(super) struct WorkerFile<'a> {
     pub name: CString,
-    pub fd: RawFd,
-    owned: bool,
+    fd: FileFd<'a>,
 }
 
-impl WorkerFile {
-    pub(super) fn open(env: &WorkerEnv<'_>, flags: libc::c_int, len: u64) -> Result<WorkerFile> {
+/// A worker's own descriptor of its file, or the coordinator's one.
+enum FileFd<'a> {
+    Own(sys::BareFd),
+    Shared(BorrowedFd<'a>),
+}
+
+impl<'a> WorkerFile<'a> {
+    pub(super) fn open(env: &WorkerEnv<'a>, flags: libc::c_int, len: u64) -> Result<WorkerFile<'a>> {
         let name = sys::cname(FILE);
         if let (Share::Same, Some(file)) = (env.share, &env.point.shared_file) {
-            return Ok(WorkerFile { name, fd: file.as_raw_fd(), owned: false });
+            return Ok(WorkerFile { name, fd: FileFd::Shared(file.as_fd()) });
         }
         if env.share == Share::Private {
             env.create_file(&name, len)?;
         }
+        WorkerFile::own(env, name, flags)
+    }
+
+    /// The worker's own open file description of `name` (which exists).
+    pub(super) fn own(env: &WorkerEnv<'a>, name: CString, flags: libc::c_int) -> Result<WorkerFile<'a>> {
         let fd = env.open(&name, flags)?;
-        Ok(WorkerFile { name, fd, owned: true })
+        Ok(WorkerFile { name, fd: FileFd::Own(fd) })
     }
 }
 
-impl Drop for WorkerFile {
-    fn drop(&mut self) {
-        if self.owned {
-            close_quietly(self.fd);
+impl AsFd for WorkerFile<'_> {
+    #[inline(always)]
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        match &self.fd {
+            FileFd::Own(fd) => fd.as_fd(),
+            FileFd::Shared(fd) => fd.as_fd(),
         }
-    }
-}
-
-/// Closes an fd the op owns; used by ops' `Drop`.
-fn close_quietly(fd: RawFd) {
-    if fd >= 0 {
-        let _ = sys::close(fd);
     }
 }
 

@@ -1,11 +1,11 @@
 //! `readdir`: one op is one full listing of a 100-entry directory.
 
 use std::ffi::{CStr, CString};
-use std::os::fd::RawFd;
+use std::os::fd::BorrowedFd;
 
 use anyhow::{bail, Result};
 
-use super::{close_quietly, create_file, Description, Op, Share, SysError, WorkerEnv};
+use super::{create_file, Description, Op, Share, SysError, WorkerEnv};
 use crate::sys::{self, Errno};
 
 /// Regular files in each listed directory (plus `.` and `..`).
@@ -24,7 +24,7 @@ pub(super) fn describe() -> Description {
     }
 }
 
-pub(super) fn prepare_shared(share: Share, dir: RawFd) -> Result<()> {
+pub(super) fn prepare_shared(share: Share, dir: BorrowedFd<'_>) -> Result<()> {
     if share == Share::Same {
         fill_directory(dir, &sys::cname("d"))
             .map_err(|(call, name, e)| anyhow::anyhow!("{call}(\"{name}\") failed: {}", sys::errno_text(e)))?;
@@ -33,7 +33,7 @@ pub(super) fn prepare_shared(share: Share, dir: RawFd) -> Result<()> {
 }
 
 /// Makes directory `name` holding files e000..e099.
-fn fill_directory(dir: RawFd, name: &CStr) -> Result<(), (&'static str, String, Errno)> {
+fn fill_directory(dir: BorrowedFd<'_>, name: &CStr) -> Result<(), (&'static str, String, Errno)> {
     let label = name.to_string_lossy().into_owned();
     sys::mkdirat(dir, name, 0o700).map_err(|e| ("mkdirat", label.clone(), e))?;
     for i in 0..ENTRIES {
@@ -43,14 +43,14 @@ fn fill_directory(dir: RawFd, name: &CStr) -> Result<(), (&'static str, String, 
     Ok(())
 }
 
-pub(super) struct Readdir {
-    dir: RawFd,
+pub(super) struct Readdir<'a> {
+    dir: BorrowedFd<'a>,
     name: CString,
     buf: Box<[u8]>,
 }
 
-impl Readdir {
-    pub(super) fn setup(env: &WorkerEnv<'_>) -> Result<Readdir> {
+impl<'a> Readdir<'a> {
+    pub(super) fn setup(env: &WorkerEnv<'a>) -> Result<Readdir<'a>> {
         let name = env.own_name("d");
         if env.makes_own_objects() {
             fill_directory(env.dir, &name)
@@ -71,43 +71,29 @@ impl Readdir {
     }
 
     fn count_entries(&mut self) -> Result<usize, SysError> {
-        let fd = sys::openat(self.dir, &self.name, libc::O_RDONLY | libc::O_DIRECTORY, 0)
+        let fd = sys::open_bare(self.dir, &self.name, libc::O_RDONLY | libc::O_DIRECTORY, 0)
             .map_err(SysError::new("openat", 0))?;
         let mut count = 0;
         loop {
-            let filled = match sys::getdents64(fd, &mut self.buf) {
-                Ok(n) => n,
-                Err(e) => {
-                    close_quietly(fd);
-                    return Err(SysError::new("getdents64", 0)(e));
-                }
-            };
+            let filled = sys::getdents64(&fd, &mut self.buf).map_err(SysError::new("getdents64", 0))?;
             if filled == 0 {
                 break;
             }
             count += sys::dirents(&self.buf, filled).count();
         }
-        sys::close(fd).map_err(SysError::new("close", 0))?;
+        fd.close().map_err(SysError::new("close", 0))?;
         Ok(count)
     }
 }
 
-impl Op for Readdir {
+impl Op for Readdir<'_> {
     #[inline(always)]
     fn once(&mut self) -> Result<(), SysError> {
-        let fd = sys::openat(self.dir, &self.name, libc::O_RDONLY | libc::O_DIRECTORY, 0)
+        let fd = sys::open_bare(self.dir, &self.name, libc::O_RDONLY | libc::O_DIRECTORY, 0)
             .map_err(SysError::new("openat", 0))?;
-        loop {
-            match sys::getdents64(fd, &mut self.buf) {
-                Ok(0) => break,
-                Ok(_) => {}
-                Err(e) => {
-                    close_quietly(fd);
-                    return Err(SysError::new("getdents64", 0)(e));
-                }
-            }
-        }
-        sys::close(fd).map_err(SysError::new("close", 0))
+        // A failed listing drops `fd`, which closes it.
+        while sys::getdents64(&fd, &mut self.buf).map_err(SysError::new("getdents64", 0))? > 0 {}
+        fd.close().map_err(SysError::new("close", 0))
     }
 
     fn arg_name(&self, _: u8) -> &CStr {

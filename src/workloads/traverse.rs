@@ -6,7 +6,7 @@
 //! directories to each other through a queue (like a parallel find).
 
 use std::ffi::CStr;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use anyhow::{Context, Result};
 
@@ -33,7 +33,7 @@ pub(super) struct Traverse<'a> {
     /// The tree's top directory (once a private copy is extracted).
     root: Option<OwnedFd>,
     /// A private copy still to extract: the worker's directory and the tarball.
-    to_extract: Option<(RawFd, &'a std::path::Path)>,
+    to_extract: Option<(BorrowedFd<'a>, &'a std::path::Path)>,
     stat: bool,
     queue: Option<&'a WalkQueue>,
     workers: usize,
@@ -48,7 +48,7 @@ impl<'a> Traverse<'a> {
         let (root, to_extract) = match (&source.walk_tree, env.share) {
             (Some(tree), _) => {
                 let c = sys::cstring(tree)?;
-                let fd = sys::open_owned(libc::AT_FDCWD, &c, libc::O_RDONLY | libc::O_DIRECTORY, 0)
+                let fd = sys::open(sys::CWD, &c, libc::O_RDONLY | libc::O_DIRECTORY, 0)
                     .map_err(|e| anyhow::anyhow!("setup: opening --tree {}: {}", tree.display(), sys::errno_text(e)))?;
                 (Some(fd), None)
             }
@@ -70,18 +70,18 @@ impl<'a> Traverse<'a> {
 
 /// Extracts `tarball` into `dir/tree` (setup, not timed), asking `stop`
 /// before every entry.
-pub(super) fn extract_tree(dir: RawFd, tarball: &std::path::Path, stop: &dyn Fn() -> bool) -> Result<()> {
+pub(super) fn extract_tree(dir: BorrowedFd<'_>, tarball: &std::path::Path, stop: &dyn Fn() -> bool) -> Result<()> {
     let name = sys::cname(TREE_DIR);
     sys::mkdirat(dir, &name, 0o755)
         .map_err(|e| anyhow::anyhow!("setup: mkdirat(\"{TREE_DIR}\"): {}", sys::errno_text(e)))?;
     let fd = open_tree(dir)?;
     let mut file = std::fs::File::open(tarball).with_context(|| format!("setup: opening {}", tarball.display()))?;
-    archive::extract(&mut file, fd.as_raw_fd(), stop, &|_| {}).context("setup: extracting the tree")?;
+    archive::extract(&mut file, fd.as_fd(), stop, &|_| {}).context("setup: extracting the tree")?;
     Ok(())
 }
 
-fn open_tree(dir: RawFd) -> Result<OwnedFd> {
-    sys::open_owned(dir, &sys::cname(TREE_DIR), libc::O_RDONLY | libc::O_DIRECTORY, 0)
+fn open_tree(dir: BorrowedFd<'_>) -> Result<OwnedFd> {
+    sys::open(dir, &sys::cname(TREE_DIR), libc::O_RDONLY | libc::O_DIRECTORY, 0)
         .map_err(|e| anyhow::anyhow!("setup: opening \"{TREE_DIR}\": {}", sys::errno_text(e)))
 }
 
@@ -99,7 +99,7 @@ impl Job for Traverse<'_> {
             .root
             .as_ref()
             .ok_or_else(|| anyhow::anyhow!("traverse: no tree to walk (internal error: not prepared)"))?
-            .as_raw_fd();
+            .as_fd();
         let mut entries = 0u64;
         let mut tally = WalkTally::default();
         let mut local = PathStack::default();
@@ -229,7 +229,7 @@ impl PathStack {
 /// stat it).
 /// `between_reads` is called after each full buffer (a large directory).
 fn list(
-    root: RawFd,
+    root: BorrowedFd<'_>,
     dir: &CStr,
     stat: bool,
     buf: &mut [u8],
@@ -237,13 +237,11 @@ fn list(
     between_reads: &mut dyn FnMut(&mut PathStack),
 ) -> Result<u64> {
     let shown = || dir.to_string_lossy().into_owned();
-    let fd = sys::open_long_owned(root, dir, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW)
+    let fd = sys::open_long(root, dir, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW)
         .map_err(|e| anyhow::anyhow!("openat(\"{}\"): {}", sys::shorten_middle(&shown(), 160), sys::errno_text(e)))?;
-    // SAFETY: stat is plain data.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
     let mut count = 0;
     loop {
-        let filled = sys::getdents64(fd.as_raw_fd(), buf).map_err(|e| {
+        let filled = sys::getdents64(&fd, buf).map_err(|e| {
             anyhow::anyhow!("getdents64(\"{}\"): {}", sys::shorten_middle(&shown(), 160), sys::errno_text(e))
         })?;
         if filled == 0 {
@@ -257,7 +255,7 @@ fn list(
             let mut is_dir = entry.d_type == libc::DT_DIR;
             if stat || entry.d_type == libc::DT_UNKNOWN {
                 let name = entry.name();
-                sys::fstatat(fd.as_raw_fd(), name, &mut st, libc::AT_SYMLINK_NOFOLLOW).map_err(|e| {
+                let st = sys::fstatat(&fd, name, libc::AT_SYMLINK_NOFOLLOW).map_err(|e| {
                     let path = format!("{}/{}", shown(), name.to_string_lossy());
                     anyhow::anyhow!("fstatat(\"{}\"): {}", sys::shorten_middle(&path, 160), sys::errno_text(e))
                 })?;

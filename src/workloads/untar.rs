@@ -2,6 +2,7 @@
 //! the built-in extractor or an external command (`--extract-cmd`).
 
 use std::io::Read;
+use std::os::fd::BorrowedFd;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
@@ -42,13 +43,21 @@ pub struct TreeSource {
     pub stat: bool,
 }
 
-pub(super) enum Untar {
-    Builtin { file: std::fs::File, dir: i32 },
-    External { command: exec::CommandLine, env: Vec<(&'static str, String)>, dir: i32, contents: ExtractStats },
+pub(super) enum Untar<'a> {
+    Builtin {
+        file: std::fs::File,
+        dir: BorrowedFd<'a>,
+    },
+    External {
+        command: exec::CommandLine,
+        env: Vec<(&'static str, String)>,
+        dir: BorrowedFd<'a>,
+        contents: ExtractStats,
+    },
 }
 
-impl Untar {
-    pub(super) fn setup(env: &WorkerEnv<'_>) -> Result<Untar> {
+impl<'a> Untar<'a> {
+    pub(super) fn setup(env: &WorkerEnv<'a>) -> Result<Untar<'a>> {
         let source = env.tree.as_ref().context("untar needs a tarball (internal error: none prepared)")?;
         match &source.command {
             None => {
@@ -74,7 +83,7 @@ impl Untar {
     }
 }
 
-impl Job for Untar {
+impl Job for Untar<'_> {
     fn run(&mut self, ctx: &JobContext<'_>) -> anyhow::Result<JobOutput> {
         match self {
             Untar::Builtin { file, dir } => {

@@ -454,12 +454,10 @@ mod tests {
         let pid = unsafe { libc::fork() };
         if pid == 0 {
             let ok = q.push(c"from-the-child", 7, &mut WalkTally::default());
-            // SAFETY: leave without running the parent's destructors.
-            unsafe { libc::_exit(if ok { 0 } else { 1 }) };
+            // Leaves without running the parent's destructors.
+            sys::exit_now(if ok { 0 } else { 1 });
         }
-        let mut status = 0;
-        // SAFETY: waiting for our own child.
-        unsafe { libc::waitpid(pid, &mut status, 0) };
+        sys::wait_child(pid, true).unwrap();
         assert_eq!(q.pop(&mut WalkTally::default()), Some((CString::from(c"from-the-child"), 7)));
     }
 }

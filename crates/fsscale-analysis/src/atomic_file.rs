@@ -8,7 +8,7 @@
 use std::ffi::CString;
 use std::fs::File;
 use std::io::Write;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
@@ -29,18 +29,17 @@ impl AtomicFile {
     /// Creates the temporary file in `path`'s directory.
     pub fn create(path: &Path) -> Result<AtomicFile> {
         let (dir, name) = open_parent(path)?;
-        refuse_special(dir.as_raw_fd(), &name, path)?;
+        refuse_special(&dir, &name, path)?;
         for _ in 0..8 {
             let temp = format!(".{}.{}.tmp", name.to_string_lossy(), sys::random_hex(8));
             let temp_name = sys::cname(&temp);
             let flags = libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_WRONLY;
-            match sys::open_owned(dir.as_raw_fd(), &temp_name, flags, 0o644) {
+            match sys::open(&dir, &temp_name, flags, 0o644) {
                 Ok(fd) => {
                     let file = File::from(fd);
                     // Held until it has its name: `fsscale cleanup` removes
                     // only temporaries nobody holds (a killed run's).
-                    // SAFETY: flock on our own fresh descriptor.
-                    unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+                    let _ = sys::lock_exclusive_now(&file);
                     return Ok(AtomicFile { dir, temp_name, name, path: path.to_path_buf(), file: Some(file) });
                 }
                 Err(libc::EEXIST) => continue,
@@ -59,8 +58,8 @@ impl AtomicFile {
     pub fn replace(mut self) -> Result<()> {
         // Closed (and unlocked) once renamed, not before.
         let _held = self.file.take();
-        refuse_special(self.dir.as_raw_fd(), &self.name, &self.path)?;
-        sys::renameat(self.dir.as_raw_fd(), &self.temp_name, &self.name)
+        refuse_special(&self.dir, &self.name, &self.path)?;
+        sys::renameat(&self.dir, &self.temp_name, &self.name)
             .map_err(|e| anyhow!("cannot write {}: {}", self.path.display(), sys::errno_text(e)))?;
         self.temp_name = CString::default();
         Ok(())
@@ -69,12 +68,10 @@ impl AtomicFile {
     /// Gives the file its name only if nothing has it yet.
     pub fn create_new(mut self) -> Result<()> {
         let _held = self.file.take();
-        let dir = self.dir.as_raw_fd();
-        // A hard link never replaces an existing name; then the temporary name goes.
-        // SAFETY: valid C strings and a directory descriptor; flags 0 never follows links.
-        let linked = unsafe { libc::linkat(dir, self.temp_name.as_ptr(), dir, self.name.as_ptr(), 0) };
-        if linked != 0 {
-            let errno = sys::last_errno();
+        let dir = self.dir.as_fd();
+        // A hard link never replaces an existing name (and never follows a
+        // link); then the temporary name goes.
+        if let Err(errno) = sys::linkat(dir, &self.temp_name, &self.name) {
             return match errno {
                 libc::EEXIST => Err(anyhow!("{} exists; remove it or choose another name", self.path.display())),
                 e => Err(anyhow!("cannot write {}: {}", self.path.display(), sys::errno_text(e))),
@@ -89,7 +86,7 @@ impl AtomicFile {
 impl Drop for AtomicFile {
     fn drop(&mut self) {
         if !self.temp_name.as_bytes().is_empty() {
-            let _ = sys::unlinkat(self.dir.as_raw_fd(), &self.temp_name, 0);
+            let _ = sys::unlinkat(&self.dir, &self.temp_name, 0);
         }
     }
 }
@@ -109,8 +106,8 @@ pub fn remove_dead_temporaries(dir: &Path) -> Vec<String> {
         if !ours {
             continue;
         }
-        let Ok(Some(_held)) = crate::lockfile::lock_if_unheld(libc::AT_FDCWD, &cname) else { continue };
-        if sys::unlinkat(libc::AT_FDCWD, &cname, 0).is_ok() {
+        let Ok(Some(_held)) = crate::lockfile::lock_if_unheld(sys::CWD, &cname) else { continue };
+        if sys::unlinkat(sys::CWD, &cname, 0).is_ok() {
             removed.push(format!("removed temporary file {}", entry.path().display()));
         }
     }
@@ -147,12 +144,8 @@ pub fn create_unique(dir: &Path, stem: &str, ext: &str) -> Result<PathBuf> {
 /// device, a FIFO or a socket (`-o /dev/null` would turn the system's
 /// /dev/null into a regular file): only a regular file, a symbolic link
 /// (itself replaced, never followed) or nothing may be there.
-fn refuse_special(dir: i32, name: &std::ffi::CStr, path: &Path) -> Result<()> {
-    // SAFETY: an all-zero stat is a valid value to be overwritten.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    if sys::fstatat(dir, name, &mut st, libc::AT_SYMLINK_NOFOLLOW).is_err() {
-        return Ok(());
-    }
+fn refuse_special(dir: impl AsFd, name: &std::ffi::CStr, path: &Path) -> Result<()> {
+    let Ok(st) = sys::fstatat(dir, name, libc::AT_SYMLINK_NOFOLLOW) else { return Ok(()) };
     let kind = match st.st_mode & libc::S_IFMT {
         libc::S_IFREG | libc::S_IFLNK => return Ok(()),
         libc::S_IFDIR => "a directory",
@@ -177,7 +170,7 @@ fn open_parent(path: &Path) -> Result<(OwnedFd, CString)> {
         _ => Path::new("."),
     };
     let parent_c = sys::cstring(parent)?;
-    let dir = sys::open_owned(libc::AT_FDCWD, &parent_c, libc::O_RDONLY | libc::O_DIRECTORY, 0)
+    let dir = sys::open(sys::CWD, &parent_c, libc::O_RDONLY | libc::O_DIRECTORY, 0)
         .map_err(|e| anyhow!("cannot open the directory {}: {}", parent.display(), sys::errno_text(e)))?;
     Ok((dir, sys::cstring(Path::new(name))?))
 }
@@ -191,9 +184,8 @@ mod tests {
     fn never_replaces_a_device_fifo_or_directory() {
         let dir = tempfile::tempdir().unwrap();
         let fifo = dir.path().join("fifo");
-        let c = sys::cstring(&fifo).unwrap();
-        // SAFETY: a valid C string.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        rustix::fs::mknodat(sys::CWD, &fifo, rustix::fs::FileType::Fifo, rustix::fs::Mode::from_raw_mode(0o600), 0)
+            .unwrap();
         let error = write(&fifo, b"x").unwrap_err().to_string();
         assert!(error.contains("is a FIFO") && error.contains("writes only regular files"), "{error}");
         assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo(), "still a FIFO");

@@ -5,20 +5,19 @@
 
 use std::ffi::CStr;
 use std::fs::File;
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 
 use crate::sys::{self, Errno};
 
 /// Creates `name` in `dir` exclusively (`O_EXCL | O_NOFOLLOW`, so nothing
 /// planted there is reused) and locks it for as long as the file is open.
-pub fn create_locked(dir: RawFd, name: &CStr, mode: libc::mode_t) -> Result<File, Errno> {
+pub fn create_locked(dir: impl AsFd, name: &CStr, mode: libc::mode_t) -> Result<File, Errno> {
+    let dir = dir.as_fd();
     let flags = libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_RDWR;
-    let file = sys::open_owned(dir, name, flags, mode)?;
-    let file = File::from(file);
-    // SAFETY: flock on our own descriptor; nobody else can hold a file made just now.
-    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-        let errno = sys::last_errno();
+    let file = File::from(sys::open(dir, name, flags, mode)?);
+    // Nobody else can hold a file made just now.
+    if let Err(errno) = sys::lock_exclusive_now(&file) {
         let _ = sys::unlinkat(dir, name, 0);
         return Err(errno);
     }
@@ -33,21 +32,18 @@ pub fn create_locked(dir: RawFd, name: &CStr, mode: libc::mode_t) -> Result<File
 /// cgroup); it is opened without blocking, so a FIFO or device planted at
 /// the name (in a sticky shared directory, say) is refused as
 /// [`sys::NOT_REGULAR`], never waited on.
-pub fn lock_if_unheld(dir: RawFd, name: &CStr) -> Result<Option<File>, Errno> {
-    let file = sys::open_owned(dir, name, libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK, 0)?;
-    let file = File::from(file);
+pub fn lock_if_unheld(dir: impl AsFd, name: &CStr) -> Result<Option<File>, Errno> {
+    let file = File::from(sys::open(dir, name, libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK, 0)?);
     let kind = file.metadata().map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?.file_type();
     if !(kind.is_file() || kind.is_dir()) {
         return Err(sys::NOT_REGULAR);
     }
-    // SAFETY: flock on our own descriptor; EWOULDBLOCK means a live run holds it.
-    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-        return match sys::last_errno() {
-            libc::EWOULDBLOCK => Ok(None),
-            errno => Err(errno),
-        };
+    // EWOULDBLOCK: a live run holds it.
+    match sys::lock_exclusive_now(&file) {
+        Ok(()) => Ok(Some(file)),
+        Err(libc::EWOULDBLOCK) => Ok(None),
+        Err(errno) => Err(errno),
     }
-    Ok(Some(file))
 }
 
 /// Makes a directory in `parent`, named by `name` (a fresh name each call),
@@ -66,7 +62,7 @@ pub fn make_locked_dir(parent: &Path, mut name: impl FnMut() -> String) -> std::
         let dir = parent.join(name());
         std::fs::create_dir(&dir).map_err(|e| Error::new(e.kind(), format!("creating {}: {e}", dir.display())))?;
         let path = sys::cstring(&dir)?;
-        let why = match lock_if_unheld(libc::AT_FDCWD, &path) {
+        let why = match lock_if_unheld(sys::CWD, &path) {
             Ok(Some(lock)) => return Ok((dir, lock)),
             // A sweeper holds it, or has removed it already: it is the sweeper's.
             Ok(None) => Error::new(ErrorKind::WouldBlock, "another process holds it"),
@@ -88,22 +84,27 @@ mod tests {
     fn a_fifo_is_refused_without_waiting_and_a_directory_can_be_locked() {
         let dir = tempfile::tempdir().unwrap();
         let fd = File::open(dir.path()).unwrap();
-        let fifo = std::ffi::CString::new(dir.path().join("fifo").to_str().unwrap()).unwrap();
-        // SAFETY: a valid C string.
-        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
-        assert_eq!(lock_if_unheld(fd.as_raw_fd(), c"fifo").unwrap_err(), sys::NOT_REGULAR);
+        rustix::fs::mknodat(
+            sys::CWD,
+            dir.path().join("fifo"),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        assert_eq!(lock_if_unheld(&fd, c"fifo").unwrap_err(), sys::NOT_REGULAR);
         std::fs::create_dir(dir.path().join("instance")).unwrap();
-        assert!(lock_if_unheld(fd.as_raw_fd(), c"instance").unwrap().is_some());
+        assert!(lock_if_unheld(&fd, c"instance").unwrap().is_some());
     }
 
     #[test]
     fn a_held_lock_is_seen_and_a_dropped_one_is_free() {
         let dir = tempfile::tempdir().unwrap();
         let fd = File::open(dir.path()).unwrap();
-        let held = create_locked(fd.as_raw_fd(), c"entry", 0o600).unwrap();
-        assert!(lock_if_unheld(fd.as_raw_fd(), c"entry").unwrap().is_none());
-        assert_eq!(create_locked(fd.as_raw_fd(), c"entry", 0o600).unwrap_err(), libc::EEXIST);
+        let held = create_locked(&fd, c"entry", 0o600).unwrap();
+        assert!(lock_if_unheld(&fd, c"entry").unwrap().is_none());
+        assert_eq!(create_locked(&fd, c"entry", 0o600).unwrap_err(), libc::EEXIST);
         drop(held);
-        assert!(lock_if_unheld(fd.as_raw_fd(), c"entry").unwrap().is_some());
+        assert!(lock_if_unheld(&fd, c"entry").unwrap().is_some());
     }
 }

@@ -216,11 +216,8 @@ pub fn ministat_default_width() -> i64 {
         let digits: String = text.trim_start().chars().take_while(|c| c.is_ascii_digit()).collect();
         return digits.parse().unwrap_or(0);
     }
-    // SAFETY: winsize is plain data; TIOCGWINSZ fills it.
-    let mut size: libc::winsize = unsafe { std::mem::zeroed() };
-    // SAFETY: valid pointer for this ioctl.
-    if unsafe { libc::ioctl(1, libc::TIOCGWINSZ, &mut size) } != -1 && size.ws_col > 0 {
-        return i64::from(size.ws_col) - 2;
+    match rustix::termios::tcgetwinsize(std::io::stdout()) {
+        Ok(size) if size.ws_col > 0 => i64::from(size.ws_col) - 2,
+        _ => 74,
     }
-    74
 }

@@ -372,16 +372,14 @@ mod tests {
     /// Root and a kernel with BTF, or a visible skip (a failure under
     /// `.ci/run`, which exports `FSSCALE_TEST_STRICT` and has both).
     fn can_load(test: &str) -> bool {
-        // SAFETY: geteuid has no preconditions.
-        let missing = if unsafe { libc::geteuid() } != 0 { Some("needs root".to_string()) } else { unavailable() };
+        let missing = if crate::sys::euid() != 0 { Some("needs root".to_string()) } else { unavailable() };
         let Some(missing) = missing else { return true };
         crate::skips::skip(test, &missing);
         false
     }
 
     fn this_thread() -> i32 {
-        // SAFETY: gettid has no preconditions.
-        unsafe { libc::gettid() }
+        crate::sys::gettid()
     }
 
     /// Loads the latency program on `hook` for this thread and checks that
@@ -392,13 +390,11 @@ mod tests {
         let mut loaded = Loaded::load_on(&[hook], "test", objects::LATENCY, &[], &events, &["calls"], &tasks).unwrap();
         // Calls before the window are not counted.
         for _ in 0..100 {
-            // SAFETY: getppid has no preconditions.
-            unsafe { libc::syscall(libc::SYS_getppid) };
+            let _ = rustix::process::getppid();
         }
         loaded.switch(true).unwrap();
         for _ in 0..1000 {
-            // SAFETY: as above.
-            unsafe { libc::syscall(libc::SYS_getppid) };
+            let _ = rustix::process::getppid();
         }
         loaded.switch(false).unwrap();
         let entries: Vec<(u32, Vec<shared::CallLatency>)> = loaded.per_cpu_entries("latency").unwrap();

@@ -497,7 +497,7 @@ pub(super) fn follow(
                 continue;
             }
         };
-        let place = Place { fd: dir.fd(), path: &scratch, point: &point };
+        let place = Place { fd: std::os::fd::AsFd::as_fd(&dir), path: &scratch, point: &point };
         let job = RunJob { spec: &spec, timing: &timing, inputs, run, cpus: cpus.as_deref() };
         let outcome = serve(cluster, &waits, serial, job, place, &ranks);
         let mine: Outcome = outcome.map_err(|e| RankFailure::of(&e));
@@ -507,32 +507,15 @@ pub(super) fn follow(
 
 /// The scratch directory rank 0 made, opened here: it must be a directory
 /// (not a symlink) whose marker holds rank 0's token.
-fn open_scratch(path: &Path, token: &str) -> Result<ScratchDir> {
+fn open_scratch(path: &Path, token: &str) -> Result<std::os::fd::OwnedFd> {
     let c = sys::cstring(path)?;
-    let fd =
-        sys::openat(libc::AT_FDCWD, &c, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW, 0).map_err(|e| {
-            anyhow!("cannot see the scratch directory {} rank 0 made: {}", path.display(), sys::errno_text(e))
-        })?;
-    let dir = ScratchDir(fd);
+    let dir = sys::open(sys::CWD, &c, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW, 0).map_err(|e| {
+        anyhow!("cannot see the scratch directory {} rank 0 made: {}", path.display(), sys::errno_text(e))
+    })?;
     let marker = sys::read_input(&path.join(crate::scratch::MARKER), 4096)
         .with_context(|| format!("reading the scratch marker in {}", path.display()))?;
     if !marker.lines().any(|l| l == format!("token={token}")) {
         anyhow::bail!("{} is not the scratch directory rank 0 made (its marker differs)", path.display());
     }
     Ok(dir)
-}
-
-/// An open directory descriptor, closed on drop.
-struct ScratchDir(i32);
-
-impl ScratchDir {
-    fn fd(&self) -> i32 {
-        self.0
-    }
-}
-
-impl Drop for ScratchDir {
-    fn drop(&mut self) {
-        let _ = sys::close(self.0);
-    }
 }

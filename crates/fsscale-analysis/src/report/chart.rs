@@ -279,7 +279,10 @@ fn short_number(v: f64) -> String {
 /// Rasterizes an SVG chart to PNG: this build has no rasterizer (cargo feature `png`).
 #[cfg(not(feature = "png"))]
 pub fn svg_to_png(_svg: &str) -> anyhow::Result<Vec<u8>> {
-    anyhow::bail!("this fsscale was built without PNG output (cargo feature `png`); write a .svg file instead")
+    anyhow::bail!(
+        "this fsscale was built without PNG output (cargo feature `png`); write a .svg file, \
+         or build with `cargo build --release --features png`"
+    )
 }
 
 /// Rasterizes an SVG chart to PNG with the system's fonts.

@@ -65,20 +65,13 @@ impl Host {
             usable_cpus: sys::usable_cpus(),
             ..Host::default()
         };
-        // SAFETY: utsname is plain data filled by the kernel.
-        let mut uts: libc::utsname = unsafe { std::mem::zeroed() };
-        // SAFETY: valid pointer.
-        if unsafe { libc::uname(&mut uts) } == 0 {
-            let field = |f: &[libc::c_char]| {
-                let bytes: Vec<u8> = f.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
-                String::from_utf8_lossy(&bytes).into_owned()
-            };
-            host.hostname = field(&uts.nodename);
-            host.os = field(&uts.sysname);
-            host.kernel_release = field(&uts.release);
-            host.kernel_version = field(&uts.version);
-            host.arch = field(&uts.machine);
-        }
+        let uts = rustix::system::uname();
+        let field = |f: &std::ffi::CStr| f.to_string_lossy().into_owned();
+        host.hostname = field(uts.nodename());
+        host.os = field(uts.sysname());
+        host.kernel_release = field(uts.release());
+        host.kernel_version = field(uts.version());
+        host.arch = field(uts.machine());
         if let Ok(cpuinfo) = std::fs::read_to_string("/proc/cpuinfo") {
             host.cpu_model = cpu_model(&cpuinfo).unwrap_or_default();
         }

@@ -194,14 +194,14 @@ fn write_line(journal: &mut File, line: &Line, document: &Path) -> Result<u64> {
 fn create_journal(path: &Path) -> Result<Option<File>> {
     let name = sys::cstring(path)?;
     let fail = |e| anyhow!("creating {}: {} (remove it if no run is writing it)", path.display(), sys::errno_text(e));
-    match lockfile::create_locked(libc::AT_FDCWD, &name, 0o644) {
+    match lockfile::create_locked(sys::CWD, &name, 0o644) {
         Ok(file) => Ok(Some(file)),
-        Err(libc::EEXIST) => match lockfile::lock_if_unheld(libc::AT_FDCWD, &name) {
+        Err(libc::EEXIST) => match lockfile::lock_if_unheld(sys::CWD, &name) {
             Ok(None) => Ok(None),
             // A dead run's: removed while we hold its lock, then ours is made.
             Ok(Some(_stale)) => {
-                sys::unlinkat(libc::AT_FDCWD, &name, 0).map_err(fail)?;
-                lockfile::create_locked(libc::AT_FDCWD, &name, 0o644).map(Some).map_err(fail)
+                sys::unlinkat(sys::CWD, &name, 0).map_err(fail)?;
+                lockfile::create_locked(sys::CWD, &name, 0o644).map(Some).map_err(fail)
             }
             Err(e) => Err(fail(e)),
         },

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::sys::{self, find_mount, mounts};
+use crate::sys::{find_mount, mounts};
 
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
 pub struct Target {
@@ -31,16 +31,14 @@ impl Target {
     pub fn detect(dir: &Path) -> Target {
         let path = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
         let mut target = Target { path: path.display().to_string(), ..Target::default() };
-        if let Ok(c) = sys::cstring(&path) {
-            // SAFETY: statfs is plain data filled by the kernel.
-            let mut st: libc::statfs = unsafe { std::mem::zeroed() };
-            // SAFETY: valid C string and buffer.
-            if unsafe { libc::statfs(c.as_ptr(), &mut st) } == 0 {
-                let magic = st.f_type as u64 & 0xffff_ffff;
-                target.fs_magic = format!("0x{magic:x}");
-                target.fs_type = type_name(magic, None);
-                target.block_size = st.f_bsize as u64;
-            }
+        if let Ok(st) = rustix::fs::statfs(&path) {
+            let magic = st.f_type as u64 & 0xffff_ffff;
+            target.fs_magic = format!("0x{magic:x}");
+            target.fs_type = type_name(magic, None);
+            // i64 on Linux, u64 on FreeBSD.
+            #[allow(clippy::unnecessary_cast)]
+            let block_size = st.f_bsize as u64;
+            target.block_size = block_size;
         }
         if let Some(mount) = find_mount(&mounts(), &target.path) {
             target.device = mount.device.clone();

@@ -3,7 +3,7 @@
 //! this user can change, a descriptor's real path, the memory there is.
 
 use std::io;
-use std::os::fd::RawFd;
+use std::os::fd::{AsFd, AsRawFd};
 use std::path::Path;
 
 use super::{errno_text_plain, euid};
@@ -170,8 +170,8 @@ pub fn others_can_replace_in(meta: &std::fs::Metadata) -> Option<String> {
 
 /// The path the kernel has for an open descriptor (its real path, no
 /// symbolic link in it), read from /proc/self/fd.
-pub fn fd_path(fd: RawFd) -> io::Result<std::path::PathBuf> {
-    std::fs::read_link(format!("/proc/self/fd/{fd}"))
+pub fn fd_path(fd: impl AsFd) -> io::Result<std::path::PathBuf> {
+    std::fs::read_link(format!("/proc/self/fd/{}", fd.as_fd().as_raw_fd()))
 }
 
 /// `MemAvailable` from /proc/meminfo, in bytes.
@@ -211,9 +211,10 @@ pub fn meminfo_value(info: &str, key: &str) -> Option<u64> {
 /// `FITHAW`: CAP_SYS_ADMIN): everything is written home and a journaling
 /// filesystem's log checkpointed. Only for filesystems fsscale made: a
 /// freeze stops every writer of the filesystem while it lasts.
-pub fn freeze_and_thaw(fd: RawFd) {
+pub fn freeze_and_thaw(fd: impl AsFd) {
     const FIFREEZE: libc::c_ulong = 0xC004_5877;
     const FITHAW: libc::c_ulong = 0xC004_5878;
+    let fd = fd.as_fd().as_raw_fd();
     // SAFETY: the ioctls take an int argument they ignore.
     unsafe {
         if libc::ioctl(fd, FIFREEZE as _, 0) == 0 {

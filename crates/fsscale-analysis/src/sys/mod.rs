@@ -20,11 +20,19 @@ pub(crate) use quota::cgroup_cpu_limit;
 
 use std::ffi::{CStr, CString};
 use std::io;
-use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, IntoRawFd, OwnedFd, RawFd};
 use std::path::Path;
+
+use rustix::fs::{AtFlags, Mode, OFlags};
 
 /// An errno value as returned by a failed system call.
 pub type Errno = i32;
+
+/// What [`fstatat`] and [`fstat`] fill: the platform's `struct stat`.
+pub type Stat = rustix::fs::Stat;
+
+/// The current directory, as the directory of the `*at` calls.
+pub const CWD: BorrowedFd<'static> = rustix::fs::CWD;
 
 /// Not an errno the kernel returns: what fsscale opened to read or lock is
 /// not a regular file (a FIFO or device planted at the name), so it was
@@ -39,50 +47,59 @@ pub fn last_errno() -> Errno {
 /// A raw call's status (0, or -1 with errno) as a result.
 #[inline(always)]
 pub fn status(ret: libc::c_int) -> Result<(), Errno> {
-    check(ret).map(drop)
-}
-
-#[inline(always)]
-fn check(ret: libc::c_int) -> Result<libc::c_int, Errno> {
     if ret < 0 {
         Err(last_errno())
     } else {
-        Ok(ret)
+        Ok(())
     }
 }
 
+/// rustix's error as the raw errno the hot loops carry.
 #[inline(always)]
-fn check_size(ret: libc::ssize_t) -> Result<usize, Errno> {
-    if ret < 0 {
-        Err(last_errno())
-    } else {
-        Ok(ret as usize)
-    }
+fn raw<T>(result: rustix::io::Result<T>) -> Result<T, Errno> {
+    result.map_err(|e| e.raw_os_error())
+}
+
+/// `open(2)` flags as libc spells them (the kernel's values), always close-on-exec.
+#[inline(always)]
+fn oflags(flags: libc::c_int) -> OFlags {
+    OFlags::from_bits_retain(flags as _) | OFlags::CLOEXEC
 }
 
 #[inline(always)]
-pub fn openat(dir: RawFd, name: &CStr, flags: libc::c_int, mode: libc::mode_t) -> Result<RawFd, Errno> {
-    // SAFETY: `name` is a valid NUL-terminated string for the duration of the call.
-    check(unsafe { libc::openat(dir, name.as_ptr(), flags | libc::O_CLOEXEC, mode as libc::c_uint) })
+fn at_flags(flags: libc::c_int) -> AtFlags {
+    AtFlags::from_bits_retain(flags as _)
 }
 
-/// `openat` for a relative path of any length: past `PATH_MAX` (a tree
-/// deeper than 4 KiB of names) it walks there piece by piece, each piece a
-/// whole number of components shorter than the limit. Bare system calls
-/// (see [`BareFd`]): this is a walk's hot path.
-fn openat_long(dir: RawFd, path: &CStr, flags: libc::c_int) -> Result<RawFd, Errno> {
+#[inline(always)]
+fn mode(mode: libc::mode_t) -> Mode {
+    Mode::from_bits_retain(mode as _)
+}
+
+/// `openat`, close-on-exec; the descriptor is the caller's to keep (closed
+/// by libc when dropped: off the hot path, where [`open_bare`] is).
+#[inline(always)]
+pub fn open(dir: impl AsFd, name: &CStr, flags: libc::c_int, perm: libc::mode_t) -> Result<OwnedFd, Errno> {
+    raw(rustix::fs::openat(dir, name, oflags(flags), mode(perm)))
+}
+
+/// `openat` by the bare system call, owned (see [`BareFd`]).
+#[inline(always)]
+pub fn open_bare(dir: impl AsFd, name: &CStr, flags: libc::c_int, perm: libc::mode_t) -> Result<BareFd, Errno> {
+    open(dir, name, flags, perm).map(BareFd::from)
+}
+
+/// [`open_bare`] for a relative path of any length: past `PATH_MAX` (a
+/// tree deeper than 4 KiB of names) it walks there piece by piece, each
+/// piece a whole number of components shorter than the limit. A walk's hot path.
+pub fn open_long(dir: impl AsFd, path: &CStr, flags: libc::c_int) -> Result<BareFd, Errno> {
     const PIECE: usize = 3072;
     let bytes = path.to_bytes();
     if bytes.len() < PIECE {
-        return openat_bare(dir, path, flags);
+        return open_bare(dir, path, flags, 0);
     }
-    let mut at = dir;
+    let mut at: Option<BareFd> = None;
     let mut rest = bytes;
-    let close_at = |fd: RawFd| {
-        if fd != dir {
-            drop(BareFd(fd));
-        }
-    };
     loop {
         let (piece, next) = if rest.len() < PIECE {
             (rest, &rest[rest.len()..])
@@ -92,214 +109,262 @@ fn openat_long(dir: RawFd, path: &CStr, flags: libc::c_int) -> Result<RawFd, Err
         };
         let last = next.is_empty();
         let piece = CString::new(piece).map_err(|_| libc::EINVAL)?;
-        let opened =
-            openat_bare(at, &piece, if last { flags } else { libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW });
-        close_at(at);
-        at = opened?;
+        let flags = if last { flags } else { libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW };
+        let opened = match &at {
+            Some(fd) => open_bare(fd, &piece, flags, 0)?,
+            None => open_bare(dir.as_fd(), &piece, flags, 0)?,
+        };
         if last {
-            return Ok(at);
+            return Ok(opened);
         }
+        at = Some(opened);
         rest = next;
     }
 }
 
-/// [`openat`] off the hot path: the new descriptor owned by the value
-/// returned, so no caller converts a raw one.
-pub fn open_owned(dir: RawFd, name: &CStr, flags: libc::c_int, mode: libc::mode_t) -> Result<OwnedFd, Errno> {
-    // SAFETY: a descriptor openat just returned, owned by nobody else.
-    openat(dir, name, flags, mode).map(|fd| unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-/// [`openat_long`], owned.
-pub fn open_long_owned(dir: RawFd, path: &CStr, flags: libc::c_int) -> Result<BareFd, Errno> {
-    openat_long(dir, path, flags).map(BareFd)
-}
-
-/// A descriptor opened and closed by bare system calls. libc's `openat`,
-/// `write` and `close` are cancellation points, which cost every call two
+/// A descriptor closed by the bare system call. libc's `close`, like its
+/// `openat` and `write`, is a cancellation point, which costs every call two
 /// more calls around it: 1.5% of a warm walk's time, and as much of an
 /// extraction's, where the kernel's work is what is measured. fsscale
-/// cancels no thread.
+/// cancels no thread, and rustix makes every other call bare.
 pub struct BareFd(RawFd);
 
-impl BareFd {
-    pub fn as_raw_fd(&self) -> RawFd {
+impl From<OwnedFd> for BareFd {
+    fn from(fd: OwnedFd) -> BareFd {
+        BareFd(fd.into_raw_fd())
+    }
+}
+
+impl AsFd for BareFd {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        // SAFETY: the descriptor is open while this value lives, which the borrow cannot outlive.
+        unsafe { BorrowedFd::borrow_raw(self.0) }
+    }
+}
+
+impl AsRawFd for BareFd {
+    fn as_raw_fd(&self) -> RawFd {
         self.0
+    }
+}
+
+impl BareFd {
+    /// Closes it, with the kernel's answer (a workload counts the close).
+    #[inline(always)]
+    pub fn close(self) -> Result<(), Errno> {
+        let fd = std::mem::ManuallyDrop::new(self).0;
+        // SAFETY: the descriptor this value owned, closed once: Drop will not run.
+        raw(unsafe { rustix::io::try_close(fd) })
     }
 }
 
 impl Drop for BareFd {
     fn drop(&mut self) {
         // SAFETY: closing the descriptor this value owns, once.
-        #[cfg(target_os = "linux")]
-        unsafe {
-            libc::syscall(libc::SYS_close, self.0)
-        };
-        // Elsewhere (the analysis half's builds) libc's own.
-        #[cfg(not(target_os = "linux"))]
-        let _ = close(self.0);
+        unsafe { rustix::io::close(self.0) };
     }
-}
-
-/// `openat` by the bare system call, owned (see [`BareFd`]).
-pub fn open_bare(dir: RawFd, name: &CStr, flags: libc::c_int, mode: libc::mode_t) -> Result<BareFd, Errno> {
-    openat_bare_mode(dir, name, flags, mode).map(BareFd)
-}
-
-/// `write` by the bare system call (see [`BareFd`]).
-pub fn write_bare(fd: RawFd, buf: &[u8]) -> Result<usize, Errno> {
-    #[cfg(target_os = "linux")]
-    {
-        // SAFETY: the buffer is valid for `buf.len()` bytes.
-        let ret = unsafe { libc::syscall(libc::SYS_write, fd, buf.as_ptr(), buf.len()) };
-        if ret < 0 {
-            Err(last_errno())
-        } else {
-            Ok(ret as usize)
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    write(fd, buf)
-}
-
-fn openat_bare(dir: RawFd, name: &CStr, flags: libc::c_int) -> Result<RawFd, Errno> {
-    openat_bare_mode(dir, name, flags, 0)
-}
-
-fn openat_bare_mode(dir: RawFd, name: &CStr, flags: libc::c_int, mode: libc::mode_t) -> Result<RawFd, Errno> {
-    #[cfg(target_os = "linux")]
-    {
-        // SAFETY: `name` is a valid NUL-terminated string for the duration of the call.
-        let ret = unsafe { libc::syscall(libc::SYS_openat, dir, name.as_ptr(), flags | libc::O_CLOEXEC, mode) };
-        if ret < 0 {
-            Err(last_errno())
-        } else {
-            Ok(ret as RawFd)
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    openat(dir, name, flags, mode)
 }
 
 /// A pipe, close-on-exec: (read end, write end).
 pub fn pipe() -> Result<(OwnedFd, OwnedFd), Errno> {
-    let mut fds = [0; 2];
-    // SAFETY: pipe2 fills two descriptors.
-    check(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) })?;
-    // SAFETY: fresh descriptors, owned by nobody else.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+    raw(rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC))
 }
 
 #[inline(always)]
-pub fn close(fd: RawFd) -> Result<(), Errno> {
-    // SAFETY: closing an fd we own; a bad fd is reported as EBADF.
-    check(unsafe { libc::close(fd) }).map(drop)
+pub fn fstatat(dir: impl AsFd, name: &CStr, flags: libc::c_int) -> Result<Stat, Errno> {
+    raw(rustix::fs::statat(dir, name, at_flags(flags)))
+}
+
+/// The target of the symbolic link `name` in `dir`.
+pub fn readlinkat(dir: impl AsFd, name: &CStr) -> Result<Vec<u8>, Errno> {
+    raw(rustix::fs::readlinkat(dir, name, Vec::new())).map(CString::into_bytes)
 }
 
 #[inline(always)]
-pub fn fstatat(dir: RawFd, name: &CStr, buf: &mut libc::stat, flags: libc::c_int) -> Result<(), Errno> {
-    // SAFETY: `buf` is a valid, writable stat buffer.
-    check(unsafe { libc::fstatat(dir, name.as_ptr(), buf, flags) }).map(drop)
-}
-
-/// The target of the symbolic link `name` in `dir` (at most 4 KiB, as PATH_MAX).
-pub fn readlinkat(dir: RawFd, name: &CStr) -> Result<Vec<u8>, Errno> {
-    let mut buf = vec![0u8; 4096];
-    // SAFETY: the buffer is writable for its length.
-    let n = check_size(unsafe { libc::readlinkat(dir, name.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) })?;
-    buf.truncate(n);
-    Ok(buf)
+pub fn fstat(fd: impl AsFd) -> Result<Stat, Errno> {
+    raw(rustix::fs::fstat(fd))
 }
 
 #[inline(always)]
-pub fn fstat(fd: RawFd, buf: &mut libc::stat) -> Result<(), Errno> {
-    // SAFETY: `buf` is a valid, writable stat buffer.
-    check(unsafe { libc::fstat(fd, buf) }).map(drop)
+pub fn unlinkat(dir: impl AsFd, name: &CStr, flags: libc::c_int) -> Result<(), Errno> {
+    raw(rustix::fs::unlinkat(dir, name, at_flags(flags)))
 }
 
 #[inline(always)]
-pub fn unlinkat(dir: RawFd, name: &CStr, flags: libc::c_int) -> Result<(), Errno> {
-    // SAFETY: valid C string.
-    check(unsafe { libc::unlinkat(dir, name.as_ptr(), flags) }).map(drop)
+pub fn mkdirat(dir: impl AsFd, name: &CStr, perm: libc::mode_t) -> Result<(), Errno> {
+    raw(rustix::fs::mkdirat(dir, name, mode(perm)))
+}
+
+/// `renameat` within one directory.
+#[inline(always)]
+pub fn renameat(dir: impl AsFd, from: &CStr, to: &CStr) -> Result<(), Errno> {
+    let dir = dir.as_fd();
+    raw(rustix::fs::renameat(dir, from, dir, to))
+}
+
+/// `linkat` within one directory.
+#[inline(always)]
+pub fn linkat(dir: impl AsFd, from: &CStr, to: &CStr) -> Result<(), Errno> {
+    let dir = dir.as_fd();
+    raw(rustix::fs::linkat(dir, from, dir, to, AtFlags::empty()))
+}
+
+/// `symlinkat`: a link in `dir` named `name` to `target`.
+#[inline(always)]
+pub fn symlinkat(target: &CStr, dir: impl AsFd, name: &CStr) -> Result<(), Errno> {
+    raw(rustix::fs::symlinkat(target, dir, name))
 }
 
 #[inline(always)]
-pub fn mkdirat(dir: RawFd, name: &CStr, mode: libc::mode_t) -> Result<(), Errno> {
-    // SAFETY: valid C string.
-    check(unsafe { libc::mkdirat(dir, name.as_ptr(), mode) }).map(drop)
+pub fn pread(fd: impl AsFd, buf: &mut [u8], offset: u64) -> Result<usize, Errno> {
+    raw(rustix::io::pread(fd, buf, offset))
 }
 
 #[inline(always)]
-pub fn renameat(dir: RawFd, from: &CStr, to: &CStr) -> Result<(), Errno> {
-    // SAFETY: valid C strings.
-    check(unsafe { libc::renameat(dir, from.as_ptr(), dir, to.as_ptr()) }).map(drop)
+pub fn pwrite(fd: impl AsFd, buf: &[u8], offset: u64) -> Result<usize, Errno> {
+    raw(rustix::io::pwrite(fd, buf, offset))
 }
 
 #[inline(always)]
-pub fn linkat(dir: RawFd, from: &CStr, to: &CStr) -> Result<(), Errno> {
-    // SAFETY: valid C strings.
-    check(unsafe { libc::linkat(dir, from.as_ptr(), dir, to.as_ptr(), 0) }).map(drop)
+pub fn read(fd: impl AsFd, buf: &mut [u8]) -> Result<usize, Errno> {
+    raw(rustix::io::read(fd, buf))
 }
 
 #[inline(always)]
-pub fn pread(fd: RawFd, buf: &mut [u8], offset: i64) -> Result<usize, Errno> {
-    // SAFETY: the buffer is valid for `buf.len()` bytes.
-    check_size(unsafe { libc::pread(fd, buf.as_mut_ptr().cast(), buf.len(), offset) })
-}
-
-#[inline(always)]
-pub fn pwrite(fd: RawFd, buf: &[u8], offset: i64) -> Result<usize, Errno> {
-    // SAFETY: the buffer is valid for `buf.len()` bytes.
-    check_size(unsafe { libc::pwrite(fd, buf.as_ptr().cast(), buf.len(), offset) })
-}
-
-#[inline(always)]
-pub fn read(fd: RawFd, buf: &mut [u8]) -> Result<usize, Errno> {
-    // SAFETY: buf is valid for writes of buf.len() bytes.
-    check_size(unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) })
-}
-
-#[inline(always)]
-pub fn write(fd: RawFd, buf: &[u8]) -> Result<usize, Errno> {
-    // SAFETY: the buffer is valid for `buf.len()` bytes.
-    check_size(unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) })
+pub fn write(fd: impl AsFd, buf: &[u8]) -> Result<usize, Errno> {
+    raw(rustix::io::write(fd, buf))
 }
 
 /// `lseek(fd, 0, SEEK_SET)`: back to the start of the file.
 #[inline(always)]
-pub fn rewind(fd: RawFd) -> Result<(), Errno> {
-    // SAFETY: plain syscall on an fd.
-    if unsafe { libc::lseek(fd, 0, libc::SEEK_SET) } < 0 {
-        Err(last_errno())
-    } else {
-        Ok(())
-    }
+pub fn rewind(fd: impl AsFd) -> Result<(), Errno> {
+    raw(rustix::fs::seek(fd, rustix::fs::SeekFrom::Start(0))).map(drop)
 }
 
 #[inline(always)]
-pub fn ftruncate(fd: RawFd, len: i64) -> Result<(), Errno> {
-    // SAFETY: plain syscall on an fd.
-    check(unsafe { libc::ftruncate(fd, len) }).map(drop)
+pub fn ftruncate(fd: impl AsFd, len: u64) -> Result<(), Errno> {
+    raw(rustix::fs::ftruncate(fd, len))
 }
 
 #[inline(always)]
-pub fn fsync(fd: RawFd) -> Result<(), Errno> {
-    // SAFETY: plain syscall on an fd.
-    check(unsafe { libc::fsync(fd) }).map(drop)
+pub fn fsync(fd: impl AsFd) -> Result<(), Errno> {
+    raw(rustix::fs::fsync(fd))
 }
 
+/// `futimens(fd, NULL)`: both times to now.
 #[inline(always)]
-pub fn dup(fd: RawFd) -> Result<RawFd, Errno> {
-    // SAFETY: plain syscall on an fd.
-    check(unsafe { libc::dup(fd) })
+pub fn touch(fd: impl AsFd) -> Result<(), Errno> {
+    let now = rustix::fs::Timestamps {
+        last_access: rustix::fs::Timespec { tv_sec: 0, tv_nsec: rustix::fs::UTIME_NOW },
+        last_modification: rustix::fs::Timespec { tv_sec: 0, tv_nsec: rustix::fs::UTIME_NOW },
+    };
+    raw(rustix::fs::futimens(fd, &now))
 }
 
 #[cfg(target_os = "linux")]
-/// One `getdents64` call into `buf`; returns the number of bytes filled (0 at the end).
+/// `syncfs`: everything of the filesystem holding `fd` written home.
+pub fn syncfs(fd: impl AsFd) {
+    let _ = rustix::fs::syncfs(fd);
+}
+
+/// `fchmod`.
 #[inline(always)]
-pub fn getdents64(fd: RawFd, buf: &mut [u8]) -> Result<usize, Errno> {
+pub fn fchmod(fd: impl AsFd, perm: libc::mode_t) -> Result<(), Errno> {
+    raw(rustix::fs::fchmod(fd, mode(perm)))
+}
+
+/// `fchmodat(dir, name, mode, 0)`.
+#[inline(always)]
+pub fn chmodat(dir: impl AsFd, name: &CStr, perm: libc::mode_t) -> Result<(), Errno> {
+    raw(rustix::fs::chmodat(dir, name, mode(perm), AtFlags::empty()))
+}
+
+/// Modification time `mtime` (seconds), access time left as it is.
+fn mtime_only(mtime: i64) -> rustix::fs::Timestamps {
+    rustix::fs::Timestamps {
+        last_access: rustix::fs::Timespec { tv_sec: 0, tv_nsec: rustix::fs::UTIME_OMIT },
+        last_modification: rustix::fs::Timespec { tv_sec: mtime as _, tv_nsec: 0 },
+    }
+}
+
+/// Sets an open file's modification time (`futimens`), leaving its access time.
+#[inline(always)]
+pub fn set_mtime(fd: impl AsFd, mtime: i64) -> Result<(), Errno> {
+    raw(rustix::fs::futimens(fd, &mtime_only(mtime)))
+}
+
+/// Sets `name`'s modification time in `dir` (`utimensat`, never following a link).
+#[inline(always)]
+pub fn set_mtime_at(dir: impl AsFd, name: &CStr, mtime: i64) -> Result<(), Errno> {
+    raw(rustix::fs::utimensat(dir, name, &mtime_only(mtime), AtFlags::SYMLINK_NOFOLLOW))
+}
+
+/// `linkat(from_dir, from, to_dir, to, 0)`: never following a link.
+#[inline(always)]
+pub fn link_across(from_dir: impl AsFd, from: &CStr, to_dir: impl AsFd, to: &CStr) -> Result<(), Errno> {
+    raw(rustix::fs::linkat(from_dir, from, to_dir, to, AtFlags::empty()))
+}
+
+/// `fstatfs`, for its cost: what it says is not read.
+#[inline(always)]
+pub fn statfs_of(fd: impl AsFd) -> Result<(), Errno> {
+    raw(rustix::fs::fstatfs(fd)).map(drop)
+}
+
+/// `flock(fd, operation)`, the operation as libc spells it (`LOCK_EX`,
+/// `LOCK_SH`, `LOCK_UN`, each with `LOCK_NB` or not).
+#[inline(always)]
+pub fn flock(fd: impl AsFd, operation: libc::c_int) -> Result<(), Errno> {
+    use rustix::fs::FlockOperation as Op;
+    let blocking = operation & libc::LOCK_NB == 0;
+    let op = match (operation & !libc::LOCK_NB, blocking) {
+        (libc::LOCK_EX, true) => Op::LockExclusive,
+        (libc::LOCK_EX, false) => Op::NonBlockingLockExclusive,
+        (libc::LOCK_SH, true) => Op::LockShared,
+        (libc::LOCK_SH, false) => Op::NonBlockingLockShared,
+        (libc::LOCK_UN, true) => Op::Unlock,
+        (libc::LOCK_UN, false) => Op::NonBlockingUnlock,
+        _ => return Err(libc::EINVAL),
+    };
+    raw(rustix::fs::flock(fd, op))
+}
+
+#[cfg(target_os = "linux")]
+/// `fcntl(fd, command, lock)` for a byte-range lock (`F_SETLK`,
+/// `F_OFD_SETLKW`, ...): rustix locks whole files only.
+#[inline(always)]
+pub fn set_lock(fd: impl AsFd, command: libc::c_int, lock: &libc::flock) -> Result<(), Errno> {
+    // SAFETY: a lock command with a valid, initialised flock struct the kernel only reads.
+    status(unsafe { libc::fcntl(fd.as_fd().as_raw_fd(), command, lock) })
+}
+
+#[cfg(target_os = "linux")]
+/// `fallocate(fd, mode, offset, len)`, the mode as libc spells it.
+#[inline(always)]
+pub fn fallocate(fd: impl AsFd, mode: libc::c_int, offset: u64, len: u64) -> Result<(), Errno> {
+    raw(rustix::fs::fallocate(fd, rustix::fs::FallocateFlags::from_bits_retain(mode as _), offset, len))
+}
+
+/// `flock(LOCK_EX | LOCK_NB)`: `EWOULDBLOCK` when another holds it.
+pub fn lock_exclusive_now(fd: impl AsFd) -> Result<(), Errno> {
+    raw(rustix::fs::flock(fd, rustix::fs::FlockOperation::NonBlockingLockExclusive))
+}
+
+/// `dup(2)` itself (what `dup-close` measures: not close-on-exec, closed at
+/// once), bare-closed (see [`BareFd`]).
+#[inline(always)]
+pub fn dup(fd: impl AsFd) -> Result<BareFd, Errno> {
+    raw(rustix::io::dup(fd)).map(BareFd::from)
+}
+
+#[cfg(target_os = "linux")]
+/// One `getdents64` call into `buf`; returns the number of bytes filled (0
+/// at the end). rustix offers the call only behind its own iterator
+/// (`RawDir`); the walks read the records in place with [`dirents`].
+#[inline(always)]
+pub fn getdents64(fd: impl AsFd, buf: &mut [u8]) -> Result<usize, Errno> {
     // SAFETY: the buffer is valid for `buf.len()` bytes; the kernel writes at most that.
-    let ret = unsafe { libc::syscall(libc::SYS_getdents64, fd, buf.as_mut_ptr(), buf.len()) };
+    let ret = unsafe { libc::syscall(libc::SYS_getdents64, fd.as_fd().as_raw_fd(), buf.as_mut_ptr(), buf.len()) };
     if ret < 0 {
         Err(last_errno())
     } else {
@@ -346,15 +411,12 @@ pub fn dirents(buf: &[u8], filled: usize) -> impl Iterator<Item = Dirent<'_>> {
 }
 
 #[cfg(target_os = "linux")]
-/// Converts a path to a C string, naming the path when it holds a NUL byte.
 /// The mount an open file is on (`statx` `STATX_MNT_ID`): unlike the
 /// device number, it tells a bind mount of the same filesystem apart.
-pub fn mount_id(fd: RawFd) -> Result<u64, Errno> {
-    // SAFETY: statx is plain data, filled by the kernel.
-    let mut stx: libc::statx = unsafe { std::mem::zeroed() };
-    // SAFETY: an empty path with AT_EMPTY_PATH names `fd` itself.
-    check(unsafe { libc::statx(fd, c"".as_ptr(), libc::AT_EMPTY_PATH, libc::STATX_MNT_ID, &mut stx) })?;
-    if stx.stx_mask & libc::STATX_MNT_ID == 0 {
+pub fn mount_id(fd: impl AsFd) -> Result<u64, Errno> {
+    use rustix::fs::StatxFlags;
+    let stx = raw(rustix::fs::statx(fd, c"", AtFlags::EMPTY_PATH, StatxFlags::MNT_ID))?;
+    if stx.stx_mask & StatxFlags::MNT_ID.bits() == 0 {
         return Err(libc::ENOSYS);
     }
     Ok(stx.stx_mnt_id)
@@ -362,11 +424,8 @@ pub fn mount_id(fd: RawFd) -> Result<u64, Errno> {
 
 /// Bytes free for unprivileged writers on the filesystem holding `path` (`statvfs`).
 pub fn free_bytes(path: &Path) -> Option<u64> {
-    let c = cstring(path).ok()?;
-    // SAFETY: statvfs is plain data, filled by the kernel.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    // SAFETY: valid C string and buffer.
-    (unsafe { libc::statvfs(c.as_ptr(), &mut st) } == 0).then(|| st.f_bavail as u64 * st.f_frsize as u64)
+    let st = rustix::fs::statvfs(path).ok()?;
+    Some(st.f_bavail * st.f_frsize)
 }
 
 /// `text` at most `max` bytes long, shortened in the middle (`head…tail`),
@@ -389,8 +448,7 @@ pub fn shorten_middle(text: &str, max: usize) -> String {
 
 /// The effective user id.
 pub fn euid() -> u32 {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() }
+    rustix::process::geteuid().as_raw()
 }
 
 /// The effective user's home directory from the password database.
@@ -413,9 +471,11 @@ pub fn home_from_passwd() -> Option<std::path::PathBuf> {
 /// `bytes` random bytes as lowercase hex, for names nobody can predict.
 pub fn random_hex(bytes: usize) -> String {
     let mut buf = vec![0u8; bytes];
-    // SAFETY: the buffer is valid for its length.
-    let got = unsafe { libc::getrandom(buf.as_mut_ptr().cast(), buf.len(), 0) };
-    if got != buf.len() as isize {
+    #[cfg(target_os = "linux")]
+    let got = rustix::rand::getrandom(&mut buf[..], rustix::rand::GetRandomFlags::empty()).ok() == Some(bytes);
+    #[cfg(not(target_os = "linux"))]
+    let got = std::fs::File::open("/dev/urandom").and_then(|mut f| io::Read::read_exact(&mut f, &mut buf)).is_ok();
+    if !got {
         // getrandom cannot fail for small sizes after boot; the clock and pid are a fallback.
         let seed = monotonic_ns() ^ ((std::process::id() as u64) << 32);
         for (i, b) in buf.iter_mut().enumerate() {
@@ -514,39 +574,39 @@ pub fn map_shared(len: usize, sparse: bool) -> std::io::Result<*mut u8> {
 /// private) futex: processes wait on it through a `MAP_SHARED` mapping.
 /// Spurious returns happen; callers re-check the word.
 pub fn futex_wait(word: &std::sync::atomic::AtomicU32, expected: u32, timeout: Option<std::time::Duration>) {
-    let ts = timeout.map(|t| libc::timespec {
-        tv_sec: t.as_secs().min(i32::MAX as u64) as libc::time_t,
-        tv_nsec: t.subsec_nanos() as libc::c_long,
+    let ts = timeout.map(|t| rustix::time::Timespec {
+        tv_sec: t.as_secs().min(i32::MAX as u64) as _,
+        tv_nsec: t.subsec_nanos() as _,
     });
-    let ts_ptr = ts.as_ref().map_or(std::ptr::null(), |t| t as *const libc::timespec);
-    // SAFETY: FUTEX_WAIT on a valid, aligned u32 with a relative timeout or none.
-    unsafe {
-        libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAIT, expected, ts_ptr);
-    }
+    let _ = rustix::thread::futex::wait(word, rustix::thread::futex::Flags::empty(), expected, ts.as_ref());
 }
 
 #[cfg(target_os = "linux")]
 /// Wakes every waiter on `word`.
 pub fn futex_wake_all(word: &std::sync::atomic::AtomicU32) {
-    // SAFETY: FUTEX_WAKE on a valid, aligned u32.
-    unsafe {
-        libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE, i32::MAX);
-    }
+    let _ = rustix::thread::futex::wake(word, rustix::thread::futex::Flags::empty(), i32::MAX as u32);
 }
 
 #[cfg(target_os = "linux")]
 /// The calling thread's kernel task id.
 pub fn gettid() -> i32 {
-    // SAFETY: gettid has no preconditions.
-    unsafe { libc::gettid() }
+    rustix::thread::gettid().as_raw_nonzero().get()
+}
+
+/// The page size.
+pub fn page_size() -> usize {
+    rustix::param::page_size()
+}
+
+/// Clock ticks a second (`_SC_CLK_TCK`), the unit of /proc's CPU times.
+pub fn clock_ticks_per_second() -> u64 {
+    rustix::param::clock_ticks_per_second().max(1)
 }
 
 /// Monotonic clock in nanoseconds.
 #[inline]
 pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: valid timespec pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    let ts = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
@@ -565,7 +625,7 @@ mod tests {
         let mut buf = vec![0u8; 4096];
         let (mut names, mut dots) = (Vec::new(), 0);
         loop {
-            let filled = getdents64(std::os::fd::AsRawFd::as_raw_fd(&fd), &mut buf).unwrap();
+            let filled = getdents64(&fd, &mut buf).unwrap();
             if filled == 0 {
                 break;
             }

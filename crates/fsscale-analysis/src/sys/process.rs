@@ -2,9 +2,9 @@
 //! used, pinning, a thread's scheduler figures, CPU time of children, the
 //! descriptor limit, and how many threads run.
 
-use super::{cgroup_cpu_limit, monotonic_ns};
 #[cfg(target_os = "linux")]
-use super::{check, Errno};
+use super::Errno;
+use super::{cgroup_cpu_limit, monotonic_ns};
 
 /// Number of online CPUs (`sysconf(_SC_NPROCESSORS_ONLN)`), at least 1.
 pub fn online_cpus() -> usize {
@@ -38,15 +38,10 @@ pub fn online_cpu_ids() -> Vec<usize> {
 #[cfg(target_os = "linux")]
 /// The CPUs this process may run on (its affinity mask: `taskset`, cpusets), in order.
 pub fn allowed_cpus() -> Vec<usize> {
-    // SAFETY: cpu_set_t is plain data filled by the kernel.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: valid pointer and size.
-    let ok = unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) } == 0;
-    let cpus: Vec<usize> = if ok {
-        // SAFETY: CPU_ISSET reads within the set for i < CPU_SETSIZE.
-        (0..libc::CPU_SETSIZE as usize).filter(|&i| unsafe { libc::CPU_ISSET(i, &set) }).collect()
-    } else {
-        Vec::new()
+    use rustix::thread::CpuSet;
+    let cpus: Vec<usize> = match rustix::thread::sched_getaffinity(None) {
+        Ok(set) => (0..CpuSet::MAX_CPU).filter(|&i| set.is_set(i)).collect(),
+        Err(_) => Vec::new(),
     };
     if cpus.is_empty() {
         (0..online_cpus()).collect()
@@ -74,15 +69,13 @@ pub fn usable_cpus() -> usize {
 #[cfg(target_os = "linux")]
 /// Binds the calling thread (or single-threaded process) to one CPU.
 pub fn pin_to_cpu(cpu: usize) -> Result<(), Errno> {
-    // SAFETY: cpu_set_t is plain data; CPU_SET stays within it for cpu < CPU_SETSIZE.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if cpu >= libc::CPU_SETSIZE as usize {
-            return Err(libc::EINVAL);
-        }
-        libc::CPU_SET(cpu, &mut set);
-        check(libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)).map(drop)
+    use rustix::thread::CpuSet;
+    if cpu >= CpuSet::MAX_CPU {
+        return Err(libc::EINVAL);
     }
+    let mut set = CpuSet::new();
+    set.set(cpu);
+    rustix::thread::sched_setaffinity(None, &set).map_err(|e| e.raw_os_error())
 }
 
 #[cfg(target_os = "linux")]
@@ -108,9 +101,10 @@ pub fn name_worker(index: usize) {
     for (i, d) in digits[..len.min(15 - prefix.len())].iter().rev().enumerate() {
         name[prefix.len() + i] = *d;
     }
-    // SAFETY: `name` is NUL-terminated (its last byte is never written) and
-    // lives through the call; PR_SET_NAME reads at most 16 bytes.
-    unsafe { libc::prctl(libc::PR_SET_NAME, name.as_ptr() as libc::c_ulong, 0, 0, 0) };
+    // Its last byte is never written: always NUL-terminated.
+    if let Ok(name) = std::ffi::CStr::from_bytes_until_nul(&name) {
+        let _ = rustix::thread::set_name(name);
+    }
 }
 
 /// What the scheduler says about the calling thread so far, as
@@ -150,10 +144,7 @@ pub fn has_schedstat() -> bool {
 
 /// The calling thread's CPU time in nanoseconds (`CLOCK_THREAD_CPUTIME_ID`).
 fn thread_cpu_ns() -> u64 {
-    // SAFETY: timespec is plain data filled by the kernel.
-    let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
-    // SAFETY: a valid pointer to a timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    let ts = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
@@ -187,11 +178,12 @@ pub fn children_cpu_micros() -> (u64, u64) {
 
 /// `getrusage(who)`.
 fn rusage(who: libc::c_int) -> libc::rusage {
-    // SAFETY: rusage is plain data filled by the kernel.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: valid pointer to a rusage buffer.
-    unsafe { libc::getrusage(who, &mut usage) };
-    usage
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: rusage is plain data, all zeros a valid value; the kernel fills it.
+    unsafe {
+        libc::getrusage(who, usage.as_mut_ptr());
+        usage.assume_init()
+    }
 }
 
 fn micros(tv: libc::timeval) -> u64 {
@@ -201,13 +193,10 @@ fn micros(tv: libc::timeval) -> u64 {
 /// Raises the soft open-file limit to the hard limit: 1024 threaded workers
 /// each holding a few descriptors exceed the usual soft limit of 1024.
 pub fn raise_fd_limit() {
-    // SAFETY: rlimit is plain data.
-    unsafe {
-        let mut lim: libc::rlimit = std::mem::zeroed();
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
-            lim.rlim_cur = lim.rlim_max;
-            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
-        }
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    let limit = getrlimit(Resource::Nofile);
+    if limit.current != limit.maximum {
+        let _ = setrlimit(Resource::Nofile, Rlimit { current: limit.maximum, maximum: limit.maximum });
     }
 }
 
@@ -234,16 +223,12 @@ pub fn in_initial_pid_namespace() -> Option<bool> {
 /// `tid` leads it (which names the same task).
 #[cfg(target_os = "linux")]
 pub fn pidfd_of_thread(tid: i32) -> Result<std::os::fd::OwnedFd, Errno> {
-    use std::os::fd::FromRawFd;
-    const PIDFD_THREAD: libc::c_long = libc::O_EXCL as libc::c_long;
-    let open = |flags: libc::c_long| {
-        // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
-        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, tid as libc::c_long, flags) };
-        check(fd as libc::c_int)
-    };
-    let fd = open(PIDFD_THREAD).or_else(|errno| if errno == libc::EINVAL { open(0) } else { Err(errno) })?;
-    // SAFETY: a fresh descriptor, owned by nobody else.
-    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
+    use rustix::process::{pidfd_open, Pid, PidfdFlags};
+    // PIDFD_THREAD is O_EXCL's value; rustix does not name it yet.
+    let thread = PidfdFlags::from_bits_retain(libc::O_EXCL as _);
+    let pid = Pid::from_raw(tid).ok_or(libc::ESRCH)?;
+    let open = |flags| pidfd_open(pid, flags).map_err(|e| e.raw_os_error());
+    open(thread).or_else(|errno| if errno == libc::EINVAL { open(PidfdFlags::empty()) } else { Err(errno) })
 }
 
 /// Linux capability numbers fsscale's instruments check (`linux/capability.h`).
@@ -276,6 +261,69 @@ pub fn effective_capabilities() -> Option<u64> {
 fn parse_capabilities(status: &str) -> Option<u64> {
     let hex = status.lines().find_map(|l| l.strip_prefix("CapEff:"))?;
     u64::from_str_radix(hex.trim(), 16).ok()
+}
+
+/// Sends `signal` (libc's number; 0 only asks whether it could) to process
+/// `pid`, or to process group `-pid` when `pid` is negative. `ESRCH` when
+/// nobody is there.
+pub fn send_signal(pid: i32, signal: libc::c_int) -> Result<(), super::Errno> {
+    use rustix::process::{kill_process, kill_process_group, test_kill_process, test_kill_process_group};
+    use rustix::process::{Pid, Signal};
+    let target = Pid::from_raw(pid.checked_abs().ok_or(libc::ESRCH)?).ok_or(libc::ESRCH)?;
+    let sent = match (signal, pid < 0) {
+        (0, false) => test_kill_process(target),
+        (0, true) => test_kill_process_group(target),
+        (signal, group) => {
+            let signal = Signal::from_named_raw(signal).ok_or(libc::EINVAL)?;
+            if group {
+                kill_process_group(target, signal)
+            } else {
+                kill_process(target, signal)
+            }
+        }
+    };
+    sent.map_err(|e| e.raw_os_error())
+}
+
+/// Waits for child `pid` (`hang`: until it changes state; else only if it
+/// has): its raw wait status, `Ok(None)` while it runs, `Err(ECHILD)` when
+/// it is not (or no longer) a child of ours.
+pub fn wait_child(pid: i32, hang: bool) -> Result<Option<i32>, super::Errno> {
+    use rustix::process::{waitpid, Pid, WaitOptions};
+    let options = if hang { WaitOptions::empty() } else { WaitOptions::NOHANG };
+    let pid = Pid::from_raw(pid).ok_or(libc::ECHILD)?;
+    let waited = waitpid(Some(pid), options).map_err(|e| e.raw_os_error())?;
+    Ok(waited.map(|(_, status)| status.as_raw()))
+}
+
+/// Ends this (forked) process at once with `code`: no destructor, no
+/// `atexit` handler, no flush of another's buffers (`_exit`).
+pub fn exit_now(code: i32) -> ! {
+    // SAFETY: _exit has no preconditions and does not return.
+    unsafe { libc::_exit(code) }
+}
+
+#[cfg(target_os = "linux")]
+/// Makes this process the child subreaper: orphans of its descendants come
+/// to it rather than to init.
+pub fn become_subreaper() {
+    let _ = rustix::process::set_child_subreaper(Some(rustix::process::getpid()));
+}
+
+/// Makes `fd` non-blocking (`O_NONBLOCK`, through `FIONBIO`).
+pub fn set_nonblocking(fd: impl std::os::fd::AsFd) {
+    let _ = rustix::io::ioctl_fionbio(fd, true);
+}
+
+/// Whether this process may write in `path` (`access(W_OK)`).
+pub fn writable(path: &std::path::Path) -> bool {
+    rustix::fs::access(path, rustix::fs::Access::WRITE_OK).is_ok()
+}
+
+/// Sleeps `ns` nanoseconds (`nanosleep`: async-signal-safe, for a forked child).
+pub fn sleep_ns(ns: u64) {
+    let pause = rustix::time::Timespec { tv_sec: (ns / 1_000_000_000) as _, tv_nsec: (ns % 1_000_000_000) as _ };
+    let _ = rustix::thread::nanosleep(&pause);
 }
 
 #[cfg(test)]

@@ -74,7 +74,12 @@ fn commands(markdown: &str) -> Vec<Vec<String>> {
         }
         let whole = std::mem::take(&mut pending) + line;
         let words = words(&whole);
-        let from = match words.iter().position(|w| w == "fsscale") {
+        // The command's own name: first, or after `sudo` or `git bisect run`
+        // (not `--bin fsscale`, say).
+        let named = |(at, w): &(usize, &String)| {
+            *w == "fsscale" && (*at == 0 || ["sudo", "run"].contains(&words[at - 1].as_str()))
+        };
+        let from = match words.iter().enumerate().find(named).map(|(at, _)| at) {
             Some(at) => Some(at),
             None if words.starts_with(&["cargo".into(), "run".into()]) => words.iter().position(|w| w == "--"),
             None => None,
@@ -99,7 +104,7 @@ mod tests {
         assert_eq!(words("a 'b c' \"d \\\" e\" f\\ g # comment"), ["a", "b c", "d \" e", "f g"]);
         assert_eq!(words("fsscale manpage --markdown > docs/REFERENCE.md"), ["fsscale", "manpage", "--markdown"]);
         assert_eq!(words("x --metric 'a:\\s*([0-9.]+)'"), ["x", "--metric", "a:\\s*([0-9.]+)"]);
-        let md = "```sh\nsudo fsscale run a \\\n    -j 1\ncargo run --release -- run --dir /dev/shm   # x\nls\n```\n$ fsscale list\n";
+        let md = "```sh\nsudo fsscale run a \\\n    -j 1\ncargo run --release -- run --dir /dev/shm   # x\nls\ncargo build --bin fsscale\n```\n$ fsscale list\n";
         assert_eq!(
             commands(md),
             [
@@ -124,6 +129,15 @@ mod tests {
     #[test]
     fn every_command_in_the_readme_parses() {
         all_parse("README.md", include_str!("../../../../README.md"), 15);
+    }
+
+    #[test]
+    fn the_readmes_commands_name_no_directory_a_fresh_machine_lacks() {
+        let commands = commands(include_str!("../../../../README.md"));
+        let dirs: Vec<&str> =
+            commands.iter().flat_map(|c| c.windows(2).filter(|w| w[0] == "--dir").map(|w| w[1].as_str())).collect();
+        assert!(dirs.len() >= 5, "{dirs:?}");
+        assert!(dirs.iter().all(|d| *d == "/dev/shm"), "every --dir is one every Linux has: {dirs:?}");
     }
 
     #[test]

@@ -229,7 +229,7 @@ fn check_inputs(doc: &ResultsFile, args: &RunArgs) -> Result<()> {
         let dir = fsscale::sys::open_dir_input(tree).with_context(|| format!("--tree {}", tree.display()))?;
         // Walked no further than the entries it held then: a file that
         // names `/` costs no walk of the whole system.
-        let now = fsscale::archive::tally_with_digest_within(std::os::fd::AsRawFd::as_raw_fd(&dir), entries)
+        let now = fsscale::archive::tally_with_digest_within(std::os::fd::AsFd::as_fd(&dir), entries)
             .with_context(|| format!("--tree {}", tree.display()))?;
         let Some((_, now)) = now else {
             bail!(

@@ -182,7 +182,9 @@ pub struct FsArgs {
     #[arg(long, value_name = "ram|file:DIR|dev:DEV", default_value = "ram", value_parser = parse_backing)]
     pub backing: Backing,
 
-    /// Size of made filesystems (e.g. 512M, 4G); default: 1 GiB, or 3x the data the workloads write.
+    /// Size of made filesystems (e.g. 512M, 4G); default: the largest of 1 GiB, 3x the data the workloads
+    /// write, and 32 KiB per file, directory and link they make (ext4 makes an inode per 16 KiB), so
+    /// untar --scale 1 makes filesystems of several GB: sparse images, which hold only what is written.
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub fs_size: Option<u64>,
 

@@ -280,8 +280,7 @@ fn ctrl_c_stops_every_copy() {
     let mut child = spawn_group(&["run", "command", "--cmd", &cmd, "-j", "3", "-n", "1", "--dir", &dir, "-o", &output]);
     wait_until("every copy started", || (0..3).all(|w| log.join(format!("pid-{w}")).exists()));
     std::thread::sleep(Duration::from_millis(100));
-    // SAFETY: signalling the test's own child process group, as a terminal's Ctrl-C does.
-    unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) };
+    let _ = fsscale::sys::send_signal(-(child.id() as i32), libc::SIGINT);
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130));
     for w in 0..3 {

@@ -121,8 +121,7 @@ fn ctrl_c_during_mkfs_is_an_interruption() {
             .unwrap()
     };
     wait_until("the fake mkfs", || bin.join("started").exists());
-    // SAFETY: signalling our own child's process group, as a terminal's Ctrl-C would.
-    unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) };
+    let _ = fsscale::sys::send_signal(-(child.id() as i32), libc::SIGINT);
     let pid = child.id();
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
@@ -168,22 +167,12 @@ fn traverse_walks_a_tree_deeper_than_path_max() {
     let env = TestEnv::new();
     let tree = env.root.path().join("deep");
     std::fs::create_dir(&tree).unwrap();
-    let root = std::fs::File::open(&tree).unwrap();
-    let mut fd = std::os::fd::AsRawFd::as_raw_fd(&root);
-    let mut opened = Vec::new();
+    let mut at: std::os::fd::OwnedFd = std::fs::File::open(&tree).unwrap().into();
     for _ in 0..1500 {
-        // SAFETY: mkdirat/openat relative to a directory we hold open.
-        unsafe {
-            assert_eq!(libc::mkdirat(fd, c"dd".as_ptr(), 0o755), 0);
-            fd = libc::openat(fd, c"dd".as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY);
-        }
-        assert!(fd >= 0);
-        opened.push(fd);
+        fsscale::sys::mkdirat(&at, c"dd", 0o755).unwrap();
+        at = fsscale::sys::open(&at, c"dd", libc::O_RDONLY | libc::O_DIRECTORY, 0).unwrap();
     }
-    for fd in opened {
-        // SAFETY: closing descriptors opened above.
-        unsafe { libc::close(fd) };
-    }
+    drop(at);
     for mode in ["process", "thread"] {
         let out =
             env.run(&["traverse", "-j", "2", "--mode", mode, "--share", "same", "--tree", &tree.display().to_string()]);
@@ -236,7 +225,7 @@ fn the_options_reference_is_the_command_definition() {
 
 /// Options other programs take, as the docs quote their command lines.
 const NOT_FSSCALE_OPTIONS: &[&str] =
-    &["threads", "time", "output-format", "numjobs", "release", "features", "host", "all-targets"];
+    &["threads", "time", "output-format", "numjobs", "release", "features", "host", "all-targets", "bin", "target"];
 
 /// The `--name`s in `text`.
 fn long_options(text: &str) -> std::collections::BTreeSet<String> {

@@ -143,9 +143,7 @@ fn a_refused_run_never_shows_an_older_results_file() {
 fn a_results_path_that_is_a_device_or_fifo_is_refused_not_replaced() {
     let env = TestEnv::new();
     let fifo = env.root.path().join("fifo");
-    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-    // SAFETY: a valid C string.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    make_fifo(&fifo, 0o600);
     let mut cmd = fsscale();
     cmd.args(["run", "stat", "-n", "1", "-d", "0.05", "--warmup-runs", "0", "--dir"])
         .arg(&env.dir)

@@ -37,8 +37,7 @@ fn wait_for_workers(child: &Child, n: usize) -> Vec<i32> {
 }
 
 fn signal(pid: i32, signal: i32) {
-    // SAFETY: signalling a process of our own test.
-    unsafe { libc::kill(pid, signal) };
+    let _ = fsscale::sys::send_signal(pid, signal);
 }
 
 /// Waits for `child`, failing the test if it takes longer than `limit`.
@@ -315,9 +314,12 @@ fn forged_registry_entries_are_refused() {
         "image": canary.path.join("precious"),
         "loop_device": null,
     });
+    // No other test's cleanup may meet the forged entry: it refuses it too.
+    let turn = cleanups();
     std::fs::write(&entry, forged.to_string()).unwrap();
-    let out = cleanup_output(fsscale().arg("cleanup"));
+    let out = fsscale().arg("cleanup").output().unwrap();
     let _ = std::fs::remove_file(&entry);
+    drop(turn);
     assert_eq!(out.status.code(), Some(1));
     assert!(stdout(&out).contains(&format!("refused: {}: its mount point", entry.display())), "{}", stdout(&out));
     assert!(stdout(&out).contains("is not fsscale's own"), "{}", stdout(&out));
@@ -473,11 +475,9 @@ fn ctrl_z_and_fg_during_the_window_fail_the_run_instead_of_recording_it() {
     wait_until("the worker thread", || std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, |t| t.count()) > 1);
     std::thread::sleep(Duration::from_millis(300));
     // The whole process group, as a terminal's Ctrl-Z and fg do.
-    // SAFETY: signalling our own child's group.
-    unsafe { libc::kill(-pid, libc::SIGTSTP) };
+    let _ = fsscale::sys::send_signal(-pid, libc::SIGTSTP);
     std::thread::sleep(Duration::from_millis(500));
-    // SAFETY: as above.
-    unsafe { libc::kill(-pid, libc::SIGCONT) };
+    let _ = fsscale::sys::send_signal(-pid, libc::SIGCONT);
     let out = child.wait_with_output().unwrap();
     assert_one_line_error(&out, "fsscale was stopped (Ctrl-Z or SIGSTOP) and continued while it measured");
     assert_eq!(env.results().status, Status::Failed);

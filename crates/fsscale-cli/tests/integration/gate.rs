@@ -57,13 +57,12 @@ fn a_gate_stopped_by_a_signal_stops_its_run_removes_its_directory_and_exits_128(
         wait_until("the gate's run to start measuring", || !entries(&env.dir).is_empty());
         let run_pids = workers_of(child.id() as i32);
         assert_eq!(run_pids.len(), 1, "the gate's one run: {run_pids:?}");
-        // SAFETY: kill with our own child's pid.
-        assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
+        assert_eq!(fsscale::sys::send_signal(child.id() as i32, signal), Ok(()));
         let out = child.wait_with_output().unwrap();
         assert_eq!(out.status.code(), Some(128), "signal {signal}: {}", stderr(&out));
         assert!(stderr(&out).contains(&format!("the gate was stopped by signal {signal}")), "{}", stderr(&out));
-        // SAFETY: kill with signal 0 only asks whether the pid is alive.
-        let alive = |pid: i32| unsafe { libc::kill(pid, 0) } == 0;
+        // Signal 0 only asks whether the pid is alive.
+        let alive = |pid: i32| fsscale::sys::send_signal(pid, 0).is_ok();
         wait_until("the run to be gone", || !alive(run_pids[0]));
         assert_eq!(env.leftovers(), Vec::<String>::new(), "the run removed its scratch");
         assert_eq!(entries(&tmp), Vec::<String>::new(), "the gate removed its directory");

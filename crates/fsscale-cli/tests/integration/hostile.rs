@@ -185,9 +185,7 @@ fn a_fifo_where_the_journal_would_be_is_passed_over() {
     let env = TestEnv::new();
     assert_success(&env.run(&["stat", "-j", "1", "-n", "2"]));
     let journal = env.output.with_extension("json.journal");
-    let c = std::ffi::CString::new(journal.to_str().unwrap()).unwrap();
-    // SAFETY: mkfifo with a valid path.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    make_fifo(&journal, 0o600);
     let started = std::time::Instant::now();
     let out = fsscale().arg("analyze").arg(&env.output).output().unwrap();
     assert_success(&out);

@@ -417,15 +417,10 @@ fn instruments_leave_nothing_after_success_error_sigint_and_sigterm() {
             "worker killed" => {
                 let workers = workers_of(pid as i32);
                 assert!(!workers.is_empty(), "no workers found");
-                // SAFETY: killing a worker of our own child.
-                unsafe { libc::kill(workers[0], libc::SIGKILL) };
+                let _ = fsscale::sys::send_signal(workers[0], libc::SIGKILL);
             }
-            "SIGINT" => unsafe {
-                libc::kill(-(pid as i32), libc::SIGINT);
-            },
-            "SIGTERM" => unsafe {
-                libc::kill(-(pid as i32), libc::SIGTERM);
-            },
+            "SIGINT" => drop(fsscale::sys::send_signal(-(pid as i32), libc::SIGINT)),
+            "SIGTERM" => drop(fsscale::sys::send_signal(-(pid as i32), libc::SIGTERM)),
             _ => {}
         }
         let out = child.wait_with_output().unwrap();

@@ -48,8 +48,7 @@ fn interrupt_mid_run(signal: i32, mode: &str) -> (TestEnv, std::process::Output,
         "thread" => std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, |t| t.count()) > 1,
         _ => live_processes_in_group(pgid).len() > 1,
     });
-    // SAFETY: signalling the process group of our own child.
-    unsafe { libc::kill(-pgid, signal) };
+    let _ = fsscale::sys::send_signal(-pgid, signal);
     let out = child.wait_with_output().unwrap();
     (env, out, pgid)
 }
@@ -194,8 +193,7 @@ fn every_signal_in_every_phase_of_a_variant_under_a_memory_limit_leaves_nothing_
                 "run" => wait_until("b's workers", || at("set").exists() && live_processes_in_group(pgid).len() > 2),
                 _ => wait_until("b's teardown", || at("tearing").exists()),
             }
-            // SAFETY: signalling the process group of our own child.
-            unsafe { libc::kill(-pgid, signal) };
+            let _ = fsscale::sys::send_signal(-pgid, signal);
             let out = child.wait_with_output().unwrap();
             let case = format!("{phase}, signal {signal}");
             let doc = env.results();

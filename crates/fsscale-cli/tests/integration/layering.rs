@@ -457,3 +457,37 @@ fn no_function_outside_the_tests_is_over_100_lines() {
     }
     assert!(long.is_empty(), "functions over 100 lines (split them):\n{}", long.join("\n"));
 }
+
+/// The `unsafe` blocks of `text` (by line number) that no `// SAFETY:`
+/// comment explains, on their line or in the six lines above.
+fn unexplained_unsafe(text: &str) -> (usize, Vec<usize>) {
+    let opening = concat!("unsafe", " {");
+    let lines: Vec<&str> = text.lines().collect();
+    let (mut count, mut unexplained) = (0, Vec::new());
+    for (at, line) in lines.iter().enumerate() {
+        let here = line.matches(opening).count();
+        count += here;
+        let explained = lines[at.saturating_sub(6)..=at].iter().any(|l| l.contains("// SAFETY"));
+        if here > 0 && !explained {
+            unexplained.push(at + 1);
+        }
+    }
+    (count, unexplained)
+}
+
+#[test]
+fn unsafe_blocks_are_at_most_80_and_each_says_why() {
+    let o = concat!("unsafe", " {");
+    let sample = format!("// SAFETY: a.\n{o} a() }};\n{}{o} b() }};\n", "let b = 1;\n".repeat(6));
+    let (count, unexplained) = unexplained_unsafe(&sample);
+    assert_eq!((count, unexplained), (2, vec![9]));
+    let tests = files(&crate::util::repo().join("crates/fsscale-cli/tests"));
+    let (mut total, mut missing) = (0, Vec::new());
+    for file in every_crates_sources().into_iter().chain(tests) {
+        let (count, unexplained) = unexplained_unsafe(&std::fs::read_to_string(&file).unwrap());
+        total += count;
+        missing.extend(unexplained.into_iter().map(|line| format!("{}:{line}", file.display())));
+    }
+    assert!(missing.is_empty(), "unsafe blocks without a SAFETY comment:\n{}", missing.join("\n"));
+    assert!(total <= 80, "{total} unsafe blocks: a safe API (rustix's, or sys's) should replace the new ones");
+}

@@ -12,8 +12,7 @@ use crate::util::*;
 /// instance, cgroup) until then, and cleanup rightly leaves what is locked
 /// alone (a worker took a moment to exit beside CI's side builds).
 fn kill_group(pgid: u32) {
-    // SAFETY: killing the process group of our own child.
-    unsafe { libc::kill(-(pgid as i32), libc::SIGKILL) };
+    let _ = fsscale::sys::send_signal(-(pgid as i32), libc::SIGKILL);
     wait_until("the killed group's processes gone", || live_processes_in_group(pgid as i32).is_empty());
 }
 
@@ -146,8 +145,7 @@ fn cleanup_kills_and_removes_a_command_cgroup_whose_guardian_died_too() {
     // Any cleanup removes what killed runs left: no other test's runs from
     // here to this one's, which then removes it itself.
     let cleanups = cleanups();
-    // SAFETY: killing our own grandchild.
-    unsafe { libc::kill(guardian[0], libc::SIGKILL) };
+    let _ = fsscale::sys::send_signal(guardian[0], libc::SIGKILL);
     kill_group(pid);
     let _ = child.wait_with_output();
     assert!(cgroup.exists(), "with its guardian dead, nothing removed the cgroup");
@@ -192,8 +190,7 @@ fn a_memory_limits_cgroup_is_removed_at_ctrl_c_and_by_cleanup_after_kill_9() {
             let threads = std::fs::read_dir(format!("/proc/{}/task", workers_of(pid as i32)[0])).unwrap().count();
             assert!(threads >= 2, "the host runs the 2 worker threads: {threads}");
         }
-        // SAFETY: signalling our own child's process group.
-        unsafe { libc::kill(-(pid as i32), signal) };
+        let _ = fsscale::sys::send_signal(-(pid as i32), signal);
         let out = child.wait_with_output().unwrap();
         if signal == libc::SIGINT {
             assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
@@ -346,8 +343,7 @@ fn every_signal_leaves_nothing_after_cleanup(phase: &str) {
             if i > 0 {
                 std::thread::sleep(std::time::Duration::from_millis(300));
             }
-            // SAFETY: signalling our own child's process group.
-            unsafe { libc::kill(-(pid as i32), signal) };
+            let _ = fsscale::sys::send_signal(-(pid as i32), signal);
         }
         let out = child.wait_with_output().unwrap();
         // A stop outside what is measured (making the tarball) harms nothing: the run goes on.

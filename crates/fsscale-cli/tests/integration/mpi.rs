@@ -345,8 +345,7 @@ mod jobs {
             ResultsFile::load(&env.output).is_ok_and(|d| d.points.iter().any(|p| !p.runs.is_empty()))
         });
         let rank2 = rank_pid(2);
-        // SAFETY: signalling a process of this test's job.
-        unsafe { libc::kill(rank2.expect("rank 2 runs"), libc::SIGKILL) };
+        let _ = fsscale::sys::send_signal(rank2.expect("rank 2 runs"), libc::SIGKILL);
         let status = job.wait().unwrap();
         assert!(!status.success());
         let doc = ResultsFile::load(&env.output).expect("the results survive");
@@ -383,22 +382,19 @@ mod jobs {
         // the tree's directories open. Then kill it there.
         let started = std::time::Instant::now();
         let caught = loop {
-            // SAFETY: signalling a process of this test's job.
-            unsafe { libc::kill(rank1, libc::SIGSTOP) };
+            let _ = fsscale::sys::send_signal(rank1, libc::SIGSTOP);
             std::thread::sleep(std::time::Duration::from_millis(2));
             if lists_a_tree_directory(rank1, &env.dir) {
                 break true;
             }
-            // SAFETY: as above.
-            unsafe { libc::kill(rank1, libc::SIGCONT) };
+            let _ = fsscale::sys::send_signal(rank1, libc::SIGCONT);
             if started.elapsed() > std::time::Duration::from_secs(60) || job.try_wait().unwrap().is_some() {
                 break false;
             }
             std::thread::sleep(std::time::Duration::from_millis(3));
         };
         assert!(caught, "rank 1 was never seen listing a directory of the tree");
-        // SAFETY: as above.
-        unsafe { libc::kill(rank1, libc::SIGKILL) };
+        let _ = fsscale::sys::send_signal(rank1, libc::SIGKILL);
         let status = job.wait().unwrap();
         assert!(!status.success(), "a rank killed mid-walk fails the job");
         let doc = ResultsFile::load(&env.output).expect("the results survive");
@@ -457,8 +453,7 @@ mod jobs {
             ResultsFile::load(&env.output).is_ok_and(|d| d.points.iter().any(|p| !p.runs.is_empty()))
         });
         let rank1 = rank_pid(1).expect("rank 1 runs");
-        // SAFETY: stopping a process of this test's job.
-        unsafe { libc::kill(rank1, libc::SIGSTOP) };
+        let _ = fsscale::sys::send_signal(rank1, libc::SIGSTOP);
         let started = std::time::Instant::now();
         let mut ended = None;
         while started.elapsed() < std::time::Duration::from_secs(30) {
@@ -468,8 +463,7 @@ mod jobs {
             }
             std::thread::sleep(std::time::Duration::from_millis(100));
         }
-        // SAFETY: as above; whatever is left of the stopped rank goes.
-        unsafe { libc::kill(rank1, libc::SIGKILL) };
+        let _ = fsscale::sys::send_signal(rank1, libc::SIGKILL);
         if ended.is_none() {
             let _ = job.kill();
         }

@@ -28,9 +28,7 @@ fn results_file(dir: &Path) -> PathBuf {
 }
 
 fn mkfifo(path: &Path) {
-    let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
-    // SAFETY: a valid C string.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o666) }, 0, "mkfifo {}", path.display());
+    make_fifo(path, 0o666);
 }
 
 fn mkdir(path: &Path, mode: u32) -> PathBuf {
@@ -52,8 +50,7 @@ pub fn output_unless_hung(cmd: &mut Command) -> Output {
     match waiting.recv_timeout(std::time::Duration::from_secs(60)) {
         Ok(out) => out.unwrap(),
         Err(_) => {
-            // SAFETY: kill with a pid of our own child.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
+            let _ = fsscale::sys::send_signal(pid, libc::SIGKILL);
             panic!("{cmd:?} hung (blocked on a planted FIFO?)");
         }
     }

@@ -199,8 +199,10 @@ fn a_forged_registry_entry_cannot_delete_a_file_outside_fsscales_image_directori
     let entry = Path::new("/run/fsscale").join(format!(".fsscale-fs-{id}.json"));
     let image = format!("/dev/shm/../{}", victim.path.strip_prefix("/").unwrap().display());
     let text = format!(r#"{{"pid":1,"mountpoint":"/run/fsscale/mnt-{id}","image":"{image}","loop_device":null}}"#);
+    // No other test's cleanup may meet the forged entries: it refuses them too.
+    let turn = cleanups();
     std::fs::write(&entry, text).unwrap();
-    let out = cleanup_output(fsscale().arg("cleanup"));
+    let out = fsscale().arg("cleanup").output().unwrap();
     let _ = std::fs::remove_file(&entry);
     assert!(stdout(&out).contains("is not named by its real path"), "{}{}", stdout(&out), stderr(&out));
     victim.assert_untouched();
@@ -210,8 +212,9 @@ fn a_forged_registry_entry_cannot_delete_a_file_outside_fsscales_image_directori
         victim.path.display()
     );
     std::fs::write(&entry, text).unwrap();
-    let out = cleanup_output(fsscale().arg("cleanup"));
+    let out = fsscale().arg("cleanup").output().unwrap();
     let _ = std::fs::remove_file(&entry);
+    drop(turn);
     let said = format!("not removing {}: its registry entry records no inode", victim.path.display());
     assert!(stdout(&out).contains(&said) || stderr(&out).contains(&said), "{}{}", stdout(&out), stderr(&out));
     victim.assert_untouched();
@@ -333,12 +336,11 @@ fn output_within_20s(cmd: &mut std::process::Command) -> std::process::Output {
     let pid = child.id() as i32;
     let watchdog = std::thread::spawn(move || {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-        // SAFETY: signal 0 only probes whether our child still exists.
-        while std::time::Instant::now() < deadline && unsafe { libc::kill(pid, 0) } == 0 {
+        // Signal 0 only probes whether our child still exists.
+        while std::time::Instant::now() < deadline && fsscale::sys::send_signal(pid, 0).is_ok() {
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
-        // SAFETY: killing our own child if it hangs.
-        unsafe { libc::kill(pid, libc::SIGKILL) };
+        let _ = fsscale::sys::send_signal(pid, libc::SIGKILL);
     });
     let out = child.wait_with_output().unwrap();
     drop(watchdog);

@@ -296,8 +296,7 @@ pub fn needs_root(test: &str) -> bool {
 }
 
 pub fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
+    fsscale::sys::euid() == 0
 }
 
 /// A tmpfs mounted for one test (root only), unmounted on drop.
@@ -535,4 +534,11 @@ impl Drop for TestDatabase {
             let _ = client.batch_execute(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name));
         }
     }
+}
+
+/// Makes a FIFO at `path` with `mode`.
+pub fn make_fifo(path: &Path, mode: u32) {
+    use rustix::fs::{mknodat, FileType, Mode, CWD};
+    mknodat(CWD, path, FileType::Fifo, Mode::from_raw_mode(mode), 0)
+        .unwrap_or_else(|e| panic!("mkfifo {}: {e}", path.display()));
 }

@@ -173,8 +173,7 @@ fn ctrl_c_during_a_variants_run_still_runs_its_teardown() {
     wait_until("b's setup", || set.exists());
     std::thread::sleep(std::time::Duration::from_millis(200));
     let pgid = child.id() as i32;
-    // SAFETY: signalling the process group of our own child, as a terminal would.
-    unsafe { libc::kill(-pgid, libc::SIGINT) };
+    let _ = fsscale::sys::send_signal(-pgid, libc::SIGINT);
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
     assert!(!set.exists() && undone.exists(), "the teardown put back what the setup changed");
@@ -250,8 +249,7 @@ fn a_run_killed_during_a_setup_says_which_variant_may_be_in_effect() {
     let tail = ["--variant", "a=", "--variant", &setup, "--variant-teardown", "b=true", "--dir", &dir, "-o", &output];
     let child = spawn_group(&[&args[..], &tail[..]].concat());
     wait_until("b's setup", || started.exists());
-    // SAFETY: kill -9 of our own child's process group.
-    unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+    let _ = fsscale::sys::send_signal(-(child.id() as i32), libc::SIGKILL);
     let _ = child.wait_with_output();
     let doc = env.results();
     assert_eq!(doc.status, fsscale::results::Status::Running);
