@@ -29,7 +29,7 @@ for op in stat open-close creat-unlink; do
       c+=("$(bench/ref/ref "$op" "$scratch" "$workers" "$seconds" "$warmup")")
       rm -rf "$scratch"
       "$fsscale" run "$op" -j "$workers" --share private --mode process -n 1 \
-        --duration "$seconds" --warmup "$warmup" --dir "$dir" -o "$work/r.json" >/dev/null 2>&1
+        --duration "$seconds" --warmup "$warmup" --dir "$dir" -o "$work/r.json" --force >/dev/null 2>&1
       f+=("$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["points"][0]["runs"][0]["ops_per_s"])' "$work/r.json")")
     done
     python3 - "$op" "$workers" "${c[*]}" "${f[*]}" <<'PY'
