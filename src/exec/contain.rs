@@ -197,21 +197,10 @@ const JOIN_FAILED: &[u8] = b"fsscale: the command did not start: joining the run
 fn join_failed_line(errno: sys::Errno) -> ([u8; JOIN_FAILED.len() + 13], usize) {
     let mut line = [0u8; JOIN_FAILED.len() + 13];
     line[..JOIN_FAILED.len()].copy_from_slice(JOIN_FAILED);
-    let mut digits = [0u8; 10];
-    let (mut n, mut count) = (errno.unsigned_abs(), 0);
-    loop {
-        digits[count] = b'0' + (n % 10) as u8;
-        count += 1;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    let mut len = JOIN_FAILED.len();
-    for &digit in digits[..count].iter().rev() {
-        line[len] = digit;
-        len += 1;
-    }
+    let mut buf = [0u8; 20];
+    let digits = sys::decimal(u64::from(errno.unsigned_abs()), &mut buf);
+    let len = JOIN_FAILED.len() + digits.len();
+    line[JOIN_FAILED.len()..len].copy_from_slice(digits);
     line[len..len + 2].copy_from_slice(b")\n");
     (line, len + 2)
 }

@@ -88,22 +88,27 @@ pub fn name_worker(index: usize) {
     let mut name = [0u8; 16];
     let prefix = b"fsscale-w";
     name[..prefix.len()].copy_from_slice(prefix);
-    let mut digits = [0u8; 20];
-    let (mut n, mut len) = (index, 0);
-    loop {
-        digits[len] = b'0' + (n % 10) as u8;
-        len += 1;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    for (i, d) in digits[..len.min(15 - prefix.len())].iter().rev().enumerate() {
-        name[prefix.len() + i] = *d;
-    }
+    let mut buf = [0u8; 20];
+    let digits = decimal(index as u64, &mut buf);
+    let kept = digits.len().min(15 - prefix.len());
+    name[prefix.len()..prefix.len() + kept].copy_from_slice(&digits[..kept]);
     // Its last byte is never written: always NUL-terminated.
     if let Ok(name) = std::ffi::CStr::from_bytes_until_nul(&name) {
         let _ = rustix::thread::set_name(name);
+    }
+}
+
+/// `n` in decimal digits, written into `buf` without allocating (for a
+/// forked child, or between fork and exec).
+pub fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut start = buf.len();
+    loop {
+        start -= 1;
+        buf[start] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            return &buf[start..];
+        }
     }
 }
 

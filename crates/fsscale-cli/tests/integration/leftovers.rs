@@ -173,14 +173,20 @@ fn a_memory_limits_cgroup_is_removed_at_ctrl_c_and_by_cleanup_after_kill_9() {
         let args = ["run", "stat", "-j", "2", "-n", "1", "--duration", "60", "--memory-limit", "64M", "--force"];
         let child = spawn_group(&[&args[..], &["--mode", mode, "--dir", &dir, "-o", &output]].concat());
         let pid = child.id();
-        wait_until("the run's memory cgroup", || !memory_cgroups(pid).is_empty());
-        let cgroup = memory_cgroups(pid).remove(0);
-        let procs = || std::fs::read_to_string(cgroup.join("cgroup.procs")).unwrap_or_default();
         // Process workers each, thread workers in the one process that hosts them.
         let expected = if mode == "process" { 2 } else { 1 };
         wait_until("the workers", || workers_of(pid as i32).len() == expected);
-        wait_until("the workers inside", || procs().lines().count() == expected);
-        let inside = procs();
+        // The cgroup the workers are in: another fsscale starting beside this
+        // one (a live profiled run) may take a cgroup made but not yet locked
+        // for a killed run's, and the run then makes another (seen once).
+        let procs = |cgroup: &PathBuf| std::fs::read_to_string(cgroup.join("cgroup.procs")).unwrap_or_default();
+        let mut found = None;
+        wait_until("the workers inside the run's memory cgroup", || {
+            found = memory_cgroups(pid).into_iter().find(|c| procs(c).lines().count() == expected);
+            found.is_some()
+        });
+        let cgroup = found.expect("found above");
+        let inside = procs(&cgroup);
         for worker in workers_of(pid as i32) {
             assert!(inside.lines().any(|p| p == worker.to_string()), "worker {worker} runs inside: {inside}");
         }
