@@ -161,7 +161,8 @@ impl Recording {
     /// is not in hand yet, and a task's wait may begin on one CPU and end
     /// on another. The rest wait for the next drain; `last` hands out everything.
     pub(crate) fn drain(&mut self, last: bool, mut each: impl FnMut(RawEvent<'_>)) -> Result<()> {
-        let watermark = if last { u64::MAX } else { monotonic_ns() };
+        // CLOCK_MONOTONIC: the `mono` trace clock.
+        let watermark = if last { u64::MAX } else { crate::sys::monotonic_ns() };
         let mut pages: Vec<Vec<u8>> = std::mem::take(&mut self.held);
         // Pages from here on are new.
         let fresh = pages.len();
@@ -253,11 +254,6 @@ fn field_offset(format: &str, name: &str) -> Option<(usize, usize)> {
         let number = |key: &str| rest.iter().find_map(|p| p.strip_prefix(key))?.parse().ok();
         Some((number("offset:")?, number("size:")?))
     })
-}
-
-/// `CLOCK_MONOTONIC` in ns: the `mono` trace clock.
-fn monotonic_ns() -> u64 {
-    crate::sys::monotonic_ns()
 }
 
 /// Takes the `flock` of directory `path` if nobody holds it: `Some(file)`

@@ -206,7 +206,7 @@ pub fn renameat(dir: impl AsFd, from: &CStr, to: &CStr) -> Result<(), Errno> {
 #[inline(always)]
 pub fn linkat(dir: impl AsFd, from: &CStr, to: &CStr) -> Result<(), Errno> {
     let dir = dir.as_fd();
-    raw(rustix::fs::linkat(dir, from, dir, to, AtFlags::empty()))
+    link_across(dir, from, dir, to)
 }
 
 /// `symlinkat`: a link in `dir` named `name` to `target`.
@@ -347,7 +347,7 @@ pub fn fallocate(fd: impl AsFd, mode: libc::c_int, offset: u64, len: u64) -> Res
 
 /// `flock(LOCK_EX | LOCK_NB)`: `EWOULDBLOCK` when another holds it.
 pub fn lock_exclusive_now(fd: impl AsFd) -> Result<(), Errno> {
-    raw(rustix::fs::flock(fd, rustix::fs::FlockOperation::NonBlockingLockExclusive))
+    flock(fd, libc::LOCK_EX | libc::LOCK_NB)
 }
 
 /// `dup(2)` itself (what `dup-close` measures: not close-on-exec, closed at
