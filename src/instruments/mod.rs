@@ -113,6 +113,12 @@ impl Preparing for InstrumentConfig {
                 tracefs::event_id("raw_syscalls", "sys_enter").map_err(|e| anyhow::anyhow!("--verify: {e:#}"))?;
             }
         }
+        if self.latency && !(self.traces() || self.verify) {
+            // Its fallback, classic tracepoints, needs tracefs: mounted now, where it is said.
+            if let Ok(true) = tracefs::ensure_mounted() {
+                notes.push(format!("mounted tracefs at {} for {flags}", tracefs::TRACEFS));
+            }
+        }
         if self.latency {
             // Loaded and attached once, for no task: a kernel that will not run it is found now, not in a run.
             if let Some(why) =

@@ -316,6 +316,9 @@ fn attach(ebpf: &mut Ebpf, hook: Hook, (system, event): (&str, &str), btf: &Btf)
             p.attach().map_err(failed)?;
         }
         Hook::Classic => {
+            // A classic tracepoint is found by its id in tracefs, which a
+            // fresh machine may not have mounted yet (a BTF one needs none).
+            super::tracefs::ensure_mounted()?;
             let p: &mut TracePoint = program.try_into()?;
             p.load().map_err(failed)?;
             p.attach(system, event).map_err(failed)?;

@@ -681,6 +681,30 @@ fn the_kernel_times_each_system_call_of_the_workers() {
 }
 
 #[test]
+fn a_latency_profile_on_a_machine_without_tracefs_mounted_mounts_it_and_says_so() {
+    if !can_trace("latency profile without tracefs mounted") {
+        return;
+    }
+    // A fresh machine's state, in a mount namespace of the test's own: tracefs not mounted.
+    let env = TestEnv::new();
+    let fsscale = fsscale();
+    let mut cmd = std::process::Command::new("unshare");
+    cmd.args(["-m", "--propagation", "private", "sh", "-c", "umount /sys/kernel/tracing && exec \"$0\" \"$@\""]);
+    cmd.arg(fsscale.get_program());
+    cmd.args(["run", "stat", "-j", "1", "-n", "1", "--duration", "0.05", "--profile", "latency", "--dir"]);
+    cmd.arg(&env.dir).arg("-o").arg(env.root.path().join("r.json"));
+    for (name, value) in fsscale.get_envs() {
+        if let Some(value) = value {
+            cmd.env(name, value);
+        }
+    }
+    let out = cmd.output().unwrap();
+    assert_success(&out);
+    let said = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(said.contains("mounted tracefs at /sys/kernel/tracing for --profile latency"), "{said}");
+}
+
+#[test]
 fn short_sleeps_are_left_out_as_asked_and_the_results_say_so() {
     if !can_trace("off-CPU profile with --min-sleep") {
         return;
