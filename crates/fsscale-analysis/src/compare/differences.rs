@@ -39,7 +39,7 @@ type Defines = fn(Workload) -> bool;
 
 /// What is compared of the environment and the timing: anything but the
 /// workloads' own definitions.
-const ENVIRONMENT: [(&str, Describe); 13] = [
+const ENVIRONMENT: [(&str, Describe); 17] = [
     ("kernel", |d| format!("{} {}", d.host.kernel_release, d.host.kernel_version)),
     ("CPU", |d| d.host.cpu_model.clone()),
     ("online CPUs", |d| d.host.online_cpus.to_string()),
@@ -48,6 +48,10 @@ const ENVIRONMENT: [(&str, Describe); 13] = [
         d.settings.memory_limit.as_ref().map_or("none".into(), |m| crate::vocab::format_size(m.bytes))
     }),
     ("filesystem", filesystems),
+    // The superblock's flags (`dirsync`, `sync`, `lazytime`) are in its
+    // options, not the mount's: both, or a dirsync mount goes unsaid.
+    ("mount options", mount_options),
+    ("fresh filesystems", |d| d.settings.fresh.map_or("-".into(), |f| format!("--fresh {}", f.name()))),
     ("fsscale", |d| d.tool.version.clone()),
     ("duration", |d| format!("{} s", d.settings.duration_s)),
     ("runs", |d| match (d.settings.until_ci_pct, d.settings.max_runs) {
@@ -55,6 +59,12 @@ const ENVIRONMENT: [(&str, Describe); 13] = [
         _ => d.settings.runs.to_string(),
     }),
     ("warm-up runs", |d| d.settings.warmup_runs.to_string()),
+    ("warm-up", |d| match d.settings.warmup_until_steady {
+        Some(steady) => format!("until steady, at most {} s", steady.max_s),
+        None => format!("{} s", d.settings.warmup_s),
+    }),
+    // Absent in files from before it was chosen: sequential.
+    ("order", |d| d.settings.order.unwrap_or(crate::vocab::Order::Sequential).name().to_string()),
     ("instruments", |d| {
         let i = d.settings.instruments;
         // How the tracepoint profiles were collected changes what they cost the workers: said.
@@ -81,7 +91,7 @@ const ENVIRONMENT: [(&str, Describe); 13] = [
 ];
 
 /// What defines a workload's op or amount of work, with the workloads it defines.
-const DEFINITIONS: [(&str, Describe, Defines); 6] = [
+const DEFINITIONS: [(&str, Describe, Defines); 7] = [
     ("tarball", tarball, |w| w == Workload::Untar || (w == Workload::Traverse)),
     (
         "walked tree",
@@ -110,6 +120,17 @@ const DEFINITIONS: [(&str, Describe, Defines); 6] = [
         Workload::maps_a_file,
     ),
     (
+        "replayed trace",
+        |d| {
+            // A loadfile by its content, wherever each side read it from.
+            d.settings.replay.as_ref().map_or("-".into(), |r| match &r.sha256 {
+                Some(sha) => format!("a loadfile of sha256 {}", sha.get(..12).unwrap_or(sha)),
+                None => r.trace.clone(),
+            })
+        },
+        |w| w == Workload::Replay,
+    ),
+    (
         "append-grow size",
         |d| d.settings.grow_bytes.map_or("-".into(), |b| format!("{b} bytes")),
         |w| w == Workload::AppendGrow,
@@ -121,6 +142,21 @@ fn filesystems(d: &ResultsFile) -> String {
     match made.is_empty() {
         true => format!("{} ({})", d.target.fs_type, d.target.mount_options),
         false => made.into_iter().collect::<Vec<_>>().join(", "),
+    }
+}
+
+/// The mount's and the superblock's options of the filesystem measured:
+/// the target's, or each made filesystem's by its label.
+fn mount_options(d: &ResultsFile) -> String {
+    let made: BTreeSet<String> = d
+        .points
+        .iter()
+        .filter_map(|p| p.filesystem.as_ref())
+        .map(|f| format!("{}: {}; {}", f.label, f.mount_options, f.super_options))
+        .collect();
+    match made.is_empty() {
+        true => format!("{}; {}", d.target.mount_options, d.target.super_options),
+        false => made.into_iter().collect::<Vec<_>>().join(" | "),
     }
 }
 
@@ -175,6 +211,67 @@ mod tests {
         new.settings.instruments.offcpu = true;
         let found: Vec<String> = differences(&base, &new).iter().map(|d| d.describe()).collect();
         assert_eq!(found, ["instruments: --profile locks (tracefs) → --profile locks (bpf), --profile offcpu (bpf)"]);
+    }
+
+    #[test]
+    fn a_dirsync_mount_is_said_though_only_the_superblock_shows_it() {
+        // mountinfo of `mount -t tmpfs -o dirsync`: rw,relatime for the mount, dirsync for the superblock.
+        let mut base = doc(&[(Workload::CreatUnlink, 1, &[1.0, 2.0])]);
+        base.target.mount_options = "rw,relatime".into();
+        base.target.super_options = "rw,size=1024k".into();
+        let mut new = base.clone();
+        new.target.super_options = "rw,dirsync,size=1024k".into();
+        let found: Vec<String> = differences(&base, &new).iter().map(|d| d.describe()).collect();
+        assert_eq!(found, ["mount options: rw,relatime; rw,size=1024k → rw,relatime; rw,dirsync,size=1024k"]);
+        // On a made filesystem, by its label.
+        let made = |superblock: &str| crate::vocab::FsRecord {
+            label: "ext4".into(),
+            kind: crate::vocab::FsKind::Ext4,
+            mkfs_command: None,
+            mkfs_version: None,
+            mount_options: "rw,relatime".into(),
+            super_options: superblock.into(),
+            device: Some("/dev/loop0".into()),
+            backing: "file:/var/tmp".into(),
+            size_bytes: 1 << 30,
+        };
+        let (mut base, mut new) = (base.clone(), base);
+        base.points[0].filesystem = Some(made("rw"));
+        new.points[0].filesystem = Some(made("rw,dirsync"));
+        let found: Vec<String> = differences(&base, &new).iter().map(|d| d.describe()).collect();
+        assert_eq!(found, ["mount options: ext4: rw,relatime; rw → ext4: rw,relatime; rw,dirsync"]);
+    }
+
+    #[test]
+    fn warm_up_order_and_the_replayed_trace_are_said() {
+        let mut base = doc(&[(Workload::Replay, 1, &[1.0, 2.0])]);
+        let replay = |sha: Option<&str>, trace: &str| crate::results::ReplaySettings {
+            trace: trace.into(),
+            ops_per_pass: Default::default(),
+            bytes_per_pass: 0,
+            sha256: sha.map(str::to_string),
+        };
+        base.settings.replay = Some(replay(Some("0123456789abcdef"), "/home/a/client.txt"));
+        let mut new = base.clone();
+        // The same loadfile read from elsewhere is no difference.
+        new.settings.replay = Some(replay(Some("0123456789abcdef"), "/srv/b/client.txt"));
+        assert_eq!(differences(&base, &new), []);
+        new.settings.replay = Some(replay(None, "fileserver (built in)"));
+        new.settings.warmup_s = base.settings.warmup_s + 1.0;
+        new.settings.order = Some(crate::vocab::Order::Shuffled);
+        let found: Vec<(String, Vec<Workload>)> =
+            differences(&base, &new).into_iter().map(|d| (d.describe(), d.defines)).collect();
+        assert_eq!(
+            found,
+            [
+                (format!("warm-up: {} s → {} s", base.settings.warmup_s, new.settings.warmup_s), vec![]),
+                ("order: sequential → shuffled".to_string(), vec![]),
+                (
+                    "replayed trace: a loadfile of sha256 0123456789ab → fileserver (built in)".to_string(),
+                    vec![Workload::Replay]
+                ),
+            ]
+        );
     }
 
     #[test]

@@ -417,6 +417,31 @@ fn compare_says_what_differs_and_refuses_workloads_defined_differently() {
 }
 
 #[test]
+fn compare_says_a_dirsync_mount_differs() {
+    if !needs_root("compare_says_a_dirsync_mount_differs") {
+        return;
+    }
+    // dirsync is the superblock's flag: mountinfo shows it in the super options only.
+    let (plain, dirsync) = (TmpfsMount::new("size=8m"), TmpfsMount::new("dirsync,size=8m"));
+    let env = TestEnv::new();
+    let (a, b) = (env.root.path().join("a.json"), env.root.path().join("b.json"));
+    for (mount, output) in [(&plain, &a), (&dirsync, &b)] {
+        let out = fsscale()
+            .args(["run", "--warmup-max", "0", "creat-unlink", "-j", "1", "-n", "2", "--duration", "0.05", "--dir"])
+            .arg(&mount.path)
+            .arg("-o")
+            .arg(output)
+            .output()
+            .unwrap();
+        assert_success(&out);
+    }
+    let text = stdout(&fsscale().arg("compare").arg(&a).arg(&b).output().unwrap());
+    let line = text.lines().find(|l| l.starts_with("differs: mount options: ")).unwrap_or_else(|| panic!("{text}"));
+    let (before, after) = line.split_once(" → ").unwrap();
+    assert!(!before.contains("dirsync") && after.contains("dirsync"), "{line}");
+}
+
+#[test]
 fn labels_name_runs_in_compare_and_report_and_notes_are_kept() {
     let env = TestEnv::new();
     let (a, b) = (env.root.path().join("a.json"), env.root.path().join("b.json"));
