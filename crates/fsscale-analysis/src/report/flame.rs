@@ -11,10 +11,11 @@ const ROW: f64 = 16.0;
 /// Frames narrower than this (px) are left out: unreadable and many.
 const MIN_WIDTH: f64 = 0.5;
 
+/// A frame and those called from it, named by slices of the folded stacks (no copies).
 #[derive(Default)]
-struct Node {
+struct Node<'a> {
     samples: u64,
-    children: BTreeMap<String, Node>,
+    children: BTreeMap<&'a str, Node<'a>>,
 }
 
 /// What a graph's widths count, and its palette.
@@ -53,13 +54,13 @@ fn colour(name: &str, kind: Kind) -> String {
     }
 }
 
-fn tree(folded: &BTreeMap<String, u64>) -> Node {
+fn tree(folded: &BTreeMap<String, u64>) -> Node<'_> {
     let mut root = Node::default();
     for (stack, &n) in folded {
         root.samples += n;
         let mut node = &mut root;
         for frame in stack.split(';') {
-            node = node.children.entry(frame.to_string()).or_default();
+            node = node.children.entry(frame).or_default();
             node.samples += n;
         }
     }
@@ -102,7 +103,7 @@ fn change_colour(change: f64) -> String {
 }
 
 fn graph(root: &Node, base: Option<&Node>, title: &str, kind: Kind) -> Html {
-    let depth = max_depth(root);
+    let depth = drawn_depth(root, root.samples.max(1) as f64);
     let height = ROW * (depth as f64 + 1.0) + 30.0;
     let mut out = html_of!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"flame\" width=\"{}\" height=\"{}\" \
@@ -155,8 +156,15 @@ struct Place {
     kind: Kind,
 }
 
-fn max_depth(node: &Node) -> usize {
-    node.children.values().map(|c| 1 + max_depth(c)).max().unwrap_or(0)
+/// How many rows of frames are drawn: frames too narrow to draw (and all
+/// above them) take no height, so a graph is as tall as what it shows.
+fn drawn_depth(node: &Node, total: f64) -> usize {
+    node.children
+        .values()
+        .filter(|c| WIDTH * c.samples as f64 / total >= MIN_WIDTH)
+        .map(|c| 1 + drawn_depth(c, total))
+        .max()
+        .unwrap_or(0)
 }
 
 fn draw(out: &mut Html, node: &Node, base: Option<&Node>, diff: Option<&Diff>, place: Place) {
@@ -198,7 +206,7 @@ fn draw(out: &mut Html, node: &Node, base: Option<&Node>, diff: Option<&Diff>, p
                 let label: String = if name.chars().count() > fits {
                     name.chars().take(fits.saturating_sub(2)).collect::<String>() + ".."
                 } else {
-                    name.clone()
+                    name.to_string()
                 };
                 html!(out, "<text x=\"{}\" y=\"{}\">{}</text>", format!("{:.2}", at + 3.0), y + 11.5, label);
             }
@@ -252,6 +260,26 @@ mod tests {
         let svg = differential_flame_graph_svg(&base, &new, "c vs d", ON_CPU).into_string();
         assert!(svg.contains("<title>spin (86 samples, 8.6%; base 10.0%, -1.4 points)</title>"), "{svg}");
         assert!(svg.contains("fill=\"rgb(241,241,255)\"/>"), "{svg}");
+    }
+
+    #[test]
+    fn a_graph_is_as_tall_as_the_frames_it_draws() {
+        // A 1-sample stack 50 frames deep beside 9,999 samples of a 2-frame
+        // one: 0.1 px wide, so neither it nor its height is drawn.
+        let deep: Vec<String> = (0..50).map(|i| format!("f{i}")).collect();
+        let folded = BTreeMap::from([(deep.join(";"), 1), ("main;stat".to_string(), 9_999)]);
+        let svg = flame_graph_svg(&folded, "t", ON_CPU).into_string();
+        // Title, the root's row and two rows: 16 * 3 + 30.
+        assert!(
+            svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"flame\" width=\"1000\" height=\"78\""),
+            "{svg}"
+        );
+        assert!(!svg.contains("f0"), "{svg}");
+        // Wide enough, the deep stack is drawn whole, and the graph grows to hold it.
+        let folded = BTreeMap::from([(deep.join(";"), 1_000), ("main;stat".to_string(), 9_000)]);
+        let svg = flame_graph_svg(&folded, "t", ON_CPU).into_string();
+        assert!(svg.contains("height=\"846\""), "{}", &svg[..200]);
+        assert!(svg.contains("<title>f49 (1000 samples, 10.0%)</title>"));
     }
 
     #[test]
