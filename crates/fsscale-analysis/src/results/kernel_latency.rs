@@ -52,12 +52,16 @@ impl CallLatency {
     }
 
     /// The `q` quantile (0 < q < 1), seconds: within its slot, linearly
-    /// between the slot's bounds by rank (a log2 histogram says no more).
+    /// between the slot's bounds by rank (a log2 histogram says no more);
+    /// a call made once, its own time, which the total holds exactly.
     /// `None` without calls.
     pub fn quantile_s(&self, q: f64) -> Option<f64> {
         let total: u64 = self.log2_ns.iter().sum();
         if total == 0 {
             return None;
+        }
+        if total == 1 && self.count == 1 {
+            return Some(self.total_s);
         }
         let rank = (q.clamp(0.0, 1.0) * total as f64).max(1.0);
         let mut below = 0u64;
@@ -162,6 +166,15 @@ mod tests {
         let slow = c.quantile_s(0.999).unwrap() * 1e9;
         assert!(((1 << 20) as f64..(1 << 21) as f64).contains(&slow), "{slow}");
         assert_eq!(CallLatency::default().quantile_s(0.5), None);
+    }
+
+    #[test]
+    fn a_call_made_once_has_its_own_time_as_every_quantile() {
+        // 4.89 µs, in the slot [4096, 8192) ns: not the slot's middle or top.
+        let once = CallLatency { total_s: 4.89e-6, ..call("fsync", &[(12, 1)]) };
+        for q in [0.5, 0.99] {
+            assert_eq!(once.quantile_s(q), Some(4.89e-6));
+        }
     }
 
     #[test]
