@@ -12,6 +12,7 @@ use super::gate::{Gate, TEND_INTERVAL};
 use super::memory_limit::LimitSwitch;
 use super::shared::{Phase, SharedRegion};
 use super::signals;
+use super::system_stats::SystemSnapshot;
 use super::timing::{device_io, load_average, Timing};
 use super::watch::Watch;
 use super::window::Window;
@@ -64,6 +65,7 @@ fn coordinate_fixed_work(
     if let Some(limit) = &timing.memory {
         set_memory_limit(plan.scratch_fd, limit, timing.device.is_some())?;
     }
+    let system_start = SystemSnapshot::read();
     let cpu_start = CpuTicks::read();
     let load_1m = load_average();
     let device_start = timing.device.as_deref().and_then(DeviceSnapshot::read);
@@ -85,6 +87,7 @@ fn coordinate_fixed_work(
     instruments.stop(|| 0)?;
     let cpu_end = CpuTicks::read();
     let device_end = timing.device.as_deref().and_then(DeviceSnapshot::read);
+    let system_stats = system_start.changes(&SystemSnapshot::read());
     let device_io = device_start.zip(device_end).map(|(a, b)| a.delta(&b));
     let writeback = writeback(plan.scratch_fd, timing, device_end);
     let children_cpu = children_start.map(|(u0, s0)| {
@@ -102,6 +105,7 @@ fn coordinate_fixed_work(
     watch.wait_for(|region| region.exited() as usize == workers)?;
     Ok(Window {
         load_1m,
+        system_stats,
         start_counts: vec![0; workers],
         end_counts,
         elapsed: Duration::from_nanos((stop - start).max(1)),
@@ -187,6 +191,7 @@ pub(super) fn coordinate(
     watch.sleep_until(warmup_end)?;
 
     let mut start_counts = Vec::with_capacity(workers);
+    let system_start = SystemSnapshot::read();
     let cpu_start = CpuTicks::read();
     let load_1m = load_average();
     let device_start = timing.device.as_deref().and_then(DeviceSnapshot::read);
@@ -210,6 +215,7 @@ pub(super) fn coordinate(
     region.set_phase(Phase::Stop);
     let cpu_end = CpuTicks::read();
     let device_io = device_io(timing, device_start);
+    let system_stats = system_start.changes(&SystemSnapshot::read());
     timeline.record(stop - start, end_counts.iter().sum::<u64>() - base);
     // Workers record their CPU time when they see Stop; wait for them to
     // leave (one that does not is stalled, and named).
@@ -219,6 +225,7 @@ pub(super) fn coordinate(
     }
     Ok(Window {
         load_1m,
+        system_stats,
         start_counts,
         end_counts,
         elapsed: Duration::from_nanos(stop - start),

@@ -40,6 +40,7 @@ pub(super) fn run_driver(
     untimed("--setup", &command.setup)?;
     untimed("--prepare", &command.prepare)?;
     let load_1m = load_average();
+    let system_start = super::system_stats::SystemSnapshot::read();
     let cpu_start = CpuTicks::read();
     let children_start = children_cpu();
     let tree_start = crate::exec::run_cgroup_cpu_s();
@@ -49,6 +50,7 @@ pub(super) fn run_driver(
     let children_end = children_cpu();
     let tree_end = crate::exec::run_cgroup_cpu_s();
     let device_io = device_io(timing, device_start);
+    let system_stats = system_start.changes(&super::system_stats::SystemSnapshot::read());
     signals::check()?;
     let finished = outcome?;
     let wall_s = finished.wall.as_secs_f64().max(1e-9);
@@ -84,6 +86,7 @@ pub(super) fn run_driver(
             throttled: cpu_start.throttled(&cpu_end),
         }),
         timeline,
+        system_stats,
         completion_s: None,
         bytes: None,
         device_io,

@@ -27,6 +27,7 @@ mod signals;
 mod sources;
 mod space;
 mod spawn;
+mod system_stats;
 mod timing;
 mod variant;
 mod watch;

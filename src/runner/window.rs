@@ -27,6 +27,8 @@ pub(super) struct Window {
     pub writeback: Option<Writeback>,
     /// The load average as the run started.
     pub load_1m: f64,
+    /// The machine's counters that changed between the window's edges.
+    pub system_stats: std::collections::BTreeMap<String, i64>,
     /// Turned off at the window's end, read into the record after it.
     pub instruments: RunInstruments,
     /// A warm-up run until steady: how it ended.
@@ -56,6 +58,9 @@ impl Window {
                 runqueue_s: delta(ThreadSched::RUNQUEUE_NS) as f64 / 1e9,
                 voluntary_switches: delta(ThreadSched::VOLUNTARY),
                 involuntary_switches: delta(ThreadSched::INVOLUNTARY),
+                minor_faults: delta(ThreadSched::MINOR_FAULTS),
+                major_faults: delta(ThreadSched::MAJOR_FAULTS),
+                migrations: delta(ThreadSched::MIGRATIONS),
             });
             // Commands run by worker processes (zero unless fixed work in process mode).
             let children = |k: usize| {
@@ -101,6 +106,7 @@ impl Window {
                 throttled: self.cpu_start.throttled(&self.cpu_end),
             }),
             timeline: self.timeline,
+            system_stats: self.system_stats,
             latency: None,
             replay_ops: None,
             // No schedstat (a kernel without it): no figures rather than zeros.
@@ -152,6 +158,7 @@ mod tests {
             children_cpu: None,
             writeback: None,
             load_1m: 0.0,
+            system_stats: Default::default(),
             instruments: RunInstruments::default(),
             steady: None,
         };

@@ -47,6 +47,7 @@ pub(crate) fn merge(mut records: Vec<RunRecord>, hosts: &[&str], clock_hz: f64) 
         worker_cpu,
         // The machine figures are rank 0's node's.
         system_cpu: first.system_cpu,
+        system_stats: first.system_stats.clone(),
         timeline: merge_timelines(records.iter().map(|r| &r.timeline)),
         completion_s: fixed_work
             .then(|| records.iter().flat_map(|r| r.completion_s.clone().unwrap_or_default()).collect()),

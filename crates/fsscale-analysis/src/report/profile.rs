@@ -541,8 +541,7 @@ mod tests {
             window_s: 1.0,
             on_cpu_s: 1.0 - runqueue_s - 0.01,
             runqueue_s,
-            voluntary_switches: 0,
-            involuntary_switches: 0,
+            ..Default::default()
         };
         p.runs[0].sched = vec![sched(0.6); 4];
         assert_eq!(

@@ -19,6 +19,7 @@ pub fn run(run: usize, per_worker: &[u64], elapsed_s: f64) -> RunRecord {
         worker_cpu: WorkerCpu::default(),
         system_cpu: SystemCpu::default(),
         timeline: Timeline::default(),
+        system_stats: Default::default(),
         completion_s: None,
         bytes: None,
         device_io: None,

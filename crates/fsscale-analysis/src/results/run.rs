@@ -61,6 +61,12 @@ pub struct RunRecord {
     /// (see [`WorkerSched`]); absent for drivers and where unreadable.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sched: Vec<WorkerSched>,
+    /// The machine's counters that changed over the window, by name
+    /// (`vmstat.pgfault`, `softirqs.TIMER`, `interrupts`, `fs.dentries`,
+    /// `slab.dentry`; docs/RESULTS.md lists them): counters' increments and
+    /// levels' changes, unchanged ones left out. Under MPI, rank 0's node's.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub system_stats: BTreeMap<String, i64>,
     /// `--profile locks`: where the workers waited on kernel locks in the window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub locks: Option<LockProfile>,
@@ -205,6 +211,16 @@ pub struct WorkerSched {
     pub voluntary_switches: u64,
     /// Context switches forced on it by preemption (`ru_nivcsw`).
     pub involuntary_switches: u64,
+    /// Page faults served without I/O (`ru_minflt`); absent in files from before it was kept.
+    #[serde(default)]
+    pub minor_faults: u64,
+    /// Page faults that waited for I/O (`ru_majflt`).
+    #[serde(default)]
+    pub major_faults: u64,
+    /// Moves to another CPU (`/proc/<tid>/sched`'s `se.nr_migrations`; 0
+    /// where the kernel has no scheduler debug file).
+    #[serde(default)]
+    pub migrations: u64,
 }
 
 impl RunRecord {
@@ -318,7 +334,7 @@ mod tests {
     use crate::results::fixtures::run;
 
     fn worker(window_s: f64, on_cpu_s: f64, runqueue_s: f64) -> WorkerSched {
-        WorkerSched { window_s, on_cpu_s, runqueue_s, voluntary_switches: 0, involuntary_switches: 0 }
+        WorkerSched { window_s, on_cpu_s, runqueue_s, ..Default::default() }
     }
 
     #[test]

@@ -659,6 +659,21 @@ mod tests {
         assert_eq!(ThreadSched::parse_schedstat("8713512 2075 13\n"), Some((8713512, 2075)));
         assert_eq!(ThreadSched::parse_schedstat("8713512\n"), None);
         assert_eq!(ThreadSched::parse_schedstat("x 1 2"), None);
+        let sched = "fsscale (1234, #threads: 3)\n---------\nse.exec_start   :   1.5\n\
+                     se.nr_migrations                             :                   17\nnr_switches : 40\n";
+        assert_eq!(ThreadSched::parse_migrations(sched), Some(17));
+        assert_eq!(ThreadSched::parse_migrations("nr_switches : 40\n"), None);
+        // Faults are this thread's own: touching fresh memory faults. 40 MiB
+        // is past malloc's largest mmap threshold (32 MiB), so it is a fresh
+        // mapping, never reused heap; transparent huge pages fault per 2 MiB.
+        let faults_before = thread_sched()[ThreadSched::MINOR_FAULTS];
+        let mut memory = vec![0u8; 40 << 20];
+        for page in memory.chunks_mut(page_size()) {
+            page[0] = 1;
+        }
+        std::hint::black_box(&memory);
+        let faulted = thread_sched()[ThreadSched::MINOR_FAULTS] - faults_before;
+        assert!(faulted >= 20, "{faulted} minor faults for 40 MiB of fresh memory");
         let before = thread_sched();
         let start = std::time::Instant::now();
         while start.elapsed() < std::time::Duration::from_millis(20) {}

@@ -43,3 +43,25 @@ fn workers_waiting_for_a_command_are_asleep() {
     assert!(share.asleep + share.runqueue > 0.9, "waiting for sleep(1) is not running: {share:?}");
     assert!(share.asleep > 0.0 && doc.points[0].runs[0].sched[0].voluntary_switches >= 1, "{share:?}");
 }
+
+#[test]
+fn every_run_records_the_machines_counters_and_the_workers_faults() {
+    // Every op of fault-private is a page fault: the workers' own counters
+    // and the machine's vmstat both see them.
+    let env = TestEnv::new();
+    let args = ["fault-private", "-j", "2", "-n", "2", "--share", "private", "--duration", "0.1", "--map-size", "1M"];
+    let out = env.run(&args);
+    assert_success(&out);
+    let doc = env.results();
+    for run in &doc.points[0].runs {
+        let stats = &run.system_stats;
+        // The machine's counters are read before the window opens and after it closes: all its faults are inside.
+        let pgfault = stats.get("vmstat.pgfault").copied().unwrap_or(0);
+        assert!(pgfault >= run.ops as i64, "vmstat.pgfault {pgfault} for {} faulting ops", run.ops);
+        assert!(stats.get("interrupts").is_some_and(|&n| n > 0), "{stats:?}");
+        assert!(stats.keys().any(|k| k.starts_with("softirqs.")), "{stats:?}");
+        // Each worker's own window: it may start an op or two after the coordinator's.
+        let faults: u64 = run.sched.iter().map(|w| w.minor_faults).sum();
+        assert!(faults >= run.ops / 2, "{faults} minor faults for {} ops", run.ops);
+    }
+}

@@ -1,0 +1,188 @@
+//! The machine's own counters, read at a run's window edges: every
+//! `/proc/vmstat` counter, softirqs by type, interrupts, the VFS's dentry,
+//! inode and file counts, and the slab caches a filesystem workload grows.
+//! What changed between the two reads is the run's `system_stats`, as the
+//! kernel test robot's monitors give it: a change that shows up in page
+//! faults, slab growth or softirqs, not in the op's own time.
+
+use std::collections::BTreeMap;
+
+/// The counters at one instant, by name (`vmstat.pgfault`, `softirqs.TIMER`, ...).
+#[derive(Debug, Default, Clone, PartialEq)]
+pub(crate) struct SystemSnapshot {
+    values: BTreeMap<String, i64>,
+}
+
+/// Slab caches kept, by a part of their name: the VFS's own and the
+/// filesystems' (each filesystem's inode cache and its journal's).
+const SLAB_CACHES: [&str; 10] =
+    ["dentry", "inode", "filp", "names_cache", "buffer_head", "ext4", "jbd2", "xfs", "btrfs", "shmem"];
+
+impl SystemSnapshot {
+    /// Reads what this kernel shows; a file it lacks (`/proc/slabinfo`
+    /// without root) leaves its counters out of both edges alike.
+    pub fn read() -> SystemSnapshot {
+        let read = |path: &str| std::fs::read_to_string(path).unwrap_or_default();
+        let mut snapshot = SystemSnapshot::default();
+        snapshot.vmstat(&read("/proc/vmstat"));
+        snapshot.softirqs(&read("/proc/softirqs"));
+        snapshot.interrupts(&read("/proc/stat"));
+        snapshot.vfs(&read("/proc/sys/fs/dentry-state"), &read("/proc/sys/fs/inode-nr"), &read("/proc/sys/fs/file-nr"));
+        snapshot.slabs(&read("/proc/slabinfo"));
+        snapshot
+    }
+
+    /// What changed from `self` to `end`, by name; unchanged counters are left out.
+    pub fn changes(&self, end: &SystemSnapshot) -> BTreeMap<String, i64> {
+        end.values
+            .iter()
+            .filter_map(|(name, &now)| {
+                let then = *self.values.get(name)?;
+                let change = now.wrapping_sub(then);
+                (change != 0).then(|| (name.clone(), change))
+            })
+            .collect()
+    }
+
+    fn put(&mut self, name: String, value: i64) {
+        self.values.insert(name, value);
+    }
+
+    /// `/proc/vmstat`: `name value` lines.
+    fn vmstat(&mut self, text: &str) {
+        for line in text.lines() {
+            if let Some((name, Ok(value))) = line.split_once(' ').map(|(n, v)| (n, v.trim().parse::<i64>())) {
+                self.put(format!("vmstat.{name}"), value);
+            }
+        }
+    }
+
+    /// `/proc/softirqs`: a header of CPUs, then `TYPE: n n ...` per type, summed over CPUs.
+    fn softirqs(&mut self, text: &str) {
+        for line in text.lines().skip(1) {
+            let Some((name, counts)) = line.split_once(':') else { continue };
+            let total = counts.split_whitespace().filter_map(|n| n.parse::<i64>().ok()).sum();
+            self.put(format!("softirqs.{}", name.trim()), total);
+        }
+    }
+
+    /// `/proc/stat`'s `intr` line: its first number is every interrupt since boot.
+    fn interrupts(&mut self, text: &str) {
+        let total = text.lines().find_map(|l| l.strip_prefix("intr ")?.split_whitespace().next()?.parse().ok());
+        if let Some(total) = total {
+            self.put("interrupts".into(), total);
+        }
+    }
+
+    /// `dentry-state` (dentries, unused ones), `inode-nr` (inodes, free
+    /// ones) and `file-nr` (open files): levels, whose change is what the
+    /// run left behind or freed.
+    fn vfs(&mut self, dentries: &str, inodes: &str, files: &str) {
+        let fields = |text: &str| -> Vec<i64> { text.split_whitespace().filter_map(|f| f.parse().ok()).collect() };
+        let named = [
+            (fields(dentries), ["fs.dentries", "fs.unused_dentries"]),
+            (fields(inodes), ["fs.inodes", "fs.free_inodes"]),
+        ];
+        for (values, names) in named {
+            for (name, value) in names.iter().zip(values) {
+                self.put(name.to_string(), value);
+            }
+        }
+        if let Some(&open) = fields(files).first() {
+            self.put("fs.open_files".into(), open);
+        }
+    }
+
+    /// `/proc/slabinfo` (version 2.1): `name active_objs num_objs ...`;
+    /// the caches of [`SLAB_CACHES`], by their objects in use.
+    fn slabs(&mut self, text: &str) {
+        for line in text.lines().filter(|l| !l.starts_with("slabinfo") && !l.starts_with('#')) {
+            let mut fields = line.split_whitespace();
+            let (Some(name), Some(Ok(active))) = (fields.next(), fields.next().map(str::parse::<i64>)) else {
+                continue;
+            };
+            if SLAB_CACHES.iter().any(|part| name.contains(part)) {
+                self.put(format!("slab.{name}"), active);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn snapshot(vmstat: &str, softirqs: &str, stat: &str, vfs: [&str; 3], slabinfo: &str) -> SystemSnapshot {
+        let mut s = SystemSnapshot::default();
+        s.vmstat(vmstat);
+        s.softirqs(softirqs);
+        s.interrupts(stat);
+        s.vfs(vfs[0], vfs[1], vfs[2]);
+        s.slabs(slabinfo);
+        s
+    }
+
+    const SLABINFO: &str = "slabinfo - version: 2.1\n\
+        # name            <active_objs> <num_objs> <objsize> <objperslab> <pagesperslab> : tunables ...\n\
+        dentry             20970  21000    192   21    1 : tunables    0    0    0 : slabdata   1000   1000      0\n\
+        kmalloc-64          5000   5100     64   64    1 : tunables    0    0    0 : slabdata     80     80      0\n\
+        ext4_inode_cache     300    320   1168   28    8 : tunables    0    0    0 : slabdata     12     12      0\n";
+
+    #[test]
+    fn the_kernels_files_are_read_by_name() {
+        let s = snapshot(
+            "nr_free_pages 5000\npgfault 123456\n",
+            "                    CPU0       CPU1\n          HI:          0          0\n       TIMER:      97778      93391\n",
+            "cpu  1 2 3 4\nintr 4242 0 9 0\nctxt 77\n",
+            ["20970\t18188\t45\t0\t5547\t0\n", "14670\t12\n", "976\t0\t2466290\n"],
+            SLABINFO,
+        );
+        let expected: BTreeMap<String, i64> = [
+            ("vmstat.nr_free_pages", 5000),
+            ("vmstat.pgfault", 123456),
+            ("softirqs.HI", 0),
+            ("softirqs.TIMER", 97778 + 93391),
+            ("interrupts", 4242),
+            ("fs.dentries", 20970),
+            ("fs.unused_dentries", 18188),
+            ("fs.inodes", 14670),
+            ("fs.free_inodes", 12),
+            ("fs.open_files", 976),
+            ("slab.dentry", 20970),
+            ("slab.ext4_inode_cache", 300),
+        ]
+        .into_iter()
+        .map(|(n, v)| (n.to_string(), v))
+        .collect();
+        assert_eq!(s.values, expected, "kmalloc-64 is no filesystem's cache");
+    }
+
+    #[test]
+    fn changes_leave_out_what_did_not_change_and_levels_may_fall() {
+        let start = snapshot("pgfault 100\nnr_dirty 50\n", "", "intr 10 0\n", ["", "", ""], SLABINFO);
+        let end = snapshot(
+            "pgfault 160\nnr_dirty 20\n",
+            "",
+            "intr 10 0\n",
+            ["", "", ""],
+            &SLABINFO.replace("dentry             20970", "dentry             21970"),
+        );
+        let changes = start.changes(&end);
+        let expected: BTreeMap<String, i64> = [("vmstat.pgfault", 60), ("vmstat.nr_dirty", -30), ("slab.dentry", 1000)]
+            .into_iter()
+            .map(|(n, v)| (n.to_string(), v))
+            .collect();
+        assert_eq!(changes, expected);
+        // A counter seen at one edge only (a file unreadable at the other) is no change.
+        let without_slabs = snapshot("pgfault 160\nnr_dirty 20\n", "", "intr 10 0\n", ["", "", ""], "");
+        assert!(!start.changes(&without_slabs).keys().any(|k| k.starts_with("slab.")));
+    }
+
+    #[test]
+    fn this_machines_counters_are_read() {
+        let s = SystemSnapshot::read();
+        assert!(s.values.contains_key("vmstat.pgfault"), "{:?}", s.values.keys().take(5).collect::<Vec<_>>());
+        assert!(s.values.get("interrupts").is_some_and(|&n| n > 0));
+        assert!(s.values.get("fs.dentries").is_some_and(|&n| n > 0));
+    }
+}
