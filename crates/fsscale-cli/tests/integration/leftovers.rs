@@ -203,11 +203,14 @@ fn a_memory_limits_cgroup_is_removed_at_ctrl_c_and_by_cleanup_after_kill_9() {
             assert!(!cgroup.exists(), "Ctrl-C leaves the memory cgroup behind");
             assert_eq!(env.results().settings.memory_limit.unwrap().bytes, 64 << 20);
         } else {
-            assert!(cgroup.exists(), "kill -9 leaves the memory cgroup for cleanup");
+            // kill -9 leaves the memory cgroup for cleanup (the kernel's doing:
+            // the signal cannot be caught). Any fsscale starting beside this
+            // test sweeps killed runs' cgroups, so from here on it may be gone
+            // already: what is asserted is that it is named or gone, and gone
+            // after `cleanup` (the harness saw another run take it first).
             // The next run names it, as it names every other leftover.
             let out = env.run(&["stat", "-j", "1", "--memory-limit", "64M"]);
             assert_success(&out);
-            // (Another test's `fsscale cleanup`, running beside this one, may have removed it already.)
             let warning = format!("a killed run left the cgroup {}; `fsscale cleanup` removes it", cgroup.display());
             assert!(stderr(&out).contains(&warning) || !cgroup.exists(), "{}", stderr(&out));
             let out = cleanup_output(fsscale().arg("cleanup"));
