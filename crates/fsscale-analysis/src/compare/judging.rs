@@ -61,20 +61,14 @@ fn cpu_time_differs(b: &Point, n: &Point) -> bool {
     Pairs::new(&base, &new).and_then(|p| paired_log_ratio(&p, 0.95)).is_ok_and(|r| r.p_value < CPU_TIME_DIFFERS_P)
 }
 
-/// Benjamini and Hochberg (1995), "Controlling the false discovery rate":
-/// each row's p-value adjusted for the `m` rows tested together, q(i) =
-/// min over j ≥ i of m·p(j)/j in ascending order of p. Calling the rows with
-/// q below α keeps the expected share of false calls among all calls at α,
-/// and, where every row is a null (an A/A comparison), the chance of any
-/// call at all.
+/// Each tested row's p-value adjusted for the rows tested together
+/// ([`crate::stats::hypothesis::benjamini_hochberg`]); with `config.fdr`,
+/// a row whose q is not below α is no longer called.
 pub(super) fn adjust_for_fdr(rows: &mut [Row], config: &CompareConfig) {
-    let mut tested: Vec<(usize, f64)> = rows.iter().enumerate().filter_map(|(i, r)| Some((i, r.p_value?))).collect();
-    tested.sort_by(|a, b| a.1.total_cmp(&b.1));
-    let m = tested.len() as f64;
-    let mut running = 1.0f64;
-    for (rank, &(i, p)) in tested.iter().enumerate().rev() {
-        running = running.min(p * m / (rank + 1) as f64).min(1.0);
-        rows[i].q_value = Some(running);
+    let tested: Vec<(usize, f64)> = rows.iter().enumerate().filter_map(|(i, r)| Some((i, r.p_value?))).collect();
+    let q = crate::stats::hypothesis::benjamini_hochberg(&tested.iter().map(|t| t.1).collect::<Vec<_>>());
+    for (&(i, _), q) in tested.iter().zip(q) {
+        rows[i].q_value = Some(q);
     }
     if !config.fdr {
         return;

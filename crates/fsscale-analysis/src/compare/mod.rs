@@ -17,6 +17,7 @@ mod change;
 mod differences;
 mod invocations;
 mod judging;
+mod moved;
 
 pub use attribution::{attribute, profiling_command, Attribution, FunctionDelta, SiteDelta, SiteSide};
 pub use between::{compare_between, Between, Dimension};
@@ -24,6 +25,7 @@ pub use change::FigureKind;
 pub use differences::{differences, Difference};
 pub use invocations::{compare_invocations, Detectable, InvocationStats, DETECT_POWER};
 pub(crate) use judging::cpu_bound;
+pub use moved::{moved, MovedStat, MAX_MOVED};
 
 use serde::{Deserialize, Serialize};
 
@@ -195,6 +197,10 @@ pub struct Row {
     /// What the two sides' profiles say changed (see [`attribute`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attribution: Option<Attribution>,
+    /// The machine's and the workers' stats that moved (LKP's list), at the
+    /// comparison's false discovery rate over the point's stats.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub moved: Vec<MovedStat>,
     /// A side a CPU quota throttled, in words (`new: throttled by a CPU
     /// quota of 0.85 CPUs in 5 of 5 runs`): its wait is the quota's, and its
     /// ops/s are judged as they are, not as a busy machine's.
@@ -581,6 +587,7 @@ fn compare_point(
         detectable: None,
         defined_differently: None,
         attribution: attribute(b, n),
+        moved: moved(b, n, 1.0 - config.confidence),
         throttled: throttled_words(b, n),
         threshold: None,
     }

@@ -270,6 +270,9 @@ fn text(out: &mut String, c: &Comparison, plots: bool) {
         for line in rows.iter().flat_map(|r| super::attribution::lines(r)) {
             let _ = writeln!(out, "  {line}");
         }
+        for line in rows.iter().flat_map(|r| super::moved::lines(r, 1.0 - c.confidence)) {
+            let _ = writeln!(out, "  {line}");
+        }
         let _ = writeln!(out, "{}\n", summary_line(c, &fs, workload));
         if plots {
             for row in rows {
@@ -447,6 +450,17 @@ fn markdown(out: &mut String, c: &Comparison) {
                     let indent = if line.starts_with("    ") { "  " } else { "" };
                     let _ = writeln!(out, "{indent}- {}", md(line.trim_start()));
                 }
+            }
+        }
+        for row in &rows {
+            let moved = super::moved::lines(row, 1.0 - c.confidence);
+            if let Some((first, table)) = moved.split_first() {
+                // The aligned table as a code block: its columns stay aligned.
+                let _ = writeln!(out, "\n{}\n\n```", md(first));
+                for line in table {
+                    let _ = writeln!(out, "{}", line.trim_start_matches("  "));
+                }
+                let _ = writeln!(out, "```");
             }
         }
         let _ = writeln!(out, "\n{}\n", md(&summary_line(c, &fs, workload)));

@@ -12,6 +12,7 @@ mod html;
 mod latency;
 pub mod marks;
 pub mod markup;
+mod moved;
 pub mod offcpu;
 pub mod phrases;
 pub mod profile;

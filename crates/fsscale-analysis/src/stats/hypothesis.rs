@@ -72,6 +72,24 @@ pub fn student(base: &Sample, new: &Sample, confidence: f64) -> Result<TTest, St
     Ok(t_result(new.mean() - base.mean(), se, df, confidence, Some(pooled_var.sqrt())))
 }
 
+/// Benjamini and Hochberg (1995), "Controlling the false discovery rate":
+/// each p-value adjusted for the `m` tested together, q(i) = min over
+/// j ≥ i of m·p(j)/j in ascending order of p, in the order given. Calling
+/// those with q below α keeps the expected share of false calls among all
+/// calls at α, and where nothing differs, the chance of any call.
+pub fn benjamini_hochberg(p_values: &[f64]) -> Vec<f64> {
+    let mut order: Vec<usize> = (0..p_values.len()).collect();
+    order.sort_by(|&a, &b| p_values[a].total_cmp(&p_values[b]));
+    let m = p_values.len() as f64;
+    let mut q = vec![1.0; p_values.len()];
+    let mut running = 1.0f64;
+    for (rank, &i) in order.iter().enumerate().rev() {
+        running = running.min(p_values[i] * m / (rank + 1) as f64).min(1.0);
+        q[i] = running;
+    }
+    q
+}
+
 /// Welch's unequal-variance t test.
 pub fn welch(base: &Sample, new: &Sample, confidence: f64) -> Result<TTest, StatsError> {
     need_two(base, new)?;

@@ -417,6 +417,45 @@ fn compare_says_what_differs_and_refuses_workloads_defined_differently() {
 }
 
 #[test]
+fn compare_lists_the_stats_that_moved_in_every_format() {
+    let env = TestEnv::new();
+    let (a, b) = (env.root.path().join("a.json"), env.root.path().join("b.json"));
+    run_each(&env, &["stat", "-j", "1", "-n", "3", "--share", "private", "--duration", "0.05"], &[&a, &b]);
+    // b as if beside two hogs: preempted 100 times as often; and a stat
+    // named by a stranger's file, which appeared.
+    let mut doc = ResultsFile::load(&b).unwrap();
+    let hostile = "vmstat.<b>x</b>\u{1b}[31m";
+    for (i, run) in doc.points[0].runs.iter_mut().enumerate() {
+        for worker in &mut run.sched {
+            worker.involuntary_switches = (worker.involuntary_switches + 10) * 100 + i as u64;
+        }
+        run.system_stats.insert(hostile.to_string(), 1_000_000 + i as i64);
+    }
+    std::fs::write(&b, serde_json::to_vec(&doc).unwrap()).unwrap();
+    let compare = |extra: &[&str]| fsscale().arg("compare").arg(&a).arg(&b).args(extra).output().unwrap();
+    let text = stdout(&compare(&[]));
+    assert!(text.contains("stats that moved at process private x1"), "{text}");
+    let switches =
+        text.lines().find(|l| l.ends_with("workers.involuntary_switches per s")).unwrap_or_else(|| panic!("{text}"));
+    assert!(switches.contains("+"), "{switches}");
+    assert!(!text.contains('\u{1b}'), "no raw escape reaches the terminal: {text}");
+    assert!(text.contains("vmstat.<b>x</b>"), "{text}");
+    let markdown = stdout(&compare(&["--format", "markdown"]));
+    assert!(markdown.contains("workers.involuntary_switches per s"), "{markdown}");
+    let out = compare(&["--format", "json"]);
+    let comparisons: Vec<Comparison> = serde_json::from_slice(&out.stdout).unwrap();
+    let moved = &comparisons[0].rows[0].moved;
+    assert_eq!(moved[0].stat, hostile, "what appeared comes first: {moved:?}");
+    assert!(moved.iter().any(|m| m.stat == "workers.involuntary_switches" && m.per == "s"), "{moved:?}");
+    let page = env.root.path().join("report.html");
+    let out = fsscale().arg("report").arg(&a).arg(&b).arg("-o").arg(&page).output().unwrap();
+    assert_success(&out);
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("<table class=\"moved\">") && html.contains("workers.involuntary_switches per s"));
+    assert!(html.contains("vmstat.&lt;b&gt;x&lt;/b&gt;") && !html.contains("<b>x</b>"), "escaped in the page");
+}
+
+#[test]
 fn compare_says_a_dirsync_mount_differs() {
     if !needs_root("compare_says_a_dirsync_mount_differs") {
         return;

@@ -52,6 +52,7 @@ pub(super) fn comparison_tables(out: &mut Html, comparisons: &[Comparison], work
         out.push_static("</table>\n");
         for r in &rows {
             explain_change(out, c, r);
+            moved_stats(out, r, 1.0 - c.confidence);
         }
         // Under the table whose rows it explains, not under every workload's.
         if let Some(note) = c.within_noise_note(rows.iter().copied()) {
@@ -114,4 +115,32 @@ fn explain_change(out: &mut Html, c: &Comparison, r: &Row) {
             );
         }
     }
+}
+
+/// Under a compared point: the stats that moved, LKP's list, as a table.
+fn moved_stats(out: &mut Html, r: &Row, alpha: f64) {
+    use super::super::moved::{cells, heading, HEADINGS};
+    if r.moved.is_empty() {
+        return;
+    }
+    html!(out, "<p>{}</p>\n<table class=\"moved\"><tr>", heading(r, alpha));
+    for title in HEADINGS {
+        html!(out, "<th>{}</th>", title);
+    }
+    out.push_static("</tr>\n");
+    for m in &r.moved {
+        let [base, base_sd, change, new, new_sd, stat] = cells(m);
+        html!(
+            out,
+            "<tr><td class=\"num\">{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
+             <td>{}</td><td>{}</td></tr>\n",
+            base,
+            base_sd,
+            change,
+            new,
+            new_sd,
+            stat
+        );
+    }
+    out.push_static("</table>\n");
 }
