@@ -109,8 +109,12 @@ impl Tables {
         Ok(match self.format {
             cli::Format::Text => {
                 render_results_with(doc, TextOptions { explain_all: self.explain_all, legend: self.legend })
+                    + &profile_cost(doc, fsscale::report::CompareFormat::Text)
             }
-            cli::Format::Markdown => fsscale::report::export(doc, fsscale::report::ExportFormat::Markdown, false),
+            cli::Format::Markdown => {
+                fsscale::report::export(doc, fsscale::report::ExportFormat::Markdown, false)
+                    + &profile_cost(doc, fsscale::report::CompareFormat::Markdown)
+            }
             cli::Format::Json => fsscale::escape::json_pretty(doc)? + "\n",
         })
     }
@@ -175,5 +179,34 @@ fn show_run(
             }
             Err(error)
         }
+    }
+}
+
+/// `--profile-cost`: what the instruments cost, profiled against
+/// unprofiled paired by round, as `compare --between
+/// variant=unprofiled,profiled` prints it; empty for any other run, or one
+/// whose points did not both finish.
+fn profile_cost(doc: &ResultsFile, format: fsscale::report::CompareFormat) -> String {
+    use fsscale::compare::{compare_between, Between, CompareConfig};
+    if !doc.settings.variants.iter().any(|v| v.unprofiled) {
+        return String::new();
+    }
+    let Ok(between) = Between::parse("variant=unprofiled,profiled") else { return String::new() };
+    let config = CompareConfig {
+        test: fsscale::stats::hypothesis::TestKind::Paired,
+        noise_threshold_pct: between.default_noise_threshold_pct(),
+        ..CompareConfig::DEFAULT
+    };
+    match compare_between(doc, "this run", &between, &config) {
+        Ok(mut c) if !c.rows.is_empty() => {
+            // Its cost is the question here, not where the time went.
+            c.profile_hint = None;
+            let heading = match format {
+                fsscale::report::CompareFormat::Markdown => "\n## What the instruments cost\n\n",
+                _ => "\nwhat the instruments cost (--profile-cost; the same as compare --between variant=unprofiled,profiled):\n",
+            };
+            heading.to_string() + &fsscale::report::render_comparisons(&[c], format, false)
+        }
+        _ => String::new(),
     }
 }

@@ -40,7 +40,7 @@ pub(crate) fn heading(row: &Row, alpha: f64) -> String {
         row.mode_text(),
         row.share_text(),
         row.workers,
-        100.0 * alpha
+        (100.0 * alpha * 100.0).round() / 100.0
     )
 }
 

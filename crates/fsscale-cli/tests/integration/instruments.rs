@@ -743,7 +743,14 @@ fn profile_cost_pairs_runs_with_the_instruments_off_and_on() {
     let compare = fsscale().arg("compare").arg(&env.output).args(["--between", "variant=unprofiled,profiled"]).output();
     let compare = compare.unwrap();
     assert_success(&compare);
-    assert!(stdout(&compare).contains("stat variant unprofiled→profiled"), "{}", stdout(&compare));
+    let table = stdout(&compare);
+    assert!(table.contains("stat variant unprofiled→profiled"), "{table}");
+    // The run prints that same table itself, as its help promises, and no hint to profile again.
+    let text = stdout(&out);
+    let (_, printed) = text.split_once("what the instruments cost (--profile-cost").unwrap_or_else(|| panic!("{text}"));
+    let row = |t: &str| t.lines().find(|l| l.trim_start().starts_with("1  process  private")).map(str::to_string);
+    assert!(row(printed).is_some() && row(printed) == row(&table), "{printed}\n---\n{table}");
+    assert!(!printed.contains("why: neither side recorded a profile"), "{printed}");
     // Without an instrument there is nothing to cost; with --variant it would be two designs in one.
     let refused = env.run(&["stat", "-j", "1", "--profile-cost"]);
     assert!(
