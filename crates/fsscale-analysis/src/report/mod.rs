@@ -17,6 +17,7 @@ pub mod offcpu;
 pub mod phrases;
 pub mod profile;
 mod ranks;
+mod replay;
 mod table;
 mod text;
 pub mod view;

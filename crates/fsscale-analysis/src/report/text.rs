@@ -1,16 +1,13 @@
 //! The terminal view of a results document: one table per workload.
 
-use std::collections::BTreeMap;
-
 use super::analyze::verdict_line;
 use super::format::sparkline;
-use super::latency::{driver_table, replay_ops_table};
+use super::latency::driver_table;
 use super::marks::{self, run_note, Mark};
 use super::view::{self, Column, Layout};
 use crate::analyze::analyze_results;
 use crate::results::{Point, ResultsFile, RunRecord, Settings};
-use crate::vocab::Mode;
-use crate::vocab::{Share, Workload};
+use crate::vocab::Workload;
 
 /// Renders every point with a summary, grouped by workload in catalogue order.
 pub fn render_results(doc: &ResultsFile) -> String {
@@ -106,23 +103,7 @@ fn group(
     };
     out.push_str(&table.render());
     if workload == Workload::Replay {
-        // Per-op detail for the largest point of each series; the JSON has every point's.
-        let mut largest: BTreeMap<(Mode, Share), &Point> = BTreeMap::new();
-        for p in points {
-            let entry = largest.entry((p.mode, p.share)).or_insert(p);
-            if p.workers > entry.workers {
-                *entry = p;
-            }
-        }
-        for p in largest.values() {
-            out.push_str(&format!(
-                "  operations at {} ({}, {}), all runs:\n",
-                crate::vocab::workers(p.workers),
-                p.mode,
-                p.share
-            ));
-            out.push_str(&replay_ops_table(p).render());
-        }
+        out.push_str(&super::replay::text(points, doc.settings.replay.as_ref(), doc.settings.duration_s));
     }
     out.push_str(&super::ranks::lines(points));
     out.push_str(&super::walk::lines(points));
@@ -418,6 +399,7 @@ mod tests {
     use super::*;
     use crate::results::fixtures::{self, run as record};
     use crate::results::{Point, RunRecord};
+    use crate::vocab::Share;
 
     fn point(workload: Workload, share: Share, runs: Vec<RunRecord>) -> Point {
         let workers = runs[0].per_worker_ops.len();

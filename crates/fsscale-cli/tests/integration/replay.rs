@@ -99,6 +99,20 @@ fn the_built_in_trace_replays_in_processes_and_threads() {
                 && lat.count == p.runs.iter().map(|r| r.latency.as_ref().unwrap().count).sum::<u64>()
         );
     }
+    // Each operation's p99 at every client count of a series, and a note
+    // exactly when some client's window covered less than a pass.
+    let text = stdout(&out);
+    assert!(text.contains("  p99 of each operation by clients (process, private), all runs:\n"), "{text}");
+    let header = |l: &&str| l.starts_with("  operation ") && l.ends_with("x1 p99  x2 p99");
+    assert_eq!(text.lines().filter(header).count(), 2, "one a series: {text}");
+    let per_pass: u64 = doc.settings.replay.as_ref().unwrap().ops_per_pass.values().sum();
+    let short = doc.points.iter().any(|p| p.runs.iter().any(|r| r.ops / (p.workers as u64) < per_pass));
+    assert_eq!(text.contains("  note: a client's window covered "), short, "{per_pass} ops a pass: {text}");
+    let page = env.root.path().join("report.html");
+    assert_success(&fsscale().arg("report").arg(&env.output).arg("-o").arg(&page).output().unwrap());
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert_eq!(html.matches("<table class=\"replay\">").count(), 2, "one a series");
+    assert!(html.contains("<th>x1 p99</th><th>x2 p99</th>"));
     assert_eq!(env.leftovers(), Vec::<String>::new());
 }
 

@@ -410,6 +410,12 @@ fn workload_section(
     }
     tables::figures_table(out, files, workload);
     comparisons::comparison_tables(out, comparisons, workload);
+    if workload == Workload::Replay {
+        for (label, doc) in files {
+            let label = if files.len() > 1 { format!("{label}: ") } else { String::new() };
+            super::replay::html_section(out, &label, doc);
+        }
+    }
     profile_section(out, files, workload);
     tables::detail_table(out, files, workload);
 }
