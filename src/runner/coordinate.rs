@@ -12,7 +12,7 @@ use super::gate::{Gate, TEND_INTERVAL};
 use super::memory_limit::LimitSwitch;
 use super::shared::{Phase, SharedRegion};
 use super::signals;
-use super::system_stats::SystemSnapshot;
+use super::system_stats::{self, SystemSnapshot};
 use super::timing::{device_io, load_average, Timing};
 use super::watch::Watch;
 use super::window::Window;
@@ -66,6 +66,7 @@ fn coordinate_fixed_work(
         set_memory_limit(plan.scratch_fd, limit, timing.device.is_some())?;
     }
     let system_start = SystemSnapshot::read();
+    let migrations_start = system_stats::migrations(&region.tids());
     let cpu_start = CpuTicks::read();
     let load_1m = load_average();
     let device_start = timing.device.as_deref().and_then(DeviceSnapshot::read);
@@ -88,6 +89,7 @@ fn coordinate_fixed_work(
     let cpu_end = CpuTicks::read();
     let device_end = timing.device.as_deref().and_then(DeviceSnapshot::read);
     let system_stats = system_start.changes(&SystemSnapshot::read());
+    let migrations = system_stats::changes_by_task(&migrations_start, &system_stats::migrations(&region.tids()));
     let device_io = device_start.zip(device_end).map(|(a, b)| a.delta(&b));
     let writeback = writeback(plan.scratch_fd, timing, device_end);
     let children_cpu = children_start.map(|(u0, s0)| {
@@ -106,6 +108,7 @@ fn coordinate_fixed_work(
     Ok(Window {
         load_1m,
         system_stats,
+        migrations,
         start_counts: vec![0; workers],
         end_counts,
         elapsed: Duration::from_nanos((stop - start).max(1)),
@@ -192,6 +195,7 @@ pub(super) fn coordinate(
 
     let mut start_counts = Vec::with_capacity(workers);
     let system_start = SystemSnapshot::read();
+    let migrations_start = system_stats::migrations(&region.tids());
     let cpu_start = CpuTicks::read();
     let load_1m = load_average();
     let device_start = timing.device.as_deref().and_then(DeviceSnapshot::read);
@@ -216,6 +220,7 @@ pub(super) fn coordinate(
     let cpu_end = CpuTicks::read();
     let device_io = device_io(timing, device_start);
     let system_stats = system_start.changes(&SystemSnapshot::read());
+    let migrations = system_stats::changes_by_task(&migrations_start, &system_stats::migrations(&region.tids()));
     timeline.record(stop - start, end_counts.iter().sum::<u64>() - base);
     // Workers record their CPU time when they see Stop; wait for them to
     // leave (one that does not is stalled, and named).
@@ -226,6 +231,7 @@ pub(super) fn coordinate(
     Ok(Window {
         load_1m,
         system_stats,
+        migrations,
         start_counts,
         end_counts,
         elapsed: Duration::from_nanos(stop - start),

@@ -108,6 +108,33 @@ impl SystemSnapshot {
     }
 }
 
+/// Each task's moves to another CPU so far (`se.nr_migrations` of
+/// `/proc/<tid>/sched`), by task; 0 where the kernel keeps no scheduler
+/// debug file or the task is gone.
+pub(crate) fn migrations(tids: &[i32]) -> Vec<u64> {
+    tids.iter()
+        .map(|tid| {
+            std::fs::read_to_string(format!("/proc/{tid}/sched"))
+                .ok()
+                .and_then(|text| parse_migrations(&text))
+                .unwrap_or(0)
+        })
+        .collect()
+}
+
+/// `se.nr_migrations` of `/proc/<tid>/sched` (`name : value` lines).
+fn parse_migrations(text: &str) -> Option<u64> {
+    text.lines().find_map(|line| {
+        let (name, value) = line.split_once(':')?;
+        (name.trim() == "se.nr_migrations").then(|| value.trim().parse().ok()).flatten()
+    })
+}
+
+/// What changed from `start` to `end`, task by task.
+pub(crate) fn changes_by_task(start: &[u64], end: &[u64]) -> Vec<u64> {
+    start.iter().zip(end).map(|(a, b)| b.saturating_sub(*a)).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -176,6 +203,36 @@ mod tests {
         // A counter seen at one edge only (a file unreadable at the other) is no change.
         let without_slabs = snapshot("pgfault 160\nnr_dirty 20\n", "", "intr 10 0\n", ["", "", ""], "");
         assert!(!start.changes(&without_slabs).keys().any(|k| k.starts_with("slab.")));
+    }
+
+    #[test]
+    fn a_tasks_migrations_are_read_from_outside_it() {
+        // A thread of its own, read by its task id as the coordinator reads
+        // a worker, moved between two CPUs by its affinity: each move is a
+        // migration the kernel counts.
+        let cpus = crate::sys::allowed_cpus();
+        let has_sched = std::path::Path::new("/proc/thread-self/sched").exists();
+        if cpus.len() >= 2 && has_sched {
+            let moved = std::thread::spawn(move || {
+                let tid = rustix::thread::gettid().as_raw_nonzero().get();
+                crate::sys::pin_to_cpu(cpus[0]).unwrap();
+                let before = migrations(&[tid]);
+                for _ in 0..3 {
+                    crate::sys::pin_to_cpu(cpus[1]).unwrap();
+                    crate::sys::pin_to_cpu(cpus[0]).unwrap();
+                }
+                changes_by_task(&before, &migrations(&[tid]))[0]
+            })
+            .join()
+            .unwrap();
+            assert!(moved >= 6, "6 moves, {moved} migrations counted");
+        }
+        assert_eq!(migrations(&[i32::MAX]), [0], "a task that is gone has none");
+        assert_eq!(changes_by_task(&[3, 5], &[4, 5]), [1, 0]);
+        let sched = "fsscale (1234, #threads: 3)\n---------\nse.exec_start   :   1.5\n\
+                     se.nr_migrations                             :                   17\nnr_switches : 40\n";
+        assert_eq!(parse_migrations(sched), Some(17));
+        assert_eq!(parse_migrations("nr_switches : 40\n"), None);
     }
 
     #[test]

@@ -29,6 +29,10 @@ pub(super) struct Window {
     pub load_1m: f64,
     /// The machine's counters that changed between the window's edges.
     pub system_stats: std::collections::BTreeMap<String, i64>,
+    /// Each worker's moves to another CPU between the window's edges, read
+    /// by the coordinator (a read in the worker would be a system call in
+    /// its window, which `--verify` and `--profile latency` count).
+    pub migrations: Vec<u64>,
     /// Turned off at the window's end, read into the record after it.
     pub instruments: RunInstruments,
     /// A warm-up run until steady: how it ended.
@@ -60,7 +64,7 @@ impl Window {
                 involuntary_switches: delta(ThreadSched::INVOLUNTARY),
                 minor_faults: delta(ThreadSched::MINOR_FAULTS),
                 major_faults: delta(ThreadSched::MAJOR_FAULTS),
-                migrations: delta(ThreadSched::MIGRATIONS),
+                migrations: self.migrations.get(i).copied().unwrap_or(0),
             });
             // Commands run by worker processes (zero unless fixed work in process mode).
             let children = |k: usize| {
@@ -159,6 +163,7 @@ mod tests {
             writeback: None,
             load_1m: 0.0,
             system_stats: Default::default(),
+            migrations: Vec::new(),
             instruments: RunInstruments::default(),
             steady: None,
         };

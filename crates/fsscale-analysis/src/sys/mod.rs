@@ -659,10 +659,6 @@ mod tests {
         assert_eq!(ThreadSched::parse_schedstat("8713512 2075 13\n"), Some((8713512, 2075)));
         assert_eq!(ThreadSched::parse_schedstat("8713512\n"), None);
         assert_eq!(ThreadSched::parse_schedstat("x 1 2"), None);
-        let sched = "fsscale (1234, #threads: 3)\n---------\nse.exec_start   :   1.5\n\
-                     se.nr_migrations                             :                   17\nnr_switches : 40\n";
-        assert_eq!(ThreadSched::parse_migrations(sched), Some(17));
-        assert_eq!(ThreadSched::parse_migrations("nr_switches : 40\n"), None);
         // Faults are this thread's own: touching fresh memory faults. 40 MiB
         // is past malloc's largest mmap threshold (32 MiB), so it is a fresh
         // mapping, never reused heap; transparent huge pages fault per 2 MiB.

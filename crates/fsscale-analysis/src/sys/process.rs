@@ -117,8 +117,8 @@ pub fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
 /// context switches made (voluntary: it slept) and suffered (involuntary:
 /// preempted) from `getrusage(RUSAGE_THREAD)`, and nanoseconds on a CPU and
 /// runnable but waiting on a runqueue (0 where the kernel has no
-/// schedstat), CLOCK_MONOTONIC ns, page faults (minor, major) and moves
-/// to another CPU. The time on a CPU is the thread's
+/// schedstat), CLOCK_MONOTONIC ns, and page faults (minor, major: from
+/// the same `getrusage`, so no system call more in the worker's window). The time on a CPU is the thread's
 /// own CPU clock, brought up to date as it is read: schedstat's first field
 /// is the scheduler's sum as of its last tick or switch, so a window of a
 /// millisecond could show none. Its wait is schedstat's, complete whenever
@@ -139,10 +139,6 @@ pub fn thread_sched() -> [u64; ThreadSched::FIELDS] {
         monotonic_ns(),
         usage.ru_minflt as u64,
         usage.ru_majflt as u64,
-        std::fs::read_to_string("/proc/thread-self/sched")
-            .ok()
-            .and_then(|text| ThreadSched::parse_migrations(&text))
-            .unwrap_or(0),
     ]
 }
 
@@ -176,23 +172,12 @@ impl ThreadSched {
     pub const MINOR_FAULTS: usize = 7;
     /// Page faults that waited for I/O (`ru_majflt`).
     pub const MAJOR_FAULTS: usize = 8;
-    /// Moves to another CPU (`/proc/<tid>/sched`'s `se.nr_migrations`; 0
-    /// where the kernel has no scheduler debug file).
-    pub const MIGRATIONS: usize = 9;
-    pub const FIELDS: usize = 10;
+    pub const FIELDS: usize = 9;
 
     /// `/proc/<tid>/schedstat`: "on-CPU ns, runqueue wait ns, timeslices".
     pub(crate) fn parse_schedstat(text: &str) -> Option<(u64, u64)> {
         let mut fields = text.split_whitespace().map(|f| f.parse::<u64>().ok());
         Some((fields.next()??, fields.next()??))
-    }
-
-    /// `se.nr_migrations` of `/proc/<tid>/sched` (`name : value` lines).
-    pub(crate) fn parse_migrations(text: &str) -> Option<u64> {
-        text.lines().find_map(|line| {
-            let (name, value) = line.split_once(':')?;
-            (name.trim() == "se.nr_migrations").then(|| value.trim().parse().ok()).flatten()
-        })
     }
 }
 

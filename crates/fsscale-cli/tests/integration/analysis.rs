@@ -421,17 +421,25 @@ fn compare_lists_the_stats_that_moved_in_every_format() {
     let env = TestEnv::new();
     let (a, b) = (env.root.path().join("a.json"), env.root.path().join("b.json"));
     run_each(&env, &["stat", "-j", "1", "-n", "3", "--share", "private", "--duration", "0.05"], &[&a, &b]);
-    // b as if beside two hogs: preempted 100 times as often; and a stat
-    // named by a stranger's file, which appeared.
-    let mut doc = ResultsFile::load(&b).unwrap();
+    // Planted, so that the verdict is the files', not the machine's: a
+    // preempted 200 times a second, b 20,000 (as beside two hogs), and in b
+    // a stat named by a stranger's file, which appeared. Counts follow each
+    // run's own window, so per second they are what was planted.
     let hostile = "vmstat.<b>x</b>\u{1b}[31m";
-    for (i, run) in doc.points[0].runs.iter_mut().enumerate() {
-        for worker in &mut run.sched {
-            worker.involuntary_switches = (worker.involuntary_switches + 10) * 100 + i as u64;
+    for (path, per_s, plant) in [(&a, 200.0, false), (&b, 20_000.0, true)] {
+        let mut doc = ResultsFile::load(path).unwrap();
+        for (i, run) in doc.points[0].runs.iter_mut().enumerate() {
+            let count = |rate: f64| (rate * run.elapsed_s).round() as u64 + i as u64;
+            for worker in &mut run.sched {
+                worker.involuntary_switches = count(per_s);
+            }
+            if plant {
+                let appeared = count(1e6) as i64;
+                run.system_stats.insert(hostile.to_string(), appeared);
+            }
         }
-        run.system_stats.insert(hostile.to_string(), 1_000_000 + i as i64);
+        std::fs::write(path, serde_json::to_vec(&doc).unwrap()).unwrap();
     }
-    std::fs::write(&b, serde_json::to_vec(&doc).unwrap()).unwrap();
     let compare = |extra: &[&str]| fsscale().arg("compare").arg(&a).arg(&b).args(extra).output().unwrap();
     let text = stdout(&compare(&[]));
     assert!(text.contains("stats that moved at process private x1"), "{text}");
