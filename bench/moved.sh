@@ -20,14 +20,16 @@ cleanup() {
 trap cleanup EXIT
 run() { "$fsscale" run --warmup-max 0 -n "$runs" --duration 0.5 "$@" >/dev/null 2>&1; }
 moved() {  # BASE NEW: the moved list, one line a stat
-  "$fsscale" compare "$1" "$2" --format json | python3 -c '
+  "$fsscale" compare "$1" "$2" --format json >"$work/compare.json"
+  python3 - "$work/compare.json" <<'PY'
 import json, sys
-for row in json.load(sys.stdin)[0]["rows"]:
-    print(f"  {row[\"workload\"]} {row[\"share\"]} x{row[\"workers\"]}: figure {row[\"change_pct\"]:+.1f}%, {len(row.get(\"moved\", []))} stats moved")
-    for m in row.get("moved", [])[:12]:
-        change = "new" if m["change_pct"] is None else f"{m[\"change_pct\"]:+.1f}%"
-        print(f"    {m[\"base_mean\"]:12.4g}  {change:>10}  {m[\"new_mean\"]:12.4g}  {m[\"stat\"]} per {m[\"per\"]}  (q {m[\"q_value\"]:.2g})")
-'
+for row in json.load(open(sys.argv[1]))[0]["rows"]:
+    moved = row.get("moved", [])
+    print(f"  {row['workload']} {row['share']} x{row['workers']}: figure {row['change_pct']:+.1f}%, {len(moved)} stats moved")
+    for m in moved[:12]:
+        change = f"{m['change_pct']:+.1f}%" if m["change_pct"] is not None else ("new" if m["base_mean"] == 0 else "no %")
+        print(f"    {m['base_mean']:12.4g}  {change:>10}  {m['new_mean']:12.4g}  {m['stat']} per {m['per']}  (q {m['q_value']:.2g})")
+PY
 }
 
 echo "## stat -j 2, quiet against beside two CPU hogs"

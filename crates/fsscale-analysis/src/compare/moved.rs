@@ -30,7 +30,9 @@ pub struct MovedStat {
     pub base_sd_pct: f64,
     pub new_mean: f64,
     pub new_sd_pct: f64,
-    /// None where the base is 0: a stat that appeared.
+    /// None where a percentage means nothing: the base is 0 (a stat that
+    /// appeared), of the other sign (a level that fell where it rose), or
+    /// so near 0 that the change is over a thousandfold.
     pub change_pct: Option<f64>,
     /// Benjamini–Hochberg over the point's stats.
     pub q_value: f64,
@@ -113,7 +115,7 @@ pub fn moved(base: &Point, new: &Point, alpha: f64) -> Vec<MovedStat> {
             base_sd_pct: sd_pct(bs),
             new_mean: ns.mean(),
             new_sd_pct: sd_pct(ns),
-            change_pct: (bs.mean() != 0.0).then(|| 100.0 * (ns.mean() - bs.mean()) / bs.mean().abs()),
+            change_pct: percent_change(bs, ns),
             q_value: q,
         })
         .collect();
@@ -124,6 +126,15 @@ pub fn moved(base: &Point, new: &Point, alpha: f64) -> Vec<MovedStat> {
     });
     out.truncate(MAX_MOVED);
     out
+}
+
+/// The change from `base` to `new` in percent of the base, where that
+/// means something (see [`MovedStat::change_pct`]).
+fn percent_change(base: &Sample, new: &Sample) -> Option<f64> {
+    let (b, n) = (base.mean(), new.mean());
+    let pct = 100.0 * (n - b) / b.abs();
+    let meaningful = b != 0.0 && (n == 0.0 || b.signum() == n.signum()) && pct.abs() <= 100_000.0;
+    meaningful.then_some(pct)
 }
 
 #[cfg(test)]
@@ -216,5 +227,19 @@ mod tests {
         assert_eq!(moved[0].change_pct, None);
         assert_eq!(moved[1].stat, "vmstat.pgfault");
         assert!((moved[1].change_pct.unwrap() - 100.0).abs() < 1e-9, "{:?}", moved[1]);
+    }
+
+    #[test]
+    fn a_base_near_zero_or_of_the_other_sign_has_no_percentage() {
+        let sample = |v: &[f64]| Sample::new(v).unwrap();
+        // A level that barely moved in the base (mean 0.0001) and by thousands in the new side.
+        assert_eq!(percent_change(&sample(&[0.0, 0.0003, 0.0]), &sample(&[9000.0, 9300.0, 9600.0])), None);
+        // Fell where it rose.
+        assert_eq!(percent_change(&sample(&[-5.0, -5.2, -5.4]), &sample(&[8000.0, 8600.0, 9000.0])), None);
+        // To 0 is a change of its whole size; a noisy base still has its percentage.
+        assert_eq!(percent_change(&sample(&[-2.0, -2.0, -2.0]), &sample(&[0.0, 0.0, 0.0])), Some(100.0));
+        assert_eq!(percent_change(&sample(&[100.0, 101.0, 99.0]), &sample(&[150.0, 151.0, 149.0])), Some(50.0));
+        let noisy = percent_change(&sample(&[0.0, 0.0, 40_000.0]), &sample(&[200_000.0, 210_000.0, 220_000.0]));
+        assert!((noisy.unwrap() - 1475.0).abs() < 1e-9, "{noisy:?}");
     }
 }

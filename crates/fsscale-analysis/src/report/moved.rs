@@ -24,7 +24,12 @@ pub(crate) fn cells(m: &MovedStat) -> [String; 6] {
     [
         four_figures(m.base_mean),
         format!("±{}", format_pct(m.base_sd_pct, false)),
-        m.change_pct.map_or("new".to_string(), |c| format_pct(c, true)),
+        match (m.change_pct, m.base_mean == 0.0) {
+            (Some(c), _) => format_pct(c, true),
+            (None, true) => "new".to_string(),
+            // Near 0, or of the other sign: no percentage means anything.
+            (None, false) => "no %".to_string(),
+        },
         four_figures(m.new_mean),
         format!("±{}", format_pct(m.new_sd_pct, false)),
         format!("{} per {}", m.stat, m.per),
@@ -87,7 +92,9 @@ mod tests {
             q_value: 1e-4,
         };
         assert_eq!(cells(&m), ["10.80", "±18.2%", "+3603.7%", "400.0", "±3.9%", "workers.involuntary_switches per s"]);
-        let appeared = MovedStat { change_pct: None, base_mean: 0.0, base_sd_pct: 0.0, ..m };
+        let appeared = MovedStat { change_pct: None, base_mean: 0.0, base_sd_pct: 0.0, ..m.clone() };
         assert_eq!(cells(&appeared)[2], "new");
+        let near_zero = MovedStat { change_pct: None, base_mean: 0.0001, ..m };
+        assert_eq!(cells(&near_zero)[2], "no %");
     }
 }
