@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::results::{Point, RunRecord};
 use crate::stats::hypothesis::{benjamini_hochberg, welch};
-use crate::stats::Sample;
+use crate::stats::{Sample, Summary};
 
 /// One stat that moved, per op or per second of the window.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
@@ -67,15 +67,16 @@ fn stats_of(run: &RunRecord) -> Option<BTreeMap<String, f64>> {
     Some(stats)
 }
 
+/// A side's runs that can be divided (ops and a window), with their stats.
+fn runs_with_stats(point: &Point) -> Vec<(&RunRecord, BTreeMap<String, f64>)> {
+    point.runs.iter().filter(|r| r.ops > 0 && r.elapsed_s > 0.0).filter_map(|r| Some((r, stats_of(r)?))).collect()
+}
+
 /// Each stat's values over a side's runs, per op or per second. A name a
 /// run lacks did not change in it (changes of 0 are left out of the file).
-fn side(point: &Point, names: &BTreeSet<String>) -> BTreeMap<String, Vec<f64>> {
+fn side(runs: &[(&RunRecord, BTreeMap<String, f64>)], names: &BTreeSet<String>) -> BTreeMap<String, Vec<f64>> {
     let mut out: BTreeMap<String, Vec<f64>> = BTreeMap::new();
-    for run in &point.runs {
-        let Some(stats) = stats_of(run) else { continue };
-        if run.ops == 0 || run.elapsed_s <= 0.0 {
-            continue;
-        }
+    for (run, stats) in runs {
         for name in names {
             let value = stats.get(name).copied().unwrap_or(0.0);
             let by = if per_second(name) { run.elapsed_s } else { run.ops as f64 };
@@ -89,9 +90,9 @@ fn side(point: &Point, names: &BTreeSet<String>) -> BTreeMap<String, Vec<f64>> {
 /// `alpha`, largest change first, at most [`MAX_MOVED`]; empty where
 /// either side has fewer than two runs with stats.
 pub fn moved(base: &Point, new: &Point, alpha: f64) -> Vec<MovedStat> {
-    let names: BTreeSet<String> =
-        base.runs.iter().chain(&new.runs).filter_map(stats_of).flat_map(|s| s.into_keys()).collect();
-    let (b, n) = (side(base, &names), side(new, &names));
+    let (base_runs, new_runs) = (runs_with_stats(base), runs_with_stats(new));
+    let names: BTreeSet<String> = base_runs.iter().chain(&new_runs).flat_map(|(_, s)| s.keys().cloned()).collect();
+    let (b, n) = (side(&base_runs, &names), side(&new_runs, &names));
     let mut tested = Vec::new();
     for name in &names {
         let (Some(bv), Some(nv)) = (b.get(name), n.get(name)) else { continue };
@@ -103,7 +104,7 @@ pub fn moved(base: &Point, new: &Point, alpha: f64) -> Vec<MovedStat> {
         tested.push((name, bs, ns, test.p_value));
     }
     let q = benjamini_hochberg(&tested.iter().map(|t| t.3).collect::<Vec<_>>());
-    let sd_pct = |s: &Sample| if s.mean() == 0.0 { 0.0 } else { 100.0 * s.variance().sqrt() / s.mean().abs() };
+    let sd_pct = |s: &Sample| Summary::of(s.values()).map_or(0.0, |s| s.relative_stddev_pct());
     let mut out: Vec<MovedStat> = tested
         .iter()
         .zip(q)
