@@ -240,7 +240,17 @@ impl LimitSwitch {
 
     /// The limit again, what setup cached beyond it evicted.
     pub fn set(&self) -> Result<()> {
-        std::fs::write(&self.file, self.bytes.to_string()).map_err(|e| {
+        // v1 refuses a limit below what it could not reclaim in its own few
+        // passes (EBUSY); pages briefly locked or under writeback on a busy
+        // machine are reclaimable a moment later, so a few more tries.
+        let mut tries = 1;
+        let written = loop {
+            match std::fs::write(&self.file, self.bytes.to_string()) {
+                Err(e) if e.raw_os_error() == Some(libc::EBUSY) && tries < LIMIT_TRIES => tries += 1,
+                written => break written,
+            }
+        };
+        written.map_err(|e| {
             anyhow::anyhow!(
                 "--memory-limit {}: the kernel could not evict what the workers' setup left in memory down to \
                  the limit ({e}); raise it",
@@ -257,6 +267,9 @@ impl Drop for MemoryLimit {
         crate::exec::kill_cgroup(&self.dir);
     }
 }
+
+/// Writes of the limit before one refused for what could not be evicted is final.
+const LIMIT_TRIES: u32 = 8;
 
 /// The lowest limit of this process's cgroup and those enclosing it, and
 /// where it is set; `None` where none is set (v1's "unlimited" is a huge number).

@@ -106,14 +106,16 @@ fn a_memory_limit_makes_a_warm_walk_read_from_the_device() {
     // of another fsscale beside this one drops it too: one warm walk in two suffices.)
     let unlimited = {
         let _page_cache = page_cache_kept();
-        assert_success(&env.run(&[&walk[..], &["-n", "2"]].concat()));
+        assert_success(&env.run(&[&walk[..], &["-n", "3"]].concat()));
         env.results()
     };
     assert_eq!(unlimited.settings.memory_limit, None);
     let reads = device_reads(&unlimited);
+    // What the machine does beside (a build's writeback, another run's
+    // mkfs) may cost one walk a block or two: one of three reads nothing.
     assert!(reads.contains(&0), "a warm walk of a tree that fits reads nothing: {reads:?}");
     // A drop of the page cache only adds reads: the limited walk needs no turn.
-    let out = env.run(&[&walk[..], &["-n", "1", "--memory-limit", "16M"]].concat());
+    let out = env.run(&[&walk[..], &["-n", "2", "--memory-limit", "16M"]].concat());
     assert_success(&out);
     assert!(
         stdout(&out)
@@ -126,11 +128,14 @@ fn a_memory_limit_makes_a_warm_walk_read_from_the_device() {
     assert_eq!(limit.bytes, 16 << 20);
     assert!(limit.cgroup.contains("/fsscale-"), "{limit:?}");
     let reads = device_reads(&limited);
-    assert!(reads.iter().all(|&r| r > 1 << 20), "under the limit every walk reads from the device: {reads:?}");
+    // How much of the tree reclaim takes is the kernel's choice (5 to 24 MB
+    // in a dozen runs here): every run reads, and at least one reads megabytes.
+    assert!(reads.iter().all(|&r| r > 0), "under the limit every walk reads from the device: {reads:?}");
+    assert!(reads.iter().any(|&r| r > 1 << 20), "under the limit a walk reads megabytes: {reads:?}");
     assert!(!std::path::Path::new(&limit.cgroup.rsplit_once(" (").unwrap().1.trim_end_matches(')')).exists());
     // Compare names the difference in the environment.
     let base = env.output.with_file_name("unlimited.json");
     std::fs::write(&base, serde_json::to_string(&unlimited).unwrap()).unwrap();
     let out = fsscale().arg("compare").arg(&base).arg(&env.output).output().unwrap();
-    assert!(stdout(&out).contains("memory limit: none → 16 MiB"), "{}", stdout(&out));
+    assert!(stdout(&out).contains("memory limit: none → 16 MiB"), "{}{}", stdout(&out), stderr(&out));
 }
