@@ -116,7 +116,7 @@ for site in [s for s in off["sites"] if s["state"] == "uninterruptible"][:3]:
     key = frames[1] if len(frames) > 1 else frames[0]
     bt_share = sum(n for stack, n in stacks.items() if f"\n        {key}+" in "\n" + stack or f" {key}+" in stack) / total_bt
     print(f"| | share of sleeps at {site['site']} | {site['count'] / max(d_sleeps, 1):.1%} | {bt_share:.1%} | |")
-# Latency: openat's median log2 bucket.
+# Latency: openat's median log2 bucket (bpftrace's hist() resolves no finer).
 run, maps = fs("latency"), bt("latency")
 call = next(c for c in run["kernel_latency"]["calls"] if c["call"] == "openat")
 def median_slot(counts):
@@ -130,7 +130,14 @@ bt_counts = [0] * 64
 for bucket in hist:
     low = bucket.get("min", 0)
     bt_counts[0 if low < 1 else int(math.log2(low))] += bucket["count"]
-fs_slot, bt_slot = median_slot(call["log2_ns"]), median_slot(bt_counts)
+def bucket_low(b):
+    # fsscale's log-linear layout (stats::histogram): 16 buckets a power of two.
+    return b if b < 32 else (16 + (b & 15)) << ((b >> 4) - 1)
+fs_log2 = [0] * 64
+for b, n in call["ns"]["buckets"]:
+    low = bucket_low(b)
+    fs_log2[0 if low < 1 else int(math.log2(low))] += n
+fs_slot, bt_slot = median_slot(fs_log2), median_slot(bt_counts)
 print(f"| latency (open-close, 1 thread) | openat calls | {call['count']:,} | {sum(bt_counts):,} | {pct(call['count'], sum(bt_counts))} |")
 print(f"| | openat median, log2 bucket | [{2**fs_slot}, {2**(fs_slot + 1)}) ns | [{2**bt_slot}, {2**(bt_slot + 1)}) ns | {fs_slot - bt_slot:+d} bucket(s) |")
 PY

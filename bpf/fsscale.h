@@ -12,7 +12,11 @@
 #define SITES 16384
 #define LOCK_LEVELS 2
 #define SYSCALLS 128
-#define LOG2_SLOTS 40
+#define HIST_SUB_BITS 4
+#define HIST_SUB 16
+#define HIST_MAX_EXPONENT 39
+#define HIST_BUCKETS 592
+#define CALL_GROUPS 4736
 #define LCB_F_SPIN 1
 #define LCB_F_READ 2
 #define LCB_F_WRITE 4
@@ -104,12 +108,21 @@ struct call {
 	__u64 nr;
 };
 
-/* One system call's time in the kernel, per CPU: slot `i` counts calls */
-/* of `2^i` to `2^(i+1) - 1` nanoseconds (the last slot, all longer). */
-struct call_latency {
+/* One system call's calls in one group of `HIST_SUB` buckets of the */
+/* log-linear histogram (the user-space one's layout: bucket */
+/* `group * HIST_SUB + i`), per CPU: only the groups a call's times */
+/* reach take memory, on every CPU. */
+struct call_group_key {
+	__u32 nr;
+	__u32 group;
+};
+
+struct call_group {
 	__u64 count;
 	__u64 total_ns;
-	__u64 slots[LOG2_SLOTS];
+	__u64 min_ns;
+	__u64 max_ns;
+	__u64 slots[HIST_SUB];
 };
 
 #endif

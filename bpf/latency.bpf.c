@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: (MIT OR Apache-2.0) OR GPL-2.0
 /*
  * --profile latency: each system call a traced task makes in the window,
- * timed from raw_syscalls:sys_enter to sys_exit and counted in a log2
- * histogram of nanoseconds per call number, in per-CPU slots (no atomics,
- * no shared cache lines), as bcc's syscount -L and funclatency do.
+ * timed from raw_syscalls:sys_enter to sys_exit and counted in a
+ * log-linear histogram of nanoseconds per call number (16 buckets per
+ * power of two, the layout of fsscale's user-space histograms, so a
+ * percentile read from it is within 1/16), in per-CPU entries (no atomics,
+ * no shared cache lines). An entry holds one group of 16 buckets of one
+ * call: only the groups a call's times reach are used, and user space
+ * sizes the map to the machine's CPUs.
  */
 #include "common.bpf.h"
 
@@ -37,9 +41,9 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-	__uint(max_entries, SYSCALLS);
-	__type(key, __u32);
-	__type(value, struct call_latency);
+	__uint(max_entries, CALL_GROUPS);
+	__type(key, struct call_group_key);
+	__type(value, struct call_group);
 } latency SEC(".maps");
 
 static __always_inline void enter_by_pid(long nr)
@@ -96,21 +100,41 @@ static __always_inline __u32 log2_of(__u64 v)
 	return r;
 }
 
+/* The bucket of `ns` in the log-linear layout (as fsscale's histogram::bucket_of). */
+static __always_inline __u32 bucket_of(__u64 ns)
+{
+	__u32 exponent, shift;
+
+	if (ns < 2 * HIST_SUB)
+		return ns;
+	exponent = log2_of(ns);
+	if (exponent > HIST_MAX_EXPONENT)
+		return HIST_BUCKETS - 1;
+	shift = exponent - HIST_SUB_BITS;
+	return ((exponent - HIST_SUB_BITS + 1) << HIST_SUB_BITS) + ((ns >> shift) & (HIST_SUB - 1));
+}
+
 /* Adds a call of `took` ns to its number's per-CPU histogram. */
 static __always_inline void count_call(__u32 nr, __u64 took)
 {
-	struct call_latency fresh = {};
-	struct call_latency *l = lookup_or_init(&latency, &nr, &fresh);
+	__u32 bucket = bucket_of(took);
+	struct call_group_key key = { .nr = nr, .group = bucket >> HIST_SUB_BITS };
+	struct call_group fresh = {};
+	struct call_group *g = lookup_or_init(&latency, &key, &fresh);
 
-	if (!l)
+	if (!g)
 		return;
-	__u32 slot = took ? log2_of(took) : 0;
-
-	if (slot >= LOG2_SLOTS)
-		slot = LOG2_SLOTS - 1;
-	l->count++;
-	l->total_ns += took;
-	l->slots[slot]++;
+	/*
+	 * An entry made on one CPU is zeroed on the others: a minimum of 0 is
+	 * one not yet set (no call takes 0 ns between two clock reads).
+	 */
+	if (!g->count || took < g->min_ns)
+		g->min_ns = took;
+	g->count++;
+	g->total_ns += took;
+	if (took > g->max_ns)
+		g->max_ns = took;
+	g->slots[bucket & (HIST_SUB - 1)]++;
 }
 
 static __always_inline void leave_by_pid(void)

@@ -1,13 +1,32 @@
 //! `--profile latency`: each system call the workers make in the window,
 //! timed in the kernel by the programs of `bpf/latency.bpf.c` and kept as
-//! per-CPU log2 histograms per call number. BPF only: through tracefs every
-//! call would cost its task a trace record and fsscale a parse.
+//! per-CPU log-linear histograms per call number, in groups of 16 buckets.
+//! BPF only: through tracefs every call would cost its task a trace record
+//! and fsscale a parse.
+
+use std::collections::BTreeMap;
 
 use anyhow::Result;
 
-use super::bpf::shared::{CallLatency as Slots, LOG2_SLOTS};
-use super::bpf::{objects, Loaded};
+use super::bpf::shared::{CallGroup, CallGroupKey, CALL_GROUPS, HIST_SUB};
+use super::bpf::{objects, Loaded, MapSizes};
 use crate::results::{CallLatency, KernelLatency};
+use crate::stats::histogram::{Histogram, BUCKETS};
+
+/// Kernel memory the call histograms may take at most, all CPUs' copies
+/// together: a per-CPU entry is on every possible CPU.
+const HISTOGRAM_BUDGET: usize = 64 << 20;
+/// Entries kept whatever the CPUs: a workload's dozen calls, ten groups each, twice over.
+const LEAST_ENTRIES: usize = 256;
+
+/// Histogram entries (a call's group of buckets) for a machine of `cpus`
+/// possible CPUs: every group of every call up to 64 CPUs; beyond, what
+/// fits [`HISTOGRAM_BUDGET`] (409 at 1,024 CPUs). A full map counts its
+/// drops in the profile's lost events.
+fn histogram_entries(cpus: usize) -> u32 {
+    let per_entry = std::mem::size_of::<CallGroup>() * cpus.max(1);
+    (HISTOGRAM_BUDGET / per_entry).clamp(LEAST_ENTRIES, CALL_GROUPS as usize) as u32
+}
 
 pub(crate) struct BpfLatency {
     loaded: Loaded,
@@ -18,7 +37,9 @@ pub(crate) struct BpfLatency {
 impl BpfLatency {
     pub(crate) fn arm(tasks: &[i32]) -> Result<BpfLatency> {
         let events = [("raw_syscalls", "sys_enter"), ("raw_syscalls", "sys_exit")];
-        let loaded = Loaded::load("--profile latency", objects::LATENCY, &[], &events, &["calls"], tasks)?;
+        let cpus = aya::util::nr_cpus().unwrap_or(1);
+        let maps = MapSizes { classic_only: &["calls"], sized: &[("latency", histogram_entries(cpus))] };
+        let loaded = Loaded::load("--profile latency", objects::LATENCY, &[], &events, &maps, tasks)?;
         Ok(BpfLatency { loaded, ops_at: [0; 4] })
     }
 
@@ -36,8 +57,8 @@ impl BpfLatency {
 
     pub fn finish(mut self) -> Result<KernelLatency> {
         self.loaded.switch(false)?;
-        let entries: Vec<(u32, Vec<Slots>)> = self.loaded.per_cpu_entries("latency")?;
-        let calls = entries.into_iter().map(|(nr, per_cpu)| summed(nr, &per_cpu)).collect();
+        let entries: Vec<(CallGroupKey, Vec<CallGroup>)> = self.loaded.per_cpu_entries("latency")?;
+        let calls = summed(&entries);
         let [on_before, on_after, off_before, off_after] = self.ops_at;
         Ok(KernelLatency {
             // Fixed work counts no ops while it runs: no bracket.
@@ -50,20 +71,35 @@ impl BpfLatency {
     }
 }
 
-/// One call number's per-CPU histograms as one, without trailing empty slots.
-fn summed(nr: u32, per_cpu: &[Slots]) -> CallLatency {
-    let mut log2_ns = vec![0u64; LOG2_SLOTS];
-    let (mut count, mut total_ns) = (0u64, 0u64);
-    for cpu in per_cpu {
-        count += cpu.count;
-        total_ns += cpu.total_ns;
-        for (sum, n) in log2_ns.iter_mut().zip(cpu.slots) {
-            *sum += n;
+/// Each call number's groups, on every CPU, as one histogram per call.
+fn summed(entries: &[(CallGroupKey, Vec<CallGroup>)]) -> Vec<CallLatency> {
+    let mut by_call: BTreeMap<u32, (Vec<u64>, u64, u64, u64)> = BTreeMap::new();
+    for (key, per_cpu) in entries {
+        let (dense, sum, min, max) = by_call.entry(key.nr).or_insert_with(|| (vec![0; BUCKETS], 0, u64::MAX, 0));
+        let first = key.group as usize * HIST_SUB;
+        for cpu in per_cpu.iter().filter(|c| c.count > 0) {
+            *sum += cpu.total_ns;
+            *min = (*min).min(cpu.min_ns);
+            *max = (*max).max(cpu.max_ns);
+            for (i, &n) in cpu.slots.iter().enumerate() {
+                // A group past the last bucket no program makes: its calls go to the last.
+                dense[(first + i).min(BUCKETS - 1)] += n;
+            }
         }
     }
-    let used = log2_ns.iter().rposition(|&n| n > 0).map_or(0, |i| i + 1);
-    log2_ns.truncate(used);
-    CallLatency { call: syscall_name(nr), count, total_s: total_ns as f64 / 1e9, log2_ns }
+    by_call
+        .into_iter()
+        .filter_map(|(nr, (dense, sum_ns, min_ns, max_ns))| {
+            let ns = Histogram::from_dense(&dense, sum_ns, min_ns, max_ns);
+            (ns.count > 0).then(|| CallLatency {
+                call: syscall_name(nr),
+                count: ns.count,
+                total_s: sum_ns as f64 / 1e9,
+                ns: Some(ns),
+                log2_ns: Vec::new(),
+            })
+        })
+        .collect()
 }
 
 /// A system call's name on this architecture, from libc's numbers;
@@ -222,15 +258,49 @@ mod tests {
         assert_eq!(syscall_name(100_000), "syscall 100000");
     }
 
+    /// `ns` recorded as the programs record them, spread over `cpus` CPUs.
+    fn as_the_programs_keep(nr: u32, ns: &[u64], cpus: usize) -> Vec<(CallGroupKey, Vec<CallGroup>)> {
+        // Zeroed, as the kernel leaves an entry on the CPUs other than the one that made it.
+        let empty = CallGroup { count: 0, total_ns: 0, min_ns: 0, max_ns: 0, slots: [0; HIST_SUB] };
+        let mut groups: BTreeMap<u32, Vec<CallGroup>> = BTreeMap::new();
+        for (i, &took) in ns.iter().enumerate() {
+            let bucket = crate::stats::histogram::bucket_of(took);
+            let g = &mut groups.entry((bucket / HIST_SUB) as u32).or_insert_with(|| vec![empty; cpus])[i % cpus];
+            g.min_ns = if g.count == 0 { took } else { g.min_ns.min(took) };
+            g.count += 1;
+            g.total_ns += took;
+            g.max_ns = g.max_ns.max(took);
+            g.slots[bucket % HIST_SUB] += 1;
+        }
+        groups.into_iter().map(|(group, per_cpu)| (CallGroupKey { nr, group }, per_cpu)).collect()
+    }
+
     #[test]
-    fn per_cpu_histograms_sum_into_one_without_empty_tail_slots() {
-        let mut a = Slots { count: 2, total_ns: 3000, slots: [0; LOG2_SLOTS] };
-        a.slots[10] = 2;
-        let mut b = Slots { count: 1, total_ns: 5000, slots: [0; LOG2_SLOTS] };
-        b.slots[12] = 1;
-        let c = summed(libc::SYS_fsync as u32, &[a, b]);
-        assert_eq!((c.call.as_str(), c.count, c.log2_ns.len()), ("fsync", 3, 13));
-        assert_eq!((c.log2_ns[10], c.log2_ns[12]), (2, 1));
-        assert!((c.total_s - 8e-6).abs() < 1e-15);
+    fn per_cpu_groups_sum_into_one_histogram_per_call_within_a_sixteenth() {
+        // Known times: a cached openat's microsecond, a few slow ones, one 4.89 µs fsync.
+        let openat: Vec<u64> = (0..10_000u64).map(|i| 1_000 + (i * 37) % 500).chain([80_000, 2_000_000]).collect();
+        let mut entries = as_the_programs_keep(libc::SYS_openat as u32, &openat, 3);
+        entries.extend(as_the_programs_keep(libc::SYS_fsync as u32, &[4_890], 3));
+        let calls = KernelLatency::ranked(summed(&entries));
+        let names: Vec<(&str, u64)> = calls.iter().map(|c| (c.call.as_str(), c.count)).collect();
+        assert_eq!(names, [("openat", 10_002), ("fsync", 1)]);
+        assert_eq!(calls[0].ns.as_ref(), Some(&Histogram::of(&openat)), "exactly the histogram of the times");
+        let mut sorted = openat.clone();
+        sorted.sort_unstable();
+        for q in [0.5, 0.9, 0.99, 0.999, 1.0] {
+            let exact = sorted[((q * sorted.len() as f64).ceil() as usize).max(1) - 1] as f64;
+            let printed = calls[0].quantile_s(q).unwrap() * 1e9;
+            assert!(exact <= printed && printed <= exact * 17.0 / 16.0, "p{q}: {printed} against {exact}");
+        }
+        assert_eq!(calls[1].quantile_s(0.5), Some(4.89e-6), "a call made once: its own time");
+        assert!((calls[0].total_s - openat.iter().sum::<u64>() as f64 / 1e9).abs() < 1e-12);
+    }
+
+    #[test]
+    fn the_histograms_fit_the_budget_on_a_thousand_cpus_and_keep_every_group_on_few() {
+        assert_eq!(histogram_entries(2), CALL_GROUPS);
+        assert_eq!(histogram_entries(64), CALL_GROUPS);
+        let big = histogram_entries(1024) as usize;
+        assert!(big >= LEAST_ENTRIES && big * std::mem::size_of::<CallGroup>() * 1024 <= HISTOGRAM_BUDGET);
     }
 }

@@ -517,7 +517,7 @@ pub struct InstrumentConfig {
     /// Sleeps shorter than this (to the wakeup) are left out of the off-CPU profile, microseconds.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub min_sleep_us: u64,
-    /// Each system call's time in the kernel, as log2 histograms (`--profile latency`).
+    /// Each system call's time in the kernel, as log-linear histograms (`--profile latency`).
     #[serde(default)]
     pub latency: bool,
     #[serde(default)]

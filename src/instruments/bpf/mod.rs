@@ -84,6 +84,16 @@ pub(crate) enum Global {
     U64(u64),
 }
 
+/// Maps sized by user space before a program loads.
+#[derive(Default)]
+pub(crate) struct MapSizes<'a> {
+    /// The classic tracepoints' maps of open events: one entry where the
+    /// programs run on BTF raw tracepoints and keep them in task storage.
+    pub classic_only: &'a [&'a str],
+    /// Maps whose entries are sized to this machine (per-CPU maps, by its CPUs).
+    pub sized: &'a [(&'a str, u32)],
+}
+
 /// One in-kernel profile: its object's maps, its programs attached (each
 /// event's, and the fork follower), and the meter of their cost.
 pub(crate) struct Loaded {
@@ -108,10 +118,10 @@ impl Loaded {
         object: &[u8],
         globals: &[(&str, Global)],
         events: &[(&str, &str)],
-        classic_only: &[&str],
+        maps: &MapSizes<'_>,
         tasks: &[i32],
     ) -> Result<Loaded> {
-        Self::load_on(&[Hook::BtfRaw, Hook::Classic], what, object, globals, events, classic_only, tasks)
+        Self::load_on(&[Hook::BtfRaw, Hook::Classic], what, object, globals, events, maps, tasks)
     }
 
     /// [`Loaded::load`] trying `hooks` in turn.
@@ -121,7 +131,7 @@ impl Loaded {
         object: &[u8],
         globals: &[(&str, Global)],
         events: &[(&str, &str)],
-        classic_only: &[&str],
+        maps: &MapSizes<'_>,
         tasks: &[i32],
     ) -> Result<Loaded> {
         let btf = kernel_btf().map_err(|e| anyhow!("{what}: reading the kernel's BTF: {e}"))?;
@@ -142,8 +152,11 @@ impl Loaded {
             for (name, value) in &values {
                 loader.override_global(name, value.as_slice(), true);
             }
+            for (name, entries) in maps.sized {
+                loader.map_max_entries(name, *entries);
+            }
             if hook == Hook::BtfRaw {
-                for name in classic_only {
+                for name in maps.classic_only {
                     loader.map_max_entries(name, 1);
                 }
             }
@@ -390,7 +403,16 @@ mod tests {
     fn times_getppid(hook: Hook) {
         let events = [("raw_syscalls", "sys_enter"), ("raw_syscalls", "sys_exit")];
         let tasks = [this_thread()];
-        let mut loaded = Loaded::load_on(&[hook], "test", objects::LATENCY, &[], &events, &["calls"], &tasks).unwrap();
+        let mut loaded = Loaded::load_on(
+            &[hook],
+            "test",
+            objects::LATENCY,
+            &[],
+            &events,
+            &MapSizes { classic_only: &["calls"], ..Default::default() },
+            &tasks,
+        )
+        .unwrap();
         // Calls before the window are not counted.
         for _ in 0..100 {
             let _ = rustix::process::getppid();
@@ -400,10 +422,10 @@ mod tests {
             let _ = rustix::process::getppid();
         }
         loaded.switch(false).unwrap();
-        let entries: Vec<(u32, Vec<shared::CallLatency>)> = loaded.per_cpu_entries("latency").unwrap();
+        let entries: Vec<(shared::CallGroupKey, Vec<shared::CallGroup>)> = loaded.per_cpu_entries("latency").unwrap();
         let getppid: u64 = entries
             .iter()
-            .filter(|(nr, _)| i64::from(*nr) == libc::SYS_getppid)
+            .filter(|(key, _)| i64::from(key.nr) == libc::SYS_getppid)
             .flat_map(|(_, cpus)| cpus.iter().map(|c| c.count))
             .sum();
         assert_eq!(getppid, 1000, "{hook:?}: exactly the window's calls of this thread");
@@ -417,7 +439,15 @@ mod tests {
         if can_load("latency program") {
             // The default: this kernel has BTF raw tracepoints.
             let events = [("raw_syscalls", "sys_enter"), ("raw_syscalls", "sys_exit")];
-            let loaded = Loaded::load("test", objects::LATENCY, &[], &events, &["calls"], &[this_thread()]).unwrap();
+            let loaded = Loaded::load(
+                "test",
+                objects::LATENCY,
+                &[],
+                &events,
+                &MapSizes { classic_only: &["calls"], ..Default::default() },
+                &[this_thread()],
+            )
+            .unwrap();
             assert_eq!(loaded.hook, Hook::BtfRaw);
             times_getppid(Hook::BtfRaw);
         }
@@ -434,7 +464,16 @@ mod tests {
     fn offcpu_on(hook: Hook, tasks: &[i32]) -> Loaded {
         let events = [("sched", "sched_switch"), ("sched", "sched_wakeup")];
         let globals = [("min_sleep_ns", Global::U64(0))];
-        Loaded::load_on(&[hook], "test", objects::OFFCPU, &globals, &events, &["asleep"], tasks).unwrap()
+        Loaded::load_on(
+            &[hook],
+            "test",
+            objects::OFFCPU,
+            &globals,
+            &events,
+            &MapSizes { classic_only: &["asleep"], ..Default::default() },
+            tasks,
+        )
+        .unwrap()
     }
 
     #[test]
@@ -655,9 +694,16 @@ mod tests {
         let events = [("lock", "contention_begin"), ("lock", "contention_end")];
         let globals = [("identify_objects", Global::U8(1))];
         for hook in [Hook::BtfRaw, Hook::Classic] {
-            let mut loaded =
-                Loaded::load_on(&[hook], "test", objects::LOCKS, &globals, &events, &["waits"], &[this_thread()])
-                    .unwrap_or_else(|e| panic!("{hook:?}: {e:#}"));
+            let mut loaded = Loaded::load_on(
+                &[hook],
+                "test",
+                objects::LOCKS,
+                &globals,
+                &events,
+                &MapSizes { classic_only: &["waits"], ..Default::default() },
+                &[this_thread()],
+            )
+            .unwrap_or_else(|e| panic!("{hook:?}: {e:#}"));
             assert_eq!(loaded.hook, hook);
             loaded.switch(true).unwrap();
             loaded.switch(false).unwrap();

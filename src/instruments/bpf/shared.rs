@@ -82,7 +82,11 @@ shared! {
     const SITES: u32 = 16384;
     const LOCK_LEVELS: u32 = 2;
     const SYSCALLS: u32 = 128;
-    const LOG2_SLOTS: usize = 40;
+    const HIST_SUB_BITS: u32 = 4;
+    const HIST_SUB: usize = 16;
+    const HIST_MAX_EXPONENT: u32 = 39;
+    const HIST_BUCKETS: u32 = 592;
+    const CALL_GROUPS: u32 = 4736;
     const LCB_F_SPIN: u32 = 1;
     const LCB_F_READ: u32 = 2;
     const LCB_F_WRITE: u32 = 4;
@@ -156,9 +160,13 @@ shared! {
     /// A traced task inside a system call.
     struct Call as call { start_ns: u64, nr: u64 }
 
-    /// One system call's time in the kernel, per CPU: slot `i` counts calls
-    /// of `2^i` to `2^(i+1) - 1` nanoseconds (the last slot, all longer).
-    struct CallLatency as call_latency { count: u64, total_ns: u64, slots: [u64; LOG2_SLOTS] }
+    /// One system call's calls in one group of `HIST_SUB` buckets of the
+    /// log-linear histogram (the user-space one's layout: bucket
+    /// `group * HIST_SUB + i`), per CPU: only the groups a call's times
+    /// reach take memory, on every CPU.
+    struct CallGroupKey as call_group_key { nr: u32, group: u32 }
+
+    struct CallGroup as call_group { count: u64, total_ns: u64, min_ns: u64, max_ns: u64, slots: [u64; HIST_SUB] }
 }
 
 #[cfg(test)]
@@ -177,6 +185,14 @@ mod tests {
             "bpf/fsscale.h is not what instruments::bpf::shared defines; regenerate it with \
              FSSCALE_BLESS=1 cargo test the_c_header_is_the_rust_definition, then rebuild the programs with bpf/build"
         );
+    }
+
+    #[test]
+    fn the_kernel_histograms_have_the_user_space_layout() {
+        use crate::stats::histogram::{BUCKETS, MAX_EXPONENT, SUB_BITS};
+        assert_eq!((HIST_SUB_BITS, HIST_SUB, HIST_MAX_EXPONENT), (SUB_BITS, 1 << SUB_BITS, MAX_EXPONENT));
+        assert_eq!(HIST_BUCKETS as usize, BUCKETS);
+        assert_eq!(CALL_GROUPS as usize, SYSCALLS as usize * BUCKETS / HIST_SUB);
     }
 
     #[test]

@@ -10,7 +10,7 @@ use anyhow::Result;
 
 use super::{identity, lock_kind, site_of, Sums, Where};
 use crate::instruments::bpf::shared::{LockSite, LockSiteKey};
-use crate::instruments::bpf::{objects, Global, Loaded};
+use crate::instruments::bpf::{objects, Global, Loaded, MapSizes};
 use crate::instruments::kallsyms::KernelSymbols;
 use crate::instruments::Collect;
 use crate::results::{Collector, LockProfile};
@@ -24,7 +24,16 @@ impl BpfLocks {
     pub(crate) fn arm(tasks: &[i32]) -> Result<BpfLocks> {
         let events = [("lock", "contention_begin"), ("lock", "contention_end")];
         let globals = [("identify_objects", Global::U8(1))];
-        Ok(BpfLocks { loaded: Loaded::load("--profile locks", objects::LOCKS, &globals, &events, &["waits"], tasks)? })
+        Ok(BpfLocks {
+            loaded: Loaded::load(
+                "--profile locks",
+                objects::LOCKS,
+                &globals,
+                &events,
+                &MapSizes { classic_only: &["waits"], ..Default::default() },
+                tasks,
+            )?,
+        })
     }
 }
 

@@ -7,7 +7,7 @@ use anyhow::Result;
 
 use super::Sleeps;
 use crate::instruments::bpf::shared::{SleepKey, SleepSite};
-use crate::instruments::bpf::{objects, Global, Loaded};
+use crate::instruments::bpf::{objects, Global, Loaded, MapSizes};
 use crate::instruments::kallsyms::KernelSymbols;
 use crate::instruments::Collect;
 use crate::results::{Collector, OffCpuProfile};
@@ -22,7 +22,14 @@ impl BpfSleeps {
     pub(crate) fn arm(tasks: &[i32], min_sleep_ns: u64) -> Result<BpfSleeps> {
         let events = [("sched", "sched_switch"), ("sched", "sched_wakeup")];
         let globals = [("min_sleep_ns", Global::U64(min_sleep_ns))];
-        let loaded = Loaded::load("--profile offcpu", objects::OFFCPU, &globals, &events, &["asleep"], tasks)?;
+        let loaded = Loaded::load(
+            "--profile offcpu",
+            objects::OFFCPU,
+            &globals,
+            &events,
+            &MapSizes { classic_only: &["asleep"], ..Default::default() },
+            tasks,
+        )?;
         Ok(BpfSleeps { loaded, min_sleep_ns })
     }
 }

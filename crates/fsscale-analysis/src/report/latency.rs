@@ -57,7 +57,7 @@ pub(crate) fn replay_ops_table(point: &Point) -> Table {
 const CALLS_SHOWN: usize = 8;
 
 /// `--profile latency`: each system call of `point` (all runs) with its
-/// time in the kernel (mean, p50, p99 from the log2 histograms) and, for
+/// time in the kernel (mean, p50, p99 from its histogram) and, for
 /// `replay`, the user-space latency of the operation that makes exactly
 /// that call, measured around it by the worker.
 pub(crate) fn kernel_latency_table(point: &Point, profile: &KernelLatency) -> Table {

@@ -273,8 +273,8 @@ const LOCKS_LEGEND: &str = "where workers waited: kernel lock contentions of the
 
 /// What the kernel latency tables under [`explain`] mean.
 const LATENCY_LEGEND: &str = "time in the kernel per system call: each call of the workers in the runs' windows, \
-     from entry to exit (--profile latency); p50, p99 from log2 histograms (within a factor of two, placed by \
-     rank inside it); op p50, op p99 = replay's own timing of the operation that makes that call, from user space.\n";
+     from entry to exit (--profile latency); p50, p99 from log-linear histograms (16 buckets a power of two: \
+     within 1/16 above the true value; a call made once, its own time); op p50, op p99 = replay's own timing of the operation that makes that call, from user space.\n";
 
 /// What the CPU tables under [`explain`] mean.
 const CPU_LEGEND: &str = "where CPU time went: sampled stacks (--profile cpu); self = share of samples in the \

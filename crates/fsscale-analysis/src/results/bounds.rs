@@ -18,6 +18,7 @@ struct Cut {
     deep_stacks: usize,
     stacks: usize,
     sites: usize,
+    buckets: usize,
 }
 
 impl ResultsFile {
@@ -41,6 +42,12 @@ impl ResultsFile {
                 cut.stacks
             ));
         }
+        if cut.buckets > 0 {
+            self.read_notes.push(format!(
+                "{} latency histogram bucket(s) past the last one a recording makes were left out",
+                cut.buckets
+            ));
+        }
         if cut.sites > 0 {
             self.read_notes.push(format!("{} sites beyond a profile's first {MAX_SITES} were left out", cut.sites));
         }
@@ -58,6 +65,12 @@ fn bound_run(run: &mut RunRecord, cut: &mut Cut) {
     }
     if let Some(p) = &mut run.kernel_latency {
         cut.sites += p.bound();
+        for h in p.calls.iter_mut().filter_map(|c| c.ns.as_mut()) {
+            cut.buckets += h.bound();
+        }
+    }
+    for h in run.latency.iter_mut().chain(run.replay_ops.iter_mut().flat_map(|ops| ops.values_mut())) {
+        cut.buckets += h.bound();
     }
     if let Some(p) = &mut run.locks {
         cut.sites += p.sites.len().saturating_sub(MAX_SITES);

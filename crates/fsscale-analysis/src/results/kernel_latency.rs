@@ -1,7 +1,9 @@
 //! `--profile latency`: each system call's time in the kernel, measured
 //! from `raw_syscalls:sys_enter` to `sys_exit` for the run's workers and
-//! kept as log2 histograms of nanoseconds, as bcc's `syscount -L` and
-//! `funclatency` keep them.
+//! kept as log-linear histograms of nanoseconds (16 buckets per power of
+//! two, the user-space [`Histogram`]'s layout), so that every percentile
+//! printed is within 1/16 of the true one. Files written before kept log2
+//! slots (`log2_ns`), as bcc's `syscount -L` does; they are still read.
 
 use std::collections::BTreeMap;
 
@@ -9,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::profile::ProgramCost;
 use super::Point;
+use crate::stats::histogram::Histogram;
 
 /// Histogram slots kept: `2^0` to `2^63` ns and beyond.
 pub(crate) const MAX_SLOTS: usize = 64;
@@ -41,8 +44,13 @@ pub struct CallLatency {
     pub count: u64,
     /// Their time in the kernel, all together, seconds.
     pub total_s: f64,
-    /// `log2_ns[i]`: calls that took `2^i` to `2^(i+1) - 1` ns (slot 0 also
-    /// holds 0 ns); the last slot kept holds every longer one.
+    /// Their times, log-linear, with the exact extremes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ns: Option<Histogram>,
+    /// Files of earlier versions: `log2_ns[i]` calls took `2^i` to
+    /// `2^(i+1) - 1` ns (slot 0 also holds 0 ns); the last slot kept holds
+    /// every longer one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub log2_ns: Vec<u64>,
 }
 
@@ -51,11 +59,15 @@ impl CallLatency {
         self.total_s / self.count.max(1) as f64
     }
 
-    /// The `q` quantile (0 < q < 1), seconds: within its slot, linearly
-    /// between the slot's bounds by rank (a log2 histogram says no more);
-    /// a call made once, its own time, which the total holds exactly.
-    /// `None` without calls.
+    /// The `q` quantile (0 < q < 1), seconds: the histogram's (the upper
+    /// bound of the bucket of rank ⌈q·n⌉, clamped to the exact extremes, so
+    /// within 1/16 above the true one; a call made once, its own time). In
+    /// an earlier version's file, linearly inside its log2 slot by rank (a
+    /// log2 histogram says no more). `None` without calls.
     pub fn quantile_s(&self, q: f64) -> Option<f64> {
+        if let Some(h) = &self.ns {
+            return (h.count > 0).then(|| h.quantile(q) as f64 / 1e9);
+        }
         let total: u64 = self.log2_ns.iter().sum();
         if total == 0 {
             return None;
@@ -112,6 +124,9 @@ impl KernelLatency {
                     .or_insert_with(|| CallLatency { call: c.call.clone(), ..Default::default() });
                 sum.count += c.count;
                 sum.total_s += c.total_s;
+                if let Some(h) = &c.ns {
+                    sum.ns.get_or_insert_with(Histogram::default).merge(h);
+                }
                 if sum.log2_ns.len() < c.log2_ns.len() {
                     sum.log2_ns.resize(c.log2_ns.len(), 0);
                 }
@@ -151,7 +166,7 @@ mod tests {
             log2_ns[i] = n;
         }
         let count = slots.iter().map(|s| s.1).sum();
-        CallLatency { call: name.into(), count, total_s: 0.0, log2_ns }
+        CallLatency { call: name.into(), count, total_s: 0.0, ns: None, log2_ns }
     }
 
     #[test]
@@ -175,6 +190,41 @@ mod tests {
         for q in [0.5, 0.99] {
             assert_eq!(once.quantile_s(q), Some(4.89e-6));
         }
+    }
+
+    /// Calls of known times, kept as the programs keep them.
+    fn timed(name: &str, ns: &[u64]) -> CallLatency {
+        let h = Histogram::of(ns);
+        CallLatency { call: name.into(), count: h.count, total_s: h.sum_ns as f64 / 1e9, ns: Some(h), log2_ns: vec![] }
+    }
+
+    #[test]
+    fn every_percentile_is_within_a_sixteenth_of_the_true_one() {
+        // newfstatat's shape that log2 slots misplaced: 99.9% of the calls in
+        // [1.02, 2.05) µs, most near 1.05 µs, a few slow ones. Log2 printed
+        // p50 1.54 µs beside a mean of 1.09 µs.
+        let mut ns: Vec<u64> =
+            (0..100_000u64).map(|i| 1_020 + (i * 7919) % 60 + (i % 97) * (i % 5 == 0) as u64 * 9).collect();
+        ns.extend((0..100).map(|i| 40_000 + i * 1_000));
+        let call = timed("newfstatat", &ns);
+        let mut sorted = ns.clone();
+        sorted.sort_unstable();
+        for q in [0.5, 0.9, 0.99, 0.999] {
+            let exact = sorted[((q * sorted.len() as f64).ceil() as usize).max(1) - 1] as f64;
+            let printed = call.quantile_s(q).unwrap() * 1e9;
+            assert!(printed >= exact && printed <= exact * (1.0 + 1.0 / 16.0), "p{q}: {printed} against {exact}");
+        }
+        assert!(call.quantile_s(0.5).unwrap() < 1.15e-6, "the median cannot exceed about 1.15 µs");
+        // A call made once: its own time, whatever the bucket.
+        let once = timed("fsync", &[4_890]);
+        assert_eq!(once.quantile_s(0.5), Some(4.89e-6));
+        // Summed over runs, the histograms merge exactly.
+        let sum = KernelLatency::sum([
+            &KernelLatency { calls: vec![timed("openat", &sorted[..50_000])], ..Default::default() },
+            &KernelLatency { calls: vec![timed("openat", &sorted[50_000..])], ..Default::default() },
+        ])
+        .unwrap();
+        assert_eq!(sum.calls[0].ns.as_ref(), Some(&Histogram::of(&ns)));
     }
 
     #[test]

@@ -12,11 +12,11 @@
 use serde::{Deserialize, Serialize};
 
 /// Bits of linear resolution inside each power of two.
-pub(crate) const SUB_BITS: u32 = 4;
+pub const SUB_BITS: u32 = 4;
 const SUB: u64 = 1 << SUB_BITS;
 /// The largest exponent with buckets of its own; longer latencies (over
 /// 2^40 ns, about 18 minutes) share the last bucket, and `max_ns` stays exact.
-const MAX_EXPONENT: u32 = 39;
+pub const MAX_EXPONENT: u32 = 39;
 /// Number of buckets.
 pub const BUCKETS: usize = ((MAX_EXPONENT - SUB_BITS + 2) as usize) << SUB_BITS;
 
@@ -96,6 +96,28 @@ impl Histogram {
         let min = values.iter().copied().min().unwrap_or(0);
         let max = values.iter().copied().max().unwrap_or(0);
         Histogram::from_dense(&dense, values.iter().sum(), min, max)
+    }
+
+    /// Makes a received histogram one that recording could have made:
+    /// buckets in order, each once, none past the last, the count their sum
+    /// and the extremes ordered. Returns how many buckets were dropped.
+    pub fn bound(&mut self) -> usize {
+        let before = self.buckets.len();
+        self.buckets.retain(|&(bucket, count)| (bucket as usize) < BUCKETS && count > 0);
+        let dropped = before - self.buckets.len();
+        self.buckets.sort_unstable_by_key(|b| b.0);
+        self.buckets.dedup_by(|later, kept| {
+            let same = later.0 == kept.0;
+            if same {
+                kept.1 = kept.1.saturating_add(later.1);
+            }
+            same
+        });
+        self.count = self.buckets.iter().fold(0u64, |sum, b| sum.saturating_add(b.1));
+        if self.min_ns > self.max_ns {
+            std::mem::swap(&mut self.min_ns, &mut self.max_ns);
+        }
+        dropped
     }
 
     /// Adds `other`'s values to this histogram.
@@ -208,6 +230,24 @@ mod tests {
         assert_eq!(h.quantile(1.0), 1000);
         assert_eq!(h.quantile(0.0), 1);
         assert_eq!(Histogram::default().quantile(0.5), 0);
+    }
+
+    #[test]
+    fn a_received_histogram_is_bounded_to_what_recording_makes() {
+        let mut h = Histogram {
+            count: 1,
+            sum_ns: 10,
+            min_ns: 900,
+            max_ns: 5,
+            buckets: vec![(4_000_000_000, 3), (40, 2), (7, 1), (40, 5), (9, 0)],
+        };
+        assert_eq!(h.bound(), 2, "the bucket past the last, and the empty one");
+        assert_eq!(h.buckets, [(7, 1), (40, 7)]);
+        assert_eq!((h.count, h.min_ns, h.max_ns), (8, 5, 900));
+        // Every quantile of it is then a bucket's bound: nothing shifts past a word.
+        for q in [0.0, 0.5, 1.0] {
+            assert!(h.quantile(q) <= 900);
+        }
     }
 
     proptest! {

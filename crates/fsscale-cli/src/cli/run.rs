@@ -145,7 +145,7 @@ pub struct InstrumentArgs {
     #[arg(long)]
     pub latency: bool,
 
-    /// Explain every run with instruments, exactly over its window: locks (where workers wait on kernel locks: lock:contention_* tracepoints, root), cpu (where their CPU time goes: sampled kernel and user stacks, root), offcpu (where they sleep: each switch-out asleep with its kernel stack until woken, root), latency (each system call's time in the kernel, as log2 histograms with p50/p99: BPF, root); e.g. --profile locks,cpu,offcpu. Their cost is in the figures, which are marked.
+    /// Explain every run with instruments, exactly over its window: locks (where workers wait on kernel locks: lock:contention_* tracepoints, root), cpu (where their CPU time goes: sampled kernel and user stacks, root), offcpu (where they sleep: each switch-out asleep with its kernel stack until woken, root), latency (each system call's time in the kernel, as histograms with p50/p99 within 1/16: BPF, root); e.g. --profile locks,cpu,offcpu. Their cost is in the figures, which are marked.
     #[arg(long, value_name = "locks|cpu|offcpu|latency", value_delimiter = ',', value_parser = choice::<Profile>())]
     pub profile: Vec<Profile>,
 

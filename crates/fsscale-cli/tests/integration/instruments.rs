@@ -668,7 +668,15 @@ fn the_kernel_times_each_system_call_of_the_workers() {
                 );
             }
             let openat = profile.calls.iter().find(|c| c.call == "openat").unwrap();
-            assert_eq!(openat.log2_ns.iter().sum::<u64>(), openat.count, "every call is in a slot");
+            // The kernel's buckets are the user-space layout: its exact
+            // extremes lie in its first and last buckets.
+            let ns = openat.ns.as_ref().expect("a log-linear histogram");
+            assert_eq!((ns.count, ns.buckets.iter().map(|b| b.1).sum::<u64>()), (openat.count, openat.count));
+            assert!(openat.log2_ns.is_empty());
+            let bucket = |v: u64| fsscale::stats::histogram::bucket_of(v) as u32;
+            assert_eq!(ns.buckets.first().unwrap().0, bucket(ns.min_ns), "{ns:?}");
+            assert_eq!(ns.buckets.last().unwrap().0, bucket(ns.max_ns), "{ns:?}");
+            assert!((ns.sum_ns as f64 / 1e9 - openat.total_s).abs() < 1e-9);
             let p50 = openat.quantile_s(0.5).unwrap();
             assert!((1e-8..1e-3).contains(&p50), "an openat of a cached file takes about a microsecond: {p50}");
             assert_eq!(profile.programs.and_then(|c| c.attached), Some(fsscale::results::Attach::BtfRaw));
