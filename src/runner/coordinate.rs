@@ -9,6 +9,7 @@ use anyhow::{anyhow, Result};
 
 use super::cpu::CpuTicks;
 use super::gate::{Gate, TEND_INTERVAL};
+use super::latency::IntervalSampler;
 use super::memory_limit::LimitSwitch;
 use super::shared::{Phase, SharedRegion};
 use super::signals;
@@ -200,14 +201,21 @@ pub(super) fn coordinate(
     let load_1m = load_average();
     let device_start = timing.device.as_deref().and_then(DeviceSnapshot::read);
     instruments.start(|| region.total_ops())?;
+    let mut latency = plan.latency.map(IntervalSampler::new);
+    // The phase first, then the counts: every op counted in the window is
+    // then one its worker made with the window open (and its CPU time in
+    // the worker's own window figures). Counted first, a coordinator
+    // descheduled before the phase changed counted warm-up ops of a worker
+    // that then never saw the window open: ops on no CPU.
+    region.set_phase(Phase::Window);
     let start = sys::monotonic_ns();
     region.read_counters(&mut start_counts);
-    region.set_phase(Phase::Window);
     let base: u64 = start_counts.iter().sum();
     // Ranks open and close their windows together: they cannot each decide when to stop.
     let until_steady = timing.until_steady.filter(|_| gate.is_none());
+    let mut samplers = Samplers { instruments: &mut instruments, latency: latency.as_mut() };
     let (mut timeline, steady) =
-        sample_window(region, &mut watch, workers, timing, until_steady, start, base, &mut instruments)?;
+        sample_window(region, &mut watch, workers, timing, until_steady, start, base, &mut samplers)?;
     if gate.is_none() {
         until_every_worker_made_an_op(region, &mut watch, &start_counts)?;
     }
@@ -222,6 +230,10 @@ pub(super) fn coordinate(
     let system_stats = system_start.changes(&SystemSnapshot::read());
     let migrations = system_stats::changes_by_task(&migrations_start, &system_stats::migrations(&region.tids()));
     timeline.record(stop - start, end_counts.iter().sum::<u64>() - base);
+    timeline.latency = latency.map(|mut l| {
+        l.sample();
+        l.finish()
+    });
     // Workers record their CPU time when they see Stop; wait for them to
     // leave (one that does not is stalled, and named).
     watch.wait_for(|region| region.exited() as usize == workers)?;
@@ -268,6 +280,12 @@ fn until_every_worker_made_an_op(region: &SharedRegion, watch: &mut Watch<'_>, s
     }
 }
 
+/// What is read at every sample of a window besides the op counters.
+struct Samplers<'i, 'l> {
+    instruments: &'i mut RunInstruments,
+    latency: Option<&'i mut IntervalSampler<'l>>,
+}
+
 /// Samples a fixed-time window that opened at `start` with `base` ops
 /// counted, and returns at its end: `--duration` after `start`, or with
 /// `until_steady` (a warm-up run), once its windows' rate is steady (but
@@ -281,7 +299,7 @@ fn sample_window(
     until_steady: Option<SteadyWarmup>,
     start: u64,
     base: u64,
-    instruments: &mut RunInstruments,
+    samplers: &mut Samplers<'_, '_>,
 ) -> Result<(Timeline, Option<SteadyOutcome>)> {
     let least = start + timing.duration.as_nanos() as u64;
     let (interval, end) = match until_steady {
@@ -304,8 +322,11 @@ fn sample_window(
         let now = sys::monotonic_ns();
         region.read_counters(&mut counts);
         timeline.record(now - start, counts.iter().sum::<u64>() - base);
+        if let Some(latency) = samplers.latency.as_mut() {
+            latency.sample();
+        }
         next_sample += step;
-        instruments.drain()?;
+        samplers.instruments.drain()?;
         if let (Some(s), Some(outcome)) = (until_steady, outcome.as_mut()) {
             let rates = steady::window_rates(&timeline.at_s, &timeline.cumulative_ops);
             outcome.change_pct = s.rule.change(&rates).map(|c| 100.0 * c);
@@ -314,6 +335,9 @@ fn sample_window(
                 // The window's end is the caller's sample, an instant after this one.
                 timeline.at_s.pop();
                 timeline.cumulative_ops.pop();
+                if let Some(latency) = samplers.latency.as_mut() {
+                    latency.pop();
+                }
                 return Ok((timeline, Some(*outcome)));
             }
         }

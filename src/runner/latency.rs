@@ -9,6 +9,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::results::IntervalLatency;
 use crate::stats::histogram::{bucket_of, Histogram, BUCKETS};
 
 /// Words per histogram: the buckets, then the sum, the inverted minimum
@@ -70,6 +71,64 @@ impl LatencyRegion {
     }
 }
 
+/// The coordinator's view of the histograms over the window: at each
+/// sample, all workers' and kinds' buckets summed, less the last sample's,
+/// make the interval's percentiles. The buffers are made once, before the
+/// window; a sample costs a load of each worker's buckets (592 words).
+/// A worker's bucket read between its increment and its sum's is as good as
+/// read a moment later: each word is loaded whole.
+pub(super) struct IntervalSampler<'a> {
+    region: &'a LatencyRegion,
+    last: Vec<u64>,
+    now: Vec<u64>,
+    intervals: IntervalLatency,
+}
+
+impl<'a> IntervalSampler<'a> {
+    /// Starts at what the workers have recorded so far (their warm-up's ops).
+    pub fn new(region: &'a LatencyRegion) -> IntervalSampler<'a> {
+        let mut sampler =
+            IntervalSampler { region, last: vec![0; BUCKETS], now: vec![0; BUCKETS], intervals: Default::default() };
+        sampler.region.sum_buckets(&mut sampler.last);
+        sampler
+    }
+
+    /// Ends an interval now.
+    pub fn sample(&mut self) {
+        self.region.sum_buckets(&mut self.now);
+        for (now, last) in self.now.iter_mut().zip(&mut self.last) {
+            let total = *now;
+            *now = total.saturating_sub(*last);
+            *last = total;
+        }
+        self.intervals.record(&self.now);
+    }
+
+    /// Forgets the last interval (a sample the window's end replaces).
+    pub fn pop(&mut self) {
+        self.intervals.pop();
+    }
+
+    pub fn finish(self) -> IntervalLatency {
+        self.intervals
+    }
+}
+
+impl LatencyRegion {
+    /// Every worker's buckets of every kind, summed into `into` (BUCKETS long).
+    fn sum_buckets(&self, into: &mut [u64]) {
+        into.fill(0);
+        for worker in 0..self.workers {
+            let words = self.recorder(worker).words;
+            for histogram in words.chunks_exact(STRIDE) {
+                for (sum, w) in into.iter_mut().zip(&histogram[..BUCKETS]) {
+                    *sum += w.load(Ordering::Relaxed);
+                }
+            }
+        }
+    }
+}
+
 impl Drop for LatencyRegion {
     fn drop(&mut self) {
         // SAFETY: unmapping exactly the mapping made in `new`.
@@ -118,5 +177,40 @@ mod tests {
         assert_eq!(merged.min_ns, 5);
         assert_eq!(region.merged(0), Histogram::of(&[7]));
         assert_eq!(LatencyRegion::new(2, 1).unwrap().merged(0), Histogram::default());
+    }
+
+    #[test]
+    fn each_interval_has_the_percentiles_of_the_ops_finished_in_it() {
+        let region = LatencyRegion::new(2, 2).unwrap();
+        // Before the window: not in any interval.
+        region.recorder(0).record(0, 1_000_000);
+        let mut sampler = IntervalSampler::new(&region);
+        // Interval 1: 99 fast ops on one worker and kind, one slow on another.
+        for _ in 0..99 {
+            region.recorder(0).record(0, 1_000);
+        }
+        region.recorder(1).record(1, 500_000);
+        sampler.sample();
+        // Interval 2: nothing finished. Interval 3: a queue built up.
+        sampler.sample();
+        for v in [50_000u64, 60_000, 70_000, 80_000] {
+            region.recorder(1).record(0, v);
+        }
+        sampler.sample();
+        sampler.sample();
+        sampler.pop();
+        let intervals = sampler.finish();
+        assert_eq!(intervals.ops, [100, 0, 4]);
+        // A bucket's upper bound: the extremes of one value's histogram opened wide.
+        let bound = |v: u64| {
+            let h = Histogram { min_ns: 0, max_ns: u64::MAX, ..Histogram::of(&[v]) };
+            h.quantile(1.0)
+        };
+        assert_eq!(intervals.p50_ns[0], bound(1_000));
+        assert_eq!(intervals.p99_ns[0], bound(1_000), "the 99th of 100 is a fast one");
+        assert_eq!((intervals.p50_ns[1], intervals.p99_ns[1]), (0, 0));
+        assert_eq!((intervals.p50_ns[2], intervals.p99_ns[2]), (bound(60_000), bound(80_000)));
+        let shown: Vec<f64> = intervals.intervals(&[0.1, 0.2, 0.3]).map(|(at, _, _)| at).collect();
+        assert_eq!(shown, [0.1, 0.3], "intervals without ops are not drawn");
     }
 }

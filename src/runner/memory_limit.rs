@@ -240,13 +240,17 @@ impl LimitSwitch {
 
     /// The limit again, what setup cached beyond it evicted.
     pub fn set(&self) -> Result<()> {
-        // v1 refuses a limit below what it could not reclaim in its own few
-        // passes (EBUSY); pages briefly locked or under writeback on a busy
-        // machine are reclaimable a moment later, so a few more tries.
+        // v1 refuses a limit as soon as one reclaim pass frees nothing
+        // (EBUSY): pages locked, under writeback or just referenced on a
+        // busy machine (the harness saw it beside a profiled run) are
+        // reclaimable a moment later. Untimed: the window has not opened.
         let mut tries = 1;
         let written = loop {
             match std::fs::write(&self.file, self.bytes.to_string()) {
-                Err(e) if e.raw_os_error() == Some(libc::EBUSY) && tries < LIMIT_TRIES => tries += 1,
+                Err(e) if e.raw_os_error() == Some(libc::EBUSY) && tries < LIMIT_TRIES => {
+                    tries += 1;
+                    std::thread::sleep(LIMIT_RETRY_PAUSE);
+                }
                 written => break written,
             }
         };
@@ -268,8 +272,10 @@ impl Drop for MemoryLimit {
     }
 }
 
-/// Writes of the limit before one refused for what could not be evicted is final.
-const LIMIT_TRIES: u32 = 8;
+/// Writes of the limit before one refused for what could not be evicted is
+/// final, and the pause between them: up to 2 s.
+const LIMIT_TRIES: u32 = 41;
+const LIMIT_RETRY_PAUSE: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// The lowest limit of this process's cgroup and those enclosing it, and
 /// where it is set; `None` where none is set (v1's "unlimited" is a huge number).

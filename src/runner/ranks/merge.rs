@@ -141,14 +141,16 @@ fn discount_neighbours(records: &mut [RunRecord], hosts: &[&str], clock_hz: f64)
 }
 
 /// Sample k of the sum is every rank's sample k, or its last one when its
-/// run ended earlier (fixed work: its job was done).
+/// run ended earlier (fixed work: its job was done). Ranks' interval
+/// percentiles do not add up to the job's: the merged timeline has none
+/// (each rank's run histogram merges exactly, in `latency`).
 fn merge_timelines<'a>(timelines: impl Iterator<Item = &'a Timeline>) -> Timeline {
     let timelines: Vec<&Timeline> = timelines.collect();
     let Some(longest) = timelines.iter().max_by_key(|t| t.at_s.len()) else { return Timeline::default() };
     let cumulative_ops = (0..longest.at_s.len())
         .map(|k| timelines.iter().filter_map(|t| t.cumulative_ops.get(k).or(t.cumulative_ops.last())).sum())
         .collect();
-    Timeline { interval_s: longest.interval_s, at_s: longest.at_s.clone(), cumulative_ops }
+    Timeline { interval_s: longest.interval_s, at_s: longest.at_s.clone(), cumulative_ops, latency: None }
 }
 
 fn sum_syscalls<'a>(checks: impl Iterator<Item = &'a SyscallCheck>) -> Option<SyscallCheck> {
@@ -180,6 +182,7 @@ mod tests {
             interval_s: 0.1,
             at_s: (1..=samples.len()).map(|k| k as f64 / 10.0).collect(),
             cumulative_ops: samples.to_vec(),
+            latency: None,
         };
         r
     }

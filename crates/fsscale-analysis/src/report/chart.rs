@@ -142,7 +142,7 @@ pub fn scaling_chart(title: &str, y_label: &str, series: &[ChartSeries], ideal: 
         .fold(0.0, f64::max)
         .max(f64::MIN_POSITIVE)
         * 1.15;
-    draw(title, axis, y_label, max_y, &legend(series), |chart| {
+    draw(title, XAxis::Workers(axis), y_label, max_y, &legend(series), |chart| {
         for (i, s) in series.iter().enumerate() {
             let color = PALETTE[i % PALETTE.len()];
             if ideal {
@@ -170,7 +170,7 @@ pub fn scaling_chart(title: &str, y_label: &str, series: &[ChartSeries], ideal: 
 pub(crate) fn efficiency_chart(title: &str, series: &[ChartSeries]) -> String {
     let axis = WorkerAxis::of_series(series);
     let max_y = series.iter().flat_map(|s| s.points.iter().map(|p| p.value)).fold(100.0, f64::max) * 1.1;
-    draw(title, axis, "efficiency (%)", max_y, &legend(series), |chart| {
+    draw(title, XAxis::Workers(axis), "efficiency (%)", max_y, &legend(series), |chart| {
         let r = axis.range();
         chart.draw_series(LineSeries::new(vec![(r.start, 100.0), (r.end, 100.0)], BLACK.mix(0.35).stroke_width(1)))?;
         for (i, s) in series.iter().enumerate() {
@@ -178,6 +178,71 @@ pub(crate) fn efficiency_chart(title: &str, series: &[ChartSeries]) -> String {
         }
         Ok(())
     })
+}
+
+/// One line of a chart over a window's time: `(seconds, value)`.
+#[derive(Debug, Clone)]
+pub(crate) struct TimeSeries {
+    pub label: String,
+    pub points: Vec<(f64, f64)>,
+    /// Drawn dashed (a second figure of the same run).
+    pub dashed: bool,
+}
+
+/// Values over the seconds of a window (a run's per-interval latency).
+pub(crate) fn time_chart(title: &str, y_label: &str, series: &[TimeSeries]) -> String {
+    let last_s = series.iter().flat_map(|s| s.points.iter().map(|p| p.0)).fold(0.0, f64::max);
+    let max_y =
+        series.iter().flat_map(|s| s.points.iter().map(|p| p.1)).fold(0.0, f64::max).max(f64::MIN_POSITIVE) * 1.15;
+    let legend: Vec<(String, RGBColor)> =
+        series.iter().enumerate().map(|(i, s)| (s.label.clone(), PALETTE[(i / 2) % PALETTE.len()])).collect();
+    draw(title, XAxis::Seconds { last: last_s.max(f64::MIN_POSITIVE) }, y_label, max_y, &legend, |chart| {
+        for (s, (_, color)) in series.iter().zip(&legend) {
+            if s.dashed {
+                chart.draw_series(DashedLineSeries::new(s.points.clone(), 6, 4, color.stroke_width(2)))?;
+            } else {
+                chart.draw_series(LineSeries::new(s.points.clone(), color.stroke_width(2)))?;
+            }
+        }
+        Ok(())
+    })
+}
+
+/// The horizontal axis: worker counts, or seconds of a window.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum XAxis {
+    Workers(WorkerAxis),
+    Seconds { last: f64 },
+}
+
+impl XAxis {
+    fn range(self) -> std::ops::Range<f64> {
+        match self {
+            XAxis::Workers(axis) => axis.range(),
+            XAxis::Seconds { last } => 0.0..last * 1.02,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            XAxis::Workers(axis) => axis.name(),
+            XAxis::Seconds { .. } => "seconds into the window",
+        }
+    }
+
+    fn ticks(self) -> usize {
+        match self {
+            XAxis::Workers(axis) => axis.ticks(),
+            XAxis::Seconds { .. } => 10,
+        }
+    }
+
+    fn label(self, position: f64) -> String {
+        match self {
+            XAxis::Workers(axis) => axis.label(position),
+            XAxis::Seconds { .. } => short_number(position),
+        }
+    }
 }
 
 type Chart<'a, 'b> = ChartContext<
@@ -211,7 +276,7 @@ fn draw_measured(chart: &mut Chart<'_, '_>, axis: WorkerAxis, s: &ChartSeries, c
 
 fn draw(
     title: &str,
-    axis: WorkerAxis,
+    axis: XAxis,
     y_label: &str,
     max_y: f64,
     legend: &[(String, RGBColor)],

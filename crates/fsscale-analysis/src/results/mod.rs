@@ -29,8 +29,8 @@ pub use profile::{
     SyscallCount,
 };
 pub use run::{
-    NodeOps, RunFigure, RunNoise, RunRecord, RunThrottling, SchedShares, SteadyOutcome, SystemCpu, Timeline,
-    WalkRecord, WorkerCpu, WorkerSched, Writeback,
+    IntervalLatency, NodeOps, RunFigure, RunNoise, RunRecord, RunThrottling, SchedShares, SteadyOutcome, SystemCpu,
+    Timeline, WalkRecord, WorkerCpu, WorkerSched, Writeback,
 };
 pub use target::Target;
 

@@ -318,6 +318,46 @@ pub struct Timeline {
     /// Seconds since the window opened, one per sample (the last is the window's end).
     pub at_s: Vec<f64>,
     pub cumulative_ops: Vec<u64>,
+    /// `--latency` (and `replay`'s ops): the latency of the ops finished in
+    /// each interval, one entry per sample (interval `i` ends at `at_s[i]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<IntervalLatency>,
+}
+
+/// Per-interval percentiles, each the upper bound of its log-linear bucket
+/// (within 1/16 above the true one); 0 for an interval in which no op finished.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
+pub struct IntervalLatency {
+    pub ops: Vec<u64>,
+    pub p50_ns: Vec<u64>,
+    pub p99_ns: Vec<u64>,
+}
+
+impl IntervalLatency {
+    /// Adds an interval's ops from their bucket counts (the histogram's layout).
+    pub fn record(&mut self, buckets: &[u64]) {
+        self.ops.push(buckets.iter().sum());
+        self.p50_ns.push(crate::stats::histogram::dense_quantile(buckets, 0.50).unwrap_or(0));
+        self.p99_ns.push(crate::stats::histogram::dense_quantile(buckets, 0.99).unwrap_or(0));
+    }
+
+    /// Drops the last interval (a sample the window's end replaces).
+    pub fn pop(&mut self) {
+        self.ops.pop();
+        self.p50_ns.pop();
+        self.p99_ns.pop();
+    }
+
+    /// `(seconds since the window opened, p50 ns, p99 ns)` of the intervals
+    /// in which ops finished; a received file's lists are read only as far
+    /// as all three and the samples go.
+    pub fn intervals<'a>(&'a self, at_s: &'a [f64]) -> impl Iterator<Item = (f64, u64, u64)> + 'a {
+        at_s.iter()
+            .zip(&self.ops)
+            .zip(self.p50_ns.iter().zip(&self.p99_ns))
+            .filter(|((_, ops), _)| **ops > 0)
+            .map(|((at, _), (p50, p99))| (*at, *p50, *p99))
+    }
 }
 
 impl Timeline {

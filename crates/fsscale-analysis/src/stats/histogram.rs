@@ -49,6 +49,25 @@ fn bucket_bounds(bucket: usize) -> (u64, u64) {
     (low, low + (1u64 << shift) - 1)
 }
 
+/// The value at quantile `q` (0..=1) of dense bucket counts: the upper
+/// bound of the bucket holding rank ⌈q·n⌉, as [`Histogram::quantile`]
+/// without the exact extremes. `None` without values; buckets past the
+/// last are not read.
+pub fn dense_quantile(counts: &[u64], q: f64) -> Option<u64> {
+    let counts = &counts[..counts.len().min(BUCKETS)];
+    let total: u64 = counts.iter().sum();
+    if total == 0 {
+        return None;
+    }
+    let rank = ((q.clamp(0.0, 1.0) * total as f64).ceil() as u64).max(1);
+    let mut seen = 0;
+    let bucket = counts.iter().position(|&n| {
+        seen += n;
+        seen >= rank
+    })?;
+    Some(bucket_bounds(bucket).1)
+}
+
 /// A histogram of latencies in nanoseconds, stored sparsely.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
 pub struct Histogram {
@@ -270,6 +289,17 @@ mod tests {
             let got = h.quantile(q);
             prop_assert!(got >= exact, "{got} < {exact}");
             prop_assert!(got as f64 <= exact as f64 * (1.0 + 1.0 / 16.0) + 1.0, "{got} vs {exact}");
+        }
+
+        #[test]
+        fn dense_quantiles_are_the_histograms_before_its_extremes(values in prop::collection::vec(0u64..1 << 42, 1..200), q in 0.0f64..=1.0) {
+            let mut dense = vec![0u64; BUCKETS];
+            for &v in &values {
+                dense[bucket_of(v)] += 1;
+            }
+            let h = Histogram::of(&values);
+            let got = dense_quantile(&dense, q).unwrap();
+            prop_assert_eq!(got.clamp(h.min_ns, h.max_ns), h.quantile(q));
         }
 
         #[test]

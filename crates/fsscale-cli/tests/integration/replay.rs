@@ -92,6 +92,15 @@ fn the_built_in_trace_replays_in_processes_and_threads() {
         assert!(recorded.abs_diff(run.ops) <= slack, "{recorded} recorded vs {} counted", run.ops);
         assert!(ops.contains_key(&OpKind::ReadX) && ops.contains_key(&OpKind::NTCreateX));
         assert!(run.bytes.unwrap() > 0);
+        // The window's intervals, each with its ops' percentiles.
+        let intervals = run.timeline.latency.as_ref().expect("interval latencies");
+        let samples = run.timeline.at_s.len();
+        assert_eq!((intervals.ops.len(), intervals.p50_ns.len(), intervals.p99_ns.len()), (samples, samples, samples));
+        let in_intervals: u64 = intervals.ops.iter().sum();
+        assert!(in_intervals > 0 && in_intervals <= recorded, "{in_intervals} of {recorded}");
+        for ((ops, p50), p99) in intervals.ops.iter().zip(&intervals.p50_ns).zip(&intervals.p99_ns) {
+            assert!(if *ops > 0 { 0 < *p50 && p50 <= p99 } else { *p50 == 0 && *p99 == 0 }, "{intervals:?}");
+        }
         let lat = p.summary.as_ref().unwrap().latency.unwrap();
         assert!(lat.p50_ns <= lat.p90_ns && lat.p90_ns <= lat.p99_ns && lat.p99_ns <= lat.p999_ns);
         assert!(
@@ -157,6 +166,15 @@ fn latency_histograms_are_opt_in_for_fixed_time_loops() {
         assert!(h.count.abs_diff(run.ops) <= slack, "{} timed vs {} counted", h.count, run.ops);
         assert_eq!(h.buckets.iter().map(|b| b.1).sum::<u64>(), h.count);
         assert!(h.min_ns > 0 && h.min_ns <= h.max_ns);
+        // The window's intervals, each with its ops' percentiles.
+        let intervals = run.timeline.latency.as_ref().expect("interval latencies");
+        let samples = run.timeline.at_s.len();
+        assert_eq!((intervals.ops.len(), intervals.p50_ns.len(), intervals.p99_ns.len()), (samples, samples, samples));
+        let in_intervals: u64 = intervals.ops.iter().sum();
+        assert!(in_intervals > 0 && in_intervals <= h.count, "{in_intervals} of {}", h.count);
+        for ((ops, p50), p99) in intervals.ops.iter().zip(&intervals.p50_ns).zip(&intervals.p99_ns) {
+            assert!(if *ops > 0 { 0 < *p50 && p50 <= p99 } else { *p50 == 0 && *p99 == 0 }, "{intervals:?}");
+        }
         let lat = p.summary.as_ref().unwrap().latency.unwrap();
         assert!(
             lat.p50_ns <= lat.p90_ns
@@ -171,6 +189,12 @@ fn latency_histograms_are_opt_in_for_fixed_time_loops() {
         "{table}"
     );
     assert!(table.contains("p50 ... max: latency of single ops"), "{table}");
+    let report = env.output.with_extension("html");
+    assert_success(&fsscale().arg("report").arg(&env.output).arg("-o").arg(&report).output().unwrap());
+    let html = std::fs::read_to_string(&report).unwrap();
+    // A chart per workload and mode, each with both worker counts' p50 and p99.
+    assert_eq!(html.matches("private: latency over the window\n").count(), 4, "a chart per series");
+    assert_eq!(html.matches("p99, 2 workers (run 1)").count(), 4);
 
     let plain = TestEnv::new();
     assert_success(&plain.run(&["stat", "-j", "1"]));

@@ -4,6 +4,7 @@
 mod comparisons;
 mod history;
 mod tables;
+mod timeline;
 
 pub use history::render_history_html;
 
@@ -416,6 +417,7 @@ fn workload_section(
             super::replay::html_section(out, &label, doc);
         }
     }
+    timeline::latency_over_time(out, files, workload);
     profile_section(out, files, workload);
     tables::detail_table(out, files, workload);
 }
