@@ -10,7 +10,8 @@ use anyhow::Result;
 
 use super::bpf::shared::{CallGroup, CallGroupKey, CALL_GROUPS, HIST_SUB};
 use super::bpf::{objects, Loaded, MapSizes};
-use crate::results::{CallLatency, KernelLatency};
+use crate::results::kernel_latency::INTERVAL_CALLS;
+use crate::results::{CallLatency, IntervalLatency, KernelLatency};
 use crate::stats::histogram::{Histogram, BUCKETS};
 
 /// Kernel memory the call histograms may take at most, all CPUs' copies
@@ -32,6 +33,7 @@ pub(crate) struct BpfLatency {
     loaded: Loaded,
     /// The workers' ops just before and after the programs went on, and off.
     ops_at: [u64; 4],
+    intervals: Intervals,
 }
 
 impl BpfLatency {
@@ -40,7 +42,19 @@ impl BpfLatency {
         let cpus = aya::util::nr_cpus().unwrap_or(1);
         let maps = MapSizes { classic_only: &["calls"], sized: &[("latency", histogram_entries(cpus))] };
         let loaded = Loaded::load("--profile latency", objects::LATENCY, &[], &events, &maps, tasks)?;
-        Ok(BpfLatency { loaded, ops_at: [0; 4] })
+        Ok(BpfLatency { loaded, ops_at: [0; 4], intervals: Intervals::default() })
+    }
+
+    /// Ends a sample interval of the window: each call's buckets since the last.
+    pub fn sample(&mut self) -> Result<()> {
+        let entries: Vec<(CallGroupKey, Vec<CallGroup>)> = self.loaded.per_cpu_entries("latency")?;
+        self.intervals.sample(&entries);
+        Ok(())
+    }
+
+    /// Forgets the last sample (one the window's end replaces).
+    pub fn forget_last_sample(&mut self) {
+        self.intervals.pop();
     }
 
     /// Turns the programs on (`on`) or off, reading `ops` (the workers' op
@@ -58,7 +72,10 @@ impl BpfLatency {
     pub fn finish(mut self) -> Result<KernelLatency> {
         self.loaded.switch(false)?;
         let entries: Vec<(CallGroupKey, Vec<CallGroup>)> = self.loaded.per_cpu_entries("latency")?;
-        let calls = summed(&entries);
+        // The last interval, to the window's end.
+        self.intervals.sample(&entries);
+        let calls = KernelLatency::ranked(summed(&entries));
+        let intervals = self.intervals.finish(&calls);
         let [on_before, on_after, off_before, off_after] = self.ops_at;
         Ok(KernelLatency {
             // Fixed work counts no ops while it runs: no bracket.
@@ -66,8 +83,65 @@ impl BpfLatency {
                 .then(|| [off_before.saturating_sub(on_after), off_after.saturating_sub(on_before)]),
             programs: self.loaded.cost(),
             lost_events: self.loaded.lost()?,
-            calls: KernelLatency::ranked(calls),
+            calls,
+            intervals,
         })
+    }
+}
+
+/// Each call's buckets at the last two samples, and its intervals so far.
+#[derive(Default)]
+struct Intervals {
+    samples: usize,
+    last: BTreeMap<u32, Vec<u64>>,
+    before_last: BTreeMap<u32, Vec<u64>>,
+    by_call: BTreeMap<u32, IntervalLatency>,
+}
+
+impl Intervals {
+    fn sample(&mut self, entries: &[(CallGroupKey, Vec<CallGroup>)]) {
+        let mut now: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
+        for (key, per_cpu) in entries {
+            let dense = now.entry(key.nr).or_insert_with(|| vec![0; BUCKETS]);
+            let first = key.group as usize * HIST_SUB;
+            for cpu in per_cpu {
+                for (i, &n) in cpu.slots.iter().enumerate() {
+                    dense[(first + i).min(BUCKETS - 1)] += n;
+                }
+            }
+        }
+        for (nr, buckets) in &now {
+            let since: Vec<u64> = match self.last.get(nr) {
+                Some(last) => buckets.iter().zip(last).map(|(n, l)| n.saturating_sub(*l)).collect(),
+                None => buckets.clone(),
+            };
+            let samples = self.samples;
+            // A call first made now had no calls in the intervals before.
+            let intervals = self.by_call.entry(*nr).or_insert_with(|| IntervalLatency {
+                ops: vec![0; samples],
+                p50_ns: vec![0; samples],
+                p99_ns: vec![0; samples],
+            });
+            intervals.record(&since);
+        }
+        self.before_last = std::mem::replace(&mut self.last, now);
+        self.samples += 1;
+    }
+
+    fn pop(&mut self) {
+        for intervals in self.by_call.values_mut() {
+            intervals.pop();
+        }
+        self.by_call.retain(|_, i| !i.ops.is_empty());
+        self.last = std::mem::take(&mut self.before_last);
+        self.samples = self.samples.saturating_sub(1);
+    }
+
+    /// The intervals of the most made of `calls` (ranked), by name.
+    fn finish(mut self, calls: &[CallLatency]) -> BTreeMap<String, IntervalLatency> {
+        let number = |name: &str| self.by_call.keys().copied().find(|nr| syscall_name(*nr) == name);
+        let kept: Vec<u32> = calls.iter().take(INTERVAL_CALLS).filter_map(|c| number(&c.call)).collect();
+        kept.into_iter().filter_map(|nr| Some((syscall_name(nr), self.by_call.remove(&nr)?))).collect()
     }
 }
 
@@ -294,6 +368,35 @@ mod tests {
         }
         assert_eq!(calls[1].quantile_s(0.5), Some(4.89e-6), "a call made once: its own time");
         assert!((calls[0].total_s - openat.iter().sum::<u64>() as f64 / 1e9).abs() < 1e-12);
+    }
+
+    #[test]
+    fn each_interval_has_each_calls_percentiles_and_a_call_first_made_later_has_none_before() {
+        let openat = libc::SYS_openat as u32;
+        let fsync = libc::SYS_fsync as u32;
+        let mut intervals = Intervals::default();
+        // The programs' maps only grow: each sample reads the sums so far.
+        let mut so_far: Vec<u64> = (0..100).map(|_| 1_000).collect();
+        intervals.sample(&as_the_programs_keep(openat, &so_far, 2));
+        so_far.extend((0..100).map(|_| 8_000));
+        let mut both = as_the_programs_keep(openat, &so_far, 2);
+        both.extend(as_the_programs_keep(fsync, &[2_000_000], 2));
+        intervals.sample(&both);
+        // A sample the window's end replaces, then the end.
+        so_far.extend((0..50).map(|_| 1_000_000));
+        let mut later = as_the_programs_keep(openat, &so_far, 2);
+        later.extend(as_the_programs_keep(fsync, &[2_000_000], 2));
+        intervals.sample(&later);
+        intervals.pop();
+        intervals.sample(&later);
+        let calls = KernelLatency::ranked(summed(&later));
+        let kept = intervals.finish(&calls);
+        let bound = |v: u64| Histogram { min_ns: 0, max_ns: u64::MAX, ..Histogram::of(&[v]) }.quantile(1.0);
+        let o = &kept["openat"];
+        assert_eq!(o.ops, [100, 100, 50]);
+        assert_eq!(o.p50_ns, [bound(1_000), bound(8_000), bound(1_000_000)]);
+        let f = &kept["fsync"];
+        assert_eq!((f.ops.as_slice(), f.p99_ns.as_slice()), (&[0, 1, 0][..], &[0, bound(2_000_000), 0][..]));
     }
 
     #[test]

@@ -291,10 +291,14 @@ impl RunInstruments {
         Ok(())
     }
 
-    /// Empties the buffers during the window so they do not overflow.
+    /// Empties the buffers during the window so they do not overflow, and
+    /// ends a sample interval of the window (the timeline's sample just taken).
     pub(crate) fn drain(&mut self) -> Result<()> {
         if let Some(c) = &mut self.cpu {
             c.drain();
+        }
+        if let Some(l) = &mut self.latency {
+            l.sample()?;
         }
         if let Some(l) = &mut self.locks {
             l.drain()?;
@@ -303,6 +307,13 @@ impl RunInstruments {
             o.drain()?;
         }
         Ok(())
+    }
+
+    /// Forgets the last sample interval: the timeline's sample was dropped for the window's end.
+    pub(crate) fn forget_last_sample(&mut self) {
+        if let Some(l) = &mut self.latency {
+            l.forget_last_sample();
+        }
     }
 
     /// Turns everything off, the system call counters first (`ops` as for [`RunInstruments::start`]).

@@ -338,6 +338,7 @@ fn sample_window(
                 if let Some(latency) = samplers.latency.as_mut() {
                     latency.pop();
                 }
+                samplers.instruments.forget_last_sample();
                 return Ok((timeline, Some(*outcome)));
             }
         }

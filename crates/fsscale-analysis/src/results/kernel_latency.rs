@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::profile::ProgramCost;
-use super::Point;
+use super::{IntervalLatency, Point};
 use crate::stats::histogram::Histogram;
 
 /// Histogram slots kept: `2^0` to `2^63` ns and beyond.
@@ -34,7 +34,15 @@ pub struct KernelLatency {
     pub ops_counted: Option<[u64; 2]>,
     /// Per call, most made first.
     pub calls: Vec<CallLatency>,
+    /// The most made calls' time in the kernel over the window: each
+    /// sample interval's calls, p50 and p99, aligned with the run's
+    /// timeline samples. A run's own: a point's sum has none.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub intervals: BTreeMap<String, IntervalLatency>,
 }
+
+/// Calls whose intervals a run keeps.
+pub const INTERVAL_CALLS: usize = 8;
 
 /// One system call's calls and their time in the kernel.
 #[derive(Serialize, Deserialize, Debug, Clone, Default, PartialEq)]
@@ -135,13 +143,20 @@ impl KernelLatency {
                 }
             }
         }
-        total.map(|t| KernelLatency { calls: Self::ranked(calls.into_values().collect()), ..t })
+        total.map(|t| KernelLatency {
+            calls: Self::ranked(calls.into_values().collect()),
+            intervals: BTreeMap::new(),
+            ..t
+        })
     }
 
     /// Caps what a received file holds (see `bounds`): returns how many calls were cut.
     pub(crate) fn bound(&mut self) -> usize {
-        let cut = self.calls.len().saturating_sub(MAX_CALLS);
+        let cut = self.calls.len().saturating_sub(MAX_CALLS) + self.intervals.len().saturating_sub(INTERVAL_CALLS);
         self.calls.truncate(MAX_CALLS);
+        while self.intervals.len() > INTERVAL_CALLS {
+            self.intervals.pop_last();
+        }
         for c in &mut self.calls {
             c.log2_ns.truncate(MAX_SLOTS);
         }
@@ -234,12 +249,14 @@ mod tests {
             lost_events: 1,
             ops_counted: Some([10, 12]),
             calls: vec![call("close", &[(8, 5)]), call("openat", &[(10, 3)])],
+            intervals: BTreeMap::new(),
         };
         let b = KernelLatency {
             programs: None,
             lost_events: 2,
             ops_counted: Some([5, 5]),
             calls: vec![call("openat", &[(10, 4), (11, 1)])],
+            intervals: BTreeMap::new(),
         };
         let sum = KernelLatency::sum([&a, &b]).unwrap();
         assert_eq!(sum.lost_events, 3);

@@ -677,6 +677,10 @@ fn the_kernel_times_each_system_call_of_the_workers() {
             assert_eq!(ns.buckets.first().unwrap().0, bucket(ns.min_ns), "{ns:?}");
             assert_eq!(ns.buckets.last().unwrap().0, bucket(ns.max_ns), "{ns:?}");
             assert!((ns.sum_ns as f64 / 1e9 - openat.total_s).abs() < 1e-9);
+            // Over the window: every call in one of the timeline's intervals.
+            let intervals = &profile.intervals["openat"];
+            assert_eq!(intervals.ops.len(), run.timeline.at_s.len());
+            assert_eq!(intervals.ops.iter().sum::<u64>(), openat.count);
             let p50 = openat.quantile_s(0.5).unwrap();
             assert!((1e-8..1e-3).contains(&p50), "an openat of a cached file takes about a microsecond: {p50}");
             assert_eq!(profile.programs.and_then(|c| c.attached), Some(fsscale::results::Attach::BtfRaw));
