@@ -786,3 +786,31 @@ fn a_series_busy_throughout_is_still_searched() {
     assert!(searched.p_value().is_some());
     assert_eq!(searched.steps().iter().map(|c| c.index).collect::<Vec<_>>(), [10]);
 }
+
+#[test]
+fn a_step_lists_the_stats_that_stepped_with_it_and_not_those_that_held() {
+    each_store(|store| {
+        // Four results at 100 ops/s, four at 80 in which page faults went up fivefold.
+        for n in 0..8 {
+            let stepped = n >= 4;
+            let mut result = result(n, if stepped { 80.0 } else { 100.0 }, &format!("r{n}"));
+            for (i, run) in result.points[0].runs.iter_mut().enumerate() {
+                let jitter = 1.0 + 0.01 * ((n + i) % 3) as f64;
+                let faults = if stepped { 5000.0 } else { 1000.0 } * jitter * run.elapsed_s;
+                run.system_stats.insert("vmstat.pgfault".into(), faults as i64);
+                run.system_stats.insert("vmstat.pgpgin".into(), (300.0 * jitter * run.elapsed_s) as i64);
+            }
+            store.add(&result, None).unwrap();
+        }
+        let series = store.series(&SeriesFilter { workers: Some(1), ..Default::default() }).unwrap();
+        let found = changes::changes(store, &series, &ChangeConfig::DEFAULT).unwrap();
+        let step = &found.series[0].changes[0];
+        assert_eq!(step.index, 4);
+        let stats: Vec<(&str, i64)> =
+            step.moved.iter().map(|m| (m.stat.as_str(), m.change_pct.unwrap().round() as i64)).collect();
+        assert_eq!(stats, [("vmstat.pgfault", 400)], "page faults stepped, page-ins held");
+        let text = crate::report::render_changes(&found, 0.95, None);
+        assert!(text.contains("  stats that stepped with it (the runs of up to 3 results"), "{text}");
+        assert!(text.lines().any(|l| l.contains("+400.0%") && l.ends_with("vmstat.pgfault per s")), "{text}");
+    });
+}

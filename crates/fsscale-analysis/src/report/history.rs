@@ -253,6 +253,14 @@ pub(crate) fn change_lines(s: &SeriesChanges, k: usize, c: &Change, confidence: 
             c.before.noisy, c.before.results, c.after.noisy, c.after.results
         ));
     }
+    if !c.moved.is_empty() {
+        lines.push(
+            "  stats that stepped with it (the runs of up to 3 results on each side, tested as compare tests a \
+             point's, the false discovery rate held over the stats at the search's):"
+                .to_string(),
+        );
+        lines.extend(super::moved::table_lines(&c.moved, "    "));
+    }
     lines.extend(why_lines(s, k, c));
     lines
 }

@@ -54,15 +54,20 @@ pub fn lines(row: &Row, alpha: f64) -> Vec<String> {
     if row.moved.is_empty() {
         return Vec::new();
     }
+    let mut out = vec![heading(row, alpha)];
+    out.extend(table_lines(&row.moved, "  "));
+    out
+}
+
+/// `moved` as an aligned table, each line after `indent`.
+pub(crate) fn table_lines(moved: &[MovedStat], indent: &str) -> Vec<String> {
     let aligns = [Align::Right, Align::Left, Align::Right, Align::Right, Align::Left, Align::Left];
     let columns: Vec<(&str, Align)> = HEADINGS.iter().copied().zip(aligns).collect();
     let mut table = Table::new(&columns);
-    for m in &row.moved {
+    for m in moved {
         table.row(cells(m).to_vec());
     }
-    let mut out = vec![heading(row, alpha)];
-    out.extend(table.render().lines().map(|l| format!("  {}", l.trim_end())));
-    out
+    table.render().lines().map(|l| format!("{indent}{}", l.trim_end())).collect()
 }
 
 #[cfg(test)]

@@ -29,7 +29,8 @@ pub use search::{find_changes, outliers_of, FigureSteps, Weighed};
 pub use since::Since;
 
 use super::store::{Entry, Series, Store};
-use crate::compare::{attribute, Attribution};
+use crate::compare::{attribute, moved, Attribution, MovedStat};
+use crate::results::Point;
 
 /// How `history changes` searches.
 #[derive(Clone, Copy, Debug)]
@@ -124,6 +125,10 @@ pub struct Change {
     /// Why, from the profiles of the nearest results on both sides that recorded one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub attribution: Option<Attributed>,
+    /// The machine's and the workers' stats that stepped with it: the runs
+    /// of the nearest results on each side, as compare lists what moved.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub moved: Vec<MovedStat>,
 }
 
 impl Change {
@@ -218,6 +223,7 @@ pub fn changes(store: &Store, series: &[Series], config: &ChangeConfig) -> anyho
         for change in &mut changes {
             change.index += from;
             change.attribution = attribution(store, &entries, change.index)?;
+            change.moved = stats_that_stepped(store, &entries, change, config.significance())?;
         }
         let mut load = figures.load_steps();
         load.iter_mut().for_each(|c| c.index += from);
@@ -241,6 +247,36 @@ pub fn changes(store: &Store, series: &[Series], config: &ChangeConfig) -> anyho
     }
     let searched = family.iter().flatten().count();
     Ok(ChangesFound { schema: CHANGES_SCHEMA, searched, significance: config.significance(), series: out })
+}
+
+/// Results read on each side of a step for its stats.
+const STATS_RESULTS: usize = 3;
+
+/// The stats that stepped with `change`: the runs of up to
+/// [`STATS_RESULTS`] results of its level on each side, nearest first,
+/// pooled into one point a side and tested as compare tests a point's
+/// (`moved`, the false discovery rate held over the stats at `alpha`).
+/// Results of one level are runs of one system, by the step's own test.
+fn stats_that_stepped(store: &Store, entries: &[Entry], change: &Change, alpha: f64) -> anyhow::Result<Vec<MovedStat>> {
+    let index = change.index;
+    let before = &entries[index.saturating_sub(change.before.results.min(STATS_RESULTS))..index];
+    let after = &entries[index..(index + change.after.results.min(STATS_RESULTS)).min(entries.len())];
+    let pooled = |side: &[Entry]| -> anyhow::Result<Option<Point>> {
+        let mut pooled: Option<Point> = None;
+        for entry in side {
+            let doc = store.document(entry.result)?;
+            let Some(point) = doc.points.into_iter().nth(entry.point_index) else { continue };
+            match &mut pooled {
+                None => pooled = Some(point),
+                Some(p) => p.runs.extend(point.runs),
+            }
+        }
+        Ok(pooled)
+    };
+    Ok(match (pooled(before)?, pooled(after)?) {
+        (Some(b), Some(a)) => moved(&b, &a, alpha),
+        _ => Vec::new(),
+    })
 }
 
 /// The last result before `index` and the first from it on that recorded a

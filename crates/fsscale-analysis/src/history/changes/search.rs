@@ -114,6 +114,7 @@ pub fn find_changes(
                 figure,
                 other: None,
                 attribution: None,
+                moved: Vec::new(),
             }
         })
         .collect();
