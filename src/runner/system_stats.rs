@@ -3,7 +3,10 @@
 //! inode and file counts, and the slab caches a filesystem workload grows.
 //! What changed between the two reads is the run's `system_stats`, as the
 //! kernel test robot's monitors give it: a change that shows up in page
-//! faults, slab growth or softirqs, not in the op's own time.
+//! faults, slab growth or softirqs, not in the op's own time. Where the
+//! kernel keeps lock statistics (`/proc/lock_stat`, CONFIG_LOCK_STAT, with
+//! `kernel.lock_stat` on: fsscale reads it and never turns it on), each
+//! lock class's contentions and wait time too.
 
 use std::collections::BTreeMap;
 
@@ -12,6 +15,12 @@ use std::collections::BTreeMap;
 pub(crate) struct SystemSnapshot {
     values: BTreeMap<String, i64>,
 }
+
+/// Lock classes a run keeps: the most contended in its window.
+const LOCK_CLASSES: usize = 40;
+const LOCK_STAT: &str = "lock_stat.";
+const CONTENTIONS: &str = ".contentions";
+const WAIT_NS: &str = ".wait_ns";
 
 /// Slab caches kept, by a part of their name: the VFS's own and the
 /// filesystems' (each filesystem's inode cache and its journal's).
@@ -29,19 +38,38 @@ impl SystemSnapshot {
         snapshot.interrupts(&read("/proc/stat"));
         snapshot.vfs(&read("/proc/sys/fs/dentry-state"), &read("/proc/sys/fs/inode-nr"), &read("/proc/sys/fs/file-nr"));
         snapshot.slabs(&read("/proc/slabinfo"));
+        snapshot.lock_stat(&read("/proc/lock_stat"));
         snapshot
     }
 
-    /// What changed from `self` to `end`, by name; unchanged counters are left out.
+    /// What changed from `self` to `end`, by name; unchanged counters are
+    /// left out, and of the lock classes only the [`LOCK_CLASSES`] most
+    /// contended in the window (a lockdep kernel has thousands).
     pub fn changes(&self, end: &SystemSnapshot) -> BTreeMap<String, i64> {
-        end.values
+        let mut changes: BTreeMap<String, i64> = end
+            .values
             .iter()
             .filter_map(|(name, &now)| {
                 let then = *self.values.get(name)?;
                 let change = now.wrapping_sub(then);
                 (change != 0).then(|| (name.clone(), change))
             })
-            .collect()
+            .collect();
+        let mut contended: Vec<(i64, String)> = changes
+            .iter()
+            .filter_map(|(name, &n)| Some((n, name.strip_prefix(LOCK_STAT)?.strip_suffix(CONTENTIONS)?.to_string())))
+            .collect();
+        if contended.len() > LOCK_CLASSES {
+            contended.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+            let kept: std::collections::BTreeSet<&str> =
+                contended[..LOCK_CLASSES].iter().map(|(_, class)| class.as_str()).collect();
+            changes.retain(|name, _| {
+                let Some(rest) = name.strip_prefix(LOCK_STAT) else { return true };
+                let class = rest.strip_suffix(CONTENTIONS).or_else(|| rest.strip_suffix(WAIT_NS)).unwrap_or(rest);
+                kept.contains(class)
+            });
+        }
+        changes
     }
 
     fn put(&mut self, name: String, value: i64) {
@@ -90,6 +118,26 @@ impl SystemSnapshot {
         }
         if let Some(&open) = fields(files).first() {
             self.put("fs.open_files".into(), open);
+        }
+    }
+
+    /// `/proc/lock_stat` (versions 0.3 and 0.4): a class's line is its name,
+    /// a colon and its figures, of which the second is its contentions and
+    /// the fifth its total wait in microseconds (two decimals); the lines
+    /// of the call sites under it have other forms and are passed over.
+    fn lock_stat(&mut self, text: &str) {
+        if !text.starts_with("lock_stat version 0.") {
+            return;
+        }
+        for line in text.lines() {
+            let Some((class, figures)) = line.rsplit_once(':') else { continue };
+            let figures: Vec<f64> = figures.split_whitespace().map_while(|f| f.parse().ok()).collect();
+            let class = class.trim();
+            if figures.len() < 10 || class.is_empty() || class.contains(char::is_whitespace) {
+                continue;
+            }
+            self.put(format!("{LOCK_STAT}{class}{CONTENTIONS}"), figures[1] as i64);
+            self.put(format!("{LOCK_STAT}{class}{WAIT_NS}"), (figures[4] * 1000.0).round() as i64);
         }
     }
 
@@ -182,6 +230,58 @@ mod tests {
         .map(|(n, v)| (n.to_string(), v))
         .collect();
         assert_eq!(s.values, expected, "kmalloc-64 is no filesystem's cache");
+    }
+
+    /// A lockdep kernel's `/proc/lock_stat`: two classes, a call site under one.
+    const LOCK_STAT_TEXT: &str = "lock_stat version 0.4\n\
+        --------------------------------------------------------------------\n\
+        \x20                             class name    con-bounces    contentions   waittime-min   waittime-max waittime-total   waittime-avg    acq-bounces   acquisitions   holdtime-min   holdtime-max holdtime-total   holdtime-avg\n\
+        --------------------------------------------------------------------\n\
+        \n\
+        \x20                &sb->s_type->i_mutex_key#3-W:           205            205           0.26        1004.63       20540.88         100.20           4062           9498           0.16          35.26       10012.53           1.05\n\
+        \x20                &sb->s_type->i_mutex_key#3-R:             0              0           0.00           0.00           0.00           0.00             10             40           0.10           1.00          10.00           0.25\n\
+        \x20                ---------------------------\n\
+        \x20                &sb->s_type->i_mutex_key#3            205          [<ffffffff8123d0c4>] lookup_slow+0x34/0x60\n\
+        \n\
+        \x20                           &dentry->d_lock:            12             13           0.05           2.00           7.25           0.56            900           5000           0.05           3.00         400.00           0.08\n";
+
+    #[test]
+    fn lock_classes_are_read_where_the_kernel_keeps_them_and_only_the_most_contended_kept() {
+        let mut s = SystemSnapshot::default();
+        s.lock_stat(LOCK_STAT_TEXT);
+        let expected: BTreeMap<String, i64> = [
+            ("lock_stat.&sb->s_type->i_mutex_key#3-W.contentions", 205),
+            ("lock_stat.&sb->s_type->i_mutex_key#3-W.wait_ns", 20_540_880),
+            ("lock_stat.&sb->s_type->i_mutex_key#3-R.contentions", 0),
+            ("lock_stat.&sb->s_type->i_mutex_key#3-R.wait_ns", 0),
+            ("lock_stat.&dentry->d_lock.contentions", 13),
+            ("lock_stat.&dentry->d_lock.wait_ns", 7_250),
+        ]
+        .into_iter()
+        .map(|(n, v)| (n.to_string(), v))
+        .collect();
+        assert_eq!(s.values, expected, "the call site's line is not a class");
+        // Without lock statistics: nothing, and nothing else is read as them.
+        let mut none = SystemSnapshot::default();
+        none.lock_stat("");
+        none.lock_stat("pgfault 100\n");
+        assert!(none.values.is_empty());
+        // A thousand classes contended: the 40 most contended stay, both figures each.
+        let (mut start, mut end) = (SystemSnapshot::default(), SystemSnapshot::default());
+        for class in 0..1000i64 {
+            start.put(format!("lock_stat.c{class}.contentions"), 0);
+            start.put(format!("lock_stat.c{class}.wait_ns"), 0);
+            end.put(format!("lock_stat.c{class}.contentions"), class + 1);
+            end.put(format!("lock_stat.c{class}.wait_ns"), 10 * (class + 1));
+        }
+        start.put("vmstat.pgfault".into(), 1);
+        end.put("vmstat.pgfault".into(), 2);
+        let changes = start.changes(&end);
+        assert_eq!(changes.len(), 2 * LOCK_CLASSES + 1);
+        assert_eq!(changes["lock_stat.c999.wait_ns"], 10_000);
+        assert!(
+            changes.contains_key("lock_stat.c960.contentions") && !changes.contains_key("lock_stat.c959.contentions")
+        );
     }
 
     #[test]
