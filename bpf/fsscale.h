@@ -31,6 +31,7 @@
 #define STATE_STOPPED 4
 #define STATE_TRACED 8
 #define STATE_IDLE 128
+#define HOLDER_READERS 4294967295
 
 /* Counts of what the programs could not record, per CPU. */
 struct lost {
@@ -56,13 +57,20 @@ struct wait {
 	__s32 stack;
 	/* The tracepoint's `LCB_F_*` flags. */
 	__u32 flags;
+	/* A sleeping lock's holder when the wait began: its task id, 0 */
+	/* where none is known, `HOLDER_READERS` for a rwsem readers hold. */
+	__u32 holder;
+	/* 1 where the holder was on a CPU then. */
+	__u32 holder_on_cpu;
 };
 
-/* Lock waits are summed per (lock, stack, flags). */
+/* Lock waits are summed per (lock, stack, flags, holder). */
 struct lock_site_key {
 	__u64 lock;
 	__s32 stack;
 	__u32 flags;
+	__u32 holder;
+	__u32 holder_on_cpu;
 };
 
 struct lock_site {

@@ -6,6 +6,10 @@
  * `perf lock contention -b` does. The waiter pays a stack walk into a map,
  * not a copy to user space.
  *
+ * A sleeping lock's wait also notes who held the lock as it began: a
+ * mutex's or rwsem's owner word names the holding task (perf lock
+ * contention's owner mode reads the same word), or says readers hold it.
+ *
  * A lock's site needs the frames above the tracer and the lock's own code,
  * and three more; the kernel walks at most LOCK_STACK_DEPTH (perf lock
  * contention walks 8), not the off-CPU flame graph's STACK_DEPTH.
@@ -50,11 +54,51 @@ struct {
 	__type(value, struct task_waits);
 } waits_of_task SEC(".maps");
 
-/* A new wait into `w`: its stack, then its start (so the walk is not counted as waiting). */
+/* A mutex's and a rwsem's owner word: the holding task, its low bits flags. */
+#define OWNER_FLAGS 0x7UL
+#define RWSEM_READER_OWNED 0x1UL
+
+/*
+ * Who holds the sleeping lock `lock` (of the tracepoint's `flags`): its
+ * task id and whether it is on a CPU; none for a lock of another kind,
+ * or a kernel whose mutex keeps no owner word (PREEMPT_RT's).
+ */
+static __always_inline void note_holder(struct wait *w, __u64 lock, __u32 flags)
+{
+	struct task_struct *task;
+	long owner = 0;
+	int on_cpu = 0;
+
+	w->holder = 0;
+	w->holder_on_cpu = 0;
+	if (flags & LCB_F_MUTEX) {
+		if (!bpf_core_field_exists(((struct mutex *)0)->owner) ||
+		    bpf_core_read(&owner, sizeof(owner), &((struct mutex *)lock)->owner.counter))
+			return;
+	} else if (!(flags & (LCB_F_SPIN | LCB_F_PERCPU | LCB_F_RT)) && (flags & (LCB_F_READ | LCB_F_WRITE))) {
+		if (!bpf_core_field_exists(((struct rw_semaphore *)0)->owner) ||
+		    bpf_core_read(&owner, sizeof(owner), &((struct rw_semaphore *)lock)->owner.counter))
+			return;
+		if (owner & RWSEM_READER_OWNED) {
+			w->holder = HOLDER_READERS;
+			return;
+		}
+	} else {
+		return;
+	}
+	task = (void *)(owner & ~OWNER_FLAGS);
+	if (!task || bpf_core_read(&w->holder, sizeof(w->holder), &task->pid))
+		return;
+	if (bpf_core_field_exists(task->on_cpu) && !bpf_core_read(&on_cpu, sizeof(on_cpu), &task->on_cpu))
+		w->holder_on_cpu = on_cpu != 0;
+}
+
+/* A new wait into `w`: its holder and stack, then its start (so neither is counted as waiting). */
 static __always_inline void open_wait(struct wait *w, __u64 lock, __u32 flags, void *ctx)
 {
 	w->lock = lock;
 	w->flags = flags;
+	note_holder(w, lock, flags);
 	/* A stack the map cannot take (a negative id) is kept as `[no stack]`. */
 	w->stack = bpf_get_stackid(ctx, &stacks, 0);
 	w->start_ns = bpf_ktime_get_ns();
@@ -80,6 +124,7 @@ static __always_inline void begin_in_task(__u64 lock, __u32 flags, void *ctx)
 		/* The same lock again (a mutex that spun, now sleeps): one wait, of the later kind. */
 		if (open->level[level].lock == lock) {
 			open->level[level].flags = flags;
+			note_holder(&open->level[level], lock, flags);
 			return;
 		}
 	}
@@ -101,6 +146,7 @@ static __always_inline void begin_by_pid(__u64 lock, __u32 flags, void *ctx)
 			break;
 		if (open->lock == lock) {
 			open->flags = flags;
+			note_holder(open, lock, flags);
 			return;
 		}
 	}
@@ -200,7 +246,13 @@ static __always_inline void identify(struct lock_site *site, __u64 lock, __u32 f
 static __always_inline void close_wait(struct wait *w)
 {
 	__u64 waited = bpf_ktime_get_ns() - w->start_ns;
-	struct lock_site_key at = { .lock = w->lock, .stack = w->stack, .flags = w->flags };
+	struct lock_site_key at = {
+		.lock = w->lock,
+		.stack = w->stack,
+		.flags = w->flags,
+		.holder = w->holder,
+		.holder_on_cpu = w->holder_on_cpu,
+	};
 	struct lock_site *site = bpf_map_lookup_elem(&sites, &at);
 
 	if (!site) {

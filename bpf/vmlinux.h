@@ -59,6 +59,7 @@ struct pt_regs;
 
 struct task_struct {
 	unsigned int __state;
+	int on_cpu;
 	pid_t pid;
 	pid_t tgid;
 };
@@ -68,13 +69,23 @@ struct task_struct___pre_5_14 {
 	long int state;
 };
 
-/* Lock members are only located (their offsets), never read. */
+/* Lock members are located (their offsets); of sleeping locks, the owner word is read. */
 typedef struct spinlock {
 	int opaque;
 } spinlock_t;
 
+typedef struct {
+	__s64 counter;
+} atomic64_t;
+typedef atomic64_t atomic_long_t;
+
+/* A sleeping lock's owner word: the holding task, its low bits flags. */
 struct rw_semaphore {
-	long int opaque;
+	atomic_long_t owner;
+};
+
+struct mutex {
+	atomic_long_t owner;
 };
 
 struct address_space {

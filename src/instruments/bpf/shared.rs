@@ -101,6 +101,7 @@ shared! {
     const STATE_STOPPED: u32 = 4;
     const STATE_TRACED: u32 = 8;
     const STATE_IDLE: u32 = 128;
+    const HOLDER_READERS: u32 = 4294967295;
 
     /// Counts of what the programs could not record, per CPU.
     struct Lost as lost {
@@ -123,10 +124,15 @@ shared! {
         stack: i32,
         /// The tracepoint's `LCB_F_*` flags.
         flags: u32,
+        /// A sleeping lock's holder when the wait began: its task id, 0
+        /// where none is known, `HOLDER_READERS` for a rwsem readers hold.
+        holder: u32,
+        /// 1 where the holder was on a CPU then.
+        holder_on_cpu: u32,
     }
 
-    /// Lock waits are summed per (lock, stack, flags).
-    struct LockSiteKey as lock_site_key { lock: u64, stack: i32, flags: u32 }
+    /// Lock waits are summed per (lock, stack, flags, holder).
+    struct LockSiteKey as lock_site_key { lock: u64, stack: i32, flags: u32, holder: u32, holder_on_cpu: u32 }
 
     struct LockSite as lock_site {
         count: u64,

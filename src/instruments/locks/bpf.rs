@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use anyhow::Result;
 
 use super::{identity, lock_kind, site_of, Sums, Where};
-use crate::instruments::bpf::shared::{LockSite, LockSiteKey};
+use crate::instruments::bpf::shared::{LockSite, LockSiteKey, HOLDER_READERS};
 use crate::instruments::bpf::{objects, Global, Loaded, MapSizes};
 use crate::instruments::kallsyms::KernelSymbols;
 use crate::instruments::Collect;
@@ -18,6 +18,8 @@ use crate::results::{Collector, LockProfile};
 /// One run's in-kernel lock profile.
 pub(crate) struct BpfLocks {
     loaded: Loaded,
+    /// The workers' task ids, by worker: a holder among them is named by its index.
+    tasks: Vec<i32>,
 }
 
 impl BpfLocks {
@@ -33,6 +35,7 @@ impl BpfLocks {
                 &MapSizes { classic_only: &["waits"], ..Default::default() },
                 tasks,
             )?,
+            tasks: tasks.to_vec(),
         })
     }
 }
@@ -63,9 +66,44 @@ impl Collect<LockProfile> for BpfLocks {
                 }
             };
             let object = identity::object(value.ino, value.dev, value.mode_kind);
-            let at = Where { site, kind: lock_kind(key.flags), lock: symbols.variable(key.lock), object };
+            let holder = holder_name(key.holder, &self.tasks).map(|name| (name, key.holder_on_cpu != 0));
+            let at = Where { site, kind: lock_kind(key.flags), lock: symbols.variable(key.lock), object, holder };
             sums.add(at, value.count, value.wait_ns, value.max_ns);
         }
         Ok(LockProfile { programs: self.loaded.cost(), ..sums.profile(lost, Collector::Bpf) })
+    }
+}
+
+/// A holder as the programs noted it: one of the run's `workers` (task ids
+/// by worker) by its index, `readers`, another task by its name now (or
+/// its id, where it has gone); none where no holder was noted.
+fn holder_name(holder: u32, workers: &[i32]) -> Option<String> {
+    match holder {
+        0 => None,
+        HOLDER_READERS => Some("readers".to_string()),
+        tid => Some(match workers.iter().position(|&w| w as u32 == tid) {
+            Some(i) => format!("worker {i}"),
+            None => std::fs::read_to_string(format!("/proc/{tid}/comm"))
+                .map(|comm| comm.trim_end().to_string())
+                .unwrap_or_else(|_| format!("task {tid}")),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn holders_are_named_by_worker_readers_or_their_task() {
+        let workers = [4000, 4001, 4002];
+        assert_eq!(holder_name(0, &workers), None);
+        assert_eq!(holder_name(HOLDER_READERS, &workers).as_deref(), Some("readers"));
+        assert_eq!(holder_name(4002, &workers).as_deref(), Some("worker 2"));
+        let me = rustix::thread::gettid().as_raw_nonzero().get() as u32;
+        let comm = std::fs::read_to_string("/proc/thread-self/comm").unwrap();
+        assert_eq!(holder_name(me, &workers).as_deref(), Some(comm.trim_end()));
+        // A task gone by the time the profile is read: its id.
+        assert_eq!(holder_name(u32::MAX - 1, &workers).as_deref(), Some("task 4294967294"));
     }
 }

@@ -10,7 +10,7 @@ pub mod tracefs;
 
 use std::collections::HashMap;
 
-use crate::results::{Collector, LockObject, LockProfile, LockSite};
+use crate::results::{Collector, LockHolder, LockObject, LockProfile, LockSite};
 
 /// The tracepoints' flags (include/trace/events/lock.h, `LCB_F_*`).
 pub(crate) use crate::instruments::bpf::shared::{
@@ -118,6 +118,8 @@ struct SiteTotals {
     max_ns: u64,
     /// Per object, where known, with its count and wait.
     objects: Vec<LockObject>,
+    /// Per holder, where known.
+    holders: Vec<LockHolder>,
 }
 
 /// Where a wait was: its site, the lock's kind, the lock's name (a static
@@ -127,6 +129,8 @@ pub(crate) struct Where {
     pub kind: &'static str,
     pub lock: Option<String>,
     pub object: Option<LockObject>,
+    /// Who held it as the waits began, and whether on a CPU (BPF, sleeping locks).
+    pub holder: Option<(String, bool)>,
 }
 
 /// Waits summed by (site, kind, lock name), whichever way they were collected.
@@ -145,6 +149,10 @@ impl Sums {
         if let Some(object) = at.object {
             totals.objects.push(LockObject { count, wait_s: wait_ns as f64 / 1e9, ..object });
         }
+        if let Some((holder, on_cpu)) = at.holder {
+            let on_cpu = if on_cpu { count } else { 0 };
+            totals.holders.push(LockHolder { holder, count, wait_s: wait_ns as f64 / 1e9, on_cpu });
+        }
         self.contentions += count;
     }
 
@@ -160,6 +168,7 @@ impl Sums {
                 wait_s: t.wait_ns as f64 / 1e9,
                 max_wait_s: t.max_ns as f64 / 1e9,
                 objects: LockObject::top(&t.objects),
+                holders: LockHolder::top(&t.holders),
             })
             .collect();
         LockProfile { method, ..LockProfile::from_sites(self.contentions, lost, sites) }

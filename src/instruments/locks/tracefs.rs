@@ -153,7 +153,7 @@ impl Pairing {
                     site_of(&names)
                 })
                 .clone();
-            let at = Where { site, kind: lock_kind(flags), lock: symbols.variable(lock), object: None };
+            let at = Where { site, kind: lock_kind(flags), lock: symbols.variable(lock), object: None, holder: None };
             sums.add(at, count, ns, max_ns);
         }
         sums.profile(lost, Collector::Tracefs)

@@ -208,15 +208,24 @@ pub fn explain(point: &Point) -> String {
 }
 
 /// The site, with its static lock's name or the object whose lock it was
-/// most (and that object's part of its waits).
+/// most (and that object's part of its waits), and who held it most (its
+/// part of the waits, and how often it was on a CPU as they began).
 fn site_with_object(site: &LockSite) -> String {
     let mut out = match &site.lock {
         Some(lock) => format!("{} on {lock}", site.site),
         None => site.site.clone(),
     };
+    let part = |wait_s: f64| percent(if site.wait_s > 0.0 { wait_s / site.wait_s } else { 0.0 });
     if let Some(top) = site.objects.first() {
-        let part = if site.wait_s > 0.0 { top.wait_s / site.wait_s } else { 0.0 };
-        out.push_str(&format!(": {}, {}", top.label(), percent(part)));
+        out.push_str(&format!(": {}, {}", top.label(), part(top.wait_s)));
+    }
+    if let Some(holder) = site.holders.first() {
+        out.push_str(&format!(
+            "; held by {} {} (on a CPU at {} of them)",
+            holder.holder,
+            part(holder.wait_s),
+            percent(holder.on_cpu as f64 / holder.count.max(1) as f64)
+        ));
     }
     out
 }

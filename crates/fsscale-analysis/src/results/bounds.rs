@@ -77,6 +77,7 @@ fn bound_run(run: &mut RunRecord, cut: &mut Cut) {
         p.sites.truncate(MAX_SITES);
         for site in &mut p.sites {
             site.objects.truncate(MAX_LOCK_OBJECTS);
+            site.holders.truncate(MAX_LOCK_OBJECTS);
         }
     }
 }

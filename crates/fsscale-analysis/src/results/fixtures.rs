@@ -128,6 +128,7 @@ pub fn rwsem_site(site: &str, count: u64, wait_s: f64) -> LockSite {
         wait_s,
         max_wait_s: wait_s,
         objects: Vec::new(),
+        holders: Vec::new(),
     }
 }
 

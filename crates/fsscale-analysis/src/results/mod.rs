@@ -25,8 +25,8 @@ pub use journal::{journal_path, Saver};
 pub use kernel_latency::{CallLatency, KernelLatency};
 pub use offcpu::{OffCpuProfile, SleepSite};
 pub use profile::{
-    Attach, Collector, CpuProfile, FunctionShare, LockObject, LockProfile, LockSite, ProgramCost, SyscallCheck,
-    SyscallCount,
+    Attach, Collector, CpuProfile, FunctionShare, LockHolder, LockObject, LockProfile, LockSite, ProgramCost,
+    SyscallCheck, SyscallCount,
 };
 pub use run::{
     IntervalLatency, NodeOps, RunFigure, RunNoise, RunRecord, RunThrottling, SchedShares, SteadyOutcome, SystemCpu,

@@ -86,10 +86,45 @@ pub struct LockSite {
     /// [`MAX_LOCK_OBJECTS`] with most wait.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub objects: Vec<LockObject>,
+    /// Who held a sleeping lock (mutex, rwsem) as its waits began, where
+    /// known (BPF only): the [`MAX_LOCK_OBJECTS`] holders with most wait.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub holders: Vec<LockHolder>,
 }
 
-/// Sites keep at most this many objects.
+/// Sites keep at most this many objects, and holders.
 pub(crate) const MAX_LOCK_OBJECTS: usize = 3;
+
+/// A task that held a site's lock as waits on it began, and those waits.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct LockHolder {
+    /// `worker 3` (one of the run's workers, by index), `readers` (a rwsem
+    /// held for reading), or another task's name (`kworker/u8:1`).
+    pub holder: String,
+    pub count: u64,
+    pub wait_s: f64,
+    /// Of those waits, how many began with the holder on a CPU (it was
+    /// working, or spinning; otherwise it slept holding the lock).
+    pub on_cpu: u64,
+}
+
+impl LockHolder {
+    /// Merges `holders` by name, keeping the [`MAX_LOCK_OBJECTS`] with most wait.
+    pub fn top<'a>(holders: impl IntoIterator<Item = &'a LockHolder>) -> Vec<LockHolder> {
+        let mut merged: BTreeMap<&str, LockHolder> = BTreeMap::new();
+        for h in holders {
+            let m =
+                merged.entry(&h.holder).or_insert_with(|| LockHolder { count: 0, wait_s: 0.0, on_cpu: 0, ..h.clone() });
+            m.count += h.count;
+            m.wait_s += h.wait_s;
+            m.on_cpu += h.on_cpu;
+        }
+        let mut top: Vec<LockHolder> = merged.into_values().collect();
+        top.sort_by(|a, b| b.wait_s.total_cmp(&a.wait_s).then_with(|| a.holder.cmp(&b.holder)));
+        top.truncate(MAX_LOCK_OBJECTS);
+        top
+    }
+}
 
 /// An object a site's lock belonged to, and its part of the site's waits.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
@@ -173,6 +208,7 @@ impl LockProfile {
                 wait_s: tail.iter().map(|s| s.wait_s).sum(),
                 max_wait_s: tail.iter().map(|s| s.max_wait_s).fold(0.0, f64::max),
                 objects: Vec::new(),
+                holders: Vec::new(),
             });
         }
         LockProfile { contentions, wait_s, lost_events, method: Collector::default(), programs: None, sites }
@@ -198,6 +234,7 @@ impl LockProfile {
                     wait_s: 0.0,
                     max_wait_s: 0.0,
                     objects: Vec::new(),
+                    holders: Vec::new(),
                     ..site.clone()
                 });
                 entry.count += site.count;
@@ -205,10 +242,12 @@ impl LockProfile {
                 entry.max_wait_s = entry.max_wait_s.max(site.max_wait_s);
                 // All of them first, cut to the top once every run is in (see below).
                 entry.objects.extend(site.objects.iter().cloned());
+                entry.holders.extend(site.holders.iter().cloned());
             }
         }
         for site in merged.values_mut() {
             site.objects = LockObject::top(&site.objects);
+            site.holders = LockHolder::top(&site.holders);
         }
         method.map(|method| LockProfile {
             method,
@@ -489,6 +528,7 @@ mod tests {
             wait_s,
             max_wait_s: wait_s / 2.0,
             objects: Vec::new(),
+            holders: Vec::new(),
         }
     }
 

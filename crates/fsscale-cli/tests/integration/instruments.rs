@@ -132,6 +132,23 @@ fn a_shared_directory_waits_on_its_inode_rwsem_and_private_ones_do_not() {
         assert!(!met.is_empty(), "{via}: no run waited on the directory's rwsem");
         let met_objects: Vec<String> =
             met.iter().filter_map(|top| top.objects.first().map(|o| o.object.clone())).collect();
+        // Who held it: the run's own workers, the holders this test controls,
+        // and nobody else (no other task creates in the run's directory). A
+        // wait whose holder had just let go names none.
+        let holders: Vec<&fsscale::results::LockHolder> = met.iter().flat_map(|top| &top.holders).collect();
+        if via == "bpf" {
+            assert!(!holders.is_empty(), "bpf: no holder noted: {met:?}");
+            let workers = ["worker 0", "worker 1", "worker 2", "worker 3"];
+            for h in &holders {
+                assert!(workers.contains(&h.holder.as_str()), "a holder not of the run: {h:?}");
+                assert!(h.on_cpu <= h.count && h.count > 0, "{h:?}");
+            }
+            for top in &met {
+                assert!(top.holders.iter().map(|h| h.count).sum::<u64>() <= top.count, "{top:?}");
+            }
+        } else {
+            assert!(holders.is_empty(), "tracefs cannot read the lock's owner");
+        }
         for top in met {
             if via == "bpf" {
                 let object = top.objects.first().unwrap_or_else(|| panic!("bpf: {top:?} has no object"));
@@ -147,12 +164,14 @@ fn a_shared_directory_waits_on_its_inode_rwsem_and_private_ones_do_not() {
         if via == "bpf" {
             // One directory a run: named as such where runs of both waited on
             // theirs, by its inode where only one did (a busy machine may
-            // keep the other's two workers from ever meeting).
+            // keep the other's two workers from ever meeting); then who held
+            // a lock most, where a holder was noted: one of the workers.
             let named = match met_objects.as_slice() {
-                [one] => format!(": {one} (shared), 100%\n"),
-                _ => ": directory (shared, one per run), 100%\n".to_string(),
+                [one] => format!(": {one} (shared), 100%"),
+                _ => ": directory (shared, one per run), 100%".to_string(),
             };
             assert!(text.contains(&named), "the table names the directory ({named:?}): {text}");
+            assert!(text.contains("; held by worker "), "the table names a holder: {text}");
         }
         assert!(text.contains("instruments: locks on in every run"), "{text}");
     }
