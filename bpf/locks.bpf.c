@@ -43,9 +43,36 @@ const volatile __u8 identify_objects = 1;
  * counted as lost. On BTF raw tracepoints they live in the task's own
  * storage; the classic tracepoints keep them in `waits` by (task, level).
  */
+/*
+ * Stacks are sampled: the stack last walked for a wait of a task on `lock`
+ * (of `flags`) stands for its next `reuse` waits on that lock, a random
+ * number averaging `every - 1`, so that waits that alternate between sites
+ * are not always missed by the walk. Each wait still counts, at its lock,
+ * kind and holder, exactly.
+ */
+struct walked {
+	__u64 lock;
+	__u64 ns;
+	__s32 stack;
+	__u32 flags;
+	__u32 reuse;
+	__u32 every;
+};
+
+/* A task's walks, by lock: a few slots, so that waits alternating between two locks each keep theirs. */
+#define WALKED_SLOTS 4
+
 struct task_waits {
 	struct wait level[LOCK_LEVELS];
+	struct walked walked[WALKED_SLOTS];
 };
+
+/* The most waits one walked stack stands for on average (1: every wait walks). */
+const volatile __u64 max_every = 64;
+
+/* Walks of one task on one lock closer than this apart sample more sparsely; farther, more densely. */
+#define DENSE_NS 50000ULL
+#define SPARSE_NS 5000000ULL
 
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -104,6 +131,46 @@ static __always_inline void open_wait(struct wait *w, __u64 lock, __u32 flags, v
 	w->start_ns = bpf_ktime_get_ns();
 }
 
+/*
+ * As open_wait, with the stack sampled (see struct task_waits): walked for
+ * one wait in `every` on the same lock, `every` doubling while this task's
+ * walks on it come faster than DENSE_NS apart and halving when slower than
+ * SPARSE_NS, between 1 and max_every.
+ */
+static __always_inline void open_wait_sampled(struct task_waits *t, struct wait *w, __u64 lock, __u32 flags,
+					      void *ctx)
+{
+	/* Locks are cache-line aligned members more often than not: slot by the line. */
+	struct walked *s = &t->walked[(lock >> 6) & (WALKED_SLOTS - 1)];
+	__u64 now;
+
+	if (s->lock == lock && s->flags == flags && s->reuse > 0) {
+		s->reuse--;
+		w->lock = lock;
+		w->flags = flags;
+		note_holder(w, lock, flags);
+		w->stack = s->stack;
+		w->start_ns = bpf_ktime_get_ns();
+		return;
+	}
+	now = bpf_ktime_get_ns();
+	if (s->lock != lock || s->flags != flags || !s->every)
+		s->every = 1;
+	else if (now - s->ns < DENSE_NS && s->every < max_every)
+		s->every *= 2;
+	else if (now - s->ns > SPARSE_NS && s->every > 1)
+		s->every /= 2;
+	if (s->every > max_every)
+		s->every = max_every ? max_every : 1;
+	open_wait(w, lock, flags, ctx);
+	s->lock = lock;
+	s->flags = flags;
+	s->stack = w->stack;
+	s->ns = now;
+	/* Uniform over [0, 2(every - 1)]: on average every - 1 waits reuse it. */
+	s->reuse = s->every > 1 ? bpf_get_prandom_u32() % (2 * s->every - 1) : 0;
+}
+
 static __always_inline void begin_in_task(__u64 lock, __u32 flags, void *ctx)
 {
 	struct task_waits *open;
@@ -118,7 +185,7 @@ static __always_inline void begin_in_task(__u64 lock, __u32 flags, void *ctx)
 	}
 	for (level = 0; level < LOCK_LEVELS; level++) {
 		if (!open->level[level].lock) {
-			open_wait(&open->level[level], lock, flags, ctx);
+			open_wait_sampled(open, &open->level[level], lock, flags, ctx);
 			return;
 		}
 		/* The same lock again (a mutex that spun, now sleeps): one wait, of the later kind. */

@@ -140,7 +140,12 @@ impl Preparing for InstrumentConfig {
 
     fn bpf_refused(&self) -> Option<String> {
         bpf::unavailable()
-            .or_else(|| self.locks.then(|| locks::bpf::BpfLocks::arm(&[]).err()).flatten().map(|e| format!("{e:#}")))
+            .or_else(|| {
+                self.locks
+                    .then(|| locks::bpf::BpfLocks::arm(&[], self.sampled_stacks).err())
+                    .flatten()
+                    .map(|e| format!("{e:#}"))
+            })
             .or_else(|| {
                 self.offcpu.then(|| offcpu::bpf::BpfSleeps::arm(&[], 0).err()).flatten().map(|e| format!("{e:#}"))
             })
@@ -246,7 +251,10 @@ impl RunInstruments {
     ) -> Result<RunInstruments> {
         let mut armed = RunInstruments::default();
         if config.locks {
-            let (bpf, tracefs) = (|| locks::bpf::BpfLocks::arm(tasks), || locks::tracefs::TracefsLocks::arm(tasks));
+            let (bpf, tracefs) = (
+                || locks::bpf::BpfLocks::arm(tasks, config.sampled_stacks),
+                || locks::tracefs::TracefsLocks::arm(tasks),
+            );
             armed.locks = Some(collector(config.via.unwrap_or_default(), bpf, tracefs)?);
         }
         if config.offcpu {

@@ -153,6 +153,10 @@ pub struct InstrumentArgs {
     #[arg(long, value_name = "TIME", value_parser = parse_duration)]
     pub min_sleep: Option<std::time::Duration>,
 
+    /// --profile locks: walk the kernel stack at every wait instead of one wait in N on the same lock (N adapts to the rate, at most 64): exact sites, at the cost the sampling saves. Counts, times, objects and holders are exact either way.
+    #[arg(long)]
+    pub profile_every_stack: bool,
+
     /// How --profile locks and offcpu collect: bpf (programs pair and sum events in the kernel, the least disturbance), tracefs (a trace buffer read by fsscale; each wait's stack costs the waiter tens of µs). Default: bpf where the kernel allows it, else tracefs; the results record which.
     #[arg(long, value_name = "bpf|tracefs", value_parser = choice::<Collector>())]
     pub profile_via: Option<Collector>,
@@ -297,6 +301,9 @@ impl RunArgs {
         let (grow_bytes, map_bytes, walk_stat) = (macros.grow_size, macros.map_size, macros.stat);
         let memory_limit = macros.memory_limit;
         let mut variants = plan::variant::from_flags(&sweep.variant, &sweep.variant_teardown)?;
+        if instruments.profile_every_stack && !instruments.profile.contains(&Profile::Locks) {
+            bail!("--profile-every-stack chooses how --profile locks walks stacks; add --profile locks, or drop it");
+        }
         if instruments.profile_cost {
             if !instruments.config().any() {
                 bail!("--profile-cost measures what --profile or --verify costs; add one of them");
@@ -427,6 +434,7 @@ impl InstrumentArgs {
             cpu: self.profile.contains(&Profile::Cpu),
             offcpu: self.profile.contains(&Profile::Offcpu),
             min_sleep_us: self.min_sleep.map_or(0, |d| d.as_micros() as u64),
+            sampled_stacks: self.profile.contains(&Profile::Locks) && !self.profile_every_stack,
             latency: self.profile.contains(&Profile::Latency),
             verify: self.verify,
             via: self.profile_via.map(|c| match c {

@@ -845,3 +845,28 @@ fn a_commands_own_functions_are_named_from_its_own_file() {
         profile.folded.keys().take(5).collect::<Vec<_>>()
     );
 }
+
+#[test]
+fn lock_stacks_are_sampled_unless_every_stack_is_asked_and_the_results_say_which() {
+    if !can_trace("sampled lock stacks") {
+        return;
+    }
+    for (extra, sampled) in [(None, true), (Some("--profile-every-stack"), false)] {
+        let env = TestEnv::new();
+        let mut args = vec!["creat-unlink", "-j", "2", "--share", "shared", "--duration", "0.1", "--profile", "locks"];
+        args.extend(extra);
+        assert_success(&env.run(&args));
+        let doc = env.results();
+        assert_eq!(doc.settings.instruments.sampled_stacks, sampled, "{extra:?}");
+        // Either way every wait is counted: the sites' counts are the profile's.
+        for run in doc.points.iter().flat_map(|p| &p.runs) {
+            let locks = run.locks.as_ref().unwrap();
+            assert_eq!(locks.sites.iter().map(|s| s.count).sum::<u64>(), locks.contentions, "{extra:?}");
+        }
+    }
+    let env = TestEnv::new();
+    assert_one_line_error(
+        &env.run(&["stat", "--profile-every-stack"]),
+        "--profile-every-stack chooses how --profile locks walks stacks; add --profile locks, or drop it",
+    );
+}
