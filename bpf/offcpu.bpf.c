@@ -16,12 +16,34 @@
  */
 #include "common.bpf.h"
 
+/*
+ * On BTF raw tracepoints stacks are sampled, as the lock profile's are:
+ * the stack last walked for a sleep of the task in `walked_state` stands
+ * for its next `reuse` sleeps in that state, a random number averaging
+ * `every - 1`. Every sleep is still counted, with its own times.
+ */
+struct task_sleep {
+	struct sleep sleep;
+	__u64 walked_ns;
+	__s32 walked_stack;
+	__u32 walked_state;
+	__u32 reuse;
+	__u32 every;
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, int);
-	__type(value, struct sleep);
+	__type(value, struct task_sleep);
 } sleep_of_task SEC(".maps");
+
+/* The most sleeps one walked stack stands for on average (1: every sleep walks). */
+const volatile __u64 max_every = 64;
+
+/* Walks of one task in one state closer than this apart sample more sparsely; farther, more densely. */
+#define DENSE_NS 50000ULL
+#define SPARSE_NS 5000000ULL
 
 /* The classic tracepoints' way: user space shrinks it to one entry for tp_btf. */
 struct {
@@ -78,6 +100,38 @@ static __always_inline void begin_sleep(void *ctx, struct sleep *s, __u32 state,
 	s->stack = bpf_get_stackid(ctx, &stacks, 0);
 }
 
+/* As begin_sleep, with the stack sampled (see struct task_sleep). */
+static __always_inline void begin_sleep_sampled(void *ctx, struct task_sleep *t, __u32 state, __u32 window)
+{
+	struct sleep *s = &t->sleep;
+	__u64 now;
+
+	if (t->walked_state == state && t->reuse > 0) {
+		t->reuse--;
+		s->start_ns = bpf_ktime_get_ns();
+		s->window = window;
+		s->woken_ns = 0;
+		s->state = state;
+		s->stack = t->walked_stack;
+		return;
+	}
+	now = bpf_ktime_get_ns();
+	if (t->walked_state != state || !t->every)
+		t->every = 1;
+	else if (now - t->walked_ns < DENSE_NS && t->every < max_every)
+		t->every *= 2;
+	else if (now - t->walked_ns > SPARSE_NS && t->every > 1)
+		t->every /= 2;
+	if (t->every > max_every)
+		t->every = max_every ? max_every : 1;
+	begin_sleep(ctx, s, state, window);
+	t->walked_state = state;
+	t->walked_stack = s->stack;
+	t->walked_ns = now;
+	/* Uniform over [0, 2(every - 1)]: on average every - 1 sleeps reuse it. */
+	t->reuse = t->every > 1 ? bpf_get_prandom_u32() % (2 * t->every - 1) : 0;
+}
+
 /* Adds an ended sleep to its site's totals. */
 static __always_inline void end_sleep(struct sleep *s)
 {
@@ -107,29 +161,29 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(sched_switch_btf, bool preempt, struct task_struct *prev, struct task_struct *next, unsigned int prev_state)
 {
 	__u32 window = window_number();
-	struct sleep *s;
+	struct task_sleep *t;
 	__u32 state;
 
 	if (!window)
 		return 0;
 	state = preempt ? 0 : reported(prev_state);
 	if ((state & SLEEPS) && traced(prev->pid)) {
-		s = bpf_task_storage_get(&sleep_of_task, prev, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
-		if (s) {
-			if (s->start_ns && s->window == window)
+		t = bpf_task_storage_get(&sleep_of_task, prev, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (t) {
+			if (t->sleep.start_ns && t->sleep.window == window)
 				count_missed();
-			begin_sleep(ctx, s, state, window);
+			begin_sleep_sampled(ctx, t, state, window);
 		} else {
 			count_full();
 		}
 	}
 	/* A task that never slept traced has no storage: no lookup, no allocation. */
-	s = bpf_task_storage_get(&sleep_of_task, next, NULL, 0);
-	if (s && s->start_ns) {
+	t = bpf_task_storage_get(&sleep_of_task, next, NULL, 0);
+	if (t && t->sleep.start_ns) {
 		/* One begun in an earlier window would count the time between. */
-		if (s->window == window)
-			end_sleep(s);
-		s->start_ns = 0;
+		if (t->sleep.window == window)
+			end_sleep(&t->sleep);
+		t->sleep.start_ns = 0;
 	}
 	return 0;
 }

@@ -25,6 +25,10 @@ pub mod verify;
 
 use anyhow::{bail, Result};
 
+/// The most waits or sleeps one walked stack stands for on average, where
+/// stacks are sampled (`InstrumentConfig::sampled_stacks`).
+pub(crate) const MAX_EVERY: u64 = 64;
+
 use crate::results::RunRecord;
 use crate::workloads::Workload;
 
@@ -147,7 +151,10 @@ impl Preparing for InstrumentConfig {
                     .map(|e| format!("{e:#}"))
             })
             .or_else(|| {
-                self.offcpu.then(|| offcpu::bpf::BpfSleeps::arm(&[], 0).err()).flatten().map(|e| format!("{e:#}"))
+                self.offcpu
+                    .then(|| offcpu::bpf::BpfSleeps::arm(&[], 0, self.sampled_stacks).err())
+                    .flatten()
+                    .map(|e| format!("{e:#}"))
             })
     }
 
@@ -260,7 +267,7 @@ impl RunInstruments {
         if config.offcpu {
             let min_sleep_ns = config.min_sleep_us * 1000;
             let (bpf, tracefs) = (
-                || offcpu::bpf::BpfSleeps::arm(tasks, min_sleep_ns),
+                || offcpu::bpf::BpfSleeps::arm(tasks, min_sleep_ns, config.sampled_stacks),
                 || offcpu::tracefs::TracefsSleeps::arm(tasks, min_sleep_ns),
             );
             armed.offcpu = Some(collector(config.via.unwrap_or_default(), bpf, tracefs)?);

@@ -517,9 +517,9 @@ pub struct InstrumentConfig {
     /// Sleeps shorter than this (to the wakeup) are left out of the off-CPU profile, microseconds.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub min_sleep_us: u64,
-    /// Lock waits' stacks sampled on BPF (each wait counted at its lock
-    /// exactly; its site from a walk of one wait in N on that lock). False
-    /// in files from before sampling, and with `--profile-every-stack`.
+    /// Lock waits' and sleeps' stacks sampled on BPF (each counted exactly;
+    /// its site from a walk of one in N per task and lock, or sleep state).
+    /// False in files from before sampling, and with `--profile-every-stack`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub sampled_stacks: bool,
     /// Each system call's time in the kernel, as log-linear histograms (`--profile latency`).

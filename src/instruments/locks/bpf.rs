@@ -15,9 +15,6 @@ use crate::instruments::kallsyms::KernelSymbols;
 use crate::instruments::Collect;
 use crate::results::{Collector, LockProfile};
 
-/// The most waits on one lock a walked stack stands for, on average.
-const MAX_EVERY: u64 = 64;
-
 /// One run's in-kernel lock profile.
 pub(crate) struct BpfLocks {
     loaded: Loaded,
@@ -29,7 +26,7 @@ impl BpfLocks {
     /// `sampled`: each wait's stack from a walk of one wait in N on its lock (see `bpf/locks.bpf.c`).
     pub(crate) fn arm(tasks: &[i32], sampled: bool) -> Result<BpfLocks> {
         let events = [("lock", "contention_begin"), ("lock", "contention_end")];
-        let max_every = if sampled { MAX_EVERY } else { 1 };
+        let max_every = if sampled { crate::instruments::MAX_EVERY } else { 1 };
         let globals = [("identify_objects", Global::U8(1)), ("max_every", Global::U64(max_every))];
         Ok(BpfLocks {
             loaded: Loaded::load(

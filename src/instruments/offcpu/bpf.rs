@@ -18,10 +18,12 @@ pub(crate) struct BpfSleeps {
 }
 
 impl BpfSleeps {
-    /// Follows `tasks`' sleeps of at least `min_sleep_ns`.
-    pub(crate) fn arm(tasks: &[i32], min_sleep_ns: u64) -> Result<BpfSleeps> {
+    /// Follows `tasks`' sleeps of at least `min_sleep_ns`, their stacks
+    /// `sampled` (one walk in N per task and state, see `bpf/offcpu.bpf.c`).
+    pub(crate) fn arm(tasks: &[i32], min_sleep_ns: u64, sampled: bool) -> Result<BpfSleeps> {
         let events = [("sched", "sched_switch"), ("sched", "sched_wakeup")];
-        let globals = [("min_sleep_ns", Global::U64(min_sleep_ns))];
+        let max_every = if sampled { crate::instruments::MAX_EVERY } else { 1 };
+        let globals = [("min_sleep_ns", Global::U64(min_sleep_ns)), ("max_every", Global::U64(max_every))];
         let loaded = Loaded::load(
             "--profile offcpu",
             objects::OFFCPU,

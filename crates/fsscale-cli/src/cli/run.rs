@@ -153,7 +153,7 @@ pub struct InstrumentArgs {
     #[arg(long, value_name = "TIME", value_parser = parse_duration)]
     pub min_sleep: Option<std::time::Duration>,
 
-    /// --profile locks: walk the kernel stack at every wait instead of one wait in N on the same lock (N adapts to the rate, at most 64): exact sites, at the cost the sampling saves. Counts, times, objects and holders are exact either way.
+    /// --profile locks and offcpu: walk the kernel stack at every wait and sleep instead of one in N per task and lock (or sleep state); N adapts to the rate, at most 64. Exact sites, at the cost the sampling saves; counts, times, objects and holders are exact either way.
     #[arg(long)]
     pub profile_every_stack: bool,
 
@@ -301,8 +301,11 @@ impl RunArgs {
         let (grow_bytes, map_bytes, walk_stat) = (macros.grow_size, macros.map_size, macros.stat);
         let memory_limit = macros.memory_limit;
         let mut variants = plan::variant::from_flags(&sweep.variant, &sweep.variant_teardown)?;
-        if instruments.profile_every_stack && !instruments.profile.contains(&Profile::Locks) {
-            bail!("--profile-every-stack chooses how --profile locks walks stacks; add --profile locks, or drop it");
+        let traced = [Profile::Locks, Profile::Offcpu].iter().any(|p| instruments.profile.contains(p));
+        if instruments.profile_every_stack && !traced {
+            bail!(
+                "--profile-every-stack chooses how --profile locks and offcpu walk stacks; add one of them, or drop it"
+            );
         }
         if instruments.profile_cost {
             if !instruments.config().any() {
@@ -434,7 +437,8 @@ impl InstrumentArgs {
             cpu: self.profile.contains(&Profile::Cpu),
             offcpu: self.profile.contains(&Profile::Offcpu),
             min_sleep_us: self.min_sleep.map_or(0, |d| d.as_micros() as u64),
-            sampled_stacks: self.profile.contains(&Profile::Locks) && !self.profile_every_stack,
+            sampled_stacks: (self.profile.contains(&Profile::Locks) || self.profile.contains(&Profile::Offcpu))
+                && !self.profile_every_stack,
             latency: self.profile.contains(&Profile::Latency),
             verify: self.verify,
             via: self.profile_via.map(|c| match c {

@@ -867,6 +867,6 @@ fn lock_stacks_are_sampled_unless_every_stack_is_asked_and_the_results_say_which
     let env = TestEnv::new();
     assert_one_line_error(
         &env.run(&["stat", "--profile-every-stack"]),
-        "--profile-every-stack chooses how --profile locks walks stacks; add --profile locks, or drop it",
+        "--profile-every-stack chooses how --profile locks and offcpu walk stacks; add one of them, or drop it",
     );
 }
