@@ -70,9 +70,6 @@ struct task_waits {
 /* The most waits one walked stack stands for on average (1: every wait walks). */
 const volatile __u64 max_every = 64;
 
-/* Walks of one task on one lock closer than this apart sample more sparsely; farther, more densely. */
-#define DENSE_NS 50000ULL
-#define SPARSE_NS 5000000ULL
 
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -131,12 +128,7 @@ static __always_inline void open_wait(struct wait *w, __u64 lock, __u32 flags, v
 	w->start_ns = bpf_ktime_get_ns();
 }
 
-/*
- * As open_wait, with the stack sampled (see struct task_waits): walked for
- * one wait in `every` on the same lock, `every` doubling while this task's
- * walks on it come faster than DENSE_NS apart and halving when slower than
- * SPARSE_NS, between 1 and max_every.
- */
+/* As open_wait, with the stack sampled (see struct walked and sample_every). */
 static __always_inline void open_wait_sampled(struct task_waits *t, struct wait *w, __u64 lock, __u32 flags,
 					      void *ctx)
 {
@@ -154,21 +146,13 @@ static __always_inline void open_wait_sampled(struct task_waits *t, struct wait 
 		return;
 	}
 	now = bpf_ktime_get_ns();
-	if (s->lock != lock || s->flags != flags || !s->every)
-		s->every = 1;
-	else if (now - s->ns < DENSE_NS && s->every < max_every)
-		s->every *= 2;
-	else if (now - s->ns > SPARSE_NS && s->every > 1)
-		s->every /= 2;
-	if (s->every > max_every)
-		s->every = max_every ? max_every : 1;
+	s->every = sample_every(s->every, s->lock == lock && s->flags == flags, now - s->ns, max_every);
 	open_wait(w, lock, flags, ctx);
 	s->lock = lock;
 	s->flags = flags;
 	s->stack = w->stack;
 	s->ns = now;
-	/* Uniform over [0, 2(every - 1)]: on average every - 1 waits reuse it. */
-	s->reuse = s->every > 1 ? bpf_get_prandom_u32() % (2 * s->every - 1) : 0;
+	s->reuse = sample_reuse(s->every);
 }
 
 static __always_inline void begin_in_task(__u64 lock, __u32 flags, void *ctx)

@@ -41,9 +41,6 @@ struct {
 /* The most sleeps one walked stack stands for on average (1: every sleep walks). */
 const volatile __u64 max_every = 64;
 
-/* Walks of one task in one state closer than this apart sample more sparsely; farther, more densely. */
-#define DENSE_NS 50000ULL
-#define SPARSE_NS 5000000ULL
 
 /* The classic tracepoints' way: user space shrinks it to one entry for tp_btf. */
 struct {
@@ -116,20 +113,12 @@ static __always_inline void begin_sleep_sampled(void *ctx, struct task_sleep *t,
 		return;
 	}
 	now = bpf_ktime_get_ns();
-	if (t->walked_state != state || !t->every)
-		t->every = 1;
-	else if (now - t->walked_ns < DENSE_NS && t->every < max_every)
-		t->every *= 2;
-	else if (now - t->walked_ns > SPARSE_NS && t->every > 1)
-		t->every /= 2;
-	if (t->every > max_every)
-		t->every = max_every ? max_every : 1;
+	t->every = sample_every(t->every, t->walked_state == state, now - t->walked_ns, max_every);
 	begin_sleep(ctx, s, state, window);
 	t->walked_state = state;
 	t->walked_stack = s->stack;
 	t->walked_ns = now;
-	/* Uniform over [0, 2(every - 1)]: on average every - 1 sleeps reuse it. */
-	t->reuse = t->every > 1 ? bpf_get_prandom_u32() % (2 * t->every - 1) : 0;
+	t->reuse = sample_reuse(t->every);
 }
 
 /* Adds an ended sleep to its site's totals. */
