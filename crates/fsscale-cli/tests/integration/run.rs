@@ -325,11 +325,15 @@ fn lookup_shapes_visit_that_many_files_that_deep_by_absolute_paths() {
         .filter_map(|l| l.split_once("newfstatat(AT_FDCWD, \"")?.1.split_once('"').map(|(p, _)| p.to_string()))
         .filter(|p| p.starts_with(&dir) && p.contains("/w0/s1/s2/f"))
         .collect();
-    assert!(visited.len() >= 20, "{} lookups of the shaped files:\n{calls}", visited.len());
-    let distinct: std::collections::BTreeSet<&String> = visited.iter().collect();
-    assert_eq!(distinct.len(), 5, "{distinct:?}");
-    let first: Vec<&str> = visited.iter().take(5).map(|p| p.rsplit('/').next().unwrap()).collect();
-    assert_ne!(first, ["f0", "f1", "f2", "f3", "f4"], "a random order");
+    // The window is held open until the worker made an op; how many more
+    // it makes under strace is the machine's (18 in 50 ms beside a profiled
+    // run). Each is the next of worker 0's fixed shuffle, cycled: f2 f3 f1
+    // f4 f0, not the files' order.
+    assert!(!visited.is_empty(), "no lookup of the shaped files:\n{calls}");
+    let shuffle = ["f2", "f3", "f1", "f4", "f0"];
+    let names: Vec<&str> = visited.iter().map(|p| p.rsplit('/').next().unwrap()).collect();
+    let expected: Vec<&str> = shuffle.iter().copied().cycle().take(names.len()).collect();
+    assert_eq!(names, expected, "worker 0's fixed random order, cycled");
     assert_eq!(env.leftovers(), Vec::<String>::new());
     // A shape for workloads that have no lookups is refused.
     assert_one_line_error(
