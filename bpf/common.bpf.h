@@ -103,18 +103,17 @@ static __always_inline void count_nested(void)
 }
 
 /*
- * Stack sampling (the lock and off-CPU profiles): a walked stack stands
- * for the task's next events of the same kind. `every` (N, 1 to
- * `max_every`) starts at 1 for a new kind, doubles while the task's walks
- * of one kind come less than SAMPLE_DENSE_NS apart and halves when more
- * than SAMPLE_SPARSE_NS apart.
+ * Stack sampling (the lock and off-CPU profiles): a task's stack is walked
+ * for one event in `every` (N, 1 to `max_every`), which starts at 1,
+ * doubles while the task's walks come less than SAMPLE_DENSE_NS apart and
+ * halves when more than SAMPLE_SPARSE_NS apart.
  */
 #define SAMPLE_DENSE_NS 50000ULL
 #define SAMPLE_SPARSE_NS 5000000ULL
 
-static __always_inline __u32 sample_every(__u32 every, bool same, __u64 since_ns, __u64 max_every)
+static __always_inline __u32 sample_every(__u32 every, __u64 since_ns, __u64 max_every)
 {
-	if (!same || !every)
+	if (!every)
 		every = 1;
 	else if (since_ns < SAMPLE_DENSE_NS && every < max_every)
 		every *= 2;
@@ -125,7 +124,7 @@ static __always_inline __u32 sample_every(__u32 every, bool same, __u64 since_ns
 	return every;
 }
 
-/* Events a walk stands for: uniform over [0, 2(every - 1)], so every - 1 on average and in no fixed phase. */
+/* Events before the next walk: uniform over [0, 2(every - 1)], every - 1 on average and in no fixed phase. */
 static __always_inline __u32 sample_reuse(__u32 every)
 {
 	return every > 1 ? bpf_get_prandom_u32() % (2 * every - 1) : 0;

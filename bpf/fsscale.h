@@ -32,6 +32,7 @@
 #define STATE_TRACED 8
 #define STATE_IDLE 128
 #define HOLDER_READERS 4294967295
+#define STACK_NOT_SAMPLED -1000
 
 /* Counts of what the programs could not record, per CPU. */
 struct lost {

@@ -44,27 +44,17 @@ const volatile __u8 identify_objects = 1;
  * storage; the classic tracepoints keep them in `waits` by (task, level).
  */
 /*
- * Stacks are sampled: the stack last walked for a wait of a task on `lock`
- * (of `flags`) stands for its next `reuse` waits on that lock, a random
- * number averaging `every - 1`, so that waits that alternate between sites
- * are not always missed by the walk. Each wait still counts, at its lock,
- * kind and holder, exactly.
+ * Stacks are sampled: a task's kernel stack is walked for one wait in N,
+ * the waits between counted exactly under STACK_NOT_SAMPLED, which user
+ * space spreads over the stacks walked on the same lock. Which wait is
+ * walked is a countdown of random length (sample_reuse) that never looks
+ * at the waits, so the walked ones are a fair sample of them.
  */
-struct walked {
-	__u64 lock;
-	__u64 ns;
-	__s32 stack;
-	__u32 flags;
-	__u32 reuse;
-	__u32 every;
-};
-
-/* A task's walks, by lock: a few slots, so that waits alternating between two locks each keep theirs. */
-#define WALKED_SLOTS 4
-
 struct task_waits {
 	struct wait level[LOCK_LEVELS];
-	struct walked walked[WALKED_SLOTS];
+	__u64 walked_ns;
+	__u32 countdown;
+	__u32 every;
 };
 
 /* The most waits one walked stack stands for on average (1: every wait walks). */
@@ -128,31 +118,26 @@ static __always_inline void open_wait(struct wait *w, __u64 lock, __u32 flags, v
 	w->start_ns = bpf_ktime_get_ns();
 }
 
-/* As open_wait, with the stack sampled (see struct walked and sample_every). */
+/* As open_wait, with the stack sampled (see struct task_waits and sample_every). */
 static __always_inline void open_wait_sampled(struct task_waits *t, struct wait *w, __u64 lock, __u32 flags,
 					      void *ctx)
 {
-	/* Locks are cache-line aligned members more often than not: slot by the line. */
-	struct walked *s = &t->walked[(lock >> 6) & (WALKED_SLOTS - 1)];
 	__u64 now;
 
-	if (s->lock == lock && s->flags == flags && s->reuse > 0) {
-		s->reuse--;
+	if (t->countdown > 0) {
+		t->countdown--;
 		w->lock = lock;
 		w->flags = flags;
 		note_holder(w, lock, flags);
-		w->stack = s->stack;
+		w->stack = STACK_NOT_SAMPLED;
 		w->start_ns = bpf_ktime_get_ns();
 		return;
 	}
 	now = bpf_ktime_get_ns();
-	s->every = sample_every(s->every, s->lock == lock && s->flags == flags, now - s->ns, max_every);
+	t->every = sample_every(t->every, now - t->walked_ns, max_every);
 	open_wait(w, lock, flags, ctx);
-	s->lock = lock;
-	s->flags = flags;
-	s->stack = w->stack;
-	s->ns = now;
-	s->reuse = sample_reuse(s->every);
+	t->walked_ns = now;
+	t->countdown = sample_reuse(t->every);
 }
 
 static __always_inline void begin_in_task(__u64 lock, __u32 flags, void *ctx)

@@ -17,17 +17,16 @@
 #include "common.bpf.h"
 
 /*
- * On BTF raw tracepoints stacks are sampled, as the lock profile's are:
- * the stack last walked for a sleep of the task in `walked_state` stands
- * for its next `reuse` sleeps in that state, a random number averaging
- * `every - 1`. Every sleep is still counted, with its own times.
+ * On BTF raw tracepoints stacks are sampled, as the lock profile's are: a
+ * task's stack is walked for one sleep in N, chosen by a countdown of
+ * random length; the sleeps between are counted exactly under
+ * STACK_NOT_SAMPLED, which user space spreads over the stacks walked in
+ * the same state.
  */
 struct task_sleep {
 	struct sleep sleep;
 	__u64 walked_ns;
-	__s32 walked_stack;
-	__u32 walked_state;
-	__u32 reuse;
+	__u32 countdown;
 	__u32 every;
 };
 
@@ -103,22 +102,20 @@ static __always_inline void begin_sleep_sampled(void *ctx, struct task_sleep *t,
 	struct sleep *s = &t->sleep;
 	__u64 now;
 
-	if (t->walked_state == state && t->reuse > 0) {
-		t->reuse--;
+	if (t->countdown > 0) {
+		t->countdown--;
 		s->start_ns = bpf_ktime_get_ns();
 		s->window = window;
 		s->woken_ns = 0;
 		s->state = state;
-		s->stack = t->walked_stack;
+		s->stack = STACK_NOT_SAMPLED;
 		return;
 	}
 	now = bpf_ktime_get_ns();
-	t->every = sample_every(t->every, t->walked_state == state, now - t->walked_ns, max_every);
+	t->every = sample_every(t->every, now - t->walked_ns, max_every);
 	begin_sleep(ctx, s, state, window);
-	t->walked_state = state;
-	t->walked_stack = s->stack;
 	t->walked_ns = now;
-	t->reuse = sample_reuse(t->every);
+	t->countdown = sample_reuse(t->every);
 }
 
 /* Adds an ended sleep to its site's totals. */

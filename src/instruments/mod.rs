@@ -19,6 +19,7 @@ pub mod locks;
 pub mod offcpu;
 pub mod perf;
 pub mod ringbuf;
+pub(crate) mod sampling;
 pub mod tracefs;
 pub mod usersyms;
 pub mod verify;

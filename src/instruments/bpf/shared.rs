@@ -102,6 +102,7 @@ shared! {
     const STATE_TRACED: u32 = 8;
     const STATE_IDLE: u32 = 128;
     const HOLDER_READERS: u32 = 4294967295;
+    const STACK_NOT_SAMPLED: i32 = -1000;
 
     /// Counts of what the programs could not record, per CPU.
     struct Lost as lost {

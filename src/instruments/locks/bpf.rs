@@ -12,8 +12,12 @@ use super::{identity, lock_kind, site_of, Sums, Where};
 use crate::instruments::bpf::shared::{LockSite, LockSiteKey, HOLDER_READERS};
 use crate::instruments::bpf::{objects, Global, Loaded, MapSizes};
 use crate::instruments::kallsyms::KernelSymbols;
+use crate::instruments::sampling::{spread_with_max, STACK_NOT_SAMPLED};
 use crate::instruments::Collect;
 use crate::results::{Collector, LockProfile};
+
+/// Where a lock's waits go when none of its waits had its stack walked.
+const NOT_SAMPLED_SITE: &str = "(stack not sampled)";
 
 /// One run's in-kernel lock profile.
 pub(crate) struct BpfLocks {
@@ -56,21 +60,48 @@ impl Collect<LockProfile> for BpfLocks {
         let symbols = KernelSymbols::now()?;
         let mut sums = Sums::default();
         let mut sites_of_stacks: HashMap<i32, String> = HashMap::new();
-        for (key, value) in entries {
-            let site = match sites_of_stacks.get(&key.stack) {
+        let (walked, unwalked): (Vec<_>, Vec<_>) = entries.into_iter().partition(|(k, _)| k.stack != STACK_NOT_SAMPLED);
+        // Each wait whose stack was not walked counts at the sites walked on its lock, in their proportion.
+        let mut parts: Vec<(&LockSiteKey, &LockSite, LockSiteKey, [u64; 3])> = Vec::new();
+        for (key, value) in &unwalked {
+            let peers: Vec<&(LockSiteKey, LockSite)> =
+                walked.iter().filter(|(k, _)| k.lock == key.lock && k.flags == key.flags).collect();
+            if peers.is_empty() {
+                parts.push((key, value, *key, [value.count, value.wait_ns, value.max_ns]));
+                continue;
+            }
+            let weights: Vec<[u64; 2]> = peers.iter().map(|(_, v)| [v.count, v.wait_ns]).collect();
+            for ((peer, _), ([count, wait_ns], max)) in
+                peers.iter().zip(spread_with_max([value.count, value.wait_ns], value.max_ns, &weights))
+            {
+                parts.push((peer, value, *key, [count, wait_ns, max]));
+            }
+        }
+        let walked_parts = walked.iter().map(|(k, v)| (k, v, *k, [v.count, v.wait_ns, v.max_ns]));
+        for (site_key, value, wait_key, [count, wait_ns, max_ns]) in walked_parts.chain(parts) {
+            if count == 0 && wait_ns == 0 {
+                continue;
+            }
+            let site = match sites_of_stacks.get(&site_key.stack) {
                 Some(site) => site.clone(),
                 None => {
-                    let frames = self.loaded.frames(key.stack)?;
-                    let names: Vec<&str> = frames.iter().map(|&a| symbols.function(a).unwrap_or("[unknown]")).collect();
-                    let site = site_of(&names);
-                    sites_of_stacks.insert(key.stack, site.clone());
+                    let site = if site_key.stack == STACK_NOT_SAMPLED {
+                        NOT_SAMPLED_SITE.to_string()
+                    } else {
+                        let frames = self.loaded.frames(site_key.stack)?;
+                        let names: Vec<&str> =
+                            frames.iter().map(|&a| symbols.function(a).unwrap_or("[unknown]")).collect();
+                        site_of(&names)
+                    };
+                    sites_of_stacks.insert(site_key.stack, site.clone());
                     site
                 }
             };
             let object = identity::object(value.ino, value.dev, value.mode_kind);
-            let holder = holder_name(key.holder, &self.tasks).map(|name| (name, key.holder_on_cpu != 0));
-            let at = Where { site, kind: lock_kind(key.flags), lock: symbols.variable(key.lock), object, holder };
-            sums.add(at, value.count, value.wait_ns, value.max_ns);
+            let holder = holder_name(wait_key.holder, &self.tasks).map(|name| (name, wait_key.holder_on_cpu != 0));
+            let at =
+                Where { site, kind: lock_kind(wait_key.flags), lock: symbols.variable(wait_key.lock), object, holder };
+            sums.add(at, count, wait_ns, max_ns);
         }
         Ok(LockProfile { programs: self.loaded.cost(), ..sums.profile(lost, Collector::Bpf) })
     }

@@ -9,6 +9,7 @@ use super::Sleeps;
 use crate::instruments::bpf::shared::{SleepKey, SleepSite};
 use crate::instruments::bpf::{objects, Global, Loaded, MapSizes};
 use crate::instruments::kallsyms::KernelSymbols;
+use crate::instruments::sampling::{spread_with_max, STACK_NOT_SAMPLED};
 use crate::instruments::Collect;
 use crate::results::{Collector, OffCpuProfile};
 
@@ -46,9 +47,28 @@ impl Collect<OffCpuProfile> for BpfSleeps {
         let entries: Vec<(SleepKey, SleepSite)> = self.loaded.entries("sites")?;
         let lost = self.loaded.lost()?;
         let mut sleeps = Sleeps::default();
-        for (key, value) in entries {
+        let (walked, unwalked): (Vec<_>, Vec<_>) = entries.into_iter().partition(|(k, _)| k.stack != STACK_NOT_SAMPLED);
+        for (key, value) in &walked {
             let frames = self.loaded.frames(key.stack)?.to_vec();
             sleeps.add(&frames, key.state.into(), value.count, value.asleep_ns, value.wake_to_run_ns, value.max_ns);
+        }
+        // Each sleep whose stack was not walked counts at the stacks walked in its state, in their proportion.
+        for (key, value) in &unwalked {
+            let peers: Vec<&(SleepKey, SleepSite)> = walked.iter().filter(|(k, _)| k.state == key.state).collect();
+            let figures = [value.count, value.asleep_ns, value.wake_to_run_ns];
+            if peers.is_empty() {
+                sleeps.add(&[], key.state.into(), figures[0], figures[1], figures[2], value.max_ns);
+                continue;
+            }
+            let weights: Vec<[u64; 3]> = peers.iter().map(|(_, v)| [v.count, v.asleep_ns, v.wake_to_run_ns]).collect();
+            for ((peer, _), ([count, asleep, to_run], max)) in
+                peers.iter().zip(spread_with_max(figures, value.max_ns, &weights))
+            {
+                if count > 0 || asleep > 0 {
+                    let frames = self.loaded.frames(peer.stack)?.to_vec();
+                    sleeps.add(&frames, key.state.into(), count, asleep, to_run, max);
+                }
+            }
         }
         let profile = sleeps.profile(&*KernelSymbols::now()?, lost, Collector::Bpf);
         Ok(OffCpuProfile { programs: self.loaded.cost(), min_sleep_s: self.min_sleep_ns as f64 / 1e9, ..profile })

@@ -253,15 +253,20 @@ pub(crate) fn change_lines(s: &SeriesChanges, k: usize, c: &Change, confidence: 
             c.before.noisy, c.before.results, c.after.noisy, c.after.results
         ));
     }
-    if !c.moved.is_empty() {
-        lines.push(
-            "  stats that stepped with it (the runs of up to 3 results on each side, tested as compare tests a \
-             point's, the false discovery rate held over the stats at the search's):"
-                .to_string(),
-        );
-        lines.extend(super::moved::table_lines(&c.moved, "    "));
-    }
+    lines.extend(moved_lines(c));
     lines.extend(why_lines(s, k, c));
+    lines
+}
+
+/// The stats that stepped with `c`, as an indented table under a heading; none where none did.
+fn moved_lines(c: &Change) -> Vec<String> {
+    if c.moved.is_empty() {
+        return Vec::new();
+    }
+    let mut lines = vec!["  stats that stepped with it (the runs of up to 3 results on each side, tested as compare \
+                          tests a point's, the false discovery rate held over the stats at the search's):"
+        .to_string()];
+    lines.extend(super::moved::table_lines(&c.moved, "    "));
     lines
 }
 
@@ -330,6 +335,41 @@ pub fn series_json(found: &ChangesFound) -> serde_json::Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_step_lists_the_stats_that_stepped_under_it() {
+        use crate::history::Level;
+        let level = Level { mean: 100.0, results: 4, noisy: 0, busy: 0 };
+        let moved = crate::compare::MovedStat {
+            stat: "vmstat.pgfault".into(),
+            per: "s".into(),
+            base_mean: 1000.0,
+            base_sd_pct: 1.0,
+            new_mean: 5000.0,
+            new_sd_pct: 1.0,
+            change_pct: Some(400.0),
+            q_value: 0.001,
+        };
+        let mut change = Change {
+            index: 4,
+            before: level.clone(),
+            after: Level { mean: 80.0, ..level },
+            ratio: 0.8,
+            interval: None,
+            p_value: 0.001,
+            figure: SeriesFigure::Rate,
+            other: None,
+            unplaced: 0,
+            improved: false,
+            attribution: None,
+            moved: vec![moved],
+        };
+        let lines = moved_lines(&change);
+        assert!(lines[0].starts_with("  stats that stepped with it (the runs of up to 3 results"), "{lines:?}");
+        assert!(lines.iter().any(|l| l.contains("+400.0%") && l.ends_with("vmstat.pgfault per s")), "{lines:?}");
+        change.moved.clear();
+        assert!(moved_lines(&change).is_empty());
+    }
 
     #[test]
     fn a_small_step_shows_in_the_sparkline() {

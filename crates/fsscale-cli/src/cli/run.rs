@@ -300,22 +300,7 @@ impl RunArgs {
         };
         let (grow_bytes, map_bytes, walk_stat) = (macros.grow_size, macros.map_size, macros.stat);
         let memory_limit = macros.memory_limit;
-        let mut variants = plan::variant::from_flags(&sweep.variant, &sweep.variant_teardown)?;
-        let traced = [Profile::Locks, Profile::Offcpu].iter().any(|p| instruments.profile.contains(p));
-        if instruments.profile_every_stack && !traced {
-            bail!(
-                "--profile-every-stack chooses how --profile locks and offcpu walk stacks; add one of them, or drop it"
-            );
-        }
-        if instruments.profile_cost {
-            if !instruments.config().any() {
-                bail!("--profile-cost measures what --profile or --verify costs; add one of them");
-            }
-            if !variants.is_empty() {
-                bail!("--profile-cost pairs runs with the instruments off and on as its own two variants; drop --variant, or run it separately");
-            }
-            variants = plan::variant::profile_cost();
-        }
+        let variants = instruments.variants(plan::variant::from_flags(&sweep.variant, &sweep.variant_teardown)?)?;
         if mpi.is_some() && !variants.is_empty() {
             bail!("--variant runs its commands on this machine only: under MPI, run one job per variant and compare them with fsscale compare");
         }
@@ -431,6 +416,27 @@ impl FsArgs {
 }
 
 impl InstrumentArgs {
+    /// The run's variants (`asked`), or `--profile-cost`'s own two; what
+    /// the instrument flags ask checked against each other.
+    fn variants(&self, asked: Vec<plan::variant::Variant>) -> Result<Vec<plan::variant::Variant>> {
+        let traced = [Profile::Locks, Profile::Offcpu].iter().any(|p| self.profile.contains(p));
+        if self.profile_every_stack && !traced {
+            bail!(
+                "--profile-every-stack chooses how --profile locks and offcpu walk stacks; add one of them, or drop it"
+            );
+        }
+        if !self.profile_cost {
+            return Ok(asked);
+        }
+        if !self.config().any() {
+            bail!("--profile-cost measures what --profile or --verify costs; add one of them");
+        }
+        if !asked.is_empty() {
+            bail!("--profile-cost pairs runs with the instruments off and on as its own two variants; drop --variant, or run it separately");
+        }
+        Ok(plan::variant::profile_cost())
+    }
+
     fn config(&self) -> fsscale::instruments::InstrumentConfig {
         fsscale::instruments::InstrumentConfig {
             locks: self.profile.contains(&Profile::Locks),
