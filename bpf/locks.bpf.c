@@ -34,6 +34,17 @@ struct {
 	__type(value, struct lock_site);
 } sites SEC(".maps");
 
+/*
+ * Locks a stack was walked on: a lock's first wait is walked whatever the
+ * countdown, so that every lock's waits have a site to be spread over.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, SITES);
+	__type(key, __u64);
+	__type(value, __u8);
+} walked_locks SEC(".maps");
+
 /* Whether to name the object a lock belongs to (needs the kernel's BTF for the layouts). */
 const volatile __u8 identify_objects = 1;
 
@@ -123,8 +134,9 @@ static __always_inline void open_wait_sampled(struct task_waits *t, struct wait 
 					      void *ctx)
 {
 	__u64 now;
+	__u8 walked = 1;
 
-	if (t->countdown > 0) {
+	if (t->countdown > 0 && bpf_map_lookup_elem(&walked_locks, &lock)) {
 		t->countdown--;
 		w->lock = lock;
 		w->flags = flags;
@@ -133,9 +145,16 @@ static __always_inline void open_wait_sampled(struct task_waits *t, struct wait 
 		w->start_ns = bpf_ktime_get_ns();
 		return;
 	}
+	if (t->countdown > 0) {
+		/* The lock's first wait: walked, the countdown left as it was. */
+		open_wait(w, lock, flags, ctx);
+		bpf_map_update_elem(&walked_locks, &lock, &walked, BPF_ANY);
+		return;
+	}
 	now = bpf_ktime_get_ns();
 	t->every = sample_every(t->every, now - t->walked_ns, max_every);
 	open_wait(w, lock, flags, ctx);
+	bpf_map_update_elem(&walked_locks, &lock, &walked, BPF_ANY);
 	t->walked_ns = now;
 	t->countdown = sample_reuse(t->every);
 }

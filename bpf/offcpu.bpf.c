@@ -28,6 +28,9 @@ struct task_sleep {
 	__u64 walked_ns;
 	__u32 countdown;
 	__u32 every;
+	/* The states (STATE_* bits) the task's stack was walked in: a state's first sleep is walked whatever the countdown. */
+	__u32 walked_states;
+	__u32 unused;
 };
 
 struct {
@@ -102,13 +105,19 @@ static __always_inline void begin_sleep_sampled(void *ctx, struct task_sleep *t,
 	struct sleep *s = &t->sleep;
 	__u64 now;
 
-	if (t->countdown > 0) {
+	if (t->countdown > 0 && (t->walked_states & state)) {
 		t->countdown--;
 		s->start_ns = bpf_ktime_get_ns();
 		s->window = window;
 		s->woken_ns = 0;
 		s->state = state;
 		s->stack = STACK_NOT_SAMPLED;
+		return;
+	}
+	t->walked_states |= state;
+	if (t->countdown > 0) {
+		/* The state's first sleep: walked, the countdown left as it was. */
+		begin_sleep(ctx, s, state, window);
 		return;
 	}
 	now = bpf_ktime_get_ns();

@@ -518,7 +518,7 @@ pub struct InstrumentConfig {
     #[serde(default, skip_serializing_if = "is_zero")]
     pub min_sleep_us: u64,
     /// Lock waits' and sleeps' stacks sampled on BPF (each counted exactly;
-    /// its site from a walk of one in N per task and lock, or sleep state).
+    /// the sites from a walk of one in N per task, the rest spread over them).
     /// False in files from before sampling, and with `--profile-every-stack`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub sampled_stacks: bool,

@@ -64,8 +64,13 @@ impl Collect<LockProfile> for BpfLocks {
         // Each wait whose stack was not walked counts at the sites walked on its lock, in their proportion.
         let mut parts: Vec<(&LockSiteKey, &LockSite, LockSiteKey, [u64; 3])> = Vec::new();
         for (key, value) in &unwalked {
-            let peers: Vec<&(LockSiteKey, LockSite)> =
+            // The sites walked on its lock for waits of its kind, else of any kind
+            // (the programs walk each lock's first wait, of whichever kind).
+            let mut peers: Vec<&(LockSiteKey, LockSite)> =
                 walked.iter().filter(|(k, _)| k.lock == key.lock && k.flags == key.flags).collect();
+            if peers.is_empty() {
+                peers = walked.iter().filter(|(k, _)| k.lock == key.lock).collect();
+            }
             if peers.is_empty() {
                 parts.push((key, value, *key, [value.count, value.wait_ns, value.max_ns]));
                 continue;

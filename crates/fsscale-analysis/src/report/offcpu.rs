@@ -62,5 +62,5 @@ pub(super) const OFFCPU_LEGEND: &str = "where workers slept: each switch-out of 
      (--profile offcpu), until it was woken, by site (the wait call ← its callers) and state; the share asleep \
      should match the asleep column, which the scheduler counts (it also holds the scheduler's own time \
      around each switch); shown where workers slept at least 2% of their time. With BPF a sleep's site is \
-     sampled: its task's stack was walked for one sleep in N in the same state (counts and times are every \
-     sleep's; --profile-every-stack walks each).\n";
+     sampled: its task's stack was walked for one sleep in N, the rest spread over the sites walked in the same \
+     state (counts and times are every sleep's; --profile-every-stack walks each).\n";

@@ -279,8 +279,8 @@ pub(crate) fn points_to_explain<'a>(points: &[&'a Point], all: bool) -> Vec<&'a 
 const LOCKS_LEGEND: &str = "where workers waited: kernel lock contentions of the workers in the runs' windows \
      (--profile locks), by site (the lock call ← its callers); wait = total of all workers; of all = share of all \
      waits; a site's time over the workers' time is what they lost there. With BPF a wait's site is sampled: its \
-     task's stack was walked for one wait in N on the same lock (counts, times, objects and holders are every \
-     wait's; --profile-every-stack walks each); held by = who held a sleeping lock as the waits began.\n";
+     task's stack was walked for one wait in N, the rest spread over the sites walked on the same lock (counts, \
+     times, objects and holders are every wait's; --profile-every-stack walks each); held by = who held a sleeping lock as the waits began.\n";
 
 /// What the kernel latency tables under [`explain`] mean.
 const LATENCY_LEGEND: &str = "time in the kernel per system call: each call of the workers in the runs' windows, \

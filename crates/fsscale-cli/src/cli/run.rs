@@ -153,7 +153,7 @@ pub struct InstrumentArgs {
     #[arg(long, value_name = "TIME", value_parser = parse_duration)]
     pub min_sleep: Option<std::time::Duration>,
 
-    /// --profile locks and offcpu: walk the kernel stack at every wait and sleep instead of one in N per task and lock (or sleep state); N adapts to the rate, at most 64. Exact sites, at the cost the sampling saves; counts, times, objects and holders are exact either way.
+    /// --profile locks and offcpu: walk the kernel stack at every wait and sleep instead of one in N per task (the rest spread over the stacks walked on the same lock, or in the same sleep state); N adapts to the rate, at most 64. Exact sites, at the cost the sampling saves; counts, times, objects and holders are exact either way.
     #[arg(long)]
     pub profile_every_stack: bool,
 
