@@ -63,13 +63,18 @@ impl Collect<LockProfile> for BpfLocks {
         let (walked, unwalked): (Vec<_>, Vec<_>) = entries.into_iter().partition(|(k, _)| k.stack != STACK_NOT_SAMPLED);
         // Each wait whose stack was not walked counts at the sites walked on its lock, in their proportion.
         let mut parts: Vec<(&LockSiteKey, &LockSite, LockSiteKey, [u64; 3])> = Vec::new();
+        let mut walked_on: HashMap<u64, Vec<&(LockSiteKey, LockSite)>> = HashMap::new();
+        for entry in &walked {
+            walked_on.entry(entry.0.lock).or_default().push(entry);
+        }
         for (key, value) in &unwalked {
             // The sites walked on its lock for waits of its kind, else of any kind
             // (the programs walk each lock's first wait, of whichever kind).
+            let on_lock = walked_on.get(&key.lock).map_or(&[][..], Vec::as_slice);
             let mut peers: Vec<&(LockSiteKey, LockSite)> =
-                walked.iter().filter(|(k, _)| k.lock == key.lock && k.flags == key.flags).collect();
+                on_lock.iter().copied().filter(|(k, _)| k.flags == key.flags).collect();
             if peers.is_empty() {
-                peers = walked.iter().filter(|(k, _)| k.lock == key.lock).collect();
+                peers = on_lock.to_vec();
             }
             if peers.is_empty() {
                 parts.push((key, value, *key, [value.count, value.wait_ns, value.max_ns]));
