@@ -13,18 +13,32 @@
 
 pub(crate) use super::bpf::shared::STACK_NOT_SAMPLED;
 
-/// `unsampled`'s figures spread over the `sampled` entries: each figure in
-/// proportion to the same figure of theirs (or, where those are all 0, to
-/// their first figure, the count), in whole units by largest remainder, so
-/// that the parts add up to `unsampled` exactly. Empty without sampled entries.
+/// `unsampled`'s figures spread over the `sampled` entries: the first
+/// figure (the count) in proportion to theirs; each other figure in
+/// proportion to the same figure of the entries given a part of the count
+/// (or, where those are all 0, to the parts of the count), so that no part
+/// has time without events. In whole units by largest remainder, so that
+/// the parts add up to `unsampled` exactly. Empty without sampled entries.
 pub(crate) fn spread<const N: usize>(unsampled: [u64; N], sampled: &[[u64; N]]) -> Vec<[u64; N]> {
     let mut parts = vec![[0u64; N]; sampled.len()];
     if sampled.is_empty() {
         return parts;
     }
     for field in 0..N {
-        let by = if sampled.iter().any(|s| s[field] > 0) { field } else { 0 };
-        let weights: Vec<u128> = sampled.iter().map(|s| u128::from(s[by])).collect();
+        let counted = |i: usize| field == 0 || unsampled[0] == 0 || parts[i][0] > 0;
+        let weight = |i: usize, f: usize| if counted(i) { u128::from(sampled[i][f]) } else { 0 };
+        let by = if (0..sampled.len()).any(|i| weight(i, field) > 0) { field } else { 0 };
+        let weights: Vec<u128> = (0..sampled.len())
+            .map(|i| {
+                if by == field {
+                    weight(i, field)
+                } else if field == 0 {
+                    u128::from(sampled[i][0])
+                } else {
+                    u128::from(parts[i][0])
+                }
+            })
+            .collect();
         let total: u128 = weights.iter().sum();
         let amount = u128::from(unsampled[field]);
         if total == 0 {
@@ -84,6 +98,8 @@ mod tests {
         assert!(spread([5, 5], &[]).is_empty());
         // The longest goes with the largest part.
         assert_eq!(spread_with_max([3, 0], 77, &[[1, 0], [2, 0]]), [([1, 0], 0), ([2, 0], 77)]);
+        // A part given none of the count is given none of the time.
+        assert_eq!(spread([1, 500], &[[1, 100], [1, 900]]), [[1, 500], [0, 0]]);
         // Large figures do not overflow.
         let parts = spread([u64::MAX, 1], &[[u64::MAX, 1], [u64::MAX, 1]]);
         assert_eq!(parts[0][0] as u128 + parts[1][0] as u128, u64::MAX as u128);
