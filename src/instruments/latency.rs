@@ -103,11 +103,8 @@ impl Intervals {
         let mut now: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
         for (key, per_cpu) in entries {
             let dense = now.entry(key.nr).or_insert_with(|| vec![0; BUCKETS]);
-            let first = key.group as usize * HIST_SUB;
             for cpu in per_cpu {
-                for (i, &n) in cpu.slots.iter().enumerate() {
-                    dense[(first + i).min(BUCKETS - 1)] += n;
-                }
+                add_group(dense, key.group, cpu);
             }
         }
         for (nr, buckets) in &now {
@@ -145,20 +142,26 @@ impl Intervals {
     }
 }
 
+/// Adds one CPU's counts of bucket group `group` to `dense` (the
+/// histogram's buckets); a group past the last bucket, which no program
+/// makes, goes to the last.
+fn add_group(dense: &mut [u64], group: u32, cpu: &CallGroup) {
+    let first = group as usize * HIST_SUB;
+    for (i, &n) in cpu.slots.iter().enumerate() {
+        dense[(first + i).min(BUCKETS - 1)] += n;
+    }
+}
+
 /// Each call number's groups, on every CPU, as one histogram per call.
 fn summed(entries: &[(CallGroupKey, Vec<CallGroup>)]) -> Vec<CallLatency> {
     let mut by_call: BTreeMap<u32, (Vec<u64>, u64, u64, u64)> = BTreeMap::new();
     for (key, per_cpu) in entries {
         let (dense, sum, min, max) = by_call.entry(key.nr).or_insert_with(|| (vec![0; BUCKETS], 0, u64::MAX, 0));
-        let first = key.group as usize * HIST_SUB;
         for cpu in per_cpu.iter().filter(|c| c.count > 0) {
             *sum += cpu.total_ns;
             *min = (*min).min(cpu.min_ns);
             *max = (*max).max(cpu.max_ns);
-            for (i, &n) in cpu.slots.iter().enumerate() {
-                // A group past the last bucket no program makes: its calls go to the last.
-                dense[(first + i).min(BUCKETS - 1)] += n;
-            }
+            add_group(dense, key.group, cpu);
         }
     }
     by_call
