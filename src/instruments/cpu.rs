@@ -270,6 +270,47 @@ fn parse_sample(body: &[u8]) -> Option<Sample> {
     (body.len() >= 16 + 8 * nr).then_some(Sample { pid, tid, chain })
 }
 
+/// `--profile cpu`'s measuring half.
+pub(crate) struct CpuRecorder;
+
+impl super::Recorder for CpuRecorder {
+    fn needs(&self, _config: &super::InstrumentConfig) -> super::Needs {
+        use crate::sys::cap;
+        super::Needs {
+            caps: vec![(cap::PERFMON, "perf events of every CPU"), (cap::SYSLOG, "kernel symbols")],
+            kernel_symbols: true,
+            ..super::Needs::default()
+        }
+    }
+
+    fn arm(
+        &self,
+        _config: &super::InstrumentConfig,
+        tasks: &[i32],
+        _workload: crate::workloads::Workload,
+        _options: &crate::workloads::WorkloadOptions,
+    ) -> Result<Option<Box<dyn super::Armed>>> {
+        Ok(Some(Box::new(CpuSampler::arm(tasks)?)))
+    }
+}
+
+impl super::Armed for CpuSampler {
+    fn start(&mut self, _ops: &dyn Fn() -> u64) -> Result<()> {
+        CpuSampler::start(self)
+    }
+    fn drain(&mut self) -> Result<()> {
+        CpuSampler::drain(self);
+        Ok(())
+    }
+    fn stop(&mut self, _ops: &dyn Fn() -> u64) -> Result<()> {
+        CpuSampler::stop(self)
+    }
+    fn finish(self: Box<Self>, record: &mut crate::results::RunRecord) -> Result<()> {
+        record.sections.cpu_profile = Some(CpuSampler::finish(*self)?);
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -324,6 +324,58 @@ const LEGACY: &[(i64, &str)] = numbers![
 #[cfg(not(target_arch = "x86_64"))]
 const LEGACY: &[(i64, &str)] = &[];
 
+/// `--profile latency`'s measuring half: BPF only.
+pub(crate) struct LatencyRecorder;
+
+impl super::Recorder for LatencyRecorder {
+    fn needs(&self, _config: &super::InstrumentConfig) -> super::Needs {
+        use crate::sys::cap;
+        super::Needs {
+            caps: vec![
+                (cap::BPF, "BPF programs"),
+                (cap::PERFMON, "perf events of every CPU"),
+                (cap::SYSLOG, "kernel symbols"),
+            ],
+            // Its fallback, classic tracepoints, needs tracefs.
+            tracefs: true,
+            ..super::Needs::default()
+        }
+    }
+
+    fn bpf_refused(&self, _config: &super::InstrumentConfig) -> Option<String> {
+        super::bpf::unavailable().or_else(|| BpfLatency::arm(&[]).err().map(|e| format!("{e:#}")))
+    }
+
+    fn arm(
+        &self,
+        _config: &super::InstrumentConfig,
+        tasks: &[i32],
+        _workload: crate::workloads::Workload,
+        _options: &crate::workloads::WorkloadOptions,
+    ) -> Result<Option<Box<dyn super::Armed>>> {
+        Ok(Some(Box::new(BpfLatency::arm(tasks)?)))
+    }
+}
+
+impl super::Armed for BpfLatency {
+    fn start(&mut self, ops: &dyn Fn() -> u64) -> Result<()> {
+        self.switch(true, ops)
+    }
+    fn drain(&mut self) -> Result<()> {
+        self.sample()
+    }
+    fn forget_last_sample(&mut self) {
+        BpfLatency::forget_last_sample(self)
+    }
+    fn stop(&mut self, ops: &dyn Fn() -> u64) -> Result<()> {
+        self.switch(false, ops)
+    }
+    fn finish(self: Box<Self>, record: &mut crate::results::RunRecord) -> Result<()> {
+        record.sections.kernel_latency = Some(BpfLatency::finish(*self)?);
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,6 +10,7 @@
 //! every path.
 
 pub use crate::vocab::{Collector, InstrumentConfig};
+pub use fsscale_analysis::instruments::{Instrument, Instruments, Section};
 
 pub mod bpf;
 pub mod cpu;
@@ -43,6 +44,79 @@ pub(crate) fn u64_at(bytes: &[u8], at: usize) -> u64 {
     bytes.get(at..at + 8).map_or(0, |b| u64::from_ne_bytes(b.try_into().expect("8 bytes")))
 }
 
+/// What an instrument needs of the machine before it can run.
+#[derive(Default)]
+pub(crate) struct Needs {
+    /// Capabilities, each with what needs it.
+    pub caps: Vec<(u32, &'static str)>,
+    /// Tracepoints that must exist, as (system, event).
+    pub tracepoints: &'static [(&'static str, &'static str)],
+    /// Said after a missing tracepoint's error: " (it needs Linux 5.19 or later)".
+    pub tracepoints_hint: &'static str,
+    /// It filters or reads by the kernel's global PIDs, which a PID namespace hides.
+    pub global_pids: bool,
+    /// tracefs mounted (for its events, or for a fallback to classic tracepoints).
+    pub tracefs: bool,
+    /// /proc/kallsyms readable with addresses.
+    pub kernel_symbols: bool,
+}
+
+/// The measuring half of an instrument (its results' half is its
+/// [`fsscale_analysis::instruments::Section`]): what it needs, and how it
+/// is armed for a run's workers.
+pub(crate) trait Recorder: Sync {
+    /// What it needs, as `config` asks for it.
+    fn needs(&self, config: &InstrumentConfig) -> Needs;
+
+    /// Why this kernel will not run its BPF programs, if it will not: each
+    /// is loaded and attached once, for no task, so that a kernel too old
+    /// for one is found before any run, not in one. Where the instrument is
+    /// collected as `--profile-via` chooses, a refusal falls back to
+    /// tracefs; otherwise it is an error.
+    fn bpf_refused(&self, _config: &InstrumentConfig) -> Option<String> {
+        None
+    }
+
+    /// Arms it on `tasks` (the workers' task ids), off until [`Armed::start`];
+    /// `None` where it has nothing to measure in this run.
+    fn arm(
+        &self,
+        config: &InstrumentConfig,
+        tasks: &[i32],
+        workload: Workload,
+        options: &crate::workloads::WorkloadOptions,
+    ) -> Result<Option<Box<dyn Armed>>>;
+}
+
+/// One run's armed instrument.
+pub(crate) trait Armed {
+    /// Turns it on for the window; `ops` reads the workers' op counters.
+    fn start(&mut self, ops: &dyn Fn() -> u64) -> Result<()>;
+    /// Empties its buffers during the window, and ends a sample interval.
+    fn drain(&mut self) -> Result<()> {
+        Ok(())
+    }
+    /// Forgets the last sample interval (the timeline dropped its sample).
+    fn forget_last_sample(&mut self) {}
+    /// Turns it off.
+    fn stop(&mut self, ops: &dyn Fn() -> u64) -> Result<()>;
+    /// Reads it into the run's record.
+    fn finish(self: Box<Self>, record: &mut RunRecord) -> Result<()>;
+}
+
+/// Every instrument's measuring half: the registry, beside the results'
+/// [`Instrument::section`]. The match is exhaustive, so a new
+/// [`Instrument`] is not done until it is here.
+pub(crate) fn recorder(instrument: Instrument) -> &'static dyn Recorder {
+    match instrument {
+        Instrument::Locks => &locks::LocksRecorder,
+        Instrument::Cpu => &cpu::CpuRecorder,
+        Instrument::Offcpu => &offcpu::SleepsRecorder,
+        Instrument::Latency => &latency::LatencyRecorder,
+        Instrument::Verify => &verify::VerifyRecorder,
+    }
+}
+
 /// Instruments made ready for a run: what this kernel and user can have, and how it is collected.
 pub trait Preparing {
     /// Checks what the instruments need before anything runs and chooses
@@ -53,11 +127,6 @@ pub trait Preparing {
 
     /// BPF unless asked for tracefs or unavailable (then said why).
     fn collector(&self, notes: &mut Vec<String>) -> Result<Collector>;
-
-    /// Why this kernel will not run the BPF programs the profiles asked for
-    /// need, if it will not: each is loaded and attached once, for no task,
-    /// so that a kernel too old for one is found before any run, not in one.
-    fn bpf_refused(&self) -> Option<String>;
 
     /// The capabilities (of `have`, a `CapEff` mask) the instruments asked
     /// for need and this process lacks, each with what needs it.
@@ -77,7 +146,7 @@ impl Preparing for InstrumentConfig {
                 via.name()
             );
         }
-        if self.min_sleep_us > 0 && !self.offcpu {
+        if self.min_sleep_us > 0 && !self.has(Instrument::Offcpu) {
             bail!("--min-sleep chooses which sleeps --profile offcpu counts; add --profile offcpu, or drop it");
         }
         if !self.any() {
@@ -91,72 +160,46 @@ impl Preparing for InstrumentConfig {
                 lacking.join(", ")
             );
         }
-        if (self.traces() || self.verify) && crate::sys::in_initial_pid_namespace() == Some(false) {
+        let needs: Vec<(Instrument, Needs)> = self.on.iter().map(|i| (i, recorder(i).needs(self))).collect();
+        if needs.iter().any(|(_, n)| n.global_pids) && crate::sys::in_initial_pid_namespace() == Some(false) {
             bail!(
                 "{flags}: fsscale runs in a PID namespace of its own (a container, unshare -p), where its workers' \
                  PIDs are not the kernel's global ones that tracepoints report and tracefs filters by; run it in \
                  the host's PID namespace, or use --profile cpu"
             );
         }
-        if self.traces() || self.verify {
+        if needs.iter().any(|(_, n)| n.tracefs) {
             if tracefs::ensure_mounted()? {
                 notes.push(format!("mounted tracefs at {} for {flags}", tracefs::TRACEFS));
             }
             // Killed runs' instances go now, whichever way this run collects.
             notes.extend(tracefs::remove_dead());
-            if self.locks {
-                tracefs::event_id("lock", "contention_begin")
-                    .and_then(|_| tracefs::event_id("lock", "contention_end"))
-                    .map_err(|e| anyhow::anyhow!("--profile locks: {e:#} (it needs Linux 5.19 or later)"))?;
-            }
-            if self.offcpu {
-                tracefs::event_id("sched", "sched_switch")
-                    .and_then(|_| tracefs::event_id("sched", "sched_wakeup"))
-                    .map_err(|e| anyhow::anyhow!("--profile offcpu: {e:#}"))?;
-            }
-            if self.verify {
-                tracefs::event_id("raw_syscalls", "sys_enter").map_err(|e| anyhow::anyhow!("--verify: {e:#}"))?;
+        }
+        for (i, n) in &needs {
+            for (system, event) in n.tracepoints {
+                tracefs::event_id(system, event)
+                    .map_err(|e| anyhow::anyhow!("{}: {e:#}{}", i.asked_as(), n.tracepoints_hint))?;
             }
         }
-        if self.latency && !(self.traces() || self.verify) {
-            // Its fallback, classic tracepoints, needs tracefs: mounted now, where it is said.
-            if let Ok(true) = tracefs::ensure_mounted() {
-                notes.push(format!("mounted tracefs at {} for {flags}", tracefs::TRACEFS));
-            }
-        }
-        if self.latency {
-            // Loaded and attached once, for no task: a kernel that will not run it is found now, not in a run.
-            if let Some(why) =
-                bpf::unavailable().or_else(|| latency::BpfLatency::arm(&[]).err().map(|e| format!("{e:#}")))
-            {
-                bail!("--profile latency needs BPF, which this kernel will not run: {why}");
+        // BPF-only instruments cannot fall back: a kernel that will not run them is found now, not in a run.
+        for i in self.on.iter().filter(|i| !i.collected()) {
+            if let Some(why) = recorder(i).bpf_refused(self) {
+                bail!("{} needs BPF, which this kernel will not run: {why}", i.asked_as());
             }
         }
         resolved.via = if self.traces() { Some(self.collector(&mut notes)?) } else { None };
-        if self.traces() || self.cpu {
+        if needs.iter().any(|(_, n)| n.kernel_symbols) {
             kallsyms::KernelSymbols::now()?;
         }
         Ok((resolved, notes))
     }
 
     fn collector(&self, notes: &mut Vec<String>) -> Result<Collector> {
-        choose(self.via, || self.bpf_refused(), notes)
-    }
-
-    fn bpf_refused(&self) -> Option<String> {
-        bpf::unavailable()
-            .or_else(|| {
-                self.locks
-                    .then(|| locks::bpf::BpfLocks::arm(&[], self.sampled_stacks).err())
-                    .flatten()
-                    .map(|e| format!("{e:#}"))
-            })
-            .or_else(|| {
-                self.offcpu
-                    .then(|| offcpu::bpf::BpfSleeps::arm(&[], 0, self.sampled_stacks).err())
-                    .flatten()
-                    .map(|e| format!("{e:#}"))
-            })
+        let refused = || {
+            bpf::unavailable()
+                .or_else(|| self.on.iter().filter(|i| i.collected()).find_map(|i| recorder(i).bpf_refused(self)))
+        };
+        choose(self.via, refused, notes)
     }
 
     fn lacking(&self, have: u64) -> Vec<String> {
@@ -165,29 +208,40 @@ impl Preparing for InstrumentConfig {
             have & (1 << c) != 0 || (matches!(c, cap::PERFMON | cap::BPF) && have & (1 << cap::SYS_ADMIN) != 0)
         };
         let mut needs: Vec<(u32, &str)> = Vec::new();
-        if self.traces() || self.verify {
-            needs.extend([(cap::SYS_ADMIN, "tracefs"), (cap::DAC_OVERRIDE, "tracefs's files")]);
-        }
-        if (self.traces() && self.via == Some(Collector::Bpf)) || self.latency {
-            needs.push((cap::BPF, "BPF programs"));
-        }
-        if self.traces() || self.cpu || self.latency {
-            needs.extend([(cap::PERFMON, "perf events of every CPU"), (cap::SYSLOG, "kernel symbols")]);
+        for (c, why) in self.on.iter().flat_map(|i| recorder(i).needs(self).caps) {
+            if !needs.iter().any(|(n, _)| *n == c) {
+                needs.push((c, why));
+            }
         }
         needs.into_iter().filter(|(c, _)| !has(*c)).map(|(c, why)| format!("{} ({why})", cap::name(c))).collect()
     }
 
     fn flags(&self) -> String {
         let mut flags: Vec<String> = Vec::new();
-        if self.locks || self.cpu || self.offcpu || self.latency {
-            let what: Vec<&str> = self.names().into_iter().filter(|n| *n != "verify").collect();
-            flags.push(format!("--profile {}", what.join(",")));
+        let profiles: Vec<&str> = self.on.iter().filter(|i| i.flag().is_none()).map(|i| i.name()).collect();
+        if !profiles.is_empty() {
+            flags.push(format!("--profile {}", profiles.join(",")));
         }
-        if self.verify {
-            flags.push("--verify".into());
-        }
+        flags.extend(self.on.iter().filter_map(|i| i.flag()).map(String::from));
         flags.join(" and ")
     }
+}
+
+/// What an instrument collected as `--profile-via` chooses needs: its
+/// `tracepoints` (a missing one's error ending in `hint`), tracefs, the
+/// global PIDs, kernel symbols, and the capabilities of both ways.
+pub(crate) fn traced_needs(
+    config: &InstrumentConfig,
+    tracepoints: &'static [(&'static str, &'static str)],
+    tracepoints_hint: &'static str,
+) -> Needs {
+    use crate::sys::cap;
+    let mut caps = vec![(cap::SYS_ADMIN, "tracefs"), (cap::DAC_OVERRIDE, "tracefs's files")];
+    if config.via == Some(Collector::Bpf) {
+        caps.push((cap::BPF, "BPF programs"));
+    }
+    caps.extend([(cap::PERFMON, "perf events of every CPU"), (cap::SYSLOG, "kernel symbols")]);
+    Needs { caps, tracepoints, tracepoints_hint, global_pids: true, tracefs: true, kernel_symbols: true }
 }
 
 /// How the tracepoint profiles are collected: as `via` asks, BPF by default;
@@ -223,30 +277,52 @@ pub(crate) trait Collect<P> {
     fn finish(self: Box<Self>) -> Result<P>;
 }
 
-/// The collector of `method` for the tasks: BPF's or tracefs'.
-fn collector<P, B, T>(
+/// The collector of `method` for the tasks, BPF's or tracefs', armed as
+/// an instrument whose profile `store` puts into the run's record.
+pub(crate) fn armed_collector<P: 'static, B, T>(
     method: Collector,
     bpf: impl FnOnce() -> Result<B>,
     tracefs: impl FnOnce() -> Result<T>,
-) -> Result<Box<dyn Collect<P>>>
+    store: fn(&mut RunRecord, P),
+) -> Result<Option<Box<dyn Armed>>>
 where
     B: Collect<P> + 'static,
     T: Collect<P> + 'static,
 {
-    Ok(match method {
+    let collect: Box<dyn Collect<P>> = match method {
         Collector::Bpf => Box::new(bpf()?),
         Collector::Tracefs => Box::new(tracefs()?),
-    })
+    };
+    Ok(Some(Box::new(Collected { collect, store })))
 }
 
-/// One run's armed instruments.
+/// A tracepoint profile's collector as an armed instrument.
+struct Collected<P> {
+    collect: Box<dyn Collect<P>>,
+    store: fn(&mut RunRecord, P),
+}
+
+impl<P> Armed for Collected<P> {
+    fn start(&mut self, _ops: &dyn Fn() -> u64) -> Result<()> {
+        self.collect.switch(true)
+    }
+    fn drain(&mut self) -> Result<()> {
+        self.collect.drain()
+    }
+    fn stop(&mut self, _ops: &dyn Fn() -> u64) -> Result<()> {
+        self.collect.switch(false)
+    }
+    fn finish(self: Box<Self>, record: &mut RunRecord) -> Result<()> {
+        let profile = self.collect.finish()?;
+        (self.store)(record, profile);
+        Ok(())
+    }
+}
+
+/// One run's armed instruments, in the registry's order.
 #[derive(Default)]
 pub(crate) struct RunInstruments {
-    locks: Option<Box<dyn Collect<crate::results::LockProfile>>>,
-    offcpu: Option<Box<dyn Collect<crate::results::OffCpuProfile>>>,
-    cpu: Option<cpu::CpuSampler>,
-    latency: Option<latency::BpfLatency>,
-    verify: Option<verify::SyscallCounter>,
+    armed: Vec<Box<dyn Armed>>,
 }
 
 impl RunInstruments {
@@ -257,120 +333,41 @@ impl RunInstruments {
         workload: Workload,
         options: &crate::workloads::WorkloadOptions,
     ) -> Result<RunInstruments> {
-        let mut armed = RunInstruments::default();
-        if config.locks {
-            let (bpf, tracefs) = (
-                || locks::bpf::BpfLocks::arm(tasks, config.sampled_stacks),
-                || locks::tracefs::TracefsLocks::arm(tasks),
-            );
-            armed.locks = Some(collector(config.via.unwrap_or_default(), bpf, tracefs)?);
+        let mut armed = Vec::new();
+        for i in config.on.iter() {
+            armed.extend(recorder(i).arm(config, tasks, workload, options)?);
         }
-        if config.offcpu {
-            let min_sleep_ns = config.min_sleep_us * 1000;
-            let (bpf, tracefs) = (
-                || offcpu::bpf::BpfSleeps::arm(tasks, min_sleep_ns, config.sampled_stacks),
-                || offcpu::tracefs::TracefsSleeps::arm(tasks, min_sleep_ns),
-            );
-            armed.offcpu = Some(collector(config.via.unwrap_or_default(), bpf, tracefs)?);
-        }
-        if config.cpu {
-            armed.cpu = Some(cpu::CpuSampler::arm(tasks)?);
-        }
-        if config.latency {
-            armed.latency = Some(latency::BpfLatency::arm(tasks)?);
-        }
-        if let (true, Some(calls)) = (config.verify, verify::verified_calls(workload, options)) {
-            armed.verify = Some(verify::SyscallCounter::arm(tasks, &calls)?);
-        }
-        Ok(armed)
+        Ok(RunInstruments { armed })
     }
 
-    /// Turns everything on; the system call counters last, nearest the
-    /// window's first op count, as they are compared with it. `ops` reads
-    /// the workers' op counters, just before and after the counters go on.
+    /// Turns everything on in the registry's order, which puts the system
+    /// call counters last, nearest the window's first op count, as they are
+    /// compared with it. `ops` reads the workers' op counters, just before
+    /// and after the counters go on.
     pub fn start(&mut self, ops: impl Fn() -> u64) -> Result<()> {
-        if let Some(l) = &mut self.locks {
-            l.switch(true)?;
-        }
-        if let Some(o) = &mut self.offcpu {
-            o.switch(true)?;
-        }
-        if let Some(l) = &mut self.latency {
-            l.switch(true, &ops)?;
-        }
-        if let Some(c) = &mut self.cpu {
-            c.start()?;
-        }
-        if let Some(v) = &mut self.verify {
-            v.start(&ops)?;
-        }
-        Ok(())
+        self.armed.iter_mut().try_for_each(|a| a.start(&ops))
     }
 
     /// Empties the buffers during the window so they do not overflow, and
     /// ends a sample interval of the window (the timeline's sample just taken).
     pub(crate) fn drain(&mut self) -> Result<()> {
-        if let Some(c) = &mut self.cpu {
-            c.drain();
-        }
-        if let Some(l) = &mut self.latency {
-            l.sample()?;
-        }
-        if let Some(l) = &mut self.locks {
-            l.drain()?;
-        }
-        if let Some(o) = &mut self.offcpu {
-            o.drain()?;
-        }
-        Ok(())
+        self.armed.iter_mut().try_for_each(|a| a.drain())
     }
 
     /// Forgets the last sample interval: the timeline's sample was dropped for the window's end.
     pub(crate) fn forget_last_sample(&mut self) {
-        if let Some(l) = &mut self.latency {
-            l.forget_last_sample();
-        }
+        self.armed.iter_mut().for_each(|a| a.forget_last_sample());
     }
 
-    /// Turns everything off, the system call counters first (`ops` as for [`RunInstruments::start`]).
+    /// Turns everything off in the reverse order, the system call counters
+    /// first (`ops` as for [`RunInstruments::start`]).
     pub fn stop(&mut self, ops: impl Fn() -> u64) -> Result<()> {
-        if let Some(v) = &mut self.verify {
-            v.stop(&ops)?;
-        }
-        if let Some(c) = &mut self.cpu {
-            c.stop()?;
-        }
-        if let Some(l) = &mut self.latency {
-            l.switch(false, &ops)?;
-        }
-        if let Some(o) = &mut self.offcpu {
-            o.switch(false)?;
-        }
-        if let Some(l) = &mut self.locks {
-            l.switch(false)?;
-        }
-        Ok(())
+        self.armed.iter_mut().rev().try_for_each(|a| a.stop(&ops))
     }
 
     /// Reads everything into the run's record.
     pub fn finish(self, record: &mut RunRecord) -> Result<()> {
-        if let Some(l) = self.locks {
-            record.locks = Some(l.finish()?);
-        }
-        if let Some(o) = self.offcpu {
-            record.offcpu = Some(o.finish()?);
-        }
-        if let Some(c) = self.cpu {
-            record.cpu_profile = Some(c.finish()?);
-        }
-        if let Some(l) = self.latency {
-            record.kernel_latency = Some(l.finish()?);
-        }
-        if let Some(v) = self.verify {
-            let per_kind = record.replay_ops.as_ref().map(|kinds| kinds.iter().map(|(k, h)| (*k, h.count)).collect());
-            record.syscalls = Some(v.finish(record.ops, per_kind)?);
-        }
-        Ok(())
+        self.armed.into_iter().try_for_each(|a| a.finish(record))
     }
 }
 
@@ -406,7 +403,11 @@ mod tests {
     fn the_capabilities_each_instrument_needs_are_named_when_missing() {
         use crate::sys::cap;
         let all = u64::MAX;
-        let locks = InstrumentConfig { locks: true, via: Some(Collector::Bpf), ..Default::default() };
+        let locks = InstrumentConfig {
+            on: Instruments::of([Instrument::Locks]),
+            via: Some(Collector::Bpf),
+            ..Default::default()
+        };
         assert!(locks.lacking(all).is_empty());
         assert_eq!(
             locks.lacking(0),
@@ -421,12 +422,16 @@ mod tests {
         // CAP_SYS_ADMIN stands in for CAP_BPF and CAP_PERFMON.
         let admin = (1 << cap::SYS_ADMIN) | (1 << cap::DAC_OVERRIDE) | (1 << cap::SYSLOG);
         assert!(locks.lacking(admin).is_empty());
-        let cpu = InstrumentConfig { cpu: true, ..Default::default() };
+        let cpu = InstrumentConfig { on: Instruments::of([Instrument::Cpu]), ..Default::default() };
         assert_eq!(cpu.lacking(1 << cap::PERFMON), ["CAP_SYSLOG (kernel symbols)"]);
-        let verify = InstrumentConfig { verify: true, ..Default::default() };
+        let verify = InstrumentConfig { on: Instruments::of([Instrument::Verify]), ..Default::default() };
         assert_eq!(verify.lacking(1 << cap::SYS_ADMIN), ["CAP_DAC_OVERRIDE (tracefs's files)"]);
         // Through tracefs, no BPF.
-        let tracefs = InstrumentConfig { offcpu: true, via: Some(Collector::Tracefs), ..Default::default() };
+        let tracefs = InstrumentConfig {
+            on: Instruments::of([Instrument::Offcpu]),
+            via: Some(Collector::Tracefs),
+            ..Default::default()
+        };
         assert!(!tracefs.lacking(admin & !(1 << cap::SYS_ADMIN)).iter().any(|c| c.contains("BPF")));
     }
 }

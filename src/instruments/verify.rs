@@ -114,3 +114,45 @@ impl SyscallCounter {
         Ok(SyscallCheck { total, ops_counted, calls, mixed_window_ops: per_kind.is_some().then_some(ops) })
     }
 }
+
+/// `--verify`'s measuring half.
+pub(crate) struct VerifyRecorder;
+
+impl super::Recorder for VerifyRecorder {
+    fn needs(&self, _config: &super::InstrumentConfig) -> super::Needs {
+        use crate::sys::cap;
+        super::Needs {
+            caps: vec![(cap::SYS_ADMIN, "tracefs"), (cap::DAC_OVERRIDE, "tracefs's files")],
+            tracepoints: &[("raw_syscalls", "sys_enter")],
+            global_pids: true,
+            tracefs: true,
+            ..super::Needs::default()
+        }
+    }
+
+    /// Nothing to arm for a workload without a fixed set of calls per op.
+    fn arm(
+        &self,
+        _config: &super::InstrumentConfig,
+        tasks: &[i32],
+        workload: Workload,
+        options: &WorkloadOptions,
+    ) -> Result<Option<Box<dyn super::Armed>>> {
+        let Some(calls) = verified_calls(workload, options) else { return Ok(None) };
+        Ok(Some(Box::new(SyscallCounter::arm(tasks, &calls)?)))
+    }
+}
+
+impl super::Armed for SyscallCounter {
+    fn start(&mut self, ops: &dyn Fn() -> u64) -> Result<()> {
+        SyscallCounter::start(self, ops)
+    }
+    fn stop(&mut self, ops: &dyn Fn() -> u64) -> Result<()> {
+        SyscallCounter::stop(self, ops)
+    }
+    fn finish(self: Box<Self>, record: &mut crate::results::RunRecord) -> Result<()> {
+        let per_kind = record.replay_ops.as_ref().map(|kinds| kinds.iter().map(|(k, h)| (*k, h.count)).collect());
+        record.sections.syscalls = Some(SyscallCounter::finish(*self, record.ops, per_kind)?);
+        Ok(())
+    }
+}

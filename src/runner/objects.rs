@@ -16,7 +16,7 @@ const DEEPEST: usize = 2;
 
 /// Sets each lock object's `path` (relative to `scratch`; `.` for itself) where it is in there.
 pub(super) fn place_lock_objects(record: &mut RunRecord, scratch: &Path) {
-    let Some(locks) = record.locks.as_mut() else { return };
+    let Some(locks) = record.sections.locks.as_mut() else { return };
     let mut wanted: HashMap<(u64, String), Option<String>> = locks
         .sites
         .iter()
@@ -80,9 +80,9 @@ mod tests {
         let root_ino = std::fs::metadata(scratch.path()).unwrap().ino();
         site.objects = vec![object(meta.ino()), object(root_ino), object(1)];
         let mut record = run(0, &[1], 1.0);
-        record.locks = Some(LockProfile::from_sites(1, 0, vec![site]));
+        record.sections.locks = Some(LockProfile::from_sites(1, 0, vec![site]));
         place_lock_objects(&mut record, scratch.path());
-        let locks = record.locks.unwrap();
+        let locks = record.sections.locks.unwrap();
         let places: Vec<Option<&str>> = locks.sites[0].objects.iter().map(|o| o.path.as_deref()).collect();
         assert_eq!(places, [Some("shared"), Some("."), None]);
     }

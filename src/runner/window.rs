@@ -117,11 +117,7 @@ impl Window {
             // (Not judged by zeros: a worker a busy machine kept off the CPUs
             // through a whole window, an MPI rank's, has zeros of its own.)
             sched: if crate::sys::has_schedstat() { sched } else { Vec::new() },
-            locks: None,
-            offcpu: None,
-            kernel_latency: None,
-            cpu_profile: None,
-            syscalls: None,
+            sections: Default::default(),
             nodes: None,
             walk_messages: Vec::new(),
             walk: (0..region.workers())

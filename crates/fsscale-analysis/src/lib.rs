@@ -9,8 +9,10 @@ pub mod atomic_file;
 pub mod compare;
 pub mod escape;
 pub mod history;
+pub mod instruments;
 pub mod lockfile;
 pub mod ministat;
+pub mod render;
 pub mod report;
 pub mod results;
 #[cfg(test)]

@@ -175,6 +175,35 @@ impl Sums {
     }
 }
 
+/// `--profile locks`' measuring half.
+pub(crate) struct LocksRecorder;
+
+impl super::Recorder for LocksRecorder {
+    fn needs(&self, config: &super::InstrumentConfig) -> super::Needs {
+        let tracepoints = &[("lock", "contention_begin"), ("lock", "contention_end")];
+        super::traced_needs(config, tracepoints, " (it needs Linux 5.19 or later)")
+    }
+
+    fn bpf_refused(&self, config: &super::InstrumentConfig) -> Option<String> {
+        bpf::BpfLocks::arm(&[], config.sampled_stacks).err().map(|e| format!("{e:#}"))
+    }
+
+    fn arm(
+        &self,
+        config: &super::InstrumentConfig,
+        tasks: &[i32],
+        _workload: crate::workloads::Workload,
+        _options: &crate::workloads::WorkloadOptions,
+    ) -> anyhow::Result<Option<Box<dyn super::Armed>>> {
+        super::armed_collector(
+            config.via.unwrap_or_default(),
+            || bpf::BpfLocks::arm(tasks, config.sampled_stacks),
+            || tracefs::TracefsLocks::arm(tasks),
+            |record, profile| record.sections.locks = Some(profile),
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

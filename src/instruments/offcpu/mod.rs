@@ -145,6 +145,35 @@ impl Sleeps {
     }
 }
 
+/// `--profile offcpu`'s measuring half.
+pub(crate) struct SleepsRecorder;
+
+impl super::Recorder for SleepsRecorder {
+    fn needs(&self, config: &super::InstrumentConfig) -> super::Needs {
+        super::traced_needs(config, &[("sched", "sched_switch"), ("sched", "sched_wakeup")], "")
+    }
+
+    fn bpf_refused(&self, config: &super::InstrumentConfig) -> Option<String> {
+        bpf::BpfSleeps::arm(&[], 0, config.sampled_stacks).err().map(|e| format!("{e:#}"))
+    }
+
+    fn arm(
+        &self,
+        config: &super::InstrumentConfig,
+        tasks: &[i32],
+        _workload: crate::workloads::Workload,
+        _options: &crate::workloads::WorkloadOptions,
+    ) -> anyhow::Result<Option<Box<dyn super::Armed>>> {
+        let min_sleep_ns = config.min_sleep_us * 1000;
+        super::armed_collector(
+            config.via.unwrap_or_default(),
+            || bpf::BpfSleeps::arm(tasks, min_sleep_ns, config.sampled_stacks),
+            || tracefs::TracefsSleeps::arm(tasks, min_sleep_ns),
+            |record, profile| record.sections.offcpu = Some(profile),
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

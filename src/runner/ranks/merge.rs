@@ -3,8 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::results::{CpuProfile, LockProfile, NodeOps, RunNoise, RunRecord, SyscallCheck, Timeline, Writeback};
+use crate::results::{NodeOps, RunNoise, RunRecord, Timeline, Writeback};
 use crate::stats::histogram::Histogram;
+use crate::vocab::Choice;
 use crate::vocab::OpKind;
 
 /// `records[i]` is worker i's (its rank's) record of the run, `hosts[i]` its
@@ -32,7 +33,7 @@ pub(crate) fn merge(mut records: Vec<RunRecord>, hosts: &[&str], clock_hz: f64) 
     }
     let all = |f: &dyn Fn(&RunRecord) -> bool| records.iter().all(f);
     let nodes = per_node(&records, hosts, fixed_work, elapsed_s);
-    Some(RunRecord {
+    let mut merged = RunRecord {
         run: first.run,
         position: None,
         started_at: None,
@@ -74,18 +75,19 @@ pub(crate) fn merge(mut records: Vec<RunRecord>, hosts: &[&str], clock_hz: f64) 
         } else {
             Vec::new()
         },
-        locks: LockProfile::sum(records.iter().filter_map(|r| r.locks.as_ref())),
-        offcpu: crate::results::OffCpuProfile::sum(records.iter().filter_map(|r| r.offcpu.as_ref())),
-        kernel_latency: crate::results::KernelLatency::sum(records.iter().filter_map(|r| r.kernel_latency.as_ref())),
-        cpu_profile: CpuProfile::sum(records.iter().filter_map(|r| r.cpu_profile.as_ref())),
-        syscalls: sum_syscalls(records.iter().filter_map(|r| r.syscalls.as_ref())),
+        // The instruments' sections: each merged by its own rule, below.
+        sections: Default::default(),
         latency: merge_latency(&records),
         replay_ops: merge_replay_ops(&records),
         nodes: Some(nodes),
         walk_messages: records.iter().flat_map(|r| r.walk_messages.iter().copied()).collect(),
         walk: records.iter().flat_map(|r| r.walk.iter().copied()).collect(),
         steady: None,
-    })
+    };
+    for i in crate::instruments::Instrument::ALL {
+        i.section().merge_ranks(&records, &mut merged);
+    }
+    Some(merged)
 }
 
 /// The work of each node's ranks, nodes in order of their lowest rank.
@@ -151,24 +153,6 @@ fn merge_timelines<'a>(timelines: impl Iterator<Item = &'a Timeline>) -> Timelin
         .map(|k| timelines.iter().filter_map(|t| t.cumulative_ops.get(k).or(t.cumulative_ops.last())).sum())
         .collect();
     Timeline { interval_s: longest.interval_s, at_s: longest.at_s.clone(), cumulative_ops, latency: None }
-}
-
-fn sum_syscalls<'a>(checks: impl Iterator<Item = &'a SyscallCheck>) -> Option<SyscallCheck> {
-    checks.fold(None, |acc, check| {
-        let Some(mut acc) = acc else { return Some(check.clone()) };
-        acc.total += check.total;
-        acc.ops_counted = [acc.ops_counted[0] + check.ops_counted[0], acc.ops_counted[1] + check.ops_counted[1]];
-        for call in &check.calls {
-            match acc.calls.iter_mut().find(|c| c.syscall == call.syscall) {
-                Some(c) => {
-                    c.expected += call.expected;
-                    c.counted += call.counted;
-                }
-                None => acc.calls.push(call.clone()),
-            }
-        }
-        Some(acc)
-    })
 }
 
 #[cfg(test)]

@@ -412,7 +412,7 @@ impl Session<'_> {
 
     /// `--verify`: system calls the kernel counted that the ops do not explain.
     fn warn_of_mismatches(&mut self, record: &RunRecord, spec: &PointSpec, run: usize) {
-        let Some(check) = &record.syscalls else { return };
+        let Some(check) = &record.sections.syscalls else { return };
         for mismatch in check.mismatches(spec.workers) {
             self.progress.warning(&format!(
                 "--verify: {} x{} run {}: the kernel counted {} {} calls where the ops imply {:.0} ({:+.2}%)",

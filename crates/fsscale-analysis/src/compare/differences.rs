@@ -69,16 +69,16 @@ const ENVIRONMENT: [(&str, Describe); 17] = [
         let i = d.settings.instruments;
         // How the tracepoint profiles were collected changes what they cost the workers: said.
         let via = i.via.unwrap_or_default().name();
-        let on: Vec<String> = [
-            (i.locks, format!("--profile locks ({via})")),
-            (i.offcpu, format!("--profile offcpu ({via})")),
-            (i.cpu, "--profile cpu".into()),
-            (i.verify, "--verify".into()),
-            (d.settings.latency, "--latency".into()),
-        ]
-        .into_iter()
-        .filter_map(|(on, name)| on.then_some(name))
-        .collect();
+        let mut on: Vec<String> =
+            i.on.iter()
+                .map(|i| match i.collected() {
+                    true => format!("{} ({via})", i.asked_as()),
+                    false => i.asked_as(),
+                })
+                .collect();
+        if d.settings.latency {
+            on.push("--latency".into());
+        }
         if on.is_empty() {
             "none".to_string()
         } else {
@@ -205,10 +205,10 @@ mod tests {
     #[test]
     fn profiles_collected_another_way_are_an_environment_difference() {
         let mut base = doc(&[(Workload::CreatUnlink, 2, &[1.0, 2.0])]);
-        base.settings.instruments.locks = true;
+        base.settings.instruments.on.insert(crate::instruments::Instrument::Locks);
         let mut new = base.clone();
         new.settings.instruments.via = Some(crate::results::Collector::Bpf);
-        new.settings.instruments.offcpu = true;
+        new.settings.instruments.on.insert(crate::instruments::Instrument::Offcpu);
         let found: Vec<String> = differences(&base, &new).iter().map(|d| d.describe()).collect();
         assert_eq!(found, ["instruments: --profile locks (tracefs) → --profile locks (bpf), --profile offcpu (bpf)"]);
     }
@@ -280,7 +280,7 @@ mod tests {
         let mut new = base.clone();
         assert_eq!(differences(&base, &new), []);
         new.host.online_cpus += 2;
-        new.settings.instruments.cpu = true;
+        new.settings.instruments.on.insert(crate::instruments::Instrument::Cpu);
         new.settings.memory_limit =
             Some(crate::results::MemoryLimitSettings { bytes: 256 << 20, cgroup: "cgroup v2 memory.max (/x)".into() });
         let untar = |scale| UntarSettings {

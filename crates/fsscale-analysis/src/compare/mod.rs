@@ -11,7 +11,6 @@
 //! spread of one invocation's runs, and two invocations of the same system
 //! differ by more than that (docs/STATISTICS.md, detection power).
 
-mod attribution;
 mod between;
 mod change;
 mod differences;
@@ -19,7 +18,9 @@ mod invocations;
 mod judging;
 mod moved;
 
-pub use attribution::{attribute, profiling_command, Attribution, FunctionDelta, SiteDelta, SiteSide};
+pub use crate::instruments::attribution::{
+    attribute, profiling_command, Attribution, FunctionDelta, SiteDelta, SiteSide,
+};
 pub use between::{compare_between, Between, Dimension};
 pub use change::FigureKind;
 pub use differences::{differences, Difference};

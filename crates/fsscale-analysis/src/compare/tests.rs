@@ -209,7 +209,7 @@ fn a_change_is_explained_by_both_sides_profiles_or_the_command_that_records_them
     for (d, wait) in [(&mut base, 0.01), (&mut new, 0.2)] {
         for r in &mut d.points[0].runs {
             r.per_worker_ops = vec![r.ops];
-            r.locks = Some(LockProfile::from_sites(100, 0, vec![site(wait)]));
+            r.sections.locks = Some(LockProfile::from_sites(100, 0, vec![site(wait)]));
         }
     }
     let c = compare(&base, &new, "a", "b", &CONFIG);

@@ -2,7 +2,9 @@
 
 use std::fmt::Write;
 
+use crate::instruments::Instrument;
 use crate::results::{Point, ResultsFile};
+use crate::vocab::Choice;
 
 /// The form of [`Identity::key`]. A series is found by its key, so a change
 /// to what the key holds or how it is written re-keys every stored series:
@@ -131,7 +133,7 @@ pub struct Figure {
     pub cpu_bound: bool,
     /// Why the runs cannot support a verdict (drift, two modes, busy), as compare says it.
     pub noise: Option<String>,
-    /// Which profiles the point recorded (`locks`, `offcpu`, `cpu`): what a change can be attributed from.
+    /// Which profiles the point recorded (`locks`, `cpu`, `offcpu`): what a change can be attributed from.
     pub profiles: Vec<String>,
     pub unit: String,
     pub higher_is_better: bool,
@@ -141,11 +143,8 @@ impl Figure {
     /// The point's figure, or `None` while it has no finished run.
     pub fn of(point: &Point) -> Option<Figure> {
         let summary = point.summary.as_ref()?;
-        let profiles = [
-            ("locks", point.lock_profile().is_some()),
-            ("offcpu", point.offcpu_profile().is_some()),
-            ("cpu", point.cpu_profile().is_some()),
-        ];
+        // What a change can be attributed from: the instruments that attribute, where the point has them.
+        let attributes = |i: &&Instrument| i.section().attribute(point, point, &mut Default::default());
         Some(Figure {
             mean: summary.ops_per_s.mean,
             per_cpu: summary.ops_per_cpu_s.as_ref().map(|s| s.mean).filter(|v| v.is_finite() && *v > 0.0),
@@ -155,7 +154,7 @@ impl Figure {
             busy: summary.busy_runs.len() * 5 > point.runs.len(),
             cpu_bound: crate::compare::cpu_bound(point),
             noise: point.noise_problem(),
-            profiles: profiles.iter().filter(|p| p.1).map(|p| p.0.to_string()).collect(),
+            profiles: Instrument::ALL.iter().filter(attributes).map(|i| i.name().to_string()).collect(),
             unit: point.unit(),
             higher_is_better: point.higher_is_better(),
         })

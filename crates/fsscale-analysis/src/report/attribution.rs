@@ -1,9 +1,9 @@
 //! Why a compared point changed, in words: the lock-wait and sleep sites
 //! and CPU functions whose share moved most (see [`crate::compare::attribute`]).
 
-use super::latency::format_ns;
 use super::profile::percent;
 use crate::compare::{Attribution, Comparison, Row, SiteDelta};
+use crate::render::format::format_ns;
 
 /// `+9.1`, `-0.40`: a change of a share, in points of percent.
 fn points(change: f64) -> String {
@@ -123,7 +123,7 @@ mod tests {
         let runs = (0..3)
             .map(|i| {
                 let mut r = run(i, &[rate + i as u64], 1.0);
-                r.locks = wait_s
+                r.sections.locks = wait_s
                     .map(|w| LockProfile::from_sites(100, 0, vec![rwsem_site("down_write ← filename_create", 100, w)]));
                 r
             })

@@ -3,27 +3,12 @@
 
 use std::collections::BTreeMap;
 
-use super::format::{format_rate, format_sd};
-use super::table::{Align, Table};
-use crate::results::{KernelLatency, Point};
+use crate::render::format::{format_ns, format_rate, format_sd};
+use crate::render::table::{Align, Table};
+use crate::results::Point;
 use crate::stats::Summary;
 use crate::vocab::Mode;
 use crate::vocab::Share;
-
-/// `850ns`, `3.3µs`, `27.6µs`, `344µs`, `4.99ms`, `1.20s`: three significant digits.
-pub fn format_ns(ns: f64) -> String {
-    let (value, unit) = match ns {
-        n if n < 1e3 => return format!("{n:.0}ns"),
-        n if n < 1e6 => (n / 1e3, "µs"),
-        n if n < 1e9 => (n / 1e6, "ms"),
-        n => (n / 1e9, "s"),
-    };
-    match value {
-        v if v < 10.0 => format!("{v:.2}{unit}"),
-        v if v < 100.0 => format!("{v:.1}{unit}"),
-        v => format!("{v:.0}{unit}"),
-    }
-}
 
 /// `replay`: every operation kind of `point`, all runs merged: count, share
 /// of the ops, mean and p50/p99/max latency (dbench's per-op table).
@@ -49,48 +34,6 @@ pub(crate) fn replay_ops_table(point: &Point) -> Table {
             format_ns(h.quantile(0.99) as f64),
             format_ns(h.max_ns as f64),
         ]);
-    }
-    table
-}
-
-/// System calls a point's latency table shows: a workload makes a handful.
-const CALLS_SHOWN: usize = 8;
-
-/// `--profile latency`: each system call of `point` (all runs) with its
-/// time in the kernel (mean, p50, p99 from its histogram) and, for
-/// `replay`, the user-space latency of the operation that makes exactly
-/// that call, measured around it by the worker.
-pub(crate) fn kernel_latency_table(point: &Point, profile: &KernelLatency) -> Table {
-    let replay = point.merged_replay_ops();
-    let user_side: BTreeMap<&str, &crate::stats::histogram::Histogram> =
-        replay.iter().filter_map(|(kind, h)| Some((kind.exact_syscall()?, h))).collect();
-    let mut columns = vec![
-        ("call", Align::Left),
-        ("calls", Align::Right),
-        ("mean", Align::Right),
-        ("p50", Align::Right),
-        ("p99", Align::Right),
-    ];
-    if !user_side.is_empty() {
-        columns.extend([("op p50", Align::Right), ("op p99", Align::Right)]);
-    }
-    let mut table = Table::new(&columns).indented(4);
-    let in_ns = |s: Option<f64>| s.map_or_else(|| "-".to_string(), |s| format_ns(s * 1e9));
-    for call in profile.calls.iter().take(CALLS_SHOWN) {
-        let mut row = vec![
-            call.call.clone(),
-            call.count.to_string(),
-            format_ns(call.mean_s() * 1e9),
-            in_ns(call.quantile_s(0.5)),
-            in_ns(call.quantile_s(0.99)),
-        ];
-        if !user_side.is_empty() {
-            match user_side.get(call.call.as_str()) {
-                Some(h) => row.extend([format_ns(h.quantile(0.5) as f64), format_ns(h.quantile(0.99) as f64)]),
-                None => row.extend(["".to_string(), "".to_string()]),
-            }
-        }
-        table.row(row);
     }
     table
 }

@@ -4,18 +4,15 @@
 
 use std::collections::BTreeMap;
 
-use super::latency::format_ns;
 use super::markup::Html;
 pub use super::phrases::percent;
-use super::phrases::{cost, lost};
-use super::table::{Align, Table};
-use crate::results::{LockProfile, LockSite, Point};
+use crate::instruments::{Explains, NOTABLE_WAIT_SHARE};
+use crate::results::Point;
+use crate::vocab::Choice;
+use crate::vocab::Instrument;
 use crate::vocab::Mode;
 use crate::vocab::Share;
-use crate::{html, html_of};
 
-/// Rows of the terminal's tables.
-const TOP: usize = 5;
 /// Below this efficiency (ops/s per worker against 1 worker) a point is
 /// explained without being asked to.
 pub(crate) const FALLING_EFFICIENCY: f64 = 0.9;
@@ -37,10 +34,6 @@ fn efficiencies(points: &[&Point]) -> Vec<Option<f64>> {
         })
         .collect()
 }
-
-/// Waits below this share of worker time explain nothing about scaling:
-/// no finding names them, and wait bars are drawn to at least this scale.
-pub(crate) const NOTABLE_WAIT_SHARE: f64 = 0.01;
 
 /// "at 4 workers, 58% of worker time waiting on an rwsem write in
 /// down_write ← filename_create ← do_mkdirat": the point's dominant site,
@@ -107,7 +100,8 @@ pub fn out_of_cpus(point: &Point, usable_cpus: usize) -> Option<String> {
 /// [`out_of_cpus`] at the largest point of a series with profiles (`points`
 /// by worker count): said before what the profiles show of it.
 pub(crate) fn series_out_of_cpus(points: &[&Point], usable_cpus: usize) -> Option<String> {
-    let profiled = points.iter().any(|p| p.runs.iter().any(|r| r.locks.is_some() || r.cpu_profile.is_some()));
+    let profiled =
+        points.iter().any(|p| p.runs.iter().any(|r| r.sections.locks.is_some() || r.sections.cpu_profile.is_some()));
     out_of_cpus(points.last().filter(|_| profiled)?, usable_cpus)
 }
 
@@ -118,7 +112,7 @@ pub(crate) fn series_out_of_cpus(points: &[&Point], usable_cpus: usize) -> Optio
 /// worker, 25% at 4". `None` without two such points or a site that grew
 /// by at least [`NOTABLE_WAIT_SHARE`].
 pub(crate) fn fastest_growing_site(points: &[&Point]) -> Option<String> {
-    let mut profiled = points.iter().filter(|p| p.runs.iter().any(|r| r.locks.is_some()));
+    let mut profiled = points.iter().filter(|p| p.runs.iter().any(|r| r.sections.locks.is_some()));
     let (fewest, most) = (profiled.next()?, profiled.next_back()?);
     let why = crate::compare::attribute(fewest, most)?;
     let site = why
@@ -139,7 +133,6 @@ pub(crate) fn fastest_growing_site(points: &[&Point]) -> Option<String> {
 
 /// The instruments' tables for `point`, or nothing when it has none.
 pub fn explain(point: &Point) -> String {
-    let mut out = String::new();
     let what = format!(
         "{} {} x{} ({} run{})",
         point.mode,
@@ -148,111 +141,7 @@ pub fn explain(point: &Point) -> String {
         point.runs.len(),
         if point.runs.len() == 1 { "" } else { "s" }
     );
-    if let Some((profile, share)) = point.lock_profile() {
-        let lost = lost(profile.lost_events, profile.method);
-        out.push_str(&format!(
-            "  where workers waited, {what}: {} of their time, {} contention{}{lost}{}\n",
-            percent(share),
-            profile.contentions,
-            if profile.contentions == 1 { "" } else { "s" },
-            cost(profile.programs, point, |r| r.locks.is_some())
-        ));
-        if !profile.sites.is_empty() {
-            out.push_str(&sites_table(&profile.sites, profile.wait_s).render());
-        }
-    }
-    if let Some((profile, share)) =
-        point.offcpu_profile().filter(|(_, share)| *share >= super::offcpu::NOTABLE_ASLEEP_SHARE)
-    {
-        out.push_str(&super::offcpu::slept(point, &what, &profile, share));
-    }
-    if let Some(latency) = point.kernel_latency() {
-        let calls: u64 = latency.calls.iter().map(|c| c.count).sum();
-        out.push_str(&format!(
-            "  time in the kernel per system call, {what}: {} call{}{}{}\n",
-            calls,
-            if calls == 1 { "" } else { "s" },
-            lost(latency.lost_events, crate::results::Collector::Bpf),
-            cost(latency.programs, point, |r| r.kernel_latency.is_some())
-        ));
-        if !latency.calls.is_empty() {
-            out.push_str(&super::latency::kernel_latency_table(point, &latency).render());
-        }
-    }
-    if let Some(cpu) = point.cpu_profile() {
-        out.push_str(&format!(
-            "  where CPU time went, {what}: {} {} samples, {} in the kernel{}\n",
-            cpu.samples,
-            cpu.event,
-            percent(cpu.kernel_share()),
-            if cpu.lost_samples > 0 { format!(", {} lost", cpu.lost_samples) } else { String::new() }
-        ));
-        let mut table = Table::new(&[
-            ("self", Align::Right),
-            ("total", Align::Right),
-            ("function", Align::Left),
-            ("mostly under", Align::Left),
-        ])
-        .indented(4);
-        for f in cpu.functions().iter().take(TOP) {
-            table.row(vec![
-                percent(f.self_samples as f64 / cpu.samples.max(1) as f64),
-                percent(f.inclusive_samples as f64 / cpu.samples.max(1) as f64),
-                f.name.clone(),
-                f.caller.clone().unwrap_or_default(),
-            ]);
-        }
-        out.push_str(&table.render());
-    }
-    out
-}
-
-/// The site, with its static lock's name or the object whose lock it was
-/// most (and that object's part of its waits), and who held it most (its
-/// part of the waits, and how often it was on a CPU as they began).
-fn site_with_object(site: &LockSite) -> String {
-    let mut out = match &site.lock {
-        Some(lock) => format!("{} on {lock}", site.site),
-        None => site.site.clone(),
-    };
-    let part = |wait_s: f64| percent(if site.wait_s > 0.0 { wait_s / site.wait_s } else { 0.0 });
-    if let Some(top) = site.objects.first() {
-        out.push_str(&format!(": {}, {}", top.label(), part(top.wait_s)));
-    }
-    if let Some(holder) = site.holders.first() {
-        out.push_str(&format!(
-            "; held by {} {} (on a CPU at {} of them)",
-            holder.holder,
-            part(holder.wait_s),
-            percent(holder.on_cpu as f64 / holder.count.max(1) as f64)
-        ));
-    }
-    out
-}
-
-fn sites_table(sites: &[LockSite], total_s: f64) -> Table {
-    let mut table = Table::new(&[
-        ("wait", Align::Right),
-        ("of all", Align::Right),
-        ("count", Align::Right),
-        ("mean", Align::Right),
-        ("max", Align::Right),
-        ("kind", Align::Left),
-        ("site", Align::Left),
-    ])
-    .indented(4);
-    for site in sites.iter().take(TOP) {
-        table.row(vec![
-            format_ns(site.wait_s * 1e9),
-            percent(if total_s > 0.0 { site.wait_s / total_s } else { 0.0 }),
-            site.count.to_string(),
-            format_ns(site.mean_wait_s() * 1e9),
-            format_ns(site.max_wait_s * 1e9),
-            site.kind.clone(),
-            site_with_object(site),
-        ]);
-    }
-    table
+    Instrument::ALL.iter().map(|i| i.section().explain(point, &what)).collect()
 }
 
 /// Which points of a workload's table get [`explain`]ed: all with `all`,
@@ -262,61 +151,29 @@ fn sites_table(sites: &[LockSite], total_s: f64) -> Table {
 /// point with `--profile latency`, which is a measurement, not an explanation.
 pub(crate) fn points_to_explain<'a>(points: &[&'a Point], all: bool) -> Vec<&'a Point> {
     let efficiency = efficiencies(points);
-    let slept = |p: &Point| p.offcpu_profile().is_some_and(|(_, share)| share >= super::offcpu::NOTABLE_ASLEEP_SHARE);
-    let timed = |p: &Point| p.runs.iter().any(|r| r.kernel_latency.is_some());
+    let explains = |p: &Point| Instrument::ALL.iter().map(|i| i.section().explains(p)).max().unwrap_or(Explains::No);
     points
         .iter()
         .zip(efficiency)
-        .filter(|(p, _)| {
-            timed(p) || p.runs.iter().any(|r| r.locks.is_some() || r.cpu_profile.is_some() || r.offcpu.is_some())
+        .filter(|(p, e)| match explains(p) {
+            Explains::No => false,
+            Explains::IfFalling => all || e.is_none_or(|e| e < FALLING_EFFICIENCY),
+            Explains::Always => true,
         })
-        .filter(|(p, e)| all || e.is_none_or(|e| e < FALLING_EFFICIENCY) || slept(p) || timed(p))
         .map(|(p, _)| *p)
         .collect()
 }
 
-/// What the lock tables under [`explain`] mean.
-const LOCKS_LEGEND: &str = "where workers waited: kernel lock contentions of the workers in the runs' windows \
-     (--profile locks), by site (the lock call ← its callers); wait = total of all workers; of all = share of all \
-     waits; a site's time over the workers' time is what they lost there. With BPF a wait's site is sampled: its \
-     task's stack was walked for one wait in N, the rest spread over the sites walked on the same lock (counts, \
-     times, objects and holders are every wait's; --profile-every-stack walks each); held by = who held a sleeping lock as the waits began.\n";
-
-/// What the kernel latency tables under [`explain`] mean.
-const LATENCY_LEGEND: &str = "time in the kernel per system call: each call of the workers in the runs' windows, \
-     from entry to exit (--profile latency); p50, p99 from log-linear histograms (16 buckets a power of two: \
-     within 1/16 above the true value; a call made once, its own time); op p50, op p99 = replay's own timing of the operation that makes that call, from user space.\n";
-
-/// What the CPU tables under [`explain`] mean.
-const CPU_LEGEND: &str = "where CPU time went: sampled stacks (--profile cpu); self = share of samples in the \
-     function itself, total = with what it called, mostly under = the caller most of them came through.\n";
-
 /// The legends of the tables [`explain`] printed for `explained`: each
-/// instrument's only where a point has its profile.
+/// instrument's only where a point has its table.
 pub(crate) fn explain_legend(explained: &[&Point]) -> String {
-    let mut out = String::new();
-    if explained.iter().any(|p| p.runs.iter().any(|r| r.locks.is_some())) {
-        out.push_str(LOCKS_LEGEND);
-    }
-    if explained.iter().any(|p| p.offcpu_profile().is_some_and(|(_, s)| s >= super::offcpu::NOTABLE_ASLEEP_SHARE)) {
-        out.push_str(super::offcpu::OFFCPU_LEGEND);
-    }
-    if explained.iter().any(|p| p.runs.iter().any(|r| r.kernel_latency.is_some())) {
-        out.push_str(LATENCY_LEGEND);
-    }
-    if explained.iter().any(|p| p.runs.iter().any(|r| r.cpu_profile.is_some())) {
-        out.push_str(CPU_LEGEND);
-    }
-    out
+    let printed = |i: &Instrument| explained.iter().any(|p| !i.section().explain(p, "").is_empty());
+    Instrument::ALL.iter().filter(|i| printed(i)).map(|i| i.section().legend()).collect()
 }
-
-/// Colours of the top sites in the stacked bars, then grey for the rest.
-const SITE_COLOURS: [&str; 5] = ["#c0392b", "#2874a6", "#b9770e", "#239b56", "#7d3c98"];
-const OTHER_COLOUR: &str = "#aab7b8";
 
 /// The largest share of worker time spent waiting among `points`: the
 /// common scale of a workload's wait bars, so that series compare by eye.
-pub(crate) fn widest_wait_share<'a>(points: impl IntoIterator<Item = &'a Point>) -> f64 {
+pub fn widest_wait_share<'a>(points: impl IntoIterator<Item = &'a Point>) -> f64 {
     points.into_iter().filter_map(|p| p.lock_profile()).map(|(_, share)| share).fold(0.0, f64::max)
 }
 
@@ -327,123 +184,10 @@ pub(crate) fn widest_wait_share<'a>(points: impl IntoIterator<Item = &'a Point>)
 /// CPU profile and of the largest with an off-CPU profile.
 pub(crate) fn html_series(points: &[&Point], title: &str, widest: f64) -> Html {
     let mut out = Html::new();
-    let locked: Vec<(&Point, LockProfile, f64)> =
-        points.iter().filter_map(|p| p.lock_profile().map(|(l, s)| (*p, l, s))).collect();
-    if !locked.is_empty() {
-        out.push(&lock_bars(&locked, title, widest));
-    }
-    if let Some((point, cpu)) = points.iter().rev().find_map(|p| Some((*p, p.cpu_profile()?))) {
-        let caption = format!(
-            "{title}, {}: {} {} samples, {} in the kernel; width = share of samples, root at the bottom; \
-             hover a frame for its name and share.",
-            crate::vocab::workers(point.workers),
-            cpu.samples,
-            cpu.event,
-            percent(cpu.kernel_share())
-        );
-        let graph_title = format!("{title} x{}: where CPU time went", point.workers);
-        flame_figure(&mut out, &cpu.folded, &graph_title, super::flame::ON_CPU, &caption);
-    }
-    // Where the workers slept enough to say anything: no graph of an empty or negligible profile.
-    let slept = |p: &&Point| {
-        p.offcpu_profile().filter(|(s, share)| !s.folded.is_empty() && *share >= super::offcpu::NOTABLE_ASLEEP_SHARE)
-    };
-    if let Some((point, (sleeps, share))) = points.iter().rev().find_map(|p| Some((*p, slept(p)?))) {
-        let caption = format!(
-            "{title}, {}: {} of their time asleep in {} sleeps (kernel stacks at each switch-out, until woken); \
-             width = share of the time asleep, root at the bottom; hover a frame for its name and share.",
-            crate::vocab::workers(point.workers),
-            percent(share),
-            sleeps.sleeps
-        );
-        let graph_title = format!("{title} x{}: where workers slept", point.workers);
-        flame_figure(&mut out, &sleeps.folded, &graph_title, super::flame::OFF_CPU, &caption);
+    for i in Instrument::ALL {
+        out.push(&i.section().html_series(points, title, widest));
     }
     out
-}
-
-/// A flame graph of `folded` with its caption, as a figure.
-fn flame_figure(out: &mut Html, folded: &BTreeMap<String, u64>, title: &str, kind: super::flame::Kind, caption: &str) {
-    html!(
-        out,
-        "<figure class=\"flame\">{}<figcaption>{}</figcaption></figure>\n",
-        super::flame::flame_graph_svg(folded, title, kind),
-        caption
-    );
-}
-
-fn lock_bars(locked: &[(&Point, LockProfile, f64)], title: &str, widest: f64) -> Html {
-    // The series' top sites by total wait, coloured alike in every row.
-    let mut totals: BTreeMap<String, f64> = BTreeMap::new();
-    for (_, profile, _) in locked {
-        for site in &profile.sites {
-            *totals.entry(site.label()).or_default() += site.wait_s;
-        }
-    }
-    let mut top: Vec<(String, f64)> = totals.into_iter().collect();
-    top.sort_by(|a, b| b.1.total_cmp(&a.1));
-    top.truncate(SITE_COLOURS.len());
-    // A scale of at least 1%: a series that barely waits draws short bars, not full ones.
-    let widest = locked.iter().map(|(_, _, s)| *s).fold(widest, f64::max).max(NOTABLE_WAIT_SHARE);
-    let (left, width, row) = (70.0, 760.0, 22.0);
-    let height = row * locked.len() as f64 + 30.0;
-    let mut svg = html_of!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"locks\" width=\"{}\" height=\"{}\" font-family=\"sans-serif\" font-size=\"12\">",
-        left + width + 80.0,
-        height
-    );
-    for (i, (point, profile, share)) in locked.iter().enumerate() {
-        let y = 8.0 + row * i as f64;
-        html!(svg, "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">x{}</text>", left - 8.0, y + 13.0, point.workers);
-        let mut x = left;
-        let scale = width * share / widest / profile.wait_s.max(1e-12);
-        let mut rest = profile.wait_s;
-        for (k, (label, _)) in top.iter().enumerate() {
-            let wait: f64 = profile.sites.iter().filter(|s| &s.label() == label).map(|s| s.wait_s).sum();
-            rest -= wait;
-            svg.push(&segment(x, y, wait * scale, SITE_COLOURS[k], label, wait / profile.wait_s.max(1e-12)));
-            x += wait * scale;
-        }
-        let rest = rest.max(0.0);
-        svg.push(&segment(x, y, rest * scale, OTHER_COLOUR, "other sites", rest / profile.wait_s.max(1e-12)));
-        let end = left + width * share.max(0.0) / widest;
-        html!(svg, "<text x=\"{}\" y=\"{}\">{}</text>", end + 6.0, y + 13.0, percent(*share));
-    }
-    svg.push_static("</svg>");
-    let legend: Html = top
-        .iter()
-        .enumerate()
-        .map(|(k, (label, _))| {
-            html_of!("<li><span class=\"swatch\" style=\"background:{}\"></span>{}</li>", SITE_COLOURS[k], label)
-        })
-        .chain(std::iter::once(html_of!(
-            "<li><span class=\"swatch\" style=\"background:{}\"></span>other sites</li>",
-            OTHER_COLOUR
-        )))
-        .collect();
-    html_of!(
-        "<figure class=\"locks\">{}<ul class=\"legend\">{}</ul><figcaption>{}: share of the workers' time spent \
-         waiting on kernel locks (--profile locks), per worker count, split by contention site (the lock call ← its \
-         callers); all measured runs together; bars of all series of the workload share one scale.</figcaption></figure>\n",
-        svg,
-        legend,
-        title
-    )
-}
-
-fn segment(x: f64, y: f64, width: f64, colour: &str, label: &str, share: f64) -> Html {
-    if width <= 0.0 {
-        return Html::new();
-    }
-    html_of!(
-        "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"16\" fill=\"{}\"><title>{} ({} of the waits)</title></rect>",
-        format!("{x:.2}"),
-        y,
-        format!("{width:.2}"),
-        colour,
-        label,
-        percent(share)
-    )
 }
 
 #[cfg(test)]
@@ -456,11 +200,13 @@ mod tests {
     #[test]
     fn each_instruments_legend_only_where_its_tables_are() {
         let locked = waiting(0.25);
-        assert_eq!(explain_legend(&[&locked]), LOCKS_LEGEND);
+        let locks_legend = Instrument::Locks.section().legend();
+        assert_eq!(explain_legend(&[&locked]), locks_legend);
         let mut sampled = point(Workload::Stat, Share::Private, 1, vec![run(0, &[1000], 1.0)]);
-        sampled.runs[0].cpu_profile = Some(cpu_profile(&[("f;g", 1)]));
-        assert_eq!(explain_legend(&[&sampled]), CPU_LEGEND);
-        assert_eq!(explain_legend(&[&locked, &sampled]), format!("{LOCKS_LEGEND}{CPU_LEGEND}"));
+        sampled.runs[0].sections.cpu_profile = Some(cpu_profile(&[("f;g", 1)]));
+        let cpu_legend = Instrument::Cpu.section().legend();
+        assert_eq!(explain_legend(&[&sampled]), cpu_legend);
+        assert_eq!(explain_legend(&[&locked, &sampled]), format!("{locks_legend}{cpu_legend}"));
         assert_eq!(explain_legend(&[]), "");
     }
 
@@ -491,7 +237,7 @@ mod tests {
             asleep_s: s,
             max_asleep_s: s / 10.0,
         };
-        r.offcpu = Some(OffCpuProfile {
+        r.sections.offcpu = Some(OffCpuProfile {
             method: Collector::Bpf,
             programs: Some(ProgramCost { runs: 1000, seconds: 0.002, attached: None }),
             sleeps: 400,
@@ -514,7 +260,7 @@ mod tests {
         assert!(html_series(&[&slept], "fsync", 0.0).into_string().contains("where workers slept"));
         // A profile with nothing asleep: no graph of nothing.
         let mut idle = sleeping(0.0);
-        if let Some(o) = idle.runs[0].offcpu.as_mut() {
+        if let Some(o) = idle.runs[0].sections.offcpu.as_mut() {
             o.folded.clear();
             o.sites.clear();
             o.sleeps = 0;
@@ -534,7 +280,7 @@ mod tests {
              \x20     300ms     75%    300  1.00ms   30.0ms  uninterruptible  wait_for_completion_io_timeout ← submit_bio_wait ← blkdev_issue_flush\n\
              \x20   100.0ms     25%    100  1.00ms  10.00ms  uninterruptible  folio_wait_bit ← folio_wait_writeback ← __filemap_fdatawait_range\n"
         );
-        assert_eq!(explain_legend(&[&slept]), super::super::offcpu::OFFCPU_LEGEND);
+        assert_eq!(explain_legend(&[&slept]), Instrument::Offcpu.section().legend());
         // Asleep 1.3% of the time, at full efficiency: nothing to explain.
         let rested = sleeping(0.01);
         assert!(points_to_explain(&[&rested], false).is_empty());
@@ -597,7 +343,7 @@ mod tests {
     fn waiting(wait_s: f64) -> Point {
         let mut r = run(0, &[1000], 1.0);
         let site = rwsem_site("down_write ← filename_create ← do_mkdirat", 10, wait_s);
-        r.locks = Some(LockProfile::from_sites(10, 0, vec![site]));
+        r.sections.locks = Some(LockProfile::from_sites(10, 0, vec![site]));
         point(Workload::Stat, Share::Private, 1, vec![r])
     }
 

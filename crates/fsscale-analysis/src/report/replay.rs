@@ -4,10 +4,10 @@
 
 use std::collections::BTreeMap;
 
-use super::latency::format_ns;
 use super::markup::Html;
 use super::table::{Align, Table};
 use crate::html;
+use crate::render::format::format_ns;
 use crate::results::{Point, ReplaySettings, ResultsFile};
 use crate::vocab::{OpKind, Workload};
 

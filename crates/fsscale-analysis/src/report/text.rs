@@ -6,7 +6,7 @@ use super::latency::driver_table;
 use super::marks::{self, run_note, Mark};
 use super::view::{self, Column, Layout};
 use crate::analyze::analyze_results;
-use crate::results::{Point, ResultsFile, RunRecord, Settings};
+use crate::results::{Point, ResultsFile, Settings};
 use crate::vocab::Workload;
 
 /// Renders every point with a summary, grouped by workload in catalogue order.
@@ -288,16 +288,9 @@ fn instruments_line(doc: &ResultsFile) -> String {
         "instruments: {} on in every run: their cost is in these figures (see fsscale's docs/INSTRUMENTS.md)",
         on.names().join(", ")
     );
-    if on.verify {
-        let runs: Vec<(&RunRecord, usize)> =
-            doc.points.iter().flat_map(|p| p.runs.iter().map(move |r| (r, p.workers))).collect();
-        let checked: Vec<_> = runs.iter().filter_map(|(r, w)| Some((r.syscalls.as_ref()?, *w))).collect();
-        let off = checked.iter().filter(|(c, w)| !c.mismatches(*w).is_empty()).count();
-        line.push_str(&match (checked.len(), off) {
-            (0, _) => "; --verify checked no run (no workload here has a fixed set of calls per op)".to_string(),
-            (n, 0) => format!("; --verify: the kernel's system call counts matched the ops within 0.5% in all {n} runs checked"),
-            (n, k) => format!("; --verify: the kernel's counts differed from the ops by more than 0.5% in {k} of {n} runs (the results file has the counts)"),
-        });
+    for finding in on.on.iter().filter_map(|i| i.section().finding(doc)) {
+        line.push_str("; ");
+        line.push_str(&finding);
     }
     line.push_str(".\n");
     line

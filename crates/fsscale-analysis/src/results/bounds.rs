@@ -5,20 +5,20 @@
 //! inside the caps: perf keeps 127 frames by default, fsscale's own
 //! profiles keep 40 sites per run.
 
-use super::profile::MAX_LOCK_OBJECTS;
-use super::stacks::{bound_stacks, CutCounter, MAX_FRAMES, MAX_STACKS};
+use super::stacks::{CutCounter, MAX_FRAMES, MAX_STACKS};
 use super::{ResultsFile, RunRecord};
+use crate::vocab::{Choice, Instrument};
 
 /// Sites a lock or off-CPU profile keeps (the heaviest; they come ranked).
 pub(crate) const MAX_SITES: usize = 400;
 
 /// What capping cut, for the reader's note.
 #[derive(Default)]
-struct Cut {
-    deep_stacks: usize,
-    stacks: usize,
-    sites: usize,
-    buckets: usize,
+pub struct Cut {
+    pub(crate) deep_stacks: usize,
+    pub(crate) stacks: usize,
+    pub(crate) sites: usize,
+    pub(crate) buckets: usize,
 }
 
 impl ResultsFile {
@@ -55,30 +55,11 @@ impl ResultsFile {
 }
 
 fn bound_run(run: &mut RunRecord, cut: &mut Cut) {
-    if let Some(p) = &mut run.cpu_profile {
-        bound_stacks(&mut p.folded, cut);
-    }
-    if let Some(p) = &mut run.offcpu {
-        bound_stacks(&mut p.folded, cut);
-        cut.sites += p.sites.len().saturating_sub(MAX_SITES);
-        p.sites.truncate(MAX_SITES);
-    }
-    if let Some(p) = &mut run.kernel_latency {
-        cut.sites += p.bound();
-        for h in p.calls.iter_mut().filter_map(|c| c.ns.as_mut()) {
-            cut.buckets += h.bound();
-        }
+    for i in Instrument::ALL {
+        run.sections.bound(*i, cut);
     }
     for h in run.latency.iter_mut().chain(run.replay_ops.iter_mut().flat_map(|ops| ops.values_mut())) {
         cut.buckets += h.bound();
-    }
-    if let Some(p) = &mut run.locks {
-        cut.sites += p.sites.len().saturating_sub(MAX_SITES);
-        p.sites.truncate(MAX_SITES);
-        for site in &mut p.sites {
-            site.objects.truncate(MAX_LOCK_OBJECTS);
-            site.holders.truncate(MAX_LOCK_OBJECTS);
-        }
     }
 }
 
@@ -96,6 +77,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
+    use crate::results::stacks::bound_stacks;
 
     #[test]
     fn a_deep_stack_keeps_its_first_frames_and_says_how_many_more() {

@@ -167,7 +167,7 @@ impl KernelLatency {
 impl Point {
     /// The kernel latency profile over the point's runs.
     pub fn kernel_latency(&self) -> Option<KernelLatency> {
-        KernelLatency::sum(self.runs.iter().filter_map(|r| r.kernel_latency.as_ref()))
+        KernelLatency::sum(self.runs.iter().filter_map(|r| r.sections.kernel_latency.as_ref()))
     }
 }
 

@@ -2,6 +2,7 @@
 //! finished run so that a crash or Ctrl-C loses nothing already measured.
 
 pub mod bounds;
+pub use bounds::Cut;
 mod check;
 pub mod cluster;
 mod host;
@@ -10,7 +11,8 @@ pub mod kernel_latency;
 pub mod offcpu;
 pub mod profile;
 mod run;
-mod stacks;
+pub mod sections;
+pub(crate) mod stacks;
 mod target;
 
 use std::collections::BTreeMap;
@@ -32,6 +34,7 @@ pub use run::{
     IntervalLatency, NodeOps, RunFigure, RunNoise, RunRecord, RunThrottling, SchedShares, SteadyOutcome, SystemCpu,
     Timeline, WalkRecord, WorkerCpu, WorkerSched, Writeback,
 };
+pub use sections::Sections;
 pub use target::Target;
 
 use crate::stats::diagnostics::{diagnose, Diagnostics};

@@ -124,8 +124,8 @@ impl Point {
     /// The off-CPU profile over the point's runs, with the share of the
     /// workers' time it accounts for asleep.
     pub fn offcpu_profile(&self) -> Option<(OffCpuProfile, f64)> {
-        let profile = OffCpuProfile::sum(self.runs.iter().filter_map(|r| r.offcpu.as_ref()))?;
-        let seconds: f64 = self.runs.iter().filter(|r| r.offcpu.is_some()).map(|r| r.worker_seconds()).sum();
+        let profile = OffCpuProfile::sum(self.runs.iter().filter_map(|r| r.sections.offcpu.as_ref()))?;
+        let seconds: f64 = self.runs.iter().filter(|r| r.sections.offcpu.is_some()).map(|r| r.worker_seconds()).sum();
         let share = if seconds > 0.0 { profile.asleep_s / seconds } else { 0.0 };
         Some((profile, share))
     }

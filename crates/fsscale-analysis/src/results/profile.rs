@@ -304,15 +304,36 @@ impl super::RunRecord {
 impl super::Point {
     /// The lock profile over the point's runs, and the share of its workers' time spent waiting.
     pub(crate) fn lock_profile(&self) -> Option<(LockProfile, f64)> {
-        let profile = LockProfile::sum(self.runs.iter().filter_map(|r| r.locks.as_ref()))?;
-        let seconds: f64 = self.runs.iter().filter(|r| r.locks.is_some()).map(|r| r.worker_seconds()).sum();
+        let profile = LockProfile::sum(self.runs.iter().filter_map(|r| r.sections.locks.as_ref()))?;
+        let seconds: f64 = self.runs.iter().filter(|r| r.sections.locks.is_some()).map(|r| r.worker_seconds()).sum();
         let share = if seconds > 0.0 { profile.wait_s / seconds } else { 0.0 };
         Some((profile, share))
     }
 
     /// The CPU profile over the point's runs.
     pub fn cpu_profile(&self) -> Option<CpuProfile> {
-        CpuProfile::sum(self.runs.iter().filter_map(|r| r.cpu_profile.as_ref()))
+        CpuProfile::sum(self.runs.iter().filter_map(|r| r.sections.cpu_profile.as_ref()))
+    }
+}
+
+impl SyscallCheck {
+    /// The checks of MPI ranks' parts of one run, summed call by call.
+    pub fn sum<'a>(checks: impl Iterator<Item = &'a SyscallCheck>) -> Option<SyscallCheck> {
+        checks.fold(None, |acc, check| {
+            let Some(mut acc) = acc else { return Some(check.clone()) };
+            acc.total += check.total;
+            acc.ops_counted = [acc.ops_counted[0] + check.ops_counted[0], acc.ops_counted[1] + check.ops_counted[1]];
+            for call in &check.calls {
+                match acc.calls.iter_mut().find(|c| c.syscall == call.syscall) {
+                    Some(c) => {
+                        c.expected += call.expected;
+                        c.counted += call.counted;
+                    }
+                    None => acc.calls.push(call.clone()),
+                }
+            }
+            Some(acc)
+        })
     }
 }
 

@@ -5,8 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::offcpu::OffCpuProfile;
-use super::profile::{CpuProfile, LockProfile, SyscallCheck};
+use super::sections::Sections;
 use crate::stats::histogram::Histogram;
 use crate::vocab::DeviceIo;
 use crate::vocab::OpKind;
@@ -67,21 +66,10 @@ pub struct RunRecord {
     /// levels' changes, unchanged ones left out. Under MPI, rank 0's node's.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub system_stats: BTreeMap<String, i64>,
-    /// `--profile locks`: where the workers waited on kernel locks in the window.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub locks: Option<LockProfile>,
-    /// `--profile offcpu`: where the workers slept in the window.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub offcpu: Option<OffCpuProfile>,
-    /// `--profile latency`: the workers' system calls' time in the kernel.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kernel_latency: Option<super::KernelLatency>,
-    /// `--profile cpu`: the workers' sampled call stacks in the window.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cpu_profile: Option<CpuProfile>,
-    /// `--verify`: the workers' system calls as the kernel counted them.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub syscalls: Option<SyscallCheck>,
+    /// The instruments' sections (`--profile`, `--verify`), written flat
+    /// into the record as they always were (`"locks": {...}`).
+    #[serde(flatten)]
+    pub sections: Sections,
     /// Latency of the window's ops, all workers merged (`--latency`; `replay`: all kinds).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency: Option<Histogram>,
@@ -372,6 +360,17 @@ impl Timeline {
 mod tests {
     use super::*;
     use crate::results::fixtures::run;
+
+    #[test]
+    fn the_instruments_sections_are_written_flat_in_the_run_as_files_always_had_them() {
+        let mut r = run(0, &[10], 1.0);
+        r.sections.cpu_profile = Some(crate::results::fixtures::cpu_profile(&[("f;g", 3)]));
+        let json: serde_json::Value = serde_json::to_value(&r).unwrap();
+        assert_eq!(json["cpu_profile"]["samples"], 3, "{json}");
+        assert!(json.get("sections").is_none() && json.get("locks").is_none(), "{json}");
+        let back: RunRecord = serde_json::from_value(json).unwrap();
+        assert_eq!(back, r);
+    }
 
     fn worker(window_s: f64, on_cpu_s: f64, runqueue_s: f64) -> WorkerSched {
         WorkerSched { window_s, on_cpu_s, runqueue_s, ..Default::default() }

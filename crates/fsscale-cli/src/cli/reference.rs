@@ -119,8 +119,19 @@ fn meaning(arg: &Arg) -> String {
     if !arg.get_num_args().is_some_and(|n| n.takes_values()) {
         return help;
     }
-    let values: Vec<String> =
-        arg.get_possible_values().iter().filter(|v| !v.is_hide_set()).map(|v| v.get_name().to_string()).collect();
+    let shown: Vec<_> = arg.get_possible_values().into_iter().filter(|v| !v.is_hide_set()).collect();
+    // Values with help of their own (`--profile`'s instruments) are each said with it.
+    if shown.iter().any(|v| v.get_help().is_some()) {
+        let each: Vec<String> = shown
+            .iter()
+            .map(|v| match v.get_help() {
+                Some(h) => format!("{}: {h}", v.get_name()),
+                None => v.get_name().to_string(),
+            })
+            .collect();
+        return format!("{} Values: {}.", help.trim_end(), each.join("; "));
+    }
+    let values: Vec<String> = shown.iter().map(|v| v.get_name().to_string()).collect();
     match values.is_empty() || values.iter().all(|v| help.contains(v.as_str())) {
         true => help,
         false => format!("{} (one of: {})", help.trim_end_matches('.'), values.join(", ")),

@@ -8,6 +8,7 @@ use clap::Args;
 
 use fsscale::cluster::Placement;
 use fsscale::fs::{Backing, Fresh, FsOptions};
+use fsscale::instruments::{Instrument, Instruments};
 use fsscale::plan::{self, Mode, Order, RunConfig};
 use fsscale::results::rfc3339;
 use fsscale::sys;
@@ -145,9 +146,9 @@ pub struct InstrumentArgs {
     #[arg(long)]
     pub latency: bool,
 
-    /// Explain every run with instruments, exactly over its window: locks (where workers wait on kernel locks: lock:contention_* tracepoints, root), cpu (where their CPU time goes: sampled kernel and user stacks, root), offcpu (where they sleep: each switch-out asleep with its kernel stack until woken, root), latency (each system call's time in the kernel, as histograms with p50/p99 within 1/16: BPF, root); e.g. --profile locks,cpu,offcpu. Their cost is in the figures, which are marked.
-    #[arg(long, value_name = "locks|cpu|offcpu|latency", value_delimiter = ',', value_parser = choice::<Profile>())]
-    pub profile: Vec<Profile>,
+    /// Explain every run with instruments, exactly over its window (each below); e.g. --profile locks,cpu,offcpu. Their cost is in the figures, which are marked.
+    #[arg(long, value_name = "INSTRUMENT", value_delimiter = ',', value_parser = profile_names())]
+    pub profile: Vec<Instrument>,
 
     /// --profile offcpu: leave out sleeps shorter than this (to their wakeup), as bcc's --min-block-time does; e.g. 100us. The results state it.
     #[arg(long, value_name = "TIME", value_parser = parse_duration)]
@@ -419,7 +420,7 @@ impl InstrumentArgs {
     /// The run's variants (`asked`), or `--profile-cost`'s own two; what
     /// the instrument flags ask checked against each other.
     fn variants(&self, asked: Vec<plan::variant::Variant>) -> Result<Vec<plan::variant::Variant>> {
-        let traced = [Profile::Locks, Profile::Offcpu].iter().any(|p| self.profile.contains(p));
+        let traced = self.profile.iter().any(|i| i.collected());
         if self.profile_every_stack && !traced {
             bail!(
                 "--profile-every-stack chooses how --profile locks and offcpu walk stacks; add one of them, or drop it"
@@ -438,15 +439,12 @@ impl InstrumentArgs {
     }
 
     fn config(&self) -> fsscale::instruments::InstrumentConfig {
+        let mut on = Instruments::of(self.profile.iter().copied());
+        on.set(Instrument::Verify, self.verify);
         fsscale::instruments::InstrumentConfig {
-            locks: self.profile.contains(&Profile::Locks),
-            cpu: self.profile.contains(&Profile::Cpu),
-            offcpu: self.profile.contains(&Profile::Offcpu),
+            on,
             min_sleep_us: self.min_sleep.map_or(0, |d| d.as_micros() as u64),
-            sampled_stacks: (self.profile.contains(&Profile::Locks) || self.profile.contains(&Profile::Offcpu))
-                && !self.profile_every_stack,
-            latency: self.profile.contains(&Profile::Latency),
-            verify: self.verify,
+            sampled_stacks: self.profile.iter().any(|i| i.collected()) && !self.profile_every_stack,
             via: self.profile_via.map(|c| match c {
                 Collector::Bpf => fsscale::results::Collector::Bpf,
                 Collector::Tracefs => fsscale::results::Collector::Tracefs,

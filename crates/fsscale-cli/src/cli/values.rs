@@ -66,19 +66,6 @@ pub enum PathKind {
 #[cfg(target_os = "linux")]
 fsscale::choice!(PathKind { Relative => "relative", Absolute => "absolute" });
 
-/// `--profile`: an instrument that explains runs.
-#[cfg(target_os = "linux")]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Profile {
-    Locks,
-    Cpu,
-    Offcpu,
-    Latency,
-}
-
-#[cfg(target_os = "linux")]
-fsscale::choice!(Profile { Locks => "locks", Cpu => "cpu", Offcpu => "offcpu", Latency => "latency" });
-
 /// `--profile-via`: how the tracepoint profiles are collected.
 #[cfg(target_os = "linux")]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -211,6 +198,16 @@ pub(super) fn choice<T: Choice + Send + Sync>() -> impl clap::builder::TypedValu
     use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
     let values = T::ALL.iter().map(|v| PossibleValue::new(v.name()).aliases(v.aliases().iter().copied()));
     PossibleValuesParser::new(values).map(|text| T::from_name(&text).expect("clap accepts only T's names"))
+}
+
+/// `--profile`'s parser: the registry's instruments, each with its help.
+#[cfg(target_os = "linux")]
+pub(super) fn profile_names() -> impl clap::builder::TypedValueParser<Value = fsscale::instruments::Instrument> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+    use fsscale::instruments::Instrument;
+    let values = Instrument::profiles().map(|i| PossibleValue::new(i.name()).help(i.help()));
+    PossibleValuesParser::new(values)
+        .map(|text| Instrument::from_name(&text).expect("clap accepts only instruments' names"))
 }
 
 /// A workload argument's parser: [`parse_workload_arg`]'s answers and

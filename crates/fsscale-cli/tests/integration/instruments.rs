@@ -82,12 +82,12 @@ fn a_shared_directory_waits_on_its_inode_rwsem_and_private_ones_do_not() {
         ]);
         assert_success(&out);
         let doc = env.results();
-        assert!(doc.settings.instruments.locks);
+        assert!(doc.settings.instruments.has(fsscale::instruments::Instrument::Locks));
         assert_eq!(doc.settings.instruments.via.map(|c| c.name()), Some(via), "the results say how");
         let wait = |share: &str| -> (f64, u64, String, String) {
             let p = point(&doc, Workload::CreatUnlink, share);
-            assert!(p.runs.iter().all(|r| r.locks.is_some()), "{via}: every run has its lock profile");
-            let runs: Vec<_> = p.runs.iter().map(|r| r.locks.as_ref().unwrap()).collect();
+            assert!(p.runs.iter().all(|r| r.sections.locks.is_some()), "{via}: every run has its lock profile");
+            let runs: Vec<_> = p.runs.iter().map(|r| r.sections.locks.as_ref().unwrap()).collect();
             assert!(runs.iter().all(|l| l.method.name() == via), "{via}: each profile says how");
             let total = runs.iter().map(|l| l.wait_s).sum();
             let count = runs.iter().map(|l| l.contentions).sum();
@@ -115,7 +115,7 @@ fn a_shared_directory_waits_on_its_inode_rwsem_and_private_ones_do_not() {
         // waited on the locks they do share is the machine's: beside two
         // hogs and a build, private waited 35 µs where shared waited 5.)
         let private = point(&doc, Workload::CreatUnlink, "private");
-        for site in private.runs.iter().flat_map(|r| &r.locks.as_ref().unwrap().sites) {
+        for site in private.runs.iter().flat_map(|r| &r.sections.locks.as_ref().unwrap().sites) {
             let on_a_directory = site.kind == "rwsem write" && create_or_unlink.iter().any(|f| site.site.contains(f));
             assert!(!on_a_directory, "{via}: a private run waited on a directory's rwsem: {site:?}");
         }
@@ -127,7 +127,7 @@ fn a_shared_directory_waits_on_its_inode_rwsem_and_private_ones_do_not() {
         let met: Vec<_> = shared
             .runs
             .iter()
-            .filter_map(|run| run.locks.as_ref().unwrap().sites.iter().find(|s| s.kind.starts_with("rwsem")))
+            .filter_map(|run| run.sections.locks.as_ref().unwrap().sites.iter().find(|s| s.kind.starts_with("rwsem")))
             .collect();
         assert!(!met.is_empty(), "{via}: no run waited on the directory's rwsem");
         let met_objects: Vec<String> =
@@ -167,7 +167,8 @@ fn a_shared_directory_waits_on_its_inode_rwsem_and_private_ones_do_not() {
             // "one per run" where both runs' did (which runs' waits a site
             // gets is the machine's, and with sampled stacks the walks'); then
             // who held it most, where a holder was noted: one of the workers.
-            let merged = fsscale::results::LockProfile::sum(shared.runs.iter().map(|r| r.locks.as_ref().unwrap()));
+            let merged =
+                fsscale::results::LockProfile::sum(shared.runs.iter().map(|r| r.sections.locks.as_ref().unwrap()));
             let merged = merged.unwrap();
             let top = merged.sites.iter().find(|s| s.kind.starts_with("rwsem")).expect("a rwsem site");
             let line = text
@@ -257,7 +258,7 @@ fn the_cpu_profile_of_stat_is_in_the_fstatat_path() {
     assert_success(&out);
     let doc = env.results();
     let p = point(&doc, Workload::Stat, "private");
-    let profile = p.runs[0].cpu_profile.as_ref().expect("a cpu profile");
+    let profile = p.runs[0].sections.cpu_profile.as_ref().expect("a cpu profile");
     // About 1 kHz of the worker's own CPU time. A 1 s window: beside two
     // hogs and a build a worker had 20 ms of a 0.3 s one, 18 samples.
     let cpu_s = p.runs[0].worker_cpu.user_s + p.runs[0].worker_cpu.sys_s;
@@ -302,7 +303,7 @@ fn the_cpu_profile_follows_the_processes_a_command_starts() {
     assert_success(&out);
     let doc = env.results();
     let run = &doc.points[0].runs[0];
-    let profile = run.cpu_profile.as_ref().expect("a cpu profile");
+    let profile = run.sections.cpu_profile.as_ref().expect("a cpu profile");
     // Sampled at 1 kHz: the shell's CPU time (100-300 ms here) in samples,
     // against a handful for the worker that only waits for it.
     let cpu_ms = (run.worker_cpu.user_s + run.worker_cpu.sys_s) * 1000.0;
@@ -332,7 +333,7 @@ fn verify_matches_the_kernels_counts_for_every_fixed_time_workload() {
     let doc = env.results();
     for workload in fixed_time {
         let p = point(&doc, workload, "private");
-        let check = p.runs[0].syscalls.as_ref().unwrap_or_else(|| panic!("{workload}: no system call counts"));
+        let check = p.runs[0].sections.syscalls.as_ref().unwrap_or_else(|| panic!("{workload}: no system call counts"));
         assert!(!check.calls.is_empty(), "{workload}");
         let [low, high] = check.ops_counted;
         assert!(low > 0 && low <= high, "{workload}: {:?}", check.ops_counted);
@@ -593,7 +594,7 @@ fn compare_explains_a_point_from_both_sides_real_profiles() {
         .points
         .iter()
         .flat_map(|p| &p.runs)
-        .any(|r| r.locks.as_ref().is_some_and(|l| !l.sites.is_empty()));
+        .any(|r| r.sections.locks.as_ref().is_some_and(|l| !l.sites.is_empty()));
     let sites = why["locks"].as_array().cloned().unwrap_or_default();
     assert!(waited || sites.is_empty(), "lock sites where no run waited: {why}");
     let change =
@@ -678,7 +679,7 @@ fn the_kernel_times_each_system_call_of_the_workers() {
     let doc = env.results();
     for p in &doc.points {
         for run in &p.runs {
-            let profile = run.kernel_latency.as_ref().expect("every run has its latency profile");
+            let profile = run.sections.kernel_latency.as_ref().expect("every run has its latency profile");
             let count = |name: &str| profile.calls.iter().find(|c| c.call == name).map_or(0, |c| c.count);
             // Each op is one openat and one close: counted between the ops
             // surely and possibly inside the programs' span, give or take an
@@ -776,7 +777,7 @@ fn profile_cost_pairs_runs_with_the_instruments_off_and_on() {
     for p in &doc.points {
         let profiled = p.variant.as_deref() == Some("profiled");
         assert_eq!(p.runs.len(), 2);
-        assert!(p.runs.iter().all(|r| r.kernel_latency.is_some() == profiled), "{:?}", p.variant);
+        assert!(p.runs.iter().all(|r| r.sections.kernel_latency.is_some() == profiled), "{:?}", p.variant);
     }
     let compare = fsscale().arg("compare").arg(&env.output).args(["--between", "variant=unprofiled,profiled"]).output();
     let compare = compare.unwrap();
@@ -835,7 +836,7 @@ fn a_commands_own_functions_are_named_from_its_own_file() {
     let out = env.run(&["command", "--cmd", cmd, "-j", "1", "-n", "1", "--profile", "cpu"]);
     assert_success(&out);
     let doc = env.results();
-    let profile = doc.points[0].runs[0].cpu_profile.as_ref().expect("a cpu profile");
+    let profile = doc.points[0].runs[0].sections.cpu_profile.as_ref().expect("a cpu profile");
     assert!(profile.samples >= 20, "the program ran for a tenth of a second or more: {} samples", profile.samples);
     let inner: u64 =
         profile.folded.iter().filter(|(stack, _)| stack.ends_with("fsscale_test_spin_inner")).map(|(_, n)| n).sum();
@@ -867,7 +868,7 @@ fn lock_stacks_are_sampled_unless_every_stack_is_asked_and_the_results_say_which
         assert_eq!(doc.settings.instruments.sampled_stacks, sampled, "{extra:?}");
         // Either way every wait is counted: the sites' counts are the profile's.
         for run in doc.points.iter().flat_map(|p| &p.runs) {
-            let locks = run.locks.as_ref().unwrap();
+            let locks = run.sections.locks.as_ref().unwrap();
             assert_eq!(locks.sites.iter().map(|s| s.count).sum::<u64>(), locks.contentions, "{extra:?}");
         }
     }

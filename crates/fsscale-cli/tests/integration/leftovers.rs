@@ -193,8 +193,10 @@ fn a_memory_limits_cgroup_is_removed_at_ctrl_c_and_by_cleanup_after_kill_9() {
         // fsscale itself stays outside: the limit's OOM killer never picks it.
         assert!(!inside.lines().any(|p| p == pid.to_string()), "fsscale {pid} is outside: {inside}");
         if mode == "thread" {
-            let threads = std::fs::read_dir(format!("/proc/{}/task", workers_of(pid as i32)[0])).unwrap().count();
-            assert!(threads >= 2, "the host runs the 2 worker threads: {threads}");
+            // The host joins the cgroup before it starts its threads: a state waited for, not a moment.
+            let host = workers_of(pid as i32)[0];
+            let threads = || std::fs::read_dir(format!("/proc/{host}/task")).map_or(0, |d| d.count());
+            wait_until("the host running the 2 worker threads", || threads() >= 2);
         }
         let _ = fsscale::sys::send_signal(-(pid as i32), signal);
         let out = child.wait_with_output().unwrap();

@@ -30,6 +30,7 @@ mod noise;
 mod order;
 mod planted;
 mod quota;
+mod registry;
 mod replay;
 mod report;
 mod run;

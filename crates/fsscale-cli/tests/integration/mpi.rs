@@ -163,8 +163,8 @@ mod jobs {
         let doc = env.results();
         assert_eq!(doc.settings.instruments.via.map(|c| c.name()), Some("bpf"));
         let run = &doc.points.iter().find(|p| p.workers == 2).expect("the 2-rank point").runs[0];
-        let locks = run.locks.as_ref().expect("the ranks' lock profiles, merged");
-        let offcpu = run.offcpu.as_ref().expect("the ranks' off-CPU profiles, merged");
+        let locks = run.sections.locks.as_ref().expect("the ranks' lock profiles, merged");
+        let offcpu = run.sections.offcpu.as_ref().expect("the ranks' off-CPU profiles, merged");
         // A merged profile is BPF's only if every rank's was: the follower chose BPF on its node too.
         assert_eq!((locks.method.name(), offcpu.method.name()), ("bpf", "bpf"));
         assert!(locks.programs.is_some_and(|p| p.runs > 0), "{:?}", locks.programs);

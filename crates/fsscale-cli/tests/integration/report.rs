@@ -156,8 +156,11 @@ fn a_compared_point_is_explained_with_a_differential_flame_graph_in_a_real_brows
     assert!(page.contains("'s samples; red frames"), "the CPU samples' differential graph: {page}");
     // The graph of time asleep is drawn exactly when a worker of either side slept.
     let doc = env.results();
-    let slept =
-        doc.points.iter().flat_map(|p| &p.runs).any(|r| r.offcpu.as_ref().is_some_and(|o| !o.folded.is_empty()));
+    let slept = doc
+        .points
+        .iter()
+        .flat_map(|p| &p.runs)
+        .any(|r| r.sections.offcpu.as_ref().is_some_and(|o| !o.folded.is_empty()));
     assert_eq!(page.contains("'s time asleep; red frames"), slept, "{page}");
     load_in_chromium(&env, &html);
 }

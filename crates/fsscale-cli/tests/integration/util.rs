@@ -239,14 +239,31 @@ pub fn set_rates(path: &Path, rates: &[f64]) {
 }
 
 /// `fsscale cleanup` removes every killed run's leftovers, not only its
-/// caller's: one at a time in this binary, so that a test that holds
-/// [`cleanups`] from making its leftovers to its own cleanup sees exactly
-/// what that cleanup removed.
+/// caller's: one at a time in this binary, and across test binaries on the
+/// machine (two suites at once, as the flake harness runs one beside
+/// another checkout's), so that a test that holds [`cleanups`] from making
+/// its leftovers to its own cleanup sees exactly what that cleanup removed.
 static CLEANUPS: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+/// Held while no other test's cleanup runs, here or in another suite.
+pub struct Cleanups {
+    _here: std::sync::MutexGuard<'static, ()>,
+    /// flock'ed; released when closed.
+    _machine: Option<std::fs::File>,
+}
+
 /// No other test's cleanup runs while this is held.
-pub fn cleanups() -> std::sync::MutexGuard<'static, ()> {
-    CLEANUPS.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+pub fn cleanups() -> Cleanups {
+    use std::os::unix::io::AsRawFd;
+    let here = CLEANUPS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    // Another user's file of that name: no lock across suites, as before one existed.
+    let lock = std::env::temp_dir().join("fsscale-test-cleanups.lock");
+    let machine = std::fs::OpenOptions::new().create(true).append(true).open(lock).ok();
+    if let Some(file) = &machine {
+        // SAFETY: flock on a descriptor this File owns; it blocks until the other suite's cleanup is done.
+        unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
+    }
+    Cleanups { _here: here, _machine: machine }
 }
 
 /// Runs a cleanup command when no other test's cleanup runs.

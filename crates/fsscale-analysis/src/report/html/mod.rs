@@ -616,8 +616,8 @@ mod change_tests {
             .map(|i| {
                 let mut r = run(i, &[rate + i as u64], 1.0);
                 let site = rwsem_site("down_write ← filename_create ← do_sys_openat2", 10, wait_s);
-                r.locks = Some(LockProfile::from_sites(10, 0, vec![site]));
-                r.cpu_profile = Some(cpu_profile(&[("entry;open;spin", spin), ("entry;open", 100 - spin)]));
+                r.sections.locks = Some(LockProfile::from_sites(10, 0, vec![site]));
+                r.sections.cpu_profile = Some(cpu_profile(&[("entry;open;spin", spin), ("entry;open", 100 - spin)]));
                 r
             })
             .collect();
@@ -639,7 +639,7 @@ mod change_tests {
         // Off-CPU profiles on both sides in which no worker slept: no graph of nothing.
         let slept_nowhere = |mut file: ResultsFile| {
             for r in &mut file.points[0].runs {
-                r.offcpu = Some(crate::results::OffCpuProfile {
+                r.sections.offcpu = Some(crate::results::OffCpuProfile {
                     method: crate::vocab::Collector::Bpf,
                     programs: None,
                     sleeps: 0,

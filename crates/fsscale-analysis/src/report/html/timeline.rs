@@ -18,7 +18,7 @@ const POINTS_DRAWN: usize = 5;
 pub(super) fn latency_over_time(out: &mut Html, files: &[(String, ResultsFile)], workload: Workload) {
     let ops = charts(files, workload, "latency", |run| Some((String::new(), run.timeline.latency.as_ref()?)));
     let kernel = charts(files, workload, "time in the kernel", |run| {
-        let profile = run.kernel_latency.as_ref()?;
+        let profile = run.sections.kernel_latency.as_ref()?;
         let call = profile.calls.iter().find(|c| profile.intervals.contains_key(&c.call))?;
         Some((format!("{} ", call.call), &profile.intervals[&call.call]))
     });
@@ -105,7 +105,7 @@ mod tests {
         }
         // The kernel's view of one run: its most made call's intervals.
         let intervals = IntervalLatency { ops: vec![5, 5, 5, 5], p50_ns: vec![300; 4], p99_ns: vec![900; 4] };
-        runs[1].kernel_latency = Some(KernelLatency {
+        runs[1].sections.kernel_latency = Some(KernelLatency {
             calls: vec![CallLatency { call: "newfstatat".into(), count: 20, ..Default::default() }],
             intervals: [("newfstatat".to_string(), intervals)].into(),
             ..Default::default()
@@ -138,7 +138,7 @@ mod tests {
         let mut plain = file;
         plain.points[0].runs.iter_mut().for_each(|r| {
             r.timeline.latency = None;
-            r.kernel_latency = None;
+            r.sections.kernel_latency = None;
         });
         assert!(!render_html(&[("a".to_string(), plain)], &[]).contains("Latency over the window"));
     }

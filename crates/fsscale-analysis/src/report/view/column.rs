@@ -3,9 +3,9 @@
 //! new column cannot compile until it says all of them.
 
 use super::super::format::{format_rate, format_sd};
-use super::super::latency::format_ns;
 use super::super::table::Align;
 use super::{Cell, Layout, PointView};
+use crate::render::format::format_ns;
 use crate::results::Point;
 use crate::stats::Sample;
 use crate::vocab::{DeviceIo, Share as Sharing, Workload as W};

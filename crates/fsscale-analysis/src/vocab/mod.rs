@@ -4,6 +4,9 @@
 //! so the results document depends on no behaviour (the modules that act
 //! on these types add their methods where they live).
 
+mod instrument;
+pub use instrument::{Instrument, Instruments};
+
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -501,19 +504,16 @@ pub struct DeviceIo {
     pub io_ms: u64,
 }
 
-/// Which instruments a run has on.
+/// Which instruments a run has on, and how the tracing ones collect.
 #[derive(Serialize, Deserialize, Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct InstrumentConfig {
-    #[serde(default)]
-    pub locks: bool,
+    /// Written as one `"name": bool` per instrument (`"locks": true`).
+    #[serde(flatten)]
+    pub on: Instruments,
     /// How the lock and off-CPU profiles are collected; `None`: in the
     /// kernel by BPF where it can be, else through tracefs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub via: Option<Collector>,
-    #[serde(default)]
-    pub cpu: bool,
-    #[serde(default)]
-    pub offcpu: bool,
     /// Sleeps shorter than this (to the wakeup) are left out of the off-CPU profile, microseconds.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub min_sleep_us: u64,
@@ -522,11 +522,6 @@ pub struct InstrumentConfig {
     /// False in files from before sampling, and with `--profile-every-stack`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub sampled_stacks: bool,
-    /// Each system call's time in the kernel, as log-linear histograms (`--profile latency`).
-    #[serde(default)]
-    pub latency: bool,
-    #[serde(default)]
-    pub verify: bool,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -556,26 +551,21 @@ impl Collector {
 
 impl InstrumentConfig {
     pub fn any(&self) -> bool {
-        self.locks || self.cpu || self.offcpu || self.latency || self.verify
+        !self.on.is_empty()
+    }
+
+    pub fn has(&self, instrument: Instrument) -> bool {
+        self.on.has(instrument)
     }
 
     /// Whether a tracepoint profile (collected by BPF or tracefs) is on.
     pub fn traces(&self) -> bool {
-        self.locks || self.offcpu
+        self.on.iter().any(|i| i.collected())
     }
 
     /// `locks`, `cpu`, `offcpu`, `latency`, `verify`: as the tables mark them.
     pub fn names(&self) -> Vec<&'static str> {
-        [
-            (self.locks, "locks"),
-            (self.cpu, "cpu"),
-            (self.offcpu, "offcpu"),
-            (self.latency, "latency"),
-            (self.verify, "verify"),
-        ]
-        .into_iter()
-        .filter_map(|(on, name)| on.then_some(name))
-        .collect()
+        self.on.iter().map(|i| i.name()).collect()
     }
 }
 

@@ -53,6 +53,21 @@ pub(crate) fn thousands(n: u64) -> String {
     out
 }
 
+/// `850ns`, `3.3µs`, `27.6µs`, `344µs`, `4.99ms`, `1.20s`: three significant digits.
+pub fn format_ns(ns: f64) -> String {
+    let (value, unit) = match ns {
+        n if n < 1e3 => return format!("{n:.0}ns"),
+        n if n < 1e6 => (n / 1e3, "µs"),
+        n if n < 1e9 => (n / 1e6, "ms"),
+        n => (n / 1e9, "s"),
+    };
+    match value {
+        v if v < 10.0 => format!("{v:.2}{unit}"),
+        v if v < 100.0 => format!("{v:.1}{unit}"),
+        v => format!("{v:.0}{unit}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::results::{CpuProfile, LockProfile, OffCpuProfile, Point};
+use crate::vocab::{Choice, Instrument};
 
 /// Sites and functions shown per point: the largest changes.
 pub(crate) const ATTRIBUTION_TOP: usize = 5;
@@ -23,7 +24,7 @@ pub(crate) const ATTRIBUTION_TOP: usize = 5;
 const NEGLIGIBLE: f64 = 1e-4;
 
 /// What the two sides' profiles say changed at one point.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Attribution {
     /// With lock profiles on both sides: the share of worker time spent
     /// waiting, base and new, and the sites whose share changed most.
@@ -117,21 +118,12 @@ impl FunctionDelta {
 
 /// What changed between `base` and `new`, where both carry a profile of a kind; `None` when neither kind is on both.
 pub fn attribute(base: &Point, new: &Point) -> Option<Attribution> {
-    let locks = base.lock_profile().zip(new.lock_profile());
-    let sleeps = base.offcpu_profile().zip(new.offcpu_profile());
-    let cpu = base.cpu_profile().zip(new.cpu_profile());
-    if locks.is_none() && sleeps.is_none() && cpu.is_none() {
-        return None;
+    let mut why = Attribution::default();
+    let mut any = false;
+    for i in Instrument::ALL {
+        any |= i.section().attribute(base, new, &mut why);
     }
-    Some(Attribution {
-        waiting: locks.as_ref().map(|((_, b), (_, n))| (*b, *n)),
-        locks: locks.as_ref().map_or_else(Vec::new, |((b, bs), (n, ns))| site_deltas(b, *bs, n, *ns)),
-        asleep: sleeps.as_ref().map(|((_, b), (_, n))| (*b, *n)),
-        sleeps: sleeps.as_ref().map_or_else(Vec::new, |((b, bs), (n, ns))| sleep_deltas(b, *bs, n, *ns)),
-        cpu: cpu.as_ref().map_or_else(Vec::new, |(b, n)| function_deltas(b, n)),
-        stacks: cpu.map(|(b, n)| (b.folded, n.folded)),
-        sleep_stacks: sleeps.map(|((b, _), (n, _))| (b.folded, n.folded)),
-    })
+    any.then_some(why)
 }
 
 /// Sites' figures on one side, by label, from (label, count, seconds):
@@ -164,7 +156,12 @@ fn lock_sides(profile: &LockProfile, waiting: f64) -> BTreeMap<String, SiteSide>
     sides(profile.sites.iter().map(|s| (s.label(), s.count, s.wait_s)), profile.wait_s, waiting)
 }
 
-fn sleep_deltas(base: &OffCpuProfile, base_asleep: f64, new: &OffCpuProfile, new_asleep: f64) -> Vec<SiteDelta> {
+pub(crate) fn sleep_deltas(
+    base: &OffCpuProfile,
+    base_asleep: f64,
+    new: &OffCpuProfile,
+    new_asleep: f64,
+) -> Vec<SiteDelta> {
     let side = |p: &OffCpuProfile, share: f64| {
         sides(p.sites.iter().map(|s| (format!("{} ({})", s.site, s.state), s.count, s.asleep_s)), p.asleep_s, share)
     };
@@ -172,12 +169,17 @@ fn sleep_deltas(base: &OffCpuProfile, base_asleep: f64, new: &OffCpuProfile, new
     largest_changes(&b, &n, |site, base, new| SiteDelta { site: site.to_string(), base, new }, SiteDelta::change)
 }
 
-fn site_deltas(base: &LockProfile, base_waiting: f64, new: &LockProfile, new_waiting: f64) -> Vec<SiteDelta> {
+pub(crate) fn site_deltas(
+    base: &LockProfile,
+    base_waiting: f64,
+    new: &LockProfile,
+    new_waiting: f64,
+) -> Vec<SiteDelta> {
     let (b, n) = (lock_sides(base, base_waiting), lock_sides(new, new_waiting));
     largest_changes(&b, &n, |site, base, new| SiteDelta { site: site.to_string(), base, new }, SiteDelta::change)
 }
 
-fn function_deltas(base: &CpuProfile, new: &CpuProfile) -> Vec<FunctionDelta> {
+pub(crate) fn function_deltas(base: &CpuProfile, new: &CpuProfile) -> Vec<FunctionDelta> {
     let shares = |p: &CpuProfile| -> BTreeMap<String, (f64, f64)> {
         let all = p.samples.max(1) as f64;
         p.functions()
@@ -249,13 +251,13 @@ mod tests {
     /// One 1-second run of 2 workers (2 worker-seconds) that waited at `sites`.
     fn waited(sites: Vec<LockSite>) -> Point {
         let mut r = run(0, &[1000, 1000], 1.0);
-        r.locks = Some(LockProfile::from_sites(sites.iter().map(|s| s.count).sum(), 0, sites));
+        r.sections.locks = Some(LockProfile::from_sites(sites.iter().map(|s| s.count).sum(), 0, sites));
         point(Workload::CreatUnlink, Share::Shared, 2, vec![r])
     }
 
     fn profiled(folded: &[(&str, u64)]) -> Point {
         let mut r = run(0, &[1000], 1.0);
-        r.cpu_profile = Some(cpu_profile(folded));
+        r.sections.cpu_profile = Some(cpu_profile(folded));
         point(Workload::CreatUnlink, Share::Shared, 1, vec![r])
     }
 
@@ -294,7 +296,7 @@ mod tests {
                 max_asleep_s: *s / 50.0,
             })
             .collect();
-        r.offcpu = Some(OffCpuProfile {
+        r.sections.offcpu = Some(OffCpuProfile {
             sleeps: 100 * sites.len() as u64,
             asleep_s: sites.iter().map(|s| s.asleep_s).sum(),
             sites,
@@ -307,8 +309,8 @@ mod tests {
     fn a_sleep_site_that_grew_more_than_any_lock_site_heads_the_explanation() {
         let mut base = slept(&[("schedule ← jbd2_log_wait_commit ← ext4_sync_file", 0.2), ("io ← x", 0.1)]);
         let mut new = slept(&[("schedule ← jbd2_log_wait_commit ← ext4_sync_file", 1.0), ("io ← x", 0.1)]);
-        base.runs[0].locks = waited(vec![site("down_write ← a", 10, 0.02)]).runs[0].locks.clone();
-        new.runs[0].locks = waited(vec![site("down_write ← a", 10, 0.1)]).runs[0].locks.clone();
+        base.runs[0].sections.locks = waited(vec![site("down_write ← a", 10, 0.02)]).runs[0].sections.locks.clone();
+        new.runs[0].sections.locks = waited(vec![site("down_write ← a", 10, 0.1)]).runs[0].sections.locks.clone();
         let a = attribute(&base, &new).unwrap();
         let (b, n) = a.asleep.unwrap();
         assert!((b - 0.15).abs() < 1e-12 && (n - 0.55).abs() < 1e-12, "{:?}", a.asleep);

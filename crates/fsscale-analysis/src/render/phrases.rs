@@ -1,7 +1,7 @@
 //! Short phrases the instruments' tables share: a share as a percentage,
 //! what collecting a profile cost, what it could not record.
 
-use super::latency::format_ns;
+use super::format::format_ns;
 use crate::results::{Collector, Point, ProgramCost, RunRecord};
 
 /// `58%`, `1.2%`, `0.03%`: enough digits to tell small shares apart;

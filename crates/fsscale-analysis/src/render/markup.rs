@@ -154,11 +154,11 @@ macro_rules! html {
         const _: () = {
             let args: &[&str] = &[$(stringify!($arg)),*];
             assert!(
-                $crate::report::markup::placeholders($format) == args.len(),
+                $crate::render::markup::placeholders($format) == args.len(),
                 "html!: the format needs one plain {{}} per argument and no other braces"
             );
         };
-        $out.append_format($format, &[$(&$arg as &dyn $crate::report::markup::ToHtml),*]);
+        $out.append_format($format, &[$(&$arg as &dyn $crate::render::markup::ToHtml),*]);
     }};
 }
 
@@ -167,7 +167,7 @@ macro_rules! html {
 #[doc(hidden)]
 macro_rules! html_of {
     ($format:literal $(, $arg:expr)* $(,)?) => {{
-        let mut out = $crate::report::markup::Html::new();
+        let mut out = $crate::render::markup::Html::new();
         $crate::html!(out, $format $(, $arg)*);
         out
     }};

@@ -217,6 +217,16 @@ fn draw(out: &mut Html, node: &Node, base: Option<&Node>, diff: Option<&Diff>, p
     }
 }
 
+/// A flame graph of `folded` with its caption, as a figure.
+pub(crate) fn figure(out: &mut Html, folded: &BTreeMap<String, u64>, title: &str, kind: Kind, caption: &str) {
+    html!(
+        out,
+        "<figure class=\"flame\">{}<figcaption>{}</figcaption></figure>\n",
+        flame_graph_svg(folded, title, kind),
+        caption
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
