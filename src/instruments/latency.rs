@@ -9,10 +9,13 @@ use std::collections::BTreeMap;
 use anyhow::Result;
 
 use super::bpf::shared::{CallGroup, CallGroupKey, CALL_GROUPS, HIST_SUB};
-use super::bpf::{objects, Loaded, MapSizes};
+use super::bpf::{Loaded, MapSizes};
 use crate::results::kernel_latency::INTERVAL_CALLS;
 use crate::results::{CallLatency, IntervalLatency, KernelLatency};
 use crate::stats::histogram::{Histogram, BUCKETS};
+
+/// The compiled program (`bpf/build` makes it from its `bpf/*.bpf.c`).
+pub(crate) const OBJECT: &[u8] = aya::include_bytes_aligned!("../../bpf/out/latency.bpf.o");
 
 /// Kernel memory the call histograms may take at most, all CPUs' copies
 /// together: a per-CPU entry is on every possible CPU.
@@ -41,7 +44,7 @@ impl BpfLatency {
         let events = [("raw_syscalls", "sys_enter"), ("raw_syscalls", "sys_exit")];
         let cpus = aya::util::nr_cpus().unwrap_or(1);
         let maps = MapSizes { classic_only: &["calls"], sized: &[("latency", histogram_entries(cpus))] };
-        let loaded = Loaded::load("--profile latency", objects::LATENCY, &[], &events, &maps, tasks)?;
+        let loaded = Loaded::load("--profile latency", OBJECT, &[], &events, &maps, tasks)?;
         Ok(BpfLatency { loaded, ops_at: [0; 4], intervals: Intervals::default() })
     }
 

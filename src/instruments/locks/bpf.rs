@@ -10,11 +10,14 @@ use anyhow::Result;
 
 use super::{identity, lock_kind, site_of, Sums, Where};
 use crate::instruments::bpf::shared::{LockSite, LockSiteKey, HOLDER_READERS};
-use crate::instruments::bpf::{objects, Global, Loaded, MapSizes};
+use crate::instruments::bpf::{Global, Loaded, MapSizes};
 use crate::instruments::kallsyms::KernelSymbols;
 use crate::instruments::sampling::{spread_with_max, STACK_NOT_SAMPLED};
 use crate::instruments::Collect;
 use crate::results::{Collector, LockProfile};
+
+/// The compiled program (`bpf/build` makes it from its `bpf/*.bpf.c`).
+pub(crate) const OBJECT: &[u8] = aya::include_bytes_aligned!("../../../bpf/out/locks.bpf.o");
 
 /// Where a lock's waits go when none of its waits had its stack walked.
 const NOT_SAMPLED_SITE: &str = "(stack not sampled)";
@@ -35,7 +38,7 @@ impl BpfLocks {
         Ok(BpfLocks {
             loaded: Loaded::load(
                 "--profile locks",
-                objects::LOCKS,
+                OBJECT,
                 &globals,
                 &events,
                 &MapSizes { classic_only: &["waits"], ..Default::default() },

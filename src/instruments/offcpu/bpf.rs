@@ -7,11 +7,14 @@ use anyhow::Result;
 
 use super::Sleeps;
 use crate::instruments::bpf::shared::{SleepKey, SleepSite};
-use crate::instruments::bpf::{objects, Global, Loaded, MapSizes};
+use crate::instruments::bpf::{Global, Loaded, MapSizes};
 use crate::instruments::kallsyms::KernelSymbols;
 use crate::instruments::sampling::{spread_with_max, STACK_NOT_SAMPLED};
 use crate::instruments::Collect;
 use crate::results::{Collector, OffCpuProfile};
+
+/// The compiled program (`bpf/build` makes it from its `bpf/*.bpf.c`).
+pub(crate) const OBJECT: &[u8] = aya::include_bytes_aligned!("../../../bpf/out/offcpu.bpf.o");
 
 pub(crate) struct BpfSleeps {
     loaded: Loaded,
@@ -27,7 +30,7 @@ impl BpfSleeps {
         let globals = [("min_sleep_ns", Global::U64(min_sleep_ns)), ("max_every", Global::U64(max_every))];
         let loaded = Loaded::load(
             "--profile offcpu",
-            objects::OFFCPU,
+            OBJECT,
             &globals,
             &events,
             &MapSizes { classic_only: &["asleep"], ..Default::default() },

@@ -57,7 +57,7 @@ fn cpu_flame(points: &[&Point], title: &str) -> Html {
     out
 }
 
-/// What the CPU tables under [`explain`] mean.
+/// What the CPU tables under the explained points mean.
 const CPU_LEGEND: &str = "where CPU time went: sampled stacks (--profile cpu); self = share of samples in the \
      function itself, total = with what it called, mostly under = the caller most of them came through.\n";
 

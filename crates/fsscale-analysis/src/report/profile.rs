@@ -147,7 +147,7 @@ pub fn explain(point: &Point) -> String {
 /// Which points of a workload's table get [`explain`]ed: all with `all`,
 /// else those whose efficiency falls below [`FALLING_EFFICIENCY`] (and
 /// all where no 1-worker point tells), and those whose workers slept at
-/// least [`super::offcpu::NOTABLE_ASLEEP_SHARE`] of their time; and every
+/// least [`crate::instruments::NOTABLE_ASLEEP_SHARE`] of their time; and every
 /// point with `--profile latency`, which is a measurement, not an explanation.
 pub(crate) fn points_to_explain<'a>(points: &[&'a Point], all: bool) -> Vec<&'a Point> {
     let efficiency = efficiencies(points);
