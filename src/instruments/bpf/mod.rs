@@ -29,12 +29,13 @@ use aya::{Btf, Ebpf, EbpfLoader, Pod};
 use crate::results::ProgramCost;
 
 /// The compiled programs (`bpf/build` makes them from `bpf/*.bpf.c`), each
-/// embedded by its instrument's own file; here for the loader's tests.
+/// embedded by its instrument's own file; the loader's tests embed their own
+/// copies, so that the loader imports no instrument.
 #[cfg(test)]
 mod objects {
-    pub(crate) use crate::instruments::latency::OBJECT as LATENCY;
-    pub(crate) use crate::instruments::locks::bpf::OBJECT as LOCKS;
-    pub(crate) use crate::instruments::offcpu::bpf::OBJECT as OFFCPU;
+    pub(crate) const LOCKS: &[u8] = aya::include_bytes_aligned!("../../../bpf/out/locks.bpf.o");
+    pub(crate) const OFFCPU: &[u8] = aya::include_bytes_aligned!("../../../bpf/out/offcpu.bpf.o");
+    pub(crate) const LATENCY: &[u8] = aya::include_bytes_aligned!("../../../bpf/out/latency.bpf.o");
 }
 
 /// Whether BPF programs can be loaded here: `None` if so, else why not.
