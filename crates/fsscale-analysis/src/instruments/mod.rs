@@ -4,7 +4,8 @@
 //! it; it calls only what is below them).
 //!
 //! An [`Instrument`] (its name, help and flag) is a word of `vocab`; its
-//! section's field, and how a received one is capped, are `RunRecord`'s;
+//! section's field, and how a received one is capped, are
+//! `results::Sections`';
 //! the measuring library keeps the other half (what it needs of the
 //! kernel, how it is armed, switched and drained) in a registry of its own.
 //! Each is an exhaustive `match`, so the compiler names every place a new
@@ -45,7 +46,7 @@ impl Instrument {
 pub enum Explains {
     /// Not this point (it did not record it).
     No,
-    /// Where the point's efficiency falls (or with `--explain`).
+    /// Where the point's efficiency falls (or with `--explain-all`).
     IfFalling,
     /// Whatever its efficiency: a measurement, or a finding in itself.
     Always,
