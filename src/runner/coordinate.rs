@@ -112,6 +112,7 @@ fn coordinate_fixed_work(
         migrations,
         start_counts: vec![0; workers],
         end_counts,
+        ops_made: None,
         elapsed: Duration::from_nanos((stop - start).max(1)),
         timeline,
         cpu_start,
@@ -237,6 +238,8 @@ pub(super) fn coordinate(
     // Workers record their CPU time when they see Stop; wait for them to
     // leave (one that does not is stalled, and named).
     watch.wait_for(|region| region.exited() as usize == workers)?;
+    // Each worker's count holds every op it made, and it has stopped.
+    let ops_made = Some(region.total_ops());
     if let Some(gate) = gate {
         gate.end()?;
     }
@@ -246,6 +249,7 @@ pub(super) fn coordinate(
         migrations,
         start_counts,
         end_counts,
+        ops_made,
         elapsed: Duration::from_nanos(stop - start),
         timeline,
         cpu_start,

@@ -71,6 +71,7 @@ pub(super) fn run_driver(
         ops_per_s: value,
         ops_per_s_per_worker: value / spec.workers as f64,
         per_worker_ops: Vec::new(),
+        ops_made: None,
         pinned_cpus: None,
         worker_cpu: WorkerCpu { user_s: children_end.0 - children_start.0, sys_s: children_end.1 - children_start.1 },
         system_cpu: cpu_start.breakdown(&cpu_end),

@@ -14,6 +14,8 @@ use crate::sys::ThreadSched;
 pub(super) struct Window {
     pub start_counts: Vec<u64>,
     pub end_counts: Vec<u64>,
+    /// Fixed-time loops: the workers' counts once all had left.
+    pub ops_made: Option<u64>,
     pub elapsed: Duration,
     pub timeline: Timeline,
     pub cpu_start: CpuTicks,
@@ -96,6 +98,7 @@ impl Window {
             ops_per_s,
             ops_per_s_per_worker: ops_per_s / per_worker_ops.len() as f64,
             per_worker_ops,
+            ops_made: self.ops_made,
             pinned_cpus: cpus.map(|c| c.to_vec()),
             worker_cpu,
             system_cpu: self.cpu_start.breakdown(&self.cpu_end),
@@ -149,6 +152,7 @@ mod tests {
         let window = Window {
             start_counts: vec![0],
             end_counts: vec![(rate * on_cpu_s) as u64],
+            ops_made: None,
             elapsed: Duration::from_secs(1),
             timeline: Timeline::default(),
             cpu_start: CpuTicks::planted([0; 8]),

@@ -43,6 +43,7 @@ pub(crate) fn merge(mut records: Vec<RunRecord>, hosts: &[&str], clock_hz: f64) 
         ops_per_s,
         ops_per_s_per_worker: ops_per_s / workers as f64,
         per_worker_ops: records.iter().flat_map(|r| r.per_worker_ops.iter().copied()).collect(),
+        ops_made: records.iter().map(|r| r.ops_made).sum(),
         pinned_cpus: all(&|r| r.pinned_cpus.is_some())
             .then(|| records.iter().flat_map(|r| r.pinned_cpus.clone().unwrap_or_default()).collect()),
         worker_cpu,
@@ -189,6 +190,17 @@ mod tests {
         let nodes = merged.nodes.unwrap();
         assert_eq!((nodes[0].host.as_str(), nodes[0].ranks, nodes[0].ops), ("a", 1, 1000));
         assert!((nodes[1].ops_per_s - 2000.0).abs() < 1e-9);
+        assert_eq!(merged.ops_made, None, "no rank's count, none merged");
+    }
+
+    #[test]
+    fn every_op_made_adds_up_over_ranks_that_all_counted() {
+        let ranks = |made: [Option<u64>; 2]| {
+            let records = made.iter().map(|m| RunRecord { ops_made: *m, ..rank_record(1000, 1.0, &[1000]) }).collect();
+            merge(records, &["a", "b"], 100.0).unwrap().ops_made
+        };
+        assert_eq!(ranks([Some(1100), Some(1040)]), Some(2140));
+        assert_eq!(ranks([Some(1100), None]), None, "a sum of some ranks' counts is none");
     }
 
     #[test]

@@ -15,6 +15,7 @@ pub fn run(run: usize, per_worker: &[u64], elapsed_s: f64) -> RunRecord {
         ops_per_s: ops as f64 / elapsed_s,
         ops_per_s_per_worker: ops as f64 / elapsed_s / per_worker.len().max(1) as f64,
         per_worker_ops: per_worker.to_vec(),
+        ops_made: None,
         pinned_cpus: None,
         worker_cpu: WorkerCpu::default(),
         system_cpu: SystemCpu::default(),

@@ -33,6 +33,12 @@ pub struct RunRecord {
     pub ops_per_s_per_worker: f64,
     /// Ops of each worker inside the window, by worker index (fairness).
     pub per_worker_ops: Vec<u64>,
+    /// Fixed-time loops: every op the workers made in the run, all workers
+    /// together: warm-up, the window, and each worker's ops between the
+    /// window's edges and its seeing them. Each op's system calls, counted
+    /// from outside (strace, a tracer), match these exactly.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ops_made: Option<u64>,
     /// CPU each worker was bound to, by worker index, with `--pin`.
     pub pinned_cpus: Option<Vec<usize>>,
     pub worker_cpu: WorkerCpu,

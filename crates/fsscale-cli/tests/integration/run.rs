@@ -180,10 +180,12 @@ fn many_workers_as_processes_and_threads() {
 
 #[test]
 fn namespace_workloads_leave_nothing_behind_and_count_real_syscalls() {
-    // strace counts the system calls the kernel actually saw: one op of
-    // creat-unlink must be exactly one unlinkat of the worker's file.
+    // strace counts the system calls the kernel actually saw: every op
+    // of creat-unlink must be exactly one unlinkat of the worker's file, and
+    // so on, counted against every op the workers made, in the window or
+    // not (strace counts from the first to the last).
     let env = TestEnv::new();
-    let Some((out, trace)) = under_strace(
+    let Some((out, trace)) = under_strace_naming_fds(
         &env,
         "unlinkat,mkdirat,linkat",
         &["creat-unlink", "mkdir-rmdir", "link-unlink", "-j", "2", "--share", "private"],
@@ -194,25 +196,36 @@ fn namespace_workloads_leave_nothing_behind_and_count_real_syscalls() {
     assert_success(&out);
     let doc = env.results();
     let calls = std::fs::read_to_string(&trace).unwrap();
-    let count = |pattern: &str| calls.lines().filter(|l| l.contains(pattern) && !l.contains("resumed")).count() as u64;
-    let ops = |w: Workload| doc.points.iter().find(|p| p.workload == w).unwrap().runs[0].ops;
-    // Calls outside the window: ops between the barrier and the window's
-    // first counter read, ops before each worker notices the window closed
-    // (strace slows both, and a coordinator preempted by other tests' work
-    // lengthens them), and setup and cleanup (a few per run).
-    let slack = 100 + ops(Workload::MkdirRmdir).max(ops(Workload::CreatUnlink)) / 4;
-    let unlinked_files = count("unlinkat(") - count("AT_REMOVEDIR");
-    let creat = ops(Workload::CreatUnlink);
-    let link = ops(Workload::LinkUnlink);
-    let mkdirs = count("mkdirat(");
-    let rmdir = ops(Workload::MkdirRmdir);
-    assert!(count("linkat(") - count("unlinkat(") >= link, "linkat calls >= link-unlink ops");
-    // mkdirat: the ops plus each run's worker directories and the probe's scratch directories.
-    assert!(mkdirs >= rmdir && mkdirs <= rmdir + slack, "mkdirat {mkdirs} vs ops {rmdir}");
-    // unlinkat of files: creat-unlink and link-unlink ops, plus scratch cleanup (a few files per run).
-    assert!(unlinked_files >= creat + link, "unlinkat {unlinked_files} < ops {}", creat + link);
-    assert!(unlinked_files <= creat + link + 2 * slack, "unlinkat {unlinked_files} vs ops {}", creat + link);
-    eprintln!("creat-unlink {creat} ops, link-unlink {link} ops, {unlinked_files} unlinkat; mkdir-rmdir {rmdir} ops, {mkdirs} mkdirat");
+    // strace -y names each directory descriptor: `mkdirat(8</…/w1>, "m", 0700`.
+    // Each op's calls name the worker's own object; setup and cleanup name others.
+    let count = |call: &str, names: &str| {
+        let start = format!("{call}(");
+        calls
+            .lines()
+            .filter(|l| !l.contains("resumed") && l.split_whitespace().nth(1).is_some_and(|c| c.starts_with(&start)))
+            .filter(|l| l.contains(&format!(">, {names}")))
+            .count() as u64
+    };
+    let point = |w: Workload| &doc.points.iter().find(|p| p.workload == w).unwrap().runs[0];
+    let made = |w: Workload| {
+        let run = point(w);
+        let made = run.ops_made.unwrap_or_else(|| panic!("{w}: every op made recorded"));
+        // The window's ops, and those the workers made before it opened and before they saw it close.
+        assert!(made >= run.ops && run.ops > 0, "{w}: {made} made, {} in the window", run.ops);
+        made
+    };
+    let (creat, mkdir, link) = (made(Workload::CreatUnlink), made(Workload::MkdirRmdir), made(Workload::LinkUnlink));
+    assert_eq!(count("unlinkat", "\"c\", 0"), creat, "creat-unlink: one unlinkat of its file per op");
+    assert_eq!(count("mkdirat", "\"m\", "), mkdir, "mkdir-rmdir: one mkdirat per op");
+    assert_eq!(count("unlinkat", "\"m\", AT_REMOVEDIR"), mkdir, "mkdir-rmdir: one rmdir per op");
+    assert_eq!(count("linkat", "\"f\", "), link, "link-unlink: one linkat per op");
+    assert_eq!(count("unlinkat", "\"l\", 0"), link, "link-unlink: one unlinkat of the link per op");
+    eprintln!(
+        "ops made (in the window): creat-unlink {creat} ({}), mkdir-rmdir {mkdir} ({}), link-unlink {link} ({})",
+        point(Workload::CreatUnlink).ops,
+        point(Workload::MkdirRmdir).ops,
+        point(Workload::LinkUnlink).ops
+    );
     assert_eq!(env.leftovers(), Vec::<String>::new());
 }
 

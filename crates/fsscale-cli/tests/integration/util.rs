@@ -461,8 +461,30 @@ impl Canary {
 /// tracing `calls`: its output and the trace file; `None` (a visible skip,
 /// a failure under CI) without strace.
 pub fn under_strace(env: &TestEnv, calls: &str, args: &[&str], test: &str) -> Option<(std::process::Output, PathBuf)> {
+    strace(env, &[], calls, args, test)
+}
+
+/// [`under_strace`] with each descriptor's path (strace -y):
+/// `mkdirat(8</…/w1>, "m", 0700`, the directory a call was made in.
+pub fn under_strace_naming_fds(
+    env: &TestEnv,
+    calls: &str,
+    args: &[&str],
+    test: &str,
+) -> Option<(std::process::Output, PathBuf)> {
+    strace(env, &["-y"], calls, args, test)
+}
+
+fn strace(
+    env: &TestEnv,
+    options: &[&str],
+    calls: &str,
+    args: &[&str],
+    test: &str,
+) -> Option<(std::process::Output, PathBuf)> {
     let trace = env.root.path().join("strace.out");
     let out = std::process::Command::new("strace")
+        .args(options)
         // --seccomp-bpf stops only the traced calls: the coordinator, untraced,
         // opens and closes the window at full speed.
         .args(["-f", "--seccomp-bpf", "-qq", "-e", &format!("trace={calls}"), "-e", "signal=none", "-o"])
