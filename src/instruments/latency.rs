@@ -349,13 +349,8 @@ impl super::Recorder for LatencyRecorder {
         super::bpf::unavailable().or_else(|| BpfLatency::arm(&[]).err().map(|e| format!("{e:#}")))
     }
 
-    fn arm(
-        &self,
-        _config: &super::InstrumentConfig,
-        tasks: &[i32],
-        _workload: crate::workloads::Workload,
-        _options: &crate::workloads::WorkloadOptions,
-    ) -> Result<Option<Box<dyn super::Armed>>> {
+    fn arm(&self, run: &super::ArmFor<'_>) -> Result<Option<Box<dyn super::Armed>>> {
+        let tasks = run.tasks;
         Ok(Some(Box::new(BpfLatency::arm(tasks)?)))
     }
 }

@@ -79,13 +79,16 @@ pub(crate) trait Recorder: Sync {
 
     /// Arms it on `tasks` (the workers' task ids), off until [`Armed::start`];
     /// `None` where it has nothing to measure in this run.
-    fn arm(
-        &self,
-        config: &InstrumentConfig,
-        tasks: &[i32],
-        workload: Workload,
-        options: &crate::workloads::WorkloadOptions,
-    ) -> Result<Option<Box<dyn Armed>>>;
+    fn arm(&self, run: &ArmFor<'_>) -> Result<Option<Box<dyn Armed>>>;
+}
+
+/// What arming an instrument for a run needs: the run's instrument
+/// settings, the workers' task ids, and the work they do.
+pub(crate) struct ArmFor<'a> {
+    pub config: &'a InstrumentConfig,
+    pub tasks: &'a [i32],
+    pub workload: Workload,
+    pub options: &'a crate::workloads::WorkloadOptions,
 }
 
 /// One run's armed instrument.
@@ -327,15 +330,10 @@ pub(crate) struct RunInstruments {
 
 impl RunInstruments {
     /// Arms what `config` asks for on `tasks` (the workers' task ids), off until [`RunInstruments::start`].
-    pub(crate) fn arm(
-        config: &InstrumentConfig,
-        tasks: &[i32],
-        workload: Workload,
-        options: &crate::workloads::WorkloadOptions,
-    ) -> Result<RunInstruments> {
+    pub(crate) fn arm(run: &ArmFor<'_>) -> Result<RunInstruments> {
         let mut armed = Vec::new();
-        for i in config.on.iter() {
-            armed.extend(recorder(i).arm(config, tasks, workload, options)?);
+        for i in run.config.on.iter() {
+            armed.extend(recorder(i).arm(run)?);
         }
         Ok(RunInstruments { armed })
     }

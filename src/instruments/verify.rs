@@ -131,15 +131,9 @@ impl super::Recorder for VerifyRecorder {
     }
 
     /// Nothing to arm for a workload without a fixed set of calls per op.
-    fn arm(
-        &self,
-        _config: &super::InstrumentConfig,
-        tasks: &[i32],
-        workload: Workload,
-        options: &WorkloadOptions,
-    ) -> Result<Option<Box<dyn super::Armed>>> {
-        let Some(calls) = verified_calls(workload, options) else { return Ok(None) };
-        Ok(Some(Box::new(SyscallCounter::arm(tasks, &calls)?)))
+    fn arm(&self, run: &super::ArmFor<'_>) -> Result<Option<Box<dyn super::Armed>>> {
+        let Some(calls) = verified_calls(run.workload, run.options) else { return Ok(None) };
+        Ok(Some(Box::new(SyscallCounter::arm(run.tasks, &calls)?)))
     }
 }
 

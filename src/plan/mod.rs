@@ -16,7 +16,7 @@ use crate::workloads::{CommandSpec, Share, Workload};
 /// meant for (1024 workers is a tested design point), low enough to catch typos.
 pub(crate) const MAX_WORKERS: usize = 16_384;
 
-pub use crate::vocab::{Cache, Mode, Order};
+pub use crate::vocab::{parse_rates, Arrivals, Cache, Mode, Order, Rate};
 
 mod values;
 pub mod variant;
@@ -64,6 +64,12 @@ pub struct RunConfig {
     pub trace: Option<PathBuf>,
     /// Time every op of fixed-time loops into latency histograms.
     pub latency: bool,
+    /// `--rate`: open loops at these rates (each a point), none for closed loops.
+    pub rates: Vec<Rate>,
+    /// `--rate-per-worker`: `rates` are each worker's, so a point's is `workers` times one.
+    pub rate_per_worker: bool,
+    /// `--arrivals`: how an open loop's ops are spaced.
+    pub arrivals: Arrivals,
     /// The workloads' own options (lookup shape, mdtest items, grow size).
     pub options: crate::workloads::WorkloadOptions,
     /// `--profile locks,cpu` and `--verify`.
@@ -130,6 +136,9 @@ pub struct PointSpec {
     /// `--variant`: the index of the variant this point runs under.
     #[serde(default)]
     pub variant: Option<usize>,
+    /// `--rate`: an open loop at this many ops a second, all workers together.
+    #[serde(default)]
+    pub rate: Option<Rate>,
 }
 
 impl RunConfig {
@@ -247,6 +256,7 @@ impl RunConfig {
             crate::scratch::check_trusted_path(&self.dir)?;
         }
         self.check_combinations()?;
+        self.check_rates()?;
         variant::check(&self.variants, self.order)?;
         self.check_options_have_a_workload()?;
         self.check_paths_fit_in_memory()?;
@@ -327,6 +337,32 @@ impl RunConfig {
                     Ok(()) => bail!("{workload}: nothing to run"),
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// `--rate` paces fixed-time loops and replay, whose ops it can space;
+    /// it times every op itself.
+    fn check_rates(&self) -> Result<()> {
+        let option = if self.rate_per_worker { "--rate-per-worker" } else { "--rate" };
+        if self.rates.is_empty() {
+            if self.arrivals != Arrivals::Even {
+                bail!("--arrivals spaces an open loop's ops; give --rate too (e.g. --rate 10k --arrivals poisson)");
+            }
+            return Ok(());
+        }
+        if let Some(w) = self.workloads.iter().find(|w| w.is_fixed_work() || **w == Workload::Command) {
+            bail!(
+                "{option}: {w} is {}, whose ops cannot be set at a rate; an open loop paces the fixed-time loops and replay",
+                if *w == Workload::Command { "a command" } else { "fixed work" }
+            );
+        }
+        if self.latency {
+            bail!("{option} times every op already (response and service time); leave out --latency");
+        }
+        let most = self.workers.iter().copied().max().unwrap_or(1);
+        if let Some(r) = self.rates.iter().find(|r| self.rate_per_worker && r.times(most).is_none()) {
+            bail!("--rate-per-worker {r} at {most} workers asks more than 10^12 ops/s in all; use a lower rate");
         }
         Ok(())
     }
@@ -416,8 +452,19 @@ impl RunConfig {
         Ok(())
     }
 
+    /// The rates of the points of `workers` workers: one closed loop
+    /// without `--rate`, else each rate asked (times the workers with
+    /// `--rate-per-worker`).
+    fn point_rates(&self, workers: usize) -> Vec<Option<Rate>> {
+        if self.rates.is_empty() {
+            return vec![None];
+        }
+        let total = |r: &Rate| if self.rate_per_worker { r.times(workers) } else { Some(*r) };
+        self.rates.iter().filter_map(total).map(Some).collect()
+    }
+
     /// Points in run order: workload, then cache state (fixed work only),
-    /// then mode, then sharing level, then worker count.
+    /// then mode, then sharing level, then worker count, then rate.
     pub fn points(&self) -> Vec<PointSpec> {
         let mut points = Vec::new();
         for &workload in &self.workloads {
@@ -440,7 +487,9 @@ impl RunConfig {
                                 n => (0..n).map(Some).collect(),
                             };
                             for variant in variants {
-                                points.push(PointSpec { workload, mode, share, workers, cache, variant });
+                                for rate in self.point_rates(workers) {
+                                    points.push(PointSpec { workload, mode, share, workers, cache, variant, rate });
+                                }
                             }
                         }
                     }
@@ -525,11 +574,53 @@ mod tests {
                 share: Share::Private,
                 workers: 2,
                 cache: None,
-                variant: None
+                variant: None,
+                rate: None
             }
         );
         assert_eq!(points[2].mode, Mode::Thread);
         assert_eq!(points[4].workload, Workload::Read);
+    }
+
+    #[test]
+    fn each_rate_is_a_point_and_per_worker_rates_grow_with_the_workers() {
+        let rate = |t: &str| Rate::parse(t).unwrap();
+        let mut config = config(vec![Workload::Stat], vec![]);
+        config.modes = vec![Mode::Process];
+        config.rates = vec![rate("1k"), rate("5k")];
+        let rates: Vec<(usize, Option<Rate>)> = config.points().iter().map(|p| (p.workers, p.rate)).collect();
+        assert_eq!(rates, [(1, Some(rate("1k"))), (1, Some(rate("5k"))), (2, Some(rate("1k"))), (2, Some(rate("5k")))]);
+        config.rate_per_worker = true;
+        let rates: Vec<Option<Rate>> = config.points().iter().map(|p| p.rate).collect();
+        assert_eq!(rates, [Some(rate("1k")), Some(rate("5k")), Some(rate("2k")), Some(rate("10k"))]);
+        config.validate().unwrap();
+    }
+
+    #[test]
+    fn a_rate_is_refused_where_ops_cannot_be_paced() {
+        let mut paced = config(vec![Workload::Stat, Workload::Untar], vec![Cache::Warm]);
+        paced.rates = vec![Rate::parse("1k").unwrap()];
+        assert_eq!(
+            paced.check_rates().unwrap_err().to_string(),
+            "--rate: untar is fixed work, whose ops cannot be set at a rate; an open loop paces the fixed-time loops and replay"
+        );
+        paced.workloads = vec![Workload::Stat];
+        paced.latency = true;
+        assert_eq!(
+            paced.check_rates().unwrap_err().to_string(),
+            "--rate times every op already (response and service time); leave out --latency"
+        );
+        paced.latency = false;
+        paced.rate_per_worker = true;
+        paced.rates = vec![Rate::parse("1G").unwrap()];
+        paced.workers = vec![1, 2000];
+        assert_eq!(
+            paced.check_rates().unwrap_err().to_string(),
+            "--rate-per-worker 1G at 2000 workers asks more than 10^12 ops/s in all; use a lower rate"
+        );
+        let mut closed = config(vec![Workload::Stat], vec![]);
+        closed.arrivals = Arrivals::Poisson;
+        assert!(closed.check_rates().unwrap_err().to_string().starts_with("--arrivals spaces an open loop's ops"));
     }
 
     #[test]

@@ -58,7 +58,7 @@ fn coordinate_fixed_work(
         drop_caches()?;
     }
     run_prepare(plan)?;
-    let mut instruments = RunInstruments::arm(&timing.instruments, &region.tids(), plan.workload, &plan.options)?;
+    let mut instruments = RunInstruments::arm(&plan.arm_for(&timing.instruments, &region.tids()))?;
     // What setup wrote (traverse's copy of the tree, --setup, --prepare) is
     // written back now, untimed, so that neither the job nor the sync after
     // it pays for it: both then account for the job's own writes only.
@@ -113,6 +113,7 @@ fn coordinate_fixed_work(
         start_counts: vec![0; workers],
         end_counts,
         ops_made: None,
+        backlog: None,
         elapsed: Duration::from_nanos((stop - start).max(1)),
         timeline,
         cpu_start,
@@ -164,6 +165,35 @@ fn sample_until_done(
     Ok(timeline)
 }
 
+/// Waits for the workers at the barrier, gets the run ready (`--prepare`,
+/// the memory limit, the instruments armed) and opens it: the warm-up begins.
+fn open_barrier(
+    plan: &WorkerPlan<'_>,
+    watch: &mut Watch<'_>,
+    workers: usize,
+    timing: &Timing,
+    gate: Option<&dyn Gate>,
+) -> Result<RunInstruments> {
+    let region = plan.region;
+    wait_ready(watch, workers)?;
+    run_prepare(plan)?;
+    if let Some(limit) = &timing.memory {
+        sys::syncfs(plan.scratch_fd);
+        set_memory_limit(plan.scratch_fd, limit, timing.device.is_some())?;
+    }
+    let instruments = RunInstruments::arm(&plan.arm_for(&timing.instruments, &region.tids()))?;
+    if let Some(gate) = gate {
+        gate.start()?;
+    }
+    watch.start_measuring();
+    if plan.rate.is_some() {
+        // Arrival 0 is due as the barrier opens.
+        region.set_epoch_ns(sys::monotonic_ns());
+    }
+    region.set_phase(Phase::Warmup);
+    Ok(instruments)
+}
+
 /// Opens the barrier, runs warm-up and window, samples the counters; all
 /// the while watching the workers (`pids` for processes).
 /// With a `gate`, the windows open and close together with other processes' workers.
@@ -180,18 +210,7 @@ pub(super) fn coordinate(
         return coordinate_fixed_work(plan, &mut watch, workers, timing, gate);
     }
     let region = plan.region;
-    wait_ready(&mut watch, workers)?;
-    run_prepare(plan)?;
-    if let Some(limit) = &timing.memory {
-        sys::syncfs(plan.scratch_fd);
-        set_memory_limit(plan.scratch_fd, limit, timing.device.is_some())?;
-    }
-    let mut instruments = RunInstruments::arm(&timing.instruments, &region.tids(), plan.workload, &plan.options)?;
-    if let Some(gate) = gate {
-        gate.start()?;
-    }
-    watch.start_measuring();
-    region.set_phase(Phase::Warmup);
+    let mut instruments = open_barrier(plan, &mut watch, workers, timing, gate)?;
     let warmup_end = sys::monotonic_ns() + timing.warmup.as_nanos() as u64;
     watch.sleep_until(warmup_end)?;
 
@@ -202,7 +221,9 @@ pub(super) fn coordinate(
     let load_1m = load_average();
     let device_start = timing.device.as_deref().and_then(DeviceSnapshot::read);
     instruments.start(|| region.total_ops())?;
-    let mut latency = plan.latency.map(IntervalSampler::new);
+    // An open loop's intervals are of its response times.
+    let interval_kind = plan.rate.map(|_| super::open_loop::RESPONSE);
+    let mut latency = plan.latency.map(|l| IntervalSampler::new(l, interval_kind));
     // The phase first, then the counts: every op counted in the window is
     // then one its worker made with the window open (and its CPU time in
     // the worker's own window figures). Counted first, a coordinator
@@ -210,6 +231,12 @@ pub(super) fn coordinate(
     // that then never saw the window open: ops on no CPU.
     region.set_phase(Phase::Window);
     let start = sys::monotonic_ns();
+    // An open loop's lateness before its counts: every op counted in the
+    // window is then due at or after the due time read, so the window's
+    // ops are at most the rate's over the window, this backlog and an op
+    // per worker (which a test holds every run to).
+    let per_worker_rate = plan.rate.map(|r| r.per_worker_ops_per_s(plan.workers));
+    let backlog_at_start = per_worker_rate.map(|rate| region.backlog(start, rate));
     region.read_counters(&mut start_counts);
     let base: u64 = start_counts.iter().sum();
     // Ranks open and close their windows together: they cannot each decide when to stop.
@@ -224,6 +251,7 @@ pub(super) fn coordinate(
     let mut end_counts = Vec::with_capacity(workers);
     region.read_counters(&mut end_counts);
     let stop = sys::monotonic_ns();
+    let backlog = backlog_at_start.zip(per_worker_rate).map(|(at_start, rate)| [at_start, region.backlog(stop, rate)]);
     watch.check_not_stopped()?;
     region.set_phase(Phase::Stop);
     let cpu_end = CpuTicks::read();
@@ -250,6 +278,7 @@ pub(super) fn coordinate(
         start_counts,
         end_counts,
         ops_made,
+        backlog,
         elapsed: Duration::from_nanos(stop - start),
         timeline,
         cpu_start,

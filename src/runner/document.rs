@@ -5,12 +5,12 @@ use std::time::SystemTime;
 
 use super::sources::Sources;
 use crate::fs::FsSpec;
-use crate::plan::{Order, PointSpec, RunConfig};
+use crate::plan::{Arrivals, Order, PointSpec, RunConfig};
 use crate::replay::OpIndex;
 use crate::replay::OpKind;
 use crate::results::{
-    self, CommandSettings, Host, MdtestSettings, MetricInfo, Point, ReplaySettings, ResultsFile, Settings, Status,
-    Target, Tool, UntarSettings, WalkedTree, SCHEMA_VERSION,
+    self, CommandSettings, Host, MdtestSettings, MetricInfo, OpenLoopSettings, Point, ReplaySettings, ResultsFile,
+    Settings, Status, Target, Tool, UntarSettings, WalkedTree, SCHEMA_VERSION,
 };
 use crate::sys;
 use crate::workloads::OpWords;
@@ -47,6 +47,7 @@ pub(super) fn new_document(config: &RunConfig, sources: &Sources, contained: Opt
 
 fn settings(config: &RunConfig) -> Settings {
     let options = &config.options;
+    let poisson = !config.rates.is_empty() && config.arrivals == Arrivals::Poisson;
     Settings {
         duration_s: config.duration.as_secs_f64(),
         warmup_s: config.warmup.as_secs_f64(),
@@ -55,7 +56,8 @@ fn settings(config: &RunConfig) -> Settings {
         warmup_until_steady: config.steady.filter(|_| config.warmup_runs > 0),
         variants: config.variants.clone(),
         order: Some(config.order),
-        order_seed: (config.order == Order::Shuffled).then_some(config.order_seed),
+        // Shuffled rounds and Poisson arrivals draw from it (and --like takes it again).
+        order_seed: (config.order == Order::Shuffled || poisson).then_some(config.order_seed),
         until_ci_pct: config.until_ci_pct,
         max_runs: config.until_ci_pct.map(|_| config.max_runs),
         sample_interval_s: config.sample_interval.as_secs_f64(),
@@ -80,6 +82,12 @@ fn settings(config: &RunConfig) -> Settings {
         lookup: (!options.lookup.is_default()).then_some(options.lookup),
         grow_bytes: config.workloads.contains(&Workload::AppendGrow).then_some(options.grow_bytes),
         memory_limit: None,
+        open_loop: (!config.rates.is_empty()).then(|| OpenLoopSettings {
+            rates: config.rates.clone(),
+            per_worker: config.rate_per_worker,
+            arrivals: config.arrivals,
+            seed: poisson.then_some(config.order_seed),
+        }),
         map_bytes: config.workloads.iter().any(|w| w.maps_a_file()).then_some(options.map_bytes),
         mdtest: config.workloads.iter().any(|w| w.is_mdtest()).then(|| MdtestSettings {
             items: options.mdtest.items,
@@ -137,6 +145,7 @@ pub(super) fn new_point(config: &RunConfig, fs_spec: &FsSpec, spec: &PointSpec) 
         mode: spec.mode,
         share: spec.share,
         workers: spec.workers,
+        rate: spec.rate,
         complete: false,
         runs: Vec::new(),
         warmup_runs: Vec::new(),

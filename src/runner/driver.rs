@@ -93,6 +93,7 @@ pub(super) fn run_driver(
         device_io,
         writeback: None,
         latency: None,
+        open_loop: None,
         replay_ops: None,
         sched: Vec::new(),
         sections: Default::default(),

@@ -79,23 +79,31 @@ impl LatencyRegion {
 /// read a moment later: each word is loaded whole.
 pub(super) struct IntervalSampler<'a> {
     region: &'a LatencyRegion,
+    /// The one kind sampled (an open loop's response times), or all.
+    kind: Option<usize>,
     last: Vec<u64>,
     now: Vec<u64>,
     intervals: IntervalLatency,
 }
 
 impl<'a> IntervalSampler<'a> {
-    /// Starts at what the workers have recorded so far (their warm-up's ops).
-    pub fn new(region: &'a LatencyRegion) -> IntervalSampler<'a> {
-        let mut sampler =
-            IntervalSampler { region, last: vec![0; BUCKETS], now: vec![0; BUCKETS], intervals: Default::default() };
-        sampler.region.sum_buckets(&mut sampler.last);
+    /// Starts at what the workers have recorded so far (their warm-up's
+    /// ops), of histogram `kind` or of all.
+    pub fn new(region: &'a LatencyRegion, kind: Option<usize>) -> IntervalSampler<'a> {
+        let mut sampler = IntervalSampler {
+            region,
+            kind,
+            last: vec![0; BUCKETS],
+            now: vec![0; BUCKETS],
+            intervals: Default::default(),
+        };
+        sampler.region.sum_buckets(&mut sampler.last, kind);
         sampler
     }
 
     /// Ends an interval now.
     pub fn sample(&mut self) {
-        self.region.sum_buckets(&mut self.now);
+        self.region.sum_buckets(&mut self.now, self.kind);
         for (now, last) in self.now.iter_mut().zip(&mut self.last) {
             let total = *now;
             *now = total.saturating_sub(*last);
@@ -115,12 +123,17 @@ impl<'a> IntervalSampler<'a> {
 }
 
 impl LatencyRegion {
-    /// Every worker's buckets of every kind, summed into `into` (BUCKETS long).
-    fn sum_buckets(&self, into: &mut [u64]) {
+    /// Every worker's buckets of `kind` (or of every kind), summed into
+    /// `into` (BUCKETS long).
+    fn sum_buckets(&self, into: &mut [u64], kind: Option<usize>) {
         into.fill(0);
         for worker in 0..self.workers {
             let words = self.recorder(worker).words;
-            for histogram in words.chunks_exact(STRIDE) {
+            let kinds = match kind {
+                Some(k) => &words[k * STRIDE..(k + 1) * STRIDE],
+                None => words,
+            };
+            for histogram in kinds.chunks_exact(STRIDE) {
                 for (sum, w) in into.iter_mut().zip(&histogram[..BUCKETS]) {
                     *sum += w.load(Ordering::Relaxed);
                 }
@@ -184,7 +197,7 @@ mod tests {
         let region = LatencyRegion::new(2, 2).unwrap();
         // Before the window: not in any interval.
         region.recorder(0).record(0, 1_000_000);
-        let mut sampler = IntervalSampler::new(&region);
+        let mut sampler = IntervalSampler::new(&region, None);
         // Interval 1: 99 fast ops on one worker and kind, one slow on another.
         for _ in 0..99 {
             region.recorder(0).record(0, 1_000);
@@ -212,5 +225,16 @@ mod tests {
         assert_eq!((intervals.p50_ns[2], intervals.p99_ns[2]), (bound(60_000), bound(80_000)));
         let shown: Vec<f64> = intervals.intervals(&[0.1, 0.2, 0.3]).map(|(at, _, _)| at).collect();
         assert_eq!(shown, [0.1, 0.3], "intervals without ops are not drawn");
+    }
+
+    #[test]
+    fn a_sampler_of_one_kind_sees_only_its_ops() {
+        let region = LatencyRegion::new(2, 3).unwrap();
+        let mut sampler = IntervalSampler::new(&region, Some(1));
+        region.recorder(0).record(0, 5_000);
+        region.recorder(1).record(1, 7_000);
+        region.recorder(1).record(2, 9_000);
+        sampler.sample();
+        assert_eq!(sampler.finish().ops, [1]);
     }
 }

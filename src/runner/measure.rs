@@ -8,6 +8,7 @@ use anyhow::{Context, Result};
 use super::gate::Gate;
 use super::latency::LatencyRegion;
 use super::memory_limit::LimitSwitch;
+use super::open_loop::{self, RatePlan};
 use super::shared::SharedRegion;
 use super::signals;
 use super::spawn;
@@ -17,7 +18,7 @@ use crate::exec::Placeholders;
 use crate::plan::{Mode, PointSpec};
 use crate::replay::OpIndex;
 use crate::replay::{OpKind, Trace};
-use crate::results::RunRecord;
+use crate::results::{fell_behind, OpenLoop, RunRecord};
 use crate::scratch::Scratch;
 use crate::workloads::{self, CommandSpec, Share, TreeSource, Workload, SHARED_DIR};
 
@@ -30,6 +31,10 @@ pub(super) struct Inputs<'a> {
     /// `--latency`: time every op of fixed-time loops.
     pub latency: bool,
     pub options: workloads::WorkloadOptions,
+    /// Open loops (a point with a rate): how their arrivals are spaced, and
+    /// the seed of Poisson ones.
+    pub arrivals: crate::vocab::Arrivals,
+    pub arrivals_seed: u64,
 }
 
 /// One run of one point, as the schedule asks for it.
@@ -149,8 +154,17 @@ pub(super) fn run_workers(job: RunJob<'_>, place: Place<'_>, crew: Crew<'_>) -> 
     let RunJob { spec, timing, inputs, run, cpus } = job;
     timing.memory.as_ref().map_or(Ok(()), LimitSwitch::lift)?;
     let region = SharedRegion::new(crew.count).context("mapping shared counters")?;
+    let rate = spec.rate.map(|rate| RatePlan {
+        ops_per_s: rate.ops_per_s(),
+        arrivals: inputs.arrivals,
+        seed: inputs.arrivals_seed,
+        spin_ns: open_loop::spin_ns(crew.count, crate::sys::usable_cpus()),
+    });
+    // An open loop's response, service and lag histograms come first, then a replay's kinds.
+    let open = if rate.is_some() { open_loop::KINDS } else { 0 };
     let kinds = match spec.workload {
-        Workload::Replay => OpKind::ALL.len(),
+        Workload::Replay => open + OpKind::ALL.len(),
+        _ if open > 0 => open,
         w if inputs.latency && !w.is_fixed_work() => 1,
         _ => 0,
     };
@@ -170,6 +184,7 @@ pub(super) fn run_workers(job: RunJob<'_>, place: Place<'_>, crew: Crew<'_>) -> 
         trace: inputs.trace,
         options: inputs.options,
         latency: latency.as_ref(),
+        rate,
         point: place.point,
         cpus,
         processes: spec.mode == Mode::Process,
@@ -181,11 +196,30 @@ pub(super) fn run_workers(job: RunJob<'_>, place: Place<'_>, crew: Crew<'_>) -> 
         (false, true) => spawn::run_threads_in_host(&plan, timing, crew.gate)?,
     };
     let instruments = std::mem::take(&mut window.instruments);
+    let backlog = window.backlog;
     let mut record = window.into_record(&region, run, cpus);
     if let Some(latency) = &latency {
+        if let Some(rate) = &rate {
+            // This process's workers' share of the point's rate.
+            let asked = rate.per_worker_ops_per_s(spec.workers) * crew.count as f64;
+            let [at_start, at_end] = backlog.unwrap_or_default();
+            record.open_loop = Some(OpenLoop {
+                asked_ops_per_s: asked,
+                arrivals: rate.arrivals,
+                response: latency.merged(open_loop::RESPONSE),
+                service: latency.merged(open_loop::SERVICE),
+                lag: latency.merged(open_loop::LAG),
+                backlog_at_start: at_start,
+                backlog_at_end: at_end,
+                behind: fell_behind(asked, record.ops_per_s, [at_start, at_end], crew.count, record.elapsed_s),
+            });
+        }
         if spec.workload == Workload::Replay {
-            let per_kind: std::collections::BTreeMap<_, _> =
-                OpKind::ALL.iter().map(|k| (*k, latency.merged(k.index()))).filter(|(_, h)| h.count > 0).collect();
+            let per_kind: std::collections::BTreeMap<_, _> = OpKind::ALL
+                .iter()
+                .map(|k| (*k, latency.merged(open + k.index())))
+                .filter(|(_, h)| h.count > 0)
+                .collect();
             let mut all = crate::stats::histogram::Histogram::default();
             for h in per_kind.values() {
                 all.merge(h);
@@ -193,7 +227,7 @@ pub(super) fn run_workers(job: RunJob<'_>, place: Place<'_>, crew: Crew<'_>) -> 
             record.bytes = Some((0..crew.count).map(|i| region.report(i).bytes.load(Ordering::Relaxed)).sum());
             record.replay_ops = Some(per_kind);
             record.latency = Some(all);
-        } else {
+        } else if rate.is_none() {
             record.latency = Some(latency.merged(0));
         }
     }

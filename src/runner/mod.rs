@@ -17,6 +17,7 @@ mod latency;
 mod measure;
 mod memory_limit;
 mod objects;
+mod open_loop;
 mod pool;
 mod progress;
 mod ranks;

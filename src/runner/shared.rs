@@ -54,6 +54,9 @@ pub(crate) struct Control {
     /// coordinator reads it before checking and sleeps only while it is
     /// unchanged, so a wake that lands before the sleep is never lost.
     events: AtomicU32,
+    /// Open loops (`--rate`): when arrival 0 is due (CLOCK_MONOTONIC ns),
+    /// set before the barrier opens.
+    epoch_ns: AtomicU64,
 }
 
 /// Where a worker is, as the coordinator needs to know to tell a stuck
@@ -75,6 +78,9 @@ pub(crate) enum Stage {
 #[repr(C, align(128))]
 pub(crate) struct CounterSlot {
     pub ops: AtomicU64,
+    /// Open loops: when the worker's next op is (or its current op was)
+    /// due; the coordinator reads how late the worker is from it.
+    pub due_ns: AtomicU64,
 }
 
 const ERROR_CAPACITY: usize = 480;
@@ -241,6 +247,28 @@ impl SharedRegion {
         futex_wake_all(&self.control().phase);
     }
 
+    /// Sets when an open loop's arrival 0 is due; before the barrier opens,
+    /// which publishes it.
+    pub(crate) fn set_epoch_ns(&self, ns: u64) {
+        self.control().epoch_ns.store(ns, Ordering::Relaxed);
+    }
+
+    pub(crate) fn epoch_ns(&self) -> u64 {
+        self.control().epoch_ns.load(Ordering::Relaxed)
+    }
+
+    /// Open loops: the ops due by `now_ns` and not done, all workers here
+    /// together, each worker's lateness times its share of the rate.
+    pub(crate) fn backlog(&self, now_ns: u64, per_worker_ops_per_s: f64) -> f64 {
+        // A worker that has not yet taken its first op is late from the epoch.
+        let due = |i: usize| match self.counter(i).due_ns.load(Ordering::Relaxed) {
+            0 => self.epoch_ns(),
+            due => due,
+        };
+        let late_ns: u64 = (0..self.workers).map(|i| now_ns.saturating_sub(due(i))).sum();
+        late_ns as f64 / 1e9 * per_worker_ops_per_s
+    }
+
     /// Blocks until the phase leaves `Setup` (the start barrier).
     pub(crate) fn wait_for_start(&self) -> Phase {
         self.wait_while(Phase::Setup)
@@ -367,6 +395,17 @@ impl Drop for SharedRegion {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_backlog_is_each_workers_lateness_times_its_rate() {
+        let region = SharedRegion::new(3).unwrap();
+        region.set_epoch_ns(1_000_000);
+        // Worker 0 is 2 ms late, worker 1 early, worker 2 has not begun (late from the epoch).
+        region.counter(0).due_ns.store(8_000_000, Ordering::Relaxed);
+        region.counter(1).due_ns.store(12_000_000, Ordering::Relaxed);
+        let backlog = region.backlog(10_000_000, 1000.0);
+        assert!((backlog - (0.002 + 0.009) * 1000.0).abs() < 1e-9, "{backlog}");
+    }
 
     #[test]
     fn slots_are_cache_line_isolated() {

@@ -45,6 +45,9 @@ impl Sources {
             trace: self.trace.as_ref(),
             latency: config.latency,
             options: config.options,
+            arrivals: config.arrivals,
+            // Recorded, and taken again by --like and --resume.
+            arrivals_seed: config.order_seed,
         }
     }
 }

@@ -16,6 +16,8 @@ pub(super) struct Window {
     pub end_counts: Vec<u64>,
     /// Fixed-time loops: the workers' counts once all had left.
     pub ops_made: Option<u64>,
+    /// Open loops: the ops due and not done as the window opened and as it closed.
+    pub backlog: Option<[f64; 2]>,
     pub elapsed: Duration,
     pub timeline: Timeline,
     pub cpu_start: CpuTicks,
@@ -115,6 +117,7 @@ impl Window {
             timeline: self.timeline,
             system_stats: self.system_stats,
             latency: None,
+            open_loop: None,
             replay_ops: None,
             // No schedstat (a kernel without it): no figures rather than zeros.
             // (Not judged by zeros: a worker a busy machine kept off the CPUs
@@ -153,6 +156,7 @@ mod tests {
             start_counts: vec![0],
             end_counts: vec![(rate * on_cpu_s) as u64],
             ops_made: None,
+            backlog: None,
             elapsed: Duration::from_secs(1),
             timeline: Timeline::default(),
             cpu_start: CpuTicks::planted([0; 8]),

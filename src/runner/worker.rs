@@ -7,10 +7,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use anyhow::Result;
 
 use super::latency::{LatencyRegion, Recorder};
+use super::open_loop::{self, Monotonic, RatePlan, Schedule, Wait};
 use super::shared::{Phase, SharedRegion};
 use crate::panics;
 use crate::replay::OpIndex;
-use crate::replay::{Player, ReplayError, Trace};
+use crate::replay::{OpKind, Player, ReplayError, Trace};
 use crate::sys::{self, ThreadSched};
 use crate::workloads::{
     self, CommandSpec, Job, JobContext, Op, OpDriver, PointState, Share, Started, TreeSource, WorkerEnv, Workload,
@@ -33,14 +34,27 @@ pub(super) struct WorkerPlan<'a> {
     /// The trace `replay` plays.
     pub trace: Option<&'a Trace>,
     pub options: WorkloadOptions,
-    /// Latency histograms (`--latency`, and `replay`'s per-op ones).
+    /// Latency histograms (`--latency`, `replay`'s per-op ones, an open loop's).
     pub latency: Option<&'a LatencyRegion>,
+    /// `--rate`: an open loop at this rate.
+    pub rate: Option<RatePlan>,
     pub point: &'a PointState,
     /// CPU per slot, with `--pin`.
     pub cpus: Option<&'a [usize]>,
     /// Workers are processes (each accounts for its own children's CPU).
     pub processes: bool,
     pub region: &'a SharedRegion,
+}
+
+impl WorkerPlan<'_> {
+    /// What the run's instruments are armed for: `tasks`, doing this plan's work.
+    pub(super) fn arm_for<'a>(
+        &'a self,
+        config: &'a crate::instruments::InstrumentConfig,
+        tasks: &'a [i32],
+    ) -> crate::instruments::ArmFor<'a> {
+        crate::instruments::ArmFor { config, tasks, workload: self.workload, options: &self.options }
+    }
 }
 
 /// The body of the worker in `slot` of the region. Never panics across this boundary:
@@ -114,12 +128,13 @@ fn run_worker(plan: &WorkerPlan<'_>, slot: usize) -> Result<()> {
         options: plan.options,
     };
     let recorder = plan.latency.map(|l| l.recorder(slot));
-    let driver = Driver { region: plan.region, slot, label: &label, recorder };
+    let paced = plan.rate.map(|rate| Paced { rate, index, workers: plan.workers });
+    let driver = Driver { region: plan.region, slot, label: &label, recorder, paced };
     let outcome = match workloads::start(&env, driver) {
         Ok(Started::Drove(outcome)) => outcome,
         Ok(Started::Job(job)) => run_job(job, plan.region, slot, plan.processes),
         Ok(Started::Replay) => match plan.trace {
-            Some(trace) => run_replay(trace, &env, plan.region, slot, recorder),
+            Some(trace) => run_replay(trace, &env, plan.region, slot, recorder, paced),
             None => Err(anyhow::anyhow!("replay needs its trace (internal error)")),
         },
         Err(error) => Err(error),
@@ -174,12 +189,16 @@ fn run_replay(
     region: &SharedRegion,
     slot: usize,
     recorder: Option<Recorder<'_>>,
+    paced: Option<Paced>,
 ) -> Result<()> {
     let recorder = recorder.ok_or_else(|| anyhow::anyhow!("replay needs latency histograms (internal error)"))?;
     let mut player = Player::new(trace, env.dir);
     region.mark_ready(slot);
-    let bytes = replay_loop(&mut player, region, slot, recorder)
-        .map_err(|e| anyhow::anyhow!("{}, line {}: {:#}", trace.name, e.line, e.error))?;
+    let bytes = match paced {
+        None => replay_loop(&mut player, region, slot, recorder),
+        Some(paced) => paced_replay_loop(&mut player, region, slot, recorder, paced),
+    }
+    .map_err(|e| anyhow::anyhow!("{}, line {}: {:#}", trace.name, e.line, e.error))?;
     region.report(slot).bytes.store(bytes, Ordering::Relaxed);
     Ok(())
 }
@@ -191,14 +210,25 @@ struct Driver<'a> {
     label: &'a str,
     /// With `--latency`: time every op (a loop of its own, so the plain one stays as it is).
     recorder: Option<Recorder<'a>>,
+    /// With `--rate`: an open loop (the recorder holds its histograms).
+    paced: Option<Paced>,
+}
+
+/// An open-loop worker's part of the schedule: worker `index` of `workers`.
+#[derive(Clone, Copy)]
+struct Paced {
+    rate: RatePlan,
+    index: usize,
+    workers: usize,
 }
 
 impl OpDriver<Result<()>> for Driver<'_> {
     fn drive<O: Op>(self, mut op: O) -> Result<()> {
         self.region.mark_ready(self.slot);
-        let outcome = match self.recorder {
-            None => hot_loop(&mut op, self.region, self.slot),
-            Some(recorder) => timed_loop(&mut op, self.region, self.slot, recorder),
+        let outcome = match (self.recorder, self.paced) {
+            (Some(recorder), Some(paced)) => paced_loop(&mut op, self.region, self.slot, recorder, paced),
+            (Some(recorder), None) => timed_loop(&mut op, self.region, self.slot, recorder),
+            (None, _) => hot_loop(&mut op, self.region, self.slot),
         };
         outcome.map_err(|e| {
             let what = match e.errno {
@@ -257,6 +287,45 @@ fn timed_loop<O: Op>(
     })
 }
 
+/// The open loop (`--rate`): each op when it is due, not when the last
+/// returned (see [`open_loop::pace`]); while the window is open, each op's
+/// response, service and lag times go into the worker's histograms.
+#[inline(never)]
+fn paced_loop<O: Op>(
+    op: &mut O,
+    region: &SharedRegion,
+    slot: usize,
+    recorder: Recorder<'_>,
+    paced: Paced,
+) -> Result<(), workloads::SysError> {
+    let counter = region.counter(slot);
+    let phase_word = region.phase_word();
+    let mut done: u64 = 0;
+    let mut schedule: Option<Schedule> = None;
+    sys::tighten_timer_slack();
+    through_phases(region, slot, |in_window, seen| {
+        // Arrival 0 is due when the barrier opened: the epoch is set by then.
+        let schedule =
+            schedule.get_or_insert_with(|| Schedule::new(&paced.rate, paced.index, paced.workers, region.epoch_ns()));
+        let wait = Wait { spin_ns: paced.rate.spin_ns, phase: phase_word, seen, due: &counter.due_ns };
+        open_loop::pace(
+            &Monotonic,
+            schedule,
+            &wait,
+            || op.once(),
+            |t| {
+                if in_window {
+                    recorder.record(open_loop::RESPONSE, t.response_ns());
+                    recorder.record(open_loop::SERVICE, t.service_ns());
+                    recorder.record(open_loop::LAG, t.lag_ns());
+                }
+                done += 1;
+                counter.ops.store(done, Ordering::Relaxed);
+            },
+        )
+    })
+}
+
 /// `replay`'s loop: one trace op per iteration, timed into its kind's
 /// histogram; returns the bytes read and written inside the window.
 #[inline(never)]
@@ -283,6 +352,54 @@ fn replay_loop(
         if phase_word.load(Ordering::Relaxed) != seen {
             return Ok(());
         }
+    })?;
+    Ok(bytes)
+}
+
+/// `replay` as an open loop (`--rate`): each trace op when it is due; in
+/// the window its response, service and lag times, and its service time
+/// in its kind's histogram (after the open loop's three).
+#[inline(never)]
+fn paced_replay_loop(
+    player: &mut Player<'_>,
+    region: &SharedRegion,
+    slot: usize,
+    recorder: Recorder<'_>,
+    paced: Paced,
+) -> Result<u64, ReplayError> {
+    let counter = region.counter(slot);
+    let phase_word = region.phase_word();
+    let mut done: u64 = 0;
+    let mut bytes: u64 = 0;
+    let mut schedule: Option<Schedule> = None;
+    sys::tighten_timer_slack();
+    through_phases(region, slot, |in_window, seen| {
+        let schedule =
+            schedule.get_or_insert_with(|| Schedule::new(&paced.rate, paced.index, paced.workers, region.epoch_ns()));
+        let wait = Wait { spin_ns: paced.rate.spin_ns, phase: phase_word, seen, due: &counter.due_ns };
+        // The op's kind and bytes, from the op to its record.
+        let last = std::cell::Cell::new((OpKind::ALL[0], 0));
+        open_loop::pace(
+            &Monotonic,
+            schedule,
+            &wait,
+            || {
+                last.set(player.step()?);
+                Ok(())
+            },
+            |t| {
+                if in_window {
+                    recorder.record(open_loop::RESPONSE, t.response_ns());
+                    recorder.record(open_loop::SERVICE, t.service_ns());
+                    recorder.record(open_loop::LAG, t.lag_ns());
+                    let (kind, moved) = last.get();
+                    recorder.record(open_loop::KINDS + kind.index(), t.service_ns());
+                    bytes += moved;
+                }
+                done += 1;
+                counter.ops.store(done, Ordering::Relaxed);
+            },
+        )
     })?;
     Ok(bytes)
 }

@@ -188,13 +188,8 @@ impl super::Recorder for LocksRecorder {
         bpf::BpfLocks::arm(&[], config.sampled_stacks).err().map(|e| format!("{e:#}"))
     }
 
-    fn arm(
-        &self,
-        config: &super::InstrumentConfig,
-        tasks: &[i32],
-        _workload: crate::workloads::Workload,
-        _options: &crate::workloads::WorkloadOptions,
-    ) -> anyhow::Result<Option<Box<dyn super::Armed>>> {
+    fn arm(&self, run: &super::ArmFor<'_>) -> anyhow::Result<Option<Box<dyn super::Armed>>> {
+        let (config, tasks) = (run.config, run.tasks);
         super::armed_collector(
             config.via.unwrap_or_default(),
             || bpf::BpfLocks::arm(tasks, config.sampled_stacks),

@@ -157,13 +157,8 @@ impl super::Recorder for SleepsRecorder {
         bpf::BpfSleeps::arm(&[], 0, config.sampled_stacks).err().map(|e| format!("{e:#}"))
     }
 
-    fn arm(
-        &self,
-        config: &super::InstrumentConfig,
-        tasks: &[i32],
-        _workload: crate::workloads::Workload,
-        _options: &crate::workloads::WorkloadOptions,
-    ) -> anyhow::Result<Option<Box<dyn super::Armed>>> {
+    fn arm(&self, run: &super::ArmFor<'_>) -> anyhow::Result<Option<Box<dyn super::Armed>>> {
+        let (config, tasks) = (run.config, run.tasks);
         let min_sleep_ns = config.min_sleep_us * 1000;
         super::armed_collector(
             config.via.unwrap_or_default(),

@@ -79,6 +79,10 @@ pub(crate) fn merge(mut records: Vec<RunRecord>, hosts: &[&str], clock_hz: f64) 
         // The instruments' sections: each merged by its own rule, below.
         sections: Default::default(),
         latency: merge_latency(&records),
+        // Every rank's share of the rate, or none: some ranks' would misstate the point.
+        open_loop: all(&|r| r.open_loop.is_some())
+            .then(|| crate::results::OpenLoop::merged(records.iter().filter_map(|r| r.open_loop.as_ref())))
+            .flatten(),
         replay_ops: merge_replay_ops(&records),
         nodes: Some(nodes),
         walk_messages: records.iter().flat_map(|r| r.walk_messages.iter().copied()).collect(),

@@ -51,10 +51,11 @@ fn default_unit() -> String {
     "ops/s".to_string()
 }
 
-/// Analyzes every series of a results file, in the file's order.
+/// Analyzes every series of a results file, in the file's order. Open
+/// loops (`--rate`) are no scaling series: their ops/s is the rate asked.
 pub fn analyze_results(doc: &ResultsFile) -> Vec<SeriesAnalysis> {
     let mut keys: Vec<(Workload, Mode, Share, Option<String>)> = Vec::new();
-    for p in doc.points.iter().filter(|p| p.summary.is_some()) {
+    for p in doc.points.iter().filter(|p| p.summary.is_some() && p.rate.is_none()) {
         let k = (p.workload, p.mode, p.share, p.condition());
         if !keys.contains(&k) {
             keys.push(k);
@@ -66,7 +67,7 @@ pub fn analyze_results(doc: &ResultsFile) -> Vec<SeriesAnalysis> {
                 .points
                 .iter()
                 .filter(|p| (p.workload, p.mode, p.share) == (workload, mode, share) && p.condition() == condition)
-                .filter(|p| p.summary.is_some())
+                .filter(|p| p.summary.is_some() && p.rate.is_none())
                 .collect();
             let medians: Vec<(usize, f64)> = points
                 .iter()

@@ -34,7 +34,7 @@ use crate::results::{Point, ResultsFile};
 use crate::stats::hierarchical::Invocations;
 use crate::stats::hypothesis::TestKind;
 use crate::stats::{Sample, Summary};
-use crate::vocab::Mode;
+use crate::vocab::{Mode, Rate};
 use crate::vocab::{Share, Workload};
 
 #[derive(Debug, Clone, Copy)]
@@ -143,6 +143,9 @@ pub struct Row {
     pub mode: Mode,
     pub share: Share,
     pub workers: usize,
+    /// Open-loop points: the rate both sides asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<Rate>,
     /// What the figures are counted in (ops/s, entries/s, runs/s, a metric's name).
     #[serde(default = "default_unit")]
     pub unit: String,
@@ -330,13 +333,14 @@ impl Comparison {
     }
 }
 
-type Key = (Option<String>, Workload, Mode, Share, usize);
+type Key = (Option<String>, Workload, Mode, Share, usize, Option<Rate>);
 
-/// Points match on workload, mode, share and workers, and on their condition
-/// (filesystem configuration, cache state) when a file holds several; two
-/// files of one condition each (tmpfs.json against ext4.json) are compared across it.
+/// Points match on workload, mode, share, workers and asked rate, and on
+/// their condition (filesystem configuration, cache state) when a file
+/// holds several; two files of one condition each (tmpfs.json against
+/// ext4.json) are compared across it.
 fn key(p: &Point, by_condition: bool) -> Key {
-    (if by_condition { p.condition() } else { None }, p.workload, p.mode, p.share, p.workers)
+    (if by_condition { p.condition() } else { None }, p.workload, p.mode, p.share, p.workers, p.rate)
 }
 
 fn conditions(doc: &ResultsFile) -> usize {
@@ -382,7 +386,8 @@ pub fn compare_using(
     let key = |p: &Point| key(p, by_condition);
     let describe = |k: &Key, why: &str| {
         let on = k.0.as_ref().map(|c| format!(" {c}")).unwrap_or_default();
-        format!("{} {} {} x{}{on} ({why})", k.1, k.2, k.3, k.4)
+        let rate = k.5.map(|r| format!(" at {r} ops/s")).unwrap_or_default();
+        format!("{} {} {} x{}{rate}{on} ({why})", k.1, k.2, k.3, k.4)
     };
     for b in base.points.iter().filter(|p| !p.runs.is_empty()) {
         let Some(n) = new.points.iter().find(|n| key(n) == key(b) && !n.runs.is_empty()) else {
@@ -473,7 +478,7 @@ impl Comparison {
                 .map(|(k, _)| k)
                 .collect();
         let table = |r: &Row| tables.iter().position(|t| t.0 == r.condition && t.1 == r.workload);
-        rows.sort_by_key(|r| (table(r), r.mode, r.share, r.workers));
+        rows.sort_by_key(|r| (table(r), r.mode, r.share, r.workers, r.rate));
         judging::adjust_for_fdr(&mut rows, config);
         let summaries = summarize(&rows);
         Comparison {
@@ -566,6 +571,7 @@ fn compare_point(
         mode: b.mode,
         share: b.share,
         workers: b.workers,
+        rate: b.rate,
         base: summary(&base_runs),
         new: summary(&new_runs),
         base_runs,

@@ -144,7 +144,10 @@ impl Figure {
     pub fn of(point: &Point) -> Option<Figure> {
         let summary = point.summary.as_ref()?;
         // What a change can be attributed from: the instruments that attribute, where the point has them.
-        let attributes = |i: &&Instrument| i.section().attribute(point, point, &mut Default::default());
+        let attributes = |i: &&Instrument| {
+            let section = i.section();
+            section.attributes() && point.runs.iter().any(|r| section.recorded(r))
+        };
         Some(Figure {
             mean: summary.ops_per_s.mean,
             per_cpu: summary.ops_per_cpu_s.as_ref().map(|s| s.mean).filter(|v| v.is_finite() && *v > 0.0),
@@ -169,7 +172,15 @@ impl Figure {
     }
 }
 
-/// Every point of `doc` with a finished run: its identity, its figure, and its index in the document.
+/// Every point of `doc` with a finished run: its identity, its figure, and
+/// its index in the document. Open-loop points (`--rate`) are not kept:
+/// their figure is a response time, which a series does not hold yet, and
+/// their achieved rate is the one asked.
 pub fn figures(doc: &ResultsFile) -> Vec<(Identity, Figure, usize)> {
-    doc.points.iter().enumerate().filter_map(|(i, p)| Some((Identity::of(doc, p), Figure::of(p)?, i))).collect()
+    doc.points
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.rate.is_none())
+        .filter_map(|(i, p)| Some((Identity::of(doc, p), Figure::of(p)?, i)))
+        .collect()
 }

@@ -97,4 +97,8 @@ impl Section for Cpu {
         why.stacks = Some((b.folded, n.folded));
         true
     }
+
+    fn attributes(&self) -> bool {
+        true
+    }
 }

@@ -104,4 +104,8 @@ impl Section for Latency {
     fn attribute(&self, _base: &Point, _new: &Point, _why: &mut Attribution) -> bool {
         false
     }
+
+    fn attributes(&self) -> bool {
+        false
+    }
 }

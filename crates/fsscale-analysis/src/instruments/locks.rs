@@ -203,4 +203,8 @@ impl Section for Locks {
         why.locks = site_deltas(&b, bs, &n, ns);
         true
     }
+
+    fn attributes(&self) -> bool {
+        true
+    }
 }

@@ -78,6 +78,11 @@ pub trait Section: Sync {
     /// when it cannot say (not recorded on both sides, or nothing to compare).
     fn attribute(&self, base: &Point, new: &Point, why: &mut Attribution) -> bool;
 
+    /// Whether [`Section::attribute`] can say anything of a point that
+    /// records it (the history keeps which instruments a figure can be
+    /// attributed from, without working out an attribution).
+    fn attributes(&self) -> bool;
+
     /// What the file's runs found, for the line that says which instruments were on.
     fn finding(&self, _doc: &ResultsFile) -> Option<String> {
         None

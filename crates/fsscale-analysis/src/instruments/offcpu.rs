@@ -134,4 +134,8 @@ impl Section for Offcpu {
         why.sleep_stacks = Some((b.folded, n.folded));
         true
     }
+
+    fn attributes(&self) -> bool {
+        true
+    }
 }

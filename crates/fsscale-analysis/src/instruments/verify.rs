@@ -38,6 +38,10 @@ impl Section for Verify {
         false
     }
 
+    fn attributes(&self) -> bool {
+        false
+    }
+
     fn finding(&self, doc: &ResultsFile) -> Option<String> {
         let runs: Vec<(&RunRecord, usize)> =
             doc.points.iter().flat_map(|p| p.runs.iter().map(move |r| (r, p.workers))).collect();

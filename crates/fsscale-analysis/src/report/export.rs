@@ -236,10 +236,10 @@ mod tests {
     fn markdown_is_a_github_table() {
         assert_eq!(
             export(&sample(), ExportFormat::Markdown, false),
-            "| workload | mode | share | filesystem | cache | variant | workers | unit | runs | median | mean | sd | efficiency | ops_per_cpu_s | p50_ns | p99_ns | p999_ns | runq_share | asleep_share | notes |\n\
-             |---|---|---|---|---|---|---:|---|---:|---:|---:|---:|---:|---|---|---|---|---|---|---|\n\
-             | stat | process | private | tmpfs, \"test\" |  |  | 1 | ops/s | 2 | 110 | 110 | 14.14 | 1 |  |  |  |  |  |  |  |\n\
-             | stat | process | private | tmpfs, \"test\" |  |  | 2 | ops/s | 2 | 200 | 200 | 28.28 | 0.9091 |  |  |  |  |  |  |  |\n"
+            "| workload | mode | share | filesystem | cache | variant | workers | unit | runs | asked_ops_per_s | median | mean | sd | efficiency | ops_per_cpu_s | p50_ns | p99_ns | p999_ns | response_p50_ns | response_p99_ns | response_p999_ns | service_p99_ns | runq_share | asleep_share | notes |\n\
+             |---|---|---|---|---|---|---:|---|---:|---|---:|---:|---:|---:|---|---|---|---|---|---|---|---|---|---|---|\n\
+             | stat | process | private | tmpfs, \"test\" |  |  | 1 | ops/s | 2 |  | 110 | 110 | 14.14 | 1 |  |  |  |  |  |  |  |  |  |  |  |\n\
+             | stat | process | private | tmpfs, \"test\" |  |  | 2 | ops/s | 2 |  | 200 | 200 | 28.28 | 0.9091 |  |  |  |  |  |  |  |  |  |  |  |\n"
         );
     }
 

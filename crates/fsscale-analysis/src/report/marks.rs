@@ -16,10 +16,11 @@ pub enum Mark {
     Short,
     Impossible,
     AboveCpus,
+    Behind,
 }
 
 impl Mark {
-    pub const ALL: [Mark; 8] = [
+    pub const ALL: [Mark; 9] = [
         Mark::Drift,
         Mark::TwoModes,
         Mark::Busy,
@@ -28,6 +29,7 @@ impl Mark {
         Mark::Short,
         Mark::Impossible,
         Mark::AboveCpus,
+        Mark::Behind,
     ];
 
     /// How the mark starts in a row.
@@ -41,6 +43,7 @@ impl Mark {
             Mark::Short => "!short",
             Mark::Impossible => "!impossible",
             Mark::AboveCpus => "~above CPUs",
+            Mark::Behind => "!behind",
         }
     }
 
@@ -57,6 +60,7 @@ impl Mark {
             Mark::Short => "!short: fixed work under 50 ms, too short to time: give it more work",
             Mark::Impossible => "!impossible: a speedup above the usable CPUs beyond the runs' noise: a mistimed job",
             Mark::AboveCpus => "~above CPUs: a speedup above the usable CPUs, within the runs' noise",
+            Mark::Behind => "!behind k/n: an open loop could not keep up with its rate in k of the n runs",
         }
     }
 
@@ -94,6 +98,9 @@ pub(crate) fn noise_marks_of(point: &Point) -> Vec<(Mark, String)> {
     }
     if point.too_short().is_some() {
         marks.push((Mark::Short, Mark::Short.tag().to_string()));
+    }
+    if let Some(times) = point.open_loop_times().filter(|t| t.behind > 0) {
+        marks.push((Mark::Behind, format!("!behind {}/{}", times.behind, times.runs)));
     }
     marks
 }
@@ -166,6 +173,9 @@ What the marks at the end of a row say about its runs
                 a mistimed job, or a 1-worker point slowed throughout (a clock still ramping
                 up). Not a real scaling figure.
   ~above CPUs   The same, within the runs' noise: more runs tell.
+  !behind k/n   An open loop (--rate) could not keep up in k of the n runs: it achieved under
+                99% of the rate asked, or its queue of ops due grew through the window. Its
+                response times are those of an overload, not a figure at that rate.
   (7 runs)      --until-ci took 7 runs; (30 runs: ±3.1%, not ±2) missed its target.
   (2 of 5 runs) An interrupted or failed run kept the runs that finished.
 
@@ -200,6 +210,12 @@ What the columns say
   dev MB        Written to the device during the job (and during that sync); dev MB read:
                 read from it, as a cold walk reads.
   p50 ... max   Latency of single ops (log-linear histogram, within 6.25%).
+  asked         An open loop (--rate): the ops a second asked of all workers; ops/s is what
+                they achieved.
+  resp p50 ...  Its ops' response times: from when each op was due to when it ended, the
+                queue included (what a client at that rate would see).
+  svc p99       Their service times: from when each began (a closed loop's latency).
+  lag p99       How late the workers began their ops.
 ";
 
 #[cfg(test)]

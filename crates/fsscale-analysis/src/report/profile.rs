@@ -19,15 +19,17 @@ pub(crate) const FALLING_EFFICIENCY: f64 = 0.9;
 
 /// Efficiency of each point with a 1-worker point of the same mode and
 /// share (and condition) to compare with, by its index in `points`.
+/// Open loops have none: their rate is the one asked.
 fn efficiencies(points: &[&Point]) -> Vec<Option<f64>> {
     let single: BTreeMap<(Option<String>, Mode, Share), f64> = points
         .iter()
-        .filter(|p| p.workers == 1)
+        .filter(|p| p.workers == 1 && p.rate.is_none())
         .filter_map(|p| Some(((p.condition(), p.mode, p.share), p.summary.as_ref()?.ops_per_s.median)))
         .collect();
     points
         .iter()
         .map(|p| {
+            p.rate.is_none().then_some(())?;
             let base = *single.get(&(p.condition(), p.mode, p.share))?;
             let per_worker = p.summary.as_ref()?.ops_per_s_per_worker_median;
             (base > 0.0).then(|| per_worker / base)

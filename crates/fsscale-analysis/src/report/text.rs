@@ -99,6 +99,9 @@ fn group(
     let table = match (points[0].metric.is_some(), workload.is_fixed_work()) {
         (true, _) => driver_table(points, missing),
         (false, true) => view::table(Layout::FixedWork, &mut view::views_of(points, doc)),
+        (false, false) if points.iter().any(|p| p.rate.is_some()) => {
+            view::table(Layout::OpenLoop, &mut view::views_of(points, doc))
+        }
         (false, false) => view::table(Layout::Loops, &mut view::views_of(points, doc)),
     };
     out.push_str(&table.render());
@@ -109,7 +112,7 @@ fn group(
     out.push_str(&super::walk::lines(points));
     // Said once per point: at a series' largest point above its waits, at another explained one above its tables.
     let mut said_cpus: Vec<&Point> = Vec::new();
-    for (_, mut series) in crate::results::grouped(points.iter().map(|p| ((p.mode, p.share), *p))) {
+    for (_, mut series) in crate::results::grouped(points.iter().map(|p| ((p.mode, p.share, p.rate), *p))) {
         series.sort_by_key(|p| p.workers);
         // Out of CPUs comes first where it outweighs the locks: a lock that grows then is not why it stopped.
         if let Some(cpus) = super::profile::series_out_of_cpus(&series, doc.host.usable_cpus) {
@@ -229,6 +232,12 @@ fn column_legend(doc: &ResultsFile, by_workload: &Groups<'_>, unfitted: bool) ->
     if by_workload.values().flatten().any(|p| p.summary.as_ref().is_some_and(|s| s.latency.is_some())) {
         out.push_str(
             "p50 ... max: latency of single ops in every run's window (log-linear histogram, within 6.25%).\n",
+        );
+    }
+    if by_workload.values().flatten().any(|p| p.rate.is_some()) {
+        out.push_str(
+            "asked: the ops a second asked of all workers (--rate), ops/s what they did; resp: from when each op \
+             was due to its end, the queue included; svc: from when it began; lag: how late it began.\n",
         );
     }
     let per_cpu = by_workload.values().any(|points| Column::PerCpu.is_shown(Layout::Loops, points));

@@ -61,6 +61,9 @@ fn bound_run(run: &mut RunRecord, cut: &mut Cut) {
     for h in run.latency.iter_mut().chain(run.replay_ops.iter_mut().flat_map(|ops| ops.values_mut())) {
         cut.buckets += h.bound();
     }
+    if let Some(open_loop) = &mut run.open_loop {
+        cut.buckets += open_loop.bound();
+    }
 }
 
 impl CutCounter for Cut {

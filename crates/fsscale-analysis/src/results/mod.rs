@@ -9,6 +9,7 @@ mod host;
 mod journal;
 pub mod kernel_latency;
 pub mod offcpu;
+mod open_loop;
 pub mod profile;
 mod run;
 pub mod sections;
@@ -26,6 +27,7 @@ pub use host::Host;
 pub use journal::{journal_path, Saver};
 pub use kernel_latency::{CallLatency, KernelLatency};
 pub use offcpu::{OffCpuProfile, SleepSite};
+pub use open_loop::{fell_behind, OpenLoop, OpenLoopTimes, KEEPS_UP};
 pub use profile::{
     Attach, Collector, CpuProfile, FunctionShare, LockHolder, LockObject, LockProfile, LockSite, ProgramCost,
     SyscallCheck, SyscallCount,
@@ -209,6 +211,21 @@ pub struct Settings {
     /// `--memory-limit`: the memory cgroup the run's processes ran in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_limit: Option<MemoryLimitSettings>,
+    /// `--rate`: the points are open loops.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_loop: Option<OpenLoopSettings>,
+}
+
+/// How an open-loop run's ops were due (each point's rate is its own).
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct OpenLoopSettings {
+    /// The rates asked (`--rate`), or each worker's (`--rate-per-worker`).
+    pub rates: Vec<crate::vocab::Rate>,
+    pub per_worker: bool,
+    pub arrivals: crate::vocab::Arrivals,
+    /// Poisson arrivals: the seed of the workers' gaps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
 }
 
 /// A memory cgroup's limit on what the run's processes, and the cache they
@@ -297,6 +314,10 @@ pub struct Point {
     pub mode: Mode,
     pub share: Share,
     pub workers: usize,
+    /// An open-loop point (`--rate`): the ops a second asked of all its
+    /// workers together. Points of different rates are compared apart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<crate::vocab::Rate>,
     /// False while runs are still missing (the run was interrupted or failed).
     pub complete: bool,
     pub runs: Vec<RunRecord>,
@@ -489,7 +510,15 @@ impl Point {
         if summary.busy_runs.len() * 5 > self.runs.len() {
             problems.push(format!("machine busy in {} of {} runs", summary.busy_runs.len(), self.runs.len()));
         }
+        problems.extend(self.behind_problem());
         (!problems.is_empty()).then(|| problems.join(", "))
+    }
+
+    /// An open loop that fell behind its rate in a run: its times are an
+    /// overload's, not figures at that rate.
+    fn behind_problem(&self) -> Option<String> {
+        let times = self.open_loop_times().filter(|t| t.behind > 0)?;
+        Some(format!("behind its rate in {} of {} runs", times.behind, times.runs))
     }
 
     /// Every run's ops per worker CPU-second, when every run has one.
@@ -506,6 +535,7 @@ impl Point {
     pub(crate) fn cpu_noise_problem(&self) -> Option<String> {
         let mut problems = diagnosed_problems(diagnose(&self.ops_per_cpu_s()?).as_ref());
         problems.extend(self.too_short().map(short_problem));
+        problems.extend(self.behind_problem());
         (!problems.is_empty()).then(|| problems.join(", "))
     }
 

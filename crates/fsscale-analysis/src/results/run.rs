@@ -79,6 +79,10 @@ pub struct RunRecord {
     /// Latency of the window's ops, all workers merged (`--latency`; `replay`: all kinds).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency: Option<Histogram>,
+    /// An open-loop run (`--rate`): the rate asked, and each op's response
+    /// and service time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_loop: Option<super::OpenLoop>,
     /// `replay`: latency (and so count) of each operation kind in the window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay_ops: Option<BTreeMap<OpKind, Histogram>>,

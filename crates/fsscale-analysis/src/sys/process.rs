@@ -332,6 +332,21 @@ pub fn writable(path: &std::path::Path) -> bool {
     rustix::fs::access(path, rustix::fs::Access::WRITE_OK).is_ok()
 }
 
+/// Sleeps until `ns` on CLOCK_MONOTONIC (`clock_nanosleep`, `TIMER_ABSTIME`).
+/// A signal may end it early: callers loop on the clock.
+#[cfg(target_os = "linux")]
+pub fn sleep_until_monotonic(ns: u64) {
+    let until = rustix::time::Timespec { tv_sec: (ns / 1_000_000_000) as _, tv_nsec: (ns % 1_000_000_000) as _ };
+    let _ = rustix::thread::clock_nanosleep_absolute(rustix::thread::ClockId::Monotonic, &until);
+}
+
+/// Lets the calling thread's timed sleeps end when asked: a normal
+/// thread's timer slack lets the kernel wake it up to 50 µs late.
+#[cfg(target_os = "linux")]
+pub fn tighten_timer_slack() {
+    let _ = rustix::thread::set_current_timer_slack(std::num::NonZeroU64::new(1));
+}
+
 /// Sleeps `ns` nanoseconds (`nanosleep`: async-signal-safe, for a forked child).
 pub fn sleep_ns(ns: u64) {
     let pause = rustix::time::Timespec { tv_sec: (ns / 1_000_000_000) as _, tv_nsec: (ns % 1_000_000_000) as _ };

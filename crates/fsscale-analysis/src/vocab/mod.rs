@@ -5,7 +5,9 @@
 //! on these types add their methods where they live).
 
 mod instrument;
+mod rate;
 pub use instrument::{Instrument, Instruments};
+pub use rate::{parse_rates, Rate, MAX_RATE, MAX_RATES};
 
 use std::fmt;
 
@@ -354,6 +356,20 @@ pub enum Order {
 }
 
 choice!(Order { Interleaved => "interleaved", Sequential => "sequential", Shuffled => "shuffled" });
+
+/// How an open-loop run's arrivals are spaced in time (`--arrivals`):
+/// evenly (wrk2, fio's `rate_iops`), or as a Poisson process, the
+/// arrivals of many independent clients (YCSB's `-target` with
+/// exponential gaps).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Arrivals {
+    #[default]
+    Even,
+    Poisson,
+}
+
+choice!(Arrivals { Even => "even", Poisson => "poisson" });
 
 /// Whether fixed work starts with the kernel's caches as the previous run
 /// left them, or emptied (`sync; echo 3 > /proc/sys/vm/drop_caches`).

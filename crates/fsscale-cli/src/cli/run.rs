@@ -9,7 +9,7 @@ use clap::Args;
 use fsscale::cluster::Placement;
 use fsscale::fs::{Backing, Fresh, FsOptions};
 use fsscale::instruments::{Instrument, Instruments};
-use fsscale::plan::{self, Mode, Order, RunConfig};
+use fsscale::plan::{self, Arrivals, Mode, Order, RunConfig};
 use fsscale::results::rfc3339;
 use fsscale::sys;
 use fsscale::workloads::{Share, Workload, WorkloadOptions};
@@ -70,6 +70,18 @@ pub struct SweepArgs {
     /// Sharing levels: private (own directory and files), shared (one directory or file, own entries or offsets), same (the very same entry). Default: private,shared where the workload allows them.
     #[arg(long, value_name = "LEVEL", value_delimiter = ',', value_parser = choice::<Share>())]
     pub share: Option<Vec<Share>>,
+
+    /// An open loop: each point's ops are due at this many a second, all workers together, whether or not the last has returned, so a slow system builds a queue as real clients would; each op's response time (from when it was due) and service time (from when it began) are recorded, with how late the workers fell. A point per rate: e.g. 20k, 10k,20k,50k, or 10k..50k (steps of the first). Fixed-time loops and replay.
+    #[arg(long, value_name = "LIST", conflicts_with = "rate_per_worker")]
+    pub rate: Option<String>,
+
+    /// --rate for each worker: a point of N workers asks N times each rate.
+    #[arg(long, value_name = "LIST")]
+    pub rate_per_worker: Option<String>,
+
+    /// How an open loop's ops are spaced: even (fixed gaps, as wrk2 and fio's rate_iops), or poisson (exponential gaps, the arrivals of many independent clients; drawn from the order seed, recorded).
+    #[arg(long, value_name = "HOW", default_value = "even", value_parser = choice::<Arrivals>())]
+    pub arrivals: Arrivals,
 
     /// Bind worker i to the i-th of the CPUs this process may use (modulo their count), in topology order: one thread of every core first, socket by socket, then the cores' SMT siblings (as will-it-scale orders them); the order and each run's binding are recorded in the results. Under MPI a rank binds to its node's CPUs in rank order.
     #[arg(long)]
@@ -321,6 +333,13 @@ impl RunArgs {
             macro_options: macros.into_options(),
             command: command.into_spec()?,
             latency: instruments.latency,
+            rate_per_worker: sweep.rate_per_worker.is_some(),
+            rates: match (&sweep.rate, &sweep.rate_per_worker) {
+                (Some(spec), _) => plan::parse_rates(spec, "--rate")?,
+                (None, Some(spec)) => plan::parse_rates(spec, "--rate-per-worker")?,
+                (None, None) => Vec::new(),
+            },
+            arrivals: sweep.arrivals,
             instruments: instruments.config(),
             options: WorkloadOptions {
                 lookup: lookup.shape(),

@@ -27,6 +27,7 @@ mod mdtest;
 mod ministat;
 mod mpi;
 mod noise;
+mod open_loop;
 mod order;
 mod planted;
 mod quota;

@@ -151,6 +151,29 @@ mod jobs {
     }
 
     #[test]
+    fn an_open_loop_splits_its_rate_over_the_ranks_and_merges_their_histograms() {
+        if !has_mpirun("an_open_loop_splits_its_rate_over_the_ranks_and_merges_their_histograms") {
+            return;
+        }
+        let _job = one_job_at_a_time();
+        let env = TestEnv::new();
+        let out = run(&env, 3, &["stat", "-j", "3", "--rate", "900", "-n", "1", "--duration", "0.1"]);
+        assert_success(&out);
+        let doc = env.results();
+        let p = &doc.points[0];
+        let r = &p.runs[0];
+        let o = r.open_loop.as_ref().expect("the ranks' open loops, merged");
+        // Each rank's worker asked a third of the point's rate; merged, all of it.
+        assert_eq!(p.rate.map(|r| r.ops_per_s()), Some(900.0));
+        assert!((o.asked_ops_per_s - 900.0).abs() < 1e-9, "{}", o.asked_ops_per_s);
+        // Each rank's histograms added: every op timed three ways.
+        assert_eq!((o.service.count, o.lag.count), (o.response.count, o.response.count));
+        assert!(o.response.sum_ns >= o.service.sum_ns);
+        assert_ranks_add_up(&doc, false);
+        assert!(env.leftovers().is_empty(), "{:?}", env.leftovers());
+    }
+
+    #[test]
     fn every_rank_collects_its_profiles_in_the_kernel() {
         if !has_mpirun("every_rank_collects_its_profiles_in_the_kernel") || !needs_root("profiles over ranks") {
             return;

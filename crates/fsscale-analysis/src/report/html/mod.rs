@@ -489,7 +489,7 @@ pub fn workload_series(
                         && Some(p.share) == a.share
                         && p.condition() == a.condition
                 })
-                .filter(|p| p.summary.is_some())
+                .filter(|p| p.summary.is_some() && p.rate.is_none())
                 .collect();
             let mut chart_points: Vec<ChartPoint> = points
                 .iter()

@@ -19,14 +19,18 @@ pub(super) fn figures_table(out: &mut Html, files: &[(String, ResultsFile)], wor
         let points: Vec<&Point> =
             doc.points.iter().filter(|p| p.workload == workload && p.summary.is_some() && p.metric.is_none()).collect();
         let mut these = view::views_of(&points, doc);
-        these.sort_by_key(|v| (v.point.condition(), v.point.mode, v.point.share, v.point.workers));
+        these.sort_by_key(|v| (v.point.condition(), v.point.mode, v.point.share, v.point.workers, v.point.rate));
         labels.extend(std::iter::repeat_n(label.as_str(), these.len()));
         views.extend(these);
     }
     if views.is_empty() {
         return;
     }
-    let layout = if workload.is_fixed_work() { Layout::FixedWork } else { Layout::Loops };
+    let layout = match workload.is_fixed_work() {
+        true => Layout::FixedWork,
+        false if views.iter().any(|v| v.point.rate.is_some()) => Layout::OpenLoop,
+        false => Layout::Loops,
+    };
     let columns = layout.shown(&views);
     out.push_static("<h3>Figures</h3>\n<table class=\"figures\"><tr>");
     if files.len() > 1 {

@@ -35,6 +35,12 @@ crate::vocab::words! {
         P99 => "p99_ns",
         P999 => "p999_ns",
         Max => "max_ns",
+        Asked => "asked_ops_per_s",
+        ResponseP50 => "response_p50_ns",
+        ResponseP99 => "response_p99_ns",
+        ResponseP999 => "response_p999_ns",
+        ServiceP99 => "service_p99_ns",
+        LagP99 => "lag_p99_ns",
         Time => "time_s",
         TimeSd => "time_sd",
         Rate => "rate",
@@ -87,6 +93,12 @@ impl Column {
             P99 => "p99",
             P999 => "p99.9",
             Max => "max",
+            Asked => "asked",
+            ResponseP50 => "resp p50",
+            ResponseP99 => "resp p99",
+            ResponseP999 => "resp p99.9",
+            ServiceP99 => "svc p99",
+            LagP99 => "lag p99",
             Time => "time s",
             // A command copy is one unit of work; untar and traverse count entries.
             Rate => match views.first().is_some_and(|v| v.point.workload == W::Command) {
@@ -114,8 +126,9 @@ impl Column {
         match self {
             Workload | Mode | Share | Filesystem | Cache | Variant | Unit | Note => Align::Left,
             Workers | Runs | Median | Mean | RateSd | PerWorker | Efficiency | PerCpu | MegabytesPerS | P50 | P90
-            | P99 | P999 | Max | Time | TimeSd | Rate | Concurrency | Spread | WorkShare | UserS | SysS | SyncS
-            | DeviceReadInJob | DeviceInJob | DeviceInSync | Runq | Asleep => Align::Right,
+            | P99 | P999 | Max | Asked | ResponseP50 | ResponseP99 | ResponseP999 | ServiceP99 | LagP99 | Time
+            | TimeSd | Rate | Concurrency | Spread | WorkShare | UserS | SysS | SyncS | DeviceReadInJob
+            | DeviceInJob | DeviceInSync | Runq | Asleep => Align::Right,
         }
     }
 
@@ -129,9 +142,10 @@ impl Column {
             // Bytes only where the work moves file data (a fixed job: untar, not a walk).
             MegabytesPerS => match layout {
                 Layout::FixedWork => any(&|p| p.runs.iter().any(|r| r.bytes.unwrap_or(0) > 0)),
-                Layout::Loops | Layout::Export => any(&|p| p.runs.iter().any(|r| r.bytes.is_some())),
+                Layout::Loops | Layout::OpenLoop | Layout::Export => any(&|p| p.runs.iter().any(|r| r.bytes.is_some())),
             },
             P50 | P90 | P99 | P999 | Max => any(&|p| summary_has(p, |s| s.latency.is_some())),
+            Asked | ResponseP50 | ResponseP99 | ResponseP999 | ServiceP99 | LagP99 => any(&|p| p.rate.is_some()),
             // A walk shared between the workers: how the work split between them.
             WorkShare => any(&|p| p.workload == W::Traverse && p.share == Sharing::Shared),
             // Device writes only where there is a device (a made filesystem on one).
@@ -182,6 +196,21 @@ impl Column {
                     P99 => l.p99_ns,
                     P999 => l.p999_ns,
                     _ => l.max_ns,
+                });
+                ns.map_or(Cell::Missing, |ns| Cell::Figure { value: ns as f64, shown: format_ns(ns as f64) })
+            }
+            Asked => Cell::figure(p.rate.map(|r| r.ops_per_s()), format_rate),
+            ResponseP50 | ResponseP99 | ResponseP999 | ServiceP99 | LagP99 => {
+                let times = p.open_loop_times();
+                let ns = times.as_ref().and_then(|t| {
+                    let (histogram, q) = match self {
+                        ResponseP50 => (&t.response, 0.5),
+                        ResponseP99 => (&t.response, 0.99),
+                        ResponseP999 => (&t.response, 0.999),
+                        ServiceP99 => (&t.service, 0.99),
+                        _ => (&t.lag, 0.99),
+                    };
+                    (histogram.count > 0).then(|| histogram.quantile(q))
                 });
                 ns.map_or(Cell::Missing, |ns| Cell::Figure { value: ns as f64, shown: format_ns(ns as f64) })
             }

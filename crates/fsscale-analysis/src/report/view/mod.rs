@@ -141,6 +141,8 @@ pub enum Layout {
     Loops,
     /// Their table of fixed work (timed to completion).
     FixedWork,
+    /// Their table of open loops (`--rate`): the rate asked and got, and the ops' times.
+    OpenLoop,
     /// A row per point in `export` (CSV, Markdown, JSON lines) and `run --format markdown`.
     Export,
 }
@@ -169,6 +171,23 @@ impl Layout {
                 Asleep,
                 Note,
             ],
+            Layout::OpenLoop => &[
+                Workers,
+                Mode,
+                Share,
+                Asked,
+                Median,
+                RateSd,
+                PerCpu,
+                ResponseP50,
+                ResponseP99,
+                ResponseP999,
+                ServiceP99,
+                LagP99,
+                Runq,
+                Asleep,
+                Note,
+            ],
             Layout::FixedWork => &[
                 Workers,
                 Mode,
@@ -191,8 +210,31 @@ impl Layout {
                 Note,
             ],
             Layout::Export => &[
-                Workload, Mode, Share, Filesystem, Cache, Variant, Workers, Unit, Runs, Median, Mean, RateSd,
-                Efficiency, PerCpu, P50, P99, P999, Runq, Asleep, Note,
+                Workload,
+                Mode,
+                Share,
+                Filesystem,
+                Cache,
+                Variant,
+                Workers,
+                Unit,
+                Runs,
+                Asked,
+                Median,
+                Mean,
+                RateSd,
+                Efficiency,
+                PerCpu,
+                P50,
+                P99,
+                P999,
+                ResponseP50,
+                ResponseP99,
+                ResponseP999,
+                ServiceP99,
+                Runq,
+                Asleep,
+                Note,
             ],
         }
     }
@@ -215,8 +257,8 @@ pub(crate) fn views(doc: &ResultsFile) -> Vec<PointView<'_>> {
 fn paired_base<'a>(doc: &'a ResultsFile, point: &Point) -> Option<&'a Point> {
     let first = Some(doc.settings.variants.first()?.name.as_str());
     let same = |p: &&Point| {
-        (p.workload, p.mode, p.share, p.workers, &p.fs, p.cache)
-            == (point.workload, point.mode, point.share, point.workers, &point.fs, point.cache)
+        (p.workload, p.mode, p.share, p.workers, &p.fs, p.cache, p.rate)
+            == (point.workload, point.mode, point.share, point.workers, &point.fs, point.cache, point.rate)
     };
     doc.points.iter().filter(same).find(|p| p.variant.as_deref() == first)
 }
@@ -225,7 +267,8 @@ fn paired_base<'a>(doc: &'a ResultsFile, point: &Point) -> Option<&'a Point> {
 pub(crate) fn views_of<'a>(points: &[&'a Point], doc: &'a ResultsFile) -> Vec<PointView<'a>> {
     // A series: one condition, workload, mode and sharing level, as `analyze` groups them.
     let mut series: BTreeMap<_, Vec<(usize, f64)>> = BTreeMap::new();
-    for p in points {
+    // An open loop's rate is the one asked: it has no speedup.
+    for p in points.iter().filter(|p| p.rate.is_none()) {
         let median = p.summary.as_ref().map_or(f64::NAN, |s| s.ops_per_s.median);
         series
             .entry((p.condition(), p.workload, p.mode, p.share))
@@ -247,6 +290,7 @@ pub(crate) fn views_of<'a>(points: &[&'a Point], doc: &'a ResultsFile) -> Vec<Po
     let one_worker = |p: &Point| {
         points.iter().find(|q| {
             q.workers == 1
+                && q.rate.is_none()
                 && (q.condition(), q.workload, q.mode, q.share) == (p.condition(), p.workload, p.mode, p.share)
         })
     };
@@ -255,7 +299,8 @@ pub(crate) fn views_of<'a>(points: &[&'a Point], doc: &'a ResultsFile) -> Vec<Po
         .map(|&point| {
             let at = scaled
                 .get(&(point.condition(), point.workload, point.mode, point.share))
-                .and_then(|s| s.iter().find(|s| s.workers == point.workers));
+                .and_then(|s| s.iter().find(|s| s.workers == point.workers))
+                .filter(|_| point.rate.is_none());
             PointView {
                 point,
                 settings: &doc.settings,
@@ -272,7 +317,7 @@ pub(crate) fn views_of<'a>(points: &[&'a Point], doc: &'a ResultsFile) -> Vec<Po
 
 /// `views` as a terminal table of `layout`, sorted by mode, share and workers.
 pub fn table(layout: Layout, views: &mut [PointView<'_>]) -> super::Table {
-    views.sort_by_key(|v| (v.point.mode, v.point.share, v.point.workers));
+    views.sort_by_key(|v| (v.point.mode, v.point.share, v.point.workers, v.point.rate));
     let columns = layout.shown(views);
     let titles: Vec<(String, super::Align)> = columns.iter().map(|c| (c.title(views), c.align())).collect();
     let titles: Vec<(&str, super::Align)> = titles.iter().map(|(t, a)| (t.as_str(), *a)).collect();
@@ -342,7 +387,7 @@ mod tests {
 
     #[test]
     fn every_column_is_in_a_layout_and_once_in_each() {
-        let all = [Layout::Loops, Layout::FixedWork, Layout::Export];
+        let all = [Layout::Loops, Layout::FixedWork, Layout::OpenLoop, Layout::Export];
         for column in Column::ALL {
             assert!(all.iter().any(|l| l.columns().contains(&column)), "{column:?} is in no layout");
         }
