@@ -158,7 +158,7 @@ pub(super) fn run_workers(job: RunJob<'_>, place: Place<'_>, crew: Crew<'_>) -> 
         ops_per_s: rate.ops_per_s(),
         arrivals: inputs.arrivals,
         seed: inputs.arrivals_seed,
-        spin_ns: open_loop::spin_ns(crew.count, crate::sys::usable_cpus()),
+        spins: open_loop::spins(crew.count, crate::sys::usable_cpus()),
     });
     // An open loop's response, service and lag histograms come first, then a replay's kinds.
     let open = if rate.is_some() { open_loop::KINDS } else { 0 };

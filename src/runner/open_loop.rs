@@ -31,9 +31,9 @@ pub(crate) struct RatePlan {
     pub arrivals: Arrivals,
     /// Poisson arrivals: each worker's gaps come from this seed and its index.
     pub seed: u64,
-    /// Below this far ahead of an op's due time a worker spins; further
-    /// ahead it sleeps until this far before it. 0 sleeps only.
-    pub spin_ns: u64,
+    /// Whether a worker may spin for the last stretch before an op is due
+    /// (each worker has a CPU of its own), or only sleeps.
+    pub spins: bool,
 }
 
 impl RatePlan {
@@ -177,10 +177,42 @@ impl Timed {
     }
 }
 
+/// How a worker waits for an op's due time: it sleeps until `margin_ns`
+/// before it, then spins. A sleep ends late by the timer's and the
+/// scheduler's wake-up latency (tens of µs in a VM), so the margin follows
+/// how late this worker's wake-ups have lately been: up at once to half
+/// again the latest lateness, down slowly, between [`MIN_MARGIN_NS`] and
+/// [`MAX_MARGIN_NS`]. A worker that may not spin sleeps to the due time.
+pub(super) struct Pacer {
+    margin_ns: u64,
+    spins: bool,
+}
+
+/// The least and most a spinning worker spins before an op.
+const MIN_MARGIN_NS: u64 = 20_000;
+const MAX_MARGIN_NS: u64 = 1_000_000;
+
+impl Pacer {
+    pub fn new(spins: bool) -> Pacer {
+        Pacer { margin_ns: if spins { MIN_MARGIN_NS } else { 0 }, spins }
+    }
+
+    /// A sleep meant to end at some time ended `late_ns` after it.
+    fn woke(&mut self, late_ns: u64) {
+        if !self.spins {
+            return;
+        }
+        let wanted = (late_ns + late_ns / 2).clamp(MIN_MARGIN_NS, MAX_MARGIN_NS);
+        if wanted > self.margin_ns {
+            self.margin_ns = wanted;
+        } else {
+            self.margin_ns -= (self.margin_ns - wanted) / 64;
+        }
+    }
+}
+
 /// What an open loop's wait looks at besides the clock.
 pub(super) struct Wait<'a> {
-    /// Spin rather than sleep this close to an op's due time.
-    pub spin_ns: u64,
     /// The phase word, and the phase this loop runs in.
     pub phase: &'a AtomicU32,
     pub seen: u32,
@@ -198,6 +230,7 @@ pub(super) struct Wait<'a> {
 pub(super) fn pace<C: Clock, E>(
     clock: &C,
     schedule: &mut Schedule,
+    pacer: &mut Pacer,
     wait: &Wait<'_>,
     mut op: impl FnMut() -> Result<(), E>,
     mut done: impl FnMut(Timed),
@@ -214,8 +247,10 @@ pub(super) fn pace<C: Clock, E>(
                 return Ok(());
             }
             let ahead = due_ns - now;
-            if ahead > wait.spin_ns {
-                clock.sleep_until((due_ns - wait.spin_ns).min(now + MAX_SLEEP_NS));
+            if ahead > pacer.margin_ns {
+                let until = (due_ns - pacer.margin_ns).min(now + MAX_SLEEP_NS);
+                clock.sleep_until(until);
+                pacer.woke(clock.now_ns().saturating_sub(until));
             } else {
                 std::hint::spin_loop();
             }
@@ -229,18 +264,11 @@ pub(super) fn pace<C: Clock, E>(
     }
 }
 
-/// How far ahead of an op a worker spins rather than sleeps: long enough
-/// to cover a sleep's late wake-up (timer slack is set to 1 ns for the
-/// worker), short enough to leave the CPU to others; none where workers
-/// outnumber CPUs, where a spinning worker would take a CPU another needs
-/// for its op.
-pub(crate) fn spin_ns(workers_here: usize, cpus: usize) -> u64 {
-    const SPIN_NS: u64 = 20_000;
-    if workers_here > cpus {
-        0
-    } else {
-        SPIN_NS
-    }
+/// Whether workers may spin before their ops: not where they outnumber
+/// the CPUs, where a spinning worker would take a CPU another needs for
+/// its op.
+pub(crate) fn spins(workers_here: usize, cpus: usize) -> bool {
+    workers_here <= cpus
 }
 
 #[cfg(test)]
@@ -268,7 +296,7 @@ mod tests {
     }
 
     fn even(ops_per_s: f64) -> RatePlan {
-        RatePlan { ops_per_s, arrivals: Arrivals::Even, seed: 1, spin_ns: 0 }
+        RatePlan { ops_per_s, arrivals: Arrivals::Even, seed: 1, spins: false }
     }
 
     fn dues(schedule: &mut Schedule, n: usize) -> Vec<u64> {
@@ -300,7 +328,7 @@ mod tests {
 
     #[test]
     fn poisson_arrivals_have_the_rate_and_differ_by_worker_and_seed() {
-        let plan = RatePlan { ops_per_s: 1000.0, arrivals: Arrivals::Poisson, seed: 42, spin_ns: 0 };
+        let plan = RatePlan { ops_per_s: 1000.0, arrivals: Arrivals::Poisson, seed: 42, spins: false };
         let n = 200_000;
         let a = dues(&mut Schedule::new(&plan, 0, 4, 0), n);
         // Each of 4 workers at 250/s: the n-th arrival near n / 250 s.
@@ -320,12 +348,13 @@ mod tests {
         let clock = Driven { now: Cell::new(0), sleeps: Cell::new(0) };
         let mut schedule = Schedule::new(&even(10_000.0), 0, 1, 0);
         let (phase, due) = (AtomicU32::new(1), AtomicU64::new(0));
-        let wait = Wait { spin_ns: 0, phase: &phase, seen: 1, due: &due };
+        let wait = Wait { phase: &phase, seen: 1, due: &due };
         let mut timed = Vec::new();
         let mut k = 0;
         pace(
             &clock,
             &mut schedule,
+            &mut Pacer::new(false),
             &wait,
             || {
                 clock.now.set(clock.now.get() + service(k));
@@ -393,12 +422,12 @@ mod tests {
             }
         };
         let sleepy = SleepHook { inner: &clock, hook: &slept };
-        let wait = Wait { spin_ns: 0, phase: &phase, seen: 1, due: &due };
+        let wait = Wait { phase: &phase, seen: 1, due: &due };
         let op = || {
             ops += 1;
             Ok::<(), ()>(())
         };
-        pace(&sleepy, &mut schedule, &wait, op, |_| {}).unwrap();
+        pace(&sleepy, &mut schedule, &mut Pacer::new(false), &wait, op, |_| {}).unwrap();
         assert_eq!(ops, 1);
         assert_eq!(due.load(Ordering::Relaxed), 1_000_000_000, "published for the coordinator");
         assert_eq!(clock.sleeps.get(), 3, "10 ms at a time, then the phase had changed");
@@ -423,7 +452,63 @@ mod tests {
 
     #[test]
     fn spinning_is_for_workers_with_a_cpu_each() {
-        assert_eq!(spin_ns(2, 2), 20_000);
-        assert_eq!(spin_ns(3, 2), 0);
+        assert!(spins(2, 2));
+        assert!(!spins(3, 2));
+    }
+
+    /// A clock whose sleeps end `late` after the time asked, as a VM's do,
+    /// and that moves 100 ns each time it is read (a spin's look at it).
+    struct LateWaker {
+        now: Cell<u64>,
+        late: u64,
+    }
+
+    const READ_NS: u64 = 100;
+
+    impl Clock for LateWaker {
+        fn now_ns(&self) -> u64 {
+            self.now.set(self.now.get() + READ_NS);
+            self.now.get()
+        }
+
+        fn sleep_until(&self, ns: u64) {
+            self.now.set(self.now.get().max(ns + self.late));
+        }
+    }
+
+    /// Ops due every 100 µs, each taking 10 µs, for 100 ms of `clock`.
+    fn lags_of(clock: &LateWaker, pacer: &mut Pacer) -> Vec<u64> {
+        let mut schedule = Schedule::new(&even(10_000.0), 0, 1, clock.now.get());
+        let (phase, due) = (AtomicU32::new(1), AtomicU64::new(0));
+        let wait = Wait { phase: &phase, seen: 1, due: &due };
+        let end = clock.now.get() + 100_000_000;
+        let mut lags = Vec::new();
+        let op = || {
+            clock.now.set(clock.now.get() + 10_000);
+            if clock.now.get() > end {
+                phase.store(2, Ordering::Relaxed);
+            }
+            Ok::<(), ()>(())
+        };
+        pace(clock, &mut schedule, pacer, &wait, op, |t| lags.push(t.lag_ns())).unwrap();
+        lags
+    }
+
+    #[test]
+    fn a_spinning_worker_learns_how_late_its_sleeps_end_and_begins_its_ops_on_time() {
+        // Every sleep ends 40 µs late.
+        let clock = LateWaker { now: Cell::new(0), late: 40_000 };
+        let mut pacer = Pacer::new(true);
+        let lags = lags_of(&clock, &mut pacer);
+        assert!(lags.len() > 990, "{}", lags.len());
+        // The first sleep (to 20 µs ahead) ends 20 µs past the due time;
+        // from then on the worker wakes 60 µs ahead, 20 µs before the op is
+        // due, and spins to it: it begins within a read of the clock.
+        assert!(lags[1] >= 20_000, "{:?}", &lags[..4]);
+        assert!(lags[2..].iter().all(|&l| l <= READ_NS), "{:?}", &lags[..10]);
+        assert!(pacer.margin_ns >= 60_000 && pacer.margin_ns < 61_000, "{}", pacer.margin_ns);
+        // One that may not spin sleeps to the due time, and is as late as its sleeps.
+        let lags = lags_of(&clock, &mut Pacer::new(false));
+        assert!(lags[1..].iter().all(|&l| (40_000..=40_000 + 2 * READ_NS).contains(&l)), "{:?}", &lags[..10]);
     }
 }

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use anyhow::Result;
 
 use super::latency::{LatencyRegion, Recorder};
-use super::open_loop::{self, Monotonic, RatePlan, Schedule, Wait};
+use super::open_loop::{self, Monotonic, Pacer, RatePlan, Schedule, Wait};
 use super::shared::{Phase, SharedRegion};
 use crate::panics;
 use crate::replay::OpIndex;
@@ -298,31 +298,41 @@ fn paced_loop<O: Op>(
     recorder: Recorder<'_>,
     paced: Paced,
 ) -> Result<(), workloads::SysError> {
+    paced_phases(region, slot, recorder, paced, || op.once(), |_| {})
+}
+
+/// An open loop through the phases: `op` makes one op; each op's times go
+/// into the worker's histograms while the window is open, and to `also`.
+#[inline(always)]
+fn paced_phases<E>(
+    region: &SharedRegion,
+    slot: usize,
+    recorder: Recorder<'_>,
+    paced: Paced,
+    mut op: impl FnMut() -> Result<(), E>,
+    mut also: impl FnMut(open_loop::Timed),
+) -> Result<(), E> {
     let counter = region.counter(slot);
     let phase_word = region.phase_word();
     let mut done: u64 = 0;
     let mut schedule: Option<Schedule> = None;
+    let mut pacer = Pacer::new(paced.rate.spins);
     sys::tighten_timer_slack();
     through_phases(region, slot, |in_window, seen| {
         // Arrival 0 is due when the barrier opened: the epoch is set by then.
         let schedule =
             schedule.get_or_insert_with(|| Schedule::new(&paced.rate, paced.index, paced.workers, region.epoch_ns()));
-        let wait = Wait { spin_ns: paced.rate.spin_ns, phase: phase_word, seen, due: &counter.due_ns };
-        open_loop::pace(
-            &Monotonic,
-            schedule,
-            &wait,
-            || op.once(),
-            |t| {
-                if in_window {
-                    recorder.record(open_loop::RESPONSE, t.response_ns());
-                    recorder.record(open_loop::SERVICE, t.service_ns());
-                    recorder.record(open_loop::LAG, t.lag_ns());
-                }
-                done += 1;
-                counter.ops.store(done, Ordering::Relaxed);
-            },
-        )
+        let wait = Wait { phase: phase_word, seen, due: &counter.due_ns };
+        open_loop::pace(&Monotonic, schedule, &mut pacer, &wait, &mut op, |t| {
+            if in_window {
+                recorder.record(open_loop::RESPONSE, t.response_ns());
+                recorder.record(open_loop::SERVICE, t.service_ns());
+                recorder.record(open_loop::LAG, t.lag_ns());
+                also(t);
+            }
+            done += 1;
+            counter.ops.store(done, Ordering::Relaxed);
+        })
     })
 }
 
@@ -367,39 +377,17 @@ fn paced_replay_loop(
     recorder: Recorder<'_>,
     paced: Paced,
 ) -> Result<u64, ReplayError> {
-    let counter = region.counter(slot);
-    let phase_word = region.phase_word();
-    let mut done: u64 = 0;
     let mut bytes: u64 = 0;
-    let mut schedule: Option<Schedule> = None;
-    sys::tighten_timer_slack();
-    through_phases(region, slot, |in_window, seen| {
-        let schedule =
-            schedule.get_or_insert_with(|| Schedule::new(&paced.rate, paced.index, paced.workers, region.epoch_ns()));
-        let wait = Wait { spin_ns: paced.rate.spin_ns, phase: phase_word, seen, due: &counter.due_ns };
-        // The op's kind and bytes, from the op to its record.
-        let last = std::cell::Cell::new((OpKind::ALL[0], 0));
-        open_loop::pace(
-            &Monotonic,
-            schedule,
-            &wait,
-            || {
-                last.set(player.step()?);
-                Ok(())
-            },
-            |t| {
-                if in_window {
-                    recorder.record(open_loop::RESPONSE, t.response_ns());
-                    recorder.record(open_loop::SERVICE, t.service_ns());
-                    recorder.record(open_loop::LAG, t.lag_ns());
-                    let (kind, moved) = last.get();
-                    recorder.record(open_loop::KINDS + kind.index(), t.service_ns());
-                    bytes += moved;
-                }
-                done += 1;
-                counter.ops.store(done, Ordering::Relaxed);
-            },
-        )
+    // The op's kind and bytes, from the op to its record.
+    let last = std::cell::Cell::new((OpKind::ALL[0], 0));
+    let op = || {
+        last.set(player.step()?);
+        Ok(())
+    };
+    paced_phases(region, slot, recorder, paced, op, |t| {
+        let (kind, moved) = last.get();
+        recorder.record(open_loop::KINDS + kind.index(), t.service_ns());
+        bytes += moved;
     })?;
     Ok(bytes)
 }

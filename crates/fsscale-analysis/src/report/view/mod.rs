@@ -171,6 +171,7 @@ impl Layout {
                 Asleep,
                 Note,
             ],
+            // No ops per CPU-second: a worker that keeps up spins before its ops.
             Layout::OpenLoop => &[
                 Workers,
                 Mode,
@@ -178,7 +179,6 @@ impl Layout {
                 Asked,
                 Median,
                 RateSd,
-                PerCpu,
                 ResponseP50,
                 ResponseP99,
                 ResponseP999,
