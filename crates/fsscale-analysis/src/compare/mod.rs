@@ -101,6 +101,19 @@ pub enum Figure {
     /// machine it moves far less with other load. Points without it (drivers,
     /// files from before it was recorded) are listed as unmatched.
     OpsPerCpuSecond,
+    /// Open loops (`--rate`), in place of their throughput (the rate they
+    /// were asked): each run's response-time p99 in µs, smaller better.
+    ResponseP99,
+}
+
+impl Figure {
+    /// Whether a larger figure of `p` is the better one.
+    fn higher_is_better(self, p: &Point) -> bool {
+        match self {
+            Figure::ResponseP99 => false,
+            Figure::Throughput | Figure::OpsPerCpuSecond => p.higher_is_better(),
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -243,6 +256,14 @@ impl Compared {
 }
 
 impl Row {
+    /// The workers as a cell shows them, with an open loop's rate: `2 at 20k/s`.
+    pub(crate) fn workers_text(&self) -> String {
+        match self.rate {
+            Some(rate) => format!("{} at {rate}/s", self.workers),
+            None => self.workers.to_string(),
+        }
+    }
+
     /// The mode as a cell shows it: `process→thread` where it was compared.
     pub(crate) fn mode_text(&self) -> String {
         self.compared_as("mode").unwrap_or_else(|| self.mode.to_string())
@@ -355,6 +376,15 @@ pub(crate) fn figures(p: &Point, figure: Figure) -> Option<Vec<f64>> {
     match figure {
         Figure::Throughput => Some(p.runs.iter().map(|r| r.ops_per_s).collect()),
         Figure::OpsPerCpuSecond => p.ops_per_cpu_s(),
+        // A run that timed no op in its window has no p99: the point is unmatched.
+        Figure::ResponseP99 => p
+            .runs
+            .iter()
+            .map(|r| {
+                let response = &r.open_loop.as_ref()?.response;
+                (response.count > 0).then(|| response.quantile(0.99) as f64 / 1e3)
+            })
+            .collect(),
     }
 }
 
@@ -398,9 +428,18 @@ pub fn compare_using(
             && config.test == TestKind::Paired
             && config.figure == Figure::Throughput
             && judging::per_cpu_fits(b, n);
-        let figure = if by_cpu { Figure::OpsPerCpuSecond } else { config.figure };
+        // An open loop's throughput is the rate it was asked: its response time is its figure.
+        let figure = match (b.rate.is_some() || n.rate.is_some(), by_cpu) {
+            (true, _) => Figure::ResponseP99,
+            (false, true) => Figure::OpsPerCpuSecond,
+            (false, false) => config.figure,
+        };
         let (Some(base_runs), Some(new_runs)) = (figures(b, figure), figures(n, figure)) else {
-            unmatched.push(describe(&key(b), "no worker CPU time recorded"));
+            let missing = match figure {
+                Figure::ResponseP99 => "a run timed no op in its window",
+                Figure::Throughput | Figure::OpsPerCpuSecond => "no worker CPU time recorded",
+            };
+            unmatched.push(describe(&key(b), missing));
             continue;
         };
         let threshold = threshold_of(b);
@@ -523,9 +562,9 @@ fn compare_point(
     // Invocations measured on both sides: their spread is in the interval, drift and a busy machine included.
     let spread_measured = nested.is_some_and(|(b, n)| b.count() >= 2 && n.count() >= 2);
     // A `command` driver's figure may be smaller-is-better (a time, a latency).
-    let improved = if b.higher_is_better() { change_pct > 0.0 } else { change_pct < 0.0 };
+    let improved = if config.figure.higher_is_better(b) { change_pct > 0.0 } else { change_pct < 0.0 };
     let noise_of = |p: &Point| match config.figure {
-        Figure::Throughput => p.noise_problem(),
+        Figure::Throughput | Figure::ResponseP99 => p.noise_problem(),
         Figure::OpsPerCpuSecond => p.cpu_noise_problem(),
     };
     let noise: Vec<String> = [("base", b), ("new", n)]
@@ -565,6 +604,7 @@ fn compare_point(
         unit: match config.figure {
             Figure::Throughput => b.unit(),
             Figure::OpsPerCpuSecond => format!("{}/cpu-s", b.unit().trim_end_matches("/s")),
+            Figure::ResponseP99 => "µs p99 response".to_string(),
         },
         condition: b.condition(),
         workload: b.workload,
@@ -589,7 +629,7 @@ fn compare_point(
         verdict,
         per_cpu_when_busy: false,
         noise,
-        higher_is_better: b.higher_is_better(),
+        higher_is_better: config.figure.higher_is_better(b),
         invocations: None,
         detectable: None,
         defined_differently: None,

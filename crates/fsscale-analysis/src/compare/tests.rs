@@ -218,3 +218,51 @@ fn a_change_is_explained_by_both_sides_profiles_or_the_command_that_records_them
     assert_eq!(why.locks[0].site, "down_write ← filename_create ← do_mkdirat (rwsem write)");
     assert_eq!((why.locks[0].base.waits, why.locks[0].new.waits), (300, 300));
 }
+
+/// An open-loop point at 1,000 ops/s whose runs' response p99s are `p99_us`
+/// (each run's ops all took that long), the rate kept whatever the p99.
+fn open_loop_doc(p99_us: &[u64]) -> ResultsFile {
+    let runs = p99_us
+        .iter()
+        .enumerate()
+        .map(|(run, &us)| {
+            let mut record = fixtures::run(run, &[1000], 1.0);
+            let times = crate::stats::histogram::Histogram::of(&vec![us * 1000; 100]);
+            record.open_loop = Some(crate::results::OpenLoop {
+                asked_ops_per_s: 1000.0,
+                arrivals: crate::vocab::Arrivals::Even,
+                response: times.clone(),
+                service: times.clone(),
+                lag: crate::stats::histogram::Histogram::of(&[0; 100]),
+                backlog_at_start: 0.0,
+                backlog_at_end: 0.0,
+                behind: false,
+            });
+            record
+        })
+        .collect();
+    let mut point = fixtures::point(Workload::CreatUnlink, Share::Shared, 2, runs);
+    point.rate = crate::vocab::Rate::new(1000.0);
+    point.summarize();
+    fixtures::doc(p99_us.len(), 1.0, vec![point])
+}
+
+#[test]
+fn open_loops_are_judged_by_their_response_p99_where_smaller_is_better() {
+    let base = open_loop_doc(&[100, 102, 98, 101, 99]);
+    let slower = open_loop_doc(&[200, 204, 196, 202, 198]);
+    let c = compare(&base, &slower, "a", "b", &CONFIG);
+    let row = &c.rows[0];
+    assert_eq!((row.unit.as_str(), row.higher_is_better, row.rate), ("µs p99 response", false, base.points[0].rate));
+    // Each run's p99 is the upper bound of its bucket: about twice, within the buckets' 6.25%.
+    assert!((row.change_pct - 100.0).abs() < 13.0, "{}", row.change_pct);
+    assert_eq!(row.verdict, Verdict::Worse, "a doubled p99 at the same rate");
+    assert_eq!(compare(&slower, &base, "b", "a", &CONFIG).rows[0].verdict, Verdict::Better);
+    // At another rate, it is another point.
+    let mut other = open_loop_doc(&[100, 102, 98, 101, 99]);
+    other.points[0].rate = crate::vocab::Rate::new(2000.0);
+    let c = compare(&base, &other, "a", "b", &CONFIG);
+    assert!(c.rows.is_empty());
+    assert_eq!(c.unmatched.len(), 2, "{:?}", c.unmatched);
+    assert!(c.unmatched[0].contains("at 1k ops/s (base only)"), "{:?}", c.unmatched);
+}

@@ -212,6 +212,7 @@ fn figure_note(figure: Figure) -> &'static str {
     match figure {
         Figure::Throughput => "",
         Figure::OpsPerCpuSecond => " in ops per CPU-second (points without the workers' CPU time have none)",
+        Figure::ResponseP99 => " in response-time p99",
     }
 }
 

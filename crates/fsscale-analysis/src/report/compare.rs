@@ -34,7 +34,7 @@ fn ci_text(ci: Option<(f64, f64)>) -> String {
 
 fn cells(row: &Row) -> Vec<String> {
     vec![
-        row.workers.to_string(),
+        row.workers_text(),
         row.mode_text(),
         row.share_text(),
         format_rate(row.base_figure),

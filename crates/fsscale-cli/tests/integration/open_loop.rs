@@ -111,6 +111,13 @@ fn a_rate_beyond_the_machine_is_marked_behind_and_its_response_holds_the_queue()
     assert_success(&compared);
     // (After whatever else a busy machine adds to the base's noise.)
     assert!(stdout(&compared).contains("behind its rate in 2 of 2 runs"), "{}", stdout(&compared));
+    // Judged by the response p99 (the rate is the one asked), smaller better, the row named by its rate.
+    let rows: serde_json::Value = serde_json::from_str(&stdout(&compared)).unwrap();
+    let row = &rows[0]["rows"][0];
+    assert_eq!((row["unit"].as_str(), row["higher_is_better"].as_bool()), (Some("µs p99 response"), Some(false)));
+    assert_eq!(row["rate"].as_f64(), Some(1e9));
+    let text = fsscale().arg("compare").arg(&first).arg(&env.output).output().unwrap();
+    assert!(stdout(&text).contains("1 at 1G/s  process  private"), "{}", stdout(&text));
 }
 
 #[test]

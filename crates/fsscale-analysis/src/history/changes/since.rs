@@ -46,12 +46,17 @@ impl Since {
         }
     }
 
-    /// Whether `change` of `series` began after this.
+    /// Whether `change` of `series` began after this: for a revision, after
+    /// its last result in the series' own order (results are timed to the
+    /// second, so two of them may share one), in a series without it after
+    /// its last result's start.
     pub(crate) fn is_new(&self, series: &SeriesChanges, change: &Change) -> bool {
         let started = series.entries[change.index].started_at.as_str();
-        match self.date {
-            true => started >= self.after.as_str(),
-            false => started > self.after.as_str(),
+        let revision = series.entries.iter().rposition(|e| e.rev.as_deref() == Some(self.asked.as_str()));
+        match (self.date, revision) {
+            (true, _) => started >= self.after.as_str(),
+            (false, Some(last)) => change.index > last,
+            (false, None) => started > self.after.as_str(),
         }
     }
 
