@@ -211,7 +211,13 @@ pub(super) fn run_workers(job: RunJob<'_>, place: Place<'_>, crew: Crew<'_>) -> 
                 lag: latency.merged(open_loop::LAG),
                 backlog_at_start: at_start,
                 backlog_at_end: at_end,
-                behind: fell_behind(asked, record.ops_per_s, [at_start, at_end], crew.count, record.elapsed_s),
+                behind: fell_behind(
+                    asked,
+                    record.ops_per_s,
+                    [at_start, at_end],
+                    (crew.count, record.elapsed_s),
+                    rate.arrivals,
+                ),
             });
         }
         if spec.workload == Workload::Replay {

@@ -35,20 +35,25 @@ pub const KEEPS_UP: f64 = 0.99;
 
 /// Whether a run fell behind its schedule: it did less than [`KEEPS_UP`]
 /// of the ops asked over its window, give or take an op per worker (where
-/// each worker's ops fall against the window's edges), or its backlog grew
-/// through the window by more than an op per worker and ended above 1% of
-/// the window's asked ops (a short window's rate may pass while its queue
-/// grows).
+/// each worker's ops fall against the window's edges) and, for Poisson
+/// arrivals, three standard deviations of how many fell due in it (√n);
+/// or its backlog grew through the window by more than an op per worker
+/// and ended above 1% of the window's asked ops (a short window's rate may
+/// pass while its queue grows).
 pub fn fell_behind(
     asked_ops_per_s: f64,
     achieved_ops_per_s: f64,
     backlog: [f64; 2],
-    workers: usize,
-    window_s: f64,
+    (workers, window_s): (usize, f64),
+    arrivals: Arrivals,
 ) -> bool {
     let [at_start, at_end] = backlog;
     let (asked_ops, workers) = (asked_ops_per_s * window_s, workers as f64);
-    achieved_ops_per_s * window_s + workers < KEEPS_UP * asked_ops
+    let chance = match arrivals {
+        Arrivals::Even => 0.0,
+        Arrivals::Poisson => 3.0 * asked_ops.sqrt(),
+    };
+    achieved_ops_per_s * window_s + workers + chance < KEEPS_UP * asked_ops
         || (at_end - at_start > workers && at_end > 0.01 * asked_ops)
 }
 
@@ -119,17 +124,20 @@ mod tests {
     #[test]
     fn a_run_below_the_asked_rate_or_with_a_growing_queue_fell_behind() {
         // 10 000 ops/s asked over a 1 s window, 2 workers.
-        assert!(!fell_behind(10_000.0, 9_950.0, [0.0, 1.0], 2, 1.0), "within 1%, no queue");
-        assert!(fell_behind(10_000.0, 9_850.0, [0.0, 1.0], 2, 1.0), "1.5% short");
+        assert!(!fell_behind(10_000.0, 9_950.0, [0.0, 1.0], (2, 1.0), Arrivals::Even), "within 1%, no queue");
+        assert!(fell_behind(10_000.0, 9_850.0, [0.0, 1.0], (2, 1.0), Arrivals::Even), "1.5% short");
         // At the rate, but a queue of 500 ops built up in it (5% of the window's).
-        assert!(fell_behind(10_000.0, 10_000.0, [20.0, 520.0], 2, 1.0));
+        assert!(fell_behind(10_000.0, 10_000.0, [20.0, 520.0], (2, 1.0), Arrivals::Even));
         // A queue left from the warm-up that did not grow is no fall.
-        assert!(!fell_behind(10_000.0, 10_000.0, [520.0, 521.5], 2, 1.0));
+        assert!(!fell_behind(10_000.0, 10_000.0, [520.0, 521.5], (2, 1.0), Arrivals::Even));
         // Grown by a few ops but small beside the window's ops: noise.
-        assert!(!fell_behind(10_000.0, 10_000.0, [0.0, 50.0], 2, 1.0));
+        assert!(!fell_behind(10_000.0, 10_000.0, [0.0, 50.0], (2, 1.0), Arrivals::Even));
         // A short window at a low rate: 38 of 40 ops is where 2 workers' ops fell against its edges.
-        assert!(!fell_behind(400.0, 380.0, [0.0, 0.0], 2, 0.1));
-        assert!(fell_behind(400.0, 370.0, [0.0, 0.0], 2, 0.1));
+        assert!(!fell_behind(400.0, 380.0, [0.0, 0.0], (2, 0.1), Arrivals::Even));
+        assert!(fell_behind(400.0, 370.0, [0.0, 0.0], (2, 0.1), Arrivals::Even));
+        // Poisson arrivals: 8 of 15 asked is within chance (√15 ≈ 3.9 ops a standard deviation), 2 is not.
+        assert!(!fell_behind(300.0, 160.0, [0.0, 0.0], (1, 0.05), Arrivals::Poisson));
+        assert!(fell_behind(300.0, 40.0, [0.0, 0.0], (1, 0.05), Arrivals::Poisson));
     }
 
     #[test]
