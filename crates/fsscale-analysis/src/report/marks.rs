@@ -99,8 +99,8 @@ pub(crate) fn noise_marks_of(point: &Point) -> Vec<(Mark, String)> {
     if point.too_short().is_some() {
         marks.push((Mark::Short, Mark::Short.tag().to_string()));
     }
-    if let Some(times) = point.open_loop_times().filter(|t| t.behind > 0) {
-        marks.push((Mark::Behind, format!("!behind {}/{}", times.behind, times.runs)));
+    if let Some((behind, runs)) = point.behind_runs().filter(|(behind, _)| *behind > 0) {
+        marks.push((Mark::Behind, format!("!behind {behind}/{runs}")));
     }
     marks
 }

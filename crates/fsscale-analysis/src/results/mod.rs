@@ -27,7 +27,7 @@ pub use host::Host;
 pub use journal::{journal_path, Saver};
 pub use kernel_latency::{CallLatency, KernelLatency};
 pub use offcpu::{OffCpuProfile, SleepSite};
-pub use open_loop::{fell_behind, OpenLoop, OpenLoopTimes, KEEPS_UP};
+pub use open_loop::{fell_behind, OpenLoop, KEEPS_UP};
 pub use profile::{
     Attach, Collector, CpuProfile, FunctionShare, LockHolder, LockObject, LockProfile, LockSite, ProgramCost,
     SyscallCheck, SyscallCount,
@@ -517,8 +517,8 @@ impl Point {
     /// An open loop that fell behind its rate in a run: its times are an
     /// overload's, not figures at that rate.
     fn behind_problem(&self) -> Option<String> {
-        let times = self.open_loop_times().filter(|t| t.behind > 0)?;
-        Some(format!("behind its rate in {} of {} runs", times.behind, times.runs))
+        let (behind, runs) = self.behind_runs().filter(|(behind, _)| *behind > 0)?;
+        Some(format!("behind its rate in {behind} of {runs} runs"))
     }
 
     /// Every run's ops per worker CPU-second, when every run has one.

@@ -85,35 +85,25 @@ impl OpenLoop {
     }
 }
 
-/// An open-loop point's times over all its runs.
-#[derive(Clone, Debug, PartialEq)]
-pub struct OpenLoopTimes {
-    pub response: Histogram,
-    pub service: Histogram,
-    pub lag: Histogram,
-    /// Runs that fell behind, of `runs`.
-    pub behind: usize,
-    pub runs: usize,
-}
-
 impl super::Point {
-    /// Its runs' response, service and lag times merged, and how many fell
-    /// behind; `None` for a closed loop or before a run has finished.
-    pub fn open_loop_times(&self) -> Option<OpenLoopTimes> {
-        let records: Vec<&OpenLoop> = self.runs.iter().filter_map(|r| r.open_loop.as_ref()).collect();
-        let mut times = OpenLoopTimes {
-            response: Histogram::default(),
-            service: Histogram::default(),
-            lag: Histogram::default(),
-            behind: records.iter().filter(|o| o.behind).count(),
-            runs: records.len(),
-        };
-        for o in &records {
-            times.response.merge(&o.response);
-            times.service.merge(&o.service);
-            times.lag.merge(&o.lag);
+    /// Of its open-loop runs, how many fell behind, and how many there are;
+    /// `None` for a closed loop or before a run has finished.
+    pub fn behind_runs(&self) -> Option<(usize, usize)> {
+        let records = self.runs.iter().filter_map(|r| r.open_loop.as_ref());
+        let (behind, runs) = records.fold((0, 0), |(behind, runs), o| (behind + usize::from(o.behind), runs + 1));
+        (runs > 0).then_some((behind, runs))
+    }
+
+    /// One of its runs' open-loop histograms (`times` picks which), merged
+    /// over the runs; `None` for a closed loop or before a run has finished.
+    pub fn open_loop_times(&self, times: impl Fn(&OpenLoop) -> &Histogram) -> Option<Histogram> {
+        let mut records = self.runs.iter().filter_map(|r| r.open_loop.as_ref()).peekable();
+        records.peek()?;
+        let mut merged = Histogram::default();
+        for o in records {
+            merged.merge(times(o));
         }
-        (!records.is_empty()).then_some(times)
+        Some(merged)
     }
 }
 

@@ -97,8 +97,7 @@ fn a_rate_beyond_the_machine_is_marked_behind_and_its_response_holds_the_queue()
         // Every op after the first was due before the last one ended: the queue is in its response time.
         assert!(o.lag.count == 0 || o.lag.quantile(0.5) > 0, "{:?}", o.lag);
     }
-    let times = p.open_loop_times().unwrap();
-    assert_eq!((times.behind, times.runs), (2, 2));
+    assert_eq!(p.behind_runs(), Some((2, 2)));
     let text = stdout(&out);
     let row = text.lines().find(|l| l.contains("!behind 2/2")).unwrap_or_else(|| panic!("not marked:\n{text}"));
     assert!(row.trim_start().starts_with('1'), "{row}");

@@ -201,17 +201,16 @@ impl Column {
             }
             Asked => Cell::figure(p.rate.map(|r| r.ops_per_s()), format_rate),
             ResponseP50 | ResponseP99 | ResponseP999 | ServiceP99 | LagP99 => {
-                let times = p.open_loop_times();
-                let ns = times.as_ref().and_then(|t| {
-                    let (histogram, q) = match self {
-                        ResponseP50 => (&t.response, 0.5),
-                        ResponseP99 => (&t.response, 0.99),
-                        ResponseP999 => (&t.response, 0.999),
-                        ServiceP99 => (&t.service, 0.99),
-                        _ => (&t.lag, 0.99),
-                    };
-                    (histogram.count > 0).then(|| histogram.quantile(q))
-                });
+                // Only the histogram this column reads, merged over the runs.
+                let (times, q): (fn(&crate::results::OpenLoop) -> &crate::stats::histogram::Histogram, f64) = match self
+                {
+                    ResponseP50 => (|o| &o.response, 0.5),
+                    ResponseP99 => (|o| &o.response, 0.99),
+                    ResponseP999 => (|o| &o.response, 0.999),
+                    ServiceP99 => (|o| &o.service, 0.99),
+                    _ => (|o| &o.lag, 0.99),
+                };
+                let ns = p.open_loop_times(times).filter(|h| h.count > 0).map(|h| h.quantile(q));
                 ns.map_or(Cell::Missing, |ns| Cell::Figure { value: ns as f64, shown: format_ns(ns as f64) })
             }
             Time => Cell::figure(Some(runs(&|r| r.elapsed_s)), seconds),
