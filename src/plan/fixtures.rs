@@ -25,6 +25,7 @@ pub fn config(workloads: Vec<Workload>, caches: Vec<Cache>) -> RunConfig {
         trace: None,
         latency: false,
         rates: Vec::new(),
+        objectives: Vec::new(),
         rate_per_worker: false,
         arrivals: Arrivals::Even,
         instruments: Default::default(),

@@ -16,7 +16,7 @@ use crate::workloads::{CommandSpec, Share, Workload};
 /// meant for (1024 workers is a tested design point), low enough to catch typos.
 pub(crate) const MAX_WORKERS: usize = 16_384;
 
-pub use crate::vocab::{parse_rates, Arrivals, Cache, Mode, Order, Rate};
+pub use crate::vocab::{parse_objectives, parse_rates, Arrivals, Cache, Mode, Objective, Order, Rate};
 
 mod values;
 pub mod variant;
@@ -70,6 +70,9 @@ pub struct RunConfig {
     pub rate_per_worker: bool,
     /// `--arrivals`: how an open loop's ops are spaced.
     pub arrivals: Arrivals,
+    /// `--slo`: search each point for the highest rate meeting these (see
+    /// [`crate::results::objective`]); its probes are open loops.
+    pub objectives: Vec<Objective>,
     /// The workloads' own options (lookup shape, mdtest items, grow size).
     pub options: crate::workloads::WorkloadOptions,
     /// `--profile locks,cpu` and `--verify`.
@@ -341,11 +344,30 @@ impl RunConfig {
         Ok(())
     }
 
-    /// `--rate` paces fixed-time loops and replay, whose ops it can space;
-    /// it times every op itself.
+    /// `--rate` and `--slo` pace fixed-time loops and replay, whose ops
+    /// they can space; they time every op themselves.
     fn check_rates(&self) -> Result<()> {
-        let option = if self.rate_per_worker { "--rate-per-worker" } else { "--rate" };
-        if self.rates.is_empty() {
+        let option = match (self.objectives.is_empty(), self.rate_per_worker) {
+            (false, _) => "--slo",
+            (true, true) => "--rate-per-worker",
+            (true, false) => "--rate",
+        };
+        if !self.objectives.is_empty() && !self.rates.is_empty() {
+            bail!("--slo searches for its rates itself, below each point's closed-loop throughput; leave out {}", {
+                if self.rate_per_worker {
+                    "--rate-per-worker"
+                } else {
+                    "--rate"
+                }
+            });
+        }
+        if !self.objectives.is_empty() && !self.variants.is_empty() {
+            bail!(
+                "--slo searches each point on its own, so its variants would not share their rates; \
+                 search each variant in a run of its own, or compare them with --rate at the rates found"
+            );
+        }
+        if self.rates.is_empty() && self.objectives.is_empty() {
             if self.arrivals != Arrivals::Even {
                 bail!("--arrivals spaces an open loop's ops; give --rate too (e.g. --rate 10k --arrivals poisson)");
             }

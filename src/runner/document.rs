@@ -47,7 +47,8 @@ pub(super) fn new_document(config: &RunConfig, sources: &Sources, contained: Opt
 
 fn settings(config: &RunConfig) -> Settings {
     let options = &config.options;
-    let poisson = !config.rates.is_empty() && config.arrivals == Arrivals::Poisson;
+    let open = !config.rates.is_empty() || !config.objectives.is_empty();
+    let poisson = open && config.arrivals == Arrivals::Poisson;
     Settings {
         duration_s: config.duration.as_secs_f64(),
         warmup_s: config.warmup.as_secs_f64(),
@@ -82,11 +83,12 @@ fn settings(config: &RunConfig) -> Settings {
         lookup: (!options.lookup.is_default()).then_some(options.lookup),
         grow_bytes: config.workloads.contains(&Workload::AppendGrow).then_some(options.grow_bytes),
         memory_limit: None,
-        open_loop: (!config.rates.is_empty()).then(|| OpenLoopSettings {
+        open_loop: open.then(|| OpenLoopSettings {
             rates: config.rates.clone(),
             per_worker: config.rate_per_worker,
             arrivals: config.arrivals,
             seed: poisson.then_some(config.order_seed),
+            objectives: config.objectives.clone(),
         }),
         map_bytes: config.workloads.iter().any(|w| w.maps_a_file()).then_some(options.map_bytes),
         mdtest: config.workloads.iter().any(|w| w.is_mdtest()).then(|| MdtestSettings {

@@ -67,6 +67,12 @@ pub fn run(config: &RunConfig, progress: &mut dyn Progress) -> Result<ResultsFil
 /// still lacks, in the order the schedule would have given them, with every
 /// finished run kept. The document on disk is `config.output`, as for [`run`].
 pub fn resume(config: &RunConfig, doc: ResultsFile, progress: &mut dyn Progress) -> Result<ResultsFile> {
+    if !config.objectives.is_empty() {
+        anyhow::bail!(
+            "--resume: a --slo search picks each rate from the last, so it cannot go on from another file's; \
+             run the search again with another -o (the file keeps the probes it made)"
+        );
+    }
     run_with(config, None, Some(doc), progress)
 }
 

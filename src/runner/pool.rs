@@ -70,6 +70,11 @@ impl<'a> FsPool<'a> {
         Ok((record, Some(fs_record)))
     }
 
+    /// A point was appended to the plan (a `--slo` search's probe).
+    pub(super) fn add_point(&mut self) {
+        self.per_point.push(None);
+    }
+
     /// Point `point` has all its runs: a filesystem made for it alone goes.
     pub(super) fn point_done(&mut self, point: usize) {
         if let Some(made) = self.per_point[point].take() {

@@ -16,6 +16,8 @@ pub trait Progress {
     /// `point` holds its runs so far, this one last (among its warm-up runs when `warmup`).
     fn run_finished(&mut self, _point: &Point, _warmup: bool) {}
     fn point_finished(&mut self, _point: &Point) {}
+    /// `--slo`: a search whose state is `search` probes `spec` next.
+    fn probing(&mut self, _spec: &PointSpec, _search: &crate::results::objective::Search) {}
     /// The results file was (re)written.
     fn saved(&mut self) {}
 }

@@ -129,6 +129,13 @@ impl Scheduler {
         }
     }
 
+    /// From now on, rounds take the points in plan order (shuffled ones
+    /// still shuffled): for points appended after the plan's, whose
+    /// filesystems and variants are not laid out as [`Layout`] says.
+    pub(crate) fn plain_order(&mut self) {
+        self.layout = Layout { filesystems: 1, variants: 1 };
+    }
+
     /// The next run, given what every point has done; `None` when all are done.
     pub fn next(&mut self, points: &[PointState]) -> Option<Slot> {
         let r = self.repetition;

@@ -152,6 +152,7 @@ fn compare_config(args: &CompareArgs, between: Option<&Between>) -> Result<Compa
         detect_pct: args.detect,
         fdr: !args.no_fdr,
         auto_per_cpu: !args.no_auto_per_cpu,
+        response: args.response,
     })
 }
 
@@ -287,6 +288,7 @@ fn too_noisy_to_gate(comparisons: &[fsscale::compare::Comparison], pct: f64) -> 
 }
 
 pub fn analyze_command(args: &AnalyzeArgs) -> Result<String> {
+    let mut curves = String::new();
     let series = match &args.csv {
         Some(path) => {
             // A regular file of bounded size, never waited on: as every input is read.
@@ -299,6 +301,7 @@ pub fn analyze_command(args: &AnalyzeArgs) -> Result<String> {
             let mut all = Vec::new();
             for path in &args.results {
                 let doc = load(path)?;
+                curves.push_str(&fsscale::report::open_loop::render_curves(&label(path), &doc));
                 let mut series = analyze_results(&doc);
                 if args.results.len() > 1 {
                     for s in &mut series {
@@ -312,7 +315,8 @@ pub fn analyze_command(args: &AnalyzeArgs) -> Result<String> {
     };
     Ok(match args.format {
         AnalyzeFormat::Json => fsscale::escape::json_pretty(&series)? + "\n",
-        AnalyzeFormat::Text => render_analysis(&series),
+        // Open loops' curves of response time against rate (text only: the JSON is the series' array).
+        AnalyzeFormat::Text => render_analysis(&series) + &curves,
     })
 }
 
@@ -359,18 +363,11 @@ pub fn plot_command(args: &PlotArgs) -> Result<String> {
         bail!("--workload takes one workload name, not all");
     };
     let files = load_all(&args.results, None)?;
-    let analyses: Vec<_> = files.iter().map(|(_, d)| analyze_results(d)).collect();
-    let (series, _) = fsscale::report::workload_series(&files, &analyses, workload);
-    if series.is_empty() {
-        bail!("no results of {workload} in {}", args.results.iter().map(|p| label(p)).collect::<Vec<_>>().join(", "));
-    }
-    let y = fsscale::report::figure_label(&files, workload);
-    let svg = fsscale::report::chart::scaling_chart(
-        &format!("{workload}: throughput"),
-        &y,
-        &series,
-        fsscale::report::higher_is_better(&files, workload),
-    );
+    let svg = match fsscale::report::open_loop::curve_chart(&files, workload) {
+        // Open loops: response time against the rate asked, each curve's knee ringed.
+        Some(svg) => svg,
+        None => scaling_svg(&files, workload, args)?,
+    };
     let ext = args.output.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase();
     let bytes = match ext.as_str() {
         "svg" => svg.into_bytes(),
@@ -379,6 +376,22 @@ pub fn plot_command(args: &PlotArgs) -> Result<String> {
     };
     fsscale::atomic_file::write(&args.output, &bytes)?;
     Ok(format!("chart: {}\n", args.output.display()))
+}
+
+/// Throughput against workers, for `plot`.
+fn scaling_svg(files: &[(String, ResultsFile)], workload: fsscale::vocab::Workload, args: &PlotArgs) -> Result<String> {
+    let analyses: Vec<_> = files.iter().map(|(_, d)| analyze_results(d)).collect();
+    let (series, _) = fsscale::report::workload_series(files, &analyses, workload);
+    if series.is_empty() {
+        bail!("no results of {workload} in {}", args.results.iter().map(|p| label(p)).collect::<Vec<_>>().join(", "));
+    }
+    let y = fsscale::report::figure_label(files, workload);
+    Ok(fsscale::report::chart::scaling_chart(
+        &format!("{workload}: throughput"),
+        &y,
+        &series,
+        fsscale::report::higher_is_better(files, workload),
+    ))
 }
 
 /// `fsscale tree`: returns the summary line.

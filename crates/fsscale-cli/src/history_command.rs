@@ -98,6 +98,7 @@ fn filter(args: &SeriesArgs) -> SeriesFilter {
         share: args.share.map(|s| s.to_string()),
         fs: args.fs.clone(),
         variant: args.variant.clone(),
+        rate: args.rate,
     }
 }
 

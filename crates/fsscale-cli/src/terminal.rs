@@ -11,7 +11,9 @@ mod progress {
     use std::io::Write;
     use std::time::{Duration, Instant};
 
+    use fsscale::plan::{PointSpec, Rate};
     use fsscale::report::format_rate;
+    use fsscale::results::objective::Search;
     use fsscale::results::Point;
     use fsscale::runner::{human_duration, PlanSummary, Progress, RunStart};
 
@@ -181,6 +183,20 @@ mod progress {
         fn run_finished(&mut self, point: &Point, warmup: bool) {
             let record = if warmup { point.warmup_runs.last() } else { point.runs.last() };
             self.last_rate = record.map(|r| (r.ops_per_s, point.unit()));
+        }
+
+        fn probing(&mut self, spec: &PointSpec, search: &Search) {
+            if self.mode == Mode::Quiet {
+                return;
+            }
+            let Some(next) = spec.rate else { return };
+            let rate = |r: Option<Rate>| r.map_or("none".to_string(), |r| format!("{r}/s"));
+            let stands = match search.probes {
+                0 => format!("its closed loop did {}/s", format_rate(search.capacity)),
+                _ => format!("met up to {}, missed at {}", rate(search.met), rate(search.missed)),
+            };
+            self.clear();
+            eprintln!("fsscale: --slo: {} {} x{}: {stands}; probing {next}/s", spec.workload, spec.share, spec.workers);
         }
 
         fn warning(&mut self, text: &str) {

@@ -137,20 +137,29 @@ impl Session<'_> {
             eta_s: self.remaining_s(&schedule),
             eta_max_s: repetition.max_runs.and_then(|_| self.remaining_at_most_s(&schedule)),
         });
-        while let Some(slot) = schedule.scheduler.next(&schedule.states) {
-            let started = std::time::Instant::now();
-            let (record, fs_record) = self.run_slot(&mut pool, &schedule, slot, doc, saver)?;
-            let workload = schedule.plan[slot.point].1.workload;
-            schedule.eta.record(slot.point, workload, started.elapsed().as_secs_f64());
-            self.keep(doc, &mut schedule, slot, record, fs_record);
-            saver.run_finished(doc, slot.point, slot.warmup)?;
-            self.progress.saved();
-            // A run can finish its point's whole group of variants (see `mark_precise`).
-            for index in self.group(slot.point) {
-                if !doc.points[index].complete && schedule.repetition.is_done(&schedule.states[index]) {
-                    self.complete(doc, saver, &mut pool, &schedule, index)?;
+        loop {
+            while let Some(slot) = schedule.scheduler.next(&schedule.states) {
+                let started = std::time::Instant::now();
+                let (record, fs_record) = self.run_slot(&mut pool, &schedule, slot, doc, saver)?;
+                let workload = schedule.plan[slot.point].1.workload;
+                schedule.eta.record(slot.point, workload, started.elapsed().as_secs_f64());
+                self.keep(doc, &mut schedule, slot, record, fs_record);
+                saver.run_finished(doc, slot.point, slot.warmup)?;
+                self.progress.saved();
+                // A run can finish its point's whole group of variants (see `mark_precise`).
+                for index in self.group(slot.point) {
+                    if !doc.points[index].complete && schedule.repetition.is_done(&schedule.states[index]) {
+                        self.complete(doc, saver, &mut pool, &schedule, index)?;
+                    }
                 }
             }
+            if !self.next_probes(doc, saver, &mut pool, &mut schedule)? {
+                break;
+            }
+        }
+        // `--slo` kept every filesystem for the probes that might come.
+        for fs in 0..config.filesystems.specs.len() {
+            pool.filesystem_done(fs);
         }
         pool.finish()
     }
@@ -538,12 +547,17 @@ impl Session<'_> {
         saver.point_complete(doc, index)?;
         let fs = schedule.plan[index].0;
         let states = schedule.plan.iter().zip(&schedule.states);
-        if states.filter(|((f, _), _)| *f == fs).all(|(_, s)| schedule.repetition.is_done(s)) {
+        // A search's next probes come once every point is done (see `next_probes`).
+        let more_may_come = !self.config.objectives.is_empty();
+        if !more_may_come && states.filter(|((f, _), _)| *f == fs).all(|(_, s)| schedule.repetition.is_done(s)) {
             pool.filesystem_done(fs);
         }
         Ok(())
     }
 }
 
+mod search;
+#[cfg(test)]
+mod search_tests;
 #[cfg(test)]
 mod tests;

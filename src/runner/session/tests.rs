@@ -47,7 +47,7 @@ impl Measurer for Fake {
 
 /// Every progress event, in words.
 #[derive(Default)]
-struct Events(Vec<String>);
+pub(super) struct Events(pub Vec<String>);
 
 impl Progress for Events {
     fn plan(&mut self, plan: &crate::runner::PlanSummary) {
@@ -63,10 +63,14 @@ impl Progress for Events {
     fn warning(&mut self, text: &str) {
         self.0.push(format!("warning {text}"));
     }
+    fn probing(&mut self, spec: &PointSpec, search: &crate::results::objective::Search) {
+        let rate = |r: Option<crate::plan::Rate>| r.map_or("-".to_string(), |r| r.to_string());
+        self.0.push(format!("probe {} ({}..{})", rate(spec.rate), rate(search.met), rate(search.missed)));
+    }
 }
 
 /// `stat` in process mode at 1 and 2 workers, in `dir`, saving to `dir/r.json`.
-fn plan(dir: &Path) -> RunConfig {
+pub(super) fn plan(dir: &Path) -> RunConfig {
     let mut config = fixtures::config(vec![Workload::Stat], vec![]);
     config.modes = vec![Mode::Process];
     config.dir = dir.to_path_buf();
@@ -77,7 +81,7 @@ fn plan(dir: &Path) -> RunConfig {
 }
 
 /// Runs `config`'s schedule with `fake`: the outcome, the events, the document on disk.
-fn schedule(config: &RunConfig, fake: &dyn Measurer) -> (Result<ResultsFile>, Vec<String>, ResultsFile) {
+pub(super) fn schedule(config: &RunConfig, fake: &dyn Measurer) -> (Result<ResultsFile>, Vec<String>, ResultsFile) {
     let mut events = Events::default();
     let (outcome, on_disk) = schedule_with(config, fake, &mut events);
     (outcome, events.0, on_disk)

@@ -34,7 +34,7 @@ use crate::results::{Point, ResultsFile};
 use crate::stats::hierarchical::Invocations;
 use crate::stats::hypothesis::TestKind;
 use crate::stats::{Sample, Summary};
-use crate::vocab::{Mode, Rate};
+use crate::vocab::{Mode, Quantile, Rate};
 use crate::vocab::{Share, Workload};
 
 #[derive(Debug, Clone, Copy)]
@@ -60,6 +60,8 @@ pub struct CompareConfig {
     /// Paired designs compare ops per CPU-second at points where the
     /// machine was busy and the workers CPU-bound (`--no-auto-per-cpu` turns it off).
     pub auto_per_cpu: bool,
+    /// Open loops are judged by this quantile of each run's response times (`--response`).
+    pub response: Quantile,
 }
 
 impl CompareConfig {
@@ -73,6 +75,7 @@ impl CompareConfig {
         detect_pct: None,
         fdr: true,
         auto_per_cpu: true,
+        response: Quantile::P99,
     };
 }
 
@@ -102,15 +105,18 @@ pub enum Figure {
     /// files from before it was recorded) are listed as unmatched.
     OpsPerCpuSecond,
     /// Open loops (`--rate`), in place of their throughput (the rate they
-    /// were asked): each run's response-time p99 in µs, smaller better.
-    ResponseP99,
+    /// were asked): each run's response time at this quantile, in µs,
+    /// smaller better. Each run's own quantile is one figure, so the tests
+    /// and intervals are over runs, as for ops/s: the run, not the op, is
+    /// the unit that repeats (ops of one run share its disturbances).
+    Response(Quantile),
 }
 
 impl Figure {
     /// Whether a larger figure of `p` is the better one.
     fn higher_is_better(self, p: &Point) -> bool {
         match self {
-            Figure::ResponseP99 => false,
+            Figure::Response(_) => false,
             Figure::Throughput | Figure::OpsPerCpuSecond => p.higher_is_better(),
         }
     }
@@ -377,12 +383,12 @@ pub(crate) fn figures(p: &Point, figure: Figure) -> Option<Vec<f64>> {
         Figure::Throughput => Some(p.runs.iter().map(|r| r.ops_per_s).collect()),
         Figure::OpsPerCpuSecond => p.ops_per_cpu_s(),
         // A run that timed no op in its window has no p99: the point is unmatched.
-        Figure::ResponseP99 => p
+        Figure::Response(quantile) => p
             .runs
             .iter()
             .map(|r| {
                 let response = &r.open_loop.as_ref()?.response;
-                (response.count > 0).then(|| response.quantile(0.99) as f64 / 1e3)
+                (response.count > 0).then(|| response.quantile(quantile.fraction()) as f64 / 1e3)
             })
             .collect(),
     }
@@ -430,13 +436,13 @@ pub fn compare_using(
             && judging::per_cpu_fits(b, n);
         // An open loop's throughput is the rate it was asked: its response time is its figure.
         let figure = match (b.rate.is_some() || n.rate.is_some(), by_cpu) {
-            (true, _) => Figure::ResponseP99,
+            (true, _) => Figure::Response(config.response),
             (false, true) => Figure::OpsPerCpuSecond,
             (false, false) => config.figure,
         };
         let (Some(base_runs), Some(new_runs)) = (figures(b, figure), figures(n, figure)) else {
             let missing = match figure {
-                Figure::ResponseP99 => "a run timed no op in its window",
+                Figure::Response(_) => "a run timed no op in its window",
                 Figure::Throughput | Figure::OpsPerCpuSecond => "no worker CPU time recorded",
             };
             unmatched.push(describe(&key(b), missing));
@@ -564,7 +570,7 @@ fn compare_point(
     // A `command` driver's figure may be smaller-is-better (a time, a latency).
     let improved = if config.figure.higher_is_better(b) { change_pct > 0.0 } else { change_pct < 0.0 };
     let noise_of = |p: &Point| match config.figure {
-        Figure::Throughput | Figure::ResponseP99 => p.noise_problem(),
+        Figure::Throughput | Figure::Response(_) => p.noise_problem(),
         Figure::OpsPerCpuSecond => p.cpu_noise_problem(),
     };
     let noise: Vec<String> = [("base", b), ("new", n)]
@@ -604,7 +610,7 @@ fn compare_point(
         unit: match config.figure {
             Figure::Throughput => b.unit(),
             Figure::OpsPerCpuSecond => format!("{}/cpu-s", b.unit().trim_end_matches("/s")),
-            Figure::ResponseP99 => "µs p99 response".to_string(),
+            Figure::Response(quantile) => format!("µs {quantile} response"),
         },
         condition: b.condition(),
         workload: b.workload,

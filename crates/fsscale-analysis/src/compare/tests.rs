@@ -225,21 +225,7 @@ fn open_loop_doc(p99_us: &[u64]) -> ResultsFile {
     let runs = p99_us
         .iter()
         .enumerate()
-        .map(|(run, &us)| {
-            let mut record = fixtures::run(run, &[1000], 1.0);
-            let times = crate::stats::histogram::Histogram::of(&vec![us * 1000; 100]);
-            record.open_loop = Some(crate::results::OpenLoop {
-                asked_ops_per_s: 1000.0,
-                arrivals: crate::vocab::Arrivals::Even,
-                response: times.clone(),
-                service: times.clone(),
-                lag: crate::stats::histogram::Histogram::of(&[0; 100]),
-                backlog_at_start: 0.0,
-                backlog_at_end: 0.0,
-                behind: false,
-            });
-            record
-        })
+        .map(|(run, &us)| fixtures::open_run(run, 1000.0, &vec![us * 1000; 1000], false))
         .collect();
     let mut point = fixtures::point(Workload::CreatUnlink, Share::Shared, 2, runs);
     point.rate = crate::vocab::Rate::new(1000.0);
@@ -265,4 +251,32 @@ fn open_loops_are_judged_by_their_response_p99_where_smaller_is_better() {
     assert!(c.rows.is_empty());
     assert_eq!(c.unmatched.len(), 2, "{:?}", c.unmatched);
     assert!(c.unmatched[0].contains("at 1k ops/s (base only)"), "{:?}", c.unmatched);
+}
+
+#[test]
+fn open_loops_are_judged_at_the_response_quantile_asked() {
+    // 980 ops of 10 us and 20 slow ones a run: the slow ones double, the median holds.
+    let doc = |slow_us: &[u64]| {
+        let runs = slow_us
+            .iter()
+            .enumerate()
+            .map(|(run, &slow)| {
+                let times: Vec<u64> = (0..1000).map(|i| if i < 980 { 10_000 + i % 7 } else { slow * 1000 }).collect();
+                fixtures::open_run(run, 1000.0, &times, false)
+            })
+            .collect();
+        let mut point = fixtures::point(Workload::CreatUnlink, Share::Shared, 2, runs);
+        point.rate = crate::vocab::Rate::new(1000.0);
+        point.summarize();
+        fixtures::doc(slow_us.len(), 1.0, vec![point])
+    };
+    let (base, new) = (doc(&[100, 102, 98, 101, 99]), doc(&[200, 204, 196, 202, 198]));
+    let at = |quantile| compare(&base, &new, "a", "b", &CompareConfig { response: quantile, ..CONFIG }).rows[0].clone();
+    let p99 = at(crate::vocab::Quantile::P99);
+    assert_eq!((p99.unit.as_str(), p99.verdict), ("µs p99 response", Verdict::Worse));
+    let p50 = at(crate::vocab::Quantile::P50);
+    assert_eq!(p50.unit, "µs p50 response");
+    assert_eq!(p50.change_pct, 0.0, "the median did not move");
+    assert_ne!(p50.verdict, Verdict::Worse);
+    assert_eq!(at(crate::vocab::Quantile::P999).verdict, Verdict::Worse);
 }

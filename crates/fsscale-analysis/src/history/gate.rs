@@ -41,6 +41,7 @@ use crate::compare::{compare, CompareConfig, Figure, Row, Verdict};
 use crate::results::ResultsFile;
 use crate::stats::hypothesis::{log_likelihood_ratio, midpoint_invocations, midpoint_welch};
 use crate::stats::Sample;
+use crate::vocab::Quantile;
 
 /// What `git bisect run` is told, by exit status.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -212,7 +213,9 @@ fn figure_note(figure: Figure) -> &'static str {
     match figure {
         Figure::Throughput => "",
         Figure::OpsPerCpuSecond => " in ops per CPU-second (points without the workers' CPU time have none)",
-        Figure::ResponseP99 => " in response-time p99",
+        Figure::Response(Quantile::P50) => " in response-time p50",
+        Figure::Response(Quantile::P99) => " in response-time p99",
+        Figure::Response(Quantile::P999) => " in response-time p99.9",
     }
 }
 

@@ -15,7 +15,7 @@ mod schema;
 mod spread;
 mod store;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 mod upgrade;
 
 pub use changes::{

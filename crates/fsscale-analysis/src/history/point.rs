@@ -4,7 +4,7 @@ use std::fmt::Write;
 
 use crate::instruments::Instrument;
 use crate::results::{Point, ResultsFile};
-use crate::vocab::Choice;
+use crate::vocab::{Choice, Quantile, Rate};
 
 /// The form of [`Identity::key`]. A series is found by its key, so a change
 /// to what the key holds or how it is written re-keys every stored series:
@@ -31,6 +31,8 @@ pub struct Identity {
     pub variant: Option<String>,
     /// `--memory-limit`, in bytes as the kernel took it.
     pub memory_limit: Option<u64>,
+    /// An open loop's rate (`--rate`): its series is of response times at it.
+    pub rate: Option<Rate>,
 }
 
 impl Identity {
@@ -45,6 +47,7 @@ impl Identity {
             cache: point.cache.map(|c| c.to_string()),
             variant: point.variant.clone(),
             memory_limit: doc.settings.memory_limit.as_ref().map(|m| m.bytes),
+            rate: point.rate,
         }
     }
 
@@ -52,6 +55,9 @@ impl Identity {
     /// cold cache, variant on, memory limit 256 MiB`.
     pub fn describe(&self) -> String {
         let mut words = format!("{} {} {} x{}", self.workload, self.mode, self.share, self.workers);
+        if let Some(rate) = self.rate {
+            words.push_str(&format!(" at {rate}/s"));
+        }
         let extra: Vec<String> = [
             self.fs.as_ref().map(|f| format!("on {f}")),
             self.cache.as_ref().filter(|c| *c == "cold").map(|_| "cold cache".to_string()),
@@ -66,6 +72,11 @@ impl Identity {
             words.push_str(&extra.join(", "));
         }
         words
+    }
+
+    /// The rate as a store's column holds it (ops a second).
+    pub(crate) fn rate_column(&self) -> Option<f64> {
+        self.rate.map(Rate::ops_per_s)
     }
 
     /// The memory limit as a store's signed 64-bit column holds it.
@@ -108,6 +119,8 @@ impl Identity {
         field("cache", self.cache.as_deref());
         field("variant", self.variant.as_deref());
         field("memory_limit", self.memory_limit.map(|b| b.to_string()).as_deref());
+        // Exact and canonical (`20k`, `2.5k`): a closed loop's key has no such field, so adding it split no series.
+        field("rate", self.rate.map(|r| r.to_string()).as_deref());
         key
     }
 }
@@ -142,6 +155,9 @@ pub struct Figure {
 impl Figure {
     /// The point's figure, or `None` while it has no finished run.
     pub fn of(point: &Point) -> Option<Figure> {
+        if point.rate.is_some() {
+            return Figure::of_open_loop(point);
+        }
         let summary = point.summary.as_ref()?;
         // What a change can be attributed from: the instruments that attribute, where the point has them.
         let attributes = |i: &&Instrument| {
@@ -164,6 +180,29 @@ impl Figure {
         .filter(|f| f.mean.is_finite() && f.run_values.iter().all(|v| v.is_finite()))
     }
 
+    /// An open loop's figure: each run's response p99 in µs (its
+    /// throughput is the rate asked), smaller better, as compare judges it.
+    fn of_open_loop(point: &Point) -> Option<Figure> {
+        let response = crate::compare::Figure::Response(Quantile::P99);
+        let run_values = crate::compare::figures(point, response).filter(|v| !v.is_empty())?;
+        let mean = run_values.iter().sum::<f64>() / run_values.len() as f64;
+        let busy = point.summary.as_ref().is_some_and(|s| s.busy_runs.len() * 5 > point.runs.len());
+        Some(Figure {
+            mean,
+            per_cpu: None,
+            runs: run_values.len(),
+            run_values,
+            run_per_cpu: None,
+            busy,
+            cpu_bound: false,
+            noise: point.noise_problem(),
+            profiles: Vec::new(),
+            unit: "µs p99 response".to_string(),
+            higher_is_better: false,
+        })
+        .filter(|f| f.mean.is_finite() && f.run_values.iter().all(|v| v.is_finite()))
+    }
+
     /// The store's columns of its runs (`run_values`, `run_per_cpu`): JSON
     /// arrays (of finite numbers: [`Figure::of`] makes no other).
     pub(super) fn run_columns(&self) -> (String, Option<String>) {
@@ -173,14 +212,8 @@ impl Figure {
 }
 
 /// Every point of `doc` with a finished run: its identity, its figure, and
-/// its index in the document. Open-loop points (`--rate`) are not kept:
-/// their figure is a response time, which a series does not hold yet, and
-/// their achieved rate is the one asked.
+/// its index in the document. An open loop's (`--rate`) series is of its
+/// response p99 at its rate (see [`Figure::of`]).
 pub fn figures(doc: &ResultsFile) -> Vec<(Identity, Figure, usize)> {
-    doc.points
-        .iter()
-        .enumerate()
-        .filter(|(_, p)| p.rate.is_none())
-        .filter_map(|(i, p)| Some((Identity::of(doc, p), Figure::of(p)?, i)))
-        .collect()
+    doc.points.iter().enumerate().filter_map(|(i, p)| Some((Identity::of(doc, p), Figure::of(p)?, i))).collect()
 }

@@ -28,6 +28,9 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     // identity's parts as columns to filter on; each figure's runs;
     // documents compressed; indexes that serve the queries.
     Migration { before: V3_BEFORE, data: Some(super::upgrade::to_v3), after: V3_AFTER },
+    // 4: an open loop's rate, a part of its series' identity (series of
+    // response times at a rate); closed loops' series have none.
+    Migration { before: V4, data: None, after: "" },
 ];
 
 const V1: &str = "CREATE TABLE results (
@@ -89,6 +92,8 @@ const V3_AFTER: &str = "ALTER TABLE series RENAME COLUMN identity TO series_key;
     DROP INDEX results_by_start;
     DROP INDEX series_by_workload;
     CREATE INDEX series_by_point ON series (workload, workers, mode, share);";
+
+const V4: &str = "ALTER TABLE series ADD COLUMN rate REAL;";
 
 /// The schema version this fsscale writes.
 pub(crate) const CURRENT: usize = MIGRATIONS.len();

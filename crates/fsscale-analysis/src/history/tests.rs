@@ -106,6 +106,46 @@ fn adding_is_idempotent_by_run_id_and_series_are_kept_by_point_and_host() {
     });
 }
 
+/// A result of open loops at 1k and 5k ops/s, each run's response p99 `p99_us` (times 5 at 5k).
+fn open_loop_result(n: usize, p99_us: f64) -> ResultsFile {
+    use crate::results::fixtures;
+    let point = |rate: f64, us: f64| {
+        let runs = (0..3).map(|run| fixtures::open_run(run, rate, &[(us * 1000.0) as u64; 200], false)).collect();
+        let mut p = fixtures::point(Workload::CreatUnlink, crate::vocab::Share::Shared, 2, runs);
+        p.rate = crate::vocab::Rate::new(rate);
+        p
+    };
+    let mut d = fixtures::doc(3, 1.0, vec![point(1000.0, p99_us), point(5000.0, 5.0 * p99_us)]);
+    d.run_id = Some(format!("open-{n}"));
+    d.started_at = format!("2026-11-{:02}T10:00:00Z", 1 + n % 28);
+    d.host.hostname = "lab1".into();
+    d
+}
+
+#[test]
+fn an_open_loops_series_is_its_response_p99_at_its_rate() {
+    each_store(|store| {
+        assert_eq!(store.add(&open_loop_result(1, 100.0), None).unwrap(), Added::New { series: 2 });
+        assert_eq!(store.add(&open_loop_result(2, 200.0), None).unwrap(), Added::New { series: 2 });
+        let series = store.series(&SeriesFilter::default()).unwrap();
+        let names: Vec<String> = series.iter().map(|s| s.identity.describe()).collect();
+        assert_eq!(names, ["creat-unlink process shared x2 at 1k/s", "creat-unlink process shared x2 at 5k/s"]);
+        assert_eq!(series[1].identity.rate, crate::vocab::Rate::new(5000.0), "the rate read back");
+        assert!(series[0].identity.key().ends_with(";rate=1k"));
+        let at_5k =
+            store.series(&SeriesFilter { rate: crate::vocab::Rate::new(5000.0), ..Default::default() }).unwrap();
+        assert_eq!(at_5k, series[1..], "--rate picks its series");
+        let entries = store.entries(series[0].id, None).unwrap();
+        assert_eq!(entries.len(), 2, "both results in one series");
+        let (first, second) = (&entries[0].figure, &entries[1].figure);
+        assert_eq!((first.unit.as_str(), first.higher_is_better), ("µs p99 response", false));
+        assert_eq!(first.run_values.len(), 3);
+        // Each run's p99 is its bucket's upper bound: within the buckets' 6.25%.
+        assert!((first.mean / 100.0 - 1.0).abs() < 0.07, "{first:?}");
+        assert!((second.mean / first.mean - 2.0).abs() < 0.15, "{second:?}");
+    });
+}
+
 #[test]
 fn the_series_key_of_a_fixed_identity_is_pinned() {
     // A series is found by this key: a change to it splits every stored
@@ -121,20 +161,21 @@ fn the_series_key_of_a_fixed_identity_is_pinned() {
         cache: Some("cold".into()),
         variant: Some("a;b=c%d\n".into()),
         memory_limit: Some(268_435_456),
+        rate: crate::vocab::Rate::new(2500.0),
     };
     assert_eq!(
         full.key(),
         "fsscale-series/1;workload=stat;op=fstatat() of a regular file;mode=thread;share=shared;workers=64;\
-         fs=ext4:noatime,data%3Dordered;cache=cold;variant=a%3Bb%3Dc%25d%0A;memory_limit=268435456"
+         fs=ext4:noatime,data%3Dordered;cache=cold;variant=a%3Bb%3Dc%25d%0A;memory_limit=268435456;rate=2.5k"
     );
-    let bare = Identity { fs: None, cache: None, variant: None, memory_limit: None, ..full.clone() };
+    let bare = Identity { fs: None, cache: None, variant: None, memory_limit: None, rate: None, ..full.clone() };
     assert_eq!(
         bare.key(),
         "fsscale-series/1;workload=stat;op=fstatat() of a regular file;mode=thread;share=shared;workers=64"
     );
     // Escaping keeps fields apart: a value holding a separator is not another field.
-    let forged = Identity { variant: Some("x;memory_limit=1".into()), memory_limit: None, ..full.clone() };
-    let real = Identity { variant: Some("x".into()), memory_limit: Some(1), ..full };
+    let forged = Identity { variant: Some("x;memory_limit=1".into()), memory_limit: None, rate: None, ..full.clone() };
+    let real = Identity { variant: Some("x".into()), memory_limit: Some(1), rate: None, ..full };
     assert_ne!(forged.key(), real.key());
 }
 
@@ -147,6 +188,9 @@ fn old_store(dir: &std::path::Path, version: usize) -> std::path::PathBuf {
     let conn = rusqlite::Connection::open(&path).unwrap();
     match version {
         2 => {}
+        // Migrations 1 to 3 are as the fsscale of d52af8b had them, whose
+        // stores were at 3: those taken to 3 here are theirs.
+        3 => schema::migrate(&mut { conn }, 3).unwrap(),
         1 => conn
             .execute_batch(
                 "DROP INDEX figures_by_result; DROP INDEX results_by_rev; DROP INDEX results_by_start;
@@ -158,14 +202,17 @@ fn old_store(dir: &std::path::Path, version: usize) -> std::path::PathBuf {
     path
 }
 
-/// Each result's figures as an old store holds them: (run id, series JSON, mean).
+/// Each result's figures as an old store holds them: (run id, series JSON or key, mean).
 fn old_figures(path: &std::path::Path) -> Vec<(String, String, f64)> {
     let conn = rusqlite::Connection::open(path).unwrap();
+    let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+    // Version 3 renamed the series' identity its key.
+    let identity = if version >= 3 { "series_key" } else { "identity" };
     let mut query = conn
-        .prepare(
-            "SELECT r.run_id, s.identity, f.mean FROM figures f JOIN results r ON r.id = f.result_id
-             JOIN series s ON s.id = f.series_id ORDER BY r.run_id, s.identity",
-        )
+        .prepare(&format!(
+            "SELECT r.run_id, s.{identity}, f.mean FROM figures f JOIN results r ON r.id = f.result_id
+             JOIN series s ON s.id = f.series_id ORDER BY r.run_id, s.{identity}"
+        ))
         .unwrap();
     let rows = query.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).unwrap();
     rows.collect::<rusqlite::Result<_>>().unwrap()
@@ -280,9 +327,10 @@ fn a_store_with_other_tables_is_one_line_naming_the_fix() {
     let error = format!("{:#}", Store::open(&path).err().unwrap());
     assert!(!error.contains('\n'), "{error}");
     assert!(
-        error.ends_with(
-            "has a table results that fsscale's schema version 3 does not make; it is not fsscale's: give --history-db another path"
-        ),
+        error.ends_with(&format!(
+            "has a table results that fsscale's schema version {} does not make; it is not fsscale's: give --history-db another path",
+            schema::CURRENT
+        )),
         "{error}"
     );
 }
@@ -316,7 +364,8 @@ fn a_store_with_a_trigger_view_or_table_fsscale_did_not_make_is_refused_before_a
         .execute_batch("PRAGMA foreign_keys = OFF; DROP TABLE figures; CREATE TABLE figures (x);")
         .unwrap();
     let error = format!("{:#}", Store::open(&path).err().unwrap());
-    assert!(error.contains("has a table figures that fsscale's schema version 3 does not make"), "{error}");
+    let expected = format!("has a table figures that fsscale's schema version {} does not make", schema::CURRENT);
+    assert!(error.contains(&expected), "{error}");
 }
 
 #[test]

@@ -53,6 +53,8 @@ pub(super) fn to_v3(tx: &Transaction) -> Result<()> {
             cache: k.cache,
             variant: k.variant,
             memory_limit: k.memory_limit,
+            // Stores of version 2 kept no open loop.
+            rate: None,
         };
         let key = identity.key();
         let same: Option<i64> = tx

@@ -180,9 +180,9 @@ pub(crate) fn efficiency_chart(title: &str, series: &[ChartSeries]) -> String {
     })
 }
 
-/// One line of a chart over a window's time: `(seconds, value)`.
+/// One line of a chart: `(seconds, value)` over a window, or `(ops/s, value)` over rates.
 #[derive(Debug, Clone)]
-pub(crate) struct TimeSeries {
+pub struct TimeSeries {
     pub label: String,
     pub points: Vec<(f64, f64)>,
     /// Drawn dashed (a second figure of the same run).
@@ -208,11 +208,30 @@ pub(crate) fn time_chart(title: &str, y_label: &str, series: &[TimeSeries]) -> S
     })
 }
 
-/// The horizontal axis: worker counts, or seconds of a window.
+/// Response time against the rate asked (an open loop's curve): a line per
+/// series, `(ops/s, value)`, and a ring at each of `knees`.
+pub fn rate_chart(title: &str, y_label: &str, series: &[TimeSeries], knees: &[(f64, f64)]) -> String {
+    let points = || series.iter().flat_map(|s| s.points.iter());
+    let last = points().map(|p| p.0).fold(0.0, f64::max).max(f64::MIN_POSITIVE);
+    let max_y = points().map(|p| p.1).fold(0.0, f64::max).max(f64::MIN_POSITIVE) * 1.15;
+    let legend: Vec<(String, RGBColor)> =
+        series.iter().enumerate().map(|(i, s)| (s.label.clone(), PALETTE[i % PALETTE.len()])).collect();
+    draw(title, XAxis::Rate { last }, y_label, max_y, &legend, |chart| {
+        for (s, (_, color)) in series.iter().zip(&legend) {
+            chart.draw_series(LineSeries::new(s.points.clone(), color.stroke_width(2)))?;
+            chart.draw_series(s.points.iter().map(|&(x, y)| Circle::new((x, y), 3, color.filled())))?;
+        }
+        chart.draw_series(knees.iter().map(|&(x, y)| Circle::new((x, y), 8, BLACK.stroke_width(2))))?;
+        Ok(())
+    })
+}
+
+/// The horizontal axis: worker counts, seconds of a window, or a rate.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum XAxis {
     Workers(WorkerAxis),
     Seconds { last: f64 },
+    Rate { last: f64 },
 }
 
 impl XAxis {
@@ -220,6 +239,7 @@ impl XAxis {
         match self {
             XAxis::Workers(axis) => axis.range(),
             XAxis::Seconds { last } => 0.0..last * 1.02,
+            XAxis::Rate { last } => 0.0..last * 1.05,
         }
     }
 
@@ -227,20 +247,21 @@ impl XAxis {
         match self {
             XAxis::Workers(axis) => axis.name(),
             XAxis::Seconds { .. } => "seconds into the window",
+            XAxis::Rate { .. } => "ops/s asked",
         }
     }
 
     fn ticks(self) -> usize {
         match self {
             XAxis::Workers(axis) => axis.ticks(),
-            XAxis::Seconds { .. } => 10,
+            XAxis::Seconds { .. } | XAxis::Rate { .. } => 10,
         }
     }
 
     fn label(self, position: f64) -> String {
         match self {
             XAxis::Workers(axis) => axis.label(position),
-            XAxis::Seconds { .. } => short_number(position),
+            XAxis::Seconds { .. } | XAxis::Rate { .. } => short_number(position),
         }
     }
 }

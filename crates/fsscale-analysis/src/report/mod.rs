@@ -10,6 +10,7 @@ mod html;
 pub(crate) mod latency;
 pub mod marks;
 mod moved;
+pub mod open_loop;
 pub mod profile;
 mod ranks;
 mod replay;

@@ -38,6 +38,17 @@ impl ResultsFile {
         {
             bail!("a variant is named {}, which no run gives ({VARIANT_NAME_RULE})", crate::escape::shell_word(bad));
         }
+        if let Some(open) = &self.settings.open_loop {
+            let mut quantiles: Vec<_> = open.objectives.iter().map(|o| o.quantile).collect();
+            quantiles.sort_unstable();
+            if quantiles.windows(2).any(|w| w[0] == w[1]) {
+                bail!("settings.open_loop.objectives bounds one quantile twice, which no --slo gives");
+            }
+            if let Some(o) = open.objectives.iter().find(|o| o.limit_ns == 0 || o.limit_ns > crate::vocab::MAX_LIMIT_NS)
+            {
+                bail!("settings.open_loop.objectives: a limit of {} ns, which no --slo gives", o.limit_ns);
+            }
+        }
         for point in &self.points {
             let name = || format!("{} at {}", point.workload, crate::vocab::workers(point.workers));
             if point.workers == 0 {

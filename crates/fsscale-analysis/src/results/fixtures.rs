@@ -38,6 +38,24 @@ pub fn run(run: usize, per_worker: &[u64], elapsed_s: f64) -> RunRecord {
     }
 }
 
+/// An open-loop run asked `asked` ops/s, each of whose window's ops took
+/// `response_ns` from when it was due (and as long from when it began).
+pub fn open_run(run: usize, asked: f64, response_ns: &[u64], behind: bool) -> RunRecord {
+    let mut record = self::run(run, &[response_ns.len() as u64], 1.0);
+    let times = crate::stats::histogram::Histogram::of(response_ns);
+    record.open_loop = Some(OpenLoop {
+        asked_ops_per_s: asked,
+        arrivals: crate::vocab::Arrivals::Even,
+        response: times.clone(),
+        service: times,
+        lag: crate::stats::histogram::Histogram::of(&[0]),
+        backlog_at_start: 0.0,
+        backlog_at_end: 0.0,
+        behind,
+    });
+    record
+}
+
 /// A summarized point of `workload` at private sharing, process mode.
 pub fn point(workload: Workload, share: Share, workers: usize, runs: Vec<RunRecord>) -> Point {
     // The catalogue's words for the op belong to the measuring crate.

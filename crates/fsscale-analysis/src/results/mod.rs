@@ -8,6 +8,7 @@ pub mod cluster;
 mod host;
 mod journal;
 pub mod kernel_latency;
+pub mod objective;
 pub mod offcpu;
 mod open_loop;
 pub mod profile;
@@ -226,6 +227,10 @@ pub struct OpenLoopSettings {
     /// Poisson arrivals: the seed of the workers' gaps.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
+    /// `--slo`: every closed-loop point was searched for the highest rate
+    /// meeting these (see [`objective`]); `rates` is empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub objectives: Vec<crate::vocab::Objective>,
 }
 
 /// A memory cgroup's limit on what the run's processes, and the cache they

@@ -7,6 +7,7 @@ pub mod distributions;
 pub mod hierarchical;
 pub mod histogram;
 pub mod hypothesis;
+pub mod knee;
 pub mod random;
 pub mod replicated_steps;
 mod sample;

@@ -5,8 +5,10 @@
 //! on these types add their methods where they live).
 
 mod instrument;
+mod objective;
 mod rate;
 pub use instrument::{Instrument, Instruments};
+pub use objective::{parse_objectives, Objective, Quantile, MAX_LIMIT_NS};
 pub use rate::{parse_rates, Rate, MAX_RATE, MAX_RATES};
 
 use std::fmt;

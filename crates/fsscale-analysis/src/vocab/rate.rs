@@ -32,6 +32,16 @@ impl Rate {
         Rate::new(self.ops_per_s() * n as f64)
     }
 
+    /// The rate of three significant figures nearest `ops_per_s` (as a
+    /// search names the rates it probes: 187k, not 186.932417k).
+    pub fn rounded(ops_per_s: f64) -> Option<Rate> {
+        if !(ops_per_s.is_finite() && ops_per_s > 0.0) {
+            return None;
+        }
+        let unit = 10f64.powi(ops_per_s.log10().floor() as i32 - 2);
+        Rate::new((ops_per_s / unit).round() * unit)
+    }
+
     /// Parses what users type: `5000`, `2.5k`, `10k`, `1.2M`, `1e5`.
     pub fn parse(text: &str) -> Result<Rate, InputError> {
         let t = text.trim();
@@ -138,6 +148,17 @@ impl<'de> Deserialize<'de> for Rate {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rounded_rates_keep_three_significant_figures() {
+        let r = |v: f64| Rate::rounded(v).unwrap().to_string();
+        assert_eq!(r(186_932.417), "187k");
+        assert_eq!(r(1_234_567.0), "1.23M");
+        assert_eq!(r(99.96), "100");
+        assert_eq!(r(0.5), "0.5");
+        assert_eq!(Rate::rounded(0.0), None);
+        assert_eq!(Rate::rounded(f64::NAN), None);
+    }
 
     #[test]
     fn rates_parse_as_typed_and_print_back_the_same() {

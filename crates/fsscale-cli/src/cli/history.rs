@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand};
 
 use super::values::*;
-use fsscale::vocab::{Mode, Share};
+use fsscale::vocab::{Mode, Rate, Share};
 
 #[derive(Args, Debug)]
 pub struct HistoryArgs {
@@ -68,6 +68,9 @@ pub struct SeriesArgs {
     /// Only series of this --variant.
     #[arg(long, value_name = "NAME")]
     pub variant: Option<String>,
+    /// Only the series of open loops at this rate (their response p99), e.g. 20k.
+    #[arg(long, value_name = "RATE", value_parser = parse_rate)]
+    pub rate: Option<Rate>,
 }
 
 /// How a query searches each series for steps (`history show`, `history

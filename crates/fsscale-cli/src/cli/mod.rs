@@ -36,7 +36,7 @@ use clap::{Args, Parser, Subcommand};
 
 use fsscale::report::CompareFormat;
 use fsscale::stats::hypothesis::TestKind;
-use fsscale::vocab::{Cache, Mode, Share, Workload};
+use fsscale::vocab::{Cache, Mode, Quantile, Share, Workload};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -251,6 +251,9 @@ pub struct CompareArgs {
     /// Compare each run's ops per second of the workers' own CPU time (user and system) instead of its ops/s: on a machine other work shares, it moves far less with their load. Other work then does not make a point "too noisy"; drift and two modes still do.
     #[arg(long)]
     pub per_cpu: bool,
+    /// Open loops (--rate) are judged by each run's response time at this quantile, smaller better: p50, p99 or p99.9 (each run's own quantile is one figure, so the test and interval are over runs).
+    #[arg(long, value_name = "QUANTILE", default_value = "p99", value_parser = choice::<Quantile>())]
+    pub response: Quantile,
     /// Call a significant change better or worse only when its whole confidence interval lies beyond ±PCT percent; otherwise it is "within noise". Two invocations of one system differ by more than their runs' spread shows (1-2% on a quiet VM); 0 leaves the verdict to the test alone, as ministat does. Default 2, except 0 where that spread is measured or cancels: --vs with two or more files a side, and --between/--variants other than fs (both sides ran in one invocation, round by round).
     #[arg(long, value_name = "PCT")]
     pub noise_threshold: Option<f64>,

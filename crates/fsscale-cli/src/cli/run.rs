@@ -79,6 +79,10 @@ pub struct SweepArgs {
     #[arg(long, value_name = "LIST")]
     pub rate_per_worker: Option<String>,
 
+    /// Search each point for the highest rate whose response times meet these objectives (p50, p99 or p99.9, e.g. p99=1ms or p50=200us,p99=2ms): a closed loop first, then open loops at rates found by bisection below its throughput, each with its runs, until the rates met and missed are within 5%; a rate is met when the response times of all its runs, merged, meet every objective and no run fell behind. Fixed-time loops and replay.
+    #[arg(long, value_name = "OBJECTIVES", conflicts_with_all = ["rate", "rate_per_worker"])]
+    pub slo: Option<String>,
+
     /// How an open loop's ops are spaced: even (fixed gaps, as wrk2 and fio's rate_iops), or poisson (exponential gaps, the arrivals of many independent clients; drawn from the order seed, recorded).
     #[arg(long, value_name = "HOW", default_value = "even", value_parser = choice::<Arrivals>())]
     pub arrivals: Arrivals,
@@ -340,6 +344,7 @@ impl RunArgs {
                 (None, None) => Vec::new(),
             },
             arrivals: sweep.arrivals,
+            objectives: sweep.slo.as_deref().map(plan::parse_objectives).transpose()?.unwrap_or_default(),
             instruments: instruments.config(),
             options: WorkloadOptions {
                 lookup: lookup.shape(),

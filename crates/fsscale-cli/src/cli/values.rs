@@ -302,3 +302,8 @@ pub(super) fn parse_percent(text: &str) -> Result<f64, InputError> {
         ))),
     }
 }
+
+/// `history --rate`: one rate as `--rate` takes it (`20k`, `1.5M`).
+pub(super) fn parse_rate(text: &str) -> Result<fsscale::vocab::Rate, InputError> {
+    fsscale::vocab::Rate::parse(text)
+}

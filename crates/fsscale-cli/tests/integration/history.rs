@@ -364,3 +364,31 @@ fn compare_takes_its_threshold_from_how_much_the_points_invocations_differ_in_th
     assert_success(&out);
     assert!(!missing.exists(), "compare makes no store");
 }
+
+#[test]
+fn open_loops_are_kept_as_series_of_their_response_p99_at_each_rate() {
+    let env = TestEnv::new();
+    let db = env.root.path().join("history.sqlite");
+    for run in 0..2 {
+        assert_success(&env.run(&[
+            "stat",
+            "-j",
+            "1",
+            "--share",
+            "private",
+            "--rate",
+            "1k,2k",
+            "--rev",
+            &format!("r{run}"),
+        ]));
+        assert_success(&history(&db, &["add", env.output.to_str().unwrap()]));
+    }
+    let out = history(&db, &["show", "--rate", "2k"]);
+    assert_success(&out);
+    let text = stdout(&out);
+    // Only the 2k series, of response p99, with both results.
+    assert!(text.starts_with("stat process private x1 at 2k/s on "), "{text}");
+    assert!(text.contains("(µs p99 response, 2 results)"), "{text}");
+    assert!(!text.contains("at 1k/s"), "{text}");
+    assert_one_line_error(&history(&db, &["show", "--rate", "fast"]), "'fast' is not a rate");
+}

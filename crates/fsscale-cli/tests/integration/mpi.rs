@@ -174,6 +174,32 @@ mod jobs {
     }
 
     #[test]
+    fn an_objective_search_sends_each_probe_to_the_ranks() {
+        if !has_mpirun("an_objective_search_sends_each_probe_to_the_ranks") {
+            return;
+        }
+        let _job = one_job_at_a_time();
+        let env = TestEnv::new();
+        let out = run(&env, 2, &["stat", "-j", "2", "--share", "private", "--slo", "p99=5ms", "-n", "1"]);
+        assert_success(&out);
+        let doc = env.results();
+        let objectives = &doc.settings.open_loop.as_ref().unwrap().objectives;
+        let points: Vec<&fsscale::results::Point> = doc.points.iter().collect();
+        let found = fsscale::results::objective::searches(&points, objectives);
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].search.next, None, "the search ran to its end");
+        assert!(!found[0].probes.is_empty());
+        for &i in &found[0].probes {
+            // Each probe ran on both ranks: their halves of the rate, merged.
+            let (p, o) = (points[i], points[i].runs[0].open_loop.as_ref().expect("an open loop"));
+            assert_eq!(p.ranks.as_ref().map(Vec::len), Some(2));
+            assert!((o.asked_ops_per_s - p.rate.unwrap().ops_per_s()).abs() < 1e-6, "{}", o.asked_ops_per_s);
+        }
+        assert_ranks_add_up(&doc, false);
+        assert!(env.leftovers().is_empty(), "{:?}", env.leftovers());
+    }
+
+    #[test]
     fn every_rank_collects_its_profiles_in_the_kernel() {
         if !has_mpirun("every_rank_collects_its_profiles_in_the_kernel") || !needs_root("profiles over ranks") {
             return;

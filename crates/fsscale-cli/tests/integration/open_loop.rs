@@ -182,3 +182,59 @@ fn a_rate_where_ops_cannot_be_paced_is_refused_in_one_line() {
     assert_one_line_error(&env.run(&["stat", "--rate", "50k..10k"]), "runs backwards");
     assert_eq!(env.leftovers(), Vec::<String>::new());
 }
+
+#[test]
+fn an_objective_search_bisects_below_each_closed_loop_and_says_the_rate_it_found() {
+    use fsscale::results::objective::{search, searches, Verdict, MAX_PROBES};
+    let env = TestEnv::new();
+    let out = env.run(&["creat-unlink", "--share", "shared", "-j", "1,2", "--slo", "p99=200us", "-n", "2"]);
+    assert_success(&out);
+    let doc = env.results();
+    let objectives = doc.settings.open_loop.as_ref().expect("the open loop's settings").objectives.clone();
+    assert_eq!(objectives.iter().map(|o| o.to_string()).collect::<Vec<_>>(), ["p99=200us"]);
+    let points: Vec<&fsscale::results::Point> = doc.points.iter().collect();
+    let found = searches(&points, &objectives);
+    assert_eq!(found.iter().map(|s| points[s.closed].workers).collect::<Vec<_>>(), [1, 2], "a search per point");
+    let text = stdout(&out);
+    for one in &found {
+        // However fast the machine was, the probes are the bisection's, in the order it made them.
+        let mut probes: Vec<usize> = one.probes.clone();
+        probes.sort_unstable();
+        assert!((1..=MAX_PROBES).contains(&probes.len()), "{} probes", probes.len());
+        let verdicts: Vec<(Rate, Verdict)> = probes
+            .iter()
+            .map(|&i| (points[i].rate.unwrap(), fsscale::results::objective::verdict(&objectives, points[i]).unwrap()))
+            .collect();
+        for k in 0..verdicts.len() {
+            assert_eq!(search(one.search.capacity, &verdicts[..k]).next, Some(verdicts[k].0), "probe {k}");
+        }
+        assert_eq!(one.search.next, None, "the search ran to its end");
+        for &i in &probes {
+            assert_eq!(points[i].runs.len(), 2, "each probe has its runs");
+            assert!(points[i].runs.iter().all(|r| r.open_loop.is_some()), "each probe is an open loop");
+        }
+        let line = format!("  slo p99=200us x{} shared: ", points[one.closed].workers);
+        assert!(text.contains(&line), "{line} in:\n{text}");
+    }
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("fsscale: --slo: creat-unlink shared x1: its closed loop did "), "{err}");
+    assert_eq!(env.leftovers(), Vec::<String>::new());
+}
+
+#[test]
+fn an_objective_search_is_refused_where_it_cannot_run_in_one_line() {
+    let env = TestEnv::new();
+    assert_one_line_error(
+        &env.run(&["stat", "--slo", "p95=1ms"]),
+        "--slo: 'p95' is not a quantile an objective bounds",
+    );
+    assert_one_line_error(&env.run(&["untar", "--slo", "p99=1ms"]), "--slo: untar is fixed work");
+    assert_one_line_error(
+        &env.run(&["stat", "--slo", "p99=1ms", "--variant", "a=true", "--variant", "b=true"]),
+        "--slo searches each point on its own",
+    );
+    let both = env.run(&["stat", "--slo", "p99=1ms", "--rate", "1k"]);
+    assert!(!both.status.success());
+    assert!(String::from_utf8_lossy(&both.stderr).contains("cannot be used with"), "clap refuses the pair");
+    assert_eq!(env.leftovers(), Vec::<String>::new());
+}

@@ -98,6 +98,8 @@ pub struct SeriesFilter {
     pub share: Option<String>,
     pub fs: Option<String>,
     pub variant: Option<String>,
+    /// An open loop's rate: only its series (of response p99 at it).
+    pub rate: Option<crate::vocab::Rate>,
 }
 
 impl SeriesFilter {

@@ -16,9 +16,18 @@ use postgres::{Client, NoTls, Row};
 use super::{replaces_record, run_id_and_json, Added, Backend, Entry, Series, SeriesFilter};
 use crate::history::point::{figures, Figure, Identity};
 use crate::results::ResultsFile;
+use crate::vocab::Rate;
 
-/// The schema version this fsscale makes on a server.
-const VERSION: i32 = 1;
+/// The schema version this fsscale makes on a server: [`SCHEMA`] is the
+/// first, each of [`MIGRATIONS`] one more.
+const VERSION: i32 = 2;
+
+/// What takes a server's schema from each version to the next, in order
+/// (the first from 1 to 2).
+const MIGRATIONS: &[&str] = &[
+    // 2: an open loop's rate, a part of its series' identity.
+    "ALTER TABLE series ADD COLUMN rate double precision;",
+];
 
 /// The advisory lock writers and the schema's creation take ("fsscale").
 const WRITE_LOCK: i64 = 0x0066_7373_6361_6c65;
@@ -75,6 +84,16 @@ const SCHEMA: &str = "CREATE TABLE fsscale_schema (version integer NOT NULL);
     );
     CREATE INDEX figures_by_result ON figures (result_id);";
 
+/// Brings a schema at `version` to [`VERSION`], in the transaction that
+/// holds the write lock.
+fn migrate(tx: &mut postgres::Transaction<'_>, version: i32) -> Result<(), postgres::Error> {
+    for (from, migration) in (1..).zip(MIGRATIONS).filter(|(from, _)| *from >= version) {
+        tx.batch_execute(migration)?;
+        tx.execute("UPDATE fsscale_schema SET version = $1", &[&(from + 1)])?;
+    }
+    Ok(())
+}
+
 /// An open connection to a history server.
 pub(crate) struct PostgresStore {
     // The client's calls take it mutably; the store's reads do not.
@@ -96,6 +115,7 @@ impl PostgresStore {
             if version > VERSION {
                 bail!("history server {location} has schema version {version}, newer than this fsscale knows ({VERSION}); use the fsscale that wrote it");
             }
+            migrate(&mut tx, version).map_err(fail)?;
         } else {
             let tables: i64 = tx
                 .query_one("SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema()", &[])
@@ -105,6 +125,7 @@ impl PostgresStore {
                 bail!("history server {location}: its schema holds tables that are not fsscale's; give a database (or schema) of its own");
             }
             tx.batch_execute(SCHEMA).map_err(fail)?;
+            migrate(&mut tx, 1).map_err(fail)?;
         }
         tx.commit().map_err(fail)?;
         Ok(PostgresStore { client: RefCell::new(client), location })
@@ -178,8 +199,8 @@ fn insert_figures(tx: &mut postgres::Transaction<'_>, doc: &ResultsFile, result:
         let key = identity.key();
         let memory_limit = identity.memory_limit_column()?;
         tx.execute(
-            "INSERT INTO series (host, series_key, workload, op, mode, share, workers, fs, cache, variant, memory_limit, description)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (host, series_key) DO NOTHING",
+            "INSERT INTO series (host, series_key, workload, op, mode, share, workers, fs, cache, variant, memory_limit, description, rate)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT (host, series_key) DO NOTHING",
             &[
                 &doc.host.hostname,
                 &key,
@@ -193,6 +214,7 @@ fn insert_figures(tx: &mut postgres::Transaction<'_>, doc: &ResultsFile, result:
                 &identity.variant,
                 &memory_limit,
                 &identity.describe(),
+                &identity.rate_column(),
             ],
         )?;
         let id: i64 = tx
@@ -235,7 +257,7 @@ impl Backend for PostgresStore {
 
     fn series(&self, filter: &SeriesFilter) -> Result<Vec<Series>> {
         let mut sql = String::from(
-            "SELECT id, host, workload, op, mode, share, workers, fs, cache, variant, memory_limit FROM series WHERE true",
+            "SELECT id, host, workload, op, mode, share, workers, fs, cache, variant, memory_limit, rate FROM series WHERE true",
         );
         let mut values: Vec<Box<dyn ToSql + Sync>> = Vec::new();
         let mut bind = |sql: &mut String, clause: &str, value: Box<dyn ToSql + Sync>| {
@@ -247,6 +269,9 @@ impl Backend for PostgresStore {
         }
         if let Some(workers) = filter.workers {
             bind(&mut sql, " AND workers = ?", Box::new(i64::try_from(workers).unwrap_or(i64::MAX)));
+        }
+        if let Some(rate) = filter.rate {
+            bind(&mut sql, " AND rate = ?", Box::new(rate.ops_per_s()));
         }
         for (column, want) in filter.text_columns() {
             bind(&mut sql, &format!(" AND {column} = ?"), Box::new(want.clone()));
@@ -269,6 +294,7 @@ impl Backend for PostgresStore {
                     cache: r.get(8),
                     variant: r.get(9),
                     memory_limit: r.get::<_, Option<i64>>(10).and_then(|b| u64::try_from(b).ok()),
+                    rate: r.get::<_, Option<f64>>(11).and_then(Rate::new),
                 },
             })
             .collect())
@@ -409,5 +435,37 @@ mod tests {
             "postgres://lab@db/h?password=***&sslmode=disable"
         );
         assert_eq!(without_password("postgresql:///h?host=/run/pg"), "postgresql:///h?host=/run/pg");
+    }
+
+    #[test]
+    fn a_server_at_schema_version_1_is_migrated_and_keeps_its_results() {
+        let Some(server) = std::env::var_os("FSSCALE_TEST_POSTGRES") else {
+            crate::skips::skip(
+                "history::store::postgres::tests::a_server_at_schema_version_1_is_migrated_and_keeps_its_results",
+                "FSSCALE_TEST_POSTGRES names no server (.ci/run starts one)",
+            );
+            return;
+        };
+        let database = crate::history::tests::test_database(server.to_str().expect("a URL"));
+        // Version 1 as the fsscale of d52af8b made it, with one series in it.
+        let mut client = Client::connect(&database.url, NoTls).unwrap();
+        client.batch_execute(SCHEMA).unwrap();
+        client
+            .batch_execute(
+                "INSERT INTO series (host, series_key, workload, op, mode, share, workers, description)
+                 VALUES ('lab1', 'k', 'stat', 'op', 'process', 'private', 1, 'stat process private x1')",
+            )
+            .unwrap();
+        drop(client);
+        let store = PostgresStore::connect(&database.url).unwrap();
+        let mut client = store.client.borrow_mut();
+        let version: i32 = client.query_one("SELECT max(version) FROM fsscale_schema", &[]).unwrap().get(0);
+        assert_eq!(version, VERSION);
+        let kept: Option<f64> = client.query_one("SELECT rate FROM series WHERE series_key = 'k'", &[]).unwrap().get(0);
+        assert_eq!(kept, None, "its series kept, of no rate");
+        drop(client);
+        // Opened again, it is at the version and nothing runs twice.
+        drop(store);
+        PostgresStore::connect(&database.url).unwrap();
     }
 }

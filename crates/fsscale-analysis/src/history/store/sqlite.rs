@@ -15,6 +15,7 @@ use super::{replaces_record, run_id_and_json, Added, Backend, Entry, Series, Ser
 use crate::history::point::{figures, Figure, Identity};
 use crate::history::schema;
 use crate::results::ResultsFile;
+use crate::vocab::Rate;
 
 pub(crate) use schema::CURRENT;
 
@@ -127,7 +128,7 @@ impl SqliteStore {
     fn series_rows(&self, filter: &SeriesFilter) -> Result<Vec<Series>> {
         use rusqlite::types::Value;
         let mut sql = String::from(
-            "SELECT id, host, workload, op, mode, share, workers, fs, cache, variant, memory_limit FROM series WHERE 1 = 1",
+            "SELECT id, host, workload, op, mode, share, workers, fs, cache, variant, memory_limit, rate FROM series WHERE 1 = 1",
         );
         let mut values: Vec<Value> = Vec::new();
         if let Some(workloads) = &filter.workloads {
@@ -138,6 +139,10 @@ impl SqliteStore {
         if let Some(workers) = filter.workers {
             sql.push_str(" AND workers = ?");
             values.push(Value::Integer(i64::try_from(workers).unwrap_or(i64::MAX)));
+        }
+        if let Some(rate) = filter.rate {
+            sql.push_str(" AND rate = ?");
+            values.push(Value::Real(rate.ops_per_s()));
         }
         for (column, want) in filter.text_columns() {
             sql.push_str(&format!(" AND {column} = ?"));
@@ -160,6 +165,7 @@ impl SqliteStore {
                     cache: r.get(8)?,
                     variant: r.get(9)?,
                     memory_limit: memory_limit.and_then(|b| u64::try_from(b).ok()),
+                    rate: r.get::<_, Option<f64>>(11)?.and_then(Rate::new),
                 },
             })
         })?;
@@ -280,8 +286,8 @@ fn insert_figures(tx: &rusqlite::Transaction<'_>, doc: &ResultsFile, result: i64
         let key = identity.key();
         let memory_limit = identity.memory_limit_column()?;
         tx.execute(
-            "INSERT INTO series (host, series_key, workload, op, mode, share, workers, fs, cache, variant, memory_limit, description)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) ON CONFLICT (host, series_key) DO NOTHING",
+            "INSERT INTO series (host, series_key, workload, op, mode, share, workers, fs, cache, variant, memory_limit, description, rate)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) ON CONFLICT (host, series_key) DO NOTHING",
             params![
                 doc.host.hostname,
                 key,
@@ -294,7 +300,8 @@ fn insert_figures(tx: &rusqlite::Transaction<'_>, doc: &ResultsFile, result: i64
                 identity.cache,
                 identity.variant,
                 memory_limit,
-                identity.describe()
+                identity.describe(),
+                identity.rate_column()
             ],
         )?;
         let id: i64 = tx.query_row(

@@ -205,6 +205,26 @@ fn each_run(doc: &ResultsFile) -> String {
     parts.join("; ")
 }
 
+/// `workload`'s open-loop curves, their knees and `--slo` searches.
+fn open_loop_curves(out: &mut Html, files: &[(String, ResultsFile)], workload: Workload) {
+    let Some(chart) = super::open_loop::curve_chart(files, workload) else { return };
+    html!(
+        out,
+        "<figure class=\"curve\">{}<figcaption>Response time p99 against the rate asked, open loops: the ring \
+         marks each curve's knee (Kneedle), the highest rate before queueing takes over.</figcaption></figure>\n",
+        Html::from_plotters_svg(chart)
+    );
+    out.push_static("<ul class=\"findings\">\n");
+    for (label, doc) in files {
+        let points: Vec<&Point> = doc.points.iter().filter(|p| p.workload == workload).collect();
+        let objectives = doc.settings.open_loop.as_ref().map_or(&[][..], |o| &o.objectives);
+        for line in super::open_loop::lines(&points, objectives).lines() {
+            html!(out, "<li>{}{}</li>\n", line.trim(), file_tag(files, label));
+        }
+    }
+    out.push_static("</ul>\n");
+}
+
 fn findings(
     out: &mut Html,
     files: &[(String, ResultsFile)],
@@ -410,6 +430,7 @@ fn workload_section(
         );
     }
     tables::figures_table(out, files, workload);
+    open_loop_curves(out, files, workload);
     comparisons::comparison_tables(out, comparisons, workload);
     if workload == Workload::Replay {
         for (label, doc) in files {
