@@ -12,6 +12,10 @@
 #    p99 at rates up to and past the closed loop's throughput.
 # 3. The knee of tmpfs against ext4 for `creat-unlink -j 2 --share shared`:
 #    the same rates on each (needs root for --fs).
+# 4. The highest rate meeting p99 <= 100 us (`--slo`) for `creat-unlink
+#    --share shared -j 1,2` on tmpfs and ext4 (needs root), and each
+#    curve's knee, as `fsscale analyze` says them; with the search's wall
+#    time.
 #
 # Prints Markdown tables. Builds nothing (cargo build --release).
 set -euo pipefail
@@ -123,4 +127,17 @@ if [ "$(id -u)" = 0 ]; then
     table "$work/knee.json" open
 else
     echo "(the knee of tmpfs against ext4 needs root for --fs: skipped)"
+fi
+
+if [ "$(id -u)" = 0 ]; then
+    echo
+    echo "### The highest rate meeting p99 <= 100 us (creat-unlink --share shared -j 1,2 --slo p99=100us)"
+    echo
+    started=$(date +%s)
+    run slo creat-unlink -j 1,2 --share shared --fs tmpfs,ext4 --slo p99=100us
+    echo "The search took $(( $(date +%s) - started )) s."
+    echo
+    echo '```'
+    "$bin" analyze "$work/slo.json" | grep -E '^  (slo|knee) ' | sed "s|$work/||"
+    echo '```'
 fi

@@ -21,10 +21,9 @@ pub struct Curve<'a> {
 }
 
 impl Curve<'_> {
-    /// `2 shared`: what tells the curve from the table's others.
+    /// `x2 shared`, `x2 shared on ext4`: what tells the curve from the others.
     pub fn name(&self) -> String {
-        let p = self.points[0];
-        format!("x{} {}", p.workers, p.share)
+        name(self.points[0])
     }
 }
 
@@ -161,8 +160,22 @@ pub(super) fn lines(points: &[&Point], objectives: &[Objective]) -> String {
     out
 }
 
+/// `x2 shared`, then its mode where threads, filesystem, cold cache and variant where set.
 fn name(point: &Point) -> String {
-    format!("x{} {}", point.workers, point.share)
+    let mut words = format!("x{} {}", point.workers, point.share);
+    if point.mode == crate::vocab::Mode::Thread {
+        words.push_str(" threads");
+    }
+    if let Some(fs) = &point.fs {
+        words.push_str(&format!(" on {fs}"));
+    }
+    if point.cache == Some(crate::vocab::Cache::Cold) {
+        words.push_str(" cold");
+    }
+    if let Some(variant) = &point.variant {
+        words.push_str(&format!(" variant {variant}"));
+    }
+    words
 }
 
 /// A search's answer in words: the rate met and the rate missed (the
@@ -280,6 +293,16 @@ r.json: creat-unlink x2 shared (open loops)
 ";
         assert_eq!(text, expected);
         assert_eq!(render_curves("r.json", &fixtures::doc(1, 1.0, Vec::new())), "");
+    }
+
+    #[test]
+    fn a_curves_name_says_what_sets_its_point_apart() {
+        let mut point = search_points(&[]).remove(0);
+        assert_eq!(name(&point), "x2 shared");
+        point.mode = crate::vocab::Mode::Thread;
+        point.fs = Some("ext4:noatime".into());
+        point.variant = Some("patched".into());
+        assert_eq!(name(&point), "x2 shared threads on ext4:noatime variant patched");
     }
 
     #[test]

@@ -115,7 +115,7 @@ pub enum Command {
     Run(Box<RunArgs>),
     /// Write a self-contained HTML report (environment, charts, comparisons, findings) of results files.
     Report(ReportArgs),
-    /// Draw one workload's scaling chart from results files, as SVG or PNG.
+    /// Draw one workload's scaling chart from results files, as SVG or PNG; for open loops (--rate, --slo), response p99 against the rate asked, each curve's knee ringed.
     Plot(PlotArgs),
     #[cfg(target_os = "linux")]
     /// Remove what a killed run left behind: mounts, loop devices and images of filesystems fsscale made, tracing instances, command cgroups and half-written cache tarballs (only what no live run holds locked); list (and with --scratch DIR remove) its scratch directories.
