@@ -565,6 +565,30 @@ mod tests {
     }
 
     #[test]
+    fn open_loops_get_their_curve_its_knee_and_the_search_in_the_report() {
+        let closed = point(Workload::CreatUnlink, Share::Shared, 2, vec![run(0, &[50_000, 50_000], 1.0)]);
+        let probe = |rate: f64, us: u64, behind: bool| {
+            let runs = (0..2).map(|i| crate::results::fixtures::open_run(i, rate, &[us * 1000; 100], behind)).collect();
+            let mut p = point(Workload::CreatUnlink, Share::Shared, 2, runs);
+            p.rate = crate::vocab::Rate::new(rate);
+            p
+        };
+        let mut d = doc(2, 1.0, vec![closed, probe(100e3, 900, true), probe(50e3, 20, false), probe(75e3, 60, false)]);
+        d.settings.open_loop = Some(crate::results::OpenLoopSettings {
+            rates: Vec::new(),
+            per_worker: false,
+            arrivals: crate::vocab::Arrivals::Even,
+            seed: None,
+            objectives: crate::vocab::parse_objectives("p99=50us").unwrap(),
+        });
+        let page = render_html(&[("r.json".to_string(), d)], &[]);
+        assert!(page.contains("<figure class=\"curve\">"), "the curve is drawn");
+        assert!(page.contains("creat-unlink: response time against rate"));
+        assert!(page.contains("<li>knee x2 shared: 75k/s, response p99 60.0µs; 900µs at 100k/s</li>"));
+        assert!(page.contains("<li>slo p99=50us x2 shared: 50k/s, to within 75k/s: met at 50k/s"), "the search");
+    }
+
+    #[test]
     fn charts_draw_medians_and_only_fits_that_name_a_regime() {
         // Amdahl-like scaling: a good fit, drawn.
         let good = drawn(&[(1, 1000), (2, 1900), (4, 3400), (8, 5600), (16, 8200), (32, 10500)]);
