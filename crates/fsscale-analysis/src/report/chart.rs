@@ -142,7 +142,7 @@ pub fn scaling_chart(title: &str, y_label: &str, series: &[ChartSeries], ideal: 
         .fold(0.0, f64::max)
         .max(f64::MIN_POSITIVE)
         * 1.15;
-    draw(title, XAxis::Workers(axis), y_label, max_y, &legend(series), |chart| {
+    draw(title, XAxis::Workers(axis), y_label, YAxis::Linear { max: max_y }, &legend(series), |chart| {
         for (i, s) in series.iter().enumerate() {
             let color = PALETTE[i % PALETTE.len()];
             if ideal {
@@ -170,7 +170,7 @@ pub fn scaling_chart(title: &str, y_label: &str, series: &[ChartSeries], ideal: 
 pub(crate) fn efficiency_chart(title: &str, series: &[ChartSeries]) -> String {
     let axis = WorkerAxis::of_series(series);
     let max_y = series.iter().flat_map(|s| s.points.iter().map(|p| p.value)).fold(100.0, f64::max) * 1.1;
-    draw(title, XAxis::Workers(axis), "efficiency (%)", max_y, &legend(series), |chart| {
+    draw(title, XAxis::Workers(axis), "efficiency (%)", YAxis::Linear { max: max_y }, &legend(series), |chart| {
         let r = axis.range();
         chart.draw_series(LineSeries::new(vec![(r.start, 100.0), (r.end, 100.0)], BLACK.mix(0.35).stroke_width(1)))?;
         for (i, s) in series.iter().enumerate() {
@@ -196,34 +196,79 @@ pub(crate) fn time_chart(title: &str, y_label: &str, series: &[TimeSeries]) -> S
         series.iter().flat_map(|s| s.points.iter().map(|p| p.1)).fold(0.0, f64::max).max(f64::MIN_POSITIVE) * 1.15;
     let legend: Vec<(String, RGBColor)> =
         series.iter().enumerate().map(|(i, s)| (s.label.clone(), PALETTE[(i / 2) % PALETTE.len()])).collect();
-    draw(title, XAxis::Seconds { last: last_s.max(f64::MIN_POSITIVE) }, y_label, max_y, &legend, |chart| {
-        for (s, (_, color)) in series.iter().zip(&legend) {
-            if s.dashed {
-                chart.draw_series(DashedLineSeries::new(s.points.clone(), 6, 4, color.stroke_width(2)))?;
-            } else {
-                chart.draw_series(LineSeries::new(s.points.clone(), color.stroke_width(2)))?;
+    draw(
+        title,
+        XAxis::Seconds { last: last_s.max(f64::MIN_POSITIVE) },
+        y_label,
+        YAxis::Linear { max: max_y },
+        &legend,
+        |chart| {
+            for (s, (_, color)) in series.iter().zip(&legend) {
+                if s.dashed {
+                    chart.draw_series(DashedLineSeries::new(s.points.clone(), 6, 4, color.stroke_width(2)))?;
+                } else {
+                    chart.draw_series(LineSeries::new(s.points.clone(), color.stroke_width(2)))?;
+                }
             }
+            Ok(())
+        },
+    )
+}
+
+/// Response time against the rate asked (an open loop's curve): a line per
+/// series, `(ops/s, value)`, and a ring at each of `knees`. The values on
+/// a log scale: a curve spans microseconds below its knee and seconds past it.
+pub fn rate_chart(title: &str, y_label: &str, series: &[TimeSeries], knees: &[(f64, f64)]) -> String {
+    let points = || series.iter().flat_map(|s| s.points.iter());
+    let last = points().map(|p| p.0).fold(0.0, f64::max).max(f64::MIN_POSITIVE);
+    let positive = || points().map(|p| p.1).filter(|v| *v > 0.0 && v.is_finite());
+    let low = positive().fold(f64::INFINITY, f64::min);
+    let high = positive().fold(0.0, f64::max);
+    let (low, high) = if low <= high {
+        (low.log10().floor(), high.log10().ceil().max(low.log10().floor() + 1.0))
+    } else {
+        (0.0, 1.0)
+    };
+    let on_scale = |(x, y): (f64, f64)| (x, y.max(10f64.powf(low)).log10());
+    let legend: Vec<(String, RGBColor)> =
+        series.iter().enumerate().map(|(i, s)| (s.label.clone(), PALETTE[i % PALETTE.len()])).collect();
+    draw(title, XAxis::Rate { last }, y_label, YAxis::Log10 { low, high }, &legend, |chart| {
+        for (s, (_, color)) in series.iter().zip(&legend) {
+            let line: Vec<(f64, f64)> = s.points.iter().copied().map(on_scale).collect();
+            chart.draw_series(LineSeries::new(line.clone(), color.stroke_width(2)))?;
+            chart.draw_series(line.iter().map(|&(x, y)| Circle::new((x, y), 3, color.filled())))?;
         }
+        let rings = knees.iter().copied().map(on_scale);
+        chart.draw_series(rings.map(|(x, y)| Circle::new((x, y), 8, BLACK.stroke_width(2))))?;
         Ok(())
     })
 }
 
-/// Response time against the rate asked (an open loop's curve): a line per
-/// series, `(ops/s, value)`, and a ring at each of `knees`.
-pub fn rate_chart(title: &str, y_label: &str, series: &[TimeSeries], knees: &[(f64, f64)]) -> String {
-    let points = || series.iter().flat_map(|s| s.points.iter());
-    let last = points().map(|p| p.0).fold(0.0, f64::max).max(f64::MIN_POSITIVE);
-    let max_y = points().map(|p| p.1).fold(0.0, f64::max).max(f64::MIN_POSITIVE) * 1.15;
-    let legend: Vec<(String, RGBColor)> =
-        series.iter().enumerate().map(|(i, s)| (s.label.clone(), PALETTE[i % PALETTE.len()])).collect();
-    draw(title, XAxis::Rate { last }, y_label, max_y, &legend, |chart| {
-        for (s, (_, color)) in series.iter().zip(&legend) {
-            chart.draw_series(LineSeries::new(s.points.clone(), color.stroke_width(2)))?;
-            chart.draw_series(s.points.iter().map(|&(x, y)| Circle::new((x, y), 3, color.filled())))?;
+/// The vertical axis: from 0 to `max`, or powers of ten from `10^low` to `10^high`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum YAxis {
+    Linear { max: f64 },
+    Log10 { low: f64, high: f64 },
+}
+
+impl YAxis {
+    fn range(self) -> std::ops::Range<f64> {
+        match self {
+            YAxis::Linear { max } => 0.0..max,
+            YAxis::Log10 { low, high } => low..high,
         }
-        chart.draw_series(knees.iter().map(|&(x, y)| Circle::new((x, y), 8, BLACK.stroke_width(2))))?;
-        Ok(())
-    })
+    }
+
+    /// A tick's label: the value, or on a log scale the power of ten at each whole exponent.
+    fn label(self, position: f64) -> String {
+        match self {
+            YAxis::Linear { .. } => short_number(position),
+            YAxis::Log10 { .. } if (position - position.round()).abs() < 1e-9 => {
+                short_number(10f64.powf(position.round()))
+            }
+            YAxis::Log10 { .. } => String::new(),
+        }
+    }
 }
 
 /// The horizontal axis: worker counts, seconds of a window, or a rate.
@@ -299,7 +344,7 @@ fn draw(
     title: &str,
     axis: XAxis,
     y_label: &str,
-    max_y: f64,
+    y_axis: YAxis,
     legend: &[(String, RGBColor)],
     series: impl FnOnce(&mut Chart<'_, '_>) -> DrawResult,
 ) -> String {
@@ -322,14 +367,14 @@ fn draw(
                 .margin(12)
                 .x_label_area_size(42)
                 .y_label_area_size(78)
-                .build_cartesian_2d(axis.range(), 0f64..max_y)?;
+                .build_cartesian_2d(axis.range(), y_axis.range())?;
             chart
                 .configure_mesh()
                 .x_desc(axis.name())
                 .y_desc(&y_label)
                 .x_labels(axis.ticks().clamp(2, 12))
                 .x_label_formatter(&|v| axis.label(*v))
-                .y_label_formatter(&|v| short_number(*v))
+                .y_label_formatter(&|v| y_axis.label(*v))
                 .light_line_style(TRANSPARENT)
                 .bold_line_style(BLACK.mix(0.12))
                 .label_style(("sans-serif", 13))
@@ -408,6 +453,23 @@ mod tests {
                 .collect(),
             fit: None,
         }
+    }
+
+    #[test]
+    fn a_rate_chart_draws_each_point_its_knee_rings_and_powers_of_ten() {
+        let curve = TimeSeries {
+            label: "x2 shared".into(),
+            points: vec![(1e4, 12.0), (5e4, 90.0), (9e4, 25_000.0)],
+            dashed: false,
+        };
+        let svg = rate_chart("creat-unlink", "response p99 (µs, log scale)", &[curve], &[(5e4, 90.0)]);
+        assert_eq!(svg.matches("<circle").count(), 4, "three points and a ring");
+        // From 10 us to 100 ms: a label at each power of ten, none between.
+        for label in ["\n10.0\n", "\n100\n", "\n1000\n", "\n100k\n"] {
+            assert!(svg.contains(label), "{label:?} in {svg}");
+        }
+        assert!(!svg.contains("\n1.0M\n"), "the scale ends at the decade above the largest value");
+        assert!(!svg.contains("\n31.6\n"), "no label between powers of ten");
     }
 
     #[test]

@@ -74,7 +74,7 @@ pub fn curve_chart(files: &[(String, ResultsFile)], workload: Workload) -> Optio
     (!series.is_empty()).then(|| {
         super::chart::rate_chart(
             &format!("{workload}: response time against rate"),
-            "response p99 (µs)",
+            "response p99 (µs, log scale)",
             &series,
             &knees,
         )
