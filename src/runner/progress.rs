@@ -35,6 +35,9 @@ pub struct PlanSummary {
     pub eta_s: Option<f64>,
     /// With `max_runs`: seconds if every point ran to its cap.
     pub eta_max_s: Option<f64>,
+    /// `--slo`: the most probes each point's search may add, each a point
+    /// of its own (not in `points`, `eta_s` or `eta_max_s`).
+    pub probes_per_point: Option<usize>,
 }
 
 impl PlanSummary {

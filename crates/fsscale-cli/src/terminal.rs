@@ -133,9 +133,15 @@ mod progress {
                 (Some(s), _) => format!("about {}", human_duration(s)),
                 (None, _) => "fixed work is timed as it runs".to_string(),
             };
+            let search = match plan.probes_per_point {
+                Some(most) => format!(
+                    "; --slo then probes each point at up to {most} rates, each a point of as many runs (its time comes on top)"
+                ),
+                None => String::new(),
+            };
             self.clear();
             eprintln!(
-                "fsscale: {} point{}, {} run{} ({warmups}{} run{} each{more}); {time}",
+                "fsscale: {} point{}, {} run{} ({warmups}{} run{} each{more}); {time}{search}",
                 plan.points,
                 if plan.points == 1 { "" } else { "s" },
                 plan.total_runs(),

@@ -136,6 +136,7 @@ impl Session<'_> {
             max_runs: repetition.max_runs,
             eta_s: self.remaining_s(&schedule),
             eta_max_s: repetition.max_runs.and_then(|_| self.remaining_at_most_s(&schedule)),
+            probes_per_point: (!config.objectives.is_empty()).then_some(crate::results::objective::MAX_PROBES),
         });
         loop {
             while let Some(slot) = schedule.scheduler.next(&schedule.states) {

@@ -218,6 +218,7 @@ fn an_objective_search_bisects_below_each_closed_loop_and_says_the_rate_it_found
     }
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("fsscale: --slo: creat-unlink shared x1: its closed loop did "), "{err}");
+    assert!(err.contains("; --slo then probes each point at up to 12 rates"), "the plan says what may come: {err}");
     assert_eq!(env.leftovers(), Vec::<String>::new());
 }
 
