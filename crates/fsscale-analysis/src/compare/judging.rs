@@ -29,8 +29,7 @@ pub(crate) fn cpu_bound(p: &Point) -> bool {
 }
 
 pub(super) fn per_cpu_fits(b: &Point, n: &Point) -> bool {
-    let busy = |p: &Point| p.summary.as_ref().is_some_and(|s| s.busy_runs.len() * 5 > p.runs.len());
-    (busy(b) || busy(n))
+    (b.mostly_busy() || n.mostly_busy())
         && cpu_bound(b)
         && cpu_bound(n)
         && b.ops_per_cpu_s().is_some()

@@ -377,6 +377,11 @@ fn conditions(doc: &ResultsFile) -> usize {
     labels.len()
 }
 
+/// The unit of an open loop's figure: `µs p99 response`.
+pub(crate) fn response_unit(quantile: Quantile) -> String {
+    format!("µs {quantile} response")
+}
+
 /// Every run's figure, or `None` when a run lacks it.
 pub(crate) fn figures(p: &Point, figure: Figure) -> Option<Vec<f64>> {
     match figure {
@@ -610,7 +615,7 @@ fn compare_point(
         unit: match config.figure {
             Figure::Throughput => b.unit(),
             Figure::OpsPerCpuSecond => format!("{}/cpu-s", b.unit().trim_end_matches("/s")),
-            Figure::Response(quantile) => format!("µs {quantile} response"),
+            Figure::Response(quantile) => response_unit(quantile),
         },
         condition: b.condition(),
         workload: b.workload,

@@ -170,7 +170,7 @@ impl Figure {
             runs: point.runs.len(),
             run_values: point.runs.iter().map(|r| r.ops_per_s).collect(),
             run_per_cpu: point.ops_per_cpu_s().filter(|v| v.iter().all(|x| x.is_finite() && *x > 0.0)),
-            busy: summary.busy_runs.len() * 5 > point.runs.len(),
+            busy: point.mostly_busy(),
             cpu_bound: crate::compare::cpu_bound(point),
             noise: point.noise_problem(),
             profiles: Instrument::ALL.iter().filter(attributes).map(|i| i.name().to_string()).collect(),
@@ -186,18 +186,17 @@ impl Figure {
         let response = crate::compare::Figure::Response(Quantile::P99);
         let run_values = crate::compare::figures(point, response).filter(|v| !v.is_empty())?;
         let mean = run_values.iter().sum::<f64>() / run_values.len() as f64;
-        let busy = point.summary.as_ref().is_some_and(|s| s.busy_runs.len() * 5 > point.runs.len());
         Some(Figure {
             mean,
             per_cpu: None,
             runs: run_values.len(),
             run_values,
             run_per_cpu: None,
-            busy,
+            busy: point.mostly_busy(),
             cpu_bound: false,
             noise: point.noise_problem(),
             profiles: Vec::new(),
-            unit: "µs p99 response".to_string(),
+            unit: crate::compare::response_unit(Quantile::P99),
             higher_is_better: false,
         })
         .filter(|f| f.mean.is_finite() && f.run_values.iter().all(|v| v.is_finite()))

@@ -85,7 +85,7 @@ pub fn curve_chart(files: &[(String, ResultsFile)], workload: Workload) -> Optio
 /// rates (asked, achieved, response p50/p99/p99.9, service p99), the knee
 /// marked, then the knees and searches in words. Empty without open loops.
 pub fn render_curves(label: &str, doc: &ResultsFile) -> String {
-    let objectives = doc.settings.open_loop.as_ref().map_or(&[][..], |o| &o.objectives);
+    let objectives = doc.settings.objectives();
     let mut out = String::new();
     for (workload, points) in crate::results::grouped(doc.points.iter().map(|p| (p.workload, p))) {
         let found = curves(&points);

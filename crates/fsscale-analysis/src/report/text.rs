@@ -105,7 +105,7 @@ fn group(
         (false, false) => view::table(Layout::Loops, &mut view::views_of(points, doc)),
     };
     out.push_str(&table.render());
-    let objectives = doc.settings.open_loop.as_ref().map_or(&[][..], |o| &o.objectives);
+    let objectives = doc.settings.objectives();
     out.push_str(&super::open_loop::lines(points, objectives));
     if workload == Workload::Replay {
         out.push_str(&super::replay::text(points, doc.settings.replay.as_ref(), doc.settings.duration_s));

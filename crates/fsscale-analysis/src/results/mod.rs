@@ -217,6 +217,13 @@ pub struct Settings {
     pub open_loop: Option<OpenLoopSettings>,
 }
 
+impl Settings {
+    /// `--slo`'s objectives; none without a search.
+    pub fn objectives(&self) -> &[crate::vocab::Objective] {
+        self.open_loop.as_ref().map_or(&[], |o| &o.objectives)
+    }
+}
+
 /// How an open-loop run's ops were due (each point's rate is its own).
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 pub struct OpenLoopSettings {
@@ -504,6 +511,13 @@ impl Point {
         ))
     }
 
+    /// Other work took the machine in more than a fifth of its runs: one
+    /// disturbed run in five moves a mean little, more than that is the
+    /// machine's figure.
+    pub fn mostly_busy(&self) -> bool {
+        self.summary.as_ref().is_some_and(|s| s.busy_runs.len() * 5 > self.runs.len())
+    }
+
     /// Why this point's runs cannot support a verdict, if they cannot: they
     /// drift with their order, fall into two groups, or other work took the
     /// machine in more than a fifth of them.
@@ -511,8 +525,7 @@ impl Point {
         let summary = self.summary.as_ref()?;
         let mut problems = diagnosed_problems(summary.diagnostics.as_ref());
         problems.extend(self.too_short().map(short_problem));
-        // One disturbed run in five moves a mean little; more than that is the machine's figure.
-        if summary.busy_runs.len() * 5 > self.runs.len() {
+        if self.mostly_busy() {
             problems.push(format!("machine busy in {} of {} runs", summary.busy_runs.len(), self.runs.len()));
         }
         problems.extend(self.behind_problem());

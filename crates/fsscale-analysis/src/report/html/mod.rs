@@ -217,7 +217,7 @@ fn open_loop_curves(out: &mut Html, files: &[(String, ResultsFile)], workload: W
     out.push_static("<ul class=\"findings\">\n");
     for (label, doc) in files {
         let points: Vec<&Point> = doc.points.iter().filter(|p| p.workload == workload).collect();
-        let objectives = doc.settings.open_loop.as_ref().map_or(&[][..], |o| &o.objectives);
+        let objectives = doc.settings.objectives();
         for line in super::open_loop::lines(&points, objectives).lines() {
             html!(out, "<li>{}{}</li>\n", line.trim(), file_tag(files, label));
         }
